@@ -1,0 +1,54 @@
+package io.kvchecksum;
+
+import java.util.Objects;
+
+/**
+ * The KV of one layer (or of one distinct cache of a layer) held by this worker.
+ *
+ * @param layer the layer number from the layer's name (e.g. 12 for {@code model.layers.12.self_attn.attn}); it,
+ *     not the position in the group, sets the layer's factor
+ * @param firstHead the global KV head number of local head 0 (rank {@code r} of a TP group holding {@code k} heads
+ *     has {@code firstHead = r*k}); a second cache of the same layer takes the head numbers after the first's
+ * @param numHeads KV heads held here (1 for MLA latent caches)
+ * @param k the K region; for MLA, the latent row
+ * @param v the V region, or {@code null} when the cell is K only (MLA)
+ */
+public record CacheLayer(int layer, int firstHead, int numHeads, KvRegion k, KvRegion v) {
+
+    public CacheLayer {
+        Objects.requireNonNull(k, "k");
+        if (layer < 0) {
+            throw new InvalidLayoutException("layer number must be non-negative, got " + layer);
+        }
+        if (firstHead < 0) {
+            throw new InvalidLayoutException("layer " + layer + ": firstHead must be non-negative, got " + firstHead);
+        }
+        if (numHeads <= 0) {
+            throw new InvalidLayoutException("layer " + layer + ": numHeads must be positive, got " + numHeads);
+        }
+        if ((long) firstHead + numHeads > Definition.MAX_KV_HEADS_PER_LAYER) {
+            throw new InvalidLayoutException("layer " + layer + ": heads " + firstHead + ".." + (firstHead + (long) numHeads - 1)
+                    + " exceed the limit of " + Definition.MAX_KV_HEADS_PER_LAYER + " KV heads per layer");
+        }
+    }
+
+    /** A layer whose cell is K bytes then V bytes. */
+    public static CacheLayer of(int layer, int firstHead, int numHeads, KvRegion k, KvRegion v) {
+        return new CacheLayer(layer, firstHead, numHeads, k, v);
+    }
+
+    /** A layer whose cell is one region only (MLA latent rows, or an indexer's K cache). */
+    public static CacheLayer kOnly(int layer, int firstHead, int numHeads, KvRegion k) {
+        return new CacheLayer(layer, firstHead, numHeads, k, null);
+    }
+
+    /** Pieces per cell: K pieces followed by V pieces. */
+    public int pieces() {
+        return k.pieces() + (v == null ? 0 : v.pieces());
+    }
+
+    /** Bytes per cell, K and V together. */
+    public int cellBytes() {
+        return k.cellBytes() + (v == null ? 0 : v.cellBytes());
+    }
+}

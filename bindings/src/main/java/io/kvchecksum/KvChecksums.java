@@ -1,0 +1,140 @@
+package io.kvchecksum;
+
+import io.kvchecksum.internal.FastCpuBackend;
+import io.kvchecksum.internal.ReferenceBackend;
+import io.kvchecksum.internal.SelfTest;
+import io.kvchecksum.spi.BackendProvider;
+import io.kvchecksum.spi.BackendProvider.Availability;
+
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.ServiceLoader;
+
+/**
+ * The backends, by name or the fastest one here.
+ *
+ * <p>Asking by name never substitutes another backend: {@code byName("cuda")} returns CUDA or throws
+ * {@link BackendUnavailableException} with the reason. Only {@link #fastest()} chooses, and it says what it chose in
+ * {@link KvChecksum#name()}. GPU backends live in their own modules ({@code kvchecksum-kernels-cuda},
+ * {@code kvchecksum-kernels-opencl}) and are found through {@link ServiceLoader}; the core does not depend on them.
+ */
+public final class KvChecksums {
+    /** System property naming the backend {@link #configured()} returns; wins over the environment variable. */
+    public static final String BACKEND_PROPERTY = "kvchecksum.backend";
+    /** Environment variable naming the backend {@link #configured()} returns. */
+    public static final String BACKEND_ENV = "KVCHECKSUM_BACKEND";
+
+    private static final Map<String, String> MODULES = Map.of(
+            "cuda", "io.kvchecksum:kvchecksum-kernels-cuda",
+            "opencl", "io.kvchecksum:kvchecksum-kernels-opencl");
+
+    private KvChecksums() {
+    }
+
+    /** The reference backend: the plainest correct code, single-threaded; the oracle for every other backend. */
+    public static KvChecksum reference() {
+        return new ReferenceBackend();
+    }
+
+    /** The fast CPU backend: multi-threaded, Vector API where the JVM has {@code jdk.incubator.vector}. */
+    public static KvChecksum cpu() {
+        return new FastCpuBackend();
+    }
+
+    /**
+     * The backend of that name: {@code reference}, {@code cpu}, {@code cuda}, {@code opencl}, or {@code auto} for
+     * {@link #fastest()}.
+     *
+     * @throws BackendUnavailableException if it cannot run here, with the reason
+     * @throws IllegalArgumentException for a name no module provides
+     */
+    public static KvChecksum byName(String name) {
+        String n = name.toLowerCase(Locale.ROOT).trim();
+        switch (n) {
+            case "reference":
+                return reference();
+            case "cpu":
+                return cpu();
+            case "auto":
+                return fastest();
+            default:
+                break;
+        }
+        for (BackendProvider p : providers()) {
+            if (p.name().equals(n)) {
+                Availability a = p.availability();
+                if (!a.available()) {
+                    throw new BackendUnavailableException("backend '" + n + "' is unavailable: " + a.reason());
+                }
+                return p.create();
+            }
+        }
+        String module = MODULES.get(n);
+        if (module != null) {
+            throw new BackendUnavailableException("backend '" + n + "' is not on the class path: add the dependency " + module);
+        }
+        throw new IllegalArgumentException("unknown backend '" + name + "': expected one of reference, cpu, cuda, opencl, auto");
+    }
+
+    /** The backend named by {@value #BACKEND_PROPERTY} or {@value #BACKEND_ENV}, else {@link #fastest()}. */
+    public static KvChecksum configured() {
+        String name = System.getProperty(BACKEND_PROPERTY);
+        if (name == null || name.isBlank()) {
+            name = System.getenv(BACKEND_ENV);
+        }
+        return name == null || name.isBlank() ? fastest() : byName(name);
+    }
+
+    /**
+     * The highest-priority backend that is available and passes a self-test on a small known input, else the fast
+     * CPU backend. Backends that fail the self-test are skipped (and listed with the reason by {@link #status()}).
+     */
+    public static KvChecksum fastest() {
+        List<BackendProvider> ps = new ArrayList<>(providers());
+        ps.sort(Comparator.comparingInt(BackendProvider::priority).reversed());
+        for (BackendProvider p : ps) {
+            if (p.priority() <= 100 || !p.availability().available()) {
+                continue;
+            }
+            KvChecksum k;
+            try {
+                k = p.create();
+            } catch (RuntimeException e) {
+                continue;
+            }
+            if (SelfTest.passes(k)) {
+                return k;
+            }
+            k.close();
+        }
+        return cpu();
+    }
+
+    /** Every known backend with whether it is available here and, if not, why; in priority order. */
+    public static Map<String, Availability> status() {
+        Map<String, Availability> out = new LinkedHashMap<>();
+        List<BackendProvider> ps = new ArrayList<>(providers());
+        ps.sort(Comparator.comparingInt(BackendProvider::priority).reversed());
+        for (BackendProvider p : ps) {
+            out.put(p.name(), p.availability());
+        }
+        for (Map.Entry<String, String> e : MODULES.entrySet()) {
+            out.putIfAbsent(e.getKey(), Availability.no("not on the class path: add the dependency " + e.getValue()));
+        }
+        out.put("cpu", Availability.yes(cpu().description()));
+        out.put("reference", Availability.yes("pure Java, single-threaded"));
+        return out;
+    }
+
+    private static List<BackendProvider> providers() {
+        List<BackendProvider> ps = new ArrayList<>();
+        for (BackendProvider p : ServiceLoader.load(BackendProvider.class, KvChecksums.class.getClassLoader())) {
+            ps.add(p);
+        }
+        return ps;
+    }
+}

@@ -1,0 +1,55 @@
+package io.kvchecksum;
+
+import java.util.Arrays;
+
+/**
+ * Per-slice weighted sums: for each (layer, global head) slice of a group and each block position, the value
+ * {@code s = sum_j x_j * (2j+1) mod 2^64} over that slice's tokens in the block.
+ *
+ * <p>{@code values} is slice-major: the sum of slice {@code i} for block {@code firstBlock + b} is
+ * {@code values[i*numBlocks + b]}. Slices are ordered as the group's layers, then local heads.
+ *
+ * @param layers the layer number of each slice
+ * @param heads the global head number of each slice
+ * @param firstBlock the block position of column 0
+ * @param numBlocks columns per slice
+ * @param values {@code layers.length * numBlocks} sums
+ */
+public record SliceSums(int[] layers, int[] heads, long firstBlock, int numBlocks, long[] values) {
+
+    public SliceSums {
+        if (layers.length != heads.length) {
+            throw new InvalidLayoutException("slice sums: " + layers.length + " layer numbers but " + heads.length + " head numbers");
+        }
+        if (numBlocks < 0 || (long) layers.length * numBlocks != values.length) {
+            throw new InvalidLayoutException("slice sums: " + values.length + " values for " + layers.length + " slices x "
+                    + numBlocks + " blocks");
+        }
+    }
+
+    /** The slice sum of slice {@code slice} at column {@code block}. */
+    public long get(int slice, int block) {
+        return values[slice * numBlocks + block];
+    }
+
+    /** The number of slices. */
+    public int numSlices() {
+        return layers.length;
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        return o instanceof SliceSums s && Arrays.equals(layers, s.layers) && Arrays.equals(heads, s.heads)
+                && firstBlock == s.firstBlock && numBlocks == s.numBlocks && Arrays.equals(values, s.values);
+    }
+
+    @Override
+    public int hashCode() {
+        return Arrays.hashCode(values);
+    }
+
+    @Override
+    public String toString() {
+        return "SliceSums[slices=" + layers.length + ", firstBlock=" + firstBlock + ", numBlocks=" + numBlocks + "]";
+    }
+}

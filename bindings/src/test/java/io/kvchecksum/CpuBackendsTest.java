@@ -1,0 +1,134 @@
+package io.kvchecksum;
+
+import io.kvchecksum.internal.FastCpuBackend;
+import org.junit.jupiter.api.Test;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.List;
+import java.util.Random;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+
+/** The fast CPU backend against the reference on seeded random layouts, and the laws of the definition. */
+class CpuBackendsTest {
+    private static final long SEED = 20261129L;
+    private final KvChecksum reference = KvChecksums.reference();
+    private final List<KvChecksum> fast = List.of(new FastCpuBackend(1), new FastCpuBackend(2), new FastCpuBackend(3));
+
+    @Test
+    void fastAgreesWithReferenceOnRandomLayouts() {
+        System.out.println("seed " + SEED);
+        Random rnd = new Random(SEED);
+        for (int i = 0; i < 300; i++) {
+            try (Arena arena = Arena.ofConfined()) {
+                RandomCaches.Case c = RandomCaches.random(arena, rnd, 200);
+                long[] expected = reference.blockChecksums(c.group(), c.request());
+                SliceSums expectedSlices = reference.sliceSums(c.group(), c.request());
+                for (KvChecksum k : fast) {
+                    String msg = k.description() + " · case " + i + " " + c.label();
+                    assertArrayEquals(expected, k.blockChecksums(c.group(), c.request()), msg);
+                    assertEquals(expectedSlices, k.sliceSums(c.group(), c.request()), msg);
+                    assertArrayEquals(expected, k.combine(expectedSlices), msg);
+                }
+            }
+        }
+    }
+
+    @Test
+    void parallelPathAgreesOnALargeRequest() {
+        // Over PARALLEL_BYTES so the work is split across threads (shared arena), or stays on the caller (confined).
+        try (Arena shared = Arena.ofShared(); Arena confined = Arena.ofConfined()) {
+            largeRequest(shared);
+            largeRequest(confined);
+        }
+    }
+
+    private void largeRequest(Arena arena) {
+        {
+            KvLayouts.PagedShape s = new KvLayouts.PagedShape(80, 16, 8, 128, 2);
+            long bytes = 2L * 80 * 16 * 8 * 128 * 2;
+            Random rnd = new Random(SEED + 1);
+            List<KvMemory> caches = new java.util.ArrayList<>();
+            for (int l = 0; l < 4; l++) {
+                MemorySegment seg = arena.allocate(bytes, 64);
+                for (long o = 0; o < bytes; o += 8) {
+                    seg.set(ValueLayout.JAVA_LONG, o, rnd.nextLong());
+                }
+                caches.add(KvMemory.host(seg));
+            }
+            KvCacheGroup g = KvLayouts.vllmFlash(s, 0, new int[] {0, 1, 2, 3}, caches);
+            int[] table = new int[80];
+            for (int i = 0; i < 80; i++) {
+                table[i] = 79 - i;
+            }
+            RequestBlocks r = RequestBlocks.of(table, 80 * 16 - 5, 16);
+            long[] expected = reference.blockChecksums(g, r);
+            for (KvChecksum k : fast) {
+                assertArrayEquals(expected, k.blockChecksums(g, r), k.description());
+                assertEquals(reference.sliceSums(g, r), k.sliceSums(g, r), k.description());
+            }
+        }
+    }
+
+    @Test
+    void blocksRechunkIntoLargerBlocks() {
+        Random rnd = new Random(SEED + 2);
+        for (int i = 0; i < 100; i++) {
+            try (Arena arena = Arena.ofConfined()) {
+                RandomCaches.Case c = RandomCaches.random(arena, rnd, 150);
+                RequestBlocks r = c.request();
+                if (r.firstBlock() != 0) {
+                    continue;
+                }
+                int factor = 1 + rnd.nextInt(4);
+                int large = r.blockSize() * factor;
+                long[] small = reference.blockChecksums(c.group(), r);
+                long[] big = reference.blockChecksums(c.group(), RequestBlocks.of(r.blockTable(), r.numTokens(), large));
+                for (KvChecksum k : List.of(reference, fast.get(0))) {
+                    Rechunked re = k.rechunk(small, 0, factor);
+                    assertEquals(0, re.firstChunk());
+                    assertArrayEquals(big, re.values(), c.label() + " factor " + factor);
+                }
+            }
+        }
+    }
+
+    @Test
+    void rechunkDropsChunksNotCoveredWhole() {
+        long[] v = {1, 2, 3, 4, 5, 6, 7};
+        Rechunked r = reference.rechunk(v, 3, 4); // blocks 3..9; chunk 0 = blocks 0..3 is not whole
+        assertEquals(1, r.firstChunk());
+        assertArrayEquals(new long[] {2 + 3 + 4 + 5, 6 + 7}, r.values());
+        assertArrayEquals(new long[] {1 + 2, 3 + 4, 5 + 6, 7}, reference.rechunk(v, 0, 2).values());
+        assertEquals(0, reference.rechunk(new long[] {9}, 1, 4).values().length);
+    }
+
+    @Test
+    void everySinglePieceChangeChangesTheChecksum() {
+        Random rnd = new Random(SEED + 3);
+        try (Arena arena = Arena.ofConfined()) {
+            RandomCaches.Case c = RandomCaches.random(arena, rnd, 40);
+            long[] before = fast.get(0).blockChecksums(c.group(), c.request());
+            CacheLayer l = c.group().layers().get(0);
+            MemorySegment seg = ((KvMemory.Host) l.k().memory()).segment();
+            long off = l.k().cellOffset(c.request().page(0), 0, 0);
+            for (int bit = 0; bit < 64; bit++) {
+                long old = seg.get(ValueLayout.JAVA_LONG_UNALIGNED, off);
+                seg.set(ValueLayout.JAVA_LONG_UNALIGNED, off, old ^ (1L << bit));
+                long[] after = fast.get(0).blockChecksums(c.group(), c.request());
+                assertNotEquals(before[0], after[0], "bit " + bit + " of " + c.label());
+                seg.set(ValueLayout.JAVA_LONG_UNALIGNED, off, old);
+            }
+        }
+    }
+
+    @Test
+    void fastestFallsBackToCpuWithoutGpuModules() {
+        KvChecksum k = KvChecksums.fastest();
+        assertEquals("cpu", k.name());
+    }
+}
