@@ -20,13 +20,17 @@ final class VectorSliceKernel implements SliceKernel {
     private static final int L = S.length();
     private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
     private static final ValueLayout.OfLong PIECE = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(LE);
-    private static final LongVector LANE = LongVector.zero(S).addIndex(1);
+    /** {@code 2*lane}: the lane's share of the piece weight. */
+    private static final LongVector WEIGHT = LongVector.zero(S).addIndex(2);
 
     @Override
     public long sum(MemorySegment seg, long[] off, long extra, int n, long t0, int cellPieces, int pieceBase, int regionPieces) {
-        long total = 0;
+        LongVector acc = LongVector.zero(S);
         int c = 0;
         final long bytes = 8L * L;
+        // Per lane of chunk c: (2*(t0*P + p) + 1)*A + 2P*(n*A - T) = A*(2p + 1 + 2P*(t0 + n)) - 2P*T, with p = base + lane.
+        final long twoP = 2L * cellPieces;
+        final long tokenTerm = twoP * (t0 + n);
         for (; c + 4 * L <= regionPieces; c += 4 * L) {
             LongVector a0 = LongVector.zero(S), a1 = a0, a2 = a0, a3 = a0;
             LongVector s0 = a0, s1 = a0, s2 = a0, s3 = a0;
@@ -42,10 +46,11 @@ final class VectorSliceKernel implements SliceKernel {
                 s2 = s2.add(a2);
                 s3 = s3.add(a3);
             }
-            total += finish(a0, s0, n, t0, cellPieces, pieceBase + c)
-                    + finish(a1, s1, n, t0, cellPieces, pieceBase + c + L)
-                    + finish(a2, s2, n, t0, cellPieces, pieceBase + c + 2 * L)
-                    + finish(a3, s3, n, t0, cellPieces, pieceBase + c + 3 * L);
+            long w = 2L * (pieceBase + c) + 1 + tokenTerm;
+            acc = acc.add(a0.mul(WEIGHT.add(w))).sub(s0.mul(twoP))
+                    .add(a1.mul(WEIGHT.add(w + 2L * L))).sub(s1.mul(twoP))
+                    .add(a2.mul(WEIGHT.add(w + 4L * L))).sub(s2.mul(twoP))
+                    .add(a3.mul(WEIGHT.add(w + 6L * L))).sub(s3.mul(twoP));
         }
         for (; c + L <= regionPieces; c += L) {
             LongVector a0 = LongVector.zero(S), s0 = a0;
@@ -54,8 +59,10 @@ final class VectorSliceKernel implements SliceKernel {
                 a0 = a0.add(LongVector.fromMemorySegment(S, seg, off[i] + chunk, LE));
                 s0 = s0.add(a0);
             }
-            total += finish(a0, s0, n, t0, cellPieces, pieceBase + c);
+            long w = 2L * (pieceBase + c) + 1 + tokenTerm;
+            acc = acc.add(a0.mul(WEIGHT.add(w))).sub(s0.mul(twoP));
         }
+        long total = acc.reduceLanes(VectorOperators.ADD);
         if (c < regionPieces) {
             for (int i = 0; i < n; i++) {
                 long base = off[i] + extra;
@@ -67,17 +74,6 @@ final class VectorSliceKernel implements SliceKernel {
             }
         }
         return total;
-    }
-
-    /** Lane {@code l} holds piece {@code firstPiece + l}: see the class comment for the formula. */
-    private static long finish(LongVector a, LongVector t, int n, long t0, int cellPieces, int firstPiece) {
-        long sumA = a.reduceLanes(VectorOperators.ADD);
-        long sumT = t.reduceLanes(VectorOperators.ADD);
-        // sum_l (2*p_l + 1)*A_l with p_l = firstPiece + l
-        long laneWeighted = a.mul(LANE).reduceLanes(VectorOperators.ADD);
-        long perPiece = (2L * firstPiece + 1) * sumA + 2 * laneWeighted;
-        long twoP = 2L * cellPieces;
-        return perPiece + twoP * (t0 + n) * sumA - twoP * sumT;
     }
 
     @Override

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Regenerates the golden vectors into a temporary folder and compares them with the committed ones
+# (golden/src/main/resources/vectors), then re-verifies the committed files with verify.py.
+# Exits non-zero, with a message, if anything differs.  Needs python3 with numpy (PYTHON=... to override).
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+committed="$root/golden/src/main/resources/vectors"
+py="${PYTHON:-python3}"
+
+if ! "$py" -c 'import numpy' 2>/dev/null; then
+    echo "check.sh: $py cannot import numpy (Debian: apt-get install python3-numpy)" >&2
+    exit 2
+fi
+if [ ! -f "$committed/index.json" ]; then
+    echo "check.sh: no committed vectors in $committed" >&2
+    exit 1
+fi
+
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+
+"$py" "$here/generate.py" --out "$tmp/vectors"
+
+if ! diff -r "$committed" "$tmp/vectors" > "$tmp/diff.txt" 2>&1; then
+    echo "check.sh: FAILED: the committed golden vectors differ from what golden/generator/generate.py produces:" >&2
+    head -n 40 "$tmp/diff.txt" >&2
+    echo "check.sh: regenerate them with 'python3 golden/generator/generate.py' and commit the result" >&2
+    echo "          (or fix the generator if the change was not intended)." >&2
+    exit 1
+fi
+
+"$py" "$here/verify.py" "$committed"
+echo "check.sh: OK: committed golden vectors match a fresh regeneration"

@@ -1,0 +1,132 @@
+package io.kvchecksum.golden;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.kvchecksum.KvCacheGroup;
+import io.kvchecksum.KvChecksum;
+import io.kvchecksum.PendingChecksums;
+import io.kvchecksum.Rechunked;
+import io.kvchecksum.RequestBlocks;
+import org.junit.jupiter.api.DynamicContainer;
+import org.junit.jupiter.api.DynamicNode;
+import org.junit.jupiter.api.DynamicTest;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.function.Function;
+import java.util.stream.Stream;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+
+/**
+ * The golden suite for one backend, as JUnit dynamic tests: every vector through every operation, compared exactly,
+ * each (backend, vector) pair its own test named {@code "<backend> · <vector>"}. A backend module runs it with
+ * <pre>{@code
+ * @TestFactory Stream<DynamicNode> golden() { return GoldenSuite.tests(backend); }
+ * }</pre>
+ */
+public final class GoldenSuite {
+    private GoldenSuite() {
+    }
+
+    /** All vectors and relations through {@code backend}. */
+    public static Stream<DynamicNode> tests(KvChecksum backend) {
+        return tests(backend, GoldenSuite::hostLayout);
+    }
+
+    /**
+     * As {@link #tests(KvChecksum)}, with a hook that may move each vector's cache elsewhere (e.g. to device memory)
+     * before it is checksummed; the hook receives the host layout and returns the layout to pass to the backend.
+     */
+    public static Stream<DynamicNode> tests(KvChecksum backend, Function<HostCase, KvCacheGroup> placement) {
+        List<DynamicNode> nodes = new ArrayList<>();
+        for (GoldenVector v : GoldenVectors.all()) {
+            nodes.add(DynamicTest.dynamicTest(backend.name() + " · " + v.name(), () -> checkVector(backend, v, placement)));
+        }
+        List<DynamicNode> rel = new ArrayList<>();
+        for (JsonNode r : GoldenVectors.relations()) {
+            String kind = r.get("kind").asText();
+            String label = switch (kind) {
+                case "sum" -> r.get("whole").asText() + " = sum of " + r.get("parts").size() + " parts";
+                case "rechunk" -> r.get("small").asText() + " x" + r.get("factor").asInt() + " = " + r.get("large").asText();
+                default -> r.get("a").asText() + " != " + r.get("b").asText();
+            };
+            rel.add(DynamicTest.dynamicTest(backend.name() + " · " + kind + " · " + label, () -> checkRelation(backend, r, placement)));
+        }
+        nodes.add(DynamicContainer.dynamicContainer(backend.name() + " · relations", rel));
+        return nodes.stream();
+    }
+
+    /** A vector's cache in host memory, with the vector it came from. */
+    public record HostCase(GoldenVector vector, KvCacheGroup group, List<MemorySegment> buffers) {
+    }
+
+    private static KvCacheGroup hostLayout(HostCase c) {
+        return c.group();
+    }
+
+    private static void checkVector(KvChecksum k, GoldenVector v, Function<HostCase, KvCacheGroup> placement) {
+        try (Arena arena = Arena.ofShared()) {
+            List<MemorySegment> buffers = v.buffers(arena);
+            KvCacheGroup host = v.group(buffers);
+            KvCacheGroup g = placement.apply(new HostCase(v, host, buffers));
+            RequestBlocks r = v.request();
+            String who = k.name() + " · " + v.name();
+            long[] expected = v.expected();
+            assertArrayEquals(expected, k.blockChecksums(g, r), who + " (fused, generic layout)");
+            assertEquals(v.expectedSlices(), k.sliceSums(g, r), who + " (slice sums)");
+            assertArrayEquals(expected, k.combine(v.expectedSlices()), who + " (combine of NumPy's slice sums)");
+            try (PendingChecksums p = k.submit(g, r)) {
+                assertArrayEquals(expected, p.get(), who + " (submit)");
+            }
+            GoldenVector.FamilyLayout f = v.familyLayout(buffers);
+            if (f != null) {
+                KvCacheGroup fg = placement.apply(new HostCase(v, f.group(), buffers));
+                assertArrayEquals(expected, k.blockChecksums(fg, f.request()), who + " (fused, " + v.family() + " constructor)");
+            }
+        }
+    }
+
+    private static long[] compute(KvChecksum k, String name, Function<HostCase, KvCacheGroup> placement) {
+        GoldenVector v = GoldenVectors.get(name);
+        try (Arena arena = Arena.ofShared()) {
+            List<MemorySegment> buffers = v.buffers(arena);
+            KvCacheGroup g = placement.apply(new HostCase(v, v.group(buffers), buffers));
+            return k.blockChecksums(g, v.request());
+        }
+    }
+
+    private static void checkRelation(KvChecksum k, JsonNode r, Function<HostCase, KvCacheGroup> placement) {
+        switch (r.get("kind").asText()) {
+            case "sum" -> {
+                long[] whole = compute(k, r.get("whole").asText(), placement);
+                long[] sum = new long[whole.length];
+                for (JsonNode p : r.get("parts")) {
+                    long[] part = compute(k, p.asText(), placement);
+                    assertEquals(whole.length, part.length, "part " + p.asText() + " block count");
+                    for (int i = 0; i < sum.length; i++) {
+                        sum[i] += part[i];
+                    }
+                }
+                assertArrayEquals(whole, sum, k.name() + ": parts of " + r.get("whole").asText() + " do not add up");
+            }
+            case "rechunk" -> {
+                long[] small = compute(k, r.get("small").asText(), placement);
+                long[] large = compute(k, r.get("large").asText(), placement);
+                Rechunked re = k.rechunk(small, GoldenVectors.get(r.get("small").asText()).firstBlock(), r.get("factor").asInt());
+                assertEquals(GoldenVectors.get(r.get("large").asText()).firstBlock(), re.firstChunk(), "first chunk");
+                assertArrayEquals(large, re.values(), k.name() + ": rechunked " + r.get("small").asText());
+            }
+            case "differs" -> {
+                long[] a = compute(k, r.get("a").asText(), placement);
+                long[] b = compute(k, r.get("b").asText(), placement);
+                assertFalse(Arrays.equals(a, b), k.name() + ": " + r.get("a").asText() + " and " + r.get("b").asText() + " agree");
+            }
+            default -> throw new IllegalStateException("unknown relation " + r);
+        }
+    }
+}

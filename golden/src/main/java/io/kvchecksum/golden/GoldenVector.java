@@ -1,0 +1,198 @@
+package io.kvchecksum.golden;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.kvchecksum.CacheLayer;
+import io.kvchecksum.KvCacheGroup;
+import io.kvchecksum.KvLayouts;
+import io.kvchecksum.KvMemory;
+import io.kvchecksum.KvRegion;
+import io.kvchecksum.RequestBlocks;
+import io.kvchecksum.SliceSums;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * One vector written by {@code golden/generator/generate.py}: a KV cache in some physical layout, the request's
+ * block table, and the block checksums and slice sums NumPy computed from the definition.
+ */
+public final class GoldenVector {
+    private final JsonNode json;
+    private final byte[] data;
+
+    GoldenVector(JsonNode json, byte[] data) {
+        this.json = json;
+        this.data = data;
+    }
+
+    public String name() {
+        return json.get("name").asText();
+    }
+
+    public String description() {
+        return json.path("description").asText("");
+    }
+
+    /** The layout family ({@code vllm-flash}, {@code sglang}, ...) or {@code generic}. */
+    public String family() {
+        JsonNode f = json.get("family");
+        return f == null || f.isNull() ? "generic" : f.get("name").asText();
+    }
+
+    public int blockSize() {
+        return json.get("block_size").asInt();
+    }
+
+    public long numTokens() {
+        return json.get("num_tokens").asLong();
+    }
+
+    public long firstBlock() {
+        return json.get("first_block").asLong();
+    }
+
+    /** The request as the vector describes it (table starting at the first block). */
+    public RequestBlocks request() {
+        JsonNode t = json.get("block_table");
+        int[] table = new int[t.size()];
+        for (int i = 0; i < table.length; i++) {
+            table[i] = t.get(i).asInt();
+        }
+        return RequestBlocks.of(table, numTokens(), firstBlock(), blockSize());
+    }
+
+    /** The expected block checksums for blocks {@code firstBlock..}. */
+    public long[] expected() {
+        return unsigned(json.get("expected"));
+    }
+
+    /** The expected slice sums, in the order of the vector's layers then local heads. */
+    public SliceSums expectedSlices() {
+        JsonNode s = json.get("expected_slices");
+        int n = s.size();
+        int nb = json.get("expected").size();
+        int[] layers = new int[n];
+        int[] heads = new int[n];
+        long[] values = new long[n * nb];
+        for (int i = 0; i < n; i++) {
+            layers[i] = s.get(i).get("layer").asInt();
+            heads[i] = s.get(i).get("head").asInt();
+            System.arraycopy(unsigned(s.get(i).get("values")), 0, values, i * nb, nb);
+        }
+        return new SliceSums(layers, heads, firstBlock(), nb, values);
+    }
+
+    /** The vector's buffers copied into host memory of {@code arena}, 64-byte aligned. */
+    public List<MemorySegment> buffers(Arena arena) {
+        List<MemorySegment> out = new ArrayList<>();
+        for (JsonNode b : json.get("buffers")) {
+            long off = b.get("offset").asLong();
+            long len = b.get("bytes").asLong();
+            MemorySegment seg = arena.allocate(Math.max(1, len), 64);
+            MemorySegment.copy(MemorySegment.ofArray(data), off, seg, 0, len);
+            out.add(len == 0 ? seg.asSlice(0, 0) : seg);
+        }
+        return out;
+    }
+
+    /** The layout from the vector's generic description (offsets and strides), over the given buffers. */
+    public KvCacheGroup group(List<MemorySegment> buffers) {
+        List<CacheLayer> layers = new ArrayList<>();
+        long numPages = 0;
+        for (int t : request().blockTable()) {
+            numPages = Math.max(numPages, t + 1L);
+        }
+        for (JsonNode l : json.get("layers")) {
+            KvRegion k = region(l.get("k"), buffers);
+            JsonNode vj = l.get("v");
+            KvRegion v = vj == null || vj.isNull() ? null : region(vj, buffers);
+            layers.add(new CacheLayer(l.get("layer").asInt(), l.get("first_head").asInt(), l.get("num_heads").asInt(), k, v));
+        }
+        // The vector does not say how many pages each region holds; the pages its table uses are the ones read.
+        return KvCacheGroup.of(json.get("page_size").asInt(), Math.max(1, numPages), layers);
+    }
+
+    /**
+     * The same cache built through the ready-made constructor of its family, with the request that goes with it
+     * ({@code flat} layouts use position-indexed tables), or {@code null} for generic vectors.
+     */
+    public FamilyLayout familyLayout(List<MemorySegment> buffers) {
+        JsonNode f = json.get("family");
+        if (f == null || f.isNull()) {
+            return null;
+        }
+        int n = json.get("layers").size();
+        int[] numbers = new int[n];
+        for (int i = 0; i < n; i++) {
+            numbers[i] = json.get("layers").get(i).get("layer").asInt();
+        }
+        int firstHead = json.get("layers").get(0).get("first_head").asInt();
+        String name = f.get("name").asText();
+        List<KvMemory> mem = new ArrayList<>();
+        for (MemorySegment s : buffers) {
+            mem.add(KvMemory.host(s));
+        }
+        RequestBlocks r = request();
+        switch (name) {
+            case "vllm-flash", "flashinfer-nhd", "flashinfer-hnd", "vllm-mla" -> {
+                KvLayouts.PagedShape s = new KvLayouts.PagedShape(f.get("num_pages").asLong(), f.get("page_size").asInt(),
+                        f.path("heads").asInt(1), f.get("head_dim").asInt(), f.get("elem_bytes").asInt());
+                KvCacheGroup g = switch (name) {
+                    case "vllm-flash" -> KvLayouts.vllmFlash(s, firstHead, numbers, mem.subList(0, n));
+                    case "flashinfer-nhd" -> KvLayouts.flashInferNhd(s, firstHead, numbers, mem.subList(0, n));
+                    case "flashinfer-hnd" -> KvLayouts.flashInferHnd(s, firstHead, numbers, mem.subList(0, n));
+                    default -> KvLayouts.vllmMla(s, numbers, mem.subList(0, n));
+                };
+                return new FamilyLayout(g, r);
+            }
+            case "sglang" -> {
+                boolean mla = f.path("mla").asBoolean(false);
+                int heads = mla ? 1 : f.get("heads").asInt();
+                KvLayouts.PagedShape s = new KvLayouts.PagedShape(f.get("num_slots").asLong() / f.get("page_size").asInt(),
+                        f.get("page_size").asInt(), heads, f.get("head_dim").asInt(), f.get("elem_bytes").asInt());
+                List<KvMemory> ks = new ArrayList<>();
+                List<KvMemory> vs = mla ? null : new ArrayList<>();
+                for (int i = 0; i < n; i++) {
+                    if (mla) {
+                        ks.add(mem.get(i));
+                    } else {
+                        ks.add(mem.get(2 * i));
+                        vs.add(mem.get(2 * i + 1));
+                    }
+                }
+                return new FamilyLayout(KvLayouts.sglang(s, firstHead, numbers, ks, vs), r);
+            }
+            case "flat" -> {
+                KvCacheGroup g = KvLayouts.flat(numbers, firstHead, mem.get(0), mem.get(1), f.get("max_pos").asInt(),
+                        f.get("heads").asInt(), f.get("head_dim").asInt(), f.get("elem_bytes").asInt());
+                return new FamilyLayout(g, KvLayouts.flatRequest(numTokens(), firstBlock(), blockSize()));
+            }
+            default -> throw new IllegalStateException("vector " + name() + ": unknown family " + name);
+        }
+    }
+
+    /** A cache built by a ready-made constructor, and its request. */
+    public record FamilyLayout(KvCacheGroup group, RequestBlocks request) {
+    }
+
+    private static KvRegion region(JsonNode r, List<MemorySegment> buffers) {
+        return new KvRegion(KvMemory.host(buffers.get(r.get("buffer").asInt())), r.get("offset").asLong(),
+                r.get("page_stride").asLong(), r.get("token_stride").asLong(), r.get("head_stride").asLong(),
+                r.get("cell_bytes").asInt());
+    }
+
+    private static long[] unsigned(JsonNode arr) {
+        long[] out = new long[arr.size()];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = Long.parseUnsignedLong(arr.get(i).asText());
+        }
+        return out;
+    }
+
+    @Override
+    public String toString() {
+        return name();
+    }
+}
