@@ -1,0 +1,71 @@
+package io.kvchecksum.engine;
+
+import java.util.Arrays;
+import java.util.Objects;
+
+/**
+ * One KV cache group's block checksums for one request, summed over every worker.
+ *
+ * <p>{@code values[i]} is the checksum of block position {@code start + i}; block position {@code b} covers request
+ * tokens {@code [b*blockSize, min((b+1)*blockSize, numTokens))}. In a version-2 payload the values run to the
+ * request's last block: {@code start + values.length == ceil(numTokens / blockSize)}. The array is copied in and out.
+ *
+ * @param groupId the KV cache group's id, non-negative
+ * @param fingerprint the group's fingerprint ({@link Fingerprints#ofGroup}), an unsigned 64-bit value
+ * @param blockSize tokens per block; {@code null} only in version-1 payloads, which did not carry it
+ * @param start the block position of {@code values[0]}, non-negative
+ * @param values unsigned 64-bit block checksums
+ */
+public record GroupChecksums(int groupId, long fingerprint, Integer blockSize, long start, long[] values) {
+
+    public GroupChecksums {
+        if (groupId < 0) {
+            throw new IllegalArgumentException("groupId must be non-negative, got " + groupId);
+        }
+        if (blockSize != null && blockSize <= 0) {
+            throw new IllegalArgumentException("blockSize must be positive, got " + blockSize);
+        }
+        if (start < 0) {
+            throw new IllegalArgumentException("start must be non-negative, got " + start);
+        }
+        values = Objects.requireNonNull(values, "values").clone();
+    }
+
+    /** The block checksums, copied. */
+    @Override
+    public long[] values() {
+        return values.clone();
+    }
+
+    /** The number of block checksums. */
+    public int numBlocks() {
+        return values.length;
+    }
+
+    /** The checksum of block position {@code start + i}, without copying. */
+    public long value(int i) {
+        return values[i];
+    }
+
+    /** One past the last block position: {@code start + values.length}. */
+    public long end() {
+        return start + values.length;
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        return o instanceof GroupChecksums g && groupId == g.groupId && fingerprint == g.fingerprint
+                && Objects.equals(blockSize, g.blockSize) && start == g.start && Arrays.equals(values, g.values);
+    }
+
+    @Override
+    public int hashCode() {
+        return Objects.hash(groupId, fingerprint, blockSize, start) * 31 + Arrays.hashCode(values);
+    }
+
+    @Override
+    public String toString() {
+        return "GroupChecksums[groupId=" + groupId + ", fingerprint=" + Long.toUnsignedString(fingerprint)
+                + ", blockSize=" + blockSize + ", start=" + start + ", blocks=" + values.length + "]";
+    }
+}

@@ -1,0 +1,89 @@
+package io.kvchecksum.engine;
+
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Objects;
+import java.util.Set;
+
+/**
+ * The comparison of one load: its groups' verdicts combined.
+ *
+ * <p>{@link Status#MISMATCH} if any group mismatches (even when others are unverified: a detected corruption is
+ * reported as such); else {@link Status#UNVERIFIED} if any group is unverified or the load could not be compared at
+ * all; else {@link Status#MATCH}, which requires at least one compared group.
+ *
+ * @param status the combined status
+ * @param groups one verdict per group that either side checksummed, by group id; groups skipped on both sides are
+ *     absent. Empty when the load was not compared at all.
+ * @param reason the load-level reason when the load as a whole could not be compared (missing or malformed payload,
+ *     not every worker reported, ...); {@code null} when the groups were compared (their own reasons are in
+ *     {@code groups})
+ * @param detail a human-readable account, for logs
+ */
+public record LoadVerdict(Status status, List<GroupVerdict> groups, UnverifiedReason reason, String detail) {
+
+    public LoadVerdict {
+        Objects.requireNonNull(status, "status");
+        groups = List.copyOf(groups);
+        detail = detail == null ? "" : detail;
+        if (reason != null && (status != Status.UNVERIFIED || !groups.isEmpty())) {
+            throw new IllegalArgumentException("a load-level reason means the load was not compared: UNVERIFIED, no groups");
+        }
+    }
+
+    /** A load that could not be compared at all. */
+    public static LoadVerdict unverified(UnverifiedReason reason, String detail) {
+        return new LoadVerdict(Status.UNVERIFIED, List.of(), Objects.requireNonNull(reason, "reason"), detail);
+    }
+
+    /** Combines group verdicts; no groups at all is {@link UnverifiedReason#NOTHING_TO_COMPARE}. */
+    public static LoadVerdict of(List<GroupVerdict> groups) {
+        if (groups.isEmpty()) {
+            return unverified(UnverifiedReason.NOTHING_TO_COMPARE, "every group was skipped on both sides");
+        }
+        Status s = Status.MATCH;
+        for (GroupVerdict g : groups) {
+            if (g.status() == Status.MISMATCH) {
+                s = Status.MISMATCH;
+            } else if (g.status() == Status.UNVERIFIED && s == Status.MATCH) {
+                s = Status.UNVERIFIED;
+            }
+        }
+        StringBuilder d = new StringBuilder();
+        for (GroupVerdict g : groups) {
+            if (g.status() != Status.MATCH) {
+                d.append(d.isEmpty() ? "" : "; ").append(g);
+            }
+        }
+        return new LoadVerdict(s, groups, null, d.toString());
+    }
+
+    /** Every reason this load is (partly) unverified: the load-level one or its groups'. */
+    public Set<UnverifiedReason> reasons() {
+        Set<UnverifiedReason> out = EnumSet.noneOf(UnverifiedReason.class);
+        if (reason != null) {
+            out.add(reason);
+        }
+        for (GroupVerdict g : groups) {
+            if (g.reason() != null) {
+                out.add(g.reason());
+            }
+        }
+        return out;
+    }
+
+    /** The verdict of one group, or {@code null} if the load has none for it. */
+    public GroupVerdict group(int groupId) {
+        for (GroupVerdict g : groups) {
+            if (g.groupId() == groupId) {
+                return g;
+            }
+        }
+        return null;
+    }
+
+    @Override
+    public String toString() {
+        return status + (reason != null ? " (" + reason + ")" : "") + (detail.isEmpty() ? "" : ": " + detail);
+    }
+}

@@ -1,0 +1,23 @@
+package io.kvchecksum.engine;
+
+/**
+ * The one exception {@link PayloadCodec} throws for input it rejects: bytes that are not a checksum payload, an
+ * unknown version, a field of the wrong type or out of range, a size the input cannot hold, trailing bytes, or text
+ * that is not base64. The message names the field ({@code groups[1].values}, {@code num_tokens}, ...).
+ *
+ * <p>A consumer treats it as a malformed payload: the load is unverified with
+ * {@link UnverifiedReason#MALFORMED_PAYLOAD}, never a match.
+ */
+public class MalformedPayloadException extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    /** A rejection with the field and the problem in the message. */
+    public MalformedPayloadException(String message) {
+        super(message);
+    }
+
+    /** A rejection caused by a lower-level error (a msgpack or base64 error). */
+    public MalformedPayloadException(String message, Throwable cause) {
+        super(message, cause);
+    }
+}

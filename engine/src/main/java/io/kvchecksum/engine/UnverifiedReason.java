@@ -1,0 +1,40 @@
+package io.kvchecksum.engine;
+
+/**
+ * Why a group or a whole load could not be verified. A fixed set, so that a fail-open engine can warn once per
+ * reason and count them.
+ */
+public enum UnverifiedReason {
+    /** The group is checksummed by one side only (the other skipped it, or does not have it). */
+    ONE_SIDE_ONLY,
+    /** The group's fingerprints differ: other layers, spec types or dtypes on the two sides. */
+    FINGERPRINT_DIFFERS,
+    /** The two block sizes are not multiples of each other, so no chunk of one holds whole blocks of the other. */
+    BLOCK_SIZES_NOT_MULTIPLES,
+    /**
+     * The consumer's first loaded block starts inside a larger producer block (a local prefix hit or window clip not
+     * aligned to the producer's blocks): that chunk also holds tokens the consumer did not load.
+     */
+    UNALIGNED_CHUNK,
+    /** No position is checksummed whole by both sides with the same number of tokens. */
+    NO_COMMON_POSITION,
+    /** The consumer loaded positions the producer sent no checksum for (other than the last block's token count). */
+    NOT_COVERED_BY_PRODUCER,
+    /** The consumer holds more tokens than the producer checksummed, so some loaded tokens were never checksummed. */
+    TOKEN_COUNT_DIFFERS,
+    /** The producer sent no checksums for the request. */
+    MISSING_PAYLOAD,
+    /** The producer's checksums could not be decoded, or are inconsistent (e.g. a group twice). */
+    MALFORMED_PAYLOAD,
+    /**
+     * A version-1 payload: it carries no block size, and the revision that wrote it numbered pieces from each block's
+     * first token, so its values are not comparable with this definition's.
+     */
+    UNSUPPORTED_PAYLOAD_VERSION,
+    /** Not every worker (TP rank x PP stage) reported the request. */
+    NOT_EVERY_WORKER_REPORTED,
+    /** A worker checksummed other blocks than the scheduler scheduled, or disagreed with its peers. */
+    OTHER_BLOCKS_THAN_SCHEDULED,
+    /** Every group was skipped on both sides: nothing of the load was compared. */
+    NOTHING_TO_COMPARE
+}

@@ -1,0 +1,248 @@
+package io.kvchecksum.engine;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.TreeSet;
+
+/**
+ * Compares a producer's checksums with the consumer's checksums of the same load. Stateless and thread-safe; it
+ * logs nothing (see {@link FailurePolicy} for what to do with the verdict).
+ *
+ * <p><b>Per group</b> (groups are matched by id):
+ * <ul>
+ *   <li>a group on one side only is {@link UnverifiedReason#ONE_SIDE_ONLY}; a group on neither side (skipped by both)
+ *       is left out of the verdict;</li>
+ *   <li>different fingerprints: {@link UnverifiedReason#FINGERPRINT_DIFFERS};</li>
+ *   <li>equal block sizes compare block by block. Block sizes that are multiples compare chunks of the larger size,
+ *       each side summing its smaller blocks (exact, because pieces are numbered from the request's first token);
+ *       block sizes that are not multiples are {@link UnverifiedReason#BLOCK_SIZES_NOT_MULTIPLES};</li>
+ *   <li>a chunk is compared only where both sides cover it whole and hold the same number of tokens in it. A
+ *       consumer whose first loaded block starts inside a larger producer block is
+ *       {@link UnverifiedReason#UNALIGNED_CHUNK}: that chunk also holds tokens the consumer did not load, and skipping
+ *       it would leave loaded KV unchecked while reporting a match;</li>
+ *   <li>the consumer's last chunk is left out, and the group can still match, when the consumer holds fewer tokens
+ *       than the producer (an engine that recomputes the prompt's last token loads one token less); any other loaded
+ *       chunk that cannot be compared makes the group unverified ({@link UnverifiedReason#TOKEN_COUNT_DIFFERS},
+ *       {@link UnverifiedReason#NOT_COVERED_BY_PRODUCER}), and nothing compared at all is
+ *       {@link UnverifiedReason#NO_COMMON_POSITION};</li>
+ *   <li>any compared chunk that differs makes the group {@link Status#MISMATCH}, whatever else is unverified.</li>
+ * </ul>
+ *
+ * <p><b>Replicas.</b> The consumer's payload may list a group several times, one entry per replica check (see
+ * {@link Aggregator#consumer}); every check is compared with the producer's single entry and must match, so a
+ * corrupted copy is a mismatch even if another copy is intact. The producer's payload must list each group once.
+ */
+public final class Verifier {
+
+    private Verifier() {
+    }
+
+    /**
+     * Decodes the producer's payload as it arrived (base64 text from the request's parameters, or {@code null} if
+     * there was none) and compares it with the consumer's checksums. Never throws for what the producer sent: no text
+     * is {@link UnverifiedReason#MISSING_PAYLOAD}, undecodable text {@link UnverifiedReason#MALFORMED_PAYLOAD}.
+     */
+    public static LoadVerdict verify(String producerBase64, ChecksumPayload actual) {
+        if (producerBase64 == null || producerBase64.isBlank()) {
+            return LoadVerdict.unverified(UnverifiedReason.MISSING_PAYLOAD, "the producer sent no checksums");
+        }
+        ChecksumPayload expected;
+        try {
+            expected = PayloadCodec.decodeBase64(producerBase64);
+        } catch (MalformedPayloadException e) {
+            return LoadVerdict.unverified(UnverifiedReason.MALFORMED_PAYLOAD, e.getMessage());
+        }
+        return compare(expected, actual);
+    }
+
+    /** As {@link #verify(String, ChecksumPayload)} for raw bytes from a connector carrier. */
+    public static LoadVerdict verify(byte[] producerBytes, ChecksumPayload actual) {
+        if (producerBytes == null) {
+            return LoadVerdict.unverified(UnverifiedReason.MISSING_PAYLOAD, "the producer sent no checksums");
+        }
+        ChecksumPayload expected;
+        try {
+            expected = PayloadCodec.decode(producerBytes);
+        } catch (MalformedPayloadException e) {
+            return LoadVerdict.unverified(UnverifiedReason.MALFORMED_PAYLOAD, e.getMessage());
+        }
+        return compare(expected, actual);
+    }
+
+    /**
+     * Compares the producer's checksums with the consumer's.
+     *
+     * @param expected what the producer sent (block positions in its numbering, one entry per group)
+     * @param actual the consumer's checksums of the blocks its load wrote, in its own block numbering, one entry per
+     *     replica check of each group
+     */
+    public static LoadVerdict compare(ChecksumPayload expected, ChecksumPayload actual) {
+        if (expected.version() != ChecksumPayload.CURRENT_VERSION || actual.version() != ChecksumPayload.CURRENT_VERSION) {
+            return LoadVerdict.unverified(UnverifiedReason.UNSUPPORTED_PAYLOAD_VERSION, "producer payload version "
+                    + expected.version() + ", consumer " + actual.version() + "; only version "
+                    + ChecksumPayload.CURRENT_VERSION + " values are comparable");
+        }
+        Map<Integer, List<GroupChecksums>> producer = byGroup(expected.groups());
+        Map<Integer, List<GroupChecksums>> consumer = byGroup(actual.groups());
+        TreeSet<Integer> ids = new TreeSet<>(producer.keySet());
+        ids.addAll(consumer.keySet());
+        List<GroupVerdict> verdicts = new ArrayList<>();
+        for (int id : ids) {
+            List<GroupChecksums> p = producer.get(id);
+            List<GroupChecksums> c = consumer.get(id);
+            if (p == null) {
+                verdicts.add(GroupVerdict.unverified(id, UnverifiedReason.ONE_SIDE_ONLY,
+                        "checksummed by the consumer only: the producer skipped or does not have it"));
+            } else if (c == null) {
+                verdicts.add(GroupVerdict.unverified(id, UnverifiedReason.ONE_SIDE_ONLY,
+                        "checksummed by the producer only: the consumer skipped it"));
+            } else if (p.size() != 1) {
+                verdicts.add(GroupVerdict.unverified(id, UnverifiedReason.MALFORMED_PAYLOAD,
+                        "the producer's payload lists the group " + p.size() + " times"));
+            } else {
+                verdicts.add(compareGroup(id, p.get(0), expected.numTokens(), c, actual.numTokens()));
+            }
+        }
+        return LoadVerdict.of(verdicts);
+    }
+
+    private static Map<Integer, List<GroupChecksums>> byGroup(List<GroupChecksums> groups) {
+        Map<Integer, List<GroupChecksums>> out = new TreeMap<>();
+        for (GroupChecksums g : groups) {
+            out.computeIfAbsent(g.groupId(), k -> new ArrayList<>()).add(g);
+        }
+        return out;
+    }
+
+    private static GroupVerdict compareGroup(int id, GroupChecksums e, long nE, List<GroupChecksums> checks, long nA) {
+        TreeSet<Long> mismatched = new TreeSet<>();
+        Map<Integer, Check> results = new LinkedHashMap<>();
+        for (int k = 0; k < checks.size(); k++) {
+            Check r = compareCheck(e, nE, checks.get(k), nA);
+            results.put(k, r);
+            mismatched.addAll(r.mismatched);
+        }
+        String of = checks.size() > 1 ? " of " + checks.size() + " replica checks" : "";
+        if (!mismatched.isEmpty()) {
+            StringBuilder d = new StringBuilder();
+            for (Map.Entry<Integer, Check> r : results.entrySet()) {
+                if (!r.getValue().mismatched.isEmpty()) {
+                    d.append(d.isEmpty() ? "" : "; ").append(checks.size() > 1 ? "check " + r.getKey() + ": " : "")
+                            .append(r.getValue().detail);
+                }
+            }
+            long[] blocks = mismatched.stream().mapToLong(Long::longValue).toArray();
+            return new GroupVerdict(id, Status.MISMATCH, blocks, null, d.toString());
+        }
+        for (Map.Entry<Integer, Check> r : results.entrySet()) {
+            if (r.getValue().reason != null) {
+                return GroupVerdict.unverified(id, r.getValue().reason,
+                        (checks.size() > 1 ? "check " + r.getKey() + of + ": " : "") + r.getValue().detail);
+            }
+        }
+        return new GroupVerdict(id, Status.MATCH, null, null, results.get(0).detail + (checks.size() > 1 ? ", each" + of : ""));
+    }
+
+    /** One consumer check against the producer's values. */
+    private record Check(List<Long> mismatched, UnverifiedReason reason, String detail) {
+        static Check unverified(UnverifiedReason reason, String detail) {
+            return new Check(List.of(), reason, detail);
+        }
+    }
+
+    private static Check compareCheck(GroupChecksums e, long nE, GroupChecksums a, long nA) {
+        if (e.fingerprint() != a.fingerprint()) {
+            return Check.unverified(UnverifiedReason.FINGERPRINT_DIFFERS, "fingerprint " + Long.toUnsignedString(e.fingerprint())
+                    + " (producer) vs " + Long.toUnsignedString(a.fingerprint()) + " (consumer): other layers or dtypes");
+        }
+        int be = e.blockSize();
+        int ba = a.blockSize();
+        int large = Math.max(be, ba);
+        if (large % Math.min(be, ba) != 0) {
+            return Check.unverified(UnverifiedReason.BLOCK_SIZES_NOT_MULTIPLES, "block sizes " + be + " (producer) and " + ba
+                    + " (consumer) are not multiples of each other");
+        }
+        int fe = large / be;
+        int fa = large / ba;
+        if (a.numBlocks() == 0) {
+            return Check.unverified(UnverifiedReason.NO_COMMON_POSITION, "the load wrote no block of this group");
+        }
+        if (a.start() % fa != 0) {
+            return Check.unverified(UnverifiedReason.UNALIGNED_CHUNK, "the first loaded block " + a.start() + " (size " + ba
+                    + ") starts inside producer block " + a.start() / fa + " (size " + be + ")");
+        }
+        long qFirst = a.start() / fa;
+        long qEnd = Math.ceilDiv(a.end(), (long) fa);
+        List<Long> mismatched = new ArrayList<>();
+        long compared = 0;
+        UnverifiedReason problem = null;
+        String problemDetail = null;
+        String leftOut = "";
+        for (long q = qFirst; q < qEnd; q++) {
+            Long sa = chunkSum(a, q, fa);
+            Long se = chunkSum(e, q, fe);
+            long ta = tokensIn(q, large, nA);
+            long te = tokensIn(q, large, nE);
+            if (sa == null || se == null) {
+                if (problem == null) {
+                    problem = te == 0 ? UnverifiedReason.TOKEN_COUNT_DIFFERS : UnverifiedReason.NOT_COVERED_BY_PRODUCER;
+                    problemDetail = te == 0 ? "the consumer holds " + nA + " tokens, the producer checksummed " + nE
+                            : "the producer sent no checksum for loaded tokens in chunk " + q + " (size " + large + ")";
+                }
+            } else if (ta != te) {
+                if (q == qEnd - 1 && nA < nE) {
+                    leftOut = "; last chunk " + q + " left out: " + ta + " tokens on the consumer, " + te + " on the producer";
+                } else if (problem == null) {
+                    problem = UnverifiedReason.TOKEN_COUNT_DIFFERS;
+                    problemDetail = "chunk " + q + " holds " + ta + " tokens on the consumer and " + te + " on the producer";
+                }
+            } else {
+                compared++;
+                if (sa.longValue() != se.longValue()) {
+                    long hi = Math.min(q * fa + fa, a.end());
+                    for (long b = q * fa; b < hi; b++) {
+                        mismatched.add(b);
+                    }
+                }
+            }
+        }
+        String sizes = be == ba ? "block size " + be : "chunks of " + large + " tokens (producer blocks " + be
+                + ", consumer blocks " + ba + ")";
+        if (!mismatched.isEmpty()) {
+            return new Check(mismatched, null, "blocks " + mismatched + " differ (" + sizes + ")");
+        }
+        if (problem != null) {
+            return Check.unverified(problem, problemDetail);
+        }
+        if (compared == 0) {
+            return Check.unverified(UnverifiedReason.NO_COMMON_POSITION, "no position checksummed whole by both sides" + leftOut);
+        }
+        return new Check(List.of(), null, compared + " positions compared, " + sizes + leftOut);
+    }
+
+    /** Sums the blocks of chunk {@code q} (blocks {@code q*f .. q*f+f-1}, clipped at the request's end), or null if not all present. */
+    private static Long chunkSum(GroupChecksums g, long q, int f) {
+        long lo = q * f;
+        long hi = Math.min(lo + f, g.end());
+        if (lo < g.start() || lo >= hi) {
+            return null;
+        }
+        long s = 0;
+        for (long b = lo; b < hi; b++) {
+            s += g.value((int) (b - g.start()));
+        }
+        return s;
+    }
+
+    /** Tokens of a request of {@code n} tokens in chunk {@code q} of {@code size} tokens, without overflowing. */
+    static long tokensIn(long q, int size, long n) {
+        long chunks = Math.ceilDiv(n, (long) size);
+        if (q >= chunks) {
+            return 0;
+        }
+        return q == chunks - 1 ? n - q * size : size;
+    }
+}

@@ -1,0 +1,349 @@
+package io.kvchecksum.engine;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.kvchecksum.KvChecksum;
+import io.kvchecksum.KvChecksums;
+import io.kvchecksum.engine.Cluster.Config;
+import io.kvchecksum.engine.Cluster.Engine;
+import io.kvchecksum.engine.Cluster.Layout;
+import io.kvchecksum.engine.Cluster.Model;
+import io.kvchecksum.engine.Cluster.Prompt;
+
+import java.lang.foreign.Arena;
+import java.util.Base64;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * The end-to-end cases of the vLLM series, with real caches, real copies and real checksums on both sides. Every
+ * verifying case has a twin with one flipped bit in the consumer's cache that must be a MISMATCH at the right block,
+ * so disabling or weakening the comparison fails these tests.
+ */
+class EndToEndTest {
+    private static final long SEED = 0x5EED_0005L;
+    private static KvChecksum cpu;
+
+    @BeforeAll
+    static void backend() {
+        cpu = KvChecksums.cpu();
+        System.out.println("EndToEndTest seed " + SEED + ", backend " + cpu.description());
+    }
+
+    @AfterAll
+    static void close() {
+        cpu.close();
+    }
+
+    /** Flips a bit of the consumer cell of {@code layer}, the first head of the worker holding it, at {@code token}. */
+    record Corruption(int layer, long token, int rank) {
+    }
+
+    /** One producer-to-consumer transfer. */
+    static final class Run {
+        Model model = Model.gqa(4, SEED);
+        Config producer = Config.of(1, 1, 16);
+        Config consumer = Config.of(1, 1, 16);
+        long numTokens = 150;
+        Long consumerTokens;
+        long localPrefix;
+        Map<Integer, String> producerSkips = Map.of();
+        Map<Integer, String> consumerSkips = Map.of();
+        Corruption corruption;
+
+        ChecksumPayload producerPayload;
+        ChecksumPayload consumerPayload;
+        String wire;
+
+        Run model(Model m) {
+            model = m;
+            return this;
+        }
+
+        Run sides(Config p, Config c) {
+            producer = p;
+            consumer = c;
+            return this;
+        }
+
+        Run corrupt(Corruption c) {
+            corruption = c;
+            return this;
+        }
+
+        /** Runs prefill, producer checksums, transfer, consumer checksums; returns the consumer's verdict. */
+        LoadVerdict run() {
+            long nA = consumerTokens == null ? numTokens : consumerTokens;
+            Random rnd = new Random(SEED);
+            try (Arena arena = Arena.ofConfined()) {
+                Prompt prompt = new Prompt(model, numTokens, SEED + 1);
+                Engine p = new Engine(model, producer, numTokens, rnd, arena);
+                p.fill(prompt, 0, numTokens);
+                Engine c = new Engine(model, consumer, nA, rnd, arena);
+                c.fillLocal(0, localPrefix, rnd);
+                c.loadFrom(p, localPrefix, nA);
+                if (corruption != null) {
+                    int stage = stageOf(c, corruption.layer());
+                    int group = corruption.layer() < 4 ? 0 : 1;
+                    Cluster.WorkerCache wc = c.caches[stage][corruption.rank()][group];
+                    c.corrupt(stage, corruption.rank(), group, corruption.layer(), wc.firstHead(), corruption.token(), 3);
+                }
+
+                List<BlockSelection> ps = p.select(Side.PRODUCER, 0, numTokens);
+                Aggregator.Result pr = Aggregator.producer(producer.tp(), producer.pp(), numTokens, ps,
+                        p.records(cpu, Side.PRODUCER, numTokens, ps, producerSkips));
+                producerPayload = assertInstanceOf(Aggregator.Complete.class, pr).payload();
+                // The workers' parts must add up to the whole model's checksums, computed independently.
+                for (GroupChecksums g : producerPayload.groups()) {
+                    assertArrayEquals(prompt.referenceChecksums(g.groupId(), 0, producer.blockSize(), arena), g.values(),
+                            "producer group " + g.groupId() + " vs the reference backend on the unsharded model");
+                }
+                wire = PayloadCodec.encodeBase64(producerPayload);
+
+                List<BlockSelection> cs = c.select(Side.CONSUMER, localPrefix, nA);
+                Aggregator.Result cr = Aggregator.consumer(consumer.tp(), consumer.pp(), nA, cs,
+                        c.records(cpu, Side.CONSUMER, nA, cs, consumerSkips));
+                consumerPayload = assertInstanceOf(Aggregator.Complete.class, cr).payload();
+                LoadVerdict v = Verifier.verify(wire, consumerPayload);
+                System.out.println("  P" + producer + " -> C" + consumer + (corruption != null ? " " + corruption : "") + ": " + v);
+                return v;
+            }
+        }
+
+        private static int stageOf(Engine e, int layer) {
+            for (int s = 0; s < e.config.pp(); s++) {
+                for (int l : e.stageLayers(s)) {
+                    if (l == layer) {
+                        return s;
+                    }
+                }
+            }
+            throw new AssertionError("no stage holds layer " + layer);
+        }
+    }
+
+    static void assertMatch(LoadVerdict v) {
+        assertEquals(Status.MATCH, v.status(), v.toString());
+        for (GroupVerdict g : v.groups()) {
+            assertEquals(Status.MATCH, g.status(), g.toString());
+        }
+    }
+
+    static void assertMismatch(LoadVerdict v, int group, long... blocks) {
+        assertEquals(Status.MISMATCH, v.status(), v.toString());
+        GroupVerdict g = v.group(group);
+        assertNotNull(g, v.toString());
+        assertEquals(Status.MISMATCH, g.status(), g.toString());
+        assertArrayEquals(blocks, g.mismatchedBlocks(), g.toString());
+    }
+
+    @ParameterizedTest(name = "producer TP{0} PP{1} -> consumer TP{2} PP{3}")
+    @CsvSource({"1,1,1,1", "2,1,1,1", "1,1,2,1", "1,2,1,1", "1,1,2,2"})
+    void tpPpPairsVerifyAndCatchACorruptedByte(int ptp, int ppp, int ctp, int cpp) {
+        Config p = Config.of(ptp, ppp, 16).layout(Layout.FLASH);
+        // The consumer uses another layout and splits each block into two kernel pages.
+        Config c = Config.of(ctp, cpp, 16).layout(Layout.HND).pageSize(8);
+        Run clean = new Run().sides(p, c);
+        assertMatch(clean.run());
+        assertEquals(2, clean.consumerPayload.groups().size());
+
+        // Token 70 is in block 4; the corrupted worker is the last TP rank of the stage holding layer 3.
+        assertMismatch(new Run().sides(p, c).corrupt(new Corruption(3, 70, ctp - 1)).run(), 0, 4);
+        // A corruption in the second group is reported there, the first group still matches.
+        LoadVerdict v = new Run().sides(p, c).corrupt(new Corruption(5, 149, 0)).run();
+        assertMismatch(v, 1, 9);
+        assertEquals(Status.MATCH, v.group(0).status());
+    }
+
+    @Test
+    void everyLayoutGivesTheSameProducerPayload() {
+        ChecksumPayload first = null;
+        for (Layout l : Layout.values()) {
+            Run r = new Run().sides(Config.of(2, 1, 16).layout(l), Config.of(1, 1, 16).layout(Layout.SGLANG));
+            assertMatch(r.run());
+            if (first == null) {
+                first = r.producerPayload;
+            }
+            assertEquals(first, r.producerPayload, "layout " + l);
+        }
+    }
+
+    @ParameterizedTest(name = "{0} producer TP{1} -> consumer TP{2}")
+    @CsvSource({"mla,1,4", "mla,4,1", "gqa,1,4", "gqa,4,1"})
+    void replicasVerifyAndEveryCopyIsChecked(String kind, int ptp, int ctp) {
+        Model m = kind.equals("mla") ? Model.mla(SEED) : Model.gqa(2, SEED);
+        Config p = Config.of(ptp, 1, 16);
+        Config c = Config.of(ctp, 1, 16).pageSize(4);
+        Run clean = new Run().model(m).sides(p, c);
+        assertMatch(clean.run());
+        int checks = ctp == 1 ? 1 : kind.equals("mla") ? 4 : 2;
+        assertEquals(checks, clean.consumerPayload.groups().stream().filter(g -> g.groupId() == 0).count(),
+                "one consumer check per replica");
+        // Corrupt a copy other than 0 where there is one: another intact copy must not hide it.
+        int rank = ctp == 1 ? 0 : 1;
+        assertMismatch(new Run().model(m).sides(p, c).corrupt(new Corruption(2, 33, rank)).run(), 0, 2);
+        if (ctp == 4) {
+            // The last copy, too.
+            assertMismatch(new Run().model(m).sides(p, c).corrupt(new Corruption(0, 0, 3)).run(), 0, 0);
+        }
+    }
+
+    @ParameterizedTest(name = "producer blocks {0}, consumer blocks {1}")
+    @CsvSource({"16,32", "32,16"})
+    void differentBlockSizesVerifyByChunks(int pb, int cb) {
+        Config p = Config.of(1, 1, pb);
+        Config c = Config.of(2, 1, cb);
+        assertMatch(new Run().sides(p, c).run());
+        // Token 70 is in 32-token chunk 2: consumer block 2 (32) or consumer blocks 4 and 5 (16).
+        long[] expected = cb == 32 ? new long[] {2} : new long[] {4, 5};
+        assertMismatch(new Run().sides(p, c).corrupt(new Corruption(1, 70, 0)).run(), 0, expected);
+    }
+
+    @Test
+    void unalignedPrefixHitIsUnverifiedAlignedOneVerifies() {
+        Run unaligned = new Run().sides(Config.of(1, 1, 32), Config.of(1, 1, 16));
+        unaligned.localPrefix = 16;
+        LoadVerdict v = unaligned.run();
+        assertEquals(Status.UNVERIFIED, v.status(), v.toString());
+        assertEquals(UnverifiedReason.UNALIGNED_CHUNK, v.group(0).reason());
+
+        // A prefix hit on a producer block boundary compares only the loaded blocks; the local prefix holds other
+        // bytes than the producer's and must not be compared.
+        Run aligned = new Run().sides(Config.of(1, 1, 32), Config.of(1, 1, 16));
+        aligned.localPrefix = 32;
+        assertMatch(aligned.run());
+        assertEquals(2, aligned.consumerPayload.groups().get(0).start());
+        Run alignedBad = new Run().sides(Config.of(1, 1, 32), Config.of(1, 1, 16)).corrupt(new Corruption(0, 40, 0));
+        alignedBad.localPrefix = 32;
+        assertMismatch(alignedBad.run(), 0, 2, 3);
+
+        // Same block sizes: a prefix hit of one block compares the rest.
+        Run same = new Run();
+        same.localPrefix = 16;
+        assertMatch(same.run());
+    }
+
+    @Test
+    void consumerWithOneTokenLessLeavesOnlyItsLastBlockOut() {
+        Run r = new Run();
+        r.numTokens = 160;
+        r.consumerTokens = 159L;
+        LoadVerdict v = r.run();
+        assertMatch(v);
+        assertTrue(v.group(0).detail().contains("left out"), v.group(0).detail());
+        Run bad = new Run().corrupt(new Corruption(0, 100, 0));
+        bad.numTokens = 160;
+        bad.consumerTokens = 159L;
+        assertMismatch(bad.run(), 0, 6);
+    }
+
+    @Test
+    void groupSkippedOnOneSideIsUnverifiedOnBothSidesIgnored() {
+        Map<Integer, String> skip = Map.of(1, "no per-token KV (Mamba state)");
+        Run consumerOnly = new Run();
+        consumerOnly.consumerSkips = skip;
+        LoadVerdict v = consumerOnly.run();
+        assertEquals(Status.UNVERIFIED, v.status(), v.toString());
+        assertEquals(UnverifiedReason.ONE_SIDE_ONLY, v.group(1).reason());
+        assertEquals(Status.MATCH, v.group(0).status());
+
+        Run producerOnly = new Run();
+        producerOnly.producerSkips = skip;
+        v = producerOnly.run();
+        assertEquals(UnverifiedReason.ONE_SIDE_ONLY, v.group(1).reason(), v.toString());
+        assertEquals(1, producerOnly.producerPayload.groups().size());
+
+        Run both = new Run();
+        both.producerSkips = skip;
+        both.consumerSkips = skip;
+        v = both.run();
+        assertMatch(v);
+        assertEquals(1, v.groups().size());
+        assertNull(v.group(1));
+
+        Run bothBad = new Run().corrupt(new Corruption(2, 5, 0));
+        bothBad.producerSkips = skip;
+        bothBad.consumerSkips = skip;
+        assertMismatch(bothBad.run(), 0, 0);
+    }
+
+    @Test
+    void aWorkerMissingOrReportingOtherBlocksIsNeverAMatch() {
+        Random rnd = new Random(SEED);
+        try (Arena arena = Arena.ofConfined()) {
+            Model m = Model.gqa(4, SEED);
+            Prompt prompt = new Prompt(m, 150, SEED + 1);
+            Engine p = new Engine(m, Config.of(2, 2, 16), 150, rnd, arena);
+            p.fill(prompt, 0, 150);
+            List<BlockSelection> sel = p.select(Side.PRODUCER, 0, 150);
+            List<WorkerRecord> records = p.records(cpu, Side.PRODUCER, 150, sel, Map.of());
+            Aggregator.Result missing = Aggregator.producer(2, 2, 150, sel, records.subList(0, 3));
+            assertEquals(UnverifiedReason.NOT_EVERY_WORKER_REPORTED, assertInstanceOf(Aggregator.Incomplete.class, missing).reason());
+
+            // A stale record for fewer tokens (a preempted and re-prefilled request) from one worker.
+            List<BlockSelection> stale = p.select(Side.PRODUCER, 0, 140);
+            WorkerRecord old = p.records(cpu, Side.PRODUCER, 140, stale, Map.of()).get(3);
+            List<WorkerRecord> mixed = new java.util.ArrayList<>(records.subList(0, 3));
+            mixed.add(old);
+            Aggregator.Result r = Aggregator.producer(2, 2, 150, sel, mixed);
+            assertEquals(UnverifiedReason.OTHER_BLOCKS_THAN_SCHEDULED, assertInstanceOf(Aggregator.Incomplete.class, r).reason());
+        }
+    }
+
+    enum Failure { NONE, CORRUPTED, MISSING, MALFORMED }
+
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"NONE", "CORRUPTED", "MISSING", "MALFORMED"})
+    void eachFailureUnderEachPolicy(String kind) {
+        Failure f = Failure.valueOf(kind);
+        Run r = new Run().sides(Config.of(2, 1, 16), Config.of(1, 2, 16));
+        if (f == Failure.CORRUPTED) {
+            r.corrupt(new Corruption(1, 17, 0));
+        }
+        r.run();
+        String carried = switch (f) {
+            case NONE, CORRUPTED -> r.wire;
+            case MISSING -> null;
+            case MALFORMED -> {
+                byte[] b = Base64.getDecoder().decode(r.wire);
+                yield Base64.getEncoder().encodeToString(java.util.Arrays.copyOf(b, b.length - 5));
+            }
+        };
+        Status status = f == Failure.NONE ? Status.MATCH : f == Failure.CORRUPTED ? Status.MISMATCH : Status.UNVERIFIED;
+        FailurePolicy[] policies = {FailurePolicy.failOpen(), FailurePolicy.failClosed(FailurePolicy.OnFailure.FAIL),
+                FailurePolicy.failClosed(FailurePolicy.OnFailure.RECOMPUTE)};
+        Action[] bad = {Action.USE_LOAD, Action.FAIL_REQUEST, Action.RECOMPUTE};
+        for (int i = 0; i < policies.length; i++) {
+            VerifyOnce pending = new VerifyOnce();
+            pending.expect("req-1", carried);
+            LoadVerdict v = pending.verify("req-1", r.consumerPayload).orElseThrow();
+            assertEquals(status, v.status(), v.toString());
+            if (f == Failure.MISSING) {
+                assertEquals(UnverifiedReason.MISSING_PAYLOAD, v.reason());
+            }
+            if (f == Failure.MALFORMED) {
+                assertEquals(UnverifiedReason.MALFORMED_PAYLOAD, v.reason());
+            }
+            if (f == Failure.CORRUPTED) {
+                assertArrayEquals(new long[] {1}, v.group(0).mismatchedBlocks());
+            }
+            Decision d = policies[i].decide("req-1", v);
+            assertEquals(f == Failure.NONE ? Action.USE_LOAD : bad[i], d.action(), "policy " + i + ": " + v);
+            // Verify once: a resumed request is not compared again.
+            assertTrue(pending.verify("req-1", r.consumerPayload).isEmpty());
+        }
+    }
+}
