@@ -1,0 +1,143 @@
+package io.kvchecksum.opencl;
+
+import io.kvchecksum.KvCacheGroup;
+import io.kvchecksum.KvChecksums;
+import io.kvchecksum.KvLayouts;
+import io.kvchecksum.KvMemory;
+import io.kvchecksum.RequestBlocks;
+import io.kvchecksum.golden.GoldenSuite;
+import org.junit.jupiter.api.DynamicContainer;
+import org.junit.jupiter.api.DynamicNode;
+import org.junit.jupiter.api.DynamicTest;
+
+import java.io.File;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.stream.Stream;
+
+/**
+ * Runs the golden suite through the OpenCL backend on whatever OpenCL device this machine has, without Maven or a
+ * test runner, for GPU machines:
+ * <pre>{@code
+ * java --enable-native-access=ALL-UNNAMED -cp 'kernels-opencl/target/*:kernels-opencl/target/lib/*' \
+ *     io.kvchecksum.opencl.DeviceCheck [device]
+ * }</pre>
+ * ({@code kernels-opencl/device-check.sh} does this and works around a missing {@code libOpenCL.so} link.)
+ * {@code device} is an index {@code "platform:device"} or a name substring, as {@value OpenClDevices#DEVICE_PROPERTY}.
+ *
+ * <p>Prints every OpenCL device, the one used, each failing vector, one timing line, and a summary. Exit status:
+ * 0 all passed; 1 some vector failed; 2 no OpenCL here (no library, no platform, no device: said plainly, not an
+ * error of the backend); 3 the backend could not be set up (kernel build failed, ...).
+ */
+public final class DeviceCheck {
+    private DeviceCheck() {
+    }
+
+    public static void main(String[] args) {
+        System.exit(run(args.length > 0 ? args[0] : OpenClDevices.configuredSpec()));
+    }
+
+    static int run(String spec) {
+        System.out.println("kvchecksum OpenCL device check");
+        List<OpenClDevice> devices;
+        try {
+            devices = OpenClDevices.list();
+        } catch (OpenClException e) {
+            System.out.println("NO OPENCL PLATFORM: " + e.getMessage() + icdHint());
+            return 2;
+        } catch (LinkageError e) {
+            System.out.println("NO OPENCL LIBRARY: " + OpenClDevices.loadFailure(e));
+            return 2;
+        }
+        System.out.println("devices: " + (devices.isEmpty() ? "none" : ""));
+        devices.forEach(d -> System.out.println("  " + d));
+        OpenClBackend backend;
+        try {
+            backend = OpenClBackend.open(spec);
+        } catch (OpenClBuildException e) {
+            System.out.println("SETUP FAILED: " + e.getMessage());
+            return 3;
+        } catch (OpenClException e) {
+            System.out.println((devices.isEmpty() ? "NO OPENCL DEVICE: " : "SETUP FAILED: ") + e.getMessage());
+            return devices.isEmpty() ? 2 : 3;
+        }
+        try (backend) {
+            System.out.println("backend: " + backend.description());
+            int[] counts = new int[2];
+            List<String> failures = new ArrayList<>();
+            runAll(GoldenSuite.tests(backend), counts, failures);
+            failures.forEach(f -> System.out.println("FAIL " + f));
+            timing(backend);
+            System.out.println("opencl golden suite on '" + backend.device().deviceName() + "': " + counts[0] + " passed, "
+                    + counts[1] + " failed");
+            return counts[1] == 0 && counts[0] > 0 ? 0 : 1;
+        }
+    }
+
+    private static void runAll(Stream<? extends DynamicNode> nodes, int[] counts, List<String> failures) {
+        nodes.forEach(n -> {
+            if (n instanceof DynamicContainer c) {
+                runAll(c.getChildren(), counts, failures);
+            } else if (n instanceof DynamicTest t) {
+                try {
+                    t.getExecutable().execute();
+                    counts[0]++;
+                } catch (Throwable e) {
+                    counts[1]++;
+                    failures.add(t.getDisplayName() + ": " + e);
+                }
+            }
+        });
+    }
+
+    /**
+     * One informative line, not a benchmark: the best of five fused passes over 64 MiB of a FlashAttention-layout
+     * cache, host-to-device copy included (this backend copies host memory every call), checked against the CPU.
+     */
+    private static void timing(OpenClBackend backend) {
+        KvLayouts.PagedShape s = new KvLayouts.PagedShape(256, 16, 8, 128, 2); // 16 MiB per layer
+        int layers = 4;
+        try (Arena arena = Arena.ofShared()) {
+            List<KvMemory> caches = new ArrayList<>();
+            int[] numbers = new int[layers];
+            for (int l = 0; l < layers; l++) {
+                long bytes = 2L * s.numPages() * s.pageSize() * s.heads() * s.headDim() * s.elemBytes();
+                MemorySegment seg = arena.allocate(bytes, 64);
+                for (long i = 0; i < bytes / 8; i++) {
+                    seg.setAtIndex(ValueLayout.JAVA_LONG, i, 0x9E3779B97F4A7C15L * (i + 31L * l + 1));
+                }
+                caches.add(KvMemory.host(seg));
+                numbers[l] = l;
+            }
+            KvCacheGroup g = KvLayouts.vllmFlash(s, 0, numbers, caches);
+            int[] table = new int[(int) s.numPages()];
+            Arrays.setAll(table, i -> (int) ((i * 97L) % s.numPages()));
+            RequestBlocks r = RequestBlocks.of(table, s.numPages() * s.pageSize(), 16);
+            long[] expected = KvChecksums.cpu().blockChecksums(g, r);
+            long best = Long.MAX_VALUE;
+            boolean same = true;
+            for (int i = 0; i < 5; i++) {
+                long t0 = System.nanoTime();
+                long[] got = backend.blockChecksums(g, r);
+                best = Math.min(best, System.nanoTime() - t0);
+                same &= Arrays.equals(expected, got);
+            }
+            double mib = g.bytesPerToken() * (double) r.numTokens() / (1 << 20);
+            System.out.printf("timing: fused pass over %.0f MiB (copy included): best %.2f ms, %.2f GB/s; %s the CPU backend%n",
+                    mib, best / 1e6, g.bytesPerToken() * (double) r.numTokens() / best, same ? "equal to" : "DIFFERENT FROM");
+        } catch (RuntimeException e) {
+            System.out.println("timing: skipped (" + e + ")");
+        }
+    }
+
+    private static String icdHint() {
+        String vendors = System.getenv().getOrDefault("OCL_ICD_VENDORS", "/etc/OpenCL/vendors");
+        String[] icds = new File(vendors).list();
+        return "\n  (the OpenCL loader found no driver; ICD files in " + vendors + ": "
+                + (icds == null ? "directory missing" : icds.length == 0 ? "none" : String.join(", ", icds)) + ")";
+    }
+}

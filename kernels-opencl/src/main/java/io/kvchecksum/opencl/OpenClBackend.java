@@ -1,0 +1,645 @@
+package io.kvchecksum.opencl;
+
+import io.kvchecksum.CacheLayer;
+import io.kvchecksum.InvalidLayoutException;
+import io.kvchecksum.KvCacheGroup;
+import io.kvchecksum.KvChecksum;
+import io.kvchecksum.KvMemory;
+import io.kvchecksum.PendingChecksums;
+import io.kvchecksum.Rechunked;
+import io.kvchecksum.RequestBlocks;
+import io.kvchecksum.SliceSums;
+import io.kvchecksum.internal.Arithmetic;
+import io.kvchecksum.internal.Checks;
+import org.jocl.CL;
+import org.jocl.Pointer;
+import org.jocl.Sizeof;
+import org.jocl.cl_command_queue;
+import org.jocl.cl_context;
+import org.jocl.cl_context_properties;
+import org.jocl.cl_device_id;
+import org.jocl.cl_event;
+import org.jocl.cl_kernel;
+import org.jocl.cl_mem;
+import org.jocl.cl_program;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * The KV checksum on an OpenCL device: the kernels of {@code kvchecksum.cl} (OpenCL C 1.2, no extensions) driven
+ * through JOCL.
+ *
+ * <p><b>Memory.</b> OpenCL 1.2 kernels read only OpenCL buffers, so this backend accepts {@link KvMemory.Host}
+ * regions and copies, per operation, the bytes of each distinct host segment that the request's pages can reach into
+ * one device buffer; {@link KvMemory.Device} regions are rejected with {@link InvalidLayoutException} before anything
+ * is enqueued. The copy is part of every operation's cost: on a CPU OpenCL device the Java {@code cpu} backend is
+ * faster.
+ *
+ * <p><b>Asynchrony.</b> {@link #submit} enqueues the copies, the kernels and the read of the results without waiting
+ * (no {@code clFinish}, no blocking transfer, no {@code clWaitForEvents}; see {@link ClApi}) and returns; the
+ * returned handle's {@code get()} waits on the read's event. The host segments must stay alive and unchanged until
+ * {@code get()} or {@code close()} of the handle returns. The other methods are {@code submit} plus {@code get}.
+ *
+ * <p>One context, one in-order queue and one program (built once, when the backend is opened) per instance; every
+ * operation creates its own kernel objects, so threads may share an instance. {@link #close()} releases the context;
+ * finish or close every pending operation first.
+ */
+public final class OpenClBackend implements KvChecksum {
+    /** The kernel source inside the jar. */
+    public static final String KERNEL_RESOURCE = "/io/kvchecksum/opencl/kvchecksum.cl";
+    private static final ValueLayout.OfLong U64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    private static final ValueLayout.OfInt I32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    /** Largest single host-to-device write: {@code ByteBuffer} views of a segment stop at 2 GiB. */
+    private static final long MAX_WRITE = 1L << 30;
+    private static final int MAX_LOCAL = 256;
+    /** PoCL runs a work-group's items as a loop on one core; small groups measured faster there (16 vs 256: ~1.7x). */
+    private static final int MAX_LOCAL_CPU = 16;
+    private static final int MAX_GROUPS_PER_COLUMN = 1024;
+
+    private final ClApi cl;
+    private final OpenClDevice info;
+    private final cl_context context;
+    private final cl_command_queue queue;
+    private final cl_program program;
+    private final long maxAlloc;
+    private final int computeUnits;
+    private final int localSize;
+    private volatile boolean closed;
+
+    private OpenClBackend(ClApi cl, OpenClDevices.Found found, String source) {
+        this.cl = cl;
+        this.info = found.info();
+        cl_device_id device = found.device();
+        cl_context_properties props = new cl_context_properties();
+        props.addProperty(CL.CL_CONTEXT_PLATFORM, found.platform());
+        int[] err = new int[1];
+        context = CL.clCreateContext(props, 1, new cl_device_id[] {device}, null, null, err);
+        JoclApi.check(err[0], "clCreateContext");
+        cl_command_queue q = null;
+        cl_program p = null;
+        try {
+            q = CL.clCreateCommandQueue(context, device, 0, err);
+            JoclApi.check(err[0], "clCreateCommandQueue");
+            p = build(context, device, info, source);
+            maxAlloc = OpenClDevices.deviceLong(device, CL.CL_DEVICE_MAX_MEM_ALLOC_SIZE);
+            computeUnits = Math.max(1, OpenClDevices.deviceInt(device, CL.CL_DEVICE_MAX_COMPUTE_UNITS));
+            long local = Math.min(info.type().equals("CPU") ? MAX_LOCAL_CPU : MAX_LOCAL,
+                    OpenClDevices.deviceSize(device, CL.CL_DEVICE_MAX_WORK_GROUP_SIZE));
+            local = Math.min(local, OpenClDevices.deviceLong(device, CL.CL_DEVICE_LOCAL_MEM_SIZE) / 2 / Sizeof.cl_ulong);
+            for (String k : new String[] {"slice_sums", "block_checksums"}) {
+                cl_kernel kernel = JoclApi.INSTANCE.createKernel(p, k);
+                long[] v = new long[1];
+                JoclApi.check(CL.clGetKernelWorkGroupInfo(kernel, device, CL.CL_KERNEL_WORK_GROUP_SIZE, Sizeof.size_t,
+                        Pointer.to(v), null), "clGetKernelWorkGroupInfo");
+                JoclApi.INSTANCE.releaseKernel(kernel);
+                local = Math.min(local, v[0]);
+            }
+            // The kernels' tree reduction needs a power of two.
+            localSize = Integer.highestOneBit((int) Math.max(1, local));
+        } catch (RuntimeException e) {
+            if (p != null) {
+                CL.clReleaseProgram(p);
+            }
+            if (q != null) {
+                CL.clReleaseCommandQueue(q);
+            }
+            CL.clReleaseContext(context);
+            throw e;
+        }
+        queue = q;
+        program = p;
+    }
+
+    /**
+     * The backend on the device named by {@value OpenClDevices#DEVICE_PROPERTY} or {@value OpenClDevices#DEVICE_ENV},
+     * else the first GPU, else the first CPU device; builds the kernels.
+     *
+     * @throws OpenClException when there is no OpenCL, no such device, or the kernels do not build
+     */
+    public static OpenClBackend open() {
+        return open(OpenClDevices.configuredSpec());
+    }
+
+    /**
+     * The backend on the device {@code spec} names ({@code "platformIndex:deviceIndex"} or a substring of
+     * {@code "platform / device"} names; {@code null} for the default choice).
+     */
+    public static OpenClBackend open(String spec) {
+        return new OpenClBackend(JoclApi.INSTANCE, OpenClDevices.select(spec), kernelSource());
+    }
+
+    /**
+     * As {@link #open(String)}, with every OpenCL call after set-up going through {@code calls}: wrap
+     * {@link ClApi#jocl()} to record or count calls (tests prove {@code submit} never waits; benchmarks count
+     * synchronizing calls per operation).
+     */
+    public static OpenClBackend open(String spec, ClApi calls) {
+        return new OpenClBackend(calls, OpenClDevices.select(spec), kernelSource());
+    }
+
+    /** As {@link #open(String)} with other kernel source: for testing how build failures are reported. */
+    static OpenClBackend openWithSource(String spec, String source) {
+        return new OpenClBackend(JoclApi.INSTANCE, OpenClDevices.select(spec), source);
+    }
+
+    /** The kernel source shipped in the jar. */
+    public static String kernelSource() {
+        try (InputStream in = OpenClBackend.class.getResourceAsStream(KERNEL_RESOURCE)) {
+            if (in == null) {
+                throw new IllegalStateException("kernel source " + KERNEL_RESOURCE + " is missing from the class path");
+            }
+            return new String(in.readAllBytes(), StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw new UncheckedIOException("reading " + KERNEL_RESOURCE, e);
+        }
+    }
+
+    private static cl_program build(cl_context context, cl_device_id device, OpenClDevice info, String source) {
+        int[] err = new int[1];
+        cl_program p = CL.clCreateProgramWithSource(context, 1, new String[] {source}, new long[] {source.length()}, err);
+        JoclApi.check(err[0], "clCreateProgramWithSource");
+        int rc = CL.clBuildProgram(p, 1, new cl_device_id[] {device}, buildOptions(device), null, null);
+        if (rc != CL.CL_SUCCESS) {
+            String log;
+            try {
+                log = buildLog(p, device);
+            } catch (RuntimeException e) {
+                log = "(the build log could not be read: " + e.getMessage() + ")";
+            }
+            CL.clReleaseProgram(p);
+            throw new OpenClBuildException(info.toString(), rc, log);
+        }
+        return p;
+    }
+
+    /** {@code -cl-std=CL1.2} where the device compiles OpenCL C 1.2 or later, so no later feature slips in. */
+    private static String buildOptions(cl_device_id device) {
+        Matcher m = Pattern.compile("OpenCL C (\\d+)\\.(\\d+)")
+                .matcher(OpenClDevices.deviceString(device, CL.CL_DEVICE_OPENCL_C_VERSION));
+        if (m.find() && Integer.parseInt(m.group(1)) * 10 + Integer.parseInt(m.group(2)) >= 12) {
+            return "-cl-std=CL1.2";
+        }
+        return "";
+    }
+
+    private static String buildLog(cl_program p, cl_device_id device) {
+        long[] size = new long[1];
+        JoclApi.check(CL.clGetProgramBuildInfo(p, device, CL.CL_PROGRAM_BUILD_LOG, 0, null, size), "clGetProgramBuildInfo");
+        byte[] b = new byte[(int) size[0]];
+        JoclApi.check(CL.clGetProgramBuildInfo(p, device, CL.CL_PROGRAM_BUILD_LOG, b.length, Pointer.to(b), null),
+                "clGetProgramBuildInfo");
+        int n = 0;
+        while (n < b.length && b[n] != 0) {
+            n++;
+        }
+        return new String(b, 0, n, StandardCharsets.UTF_8).strip();
+    }
+
+    /** The device this instance runs on. */
+    public OpenClDevice device() {
+        return info;
+    }
+
+    /** Work items per work-group used by the checksum kernels (a power of two). */
+    int localSize() {
+        return localSize;
+    }
+
+    @Override
+    public String name() {
+        return "opencl";
+    }
+
+    @Override
+    public String description() {
+        return "opencl on " + info.type() + " '" + info.deviceName() + "' (platform '" + info.platformName() + "', "
+                + info.version() + ", device " + info.index() + ", " + computeUnits + " compute units, work-group "
+                + localSize + ")";
+    }
+
+    @Override
+    public String toString() {
+        return description();
+    }
+
+    @Override
+    public long[] blockChecksums(KvCacheGroup group, RequestBlocks request) {
+        try (PendingChecksums p = submit(group, request)) {
+            return p.get();
+        }
+    }
+
+    /**
+     * Enqueues the fused pass and returns without waiting for the device. The host segments of {@code group} must
+     * stay alive and unchanged until the handle's {@code get()} or {@code close()} returns; call one of them.
+     */
+    @Override
+    public PendingChecksums submit(KvCacheGroup group, RequestBlocks request) {
+        validate(group, request);
+        int nb = request.numBlocks();
+        if (nb == 0) {
+            return PendingChecksums.completed(new long[0]);
+        }
+        Plan plan = Plan.of(group, request);
+        int groups = groupsPerColumn((long) nb, plan, request.blockSize());
+        return enqueue(nb, op -> {
+            cl_mem partials = op.buffer((long) nb * groups * Sizeof.cl_ulong);
+            cl_kernel k = op.kernel("block_checksums");
+            int a = setLayoutArgs(op, k, plan, request);
+            op.arg(k, a++, plan.numSlices);
+            op.arg(k, a++, groups);
+            op.arg(k, a++, partials);
+            op.local(k, a, (long) localSize * Sizeof.cl_ulong);
+            op.launch(k, new long[] {(long) localSize * groups, nb}, new long[] {localSize, 1});
+            return sumGroups(op, partials, groups, nb);
+        });
+    }
+
+    @Override
+    public SliceSums sliceSums(KvCacheGroup group, RequestBlocks request) {
+        validate(group, request);
+        int nb = request.numBlocks();
+        Plan plan = nb == 0 ? null : Plan.of(group, request);
+        if (plan == null) {
+            int ns = group.numSlices();
+            int[] layers = new int[ns];
+            int[] heads = new int[ns];
+            int i = 0;
+            for (CacheLayer l : group.layers()) {
+                for (int h = 0; h < l.numHeads(); h++) {
+                    layers[i] = l.layer();
+                    heads[i++] = l.firstHead() + h;
+                }
+            }
+            return new SliceSums(layers, heads, request.firstBlock(), 0, new long[0]);
+        }
+        int n = Math.multiplyExact(plan.numSlices, nb);
+        int groups = groupsPerColumn((long) n, plan, request.blockSize());
+        long[] values;
+        try (PendingChecksums p = enqueue(n, op -> {
+            cl_mem partials = op.buffer((long) n * groups * Sizeof.cl_ulong);
+            cl_kernel k = op.kernel("slice_sums");
+            int a = setLayoutArgs(op, k, plan, request);
+            op.arg(k, a++, nb);
+            op.arg(k, a++, groups);
+            op.arg(k, a++, partials);
+            op.local(k, a, (long) localSize * Sizeof.cl_ulong);
+            op.launch(k, new long[] {(long) localSize * groups, nb, plan.numSlices}, new long[] {localSize, 1, 1});
+            return sumGroups(op, partials, groups, n);
+        })) {
+            values = p.get();
+        }
+        return new SliceSums(plan.layers, plan.heads, request.firstBlock(), nb, values);
+    }
+
+    @Override
+    public long[] combine(SliceSums sums) {
+        if (sums == null) {
+            throw new InvalidLayoutException("combine: sums is null");
+        }
+        requireOpen();
+        int nb = sums.numBlocks();
+        int ns = sums.numSlices();
+        if (nb == 0 || ns == 0) {
+            return new long[nb];
+        }
+        try (PendingChecksums p = enqueue(nb, op -> {
+            cl_mem values = op.upload(longs(op.arena, sums.values()));
+            cl_mem layers = op.upload(ints(op.arena, sums.layers()));
+            cl_mem heads = op.upload(ints(op.arena, sums.heads()));
+            cl_mem out = op.buffer((long) nb * Sizeof.cl_ulong);
+            cl_kernel k = op.kernel("combine");
+            op.arg(k, 0, values);
+            op.arg(k, 1, layers);
+            op.arg(k, 2, heads);
+            op.arg(k, 3, ns);
+            op.arg(k, 4, nb);
+            op.arg(k, 5, out);
+            op.launch(k, new long[] {nb}, null);
+            return out;
+        })) {
+            return p.get();
+        }
+    }
+
+    @Override
+    public Rechunked rechunk(long[] values, long firstBlock, int factor) {
+        Arithmetic.checkRechunk(values, firstBlock, factor);
+        requireOpen();
+        long firstChunk = Math.ceilDiv(firstBlock, (long) factor);
+        int skip = (int) Math.min(values.length, firstChunk * factor - firstBlock);
+        int n = (int) Math.ceilDiv(values.length - skip, (long) factor);
+        if (n == 0) {
+            return new Rechunked(firstChunk, factor, new long[0]);
+        }
+        try (PendingChecksums p = enqueue(n, op -> {
+            cl_mem in = op.upload(longs(op.arena, values));
+            cl_mem out = op.buffer((long) n * Sizeof.cl_ulong);
+            cl_kernel k = op.kernel("rechunk");
+            op.arg(k, 0, in);
+            op.arg(k, 1, values.length);
+            op.arg(k, 2, skip);
+            op.arg(k, 3, factor);
+            op.arg(k, 4, n);
+            op.arg(k, 5, out);
+            op.launch(k, new long[] {n}, null);
+            return out;
+        })) {
+            return new Rechunked(firstChunk, factor, p.get());
+        }
+    }
+
+    @Override
+    public void close() {
+        if (!closed) {
+            closed = true;
+            CL.clReleaseProgram(program);
+            CL.clReleaseCommandQueue(queue);
+            CL.clReleaseContext(context);
+        }
+    }
+
+    private void requireOpen() {
+        if (closed) {
+            throw new IllegalStateException("the OpenCL backend on " + info + " is closed");
+        }
+    }
+
+    /** Everything is checked here, before a buffer is created or a command enqueued. */
+    private void validate(KvCacheGroup group, RequestBlocks request) {
+        if (group != null) {
+            for (CacheLayer l : group.layers()) {
+                requireHost(l, l.k().memory(), "K");
+                if (l.v() != null) {
+                    requireHost(l, l.v().memory(), "V");
+                }
+            }
+        }
+        Checks.validate(group, request, name(), true);
+        requireOpen();
+    }
+
+    private static void requireHost(CacheLayer l, KvMemory m, String kind) {
+        if (m instanceof KvMemory.Device) {
+            throw new InvalidLayoutException("backend 'opencl' reads host memory only (it copies it into OpenCL buffers), "
+                    + "but layer " + l.layer() + " " + kind + " region is device memory " + m
+                    + ": use the 'cuda' backend for device pointers");
+        }
+    }
+
+    /**
+     * How many work-groups share one output column (a block, or a slice's block): enough for a few work-groups per
+     * compute unit overall, never more than the column has work items for.
+     */
+    private int groupsPerColumn(long columns, Plan plan, int blockSize) {
+        long target = 4L * computeUnits;
+        long wanted = Math.ceilDiv(target, columns);
+        long useful = Math.ceilDiv((long) blockSize * plan.maxPieces, localSize);
+        return (int) Math.max(1, Math.min(MAX_GROUPS_PER_COLUMN, Math.min(wanted, useful)));
+    }
+
+    /** Uploads the plan and sets the eight layout arguments every checksum kernel starts with; returns the next index. */
+    private int setLayoutArgs(Op op, cl_kernel k, Plan plan, RequestBlocks request) {
+        if (plan.packedBytes > maxAlloc) {
+            throw new InvalidLayoutException("the request's KV spans " + plan.packedBytes + " bytes of host memory, more "
+                    + "than one buffer of " + info + " may hold (" + maxAlloc + " bytes): split the request");
+        }
+        cl_mem kv = op.buffer(plan.packedBytes);
+        for (Plan.Span s : plan.spans) {
+            MemorySegment src = s.segment().asSlice(s.from(), s.length());
+            if (!src.isNative()) {
+                // JOCL writes non-blocking only from direct buffers; heap memory is staged.
+                MemorySegment staged = op.arena.allocate(src.byteSize(), 64);
+                MemorySegment.copy(src, 0, staged, 0, src.byteSize());
+                src = staged;
+            }
+            for (long off = 0; off < src.byteSize(); off += MAX_WRITE) {
+                long len = Math.min(MAX_WRITE, src.byteSize() - off);
+                cl.enqueueWrite(queue, kv, s.packedOffset() + off, src.asSlice(off, len).asByteBuffer());
+            }
+        }
+        op.arg(k, 0, kv);
+        op.arg(k, 1, op.upload(longs(op.arena, plan.desc)));
+        op.arg(k, 2, op.upload(ints(op.arena, plan.table)));
+        op.arg(k, 3, request.startToken());
+        op.arg(k, 4, (long) plan.pageSize);
+        op.arg(k, 5, request.firstBlock());
+        op.arg(k, 6, (long) request.blockSize());
+        op.arg(k, 7, request.numTokens());
+        return 8;
+    }
+
+    private cl_mem sumGroups(Op op, cl_mem partials, int groups, int n) {
+        if (groups == 1) {
+            return partials;
+        }
+        cl_mem out = op.buffer((long) n * Sizeof.cl_ulong);
+        cl_kernel k = op.kernel("sum_groups");
+        op.arg(k, 0, partials);
+        op.arg(k, 1, groups);
+        op.arg(k, 2, n);
+        op.arg(k, 3, out);
+        op.launch(k, new long[] {n}, null);
+        return out;
+    }
+
+    private static MemorySegment longs(Arena arena, long[] values) {
+        MemorySegment s = arena.allocate(Math.max(8, 8L * values.length), 64);
+        for (int i = 0; i < values.length; i++) {
+            s.setAtIndex(U64, i, values[i]);
+        }
+        return s;
+    }
+
+    private static MemorySegment ints(Arena arena, int[] values) {
+        MemorySegment s = arena.allocate(Math.max(8, 4L * values.length), 64);
+        for (int i = 0; i < values.length; i++) {
+            s.setAtIndex(I32, i, values[i]);
+        }
+        return s;
+    }
+
+    /** Builds the commands of one operation and returns the buffer holding its {@code n} results. */
+    private interface Body {
+        cl_mem enqueue(Op op);
+    }
+
+    /**
+     * Runs {@code body}, enqueues the non-blocking read of its {@code n} results and a flush, and returns the handle.
+     * On failure the queue is drained (the one place outside {@code get()} that waits: staged host memory may still be
+     * read by enqueued writes) and everything is released.
+     */
+    private PendingChecksums enqueue(int n, Body body) {
+        Op op = new Op();
+        try {
+            cl_mem out = body.enqueue(op);
+            MemorySegment result = op.arena.allocate(8L * n, 64);
+            cl_event done = cl.enqueueRead(queue, out, result.asByteBuffer());
+            op.releaseKernels();
+            cl.flush(queue);
+            return new Pending(op, done, result, n);
+        } catch (RuntimeException e) {
+            try {
+                cl.finish(queue);
+            } finally {
+                op.releaseAll();
+            }
+            throw e;
+        }
+    }
+
+    /** The buffers, kernels and staged host memory of one operation. */
+    private final class Op {
+        final Arena arena = Arena.ofShared();
+        final List<cl_mem> buffers = new ArrayList<>();
+        final List<cl_kernel> kernels = new ArrayList<>();
+
+        cl_mem buffer(long bytes) {
+            cl_mem m = cl.createBuffer(context, CL.CL_MEM_READ_WRITE, Math.max(8, bytes));
+            buffers.add(m);
+            return m;
+        }
+
+        cl_mem upload(MemorySegment host) {
+            cl_mem m = buffer(host.byteSize());
+            cl.enqueueWrite(queue, m, 0, host.asByteBuffer());
+            return m;
+        }
+
+        cl_kernel kernel(String name) {
+            cl_kernel k = cl.createKernel(program, name);
+            kernels.add(k);
+            return k;
+        }
+
+        void arg(cl_kernel k, int index, cl_mem m) {
+            cl.setKernelArg(k, index, Sizeof.cl_mem, Pointer.to(m));
+        }
+
+        void arg(cl_kernel k, int index, long v) {
+            cl.setKernelArg(k, index, Sizeof.cl_ulong, Pointer.to(new long[] {v}));
+        }
+
+        void arg(cl_kernel k, int index, int v) {
+            cl.setKernelArg(k, index, Sizeof.cl_uint, Pointer.to(new int[] {v}));
+        }
+
+        void local(cl_kernel k, int index, long bytes) {
+            cl.setKernelArg(k, index, bytes, null);
+        }
+
+        void launch(cl_kernel k, long[] global, long[] local) {
+            cl.enqueueKernel(queue, k, global, local);
+        }
+
+        void releaseKernels() {
+            for (cl_kernel k : kernels) {
+                cl.releaseKernel(k);
+            }
+            kernels.clear();
+        }
+
+        void releaseAll() {
+            RuntimeException first = null;
+            try {
+                releaseKernels();
+            } catch (RuntimeException e) {
+                first = e;
+            }
+            for (cl_mem m : buffers) {
+                try {
+                    cl.releaseBuffer(m);
+                } catch (RuntimeException e) {
+                    first = first == null ? e : first;
+                }
+            }
+            buffers.clear();
+            arena.close();
+            if (first != null) {
+                throw first;
+            }
+        }
+    }
+
+    /** An enqueued operation; waits only in {@link #get()} and in {@link #close()} of an unfinished one. */
+    private final class Pending implements PendingChecksums {
+        private final Op op;
+        private final cl_event done;
+        private final MemorySegment result;
+        private final int n;
+        private long[] values;
+        private boolean released;
+
+        Pending(Op op, cl_event done, MemorySegment result, int n) {
+            this.op = op;
+            this.done = done;
+            this.result = result;
+            this.n = n;
+        }
+
+        @Override
+        public long[] get() {
+            if (values == null) {
+                if (released) {
+                    throw new IllegalStateException("the pending OpenCL checksums were closed before get()");
+                }
+                try {
+                    cl.waitForEvent(done);
+                    int status = cl.eventStatus(done);
+                    if (status != CL.CL_COMPLETE) {
+                        throw new OpenClException("the OpenCL commands of the checksum on " + info + " ended with "
+                                + CL.stringFor_errorCode(status) + " (" + status + ")", status, true);
+                    }
+                    long[] v = new long[n];
+                    for (int i = 0; i < n; i++) {
+                        v[i] = result.getAtIndex(U64, i);
+                    }
+                    values = v;
+                } finally {
+                    release();
+                }
+            }
+            return values.clone();
+        }
+
+        @Override
+        public boolean isDone() {
+            return values != null || released || cl.eventStatus(done) <= CL.CL_COMPLETE;
+        }
+
+        @Override
+        public void close() {
+            if (!released) {
+                try {
+                    cl.waitForEvent(done);
+                } catch (OpenClException ignored) {
+                    // The failure would have been reported by get(); here only the memory matters.
+                } finally {
+                    release();
+                }
+            }
+        }
+
+        private void release() {
+            if (!released) {
+                released = true;
+                try {
+                    cl.releaseEvent(done);
+                } finally {
+                    op.releaseAll();
+                }
+            }
+        }
+    }
+}

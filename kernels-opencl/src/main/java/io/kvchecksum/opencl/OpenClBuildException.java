@@ -1,0 +1,19 @@
+package io.kvchecksum.opencl;
+
+/** The kernel source did not build for the device; the message and {@link #buildLog()} carry the compiler's log. */
+public class OpenClBuildException extends OpenClException {
+    private static final long serialVersionUID = 1L;
+
+    private final String buildLog;
+
+    public OpenClBuildException(String device, int errorCode, String buildLog) {
+        super("building the OpenCL kernels for " + device + " failed with "
+                + org.jocl.CL.stringFor_errorCode(errorCode) + "; build log:\n" + buildLog, errorCode, true);
+        this.buildLog = buildLog;
+    }
+
+    /** The device compiler's log ({@code CL_PROGRAM_BUILD_LOG}). */
+    public String buildLog() {
+        return buildLog;
+    }
+}

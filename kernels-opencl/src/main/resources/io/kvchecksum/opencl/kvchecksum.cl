@@ -1,0 +1,191 @@
+/*
+ * KV checksum kernels, OpenCL C 1.2, full profile, no extensions.
+ *
+ * All arithmetic is unsigned 64-bit (ulong) and wraps modulo 2^64, exactly as the Java reference.
+ * Piece p of the token at request position t of a cell of P pieces has index j = t*P + p and weight 2j+1;
+ * a slice sum is s = sum x_j*(2j+1); a block checksum is c = sum m*s with m = 2*(layer*65536 + head) + 1.
+ *
+ * The host copies the KV bytes a request touches into one device buffer `kv` and describes every
+ * (layer, head) slice by DESC_WORDS ulongs (byte addresses are relative to `kv`):
+ *   [0] m          the slice's odd factor
+ *   [1] P          pieces per cell (K then V)
+ *   [2] PK         pieces of the K part; pieces PK..P-1 come from the V part
+ *   [3] k_base     byte address of (page 0, slot 0) of this head's K cells
+ *   [4] k_page     K page stride in bytes
+ *   [5] k_token    K slot stride in bytes
+ *   [6] v_base     as [3..5] for the V part (unused when PK == P)
+ *   [7] v_page
+ *   [8] v_token
+ *   [9] flags      bit 0: every K address is a multiple of 8; bit 1: the same for V
+ * `table` [pages] holds the physical page of each page-sized run of tokens from `start`.
+ * Work-group reductions assume a power-of-two local size (the host guarantees it).
+ */
+
+#define DESC_WORDS 10
+
+/* The one replaceable per-piece step (identity today; an opt-in bijective mixer may replace it). */
+inline ulong piece_value(ulong x) {
+    return x;
+}
+
+/* One little-endian piece; byte-wise when the address may be unaligned (devices are checked little-endian). */
+inline ulong load_piece(__global const uchar *kv, ulong addr, uint aligned) {
+    if (aligned) {
+        return ((__global const ulong *) kv)[addr >> 3];
+    }
+    return as_ulong(vload8(0, kv + addr));
+}
+
+/*
+ * This work item's share of one slice's sum over request tokens [t0, t1): items idx = first, first+step, ...
+ * of the (token, piece) pairs, piece fastest, so neighbouring work items read neighbouring bytes. The (token, piece)
+ * position is stepped, not divided out, and the page lookup is redone only when the token changes.
+ */
+inline ulong slice_partial(__global const uchar *kv, __global const ulong *d, __global const int *table,
+                           ulong start, ulong page_size, ulong t0, ulong t1, ulong first, ulong step) {
+    ulong P = d[1];
+    ulong pk = d[2];
+    uint flags = (uint) d[9];
+    ulong items = (t1 - t0) * P;
+    ulong s = 0;
+    if (first >= items) {
+        return s;
+    }
+    ulong tt = first / P;
+    ulong p = first - tt * P;
+    ulong dq = step / P;
+    ulong dr = step - dq * P;
+    ulong cur = ~(ulong) 0;
+    ulong k_cell = 0;
+    ulong v_cell = 0;
+    ulong j0 = 0;
+    for (ulong idx = first; idx < items; idx += step) {
+        if (tt != cur) {
+            cur = tt;
+            ulong t = t0 + tt;
+            ulong rel = t - start;
+            ulong pi = rel / page_size;
+            ulong slot = rel - pi * page_size;
+            ulong page = (ulong) table[pi];
+            k_cell = d[3] + page * d[4] + slot * d[5];
+            v_cell = d[6] + page * d[7] + slot * d[8];
+            j0 = t * P;
+        }
+        ulong x = p < pk ? load_piece(kv, k_cell + 8 * p, flags & 1u)
+                         : load_piece(kv, v_cell + 8 * (p - pk), flags & 2u);
+        x = piece_value(x);
+        ulong j = j0 + p;
+        s += x * (2 * j + 1);
+        p += dr;
+        tt += dq;
+        if (p >= P) {
+            p -= P;
+            tt++;
+        }
+    }
+    return s;
+}
+
+/* The sum of v over the work-group; every work item returns it. */
+inline ulong group_sum(__local ulong *scratch, ulong v) {
+    uint lid = get_local_id(0);
+    scratch[lid] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint width = get_local_size(0) >> 1; width > 0; width >>= 1) {
+        if (lid < width) {
+            scratch[lid] += scratch[lid + width];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    return scratch[0];
+}
+
+/*
+ * Per-slice weighted sums. NDRange (local*groups, num_blocks, num_slices), local (local, 1, 1): work-group g of
+ * column b of slice i writes partials[(i*num_blocks + b)*groups + g]; with groups == 1 that is the slice sum.
+ */
+__kernel void slice_sums(__global const uchar *kv, __global const ulong *desc, __global const int *table,
+                         ulong start, ulong page_size, ulong first_block, ulong block_size, ulong num_tokens,
+                         uint num_blocks, uint groups, __global ulong *partials, __local ulong *scratch) {
+    uint g = get_group_id(0);
+    ulong wg = get_local_size(0);
+    ulong b = get_global_id(1);
+    ulong slice = get_global_id(2);
+    ulong t0 = (first_block + b) * block_size;
+    ulong t1 = min(t0 + block_size, num_tokens);
+    ulong s = slice_partial(kv, desc + slice * DESC_WORDS, table, start, page_size, t0, t1,
+                            g * wg + get_local_id(0), groups * wg);
+    s = group_sum(scratch, s);
+    if (get_local_id(0) == 0) {
+        partials[(slice * num_blocks + b) * groups + g] = s;
+    }
+}
+
+/*
+ * The fused single pass: every KV byte of block b read once, weighted by its slice's factor in registers.
+ * NDRange (local*groups, num_blocks), local (local, 1): work-group g of block b writes partials[b*groups + g].
+ */
+__kernel void block_checksums(__global const uchar *kv, __global const ulong *desc, __global const int *table,
+                              ulong start, ulong page_size, ulong first_block, ulong block_size, ulong num_tokens,
+                              uint num_slices, uint groups, __global ulong *partials, __local ulong *scratch) {
+    uint g = get_group_id(0);
+    ulong wg = get_local_size(0);
+    ulong b = get_global_id(1);
+    ulong t0 = (first_block + b) * block_size;
+    ulong t1 = min(t0 + block_size, num_tokens);
+    ulong first = g * wg + get_local_id(0);
+    ulong step = groups * wg;
+    ulong c = 0;
+    for (uint i = 0; i < num_slices; i++) {
+        __global const ulong *d = desc + (ulong) i * DESC_WORDS;
+        c += d[0] * slice_partial(kv, d, table, start, page_size, t0, t1, first, step);
+    }
+    c = group_sum(scratch, c);
+    if (get_local_id(0) == 0) {
+        partials[b * groups + g] = c;
+    }
+}
+
+/* out[i] = sum of partials[i*groups .. i*groups + groups - 1]. NDRange (n). */
+__kernel void sum_groups(__global const ulong *partials, uint groups, uint n, __global ulong *out) {
+    ulong i = get_global_id(0);
+    if (i >= n) {
+        return;
+    }
+    ulong s = 0;
+    for (uint g = 0; g < groups; g++) {
+        s += partials[i * groups + g];
+    }
+    out[i] = s;
+}
+
+/* The per-layer/head combination c_b = sum_i m(layer_i, head_i) * s[i*num_blocks + b]. NDRange (num_blocks). */
+__kernel void combine(__global const ulong *sums, __global const int *layers, __global const int *heads,
+                      uint num_slices, uint num_blocks, __global ulong *out) {
+    ulong b = get_global_id(0);
+    if (b >= num_blocks) {
+        return;
+    }
+    ulong c = 0;
+    for (uint i = 0; i < num_slices; i++) {
+        ulong m = 2 * ((ulong) (uint) layers[i] * 65536 + (ulong) (uint) heads[i]) + 1;
+        c += m * sums[(ulong) i * num_blocks + b];
+    }
+    out[b] = c;
+}
+
+/* Rechunking: out[q] = sum of values[skip + q*factor + k] for k < factor, clipped at n. NDRange (num_out). */
+__kernel void rechunk(__global const ulong *values, uint n, uint skip, uint factor, uint num_out,
+                      __global ulong *out) {
+    ulong q = get_global_id(0);
+    if (q >= num_out) {
+        return;
+    }
+    ulong from = skip + q * factor;
+    ulong to = min(from + factor, (ulong) n);
+    ulong s = 0;
+    for (ulong i = from; i < to; i++) {
+        s += values[i];
+    }
+    out[q] = s;
+}

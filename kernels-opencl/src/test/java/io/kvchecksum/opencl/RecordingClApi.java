@@ -1,0 +1,118 @@
+package io.kvchecksum.opencl;
+
+import org.jocl.Pointer;
+import org.jocl.cl_command_queue;
+import org.jocl.cl_context;
+import org.jocl.cl_event;
+import org.jocl.cl_kernel;
+import org.jocl.cl_mem;
+import org.jocl.cl_program;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+
+/** Passes every call on and records its name, per thread, between {@link #start()} and {@link #stop()}. */
+final class RecordingClApi implements ClApi {
+    private final ClApi next;
+    private final ThreadLocal<List<String>> calls = new ThreadLocal<>();
+
+    RecordingClApi(ClApi next) {
+        this.next = next;
+    }
+
+    void start() {
+        calls.set(new ArrayList<>());
+    }
+
+    List<String> stop() {
+        List<String> c = calls.get();
+        calls.remove();
+        return c;
+    }
+
+    private void record(String name) {
+        List<String> c = calls.get();
+        if (c != null) {
+            c.add(name);
+        }
+    }
+
+    @Override
+    public cl_mem createBuffer(cl_context context, long flags, long size) {
+        record("createBuffer");
+        return next.createBuffer(context, flags, size);
+    }
+
+    @Override
+    public void enqueueWrite(cl_command_queue queue, cl_mem buffer, long offset, ByteBuffer source) {
+        record("enqueueWrite");
+        next.enqueueWrite(queue, buffer, offset, source);
+    }
+
+    @Override
+    public cl_kernel createKernel(cl_program program, String name) {
+        record("createKernel");
+        return next.createKernel(program, name);
+    }
+
+    @Override
+    public void setKernelArg(cl_kernel kernel, int index, long size, Pointer value) {
+        record("setKernelArg");
+        next.setKernelArg(kernel, index, size, value);
+    }
+
+    @Override
+    public void enqueueKernel(cl_command_queue queue, cl_kernel kernel, long[] global, long[] local) {
+        record("enqueueKernel");
+        next.enqueueKernel(queue, kernel, global, local);
+    }
+
+    @Override
+    public cl_event enqueueRead(cl_command_queue queue, cl_mem buffer, ByteBuffer target) {
+        record("enqueueRead");
+        return next.enqueueRead(queue, buffer, target);
+    }
+
+    @Override
+    public void flush(cl_command_queue queue) {
+        record("flush");
+        next.flush(queue);
+    }
+
+    @Override
+    public int eventStatus(cl_event event) {
+        record("eventStatus");
+        return next.eventStatus(event);
+    }
+
+    @Override
+    public void waitForEvent(cl_event event) {
+        record("waitForEvent");
+        next.waitForEvent(event);
+    }
+
+    @Override
+    public void finish(cl_command_queue queue) {
+        record("finish");
+        next.finish(queue);
+    }
+
+    @Override
+    public void releaseKernel(cl_kernel kernel) {
+        record("releaseKernel");
+        next.releaseKernel(kernel);
+    }
+
+    @Override
+    public void releaseBuffer(cl_mem buffer) {
+        record("releaseBuffer");
+        next.releaseBuffer(buffer);
+    }
+
+    @Override
+    public void releaseEvent(cl_event event) {
+        record("releaseEvent");
+        next.releaseEvent(event);
+    }
+}

@@ -1,0 +1,131 @@
+package io.kvchecksum.opencl;
+
+import io.kvchecksum.CacheLayer;
+import io.kvchecksum.InvalidLayoutException;
+import io.kvchecksum.KvCacheGroup;
+import io.kvchecksum.KvMemory;
+import io.kvchecksum.KvRegion;
+import io.kvchecksum.RequestBlocks;
+import io.kvchecksum.SliceSums;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.function.Executable;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** Inputs the backend must refuse with a clear message before it creates a buffer or enqueues a command. */
+class ValidationTest {
+
+    private static KvCacheGroup hostGroup(Arena arena) {
+        MemorySegment seg = arena.allocate(4 * 4 * 2 * 32, 64);
+        KvMemory m = KvMemory.host(seg);
+        // 4 pages x 4 slots x 2 heads, 16-byte K then 16-byte V
+        return KvCacheGroup.of(4, 4, List.of(CacheLayer.of(0, 0, 2, new KvRegion(m, 0, 256, 64, 32, 16),
+                new KvRegion(m, 16, 256, 64, 32, 16))));
+    }
+
+    /** Runs {@code call}, expects the exception, and checks the recorder saw no OpenCL call at all. */
+    private static InvalidLayoutException rejectedBeforeAnyCall(Executable call) {
+        RecordingClApi rec = OpenClTests.recorder();
+        rec.start();
+        InvalidLayoutException e;
+        try {
+            e = assertThrows(InvalidLayoutException.class, call);
+        } finally {
+            List<String> calls = rec.stop();
+            assertEquals(List.of(), calls, "OpenCL calls made before the input was rejected");
+        }
+        return e;
+    }
+
+    @Test
+    void outOfRangePageIdIsRejected() {
+        OpenClBackend cl = OpenClTests.recordedBackend();
+        try (Arena arena = Arena.ofConfined()) {
+            KvCacheGroup g = hostGroup(arena);
+            RequestBlocks r = RequestBlocks.of(new int[] {1, 4}, 8, 4);
+            for (Executable call : List.<Executable>of(() -> cl.blockChecksums(g, r), () -> cl.submit(g, r),
+                    () -> cl.sliceSums(g, r))) {
+                InvalidLayoutException e = rejectedBeforeAnyCall(call);
+                assertTrue(e.getMessage().contains("blockTable[1] = 4 is out of range"), e.getMessage());
+            }
+            InvalidLayoutException e = rejectedBeforeAnyCall(() -> cl.blockChecksums(g, RequestBlocks.of(new int[] {-1}, 3, 4)));
+            assertTrue(e.getMessage().contains("blockTable[0] = -1"), e.getMessage());
+        }
+    }
+
+    @Test
+    void tooShortBlockTableIsRejected() {
+        OpenClBackend cl = OpenClTests.recordedBackend();
+        try (Arena arena = Arena.ofConfined()) {
+            KvCacheGroup g = hostGroup(arena);
+            InvalidLayoutException e = rejectedBeforeAnyCall(() -> cl.blockChecksums(g, RequestBlocks.of(new int[] {0, 1}, 9, 4)));
+            assertTrue(e.getMessage().contains("blockTable has 2 entries"), e.getMessage());
+        }
+    }
+
+    @Test
+    void deviceMemoryIsRejected() {
+        OpenClBackend cl = OpenClTests.recordedBackend();
+        KvMemory dev = KvMemory.device(0x7f0000000000L, 1 << 20);
+        KvCacheGroup g = KvCacheGroup.of(4, 4, List.of(CacheLayer.kOnly(5, 0, 1, new KvRegion(dev, 0, 256, 64, 0, 64))));
+        RequestBlocks r = RequestBlocks.of(new int[] {0}, 4, 4);
+        for (Executable call : List.<Executable>of(() -> cl.blockChecksums(g, r), () -> cl.submit(g, r), () -> cl.sliceSums(g, r))) {
+            InvalidLayoutException e = rejectedBeforeAnyCall(call);
+            assertTrue(e.getMessage().contains("host memory only") && e.getMessage().contains("layer 5 K region is device memory"),
+                    e.getMessage());
+        }
+    }
+
+    @Test
+    void nullArgumentsAreRejected() {
+        OpenClBackend cl = OpenClTests.recordedBackend();
+        rejectedBeforeAnyCall(() -> cl.blockChecksums(null, RequestBlocks.of(new int[] {0}, 1, 1)));
+        rejectedBeforeAnyCall(() -> cl.combine(null));
+        rejectedBeforeAnyCall(() -> cl.rechunk(null, 0, 2));
+    }
+
+    @Test
+    void badRechunkArgumentsAreRejected() {
+        OpenClBackend cl = OpenClTests.recordedBackend();
+        InvalidLayoutException e = rejectedBeforeAnyCall(() -> cl.rechunk(new long[] {1, 2}, 0, 0));
+        assertTrue(e.getMessage().contains("factor must be positive"), e.getMessage());
+        e = rejectedBeforeAnyCall(() -> cl.rechunk(new long[] {1, 2}, -1, 2));
+        assertTrue(e.getMessage().contains("firstBlock must be non-negative"), e.getMessage());
+    }
+
+    @Test
+    void emptyRequestsNeedNoDevice() {
+        OpenClBackend cl = OpenClTests.recordedBackend();
+        try (Arena arena = Arena.ofConfined()) {
+            KvCacheGroup g = hostGroup(arena);
+            RequestBlocks r = RequestBlocks.of(new int[0], 8, 2, 4); // starts at token 8 = numTokens: no blocks
+            RecordingClApi rec = OpenClTests.recorder();
+            rec.start();
+            assertEquals(0, cl.blockChecksums(g, r).length);
+            SliceSums s = cl.sliceSums(g, r);
+            assertEquals(0, s.numBlocks());
+            assertEquals(2, s.numSlices());
+            assertEquals(0, cl.rechunk(new long[0], 3, 2).values().length);
+            assertEquals(List.of(), rec.stop());
+        }
+    }
+
+    @Test
+    void aClosedBackendRefusesWork() {
+        OpenClTests.requireOpenCl();
+        OpenClBackend cl = OpenClBackend.open();
+        cl.close();
+        try (Arena arena = Arena.ofConfined()) {
+            KvCacheGroup g = hostGroup(arena);
+            IllegalStateException e = assertThrows(IllegalStateException.class,
+                    () -> cl.blockChecksums(g, RequestBlocks.of(new int[] {0}, 4, 4)));
+            assertTrue(e.getMessage().contains("closed"), e.getMessage());
+        }
+    }
+}
