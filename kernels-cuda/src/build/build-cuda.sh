@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Compiles the CUDA sources at build time (Maven generate-resources, see pom.xml):
+#   1. the kernels into a fatbin (sm_80 and sm_90 machine code, compute_90 PTX) shipped in the jar;
+#   2. the host test library (the kernels' shared arithmetic, run on the CPU by the tests; not shipped).
+# nvcc needs no GPU. Usage: build-cuda.sh <cuda sources> <fatbin out> <host library out>
+# nvcc is $CUDA_HOME/bin/nvcc (Maven property cuda.home, default /usr/local/cuda), else the one on PATH.
+set -euo pipefail
+src=$1 fatbin=$2 hostlib=$3
+
+nvcc=
+if [[ -n "${CUDA_HOME:-}" && -x "$CUDA_HOME/bin/nvcc" ]]; then
+  nvcc=$CUDA_HOME/bin/nvcc
+elif command -v nvcc >/dev/null 2>&1; then
+  nvcc=$(command -v nvcc)
+fi
+if [[ -z "$nvcc" ]]; then
+  echo "ERROR: kvchecksum-kernels-cuda needs nvcc (CUDA 12.4 or newer) to compile its kernels, and found none:" >&2
+  echo "  not at \$CUDA_HOME/bin/nvcc (CUDA_HOME='${CUDA_HOME:-}', set with -Dcuda.home=/path/to/cuda) nor on PATH." >&2
+  echo "  Install the CUDA toolkit, or build without the CUDA kernels: mvn ... -Dkvchecksum.skipCuda=true" >&2
+  echo "  (the jar then carries no kernels and the backend reports itself unavailable)." >&2
+  exit 1
+fi
+
+newer() {  # true if $1 is missing or older than any source
+  [[ ! -f "$1" ]] && return 0
+  [[ -n "$(find "$src" "$0" -newer "$1" -print -quit)" ]]
+}
+
+mkdir -p "$(dirname "$fatbin")" "$(dirname "$hostlib")"
+echo "kvchecksum: nvcc is $nvcc ($("$nvcc" --version | tail -n 2 | head -n 1))"
+if newer "$fatbin"; then
+  echo "kvchecksum: compiling kernels into $fatbin (register and spill report follows)"
+  "$nvcc" -fatbin -O3 -std=c++17 -lineinfo \
+    -gencode arch=compute_80,code=sm_80 \
+    -gencode arch=compute_90,code=sm_90 \
+    -gencode arch=compute_90,code=compute_90 \
+    -Xptxas -v -o "$fatbin.tmp" "$src/kvchecksum_kernels.cu"
+  mv "$fatbin.tmp" "$fatbin"
+else
+  echo "kvchecksum: $fatbin is up to date"
+fi
+if newer "$hostlib"; then
+  echo "kvchecksum: compiling host test library $hostlib"
+  "$nvcc" -shared -Xcompiler -fPIC -cudart static -O2 -std=c++17 \
+    -gencode arch=compute_80,code=sm_80 -o "$hostlib.tmp" "$src/kvchecksum_host.cu"
+  mv "$hostlib.tmp" "$hostlib"
+else
+  echo "kvchecksum: $hostlib is up to date"
+fi

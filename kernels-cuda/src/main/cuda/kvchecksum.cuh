@@ -1,0 +1,259 @@
+// kvchecksum: the arithmetic shared by the CUDA kernels and the host test library.
+//
+// Everything here is __host__ __device__: the kernels in kvchecksum_kernels.cu call it on the GPU and
+// kvchecksum_host.cu calls the very same functions on the CPU, so CI (which has no GPU) runs the kernels'
+// per-thread arithmetic over the golden vectors. Only the cross-thread sums (warp shuffles, shared memory)
+// differ, and wrapping uint64 addition is associative and commutative, so any summation order is exact.
+//
+// The definition (docs/definition.md): piece j = t*P + p of a slice (t = request position, P = pieces per
+// cell, p = piece in cell; K pieces first, then V) has weight 2j+1; slice sum s = sum x_j*(2j+1); block
+// checksum c = sum m*s with m = 2*(layer*2^16 + head) + 1. All arithmetic is modulo 2^64.
+//
+// The structs below are the kernels' ABI. Java writes them byte for byte (io.kvchecksum.cuda.KernelAbi), and
+// a test compares its offsets with kvc_abi() of the host library, so change both together.
+#pragma once
+#include <stdint.h>
+#include <stddef.h>
+
+#if defined(__CUDACC__)
+#define KVC_HD __host__ __device__ __forceinline__
+#else
+#define KVC_HD inline
+#endif
+
+// Threads per CTA of every kernel (8 warps). Launch planning in Java uses the same number.
+#define KVC_THREADS 256
+#define KVC_WARPS (KVC_THREADS / 32)
+
+// One (layer, global head) slice of a cache group. 64 bytes.
+struct KvcSlice {
+    uint64_t factor;          // m = 2*(layer*2^16 + head) + 1
+    uint64_t k_base;          // address of this head's K cell in page 0, slot 0 (region base + offset + head*head_stride)
+    int64_t k_page_stride;    // bytes from page i to page i+1 of K
+    int64_t k_token_stride;   // bytes from slot o to slot o+1 within a K page
+    uint64_t v_base;          // as k_base, for V; unused when v_pieces == 0
+    int64_t v_page_stride;
+    int64_t v_token_stride;
+    uint32_t k_pieces;        // 8-byte pieces of K per cell (> 0)
+    uint32_t v_pieces;        // 8-byte pieces of V per cell (0: the cell is K only, e.g. MLA)
+};
+
+// Parameters of kvc_fused_v{1,2} and kvc_slices_v{1,2}, passed by value. 80 bytes.
+struct KvcFusedParams {
+    const KvcSlice* slices;   // [num_slices], device
+    const int32_t* table;     // device page ids; entry i holds request positions start_token + i*page_size ..
+    uint64_t* out;            // fused: [num_blocks * num_parts] (block-major; the checksums themselves when
+                              // num_parts == 1); slices: row i at out + i*out_stride, column b = this launch's block b
+    uint64_t start_token;     // request position of table entry 0 (the request's firstBlock * block_size)
+    uint64_t first_block;     // request block position of this launch's block 0 (blockIdx.x == 0)
+    uint64_t num_tokens;      // the request's token count; clips the last block
+    uint32_t block_size;      // tokens per checksum block
+    uint32_t page_size;       // slots per physical page
+    uint32_t num_blocks;      // blocks in this launch (gridDim.x)
+    uint32_t num_slices;      // entries of slices
+    uint32_t slices_per_part; // fused: slices summed by one CTA (gridDim.y parts cover all slices)
+    uint32_t num_parts;       // fused: gridDim.y
+    uint64_t out_stride;      // slices: elements between rows of out
+};
+
+// kvc_reduce_parts: out[i] = sum_k in[i*parts + k], i < n.
+struct KvcReduceParams {
+    const uint64_t* in;
+    uint64_t* out;
+    uint32_t n;
+    uint32_t parts;
+};
+
+// kvc_combine: out[b] = sum_i factors[i] * values[i*num_blocks + b].
+struct KvcCombineParams {
+    const uint64_t* values;   // [num_slices * num_blocks], slice-major
+    const uint64_t* factors;  // [num_slices]
+    uint64_t* out;            // [num_blocks]
+    uint32_t num_slices;
+    uint32_t num_blocks;
+};
+
+// kvc_rechunk: out[q] = sum of values[skip + q*factor ..] (factor of them, or fewer at the end).
+struct KvcRechunkParams {
+    const uint64_t* values;   // [num_values]
+    uint64_t* out;            // [num_out]
+    uint64_t num_values;
+    uint64_t skip;
+    uint64_t num_out;
+    uint32_t factor;
+    uint32_t pad_;
+};
+
+// kvc_fill_u64 (benchmark data): p[i] = splitmix64(seed + i).  kvc_sum_u64 (read-bound reference): a plain
+// wrapping sum of n 16-byte units, one partial per CTA.
+struct KvcFillParams {
+    uint64_t* p;
+    uint64_t n;
+    uint64_t seed;
+};
+struct KvcSumParams {
+    const uint64_t* p;        // 16-byte aligned
+    uint64_t n16;             // 16-byte units
+    uint64_t* partials;       // [gridDim.x]
+};
+
+// The value a piece contributes before weighting. Identity today; the one replaceable step for the planned
+// opt-in bijective mixer (see Definition.pieceValue in Java).
+KVC_HD uint64_t kvc_piece_value(uint64_t x) { return x; }
+
+KVC_HD uint64_t kvc_factor(uint32_t layer, uint32_t head) {
+    return 2ull * ((uint64_t)layer * 65536ull + head) + 1ull;
+}
+
+KVC_HD uint32_t kvc_pow2_floor(uint32_t x) {
+    uint32_t p = 1;
+    while (p * 2 <= x) p *= 2;
+    return p;
+}
+
+KVC_HD uint64_t kvc_udiv(uint64_t a, uint32_t b) {
+    // 32-bit division is far cheaper on the GPU; positions fit 32 bits in practice.
+    return (a >> 32) == 0 ? (uint64_t)((uint32_t)a / b) : a / b;
+}
+
+#if defined(__CUDA_ARCH__)
+template <int VEC> __device__ __forceinline__ void kvc_load(const char* a, uint64_t& x0, uint64_t& x1) {
+    if (VEC == 2) {
+        // Read once, never reused: stream it past L1/L2 with evict-first.
+        ulonglong2 v = __ldcs(reinterpret_cast<const ulonglong2*>(a));
+        x0 = v.x;
+        x1 = v.y;
+    } else {
+        x0 = __ldcs(reinterpret_cast<const unsigned long long*>(a));
+        x1 = 0;
+    }
+}
+#else
+template <int VEC> inline void kvc_load(const char* a, uint64_t& x0, uint64_t& x1) {
+    // Host (x86-64, little-endian like the GPU): pieces are little-endian uint64.
+    __builtin_memcpy(&x0, a, 8);
+    if (VEC == 2) {
+        __builtin_memcpy(&x1, a + 8, 8);
+    } else {
+        x1 = 0;
+    }
+}
+#endif
+
+// The checksum contribution of one lane (0..31) of the warp that sums slice s over request block `block`.
+//
+// Lanes form a (token lane, unit lane) grid: unit lanes cover the cell's units (VEC pieces = 8*VEC bytes each,
+// K units then V units), token lanes split the block's tokens (a power of two, so a warp reads several short
+// cells at once). A lane keeps its unit fixed and visits tokens pos0, pos0+dt, ...: the weight of its pieces
+// is then an arithmetic progression, and the weighted sum needs no multiply per piece:
+//   sum_k x_k*pos_k = pos0*A + dt*(n*A - T),  A = sum_k x_k,  T = sum_k (x_0 + .. + x_k)
+// so the inner loop is one load and a few adds. Addresses advance by a hoisted step inside a page; the page
+// table is read once per page run. Tokens past num_tokens are never read.
+template <int VEC>
+KVC_HD uint64_t kvc_lane_slice_sum(const KvcFusedParams& p, const KvcSlice& s, uint64_t block, uint32_t lane) {
+    const uint64_t bs = block * p.block_size;
+    uint64_t be = bs + p.block_size;
+    if (be > p.num_tokens) be = p.num_tokens;
+    if (be <= bs) return 0;
+    const uint32_t ntok = (uint32_t)(be - bs);
+    const uint32_t kU = s.k_pieces / VEC;
+    const uint32_t U = kU + s.v_pieces / VEC;
+    const uint64_t P = (uint64_t)s.k_pieces + s.v_pieces;
+    const uint32_t unit_lanes = U < 32 ? U : 32;
+    const uint32_t token_lanes = kvc_pow2_floor(32 / unit_lanes);
+    const uint32_t tl = lane / unit_lanes;
+    const uint32_t ul = lane - tl * unit_lanes;
+    if (tl >= token_lanes) return 0;
+    const uint64_t idx0 = bs - p.start_token;  // table-space index of the block's first token
+    uint64_t acc = 0;
+    for (uint32_t u = ul; u < U; u += unit_lanes) {
+        const bool isK = u < kU;
+        const uint32_t uu = isK ? u : u - kU;
+        const uint64_t base = (isK ? s.k_base : s.v_base) + (uint64_t)uu * (8 * VEC);
+        const int64_t ps = isK ? s.k_page_stride : s.v_page_stride;
+        const int64_t ts = isK ? s.k_token_stride : s.v_token_stride;
+        const uint64_t piece = isK ? (uint64_t)uu * VEC : (uint64_t)s.k_pieces + (uint64_t)uu * VEC;
+        const int64_t step = (int64_t)token_lanes * ts;
+        uint64_t A = 0, T = 0, A1 = 0;
+        uint32_t n = 0;
+        uint32_t t = tl;
+        while (t < ntok) {
+            const uint64_t idx = idx0 + t;
+            const uint64_t page_idx = kvc_udiv(idx, p.page_size);
+            const uint32_t slot = (uint32_t)(idx - page_idx * p.page_size);
+            uint64_t run_end = (uint64_t)t + (p.page_size - slot);
+            const uint32_t end = run_end < ntok ? (uint32_t)run_end : ntok;
+            const char* a = reinterpret_cast<const char*>(
+                base + (uint64_t)(int64_t)p.table[page_idx] * (uint64_t)ps + (uint64_t)slot * (uint64_t)ts);
+#if defined(__CUDA_ARCH__)
+#pragma unroll 4
+#endif
+            for (; t < end; t += token_lanes) {
+                uint64_t x0, x1;
+                kvc_load<VEC>(a, x0, x1);
+                x0 = kvc_piece_value(x0);
+                x1 = VEC == 2 ? kvc_piece_value(x1) : 0;
+                A += x0 + x1;
+                A1 += x1;
+                T += A;
+                ++n;
+                a += step;
+            }
+        }
+        const uint64_t pos0 = bs + tl;
+        const uint64_t sxpos = pos0 * A + (uint64_t)token_lanes * ((uint64_t)n * A - T);
+        acc += 2 * P * sxpos + (2 * piece + 1) * A + 2 * A1;
+    }
+    return acc;
+}
+
+// One thread's share of the fused checksum of CTA (bx, by): warp `warp` sums slices by*slices_per_part + warp,
+// + KVC_WARPS, ... each weighted by its factor. The CTA's threads' values add up to its partial.
+template <int VEC>
+KVC_HD uint64_t kvc_fused_thread(const KvcFusedParams& p, uint32_t bx, uint32_t by, uint32_t warp, uint32_t lane) {
+    const uint64_t block = p.first_block + bx;
+    const uint32_t s0 = by * p.slices_per_part;
+    uint32_t s1 = s0 + p.slices_per_part;
+    if (s1 > p.num_slices) s1 = p.num_slices;
+    uint64_t acc = 0;
+    for (uint32_t i = s0 + warp; i < s1; i += KVC_WARPS) {
+        const KvcSlice& s = p.slices[i];
+        acc += s.factor * kvc_lane_slice_sum<VEC>(p, s, block, lane);
+    }
+    return acc;
+}
+
+// The slice a warp of the slices kernel sums: CTA (bx, by), warp w -> slice by*KVC_WARPS + w, or -1 if none.
+KVC_HD int64_t kvc_slices_slice(const KvcFusedParams& p, uint32_t by, uint32_t warp) {
+    const uint64_t i = (uint64_t)by * KVC_WARPS + warp;
+    return i < p.num_slices ? (int64_t)i : -1;
+}
+
+KVC_HD uint64_t kvc_reduce_one(const KvcReduceParams& p, uint32_t i) {
+    uint64_t s = 0;
+    const uint64_t* in = p.in + (uint64_t)i * p.parts;
+    for (uint32_t k = 0; k < p.parts; ++k) s += in[k];
+    return s;
+}
+
+KVC_HD uint64_t kvc_combine_one(const KvcCombineParams& p, uint32_t b) {
+    uint64_t c = 0;
+    for (uint32_t i = 0; i < p.num_slices; ++i) c += p.factors[i] * p.values[(uint64_t)i * p.num_blocks + b];
+    return c;
+}
+
+KVC_HD uint64_t kvc_rechunk_one(const KvcRechunkParams& p, uint64_t q) {
+    const uint64_t from = p.skip + q * p.factor;
+    uint64_t to = from + p.factor;
+    if (to > p.num_values) to = p.num_values;
+    uint64_t s = 0;
+    for (uint64_t i = from; i < to; ++i) s += p.values[i];
+    return s;
+}
+
+KVC_HD uint64_t kvc_splitmix64(uint64_t x) {
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}

@@ -1,0 +1,130 @@
+// The host test library: runs the kernels' shared __host__ __device__ arithmetic on the CPU, so machines without
+// a GPU (CI) test it over the golden vectors. Built with
+//   nvcc -shared -Xcompiler -fPIC -cudart static   (never -cudart none: the JVM then dies on load)
+// and loaded by the tests through JNA. It is not shipped in the jar.
+//
+// kvc_emulate() plays one cuLaunchKernel: it visits every CTA, warp and lane of the grid in turn, computes each
+// thread's value with exactly the functions the kernel calls, and sums them where the kernel would shuffle and
+// reduce through shared memory (wrapping adds: any order gives the same bits). "Device" pointers in the
+// parameters are plain host addresses.
+#include "kvchecksum.cuh"
+#include <string.h>
+
+static_assert(sizeof(KvcSlice) == 64, "KvcSlice ABI");
+static_assert(sizeof(KvcFusedParams) == 80, "KvcFusedParams ABI");
+
+namespace {
+
+// CUresult values the emulation returns, as the driver would.
+const int KVC_SUCCESS = 0;
+const int KVC_INVALID_VALUE = 1;
+const int KVC_NOT_FOUND = 500;
+
+template <int VEC>
+int fused(uint32_t gx, uint32_t gy, const KvcFusedParams& p) {
+    if (gx != p.num_blocks || gy != p.num_parts || p.slices_per_part == 0) return KVC_INVALID_VALUE;
+    for (uint32_t by = 0; by < gy; ++by) {
+        for (uint32_t bx = 0; bx < gx; ++bx) {
+            uint64_t s = 0;
+            for (uint32_t w = 0; w < KVC_WARPS; ++w)
+                for (uint32_t l = 0; l < 32; ++l) s += kvc_fused_thread<VEC>(p, bx, by, w, l);
+            p.out[(uint64_t)bx * p.num_parts + by] = s;
+        }
+    }
+    return KVC_SUCCESS;
+}
+
+template <int VEC>
+int slices(uint32_t gx, uint32_t gy, const KvcFusedParams& p) {
+    if (gx != p.num_blocks || (uint64_t)gy * KVC_WARPS < p.num_slices) return KVC_INVALID_VALUE;
+    for (uint32_t by = 0; by < gy; ++by) {
+        for (uint32_t bx = 0; bx < gx; ++bx) {
+            for (uint32_t w = 0; w < KVC_WARPS; ++w) {
+                const int64_t i = kvc_slices_slice(p, by, w);
+                if (i < 0) continue;
+                uint64_t s = 0;
+                for (uint32_t l = 0; l < 32; ++l) s += kvc_lane_slice_sum<VEC>(p, p.slices[i], p.first_block + bx, l);
+                p.out[(uint64_t)i * p.out_stride + bx] = s;
+            }
+        }
+    }
+    return KVC_SUCCESS;
+}
+
+}  // namespace
+
+extern "C" {
+
+// One launch of kernel `name` with grid (gx, gy, gz) and block (bx, by, bz); `params` points at the kernel's
+// single by-value parameter struct. Returns a CUresult-like code.
+int kvc_emulate(const char* name, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t bx, uint32_t by, uint32_t bz,
+                const void* params) {
+    if (bx != KVC_THREADS || by != 1 || bz != 1 || gz != 1 || gx == 0 || gy == 0) return KVC_INVALID_VALUE;
+    const uint64_t threads = (uint64_t)gx * KVC_THREADS;
+    if (!strcmp(name, "kvc_fused_v2")) return fused<2>(gx, gy, *static_cast<const KvcFusedParams*>(params));
+    if (!strcmp(name, "kvc_fused_v1")) return fused<1>(gx, gy, *static_cast<const KvcFusedParams*>(params));
+    if (!strcmp(name, "kvc_slices_v2")) return slices<2>(gx, gy, *static_cast<const KvcFusedParams*>(params));
+    if (!strcmp(name, "kvc_slices_v1")) return slices<1>(gx, gy, *static_cast<const KvcFusedParams*>(params));
+    if (gy != 1) return KVC_INVALID_VALUE;
+    if (!strcmp(name, "kvc_reduce_parts")) {
+        const KvcReduceParams& p = *static_cast<const KvcReduceParams*>(params);
+        for (uint64_t i = 0; i < threads && i < p.n; ++i) p.out[i] = kvc_reduce_one(p, (uint32_t)i);
+        return threads >= p.n ? KVC_SUCCESS : KVC_INVALID_VALUE;
+    }
+    if (!strcmp(name, "kvc_combine")) {
+        const KvcCombineParams& p = *static_cast<const KvcCombineParams*>(params);
+        for (uint64_t b = 0; b < threads && b < p.num_blocks; ++b) p.out[b] = kvc_combine_one(p, (uint32_t)b);
+        return threads >= p.num_blocks ? KVC_SUCCESS : KVC_INVALID_VALUE;
+    }
+    if (!strcmp(name, "kvc_rechunk")) {
+        const KvcRechunkParams& p = *static_cast<const KvcRechunkParams*>(params);
+        for (uint64_t q = 0; q < threads && q < p.num_out; ++q) p.out[q] = kvc_rechunk_one(p, q);
+        return threads >= p.num_out ? KVC_SUCCESS : KVC_INVALID_VALUE;
+    }
+    if (!strcmp(name, "kvc_fill_u64")) {
+        const KvcFillParams& p = *static_cast<const KvcFillParams*>(params);
+        for (uint64_t i = 0; i < p.n; ++i) p.p[i] = kvc_splitmix64(p.seed + i);
+        return KVC_SUCCESS;
+    }
+    if (!strcmp(name, "kvc_sum_u64")) {
+        // Partials differ from the GPU's split; only their total is meaningful, and only that is compared.
+        const KvcSumParams& p = *static_cast<const KvcSumParams*>(params);
+        uint64_t s = 0;
+        for (uint64_t i = 0; i < 2 * p.n16; ++i) s += p.p[i];
+        for (uint32_t b = 0; b < gx; ++b) p.partials[b] = b == 0 ? s : 0;
+        return KVC_SUCCESS;
+    }
+    return KVC_NOT_FOUND;
+}
+
+// The ABI facts Java must agree with: 0 sizeof(KvcSlice), 1 sizeof(KvcFusedParams), then offsets of the fields
+// Java writes (see KernelAbi), -1 for an unknown query.
+long long kvc_abi(int which) {
+    switch (which) {
+        case 0: return sizeof(KvcSlice);
+        case 1: return sizeof(KvcFusedParams);
+        case 2: return sizeof(KvcReduceParams);
+        case 3: return sizeof(KvcCombineParams);
+        case 4: return sizeof(KvcRechunkParams);
+        case 5: return sizeof(KvcFillParams);
+        case 6: return sizeof(KvcSumParams);
+        case 10: return offsetof(KvcSlice, k_base);
+        case 11: return offsetof(KvcSlice, v_base);
+        case 12: return offsetof(KvcSlice, k_pieces);
+        case 13: return offsetof(KvcSlice, v_pieces);
+        case 20: return offsetof(KvcFusedParams, start_token);
+        case 21: return offsetof(KvcFusedParams, block_size);
+        case 22: return offsetof(KvcFusedParams, num_slices);
+        case 23: return offsetof(KvcFusedParams, out_stride);
+        case 30: return offsetof(KvcRechunkParams, num_values);
+        case 31: return offsetof(KvcRechunkParams, factor);
+        case 32: return offsetof(KvcCombineParams, num_slices);
+        case 33: return offsetof(KvcReduceParams, n);
+        default: return -1;
+    }
+}
+
+// The factor of a (layer, head) slice, as the kernels' descriptors expect (checked against Definition.factor).
+unsigned long long kvc_factor_host(unsigned int layer, unsigned int head) { return kvc_factor(layer, head); }
+
+}  // extern "C"

@@ -1,0 +1,102 @@
+// kvchecksum CUDA kernels. Raw pointers and plain structs in, results in device memory out; nothing here knows of
+// Java. Launch planning (grid sizes, chunking, the 8- or 16-byte variant) is done by the host: see
+// io.kvchecksum.cuda.LaunchPlanner. Every kernel runs KVC_THREADS threads per CTA.
+//
+// Names are extern "C" so the host finds them with cuLibraryGetKernel without C++ mangling.
+#include "kvchecksum.cuh"
+
+static_assert(sizeof(KvcSlice) == 64, "KvcSlice ABI");
+static_assert(sizeof(KvcFusedParams) == 80, "KvcFusedParams ABI");
+static_assert(offsetof(KvcFusedParams, out_stride) == 72, "KvcFusedParams ABI");
+
+__device__ __forceinline__ uint64_t kvc_warp_sum(uint64_t v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+    return v;
+}
+
+// The fused single pass: CTA (bx, by) reads part `by` of the slices of block first_block + bx, once, and writes
+// one partial (or, with one part, the block checksum). No atomics: each output word has exactly one writer, and
+// the partials are summed by kvc_reduce_parts, so results are deterministic and there is no hot spot.
+template <int VEC>
+__device__ __forceinline__ void kvc_fused_body(const KvcFusedParams& p) {
+    const uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    uint64_t v = kvc_warp_sum(kvc_fused_thread<VEC>(p, blockIdx.x, blockIdx.y, warp, lane));
+    __shared__ uint64_t ws[KVC_WARPS];
+    if (lane == 0) ws[warp] = v;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        uint64_t s = 0;
+#pragma unroll
+        for (int w = 0; w < KVC_WARPS; ++w) s += ws[w];
+        p.out[(uint64_t)blockIdx.x * p.num_parts + blockIdx.y] = s;
+    }
+}
+
+// Per-slice sums: warp w of CTA (bx, by) sums slice by*KVC_WARPS + w over block first_block + bx.
+template <int VEC>
+__device__ __forceinline__ void kvc_slices_body(const KvcFusedParams& p) {
+    const uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int64_t i = kvc_slices_slice(p, blockIdx.y, warp);
+    if (i < 0) return;  // whole warp leaves together: the shuffle below stays full-warp
+    uint64_t v = kvc_warp_sum(kvc_lane_slice_sum<VEC>(p, p.slices[i], p.first_block + blockIdx.x, lane));
+    if (lane == 0) p.out[(uint64_t)i * p.out_stride + blockIdx.x] = v;
+}
+
+// At most 64 registers (4 CTAs of 256 per SM): enough loads in flight without spilling the accumulators.
+// 16-byte loads: every slice's bases and strides are 16-byte aligned and its K and V piece counts are even.
+extern "C" __global__ void __launch_bounds__(KVC_THREADS, 4) kvc_fused_v2(const KvcFusedParams p) { kvc_fused_body<2>(p); }
+// 8-byte loads: any layout.
+extern "C" __global__ void __launch_bounds__(KVC_THREADS, 4) kvc_fused_v1(const KvcFusedParams p) { kvc_fused_body<1>(p); }
+extern "C" __global__ void __launch_bounds__(KVC_THREADS, 4) kvc_slices_v2(const KvcFusedParams p) { kvc_slices_body<2>(p); }
+extern "C" __global__ void __launch_bounds__(KVC_THREADS, 4) kvc_slices_v1(const KvcFusedParams p) { kvc_slices_body<1>(p); }
+
+extern "C" __global__ void __launch_bounds__(KVC_THREADS) kvc_reduce_parts(const KvcReduceParams p) {
+    const uint32_t i = blockIdx.x * KVC_THREADS + threadIdx.x;
+    if (i < p.n) p.out[i] = kvc_reduce_one(p, i);
+}
+
+extern "C" __global__ void __launch_bounds__(KVC_THREADS) kvc_combine(const KvcCombineParams p) {
+    const uint32_t b = blockIdx.x * KVC_THREADS + threadIdx.x;
+    if (b < p.num_blocks) p.out[b] = kvc_combine_one(p, b);
+}
+
+extern "C" __global__ void __launch_bounds__(KVC_THREADS) kvc_rechunk(const KvcRechunkParams p) {
+    const uint64_t q = (uint64_t)blockIdx.x * KVC_THREADS + threadIdx.x;
+    if (q < p.num_out) p.out[q] = kvc_rechunk_one(p, q);
+}
+
+extern "C" __global__ void __launch_bounds__(KVC_THREADS) kvc_fill_u64(const KvcFillParams p) {
+    for (uint64_t i = (uint64_t)blockIdx.x * KVC_THREADS + threadIdx.x; i < p.n; i += (uint64_t)gridDim.x * KVC_THREADS) {
+        p.p[i] = kvc_splitmix64(p.seed + i);
+    }
+}
+
+// The read-bound reference for benchmarks: the least work that still reads every byte (16-byte loads, a few
+// independent loads in flight per thread, wrapping adds), one partial per CTA.
+extern "C" __global__ void __launch_bounds__(KVC_THREADS) kvc_sum_u64(const KvcSumParams p) {
+    const ulonglong2* in = reinterpret_cast<const ulonglong2*>(p.p);
+    const uint64_t stride = (uint64_t)gridDim.x * KVC_THREADS;
+    uint64_t a = 0, b = 0;
+    uint64_t i = (uint64_t)blockIdx.x * KVC_THREADS + threadIdx.x;
+    for (; i + 3 * stride < p.n16; i += 4 * stride) {
+        ulonglong2 v0 = __ldcs(in + i), v1 = __ldcs(in + i + stride), v2 = __ldcs(in + i + 2 * stride),
+                   v3 = __ldcs(in + i + 3 * stride);
+        a += v0.x + v1.x + v2.x + v3.x;
+        b += v0.y + v1.y + v2.y + v3.y;
+    }
+    for (; i < p.n16; i += stride) {
+        ulonglong2 v = __ldcs(in + i);
+        a += v.x;
+        b += v.y;
+    }
+    uint64_t v = kvc_warp_sum(a + b);
+    __shared__ uint64_t ws[KVC_WARPS];
+    if ((threadIdx.x & 31) == 0) ws[threadIdx.x >> 5] = v;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        uint64_t s = 0;
+        for (int w = 0; w < KVC_WARPS; ++w) s += ws[w];
+        p.partials[blockIdx.x] = s;
+    }
+}

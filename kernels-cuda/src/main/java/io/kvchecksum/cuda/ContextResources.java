@@ -1,0 +1,169 @@
+package io.kvchecksum.cuda;
+
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
+
+import static io.kvchecksum.cuda.Cuda.check;
+
+/**
+ * What the backend keeps per CUDA context: side streams for the result copies, a stream of its own for blocking
+ * calls, and a pool of slots (pinned staging, device buffer, two events) so that a steady-state enqueue allocates
+ * and frees nothing. cuMemAlloc may be slow and cuMemFree may synchronize the device, so buffers only grow (on an
+ * enqueue larger than any before it in this context) and are freed by {@link #close()} alone.
+ *
+ * <p>Thread-safe: the pool is guarded by this object's lock; a slot belongs to one computation at a time.
+ */
+final class ContextResources {
+    /** Side streams the result copies go round; more than one keeps one slow request from delaying the others' copies. */
+    static final int SIDE_STREAMS = 2;
+
+    /** Buffers and events of one computation in flight. */
+    static final class Slot {
+        long pinned;
+        long pinnedBytes;
+        long device;
+        long deviceBytes;
+        final long launched;
+        final long copied;
+
+        Slot(long launched, long copied) {
+            this.launched = launched;
+            this.copied = copied;
+        }
+    }
+
+    private final CudaDriver d;
+    final long context;
+    final LaunchPlanner planner;
+    final long ownStream;
+    private final long[] sideStreams = new long[SIDE_STREAMS];
+    private int nextSide;
+    private final ArrayDeque<Slot> free = new ArrayDeque<>();
+    private final List<Slot> retiring = new ArrayList<>();
+    private final List<Slot> all = new ArrayList<>();
+    private final List<Long> oldDevice = new ArrayList<>();
+    private final List<Long> oldPinned = new ArrayList<>();
+
+    /** Creates the streams; the context must be current on this thread. */
+    ContextResources(CudaDriver d, long context, int maxBlocksPerLaunch) {
+        this.d = d;
+        this.context = context;
+        int[] dev = new int[1];
+        check(d, d.cuCtxGetDevice(dev), "cuCtxGetDevice");
+        this.planner = new LaunchPlanner(Cuda.attribute(d, dev[0], Cuda.ATTR_MULTIPROCESSOR_COUNT), maxBlocksPerLaunch);
+        long[] s = new long[1];
+        check(d, d.cuStreamCreate(s, Cuda.STREAM_NON_BLOCKING), "cuStreamCreate");
+        this.ownStream = s[0];
+        for (int i = 0; i < SIDE_STREAMS; i++) {
+            check(d, d.cuStreamCreate(s, Cuda.STREAM_NON_BLOCKING), "cuStreamCreate");
+            sideStreams[i] = s[0];
+        }
+    }
+
+    synchronized long sideStream() {
+        long s = sideStreams[nextSide];
+        nextSide = (nextSide + 1) % SIDE_STREAMS;
+        return s;
+    }
+
+    /** A free slot with at least the given capacities; grows one (allocating) only when none is large enough. */
+    synchronized Slot acquire(long pinnedBytes, long deviceBytes) {
+        reclaim();
+        Slot pick = null;
+        for (Slot s : free) {
+            if (s.pinnedBytes >= pinnedBytes && s.deviceBytes >= deviceBytes) {
+                pick = s;
+                break;
+            }
+        }
+        if (pick == null) {
+            pick = free.isEmpty() ? newSlot() : free.peekFirst();
+            grow(pick, pinnedBytes, deviceBytes);
+        }
+        free.remove(pick);
+        return pick;
+    }
+
+    /** Returns a slot whose work has completed. */
+    synchronized void release(Slot s) {
+        free.addFirst(s);
+    }
+
+    /** Returns a slot whose work may still run: it is reused only once its copy event has completed. */
+    synchronized void retire(Slot s) {
+        retiring.add(s);
+    }
+
+    private void reclaim() {
+        for (Iterator<Slot> it = retiring.iterator(); it.hasNext(); ) {
+            Slot s = it.next();
+            int rc = d.cuEventQuery(s.copied);
+            if (rc == Cuda.SUCCESS) {
+                it.remove();
+                free.addFirst(s);
+            } else if (rc != Cuda.ERROR_NOT_READY) {
+                check(d, rc, "cuEventQuery");
+            }
+        }
+    }
+
+    private Slot newSlot() {
+        long[] e = new long[1];
+        check(d, d.cuEventCreate(e, Cuda.EVENT_DISABLE_TIMING), "cuEventCreate");
+        long launched = e[0];
+        check(d, d.cuEventCreate(e, Cuda.EVENT_DISABLE_TIMING), "cuEventCreate");
+        Slot s = new Slot(launched, e[0]);
+        all.add(s);
+        return s;
+    }
+
+    private void grow(Slot s, long pinnedBytes, long deviceBytes) {
+        long[] p = new long[1];
+        if (s.pinnedBytes < pinnedBytes) {
+            long n = Math.max(pinnedBytes, Math.max(4096, 2 * s.pinnedBytes));
+            check(d, d.cuMemAllocHost(p, n), "cuMemAllocHost(" + n + " bytes)");
+            if (s.pinned != 0) {
+                oldPinned.add(s.pinned);
+            }
+            s.pinned = p[0];
+            s.pinnedBytes = n;
+        }
+        if (s.deviceBytes < deviceBytes) {
+            long n = Math.max(deviceBytes, Math.max(4096, 2 * s.deviceBytes));
+            check(d, d.cuMemAlloc(p, n), "cuMemAlloc(" + n + " bytes)");
+            if (s.device != 0) {
+                oldDevice.add(s.device);
+            }
+            s.device = p[0];
+            s.deviceBytes = n;
+        }
+    }
+
+    /** Waits for work still in flight and frees everything; the context must be current. */
+    synchronized void close() {
+        for (Slot s : all) {
+            d.cuEventSynchronize(s.copied);
+        }
+        for (Slot s : all) {
+            if (s.pinned != 0) {
+                d.cuMemFreeHost(s.pinned);
+            }
+            if (s.device != 0) {
+                d.cuMemFree(s.device);
+            }
+            d.cuEventDestroy(s.launched);
+            d.cuEventDestroy(s.copied);
+        }
+        oldPinned.forEach(d::cuMemFreeHost);
+        oldDevice.forEach(d::cuMemFree);
+        for (long s : sideStreams) {
+            d.cuStreamDestroy(s);
+        }
+        d.cuStreamDestroy(ownStream);
+        all.clear();
+        free.clear();
+        retiring.clear();
+    }
+}

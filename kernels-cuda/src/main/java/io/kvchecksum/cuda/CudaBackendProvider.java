@@ -1,0 +1,27 @@
+package io.kvchecksum.cuda;
+
+import io.kvchecksum.KvChecksum;
+import io.kvchecksum.spi.BackendProvider;
+
+/** Registers the CUDA backend with {@link io.kvchecksum.KvChecksums} (name {@code cuda}, priority 300). */
+public final class CudaBackendProvider implements BackendProvider {
+    @Override
+    public String name() {
+        return CudaBackend.NAME;
+    }
+
+    @Override
+    public int priority() {
+        return 300;
+    }
+
+    @Override
+    public Availability availability() {
+        return Cuda.availability();
+    }
+
+    @Override
+    public KvChecksum create() {
+        return CudaBackend.open();
+    }
+}

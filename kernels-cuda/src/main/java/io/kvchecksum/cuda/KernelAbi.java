@@ -1,0 +1,110 @@
+package io.kvchecksum.cuda;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
+
+/**
+ * The byte layout of the kernels' parameter structs ({@code src/main/cuda/kvchecksum.cuh}), written from Java.
+ * The GPU and x86-64 hosts are little-endian; {@code KernelAbiTest} checks these offsets against the C compiler's.
+ */
+final class KernelAbi {
+    static final ValueLayout.OfLong U64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    static final ValueLayout.OfInt U32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+
+    static final int SLICE_BYTES = 64;
+    static final int FUSED_PARAMS_BYTES = 80;
+    static final int REDUCE_PARAMS_BYTES = 24;
+    static final int COMBINE_PARAMS_BYTES = 32;
+    static final int RECHUNK_PARAMS_BYTES = 48;
+    static final int FILL_PARAMS_BYTES = 24;
+    static final int SUM_PARAMS_BYTES = 24;
+
+    // offsets checked against kvc_abi(): KvcSlice
+    static final int SLICE_K_BASE = 8;
+    static final int SLICE_V_BASE = 32;
+    static final int SLICE_K_PIECES = 56;
+    static final int SLICE_V_PIECES = 60;
+    // KvcFusedParams
+    static final int FUSED_START_TOKEN = 24;
+    static final int FUSED_BLOCK_SIZE = 48;
+    static final int FUSED_NUM_SLICES = 60;
+    static final int FUSED_OUT_STRIDE = 72;
+    // KvcRechunkParams, KvcCombineParams, KvcReduceParams
+    static final int RECHUNK_NUM_VALUES = 16;
+    static final int RECHUNK_FACTOR = 40;
+    static final int COMBINE_NUM_SLICES = 24;
+    static final int REDUCE_N = 16;
+
+    private KernelAbi() {
+    }
+
+    static void slice(MemorySegment m, long at, long factor, long kBase, long kPageStride, long kTokenStride, long vBase,
+            long vPageStride, long vTokenStride, int kPieces, int vPieces) {
+        m.set(U64, at, factor);
+        m.set(U64, at + SLICE_K_BASE, kBase);
+        m.set(U64, at + 16, kPageStride);
+        m.set(U64, at + 24, kTokenStride);
+        m.set(U64, at + SLICE_V_BASE, vBase);
+        m.set(U64, at + 40, vPageStride);
+        m.set(U64, at + 48, vTokenStride);
+        m.set(U32, at + SLICE_K_PIECES, kPieces);
+        m.set(U32, at + SLICE_V_PIECES, vPieces);
+    }
+
+    @SuppressWarnings("checkstyle:ParameterNumber")
+    static void fused(MemorySegment m, long at, long slices, long table, long out, long startToken, long firstBlock,
+            long numTokens, int blockSize, int pageSize, int numBlocks, int numSlices, int slicesPerPart, int numParts,
+            long outStride) {
+        m.set(U64, at, slices);
+        m.set(U64, at + 8, table);
+        m.set(U64, at + 16, out);
+        m.set(U64, at + FUSED_START_TOKEN, startToken);
+        m.set(U64, at + 32, firstBlock);
+        m.set(U64, at + 40, numTokens);
+        m.set(U32, at + FUSED_BLOCK_SIZE, blockSize);
+        m.set(U32, at + 52, pageSize);
+        m.set(U32, at + 56, numBlocks);
+        m.set(U32, at + FUSED_NUM_SLICES, numSlices);
+        m.set(U32, at + 64, slicesPerPart);
+        m.set(U32, at + 68, numParts);
+        m.set(U64, at + FUSED_OUT_STRIDE, outStride);
+    }
+
+    static void reduce(MemorySegment m, long at, long in, long out, int n, int parts) {
+        m.set(U64, at, in);
+        m.set(U64, at + 8, out);
+        m.set(U32, at + REDUCE_N, n);
+        m.set(U32, at + 20, parts);
+    }
+
+    static void combine(MemorySegment m, long at, long values, long factors, long out, int numSlices, int numBlocks) {
+        m.set(U64, at, values);
+        m.set(U64, at + 8, factors);
+        m.set(U64, at + 16, out);
+        m.set(U32, at + COMBINE_NUM_SLICES, numSlices);
+        m.set(U32, at + 28, numBlocks);
+    }
+
+    static void rechunk(MemorySegment m, long at, long values, long out, long numValues, long skip, long numOut, int factor) {
+        m.set(U64, at, values);
+        m.set(U64, at + 8, out);
+        m.set(U64, at + RECHUNK_NUM_VALUES, numValues);
+        m.set(U64, at + 24, skip);
+        m.set(U64, at + 32, numOut);
+        m.set(U32, at + RECHUNK_FACTOR, factor);
+        m.set(U32, at + 44, 0);
+    }
+
+    static void fill(MemorySegment m, long at, long p, long n, long seed) {
+        m.set(U64, at, p);
+        m.set(U64, at + 8, n);
+        m.set(U64, at + 16, seed);
+    }
+
+    static void sum(MemorySegment m, long at, long p, long n16, long partials) {
+        m.set(U64, at, p);
+        m.set(U64, at + 8, n16);
+        m.set(U64, at + 16, partials);
+    }
+}

@@ -1,0 +1,295 @@
+package io.kvchecksum.cuda;
+
+import com.sun.jna.Memory;
+import com.sun.jna.Native;
+import com.sun.jna.Pointer;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * A CUDA driver simulated on the CPU, for machines without a GPU. "Device memory" is host memory addressed by its
+ * native address; streams execute each operation when it is enqueued (a valid order for in-order streams);
+ * cuLaunchKernel runs the kernel's arithmetic through the host test library. Copies into or out of device memory
+ * are checked against the live allocations, so a copy out of bounds fails as it would on a GPU (or worse).
+ *
+ * <p>With {@link #deferCompletion}, events stay "not ready" until synchronized, to observe what waits on what.
+ */
+final class FakeCudaDriver implements CudaDriver {
+    static final long CONTEXT = 0xC0C0;
+    static final int INVALID_VALUE = 1;
+    static final int NO_DEVICE = 100;
+    static final int INVALID_CONTEXT = 201;
+    static final int INVALID_HANDLE = 400;
+    static final int NOT_FOUND = 500;
+
+    private static final Map<Integer, String> NAMES = Map.of(0, "CUDA_SUCCESS", 1, "CUDA_ERROR_INVALID_VALUE", 2,
+            "CUDA_ERROR_OUT_OF_MEMORY", 100, "CUDA_ERROR_NO_DEVICE", 201, "CUDA_ERROR_INVALID_CONTEXT", 400,
+            "CUDA_ERROR_INVALID_HANDLE", 500, "CUDA_ERROR_NOT_FOUND", 600, "CUDA_ERROR_NOT_READY", 999, "CUDA_ERROR_UNKNOWN");
+    private static final Map<Integer, Memory> NAME_STRINGS = new HashMap<>();
+
+    private final HostLibrary lib;
+    int smCount = 4;
+    int initResult = 0;
+    int deviceCount = 1;
+    int driverVersion = 13000;
+    boolean deferCompletion;
+
+    private final TreeMap<Long, Long> device = new TreeMap<>();
+    private final Map<Long, Long> pinned = new HashMap<>();
+    private final Map<Long, String> kernels = new HashMap<>();
+    private final Map<Long, Integer> events = new HashMap<>();
+    private long nextHandle = 0x1000;
+    private long current;
+    int launches;
+
+    FakeCudaDriver(HostLibrary lib) {
+        this.lib = lib;
+    }
+
+    /** A device allocation holding a copy of {@code src}, for placing test caches in "device memory". */
+    synchronized long upload(MemorySegment src) {
+        long[] p = new long[1];
+        if (cuMemAlloc(p, Math.max(16, src.byteSize())) != 0) {
+            throw new IllegalStateException("fake cuMemAlloc failed");
+        }
+        MemorySegment.copy(src, 0, seg(p[0], src.byteSize()), 0, src.byteSize());
+        return p[0];
+    }
+
+    synchronized int liveDeviceAllocations() {
+        return device.size();
+    }
+
+    synchronized int livePinnedAllocations() {
+        return pinned.size();
+    }
+
+    @SuppressWarnings("restricted") // simulated device memory is native memory this class allocated
+    private static MemorySegment seg(long address, long bytes) {
+        return MemorySegment.ofAddress(address).reinterpret(bytes);
+    }
+
+    private boolean inDevice(long address, long bytes) {
+        Map.Entry<Long, Long> e = device.floorEntry(address);
+        return e != null && address + bytes <= e.getKey() + e.getValue();
+    }
+
+    private long handle() {
+        return nextHandle++;
+    }
+
+    @Override public int cuInit(int flags) { return initResult; }
+
+    @Override public int cuDriverGetVersion(int[] version) { version[0] = driverVersion; return 0; }
+
+    @Override public int cuDeviceGetCount(int[] count) { count[0] = deviceCount; return 0; }
+
+    @Override public int cuDeviceGet(int[] dev, int ordinal) {
+        if (ordinal < 0 || ordinal >= deviceCount) {
+            return INVALID_VALUE;
+        }
+        dev[0] = ordinal;
+        return 0;
+    }
+
+    @Override public int cuDeviceGetName(byte[] name, int len, int dev) {
+        byte[] n = "Fake CPU-simulated GPU\0".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+        System.arraycopy(n, 0, name, 0, Math.min(len, n.length));
+        return 0;
+    }
+
+    @Override public int cuDeviceGetAttribute(int[] value, int attribute, int dev) {
+        value[0] = switch (attribute) {
+            case Cuda.ATTR_MULTIPROCESSOR_COUNT -> smCount;
+            case Cuda.ATTR_COMPUTE_CAPABILITY_MAJOR -> 9;
+            case Cuda.ATTR_COMPUTE_CAPABILITY_MINOR -> 0;
+            default -> 0;
+        };
+        return 0;
+    }
+
+    @Override public int cuDevicePrimaryCtxRetain(long[] ctx, int dev) { ctx[0] = CONTEXT; return 0; }
+
+    @Override public int cuDevicePrimaryCtxRelease(int dev) { return 0; }
+
+    @Override public synchronized int cuCtxGetCurrent(long[] ctx) { ctx[0] = current; return 0; }
+
+    @Override public synchronized int cuCtxSetCurrent(long ctx) { current = ctx; return 0; }
+
+    @Override public synchronized int cuCtxGetDevice(int[] dev) {
+        if (current == 0) {
+            return INVALID_CONTEXT;
+        }
+        dev[0] = 0;
+        return 0;
+    }
+
+    @Override public synchronized int cuStreamGetCtx(long stream, long[] ctx) {
+        if (stream == 0 && current == 0) {
+            return INVALID_CONTEXT;
+        }
+        ctx[0] = CONTEXT;
+        return 0;
+    }
+
+    @Override public synchronized int cuLibraryLoadData(long[] library, Pointer code, Pointer a, Pointer b, int c, Pointer e,
+            Pointer f, int g) {
+        if (code == null || code.getInt(0) != 0xBA55ED50) {
+            return INVALID_VALUE;  // not a fatbin
+        }
+        library[0] = handle();
+        return 0;
+    }
+
+    @Override public int cuLibraryUnload(long library) { return 0; }
+
+    @Override public synchronized int cuLibraryGetKernel(long[] kernel, long library, String name) {
+        if (!CudaBackend.KERNELS.contains(name)) {
+            return NOT_FOUND;
+        }
+        kernel[0] = handle();
+        kernels.put(kernel[0], name);
+        return 0;
+    }
+
+    @Override public synchronized int cuKernelGetFunction(long[] function, long kernel) {
+        if (current == 0) {
+            return INVALID_CONTEXT;
+        }
+        function[0] = kernel;
+        return kernels.containsKey(kernel) ? 0 : INVALID_HANDLE;
+    }
+
+    @Override public synchronized int cuLaunchKernel(long f, int gx, int gy, int gz, int bx, int by, int bz, int shared,
+            long stream, long kernelParams, long extra) {
+        String name = kernels.get(f);
+        if (name == null) {
+            return INVALID_HANDLE;
+        }
+        launches++;
+        long params = seg(kernelParams, 8).get(ValueLayout.JAVA_LONG, 0);
+        return lib.kvc_emulate(name, gx, gy, gz, bx, by, bz, params);
+    }
+
+    @Override public synchronized int cuMemAlloc(long[] dptr, long bytes) {
+        if (bytes <= 0) {
+            return INVALID_VALUE;
+        }
+        dptr[0] = Native.malloc(bytes);
+        device.put(dptr[0], bytes);
+        return 0;
+    }
+
+    @Override public synchronized int cuMemFree(long dptr) {
+        if (device.remove(dptr) == null) {
+            return INVALID_VALUE;
+        }
+        Native.free(dptr);
+        return 0;
+    }
+
+    @Override public synchronized int cuMemAllocHost(long[] p, long bytes) {
+        p[0] = Native.malloc(bytes);
+        pinned.put(p[0], bytes);
+        return 0;
+    }
+
+    @Override public synchronized int cuMemFreeHost(long p) {
+        if (pinned.remove(p) == null) {
+            return INVALID_VALUE;
+        }
+        Native.free(p);
+        return 0;
+    }
+
+    @Override public int cuMemGetInfo(long[] free, long[] total) {
+        free[0] = 1L << 30;
+        total[0] = 1L << 30;
+        return 0;
+    }
+
+    @Override public synchronized int cuMemcpyHtoDAsync(long dst, long src, long bytes, long stream) {
+        if (!inDevice(dst, bytes)) {
+            return INVALID_VALUE;
+        }
+        MemorySegment.copy(seg(src, bytes), 0, seg(dst, bytes), 0, bytes);
+        return 0;
+    }
+
+    @Override public synchronized int cuMemcpyDtoHAsync(long dst, long src, long bytes, long stream) {
+        if (!inDevice(src, bytes)) {
+            return INVALID_VALUE;
+        }
+        MemorySegment.copy(seg(src, bytes), 0, seg(dst, bytes), 0, bytes);
+        return 0;
+    }
+
+    @Override public synchronized int cuMemcpyDtoDAsync(long dst, long src, long bytes, long stream) {
+        if (!inDevice(src, bytes) || !inDevice(dst, bytes)) {
+            return INVALID_VALUE;
+        }
+        MemorySegment.copy(seg(src, bytes), 0, seg(dst, bytes), 0, bytes);
+        return 0;
+    }
+
+    @Override public synchronized int cuStreamCreate(long[] stream, int flags) { stream[0] = handle(); return 0; }
+
+    @Override public int cuStreamDestroy(long stream) { return 0; }
+
+    @Override public int cuStreamWaitEvent(long stream, long event, int flags) { return 0; }
+
+    @Override public int cuStreamSynchronize(long stream) { return 0; }
+
+    @Override public synchronized int cuEventCreate(long[] event, int flags) {
+        event[0] = handle();
+        events.put(event[0], 0);
+        return 0;
+    }
+
+    @Override public synchronized int cuEventDestroy(long event) { return events.remove(event) == null ? INVALID_HANDLE : 0; }
+
+    @Override public synchronized int cuEventRecord(long event, long stream) {
+        if (!events.containsKey(event)) {
+            return INVALID_HANDLE;
+        }
+        events.put(event, deferCompletion ? 1 : 2);
+        return 0;
+    }
+
+    @Override public synchronized int cuEventQuery(long event) {
+        Integer s = events.get(event);
+        return s == null ? INVALID_HANDLE : s == 1 ? Cuda.ERROR_NOT_READY : 0;
+    }
+
+    @Override public synchronized int cuEventSynchronize(long event) {
+        if (!events.containsKey(event)) {
+            return INVALID_HANDLE;
+        }
+        if (events.get(event) == 1) {
+            events.put(event, 2);
+        }
+        return 0;
+    }
+
+    @Override public int cuEventElapsedTime(float[] ms, long start, long end) { ms[0] = 0; return 0; }
+
+    @Override public int cuGetErrorName(int error, long[] str) {
+        String n = NAMES.get(error);
+        if (n == null) {
+            return INVALID_VALUE;
+        }
+        synchronized (NAME_STRINGS) {
+            Memory m = NAME_STRINGS.computeIfAbsent(error, e -> {
+                Memory s = new Memory(n.length() + 1);
+                s.setString(0, n, "US-ASCII");
+                return s;
+            });
+            str[0] = Pointer.nativeValue(m);
+        }
+        return 0;
+    }
+}

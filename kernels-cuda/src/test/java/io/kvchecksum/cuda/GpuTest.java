@@ -1,0 +1,140 @@
+package io.kvchecksum.cuda;
+
+import io.kvchecksum.KvCacheGroup;
+import io.kvchecksum.KvChecksums;
+import io.kvchecksum.KvMemory;
+import io.kvchecksum.PendingChecksums;
+import io.kvchecksum.golden.GoldenSuite;
+import io.kvchecksum.golden.GoldenVectors;
+import io.kvchecksum.spi.BackendProvider.Availability;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.DynamicNode;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestFactory;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.stream.Stream;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+/**
+ * The real CUDA backend on a real GPU: the golden suite (host memory and device memory) and a recorded enqueue on
+ * the real driver. Skipped with the reason where there is no usable GPU; {@code -Dkvchecksum.requireGpu=true}
+ * turns the skip into a failure.
+ */
+class GpuTest {
+    private static CudaBackend backend;
+    private static final List<Long> uploads = new ArrayList<>();
+
+    static CudaBackend gpu() {
+        Availability a = CudaBackend.availability();
+        if (!a.available()) {
+            if (Boolean.getBoolean("kvchecksum.requireGpu")) {
+                fail("-Dkvchecksum.requireGpu=true but CUDA is unavailable: " + a.reason());
+            }
+            assumeTrue(false, "no usable GPU: " + a.reason());
+        }
+        synchronized (GpuTest.class) {
+            if (backend == null) {
+                backend = CudaBackend.open();
+            }
+            return backend;
+        }
+    }
+
+    @AfterAll
+    static void tearDown() {
+        if (backend != null) {
+            backend.primaryResources();
+            uploads.forEach(backend.driver()::cuMemFree);
+            backend.close();
+        }
+    }
+
+    static long upload(CudaBackend b, MemorySegment s) {
+        CudaDriver d = b.driver();
+        b.primaryResources();
+        long[] p = new long[1];
+        Cuda.check(d, d.cuMemAlloc(p, Math.max(16, s.byteSize())), "cuMemAlloc");
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment src = s.isNative() ? s : a.allocate(s.byteSize(), 16).copyFrom(s);
+            Cuda.check(d, d.cuMemcpyHtoDAsync(p[0], src.address(), s.byteSize(), 0), "cuMemcpyHtoDAsync");
+            Cuda.check(d, d.cuStreamSynchronize(0), "cuStreamSynchronize");
+        }
+        return p[0];
+    }
+
+    static KvCacheGroup onDevice(CudaBackend b, KvCacheGroup g, List<Long> keep) {
+        Map<MemorySegment, KvMemory> moved = new LinkedHashMap<>();
+        return CudaBackend.relocate(g, m -> moved.computeIfAbsent(((KvMemory.Host) m).segment(), s -> {
+            long p = upload(b, s);
+            keep.add(p);
+            return KvMemory.device(p, s.byteSize());
+        }));
+    }
+
+    @TestFactory
+    Stream<DynamicNode> goldenHostMemory() {
+        CudaBackend b = gpu();
+        assumeTrue(GoldenVectors.class.getResource("/vectors/index.json") != null, "no golden vectors on the class path");
+        return GoldenSuite.tests(b);
+    }
+
+    @TestFactory
+    Stream<DynamicNode> goldenDeviceMemory() {
+        CudaBackend b = gpu();
+        assumeTrue(GoldenVectors.class.getResource("/vectors/index.json") != null, "no golden vectors on the class path");
+        return GoldenSuite.tests(b, c -> onDevice(b, c.group(), uploads));
+    }
+
+    @Test
+    void randomLayoutsMatchReferenceOnTheGpu() {
+        CudaBackend b = gpu();
+        long seed = 4242L;
+        System.out.println("GpuTest seed = " + seed);
+        Random rnd = new Random(seed);
+        for (int i = 0; i < 200; i++) {
+            try (Arena arena = Arena.ofConfined()) {
+                RandomCase c = RandomCase.make(rnd, arena, i % 2 == 0);
+                long[] expected = KvChecksums.reference().blockChecksums(c.group(), c.request());
+                assertArrayEquals(expected, b.blockChecksums(c.group(), c.request()), "seed " + seed + " case " + i + ": " + c.label());
+            }
+        }
+    }
+
+    @Test
+    void realEnqueueIsFreeOfSynchronizingCalls() {
+        CudaBackend plain = gpu();
+        RecordingDriver rec = new RecordingDriver(plain.driver());
+        try (Arena arena = Arena.ofConfined(); CudaBackend b = new CudaBackend(rec.driver, 0, Cuda.fatbin(), 1 << 20)) {
+            RandomCase c = RandomCase.make(new Random(9), arena, true);
+            List<Long> mine = new ArrayList<>();
+            KvCacheGroup dev = onDevice(b, c.group(), mine);
+            long[] expected = KvChecksums.reference().blockChecksums(c.group(), c.request());
+            long[] s = new long[1];
+            Cuda.check(b.driver(), b.driver().cuStreamCreate(s, Cuda.STREAM_NON_BLOCKING), "cuStreamCreate");
+            try (PendingChecksums warm = b.enqueue(dev, c.request(), s[0])) {
+                assertArrayEquals(expected, warm.get());
+            }
+            rec.take();
+            PendingChecksums p = b.enqueue(dev, c.request(), s[0]);
+            for (RecordingDriver.Call call : rec.take()) {
+                assertTrue(RecordedCallsTest.STEADY.contains(call.name()), "real enqueue called " + call.name());
+                assertFalse(RecordedCallsTest.SYNCHRONIZING.contains(call.name()), call.name());
+            }
+            assertArrayEquals(expected, p.get());
+            b.driver().cuStreamDestroy(s[0]);
+            mine.forEach(b.driver()::cuMemFree);
+        }
+    }
+}

@@ -1,0 +1,103 @@
+package io.kvchecksum.cuda;
+
+import io.kvchecksum.InvalidLayoutException;
+import org.junit.jupiter.api.Test;
+
+import java.util.Random;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class LaunchPlannerTest {
+    private static final int H200_SMS = 132;
+
+    @Test
+    void singleBlockOfLlama8bSpreadsSlicesOverManyCtas() {
+        // 32 layers x 8 KV heads, one 16-token block: one CTA per 8 slices, then the parts are reduced.
+        LaunchPlanner.FusedPlan p = new LaunchPlanner(H200_SMS, 1 << 20).fused(256, 1);
+        assertEquals(1, p.launches().size());
+        LaunchPlanner.Fused f = p.launches().get(0);
+        assertEquals(32, f.numParts());
+        assertEquals(8, f.slicesPerPart());
+        assertEquals(32, p.scratchElements());
+    }
+
+    @Test
+    void longRequestsUseOneCtaPerBlockAndNoScratch() {
+        // 128k tokens in 16-token blocks: 8192 CTAs already fill the GPU; each writes its block's checksum.
+        LaunchPlanner.FusedPlan p = new LaunchPlanner(H200_SMS, 1 << 20).fused(256, 8192);
+        LaunchPlanner.Fused f = p.launches().get(0);
+        assertEquals(1, f.numParts());
+        assertEquals(256, f.slicesPerPart());
+        assertEquals(0, p.scratchElements());
+    }
+
+    @Test
+    void veryLongRequestsAreChunked() {
+        LaunchPlanner.FusedPlan p = new LaunchPlanner(H200_SMS, 1000).fused(80, 2500);
+        assertEquals(3, p.launches().size());
+        assertEquals(0, p.launches().get(0).blockOffset());
+        assertEquals(1000, p.launches().get(1).blockOffset());
+        assertEquals(2000, p.launches().get(2).blockOffset());
+        assertEquals(500, p.launches().get(2).numBlocks());
+        assertEquals(2, new LaunchPlanner(1, 3).slices(9, 4).size());
+    }
+
+    @Test
+    void everyPlanCoversEverySliceAndBlockOnceWithinGridLimits() {
+        long seed = 77L;
+        System.out.println("LaunchPlannerTest seed = " + seed);
+        Random rnd = new Random(seed);
+        for (int i = 0; i < 2000; i++) {
+            int sms = 1 + rnd.nextInt(200);
+            int maxBlocks = 1 + rnd.nextInt(i % 2 == 0 ? 10 : 1 << 20);
+            int slices = 1 + rnd.nextInt(i % 10 == 0 ? 1_000_000 : 700);
+            int blocks = 1 + rnd.nextInt(i % 3 == 0 ? 100_000 : 40);
+            LaunchPlanner pl = new LaunchPlanner(sms, maxBlocks);
+            LaunchPlanner.FusedPlan p = pl.fused(slices, blocks);
+            int next = 0;
+            for (LaunchPlanner.Fused f : p.launches()) {
+                String who = "sms " + sms + " maxBlocks " + maxBlocks + " slices " + slices + " blocks " + blocks + ": " + f;
+                assertEquals(next, f.blockOffset(), who);
+                assertTrue(f.numBlocks() >= 1 && f.numBlocks() <= maxBlocks, who);
+                assertTrue(f.numParts() >= 1 && f.numParts() <= LaunchPlanner.MAX_GRID_Y, who);
+                // parts x slicesPerPart covers all slices, and the last part is not empty
+                assertTrue((long) f.numParts() * f.slicesPerPart() >= slices, who);
+                assertTrue((long) (f.numParts() - 1) * f.slicesPerPart() < slices, who);
+                if (f.numParts() > 1) {
+                    assertTrue(p.scratchElements() >= (long) f.numBlocks() * f.numParts(), who);
+                }
+                next += f.numBlocks();
+            }
+            assertEquals(blocks, next);
+        }
+    }
+
+    @Test
+    void groupsTooLargeForTheSlicesKernelAreRejectedClearly() {
+        InvalidLayoutException e = assertThrows(InvalidLayoutException.class,
+                () -> new LaunchPlanner(1, 1).slices(LaunchPlanner.MAX_GRID_Y * LaunchPlanner.WARPS + 1, 1));
+        assertTrue(e.getMessage().contains("slices"), e.getMessage());
+        assertEquals(1, new LaunchPlanner(1, 1).slices(LaunchPlanner.MAX_GRID_Y * LaunchPlanner.WARPS, 1).size());
+    }
+
+    @Test
+    void gridsForElementKernels() {
+        assertEquals(1, LaunchPlanner.grid1d(1));
+        assertEquals(1, LaunchPlanner.grid1d(256));
+        assertEquals(2, LaunchPlanner.grid1d(257));
+        assertThrows(IllegalArgumentException.class, () -> LaunchPlanner.grid1d(0));
+        assertThrows(InvalidLayoutException.class, () -> LaunchPlanner.grid1d(256L * Integer.MAX_VALUE + 1));
+    }
+
+    @Test
+    void alignmentClassification() {
+        assertTrue(LaunchPlanner.aligned16(0x7f0000001000L, 4096, 2048, 32));
+        assertFalse(LaunchPlanner.aligned16(0x7f0000001008L, 4096, 2048, 32), "cell start 8 mod 16");
+        assertFalse(LaunchPlanner.aligned16(0x7f0000001000L, 4104, 2048, 32), "page stride");
+        assertFalse(LaunchPlanner.aligned16(0x7f0000001000L, 4096, 24, 2), "token stride");
+        assertFalse(LaunchPlanner.aligned16(0x7f0000001000L, 4096, 2048, 3), "odd piece count");
+    }
+}
