@@ -33,3 +33,14 @@ fi
 
 "$py" "$here/verify.py" "$committed"
 echo "check.sh: OK: committed golden vectors match a fresh regeneration"
+
+# The command line's test dumps (cli/src/test/resources/dumps) come from dumps.py the same way.
+dumps="$root/cli/src/test/resources/dumps"
+"$py" "$here/dumps.py" --out "$tmp/dumps" > /dev/null
+if ! diff -r "$dumps" "$tmp/dumps" > "$tmp/dumps-diff.txt" 2>&1; then
+    echo "check.sh: FAILED: the committed CLI test dumps differ from what golden/generator/dumps.py produces:" >&2
+    head -n 40 "$tmp/dumps-diff.txt" >&2
+    echo "check.sh: regenerate them with 'python3 golden/generator/dumps.py' and commit the result." >&2
+    exit 1
+fi
+echo "check.sh: OK: committed CLI test dumps match a fresh regeneration"

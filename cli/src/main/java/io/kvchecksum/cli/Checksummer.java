@@ -1,0 +1,43 @@
+package io.kvchecksum.cli;
+
+import io.kvchecksum.KvChecksum;
+import io.kvchecksum.RequestBlocks;
+import io.kvchecksum.cli.dump.KvDump;
+
+/**
+ * Block checksums of a dump, computed in pieces of whole blocks so a long run can show progress: each piece is a
+ * request of its own blocks (same block size, a later first block, the table from that block on), and block
+ * checksums do not depend on how the blocks are grouped into calls.
+ */
+final class Checksummer {
+    /** KV bytes per call: small enough for a smooth progress bar, large enough that per-call costs do not show. */
+    static volatile long chunkBytes = 64L << 20;
+
+    private Checksummer() {
+    }
+
+    static long[] blockChecksums(KvChecksum backend, KvDump dump, Progress progress) {
+        RequestBlocks r = dump.request();
+        long perToken = dump.group().bytesPerToken();
+        if (dump.kvBytes() <= chunkBytes) {
+            long[] v = backend.blockChecksums(dump.group(), r);
+            progress.update(dump.kvBytes());
+            return v;
+        }
+        int blocks = r.numBlocks();
+        int perChunk = (int) Math.max(1, Math.min(blocks, chunkBytes / Math.max(1, perToken * r.blockSize())));
+        long[] out = new long[blocks];
+        long done = 0;
+        for (int i = 0; i < blocks; i += perChunk) {
+            long fb = r.firstBlock() + i;
+            int nb = Math.min(perChunk, blocks - i);
+            long end = Math.min((fb + nb) * r.blockSize(), r.numTokens());
+            RequestBlocks part = RequestBlocks.of(dump.tableFrom(fb * r.blockSize()), end, fb, r.blockSize());
+            long[] v = backend.blockChecksums(dump.group(), part);
+            System.arraycopy(v, 0, out, i, nb);
+            done += (end - fb * r.blockSize()) * perToken;
+            progress.update(done);
+        }
+        return out;
+    }
+}

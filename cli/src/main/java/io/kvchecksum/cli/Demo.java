@@ -1,0 +1,435 @@
+package io.kvchecksum.cli;
+
+import io.kvchecksum.CacheLayer;
+import io.kvchecksum.KvCacheGroup;
+import io.kvchecksum.KvLayouts;
+import io.kvchecksum.KvMemory;
+import io.kvchecksum.KvRegion;
+import io.kvchecksum.RequestBlocks;
+import io.kvchecksum.engine.ChecksumPayload;
+import io.kvchecksum.engine.Fingerprints;
+import io.kvchecksum.engine.GroupChecksums;
+import io.kvchecksum.engine.GroupVerdict;
+import io.kvchecksum.engine.LoadVerdict;
+import io.kvchecksum.engine.PayloadCodec;
+import io.kvchecksum.engine.Status;
+import io.kvchecksum.engine.Verifier;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.SplittableRandom;
+
+/**
+ * The demo: a synthetic KV cache of a real model's shape, checksummed by a producer in one layout, copied into a
+ * consumer's cache of another layout, page size and block table, verified; then each fault a transport causes,
+ * injected one at a time, must be detected at the block it was injected into.
+ *
+ * <p>The producer sends what an engine would: a version-2 payload, base64 text; the consumer decodes it and compares
+ * with {@link Verifier}, as an engine does.
+ */
+final class Demo {
+    /**
+     * The demo's shape and seed.
+     *
+     * @param seed everything random (data, block tables, where faults go) comes from this
+     * @param layers layers of the model
+     * @param heads KV heads per layer
+     * @param headDim elements per head
+     * @param elemBytes bytes per element (2: bf16)
+     * @param tokens the request's tokens
+     * @param blockSize checksum block size
+     * @param producerPage the producer's page size (vLLM flash layout)
+     * @param consumerPage the consumer's page size (FlashInfer HND layout); must divide {@code blockSize}
+     */
+    record Config(long seed, int layers, int heads, int headDim, int elemBytes, int tokens, int blockSize, int producerPage,
+            int consumerPage) {
+        /** Llama-3-8B: 32 layers, 8 KV heads of 128 bf16 elements, about 2,000 tokens in 16-token blocks. */
+        static Config llama3_8b(long seed) {
+            return new Config(seed, 32, 8, 128, 2, 2011, 16, 16, 8);
+        }
+    }
+
+    /**
+     * One fault and what verification said.
+     *
+     * @param name the fault
+     * @param where where it was injected, in words
+     * @param injectedBlocks the block positions it changed
+     * @param status the verdict
+     * @param reportedBlocks the block positions the verdict reported as mismatching
+     */
+    record Outcome(String name, String where, long[] injectedBlocks, Status status, long[] reportedBlocks) {
+        /** Detected, and reported at exactly the injected blocks. */
+        boolean localized() {
+            long[] a = injectedBlocks.clone();
+            long[] b = reportedBlocks.clone();
+            Arrays.sort(a);
+            Arrays.sort(b);
+            return status == Status.MISMATCH && Arrays.equals(a, b);
+        }
+    }
+
+    /**
+     * The demo's result.
+     *
+     * @param config the shape and seed
+     * @param backend the backend's description
+     * @param clean the verdict of the clean transfer
+     * @param faults one outcome per injected fault
+     * @param kvBytes bytes of KV checksummed per side
+     * @param producerNanos the best producer checksum time
+     * @param consumerNanos the best consumer checksum time
+     * @param payloadChars length of the base64 payload
+     */
+    record Result(Config config, String backend, Status clean, List<Outcome> faults, long kvBytes, long producerNanos,
+            long consumerNanos, int payloadChars) {
+        /** The clean transfer matched and every fault was detected at its block. */
+        boolean allAsExpected() {
+            return clean == Status.MATCH && !faults.isEmpty() && faults.stream().allMatch(Outcome::localized);
+        }
+    }
+
+    private final Config c;
+    private final Backends backend;
+    private final SplittableRandom rng;
+    private final int[] pTable;
+    private final int[] cTable;
+    private final KvCacheGroup producer;
+    private final KvCacheGroup consumer;
+    private final int cell;
+    private final long numBlocks;
+
+    private Demo(Config c, Backends backend, Arena arena) {
+        this.c = c;
+        this.backend = backend;
+        this.rng = new SplittableRandom(c.seed());
+        if (c.blockSize() % c.consumerPage() != 0 || c.blockSize() % c.producerPage() != 0) {
+            throw new IllegalArgumentException("block size must be a multiple of both page sizes");
+        }
+        this.cell = c.headDim() * c.elemBytes();
+        this.numBlocks = Math.ceilDiv(c.tokens(), c.blockSize());
+        int pNeeded = Math.ceilDiv(c.tokens(), c.producerPage());
+        int cNeeded = Math.ceilDiv(c.tokens(), c.consumerPage());
+        int pPages = pNeeded + 8;
+        int cPages = cNeeded + 8;
+        this.pTable = Arrays.copyOf(permutation(pPages), pNeeded);
+        this.cTable = Arrays.copyOf(permutation(cPages), cNeeded);
+        KvLayouts.PagedShape ps = new KvLayouts.PagedShape(pPages, c.producerPage(), c.heads(), c.headDim(), c.elemBytes());
+        KvLayouts.PagedShape cs = new KvLayouts.PagedShape(cPages, c.consumerPage(), c.heads(), c.headDim(), c.elemBytes());
+        List<KvMemory> pm = new ArrayList<>();
+        List<KvMemory> cm = new ArrayList<>();
+        long pBytes = 2L * pPages * c.producerPage() * c.heads() * cell;
+        long cBytes = 2L * cPages * c.consumerPage() * c.heads() * cell;
+        for (int l = 0; l < c.layers(); l++) {
+            MemorySegment p = arena.allocate(pBytes, 64);
+            MemorySegment q = arena.allocate(cBytes, 64);
+            fill(p, rng.nextLong()); // the producer's KV, and other requests' KV in the pages around it
+            fill(q, rng.nextLong()); // whatever the decode engine's pages held before this request
+            pm.add(KvMemory.host(p));
+            cm.add(KvMemory.host(q));
+        }
+        this.producer = KvLayouts.vllmFlash(ps, 0, null, pm);
+        this.consumer = KvLayouts.flashInferHnd(cs, 0, null, cm);
+    }
+
+    /** Runs the demo; the text goes to {@code log} as it happens. */
+    static Result run(Config c, Backends backend, java.io.PrintWriter log) {
+        try (Arena arena = Arena.ofShared()) {
+            return new Demo(c, backend, arena).run(log);
+        }
+    }
+
+    private Result run(java.io.PrintWriter log) {
+        RequestBlocks pReq = RequestBlocks.of(pTable, c.tokens(), c.blockSize());
+        RequestBlocks cReq = RequestBlocks.of(cTable, c.tokens(), c.blockSize());
+        long kvBytes = producer.bytesPerToken() * c.tokens();
+        log.printf("kvchecksum demo · seed %d%n", c.seed());
+        log.printf("model     %d layers x %d KV heads x head dim %d, %d-byte elements%s; %d tokens = %d blocks of %d%s;"
+                        + " %s of KV%n", c.layers(), c.heads(), c.headDim(), c.elemBytes(), c.layers() == 32 && c.heads() == 8
+                        && c.headDim() == 128 && c.elemBytes() == 2 ? " (Llama-3-8B, bf16)" : "", c.tokens(), numBlocks,
+                c.blockSize(), c.tokens() % c.blockSize() == 0 ? "" : " (the last one partial)", Units.bytes(kvBytes));
+        log.printf("producer  vllm-flash, page %d, %d of %d pages, random block table%n", c.producerPage(), pTable.length,
+                producer.numPages());
+        log.printf("consumer  vllm-flashinfer-hnd, page %d, %d of %d pages, another random block table%n", c.consumerPage(),
+                cTable.length, consumer.numPages());
+        log.printf("backend   %s%n", backend.backend().description());
+        log.flush();
+
+        // producer: checksum (best of three after a warm-up run), payload as the engine sends it
+        long[] produced = backend.backend().blockChecksums(producer, pReq);
+        long pNanos = Long.MAX_VALUE;
+        for (int i = 0; i < 3; i++) {
+            long t = System.nanoTime();
+            produced = backend.backend().blockChecksums(producer, pReq);
+            pNanos = Math.min(pNanos, System.nanoTime() - t);
+        }
+        long fingerprint = fingerprint();
+        String payload = PayloadCodec.encodeBase64(ChecksumPayload.of(1, c.tokens(),
+                List.of(new GroupChecksums(0, fingerprint, c.blockSize(), 0, produced))));
+        log.printf("payload   %d base64 characters (version 2, %d block checksums)%n%n", payload.length(), produced.length);
+
+        // the transfer: every cell copied into the consumer's layout, pages and table
+        int neverWritten = pickBlock(-1, -1, -1);
+        byte[][] untouched = snapshotBlock(neverWritten);
+        for (long t = 0; t < c.tokens(); t++) {
+            copyToken(t, t);
+        }
+        long[] cNanos = {Long.MAX_VALUE};
+        LoadVerdict clean = verify(payload, cReq, cNanos, true);
+        List<Outcome> faults = new ArrayList<>();
+        log.printf("%-22s %-50s %-10s %-10s %s%n", "transfer", "injected at", "verdict", "blocks", "localized");
+        log.printf("%-22s %-50s %-10s %-10s %s%n", "clean copy", "-", clean.status(), blocks(mismatched(clean)),
+                clean.status() == Status.MATCH ? "yes" : "NO");
+        log.flush();
+
+        // 1. one flipped bit
+        long t = rng.nextLong(c.tokens());
+        int layer = rng.nextInt(c.layers());
+        int head = rng.nextInt(c.heads());
+        boolean v = rng.nextBoolean();
+        int b = rng.nextInt(cell);
+        int bit = rng.nextInt(8);
+        MemorySegment seg = segment(consumer, layer, v);
+        long off = region(consumer, layer, v).cellOffset(cTable[(int) (t / c.consumerPage())], t % c.consumerPage(), head) + b;
+        flip(seg, off, bit);
+        faults.add(outcome("one flipped bit", "block " + t / c.blockSize() + ": layer " + layer + " head " + head + " token " + t
+                + " " + (v ? "V" : "K") + " byte " + b + " bit " + bit, new long[] {t / c.blockSize()}, payload, cReq, cNanos, log));
+        flip(seg, off, bit);
+
+        // 2. a stale block: the producer reused the block's pages for another request before the read
+        int stale = pickBlock(neverWritten, -1, -1);
+        int spare = spareProducerPage();
+        for (long o = 0; o < tokensIn(stale); o++) {
+            copyFrom(producerTokenAt(spare, o % c.producerPage()), stale * (long) c.blockSize() + o);
+        }
+        faults.add(outcome("stale block", "block " + stale + ": another request's KV", new long[] {stale}, payload, cReq,
+                cNanos, log));
+        copyBlock(stale);
+
+        // 3. two blocks swapped: each landed at the other's position
+        int x = pickFullBlock(neverWritten, stale, -1);
+        int y = pickFullBlock(neverWritten, stale, x);
+        for (long o = 0; o < c.blockSize(); o++) {
+            copyToken(x * (long) c.blockSize() + o, y * (long) c.blockSize() + o);
+            copyToken(y * (long) c.blockSize() + o, x * (long) c.blockSize() + o);
+        }
+        faults.add(outcome("two blocks swapped", "blocks " + Math.min(x, y) + " and " + Math.max(x, y),
+                new long[] {x, y}, payload, cReq, cNanos, log));
+        copyBlock(x);
+        copyBlock(y);
+
+        // 4. a block never written: its pages still hold what they held before the transfer
+        restoreBlock(neverWritten, untouched);
+        faults.add(outcome("block never written", "block " + neverWritten + ": pages keep their old contents",
+                new long[] {neverWritten}, payload, cReq, cNanos, log));
+        copyBlock(neverWritten);
+
+        Result r = new Result(c, backend.backend().description(), clean.status(), faults, kvBytes, pNanos, cNanos[0],
+                payload.length());
+        log.printf("%nthroughput  producer %s in %.1f ms = %s; consumer (HND, page %d) %s; backend %s%n", Units.bytes(kvBytes),
+                pNanos / 1e6, Units.gbps(kvBytes, pNanos), c.consumerPage(), Units.gbps(kvBytes, cNanos[0]),
+                backend.backend().name());
+        long ok = faults.stream().filter(Outcome::localized).count();
+        log.printf("result      %s; %d of %d faults detected at the injected blocks%n",
+                clean.status() == Status.MATCH ? "clean transfer verified" : "CLEAN TRANSFER NOT VERIFIED", ok, faults.size());
+        log.flush();
+        return r;
+    }
+
+    private Outcome outcome(String name, String where, long[] injected, String payload, RequestBlocks cReq, long[] cNanos,
+            java.io.PrintWriter log) {
+        LoadVerdict v = verify(payload, cReq, cNanos, false);
+        Outcome o = new Outcome(name, where, injected, v.status(), mismatched(v));
+        log.printf("%-22s %-50s %-10s %-10s %s%n", name, where, v.status(), blocks(o.reportedBlocks()),
+                o.localized() ? "yes" : "NO");
+        log.flush();
+        return o;
+    }
+
+    private LoadVerdict verify(String payload, RequestBlocks cReq, long[] cNanos, boolean time) {
+        long[] values = null;
+        for (int i = 0; i < (time ? 3 : 1); i++) {
+            long t = System.nanoTime();
+            values = backend.backend().blockChecksums(consumer, cReq);
+            cNanos[0] = Math.min(cNanos[0], System.nanoTime() - t);
+        }
+        ChecksumPayload actual = ChecksumPayload.of(1, c.tokens(),
+                List.of(new GroupChecksums(0, fingerprint(), c.blockSize(), 0, values)));
+        return Verifier.verify(payload, actual);
+    }
+
+    private static long[] mismatched(LoadVerdict v) {
+        return v.groups().stream().map(GroupVerdict::mismatchedBlocks).flatMapToLong(Arrays::stream).sorted().toArray();
+    }
+
+    private static String blocks(long[] b) {
+        if (b.length == 0) {
+            return "-";
+        }
+        StringBuilder s = new StringBuilder();
+        for (long x : b) {
+            s.append(s.isEmpty() ? "" : ", ").append(x);
+        }
+        return s.toString();
+    }
+
+    private long fingerprint() {
+        List<Long> h = new ArrayList<>();
+        for (int l = 0; l < c.layers(); l++) {
+            h.add(Fingerprints.ofLayer("model.layers." + l + ".self_attn.attn", "FullAttentionSpec",
+                    c.elemBytes() == 2 ? "torch.bfloat16" : "torch.uint8"));
+        }
+        return Fingerprints.ofGroup(h);
+    }
+
+    // ---- the transfer, cell by cell ----
+
+    /** Copies request token {@code from} of the producer into the consumer's slot of request token {@code to}. */
+    private void copyToken(long from, long to) {
+        copyFrom(producerTokenAt(pTable[(int) (from / c.producerPage())], from % c.producerPage()), to);
+    }
+
+    private long[] producerTokenAt(int page, long slot) {
+        return new long[] {page, slot};
+    }
+
+    private void copyFrom(long[] pageSlot, long to) {
+        int cp = cTable[(int) (to / c.consumerPage())];
+        long cs = to % c.consumerPage();
+        for (int l = 0; l < c.layers(); l++) {
+            for (int kv = 0; kv < 2; kv++) {
+                boolean v = kv == 1;
+                MemorySegment src = segment(producer, l, v);
+                MemorySegment dst = segment(consumer, l, v);
+                KvRegion sr = region(producer, l, v);
+                KvRegion dr = region(consumer, l, v);
+                for (int h = 0; h < c.heads(); h++) {
+                    MemorySegment.copy(src, sr.cellOffset(pageSlot[0], pageSlot[1], h), dst, dr.cellOffset(cp, cs, h), cell);
+                }
+            }
+        }
+    }
+
+    private void copyBlock(int block) {
+        for (long o = 0; o < tokensIn(block); o++) {
+            long t = block * (long) c.blockSize() + o;
+            copyToken(t, t);
+        }
+    }
+
+    private byte[][] snapshotBlock(int block) {
+        int n = (int) tokensIn(block);
+        byte[][] s = new byte[n][];
+        for (int o = 0; o < n; o++) {
+            long t = block * (long) c.blockSize() + o;
+            int cp = cTable[(int) (t / c.consumerPage())];
+            long cs = t % c.consumerPage();
+            byte[] cellBytes = new byte[c.layers() * 2 * c.heads() * cell];
+            int i = 0;
+            for (int l = 0; l < c.layers(); l++) {
+                for (int kv = 0; kv < 2; kv++) {
+                    for (int h = 0; h < c.heads(); h++) {
+                        MemorySegment.copy(segment(consumer, l, kv == 1), ValueLayout.JAVA_BYTE,
+                                region(consumer, l, kv == 1).cellOffset(cp, cs, h), cellBytes, i, cell);
+                        i += cell;
+                    }
+                }
+            }
+            s[o] = cellBytes;
+        }
+        return s;
+    }
+
+    private void restoreBlock(int block, byte[][] s) {
+        for (int o = 0; o < s.length; o++) {
+            long t = block * (long) c.blockSize() + o;
+            int cp = cTable[(int) (t / c.consumerPage())];
+            long cs = t % c.consumerPage();
+            int i = 0;
+            for (int l = 0; l < c.layers(); l++) {
+                for (int kv = 0; kv < 2; kv++) {
+                    for (int h = 0; h < c.heads(); h++) {
+                        MemorySegment.copy(s[o], i, segment(consumer, l, kv == 1), ValueLayout.JAVA_BYTE,
+                                region(consumer, l, kv == 1).cellOffset(cp, cs, h), cell);
+                        i += cell;
+                    }
+                }
+            }
+        }
+    }
+
+    private long tokensIn(int block) {
+        return Math.min((block + 1L) * c.blockSize(), c.tokens()) - (long) block * c.blockSize();
+    }
+
+    private int pickBlock(int a, int b, int d) {
+        while (true) {
+            int x = rng.nextInt((int) numBlocks);
+            if (x != a && x != b && x != d) {
+                return x;
+            }
+        }
+    }
+
+    private int pickFullBlock(int a, int b, int d) {
+        int full = c.tokens() / c.blockSize();
+        while (true) {
+            int x = rng.nextInt(full);
+            if (x != a && x != b && x != d) {
+                return x;
+            }
+        }
+    }
+
+    private int spareProducerPage() {
+        boolean[] used = new boolean[(int) producer.numPages()];
+        for (int p : pTable) {
+            used[p] = true;
+        }
+        for (int p = 0; p < used.length; p++) {
+            if (!used[p]) {
+                return p;
+            }
+        }
+        throw new IllegalStateException("no spare producer page");
+    }
+
+    private static MemorySegment segment(KvCacheGroup g, int layer, boolean v) {
+        return ((KvMemory.Host) region(g, layer, v).memory()).segment();
+    }
+
+    private static KvRegion region(KvCacheGroup g, int layer, boolean v) {
+        CacheLayer l = g.layers().get(layer);
+        return v ? l.v() : l.k();
+    }
+
+    private static void flip(MemorySegment s, long off, int bit) {
+        s.set(ValueLayout.JAVA_BYTE, off, (byte) (s.get(ValueLayout.JAVA_BYTE, off) ^ (1 << bit)));
+    }
+
+    private int[] permutation(int n) {
+        int[] p = new int[n];
+        for (int i = 0; i < n; i++) {
+            p[i] = i;
+        }
+        for (int i = n - 1; i > 0; i--) {
+            int j = rng.nextInt(i + 1);
+            int t = p[i];
+            p[i] = p[j];
+            p[j] = t;
+        }
+        return p;
+    }
+
+    private static void fill(MemorySegment s, long seed) {
+        SplittableRandom r = new SplittableRandom(seed);
+        long n = s.byteSize() / 8;
+        for (long i = 0; i < n; i++) {
+            s.setAtIndex(ValueLayout.JAVA_LONG, i, r.nextLong());
+        }
+    }
+}

@@ -1,0 +1,98 @@
+package io.kvchecksum.cli;
+
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+import java.io.OutputStream;
+import java.io.PrintWriter;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
+
+/** {@code demo}: the default command. See {@link Demo}. */
+@Command(name = "demo", mixinStandardHelpOptions = true, sortOptions = false,
+        description = {"The demo: a transfer verified, and four transport faults each detected at its block.",
+                "A synthetic Llama-3-8B KV cache (32 layers x 8 KV heads x 128, bf16, 2011 tokens) checksummed in"
+                        + " vLLM's flash layout, copied into a FlashInfer HND cache with another page size and block"
+                        + " table, verified; then a flipped bit, a stale block, two swapped blocks and a block never"
+                        + " written, one at a time, each of which must be detected at its block. Exit 0 when all is as"
+                        + " expected, else 1."})
+final class DemoCommand implements Callable<Integer> {
+    /** The seed printed with every run; change it with --seed. */
+    static final long DEFAULT_SEED = 20250604L;
+
+    @Spec
+    CommandSpec spec;
+
+    @Option(names = "--seed", paramLabel = "S", defaultValue = "" + DEFAULT_SEED, description = "Random seed (default ${DEFAULT-VALUE}).")
+    long seed;
+
+    @Option(names = "--tokens", paramLabel = "N", defaultValue = "2011", description = "Request tokens (default ${DEFAULT-VALUE}).")
+    int tokens;
+
+    @Option(names = "--layers", paramLabel = "L", defaultValue = "32", description = "Layers (default ${DEFAULT-VALUE}).")
+    int layers;
+
+    @Option(names = "--backend", paramLabel = "NAME", defaultValue = "auto", description = "auto (default), cpu, reference, cuda, opencl.")
+    String backend;
+
+    @Option(names = "--json", description = "Print the result as one JSON object instead of the table.")
+    boolean json;
+
+    @Option(names = {"-q", "--quiet"}, description = "Accepted for symmetry; the demo prints no progress bar.")
+    boolean quiet;
+
+    @Override
+    public Integer call() {
+        if (tokens < 2 * 16 + 1 || layers < 1) {
+            throw new picocli.CommandLine.ParameterException(spec.commandLine(), "--tokens must be at least 33 and --layers positive");
+        }
+        Demo.Config c = Demo.Config.llama3_8b(seed);
+        c = new Demo.Config(seed, layers, c.heads(), c.headDim(), c.elemBytes(), tokens, c.blockSize(), c.producerPage(),
+                c.consumerPage());
+        PrintWriter out = spec.commandLine().getOut();
+        PrintWriter log = json ? new PrintWriter(OutputStream.nullOutputStream()) : out;
+        Demo.Result r;
+        try (Backends b = Backends.open(backend, spec.commandLine())) {
+            r = Demo.run(c, b, log);
+        }
+        if (json) {
+            Json.print(out, toJson(r));
+        }
+        return r.allAsExpected() ? Main.OK : Main.MISMATCH;
+    }
+
+    static Map<String, Object> toJson(Demo.Result r) {
+        Map<String, Object> j = new LinkedHashMap<>();
+        j.put("seed", r.config().seed());
+        j.put("layers", r.config().layers());
+        j.put("kv_heads", r.config().heads());
+        j.put("head_dim", r.config().headDim());
+        j.put("tokens", r.config().tokens());
+        j.put("block_size", r.config().blockSize());
+        j.put("backend", r.backend());
+        j.put("clean", r.clean().name());
+        List<Object> fs = new ArrayList<>();
+        for (Demo.Outcome o : r.faults()) {
+            Map<String, Object> f = new LinkedHashMap<>();
+            f.put("fault", o.name());
+            f.put("where", o.where());
+            f.put("injected_blocks", o.injectedBlocks());
+            f.put("status", o.status().name());
+            f.put("reported_blocks", o.reportedBlocks());
+            f.put("localized", o.localized());
+            fs.add(f);
+        }
+        j.put("faults", fs);
+        j.put("kv_bytes", r.kvBytes());
+        j.put("producer_gbps", r.kvBytes() / (double) r.producerNanos());
+        j.put("consumer_gbps", r.kvBytes() / (double) r.consumerNanos());
+        j.put("payload_chars", r.payloadChars());
+        j.put("all_as_expected", r.allAsExpected());
+        return j;
+    }
+}

@@ -1,0 +1,351 @@
+package io.kvchecksum.cli;
+
+import io.kvchecksum.CacheLayer;
+import io.kvchecksum.KvMemory;
+import io.kvchecksum.RequestBlocks;
+import io.kvchecksum.cli.dump.DumpFile;
+import io.kvchecksum.cli.dump.InvalidInputException;
+import io.kvchecksum.cli.dump.KvDump;
+import io.kvchecksum.cli.dump.Tensor;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
+
+import java.io.PrintWriter;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
+
+/**
+ * {@code diff}: two dumps of one request, in any two layouts. Block checksums say which blocks differ; an exact byte
+ * comparison of every cell then says, inside each block, which layers, heads, token ranges and cell bytes changed
+ * (also where bytes differ but the checksums agree, which the checksum's known weaknesses allow).
+ */
+@Command(name = "diff", mixinStandardHelpOptions = true, sortOptions = false,
+        description = {"Localizes the differences between two dumps of one request.",
+                "Any two layouts. Which blocks differ, and inside each block which layers, heads, token ranges and"
+                        + " cell bytes. Exit 0 identical, 1 different."})
+final class DiffCommand implements Callable<Integer> {
+    @Spec
+    CommandSpec spec;
+
+    @Parameters(index = "0", paramLabel = "DUMP_A")
+    Path a;
+
+    @Parameters(index = "1", paramLabel = "DUMP_B")
+    Path b;
+
+    @Option(names = "--layout", paramLabel = "L", defaultValue = "gathered", description = "Layout of both dumps (default gathered).")
+    String layout;
+
+    @Option(names = "--layout-a", paramLabel = "L", description = "Layout of DUMP_A (overrides --layout).")
+    String layoutA;
+
+    @Option(names = "--layout-b", paramLabel = "L", description = "Layout of DUMP_B (overrides --layout).")
+    String layoutB;
+
+    @Option(names = "--block-size", paramLabel = "B",
+            description = "Tokens per block (default 16, or the smallest multiple of both dumps' page sizes).")
+    Integer blockSize;
+
+    @Option(names = "--num-tokens", paramLabel = "N", description = "The request's token count (default: each dump's).")
+    Long numTokens;
+
+    @Option(names = "--first-block", paramLabel = "F", defaultValue = "0", description = "First block position of both dumps.")
+    long firstBlock;
+
+    @Option(names = "--head-offset", paramLabel = "H0", defaultValue = "0", description = "Global head number of head 0 (both).")
+    int headOffset;
+
+    @Option(names = "--backend", paramLabel = "NAME", defaultValue = "auto", description = "auto (default), cpu, reference, cuda, opencl.")
+    String backend;
+
+    @Option(names = "--json", description = "Print one JSON object on stdout.")
+    boolean json;
+
+    @Option(names = {"-q", "--quiet"}, description = "No progress bar.")
+    boolean quiet;
+
+    /** One run of consecutive tokens of one (layer, head) whose cells differ, with the cell bytes that changed. */
+    record Change(long block, int layer, int head, long tokenFirst, long tokenLast, int[] kBytes, int[] vBytes,
+            String tensorA, long offsetA, String tensorB, long offsetB) {
+    }
+
+    /** The comparison. */
+    record Result(int blockSize, long firstBlock, long numTokensA, long numTokensB, long[] valuesA, long[] valuesB,
+            List<Change> changes, List<Long> blocksDiffering, List<Long> bytesDifferButChecksumsAgree) {
+    }
+
+    @Override
+    public Integer call() {
+        PrintWriter out = spec.commandLine().getOut();
+        PrintWriter err = spec.commandLine().getErr();
+        String la = layoutA != null ? layoutA : layout;
+        String lb = layoutB != null ? layoutB : layout;
+        try (DumpFile fa = DumpFile.open(a); DumpFile fb = DumpFile.open(b)) {
+            int bs = blockSize != null ? blockSize : defaultBlockSize(fa, la, fb, lb);
+            KvDump da = KvDump.of(fa, new KvDump.Options(la, bs, numTokens, firstBlock, headOffset));
+            KvDump db = KvDump.of(fb, new KvDump.Options(lb, bs, numTokens, firstBlock, headOffset));
+            Result r;
+            String desc;
+            try (Backends be = Backends.open(backend, spec.commandLine())) {
+                r = compare(da, db, be, err, !quiet);
+                desc = be.backend().description();
+            }
+            if (json) {
+                Map<String, Object> j = new LinkedHashMap<>();
+                j.put("identical", r.changes.isEmpty() && r.numTokensA == r.numTokensB);
+                j.put("block_size", r.blockSize);
+                j.put("first_block", r.firstBlock);
+                j.put("num_tokens_a", r.numTokensA);
+                j.put("num_tokens_b", r.numTokensB);
+                j.put("backend", desc);
+                j.put("values_a", Json.unsigned(r.valuesA));
+                j.put("values_b", Json.unsigned(r.valuesB));
+                j.put("blocks_differing", r.blocksDiffering);
+                j.put("bytes_differ_but_checksums_agree", r.bytesDifferButChecksumsAgree);
+                List<Object> cs = new ArrayList<>();
+                for (Change c : r.changes) {
+                    Map<String, Object> cj = new LinkedHashMap<>();
+                    cj.put("block", c.block);
+                    cj.put("layer", c.layer);
+                    cj.put("head", c.head);
+                    cj.put("token_first", c.tokenFirst);
+                    cj.put("token_last", c.tokenLast);
+                    cj.put("k_bytes", c.kBytes);
+                    cj.put("v_bytes", c.vBytes);
+                    cj.put("a", location(da, c.tensorA, c.offsetA));
+                    cj.put("b", location(db, c.tensorB, c.offsetB));
+                    cs.add(cj);
+                }
+                j.put("differences", cs);
+                Json.print(out, j);
+            } else {
+                out.println("A: " + da.describe());
+                out.println("B: " + db.describe());
+                out.println("blocks of " + bs + " tokens from block " + firstBlock + "; backend " + desc);
+                if (r.numTokensA != r.numTokensB) {
+                    out.println("token counts differ: A has " + r.numTokensA + ", B has " + r.numTokensB
+                            + "; compared the blocks both hold");
+                }
+                RequestBlocks req = da.request();
+                long current = -1;
+                for (Change c : r.changes) {
+                    if (c.block != current) {
+                        current = c.block;
+                        int i = (int) (c.block - r.firstBlock);
+                        out.println("block " + c.block + " (tokens " + req.blockStart(c.block) + ".."
+                                + (Math.min(req.blockEnd(c.block), Math.min(r.numTokensA, r.numTokensB)) - 1) + "): checksum A "
+                                + Long.toUnsignedString(r.valuesA[i]) + (r.valuesA[i] == r.valuesB[i] ? " == B (bytes differ!)"
+                                : " != B " + Long.toUnsignedString(r.valuesB[i])));
+                    }
+                    out.println("  layer " + c.layer + " head " + c.head + " tokens " + c.tokenFirst + ".." + c.tokenLast
+                            + ": " + bytesText(c) + "; first change at A " + where(da, c.tensorA, c.offsetA) + ", B "
+                            + where(db, c.tensorB, c.offsetB));
+                }
+                int nb = Math.min(r.valuesA.length, r.valuesB.length);
+                out.println(r.changes.isEmpty() ? "identical: " + nb + " blocks, every cell equal"
+                        : r.blocksDiffering.size() + " of " + nb + " blocks differ");
+            }
+            out.flush();
+            return r.changes.isEmpty() && r.numTokensA == r.numTokensB ? Main.OK : Main.MISMATCH;
+        }
+    }
+
+    private static Map<String, Object> location(KvDump d, String tensor, long offset) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("tensor", tensor);
+        m.put("offset", offset);
+        long base = d.file().get(tensor).fileOffset();
+        m.put("file_offset", base < 0 ? null : base + offset);
+        return m;
+    }
+
+    private static String where(KvDump d, String tensor, long offset) {
+        long base = d.file().get(tensor).fileOffset();
+        return tensor + "+" + offset + (base < 0 ? "" : " (file byte " + (base + offset) + ")");
+    }
+
+    private static String bytesText(Change c) {
+        StringBuilder s = new StringBuilder();
+        if (c.kBytes != null) {
+            s.append("K bytes ").append(c.kBytes[0]).append("..").append(c.kBytes[1]);
+        }
+        if (c.vBytes != null) {
+            s.append(s.isEmpty() ? "" : ", ").append("V bytes ").append(c.vBytes[0]).append("..").append(c.vBytes[1]);
+        }
+        return s.toString();
+    }
+
+    private static int defaultBlockSize(DumpFile fa, String la, DumpFile fb, String lb) {
+        int pa = KvDump.of(fa, new KvDump.Options(la, 1 << 20, null, 0, 0)).pageSize();
+        int pb = KvDump.of(fb, new KvDump.Options(lb, 1 << 20, null, 0, 0)).pageSize();
+        long lcm = (long) pa / gcd(pa, pb) * pb;
+        long bs = lcm >= 16 ? lcm : lcm * Math.ceilDiv(16, lcm);
+        return (int) Math.min(bs, 1 << 20);
+    }
+
+    private static long gcd(long x, long y) {
+        return y == 0 ? x : gcd(y, x % y);
+    }
+
+    static Result compare(KvDump da, KvDump db, Backends be, PrintWriter err, boolean progress) {
+        Map<Long, KvDump.Layer[]> sa = slices(da);
+        Map<Long, KvDump.Layer[]> sb = slices(db);
+        if (!sa.keySet().equals(sb.keySet())) {
+            throw new InvalidInputException("the dumps do not hold the same layers and heads: A has " + slicesText(da)
+                    + ", B has " + slicesText(db));
+        }
+        for (KvDump.Layer la : da.layers()) {
+            CacheLayer ca = la.cache();
+            CacheLayer cb = sb.get(key(la.layer()))[0].cache();
+            if (ca.numHeads() != cb.numHeads()) {
+                throw new InvalidInputException("layer " + la.layer() + ": A holds " + ca.numHeads() + " heads, B "
+                        + cb.numHeads());
+            }
+            int vA = ca.v() == null ? 0 : ca.v().cellBytes();
+            int vB = cb.v() == null ? 0 : cb.v().cellBytes();
+            if (ca.k().cellBytes() != cb.k().cellBytes() || vA != vB) {
+                throw new InvalidInputException("layer " + la.layer() + ": cells differ in size: A " + ca.k().cellBytes() + "+"
+                        + vA + " bytes (K+V), B " + cb.k().cellBytes() + "+" + vB);
+            }
+        }
+        long[] va;
+        long[] vb;
+        try (Progress p = new Progress(err, progress, "diff A", da.kvBytes())) {
+            va = be.blockChecksums(da, p);
+        }
+        try (Progress p = new Progress(err, progress, "diff B", db.kvBytes())) {
+            vb = be.blockChecksums(db, p);
+        }
+        RequestBlocks r = da.request();
+        long n = Math.min(da.request().numTokens(), db.request().numTokens());
+        long start = r.startToken();
+        List<Change> changes = new ArrayList<>();
+        List<Long> differing = new ArrayList<>();
+        List<Long> agree = new ArrayList<>();
+        int nb = Math.min(va.length, vb.length);
+        long perToken = da.group().bytesPerToken();
+        try (Progress p = new Progress(err, progress, "diff bytes", (n - start) * perToken)) {
+            for (int i = 0; i < nb; i++) {
+                long block = r.firstBlock() + i;
+                long t0 = r.blockStart(block);
+                long t1 = Math.min(r.blockEnd(block), n);
+                int before = changes.size();
+                for (KvDump.Layer la : da.layers()) {
+                    KvDump.Layer lb = sb.get(key(la.layer()))[0];
+                    for (int h = 0; h < la.cache().numHeads(); h++) {
+                        scan(da, la, db, lb, h, block, t0, t1, changes);
+                    }
+                }
+                boolean bytesDiffer = changes.size() > before;
+                if (bytesDiffer || va[i] != vb[i]) {
+                    differing.add(block);
+                }
+                if (bytesDiffer && va[i] == vb[i]) {
+                    agree.add(block);
+                }
+                p.update((t1 - start) * perToken);
+            }
+        }
+        return new Result(r.blockSize(), r.firstBlock(), da.request().numTokens(), db.request().numTokens(), va, vb, changes,
+                differing, agree);
+    }
+
+    /** Finds runs of tokens in {@code [t0, t1)} where the cells of (layer, local head h) differ. */
+    private static void scan(KvDump da, KvDump.Layer la, KvDump db, KvDump.Layer lb, int h, long block, long t0, long t1,
+            List<Change> out) {
+        int hb = la.cache().firstHead() + h - lb.cache().firstHead();
+        int[] kRange = null;
+        int[] vRange = null;
+        long runFirst = -1;
+        long runLast = -1;
+        long offA = 0;
+        long offB = 0;
+        String tensorA = null;
+        String tensorB = null;
+        for (long t = t0; t <= t1; t++) {
+            int[] k = null;
+            int[] v = null;
+            if (t < t1) {
+                k = diffCell(da, la, false, db, lb, t, h, hb);
+                v = la.cache().v() == null ? null : diffCell(da, la, true, db, lb, t, h, hb);
+            }
+            if (k != null || v != null) {
+                if (runFirst < 0) {
+                    runFirst = t;
+                    boolean inV = k == null;
+                    int first = inV ? v[0] : k[0];
+                    Tensor ta = inV ? la.v() : la.k();
+                    Tensor tb = inV ? lb.v() : lb.k();
+                    tensorA = ta.name();
+                    tensorB = tb.name();
+                    offA = da.cellOffset(la, inV, t, h) + first;
+                    offB = db.cellOffset(lb, inV, t, hb) + first;
+                }
+                runLast = t;
+                kRange = union(kRange, k);
+                vRange = union(vRange, v);
+            } else if (runFirst >= 0) {
+                out.add(new Change(block, la.layer(), la.cache().firstHead() + h, runFirst, runLast, kRange, vRange, tensorA,
+                        offA, tensorB, offB));
+                runFirst = -1;
+                kRange = null;
+                vRange = null;
+            }
+        }
+    }
+
+    private static int[] union(int[] r, int[] x) {
+        if (x == null) {
+            return r;
+        }
+        return r == null ? x.clone() : new int[] {Math.min(r[0], x[0]), Math.max(r[1], x[1])};
+    }
+
+    /** The first and last differing byte of one cell, or {@code null} when the cells are equal. */
+    private static int[] diffCell(KvDump da, KvDump.Layer la, boolean v, KvDump db, KvDump.Layer lb, long t, int ha, int hb) {
+        int cell = (v ? la.cache().v() : la.cache().k()).cellBytes();
+        MemorySegment ma = ((KvMemory.Host) (v ? la.cache().v() : la.cache().k()).memory()).segment();
+        MemorySegment mb = ((KvMemory.Host) (v ? lb.cache().v() : lb.cache().k()).memory()).segment();
+        long oa = da.cellOffset(la, v, t, ha);
+        long ob = db.cellOffset(lb, v, t, hb);
+        long first = MemorySegment.mismatch(ma, oa, oa + cell, mb, ob, ob + cell);
+        if (first < 0) {
+            return null;
+        }
+        int last = cell - 1;
+        while (last > first && ma.get(java.lang.foreign.ValueLayout.JAVA_BYTE, oa + last)
+                == mb.get(java.lang.foreign.ValueLayout.JAVA_BYTE, ob + last)) {
+            last--;
+        }
+        return new int[] {(int) first, last};
+    }
+
+    private static long key(int layer) {
+        return layer;
+    }
+
+    private static Map<Long, KvDump.Layer[]> slices(KvDump d) {
+        Map<Long, KvDump.Layer[]> m = new HashMap<>();
+        for (KvDump.Layer l : d.layers()) {
+            m.put(key(l.layer()), new KvDump.Layer[] {l});
+        }
+        return m;
+    }
+
+    private static String slicesText(KvDump d) {
+        List<String> s = new ArrayList<>();
+        for (KvDump.Layer l : d.layers()) {
+            s.add(l.layer() + ":" + l.cache().numHeads());
+        }
+        return "layers:heads " + String.join(" ", s);
+    }
+}

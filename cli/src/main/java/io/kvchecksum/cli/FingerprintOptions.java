@@ -1,0 +1,67 @@
+package io.kvchecksum.cli;
+
+import io.kvchecksum.cli.dump.InvalidInputException;
+import io.kvchecksum.cli.dump.KvDump;
+import io.kvchecksum.engine.Fingerprints;
+import picocli.CommandLine.Option;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * The group fingerprint a payload carries: the sum of one hash per layer of (layer name, spec type, dtype), as the
+ * engine names them. A dump does not record those names, so they are options with vLLM's defaults.
+ */
+final class FingerprintOptions {
+    @Option(names = "--layer-name", paramLabel = "FORMAT", defaultValue = "model.layers.{L}.self_attn.attn",
+            description = "The engine's layer name, {L} standing for the layer number (default: ${DEFAULT-VALUE}).")
+    String layerName;
+
+    @Option(names = "--spec-type", paramLabel = "TYPE",
+            description = "The KV cache spec type (default FullAttentionSpec; MLAAttentionSpec for vllm-mla).")
+    String specType;
+
+    @Option(names = "--kv-dtype", paramLabel = "DTYPE",
+            description = "The cache dtype as the engine names it (default from the dump: torch.bfloat16, torch.uint8, ...).")
+    String kvDtype;
+
+    @Option(names = "--fingerprint", paramLabel = "U64",
+            description = "Use this group fingerprint (unsigned decimal) instead of computing one.")
+    String fingerprint;
+
+    long of(KvDump dump) {
+        if (fingerprint != null) {
+            try {
+                return Long.parseUnsignedLong(fingerprint.strip());
+            } catch (NumberFormatException e) {
+                throw new InvalidInputException("--fingerprint '" + fingerprint + "' is not an unsigned 64-bit decimal");
+            }
+        }
+        String spec = specType != null ? specType : dump.layout().equals("vllm-mla") ? "MLAAttentionSpec" : "FullAttentionSpec";
+        List<Long> hashes = new ArrayList<>();
+        for (KvDump.Layer l : dump.layers()) {
+            String dtype = kvDtype != null ? kvDtype : torchName(l.k().dtype().name());
+            hashes.add(Fingerprints.ofLayer(layerName.replace("{L}", Integer.toString(l.layer())), spec, dtype));
+        }
+        return Fingerprints.ofGroup(hashes);
+    }
+
+    static String torchName(String dtype) {
+        return switch (dtype) {
+            case "BF16" -> "torch.bfloat16";
+            case "F16" -> "torch.float16";
+            case "F32" -> "torch.float32";
+            case "F64" -> "torch.float64";
+            case "F8_E4M3" -> "torch.float8_e4m3fn";
+            case "F8_E5M2" -> "torch.float8_e5m2";
+            case "U8" -> "torch.uint8";
+            case "I8" -> "torch.int8";
+            case "I16" -> "torch.int16";
+            case "I32" -> "torch.int32";
+            case "I64" -> "torch.int64";
+            case "BOOL" -> "torch.bool";
+            default -> "torch." + dtype.toLowerCase(Locale.ROOT);
+        };
+    }
+}

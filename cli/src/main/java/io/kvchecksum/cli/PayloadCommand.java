@@ -1,0 +1,131 @@
+package io.kvchecksum.cli;
+
+import io.kvchecksum.cli.dump.InvalidInputException;
+import io.kvchecksum.engine.ChecksumPayload;
+import io.kvchecksum.engine.GroupChecksums;
+import io.kvchecksum.engine.PayloadCodec;
+import picocli.CommandLine.ArgGroup;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
+
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
+
+/** {@code payload}: what travels with a request. */
+@Command(name = "payload", mixinStandardHelpOptions = true, description = "Checksum payloads (base64 msgpack, SPEC section 5).",
+        subcommands = PayloadCommand.Decode.class)
+final class PayloadCommand implements Callable<Integer> {
+    @Spec
+    CommandSpec spec;
+
+    @Override
+    public Integer call() {
+        spec.commandLine().usage(spec.commandLine().getErr());
+        return Main.USAGE;
+    }
+
+    /** The largest payload file read: a 128k-token prompt's payload is ~87 KB; this is a thousand times that. */
+    static final long MAX_PAYLOAD_FILE = 128L << 20;
+
+    /** Reads a payload given as text, {@code @FILE}, or a file path. */
+    static ChecksumPayload read(String text, Path file) {
+        String s = text;
+        if (file == null && s != null && s.startsWith("@")) {
+            file = Path.of(s.substring(1));
+        }
+        if (file != null) {
+            try {
+                long size = Files.size(file);
+                if (size > MAX_PAYLOAD_FILE) {
+                    throw new InvalidInputException(file + ": " + size + " bytes is too large for a checksum payload");
+                }
+                s = Files.readString(file, StandardCharsets.ISO_8859_1);
+            } catch (NoSuchFileException e) {
+                throw new InvalidInputException("cannot read " + file + ": no such file");
+            } catch (IOException e) {
+                throw new InvalidInputException("cannot read " + file + ": " + e.getMessage());
+            }
+        }
+        return PayloadCodec.decodeBase64(s.strip());
+    }
+
+    static Map<String, Object> toJson(ChecksumPayload p) {
+        Map<String, Object> o = new LinkedHashMap<>();
+        o.put("version", p.version());
+        o.put("tp_size", p.tpSize());
+        o.put("num_tokens", p.numTokens());
+        List<Object> groups = new ArrayList<>();
+        for (GroupChecksums g : p.groups()) {
+            Map<String, Object> j = new LinkedHashMap<>();
+            j.put("group_id", g.groupId());
+            j.put("fingerprint", Long.toUnsignedString(g.fingerprint()));
+            j.put("block_size", g.blockSize());
+            j.put("start", g.start());
+            j.put("values", Json.unsigned(g.values()));
+            groups.add(j);
+        }
+        o.put("groups", groups);
+        return o;
+    }
+
+    static String summary(GroupChecksums g) {
+        return "group " + g.groupId() + ": " + g.numBlocks() + " block" + (g.numBlocks() == 1 ? "" : "s")
+                + (g.blockSize() == null ? "" : " of " + g.blockSize() + " tokens") + " from block " + g.start()
+                + ", fingerprint " + Long.toUnsignedString(g.fingerprint());
+    }
+
+    /** {@code payload decode}. */
+    @Command(name = "decode", mixinStandardHelpOptions = true,
+            description = "Decodes a base64 checksum payload (version 2, or the earlier version 1).")
+    static final class Decode implements Callable<Integer> {
+        @Spec
+        CommandSpec spec;
+
+        static final class Source {
+            @Parameters(index = "0", paramLabel = "PAYLOAD", description = "The base64 text (or @FILE).")
+            String text;
+
+            @Option(names = "--file", paramLabel = "PATH", description = "Read the base64 text from a file.")
+            Path file;
+        }
+
+        @ArgGroup(exclusive = true, multiplicity = "1")
+        Source source;
+
+        @Option(names = "--json", description = "Print one JSON object on stdout.")
+        boolean json;
+
+        @Override
+        public Integer call() {
+            PrintWriter out = spec.commandLine().getOut();
+            ChecksumPayload p = read(source.text, source.file);
+            if (json) {
+                Json.print(out, toJson(p));
+                return Main.OK;
+            }
+            out.println("version " + p.version() + ", tp_size " + (p.tpSize() == null ? "-" : p.tpSize()) + ", "
+                    + p.numTokens() + " tokens, " + p.groups().size() + " group" + (p.groups().size() == 1 ? "" : "s"));
+            for (GroupChecksums g : p.groups()) {
+                out.println(summary(g));
+                long[] v = g.values();
+                for (int i = 0; i < v.length; i++) {
+                    out.printf("%8d  %20s%n", g.start() + i, Long.toUnsignedString(v[i]));
+                }
+            }
+            out.flush();
+            return Main.OK;
+        }
+    }
+}

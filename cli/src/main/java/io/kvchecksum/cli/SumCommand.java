@@ -1,0 +1,119 @@
+package io.kvchecksum.cli;
+
+import io.kvchecksum.RequestBlocks;
+import io.kvchecksum.cli.dump.DumpFile;
+import io.kvchecksum.cli.dump.KvDump;
+import io.kvchecksum.engine.ChecksumPayload;
+import io.kvchecksum.engine.GroupChecksums;
+import io.kvchecksum.engine.PayloadCodec;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
+
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
+
+/** {@code sum}: the block checksums of a dump, or the payload a producer would send for it. */
+@Command(name = "sum", mixinStandardHelpOptions = true, sortOptions = false,
+        description = {"The block checksums of a KV dump, or its payload.",
+                "Dumps: safetensors, .npz, .npy, or a directory of .npy files.",
+                "With --payload: the base64 checksum payload a producer would send for it."})
+final class SumCommand implements Callable<Integer> {
+    @Spec
+    CommandSpec spec;
+
+    @Parameters(index = "0", paramLabel = "DUMP", description = "The dump file (or directory of .npy files).")
+    Path dump;
+
+    @Option(names = "--block-size", paramLabel = "B", required = true, description = "Tokens per checksum block.")
+    int blockSize;
+
+    @Mixin
+    DumpOptions dumpOptions;
+
+    @Option(names = "--backend", paramLabel = "NAME", defaultValue = "auto",
+            description = "auto (default), cpu, reference, cuda, opencl.")
+    String backend;
+
+    @Option(names = "--json", description = "Print one JSON object on stdout.")
+    boolean json;
+
+    @Option(names = "--payload", description = "Print the base64 payload (version 2) instead of the values.")
+    boolean payload;
+
+    @Option(names = "--tp-size", paramLabel = "T", defaultValue = "1", description = "The TP size the payload names (default 1).")
+    int tpSize;
+
+    @Option(names = "--group-id", paramLabel = "G", defaultValue = "0", description = "The payload's group id (default 0).")
+    int groupId;
+
+    @Mixin
+    FingerprintOptions fingerprint;
+
+    @Option(names = {"-q", "--quiet"}, description = "No progress bar.")
+    boolean quiet;
+
+    @Override
+    public Integer call() {
+        PrintWriter out = spec.commandLine().getOut();
+        PrintWriter err = spec.commandLine().getErr();
+        try (DumpFile file = DumpFile.open(dump)) {
+            KvDump d = KvDump.of(file, dumpOptions.options(blockSize));
+            try (Backends b = Backends.open(backend, spec.commandLine());
+                    Progress p = new Progress(err, !quiet, "sum", d.kvBytes())) {
+                long[] values = b.blockChecksums(d, p);
+                p.close();
+                if (b.note() != null) {
+                    err.println("kvchecksum: " + b.note());
+                }
+                RequestBlocks r = d.request();
+                if (payload) {
+                    if (tpSize <= 0 || groupId < 0) {
+                        throw new picocli.CommandLine.ParameterException(spec.commandLine(),
+                                "--tp-size must be positive and --group-id non-negative");
+                    }
+                    String text = PayloadCodec.encodeBase64(ChecksumPayload.of(tpSize, r.numTokens(),
+                            List.of(new GroupChecksums(groupId, fingerprint.of(d), r.blockSize(), r.firstBlock(), values))));
+                    if (json) {
+                        Map<String, Object> o = new LinkedHashMap<>();
+                        o.put("payload", text);
+                        o.put("backend", b.backend().name());
+                        Json.print(out, o);
+                    } else {
+                        out.println(text);
+                    }
+                } else if (json) {
+                    Map<String, Object> o = new LinkedHashMap<>();
+                    o.put("block_size", r.blockSize());
+                    o.put("first_block", r.firstBlock());
+                    o.put("num_tokens", r.numTokens());
+                    o.put("backend", b.backend().name());
+                    o.put("backend_description", b.backend().description());
+                    o.put("values", Json.unsigned(values));
+                    Json.print(out, o);
+                } else {
+                    out.println("dump:    " + d.describe());
+                    out.println("request: tokens " + r.startToken() + ".." + (r.numTokens() - 1) + " of " + r.numTokens()
+                            + ", blocks " + r.firstBlock() + ".." + (r.firstBlock() + values.length - 1) + " of "
+                            + r.blockSize() + " tokens, head offset " + dumpOptions.headOffset);
+                    out.println("backend: " + b.backend().description());
+                    out.printf("%8s  %-17s  %20s%n", "block", "tokens", "checksum");
+                    for (int i = 0; i < values.length; i++) {
+                        long bp = r.firstBlock() + i;
+                        out.printf("%8d  %-17s  %20s%n", bp, r.blockStart(bp) + ".." + (r.blockEnd(bp) - 1),
+                                Long.toUnsignedString(values[i]));
+                    }
+                }
+                out.flush();
+            }
+        }
+        return Main.OK;
+    }
+}

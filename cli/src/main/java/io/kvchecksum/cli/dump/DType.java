@@ -1,0 +1,89 @@
+package io.kvchecksum.cli.dump;
+
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * An element type of a dumped tensor. Only the element size matters to the checksum (bytes are bytes); the name is
+ * kept for messages, and {@link #integer()} says whether a block table may use it.
+ *
+ * @param name the safetensors name (BF16, F16, F32, F8_E4M3, ...)
+ * @param size bytes per element
+ * @param integer whether the values are integers a block table can hold
+ * @param signed whether an integer type is signed
+ */
+public record DType(String name, int size, boolean integer, boolean signed) {
+
+    /** The safetensors dtypes this reader accepts; the list is in every "unknown dtype" message. */
+    public static final Map<String, DType> SAFETENSORS = Map.ofEntries(
+            e("BOOL", 1, false, false), e("U8", 1, true, false), e("I8", 1, true, true),
+            e("U16", 2, true, false), e("I16", 2, true, true), e("F16", 2, false, false), e("BF16", 2, false, false),
+            e("U32", 4, true, false), e("I32", 4, true, true), e("F32", 4, false, false),
+            e("U64", 8, true, false), e("I64", 8, true, true), e("F64", 8, false, false),
+            e("F8_E4M3", 1, false, false), e("F8_E5M2", 1, false, false));
+
+    private static final List<String> ORDER = List.of("BF16", "F16", "F32", "F64", "F8_E4M3", "F8_E5M2", "BOOL", "U8",
+            "I8", "U16", "I16", "U32", "I32", "U64", "I64");
+
+    private static Map.Entry<String, DType> e(String n, int size, boolean integer, boolean signed) {
+        return Map.entry(n, new DType(n, size, integer, signed));
+    }
+
+    /** The safetensors dtype of that name, or {@code null}. */
+    public static DType safetensors(String name) {
+        return SAFETENSORS.get(name);
+    }
+
+    /** The names accepted, for messages. */
+    public static String supported() {
+        return String.join(", ", ORDER);
+    }
+
+    /**
+     * The dtype of a NumPy {@code descr} such as {@code <f2}, {@code |u1}, {@code <i8}, {@code <V2}.
+     *
+     * @throws InvalidInputException for big-endian data (its bytes are not the engine's bytes) or a type with no
+     *     fixed raw size (objects, strings)
+     */
+    public static DType numpy(String descr, String where) {
+        if (descr.length() < 3) {
+            throw new InvalidInputException(where + ": unsupported dtype '" + descr + "'");
+        }
+        char order = descr.charAt(0);
+        char kind = descr.charAt(1);
+        int size;
+        try {
+            size = Integer.parseInt(descr.substring(2));
+        } catch (NumberFormatException ex) {
+            throw new InvalidInputException(where + ": unsupported dtype '" + descr + "' (no fixed element size)");
+        }
+        if (order == '>' && size > 1) {
+            throw new InvalidInputException(where + ": dtype '" + descr + "' is big-endian; save the tensor as the engine"
+                    + " holds it (little-endian)");
+        }
+        if (order != '<' && order != '|' && order != '=' && order != '>') {
+            throw new InvalidInputException(where + ": unsupported dtype '" + descr + "'");
+        }
+        String name = switch (kind) {
+            case 'f' -> size == 2 ? "F16" : size == 4 ? "F32" : size == 8 ? "F64" : null;
+            case 'i' -> size == 1 ? "I8" : size == 2 ? "I16" : size == 4 ? "I32" : size == 8 ? "I64" : null;
+            case 'u' -> size == 1 ? "U8" : size == 2 ? "U16" : size == 4 ? "U32" : size == 8 ? "U64" : null;
+            case 'b' -> size == 1 ? "BOOL" : null;
+            // raw void items: how ml_dtypes' bfloat16 and fp8 arrays come out of NumPy
+            case 'V' -> size == 1 || size == 2 || size == 4 || size == 8 ? "V" + size : null;
+            default -> null;
+        };
+        if (name == null) {
+            throw new InvalidInputException(where + ": unsupported dtype '" + descr + "' (supported: little-endian"
+                    + " float, int, uint, bool and raw items of 1, 2, 4 or 8 bytes)");
+        }
+        DType known = SAFETENSORS.get(name);
+        return known != null ? known : new DType(name.toUpperCase(Locale.ROOT), size, false, false);
+    }
+
+    @Override
+    public String toString() {
+        return name;
+    }
+}

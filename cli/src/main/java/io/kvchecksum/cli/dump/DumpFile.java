@@ -1,0 +1,239 @@
+package io.kvchecksum.cli.dump;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.AccessDeniedException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.stream.Stream;
+
+/**
+ * The tensors of one dump, memory-mapped: a safetensors file, an {@code .npz}, one {@code .npy}, or a directory of
+ * {@code .npy} files (each named after its tensor, e.g. {@code layers.0.k.npy}).
+ *
+ * <p>Every size read from a file is checked against the file's length before it is used, so a malformed or hostile
+ * dump produces an {@link InvalidInputException} naming the problem, never a read past the mapping or an allocation
+ * larger than the file. The mappings live until {@link #close()}; they are shared, so backend threads may read them.
+ */
+public final class DumpFile implements AutoCloseable {
+    /** The largest safetensors JSON header read (the format's own reader refuses more than 100 MB). */
+    static final long MAX_HEADER = 100L << 20;
+
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final ValueLayout.OfLong LE_LONG = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+
+    private final Path path;
+    private final String format;
+    private final Arena arena;
+    private final Map<String, Tensor> tensors;
+
+    private DumpFile(Path path, String format, Arena arena, Map<String, Tensor> tensors) {
+        this.path = path;
+        this.format = format;
+        this.arena = arena;
+        this.tensors = Collections.unmodifiableMap(tensors);
+    }
+
+    /** Opens a dump, choosing the format from its first bytes (or directory-ness), not from its name. */
+    public static DumpFile open(Path path) {
+        Arena arena = Arena.ofShared();
+        try {
+            DumpFile d = openIn(path, arena);
+            if (d.tensors.isEmpty()) {
+                throw new InvalidInputException(path + ": the dump holds no tensors");
+            }
+            return d;
+        } catch (RuntimeException e) {
+            arena.close();
+            throw e;
+        }
+    }
+
+    private static DumpFile openIn(Path path, Arena arena) {
+        if (Files.isDirectory(path)) {
+            Map<String, Tensor> ts = new TreeMap<>();
+            List<Path> files = new ArrayList<>();
+            try (Stream<Path> s = Files.list(path)) {
+                s.filter(p -> p.getFileName().toString().endsWith(".npy")).sorted().forEach(files::add);
+            } catch (IOException e) {
+                throw unreadable(path, e);
+            }
+            if (files.isEmpty()) {
+                throw new InvalidInputException(path + ": directory holds no .npy files");
+            }
+            for (Path f : files) {
+                String n = f.getFileName().toString();
+                MemorySegment m = map(f, arena);
+                ts.put(n.substring(0, n.length() - 4), Npy.parse(n.substring(0, n.length() - 4), m, f.toString(), 0));
+            }
+            return new DumpFile(path, "npy directory", arena, ts);
+        }
+        MemorySegment m = map(path, arena);
+        if (startsWith(m, new byte[] {(byte) 0x93, 'N', 'U', 'M', 'P', 'Y'})) {
+            String n = path.getFileName().toString();
+            String name = n.endsWith(".npy") ? n.substring(0, n.length() - 4) : n;
+            Map<String, Tensor> ts = new TreeMap<>();
+            ts.put(name, Npy.parse(name, m, path.toString(), 0));
+            return new DumpFile(path, "npy", arena, ts);
+        }
+        if (startsWith(m, new byte[] {'P', 'K'})) {
+            return new DumpFile(path, "npz", arena, Npz.read(path, m, arena));
+        }
+        return new DumpFile(path, "safetensors", arena, safetensors(path, m));
+    }
+
+    private static Map<String, Tensor> safetensors(Path path, MemorySegment m) {
+        long size = m.byteSize();
+        if (size < 8) {
+            throw new InvalidInputException(path + ": not a safetensors, .npy or .npz file (" + size + " bytes)");
+        }
+        long n = m.get(LE_LONG, 0);
+        if (n < 2 || n > size - 8 || n > MAX_HEADER) {
+            throw new InvalidInputException(path + ": safetensors header length " + Long.toUnsignedString(n)
+                    + " does not fit in the file of " + size + " bytes (truncated, or not a safetensors file)");
+        }
+        byte[] text = m.asSlice(8, n).toArray(ValueLayout.JAVA_BYTE);
+        JsonNode header;
+        try {
+            header = JSON.readTree(new String(text, StandardCharsets.UTF_8));
+        } catch (JsonProcessingException e) {
+            String why = e.getOriginalMessage().lines().findFirst().orElse("");
+            int cut = why.indexOf(" (");
+            throw new InvalidInputException(path + ": safetensors header is not valid JSON: "
+                    + (cut > 0 ? why.substring(0, cut) : why)
+                    + (e.getLocation() == null ? "" : " at column " + e.getLocation().getColumnNr()));
+        }
+        if (header == null || !header.isObject()) {
+            throw new InvalidInputException(path + ": safetensors header is not a JSON object");
+        }
+        long dataStart = 8 + n;
+        long dataSize = size - dataStart;
+        Map<String, Tensor> ts = new TreeMap<>();
+        for (Iterator<Map.Entry<String, JsonNode>> it = header.fields(); it.hasNext(); ) {
+            Map.Entry<String, JsonNode> e = it.next();
+            String name = e.getKey();
+            if (name.equals("__metadata__")) {
+                continue;
+            }
+            String where = path + ": tensor " + name;
+            JsonNode t = e.getValue();
+            JsonNode dt = t.get("dtype");
+            JsonNode shapeNode = t.get("shape");
+            JsonNode offs = t.get("data_offsets");
+            if (dt == null || !dt.isTextual() || shapeNode == null || !shapeNode.isArray() || offs == null
+                    || !offs.isArray() || offs.size() != 2) {
+                throw new InvalidInputException(where + ": header entry needs dtype, shape and data_offsets [begin, end]");
+            }
+            DType dtype = DType.safetensors(dt.asText());
+            if (dtype == null) {
+                throw new InvalidInputException(where + ": unknown dtype " + dt.asText() + " (supported: "
+                        + DType.supported() + ")");
+            }
+            long[] shape = new long[shapeNode.size()];
+            for (int i = 0; i < shape.length; i++) {
+                JsonNode d = shapeNode.get(i);
+                if (!d.canConvertToLong() || !d.isIntegralNumber() || d.asLong() < 0) {
+                    throw new InvalidInputException(where + ": shape " + shapeNode + " is not a list of non-negative integers");
+                }
+                shape[i] = d.asLong();
+            }
+            if (!offs.get(0).isIntegralNumber() || !offs.get(1).isIntegralNumber() || !offs.get(0).canConvertToLong()
+                    || !offs.get(1).canConvertToLong()) {
+                throw new InvalidInputException(where + ": data_offsets " + offs + " are not integers");
+            }
+            long begin = offs.get(0).asLong();
+            long end = offs.get(1).asLong();
+            long numel = Tensor.numel(shape, where);
+            long need;
+            try {
+                need = Math.multiplyExact(numel, dtype.size());
+            } catch (ArithmeticException ex) {
+                throw new InvalidInputException(where + ": shape x dtype overflows a 64-bit size");
+            }
+            if (begin < 0 || end < begin || end - begin != need) {
+                throw new InvalidInputException(where + ": data_offsets " + offs + " span " + (end - begin)
+                        + " bytes but shape " + shapeNode + " of " + dtype + " needs " + need);
+            }
+            if (end > dataSize) {
+                throw new InvalidInputException(where + ": file truncated: the tensor needs data bytes " + begin + ".." + end
+                        + " but the file holds " + dataSize + " bytes of data");
+            }
+            ts.put(name, new Tensor(name, dtype, shape, m.asSlice(dataStart + begin, need), path.toString(),
+                    dataStart + begin));
+        }
+        return ts;
+    }
+
+    static MemorySegment map(Path path, Arena arena) {
+        try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
+            long size = ch.size();
+            if (size == 0) {
+                return MemorySegment.NULL.reinterpret(0);
+            }
+            return ch.map(FileChannel.MapMode.READ_ONLY, 0, size, arena);
+        } catch (IOException e) {
+            throw unreadable(path, e);
+        }
+    }
+
+    static InvalidInputException unreadable(Path path, IOException e) {
+        String why = e instanceof NoSuchFileException ? "no such file"
+                : e instanceof AccessDeniedException ? "permission denied" : e.getMessage();
+        return new InvalidInputException("cannot read " + path + ": " + why, e);
+    }
+
+    private static boolean startsWith(MemorySegment m, byte[] magic) {
+        if (m.byteSize() < magic.length) {
+            return false;
+        }
+        for (int i = 0; i < magic.length; i++) {
+            if (m.get(ValueLayout.JAVA_BYTE, i) != magic[i]) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** The dump's path as given. */
+    public Path path() {
+        return path;
+    }
+
+    /** {@code safetensors}, {@code npz}, {@code npy} or {@code npy directory}. */
+    public String format() {
+        return format;
+    }
+
+    /** The tensors by name, sorted by name. */
+    public Map<String, Tensor> tensors() {
+        return tensors;
+    }
+
+    /** The tensor of that name, or {@code null}. */
+    public Tensor get(String name) {
+        return tensors.get(name);
+    }
+
+    /** Unmaps the file; tensors must not be used afterwards. */
+    @Override
+    public void close() {
+        arena.close();
+    }
+}

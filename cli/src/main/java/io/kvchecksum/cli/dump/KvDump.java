@@ -1,0 +1,396 @@
+package io.kvchecksum.cli.dump;
+
+import io.kvchecksum.CacheLayer;
+import io.kvchecksum.InvalidLayoutException;
+import io.kvchecksum.KvCacheGroup;
+import io.kvchecksum.KvLayouts;
+import io.kvchecksum.KvMemory;
+import io.kvchecksum.KvRegion;
+import io.kvchecksum.RequestBlocks;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * A dump read as the KV of one request: the tensors of a {@link DumpFile} described, without copying, as a
+ * {@link KvCacheGroup} and the {@link RequestBlocks} to checksum.
+ *
+ * <p>Layouts ({@code --layout}):
+ * <ul>
+ * <li>{@code gathered}: {@code layers.<L>.k} and optional {@code layers.<L>.v}, each {@code [tokens, heads, head_dim]};
+ *     token 0 is request position {@code firstBlock * blockSize}.</li>
+ * <li>{@code vllm-flash} {@code (2, pages, page_size, heads, head_dim)}, {@code vllm-flashinfer-nhd}
+ *     {@code (pages, 2, page_size, heads, head_dim)}, {@code vllm-flashinfer-hnd}
+ *     {@code (pages, 2, heads, page_size, head_dim)}, {@code vllm-mla} {@code (pages, page_size, head_dim)}: one
+ *     {@code layers.<L>.kv_cache} per layer and a 1-D integer {@code block_table} listing the pages of positions
+ *     {@code firstBlock*blockSize}, {@code + page_size}, ...; an optional integer {@code num_tokens} tensor holds the
+ *     request's token count.</li>
+ * </ul>
+ * Tensors with other names are ignored. Everything is checked here, before any checksum runs.
+ */
+public final class KvDump {
+    /** The layout names {@code --layout} accepts. */
+    public static final List<String> LAYOUTS = List.of("gathered", "vllm-flash", "vllm-flashinfer-nhd",
+            "vllm-flashinfer-hnd", "vllm-mla");
+
+    private static final Pattern LAYER = Pattern.compile("layers\\.(\\d{1,9})\\.(k|v|kv_cache)");
+
+    /**
+     * How to read a dump.
+     *
+     * @param layout one of {@link #LAYOUTS}
+     * @param blockSize checksum block size B
+     * @param numTokens the request's token count N, or {@code null} for the default
+     * @param firstBlock the first block position F
+     * @param headOffset the global head number of the dump's head 0
+     */
+    public record Options(String layout, int blockSize, Long numTokens, long firstBlock, int headOffset) {
+    }
+
+    /**
+     * One layer of the dump.
+     *
+     * @param layer the layer number from the tensor name
+     * @param k the tensor holding the layer's K bytes (the kv_cache for paged layouts)
+     * @param v the tensor holding V bytes, or {@code null} for K-only (MLA) layers
+     * @param cache the layer's description over those tensors
+     */
+    public record Layer(int layer, Tensor k, Tensor v, CacheLayer cache) {
+    }
+
+    private final DumpFile file;
+    private final String layout;
+    private final List<Layer> layers;
+    private final KvCacheGroup group;
+    private final RequestBlocks request;
+    private final int[] table;
+    private final int pageSize;
+    private final long tokensHeld;
+
+    private KvDump(DumpFile file, String layout, List<Layer> layers, KvCacheGroup group, RequestBlocks request,
+            int[] table, int pageSize, long tokensHeld) {
+        this.file = file;
+        this.layout = layout;
+        this.layers = List.copyOf(layers);
+        this.group = group;
+        this.request = request;
+        this.table = table;
+        this.pageSize = pageSize;
+        this.tokensHeld = tokensHeld;
+    }
+
+    /** Reads {@code file} with the given options, or throws {@link InvalidInputException} naming the problem. */
+    public static KvDump of(DumpFile file, Options o) {
+        if (!LAYOUTS.contains(o.layout())) {
+            throw new InvalidInputException("unknown layout '" + o.layout() + "': expected one of " + String.join(", ", LAYOUTS));
+        }
+        if (o.blockSize() <= 0) {
+            throw new InvalidInputException("--block-size must be positive, got " + o.blockSize());
+        }
+        if (o.firstBlock() < 0 || o.headOffset() < 0) {
+            throw new InvalidInputException("--first-block and --head-offset must be non-negative");
+        }
+        long start;
+        try {
+            start = Math.multiplyExact(o.firstBlock(), (long) o.blockSize());
+        } catch (ArithmeticException e) {
+            throw new InvalidInputException("--first-block " + o.firstBlock() + " x --block-size " + o.blockSize()
+                    + " overflows a 64-bit position");
+        }
+        Map<Integer, Tensor[]> byLayer = new TreeMap<>();
+        for (Tensor t : file.tensors().values()) {
+            Matcher m = LAYER.matcher(t.name());
+            if (m.matches()) {
+                Tensor[] kv = byLayer.computeIfAbsent(Integer.parseInt(m.group(1)), x -> new Tensor[3]);
+                kv[switch (m.group(2)) { case "k" -> 0; case "v" -> 1; default -> 2; }] = t;
+            }
+        }
+        try {
+            return o.layout().equals("gathered") ? gathered(file, o, start, byLayer) : paged(file, o, start, byLayer);
+        } catch (InvalidLayoutException e) {
+            throw new InvalidInputException(file.path() + ": " + e.getMessage());
+        }
+    }
+
+    private static KvDump gathered(DumpFile file, Options o, long start, Map<Integer, Tensor[]> byLayer) {
+        String where = file.path().toString();
+        List<Layer> layers = new ArrayList<>();
+        long tokens = -1;
+        String tokensFrom = null;
+        for (Map.Entry<Integer, Tensor[]> e : byLayer.entrySet()) {
+            Tensor k = e.getValue()[0];
+            Tensor v = e.getValue()[1];
+            if (k == null) {
+                if (v != null) {
+                    throw new InvalidInputException(where + ": " + v.name() + " has no layers." + e.getKey() + ".k");
+                }
+                continue;
+            }
+            checkGatheredShape(where, k);
+            if (v != null) {
+                checkGatheredShape(where, v);
+                if (v.shape()[0] != k.shape()[0] || v.shape()[1] != k.shape()[1]) {
+                    throw new InvalidInputException(where + ": " + v.name() + " shape " + v.shapeText() + " does not match "
+                            + k.name() + " shape " + k.shapeText() + " in tokens and heads");
+                }
+            }
+            if (tokens >= 0 && k.shape()[0] != tokens) {
+                throw new InvalidInputException(where + ": " + k.name() + " holds " + k.shape()[0] + " tokens but "
+                        + tokensFrom + " holds " + tokens + ": every layer must hold the same tokens");
+            }
+            tokens = k.shape()[0];
+            tokensFrom = k.name();
+            int heads = Math.toIntExact(k.shape()[1]);
+            int kc = cell(where, k);
+            KvRegion kr = new KvRegion(KvMemory.host(k.data()), 0, (long) heads * kc, 0, kc, kc);
+            KvRegion vr = null;
+            if (v != null) {
+                int vc = cell(where, v);
+                vr = new KvRegion(KvMemory.host(v.data()), 0, (long) heads * vc, 0, vc, vc);
+            }
+            layers.add(new Layer(e.getKey(), k, v, new CacheLayer(e.getKey(), o.headOffset(), heads, kr, vr)));
+        }
+        if (layers.isEmpty()) {
+            throw new InvalidInputException(where + ": no tensor named layers.<L>.k (layout gathered: layers.<L>.k and"
+                    + " layers.<L>.v of [tokens, heads, head_dim]; found " + names(file) + ")");
+        }
+        if (tokens == 0) {
+            throw new InvalidInputException(where + ": the layers hold no tokens");
+        }
+        long n = o.numTokens() != null ? o.numTokens() : start + tokens;
+        if (n < start || n - start > tokens) {
+            throw new InvalidInputException(where + ": --num-tokens " + n + " needs request positions " + start + ".."
+                    + (n - 1) + " but the dump holds " + tokens + " tokens from position " + start + " (--first-block "
+                    + o.firstBlock() + " x --block-size " + o.blockSize() + ")");
+        }
+        if (n - start > Integer.MAX_VALUE) {
+            throw new InvalidInputException(where + ": more than 2^31 tokens");
+        }
+        // pages of one slot, page id = token index in the dump: any block size, no rounding
+        int[] table = new int[(int) (n - start)];
+        for (int i = 0; i < table.length; i++) {
+            table[i] = i;
+        }
+        KvCacheGroup group = KvCacheGroup.of(1, tokens, layers.stream().map(Layer::cache).toList());
+        RequestBlocks request = RequestBlocks.of(table, n, o.firstBlock(), o.blockSize());
+        return new KvDump(file, "gathered", layers, group, request, table, 1, tokens);
+    }
+
+    private static void checkGatheredShape(String where, Tensor t) {
+        long[] s = t.shape();
+        if (s.length != 3 || s[1] <= 0 || s[2] <= 0 || s[1] > Integer.MAX_VALUE) {
+            throw new InvalidInputException(where + ": " + t.name() + " shape " + t.shapeText()
+                    + " is not [tokens, heads, head_dim]");
+        }
+    }
+
+    private static KvDump paged(DumpFile file, Options o, long start, Map<Integer, Tensor[]> byLayer) {
+        String where = file.path().toString();
+        String layout = o.layout();
+        String expected = switch (layout) {
+            case "vllm-flash" -> "(2, num_pages, page_size, heads, head_dim)";
+            case "vllm-flashinfer-nhd" -> "(num_pages, 2, page_size, heads, head_dim)";
+            case "vllm-flashinfer-hnd" -> "(num_pages, 2, heads, page_size, head_dim)";
+            default -> "(num_pages, page_size, head_dim)";
+        };
+        List<Layer> layers = new ArrayList<>();
+        long numPages = -1;
+        int pageSize = -1;
+        String shapeFrom = null;
+        for (Map.Entry<Integer, Tensor[]> e : byLayer.entrySet()) {
+            Tensor t = e.getValue()[2];
+            if (t == null) {
+                continue;
+            }
+            long[] s = t.shape();
+            boolean ok = switch (layout) {
+                case "vllm-flash" -> s.length == 5 && s[0] == 2;
+                case "vllm-flashinfer-nhd", "vllm-flashinfer-hnd" -> s.length == 5 && s[1] == 2;
+                default -> s.length == 3;
+            };
+            for (long d : s) {
+                ok &= d > 0 && d <= Integer.MAX_VALUE;
+            }
+            if (!ok) {
+                throw new InvalidInputException(where + ": " + t.name() + " shape " + t.shapeText() + " does not match layout "
+                        + layout + " " + expected);
+            }
+            long pages = switch (layout) {
+                case "vllm-flash" -> s[1];
+                default -> s[0];
+            };
+            int page = (int) switch (layout) {
+                case "vllm-flash", "vllm-flashinfer-nhd" -> s[2];
+                case "vllm-flashinfer-hnd" -> s[3];
+                default -> s[1];
+            };
+            int heads = (int) switch (layout) {
+                case "vllm-flash", "vllm-flashinfer-nhd" -> s[3];
+                case "vllm-flashinfer-hnd" -> s[2];
+                default -> 1;
+            };
+            int headDim = (int) s[s.length - 1];
+            if (numPages >= 0 && (pages != numPages || page != pageSize)) {
+                throw new InvalidInputException(where + ": " + t.name() + " shape " + t.shapeText() + " has " + pages
+                        + " pages of " + page + " slots but " + shapeFrom + " has " + numPages + " of " + pageSize
+                        + ": all layers must share one paging");
+            }
+            numPages = pages;
+            pageSize = page;
+            shapeFrom = t.name();
+            cell(where, t);
+            KvLayouts.PagedShape shape = new KvLayouts.PagedShape(pages, page, heads, headDim, t.dtype().size());
+            KvMemory mem = KvMemory.host(t.data());
+            int layer = e.getKey();
+            CacheLayer cl = switch (layout) {
+                case "vllm-flash" -> KvLayouts.vllmFlashLayer(layer, o.headOffset(), mem, shape);
+                case "vllm-flashinfer-nhd" -> KvLayouts.flashInferNhdLayer(layer, o.headOffset(), mem, shape);
+                case "vllm-flashinfer-hnd" -> KvLayouts.flashInferHndLayer(layer, o.headOffset(), mem, shape);
+                default -> KvLayouts.vllmMlaLayer(layer, o.headOffset(), mem, shape);
+            };
+            layers.add(new Layer(layer, t, cl.v() == null ? null : t, cl));
+        }
+        if (layers.isEmpty()) {
+            throw new InvalidInputException(where + ": no tensor named layers.<L>.kv_cache (layout " + layout + " "
+                    + expected + "; found " + names(file) + ")");
+        }
+        if (o.blockSize() % pageSize != 0) {
+            throw new InvalidInputException(where + ": --block-size " + o.blockSize() + " is not a multiple of the page size "
+                    + pageSize + " of " + shapeFrom);
+        }
+        Tensor bt = file.get("block_table");
+        if (bt == null) {
+            throw new InvalidInputException(where + ": no block_table tensor (the request's physical page ids, a 1-D"
+                    + " integer tensor; layout " + layout + ")");
+        }
+        if (!bt.dtype().integer() || bt.shape().length != 1) {
+            throw new InvalidInputException(where + ": block_table must be a 1-D integer tensor, got " + bt.dtype() + " "
+                    + bt.shapeText());
+        }
+        if (bt.shape()[0] > Integer.MAX_VALUE) {
+            throw new InvalidInputException(where + ": block_table has more than 2^31 entries");
+        }
+        int[] table = new int[(int) bt.shape()[0]];
+        for (int i = 0; i < table.length; i++) {
+            long p = bt.integerAt(i);
+            if (p < 0 || p >= numPages) {
+                throw new InvalidInputException(where + ": block_table[" + i + "] = " + p + " is past the cache: "
+                        + shapeFrom + " has " + numPages + " pages (valid ids 0.." + (numPages - 1) + ")");
+            }
+            table[i] = (int) p;
+        }
+        long held = (long) table.length * pageSize;
+        Long n = o.numTokens();
+        if (n == null) {
+            Tensor nt = file.get("num_tokens");
+            if (nt != null) {
+                if (!nt.dtype().integer() || nt.numel() != 1) {
+                    throw new InvalidInputException(where + ": num_tokens must be one integer, got " + nt.dtype() + " "
+                            + nt.shapeText());
+                }
+                n = nt.integerAt(0);
+            } else {
+                n = start + held;
+            }
+        }
+        if (n < start || n - start > held) {
+            throw new InvalidInputException(where + ": --num-tokens " + n + " needs request positions " + start + ".."
+                    + (n - 1) + " but block_table lists " + table.length + " pages of " + pageSize + " slots ("
+                    + held + " tokens) from position " + start);
+        }
+        KvCacheGroup group = KvCacheGroup.of(pageSize, numPages, layers.stream().map(Layer::cache).toList());
+        RequestBlocks request = RequestBlocks.of(table, n, o.firstBlock(), o.blockSize());
+        request.validateAgainst(group);
+        return new KvDump(file, layout, layers, group, request, table, pageSize, held);
+    }
+
+    private static int cell(String where, Tensor t) {
+        long[] s = t.shape();
+        long bytes = s[s.length - 1] * t.dtype().size();
+        if (bytes % 8 != 0 || bytes > Integer.MAX_VALUE) {
+            throw new InvalidInputException(where + ": " + t.name() + " head_dim " + s[s.length - 1] + " x " + t.dtype().size()
+                    + "-byte " + t.dtype() + " = " + bytes + "-byte cells, not whole 8-byte pieces (the checksum reads"
+                    + " 8-byte little-endian pieces)");
+        }
+        return (int) bytes;
+    }
+
+    private static String names(DumpFile f) {
+        List<String> n = new ArrayList<>(f.tensors().keySet());
+        return n.size() <= 6 ? String.join(", ", n) : String.join(", ", n.subList(0, 6)) + ", ... (" + n.size() + " tensors)";
+    }
+
+    /** The file. */
+    public DumpFile file() {
+        return file;
+    }
+
+    /** The layout name. */
+    public String layout() {
+        return layout;
+    }
+
+    /** The layers, by layer number. */
+    public List<Layer> layers() {
+        return layers;
+    }
+
+    /** The cache group over the dump's memory. */
+    public KvCacheGroup group() {
+        return group;
+    }
+
+    /** The request: block size, first block, token count and the table (starting at the first block). */
+    public RequestBlocks request() {
+        return request;
+    }
+
+    /** Tokens per page (1 for gathered dumps, whose pages are single tokens). */
+    public int pageSize() {
+        return pageSize;
+    }
+
+    /** The number of request positions the dump could hold from the first block on. */
+    public long tokensHeld() {
+        return tokensHeld;
+    }
+
+    /** The KV bytes the checksum reads: every cell of every checksummed token. */
+    public long kvBytes() {
+        return group.bytesPerToken() * (request.numTokens() - request.startToken());
+    }
+
+    /**
+     * The byte offset, in the tensor that holds it, of the K (or V) cell of request position {@code t}, local head
+     * {@code h}, of layer {@code l}.
+     */
+    public long cellOffset(Layer l, boolean v, long t, int h) {
+        long i = t - request.startToken();
+        int page = table[(int) (i / pageSize)];
+        KvRegion r = v ? l.cache().v() : l.cache().k();
+        return r.cellOffset(page, i % pageSize, h);
+    }
+
+    /** The table entries for the pages from request position {@code from} (a multiple of the page size past the start). */
+    public int[] tableFrom(long from) {
+        long i = (from - request.startToken()) / pageSize;
+        return Arrays.copyOfRange(table, (int) i, table.length);
+    }
+
+    /** One line: the file, layout, shape summary. */
+    public String describe() {
+        Layer first = layers.getFirst();
+        CacheLayer c = first.cache();
+        String kv = c.v() == null ? "K only" : "K+V";
+        String paging = layout.equals("gathered") ? "gathered" : layout + ", page " + pageSize + ", " + group.numPages()
+                + " pages";
+        return file.path() + " (" + file.format() + ", " + paging + ", " + layers.size() + " layer"
+                + (layers.size() == 1 ? "" : "s") + " x " + c.numHeads() + " head" + (c.numHeads() == 1 ? "" : "s") + ", "
+                + c.cellBytes() + "-byte " + kv + " cells of " + first.k().dtype() + ")";
+    }
+}
