@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""Compare two kvchecksum JMH result files by ratio to the read bound.
+
+    python3 jmh/compare.py OLD.json NEW.json [--threshold 0.10]
+
+For every checksum benchmark present in both files, the ratio to the read bound of the same
+shape and size *in the same file* (read time / op time) is compared; absolute GB/s drift between
+runs on shared machines, the ratio much less. A ratio that fell by more than the threshold
+(default 10%) is a regression. Host-side submit times are compared as they are (absolute, so
+noisier), and any synchronizing call per submit where there was none is a regression.
+Exits 1 when something regressed, 0 otherwise. Python 3 standard library only.
+"""
+import argparse
+import json
+import sys
+
+
+def key(entry):
+    params = entry.get("params", {})
+    bench = entry["benchmark"].rsplit(".", 2)
+    return (bench[-2], bench[-1], params.get("backend", "-"), params.get("shape", "-"), params.get("size", "-"))
+
+
+def load(path):
+    with open(path, encoding="utf-8") as f:
+        entries = json.load(f)
+    out = {}
+    for e in entries:
+        out[key(e)] = e
+    return out
+
+
+def ns_per_op(entry):
+    m = entry["primaryMetric"]
+    unit = m["scoreUnit"]
+    scale = {"ns/op": 1.0, "us/op": 1e3, "ms/op": 1e6, "s/op": 1e9}.get(unit)
+    if scale is None:
+        raise SystemExit("unsupported unit %s in %s" % (unit, entry["benchmark"]))
+    return m["score"] * scale
+
+
+def ratios(results):
+    """(cls, op, backend, shape, size) -> ratio to the read bound of the same shape and size."""
+    reads = {(k[3], k[4]): ns_per_op(e) for k, e in results.items() if k[0] == "BoundsBench" and k[1] == "read"}
+    out = {}
+    for k, e in results.items():
+        if k[0] == "ChecksumBench" or (k[0] == "BoundsBench" and k[1] == "copy"):
+            read = reads.get((k[3], k[4]))
+            if read is not None:
+                out[k] = read / ns_per_op(e)
+    return out
+
+
+def syncs_per_op(entry):
+    sec = entry.get("secondaryMetrics", {})
+    calls = sec.get("syncCalls", {}).get("score")
+    recorded = sec.get("recordedSubmits", {}).get("score")
+    if not recorded:
+        return None
+    return calls / recorded
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("old")
+    ap.add_argument("new")
+    ap.add_argument("--threshold", type=float, default=0.10, help="relative drop that counts as a regression")
+    args = ap.parse_args()
+    old, new = load(args.old), load(args.new)
+    old_r, new_r = ratios(old), ratios(new)
+
+    regressions = 0
+    rows = []
+    for k in sorted(set(old_r) & set(new_r)):
+        change = new_r[k] / old_r[k] - 1 if old_r[k] else float("nan")
+        flag = ""
+        if change < -args.threshold:
+            flag = "REGRESSION"
+            regressions += 1
+        elif change > args.threshold:
+            flag = "improved"
+        rows.append((k[2], k[1], k[3], k[4], "%.3f" % old_r[k], "%.3f" % new_r[k], "%+.1f%%" % (100 * change), flag))
+
+    for k in sorted(set(old) & set(new)):
+        if k[0] != "SubmitBench":
+            continue
+        o, n = ns_per_op(old[k]), ns_per_op(new[k])
+        change = n / o - 1
+        flag = ""
+        if change > args.threshold:
+            flag = "REGRESSION (host time)"
+            regressions += 1
+        so, sn = syncs_per_op(old[k]), syncs_per_op(new[k])
+        if sn is not None and sn > 0 and (so is None or sn > so):
+            flag = (flag + "; " if flag else "") + "REGRESSION (%.3f syncs/op)" % sn
+            regressions += 1
+        rows.append((k[2], "submit us", k[3], k[4], "%.1f" % (o / 1e3), "%.1f" % (n / 1e3), "%+.1f%%" % (100 * change), flag))
+
+    header = ("backend", "op", "shape", "size", "old", "new", "change", "")
+    widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
+    for r in [header] + rows:
+        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip())
+    only_old = sorted(set(old) - set(new))
+    only_new = sorted(set(new) - set(old))
+    if only_old:
+        print("\nonly in %s: %d benchmarks (e.g. %s)" % (args.old, len(only_old), "/".join(only_old[0])))
+    if only_new:
+        print("only in %s: %d benchmarks (e.g. %s)" % (args.new, len(only_new), "/".join(only_new[0])))
+    print("\n%d compared, %d regression(s) beyond %.0f%% (ratio = read-bound time / op time, same file)"
+          % (len(rows), regressions, 100 * args.threshold))
+    return 1 if regressions else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,83 @@
+package io.kvchecksum.jmh;
+
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.annotations.Warmup;
+
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The memory bounds on exactly the bytes {@link ChecksumBench} checksums for the same shape and size (the same
+ * fixture: same seed, same pages): {@code read} sums every 64-bit word, {@code copy} copies every byte.
+ *
+ * <p>Both use the threads the CPU backend uses at that size (all cores from 4 MiB, the calling thread below). GB/s is
+ * {@code kvBytes / score} for both; a copy also writes as many bytes as it reads.
+ */
+@State(Scope.Benchmark)
+@BenchmarkMode(Mode.AverageTime)
+@OutputTimeUnit(TimeUnit.NANOSECONDS)
+@Fork(value = 1, jvmArgsAppend = {Jvm.VECTOR, Jvm.NATIVE, Jvm.HEAP})
+@Warmup(iterations = 3, time = 1)
+@Measurement(iterations = 5, time = 1)
+public class BoundsBench {
+    /** A {@link ModelShape#id()}. */
+    @Param({"llama3-8b-tp1", "llama3-70b-tp8", "deepseek-mla-bf16", "deepseek-mla-fp8"})
+    public String shape;
+
+    /** Tokens, or a KV size rounded to whole 16-token blocks; see {@link ModelShape#tokens}. */
+    @Param({"1MiB", "256MiB"})
+    public String size;
+
+    /** Threads; 0 means the machine's cores, as the CPU backend {@code KvChecksums.cpu()} uses. */
+    @Param({"0"})
+    public int threads;
+
+    private KvFixture fx;
+    private MemoryBound bound;
+
+    @Setup(Level.Trial)
+    public void setUp() {
+        ModelShape s = ModelShape.of(shape);
+        fx = KvFixture.create(s, s.tokens(size));
+        int t = threads > 0 ? threads : Runtime.getRuntime().availableProcessors();
+        bound = new MemoryBound(fx.segments(), t);
+        long expected = bound.readScalar();
+        if (bound.read() != expected) {
+            throw new IllegalStateException("read bound: vector sum " + Long.toUnsignedString(bound.read())
+                    + " differs from the scalar sum " + Long.toUnsignedString(expected));
+        }
+        bound.verifyCopy();
+    }
+
+    @TearDown(Level.Trial)
+    public void tearDown() {
+        if (bound != null) {
+            bound.close();
+        }
+        if (fx != null) {
+            fx.close();
+        }
+    }
+
+    /** Reads every KV byte once: the speed limit of any checksum of it. */
+    @Benchmark
+    public long read() {
+        return bound.read();
+    }
+
+    /** Copies every KV byte once: what a transfer's staging copy costs, for scale. */
+    @Benchmark
+    public long copy() {
+        return bound.copy();
+    }
+}

@@ -1,0 +1,108 @@
+package io.kvchecksum.jmh;
+
+import io.kvchecksum.KvChecksum;
+import io.kvchecksum.Rechunked;
+import io.kvchecksum.SliceSums;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.annotations.Warmup;
+
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The checksum operations of one backend on one model shape and request size: the fused single pass
+ * ({@code blockChecksums}) and the three separate steps ({@code sliceSums}, {@code combine}, {@code rechunk}).
+ *
+ * <p>The score is nanoseconds per operation; GB/s of KV is {@code kvBytes / score}, where {@code kvBytes} is the KV
+ * the request covers (for {@code combine} and {@code rechunk}, which read only the small sums, that is the KV rate
+ * they keep up with, not bytes they read). Compare with {@link BoundsBench} on the same shape and size.
+ *
+ * <p>Every operation's result is checked in set-up before anything is timed (see {@link Oracle}); all four are checked
+ * whichever one is timed, so a run of one method still proves the backend right.
+ */
+@State(Scope.Benchmark)
+@BenchmarkMode(Mode.AverageTime)
+@OutputTimeUnit(TimeUnit.NANOSECONDS)
+@Fork(value = 1, jvmArgsAppend = {Jvm.VECTOR, Jvm.NATIVE, Jvm.HEAP})
+@Warmup(iterations = 3, time = 1)
+@Measurement(iterations = 5, time = 1)
+public class ChecksumBench {
+    /** Largest request the reference backend is given: it reads one piece at a time, tens of MB/s. */
+    public static final long REFERENCE_MAX_BYTES = 16L << 20;
+
+    /** A backend name for {@link io.kvchecksum.KvChecksums#byName}; an unavailable one fails set-up with the reason. */
+    @Param({"reference", "cpu", "opencl", "cuda"})
+    public String backend;
+
+    /** A {@link ModelShape#id()}. */
+    @Param({"llama3-8b-tp1", "llama3-70b-tp8", "deepseek-mla-bf16", "deepseek-mla-fp8"})
+    public String shape;
+
+    /** Tokens, or a KV size ({@code 1MiB}) rounded to whole 16-token blocks; see {@link ModelShape#tokens}. */
+    @Param({"1MiB", "256MiB"})
+    public String size;
+
+    private KvChecksum kc;
+    private KvFixture fx;
+    private SliceSums sums;
+    private long[] blocks;
+
+    @Setup(Level.Trial)
+    public void setUp() {
+        ModelShape s = ModelShape.of(shape);
+        if (backend.equals("reference") && s.kvBytes(size) > REFERENCE_MAX_BYTES) {
+            throw new IllegalStateException("backend reference skipped at " + size + ": it is given only requests up to "
+                    + (REFERENCE_MAX_BYTES >> 20) + " MiB");
+        }
+        kc = Backends.open(backend);
+        fx = KvFixture.create(s, s.tokens(size));
+        Oracle oracle = Oracle.of(fx);
+        oracle.verify(kc, fx);
+        sums = oracle.slices();
+        blocks = oracle.blocks();
+    }
+
+    @TearDown(Level.Trial)
+    public void tearDown() {
+        if (kc != null) {
+            kc.close();
+        }
+        if (fx != null) {
+            fx.close();
+        }
+    }
+
+    /** The fused pass: every KV byte read once, one checksum per block. */
+    @Benchmark
+    public long[] blockChecksums() {
+        return kc.blockChecksums(fx.group(), fx.request());
+    }
+
+    /** The per-slice sums, the first of the separate steps; reads the same KV as the fused pass. */
+    @Benchmark
+    public SliceSums sliceSums() {
+        return kc.sliceSums(fx.group(), fx.request());
+    }
+
+    /** Combining the (precomputed) slice sums into block checksums. */
+    @Benchmark
+    public long[] combine() {
+        return kc.combine(sums);
+    }
+
+    /** Summing the (precomputed) 16-token block checksums into 64-token chunks. */
+    @Benchmark
+    public Rechunked rechunk() {
+        return kc.rechunk(blocks, 0, Oracle.RECHUNK_FACTOR);
+    }
+}

@@ -1,0 +1,118 @@
+package io.kvchecksum.jmh;
+
+import io.kvchecksum.KvChecksum;
+import io.kvchecksum.KvChecksums;
+import io.kvchecksum.PendingChecksums;
+import io.kvchecksum.Rechunked;
+import io.kvchecksum.RequestBlocks;
+import io.kvchecksum.SliceSums;
+import io.kvchecksum.internal.FastCpuBackend;
+
+import java.util.Arrays;
+
+/**
+ * The expected results for a fixture, and the checks every benchmark runs before timing: a backend that gives a
+ * different answer fails the benchmark instead of producing a number.
+ *
+ * <p>Up to {@link #REFERENCE_BYTES} the expected values come from the reference backend. Beyond, the reference would
+ * take minutes, so they come from the CPU backend on one thread, which is first checked against the reference on the
+ * request's first {@link #PREFIX_TOKENS} tokens (same pages, same bytes). The single-threaded CPU backend splits no
+ * work, so the multi-threaded split, the part that differs with size, is still checked against an independent path.
+ */
+public final class Oracle {
+    /** The largest request whose expected values the reference backend computes. */
+    public static final long REFERENCE_BYTES = 16L << 20;
+    /** The prefix on which the one-thread CPU oracle is checked against the reference. */
+    public static final long PREFIX_TOKENS = 64;
+    /** Consecutive 16-token blocks summed by the rechunk benchmark: a consumer with 64-token blocks. */
+    public static final int RECHUNK_FACTOR = 4;
+
+    private final String source;
+    private final long[] blocks;
+    private final SliceSums slices;
+    private final Rechunked rechunked;
+
+    private Oracle(String source, long[] blocks, SliceSums slices, Rechunked rechunked) {
+        this.source = source;
+        this.blocks = blocks;
+        this.slices = slices;
+        this.rechunked = rechunked;
+    }
+
+    /** Computes the expected values of the fixture's whole request. */
+    public static Oracle of(KvFixture f) {
+        KvChecksum reference = KvChecksums.reference();
+        RequestBlocks r = f.request();
+        if (f.kvBytes() <= REFERENCE_BYTES) {
+            SliceSums s = reference.sliceSums(f.group(), r);
+            long[] b = reference.combine(s);
+            return new Oracle("reference", b, s, reference.rechunk(b, r.firstBlock(), RECHUNK_FACTOR));
+        }
+        KvChecksum one = new FastCpuBackend(1);
+        RequestBlocks p = f.prefix(PREFIX_TOKENS);
+        expectEqual("cpu (1 thread) slice sums on the first " + p.numTokens() + " tokens",
+                reference.sliceSums(f.group(), p).values(), one.sliceSums(f.group(), p).values());
+        expectEqual("cpu (1 thread) block checksums on the first " + p.numTokens() + " tokens",
+                reference.blockChecksums(f.group(), p), one.blockChecksums(f.group(), p));
+        SliceSums s = one.sliceSums(f.group(), r);
+        long[] b = one.blockChecksums(f.group(), r);
+        expectEqual("cpu (1 thread): combine(sliceSums) against blockChecksums", b, reference.combine(s));
+        return new Oracle("cpu (1 thread), checked against reference on " + p.numTokens() + " tokens", b, s,
+                reference.rechunk(b, r.firstBlock(), RECHUNK_FACTOR));
+    }
+
+    /** Where the expected values came from, for messages. */
+    public String source() {
+        return source;
+    }
+
+    /** Expected block checksums of the whole request. */
+    public long[] blocks() {
+        return blocks.clone();
+    }
+
+    /** Expected slice sums of the whole request. */
+    public SliceSums slices() {
+        return slices;
+    }
+
+    /**
+     * Runs every operation of {@code backend} once on the fixture and throws if any result differs from the
+     * expected one; for an asynchronous backend, {@code submit} too.
+     */
+    public void verify(KvChecksum backend, KvFixture f) {
+        String who = backend.description() + " on " + f.shape().id() + ", " + f.tokens() + " tokens (expected values from "
+                + source + ")";
+        RequestBlocks r = f.request();
+        expectEqual(who + ": blockChecksums", blocks, backend.blockChecksums(f.group(), r));
+        SliceSums s = backend.sliceSums(f.group(), r);
+        if (!Arrays.equals(s.layers(), slices.layers()) || !Arrays.equals(s.heads(), slices.heads())
+                || s.firstBlock() != slices.firstBlock() || s.numBlocks() != slices.numBlocks()) {
+            throw new IllegalStateException(who + ": sliceSums has another shape: " + s + " expected " + slices);
+        }
+        expectEqual(who + ": sliceSums", slices.values(), s.values());
+        expectEqual(who + ": combine", blocks, backend.combine(slices));
+        Rechunked got = backend.rechunk(blocks, r.firstBlock(), RECHUNK_FACTOR);
+        if (got.firstChunk() != rechunked.firstChunk() || got.factor() != rechunked.factor()) {
+            throw new IllegalStateException(who + ": rechunk starts at chunk " + got.firstChunk() + " x" + got.factor()
+                    + ", expected " + rechunked.firstChunk() + " x" + rechunked.factor());
+        }
+        expectEqual(who + ": rechunk", rechunked.values(), got.values());
+        try (PendingChecksums p = backend.submit(f.group(), r)) {
+            expectEqual(who + ": submit", blocks, p.get());
+        }
+    }
+
+    /** Throws naming the first differing index, with both values as unsigned numbers. */
+    public static void expectEqual(String what, long[] expected, long[] actual) {
+        if (expected.length != actual.length) {
+            throw new IllegalStateException(what + ": " + actual.length + " values, expected " + expected.length);
+        }
+        for (int i = 0; i < expected.length; i++) {
+            if (expected[i] != actual[i]) {
+                throw new IllegalStateException(what + ": value " + i + " is " + Long.toUnsignedString(actual[i])
+                        + ", expected " + Long.toUnsignedString(expected[i]) + " (seed " + KvFixture.SEED + ")");
+            }
+        }
+    }
+}

@@ -1,0 +1,133 @@
+package io.kvchecksum.jmh;
+
+import io.kvchecksum.KvCacheGroup;
+import io.kvchecksum.KvChecksum;
+import io.kvchecksum.KvChecksums;
+import io.kvchecksum.Rechunked;
+import io.kvchecksum.RequestBlocks;
+import io.kvchecksum.SliceSums;
+import org.junit.jupiter.api.Test;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The harness's own correctness: shapes, bounds and the result checks. No timing here. */
+class HarnessTest {
+
+    @Test
+    void shapesHaveTheModelsBytesPerToken() {
+        assertEquals(32L * 8 * 2 * 128 * 2, ModelShape.LLAMA3_8B_TP1.bytesPerToken());
+        assertEquals(80L * 1 * 2 * 128 * 2, ModelShape.LLAMA3_70B_TP8.bytesPerToken());
+        assertEquals(61L * 576 * 2, ModelShape.DEEPSEEK_MLA_BF16.bytesPerToken());
+        assertEquals(61L * 576, ModelShape.DEEPSEEK_MLA_FP8.bytesPerToken());
+    }
+
+    @Test
+    void sizesRoundToWholeBlocks() {
+        assertEquals(16, ModelShape.LLAMA3_8B_TP1.tokens("1MiB"), "at least one block");
+        assertEquals(2048, ModelShape.LLAMA3_8B_TP1.tokens("256MiB"));
+        assertEquals(131072, ModelShape.LLAMA3_70B_TP8.tokens("131072"));
+        assertEquals(32, ModelShape.LLAMA3_70B_TP8.tokens("1MiB"));
+        assertThrows(IllegalArgumentException.class, () -> ModelShape.LLAMA3_8B_TP1.tokens("17"));
+        assertThrows(IllegalArgumentException.class, () -> ModelShape.of("llama2"));
+    }
+
+    @Test
+    void fixtureDescribesExactlyTheRequestsBytes() {
+        try (KvFixture f = KvFixture.create(ModelShape.LLAMA3_70B_TP8, 48)) {
+            long total = f.segments().stream().mapToLong(s -> s.byteSize()).sum();
+            assertEquals(f.kvBytes(), total);
+            assertEquals(f.kvBytes(), f.group().bytesPerToken() * f.request().numTokens());
+            assertEquals(3, f.request().numBlocks());
+        }
+    }
+
+    @Test
+    void readBoundSumsEveryWordWithAndWithoutThreads() {
+        for (ModelShape s : ModelShape.values()) {
+            try (KvFixture f = KvFixture.create(s, s.tokens("6MiB"))) {
+                for (int threads : new int[] {1, 3}) {
+                    try (MemoryBound b = new MemoryBound(f.segments(), threads)) {
+                        assertEquals(threads > 1, b.parallel(), s.id());
+                        assertEquals(b.readScalar(), b.read(), s.id() + ", " + threads + " threads");
+                        b.verifyCopy();
+                        b.copy();
+                    }
+                }
+            }
+        }
+    }
+
+    @Test
+    void readPartHandlesTailsShorterThanAVectorStep() {
+        try (KvFixture f = KvFixture.create(ModelShape.DEEPSEEK_MLA_FP8, 16)) {
+            var seg = f.segments().get(0);
+            for (long len = 0; len <= 1024; len += 8) {
+                long expected = 0;
+                for (long o = 0; o < len; o += 8) {
+                    expected += seg.get(java.lang.foreign.ValueLayout.JAVA_LONG, 8 + o);
+                }
+                assertEquals(expected, MemoryBound.readPart(seg, 8, len), "length " + len);
+            }
+        }
+    }
+
+    @Test
+    void oracleAcceptsTheCpuBackendOnBothPaths() {
+        // 1 MiB: values from the reference; 20 MiB: from the one-thread CPU backend, itself checked on a prefix.
+        for (String size : new String[] {"1MiB", "20MiB"}) {
+            try (KvFixture f = KvFixture.create(ModelShape.LLAMA3_70B_TP8, ModelShape.LLAMA3_70B_TP8.tokens(size))) {
+                Oracle o = Oracle.of(f);
+                assertTrue(o.source().startsWith(size.equals("1MiB") ? "reference" : "cpu (1 thread)"), o.source());
+                o.verify(KvChecksums.cpu(), f);
+            }
+        }
+    }
+
+    @Test
+    void oracleRejectsAWrongBackend() {
+        try (KvFixture f = KvFixture.create(ModelShape.DEEPSEEK_MLA_BF16, 32)) {
+            Oracle o = Oracle.of(f);
+            IllegalStateException e = assertThrows(IllegalStateException.class, () -> o.verify(new OffByOne(), f));
+            assertTrue(e.getMessage().contains("blockChecksums"), e.getMessage());
+        }
+    }
+
+    /** The CPU backend with its last block checksum changed: what a subtly wrong kernel looks like. */
+    private static final class OffByOne implements KvChecksum {
+        private final KvChecksum cpu = KvChecksums.cpu();
+
+        @Override
+        public String name() {
+            return "off-by-one";
+        }
+
+        @Override
+        public String description() {
+            return "off-by-one";
+        }
+
+        @Override
+        public long[] blockChecksums(KvCacheGroup group, RequestBlocks request) {
+            long[] v = cpu.blockChecksums(group, request);
+            v[v.length - 1]++;
+            return v;
+        }
+
+        @Override
+        public SliceSums sliceSums(KvCacheGroup group, RequestBlocks request) {
+            return cpu.sliceSums(group, request);
+        }
+
+        @Override
+        public long[] combine(SliceSums sums) {
+            return cpu.combine(sums);
+        }
+
+        @Override
+        public Rechunked rechunk(long[] values, long firstBlock, int factor) {
+            return cpu.rechunk(values, firstBlock, factor);
+        }
+    }
+}
