@@ -11,29 +11,34 @@ import java.nio.ByteOrder;
 /**
  * The multiply-free form on the Vector API. For one lane (a fixed piece {@code p} of the cell) over the block's
  * tokens {@code i = 0..n-1}, keep running sums {@code A += x_i; T += A}. Then {@code A = sum x_i} and
- * {@code n*A - T = sum i*x_i}, so the lane contributes
- * {@code (2*(t0*P + p) + 1)*A + 2P*(n*A - T)}: two vector adds per loaded vector, multiplies only once per block.
- * Four vectors (128 bytes on AVX2) are in flight per token so loads overlap.
+ * {@code n*A - T = sum i*x_i}, so the lane contributes {@code (2*(t0*P + p) + 1)*A + 2P*(n*A - T)}.
+ *
+ * <p>The piece {@code p} of lane {@code l} of chunk {@code c} is {@code base + c*L + l}; summing over chunks and lanes,
+ * {@code sum (2p+1+2P(t0+n))*A - 2P*T} splits into terms that need only {@code G = sum_c A_c},
+ * {@code sum_c c*A_c} (kept as a second running sum over chunks), the lane-weighted {@code sum_l l*G_l} and
+ * {@code sum T}: every vector operation is an add, and the few multiplies happen on scalars once per call. (64-bit
+ * lane multiplies have no AVX2 instruction and would dominate the loop.) Four vectors (128 bytes with AVX2) are
+ * loaded per token so loads overlap.
  */
 final class VectorSliceKernel implements SliceKernel {
     private static final VectorSpecies<Long> S = LongVector.SPECIES_PREFERRED;
     private static final int L = S.length();
     private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
     private static final ValueLayout.OfLong PIECE = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(LE);
-    /** {@code 2*lane}: the lane's share of the piece weight. */
-    private static final LongVector WEIGHT = LongVector.zero(S).addIndex(2);
 
     @Override
     public long sum(MemorySegment seg, long[] off, long extra, int n, long t0, int cellPieces, int pieceBase, int regionPieces) {
-        LongVector acc = LongVector.zero(S);
+        final LongVector zero = LongVector.zero(S);
+        LongVector g = zero;      // sum over chunks of A_c
+        LongVector run = zero;    // running sum of A_c over chunks so far
+        LongVector h = zero;      // sum over chunks of run: = sum_c A_c * (chunks - c)
+        LongVector tt = zero;     // sum over chunks of T_c
+        int chunks = 0;
         int c = 0;
         final long bytes = 8L * L;
-        // Per lane of chunk c: (2*(t0*P + p) + 1)*A + 2P*(n*A - T) = A*(2p + 1 + 2P*(t0 + n)) - 2P*T, with p = base + lane.
-        final long twoP = 2L * cellPieces;
-        final long tokenTerm = twoP * (t0 + n);
         for (; c + 4 * L <= regionPieces; c += 4 * L) {
-            LongVector a0 = LongVector.zero(S), a1 = a0, a2 = a0, a3 = a0;
-            LongVector s0 = a0, s1 = a0, s2 = a0, s3 = a0;
+            LongVector a0 = zero, a1 = zero, a2 = zero, a3 = zero;
+            LongVector s0 = zero, s1 = zero, s2 = zero, s3 = zero;
             long chunk = extra + 8L * c;
             for (int i = 0; i < n; i++) {
                 long a = off[i] + chunk;
@@ -46,23 +51,44 @@ final class VectorSliceKernel implements SliceKernel {
                 s2 = s2.add(a2);
                 s3 = s3.add(a3);
             }
-            long w = 2L * (pieceBase + c) + 1 + tokenTerm;
-            acc = acc.add(a0.mul(WEIGHT.add(w))).sub(s0.mul(twoP))
-                    .add(a1.mul(WEIGHT.add(w + 2L * L))).sub(s1.mul(twoP))
-                    .add(a2.mul(WEIGHT.add(w + 4L * L))).sub(s2.mul(twoP))
-                    .add(a3.mul(WEIGHT.add(w + 6L * L))).sub(s3.mul(twoP));
+            run = run.add(a0);
+            h = h.add(run);
+            run = run.add(a1);
+            h = h.add(run);
+            run = run.add(a2);
+            h = h.add(run);
+            run = run.add(a3);
+            h = h.add(run);
+            tt = tt.add(s0.add(s1)).add(s2.add(s3));
+            chunks += 4;
         }
         for (; c + L <= regionPieces; c += L) {
-            LongVector a0 = LongVector.zero(S), s0 = a0;
+            LongVector a0 = zero, s0 = zero;
             long chunk = extra + 8L * c;
             for (int i = 0; i < n; i++) {
                 a0 = a0.add(LongVector.fromMemorySegment(S, seg, off[i] + chunk, LE));
                 s0 = s0.add(a0);
             }
-            long w = 2L * (pieceBase + c) + 1 + tokenTerm;
-            acc = acc.add(a0.mul(WEIGHT.add(w))).sub(s0.mul(twoP));
+            run = run.add(a0);
+            h = h.add(run);
+            tt = tt.add(s0);
+            chunks++;
         }
-        long total = acc.reduceLanes(VectorOperators.ADD);
+        long total = 0;
+        if (chunks > 0) {
+            g = run;
+            long sumG = g.reduceLanes(VectorOperators.ADD);
+            // sum_c c*A_c = chunks*G - H, lane by lane
+            long sumCA = chunks * sumG - h.reduceLanes(VectorOperators.ADD);
+            long laneWeighted = 0;
+            for (int l = 1; l < L; l++) {
+                laneWeighted += l * g.lane(l);
+            }
+            long twoP = 2L * cellPieces;
+            // sum_{c,l} A_{c,l} * (2*(base + c*L + l) + 1 + 2P(t0+n)) - 2P * sum T
+            total = (2L * pieceBase + 1 + twoP * (t0 + n)) * sumG + 2L * L * sumCA + 2 * laneWeighted
+                    - twoP * tt.reduceLanes(VectorOperators.ADD);
+        }
         if (c < regionPieces) {
             for (int i = 0; i < n; i++) {
                 long base = off[i] + extra;
