@@ -21,12 +21,13 @@ public final class Backends {
 
     /**
      * Why a backend cannot be benchmarked on the host-memory fixtures, or {@code null} when it can. CUDA given host
-     * memory uploads it on every call, which would time PCIe instead of the kernel, so CUDA needs device-resident
-     * fixtures, which the CUDA module offers no public way to make yet.
+     * memory uploads it on every call, which would time PCIe instead of the kernel; the GPU sweep lives in the CUDA
+     * device script, and {@code SubmitBench} run directly uploads its fixture with {@code CudaBackend.upload}.
      */
     public static String unbenchmarkable(String name) {
-        return name.equals("cuda") ? "cuda reads host memory only by uploading it on every call, which would time the "
-                + "copy, not the kernel; device-resident fixtures need a public device allocation in kvchecksum-kernels-cuda"
+        return name.equals("cuda") ? "the suite's fixtures are host memory, which cuda uploads on every call (timing the "
+                + "copy, not the kernel); GPU throughput comes from kernels-cuda/device-check.sh, and SubmitBench "
+                + "-p backend=cuda times one enqueue on uploaded device memory"
                 : null;
     }
 

@@ -1,6 +1,10 @@
 package io.kvchecksum.jmh;
 
+import io.kvchecksum.CacheLayer;
+import io.kvchecksum.KvCacheGroup;
 import io.kvchecksum.KvChecksum;
+import io.kvchecksum.KvMemory;
+import io.kvchecksum.KvRegion;
 import io.kvchecksum.PendingChecksums;
 import org.openjdk.jmh.annotations.AuxCounters;
 import org.openjdk.jmh.annotations.Benchmark;
@@ -17,6 +21,13 @@ import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 
+import java.lang.foreign.MemorySegment;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -26,6 +37,11 @@ import java.util.concurrent.TimeUnit;
  * <p>Only {@code submit} is timed; waiting for the result and releasing it happen in the per-invocation tear-down,
  * so one enqueue never queues behind the previous one's work. CPU backends compute inside {@code submit}, so this
  * benchmark is for {@link Backends#ASYNC} only.
+ *
+ * <p>The backend is opened through its module's counting entry ({@link SyncRecorder#open}) when it has one, so the
+ * synchronizing calls are counted. CUDA reads the KV from device memory: the fixture's segments are copied once in
+ * set-up with {@code CudaBackend.upload} (a submit of host memory would copy and wait on every call, timing PCIe), and
+ * the same layout is described on the copies.
  */
 @State(Scope.Thread)
 @BenchmarkMode(Mode.AverageTime)
@@ -61,6 +77,8 @@ public class SubmitBench {
     private KvChecksum kc;
     private KvFixture fx;
     private SyncRecorder recorder;
+    private KvCacheGroup group;
+    private final List<AutoCloseable> deviceBuffers = new ArrayList<>();
     private PendingChecksums pending;
 
     @Setup(Level.Trial)
@@ -68,11 +86,59 @@ public class SubmitBench {
         if (!Backends.ASYNC.contains(backend)) {
             throw new IllegalStateException("backend " + backend + " skipped: its submit computes on the calling thread");
         }
-        kc = Backends.open(backend);
+        SyncRecorder.Counted counted = SyncRecorder.open(backend);
+        kc = counted != null ? counted.backend() : Backends.open(backend);
+        recorder = counted;
         ModelShape s = ModelShape.of(shape);
         fx = KvFixture.create(s, s.tokens(size));
-        Oracle.of(fx).verify(kc, fx);
-        recorder = SyncRecorder.of(kc);
+        Oracle oracle = Oracle.of(fx);
+        oracle.verify(kc, fx);
+        group = backend.equals("cuda") ? onDevice(kc, fx.group(), deviceBuffers) : fx.group();
+        if (group != fx.group()) {
+            try (PendingChecksums p = kc.submit(group, fx.request())) {
+                Oracle.expectEqual(kc.description() + " on " + fx.shape().id() + ", " + fx.tokens()
+                        + " tokens: submit of device memory", oracle.blocks(), p.get());
+            }
+        }
+    }
+
+    /**
+     * The group with each distinct host segment copied to device memory by {@code CudaBackend.upload(MemorySegment)}
+     * (through reflection: no compile-time dependency on the CUDA module), same offsets and strides.
+     */
+    static KvCacheGroup onDevice(KvChecksum cuda, KvCacheGroup g, List<AutoCloseable> buffers) {
+        Method upload;
+        Method memory;
+        try {
+            upload = cuda.getClass().getMethod("upload", MemorySegment.class);
+            memory = upload.getReturnType().getMethod("memory");
+        } catch (NoSuchMethodException e) {
+            throw new IllegalStateException("backend " + cuda.name() + " skipped: its module has no public upload to "
+                    + "device memory (CudaBackend.upload), and host memory would time the copy, not the kernel", e);
+        }
+        Map<MemorySegment, KvMemory> moved = new HashMap<>();
+        List<CacheLayer> layers = new ArrayList<>();
+        for (CacheLayer l : g.layers()) {
+            layers.add(new CacheLayer(l.layer(), l.firstHead(), l.numHeads(), onDevice(l.k(), moved, cuda, upload, memory, buffers),
+                    l.v() == null ? null : onDevice(l.v(), moved, cuda, upload, memory, buffers)));
+        }
+        return new KvCacheGroup(layers, g.pageSize(), g.numPages());
+    }
+
+    private static KvRegion onDevice(KvRegion r, Map<MemorySegment, KvMemory> moved, KvChecksum cuda, Method upload,
+            Method memory, List<AutoCloseable> buffers) {
+        KvMemory m = r.memory() instanceof KvMemory.Host h ? moved.computeIfAbsent(h.segment(), seg -> {
+            try {
+                Object buffer = upload.invoke(cuda, seg);
+                buffers.add((AutoCloseable) buffer);
+                return (KvMemory) memory.invoke(buffer);
+            } catch (InvocationTargetException e) {
+                throw new IllegalStateException("upload to device memory failed: " + e.getCause(), e.getCause());
+            } catch (IllegalAccessException e) {
+                throw new IllegalStateException(e);
+            }
+        }) : r.memory();
+        return new KvRegion(m, r.offset(), r.pageStride(), r.tokenStride(), r.headStride(), r.cellBytes());
     }
 
     /** The timed part: one enqueue. */
@@ -80,7 +146,7 @@ public class SubmitBench {
     public PendingChecksums submit(SyncCounts counts) {
         SyncRecorder r = recorder;
         long before = r == null ? 0 : r.syncCalls();
-        PendingChecksums p = kc.submit(fx.group(), fx.request());
+        PendingChecksums p = kc.submit(group, fx.request());
         if (r != null) {
             counts.syncCalls += r.syncCalls() - before;
             counts.recordedSubmits++;
@@ -99,7 +165,11 @@ public class SubmitBench {
     }
 
     @TearDown(Level.Trial)
-    public void tearDown() {
+    public void tearDown() throws Exception {
+        for (AutoCloseable b : deviceBuffers) {
+            b.close();
+        }
+        deviceBuffers.clear();
         if (kc != null) {
             kc.close();
         }

@@ -23,6 +23,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
 import static io.kvchecksum.cuda.Cuda.check;
@@ -75,6 +76,7 @@ public final class CudaBackend implements KvChecksum {
     private final int maxBlocksPerLaunch;
     private final String description;
     private final Map<Long, ContextResources> contexts = new ConcurrentHashMap<>();
+    private final Set<DeviceBuffer> uploads = ConcurrentHashMap.newKeySet();
     private volatile boolean closed;
 
     /** Device 0. @throws BackendUnavailableException with the reason when CUDA cannot run here */
@@ -274,12 +276,72 @@ public final class CudaBackend implements KvChecksum {
         }
     }
 
+    /**
+     * Copies host bytes to new device memory in the primary context of this backend's device and returns when they are
+     * there: for benchmarks, tests and tools that hold the KV in host memory but want {@link #submit} and
+     * {@link #enqueue} to read device memory (so that what is timed is the kernel, not a copy over PCIe). Describe
+     * the regions on {@link DeviceBuffer#memory()} with the same offsets and strides as on the segment.
+     *
+     * <p>It allocates ({@code cuMemAlloc}) and waits for the copy ({@code cuStreamSynchronize} on the backend's own
+     * stream): never call it where synchronizing is not allowed. Engines pass their own device pointers instead.
+     *
+     * @param bytes host memory, native or heap (a heap segment is staged through native memory first)
+     * @return the device copy; close it (after the work reading it has finished) to free it, or close the backend
+     * @throws CudaException when the allocation or the copy fails (nothing is left allocated then)
+     */
+    public DeviceBuffer upload(MemorySegment bytes) {
+        ensureOpen();
+        if (bytes == null) {
+            throw new NullPointerException("bytes");
+        }
+        long size = bytes.byteSize();
+        ContextResources cr = primaryResources();
+        long[] p = new long[1];
+        check(d, d.cuMemAlloc(p, Math.max(16, size)), "cuMemAlloc(" + size + " bytes for upload)");
+        boolean done = false;
+        try {
+            if (size > 0) {
+                try (Arena arena = Arena.ofConfined()) {
+                    MemorySegment src = bytes.isNative() ? bytes : arena.allocate(size, 16).copyFrom(bytes);
+                    check(d, d.cuMemcpyHtoDAsync(p[0], src.address(), size, cr.ownStream), "cuMemcpyHtoDAsync(upload)");
+                    check(d, d.cuStreamSynchronize(cr.ownStream), "cuStreamSynchronize(upload)");
+                }
+            }
+            DeviceBuffer b = new DeviceBuffer(this, p[0], size);
+            uploads.add(b);
+            done = true;
+            return b;
+        } finally {
+            if (!done) {
+                d.cuStreamSynchronize(cr.ownStream);
+                d.cuMemFree(p[0]);
+            }
+        }
+    }
+
+    /** Frees an upload unless the backend's close already did. */
+    void free(DeviceBuffer b) {
+        if (uploads.remove(b)) {
+            makeCurrent(primaryContext);
+            check(d, d.cuMemFree(b.address()), "cuMemFree(" + b + ")");
+        }
+    }
+
     @Override
     public void close() {
         if (closed) {
             return;
         }
         closed = true;
+        if (!uploads.isEmpty()) {
+            d.cuCtxSetCurrent(primaryContext);
+            for (DeviceBuffer b : List.copyOf(uploads)) {
+                if (uploads.remove(b)) {
+                    b.detach();
+                    d.cuMemFree(b.address());
+                }
+            }
+        }
         for (ContextResources cr : contexts.values()) {
             d.cuCtxSetCurrent(cr.context);
             cr.close();

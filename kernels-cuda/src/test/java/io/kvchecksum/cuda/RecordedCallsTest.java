@@ -24,9 +24,8 @@ import static org.junit.jupiter.api.Assertions.fail;
  * after an event; and {@code get()} waits on that copy's event and nothing else.
  */
 class RecordedCallsTest {
-    /** Calls that block the host on the device, or may (cuMemFree can synchronize; synchronous copies do). */
-    static final Set<String> SYNCHRONIZING = Set.of("cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize",
-            "cuMemFree", "cuMemFreeHost", "cuMemcpy", "cuMemcpyHtoD", "cuMemcpyDtoH", "cuMemcpyDtoD", "cuStreamQuery");
+    /** Calls that block the host on the device, or may: the list benchmarks count too. */
+    static final Set<String> SYNCHRONIZING = SyncCounting.SYNCHRONIZING;
     /** Allowed in a steady-state enqueue: nothing allocates, nothing waits. */
     static final Set<String> STEADY = Set.of("cuStreamGetCtx", "cuCtxGetCurrent", "cuCtxSetCurrent", "cuMemcpyHtoDAsync",
             "cuLaunchKernel", "cuEventRecord", "cuStreamWaitEvent", "cuMemcpyDtoHAsync", "cuEventQuery");
