@@ -18,6 +18,9 @@ mkdir -p .device/lib
 mvn -q -pl kernels-cuda dependency:copy-dependencies -DincludeScope=test -DexcludeArtifactIds=junit-jupiter,junit-jupiter-engine,junit-platform-engine,junit-jupiter-params \
   -DoutputDirectory="$root/.device/lib"
 cp kernels-cuda/target/kvchecksum-kernels-cuda-*.jar .device/lib/
+# the OpenCL backend too, so the device script also runs the golden suite on the GPU's OpenCL driver
+mvn -q -pl kernels-opencl install -DskipTests
+cp kernels-opencl/target/kvchecksum-kernels-opencl-*.jar kernels-opencl/target/lib/jocl-*.jar .device/lib/
 jar --create --file .device/lib/kvchecksum-kernels-cuda-device-check.jar -C kernels-cuda/target/test-classes .
 
 # the golden classes without the vectors (those come from golden/src/main/resources on the device)
