@@ -75,6 +75,67 @@ class CpuBackendsTest {
     }
 
     @Test
+    void streamingPathAgreesOnRandomLayouts() {
+        // Requests over FastCpuBackend.PARALLEL_BYTES take the streaming (row-wise) loop and the thread split, with
+        // odd piece and head counts that leave vector tails.
+        Random rnd = new Random(SEED + 4);
+        int checked = 0;
+        for (int i = 0; i < 40 && checked < 6; i++) {
+            try (Arena arena = Arena.ofShared()) {
+                RandomCaches.Case c = RandomCaches.random(arena, rnd, 20_000, 40_000);
+                long bytes = c.group().bytesPerToken() * (c.request().numTokens() - c.request().startToken());
+                if (bytes < (4L << 20)) {
+                    continue;
+                }
+                checked++;
+                long[] expected = reference.blockChecksums(c.group(), c.request());
+                for (KvChecksum k : fast) {
+                    assertArrayEquals(expected, k.blockChecksums(c.group(), c.request()), k.description() + " · " + c.label());
+                }
+            }
+        }
+        assertEquals(6, checked, "streaming cases generated");
+    }
+
+    @Test
+    void streamingRowLoopAgreesOnTokenMajorLayouts() {
+        // Token-major layouts (heads side by side) over PARALLEL_BYTES read rows front to back; heads x pieces that
+        // are not multiples of the vector width exercise the scalar tail.
+        int[][] shapes = {{3, 8, 1}, {5, 24, 2}, {1, 576, 2}, {8, 128, 2}, {2, 40, 4}};
+        Random rnd = new Random(SEED + 5);
+        for (int[] sh : shapes) {
+            try (Arena arena = Arena.ofShared()) {
+                int heads = sh[0], headDim = sh[1], elem = sh[2];
+                long perPage = 2L * 16 * heads * headDim * elem;
+                int pages = (int) Math.max(8, (5L << 20) / 2 / perPage + 1);
+                var shape = new KvLayouts.PagedShape(pages, 16, heads, headDim, elem);
+                List<KvMemory> caches = new java.util.ArrayList<>();
+                for (int l = 0; l < 2; l++) {
+                    MemorySegment seg = arena.allocate(perPage * pages, 64);
+                    for (long o = 0; o + 8 <= seg.byteSize(); o += 8) {
+                        seg.set(ValueLayout.JAVA_LONG_UNALIGNED, o, rnd.nextLong());
+                    }
+                    caches.add(KvMemory.host(seg));
+                }
+                KvCacheGroup g = KvLayouts.vllmFlash(shape, 2 * heads, new int[] {5, 9}, caches);
+                java.util.List<Integer> ids = new java.util.ArrayList<>();
+                for (int i = 0; i < pages; i++) {
+                    ids.add(i);
+                }
+                java.util.Collections.shuffle(ids, rnd);
+                int[] table = ids.stream().mapToInt(Integer::intValue).toArray();
+                RequestBlocks r = RequestBlocks.of(table, pages * 16L - 7, 16);
+                long[] expected = reference.blockChecksums(g, r);
+                for (KvChecksum k : fast) {
+                    String msg = k.description() + " · heads " + heads + " head dim " + headDim + " x" + elem;
+                    assertArrayEquals(expected, k.blockChecksums(g, r), msg);
+                    assertEquals(reference.sliceSums(g, r), k.sliceSums(g, r), msg);
+                }
+            }
+        }
+    }
+
+    @Test
     void blocksRechunkIntoLargerBlocks() {
         Random rnd = new Random(SEED + 2);
         for (int i = 0; i < 100; i++) {

@@ -15,13 +15,18 @@ final class RandomCaches {
     }
 
     static Case random(Arena arena, Random rnd, int maxTokens) {
+        return random(arena, rnd, 1, maxTokens);
+    }
+
+    /** A random case of {@code minTokens .. maxTokens} tokens. */
+    static Case random(Arena arena, Random rnd, int minTokens, int maxTokens) {
         int layers = 1 + rnd.nextInt(3);
         int heads = 1 + rnd.nextInt(4);
         int kPieces = 1 + rnd.nextInt(20);
         int vPieces = rnd.nextInt(3) == 0 ? 0 : 1 + rnd.nextInt(20);
         int pageSize = 1 + rnd.nextInt(8);
         int blockSize = 1 + rnd.nextInt(20);
-        long numTokens = 1 + rnd.nextInt(maxTokens);
+        long numTokens = minTokens + rnd.nextInt(maxTokens - minTokens + 1);
         long firstBlock = rnd.nextInt(3) == 0 ? 0 : rnd.nextInt((int) Math.ceilDiv(numTokens, blockSize));
         long start = firstBlock * blockSize;
         int pagesNeeded = (int) Math.ceilDiv(numTokens - start, pageSize);

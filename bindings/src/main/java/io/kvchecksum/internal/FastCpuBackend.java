@@ -220,6 +220,12 @@ public final class FastCpuBackend implements KvChecksum {
         int maxTokens = (int) Math.min(request.blockSize(), request.numTokens() - start);
         long[] kOff = new long[maxTokens];
         long[] vOff = v == null ? null : new long[maxTokens];
+        long[] perHead = new long[layer.numHeads()];
+        // Requests past the sequential threshold are far larger than the caches: read them as a stream.
+        boolean streaming = kvBytes(group, request) >= PARALLEL_BYTES;
+        int rowPieces = layer.numHeads() * Math.max(kPieces, v == null ? 0 : v.pieces());
+        long[] scratchA = new long[rowPieces];
+        long[] scratchT = new long[rowPieces];
         for (int b = task.b0; b < task.b1; b++) {
             long block = request.firstBlock() + b;
             long t0 = request.blockStart(block);
@@ -233,13 +239,32 @@ public final class FastCpuBackend implements KvChecksum {
                     vOff[i] = v.offset() + page * v.pageStride() + slot * v.tokenStride();
                 }
             }
-            for (int h = 0; h < layer.numHeads(); h++) {
-                long s = KERNEL.sum(kSeg, kOff, h * k.headStride(), n, t0, pieces, 0, kPieces);
-                if (v != null) {
-                    s += KERNEL.sum(vSeg, vOff, h * v.headStride(), n, t0, pieces, kPieces, v.pieces());
-                }
-                sink.accept(h, b, s);
+            java.util.Arrays.fill(perHead, 0);
+            addRegion(kSeg, k, kOff, n, t0, pieces, 0, layer.numHeads(), scratchA, scratchT, perHead, streaming);
+            if (v != null) {
+                addRegion(vSeg, v, vOff, n, t0, pieces, kPieces, layer.numHeads(), scratchA, scratchT, perHead, streaming);
             }
+            for (int h = 0; h < layer.numHeads(); h++) {
+                sink.accept(h, b, perHead[h]);
+            }
+        }
+    }
+
+    /**
+     * Adds one region's part of every head's slice sum to {@code perHead}. Streaming from memory, where the heads'
+     * cells lie side by side (token-major layouts: vLLM flash, FlashInfer NHD, SGLang, MLA), each token's row is read
+     * front to back so the hardware prefetchers see sequential streams. Otherwise head by head, with the running sums
+     * in registers: the faster loop when the data is in cache, and the sequential one for head-major layouts, where a
+     * head's tokens are contiguous.
+     */
+    private static void addRegion(MemorySegment seg, KvRegion r, long[] off, int n, long t0, int pieces, int pieceBase,
+            int heads, long[] a, long[] t, long[] perHead, boolean streaming) {
+        if (streaming && (heads == 1 || r.headStride() == r.cellBytes())) {
+            KERNEL.sumRows(seg, off, n, t0, pieces, pieceBase, r.pieces(), heads, a, t, perHead);
+            return;
+        }
+        for (int h = 0; h < heads; h++) {
+            perHead[h] += KERNEL.sum(seg, off, h * r.headStride(), n, t0, pieces, pieceBase, r.pieces());
         }
     }
 

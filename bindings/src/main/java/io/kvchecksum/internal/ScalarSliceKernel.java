@@ -27,6 +27,22 @@ final class ScalarSliceKernel implements SliceKernel {
     }
 
     @Override
+    public void sumRows(MemorySegment segment, long[] tokenOffsets, int n, long t0, int cellPieces, int pieceBase,
+            int regionPieces, int heads, long[] a, long[] t, long[] out) {
+        int total = heads * regionPieces;
+        java.util.Arrays.fill(a, 0, total, 0);
+        java.util.Arrays.fill(t, 0, total, 0);
+        for (int i = 0; i < n; i++) {
+            long base = tokenOffsets[i];
+            for (int q = 0; q < total; q++) {
+                a[q] += segment.get(PIECE, base + 8L * q);
+                t[q] += a[q];
+            }
+        }
+        SliceKernel.finishRows(n, t0, cellPieces, pieceBase, regionPieces, heads, a, t, out);
+    }
+
+    @Override
     public String describe() {
         return "scalar";
     }

@@ -13,6 +13,31 @@ interface SliceKernel {
     long sum(MemorySegment segment, long[] tokenOffsets, long extra, int n, long t0, int cellPieces, int pieceBase,
             int regionPieces);
 
+    /**
+     * The same sums for all heads of a region whose heads lie side by side ({@code headStride == cellBytes}), reading
+     * each token's row of {@code heads * regionPieces} pieces front to back: sequential memory for token-major layouts.
+     * Adds head {@code h}'s sum to {@code out[h]}. {@code a} and {@code t} are scratch of at least
+     * {@code heads * regionPieces} longs.
+     */
+    void sumRows(MemorySegment segment, long[] tokenOffsets, int n, long t0, int cellPieces, int pieceBase, int regionPieces,
+            int heads, long[] a, long[] t, long[] out);
+
+    /** Adds each head's sum from the per-piece running sums {@code a} (sum of x) and {@code t} (sum of prefix sums). */
+    static void finishRows(int n, long t0, int cellPieces, int pieceBase, int regionPieces, int heads, long[] a, long[] t,
+            long[] out) {
+        long twoP = 2L * cellPieces;
+        long tokenTerm = twoP * (t0 + n);
+        for (int h = 0; h < heads; h++) {
+            long s = 0;
+            long w = 2L * pieceBase + 1 + tokenTerm;
+            for (int p = 0, q = h * regionPieces; p < regionPieces; p++, q++, w += 2) {
+                // (2*(t0*P + base + p) + 1)*A + 2P*(n*A - T)
+                s += a[q] * w - twoP * t[q];
+            }
+            out[h] += s;
+        }
+    }
+
     /** What the kernel is, for {@link io.kvchecksum.KvChecksum#description()}. */
     String describe();
 }

@@ -103,6 +103,66 @@ final class VectorSliceKernel implements SliceKernel {
     }
 
     @Override
+    public void sumRows(MemorySegment seg, long[] off, int n, long t0, int cellPieces, int pieceBase, int regionPieces,
+            int heads, long[] a, long[] t, long[] out) {
+        int total = heads * regionPieces;
+        int vectorEnd = total - total % L;
+        java.util.Arrays.fill(a, 0, total, 0);
+        java.util.Arrays.fill(t, 0, total, 0);
+        int i = 0;
+        // Four rows per pass: the running sums stay in registers across them, so a[] and t[] are read and written
+        // once per four tokens instead of once per token.
+        for (; i + 4 <= n; i += 4) {
+            long b0 = off[i], b1 = off[i + 1], b2 = off[i + 2], b3 = off[i + 3];
+            int q = 0;
+            for (; q < vectorEnd; q += L) {
+                long o = 8L * q;
+                LongVector sum = LongVector.fromArray(S, a, q);
+                LongVector tri = LongVector.fromArray(S, t, q);
+                sum = sum.add(LongVector.fromMemorySegment(S, seg, b0 + o, LE));
+                tri = tri.add(sum);
+                sum = sum.add(LongVector.fromMemorySegment(S, seg, b1 + o, LE));
+                tri = tri.add(sum);
+                sum = sum.add(LongVector.fromMemorySegment(S, seg, b2 + o, LE));
+                tri = tri.add(sum);
+                sum = sum.add(LongVector.fromMemorySegment(S, seg, b3 + o, LE));
+                tri = tri.add(sum);
+                sum.intoArray(a, q);
+                tri.intoArray(t, q);
+            }
+            for (; q < total; q++) {
+                long o = 8L * q;
+                long sum = a[q];
+                long tri = t[q];
+                sum += seg.get(PIECE, b0 + o);
+                tri += sum;
+                sum += seg.get(PIECE, b1 + o);
+                tri += sum;
+                sum += seg.get(PIECE, b2 + o);
+                tri += sum;
+                sum += seg.get(PIECE, b3 + o);
+                tri += sum;
+                a[q] = sum;
+                t[q] = tri;
+            }
+        }
+        for (; i < n; i++) {
+            long base = off[i];
+            int q = 0;
+            for (; q < vectorEnd; q += L) {
+                LongVector sum = LongVector.fromArray(S, a, q).add(LongVector.fromMemorySegment(S, seg, base + 8L * q, LE));
+                sum.intoArray(a, q);
+                LongVector.fromArray(S, t, q).add(sum).intoArray(t, q);
+            }
+            for (; q < total; q++) {
+                a[q] += seg.get(PIECE, base + 8L * q);
+                t[q] += a[q];
+            }
+        }
+        SliceKernel.finishRows(n, t0, cellPieces, pieceBase, regionPieces, heads, a, t, out);
+    }
+
+    @Override
     public String describe() {
         return "Vector API " + S.vectorBitSize() + "-bit";
     }
