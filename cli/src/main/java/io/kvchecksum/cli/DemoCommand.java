@@ -2,6 +2,7 @@ package io.kvchecksum.cli;
 
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 
@@ -37,8 +38,8 @@ final class DemoCommand implements Callable<Integer> {
     @Option(names = "--layers", paramLabel = "L", defaultValue = "32", description = "Layers (default ${DEFAULT-VALUE}).")
     int layers;
 
-    @Option(names = "--backend", paramLabel = "NAME", defaultValue = "auto", description = "auto (default), cpu, reference, cuda, opencl.")
-    String backend;
+    @Mixin
+    BackendOption backend;
 
     @Option(names = "--json", description = "Print the result as one JSON object instead of the table.")
     boolean json;
@@ -57,7 +58,7 @@ final class DemoCommand implements Callable<Integer> {
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter log = json ? new PrintWriter(OutputStream.nullOutputStream()) : out;
         Demo.Result r;
-        try (Backends b = Backends.open(backend, spec.commandLine())) {
+        try (Backends b = backend.open(spec.commandLine())) {
             r = Demo.run(c, b, log);
         }
         if (json) {

@@ -9,6 +9,7 @@ import io.kvchecksum.cli.dump.KvDump;
 import io.kvchecksum.cli.dump.Tensor;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
@@ -64,8 +65,8 @@ final class DiffCommand implements Callable<Integer> {
     @Option(names = "--head-offset", paramLabel = "H0", defaultValue = "0", description = "Global head number of head 0 (both).")
     int headOffset;
 
-    @Option(names = "--backend", paramLabel = "NAME", defaultValue = "auto", description = "auto (default), cpu, reference, cuda, opencl.")
-    String backend;
+    @Mixin
+    BackendOption backend;
 
     @Option(names = "--json", description = "Print one JSON object on stdout.")
     boolean json;
@@ -95,7 +96,7 @@ final class DiffCommand implements Callable<Integer> {
             KvDump db = KvDump.of(fb, new KvDump.Options(lb, bs, numTokens, firstBlock, headOffset));
             Result r;
             String desc;
-            try (Backends be = Backends.open(backend, spec.commandLine())) {
+            try (Backends be = backend.open(spec.commandLine())) {
                 r = compare(da, db, be, err, !quiet);
                 desc = be.backend().description();
             }

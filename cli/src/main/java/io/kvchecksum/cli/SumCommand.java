@@ -38,9 +38,8 @@ final class SumCommand implements Callable<Integer> {
     @Mixin
     DumpOptions dumpOptions;
 
-    @Option(names = "--backend", paramLabel = "NAME", defaultValue = "auto",
-            description = "auto (default), cpu, reference, cuda, opencl.")
-    String backend;
+    @Mixin
+    BackendOption backend;
 
     @Option(names = "--json", description = "Print one JSON object on stdout.")
     boolean json;
@@ -66,7 +65,7 @@ final class SumCommand implements Callable<Integer> {
         PrintWriter err = spec.commandLine().getErr();
         try (DumpFile file = DumpFile.open(dump)) {
             KvDump d = KvDump.of(file, dumpOptions.options(blockSize));
-            try (Backends b = Backends.open(backend, spec.commandLine());
+            try (Backends b = backend.open(spec.commandLine());
                     Progress p = new Progress(err, !quiet, "sum", d.kvBytes())) {
                 long[] values = b.blockChecksums(d, p);
                 p.close();

@@ -58,9 +58,8 @@ final class VerifyCommand implements Callable<Integer> {
     @Mixin
     FingerprintOptions fingerprint;
 
-    @Option(names = "--backend", paramLabel = "NAME", defaultValue = "auto",
-            description = "auto (default), cpu, reference, cuda, opencl.")
-    String backend;
+    @Mixin
+    BackendOption backend;
 
     @Option(names = "--json", description = "Print one JSON object on stdout.")
     boolean json;
@@ -94,7 +93,7 @@ final class VerifyCommand implements Callable<Integer> {
                 d = KvDump.of(file, new KvDump.Options(o.layout(), b, exp.numTokens(), o.firstBlock(), o.headOffset()));
             }
             RequestBlocks r = d.request();
-            try (Backends be = Backends.open(backend, spec.commandLine());
+            try (Backends be = backend.open(spec.commandLine());
                     Progress p = new Progress(err, !quiet, "verify", d.kvBytes())) {
                 long[] values = be.blockChecksums(d, p);
                 p.close();
