@@ -28,6 +28,63 @@ final class VectorSliceKernel implements SliceKernel {
 
     @Override
     public long sum(MemorySegment seg, long[] off, long extra, int n, long t0, int cellPieces, int pieceBase, int regionPieces) {
+        if (regionPieces == 8 * L) {
+            return eightVectorCells(seg, off, extra, n, t0, cellPieces, pieceBase);
+        }
+        return chunkByChunk(seg, off, extra, n, t0, cellPieces, pieceBase, regionPieces);
+    }
+
+    /**
+     * Cells of exactly eight vectors (bf16 head dim 128 on AVX2), each read front to back in one pass. With
+     * {@code q = 8L*i + k} the position of piece {@code k} of token {@code i} in the concatenated cells, the weight
+     * {@code 2((t0+i)P + base + k) + 1} is {@code 2(t0*P + base) + 1 + 2q + 2i(P - 8L)}; so the sum needs only
+     * {@code sum x}, {@code sum q*x} and {@code sum_i i*X_i} ({@code X_i} a cell's total), all running sums.
+     */
+    private static long eightVectorCells(MemorySegment seg, long[] off, long extra, int n, long t0, int cellPieces,
+            int pieceBase) {
+        final LongVector zero = LongVector.zero(S);
+        LongVector a0 = zero, a1 = zero, a2 = zero, a3 = zero;   // running sums of x, by vector index mod 4
+        LongVector s0 = zero, s1 = zero, s2 = zero, s3 = zero;   // running sums of those
+        LongVector r = zero;                                      // running sum over cells of all x so far
+        final long bytes = 8L * L;
+        for (int i = 0; i < n; i++) {
+            long a = off[i] + extra;
+            a0 = a0.add(LongVector.fromMemorySegment(S, seg, a, LE));
+            a1 = a1.add(LongVector.fromMemorySegment(S, seg, a + bytes, LE));
+            a2 = a2.add(LongVector.fromMemorySegment(S, seg, a + 2 * bytes, LE));
+            a3 = a3.add(LongVector.fromMemorySegment(S, seg, a + 3 * bytes, LE));
+            s0 = s0.add(a0);
+            s1 = s1.add(a1);
+            s2 = s2.add(a2);
+            s3 = s3.add(a3);
+            a0 = a0.add(LongVector.fromMemorySegment(S, seg, a + 4 * bytes, LE));
+            a1 = a1.add(LongVector.fromMemorySegment(S, seg, a + 5 * bytes, LE));
+            a2 = a2.add(LongVector.fromMemorySegment(S, seg, a + 6 * bytes, LE));
+            a3 = a3.add(LongVector.fromMemorySegment(S, seg, a + 7 * bytes, LE));
+            s0 = s0.add(a0);
+            s1 = s1.add(a1);
+            s2 = s2.add(a2);
+            s3 = s3.add(a3);
+            r = r.add(a0.add(a1)).add(a2.add(a3));
+        }
+        long perSet = 2L * n;                                  // vectors in each of the four sets
+        LongVector g = a0.add(a1).add(a2.add(a3));
+        long sumX = g.reduceLanes(VectorOperators.ADD);
+        // sum over vectors v of v*x_v, with v = 4u + set: 4*(perSet*A_set - S_set) + set*A_set
+        long vx = 4 * (perSet * sumX - s0.add(s1).add(s2.add(s3)).reduceLanes(VectorOperators.ADD))
+                + a1.reduceLanes(VectorOperators.ADD) + 2 * a2.reduceLanes(VectorOperators.ADD)
+                + 3 * a3.reduceLanes(VectorOperators.ADD);
+        long laneWeighted = 0;
+        for (int l = 1; l < L; l++) {
+            laneWeighted += l * g.lane(l);
+        }
+        long qx = L * vx + laneWeighted;                          // sum q*x
+        long iX = n * sumX - r.reduceLanes(VectorOperators.ADD);  // sum_i i*X_i
+        return (2 * (t0 * cellPieces + pieceBase) + 1) * sumX + 2 * qx + 2 * (cellPieces - 8L * L) * iX;
+    }
+
+    private static long chunkByChunk(MemorySegment seg, long[] off, long extra, int n, long t0, int cellPieces, int pieceBase,
+            int regionPieces) {
         final LongVector zero = LongVector.zero(S);
         LongVector g = zero;      // sum over chunks of A_c
         LongVector run = zero;    // running sum of A_c over chunks so far
