@@ -14,6 +14,12 @@ final class ScalarSliceKernel implements SliceKernel {
     @Override
     public long sum(MemorySegment segment, long[] tokenOffsets, long extra, int n, long t0, int cellPieces, int pieceBase,
             int regionPieces) {
+        return direct(segment, tokenOffsets, extra, n, t0, cellPieces, pieceBase, regionPieces);
+    }
+
+    /** {@link SliceKernel#sum} in the direct form; also the vector kernel's tail for pieces short of a vector. */
+    static long direct(MemorySegment segment, long[] tokenOffsets, long extra, int n, long t0, int cellPieces, int pieceBase,
+            int regionPieces) {
         long s = 0;
         for (int i = 0; i < n; i++) {
             long base = tokenOffsets[i] + extra;

@@ -86,8 +86,7 @@ final class VectorSliceKernel implements SliceKernel {
     private static long chunkByChunk(MemorySegment seg, long[] off, long extra, int n, long t0, int cellPieces, int pieceBase,
             int regionPieces) {
         final LongVector zero = LongVector.zero(S);
-        LongVector g = zero;      // sum over chunks of A_c
-        LongVector run = zero;    // running sum of A_c over chunks so far
+        LongVector run = zero;    // running sum of A_c over chunks so far; at the end, G = sum over chunks of A_c
         LongVector h = zero;      // sum over chunks of run: = sum_c A_c * (chunks - c)
         LongVector tt = zero;     // sum over chunks of T_c
         int chunks = 0;
@@ -133,7 +132,7 @@ final class VectorSliceKernel implements SliceKernel {
         }
         long total = 0;
         if (chunks > 0) {
-            g = run;
+            LongVector g = run;
             long sumG = g.reduceLanes(VectorOperators.ADD);
             // sum_c c*A_c = chunks*G - H, lane by lane
             long sumCA = chunks * sumG - h.reduceLanes(VectorOperators.ADD);
@@ -147,14 +146,7 @@ final class VectorSliceKernel implements SliceKernel {
                     - twoP * tt.reduceLanes(VectorOperators.ADD);
         }
         if (c < regionPieces) {
-            for (int i = 0; i < n; i++) {
-                long base = off[i] + extra;
-                long w = 2 * ((t0 + i) * cellPieces + pieceBase + c) + 1;
-                for (int p = c; p < regionPieces; p++) {
-                    total += seg.get(PIECE, base + 8L * p) * w;
-                    w += 2;
-                }
-            }
+            total += ScalarSliceKernel.direct(seg, off, extra + 8L * c, n, t0, cellPieces, pieceBase + c, regionPieces - c);
         }
         return total;
     }
