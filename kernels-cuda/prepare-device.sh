@@ -21,6 +21,7 @@ cp kernels-cuda/target/kvchecksum-kernels-cuda-*.jar .device/lib/
 # the OpenCL backend too, so the device script also runs the golden suite on the GPU's OpenCL driver
 mvn -q -pl kernels-opencl install -DskipTests
 cp kernels-opencl/target/kvchecksum-kernels-opencl-*.jar kernels-opencl/target/lib/jocl-*.jar .device/lib/
+jar --create --file .device/lib/kvchecksum-kernels-opencl-device-check.jar -C kernels-opencl/target/test-classes io/kvchecksum/opencl
 jar --create --file .device/lib/kvchecksum-kernels-cuda-device-check.jar -C kernels-cuda/target/test-classes .
 
 # the golden classes without the vectors (those come from golden/src/main/resources on the device)

@@ -1,6 +1,7 @@
 #!/bin/sh
 # Runs the golden suite through the OpenCL backend on this machine's OpenCL driver (e.g. NVIDIA's on a GPU box).
-# Needs: `mvn -pl kernels-opencl package` (or install) done beforehand, so target/ holds the jar and target/lib/.
+# Needs: `mvn -pl kernels-opencl -am package -DskipTests` done beforehand, so target/ holds the jar, the test classes
+# (DeviceCheck is one) and target/lib/.
 # Usage: kernels-opencl/device-check.sh [device]   device: "platform:device" index or a name substring
 # Env:   JAVA (default $JAVA_HOME/bin/java, else java on PATH); KVCHECKSUM_OPENCL_CP replaces the class path
 #        (the CUDA device script passes the jars it carries in .device/lib)
@@ -38,5 +39,5 @@ if [ -z "${OCL_ICD_VENDORS:-}" ] && ! ls /etc/OpenCL/vendors/*.icd >/dev/null 2>
     echo "device-check: no ICD files installed; using $nv"
   fi
 fi
-cp=${KVCHECKSUM_OPENCL_CP:-"$here/target/kvchecksum-kernels-opencl-0.1.0-SNAPSHOT.jar:$here/target/lib/*"}
+cp=${KVCHECKSUM_OPENCL_CP:-"$here/target/test-classes:$here/target/kvchecksum-kernels-opencl-0.1.0-SNAPSHOT.jar:$here/target/lib/*"}
 exec "$java" --enable-native-access=ALL-UNNAMED -cp "$cp" io.kvchecksum.opencl.DeviceCheck "$@"

@@ -12,9 +12,15 @@ package io.kvchecksum;
  * {@link Long#toUnsignedString}). The dtype of the KV does not matter: bytes are bytes. Results are exact: two
  * backends agree bit for bit or one of them is wrong.
  *
- * <p>Every method validates its arguments completely before reading any KV byte and throws
- * {@link InvalidLayoutException} naming the problem: a page id out of range, a table too short, memory the backend
- * cannot read (device memory on a CPU backend). Nothing is read outside the regions described.
+ * <p>A backend implements what differs per backend and nothing else: the fused block checksums, the slice sums, and
+ * {@code submit}. The other two operations of the checksum are pure functions on the value types, the same for
+ * every backend: the per-layer/head combination {@link SliceSums#combine()} and block-size rechunking
+ * {@link Rechunked#of}.
+ *
+ * <p>Arguments are validated once, when the {@link SlicePlan} is built (the methods taking a group and a request
+ * build it first): bad input throws {@link InvalidLayoutException} naming the problem before any KV byte is read,
+ * e.g. a page id out of range, a table too short, memory the backend cannot read (device memory on a CPU backend).
+ * Nothing is read outside the regions described. A plan may be built once and passed to many calls.
  *
  * <p>Backends are thread-safe: several threads may call one instance at once. Obtain them from {@link KvChecksums}.
  */
@@ -28,36 +34,36 @@ public interface KvChecksum extends AutoCloseable {
 
     /**
      * The fused single pass: one checksum per block position {@code firstBlock .. ceil(numTokens/blockSize)-1} of the
-     * request, over all layers and heads of the group, each KV byte read once.
-     */
-    long[] blockChecksums(KvCacheGroup group, RequestBlocks request);
-
-    /** The per-slice weighted sums for the same blocks, one row per (layer, head) slice. */
-    SliceSums sliceSums(KvCacheGroup group, RequestBlocks request);
-
-    /**
-     * The per-layer/head combination: {@code c_b = sum over slices of m(layer, head) * s[slice][b]}.
-     * {@code combine(sliceSums(g, r))} equals {@code blockChecksums(g, r)}.
-     */
-    long[] combine(SliceSums sums);
-
-    /**
-     * Block-size rechunking: sums consecutive checksums of blocks of size {@code B} into checksums of size
-     * {@code factor*B}, exact because piece indices count from the request's first token.
+     * plan's request, over all layers and heads of the group, each KV byte read once.
      *
-     * <p>{@code values[i]} is the checksum of block {@code firstBlock + i}, and the input must run to the request's
-     * last block. Chunks that the input does not cover whole are left out: the result starts at chunk
-     * {@code ceil(firstBlock/factor)}; the last chunk, which ends with the request, is whole even if it holds fewer
-     * than {@code factor} blocks.
+     * @throws InvalidLayoutException when the plan's memory is of a kind this backend cannot read
      */
-    Rechunked rechunk(long[] values, long firstBlock, int factor);
+    long[] blockChecksums(SlicePlan plan);
+
+    /** The per-slice weighted sums for the same blocks, one row per (layer, head) slice in the plan's order. */
+    SliceSums sliceSums(SlicePlan plan);
 
     /**
-     * Starts {@link #blockChecksums} and returns before it finishes where the backend can (GPU backends enqueue on a
-     * stream and return at once); CPU backends compute on the calling thread and return completed values.
+     * Starts {@link #blockChecksums(SlicePlan)} and returns before it finishes where the backend can (GPU backends
+     * enqueue and return at once); CPU backends compute on the calling thread and return completed values.
      */
+    default PendingChecksums submit(SlicePlan plan) {
+        return PendingChecksums.completed(blockChecksums(plan));
+    }
+
+    /** {@link #blockChecksums(SlicePlan)} of a plan built (and validated) for this one call. */
+    default long[] blockChecksums(KvCacheGroup group, RequestBlocks request) {
+        return blockChecksums(SlicePlan.of(group, request));
+    }
+
+    /** {@link #sliceSums(SlicePlan)} of a plan built (and validated) for this one call. */
+    default SliceSums sliceSums(KvCacheGroup group, RequestBlocks request) {
+        return sliceSums(SlicePlan.of(group, request));
+    }
+
+    /** {@link #submit(SlicePlan)} of a plan built (and validated) for this one call. */
     default PendingChecksums submit(KvCacheGroup group, RequestBlocks request) {
-        return PendingChecksums.completed(blockChecksums(group, request));
+        return submit(SlicePlan.of(group, request));
     }
 
     /** Releases native resources; the pure-Java backends hold none. */

@@ -9,24 +9,26 @@ import java.util.Arrays;
  * {@code [b*blockSize, min((b+1)*blockSize, numTokens))}, so slots past {@code numTokens} in the last block are never
  * read. Blocks {@code firstBlock .. ceil(numTokens/blockSize)-1} are checksummed, one value each.
  *
- * <p>{@code blockTable[i]} is the physical page holding request positions
+ * <p>{@code pageTable[i]} is the physical page holding request positions
  * {@code [start + i*pageSize, start + (i+1)*pageSize)} where {@code start = firstBlock*blockSize}: position
- * {@code t} is in page {@code blockTable[(t-start)/pageSize]}, slot {@code (t-start)%pageSize}. The table therefore
+ * {@code t} is in page {@code pageTable[(t-start)/pageSize]}, slot {@code (t-start)%pageSize}. The table therefore
  * starts at the first checksummed block, not at the request's first token; entries past the last needed one are
  * ignored. The array is copied.
  *
- * @param blockTable physical page ids, one per page of the checksummed range
+ * <p>The table is checked against a group's pages once, when a {@link SlicePlan} is built from both.
+ *
+ * @param pageTable physical page ids, one per page of the checksummed range
  * @param numTokens the request's token count ({@code num_computed_tokens} on a producer)
  * @param firstBlock the first block position to checksum (a consumer's first loaded block)
  * @param blockSize tokens per checksum block
  */
-public record RequestBlocks(int[] blockTable, long numTokens, long firstBlock, int blockSize) {
+public record RequestBlocks(int[] pageTable, long numTokens, long firstBlock, int blockSize) {
 
     public RequestBlocks {
-        if (blockTable == null) {
-            throw new InvalidLayoutException("blockTable is null");
+        if (pageTable == null) {
+            throw new InvalidLayoutException("pageTable is null");
         }
-        blockTable = blockTable.clone();
+        pageTable = pageTable.clone();
         if (blockSize <= 0) {
             throw new InvalidLayoutException("blockSize must be positive, got " + blockSize);
         }
@@ -49,13 +51,13 @@ public record RequestBlocks(int[] blockTable, long numTokens, long firstBlock, i
     }
 
     /** The blocks of a request from its first token. */
-    public static RequestBlocks of(int[] blockTable, long numTokens, int blockSize) {
-        return new RequestBlocks(blockTable, numTokens, 0, blockSize);
+    public static RequestBlocks of(int[] pageTable, long numTokens, int blockSize) {
+        return new RequestBlocks(pageTable, numTokens, 0, blockSize);
     }
 
     /** The blocks from {@code firstBlock} on, with a table that starts at that block. */
-    public static RequestBlocks of(int[] blockTable, long numTokens, long firstBlock, int blockSize) {
-        return new RequestBlocks(blockTable, numTokens, firstBlock, blockSize);
+    public static RequestBlocks of(int[] pageTable, long numTokens, long firstBlock, int blockSize) {
+        return new RequestBlocks(pageTable, numTokens, firstBlock, blockSize);
     }
 
     /** The first request position checksummed: {@code firstBlock * blockSize}. */
@@ -87,52 +89,36 @@ public record RequestBlocks(int[] blockTable, long numTokens, long firstBlock, i
         return Math.ceilDiv(numTokens - startToken(), (long) pageSize);
     }
 
-    /**
-     * Checks the table against a cache group: enough entries for the range, and every used page id within
-     * {@code 0 .. numPages-1}.
-     *
-     * @throws InvalidLayoutException naming the first bad entry
-     */
-    public void validateAgainst(KvCacheGroup group) {
-        long needed = pagesNeeded(group.pageSize());
-        if (blockTable.length < needed) {
-            throw new InvalidLayoutException("blockTable has " + blockTable.length + " entries but tokens "
-                    + startToken() + ".." + (numTokens - 1) + " need " + needed + " pages of " + group.pageSize() + " slots");
-        }
-        for (int i = 0; i < needed; i++) {
-            int page = blockTable[i];
-            if (page < 0 || page >= group.numPages()) {
-                throw new InvalidLayoutException("blockTable[" + i + "] = " + page + " is out of range: the cache has "
-                        + group.numPages() + " pages (valid ids 0.." + (group.numPages() - 1) + ")");
-            }
-        }
+    /** The page table, copied. */
+    @Override
+    public int[] pageTable() {
+        return pageTable.clone();
     }
 
-    /** The block table, copied. */
-    @Override
-    public int[] blockTable() {
-        return blockTable.clone();
+    /** The number of entries of the page table. */
+    public int tableLength() {
+        return pageTable.length;
     }
 
     /** The table entry {@code i} without copying the table. */
     public int page(int i) {
-        return blockTable[i];
+        return pageTable[i];
     }
 
     @Override
     public boolean equals(Object o) {
-        return o instanceof RequestBlocks r && Arrays.equals(blockTable, r.blockTable) && numTokens == r.numTokens
+        return o instanceof RequestBlocks r && Arrays.equals(pageTable, r.pageTable) && numTokens == r.numTokens
                 && firstBlock == r.firstBlock && blockSize == r.blockSize;
     }
 
     @Override
     public int hashCode() {
-        return Arrays.hashCode(blockTable) * 31 + Long.hashCode(numTokens * 31 + firstBlock) + blockSize;
+        return Arrays.hashCode(pageTable) * 31 + Long.hashCode(numTokens * 31 + firstBlock) + blockSize;
     }
 
     @Override
     public String toString() {
-        return "RequestBlocks[pages=" + blockTable.length + ", numTokens=" + numTokens + ", firstBlock=" + firstBlock
+        return "RequestBlocks[pages=" + pageTable.length + ", numTokens=" + numTokens + ", firstBlock=" + firstBlock
                 + ", blockSize=" + blockSize + "]";
     }
 }

@@ -32,6 +32,24 @@ public record SliceSums(int[] layers, int[] heads, long firstBlock, int numBlock
         return values[slice * numBlocks + block];
     }
 
+    /**
+     * The per-layer/head combination, the second of the checksum's three operations:
+     * {@code c_b = sum over slices i of m(layer_i, head_i) * s[i][b]} modulo 2^64. Equals the backend's fused
+     * {@link KvChecksum#blockChecksums} of the same group and request. Pure: the one implementation every backend and
+     * the engine use.
+     */
+    public long[] combine() {
+        long[] out = new long[numBlocks];
+        for (int i = 0; i < layers.length; i++) {
+            long m = Definition.factor(layers[i], heads[i]);
+            int row = i * numBlocks;
+            for (int b = 0; b < numBlocks; b++) {
+                out[b] += m * values[row + b];
+            }
+        }
+        return out;
+    }
+
     /** The number of slices. */
     public int numSlices() {
         return layers.length;

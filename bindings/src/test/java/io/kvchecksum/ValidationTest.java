@@ -6,6 +6,8 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -24,8 +26,8 @@ class ValidationTest {
         try (Arena a = Arena.ofConfined()) {
             KvCacheGroup g = KvLayouts.vllmFlash(SHAPE, 0, null, List.of(KvMemory.host(a.allocate(LAYER_BYTES))));
             for (KvChecksum k : List.of(KvChecksums.reference(), KvChecksums.cpu())) {
-                assertMessage(() -> k.blockChecksums(g, RequestBlocks.of(new int[] {0, 4}, 20, 16)), "blockTable[1] = 4 is out of range");
-                assertMessage(() -> k.blockChecksums(g, RequestBlocks.of(new int[] {-1}, 5, 16)), "blockTable[0] = -1");
+                assertMessage(() -> k.blockChecksums(g, RequestBlocks.of(new int[] {0, 4}, 20, 16)), "pageTable[1] = 4 is out of range");
+                assertMessage(() -> k.blockChecksums(g, RequestBlocks.of(new int[] {-1}, 5, 16)), "pageTable[0] = -1");
                 assertMessage(() -> k.blockChecksums(g, RequestBlocks.of(new int[] {0}, 20, 16)), "need 2 pages");
             }
         }
@@ -70,6 +72,31 @@ class ValidationTest {
         KvCacheGroup g = KvLayouts.vllmFlash(SHAPE, 0, null, List.of(d));
         for (KvChecksum k : List.of(KvChecksums.reference(), KvChecksums.cpu())) {
             assertMessage(() -> k.blockChecksums(g, RequestBlocks.of(new int[] {0}, 3, 16)), "reads host memory only");
+        }
+    }
+
+    @Test
+    void badRechunkArgumentsAreRejected() {
+        assertMessage(() -> Rechunked.of(null, 0, 2), "values is null");
+        assertMessage(() -> Rechunked.of(new long[] {1, 2}, 0, 0), "factor must be positive");
+        assertMessage(() -> Rechunked.of(new long[] {1, 2}, -1, 2), "firstBlock must be non-negative");
+        assertEquals(0, Rechunked.of(new long[0], 3, 2).numChunks());
+    }
+
+    @Test
+    void aPlanIsValidatedOnceAndReusable() {
+        try (Arena arena = Arena.ofConfined()) {
+            KvCacheGroup g = KvLayouts.vllmFlash(SHAPE, 0, null, List.of(KvMemory.host(arena.allocate(1 << 16, 64))));
+            assertMessage(() -> SlicePlan.of(g, RequestBlocks.of(new int[] {0, 99}, 20, 16)), "pageTable[1] = 99");
+            assertMessage(() -> SlicePlan.of(null, RequestBlocks.of(new int[] {0}, 1, 16)), "must not be null");
+            SlicePlan plan = SlicePlan.of(g, RequestBlocks.of(new int[] {1, 0, 7}, 20, 16));
+            assertEquals(SlicePlan.Residency.HOST, plan.residency());
+            assertEquals(2, plan.numPages());
+            assertEquals(2, plan.numBlocks());
+            for (KvChecksum k : List.of(KvChecksums.reference(), KvChecksums.cpu())) {
+                assertArrayEquals(k.blockChecksums(plan), k.blockChecksums(plan), k.name());
+                assertArrayEquals(k.blockChecksums(plan), k.sliceSums(plan).combine(), k.name());
+            }
         }
     }
 

@@ -1,13 +1,9 @@
 package io.kvchecksum.internal;
 
-import io.kvchecksum.CacheLayer;
-import io.kvchecksum.Definition;
-import io.kvchecksum.KvCacheGroup;
 import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvMemory;
-import io.kvchecksum.KvRegion;
-import io.kvchecksum.Rechunked;
 import io.kvchecksum.RequestBlocks;
+import io.kvchecksum.SlicePlan;
 import io.kvchecksum.SliceSums;
 
 import java.lang.foreign.MemorySegment;
@@ -65,13 +61,13 @@ public final class FastCpuBackend implements KvChecksum {
     }
 
     @Override
-    public long[] blockChecksums(KvCacheGroup group, RequestBlocks request) {
-        Checks.validate(group, request, name(), true);
-        long[] out = new long[request.numBlocks()];
-        run(group, request, (task) -> {
+    public long[] blockChecksums(SlicePlan plan) {
+        plan.requireHost(name(), "");
+        long[] out = new long[plan.numBlocks()];
+        run(plan, (task) -> {
             long[] part = new long[task.b1 - task.b0];
-            CacheLayer l = task.layer;
-            compute(group, request, task, (h, b, s) -> part[b - task.b0] += Definition.factor(l.layer(), l.firstHead() + h) * s);
+            int first = task.run.firstSlice();
+            compute(plan, task, (h, b, s) -> part[b - task.b0] += plan.slice(first + h).factor() * s);
             return () -> {
                 for (int i = 0; i < part.length; i++) {
                     out[task.b0 + i] += part[i];
@@ -82,39 +78,16 @@ public final class FastCpuBackend implements KvChecksum {
     }
 
     @Override
-    public SliceSums sliceSums(KvCacheGroup group, RequestBlocks request) {
-        Checks.validate(group, request, name(), true);
-        int nb = request.numBlocks();
-        int ns = group.numSlices();
-        int[] layers = new int[ns];
-        int[] heads = new int[ns];
-        int[] firstSlice = new int[group.layers().size()];
-        int slice = 0;
-        for (int li = 0; li < group.layers().size(); li++) {
-            CacheLayer l = group.layers().get(li);
-            firstSlice[li] = slice;
-            for (int h = 0; h < l.numHeads(); h++, slice++) {
-                layers[slice] = l.layer();
-                heads[slice] = l.firstHead() + h;
-            }
-        }
-        long[] values = new long[ns * nb];
-        run(group, request, (task) -> {
-            int row0 = firstSlice[task.layerIndex];
-            compute(group, request, task, (h, b, s) -> values[(row0 + h) * nb + b] = s);
+    public SliceSums sliceSums(SlicePlan plan) {
+        plan.requireHost(name(), "");
+        int nb = plan.numBlocks();
+        long[] values = new long[plan.numSlices() * nb];
+        run(plan, (task) -> {
+            int row0 = task.run.firstSlice();
+            compute(plan, task, (h, b, s) -> values[(row0 + h) * nb + b] = s);
             return () -> { };
         });
-        return new SliceSums(layers, heads, request.firstBlock(), nb, values);
-    }
-
-    @Override
-    public long[] combine(SliceSums sums) {
-        return Arithmetic.combine(sums);
-    }
-
-    @Override
-    public Rechunked rechunk(long[] values, long firstBlock, int factor) {
-        return Arithmetic.rechunk(values, firstBlock, factor);
+        return plan.sliceSums(values);
     }
 
     @Override
@@ -126,7 +99,7 @@ public final class FastCpuBackend implements KvChecksum {
      * A layer and a range of block columns {@code [b0, b1)}; {@code streaming} when the request is far larger than
      * the caches, so its bytes come from memory.
      */
-    private record Task(int layerIndex, CacheLayer layer, int b0, int b1, boolean streaming) {
+    private record Task(SlicePlan.LayerRun run, int b0, int b1, boolean streaming) {
     }
 
     @FunctionalInterface
@@ -140,13 +113,13 @@ public final class FastCpuBackend implements KvChecksum {
         Runnable run(Task task);
     }
 
-    private void run(KvCacheGroup group, RequestBlocks request, TaskBody body) {
-        int nb = request.numBlocks();
+    private void run(SlicePlan plan, TaskBody body) {
+        int nb = plan.numBlocks();
         if (nb == 0) {
             return;
         }
-        boolean parallel = parallel(group, request);
-        List<Task> tasks = plan(group, request, nb, parallel);
+        boolean parallel = parallel(plan);
+        List<Task> tasks = tasks(plan, nb, parallel);
         if (!parallel || tasks.size() == 1) {
             for (Task t : tasks) {
                 body.run(t).run();
@@ -172,61 +145,65 @@ public final class FastCpuBackend implements KvChecksum {
         }
     }
 
-    private boolean parallel(KvCacheGroup group, RequestBlocks request) {
-        return threads > 1 && kvBytes(group, request) >= PARALLEL_BYTES && sharable(group);
+    private boolean parallel(SlicePlan plan) {
+        return threads > 1 && kvBytes(plan) >= PARALLEL_BYTES && sharable(plan);
     }
 
     /** Segments of a confined arena may only be read by their owner thread: such requests stay on the caller. */
-    private static boolean sharable(KvCacheGroup group) {
-        for (CacheLayer l : group.layers()) {
-            if (!((KvMemory.Host) l.k().memory()).segment().isAccessibleBy(NOT_THE_CALLER)
-                    || (l.v() != null && !((KvMemory.Host) l.v().memory()).segment().isAccessibleBy(NOT_THE_CALLER))) {
+    private static boolean sharable(SlicePlan plan) {
+        for (SlicePlan.Slice s : plan.slices()) {
+            if (!((KvMemory.Host) s.k().memory()).segment().isAccessibleBy(NOT_THE_CALLER)
+                    || (s.v() != null && !((KvMemory.Host) s.v().memory()).segment().isAccessibleBy(NOT_THE_CALLER))) {
                 return false;
             }
         }
         return true;
     }
 
-    private static long kvBytes(KvCacheGroup group, RequestBlocks request) {
-        return group.bytesPerToken() * (request.numTokens() - request.startToken());
+    private static long kvBytes(SlicePlan plan) {
+        RequestBlocks request = plan.request();
+        return plan.group().bytesPerToken() * (request.numTokens() - request.startToken());
     }
 
     /** One task per layer when sequential; when parallel, layers cut into block ranges of about {@code target} bytes. */
-    private List<Task> plan(KvCacheGroup group, RequestBlocks request, int nb, boolean parallel) {
+    private List<Task> tasks(SlicePlan plan, int nb, boolean parallel) {
         List<Task> tasks = new ArrayList<>();
-        long total = kvBytes(group, request);
+        long total = kvBytes(plan);
         boolean streaming = total >= PARALLEL_BYTES;
         long target = Math.max(TASK_BYTES, total / (4L * threads));
-        for (int li = 0; li < group.layers().size(); li++) {
-            CacheLayer l = group.layers().get(li);
+        for (SlicePlan.LayerRun run : plan.layerRuns()) {
             int step = nb;
             if (parallel) {
-                long perBlock = Math.max(1, (long) l.numHeads() * l.cellBytes() * request.blockSize());
+                long cellBytes = 8L * plan.slice(run.firstSlice()).pieces();
+                long perBlock = Math.max(1, run.numHeads() * cellBytes * plan.request().blockSize());
                 step = (int) Math.max(1, Math.min(nb, target / perBlock));
             }
             for (int b0 = 0; b0 < nb; b0 += step) {
-                tasks.add(new Task(li, l, b0, Math.min(nb, b0 + step), streaming));
+                tasks.add(new Task(run, b0, Math.min(nb, b0 + step), streaming));
             }
         }
         return tasks;
     }
 
-    private static void compute(KvCacheGroup group, RequestBlocks request, Task task, SliceSink sink) {
-        CacheLayer layer = task.layer;
-        KvRegion k = layer.k();
-        KvRegion v = layer.v();
+    private static void compute(SlicePlan plan, Task task, SliceSink sink) {
+        RequestBlocks request = plan.request();
+        SlicePlan.LayerRun run = task.run;
+        int heads = run.numHeads();
+        SlicePlan.Slice first = plan.slice(run.firstSlice());
+        SlicePlan.Part k = first.k();
+        SlicePlan.Part v = first.v();
         MemorySegment kSeg = ((KvMemory.Host) k.memory()).segment();
         MemorySegment vSeg = v == null ? null : ((KvMemory.Host) v.memory()).segment();
-        int pieces = layer.pieces();
+        int pieces = first.pieces();
         int kPieces = k.pieces();
-        int pageSize = group.pageSize();
+        int pageSize = plan.pageSize();
         long start = request.startToken();
         int maxTokens = (int) Math.min(request.blockSize(), request.numTokens() - start);
         long[] kOff = new long[maxTokens];
         long[] vOff = v == null ? null : new long[maxTokens];
-        long[] perHead = new long[layer.numHeads()];
+        long[] perHead = new long[heads];
         boolean streaming = task.streaming;
-        int rowPieces = streaming ? layer.numHeads() * Math.max(kPieces, v == null ? 0 : v.pieces()) : 0;
+        int rowPieces = streaming ? heads * Math.max(kPieces, first.vPieces()) : 0;
         long[] scratchA = new long[rowPieces];
         long[] scratchT = new long[rowPieces];
         for (int b = task.b0; b < task.b1; b++) {
@@ -237,23 +214,24 @@ public final class FastCpuBackend implements KvChecksum {
             long index = t0 - start;
             int tableIndex = (int) (index / pageSize);
             int slot = (int) (index % pageSize);
-            long page = request.page(tableIndex);
+            long page = plan.page(tableIndex);
             for (int i = 0; i < n; i++) {
-                kOff[i] = k.offset() + page * k.pageStride() + slot * k.tokenStride();
+                kOff[i] = k.cellOffset(page, slot);
                 if (v != null) {
-                    vOff[i] = v.offset() + page * v.pageStride() + slot * v.tokenStride();
+                    vOff[i] = v.cellOffset(page, slot);
                 }
                 if (++slot == pageSize && i + 1 < n) {
                     slot = 0;
-                    page = request.page(++tableIndex);
+                    page = plan.page(++tableIndex);
                 }
             }
             java.util.Arrays.fill(perHead, 0);
-            addRegion(kSeg, k, kOff, n, t0, pieces, 0, layer.numHeads(), scratchA, scratchT, perHead, streaming);
+            addRegion(kSeg, k.pieces(), run.kHeadStride(), kOff, n, t0, pieces, 0, heads, scratchA, scratchT, perHead, streaming);
             if (v != null) {
-                addRegion(vSeg, v, vOff, n, t0, pieces, kPieces, layer.numHeads(), scratchA, scratchT, perHead, streaming);
+                addRegion(vSeg, v.pieces(), run.vHeadStride(), vOff, n, t0, pieces, kPieces, heads, scratchA, scratchT, perHead,
+                        streaming);
             }
-            for (int h = 0; h < layer.numHeads(); h++) {
+            for (int h = 0; h < heads; h++) {
                 sink.accept(h, b, perHead[h]);
             }
         }
@@ -266,14 +244,14 @@ public final class FastCpuBackend implements KvChecksum {
      * read bound). Otherwise head by head, with the running sums in registers: the faster loop when the data is in
      * cache, and already sequential for one head (MLA, GQA at high TP) or head-major layouts.
      */
-    private static void addRegion(MemorySegment seg, KvRegion r, long[] off, int n, long t0, int pieces, int pieceBase,
-            int heads, long[] a, long[] t, long[] perHead, boolean streaming) {
-        if (streaming && heads > 1 && r.headStride() == r.cellBytes()) {
-            KERNEL.sumRows(seg, off, n, t0, pieces, pieceBase, r.pieces(), heads, a, t, perHead);
+    private static void addRegion(MemorySegment seg, int regionPieces, long headStride, long[] off, int n, long t0, int pieces,
+            int pieceBase, int heads, long[] a, long[] t, long[] perHead, boolean streaming) {
+        if (streaming && heads > 1 && headStride == 8L * regionPieces) {
+            KERNEL.sumRows(seg, off, n, t0, pieces, pieceBase, regionPieces, heads, a, t, perHead);
             return;
         }
         for (int h = 0; h < heads; h++) {
-            perHead[h] += KERNEL.sum(seg, off, h * r.headStride(), n, t0, pieces, pieceBase, r.pieces());
+            perHead[h] += KERNEL.sum(seg, off, h * headStride, n, t0, pieces, pieceBase, regionPieces);
         }
     }
 

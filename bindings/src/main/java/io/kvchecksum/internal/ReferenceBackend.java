@@ -1,13 +1,10 @@
 package io.kvchecksum.internal;
 
-import io.kvchecksum.CacheLayer;
 import io.kvchecksum.Definition;
-import io.kvchecksum.KvCacheGroup;
 import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvMemory;
-import io.kvchecksum.KvRegion;
-import io.kvchecksum.Rechunked;
 import io.kvchecksum.RequestBlocks;
+import io.kvchecksum.SlicePlan;
 import io.kvchecksum.SliceSums;
 
 import java.lang.foreign.MemorySegment;
@@ -32,63 +29,46 @@ public final class ReferenceBackend implements KvChecksum {
     }
 
     @Override
-    public long[] blockChecksums(KvCacheGroup group, RequestBlocks request) {
-        return combine(sliceSums(group, request));
+    public long[] blockChecksums(SlicePlan plan) {
+        return sliceSums(plan).combine();
     }
 
     @Override
-    public SliceSums sliceSums(KvCacheGroup group, RequestBlocks request) {
-        Checks.validate(group, request, name(), true);
-        int nb = request.numBlocks();
-        int ns = group.numSlices();
-        int[] layers = new int[ns];
-        int[] heads = new int[ns];
-        long[] values = new long[ns * nb];
-        int slice = 0;
-        for (CacheLayer layer : group.layers()) {
-            int pieces = layer.pieces();
-            for (int h = 0; h < layer.numHeads(); h++) {
-                layers[slice] = layer.layer();
-                heads[slice] = layer.firstHead() + h;
-                for (int b = 0; b < nb; b++) {
-                    long block = request.firstBlock() + b;
-                    long s = 0;
-                    for (long t = request.blockStart(block); t < request.blockEnd(block); t++) {
-                        for (int p = 0; p < pieces; p++) {
-                            long x = Definition.pieceValue(piece(group, request, layer, h, t, p));
-                            long j = t * pieces + p;
-                            s += x * (2 * j + 1);
-                        }
+    public SliceSums sliceSums(SlicePlan plan) {
+        plan.requireHost(name(), "");
+        RequestBlocks request = plan.request();
+        int nb = plan.numBlocks();
+        long[] values = new long[plan.numSlices() * nb];
+        for (int i = 0; i < plan.numSlices(); i++) {
+            SlicePlan.Slice slice = plan.slice(i);
+            int pieces = slice.pieces();
+            for (int b = 0; b < nb; b++) {
+                long block = request.firstBlock() + b;
+                long s = 0;
+                for (long t = request.blockStart(block); t < request.blockEnd(block); t++) {
+                    for (int p = 0; p < pieces; p++) {
+                        long x = Definition.pieceValue(piece(plan, slice, t, p));
+                        long j = t * pieces + p;
+                        s += x * Definition.weight(j);
                     }
-                    values[slice * nb + b] = s;
                 }
-                slice++;
+                values[i * nb + b] = s;
             }
         }
-        return new SliceSums(layers, heads, request.firstBlock(), nb, values);
+        return plan.sliceSums(values);
     }
 
-    private static long piece(KvCacheGroup group, RequestBlocks request, CacheLayer layer, int head, long t, int p) {
-        KvRegion region = layer.k();
-        if (p >= layer.k().pieces()) {
-            region = layer.v();
-            p -= layer.k().pieces();
+    private static long piece(SlicePlan plan, SlicePlan.Slice slice, long t, int p) {
+        SlicePlan.Part part = slice.k();
+        if (p >= part.pieces()) {
+            p -= part.pieces();
+            part = slice.v();
         }
-        long index = t - request.startToken();
-        int page = request.page((int) (index / group.pageSize()));
-        long slot = index % group.pageSize();
-        MemorySegment segment = ((KvMemory.Host) region.memory()).segment();
-        return segment.get(PIECE, region.cellOffset(page, slot, head) + 8L * p);
-    }
-
-    @Override
-    public long[] combine(SliceSums sums) {
-        return Arithmetic.combine(sums);
-    }
-
-    @Override
-    public Rechunked rechunk(long[] values, long firstBlock, int factor) {
-        return Arithmetic.rechunk(values, firstBlock, factor);
+        long index = t - plan.request().startToken();
+        int page = plan.page((int) (index / plan.pageSize()));
+        long slot = index % plan.pageSize();
+        MemorySegment segment = ((KvMemory.Host) part.memory()).segment();
+        return segment.get(PIECE, part.cellOffset(page, slot) + 8L * p);
     }
 
     @Override

@@ -1,5 +1,7 @@
 package io.kvchecksum.engine;
 
+import io.kvchecksum.Rechunked;
+
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -181,9 +183,11 @@ public final class Verifier {
         UnverifiedReason problem = null;
         String problemDetail = null;
         String leftOut = "";
+        Rechunked ra = Rechunked.of(a.values(), a.start(), fa);
+        Rechunked re = Rechunked.of(e.values(), e.start(), fe);
         for (long q = qFirst; q < qEnd; q++) {
-            Long sa = chunkSum(a, q, fa);
-            Long se = chunkSum(e, q, fe);
+            Long sa = ra.covers(q) ? ra.valueAt(q) : null;
+            Long se = re.covers(q) ? re.valueAt(q) : null;
             long ta = tokensIn(q, large, nA);
             long te = tokensIn(q, large, nE);
             if (sa == null || se == null) {
@@ -221,20 +225,6 @@ public final class Verifier {
             return Check.unverified(UnverifiedReason.NO_COMMON_POSITION, "no position checksummed whole by both sides" + leftOut);
         }
         return new Check(List.of(), null, compared + " positions compared, " + sizes + leftOut);
-    }
-
-    /** Sums the blocks of chunk {@code q} (blocks {@code q*f .. q*f+f-1}, clipped at the request's end), or null if not all present. */
-    private static Long chunkSum(GroupChecksums g, long q, int f) {
-        long lo = q * f;
-        long hi = Math.min(lo + f, g.end());
-        if (lo < g.start() || lo >= hi) {
-            return null;
-        }
-        long s = 0;
-        for (long b = lo; b < hi; b++) {
-            s += g.value((int) (b - g.start()));
-        }
-        return s;
     }
 
     /** Tokens of a request of {@code n} tokens in chunk {@code q} of {@code size} tokens, without overflowing. */

@@ -54,7 +54,7 @@ class BlockSelectionTest {
     void kernelPagesSplitEachBlock() {
         BlockSelection s = BlockSelection.consumer(0, new int[] {5, 6, 7}, 0, 16, 40, 16, null);
         RequestBlocks r = s.request(4);
-        assertArrayEquals(new int[] {24, 25, 26, 27, 28, 29, 30, 31}, r.blockTable());
+        assertArrayEquals(new int[] {24, 25, 26, 27, 28, 29, 30, 31}, r.pageTable());
         assertEquals(1, r.firstBlock());
         assertEquals(16, r.blockSize());
         assertThrows(IllegalArgumentException.class, () -> s.request(5));

@@ -47,7 +47,7 @@ class VerifierTest {
                 int large = small * factor;
                 long n = 1 + rnd.nextInt(400);
                 long[] fine = random((int) Math.ceilDiv(n, small), rnd);
-                Rechunked coarse = ref.rechunk(fine, 0, factor);
+                Rechunked coarse = Rechunked.of(fine, 0, factor);
                 long consumerStartChunk = rnd.nextLong(Math.ceilDiv(n, large));
                 boolean producerSmall = rnd.nextBoolean();
                 GroupChecksums producer = producerSmall ? slice(fine, small, 0) : slice(coarse.values(), large, 0);

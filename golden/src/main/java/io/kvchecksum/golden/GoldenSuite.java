@@ -6,6 +6,7 @@ import io.kvchecksum.KvChecksum;
 import io.kvchecksum.PendingChecksums;
 import io.kvchecksum.Rechunked;
 import io.kvchecksum.RequestBlocks;
+import io.kvchecksum.SlicePlan;
 import org.junit.jupiter.api.DynamicContainer;
 import org.junit.jupiter.api.DynamicNode;
 import org.junit.jupiter.api.DynamicTest;
@@ -79,9 +80,16 @@ public final class GoldenSuite {
             long[] expected = v.expected();
             assertArrayEquals(expected, k.blockChecksums(g, r), who + " (fused, generic layout)");
             assertEquals(v.expectedSlices(), k.sliceSums(g, r), who + " (slice sums)");
-            assertArrayEquals(expected, k.combine(v.expectedSlices()), who + " (combine of NumPy's slice sums)");
+            assertArrayEquals(expected, v.expectedSlices().combine(), who + " (combine of NumPy's slice sums)");
             try (PendingChecksums p = k.submit(g, r)) {
                 assertArrayEquals(expected, p.get(), who + " (submit)");
+            }
+            SlicePlan plan = SlicePlan.of(g, r);
+            for (int call = 0; call < 2; call++) {
+                assertArrayEquals(expected, k.blockChecksums(plan), who + " (one plan, call " + call + ")");
+            }
+            try (PendingChecksums p = k.submit(plan)) {
+                assertArrayEquals(expected, p.get(), who + " (submit of a reused plan)");
             }
             GoldenVector.FamilyLayout f = v.familyLayout(buffers);
             if (f != null) {
@@ -117,7 +125,7 @@ public final class GoldenSuite {
             case "rechunk" -> {
                 long[] small = compute(k, r.get("small").asText(), placement);
                 long[] large = compute(k, r.get("large").asText(), placement);
-                Rechunked re = k.rechunk(small, GoldenVectors.get(r.get("small").asText()).firstBlock(), r.get("factor").asInt());
+                Rechunked re = Rechunked.of(small, GoldenVectors.get(r.get("small").asText()).firstBlock(), r.get("factor").asInt());
                 assertEquals(GoldenVectors.get(r.get("large").asText()).firstBlock(), re.firstChunk(), "first chunk");
                 assertArrayEquals(large, re.values(), k.name() + ": rechunked " + r.get("small").asText());
             }

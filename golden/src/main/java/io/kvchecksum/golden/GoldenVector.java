@@ -101,7 +101,7 @@ public final class GoldenVector {
     public KvCacheGroup group(List<MemorySegment> buffers) {
         List<CacheLayer> layers = new ArrayList<>();
         long numPages = 0;
-        for (int t : request().blockTable()) {
+        for (int t : request().pageTable()) {
             numPages = Math.max(numPages, t + 1L);
         }
         for (JsonNode l : json.get("layers")) {

@@ -143,7 +143,7 @@ class RecordedCallsTest {
                 cuda.enqueue(dev, bad, CALLER_STREAM);
                 fail("a page id out of range must be rejected");
             } catch (io.kvchecksum.InvalidLayoutException e) {
-                assertTrue(e.getMessage().contains("blockTable[" + (pages - 1) + "]"), e.getMessage());
+                assertTrue(e.getMessage().contains("pageTable[" + (pages - 1) + "]"), e.getMessage());
             }
             try {
                 cuda.enqueue(c.group(), c.request(), CALLER_STREAM);

@@ -1,16 +1,12 @@
 package io.kvchecksum.opencl;
 
-import io.kvchecksum.CacheLayer;
 import io.kvchecksum.InvalidLayoutException;
-import io.kvchecksum.KvCacheGroup;
 import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvMemory;
 import io.kvchecksum.PendingChecksums;
-import io.kvchecksum.Rechunked;
 import io.kvchecksum.RequestBlocks;
+import io.kvchecksum.SlicePlan;
 import io.kvchecksum.SliceSums;
-import io.kvchecksum.internal.Arithmetic;
-import io.kvchecksum.internal.Checks;
 import org.jocl.CL;
 import org.jocl.Pointer;
 import org.jocl.Sizeof;
@@ -234,30 +230,30 @@ public final class OpenClBackend implements KvChecksum {
     }
 
     @Override
-    public long[] blockChecksums(KvCacheGroup group, RequestBlocks request) {
-        try (PendingChecksums p = submit(group, request)) {
+    public long[] blockChecksums(SlicePlan plan) {
+        try (PendingChecksums p = submit(plan)) {
             return p.get();
         }
     }
 
     /**
-     * Enqueues the fused pass and returns without waiting for the device. The host segments of {@code group} must
-     * stay alive and unchanged until the handle's {@code get()} or {@code close()} returns; call one of them.
+     * Enqueues the fused pass and returns without waiting for the device. The host segments of the plan's group
+     * must stay alive and unchanged until the handle's {@code get()} or {@code close()} returns; call one of them.
      */
     @Override
-    public PendingChecksums submit(KvCacheGroup group, RequestBlocks request) {
-        validate(group, request);
-        int nb = request.numBlocks();
+    public PendingChecksums submit(SlicePlan plan) {
+        requireReadable(plan);
+        int nb = plan.numBlocks();
         if (nb == 0) {
             return PendingChecksums.completed(new long[0]);
         }
-        Plan plan = Plan.of(group, request);
-        int groups = groupsPerColumn((long) nb, plan, request.blockSize());
+        Descriptors d = Descriptors.of(plan);
+        int groups = groupsPerColumn((long) nb, d, plan.request().blockSize());
         return enqueue(nb, op -> {
             cl_mem partials = op.buffer((long) nb * groups * Sizeof.cl_ulong);
             cl_kernel k = op.kernel("block_checksums");
-            int a = setLayoutArgs(op, k, plan, request);
-            op.arg(k, a++, plan.numSlices);
+            int a = setLayoutArgs(op, k, d, plan);
+            op.arg(k, a++, d.numSlices);
             op.arg(k, a++, groups);
             op.arg(k, a++, partials);
             op.local(k, a, (long) localSize * Sizeof.cl_ulong);
@@ -267,96 +263,27 @@ public final class OpenClBackend implements KvChecksum {
     }
 
     @Override
-    public SliceSums sliceSums(KvCacheGroup group, RequestBlocks request) {
-        validate(group, request);
-        int nb = request.numBlocks();
-        Plan plan = nb == 0 ? null : Plan.of(group, request);
-        if (plan == null) {
-            int ns = group.numSlices();
-            int[] layers = new int[ns];
-            int[] heads = new int[ns];
-            int i = 0;
-            for (CacheLayer l : group.layers()) {
-                for (int h = 0; h < l.numHeads(); h++) {
-                    layers[i] = l.layer();
-                    heads[i++] = l.firstHead() + h;
-                }
-            }
-            return new SliceSums(layers, heads, request.firstBlock(), 0, new long[0]);
+    public SliceSums sliceSums(SlicePlan plan) {
+        requireReadable(plan);
+        int nb = plan.numBlocks();
+        if (nb == 0) {
+            return plan.sliceSums(new long[0]);
         }
-        int n = Math.multiplyExact(plan.numSlices, nb);
-        int groups = groupsPerColumn((long) n, plan, request.blockSize());
-        long[] values;
+        Descriptors d = Descriptors.of(plan);
+        int n = Math.multiplyExact(d.numSlices, nb);
+        int groups = groupsPerColumn((long) n, d, plan.request().blockSize());
         try (PendingChecksums p = enqueue(n, op -> {
             cl_mem partials = op.buffer((long) n * groups * Sizeof.cl_ulong);
             cl_kernel k = op.kernel("slice_sums");
-            int a = setLayoutArgs(op, k, plan, request);
+            int a = setLayoutArgs(op, k, d, plan);
             op.arg(k, a++, nb);
             op.arg(k, a++, groups);
             op.arg(k, a++, partials);
             op.local(k, a, (long) localSize * Sizeof.cl_ulong);
-            op.launch(k, new long[] {(long) localSize * groups, nb, plan.numSlices}, new long[] {localSize, 1, 1});
+            op.launch(k, new long[] {(long) localSize * groups, nb, d.numSlices}, new long[] {localSize, 1, 1});
             return sumGroups(op, partials, groups, n);
         })) {
-            values = p.get();
-        }
-        return new SliceSums(plan.layers, plan.heads, request.firstBlock(), nb, values);
-    }
-
-    @Override
-    public long[] combine(SliceSums sums) {
-        if (sums == null) {
-            throw new InvalidLayoutException("combine: sums is null");
-        }
-        requireOpen();
-        int nb = sums.numBlocks();
-        int ns = sums.numSlices();
-        if (nb == 0 || ns == 0) {
-            return new long[nb];
-        }
-        try (PendingChecksums p = enqueue(nb, op -> {
-            cl_mem values = op.upload(longs(op.arena, sums.values()));
-            cl_mem layers = op.upload(ints(op.arena, sums.layers()));
-            cl_mem heads = op.upload(ints(op.arena, sums.heads()));
-            cl_mem out = op.buffer((long) nb * Sizeof.cl_ulong);
-            cl_kernel k = op.kernel("combine");
-            op.arg(k, 0, values);
-            op.arg(k, 1, layers);
-            op.arg(k, 2, heads);
-            op.arg(k, 3, ns);
-            op.arg(k, 4, nb);
-            op.arg(k, 5, out);
-            op.launch(k, new long[] {nb}, null);
-            return out;
-        })) {
-            return p.get();
-        }
-    }
-
-    @Override
-    public Rechunked rechunk(long[] values, long firstBlock, int factor) {
-        Arithmetic.checkRechunk(values, firstBlock, factor);
-        requireOpen();
-        long firstChunk = Math.ceilDiv(firstBlock, (long) factor);
-        int skip = (int) Math.min(values.length, firstChunk * factor - firstBlock);
-        int n = (int) Math.ceilDiv(values.length - skip, (long) factor);
-        if (n == 0) {
-            return new Rechunked(firstChunk, factor, new long[0]);
-        }
-        try (PendingChecksums p = enqueue(n, op -> {
-            cl_mem in = op.upload(longs(op.arena, values));
-            cl_mem out = op.buffer((long) n * Sizeof.cl_ulong);
-            cl_kernel k = op.kernel("rechunk");
-            op.arg(k, 0, in);
-            op.arg(k, 1, values.length);
-            op.arg(k, 2, skip);
-            op.arg(k, 3, factor);
-            op.arg(k, 4, n);
-            op.arg(k, 5, out);
-            op.launch(k, new long[] {n}, null);
-            return out;
-        })) {
-            return new Rechunked(firstChunk, factor, p.get());
+            return plan.sliceSums(p.get());
         }
     }
 
@@ -376,47 +303,33 @@ public final class OpenClBackend implements KvChecksum {
         }
     }
 
-    /** Everything is checked here, before a buffer is created or a command enqueued. */
-    private void validate(KvCacheGroup group, RequestBlocks request) {
-        if (group != null) {
-            for (CacheLayer l : group.layers()) {
-                requireHost(l, l.k().memory(), "K");
-                if (l.v() != null) {
-                    requireHost(l, l.v().memory(), "V");
-                }
-            }
-        }
-        Checks.validate(group, request, name(), true);
+    /** The plan was validated when it was built; here only its memory kind and this backend's state are checked. */
+    private void requireReadable(SlicePlan plan) {
+        plan.requireHost(name(), ": OpenCL 1.2 kernels read OpenCL buffers, so this backend copies host memory; use the "
+                + "'cuda' backend for device pointers");
         requireOpen();
-    }
-
-    private static void requireHost(CacheLayer l, KvMemory m, String kind) {
-        if (m instanceof KvMemory.Device) {
-            throw new InvalidLayoutException("backend 'opencl' reads host memory only (it copies it into OpenCL buffers), "
-                    + "but layer " + l.layer() + " " + kind + " region is device memory " + m
-                    + ": use the 'cuda' backend for device pointers");
-        }
     }
 
     /**
      * How many work-groups share one output column (a block, or a slice's block): enough for a few work-groups per
      * compute unit overall, never more than the column has work items for.
      */
-    private int groupsPerColumn(long columns, Plan plan, int blockSize) {
+    private int groupsPerColumn(long columns, Descriptors d, int blockSize) {
         long target = 4L * computeUnits;
         long wanted = Math.ceilDiv(target, columns);
-        long useful = Math.ceilDiv((long) blockSize * plan.maxPieces, localSize);
+        long useful = Math.ceilDiv((long) blockSize * d.maxPieces, localSize);
         return (int) Math.max(1, Math.min(MAX_GROUPS_PER_COLUMN, Math.min(wanted, useful)));
     }
 
-    /** Uploads the plan and sets the eight layout arguments every checksum kernel starts with; returns the next index. */
-    private int setLayoutArgs(Op op, cl_kernel k, Plan plan, RequestBlocks request) {
-        if (plan.packedBytes > maxAlloc) {
-            throw new InvalidLayoutException("the request's KV spans " + plan.packedBytes + " bytes of host memory, more "
+    /** Uploads the descriptors and sets the eight layout arguments every checksum kernel starts with; returns the next index. */
+    private int setLayoutArgs(Op op, cl_kernel k, Descriptors d, SlicePlan plan) {
+        if (d.packedBytes > maxAlloc) {
+            throw new InvalidLayoutException("the request's KV spans " + d.packedBytes + " bytes of host memory, more "
                     + "than one buffer of " + info + " may hold (" + maxAlloc + " bytes): split the request");
         }
-        cl_mem kv = op.buffer(plan.packedBytes);
-        for (Plan.Span s : plan.spans) {
+        RequestBlocks request = plan.request();
+        cl_mem kv = op.buffer(d.packedBytes);
+        for (Descriptors.Span s : d.spans) {
             MemorySegment src = s.segment().asSlice(s.from(), s.length());
             if (!src.isNative()) {
                 // JOCL writes non-blocking only from direct buffers; heap memory is staged.
@@ -430,10 +343,10 @@ public final class OpenClBackend implements KvChecksum {
             }
         }
         op.arg(k, 0, kv);
-        op.arg(k, 1, op.upload(longs(op.arena, plan.desc)));
-        op.arg(k, 2, op.upload(ints(op.arena, plan.table)));
+        op.arg(k, 1, op.upload(longs(op.arena, d.desc)));
+        op.arg(k, 2, op.upload(ints(op.arena, d.table)));
         op.arg(k, 3, request.startToken());
-        op.arg(k, 4, (long) plan.pageSize);
+        op.arg(k, 4, (long) plan.pageSize());
         op.arg(k, 5, request.firstBlock());
         op.arg(k, 6, (long) request.blockSize());
         op.arg(k, 7, request.numTokens());

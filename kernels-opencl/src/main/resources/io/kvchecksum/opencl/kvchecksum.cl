@@ -3,7 +3,7 @@
  *
  * All arithmetic is unsigned 64-bit (ulong) and wraps modulo 2^64, exactly as the Java reference.
  * Piece p of the token at request position t of a cell of P pieces has index j = t*P + p and weight 2j+1;
- * a slice sum is s = sum x_j*(2j+1); a block checksum is c = sum m*s with m = 2*(layer*65536 + head) + 1.
+ * a slice sum is s = sum x_j*(2j+1); a block checksum is c = sum m*s with m the factor the host computes (io.kvchecksum.Definition).
  *
  * The host copies the KV bytes a request touches into one device buffer `kv` and describes every
  * (layer, head) slice by DESC_WORDS ulongs (byte addresses are relative to `kv`):
@@ -21,7 +21,20 @@
  * Work-group reductions assume a power-of-two local size (the host guarantees it).
  */
 
+/* Word offsets of the descriptor fields; io.kvchecksum.opencl.Descriptors writes them (DescriptorAbiTest). */
+#define DESC_FACTOR 0
+#define DESC_PIECES 1
+#define DESC_K_PIECES 2
+#define DESC_K_BASE 3
+#define DESC_K_PAGE_STRIDE 4
+#define DESC_K_TOKEN_STRIDE 5
+#define DESC_V_BASE 6
+#define DESC_V_PAGE_STRIDE 7
+#define DESC_V_TOKEN_STRIDE 8
+#define DESC_FLAGS 9
 #define DESC_WORDS 10
+#define DESC_K_ALIGNED 1u
+#define DESC_V_ALIGNED 2u
 
 /* The one replaceable per-piece step (identity today; an opt-in bijective mixer may replace it). */
 inline ulong piece_value(ulong x) {
@@ -43,9 +56,9 @@ inline ulong load_piece(__global const uchar *kv, ulong addr, uint aligned) {
  */
 inline ulong slice_partial(__global const uchar *kv, __global const ulong *d, __global const int *table,
                            ulong start, ulong page_size, ulong t0, ulong t1, ulong first, ulong step) {
-    ulong P = d[1];
-    ulong pk = d[2];
-    uint flags = (uint) d[9];
+    ulong P = d[DESC_PIECES];
+    ulong pk = d[DESC_K_PIECES];
+    uint flags = (uint) d[DESC_FLAGS];
     ulong items = (t1 - t0) * P;
     ulong s = 0;
     if (first >= items) {
@@ -67,12 +80,12 @@ inline ulong slice_partial(__global const uchar *kv, __global const ulong *d, __
             ulong pi = rel / page_size;
             ulong slot = rel - pi * page_size;
             ulong page = (ulong) table[pi];
-            k_cell = d[3] + page * d[4] + slot * d[5];
-            v_cell = d[6] + page * d[7] + slot * d[8];
+            k_cell = d[DESC_K_BASE] + page * d[DESC_K_PAGE_STRIDE] + slot * d[DESC_K_TOKEN_STRIDE];
+            v_cell = d[DESC_V_BASE] + page * d[DESC_V_PAGE_STRIDE] + slot * d[DESC_V_TOKEN_STRIDE];
             j0 = t * P;
         }
-        ulong x = p < pk ? load_piece(kv, k_cell + 8 * p, flags & 1u)
-                         : load_piece(kv, v_cell + 8 * (p - pk), flags & 2u);
+        ulong x = p < pk ? load_piece(kv, k_cell + 8 * p, flags & DESC_K_ALIGNED)
+                         : load_piece(kv, v_cell + 8 * (p - pk), flags & DESC_V_ALIGNED);
         x = piece_value(x);
         ulong j = j0 + p;
         s += x * (2 * j + 1);
@@ -138,7 +151,7 @@ __kernel void block_checksums(__global const uchar *kv, __global const ulong *de
     ulong c = 0;
     for (uint i = 0; i < num_slices; i++) {
         __global const ulong *d = desc + (ulong) i * DESC_WORDS;
-        c += d[0] * slice_partial(kv, d, table, start, page_size, t0, t1, first, step);
+        c += d[DESC_FACTOR] * slice_partial(kv, d, table, start, page_size, t0, t1, first, step);
     }
     c = group_sum(scratch, c);
     if (get_local_id(0) == 0) {
@@ -157,35 +170,4 @@ __kernel void sum_groups(__global const ulong *partials, uint groups, uint n, __
         s += partials[i * groups + g];
     }
     out[i] = s;
-}
-
-/* The per-layer/head combination c_b = sum_i m(layer_i, head_i) * s[i*num_blocks + b]. NDRange (num_blocks). */
-__kernel void combine(__global const ulong *sums, __global const int *layers, __global const int *heads,
-                      uint num_slices, uint num_blocks, __global ulong *out) {
-    ulong b = get_global_id(0);
-    if (b >= num_blocks) {
-        return;
-    }
-    ulong c = 0;
-    for (uint i = 0; i < num_slices; i++) {
-        ulong m = 2 * ((ulong) (uint) layers[i] * 65536 + (ulong) (uint) heads[i]) + 1;
-        c += m * sums[(ulong) i * num_blocks + b];
-    }
-    out[b] = c;
-}
-
-/* Rechunking: out[q] = sum of values[skip + q*factor + k] for k < factor, clipped at n. NDRange (num_out). */
-__kernel void rechunk(__global const ulong *values, uint n, uint skip, uint factor, uint num_out,
-                      __global ulong *out) {
-    ulong q = get_global_id(0);
-    if (q >= num_out) {
-        return;
-    }
-    ulong from = skip + q * factor;
-    ulong to = min(from + factor, (ulong) n);
-    ulong s = 0;
-    for (ulong i = from; i < to; i++) {
-        s += values[i];
-    }
-    out[q] = s;
 }

@@ -52,10 +52,10 @@ class ValidationTest {
             for (Executable call : List.<Executable>of(() -> cl.blockChecksums(g, r), () -> cl.submit(g, r),
                     () -> cl.sliceSums(g, r))) {
                 InvalidLayoutException e = rejectedBeforeAnyCall(call);
-                assertTrue(e.getMessage().contains("blockTable[1] = 4 is out of range"), e.getMessage());
+                assertTrue(e.getMessage().contains("pageTable[1] = 4 is out of range"), e.getMessage());
             }
             InvalidLayoutException e = rejectedBeforeAnyCall(() -> cl.blockChecksums(g, RequestBlocks.of(new int[] {-1}, 3, 4)));
-            assertTrue(e.getMessage().contains("blockTable[0] = -1"), e.getMessage());
+            assertTrue(e.getMessage().contains("pageTable[0] = -1"), e.getMessage());
         }
     }
 
@@ -65,7 +65,7 @@ class ValidationTest {
         try (Arena arena = Arena.ofConfined()) {
             KvCacheGroup g = hostGroup(arena);
             InvalidLayoutException e = rejectedBeforeAnyCall(() -> cl.blockChecksums(g, RequestBlocks.of(new int[] {0, 1}, 9, 4)));
-            assertTrue(e.getMessage().contains("blockTable has 2 entries"), e.getMessage());
+            assertTrue(e.getMessage().contains("pageTable has 2 entries"), e.getMessage());
         }
     }
 
@@ -86,17 +86,7 @@ class ValidationTest {
     void nullArgumentsAreRejected() {
         OpenClBackend cl = OpenClTests.recordedBackend();
         rejectedBeforeAnyCall(() -> cl.blockChecksums(null, RequestBlocks.of(new int[] {0}, 1, 1)));
-        rejectedBeforeAnyCall(() -> cl.combine(null));
-        rejectedBeforeAnyCall(() -> cl.rechunk(null, 0, 2));
-    }
-
-    @Test
-    void badRechunkArgumentsAreRejected() {
-        OpenClBackend cl = OpenClTests.recordedBackend();
-        InvalidLayoutException e = rejectedBeforeAnyCall(() -> cl.rechunk(new long[] {1, 2}, 0, 0));
-        assertTrue(e.getMessage().contains("factor must be positive"), e.getMessage());
-        e = rejectedBeforeAnyCall(() -> cl.rechunk(new long[] {1, 2}, -1, 2));
-        assertTrue(e.getMessage().contains("firstBlock must be non-negative"), e.getMessage());
+        rejectedBeforeAnyCall(() -> cl.sliceSums(null, RequestBlocks.of(new int[] {0}, 1, 1)));
     }
 
     @Test
@@ -111,7 +101,6 @@ class ValidationTest {
             SliceSums s = cl.sliceSums(g, r);
             assertEquals(0, s.numBlocks());
             assertEquals(2, s.numSlices());
-            assertEquals(0, cl.rechunk(new long[0], 3, 2).values().length);
             assertEquals(List.of(), rec.stop());
         }
     }

@@ -5,6 +5,7 @@ import io.kvchecksum.KvCacheGroup;
 import io.kvchecksum.KvMemory;
 import io.kvchecksum.KvRegion;
 import io.kvchecksum.RequestBlocks;
+import io.kvchecksum.SlicePlan;
 import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.Arena;
@@ -13,8 +14,8 @@ import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
-/** The host-side plan: what is copied where, and the descriptors. Pure Java; runs without OpenCL. */
-class PlanTest {
+/** A slice plan serialized for OpenCL: what is copied where, and the descriptor words. Pure Java; runs without OpenCL. */
+class DescriptorsTest {
 
     @Test
     void oneSpanPerSegmentCoveringOnlyTheUsedPages() {
@@ -24,16 +25,16 @@ class PlanTest {
             // 10 pages of 4 slots x 2 heads; K and V of one layer interleaved in the same segment
             KvCacheGroup g = KvCacheGroup.of(4, 10, List.of(CacheLayer.of(1, 2, 2, new KvRegion(m, 0, 256, 64, 32, 16),
                     new KvRegion(m, 16, 256, 64, 32, 16))));
-            Plan p = Plan.of(g, RequestBlocks.of(new int[] {7, 3, 99}, 8, 4)); // 2 pages needed; entry 2 ignored
+            Descriptors p = Descriptors.of(SlicePlan.of(g, RequestBlocks.of(new int[] {7, 3, 99}, 8, 4))); // 2 pages needed; entry 2 ignored
             assertEquals(1, p.spans.size());
-            Plan.Span s = p.spans.get(0);
+            Descriptors.Span s = p.spans.get(0);
             assertEquals(3 * 256, s.from());
             assertEquals(7 * 256 + 3 * 64 + 32 + 16 + 16, s.to());
             assertEquals(0, s.packedOffset());
             assertEquals(2, p.numSlices);
             assertEquals(2, p.table.length);
             // slice 1 = global head 3: factor, pieces, K base relative to the span (page 0 lies before it)
-            int d = Plan.DESC_WORDS;
+            int d = Descriptors.WORDS;
             assertEquals(2L * (65536 + 3) + 1, p.desc[d]);
             assertEquals(4, p.desc[d + 1]);
             assertEquals(2, p.desc[d + 2]);
@@ -49,7 +50,7 @@ class PlanTest {
             KvMemory b = KvMemory.host(arena.allocate(1000, 64));
             KvCacheGroup g = KvCacheGroup.of(2, 3, List.of(CacheLayer.of(0, 0, 1, new KvRegion(a, 13, 40, 20, 0, 8),
                     new KvRegion(b, 16, 48, 24, 0, 8))));
-            Plan p = Plan.of(g, RequestBlocks.of(new int[] {2}, 2, 2));
+            Descriptors p = Descriptors.of(SlicePlan.of(g, RequestBlocks.of(new int[] {2}, 2, 2)));
             assertEquals(2, p.spans.size());
             assertEquals(13 + 80 - 5, p.spans.get(0).from()); // 93 rounded down to 88: offsets keep their value mod 8
             assertEquals(0, p.spans.get(0).packedOffset());

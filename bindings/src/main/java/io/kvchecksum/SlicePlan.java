@@ -1,0 +1,289 @@
+package io.kvchecksum;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * The one validated, backend-neutral description of a checksum: for a {@link KvCacheGroup} and a
+ * {@link RequestBlocks}, every (layer, head) slice with its factor and where its K and V cells lie, plus the
+ * resolved page ids of the checksummed range. Every backend only serializes it: loops on the CPU, the kernel ABI on
+ * CUDA, descriptor words on OpenCL.
+ *
+ * <p>{@link #of} validates everything once (the table against the group's pages, null arguments, array sizes);
+ * backends do not validate again. A plan is immutable and may be reused across calls and threads for as long as
+ * the group's memory and the page table stay the same.
+ *
+ * <p>Slices are ordered as the group's layers, then local heads; the slices of one layer are consecutive
+ * ({@link #layerRuns()}). Slice order is the row order of {@link SliceSums}.
+ */
+public final class SlicePlan {
+
+    /** Where a plan's regions live, decided once at build: backends check this flag, never the regions again. */
+    public enum Residency {
+        /** Every region is host memory ({@link KvMemory.Host}). */
+        HOST,
+        /** Every region is device memory ({@link KvMemory.Device}). */
+        DEVICE,
+        /** Some of each. */
+        MIXED
+    }
+
+    /**
+     * One part (K or V) of one slice: cell {@code (page, slot)} of this head starts at byte
+     * {@code base + page*pageStride + slot*tokenStride} of {@code memory}.
+     *
+     * @param memory where the bytes live
+     * @param base the region's offset plus this head's offset ({@code offset + head*headStride}), relative to the
+     *     memory's first byte
+     * @param pageStride bytes between pages
+     * @param tokenStride bytes between slots of a page
+     * @param pieces 8-byte pieces of this part of the cell
+     * @param alignment the largest of 16, 8 or 1 that divides {@code base} and both strides (16 only when the part
+     *     is also a whole number of 16-byte units): the load width a backend may use when the memory's first byte
+     *     is aligned as well (see {@link #alignmentAt})
+     */
+    public record Part(KvMemory memory, long base, long pageStride, long tokenStride, int pieces, int alignment) {
+
+        /** The byte offset of cell {@code (page, slot)} within {@link #memory()}. */
+        public long cellOffset(long page, long slot) {
+            return base + page * pageStride + slot * tokenStride;
+        }
+
+        /** The alignment class when the memory's first byte is at {@code address}: {@code min(alignment, address's)}. */
+        public int alignmentAt(long address) {
+            return (int) Math.min(alignment, Math.min(16, Long.lowestOneBit(address | 16)));
+        }
+
+        static Part of(KvRegion r, int head) {
+            long base = r.offset() + head * r.headStride();
+            long all = base | r.pageStride() | r.tokenStride();
+            int align = (all & 15) == 0 && r.cellBytes() % 16 == 0 ? 16 : (all & 7) == 0 ? 8 : 1;
+            return new Part(r.memory(), base, r.pageStride(), r.tokenStride(), r.pieces(), align);
+        }
+    }
+
+    /**
+     * One (layer, global head) slice.
+     *
+     * @param layer the layer number
+     * @param head the global head number
+     * @param factor {@code m = 2*(layer*2^16 + head) + 1}
+     * @param k the K part (MLA: the latent row)
+     * @param v the V part, or {@code null} when the cell is K only
+     */
+    public record Slice(int layer, int head, long factor, Part k, Part v) {
+        /** Pieces per cell, K then V. */
+        public int pieces() {
+            return k.pieces() + vPieces();
+        }
+
+        /** Pieces of the V part, 0 when there is none. */
+        public int vPieces() {
+            return v == null ? 0 : v.pieces();
+        }
+
+        /** The smaller of the two parts' alignment classes. */
+        public int alignment() {
+            return v == null ? k.alignment() : Math.min(k.alignment(), v.alignment());
+        }
+    }
+
+    /**
+     * The slices of one {@link CacheLayer}: {@code firstSlice .. firstSlice+numHeads-1}, with the layer's head
+     * strides (CPU loops read several heads of a token side by side when {@code headStride == cellBytes}).
+     */
+    public record LayerRun(int firstSlice, int numHeads, long kHeadStride, long vHeadStride) {
+    }
+
+    private final KvCacheGroup group;
+    private final RequestBlocks request;
+    private final List<Slice> slices;
+    private final List<LayerRun> runs;
+    private final int[] pageTable;
+    private final Residency residency;
+    private final int numBlocks;
+
+    private SlicePlan(KvCacheGroup group, RequestBlocks request, List<Slice> slices, List<LayerRun> runs, int[] pageTable,
+                      Residency residency) {
+        this.group = group;
+        this.request = request;
+        this.slices = slices;
+        this.runs = runs;
+        this.pageTable = pageTable;
+        this.residency = residency;
+        this.numBlocks = request.numBlocks();
+    }
+
+    /**
+     * Validates the request against the group and builds the plan. This is the only place a request is checked
+     * against a group; nothing is read.
+     *
+     * @throws InvalidLayoutException naming the problem: a null argument, a table too short, a page id out of range,
+     *     more blocks or slice sums than an array holds
+     */
+    public static SlicePlan of(KvCacheGroup group, RequestBlocks request) {
+        if (group == null || request == null) {
+            throw new InvalidLayoutException("group and request must not be null");
+        }
+        long needed = request.pagesNeeded(group.pageSize());
+        if (request.tableLength() < needed) {
+            throw new InvalidLayoutException("pageTable has " + request.tableLength() + " entries but tokens "
+                    + request.startToken() + ".." + (request.numTokens() - 1) + " need " + needed + " pages of "
+                    + group.pageSize() + " slots");
+        }
+        int[] table = new int[(int) needed];
+        for (int i = 0; i < needed; i++) {
+            int page = request.page(i);
+            if (page < 0 || page >= group.numPages()) {
+                throw new InvalidLayoutException("pageTable[" + i + "] = " + page + " is out of range: the cache has "
+                        + group.numPages() + " pages (valid ids 0.." + (group.numPages() - 1) + ")");
+            }
+            table[i] = page;
+        }
+        int nb = request.numBlocks();
+        int ns = group.numSlices();
+        if ((long) ns * nb > Integer.MAX_VALUE - 16) {
+            throw new InvalidLayoutException(ns + " slices x " + nb + " blocks of slice sums do not fit one array");
+        }
+        List<Slice> slices = new ArrayList<>(ns);
+        List<LayerRun> runs = new ArrayList<>(group.layers().size());
+        boolean host = false;
+        boolean device = false;
+        for (CacheLayer l : group.layers()) {
+            KvRegion k = l.k();
+            KvRegion v = l.v();
+            host |= k.memory() instanceof KvMemory.Host || (v != null && v.memory() instanceof KvMemory.Host);
+            device |= k.memory() instanceof KvMemory.Device || (v != null && v.memory() instanceof KvMemory.Device);
+            runs.add(new LayerRun(slices.size(), l.numHeads(), k.headStride(), v == null ? 0 : v.headStride()));
+            for (int h = 0; h < l.numHeads(); h++) {
+                int head = l.firstHead() + h;
+                slices.add(new Slice(l.layer(), head, Definition.factor(l.layer(), head), Part.of(k, h),
+                        v == null ? null : Part.of(v, h)));
+            }
+        }
+        Residency r = host && device ? Residency.MIXED : device ? Residency.DEVICE : Residency.HOST;
+        return new SlicePlan(group, request, List.copyOf(slices), List.copyOf(runs), table, r);
+    }
+
+    /** The group the plan was built for. */
+    public KvCacheGroup group() {
+        return group;
+    }
+
+    /** The request the plan was built for. */
+    public RequestBlocks request() {
+        return request;
+    }
+
+    /** The slices, in {@link SliceSums} row order. */
+    public List<Slice> slices() {
+        return slices;
+    }
+
+    /** Slice {@code i}. */
+    public Slice slice(int i) {
+        return slices.get(i);
+    }
+
+    /** The number of (layer, head) slices. */
+    public int numSlices() {
+        return slices.size();
+    }
+
+    /** One run of consecutive slices per layer of the group, in the group's order. */
+    public List<LayerRun> layerRuns() {
+        return runs;
+    }
+
+    /** The number of block checksums: {@code ceil(numTokens/blockSize) - firstBlock}. */
+    public int numBlocks() {
+        return numBlocks;
+    }
+
+    /** The page ids of the checksummed range, validated: entry {@code i} holds tokens {@code startToken + i*pageSize ..}. */
+    public int[] pageTable() {
+        return pageTable.clone();
+    }
+
+    /** Entry {@code i} of {@link #pageTable()} without a copy. */
+    public int page(int i) {
+        return pageTable[i];
+    }
+
+    /** The number of entries of {@link #pageTable()}. */
+    public int numPages() {
+        return pageTable.length;
+    }
+
+    /** Tokens per physical page. */
+    public int pageSize() {
+        return group.pageSize();
+    }
+
+    /** Where the regions live. */
+    public Residency residency() {
+        return residency;
+    }
+
+    /** The layer number of every slice, in slice order. */
+    public int[] layerNumbers() {
+        int[] out = new int[slices.size()];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = slices.get(i).layer();
+        }
+        return out;
+    }
+
+    /** The global head number of every slice, in slice order. */
+    public int[] headNumbers() {
+        int[] out = new int[slices.size()];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = slices.get(i).head();
+        }
+        return out;
+    }
+
+    /** Slice sums with this plan's rows and blocks. */
+    public SliceSums sliceSums(long[] values) {
+        return new SliceSums(layerNumbers(), headNumbers(), request.firstBlock(), numBlocks, values);
+    }
+
+    /**
+     * Throws unless every region is host memory: what a CPU backend calls first.
+     *
+     * @param backend the caller's name, for the message
+     * @param hint what to do instead, appended to the message (may be empty)
+     */
+    public void requireHost(String backend, String hint) {
+        if (residency != Residency.HOST) {
+            throw wrongMemory("backend '" + backend + "' reads host memory only", KvMemory.Host.class, hint);
+        }
+    }
+
+    /** Throws unless every region is device memory. */
+    public void requireDevice(String what, String hint) {
+        if (residency != Residency.DEVICE) {
+            throw wrongMemory(what + " takes device memory only", KvMemory.Device.class, hint);
+        }
+    }
+
+    private InvalidLayoutException wrongMemory(String rule, Class<? extends KvMemory> wanted, String hint) {
+        for (CacheLayer l : group.layers()) {
+            for (KvRegion r : l.v() == null ? List.of(l.k()) : List.of(l.k(), l.v())) {
+                if (!wanted.isInstance(r.memory())) {
+                    return new InvalidLayoutException(rule + ", but layer " + l.layer() + " " + (r == l.k() ? "K" : "V")
+                            + " region is " + (r.memory() instanceof KvMemory.Device ? "device" : "host") + " memory "
+                            + r.memory() + hint);
+                }
+            }
+        }
+        throw new IllegalStateException("residency " + residency + " without a region of another kind");
+    }
+
+    @Override
+    public String toString() {
+        return "SlicePlan[slices=" + slices.size() + ", blocks=" + numBlocks + ", pages=" + pageTable.length + ", "
+                + residency + ", table=" + Arrays.toString(Arrays.copyOf(pageTable, Math.min(8, pageTable.length))) + "]";
+    }
+}
