@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Compiles the CUDA sources at build time (Maven generate-resources, see pom.xml):
 #   1. the kernels into a fatbin (sm_80 and sm_90 machine code, compute_90 PTX) shipped in the jar;
-#   2. the host test library (the kernels' shared arithmetic, run on the CPU by the tests; not shipped).
-# nvcc needs no GPU. Usage: build-cuda.sh <cuda sources> <fatbin out> <host library out>
+#   2. the host test library (src/test/cuda: the kernels' shared arithmetic, run on the CPU by the tests; not shipped).
+# nvcc needs no GPU. Usage: build-cuda.sh <kernel sources> <host test sources> <fatbin out> <host library out>
 # nvcc is $CUDA_HOME/bin/nvcc (Maven property cuda.home, default /usr/local/cuda), else the one on PATH.
 set -euo pipefail
-src=$1 fatbin=$2 hostlib=$3
+src=$1 testsrc=$2 fatbin=$3 hostlib=$4
 
 nvcc=
 if [[ -n "${CUDA_HOME:-}" && -x "$CUDA_HOME/bin/nvcc" ]]; then
@@ -23,7 +23,7 @@ fi
 
 newer() {  # true if $1 is missing or older than any source
   [[ ! -f "$1" ]] && return 0
-  [[ -n "$(find "$src" "$0" -newer "$1" -print -quit)" ]]
+  [[ -n "$(find "$src" "$testsrc" "$0" -newer "$1" -print -quit)" ]]
 }
 
 mkdir -p "$(dirname "$fatbin")" "$(dirname "$hostlib")"
@@ -42,7 +42,7 @@ fi
 if newer "$hostlib"; then
   echo "kvchecksum: compiling host test library $hostlib"
   "$nvcc" -shared -Xcompiler -fPIC -cudart static -O2 -std=c++17 \
-    -gencode arch=compute_80,code=sm_80 -o "$hostlib.tmp" "$src/kvchecksum_host.cu"
+    -gencode arch=compute_80,code=sm_80 -I "$src" -o "$hostlib.tmp" "$testsrc/kvchecksum_host.cu"
   mv "$hostlib.tmp" "$hostlib"
 else
   echo "kvchecksum: $hostlib is up to date"

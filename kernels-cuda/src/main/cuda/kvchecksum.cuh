@@ -38,7 +38,7 @@ struct KvcSlice {
     uint32_t v_pieces;        // 8-byte pieces of V per cell (0: the cell is K only, e.g. MLA)
 };
 
-// Parameters of kvc_fused_v{1,2} and kvc_slices_v{1,2}, passed by value. 80 bytes.
+// Parameters of kvc_block_checksums_{8b,16b} and kvc_slice_sums_{8b,16b}, passed by value. 80 bytes.
 struct KvcFusedParams {
     const KvcSlice* slices;   // [num_slices], device
     const int32_t* table;     // device page ids; entry i holds request positions start_token + i*page_size ..
@@ -56,32 +56,12 @@ struct KvcFusedParams {
     uint64_t out_stride;      // slices: elements between rows of out
 };
 
-// kvc_reduce_parts: out[i] = sum_k in[i*parts + k], i < n.
+// kvc_sum_parts: out[i] = sum_k in[i*parts + k], i < n.
 struct KvcReduceParams {
     const uint64_t* in;
     uint64_t* out;
     uint32_t n;
     uint32_t parts;
-};
-
-// kvc_combine: out[b] = sum_i factors[i] * values[i*num_blocks + b].
-struct KvcCombineParams {
-    const uint64_t* values;   // [num_slices * num_blocks], slice-major
-    const uint64_t* factors;  // [num_slices]
-    uint64_t* out;            // [num_blocks]
-    uint32_t num_slices;
-    uint32_t num_blocks;
-};
-
-// kvc_rechunk: out[q] = sum of values[skip + q*factor ..] (factor of them, or fewer at the end).
-struct KvcRechunkParams {
-    const uint64_t* values;   // [num_values]
-    uint64_t* out;            // [num_out]
-    uint64_t num_values;
-    uint64_t skip;
-    uint64_t num_out;
-    uint32_t factor;
-    uint32_t pad_;
 };
 
 // kvc_fill_u64 (benchmark data): p[i] = splitmix64(seed + i).  kvc_sum_u64 (read-bound reference): a plain
@@ -233,21 +213,6 @@ KVC_HD uint64_t kvc_reduce_one(const KvcReduceParams& p, uint32_t i) {
     uint64_t s = 0;
     const uint64_t* in = p.in + (uint64_t)i * p.parts;
     for (uint32_t k = 0; k < p.parts; ++k) s += in[k];
-    return s;
-}
-
-KVC_HD uint64_t kvc_combine_one(const KvcCombineParams& p, uint32_t b) {
-    uint64_t c = 0;
-    for (uint32_t i = 0; i < p.num_slices; ++i) c += p.factors[i] * p.values[(uint64_t)i * p.num_blocks + b];
-    return c;
-}
-
-KVC_HD uint64_t kvc_rechunk_one(const KvcRechunkParams& p, uint64_t q) {
-    const uint64_t from = p.skip + q * p.factor;
-    uint64_t to = from + p.factor;
-    if (to > p.num_values) to = p.num_values;
-    uint64_t s = 0;
-    for (uint64_t i = from; i < to; ++i) s += p.values[i];
     return s;
 }
 

@@ -17,7 +17,7 @@ __device__ __forceinline__ uint64_t kvc_warp_sum(uint64_t v) {
 
 // The fused single pass: CTA (bx, by) reads part `by` of the slices of block first_block + bx, once, and writes
 // one partial (or, with one part, the block checksum). No atomics: each output word has exactly one writer, and
-// the partials are summed by kvc_reduce_parts, so results are deterministic and there is no hot spot.
+// the partials are summed by kvc_sum_parts, so results are deterministic and there is no hot spot.
 template <int VEC>
 __device__ __forceinline__ void kvc_fused_body(const KvcFusedParams& p) {
     const uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -45,25 +45,15 @@ __device__ __forceinline__ void kvc_slices_body(const KvcFusedParams& p) {
 
 // At most 64 registers (4 CTAs of 256 per SM): enough loads in flight without spilling the accumulators.
 // 16-byte loads: every slice's bases and strides are 16-byte aligned and its K and V piece counts are even.
-extern "C" __global__ void __launch_bounds__(KVC_THREADS, 4) kvc_fused_v2(const KvcFusedParams p) { kvc_fused_body<2>(p); }
+extern "C" __global__ void __launch_bounds__(KVC_THREADS, 4) kvc_block_checksums_16b(const KvcFusedParams p) { kvc_fused_body<2>(p); }
 // 8-byte loads: any layout.
-extern "C" __global__ void __launch_bounds__(KVC_THREADS, 4) kvc_fused_v1(const KvcFusedParams p) { kvc_fused_body<1>(p); }
-extern "C" __global__ void __launch_bounds__(KVC_THREADS, 4) kvc_slices_v2(const KvcFusedParams p) { kvc_slices_body<2>(p); }
-extern "C" __global__ void __launch_bounds__(KVC_THREADS, 4) kvc_slices_v1(const KvcFusedParams p) { kvc_slices_body<1>(p); }
+extern "C" __global__ void __launch_bounds__(KVC_THREADS, 4) kvc_block_checksums_8b(const KvcFusedParams p) { kvc_fused_body<1>(p); }
+extern "C" __global__ void __launch_bounds__(KVC_THREADS, 4) kvc_slice_sums_16b(const KvcFusedParams p) { kvc_slices_body<2>(p); }
+extern "C" __global__ void __launch_bounds__(KVC_THREADS, 4) kvc_slice_sums_8b(const KvcFusedParams p) { kvc_slices_body<1>(p); }
 
-extern "C" __global__ void __launch_bounds__(KVC_THREADS) kvc_reduce_parts(const KvcReduceParams p) {
+extern "C" __global__ void __launch_bounds__(KVC_THREADS) kvc_sum_parts(const KvcReduceParams p) {
     const uint32_t i = blockIdx.x * KVC_THREADS + threadIdx.x;
     if (i < p.n) p.out[i] = kvc_reduce_one(p, i);
-}
-
-extern "C" __global__ void __launch_bounds__(KVC_THREADS) kvc_combine(const KvcCombineParams p) {
-    const uint32_t b = blockIdx.x * KVC_THREADS + threadIdx.x;
-    if (b < p.num_blocks) p.out[b] = kvc_combine_one(p, b);
-}
-
-extern "C" __global__ void __launch_bounds__(KVC_THREADS) kvc_rechunk(const KvcRechunkParams p) {
-    const uint64_t q = (uint64_t)blockIdx.x * KVC_THREADS + threadIdx.x;
-    if (q < p.num_out) p.out[q] = kvc_rechunk_one(p, q);
 }
 
 extern "C" __global__ void __launch_bounds__(KVC_THREADS) kvc_fill_u64(const KvcFillParams p) {

@@ -46,6 +46,15 @@ public final class KvChecksums {
     }
 
     /**
+     * The fast CPU backend using at most {@code threads} threads per call (1: the calling thread only).
+     *
+     * @throws IllegalArgumentException when {@code threads < 1}
+     */
+    public static KvChecksum cpu(int threads) {
+        return new FastCpuBackend(threads);
+    }
+
+    /**
      * The backend of that name: {@code reference}, {@code cpu}, {@code cuda}, {@code opencl}, or {@code auto} for
      * {@link #fastest()}.
      *
@@ -97,7 +106,7 @@ public final class KvChecksums {
         List<BackendProvider> ps = new ArrayList<>(providers());
         ps.sort(Comparator.comparingInt(BackendProvider::priority).reversed());
         for (BackendProvider p : ps) {
-            if (p.priority() <= 100 || !p.availability().available()) {
+            if (p.priority() <= BackendProvider.CPU_PRIORITY || !p.availability().available()) {
                 continue;
             }
             KvChecksum k;
@@ -114,13 +123,17 @@ public final class KvChecksums {
         return cpu();
     }
 
-    /** Every known backend with whether it is available here and, if not, why; in priority order. */
+    /**
+     * Every known backend with whether it is usable here and, if not, why; in priority order. A provider that says
+     * it is available is opened and self-tested, as {@link #fastest()} does: one that fails to open or fails the
+     * self-test is listed as unavailable with that reason.
+     */
     public static Map<String, Availability> status() {
         Map<String, Availability> out = new LinkedHashMap<>();
         List<BackendProvider> ps = new ArrayList<>(providers());
         ps.sort(Comparator.comparingInt(BackendProvider::priority).reversed());
         for (BackendProvider p : ps) {
-            out.put(p.name(), p.availability());
+            out.put(p.name(), selfTested(p));
         }
         for (Map.Entry<String, String> e : MODULES.entrySet()) {
             out.putIfAbsent(e.getKey(), Availability.no("not on the class path: add the dependency " + e.getValue()));
@@ -128,6 +141,19 @@ public final class KvChecksums {
         out.put("cpu", Availability.yes(cpu().description()));
         out.put("reference", Availability.yes("pure Java, single-threaded"));
         return out;
+    }
+
+    private static Availability selfTested(BackendProvider p) {
+        Availability a = p.availability();
+        if (!a.available()) {
+            return a;
+        }
+        try (KvChecksum k = p.create()) {
+            String failure = SelfTest.failure(k);
+            return failure == null ? a : Availability.no(failure);
+        } catch (RuntimeException e) {
+            return Availability.no("available, but opening it failed: " + e.getMessage());
+        }
     }
 
     private static List<BackendProvider> providers() {

@@ -39,9 +39,9 @@ public final class SlicePlan {
      * @param pageStride bytes between pages
      * @param tokenStride bytes between slots of a page
      * @param pieces 8-byte pieces of this part of the cell
-     * @param alignment the largest of 16, 8 or 1 that divides {@code base} and both strides (16 only when the part
-     *     is also a whole number of 16-byte units): the load width a backend may use when the memory's first byte
-     *     is aligned as well (see {@link #alignmentAt})
+     * @param alignment the alignment class relative to the memory's first byte: 16 when {@code base} and both
+     *     strides are multiples of 16 and the part is whole 16-byte units, else 8 when they are multiples of 8, else
+     *     1; the widest load a backend may use once its own base address is added (see {@link #alignmentAt})
      */
     public record Part(KvMemory memory, long base, long pageStride, long tokenStride, int pieces, int alignment) {
 
@@ -50,16 +50,24 @@ public final class SlicePlan {
             return base + page * pageStride + slot * tokenStride;
         }
 
-        /** The alignment class when the memory's first byte is at {@code address}: {@code min(alignment, address's)}. */
+        /**
+         * The alignment class of the cells' absolute addresses when the memory's first byte is at {@code address}
+         * (a device pointer, or the packed buffer of a copy): 16 when {@code address + base} and both strides are
+         * multiples of 16 and the part is whole 16-byte units, else 8 when they are multiples of 8, else 1.
+         */
         public int alignmentAt(long address) {
-            return (int) Math.min(alignment, Math.min(16, Long.lowestOneBit(address | 16)));
+            return alignment(address + base, pageStride, tokenStride, pieces);
         }
 
         static Part of(KvRegion r, int head) {
             long base = r.offset() + head * r.headStride();
-            long all = base | r.pageStride() | r.tokenStride();
-            int align = (all & 15) == 0 && r.cellBytes() % 16 == 0 ? 16 : (all & 7) == 0 ? 8 : 1;
-            return new Part(r.memory(), base, r.pageStride(), r.tokenStride(), r.pieces(), align);
+            return new Part(r.memory(), base, r.pageStride(), r.tokenStride(), r.pieces(),
+                    alignment(base, r.pageStride(), r.tokenStride(), r.pieces()));
+        }
+
+        private static int alignment(long base, long pageStride, long tokenStride, int pieces) {
+            long all = base | pageStride | tokenStride;
+            return (all & 15) == 0 && pieces % 2 == 0 ? 16 : (all & 7) == 0 ? 8 : 1;
         }
     }
 

@@ -1,6 +1,5 @@
 package io.kvchecksum;
 
-import io.kvchecksum.internal.FastCpuBackend;
 import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.Arena;
@@ -11,13 +10,15 @@ import java.util.Random;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The fast CPU backend against the reference on seeded random layouts, and the laws of the definition. */
 class CpuBackendsTest {
     private static final long SEED = 20261129L;
     private final KvChecksum reference = KvChecksums.reference();
-    private final List<KvChecksum> fast = List.of(new FastCpuBackend(1), new FastCpuBackend(2), new FastCpuBackend(3));
+    private final List<KvChecksum> fast = List.of(KvChecksums.cpu(1), KvChecksums.cpu(2), KvChecksums.cpu(3));
 
     @Test
     void fastAgreesWithReferenceOnRandomLayouts() {
@@ -194,7 +195,19 @@ class CpuBackendsTest {
 
     @Test
     void fastestFallsBackToCpuWithoutGpuModules() {
+        // BrokenProvider (test class path) ranks above the CPU backend but fails the self-test: it must be skipped.
         KvChecksum k = KvChecksums.fastest();
         assertEquals("cpu", k.name());
+    }
+
+    @Test
+    void statusReportsSelfTestFailures() {
+        var status = KvChecksums.status();
+        var broken = status.get("broken");
+        assertFalse(broken.available(), broken.toString());
+        assertTrue(broken.reason().contains("wrong checksums on a small known input"), broken.reason());
+        assertTrue(status.get("cpu").available());
+        assertEquals(java.util.Set.of("broken", "cuda", "opencl", "cpu", "reference"), status.keySet());
+        assertEquals("broken", status.keySet().iterator().next(), "providers come first, by priority");
     }
 }

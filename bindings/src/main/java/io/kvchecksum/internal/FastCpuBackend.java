@@ -21,10 +21,10 @@ import java.util.concurrent.Future;
  * confined {@link java.lang.foreign.Arena} can only be read by its owner, so such requests run on the calling thread.
  */
 public final class FastCpuBackend implements KvChecksum {
-    /** Below this many KV bytes a request runs on the calling thread. */
-    static final long PARALLEL_BYTES = 4L << 20;
+    /** Below this many KV bytes a request runs on the calling thread (the read bound splits work the same way). */
+    public static final long PARALLEL_BYTES = 4L << 20;
     /** The smallest piece of work handed to another thread. */
-    static final long TASK_BYTES = 1L << 20;
+    public static final long TASK_BYTES = 1L << 20;
 
     private static final SliceKernel KERNEL = loadKernel();
     private static volatile ForkJoinPool pool;

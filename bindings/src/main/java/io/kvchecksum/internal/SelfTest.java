@@ -20,6 +20,11 @@ public final class SelfTest {
 
     /** True when the backend's block checksums of a small two-layer paged cache equal the reference's. */
     public static boolean passes(KvChecksum backend) {
+        return failure(backend) == null;
+    }
+
+    /** Why the backend fails the self-test, or {@code null} when it passes. */
+    public static String failure(KvChecksum backend) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment seg = arena.allocate(4096, 16);
             for (int i = 0; i < 512; i++) {
@@ -34,10 +39,12 @@ public final class SelfTest {
             RequestBlocks r = RequestBlocks.of(new int[] {2, 0, 3}, 10, 1, 3);
             long[] expected = new ReferenceBackend().blockChecksums(g, r);
             try (var pending = backend.submit(g, r)) {
-                return Arrays.equals(expected, pending.get());
+                long[] got = pending.get();
+                return Arrays.equals(expected, got) ? null
+                        : "wrong checksums on a small known input: " + Arrays.toString(got) + ", expected " + Arrays.toString(expected);
             }
         } catch (RuntimeException e) {
-            return false;
+            return "the self-test on a small known input threw " + e;
         }
     }
 }

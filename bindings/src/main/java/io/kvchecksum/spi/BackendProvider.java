@@ -7,11 +7,19 @@ import io.kvchecksum.KvChecksum;
  * compile time. Modules register an implementation in {@code META-INF/services/io.kvchecksum.spi.BackendProvider}.
  */
 public interface BackendProvider {
+    /** The priorities of every backend, in one place: {@link io.kvchecksum.KvChecksums#fastest()} prefers higher. */
+    int CUDA_PRIORITY = 300;
+    /** OpenCL on a GPU. */
+    int OPENCL_GPU_PRIORITY = 200;
+    /** The Java CPU backend; {@code fastest()} considers only providers above it and falls back to it. */
+    int CPU_PRIORITY = 100;
+    /** OpenCL on a CPU device: below the Java CPU backend, which needs no copy. */
+    int OPENCL_CPU_PRIORITY = 90;
 
     /** The backend's name: {@code cuda}, {@code opencl}, ... */
     String name();
 
-    /** Higher is preferred by {@link io.kvchecksum.KvChecksums#fastest()}. The CPU backend has 100. */
+    /** Higher is preferred by {@link io.kvchecksum.KvChecksums#fastest()}: one of the {@code *_PRIORITY} constants. */
     int priority();
 
     /** Whether the backend can run here, and if not, why. Cheap enough to call more than once; may cache. */

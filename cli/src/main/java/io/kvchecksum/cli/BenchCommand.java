@@ -7,6 +7,7 @@ import io.kvchecksum.KvChecksums;
 import io.kvchecksum.KvLayouts;
 import io.kvchecksum.KvMemory;
 import io.kvchecksum.RequestBlocks;
+import io.kvchecksum.bench.MemoryBound;
 import io.kvchecksum.spi.BackendProvider.Availability;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
@@ -24,10 +25,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.SplittableRandom;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -118,10 +115,11 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
             KvCacheGroup group = KvLayouts.vllmFlash(shape, 0, null, mems);
             Map<String, Double> readCache = new HashMap<>();
             // compile the read loop before anything is timed: an interpreted loop would flatter every ratio
-            List<MemorySegment> warmParts = parts(layers, table, Math.min(maxTokens, 64));
-            long warmEnd = System.nanoTime() + 300_000_000L;
-            while (System.nanoTime() < warmEnd) {
-                blackhole += sum(warmParts, 0, warmParts.size());
+            try (MemoryBound warm = new MemoryBound(parts(layers, table, Math.min(maxTokens, 64)), 1)) {
+                long warmEnd = System.nanoTime() + 300_000_000L;
+                while (System.nanoTime() < warmEnd) {
+                    blackhole += warm.read();
+                }
             }
             for (Map.Entry<String, Availability> e : KvChecksums.status().entrySet()) {
                 String name = e.getKey();
@@ -160,8 +158,9 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
                         try {
                             double gbps = bytes / best(() -> k.blockChecksums(group, r)[0]);
                             double read = readCache.computeIfAbsent(n + "/" + threads, x -> {
-                                List<MemorySegment> parts = parts(layers, table, n);
-                                return bytes / best(() -> readAll(parts, threads));
+                                try (MemoryBound bound = new MemoryBound(parts(layers, table, n), threads)) {
+                                    return bytes / best(bound::read);
+                                }
                             });
                             res.put("gbps", gbps);
                             res.put("read_gbps", read);
@@ -189,8 +188,6 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
                 row.put("results", results);
                 rows.add(row);
             }
-        } finally {
-            pool.forEach((t, p) -> p.shutdownNow());
         }
         if (json) {
             report.put("cpus", Runtime.getRuntime().availableProcessors());
@@ -239,8 +236,6 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
 
     static volatile long blackhole;
 
-    private final Map<Integer, ExecutorService> pool = new HashMap<>();
-
     /** The request's pages (K and V halves of each layer): the bytes the checksum reads. */
     private static List<MemorySegment> parts(List<MemorySegment> layers, int[] table, int tokens) {
         int pages = Math.ceilDiv(tokens, PAGE);
@@ -256,51 +251,5 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
             }
         }
         return parts;
-    }
-
-    /** A plain read: the sum of every 64-bit word of the parts, split over threads. */
-    private long readAll(List<MemorySegment> parts, int threads) {
-        if (threads <= 1) {
-            return sum(parts, 0, parts.size());
-        }
-        ExecutorService ex = pool.computeIfAbsent(threads, Executors::newFixedThreadPool);
-        List<Future<Long>> fs = new ArrayList<>();
-        int per = Math.ceilDiv(parts.size(), threads);
-        for (int t = 0; t < threads; t++) {
-            int from = t * per;
-            int to = Math.min(parts.size(), from + per);
-            fs.add(ex.submit(() -> sum(parts, from, to)));
-        }
-        long s = 0;
-        try {
-            for (Future<Long> f : fs) {
-                s += f.get();
-            }
-        } catch (InterruptedException | ExecutionException e) {
-            throw new IllegalStateException(e);
-        }
-        return s;
-    }
-
-    private static long sum(List<MemorySegment> parts, int from, int to) {
-        long a = 0;
-        long b = 0;
-        long c = 0;
-        long d = 0;
-        for (int p = from; p < to; p++) {
-            MemorySegment m = parts.get(p);
-            long n = m.byteSize() / 8;
-            long i = 0;
-            for (; i + 4 <= n; i += 4) {
-                a += m.getAtIndex(ValueLayout.JAVA_LONG, i);
-                b += m.getAtIndex(ValueLayout.JAVA_LONG, i + 1);
-                c += m.getAtIndex(ValueLayout.JAVA_LONG, i + 2);
-                d += m.getAtIndex(ValueLayout.JAVA_LONG, i + 3);
-            }
-            for (; i < n; i++) {
-                a += m.getAtIndex(ValueLayout.JAVA_LONG, i);
-            }
-        }
-        return a + b + c + d;
     }
 }

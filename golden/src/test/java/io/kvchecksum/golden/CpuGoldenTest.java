@@ -1,7 +1,6 @@
 package io.kvchecksum.golden;
 
 import io.kvchecksum.KvChecksums;
-import io.kvchecksum.internal.FastCpuBackend;
 import org.junit.jupiter.api.DynamicNode;
 import org.junit.jupiter.api.TestFactory;
 
@@ -16,11 +15,11 @@ class CpuGoldenTest {
 
     @TestFactory
     Stream<DynamicNode> cpuFast() {
-        return GoldenSuite.tests(new FastCpuBackend());
+        return GoldenSuite.tests(KvChecksums.cpu());
     }
 
     @TestFactory
     Stream<DynamicNode> cpuFastSingleThread() {
-        return GoldenSuite.tests(new FastCpuBackend(1));
+        return GoldenSuite.tests(KvChecksums.cpu(1));
     }
 }

@@ -1,5 +1,6 @@
 package io.kvchecksum.jmh;
 
+import io.kvchecksum.bench.MemoryBound;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;

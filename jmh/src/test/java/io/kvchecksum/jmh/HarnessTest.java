@@ -1,11 +1,10 @@
 package io.kvchecksum.jmh;
 
-import io.kvchecksum.KvCacheGroup;
 import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvChecksums;
-import io.kvchecksum.Rechunked;
-import io.kvchecksum.RequestBlocks;
+import io.kvchecksum.SlicePlan;
 import io.kvchecksum.SliceSums;
+import io.kvchecksum.bench.MemoryBound;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -109,25 +108,15 @@ class HarnessTest {
         }
 
         @Override
-        public long[] blockChecksums(KvCacheGroup group, RequestBlocks request) {
-            long[] v = cpu.blockChecksums(group, request);
+        public long[] blockChecksums(SlicePlan plan) {
+            long[] v = cpu.blockChecksums(plan);
             v[v.length - 1]++;
             return v;
         }
 
         @Override
-        public SliceSums sliceSums(KvCacheGroup group, RequestBlocks request) {
-            return cpu.sliceSums(group, request);
-        }
-
-        @Override
-        public long[] combine(SliceSums sums) {
-            return cpu.combine(sums);
-        }
-
-        @Override
-        public Rechunked rechunk(long[] values, long firstBlock, int factor) {
-            return cpu.rechunk(values, firstBlock, factor);
+        public SliceSums sliceSums(SlicePlan plan) {
+            return cpu.sliceSums(plan);
         }
     }
 }

@@ -3,18 +3,15 @@ package io.kvchecksum.cuda;
 import com.sun.jna.Memory;
 import io.kvchecksum.BackendUnavailableException;
 import io.kvchecksum.CacheLayer;
-import io.kvchecksum.Definition;
 import io.kvchecksum.InvalidLayoutException;
 import io.kvchecksum.KvCacheGroup;
 import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvMemory;
 import io.kvchecksum.KvRegion;
 import io.kvchecksum.PendingChecksums;
-import io.kvchecksum.Rechunked;
 import io.kvchecksum.RequestBlocks;
+import io.kvchecksum.SlicePlan;
 import io.kvchecksum.SliceSums;
-import io.kvchecksum.internal.Arithmetic;
-import io.kvchecksum.internal.Checks;
 import io.kvchecksum.spi.BackendProvider.Availability;
 
 import java.lang.foreign.Arena;
@@ -25,6 +22,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.ToLongFunction;
 
 import static io.kvchecksum.cuda.Cuda.check;
 
@@ -52,16 +50,16 @@ public final class CudaBackend implements KvChecksum {
     /** The backend's name for {@link io.kvchecksum.KvChecksums#byName}. */
     public static final String NAME = "cuda";
 
-    static final String FUSED_V1 = "kvc_fused_v1";
-    static final String FUSED_V2 = "kvc_fused_v2";
-    static final String SLICES_V1 = "kvc_slices_v1";
-    static final String SLICES_V2 = "kvc_slices_v2";
-    static final String REDUCE = "kvc_reduce_parts";
-    static final String COMBINE = "kvc_combine";
-    static final String RECHUNK = "kvc_rechunk";
+    /** The kernels, named as OpenCL's: what they compute, then the load width (8- or 16-byte loads). */
+    static final String BLOCK_CHECKSUMS_8B = "kvc_block_checksums_8b";
+    static final String BLOCK_CHECKSUMS_16B = "kvc_block_checksums_16b";
+    static final String SLICE_SUMS_8B = "kvc_slice_sums_8b";
+    static final String SLICE_SUMS_16B = "kvc_slice_sums_16b";
+    static final String SUM_PARTS = "kvc_sum_parts";
     static final String FILL = "kvc_fill_u64";
     static final String SUM = "kvc_sum_u64";
-    static final List<String> KERNELS = List.of(FUSED_V1, FUSED_V2, SLICES_V1, SLICES_V2, REDUCE, COMBINE, RECHUNK, FILL, SUM);
+    static final List<String> KERNELS = List.of(BLOCK_CHECKSUMS_8B, BLOCK_CHECKSUMS_16B, SLICE_SUMS_8B, SLICE_SUMS_16B,
+            SUM_PARTS, FILL, SUM);
 
     /** Kernel parameter block within a slot's pinned buffer: the struct, then the one-entry pointer array. */
     private static final long PARAMS_BYTES = 256;
@@ -157,122 +155,58 @@ public final class CudaBackend implements KvChecksum {
      * @throws InvalidLayoutException on bad input (before anything is enqueued), or when a region is host memory
      */
     public PendingChecksums enqueue(KvCacheGroup group, RequestBlocks request, long stream) {
+        return enqueue(SlicePlan.of(group, request), stream);
+    }
+
+    /** {@link #enqueue(KvCacheGroup, RequestBlocks, long)} of a plan built once and reused across calls. */
+    public PendingChecksums enqueue(SlicePlan plan, long stream) {
         ensureOpen();
-        Checks.validate(group, request, NAME, false);
-        requireDevice(group);
-        int nb = request.numBlocks();
+        plan.requireDevice("enqueue", "; use blockChecksums or submit for host memory");
         ContextResources cr = resourcesForStream(stream);
-        if (nb == 0) {
+        if (plan.numBlocks() == 0) {
             return PendingChecksums.completed(new long[0]);
         }
-        return launchGroup(cr, stream, group, request, nb, false);
+        return launchPlan(cr, stream, plan, CudaBackend::deviceAddress, false);
     }
 
     @Override
-    public long[] blockChecksums(KvCacheGroup group, RequestBlocks request) {
-        try (PendingChecksums p = submit(group, request)) {
+    public long[] blockChecksums(SlicePlan plan) {
+        try (PendingChecksums p = submit(plan)) {
             return p.get();
         }
     }
 
     /**
-     * Device-memory groups: enqueued on the backend's own stream and returned at once. Groups with host memory are
+     * Device-memory plans: enqueued on the backend's own stream and returned at once. Plans with host memory are
      * copied to the device and computed before this returns.
      */
     @Override
-    public PendingChecksums submit(KvCacheGroup group, RequestBlocks request) {
+    public PendingChecksums submit(SlicePlan plan) {
         ensureOpen();
-        Checks.validate(group, request, NAME, false);
-        int nb = request.numBlocks();
-        if (nb == 0) {
+        if (plan.numBlocks() == 0) {
             return PendingChecksums.completed(new long[0]);
         }
         ContextResources cr = primaryResources();
-        if (allDevice(group)) {
-            return launchGroup(cr, cr.ownStream, group, request, nb, false);
+        if (plan.residency() == SlicePlan.Residency.DEVICE) {
+            return launchPlan(cr, cr.ownStream, plan, CudaBackend::deviceAddress, false);
         }
-        try (Placed placed = place(group, cr)) {
-            try (PendingChecksums p = launchGroup(cr, cr.ownStream, placed.group, request, nb, false)) {
+        try (Placed placed = new Placed(plan, cr)) {
+            try (PendingChecksums p = launchPlan(cr, cr.ownStream, plan, placed::address, false)) {
                 return PendingChecksums.completed(p.get());
             }
         }
     }
 
     @Override
-    public SliceSums sliceSums(KvCacheGroup group, RequestBlocks request) {
+    public SliceSums sliceSums(SlicePlan plan) {
         ensureOpen();
-        Checks.validate(group, request, NAME, false);
-        int nb = request.numBlocks();
-        int ns = group.numSlices();
-        int[] layers = new int[ns];
-        int[] heads = new int[ns];
-        int i = 0;
-        for (CacheLayer l : group.layers()) {
-            for (int h = 0; h < l.numHeads(); h++, i++) {
-                layers[i] = l.layer();
-                heads[i] = l.firstHead() + h;
-            }
-        }
-        if ((long) ns * nb > Integer.MAX_VALUE - 16) {
-            throw new InvalidLayoutException(ns + " slices x " + nb + " blocks of slice sums do not fit one array");
-        }
-        if (nb == 0) {
-            return new SliceSums(layers, heads, request.firstBlock(), 0, new long[0]);
+        if (plan.numBlocks() == 0) {
+            return plan.sliceSums(new long[0]);
         }
         ContextResources cr = primaryResources();
-        try (Placed placed = place(group, cr); PendingChecksums p = launchGroup(cr, cr.ownStream, placed.group, request, nb, true)) {
-            return new SliceSums(layers, heads, request.firstBlock(), nb, p.get());
-        }
-    }
-
-    @Override
-    public long[] combine(SliceSums sums) {
-        ensureOpen();
-        if (sums == null) {
-            throw new InvalidLayoutException("combine: sums is null");
-        }
-        int ns = sums.numSlices();
-        int nb = sums.numBlocks();
-        if (nb == 0 || ns == 0) {
-            return new long[nb];
-        }
-        ContextResources cr = primaryResources();
-        long factorsBytes = 8L * ns;
-        long upload = factorsBytes + 8L * ns * nb;
-        try (PendingChecksums p = job(cr, cr.ownStream, upload, 0, nb, (host, dUpload, dScratch, dOut) -> {
-            for (int i = 0; i < ns; i++) {
-                host.set(KernelAbi.U64, 8L * i, Definition.factor(sums.layers()[i], sums.heads()[i]));
-            }
-            MemorySegment.copy(sums.values(), 0, host, KernelAbi.U64, factorsBytes, ns * nb);
-            return () -> {
-                KernelAbi.combine(host, paramsOffset(upload), dUpload + factorsBytes, dUpload, dOut, ns, nb);
-                launch(COMBINE, LaunchPlanner.grid1d(nb), 1, cr.ownStream, host, upload);
-            };
-        })) {
-            return p.get();
-        }
-    }
-
-    @Override
-    public Rechunked rechunk(long[] values, long firstBlock, int factor) {
-        ensureOpen();
-        Arithmetic.checkRechunk(values, firstBlock, factor);
-        long firstChunk = Math.ceilDiv(firstBlock, (long) factor);
-        long skip = Math.min(values.length, firstChunk * factor - firstBlock);
-        int n = (int) Math.ceilDiv(values.length - skip, (long) factor);
-        if (n == 0) {
-            return new Rechunked(firstChunk, factor, new long[0]);
-        }
-        ContextResources cr = primaryResources();
-        long upload = 8L * values.length;
-        try (PendingChecksums p = job(cr, cr.ownStream, upload, 0, n, (host, dUpload, dScratch, dOut) -> {
-            MemorySegment.copy(values, 0, host, KernelAbi.U64, 0, values.length);
-            return () -> {
-                KernelAbi.rechunk(host, paramsOffset(upload), dUpload, dOut, values.length, skip, n, factor);
-                launch(RECHUNK, LaunchPlanner.grid1d(n), 1, cr.ownStream, host, upload);
-            };
-        })) {
-            return new Rechunked(firstChunk, factor, p.get());
+        try (Placed placed = new Placed(plan, cr);
+             PendingChecksums p = launchPlan(cr, cr.ownStream, plan, placed::address, true)) {
+            return plan.sliceSums(p.get());
         }
     }
 
@@ -464,10 +398,16 @@ public final class CudaBackend implements KvChecksum {
                 "cuLaunchKernel(" + name + ", grid " + gridX + "x" + gridY + ")");
     }
 
-    /** The fused kernel ({@code slices == false}) or the per-slice kernel over a device-memory group. */
-    private CudaPending launchGroup(ContextResources cr, long stream, KvCacheGroup g, RequestBlocks r, int nb, boolean slices) {
-        int ns = g.numSlices();
-        int pages = (int) r.pagesNeeded(g.pageSize());
+    /**
+     * Serializes a plan into the kernel ABI and enqueues the block-checksums kernel ({@code slices == false}) or the
+     * slice-sums kernel; {@code address} gives the device address of each region's memory.
+     */
+    private CudaPending launchPlan(ContextResources cr, long stream, SlicePlan plan, ToLongFunction<KvMemory> address,
+            boolean slices) {
+        int ns = plan.numSlices();
+        int nb = plan.numBlocks();
+        int pages = plan.numPages();
+        RequestBlocks r = plan.request();
         long tableOff = (long) ns * KernelAbi.SLICE_BYTES;
         long upload = tableOff + 4L * pages;
         LaunchPlanner.FusedPlan fused = slices ? null : cr.planner.fused(ns, nb);
@@ -475,9 +415,9 @@ public final class CudaBackend implements KvChecksum {
         long scratch = slices ? 0 : 8L * fused.scratchElements();
         int results = slices ? ns * nb : nb;
         return job(cr, stream, upload, scratch, results, (host, dUpload, dScratch, dOut) -> {
-            boolean vec16 = writeSlices(host, g);
+            boolean vec16 = writeSlices(host, plan, address);
             for (int i = 0; i < pages; i++) {
-                host.set(KernelAbi.U32, tableOff + 4L * i, r.page(i));
+                host.set(KernelAbi.U32, tableOff + 4L * i, plan.page(i));
             }
             long dTable = dUpload + tableOff;
             long params = paramsOffset(upload);
@@ -485,92 +425,82 @@ public final class CudaBackend implements KvChecksum {
                 if (slices) {
                     for (LaunchPlanner.Slices s : sliced) {
                         KernelAbi.fused(host, params, dUpload, dTable, dOut + 8L * s.blockOffset(), r.startToken(),
-                                r.firstBlock() + s.blockOffset(), r.numTokens(), r.blockSize(), g.pageSize(), s.numBlocks(), ns,
-                                0, 0, nb);
-                        launch(vec16 ? SLICES_V2 : SLICES_V1, s.numBlocks(), s.sliceGroups(), stream, host, upload);
+                                r.firstBlock() + s.blockOffset(), r.numTokens(), r.blockSize(), plan.pageSize(), s.numBlocks(),
+                                ns, 0, 0, nb);
+                        launch(vec16 ? SLICE_SUMS_16B : SLICE_SUMS_8B, s.numBlocks(), s.sliceGroups(), stream, host, upload);
                     }
                     return;
                 }
                 for (LaunchPlanner.Fused f : fused.launches()) {
                     long out = dOut + 8L * f.blockOffset();
                     KernelAbi.fused(host, params, dUpload, dTable, f.numParts() == 1 ? out : dScratch, r.startToken(),
-                            r.firstBlock() + f.blockOffset(), r.numTokens(), r.blockSize(), g.pageSize(), f.numBlocks(), ns,
+                            r.firstBlock() + f.blockOffset(), r.numTokens(), r.blockSize(), plan.pageSize(), f.numBlocks(), ns,
                             f.slicesPerPart(), f.numParts(), 0);
-                    launch(vec16 ? FUSED_V2 : FUSED_V1, f.numBlocks(), f.numParts(), stream, host, upload);
+                    launch(vec16 ? BLOCK_CHECKSUMS_16B : BLOCK_CHECKSUMS_8B, f.numBlocks(), f.numParts(), stream, host, upload);
                     if (f.numParts() > 1) {
                         KernelAbi.reduce(host, params, dScratch, out, f.numBlocks(), f.numParts());
-                        launch(REDUCE, f.reduceGrid(), 1, stream, host, upload);
+                        launch(SUM_PARTS, f.reduceGrid(), 1, stream, host, upload);
                     }
                 }
             };
         });
     }
 
-    /** Writes one KvcSlice per (layer, head) and says whether 16-byte loads may be used for all of them. */
-    private static boolean writeSlices(MemorySegment host, KvCacheGroup g) {
+    /** Writes one KvcSlice per plan slice and says whether 16-byte loads may be used for all of them. */
+    private static boolean writeSlices(MemorySegment host, SlicePlan plan, ToLongFunction<KvMemory> address) {
         boolean vec16 = true;
         long at = 0;
-        for (CacheLayer l : g.layers()) {
-            KvRegion k = l.k();
-            KvRegion v = l.v();
-            long kAddr = ((KvMemory.Device) k.memory()).address();
-            long vAddr = v == null ? 0 : ((KvMemory.Device) v.memory()).address();
-            for (int h = 0; h < l.numHeads(); h++) {
-                long kb = kAddr + k.offset() + h * k.headStride();
-                long vb = v == null ? 0 : vAddr + v.offset() + h * v.headStride();
-                KernelAbi.slice(host, at, Definition.factor(l.layer(), l.firstHead() + h), kb, k.pageStride(), k.tokenStride(),
-                        vb, v == null ? 0 : v.pageStride(), v == null ? 0 : v.tokenStride(), k.pieces(), v == null ? 0 : v.pieces());
-                vec16 &= LaunchPlanner.aligned16(kb, k.pageStride(), k.tokenStride(), k.pieces())
-                        && (v == null || LaunchPlanner.aligned16(vb, v.pageStride(), v.tokenStride(), v.pieces()));
-                at += KernelAbi.SLICE_BYTES;
-            }
+        for (SlicePlan.Slice s : plan.slices()) {
+            SlicePlan.Part k = s.k();
+            SlicePlan.Part v = s.v();
+            long kAddr = address.applyAsLong(k.memory());
+            long vAddr = v == null ? 0 : address.applyAsLong(v.memory());
+            KernelAbi.slice(host, at, s.factor(), kAddr + k.base(), k.pageStride(), k.tokenStride(),
+                    v == null ? 0 : vAddr + v.base(), v == null ? 0 : v.pageStride(), v == null ? 0 : v.tokenStride(),
+                    k.pieces(), s.vPieces());
+            vec16 &= k.alignmentAt(kAddr) == 16 && (v == null || v.alignmentAt(vAddr) == 16);
+            at += KernelAbi.SLICE_BYTES;
         }
         return vec16;
     }
 
-    private static boolean allDevice(KvCacheGroup g) {
-        for (CacheLayer l : g.layers()) {
-            if (!(l.k().memory() instanceof KvMemory.Device) || (l.v() != null && !(l.v().memory() instanceof KvMemory.Device))) {
-                return false;
-            }
-        }
-        return true;
+    private static long deviceAddress(KvMemory m) {
+        return ((KvMemory.Device) m).address();
     }
 
-    private static void requireDevice(KvCacheGroup g) {
-        for (CacheLayer l : g.layers()) {
-            for (KvRegion r : l.v() == null ? List.of(l.k()) : List.of(l.k(), l.v())) {
-                if (!(r.memory() instanceof KvMemory.Device)) {
-                    throw new InvalidLayoutException("enqueue takes device memory only, but layer " + l.layer() + " has "
-                            + r.memory() + "; use blockChecksums or submit for host memory");
-                }
-            }
-        }
-    }
-
-    /** A group whose host regions were copied to temporary device buffers; closing frees them. */
+    /** The host memory of a plan copied to temporary device buffers, one per distinct segment; closing frees them. */
     private final class Placed implements AutoCloseable {
-        final KvCacheGroup group;
-        final List<Long> buffers = new ArrayList<>();
+        final Map<MemorySegment, Long> moved = new LinkedHashMap<>();
 
-        Placed(KvCacheGroup group) {
-            this.group = group;
-        }
-
-        Placed(KvCacheGroup host, ContextResources cr) {
-            Map<MemorySegment, KvMemory> moved = new LinkedHashMap<>();
+        Placed(SlicePlan plan, ContextResources cr) {
+            if (plan.residency() == SlicePlan.Residency.DEVICE) {
+                return;
+            }
             try {
-                this.group = relocate(host, m -> m instanceof KvMemory.Host h ? moved.computeIfAbsent(h.segment(), s -> upload(s, cr)) : m);
+                for (SlicePlan.Slice s : plan.slices()) {
+                    upload(s.k().memory(), cr);
+                    if (s.v() != null) {
+                        upload(s.v().memory(), cr);
+                    }
+                }
             } catch (RuntimeException e) {
                 close();
                 throw e;
             }
         }
 
-        private KvMemory upload(MemorySegment s, ContextResources cr) {
+        long address(KvMemory m) {
+            return m instanceof KvMemory.Host h ? moved.get(h.segment()) : deviceAddress(m);
+        }
+
+        private void upload(KvMemory m, ContextResources cr) {
+            if (!(m instanceof KvMemory.Host h) || moved.containsKey(h.segment())) {
+                return;
+            }
+            MemorySegment s = h.segment();
             long[] p = new long[1];
             check(d, d.cuMemAlloc(p, Math.max(16, s.byteSize())), "cuMemAlloc(" + s.byteSize() + " bytes for host KV)");
-            buffers.add(p[0]);
+            moved.put(s, p[0]);
             if (s.byteSize() > 0) {
                 try (Arena arena = Arena.ofConfined()) {
                     MemorySegment src = s.isNative() ? s : arena.allocate(s.byteSize(), 16).copyFrom(s);
@@ -578,24 +508,16 @@ public final class CudaBackend implements KvChecksum {
                     check(d, d.cuMemcpyHtoDAsync(p[0], src.address(), s.byteSize(), cr.ownStream), "cuMemcpyHtoDAsync(host KV)");
                 }
             }
-            return KvMemory.device(p[0], s.byteSize());
         }
 
         @Override
         public void close() {
-            if (buffers.isEmpty()) {
-                return;
-            }
             // The computation that read these has completed (its result copy was waited for) or failed.
-            for (long b : buffers) {
+            for (long b : moved.values()) {
                 d.cuMemFree(b);
             }
-            buffers.clear();
+            moved.clear();
         }
-    }
-
-    private Placed place(KvCacheGroup g, ContextResources cr) {
-        return allDevice(g) ? new Placed(g) : new Placed(g, cr);
     }
 
     /** The same layout with every region's memory mapped through {@code f} (offsets and strides unchanged). */

@@ -12,7 +12,7 @@ public final class CudaBackendProvider implements BackendProvider {
 
     @Override
     public int priority() {
-        return 300;
+        return CUDA_PRIORITY;
     }
 
     @Override

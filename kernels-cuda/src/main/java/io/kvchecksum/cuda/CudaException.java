@@ -14,7 +14,7 @@ public class CudaException extends RuntimeException {
         this.errorName = errorName;
     }
 
-    /** The driver function that failed, e.g. {@code cuLaunchKernel(kvc_fused_v2)}. */
+    /** The driver function that failed, e.g. {@code cuLaunchKernel(kvc_block_checksums_16b)}. */
     public String call() {
         return call;
     }

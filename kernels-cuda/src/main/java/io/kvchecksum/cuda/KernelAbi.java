@@ -15,8 +15,6 @@ final class KernelAbi {
     static final int SLICE_BYTES = 64;
     static final int FUSED_PARAMS_BYTES = 80;
     static final int REDUCE_PARAMS_BYTES = 24;
-    static final int COMBINE_PARAMS_BYTES = 32;
-    static final int RECHUNK_PARAMS_BYTES = 48;
     static final int FILL_PARAMS_BYTES = 24;
     static final int SUM_PARAMS_BYTES = 24;
 
@@ -30,10 +28,7 @@ final class KernelAbi {
     static final int FUSED_BLOCK_SIZE = 48;
     static final int FUSED_NUM_SLICES = 60;
     static final int FUSED_OUT_STRIDE = 72;
-    // KvcRechunkParams, KvcCombineParams, KvcReduceParams
-    static final int RECHUNK_NUM_VALUES = 16;
-    static final int RECHUNK_FACTOR = 40;
-    static final int COMBINE_NUM_SLICES = 24;
+    // KvcReduceParams
     static final int REDUCE_N = 16;
 
     private KernelAbi() {
@@ -76,24 +71,6 @@ final class KernelAbi {
         m.set(U64, at + 8, out);
         m.set(U32, at + REDUCE_N, n);
         m.set(U32, at + 20, parts);
-    }
-
-    static void combine(MemorySegment m, long at, long values, long factors, long out, int numSlices, int numBlocks) {
-        m.set(U64, at, values);
-        m.set(U64, at + 8, factors);
-        m.set(U64, at + 16, out);
-        m.set(U32, at + COMBINE_NUM_SLICES, numSlices);
-        m.set(U32, at + 28, numBlocks);
-    }
-
-    static void rechunk(MemorySegment m, long at, long values, long out, long numValues, long skip, long numOut, int factor) {
-        m.set(U64, at, values);
-        m.set(U64, at + 8, out);
-        m.set(U64, at + RECHUNK_NUM_VALUES, numValues);
-        m.set(U64, at + 24, skip);
-        m.set(U64, at + 32, numOut);
-        m.set(U32, at + RECHUNK_FACTOR, factor);
-        m.set(U32, at + 44, 0);
     }
 
     static void fill(MemorySegment m, long at, long p, long n, long seed) {

@@ -111,14 +111,6 @@ final class LaunchPlanner {
         return (int) g;
     }
 
-    /**
-     * Whether a region may be read with 16-byte loads: its cell start, page and token strides are multiples of 16
-     * and its cell is a whole number of 16-byte units. Otherwise the 8-byte variant runs (any 8-byte pieces).
-     */
-    static boolean aligned16(long cellBase, long pageStride, long tokenStride, int pieces) {
-        return (cellBase & 15) == 0 && (pageStride & 15) == 0 && (tokenStride & 15) == 0 && (pieces & 1) == 0;
-    }
-
     private static void requirePositive(long n, String what) {
         if (n <= 0) {
             throw new IllegalArgumentException("a launch needs at least one of " + what + ", got " + n);

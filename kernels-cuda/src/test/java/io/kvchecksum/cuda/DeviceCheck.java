@@ -293,7 +293,7 @@ public final class DeviceCheck {
                 try (PendingChecksums pc = b.enqueue(g, req, stream)) {
                     fused = pc.get();
                 }
-                long[] viaSlices = b.combine(b.sliceSums(g, req));
+                long[] viaSlices = b.sliceSums(g, req).combine();
                 boolean ok = Arrays.equals(fused, viaSlices);
                 if (!ok) {
                     failures++;

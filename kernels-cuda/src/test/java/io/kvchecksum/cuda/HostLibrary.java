@@ -10,7 +10,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
- * The host test library ({@code src/main/cuda/kvchecksum_host.cu}, built by nvcc into target/native): the kernels'
+ * The host test library ({@code src/test/cuda/kvchecksum_host.cu}, built by nvcc into target/native): the kernels'
  * shared {@code __host__ __device__} arithmetic, run on the CPU.
  */
 interface HostLibrary extends Library {

@@ -13,8 +13,6 @@ class KernelAbiTest {
         assertEquals(KernelAbi.SLICE_BYTES, lib.kvc_abi(0), "sizeof(KvcSlice)");
         assertEquals(KernelAbi.FUSED_PARAMS_BYTES, lib.kvc_abi(1), "sizeof(KvcFusedParams)");
         assertEquals(KernelAbi.REDUCE_PARAMS_BYTES, lib.kvc_abi(2), "sizeof(KvcReduceParams)");
-        assertEquals(KernelAbi.COMBINE_PARAMS_BYTES, lib.kvc_abi(3), "sizeof(KvcCombineParams)");
-        assertEquals(KernelAbi.RECHUNK_PARAMS_BYTES, lib.kvc_abi(4), "sizeof(KvcRechunkParams)");
         assertEquals(KernelAbi.FILL_PARAMS_BYTES, lib.kvc_abi(5), "sizeof(KvcFillParams)");
         assertEquals(KernelAbi.SUM_PARAMS_BYTES, lib.kvc_abi(6), "sizeof(KvcSumParams)");
         assertEquals(KernelAbi.SLICE_K_BASE, lib.kvc_abi(10), "KvcSlice.k_base");
@@ -25,9 +23,6 @@ class KernelAbiTest {
         assertEquals(KernelAbi.FUSED_BLOCK_SIZE, lib.kvc_abi(21), "KvcFusedParams.block_size");
         assertEquals(KernelAbi.FUSED_NUM_SLICES, lib.kvc_abi(22), "KvcFusedParams.num_slices");
         assertEquals(KernelAbi.FUSED_OUT_STRIDE, lib.kvc_abi(23), "KvcFusedParams.out_stride");
-        assertEquals(KernelAbi.RECHUNK_NUM_VALUES, lib.kvc_abi(30), "KvcRechunkParams.num_values");
-        assertEquals(KernelAbi.RECHUNK_FACTOR, lib.kvc_abi(31), "KvcRechunkParams.factor");
-        assertEquals(KernelAbi.COMBINE_NUM_SLICES, lib.kvc_abi(32), "KvcCombineParams.num_slices");
         assertEquals(KernelAbi.REDUCE_N, lib.kvc_abi(33), "KvcReduceParams.n");
     }
 

@@ -1,6 +1,8 @@
 package io.kvchecksum.cuda;
 
 import io.kvchecksum.InvalidLayoutException;
+import io.kvchecksum.KvMemory;
+import io.kvchecksum.SlicePlan;
 import org.junit.jupiter.api.Test;
 
 import java.util.Random;
@@ -93,11 +95,19 @@ class LaunchPlannerTest {
     }
 
     @Test
-    void alignmentClassification() {
-        assertTrue(LaunchPlanner.aligned16(0x7f0000001000L, 4096, 2048, 32));
-        assertFalse(LaunchPlanner.aligned16(0x7f0000001008L, 4096, 2048, 32), "cell start 8 mod 16");
-        assertFalse(LaunchPlanner.aligned16(0x7f0000001000L, 4104, 2048, 32), "page stride");
-        assertFalse(LaunchPlanner.aligned16(0x7f0000001000L, 4096, 24, 2), "token stride");
-        assertFalse(LaunchPlanner.aligned16(0x7f0000001000L, 4096, 2048, 3), "odd piece count");
+    void alignmentClassOfAbsoluteAddresses() {
+        // What picks the 16-byte kernels: the plan's alignment class at the device address of the memory.
+        KvMemory m = KvMemory.device(0x7f0000001000L, 1 << 20);
+        assertEquals(16, part(m, 0, 4096, 2048, 32).alignmentAt(0x7f0000001000L));
+        assertEquals(8, part(m, 0, 4096, 2048, 32).alignmentAt(0x7f0000001008L), "cell start 8 mod 16");
+        assertEquals(16, part(m, 8, 4096, 2048, 32).alignmentAt(0x7f0000001008L), "address and base 8 mod 16 add up to 16");
+        assertEquals(8, part(m, 0, 4104, 2048, 32).alignmentAt(0x7f0000001000L), "page stride");
+        assertEquals(8, part(m, 0, 4096, 24, 2).alignmentAt(0x7f0000001000L), "token stride");
+        assertEquals(8, part(m, 0, 4096, 2048, 3).alignmentAt(0x7f0000001000L), "odd piece count");
+        assertEquals(1, part(m, 4, 4096, 2048, 2).alignmentAt(0x7f0000001000L), "base 4 mod 8");
+    }
+
+    private static SlicePlan.Part part(KvMemory m, long base, long pageStride, long tokenStride, int pieces) {
+        return new SlicePlan.Part(m, base, pageStride, tokenStride, pieces, 0);
     }
 }

@@ -1,10 +1,8 @@
 package io.kvchecksum.cuda;
 
-import io.kvchecksum.KvCacheGroup;
 import io.kvchecksum.KvChecksum;
 import io.kvchecksum.PendingChecksums;
-import io.kvchecksum.Rechunked;
-import io.kvchecksum.RequestBlocks;
+import io.kvchecksum.SlicePlan;
 import io.kvchecksum.SliceSums;
 
 /**
@@ -12,15 +10,11 @@ import io.kvchecksum.SliceSums;
  * CudaBackend driven by {@link FakeCudaDriver}, whose kernels run on the CPU through the host test library.
  */
 record NamedBackend(String name, String description, KvChecksum delegate) implements KvChecksum {
-    @Override public long[] blockChecksums(KvCacheGroup g, RequestBlocks r) { return delegate.blockChecksums(g, r); }
+    @Override public long[] blockChecksums(SlicePlan p) { return delegate.blockChecksums(p); }
 
-    @Override public SliceSums sliceSums(KvCacheGroup g, RequestBlocks r) { return delegate.sliceSums(g, r); }
+    @Override public SliceSums sliceSums(SlicePlan p) { return delegate.sliceSums(p); }
 
-    @Override public long[] combine(SliceSums s) { return delegate.combine(s); }
-
-    @Override public Rechunked rechunk(long[] v, long firstBlock, int factor) { return delegate.rechunk(v, firstBlock, factor); }
-
-    @Override public PendingChecksums submit(KvCacheGroup g, RequestBlocks r) { return delegate.submit(g, r); }
+    @Override public PendingChecksums submit(SlicePlan p) { return delegate.submit(p); }
 
     @Override public void close() { delegate.close(); }
 

@@ -32,7 +32,7 @@ public final class OpenClProvider implements BackendProvider {
     @Override
     public int priority() {
         OpenClDevice d = probe().device();
-        return d == null || d.type().equals("CPU") ? 90 : 200;
+        return d == null || d.type().equals("CPU") ? OPENCL_CPU_PRIORITY : OPENCL_GPU_PRIORITY;
     }
 
     @Override

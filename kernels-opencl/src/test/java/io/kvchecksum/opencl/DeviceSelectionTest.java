@@ -3,6 +3,7 @@ package io.kvchecksum.opencl;
 import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvChecksums;
 import io.kvchecksum.spi.BackendProvider.Availability;
+import io.kvchecksum.spi.BackendProvider;
 import org.junit.jupiter.api.Test;
 
 import java.util.List;
@@ -64,5 +65,6 @@ class DeviceSelectionTest {
         OpenClDevice d = OpenClDevices.select(OpenClDevices.configuredSpec()).info();
         int priority = new OpenClProvider().priority();
         assertEquals(d.type().equals("CPU") ? 90 : 200, priority, d.toString());
+        assertTrue(d.type().equals("CPU") == priority < BackendProvider.CPU_PRIORITY, "a CPU device ranks below the Java CPU backend");
     }
 }

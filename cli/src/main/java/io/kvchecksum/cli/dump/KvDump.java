@@ -7,6 +7,7 @@ import io.kvchecksum.KvLayouts;
 import io.kvchecksum.KvMemory;
 import io.kvchecksum.KvRegion;
 import io.kvchecksum.RequestBlocks;
+import io.kvchecksum.SlicePlan;
 
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -305,7 +306,7 @@ public final class KvDump {
         }
         KvCacheGroup group = KvCacheGroup.of(pageSize, numPages, layers.stream().map(Layer::cache).toList());
         RequestBlocks request = RequestBlocks.of(table, n, o.firstBlock(), o.blockSize());
-        request.validateAgainst(group);
+        SlicePlan.of(group, request); // checks the table against the group's pages
         return new KvDump(file, layout, layers, group, request, table, pageSize, held);
     }
 

@@ -1,8 +1,6 @@
-package io.kvchecksum.jmh;
+package io.kvchecksum.bench;
 
-import jdk.incubator.vector.LongVector;
-import jdk.incubator.vector.VectorOperators;
-import jdk.incubator.vector.VectorSpecies;
+import io.kvchecksum.internal.FastCpuBackend;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -23,16 +21,20 @@ import java.util.concurrent.Future;
  * {@link #PARALLEL_BYTES} run on the calling thread, larger ones in tasks of about {@code max(1 MiB, total/(4T))}
  * bytes on a pool of {@code T} threads. A checksum cannot beat the read bound on the same bytes; a ratio near 1 means
  * the checksum costs no more than reading the KV once.
+ *
+ * <p>The one implementation of the bounds: the JMH suite and the command line's {@code bench} both measure against
+ * it. It reads with the Vector API where the JVM has {@code jdk.incubator.vector} (as the CPU backend does), else with
+ * a scalar loop of four independent sums. Not part of the checksum API: a measuring tool.
  */
 public final class MemoryBound implements AutoCloseable {
-    /** As {@code FastCpuBackend.PARALLEL_BYTES}: a hand-off to another thread costs more than a small read. */
-    public static final long PARALLEL_BYTES = 4L << 20;
-    /** As {@code FastCpuBackend.TASK_BYTES}. */
-    static final long TASK_BYTES = 1L << 20;
+    /** The CPU backend's threshold: a hand-off to another thread costs more than a small read. */
+    public static final long PARALLEL_BYTES = FastCpuBackend.PARALLEL_BYTES;
+    /** The CPU backend's smallest task. */
+    static final long TASK_BYTES = FastCpuBackend.TASK_BYTES;
     /** The copy destination is at most this large; beyond, copies wrap around it (still far beyond the LLC). */
     static final long MAX_DESTINATION = 1L << 30;
 
-    private static final VectorSpecies<Long> SPECIES = LongVector.SPECIES_PREFERRED;
+    private static final boolean VECTOR = ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent();
 
     /** A byte range of a source segment and where its copy goes in the destination. */
     private record Part(MemorySegment src, long offset, long length, long dstOffset) {
@@ -41,8 +43,9 @@ public final class MemoryBound implements AutoCloseable {
     private final List<List<Part>> tasks;
     private final boolean parallel;
     private final ForkJoinPool pool;
-    private final Arena arena;
-    private final MemorySegment dst;
+    private final long ring;
+    private Arena arena;
+    private MemorySegment dst;
 
     /** Bounds over {@code segments} read whole, with at most {@code threads} threads. */
     public MemoryBound(List<MemorySegment> segments, int threads) {
@@ -80,8 +83,7 @@ public final class MemoryBound implements AutoCloseable {
         }
         this.tasks = List.copyOf(ts);
         this.pool = parallel ? new ForkJoinPool(threads) : null;
-        this.arena = Arena.ofShared();
-        this.dst = arena.allocate(Math.max(8, ring), 64);
+        this.ring = ring;
     }
 
     /** Whether reads and copies of this size are split over threads. */
@@ -105,8 +107,12 @@ public final class MemoryBound implements AutoCloseable {
         return s;
     }
 
-    /** Copies every byte of the segments into the destination; returns a word of it so the copy is observable. */
+    /**
+     * Copies every byte of the segments into the destination; returns a word of it so the copy is observable. The
+     * destination (up to {@value #MAX_DESTINATION} bytes) is allocated on the first call.
+     */
     public long copy() {
+        destination();
         if (!parallel) {
             for (List<Part> t : tasks) {
                 copyTask(t);
@@ -132,6 +138,7 @@ public final class MemoryBound implements AutoCloseable {
 
     /** Copies part by part, checking each part right after copying it (later parts may overwrite it). */
     public void verifyCopy() {
+        destination();
         for (List<Part> t : tasks) {
             for (Part p : t) {
                 MemorySegment.copy(p.src, p.offset, dst, p.dstOffset, p.length);
@@ -148,7 +155,16 @@ public final class MemoryBound implements AutoCloseable {
         if (pool != null) {
             pool.shutdown();
         }
-        arena.close();
+        if (arena != null) {
+            arena.close();
+        }
+    }
+
+    private synchronized void destination() {
+        if (dst == null) {
+            arena = Arena.ofShared();
+            dst = arena.allocate(Math.max(8, ring), 64);
+        }
     }
 
     private static final ValueLayout.OfLong WORD = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
@@ -192,30 +208,28 @@ public final class MemoryBound implements AutoCloseable {
         return s;
     }
 
-    /**
-     * Four independent vector accumulators, so the loop is limited by loads, not by the latency of one add chain:
-     * the fastest plain read this JVM can express, which is what makes it a bound.
-     */
-    static long readPart(MemorySegment s, long offset, long length) {
-        int lanes = SPECIES.length();
-        long step = 4L * lanes * 8;
+    /** The wrapping sum of the little-endian words of {@code s[offset, offset+length)}; a tail of under 8 bytes is not read. */
+    public static long readPart(MemorySegment s, long offset, long length) {
+        return VECTOR ? VectorRead.readPart(s, offset, length) : scalarPart(s, offset, length);
+    }
+
+    /** Four independent sums, so the loop waits on loads, not on one chain of adds. */
+    static long scalarPart(MemorySegment s, long offset, long length) {
+        long a = 0;
+        long b = 0;
+        long c = 0;
+        long d = 0;
         long end = offset + length;
         long o = offset;
-        LongVector a0 = LongVector.zero(SPECIES);
-        LongVector a1 = a0;
-        LongVector a2 = a0;
-        LongVector a3 = a0;
-        ByteOrder le = ByteOrder.LITTLE_ENDIAN;
-        for (; o + step <= end; o += step) {
-            a0 = a0.add(LongVector.fromMemorySegment(SPECIES, s, o, le));
-            a1 = a1.add(LongVector.fromMemorySegment(SPECIES, s, o + lanes * 8L, le));
-            a2 = a2.add(LongVector.fromMemorySegment(SPECIES, s, o + lanes * 16L, le));
-            a3 = a3.add(LongVector.fromMemorySegment(SPECIES, s, o + lanes * 24L, le));
+        for (; o + 32 <= end; o += 32) {
+            a += s.get(WORD, o);
+            b += s.get(WORD, o + 8);
+            c += s.get(WORD, o + 16);
+            d += s.get(WORD, o + 24);
         }
-        long sum = a0.add(a1).add(a2.add(a3)).reduceLanes(VectorOperators.ADD);
         for (; o + 8 <= end; o += 8) {
-            sum += s.get(WORD, o);
+            a += s.get(WORD, o);
         }
-        return sum;
+        return a + b + c + d;
     }
 }

@@ -1,5 +1,5 @@
-// The host test library: runs the kernels' shared __host__ __device__ arithmetic on the CPU, so machines without
-// a GPU (CI) test it over the golden vectors. Built with
+// The host test library: runs the kernels' shared __host__ __device__ arithmetic (../../main/cuda/kvchecksum.cuh) on
+// the CPU, so machines without a GPU (CI) test it over the golden vectors. It lives with the tests: built with
 //   nvcc -shared -Xcompiler -fPIC -cudart static   (never -cudart none: the JVM then dies on load)
 // and loaded by the tests through JNA. It is not shipped in the jar.
 //
@@ -61,25 +61,15 @@ int kvc_emulate(const char* name, uint32_t gx, uint32_t gy, uint32_t gz, uint32_
                 const void* params) {
     if (bx != KVC_THREADS || by != 1 || bz != 1 || gz != 1 || gx == 0 || gy == 0) return KVC_INVALID_VALUE;
     const uint64_t threads = (uint64_t)gx * KVC_THREADS;
-    if (!strcmp(name, "kvc_fused_v2")) return fused<2>(gx, gy, *static_cast<const KvcFusedParams*>(params));
-    if (!strcmp(name, "kvc_fused_v1")) return fused<1>(gx, gy, *static_cast<const KvcFusedParams*>(params));
-    if (!strcmp(name, "kvc_slices_v2")) return slices<2>(gx, gy, *static_cast<const KvcFusedParams*>(params));
-    if (!strcmp(name, "kvc_slices_v1")) return slices<1>(gx, gy, *static_cast<const KvcFusedParams*>(params));
+    if (!strcmp(name, "kvc_block_checksums_16b")) return fused<2>(gx, gy, *static_cast<const KvcFusedParams*>(params));
+    if (!strcmp(name, "kvc_block_checksums_8b")) return fused<1>(gx, gy, *static_cast<const KvcFusedParams*>(params));
+    if (!strcmp(name, "kvc_slice_sums_16b")) return slices<2>(gx, gy, *static_cast<const KvcFusedParams*>(params));
+    if (!strcmp(name, "kvc_slice_sums_8b")) return slices<1>(gx, gy, *static_cast<const KvcFusedParams*>(params));
     if (gy != 1) return KVC_INVALID_VALUE;
-    if (!strcmp(name, "kvc_reduce_parts")) {
+    if (!strcmp(name, "kvc_sum_parts")) {
         const KvcReduceParams& p = *static_cast<const KvcReduceParams*>(params);
         for (uint64_t i = 0; i < threads && i < p.n; ++i) p.out[i] = kvc_reduce_one(p, (uint32_t)i);
         return threads >= p.n ? KVC_SUCCESS : KVC_INVALID_VALUE;
-    }
-    if (!strcmp(name, "kvc_combine")) {
-        const KvcCombineParams& p = *static_cast<const KvcCombineParams*>(params);
-        for (uint64_t b = 0; b < threads && b < p.num_blocks; ++b) p.out[b] = kvc_combine_one(p, (uint32_t)b);
-        return threads >= p.num_blocks ? KVC_SUCCESS : KVC_INVALID_VALUE;
-    }
-    if (!strcmp(name, "kvc_rechunk")) {
-        const KvcRechunkParams& p = *static_cast<const KvcRechunkParams*>(params);
-        for (uint64_t q = 0; q < threads && q < p.num_out; ++q) p.out[q] = kvc_rechunk_one(p, q);
-        return threads >= p.num_out ? KVC_SUCCESS : KVC_INVALID_VALUE;
     }
     if (!strcmp(name, "kvc_fill_u64")) {
         const KvcFillParams& p = *static_cast<const KvcFillParams*>(params);
@@ -104,8 +94,6 @@ long long kvc_abi(int which) {
         case 0: return sizeof(KvcSlice);
         case 1: return sizeof(KvcFusedParams);
         case 2: return sizeof(KvcReduceParams);
-        case 3: return sizeof(KvcCombineParams);
-        case 4: return sizeof(KvcRechunkParams);
         case 5: return sizeof(KvcFillParams);
         case 6: return sizeof(KvcSumParams);
         case 10: return offsetof(KvcSlice, k_base);
@@ -116,9 +104,6 @@ long long kvc_abi(int which) {
         case 21: return offsetof(KvcFusedParams, block_size);
         case 22: return offsetof(KvcFusedParams, num_slices);
         case 23: return offsetof(KvcFusedParams, out_stride);
-        case 30: return offsetof(KvcRechunkParams, num_values);
-        case 31: return offsetof(KvcRechunkParams, factor);
-        case 32: return offsetof(KvcCombineParams, num_slices);
         case 33: return offsetof(KvcReduceParams, n);
         default: return -1;
     }
