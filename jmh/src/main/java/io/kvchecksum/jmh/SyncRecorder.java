@@ -11,8 +11,8 @@ import java.util.concurrent.atomic.LongAdder;
  * OpenCL: {@code clFinish}, {@code clWaitForEvents}), through the counting entry of the backend's module:
  * {@code io.kvchecksum.opencl.SyncCounting.open(String, LongAdder)} and
  * {@code io.kvchecksum.cuda.SyncCounting.open(int, LongAdder)}. They are looked up by reflection, so this module
- * keeps no compile-time dependency on the kernel modules (they are on the run-time class path through the
- * {@code gpu-backends} profile).
+ * keeps no compile-time dependency on the kernel modules; they live in the modules' test-jars (not in the production
+ * jars), which the {@code gpu-backends} profile puts on the run-time class path with the modules.
  */
 public interface SyncRecorder {
 

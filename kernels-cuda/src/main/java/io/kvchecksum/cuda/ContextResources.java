@@ -34,7 +34,7 @@ final class ContextResources {
         }
     }
 
-    private final CudaDriver d;
+    private final CudaDriver driver;
     final long context;
     final LaunchPlanner planner;
     final long ownStream;
@@ -47,17 +47,17 @@ final class ContextResources {
     private final List<Long> oldPinned = new ArrayList<>();
 
     /** Creates the streams; the context must be current on this thread. */
-    ContextResources(CudaDriver d, long context, int maxBlocksPerLaunch) {
-        this.d = d;
+    ContextResources(CudaDriver driver, long context, int maxBlocksPerLaunch) {
+        this.driver = driver;
         this.context = context;
         int[] dev = new int[1];
-        check(d, d.cuCtxGetDevice(dev), "cuCtxGetDevice");
-        this.planner = new LaunchPlanner(Cuda.attribute(d, dev[0], Cuda.ATTR_MULTIPROCESSOR_COUNT), maxBlocksPerLaunch);
+        check(driver, driver.cuCtxGetDevice(dev), "cuCtxGetDevice");
+        this.planner = new LaunchPlanner(Cuda.attribute(driver, dev[0], Cuda.ATTR_MULTIPROCESSOR_COUNT), maxBlocksPerLaunch);
         long[] s = new long[1];
-        check(d, d.cuStreamCreate(s, Cuda.STREAM_NON_BLOCKING), "cuStreamCreate");
+        check(driver, driver.cuStreamCreate(s, Cuda.STREAM_NON_BLOCKING), "cuStreamCreate");
         this.ownStream = s[0];
         for (int i = 0; i < SIDE_STREAMS; i++) {
-            check(d, d.cuStreamCreate(s, Cuda.STREAM_NON_BLOCKING), "cuStreamCreate");
+            check(driver, driver.cuStreamCreate(s, Cuda.STREAM_NON_BLOCKING), "cuStreamCreate");
             sideStreams[i] = s[0];
         }
     }
@@ -99,21 +99,21 @@ final class ContextResources {
     private void reclaim() {
         for (Iterator<Slot> it = retiring.iterator(); it.hasNext(); ) {
             Slot s = it.next();
-            int rc = d.cuEventQuery(s.copied);
+            int rc = driver.cuEventQuery(s.copied);
             if (rc == Cuda.SUCCESS) {
                 it.remove();
                 free.addFirst(s);
             } else if (rc != Cuda.ERROR_NOT_READY) {
-                check(d, rc, "cuEventQuery");
+                check(driver, rc, "cuEventQuery");
             }
         }
     }
 
     private Slot newSlot() {
         long[] e = new long[1];
-        check(d, d.cuEventCreate(e, Cuda.EVENT_DISABLE_TIMING), "cuEventCreate");
+        check(driver, driver.cuEventCreate(e, Cuda.EVENT_DISABLE_TIMING), "cuEventCreate");
         long launched = e[0];
-        check(d, d.cuEventCreate(e, Cuda.EVENT_DISABLE_TIMING), "cuEventCreate");
+        check(driver, driver.cuEventCreate(e, Cuda.EVENT_DISABLE_TIMING), "cuEventCreate");
         Slot s = new Slot(launched, e[0]);
         all.add(s);
         return s;
@@ -123,7 +123,7 @@ final class ContextResources {
         long[] p = new long[1];
         if (s.pinnedBytes < pinnedBytes) {
             long n = Math.max(pinnedBytes, Math.max(4096, 2 * s.pinnedBytes));
-            check(d, d.cuMemAllocHost(p, n), "cuMemAllocHost(" + n + " bytes)");
+            check(driver, driver.cuMemAllocHost(p, n), "cuMemAllocHost(" + n + " bytes)");
             if (s.pinned != 0) {
                 oldPinned.add(s.pinned);
             }
@@ -132,7 +132,7 @@ final class ContextResources {
         }
         if (s.deviceBytes < deviceBytes) {
             long n = Math.max(deviceBytes, Math.max(4096, 2 * s.deviceBytes));
-            check(d, d.cuMemAlloc(p, n), "cuMemAlloc(" + n + " bytes)");
+            check(driver, driver.cuMemAlloc(p, n), "cuMemAlloc(" + n + " bytes)");
             if (s.device != 0) {
                 oldDevice.add(s.device);
             }
@@ -144,24 +144,24 @@ final class ContextResources {
     /** Waits for work still in flight and frees everything; the context must be current. */
     synchronized void close() {
         for (Slot s : all) {
-            d.cuEventSynchronize(s.copied);
+            driver.cuEventSynchronize(s.copied);
         }
         for (Slot s : all) {
             if (s.pinned != 0) {
-                d.cuMemFreeHost(s.pinned);
+                driver.cuMemFreeHost(s.pinned);
             }
             if (s.device != 0) {
-                d.cuMemFree(s.device);
+                driver.cuMemFree(s.device);
             }
-            d.cuEventDestroy(s.launched);
-            d.cuEventDestroy(s.copied);
+            driver.cuEventDestroy(s.launched);
+            driver.cuEventDestroy(s.copied);
         }
-        oldPinned.forEach(d::cuMemFreeHost);
-        oldDevice.forEach(d::cuMemFree);
+        oldPinned.forEach(driver::cuMemFreeHost);
+        oldDevice.forEach(driver::cuMemFree);
         for (long s : sideStreams) {
-            d.cuStreamDestroy(s);
+            driver.cuStreamDestroy(s);
         }
-        d.cuStreamDestroy(ownStream);
+        driver.cuStreamDestroy(ownStream);
         all.clear();
         free.clear();
         retiring.clear();

@@ -65,7 +65,7 @@ public final class CudaBackend implements KvChecksum {
     private static final long PARAMS_BYTES = 256;
     private static final long ARGV_OFFSET = 128;
 
-    private final CudaDriver d;
+    private final CudaDriver driver;
     private final int device;
     private final long primaryContext;
     private final Memory image;
@@ -92,33 +92,33 @@ public final class CudaBackend implements KvChecksum {
         return Cuda.availability();
     }
 
-    CudaBackend(CudaDriver d, int ordinal, byte[] fatbin, int maxBlocksPerLaunch) {
+    CudaBackend(CudaDriver driver, int ordinal, byte[] fatbin, int maxBlocksPerLaunch) {
         if (fatbin == null) {
             throw new BackendUnavailableException("backend 'cuda' is unavailable: this jar was built without kernels "
                     + "(-Dkvchecksum.skipCuda=true)");
         }
-        this.d = d;
+        this.driver = driver;
         this.maxBlocksPerLaunch = maxBlocksPerLaunch;
-        check(d, d.cuInit(0), "cuInit(0)");
+        check(driver, driver.cuInit(0), "cuInit(0)");
         int[] dev = new int[1];
-        check(d, d.cuDeviceGet(dev, ordinal), "cuDeviceGet(" + ordinal + ")");
+        check(driver, driver.cuDeviceGet(dev, ordinal), "cuDeviceGet(" + ordinal + ")");
         this.device = dev[0];
         long[] h = new long[1];
-        check(d, d.cuDevicePrimaryCtxRetain(h, device), "cuDevicePrimaryCtxRetain");
+        check(driver, driver.cuDevicePrimaryCtxRetain(h, device), "cuDevicePrimaryCtxRetain");
         this.primaryContext = h[0];
         // The driver may read the image lazily (lazy loading), so it lives as long as the library.
         this.image = new Memory(fatbin.length);
         image.write(0, fatbin, 0, fatbin.length);
         try {
-            check(d, d.cuLibraryLoadData(h, image, null, null, 0, null, null, 0), "cuLibraryLoadData(kvchecksum.fatbin)");
+            check(driver, driver.cuLibraryLoadData(h, image, null, null, 0, null, null, 0), "cuLibraryLoadData(kvchecksum.fatbin)");
             this.library = h[0];
             for (String k : KERNELS) {
-                check(d, d.cuLibraryGetKernel(h, library, k), "cuLibraryGetKernel(" + k + ")");
+                check(driver, driver.cuLibraryGetKernel(h, library, k), "cuLibraryGetKernel(" + k + ")");
                 kernels.put(k, h[0]);
             }
-            this.description = NAME + " (" + Cuda.describeDevice(d, device) + "; hand-written kernels, fatbin sm_80+sm_90+compute_90)";
+            this.description = NAME + " (" + Cuda.describeDevice(driver, device) + "; hand-written kernels, fatbin sm_80+sm_90+compute_90)";
         } catch (RuntimeException e) {
-            d.cuDevicePrimaryCtxRelease(device);
+            driver.cuDevicePrimaryCtxRelease(device);
             throw e;
         }
     }
@@ -162,11 +162,11 @@ public final class CudaBackend implements KvChecksum {
     public PendingChecksums enqueue(SlicePlan plan, long stream) {
         ensureOpen();
         plan.requireDevice("enqueue", "; use blockChecksums or submit for host memory");
-        ContextResources cr = resourcesForStream(stream);
+        ContextResources resources = resourcesForStream(stream);
         if (plan.numBlocks() == 0) {
             return PendingChecksums.completed(new long[0]);
         }
-        return launchPlan(cr, stream, plan, CudaBackend::deviceAddress, false);
+        return launchPlan(resources, stream, plan, CudaBackend::deviceAddress, false);
     }
 
     @Override
@@ -186,12 +186,12 @@ public final class CudaBackend implements KvChecksum {
         if (plan.numBlocks() == 0) {
             return PendingChecksums.completed(new long[0]);
         }
-        ContextResources cr = primaryResources();
+        ContextResources resources = primaryResources();
         if (plan.residency() == SlicePlan.Residency.DEVICE) {
-            return launchPlan(cr, cr.ownStream, plan, CudaBackend::deviceAddress, false);
+            return launchPlan(resources, resources.ownStream, plan, CudaBackend::deviceAddress, false);
         }
-        try (Placed placed = new Placed(plan, cr)) {
-            try (PendingChecksums p = launchPlan(cr, cr.ownStream, plan, placed::address, false)) {
+        try (Placed placed = new Placed(plan, resources)) {
+            try (PendingChecksums p = launchPlan(resources, resources.ownStream, plan, placed::address, false)) {
                 return PendingChecksums.completed(p.get());
             }
         }
@@ -203,9 +203,9 @@ public final class CudaBackend implements KvChecksum {
         if (plan.numBlocks() == 0) {
             return plan.sliceSums(new long[0]);
         }
-        ContextResources cr = primaryResources();
-        try (Placed placed = new Placed(plan, cr);
-             PendingChecksums p = launchPlan(cr, cr.ownStream, plan, placed::address, true)) {
+        ContextResources resources = primaryResources();
+        try (Placed placed = new Placed(plan, resources);
+             PendingChecksums p = launchPlan(resources, resources.ownStream, plan, placed::address, true)) {
             return plan.sliceSums(p.get());
         }
     }
@@ -229,16 +229,16 @@ public final class CudaBackend implements KvChecksum {
             throw new NullPointerException("bytes");
         }
         long size = bytes.byteSize();
-        ContextResources cr = primaryResources();
+        ContextResources resources = primaryResources();
         long[] p = new long[1];
-        check(d, d.cuMemAlloc(p, Math.max(16, size)), "cuMemAlloc(" + size + " bytes for upload)");
+        check(driver, driver.cuMemAlloc(p, Math.max(16, size)), "cuMemAlloc(" + size + " bytes for upload)");
         boolean done = false;
         try {
             if (size > 0) {
                 try (Arena arena = Arena.ofConfined()) {
                     MemorySegment src = bytes.isNative() ? bytes : arena.allocate(size, 16).copyFrom(bytes);
-                    check(d, d.cuMemcpyHtoDAsync(p[0], src.address(), size, cr.ownStream), "cuMemcpyHtoDAsync(upload)");
-                    check(d, d.cuStreamSynchronize(cr.ownStream), "cuStreamSynchronize(upload)");
+                    check(driver, driver.cuMemcpyHtoDAsync(p[0], src.address(), size, resources.ownStream), "cuMemcpyHtoDAsync(upload)");
+                    check(driver, driver.cuStreamSynchronize(resources.ownStream), "cuStreamSynchronize(upload)");
                 }
             }
             DeviceBuffer b = new DeviceBuffer(this, p[0], size);
@@ -247,8 +247,8 @@ public final class CudaBackend implements KvChecksum {
             return b;
         } finally {
             if (!done) {
-                d.cuStreamSynchronize(cr.ownStream);
-                d.cuMemFree(p[0]);
+                driver.cuStreamSynchronize(resources.ownStream);
+                driver.cuMemFree(p[0]);
             }
         }
     }
@@ -257,7 +257,7 @@ public final class CudaBackend implements KvChecksum {
     void free(DeviceBuffer b) {
         if (uploads.remove(b)) {
             makeCurrent(primaryContext);
-            check(d, d.cuMemFree(b.address()), "cuMemFree(" + b + ")");
+            check(driver, driver.cuMemFree(b.address()), "cuMemFree(" + b + ")");
         }
     }
 
@@ -268,27 +268,27 @@ public final class CudaBackend implements KvChecksum {
         }
         closed = true;
         if (!uploads.isEmpty()) {
-            d.cuCtxSetCurrent(primaryContext);
+            driver.cuCtxSetCurrent(primaryContext);
             for (DeviceBuffer b : List.copyOf(uploads)) {
                 if (uploads.remove(b)) {
                     b.detach();
-                    d.cuMemFree(b.address());
+                    driver.cuMemFree(b.address());
                 }
             }
         }
-        for (ContextResources cr : contexts.values()) {
-            d.cuCtxSetCurrent(cr.context);
-            cr.close();
+        for (ContextResources resources : contexts.values()) {
+            driver.cuCtxSetCurrent(resources.context);
+            resources.close();
         }
         contexts.clear();
-        d.cuLibraryUnload(library);
-        d.cuDevicePrimaryCtxRelease(device);
+        driver.cuLibraryUnload(library);
+        driver.cuDevicePrimaryCtxRelease(device);
     }
 
     // ---- internals ------------------------------------------------------------------------------------------------
 
     CudaDriver driver() {
-        return d;
+        return driver;
     }
 
     long kernel(String name) {
@@ -307,28 +307,28 @@ public final class CudaBackend implements KvChecksum {
 
     private ContextResources resourcesForStream(long stream) {
         long[] ctx = new long[1];
-        check(d, d.cuStreamGetCtx(stream, ctx), "cuStreamGetCtx(stream 0x" + Long.toHexString(stream) + ")");
+        check(driver, driver.cuStreamGetCtx(stream, ctx), "cuStreamGetCtx(stream 0x" + Long.toHexString(stream) + ")");
         makeCurrent(ctx[0]);
         return resources(ctx[0]);
     }
 
     private ContextResources resources(long ctx) {
         return contexts.computeIfAbsent(ctx, c -> {
-            ContextResources cr = new ContextResources(d, c, maxBlocksPerLaunch);
+            ContextResources resources = new ContextResources(driver, c, maxBlocksPerLaunch);
             // Load every kernel into this context now, so lazy module loading never happens inside an enqueue.
             long[] f = new long[1];
             for (Map.Entry<String, Long> k : kernels.entrySet()) {
-                check(d, d.cuKernelGetFunction(f, k.getValue()), "cuKernelGetFunction(" + k.getKey() + ")");
+                check(driver, driver.cuKernelGetFunction(f, k.getValue()), "cuKernelGetFunction(" + k.getKey() + ")");
             }
-            return cr;
+            return resources;
         });
     }
 
     private void makeCurrent(long ctx) {
         long[] cur = new long[1];
-        check(d, d.cuCtxGetCurrent(cur), "cuCtxGetCurrent");
+        check(driver, driver.cuCtxGetCurrent(cur), "cuCtxGetCurrent");
         if (cur[0] != ctx) {
-            check(d, d.cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+            check(driver, driver.cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
         }
     }
 
@@ -359,34 +359,34 @@ public final class CudaBackend implements KvChecksum {
      */
     // reinterpret: the pinned buffer comes from cuMemAllocHost, whose size the slot records.
     @SuppressWarnings("restricted")
-    CudaPending job(ContextResources cr, long stream, long uploadBytes, long scratchBytes, int results, JobBody body) {
+    CudaPending job(ContextResources resources, long stream, long uploadBytes, long scratchBytes, int results, JobBody body) {
         long paramsOff = paramsOffset(uploadBytes);
         long resultOff = align(paramsOff + PARAMS_BYTES, 256);
         long scratchOff = align(Math.max(uploadBytes, 1), 256);
         long outOff = align(scratchOff + scratchBytes, 256);
-        ContextResources.Slot slot = cr.acquire(resultOff + 8L * results, outOff + 8L * results);
+        ContextResources.Slot slot = resources.acquire(resultOff + 8L * results, outOff + 8L * results);
         boolean enqueued = false;
         try {
             MemorySegment host = MemorySegment.ofAddress(slot.pinned).reinterpret(slot.pinnedBytes);
             host.set(KernelAbi.U64, paramsOff + ARGV_OFFSET, slot.pinned + paramsOff);
             Runnable launches = body.prepare(host, slot.device, slot.device + scratchOff, slot.device + outOff);
             if (uploadBytes > 0) {
-                check(d, d.cuMemcpyHtoDAsync(slot.device, slot.pinned, uploadBytes, stream), "cuMemcpyHtoDAsync(descriptor)");
+                check(driver, driver.cuMemcpyHtoDAsync(slot.device, slot.pinned, uploadBytes, stream), "cuMemcpyHtoDAsync(descriptor)");
             }
             launches.run();
-            check(d, d.cuEventRecord(slot.launched, stream), "cuEventRecord(after kernels)");
-            long side = cr.sideStream();
-            check(d, d.cuStreamWaitEvent(side, slot.launched, 0), "cuStreamWaitEvent");
-            check(d, d.cuMemcpyDtoHAsync(slot.pinned + resultOff, slot.device + outOff, 8L * results, side),
+            check(driver, driver.cuEventRecord(slot.launched, stream), "cuEventRecord(after kernels)");
+            long side = resources.sideStream();
+            check(driver, driver.cuStreamWaitEvent(side, slot.launched, 0), "cuStreamWaitEvent");
+            check(driver, driver.cuMemcpyDtoHAsync(slot.pinned + resultOff, slot.device + outOff, 8L * results, side),
                     "cuMemcpyDtoHAsync(results)");
-            check(d, d.cuEventRecord(slot.copied, side), "cuEventRecord(after result copy)");
+            check(driver, driver.cuEventRecord(slot.copied, side), "cuEventRecord(after result copy)");
             enqueued = true;
-            return new CudaPending(d, cr, slot, resultOff, results);
+            return new CudaPending(driver, resources, slot, resultOff, results);
         } finally {
             if (!enqueued) {
                 // Whatever was enqueued may still read the slot: mark its end on the stream and reuse it only after.
-                d.cuEventRecord(slot.copied, stream);
-                cr.retire(slot);
+                driver.cuEventRecord(slot.copied, stream);
+                resources.retire(slot);
             }
         }
     }
@@ -394,7 +394,7 @@ public final class CudaBackend implements KvChecksum {
     /** Launches {@code name} with the parameter struct already written at the params offset of {@code host}. */
     void launch(String name, int gridX, int gridY, long stream, MemorySegment host, long uploadBytes) {
         long argv = host.address() + paramsOffset(uploadBytes) + ARGV_OFFSET;
-        check(d, d.cuLaunchKernel(kernel(name), gridX, gridY, 1, LaunchPlanner.THREADS, 1, 1, 0, stream, argv, 0),
+        check(driver, driver.cuLaunchKernel(kernel(name), gridX, gridY, 1, LaunchPlanner.THREADS, 1, 1, 0, stream, argv, 0),
                 "cuLaunchKernel(" + name + ", grid " + gridX + "x" + gridY + ")");
     }
 
@@ -402,7 +402,7 @@ public final class CudaBackend implements KvChecksum {
      * Serializes a plan into the kernel ABI and enqueues the block-checksums kernel ({@code slices == false}) or the
      * slice-sums kernel; {@code address} gives the device address of each region's memory.
      */
-    private CudaPending launchPlan(ContextResources cr, long stream, SlicePlan plan, ToLongFunction<KvMemory> address,
+    private CudaPending launchPlan(ContextResources resources, long stream, SlicePlan plan, ToLongFunction<KvMemory> address,
             boolean slices) {
         int ns = plan.numSlices();
         int nb = plan.numBlocks();
@@ -410,11 +410,11 @@ public final class CudaBackend implements KvChecksum {
         RequestBlocks r = plan.request();
         long tableOff = (long) ns * KernelAbi.SLICE_BYTES;
         long upload = tableOff + 4L * pages;
-        LaunchPlanner.FusedPlan fused = slices ? null : cr.planner.fused(ns, nb);
-        List<LaunchPlanner.Slices> sliced = slices ? cr.planner.slices(ns, nb) : null;
+        LaunchPlanner.FusedPlan fused = slices ? null : resources.planner.fused(ns, nb);
+        List<LaunchPlanner.Slices> sliced = slices ? resources.planner.slices(ns, nb) : null;
         long scratch = slices ? 0 : 8L * fused.scratchElements();
         int results = slices ? ns * nb : nb;
-        return job(cr, stream, upload, scratch, results, (host, dUpload, dScratch, dOut) -> {
+        return job(resources, stream, upload, scratch, results, (host, dUpload, dScratch, dOut) -> {
             boolean vec16 = writeSlices(host, plan, address);
             for (int i = 0; i < pages; i++) {
                 host.set(KernelAbi.U32, tableOff + 4L * i, plan.page(i));
@@ -472,15 +472,15 @@ public final class CudaBackend implements KvChecksum {
     private final class Placed implements AutoCloseable {
         final Map<MemorySegment, Long> moved = new LinkedHashMap<>();
 
-        Placed(SlicePlan plan, ContextResources cr) {
+        Placed(SlicePlan plan, ContextResources resources) {
             if (plan.residency() == SlicePlan.Residency.DEVICE) {
                 return;
             }
             try {
                 for (SlicePlan.Slice s : plan.slices()) {
-                    upload(s.k().memory(), cr);
+                    upload(s.k().memory(), resources);
                     if (s.v() != null) {
-                        upload(s.v().memory(), cr);
+                        upload(s.v().memory(), resources);
                     }
                 }
             } catch (RuntimeException e) {
@@ -493,19 +493,19 @@ public final class CudaBackend implements KvChecksum {
             return m instanceof KvMemory.Host h ? moved.get(h.segment()) : deviceAddress(m);
         }
 
-        private void upload(KvMemory m, ContextResources cr) {
+        private void upload(KvMemory m, ContextResources resources) {
             if (!(m instanceof KvMemory.Host h) || moved.containsKey(h.segment())) {
                 return;
             }
             MemorySegment s = h.segment();
             long[] p = new long[1];
-            check(d, d.cuMemAlloc(p, Math.max(16, s.byteSize())), "cuMemAlloc(" + s.byteSize() + " bytes for host KV)");
+            check(driver, driver.cuMemAlloc(p, Math.max(16, s.byteSize())), "cuMemAlloc(" + s.byteSize() + " bytes for host KV)");
             moved.put(s, p[0]);
             if (s.byteSize() > 0) {
                 try (Arena arena = Arena.ofConfined()) {
                     MemorySegment src = s.isNative() ? s : arena.allocate(s.byteSize(), 16).copyFrom(s);
                     // From pageable memory the driver stages the bytes before returning, so src may go away after.
-                    check(d, d.cuMemcpyHtoDAsync(p[0], src.address(), s.byteSize(), cr.ownStream), "cuMemcpyHtoDAsync(host KV)");
+                    check(driver, driver.cuMemcpyHtoDAsync(p[0], src.address(), s.byteSize(), resources.ownStream), "cuMemcpyHtoDAsync(host KV)");
                 }
             }
         }
@@ -514,7 +514,7 @@ public final class CudaBackend implements KvChecksum {
         public void close() {
             // The computation that read these has completed (its result copy was waited for) or failed.
             for (long b : moved.values()) {
-                d.cuMemFree(b);
+                driver.cuMemFree(b);
             }
             moved.clear();
         }

@@ -12,15 +12,15 @@ import static io.kvchecksum.cuda.Cuda.check;
  * after {@code get()} closing is optional. Closing without {@code get()} hands the slot back once its copy is done.
  */
 final class CudaPending implements PendingChecksums {
-    private final CudaDriver d;
+    private final CudaDriver driver;
     private final ContextResources resources;
     private ContextResources.Slot slot;
     private final long resultOffset;
     private final int count;
     private long[] values;
 
-    CudaPending(CudaDriver d, ContextResources resources, ContextResources.Slot slot, long resultOffset, int count) {
-        this.d = d;
+    CudaPending(CudaDriver driver, ContextResources resources, ContextResources.Slot slot, long resultOffset, int count) {
+        this.driver = driver;
         this.resources = resources;
         this.slot = slot;
         this.resultOffset = resultOffset;
@@ -34,7 +34,7 @@ final class CudaPending implements PendingChecksums {
             if (slot == null) {
                 throw new IllegalStateException("closed before get()");
             }
-            check(d, d.cuEventSynchronize(slot.copied), "cuEventSynchronize(result copy)");
+            check(driver, driver.cuEventSynchronize(slot.copied), "cuEventSynchronize(result copy)");
             long[] v = new long[count];
             MemorySegment.copy(MemorySegment.ofAddress(slot.pinned + resultOffset).reinterpret(8L * count), KernelAbi.U64, 0,
                     v, 0, count);
@@ -53,11 +53,11 @@ final class CudaPending implements PendingChecksums {
         if (slot == null) {
             return false;
         }
-        int rc = d.cuEventQuery(slot.copied);
+        int rc = driver.cuEventQuery(slot.copied);
         if (rc == Cuda.ERROR_NOT_READY) {
             return false;
         }
-        check(d, rc, "cuEventQuery(result copy)");
+        check(driver, rc, "cuEventQuery(result copy)");
         return true;
     }
 

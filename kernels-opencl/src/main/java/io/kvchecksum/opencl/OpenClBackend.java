@@ -59,9 +59,9 @@ public final class OpenClBackend implements KvChecksum {
     /** Largest single host-to-device write: {@code ByteBuffer} views of a segment stop at 2 GiB. */
     private static final long MAX_WRITE = 1L << 30;
     private static final int MAX_LOCAL = 256;
-    /** PoCL runs a work-group's items as a loop on one core; small groups measured faster there (16 vs 256: ~1.7x). */
+    /** PoCL runs a work-group's items as a loop on one core; small work-groups measured faster there (16 vs 256: ~1.7x). */
     private static final int MAX_LOCAL_CPU = 16;
-    private static final int MAX_GROUPS_PER_COLUMN = 1024;
+    private static final int MAX_PARTS_PER_COLUMN = 1024;
 
     private final ClApi cl;
     private final OpenClDevice info;
@@ -248,17 +248,17 @@ public final class OpenClBackend implements KvChecksum {
             return PendingChecksums.completed(new long[0]);
         }
         Descriptors d = Descriptors.of(plan);
-        int groups = groupsPerColumn((long) nb, d, plan.request().blockSize());
+        int parts = partsPerColumn((long) nb, d, plan.request().blockSize());
         return enqueue(nb, op -> {
-            cl_mem partials = op.buffer((long) nb * groups * Sizeof.cl_ulong);
+            cl_mem partials = op.buffer((long) nb * parts * Sizeof.cl_ulong);
             cl_kernel k = op.kernel("block_checksums");
             int a = setLayoutArgs(op, k, d, plan);
             op.arg(k, a++, d.numSlices);
-            op.arg(k, a++, groups);
+            op.arg(k, a++, parts);
             op.arg(k, a++, partials);
             op.local(k, a, (long) localSize * Sizeof.cl_ulong);
-            op.launch(k, new long[] {(long) localSize * groups, nb}, new long[] {localSize, 1});
-            return sumGroups(op, partials, groups, nb);
+            op.launch(k, new long[] {(long) localSize * parts, nb}, new long[] {localSize, 1});
+            return sumParts(op, partials, parts, nb);
         });
     }
 
@@ -271,17 +271,17 @@ public final class OpenClBackend implements KvChecksum {
         }
         Descriptors d = Descriptors.of(plan);
         int n = Math.multiplyExact(d.numSlices, nb);
-        int groups = groupsPerColumn((long) n, d, plan.request().blockSize());
+        int parts = partsPerColumn((long) n, d, plan.request().blockSize());
         try (PendingChecksums p = enqueue(n, op -> {
-            cl_mem partials = op.buffer((long) n * groups * Sizeof.cl_ulong);
+            cl_mem partials = op.buffer((long) n * parts * Sizeof.cl_ulong);
             cl_kernel k = op.kernel("slice_sums");
             int a = setLayoutArgs(op, k, d, plan);
             op.arg(k, a++, nb);
-            op.arg(k, a++, groups);
+            op.arg(k, a++, parts);
             op.arg(k, a++, partials);
             op.local(k, a, (long) localSize * Sizeof.cl_ulong);
-            op.launch(k, new long[] {(long) localSize * groups, nb, d.numSlices}, new long[] {localSize, 1, 1});
-            return sumGroups(op, partials, groups, n);
+            op.launch(k, new long[] {(long) localSize * parts, nb, d.numSlices}, new long[] {localSize, 1, 1});
+            return sumParts(op, partials, parts, n);
         })) {
             return plan.sliceSums(p.get());
         }
@@ -314,11 +314,11 @@ public final class OpenClBackend implements KvChecksum {
      * How many work-groups share one output column (a block, or a slice's block): enough for a few work-groups per
      * compute unit overall, never more than the column has work items for.
      */
-    private int groupsPerColumn(long columns, Descriptors d, int blockSize) {
+    private int partsPerColumn(long columns, Descriptors d, int blockSize) {
         long target = 4L * computeUnits;
         long wanted = Math.ceilDiv(target, columns);
         long useful = Math.ceilDiv((long) blockSize * d.maxPieces, localSize);
-        return (int) Math.max(1, Math.min(MAX_GROUPS_PER_COLUMN, Math.min(wanted, useful)));
+        return (int) Math.max(1, Math.min(MAX_PARTS_PER_COLUMN, Math.min(wanted, useful)));
     }
 
     /** Uploads the descriptors and sets the eight layout arguments every checksum kernel starts with; returns the next index. */
@@ -353,14 +353,14 @@ public final class OpenClBackend implements KvChecksum {
         return 8;
     }
 
-    private cl_mem sumGroups(Op op, cl_mem partials, int groups, int n) {
-        if (groups == 1) {
+    private cl_mem sumParts(Op op, cl_mem partials, int parts, int n) {
+        if (parts == 1) {
             return partials;
         }
         cl_mem out = op.buffer((long) n * Sizeof.cl_ulong);
-        cl_kernel k = op.kernel("sum_groups");
+        cl_kernel k = op.kernel("sum_parts");
         op.arg(k, 0, partials);
-        op.arg(k, 1, groups);
+        op.arg(k, 1, parts);
         op.arg(k, 2, n);
         op.arg(k, 3, out);
         op.launch(k, new long[] {n}, null);

@@ -114,12 +114,12 @@ inline ulong group_sum(__local ulong *scratch, ulong v) {
 }
 
 /*
- * Per-slice weighted sums. NDRange (local*groups, num_blocks, num_slices), local (local, 1, 1): work-group g of
- * column b of slice i writes partials[(i*num_blocks + b)*groups + g]; with groups == 1 that is the slice sum.
+ * Per-slice weighted sums. NDRange (local*parts, num_blocks, num_slices), local (local, 1, 1): work-group g of
+ * column b of slice i writes partials[(i*num_blocks + b)*parts + g]; with parts == 1 that is the slice sum.
  */
 __kernel void slice_sums(__global const uchar *kv, __global const ulong *desc, __global const int *table,
                          ulong start, ulong page_size, ulong first_block, ulong block_size, ulong num_tokens,
-                         uint num_blocks, uint groups, __global ulong *partials, __local ulong *scratch) {
+                         uint num_blocks, uint parts, __global ulong *partials, __local ulong *scratch) {
     uint g = get_group_id(0);
     ulong wg = get_local_size(0);
     ulong b = get_global_id(1);
@@ -127,27 +127,27 @@ __kernel void slice_sums(__global const uchar *kv, __global const ulong *desc, _
     ulong t0 = (first_block + b) * block_size;
     ulong t1 = min(t0 + block_size, num_tokens);
     ulong s = slice_partial(kv, desc + slice * DESC_WORDS, table, start, page_size, t0, t1,
-                            g * wg + get_local_id(0), groups * wg);
+                            g * wg + get_local_id(0), parts * wg);
     s = group_sum(scratch, s);
     if (get_local_id(0) == 0) {
-        partials[(slice * num_blocks + b) * groups + g] = s;
+        partials[(slice * num_blocks + b) * parts + g] = s;
     }
 }
 
 /*
  * The fused single pass: every KV byte of block b read once, weighted by its slice's factor in registers.
- * NDRange (local*groups, num_blocks), local (local, 1): work-group g of block b writes partials[b*groups + g].
+ * NDRange (local*parts, num_blocks), local (local, 1): work-group g of block b writes partials[b*parts + g].
  */
 __kernel void block_checksums(__global const uchar *kv, __global const ulong *desc, __global const int *table,
                               ulong start, ulong page_size, ulong first_block, ulong block_size, ulong num_tokens,
-                              uint num_slices, uint groups, __global ulong *partials, __local ulong *scratch) {
+                              uint num_slices, uint parts, __global ulong *partials, __local ulong *scratch) {
     uint g = get_group_id(0);
     ulong wg = get_local_size(0);
     ulong b = get_global_id(1);
     ulong t0 = (first_block + b) * block_size;
     ulong t1 = min(t0 + block_size, num_tokens);
     ulong first = g * wg + get_local_id(0);
-    ulong step = groups * wg;
+    ulong step = parts * wg;
     ulong c = 0;
     for (uint i = 0; i < num_slices; i++) {
         __global const ulong *d = desc + (ulong) i * DESC_WORDS;
@@ -155,19 +155,19 @@ __kernel void block_checksums(__global const uchar *kv, __global const ulong *de
     }
     c = group_sum(scratch, c);
     if (get_local_id(0) == 0) {
-        partials[b * groups + g] = c;
+        partials[b * parts + g] = c;
     }
 }
 
-/* out[i] = sum of partials[i*groups .. i*groups + groups - 1]. NDRange (n). */
-__kernel void sum_groups(__global const ulong *partials, uint groups, uint n, __global ulong *out) {
+/* out[i] = sum of partials[i*parts .. i*parts + parts - 1]. NDRange (n). */
+__kernel void sum_parts(__global const ulong *partials, uint parts, uint n, __global ulong *out) {
     ulong i = get_global_id(0);
     if (i >= n) {
         return;
     }
     ulong s = 0;
-    for (uint g = 0; g < groups; g++) {
-        s += partials[i * groups + g];
+    for (uint g = 0; g < parts; g++) {
+        s += partials[i * parts + g];
     }
     out[i] = s;
 }
