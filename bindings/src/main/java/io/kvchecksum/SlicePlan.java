@@ -224,6 +224,16 @@ public final class SlicePlan {
         return pageTable.length;
     }
 
+    /** The physical page holding request position {@code t} (a checksummed token: {@code startToken <= t < numTokens}). */
+    public int pageOf(long t) {
+        return pageTable[(int) ((t - request.startToken()) / group.pageSize())];
+    }
+
+    /** The slot of request position {@code t} within its page. */
+    public long slotOf(long t) {
+        return (t - request.startToken()) % group.pageSize();
+    }
+
     /** Tokens per physical page. */
     public int pageSize() {
         return group.pageSize();

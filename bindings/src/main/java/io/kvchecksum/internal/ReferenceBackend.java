@@ -64,11 +64,8 @@ public final class ReferenceBackend implements KvChecksum {
             p -= part.pieces();
             part = slice.v();
         }
-        long index = t - plan.request().startToken();
-        int page = plan.page((int) (index / plan.pageSize()));
-        long slot = index % plan.pageSize();
         MemorySegment segment = ((KvMemory.Host) part.memory()).segment();
-        return segment.get(PIECE, part.cellOffset(page, slot) + 8L * p);
+        return segment.get(PIECE, part.cellOffset(plan.pageOf(t), plan.slotOf(t)) + 8L * p);
     }
 
     @Override
