@@ -39,10 +39,10 @@ struct KvcSlice {
 };
 
 // Parameters of kvc_block_checksums_{8b,16b} and kvc_slice_sums_{8b,16b}, passed by value. 80 bytes.
-struct KvcFusedParams {
+struct KvcChecksumParams {
     const KvcSlice* slices;   // [num_slices], device
     const int32_t* table;     // device page ids; entry i holds request positions start_token + i*page_size ..
-    uint64_t* out;            // fused: [num_blocks * num_parts] (block-major; the checksums themselves when
+    uint64_t* out;            // block checksums: [num_blocks * num_parts] (block-major; the checksums themselves when
                               // num_parts == 1); slices: row i at out + i*out_stride, column b = this launch's block b
     uint64_t start_token;     // request position of table entry 0 (the request's firstBlock * block_size)
     uint64_t first_block;     // request block position of this launch's block 0 (blockIdx.x == 0)
@@ -51,9 +51,9 @@ struct KvcFusedParams {
     uint32_t page_size;       // slots per physical page
     uint32_t num_blocks;      // blocks in this launch (gridDim.x)
     uint32_t num_slices;      // entries of slices
-    uint32_t slices_per_part; // fused: slices summed by one CTA (gridDim.y parts cover all slices)
-    uint32_t num_parts;       // fused: gridDim.y
-    uint64_t out_stride;      // slices: elements between rows of out
+    uint32_t slices_per_part; // block checksums: slices summed by one CTA (gridDim.y parts cover all slices)
+    uint32_t num_parts;       // block checksums: gridDim.y
+    uint64_t out_stride;      // slice sums: elements between rows of out
 };
 
 // kvc_sum_parts: out[i] = sum_k in[i*parts + k], i < n.
@@ -130,7 +130,7 @@ template <int VEC> inline void kvc_load(const char* a, uint64_t& x0, uint64_t& x
 // so the inner loop is one load and a few adds. Addresses advance by a hoisted step inside a page; the page
 // table is read once per page run. Tokens past num_tokens are never read.
 template <int VEC>
-KVC_HD uint64_t kvc_lane_slice_sum(const KvcFusedParams& p, const KvcSlice& s, uint64_t block, uint32_t lane) {
+KVC_HD uint64_t kvc_lane_slice_sum(const KvcChecksumParams& p, const KvcSlice& s, uint64_t block, uint32_t lane) {
     const uint64_t bs = block * p.block_size;
     uint64_t be = bs + p.block_size;
     if (be > p.num_tokens) be = p.num_tokens;
@@ -190,7 +190,7 @@ KVC_HD uint64_t kvc_lane_slice_sum(const KvcFusedParams& p, const KvcSlice& s, u
 // One thread's share of the fused checksum of CTA (bx, by): warp `warp` sums slices by*slices_per_part + warp,
 // + KVC_WARPS, ... each weighted by its factor. The CTA's threads' values add up to its partial.
 template <int VEC>
-KVC_HD uint64_t kvc_fused_thread(const KvcFusedParams& p, uint32_t bx, uint32_t by, uint32_t warp, uint32_t lane) {
+KVC_HD uint64_t kvc_block_thread(const KvcChecksumParams& p, uint32_t bx, uint32_t by, uint32_t warp, uint32_t lane) {
     const uint64_t block = p.first_block + bx;
     const uint32_t s0 = by * p.slices_per_part;
     uint32_t s1 = s0 + p.slices_per_part;
@@ -204,7 +204,7 @@ KVC_HD uint64_t kvc_fused_thread(const KvcFusedParams& p, uint32_t bx, uint32_t 
 }
 
 // The slice a warp of the slices kernel sums: CTA (bx, by), warp w -> slice by*KVC_WARPS + w, or -1 if none.
-KVC_HD int64_t kvc_slices_slice(const KvcFusedParams& p, uint32_t by, uint32_t warp) {
+KVC_HD int64_t kvc_slice_sums_slice(const KvcChecksumParams& p, uint32_t by, uint32_t warp) {
     const uint64_t i = (uint64_t)by * KVC_WARPS + warp;
     return i < p.num_slices ? (int64_t)i : -1;
 }

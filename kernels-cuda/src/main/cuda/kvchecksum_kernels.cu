@@ -6,8 +6,8 @@
 #include "kvchecksum.cuh"
 
 static_assert(sizeof(KvcSlice) == 64, "KvcSlice ABI");
-static_assert(sizeof(KvcFusedParams) == 80, "KvcFusedParams ABI");
-static_assert(offsetof(KvcFusedParams, out_stride) == 72, "KvcFusedParams ABI");
+static_assert(sizeof(KvcChecksumParams) == 80, "KvcChecksumParams ABI");
+static_assert(offsetof(KvcChecksumParams, out_stride) == 72, "KvcChecksumParams ABI");
 
 __device__ __forceinline__ uint64_t kvc_warp_sum(uint64_t v) {
 #pragma unroll
@@ -19,9 +19,9 @@ __device__ __forceinline__ uint64_t kvc_warp_sum(uint64_t v) {
 // one partial (or, with one part, the block checksum). No atomics: each output word has exactly one writer, and
 // the partials are summed by kvc_sum_parts, so results are deterministic and there is no hot spot.
 template <int VEC>
-__device__ __forceinline__ void kvc_fused_body(const KvcFusedParams& p) {
+__device__ __forceinline__ void kvc_block_checksums_body(const KvcChecksumParams& p) {
     const uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    uint64_t v = kvc_warp_sum(kvc_fused_thread<VEC>(p, blockIdx.x, blockIdx.y, warp, lane));
+    uint64_t v = kvc_warp_sum(kvc_block_thread<VEC>(p, blockIdx.x, blockIdx.y, warp, lane));
     __shared__ uint64_t ws[KVC_WARPS];
     if (lane == 0) ws[warp] = v;
     __syncthreads();
@@ -35,9 +35,9 @@ __device__ __forceinline__ void kvc_fused_body(const KvcFusedParams& p) {
 
 // Per-slice sums: warp w of CTA (bx, by) sums slice by*KVC_WARPS + w over block first_block + bx.
 template <int VEC>
-__device__ __forceinline__ void kvc_slices_body(const KvcFusedParams& p) {
+__device__ __forceinline__ void kvc_slice_sums_body(const KvcChecksumParams& p) {
     const uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int64_t i = kvc_slices_slice(p, blockIdx.y, warp);
+    const int64_t i = kvc_slice_sums_slice(p, blockIdx.y, warp);
     if (i < 0) return;  // whole warp leaves together: the shuffle below stays full-warp
     uint64_t v = kvc_warp_sum(kvc_lane_slice_sum<VEC>(p, p.slices[i], p.first_block + blockIdx.x, lane));
     if (lane == 0) p.out[(uint64_t)i * p.out_stride + blockIdx.x] = v;
@@ -45,11 +45,11 @@ __device__ __forceinline__ void kvc_slices_body(const KvcFusedParams& p) {
 
 // At most 64 registers (4 CTAs of 256 per SM): enough loads in flight without spilling the accumulators.
 // 16-byte loads: every slice's bases and strides are 16-byte aligned and its K and V piece counts are even.
-extern "C" __global__ void __launch_bounds__(KVC_THREADS, 4) kvc_block_checksums_16b(const KvcFusedParams p) { kvc_fused_body<2>(p); }
+extern "C" __global__ void __launch_bounds__(KVC_THREADS, 4) kvc_block_checksums_16b(const KvcChecksumParams p) { kvc_block_checksums_body<2>(p); }
 // 8-byte loads: any layout.
-extern "C" __global__ void __launch_bounds__(KVC_THREADS, 4) kvc_block_checksums_8b(const KvcFusedParams p) { kvc_fused_body<1>(p); }
-extern "C" __global__ void __launch_bounds__(KVC_THREADS, 4) kvc_slice_sums_16b(const KvcFusedParams p) { kvc_slices_body<2>(p); }
-extern "C" __global__ void __launch_bounds__(KVC_THREADS, 4) kvc_slice_sums_8b(const KvcFusedParams p) { kvc_slices_body<1>(p); }
+extern "C" __global__ void __launch_bounds__(KVC_THREADS, 4) kvc_block_checksums_8b(const KvcChecksumParams p) { kvc_block_checksums_body<1>(p); }
+extern "C" __global__ void __launch_bounds__(KVC_THREADS, 4) kvc_slice_sums_16b(const KvcChecksumParams p) { kvc_slice_sums_body<2>(p); }
+extern "C" __global__ void __launch_bounds__(KVC_THREADS, 4) kvc_slice_sums_8b(const KvcChecksumParams p) { kvc_slice_sums_body<1>(p); }
 
 extern "C" __global__ void __launch_bounds__(KVC_THREADS) kvc_sum_parts(const KvcReduceParams p) {
     const uint32_t i = blockIdx.x * KVC_THREADS + threadIdx.x;

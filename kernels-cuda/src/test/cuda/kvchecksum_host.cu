@@ -11,7 +11,7 @@
 #include <string.h>
 
 static_assert(sizeof(KvcSlice) == 64, "KvcSlice ABI");
-static_assert(sizeof(KvcFusedParams) == 80, "KvcFusedParams ABI");
+static_assert(sizeof(KvcChecksumParams) == 80, "KvcChecksumParams ABI");
 
 namespace {
 
@@ -21,13 +21,13 @@ const int KVC_INVALID_VALUE = 1;
 const int KVC_NOT_FOUND = 500;
 
 template <int VEC>
-int fused(uint32_t gx, uint32_t gy, const KvcFusedParams& p) {
+int block_checksums(uint32_t gx, uint32_t gy, const KvcChecksumParams& p) {
     if (gx != p.num_blocks || gy != p.num_parts || p.slices_per_part == 0) return KVC_INVALID_VALUE;
     for (uint32_t by = 0; by < gy; ++by) {
         for (uint32_t bx = 0; bx < gx; ++bx) {
             uint64_t s = 0;
             for (uint32_t w = 0; w < KVC_WARPS; ++w)
-                for (uint32_t l = 0; l < 32; ++l) s += kvc_fused_thread<VEC>(p, bx, by, w, l);
+                for (uint32_t l = 0; l < 32; ++l) s += kvc_block_thread<VEC>(p, bx, by, w, l);
             p.out[(uint64_t)bx * p.num_parts + by] = s;
         }
     }
@@ -35,12 +35,12 @@ int fused(uint32_t gx, uint32_t gy, const KvcFusedParams& p) {
 }
 
 template <int VEC>
-int slices(uint32_t gx, uint32_t gy, const KvcFusedParams& p) {
+int slice_sums(uint32_t gx, uint32_t gy, const KvcChecksumParams& p) {
     if (gx != p.num_blocks || (uint64_t)gy * KVC_WARPS < p.num_slices) return KVC_INVALID_VALUE;
     for (uint32_t by = 0; by < gy; ++by) {
         for (uint32_t bx = 0; bx < gx; ++bx) {
             for (uint32_t w = 0; w < KVC_WARPS; ++w) {
-                const int64_t i = kvc_slices_slice(p, by, w);
+                const int64_t i = kvc_slice_sums_slice(p, by, w);
                 if (i < 0) continue;
                 uint64_t s = 0;
                 for (uint32_t l = 0; l < 32; ++l) s += kvc_lane_slice_sum<VEC>(p, p.slices[i], p.first_block + bx, l);
@@ -61,10 +61,10 @@ int kvc_emulate(const char* name, uint32_t gx, uint32_t gy, uint32_t gz, uint32_
                 const void* params) {
     if (bx != KVC_THREADS || by != 1 || bz != 1 || gz != 1 || gx == 0 || gy == 0) return KVC_INVALID_VALUE;
     const uint64_t threads = (uint64_t)gx * KVC_THREADS;
-    if (!strcmp(name, "kvc_block_checksums_16b")) return fused<2>(gx, gy, *static_cast<const KvcFusedParams*>(params));
-    if (!strcmp(name, "kvc_block_checksums_8b")) return fused<1>(gx, gy, *static_cast<const KvcFusedParams*>(params));
-    if (!strcmp(name, "kvc_slice_sums_16b")) return slices<2>(gx, gy, *static_cast<const KvcFusedParams*>(params));
-    if (!strcmp(name, "kvc_slice_sums_8b")) return slices<1>(gx, gy, *static_cast<const KvcFusedParams*>(params));
+    if (!strcmp(name, "kvc_block_checksums_16b")) return block_checksums<2>(gx, gy, *static_cast<const KvcChecksumParams*>(params));
+    if (!strcmp(name, "kvc_block_checksums_8b")) return block_checksums<1>(gx, gy, *static_cast<const KvcChecksumParams*>(params));
+    if (!strcmp(name, "kvc_slice_sums_16b")) return slice_sums<2>(gx, gy, *static_cast<const KvcChecksumParams*>(params));
+    if (!strcmp(name, "kvc_slice_sums_8b")) return slice_sums<1>(gx, gy, *static_cast<const KvcChecksumParams*>(params));
     if (gy != 1) return KVC_INVALID_VALUE;
     if (!strcmp(name, "kvc_sum_parts")) {
         const KvcReduceParams& p = *static_cast<const KvcReduceParams*>(params);
@@ -87,12 +87,12 @@ int kvc_emulate(const char* name, uint32_t gx, uint32_t gy, uint32_t gz, uint32_
     return KVC_NOT_FOUND;
 }
 
-// The ABI facts Java must agree with: 0 sizeof(KvcSlice), 1 sizeof(KvcFusedParams), then offsets of the fields
+// The ABI facts Java must agree with: 0 sizeof(KvcSlice), 1 sizeof(KvcChecksumParams), then offsets of the fields
 // Java writes (see KernelAbi), -1 for an unknown query.
 long long kvc_abi(int which) {
     switch (which) {
         case 0: return sizeof(KvcSlice);
-        case 1: return sizeof(KvcFusedParams);
+        case 1: return sizeof(KvcChecksumParams);
         case 2: return sizeof(KvcReduceParams);
         case 5: return sizeof(KvcFillParams);
         case 6: return sizeof(KvcSumParams);
@@ -100,10 +100,10 @@ long long kvc_abi(int which) {
         case 11: return offsetof(KvcSlice, v_base);
         case 12: return offsetof(KvcSlice, k_pieces);
         case 13: return offsetof(KvcSlice, v_pieces);
-        case 20: return offsetof(KvcFusedParams, start_token);
-        case 21: return offsetof(KvcFusedParams, block_size);
-        case 22: return offsetof(KvcFusedParams, num_slices);
-        case 23: return offsetof(KvcFusedParams, out_stride);
+        case 20: return offsetof(KvcChecksumParams, start_token);
+        case 21: return offsetof(KvcChecksumParams, block_size);
+        case 22: return offsetof(KvcChecksumParams, num_slices);
+        case 23: return offsetof(KvcChecksumParams, out_stride);
         case 33: return offsetof(KvcReduceParams, n);
         default: return -1;
     }

@@ -410,9 +410,9 @@ public final class CudaBackend implements KvChecksum {
         RequestBlocks r = plan.request();
         long tableOff = (long) ns * KernelAbi.SLICE_BYTES;
         long upload = tableOff + 4L * pages;
-        LaunchPlanner.FusedPlan fused = slices ? null : resources.planner.fused(ns, nb);
-        List<LaunchPlanner.Slices> sliced = slices ? resources.planner.slices(ns, nb) : null;
-        long scratch = slices ? 0 : 8L * fused.scratchElements();
+        LaunchPlanner.BlockPlan blockPlan = slices ? null : resources.planner.blocks(ns, nb);
+        List<LaunchPlanner.SliceLaunch> sliced = slices ? resources.planner.slices(ns, nb) : null;
+        long scratch = slices ? 0 : 8L * blockPlan.scratchElements();
         int results = slices ? ns * nb : nb;
         return job(resources, stream, upload, scratch, results, (host, dUpload, dScratch, dOut) -> {
             boolean vec16 = writeSlices(host, plan, address);
@@ -423,17 +423,17 @@ public final class CudaBackend implements KvChecksum {
             long params = paramsOffset(upload);
             return () -> {
                 if (slices) {
-                    for (LaunchPlanner.Slices s : sliced) {
-                        KernelAbi.fused(host, params, dUpload, dTable, dOut + 8L * s.blockOffset(), r.startToken(),
+                    for (LaunchPlanner.SliceLaunch s : sliced) {
+                        KernelAbi.checksumParams(host, params, dUpload, dTable, dOut + 8L * s.blockOffset(), r.startToken(),
                                 r.firstBlock() + s.blockOffset(), r.numTokens(), r.blockSize(), plan.pageSize(), s.numBlocks(),
                                 ns, 0, 0, nb);
                         launch(vec16 ? SLICE_SUMS_16B : SLICE_SUMS_8B, s.numBlocks(), s.sliceGroups(), stream, host, upload);
                     }
                     return;
                 }
-                for (LaunchPlanner.Fused f : fused.launches()) {
+                for (LaunchPlanner.BlockLaunch f : blockPlan.launches()) {
                     long out = dOut + 8L * f.blockOffset();
-                    KernelAbi.fused(host, params, dUpload, dTable, f.numParts() == 1 ? out : dScratch, r.startToken(),
+                    KernelAbi.checksumParams(host, params, dUpload, dTable, f.numParts() == 1 ? out : dScratch, r.startToken(),
                             r.firstBlock() + f.blockOffset(), r.numTokens(), r.blockSize(), plan.pageSize(), f.numBlocks(), ns,
                             f.slicesPerPart(), f.numParts(), 0);
                     launch(vec16 ? BLOCK_CHECKSUMS_16B : BLOCK_CHECKSUMS_8B, f.numBlocks(), f.numParts(), stream, host, upload);

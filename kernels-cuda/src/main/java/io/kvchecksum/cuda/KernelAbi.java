@@ -13,7 +13,7 @@ final class KernelAbi {
     static final ValueLayout.OfInt U32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
     static final int SLICE_BYTES = 64;
-    static final int FUSED_PARAMS_BYTES = 80;
+    static final int CHECKSUM_PARAMS_BYTES = 80;
     static final int REDUCE_PARAMS_BYTES = 24;
     static final int FILL_PARAMS_BYTES = 24;
     static final int SUM_PARAMS_BYTES = 24;
@@ -23,11 +23,11 @@ final class KernelAbi {
     static final int SLICE_V_BASE = 32;
     static final int SLICE_K_PIECES = 56;
     static final int SLICE_V_PIECES = 60;
-    // KvcFusedParams
-    static final int FUSED_START_TOKEN = 24;
-    static final int FUSED_BLOCK_SIZE = 48;
-    static final int FUSED_NUM_SLICES = 60;
-    static final int FUSED_OUT_STRIDE = 72;
+    // KvcChecksumParams
+    static final int PARAMS_START_TOKEN = 24;
+    static final int PARAMS_BLOCK_SIZE = 48;
+    static final int PARAMS_NUM_SLICES = 60;
+    static final int PARAMS_OUT_STRIDE = 72;
     // KvcReduceParams
     static final int REDUCE_N = 16;
 
@@ -48,22 +48,22 @@ final class KernelAbi {
     }
 
     @SuppressWarnings("checkstyle:ParameterNumber")
-    static void fused(MemorySegment m, long at, long slices, long table, long out, long startToken, long firstBlock,
+    static void checksumParams(MemorySegment m, long at, long slices, long table, long out, long startToken, long firstBlock,
             long numTokens, int blockSize, int pageSize, int numBlocks, int numSlices, int slicesPerPart, int numParts,
             long outStride) {
         m.set(U64, at, slices);
         m.set(U64, at + 8, table);
         m.set(U64, at + 16, out);
-        m.set(U64, at + FUSED_START_TOKEN, startToken);
+        m.set(U64, at + PARAMS_START_TOKEN, startToken);
         m.set(U64, at + 32, firstBlock);
         m.set(U64, at + 40, numTokens);
-        m.set(U32, at + FUSED_BLOCK_SIZE, blockSize);
+        m.set(U32, at + PARAMS_BLOCK_SIZE, blockSize);
         m.set(U32, at + 52, pageSize);
         m.set(U32, at + 56, numBlocks);
-        m.set(U32, at + FUSED_NUM_SLICES, numSlices);
+        m.set(U32, at + PARAMS_NUM_SLICES, numSlices);
         m.set(U32, at + 64, slicesPerPart);
         m.set(U32, at + 68, numParts);
-        m.set(U64, at + FUSED_OUT_STRIDE, outStride);
+        m.set(U64, at + PARAMS_OUT_STRIDE, outStride);
     }
 
     static void reduce(MemorySegment m, long at, long in, long out, int n, int parts) {

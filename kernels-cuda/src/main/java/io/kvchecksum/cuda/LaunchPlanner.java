@@ -52,24 +52,24 @@ final class LaunchPlanner {
      * @param numParts gridDim.y
      * @param slicesPerPart slices per CTA
      */
-    record Fused(int blockOffset, int numBlocks, int numParts, int slicesPerPart) {
+    record BlockLaunch(int blockOffset, int numBlocks, int numParts, int slicesPerPart) {
         int reduceGrid() {
             return grid1d(numBlocks);
         }
     }
 
     /** All launches of one fused checksum; scratch for parts is reused by consecutive launches on one stream. */
-    record FusedPlan(List<Fused> launches, long scratchElements) {
+    record BlockPlan(List<BlockLaunch> launches, long scratchElements) {
     }
 
     /** One launch of the slices kernel: grid (numBlocks, sliceGroups). */
-    record Slices(int blockOffset, int numBlocks, int sliceGroups) {
+    record SliceLaunch(int blockOffset, int numBlocks, int sliceGroups) {
     }
 
-    FusedPlan fused(int numSlices, int numBlocks) {
+    BlockPlan blocks(int numSlices, int numBlocks) {
         requirePositive(numSlices, "slices");
         requirePositive(numBlocks, "blocks");
-        List<Fused> out = new ArrayList<>();
+        List<BlockLaunch> out = new ArrayList<>();
         long scratch = 0;
         for (int off = 0; off < numBlocks; off += Math.min(maxBlocksPerLaunch, numBlocks - off)) {
             int n = Math.min(maxBlocksPerLaunch, numBlocks - off);
@@ -78,15 +78,15 @@ final class LaunchPlanner {
             long parts = Math.max(1, Math.min(maxParts, Math.ceilDiv(target, n)));
             int perPart = (int) Math.ceilDiv(numSlices, parts);
             parts = Math.ceilDiv(numSlices, perPart);
-            out.add(new Fused(off, n, (int) parts, perPart));
+            out.add(new BlockLaunch(off, n, (int) parts, perPart));
             if (parts > 1) {
                 scratch = Math.max(scratch, (long) n * parts);
             }
         }
-        return new FusedPlan(List.copyOf(out), scratch);
+        return new BlockPlan(List.copyOf(out), scratch);
     }
 
-    List<Slices> slices(int numSlices, int numBlocks) {
+    List<SliceLaunch> slices(int numSlices, int numBlocks) {
         requirePositive(numSlices, "slices");
         requirePositive(numBlocks, "blocks");
         long groups = Math.ceilDiv(numSlices, WARPS);
@@ -94,9 +94,9 @@ final class LaunchPlanner {
             throw new InvalidLayoutException("the group has " + numSlices + " (layer, head) slices; per-slice sums on CUDA "
                     + "support at most " + (long) MAX_GRID_Y * WARPS);
         }
-        List<Slices> out = new ArrayList<>();
+        List<SliceLaunch> out = new ArrayList<>();
         for (int off = 0; off < numBlocks; off += Math.min(maxBlocksPerLaunch, numBlocks - off)) {
-            out.add(new Slices(off, Math.min(maxBlocksPerLaunch, numBlocks - off), (int) groups));
+            out.add(new SliceLaunch(off, Math.min(maxBlocksPerLaunch, numBlocks - off), (int) groups));
         }
         return List.copyOf(out);
     }

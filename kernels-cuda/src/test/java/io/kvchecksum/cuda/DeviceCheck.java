@@ -340,7 +340,7 @@ public final class DeviceCheck {
                 double fusedGbs = bytes / fusedUs / 1e3;
                 double sumGbs = bytes / sumUs / 1e3;
                 double copyGbs = 2.0 * bytes / copyUs / 1e3;
-                LaunchPlanner.Fused f = cr.planner.fused(g.numSlices(), req.numBlocks()).launches().get(0);
+                LaunchPlanner.BlockLaunch f = cr.planner.blocks(g.numSlices(), req.numBlocks()).launches().get(0);
                 line(String.format(Locale.ROOT, "%8d %12d %10.1f %10.1f %10.1f %12.1f %8.3f %8.3f %11.1f %dx%d%s", tokens, bytes,
                         fusedUs, fusedGbs, sumGbs, copyGbs, fusedGbs / sumGbs, fusedGbs / copyGbs, hostNs[hostNs.length / 2] / 1e3,
                         f.numBlocks(), f.numParts(), ok ? "" : "  MISMATCH fused vs slices+combine"));

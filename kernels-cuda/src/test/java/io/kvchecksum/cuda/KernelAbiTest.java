@@ -11,7 +11,7 @@ class KernelAbiTest {
     void structLayoutsMatchTheCompilers() {
         HostLibrary lib = HostLibrary.load();
         assertEquals(KernelAbi.SLICE_BYTES, lib.kvc_abi(0), "sizeof(KvcSlice)");
-        assertEquals(KernelAbi.FUSED_PARAMS_BYTES, lib.kvc_abi(1), "sizeof(KvcFusedParams)");
+        assertEquals(KernelAbi.CHECKSUM_PARAMS_BYTES, lib.kvc_abi(1), "sizeof(KvcChecksumParams)");
         assertEquals(KernelAbi.REDUCE_PARAMS_BYTES, lib.kvc_abi(2), "sizeof(KvcReduceParams)");
         assertEquals(KernelAbi.FILL_PARAMS_BYTES, lib.kvc_abi(5), "sizeof(KvcFillParams)");
         assertEquals(KernelAbi.SUM_PARAMS_BYTES, lib.kvc_abi(6), "sizeof(KvcSumParams)");
@@ -19,10 +19,10 @@ class KernelAbiTest {
         assertEquals(KernelAbi.SLICE_V_BASE, lib.kvc_abi(11), "KvcSlice.v_base");
         assertEquals(KernelAbi.SLICE_K_PIECES, lib.kvc_abi(12), "KvcSlice.k_pieces");
         assertEquals(KernelAbi.SLICE_V_PIECES, lib.kvc_abi(13), "KvcSlice.v_pieces");
-        assertEquals(KernelAbi.FUSED_START_TOKEN, lib.kvc_abi(20), "KvcFusedParams.start_token");
-        assertEquals(KernelAbi.FUSED_BLOCK_SIZE, lib.kvc_abi(21), "KvcFusedParams.block_size");
-        assertEquals(KernelAbi.FUSED_NUM_SLICES, lib.kvc_abi(22), "KvcFusedParams.num_slices");
-        assertEquals(KernelAbi.FUSED_OUT_STRIDE, lib.kvc_abi(23), "KvcFusedParams.out_stride");
+        assertEquals(KernelAbi.PARAMS_START_TOKEN, lib.kvc_abi(20), "KvcChecksumParams.start_token");
+        assertEquals(KernelAbi.PARAMS_BLOCK_SIZE, lib.kvc_abi(21), "KvcChecksumParams.block_size");
+        assertEquals(KernelAbi.PARAMS_NUM_SLICES, lib.kvc_abi(22), "KvcChecksumParams.num_slices");
+        assertEquals(KernelAbi.PARAMS_OUT_STRIDE, lib.kvc_abi(23), "KvcChecksumParams.out_stride");
         assertEquals(KernelAbi.REDUCE_N, lib.kvc_abi(33), "KvcReduceParams.n");
     }
 

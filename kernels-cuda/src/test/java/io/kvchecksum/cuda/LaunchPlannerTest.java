@@ -18,9 +18,9 @@ class LaunchPlannerTest {
     @Test
     void singleBlockOfLlama8bSpreadsSlicesOverManyCtas() {
         // 32 layers x 8 KV heads, one 16-token block: one CTA per 8 slices, then the parts are reduced.
-        LaunchPlanner.FusedPlan p = new LaunchPlanner(H200_SMS, 1 << 20).fused(256, 1);
+        LaunchPlanner.BlockPlan p = new LaunchPlanner(H200_SMS, 1 << 20).blocks(256, 1);
         assertEquals(1, p.launches().size());
-        LaunchPlanner.Fused f = p.launches().get(0);
+        LaunchPlanner.BlockLaunch f = p.launches().get(0);
         assertEquals(32, f.numParts());
         assertEquals(8, f.slicesPerPart());
         assertEquals(32, p.scratchElements());
@@ -29,8 +29,8 @@ class LaunchPlannerTest {
     @Test
     void longRequestsUseOneCtaPerBlockAndNoScratch() {
         // 128k tokens in 16-token blocks: 8192 CTAs already fill the GPU; each writes its block's checksum.
-        LaunchPlanner.FusedPlan p = new LaunchPlanner(H200_SMS, 1 << 20).fused(256, 8192);
-        LaunchPlanner.Fused f = p.launches().get(0);
+        LaunchPlanner.BlockPlan p = new LaunchPlanner(H200_SMS, 1 << 20).blocks(256, 8192);
+        LaunchPlanner.BlockLaunch f = p.launches().get(0);
         assertEquals(1, f.numParts());
         assertEquals(256, f.slicesPerPart());
         assertEquals(0, p.scratchElements());
@@ -38,7 +38,7 @@ class LaunchPlannerTest {
 
     @Test
     void veryLongRequestsAreChunked() {
-        LaunchPlanner.FusedPlan p = new LaunchPlanner(H200_SMS, 1000).fused(80, 2500);
+        LaunchPlanner.BlockPlan p = new LaunchPlanner(H200_SMS, 1000).blocks(80, 2500);
         assertEquals(3, p.launches().size());
         assertEquals(0, p.launches().get(0).blockOffset());
         assertEquals(1000, p.launches().get(1).blockOffset());
@@ -58,9 +58,9 @@ class LaunchPlannerTest {
             int slices = 1 + rnd.nextInt(i % 10 == 0 ? 1_000_000 : 700);
             int blocks = 1 + rnd.nextInt(i % 3 == 0 ? 100_000 : 40);
             LaunchPlanner pl = new LaunchPlanner(sms, maxBlocks);
-            LaunchPlanner.FusedPlan p = pl.fused(slices, blocks);
+            LaunchPlanner.BlockPlan p = pl.blocks(slices, blocks);
             int next = 0;
-            for (LaunchPlanner.Fused f : p.launches()) {
+            for (LaunchPlanner.BlockLaunch f : p.launches()) {
                 String who = "sms " + sms + " maxBlocks " + maxBlocks + " slices " + slices + " blocks " + blocks + ": " + f;
                 assertEquals(next, f.blockOffset(), who);
                 assertTrue(f.numBlocks() >= 1 && f.numBlocks() <= maxBlocks, who);
