@@ -87,8 +87,9 @@ int kvc_emulate(const char* name, uint32_t gx, uint32_t gy, uint32_t gz, uint32_
     return KVC_NOT_FOUND;
 }
 
-// The ABI facts Java must agree with: 0 sizeof(KvcSlice), 1 sizeof(KvcChecksumParams), then offsets of the fields
-// Java writes (see KernelAbi), -1 for an unknown query.
+// The ABI facts Java must agree with: 0..6 the structs' sizes, then the offset of every field Java writes, in
+// declaration order: 100+ KvcSlice, 200+ KvcChecksumParams, 300+ KvcReduceParams (see KernelAbi); -1 for an
+// unknown query.
 long long kvc_abi(int which) {
     switch (which) {
         case 0: return sizeof(KvcSlice);
@@ -96,15 +97,32 @@ long long kvc_abi(int which) {
         case 2: return sizeof(KvcReduceParams);
         case 5: return sizeof(KvcFillParams);
         case 6: return sizeof(KvcSumParams);
-        case 10: return offsetof(KvcSlice, k_base);
-        case 11: return offsetof(KvcSlice, v_base);
-        case 12: return offsetof(KvcSlice, k_pieces);
-        case 13: return offsetof(KvcSlice, v_pieces);
-        case 20: return offsetof(KvcChecksumParams, start_token);
-        case 21: return offsetof(KvcChecksumParams, block_size);
-        case 22: return offsetof(KvcChecksumParams, num_slices);
-        case 23: return offsetof(KvcChecksumParams, out_stride);
-        case 33: return offsetof(KvcReduceParams, n);
+        case 100: return offsetof(KvcSlice, factor);
+        case 101: return offsetof(KvcSlice, k_base);
+        case 102: return offsetof(KvcSlice, k_page_stride);
+        case 103: return offsetof(KvcSlice, k_token_stride);
+        case 104: return offsetof(KvcSlice, v_base);
+        case 105: return offsetof(KvcSlice, v_page_stride);
+        case 106: return offsetof(KvcSlice, v_token_stride);
+        case 107: return offsetof(KvcSlice, k_pieces);
+        case 108: return offsetof(KvcSlice, v_pieces);
+        case 200: return offsetof(KvcChecksumParams, slices);
+        case 201: return offsetof(KvcChecksumParams, table);
+        case 202: return offsetof(KvcChecksumParams, out);
+        case 203: return offsetof(KvcChecksumParams, start_token);
+        case 204: return offsetof(KvcChecksumParams, first_block);
+        case 205: return offsetof(KvcChecksumParams, num_tokens);
+        case 206: return offsetof(KvcChecksumParams, block_size);
+        case 207: return offsetof(KvcChecksumParams, page_size);
+        case 208: return offsetof(KvcChecksumParams, num_blocks);
+        case 209: return offsetof(KvcChecksumParams, num_slices);
+        case 210: return offsetof(KvcChecksumParams, slices_per_part);
+        case 211: return offsetof(KvcChecksumParams, num_parts);
+        case 212: return offsetof(KvcChecksumParams, out_stride);
+        case 300: return offsetof(KvcReduceParams, in);
+        case 301: return offsetof(KvcReduceParams, out);
+        case 302: return offsetof(KvcReduceParams, n);
+        case 303: return offsetof(KvcReduceParams, parts);
         default: return -1;
     }
 }

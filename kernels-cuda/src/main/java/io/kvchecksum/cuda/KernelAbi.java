@@ -18,31 +18,48 @@ final class KernelAbi {
     static final int FILL_PARAMS_BYTES = 24;
     static final int SUM_PARAMS_BYTES = 24;
 
-    // offsets checked against kvc_abi(): KvcSlice
+    // Every field's offset, each checked against the C compiler's offsetof by KernelAbiTest. KvcSlice:
+    static final int SLICE_FACTOR = 0;
     static final int SLICE_K_BASE = 8;
+    static final int SLICE_K_PAGE_STRIDE = 16;
+    static final int SLICE_K_TOKEN_STRIDE = 24;
     static final int SLICE_V_BASE = 32;
+    static final int SLICE_V_PAGE_STRIDE = 40;
+    static final int SLICE_V_TOKEN_STRIDE = 48;
     static final int SLICE_K_PIECES = 56;
     static final int SLICE_V_PIECES = 60;
     // KvcChecksumParams
+    static final int PARAMS_SLICES = 0;
+    static final int PARAMS_TABLE = 8;
+    static final int PARAMS_OUT = 16;
     static final int PARAMS_START_TOKEN = 24;
+    static final int PARAMS_FIRST_BLOCK = 32;
+    static final int PARAMS_NUM_TOKENS = 40;
     static final int PARAMS_BLOCK_SIZE = 48;
+    static final int PARAMS_PAGE_SIZE = 52;
+    static final int PARAMS_NUM_BLOCKS = 56;
     static final int PARAMS_NUM_SLICES = 60;
+    static final int PARAMS_SLICES_PER_PART = 64;
+    static final int PARAMS_NUM_PARTS = 68;
     static final int PARAMS_OUT_STRIDE = 72;
     // KvcReduceParams
+    static final int REDUCE_IN = 0;
+    static final int REDUCE_OUT = 8;
     static final int REDUCE_N = 16;
+    static final int REDUCE_PARTS = 20;
 
     private KernelAbi() {
     }
 
     static void slice(MemorySegment m, long at, long factor, long kBase, long kPageStride, long kTokenStride, long vBase,
             long vPageStride, long vTokenStride, int kPieces, int vPieces) {
-        m.set(U64, at, factor);
+        m.set(U64, at + SLICE_FACTOR, factor);
         m.set(U64, at + SLICE_K_BASE, kBase);
-        m.set(U64, at + 16, kPageStride);
-        m.set(U64, at + 24, kTokenStride);
+        m.set(U64, at + SLICE_K_PAGE_STRIDE, kPageStride);
+        m.set(U64, at + SLICE_K_TOKEN_STRIDE, kTokenStride);
         m.set(U64, at + SLICE_V_BASE, vBase);
-        m.set(U64, at + 40, vPageStride);
-        m.set(U64, at + 48, vTokenStride);
+        m.set(U64, at + SLICE_V_PAGE_STRIDE, vPageStride);
+        m.set(U64, at + SLICE_V_TOKEN_STRIDE, vTokenStride);
         m.set(U32, at + SLICE_K_PIECES, kPieces);
         m.set(U32, at + SLICE_V_PIECES, vPieces);
     }
@@ -51,26 +68,26 @@ final class KernelAbi {
     static void checksumParams(MemorySegment m, long at, long slices, long table, long out, long startToken, long firstBlock,
             long numTokens, int blockSize, int pageSize, int numBlocks, int numSlices, int slicesPerPart, int numParts,
             long outStride) {
-        m.set(U64, at, slices);
-        m.set(U64, at + 8, table);
-        m.set(U64, at + 16, out);
+        m.set(U64, at + PARAMS_SLICES, slices);
+        m.set(U64, at + PARAMS_TABLE, table);
+        m.set(U64, at + PARAMS_OUT, out);
         m.set(U64, at + PARAMS_START_TOKEN, startToken);
-        m.set(U64, at + 32, firstBlock);
-        m.set(U64, at + 40, numTokens);
+        m.set(U64, at + PARAMS_FIRST_BLOCK, firstBlock);
+        m.set(U64, at + PARAMS_NUM_TOKENS, numTokens);
         m.set(U32, at + PARAMS_BLOCK_SIZE, blockSize);
-        m.set(U32, at + 52, pageSize);
-        m.set(U32, at + 56, numBlocks);
+        m.set(U32, at + PARAMS_PAGE_SIZE, pageSize);
+        m.set(U32, at + PARAMS_NUM_BLOCKS, numBlocks);
         m.set(U32, at + PARAMS_NUM_SLICES, numSlices);
-        m.set(U32, at + 64, slicesPerPart);
-        m.set(U32, at + 68, numParts);
+        m.set(U32, at + PARAMS_SLICES_PER_PART, slicesPerPart);
+        m.set(U32, at + PARAMS_NUM_PARTS, numParts);
         m.set(U64, at + PARAMS_OUT_STRIDE, outStride);
     }
 
     static void reduce(MemorySegment m, long at, long in, long out, int n, int parts) {
-        m.set(U64, at, in);
-        m.set(U64, at + 8, out);
+        m.set(U64, at + REDUCE_IN, in);
+        m.set(U64, at + REDUCE_OUT, out);
         m.set(U32, at + REDUCE_N, n);
-        m.set(U32, at + 20, parts);
+        m.set(U32, at + REDUCE_PARTS, parts);
     }
 
     static void fill(MemorySegment m, long at, long p, long n, long seed) {

@@ -8,22 +8,39 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 /** The Java writers of the kernels' parameter structs agree with the C compiler's layout (queried from the host library). */
 class KernelAbiTest {
     @Test
-    void structLayoutsMatchTheCompilers() {
+    void everyFieldOffsetMatchesTheCompilers() {
         HostLibrary lib = HostLibrary.load();
         assertEquals(KernelAbi.SLICE_BYTES, lib.kvc_abi(0), "sizeof(KvcSlice)");
         assertEquals(KernelAbi.CHECKSUM_PARAMS_BYTES, lib.kvc_abi(1), "sizeof(KvcChecksumParams)");
         assertEquals(KernelAbi.REDUCE_PARAMS_BYTES, lib.kvc_abi(2), "sizeof(KvcReduceParams)");
         assertEquals(KernelAbi.FILL_PARAMS_BYTES, lib.kvc_abi(5), "sizeof(KvcFillParams)");
         assertEquals(KernelAbi.SUM_PARAMS_BYTES, lib.kvc_abi(6), "sizeof(KvcSumParams)");
-        assertEquals(KernelAbi.SLICE_K_BASE, lib.kvc_abi(10), "KvcSlice.k_base");
-        assertEquals(KernelAbi.SLICE_V_BASE, lib.kvc_abi(11), "KvcSlice.v_base");
-        assertEquals(KernelAbi.SLICE_K_PIECES, lib.kvc_abi(12), "KvcSlice.k_pieces");
-        assertEquals(KernelAbi.SLICE_V_PIECES, lib.kvc_abi(13), "KvcSlice.v_pieces");
-        assertEquals(KernelAbi.PARAMS_START_TOKEN, lib.kvc_abi(20), "KvcChecksumParams.start_token");
-        assertEquals(KernelAbi.PARAMS_BLOCK_SIZE, lib.kvc_abi(21), "KvcChecksumParams.block_size");
-        assertEquals(KernelAbi.PARAMS_NUM_SLICES, lib.kvc_abi(22), "KvcChecksumParams.num_slices");
-        assertEquals(KernelAbi.PARAMS_OUT_STRIDE, lib.kvc_abi(23), "KvcChecksumParams.out_stride");
-        assertEquals(KernelAbi.REDUCE_N, lib.kvc_abi(33), "KvcReduceParams.n");
+        assertEquals(KernelAbi.SLICE_FACTOR, lib.kvc_abi(100), "KvcSlice.factor");
+        assertEquals(KernelAbi.SLICE_K_BASE, lib.kvc_abi(101), "KvcSlice.k_base");
+        assertEquals(KernelAbi.SLICE_K_PAGE_STRIDE, lib.kvc_abi(102), "KvcSlice.k_page_stride");
+        assertEquals(KernelAbi.SLICE_K_TOKEN_STRIDE, lib.kvc_abi(103), "KvcSlice.k_token_stride");
+        assertEquals(KernelAbi.SLICE_V_BASE, lib.kvc_abi(104), "KvcSlice.v_base");
+        assertEquals(KernelAbi.SLICE_V_PAGE_STRIDE, lib.kvc_abi(105), "KvcSlice.v_page_stride");
+        assertEquals(KernelAbi.SLICE_V_TOKEN_STRIDE, lib.kvc_abi(106), "KvcSlice.v_token_stride");
+        assertEquals(KernelAbi.SLICE_K_PIECES, lib.kvc_abi(107), "KvcSlice.k_pieces");
+        assertEquals(KernelAbi.SLICE_V_PIECES, lib.kvc_abi(108), "KvcSlice.v_pieces");
+        assertEquals(KernelAbi.PARAMS_SLICES, lib.kvc_abi(200), "KvcChecksumParams.slices");
+        assertEquals(KernelAbi.PARAMS_TABLE, lib.kvc_abi(201), "KvcChecksumParams.table");
+        assertEquals(KernelAbi.PARAMS_OUT, lib.kvc_abi(202), "KvcChecksumParams.out");
+        assertEquals(KernelAbi.PARAMS_START_TOKEN, lib.kvc_abi(203), "KvcChecksumParams.start_token");
+        assertEquals(KernelAbi.PARAMS_FIRST_BLOCK, lib.kvc_abi(204), "KvcChecksumParams.first_block");
+        assertEquals(KernelAbi.PARAMS_NUM_TOKENS, lib.kvc_abi(205), "KvcChecksumParams.num_tokens");
+        assertEquals(KernelAbi.PARAMS_BLOCK_SIZE, lib.kvc_abi(206), "KvcChecksumParams.block_size");
+        assertEquals(KernelAbi.PARAMS_PAGE_SIZE, lib.kvc_abi(207), "KvcChecksumParams.page_size");
+        assertEquals(KernelAbi.PARAMS_NUM_BLOCKS, lib.kvc_abi(208), "KvcChecksumParams.num_blocks");
+        assertEquals(KernelAbi.PARAMS_NUM_SLICES, lib.kvc_abi(209), "KvcChecksumParams.num_slices");
+        assertEquals(KernelAbi.PARAMS_SLICES_PER_PART, lib.kvc_abi(210), "KvcChecksumParams.slices_per_part");
+        assertEquals(KernelAbi.PARAMS_NUM_PARTS, lib.kvc_abi(211), "KvcChecksumParams.num_parts");
+        assertEquals(KernelAbi.PARAMS_OUT_STRIDE, lib.kvc_abi(212), "KvcChecksumParams.out_stride");
+        assertEquals(KernelAbi.REDUCE_IN, lib.kvc_abi(300), "KvcReduceParams.in");
+        assertEquals(KernelAbi.REDUCE_OUT, lib.kvc_abi(301), "KvcReduceParams.out");
+        assertEquals(KernelAbi.REDUCE_N, lib.kvc_abi(302), "KvcReduceParams.n");
+        assertEquals(KernelAbi.REDUCE_PARTS, lib.kvc_abi(303), "KvcReduceParams.parts");
     }
 
     @Test
