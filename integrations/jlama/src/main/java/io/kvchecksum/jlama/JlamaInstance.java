@@ -50,9 +50,9 @@ public final class JlamaInstance implements AutoCloseable {
      */
     public int prefill(KvBufferCache.KvBuffer kv, int[] tokens, int start) {
         step.lock();
-        try (AbstractTensor logits = model.makeDenseTensor(model.getConfig().vocabularySize)) {
-            AbstractTensor last = model.batchForward(tokens, start, kv);
-            try (AbstractTensor row = last.slice(last.shape().first() - 1)) {
+        try (AbstractTensor<?, ?> logits = model.makeDenseTensor(model.getConfig().vocabularySize)) {
+            AbstractTensor<?, ?> last = model.batchForward(tokens, start, kv);
+            try (AbstractTensor<?, ?> row = last.slice(last.shape().first() - 1)) {
                 kv.setCurrentContextPosition(start + tokens.length);
                 return model.sample(row, 0f, 0f, logits);
             } finally {
@@ -71,9 +71,9 @@ public final class JlamaInstance implements AutoCloseable {
         int[] out = new int[count];
         out[0] = first;
         step.lock();
-        try (AbstractTensor logits = model.makeDenseTensor(model.getConfig().vocabularySize)) {
+        try (AbstractTensor<?, ?> logits = model.makeDenseTensor(model.getConfig().vocabularySize)) {
             for (int i = 1; i < count; i++) {
-                try (AbstractTensor o = model.forward(out[i - 1], position + i - 1, kv, Optional.empty())) {
+                try (AbstractTensor<?, ?> o = model.forward(out[i - 1], position + i - 1, kv, Optional.empty())) {
                     out[i] = model.sample(o, 0f, 0f, logits);
                 }
                 kv.incrementContextPosition();

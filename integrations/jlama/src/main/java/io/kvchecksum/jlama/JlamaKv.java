@@ -93,7 +93,7 @@ public final class JlamaKv {
                 positions, rowBytes);
     }
 
-    private static MemorySegment onlyPage(AbstractTensor[] pages, int layer, String kind) {
+    private static MemorySegment onlyPage(AbstractTensor<?, ?>[] pages, int layer, String kind) {
         if (pages.length != 1) {
             throw new IllegalArgumentException("layer " + layer + " " + kind + ": expected one Jlama page at position 0, got "
                     + pages.length);

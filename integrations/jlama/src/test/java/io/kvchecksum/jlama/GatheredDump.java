@@ -42,7 +42,7 @@ final class GatheredDump {
         for (int l = 0; l < layers; l++) {
             for (int kind = 0; kind < 2; kind++) {
                 for (int t = 0; t < n; t++) {
-                    AbstractTensor x = kind == 0 ? kv.getKeyTensorForPosition(l, t) : kv.getValTensorForPosition(l, t);
+                    AbstractTensor<?, ?> x = kind == 0 ? kv.getKeyTensorForPosition(l, t) : kv.getValTensorForPosition(l, t);
                     for (int j = 0; j < row; j++) {
                         b.putFloat(x.shape().dims() == 2 ? x.get(0, j) : x.get(j));
                     }
