@@ -105,6 +105,29 @@ class DisaggregatedTest {
     }
 
     @Test
+    void aFailingBackendIsAnUnverifiedLoadNotAnExceptionInTheStep() {
+        // A proxy, so that the test follows the interface whatever methods it gains or loses.
+        KvChecksum broken = (KvChecksum) java.lang.reflect.Proxy.newProxyInstance(KvChecksum.class.getClassLoader(),
+                new Class<?>[] {KvChecksum.class}, (proxy, m, args) -> switch (m.getName()) {
+                    case "name", "description", "toString" -> "broken";
+                    case "close" -> null;
+                    case "hashCode" -> 0;
+                    case "equals" -> proxy == args[0];
+                    default -> throw new IllegalStateException("device lost");
+                });
+        try (Disaggregated pd = new Disaggregated(producer, consumer, broken, B,
+                FailurePolicy.failClosed(FailurePolicy.OnFailure.RECOMPUTE), JlamaKvTest.prompt(SEED - 1, 300))) {
+            var o = pd.serve("b", JlamaKvTest.prompt(SEED + 3, 50), 0, 8, KvTransfer.Fault.NONE, new SplittableRandom(SEED));
+            assertEquals(Status.UNVERIFIED, o.verdict().status());
+            assertEquals(UnverifiedReason.NOT_EVERY_WORKER_REPORTED, o.verdict().reason(), o.verdict().toString());
+            assertTrue(o.verdict().detail().contains("device lost"), o.verdict().detail());
+            assertEquals(Action.RECOMPUTE, o.action());
+            assertArrayEquals(o.singleInstance(), o.tokens());
+            assertEquals(0, pd.pendingExpectations());
+        }
+    }
+
+    @Test
     void failOpenUsesACorruptedLoadAndItsTokensDiffer() {
         // Shows the faults matter to the model: without the checksum, the decode would silently go wrong.
         try (Disaggregated pd = pair(FailurePolicy.failOpen())) {
