@@ -39,6 +39,7 @@ public final class Soak {
      * @param maxTokens longest prompt (lengths are uniform in {@code 1 .. maxTokens})
      * @param prefixHitRate share of requests whose consumer already holds some leading blocks
      * @param decodeTokens tokens decoded per request
+     * @param blockSize tokens per checksum block
      * @param seed the run's seed; each thread splits its own generator from it
      */
     public record Settings(double seconds, int threads, double faultRate, int maxTokens, double prefixHitRate,
@@ -116,8 +117,8 @@ public final class Soak {
                             + " (unexpected %d), recomputed %d, wrong tokens served %d, thrown into the step %d%n",
                     requests.get(), requests.get() / secs, injected.get(KvTransfer.Fault.NONE).get(), falseMismatches.get(),
                     wrongBlocks.get(), unv, unexpectedUnverified.get(), recomputed.get(), wrongTokens.get(), thrown.get());
-            out.printf("checksummed %.2f GB: %.3f GB/s of wall time, %.2f GB/s while checksumming; checksum share of request"
-                            + " time %.2f%%%n", checksummedBytes.get() / 1e9, checksummedBytes.get() / 1e9 / secs,
+            out.printf("checksummed %.2f GB: %.3f GB/s of wall time, %.2f GB/s inside the checksum and verify calls; their share"
+                            + " of request time %.2f%%%n", checksummedBytes.get() / 1e9, checksummedBytes.get() / 1e9 / secs,
                     checksummedBytes.get() / Math.max(1.0, checksumNanos.get()), 100.0 * checksumNanos.get() / Math.max(1, requestNanos.get()));
             out.printf("peak heap %.1f MiB, peak direct %.1f MiB, live heap after GC at each quarter %s MiB, pending"
                             + " expectations at end %d%n", peakHeapBytes / 1048576.0, peakDirectBytes / 1048576.0,
