@@ -1,0 +1,150 @@
+package io.kvchecksum.jlama;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.SplittableRandom;
+
+/**
+ * Writes a tiny Llama-architecture model that Jlama loads from disk: {@code config.json}, a byte-fallback BPE
+ * {@code tokenizer.json} and seeded random F32 weights in {@code model.safetensors}. Nothing is downloaded.
+ *
+ * <p>Random weights generate nonsense, but deterministic nonsense: the same tokens from the same KV, which is all the
+ * checks need. The shape is a real GQA attention: {@value #LAYERS} layers, {@value #HEADS} query heads over
+ * {@value #KV_HEADS} KV heads of {@value #HEAD_DIM} dims. The context length is chosen so that Jlama keeps a session's
+ * whole cache in one page (see {@link JlamaKv}): its ephemeral buffers hold 1 MiB pages, and
+ * {@code 1 MiB / (layers * 2 * kvHeads * headDim * 4 bytes) = 512} positions.
+ */
+public final class TinyLlama {
+    public static final int LAYERS = 4;
+    public static final int HEADS = 8;
+    public static final int KV_HEADS = 4;
+    public static final int HEAD_DIM = 16;
+    public static final int HIDDEN = HEADS * HEAD_DIM;
+    public static final int INTERMEDIATE = 256;
+    public static final int VOCAB = 512;
+    public static final int CONTEXT = 512;
+    public static final int BOS = 1;
+    public static final int EOS = 2;
+
+    private TinyLlama() {
+    }
+
+    /** Writes the model into {@code dir} (created if absent) from {@code seed}; returns {@code dir}. */
+    public static Path write(Path dir, long seed) {
+        try {
+            Files.createDirectories(dir);
+            Files.writeString(dir.resolve("config.json"), config());
+            Files.writeString(dir.resolve("tokenizer.json"), tokenizer());
+            writeWeights(dir.resolve("model.safetensors"), seed);
+            return dir;
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot write the tiny model into " + dir, e);
+        }
+    }
+
+    private static String config() {
+        return """
+                {"model_type": "llama", "architectures": ["LlamaForCausalLM"],
+                 "max_position_embeddings": %d, "hidden_size": %d, "intermediate_size": %d,
+                 "num_attention_heads": %d, "num_key_value_heads": %d, "num_hidden_layers": %d,
+                 "rms_norm_eps": 1e-5, "vocab_size": %d, "bos_token_id": %d, "eos_token_id": %d,
+                 "hidden_act": "silu", "rope_theta": 10000.0, "torch_dtype": "float32"}
+                """.formatted(CONTEXT, HIDDEN, INTERMEDIATE, HEADS, KV_HEADS, LAYERS, VOCAB, BOS, EOS);
+    }
+
+    private static String tokenizer() {
+        StringBuilder vocab = new StringBuilder("\"<unk>\": 0, \"<s>\": 1, \"</s>\": 2");
+        for (int b = 0; b < 256; b++) {
+            vocab.append(String.format(", \"<0x%02X>\": %d", b, 3 + b));
+        }
+        for (int id = 259; id < VOCAB; id++) {
+            vocab.append(", \"\u2581w").append(id).append("\": ").append(id);
+        }
+        return """
+                {"version": "1.0",
+                 "added_tokens": [{"id": 0, "content": "<unk>", "special": true},
+                                  {"id": 1, "content": "<s>", "special": true},
+                                  {"id": 2, "content": "</s>", "special": true}],
+                 "model": {"type": "BPE", "unk_token": "<unk>", "fuse_unk": true, "byte_fallback": true,
+                           "vocab": {%s}, "merges": []}}
+                """.formatted(vocab);
+    }
+
+    private static void writeWeights(Path file, long seed) throws IOException {
+        Map<String, int[]> shapes = new LinkedHashMap<>();
+        shapes.put("model.embed_tokens.weight", new int[] {VOCAB, HIDDEN});
+        for (int l = 0; l < LAYERS; l++) {
+            String p = "model.layers." + l + ".";
+            shapes.put(p + "input_layernorm.weight", new int[] {HIDDEN});
+            shapes.put(p + "self_attn.q_proj.weight", new int[] {HEADS * HEAD_DIM, HIDDEN});
+            shapes.put(p + "self_attn.k_proj.weight", new int[] {KV_HEADS * HEAD_DIM, HIDDEN});
+            shapes.put(p + "self_attn.v_proj.weight", new int[] {KV_HEADS * HEAD_DIM, HIDDEN});
+            shapes.put(p + "self_attn.o_proj.weight", new int[] {HIDDEN, HEADS * HEAD_DIM});
+            shapes.put(p + "post_attention_layernorm.weight", new int[] {HIDDEN});
+            shapes.put(p + "mlp.gate_proj.weight", new int[] {INTERMEDIATE, HIDDEN});
+            shapes.put(p + "mlp.up_proj.weight", new int[] {INTERMEDIATE, HIDDEN});
+            shapes.put(p + "mlp.down_proj.weight", new int[] {HIDDEN, INTERMEDIATE});
+        }
+        shapes.put("model.norm.weight", new int[] {HIDDEN});
+        shapes.put("lm_head.weight", new int[] {VOCAB, HIDDEN});
+
+        StringBuilder header = new StringBuilder("{");
+        long offset = 0;
+        for (Map.Entry<String, int[]> e : shapes.entrySet()) {
+            long bytes = 4L * count(e.getValue());
+            if (header.length() > 1) {
+                header.append(',');
+            }
+            header.append('"').append(e.getKey()).append("\":{\"dtype\":\"F32\",\"shape\":[");
+            for (int i = 0; i < e.getValue().length; i++) {
+                header.append(i == 0 ? "" : ",").append(e.getValue()[i]);
+            }
+            header.append("],\"data_offsets\":[").append(offset).append(',').append(offset + bytes).append("]}");
+            offset += bytes;
+        }
+        header.append('}');
+        while ((8 + header.length()) % 8 != 0) {
+            header.append(' ');
+        }
+        byte[] h = header.toString().getBytes(StandardCharsets.US_ASCII);
+        ByteBuffer buf = ByteBuffer.allocate(Math.toIntExact(8 + h.length + offset)).order(ByteOrder.LITTLE_ENDIAN);
+        buf.putLong(h.length).put(h);
+        SplittableRandom rnd = new SplittableRandom(seed);
+        for (Map.Entry<String, int[]> e : shapes.entrySet()) {
+            int[] s = e.getValue();
+            long n = count(s);
+            boolean norm = s.length == 1;
+            // Norm gains near 1; matrices scaled by 1/sqrt(fan-in) times a gain that keeps activations lively, so the
+            // greedy token depends on the whole context (a corrupted cache then changes the output).
+            float scale = norm ? 0.1f : (float) (2.0 / Math.sqrt(s[s.length - 1]));
+            for (long i = 0; i < n; i++) {
+                float u = (float) (rnd.nextDouble() * 2 - 1);
+                buf.putFloat(norm ? 1.0f + scale * u : scale * u);
+            }
+        }
+        buf.flip();
+        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
+                StandardOpenOption.TRUNCATE_EXISTING)) {
+            while (buf.hasRemaining()) {
+                ch.write(buf);
+            }
+        }
+    }
+
+    private static long count(int[] shape) {
+        long n = 1;
+        for (int d : shape) {
+            n *= d;
+        }
+        return n;
+    }
+}
