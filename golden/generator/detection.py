@@ -542,16 +542,18 @@ def cls_stuck_cell(cfg, rng, n, n63):
 
 
 def cls_stuck_block(cfg, rng, bits):
-    b = 0
-    x = cfg.Xb[b]
-    for v in (0, 1):
-        for k in bits:
-            ch = np.nonzero(((x >> u(k)) & u(1)) != u(v))[0]
-            if len(ch) == 0:
-                continue
-            new = x[ch] ^ bit(k)
-            name = 'stuck-line-block%s' % ('-bit63' if k == 63 else '-bits0-62')
-            yield name, [side(cfg, [b], ch[None, :], new[None, :])]
+    """Bit k of every piece of a whole block forced to 0 or 1: every bit on the first block, and bit 63
+    (the standard mode's blind spot) on every block."""
+    for b in range(cfg.NB):
+        x = cfg.Xb[b]
+        for v in (0, 1):
+            for k in (bits if b == 0 else [63]):
+                ch = np.nonzero(((x >> u(k)) & u(1)) != u(v))[0]
+                if len(ch) == 0:
+                    continue
+                new = x[ch] ^ bit(k)
+                name = 'stuck-line-block%s' % ('-bit63' if k == 63 else '-bits0-62')
+                yield name, [side(cfg, [b], ch[None, :], new[None, :])]
 
 
 def block_pieces(cfg, l=None, h=None, t=None):
@@ -791,6 +793,8 @@ def proof(cls, mode):
             return ('detected', 'delta = 2^k * (sum of an odd number of +-odd weights) = 2^k * odd != 0')
         if cls.startswith('same-bit-') and cls.endswith('-bit63'):
             return ('blind', 'each flip adds 2^63 * odd = 2^63; an even number of them cancels')
+        if cls.endswith('-bit63'):
+            return ('parity', 'each changed piece adds 2^63; checked trial by trial')
     elif lin:
         if cls == 'pattern-of-%s-in-2' % mode:
             return ('blind', 'f is GF(2)-linear: f(x ^ D) = f(x) ^ 2^63 for D = f^-1(2^63); two such pieces cancel')
@@ -808,6 +812,7 @@ def campaign(args):
             cfgs.append((shape, dt, seed * 100 + si * 10 + di))
     results = {}      # (cls, mode) -> [trials, misses]
     per_cfg = {}      # (cfg, cls, mode) -> [trials, misses]
+    parity = {}       # cls -> [trials, trials where the standard mode's parity rule failed]
     checks = 0
     for (shape, dt, s) in cfgs:
         t0 = time.time()
@@ -847,20 +852,40 @@ def campaign(args):
                         a = d.setdefault(key, [0, 0])
                         a[0] += int(eff.sum())
                         a[1] += int(miss.sum())
-                # cross-check the first effective trial of each class (and every class's missed trials
-                # for the final mixer, should there be any) by whole-block recomputation
+                if cls.endswith('-bit63'):
+                    # every changed piece changes by 2^63 alone: the standard mode misses exactly the trials
+                    # that change an even number of pieces
+                    blk, idx, new = sides[0]
+                    nch = np.zeros(len(blk), dtype=np.int64)
+                    for lo in range(0, len(blk), max(1, (1 << 21) // idx.shape[1])):
+                        hi = lo + max(1, (1 << 21) // idx.shape[1])
+                        nch[lo:hi] = (cfg.Xb[blk[lo:hi, None], idx[lo:hi]] != new[lo:hi]).sum(axis=1)
+                    miss = eff & (deltas['standard'] == u(0)).all(axis=1)
+                    a = parity.setdefault(cls, [0, 0])
+                    a[0] += int(eff.sum())
+                    a[1] += int((miss != (eff & (nch % 2 == 0))).sum())
+                # cross-check the first effective trial of each class, and up to 3 trials the final mixer
+                # misses (should there be any), by whole-block recomputation
+                rows = []
                 if cls not in seen and eff.any():
                     seen.add(cls)
-                    r = int(np.nonzero(eff)[0][0])
+                    rows.append(int(np.nonzero(eff)[0][0]))
+                fmiss = np.nonzero(eff & (deltas[FINAL] == u(0)).all(axis=1))[0]
+                rows += [int(r) for r in fmiss[:3]]
+                for r in rows:
                     crosscheck(cfg, sides, deltas, r, modes)
                     checks += 1
         if not args.quiet:
             print('  %-22s %.1f s' % (cfg.name, time.time() - t0), file=sys.stderr)
-    return results, per_cfg, checks
+    return results, per_cfg, checks, parity
 
 
-def verdicts(results, modes):
+def verdicts(results, modes, parity):
     fails = []
+    for cls, (n, bad) in sorted(parity.items()):
+        if bad:
+            fails.append('%s / standard: %d of %d trials break the rule "missed iff an even number of pieces '
+                         'change"' % (cls, bad, n))
     for (cls, m), (n, miss) in sorted(results.items()):
         p = proof(cls, m)
         if n == 0:
@@ -886,21 +911,43 @@ def rate(n, miss):
     return '%.4g%%' % (100.0 * (n - miss) / n) if n else '-'
 
 
-def markdown(results, modes, meta, screen):
+def markdown(results, modes, meta, screen, per_cfg):
     lines = []
     classes = class_order(results)
-    mixed = [m for m in modes if m != 'standard']
-    lines.append('| fault class | trials | standard: misses | standard: detected | standard: proof | %s: misses | %s: proof |'
-                 % (FINAL, FINAL))
+    lines.append('| fault class | trials | standard: missed | standard: detected | standard: proved | '
+                 '%s: missed | %s: proved, or bound from 0 misses |' % (FINAL, FINAL))
     lines.append('|---|---:|---:|---:|---|---:|---|')
     for c in classes:
         n, ms = results.get((c, 'standard'), [0, 0])
         nf, mf = results.get((c, FINAL), [0, 0])
         ps = proof(c, 'standard')
         pf = proof(c, FINAL)
-        lines.append('| %s | %d | %d | %s | %s | %d | %s |' % (
-            c, n, ms, rate(n, ms), ps[0] if ps else ('~2^-64 (model)' if False else '-'),
-            mf, pf[0] if pf else ('-' if mf else '0 misses; ~2^-64 model')))
+        if pf:
+            tf = 'always detected' if pf[0] == 'detected' else pf[0]
+        elif mf == 0:
+            tf = '< %.2g (95%%); model 2^-64' % (3.0 / nf)
+        else:
+            tf = '-'
+        ts = {'detected': 'always detected', 'blind': 'never detected', 'parity': 'missed iff even count'}[ps[0]] \
+            if ps else '-'
+        lines.append('| %s | %d | %d | %s | %s | %d | %s |' % (c, n, ms, rate(n, ms), ts, mf, tf))
+    lines.append('')
+    cfgs = []
+    for (k, _, _) in per_cfg:
+        if k not in cfgs:
+            cfgs.append(k)
+    lines.append('Standard mode, detection rate per configuration (classes where it misses):')
+    lines.append('')
+    lines.append('| fault class | ' + ' | '.join(cfgs) + ' |')
+    lines.append('|---|' + '---:|' * len(cfgs))
+    for c in classes:
+        if results.get((c, 'standard'), [0, 0])[1] == 0:
+            continue
+        cells = []
+        for k in cfgs:
+            n, ms = per_cfg.get((k, c, 'standard'), [0, 0])
+            cells.append('%s (%d)' % (rate(n, ms), n) if n else '-')
+        lines.append('| %s | %s |' % (c, ' | '.join(cells)))
     lines.append('')
     lines.append('Candidate mixers (misses per class where any; classes with 0 misses everywhere omitted):')
     lines.append('')
@@ -962,19 +1009,21 @@ def main():
     args.layers = 4 if args.short else None
     args.golden = not args.short
     t0 = time.time()
-    results, per_cfg, checks = campaign(args)
+    results, per_cfg, checks, parity = campaign(args)
     elapsed = time.time() - t0
     meta = dict(seed=args.seed, short=args.short, modes=args.modes, seconds=round(elapsed, 1),
-                numpy=np.__version__, crosschecked_trials=checks)
+                numpy=np.__version__, crosschecked_trials=checks,
+                date=time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime()),
+                parity_rule_trials=sum(n for n, _ in parity.values()))
     screen = differential_screen(args.modes, samples=(1 << 14) if args.short else (1 << 18))
     meta['screen_samples'] = (1 << 14) if args.short else (1 << 18)
-    md = markdown(results, args.modes, meta, screen)
+    md = markdown(results, args.modes, meta, screen, per_cfg)
     print(md)
     total_final = sum(n for (c, m), (n, _) in results.items() if m == FINAL)
     multi = sum(n for (c, m), (n, _) in results.items() if m == FINAL and c.startswith('random-multi'))
     print('%d trial sets cross-checked by whole-block recomputation; %d trials for %s, %d of them random '
           'multi-piece corruptions; %.1f s' % (checks, total_final, FINAL, multi, elapsed))
-    fails = verdicts(results, args.modes)
+    fails = verdicts(results, args.modes, parity)
     if not screen_passes(screen[FINAL]):
         fails.append('%s fails the differential screen: %r' % (FINAL, screen[FINAL]))
     if not args.short and len(args.modes) == len(MIXERS):
