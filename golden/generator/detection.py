@@ -608,6 +608,10 @@ def cls_stale(cfg, rng, cap):
     rows = [(b, np.arange(cfg.npb), cfg.Xb[cfg.NB + s]) for b in range(cfg.NB) for s in range(cfg.NS)]
     for ch in chunked(rows, cfg.npb):
         yield 'stale-block', [stack_sides(cfg, ch)]
+    # the request's own block a landed at position b too (b's data lost)
+    rows = [(b, np.arange(cfg.npb), cfg.Xb[a]) for b in range(cfg.NB) for a in range(cfg.NB) if a != b]
+    for ch in chunked(rows, cfg.npb):
+        yield 'block-over-another-block', [stack_sides(cfg, ch)]
     # half written: first n tokens of the block new, the rest stale
     rows = []
     for b in range(cfg.NB):
@@ -701,6 +705,9 @@ def cls_swaps(cfg, rng, n, cap, cap_small):
     pairs = [(b, dict(l=l1), b, dict(l=l2))
              for b in range(cfg.NB) for l1 in range(cfg.L) for l2 in range(l1 + 1, cfg.L)]
     yield from emit_swaps(cfg, 'swap-layers', sample(rng, pairs, cap))
+    pairs = [(ba, dict(l=l1), bb_, dict(l=l2)) for ba in range(cfg.NB) for bb_ in range(ba + 1, cfg.NB)
+             for l1 in range(cfg.L) for l2 in range(cfg.L)]
+    yield from emit_swaps(cfg, 'swap-layers-across-blocks', sample(rng, pairs, cap))
     pairs = [(ba, None, bb_, None) for ba in range(cfg.NB) for bb_ in range(ba + 1, cfg.NB)]
     yield from emit_swaps(cfg, 'swap-blocks', pairs)
 
