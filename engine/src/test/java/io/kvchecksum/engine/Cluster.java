@@ -352,7 +352,7 @@ final class Cluster {
             List<WorkerRecord> out = new ArrayList<>();
             for (int s = 0; s < config.pp(); s++) {
                 for (int r = 0; r < config.tp(); r++) {
-                    List<WorkerChecksums.WorkerGroup> layout = new ArrayList<>();
+                    List<WorkerChecksummer.WorkerGroup> layout = new ArrayList<>();
                     for (int g = 0; g < GROUP_LAYERS.length; g++) {
                         WorkerCache c = caches[s][r][g];
                         if (c == null) {
@@ -362,10 +362,11 @@ final class Cluster {
                         for (CacheLayer l : c.layers()) {
                             hashes.add(model.layerHash(l.layer()));
                         }
-                        layout.add(new WorkerChecksums.WorkerGroup(g, Fingerprints.ofGroup(hashes),
-                                List.of(new WorkerChecksums.ReplicaPart(c.key(), c.group()))));
+                        layout.add(new WorkerChecksummer.WorkerGroup(g, Fingerprints.ofGroup(hashes),
+                                List.of(new WorkerChecksummer.ReplicaPart(c.key(), c.group()))));
                     }
-                    out.add(WorkerChecksums.compute(backend, side, r, s, numTokens, scheduled, layout, skipped));
+                    out.add(new WorkerChecksummer(backend, r, s, layout, skipped, ChecksumMetrics.NONE)
+                            .compute(side, numTokens, scheduled));
                 }
             }
             return out;

@@ -168,6 +168,12 @@ public final class CudaBackend implements KvChecksum {
         return launchGroup(cr, stream, group, request, nb, false);
     }
 
+    /** The engine-facing form of {@link #enqueue}: {@code stream} is a {@code CUstream} handle. */
+    @Override
+    public PendingChecksums submit(KvCacheGroup group, RequestBlocks request, long stream) {
+        return enqueue(group, request, stream);
+    }
+
     @Override
     public long[] blockChecksums(KvCacheGroup group, RequestBlocks request) {
         try (PendingChecksums p = submit(group, request)) {
