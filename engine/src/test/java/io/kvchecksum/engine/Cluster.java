@@ -337,13 +337,27 @@ final class Cluster {
 
         /** The scheduler's selection per group. */
         List<BlockSelection> select(Side side, long localPrefix, long numTokens) {
+            return select(side, localPrefix, numTokens, null);
+        }
+
+        /** The scheduler's selection per group, every group a sliding window of {@code window} tokens (or none). */
+        List<BlockSelection> select(Side side, long localPrefix, long numTokens, Integer window) {
             List<BlockSelection> out = new ArrayList<>();
             for (int g = 0; g < GROUP_LAYERS.length; g++) {
                 out.add(side == Side.PRODUCER
-                        ? BlockSelection.producer(g, tables[g], NULL_BLOCK, numTokens, config.blockSize(), null)
-                        : BlockSelection.consumer(g, tables[g], NULL_BLOCK, localPrefix, numTokens, config.blockSize(), null));
+                        ? BlockSelection.producer(g, tables[g], NULL_BLOCK, numTokens, config.blockSize(), window)
+                        : BlockSelection.consumer(g, tables[g], NULL_BLOCK, localPrefix, numTokens, config.blockSize(), window));
             }
             return out;
+        }
+
+        /** Marks block positions {@code [0, upTo)} of every group as the null block (freed out of a sliding window). */
+        void nullBlocksBefore(long upTo) {
+            for (int[] t : tables) {
+                for (int b = 0; b < upTo && b < t.length; b++) {
+                    t[b] = NULL_BLOCK;
+                }
+            }
         }
 
         /** Every worker's record, computed with the backend. */
