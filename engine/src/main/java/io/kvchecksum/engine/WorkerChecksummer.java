@@ -3,6 +3,7 @@ package io.kvchecksum.engine;
 import io.kvchecksum.KvCacheGroup;
 import io.kvchecksum.KvChecksum;
 import io.kvchecksum.PendingChecksums;
+import io.kvchecksum.RequestBlocks;
 
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -100,12 +101,17 @@ public final class WorkerChecksummer {
      * @param side a producer checksums copy 0 only; a consumer every copy
      * @param numTokens the request's token count on this side
      * @param scheduled the scheduler's selection per group; excluded groups are not computed
-     * @param stream the engine's stream or queue handle ({@link KvChecksum#submit(KvCacheGroup, io.kvchecksum.RequestBlocks, long)})
+     * @param stream the engine's stream or queue handle ({@link KvChecksum#submit(KvCacheGroup, RequestBlocks, long)})
      * @return the pending record; poll it, take its record, or close it
      * @throws RuntimeException what the backend throws (bad layout, device error); whatever was already enqueued for
      *     this request is released first
      */
     public PendingRecord submit(Side side, long numTokens, List<BlockSelection> scheduled, long stream) {
+        return enqueue(side, numTokens, scheduled, stream);
+    }
+
+    /** {@code stream} null: the backend's own {@link KvChecksum#submit(KvCacheGroup, RequestBlocks)}. */
+    private PendingRecord enqueue(Side side, long numTokens, List<BlockSelection> scheduled, Long stream) {
         Objects.requireNonNull(side, "side");
         long started = System.nanoTime();
         for (BlockSelection s : scheduled) {
@@ -137,7 +143,8 @@ public final class WorkerChecksummer {
                         continue;
                     }
                     List<PendingChecksums> list = part.pending.computeIfAbsent(p.key(), k -> new ArrayList<>());
-                    list.add(backend.submit(p.cache(), s.request(p.cache().pageSize()), stream));
+                    RequestBlocks r = s.request(p.cache().pageSize());
+                    list.add(stream == null ? backend.submit(p.cache(), r) : backend.submit(p.cache(), r, stream));
                 }
             }
         } catch (RuntimeException e) {
@@ -148,9 +155,13 @@ public final class WorkerChecksummer {
         return new PendingRecord(tpRank, ppStage, numTokens, parts, skippedHere, started, metrics);
     }
 
-    /** {@link #submit} on the backend's default stream, then waits for the record: for CPU backends and tests. */
+    /**
+     * Computes the record with the backend's own {@link KvChecksum#submit(KvCacheGroup, RequestBlocks)}
+     * (not ordered after any engine stream) and waits for it: for CPU backends, tools and tests, not an engine's GPU
+     * step.
+     */
     public WorkerRecord compute(Side side, long numTokens, List<BlockSelection> scheduled) {
-        try (PendingRecord p = submit(side, numTokens, scheduled, 0)) {
+        try (PendingRecord p = enqueue(side, numTokens, scheduled, null)) {
             return p.record();
         }
     }
