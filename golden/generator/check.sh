@@ -44,3 +44,23 @@ if ! diff -r "$dumps" "$tmp/dumps" > "$tmp/dumps-diff.txt" 2>&1; then
     exit 1
 fi
 echo "check.sh: OK: committed CLI test dumps match a fresh regeneration"
+
+# The wire format's interop payloads (engine/src/test/resources/interop) come from payloads.py with Python's msgpack
+# (Debian python3-msgpack, installed by .ci/run): required under CI, skipped with a note elsewhere.
+interop="$root/engine/src/test/resources/interop"
+if ! "$py" -c 'import msgpack' 2>/dev/null; then
+    if [ -n "${CI:-}" ] && [ "${CI}" != "false" ]; then
+        echo "check.sh: FAILED: $py cannot import msgpack (Debian: apt-get install python3-msgpack)" >&2
+        exit 2
+    fi
+    echo "check.sh: SKIPPED the interop payloads: $py cannot import msgpack (Debian: python3-msgpack; PYTHON=... to pick)"
+    exit 0
+fi
+"$py" "$here/payloads.py" --out "$tmp/interop"
+if ! diff -r "$interop" "$tmp/interop" > "$tmp/interop-diff.txt" 2>&1; then
+    echo "check.sh: FAILED: the committed interop payloads differ from what golden/generator/payloads.py produces:" >&2
+    head -n 40 "$tmp/interop-diff.txt" >&2
+    echo "check.sh: regenerate them with 'python3 golden/generator/payloads.py' and commit the result." >&2
+    exit 1
+fi
+echo "check.sh: OK: committed interop payloads match a fresh regeneration with Python's msgpack"
