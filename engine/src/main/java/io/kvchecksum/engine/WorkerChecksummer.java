@@ -27,7 +27,8 @@ import java.util.TreeMap;
  * device has finished, or the engine ships the handle's record with the step's output (vLLM's
  * {@code KVChecksumOutput.finalize}), which waits only for the result copy.
  *
- * <p>The worker's layout (its layers per group, by replica) and the groups it cannot checksum are fixed at startup. Thread-safe if the backend is (every {@link KvChecksum} is); the caches must not be written
+ * <p>The worker's layout (its layers per group, by replica) and the groups it cannot checksum are fixed at startup
+ * ({@link CacheGate}). Thread-safe if the backend is (every {@link KvChecksum} is); the caches must not be written
  * before the pending record is done.
  */
 public final class WorkerChecksummer {
@@ -93,6 +94,11 @@ public final class WorkerChecksummer {
         this.layout = Map.copyOf(byId);
         this.skipped = Map.copyOf(new TreeMap<>(skipped));
         this.metrics = Objects.requireNonNull(metrics, "metrics");
+    }
+
+    /** A worker with the admitted groups and skipped groups its {@link CacheGate} found at startup. */
+    public WorkerChecksummer(KvChecksum backend, int tpRank, int ppStage, CacheGate gate, ChecksumMetrics metrics) {
+        this(backend, tpRank, ppStage, gate.groups(), gate.skipped(), metrics);
     }
 
     /**
