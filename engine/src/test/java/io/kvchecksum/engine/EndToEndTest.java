@@ -382,6 +382,60 @@ class EndToEndTest {
         }
     }
 
+    /**
+     * Consumer records that cannot be trusted end the load unverified, never matched: a worker that checksummed other
+     * blocks, TP ranks whose fingerprints disagree, and a duplicate report. The clean records of the same load match,
+     * so a disabled comparison fails here.
+     */
+    @Test
+    void consumerRecordsThatCannotBeTrustedAreNeverAMatch() {
+        Random rnd = new Random(SEED);
+        try (Arena arena = Arena.ofConfined()) {
+            Model m = Model.gqa(4, SEED);
+            Prompt prompt = new Prompt(m, 150, SEED + 1);
+            Engine p = new Engine(m, Config.of(1, 1, 16), 150, rnd, arena);
+            p.fill(prompt, 0, 150);
+            List<BlockSelection> ps = p.select(Side.PRODUCER, 0, 150);
+            String wire = PayloadCodec.encodeBase64(assertInstanceOf(Aggregator.Complete.class,
+                    Aggregator.producer(1, 1, 150, ps, p.records(cpu, Side.PRODUCER, 150, ps, Map.of()))).payload());
+            Engine c = new Engine(m, Config.of(2, 1, 16), 150, rnd, arena);
+            c.loadFrom(p, 0, 150);
+            List<BlockSelection> cs = c.select(Side.CONSUMER, 0, 150);
+            List<WorkerRecord> good = c.records(cpu, Side.CONSUMER, 150, cs, Map.of());
+
+            FailurePolicy policy = FailurePolicy.failClosed(FailurePolicy.OnFailure.RECOMPUTE);
+            java.util.function.Function<List<WorkerRecord>, LoadVerdict> verdict = records -> {
+                PendingLoads pending = new PendingLoads();
+                pending.expect("r", wire);
+                return pending.verify("r", Aggregator.consumer(2, 1, 150, cs, records)).orElseThrow();
+            };
+            assertMatch(verdict.apply(good));
+
+            // Rank 1 checksummed the load from block 1 (another selection than the scheduler's).
+            WorkerRecord other = c.records(cpu, Side.CONSUMER, 150, c.select(Side.CONSUMER, 16, 150), Map.of()).get(1);
+            LoadVerdict v = verdict.apply(List.of(good.get(0), other));
+            assertEquals(UnverifiedReason.OTHER_BLOCKS_THAN_SCHEDULED, v.reason(), v.toString());
+            assertEquals(Action.RECOMPUTE, policy.decide("r", v).action());
+
+            // Rank 1 holds other layers (its fingerprint differs from rank 0's).
+            WorkerRecord g1 = good.get(1);
+            List<PartialGroup> groups = new java.util.ArrayList<>();
+            for (PartialGroup pg : g1.groups()) {
+                groups.add(new PartialGroup(pg.groupId(), pg.fingerprint() + (pg.groupId() == 0 ? 1 : 0), pg.range(), pg.columns()));
+            }
+            v = verdict.apply(List.of(good.get(0), new WorkerRecord(1, 0, 150, groups, Map.of())));
+            assertEquals(UnverifiedReason.OTHER_BLOCKS_THAN_SCHEDULED, v.reason(), v.toString());
+            assertTrue(v.detail().contains("fingerprints differ"), v.detail());
+
+            // A duplicate report: rank 0 twice.
+            v = verdict.apply(List.of(good.get(0), good.get(0), good.get(1)));
+            assertEquals(UnverifiedReason.NOT_EVERY_WORKER_REPORTED, v.reason(), v.toString());
+            assertTrue(v.detail().contains("reported twice"), v.detail());
+            v = verdict.apply(List.of(good.get(0), good.get(0)));
+            assertEquals(UnverifiedReason.NOT_EVERY_WORKER_REPORTED, v.reason(), v.toString());
+        }
+    }
+
     enum Failure { NONE, CORRUPTED, MISSING, MALFORMED }
 
     @ParameterizedTest(name = "{0}")
