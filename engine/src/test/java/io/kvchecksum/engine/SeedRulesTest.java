@@ -126,7 +126,7 @@ class SeedRulesTest {
     }
 
     /** Counts what a backend hands out and closes; fails the n-th submit or get. */
-    static final class FlakyBackend implements KvChecksum {
+    static class FlakyBackend implements KvChecksum {
         final KvChecksum real = KvChecksums.reference();
         int submitted;
         int closed;
@@ -391,5 +391,120 @@ class SeedRulesTest {
         assertEquals(1, log.count("WARNING"));
         assertTrue(closed.isFailClosed());
         assertFalse(open.isFailClosed());
+    }
+
+    @Test
+    void pendingLoadsReportWhatTheyHold() {
+        PendingLoads p = new PendingLoads();
+        assertFalse(p.isPending("r"));
+        assertEquals(0, p.size());
+        assertTrue(p.start("r"));
+        assertTrue(p.isPending("r"));
+        assertEquals(1, p.size());
+        assertTrue(p.start("s"));
+        assertEquals(2, p.size());
+        assertTrue(p.forget("s"));
+        assertFalse(p.forget("s"));
+        assertFalse(p.offer("r", "   "), "blank text is no copy");
+        assertTrue(p.offer("r", PayloadCodec.encodeBase64(PRODUCER)));
+        p.verify("r", consumerWith(-1));
+        assertFalse(p.start("r"), "verified: not started again until forgotten");
+        assertEquals(0, p.size());
+        assertThrows(NullPointerException.class, () -> p.start(null));
+        assertThrows(NullPointerException.class, () -> p.verify("r", (ChecksumPayload) null));
+        assertThrows(NullPointerException.class, () -> new PendingLoads(null));
+    }
+
+    @Test
+    void aPendingRecordThatIsNotDoneIsNotPolled() {
+        Random rnd = new Random(SEED);
+        try (Arena arena = Arena.ofConfined()) {
+            List<WorkerChecksummer.WorkerGroup> layout = threeParts(arena, rnd);
+            List<BlockSelection> sel = List.of(BlockSelection.producer(0, new int[] {0, 1, 2}, -1, 40, 16, null));
+            boolean[] done = {false};
+            int[] closes = {0};
+            FlakyBackend slow = new FlakyBackend() {
+                @Override
+                public PendingChecksums submit(KvCacheGroup group, RequestBlocks request, long stream) {
+                    PendingChecksums real = super.submit(group, request, stream);
+                    return new PendingChecksums() {
+                        @Override
+                        public long[] get() {
+                            return real.get();
+                        }
+
+                        @Override
+                        public boolean isDone() {
+                            return done[0];
+                        }
+
+                        @Override
+                        public void close() {
+                            closes[0]++;
+                            if (closes[0] == 2) {
+                                throw new IllegalStateException("event destroy failed");
+                            }
+                        }
+                    };
+                }
+            };
+            WorkerChecksummer w = new WorkerChecksummer(slow, 0, 0, layout, Map.of(), ChecksumMetrics.NONE);
+            WorkerChecksummer.PendingRecord p = w.submit(Side.PRODUCER, 40, sel, 1);
+            assertFalse(p.isDone());
+            assertEquals(Optional.empty(), p.poll());
+            done[0] = true;
+            assertTrue(p.isDone());
+            // Closing unread handles reports a failing close, after closing the others.
+            RuntimeException e = assertThrows(RuntimeException.class, p::close);
+            assertEquals(1, e.getSuppressed().length);
+            assertEquals(3, closes[0], "every handle was closed");
+            assertThrows(IllegalStateException.class, p::isDone, "closed before its record was taken");
+            p.close();
+            assertEquals(3, closes[0], "close is idempotent");
+            assertThrows(IllegalArgumentException.class, () -> w.submit(Side.PRODUCER, 41, sel, 1));
+            assertThrows(IllegalArgumentException.class, () -> new WorkerChecksummer(slow, -1, 0, layout, Map.of(), ChecksumMetrics.NONE));
+            assertThrows(IllegalArgumentException.class, () -> new WorkerChecksummer(slow, 0, -1, layout, Map.of(), ChecksumMetrics.NONE));
+            assertThrows(IllegalArgumentException.class, () -> new WorkerChecksummer(slow, 0, 0,
+                    List.of(layout.get(0), layout.get(0)), Map.of(), ChecksumMetrics.NONE));
+            // A group this stage holds no layer of: fingerprint 0 and no columns; skipped groups reported even unscheduled.
+            ChecksumCounters counters = new ChecksumCounters();
+            WorkerRecord r = new WorkerChecksummer(new FlakyBackend(), 0, 1, List.of(), Map.of(9, "Mamba"), counters)
+                    .compute(Side.CONSUMER, 40, sel);
+            assertEquals(List.of(new PartialGroup(0, 0, new BlockRange(16, 0, 3), Map.of())), r.groups());
+            assertEquals(Map.of(9, "Mamba"), r.skippedGroups());
+            assertTrue(counters.checksumNanos() > 0 && counters.checksumNanos() < 60_000_000_000L, "" + counters.checksumNanos());
+            // An excluded group is not computed.
+            BlockSelection excluded = BlockSelection.producer(0, new int[] {1, 0, 2}, 0, 40, 16, null);
+            assertEquals(List.of(), new WorkerChecksummer(new FlakyBackend(), 0, 0, layout, Map.of(), ChecksumMetrics.NONE)
+                    .compute(Side.PRODUCER, 41, List.of(excluded)).groups());
+        }
+    }
+
+    @Test
+    void eachVerdictIsLoggedWithItsDetailAtDebugLevel() {
+        PolicyTest.Recording log = new PolicyTest.Recording();
+        FailurePolicy p = new FailurePolicy(false, null, log, ChecksumMetrics.NONE);
+        p.decide("m1", PolicyTest.MATCH);
+        p.decide("u1", PolicyTest.MISSING);
+        p.decide("u2", PolicyTest.MISSING);
+        assertTrue(log.lines.contains("DEBUG KV checksums of request m1 match: [group 0: MATCH: ok]"), log.lines.toString());
+        assertTrue(log.lines.contains("DEBUG KV load of request u2 unverified (fail-open: the load is used): UNVERIFIED "
+                + "(MISSING_PAYLOAD): none"), log.lines.toString());
+        assertTrue(log.lines.contains("WARNING KV load of request u1 unverified (MISSING_PAYLOAD; fail-open: the load is used). "
+                + "Further MISSING_PAYLOAD loads are logged at debug level."), log.lines.toString());
+        p.decide("x", PolicyTest.MISMATCH);
+        assertTrue(log.lines.contains("ERROR KV checksum mismatch for request x (fail-open: the load is used): group 0: MISMATCH "
+                + "blocks [3]: block 3"), log.lines.toString());
+
+        PolicyTest.Recording slog = new PolicyTest.Recording();
+        PayloadSender s = new PayloadSender(slog, ChecksumMetrics.NONE);
+        Aggregator.Incomplete i = new Aggregator.Incomplete(UnverifiedReason.NOT_EVERY_WORKER_REPORTED, "3 of 4");
+        s.base64("a", i);
+        s.base64("b", i);
+        assertEquals(List.of("WARNING sending no KV checksums for request a (NOT_EVERY_WORKER_REPORTED: 3 of 4); its consumer "
+                + "will report the load unverified. Further NOT_EVERY_WORKER_REPORTED cases are logged at debug level.",
+                "DEBUG sending no KV checksums for request b (NOT_EVERY_WORKER_REPORTED: 3 of 4)"), slog.lines);
+        assertThrows(NullPointerException.class, () -> s.base64(null, i));
+        assertThrows(NullPointerException.class, () -> s.base64("c", null));
     }
 }
