@@ -228,4 +228,49 @@ class CacheGateTest {
             assertArrayEquals(new long[] {0}, v2.group(0).mismatchedBlocks());
         }
     }
+
+    @Test
+    void limitsOfTheGate() {
+        try (Arena a = Arena.ofConfined()) {
+            Mem m = Mem.of(a, 1, 16, 16);
+            // Kernel pages of 8 tokens: two pages per block, so the group holds twice as many pages as blocks.
+            Mem half = Mem.of(a, 1, 16, 16);
+            CacheGate.LayerFactory paged = (layer, first) -> CacheLayer.of(layer, first, 1,
+                    new KvRegion(KvMemory.host(half.k()), 0, 8L * 16, 16, 16, 16),
+                    new KvRegion(KvMemory.host(half.v()), 0, 8L * 16, 16, 16, 16));
+            CacheGate g = CacheGate.of(List.of(new CacheGate.CacheSpec("model.layers.0.attn", 0, "FullAttentionSpec", "torch.bfloat16",
+                    16, 16, 1, 1, 0, ReplicaKey.NONE, 8, BLOCK, false, "p", paged)), BLOCKS);
+            KvCacheGroup kg = g.groups().get(0).parts().get(0).cache();
+            assertEquals(8, kg.pageSize());
+            assertEquals(2L * BLOCKS, kg.numPages());
+
+            // The lowest layer NUMBER, not the first name in text order.
+            CacheGate shared = CacheGate.of(List.of(
+                    spec("model.layers.10.attn", 0, 16, 16, 1, 1, 0, ReplicaKey.NONE, 16, false, "s", m),
+                    spec("model.layers.9.attn", 0, 16, 16, 1, 1, 0, ReplicaKey.NONE, 16, false, "s", m)), BLOCKS);
+            assertEquals(9, shared.groups().get(0).parts().get(0).cache().layers().get(0).layer());
+
+            PolicyTest.Recording log = new PolicyTest.Recording();
+            CacheGate bad = CacheGate.of(List.of(
+                    spec("model.layers.0.attn", 0, 0, 16, 1, 1, 0, ReplicaKey.NONE, 16, false, "a", null),
+                    spec("model.layers.1.attn", 1, 16, 16, 1, 1, 0, ReplicaKey.NONE, 0, false, "b", null),
+                    new CacheGate.CacheSpec("model.layers.2.attn", 2, "FullAttentionSpec", "torch.bfloat16", 16, 16, 1, 1, 0,
+                            ReplicaKey.NONE, 16, 0, false, "c", (l, f) -> null),
+                    spec("model.layers.3.attn", 3, 16, 16, 1, 1, 0, ReplicaKey.NONE, 16, false, "d", null),
+                    new CacheGate.CacheSpec("model.layers.4.attn", 3, "FullAttentionSpec", "torch.bfloat16", 16, 16, 1, 1, 0,
+                            ReplicaKey.NONE, 16, 32, false, "e", (l, f) -> null),
+                    spec("model.layers.5.attn", 4, 16, -8, 1, 1, 0, ReplicaKey.NONE, 16, false, "f", null),
+                    spec("model.layers.6.attn", 5, 16, 16, 1 << 16, 1, 0, ReplicaKey.NONE, 16, false, "g", m)), BLOCKS, log);
+            assertEquals(List.of(5), bad.groups().stream().map(WorkerChecksummer.WorkerGroup::groupId).toList(),
+                    "exactly 2^16 heads in a layer is allowed");
+            assertTrue(bad.skipped().get(0).contains("not whole 8-byte pieces"), bad.skipped().get(0));
+            assertTrue(bad.skipped().get(1).contains("kernel blocks of 0 tokens"), bad.skipped().get(1));
+            assertTrue(bad.skipped().get(2).contains("do not tile blocks of 0"), bad.skipped().get(2));
+            assertEquals("layer model.layers.4.attn has block size 32, other layers of the group 16", bad.skipped().get(3));
+            assertTrue(bad.skipped().get(4).contains("not whole 8-byte pieces"), bad.skipped().get(4));
+            assertEquals(5, log.count("WARNING"));
+        }
+        assertEquals(123456789, CacheGate.layerNumber("model.layers.123456789.attn"));
+        assertEquals(-1, CacheGate.layerNumber("model.layers.1234567890.attn"), "past an int: no layer number");
+    }
 }
