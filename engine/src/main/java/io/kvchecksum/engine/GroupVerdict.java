@@ -64,8 +64,7 @@ public record GroupVerdict(int groupId, Status status, long[] mismatchedBlocks, 
 
     @Override
     public int hashCode() {
-        return (Objects.hash(groupId, status, reason, detail) * 31 + Arrays.hashCode(mismatchedBlocks)) * 31
-                + Arrays.hashCode(notComparedBlocks);
+        return Objects.hash(groupId, status, reason, detail, Arrays.hashCode(mismatchedBlocks), Arrays.hashCode(notComparedBlocks));
     }
 
     @Override

@@ -186,6 +186,13 @@ class ValueTypesTest {
         assertThrows(IllegalArgumentException.class, () -> ChecksumPayload.of(1, 32, List.of(new GroupChecksums(0, 0, 16, 0, new long[1]))));
         assertThrows(IllegalArgumentException.class, () -> ChecksumPayload.of(1, 32, List.of(new GroupChecksums(0, 0, 16, 3, new long[0]))));
         assertEquals(2, ChecksumPayload.of(1, 32, List.of(new GroupChecksums(0, 0, 16, 2, new long[0]))).groups().get(0).start());
+        assertEquals("group 4: 1 values from block 0 do not end at block 2 (32 tokens of block size 16)",
+                ChecksumPayload.rangeProblem(new GroupChecksums(4, 0, 16, 0, new long[1]), 32));
+        assertEquals("group 4: 0 values from block 3 do not end at block 2 (32 tokens of block size 16)",
+                ChecksumPayload.rangeProblem(new GroupChecksums(4, 0, 16, 3, new long[0]), 32));
+        assertEquals("group 4 has no block size", ChecksumPayload.rangeProblem(new GroupChecksums(4, 0, null, 0, new long[0]), 32));
+        assertNull(ChecksumPayload.rangeProblem(new GroupChecksums(4, 0, 16, 1, new long[1]), 32));
+        assertEquals(0, ChecksumPayload.of(1, 0, List.of()).numTokens());
 
         assertThrows(NullPointerException.class, () -> new Aggregator.Incomplete(null, "x"));
         Map<Integer, String> sk = new HashMap<>(Map.of(1, "a"));
