@@ -66,6 +66,8 @@ class FingerprintsTest {
         assertEquals("'\\x7f'", Fingerprints.pyRepr("\u007f"));
         assertEquals("'\\x00'", Fingerprints.pyRepr("\u0000"));
         assertEquals("' '", Fingerprints.pyRepr(" "));
+        assertEquals("\"'x\"", Fingerprints.pyRepr("'x"), "a single quote first");
+        assertEquals("'\"a\\''", Fingerprints.pyRepr("\"a'"), "a double quote first");
         assertEquals("'~'", Fingerprints.pyRepr("~"));
         assertEquals("'\\\\'", Fingerprints.pyRepr("\\"));
         assertEquals("'\\n\\t\\r'", Fingerprints.pyRepr("\n\t\r"));

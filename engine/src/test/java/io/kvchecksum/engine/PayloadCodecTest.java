@@ -151,5 +151,7 @@ class PayloadCodecTest {
         rejects("93" + "01" + "10" + "90" + "c0", "trailing");
         rejects("93" + "01" + "10" + "91" + "94", "groups[0]: claims 4 elements but only 0 bytes follow");
         rejects("dc0003" + "01", "payload");
+        rejects("93" + "01" + "10" + "91" + "95" + "00" + "00" + "10" + "00" + "c400", "groups[0]: a group has 4 elements in version 1, got 5");
+        rejects("94" + "02" + "01" + "cf" + "ff", "num_tokens: not valid msgpack (");
     }
 }

@@ -107,6 +107,7 @@ class SeedRulesTest {
 
         // A copy for a load never started is ignored, and such a load gets no verdict.
         assertFalse(p.offer("never", good));
+        assertFalse(p.offer("never", PayloadCodec.encode(PRODUCER)));
         assertEquals(Optional.empty(), p.verify("never", consumerWith(-1)));
         assertEquals(0, p.size());
     }

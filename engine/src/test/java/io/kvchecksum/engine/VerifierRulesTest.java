@@ -60,6 +60,10 @@ class VerifierRulesTest {
         assertEquals("no position checksummed whole by both sides; not compared: consumer blocks [0, 1] (the producer sent no "
                 + "checksum for them); not compared: consumer blocks [2] (40 tokens on the consumer, 64 on the producer)", v.detail());
         assertArrayEquals(new long[] {0, 1, 2}, v.notComparedBlocks());
+        // A consumer past the producer's end: block 2 holds 16 tokens to the producer's 8, block 3 the producer never had.
+        v = Verifier.compare(p(40, g(16, 0, 1, 2, 3)), p(56, g(16, 0, 1, 2, 3, 4))).group(0);
+        assertEquals("2 positions compared, block size 16; not compared: consumer blocks [3] (the producer sent no checksum for "
+                + "them); not compared: consumer blocks [2] (56 tokens on the consumer, 40 on the producer)", v.detail());
         v = Verifier.compare(p(40, g(16, 0, 1, 2, 3)), p(40, g(16, 3))).group(0);
         assertEquals("the load wrote no block of this group", v.detail());
         // A mismatch says where, and what was left out.
