@@ -63,8 +63,8 @@ public interface KvChecksum extends AutoCloseable {
     /**
      * Stream-ordered {@link #submit}: for an engine's worker, which must neither wait for the device nor race its own
      * writes. The checksum is ordered after the work already enqueued on {@code stream} (the forward that finished
-     * the prompt, the load that landed) and before anything enqueued on it later, and the call never synchronizes:
-     * only the handle's {@code get()} waits, and {@code isDone()} polls.
+     * the prompt, the load that landed) and before anything enqueued on it later, and on a GPU backend the call never
+     * waits for the device: only the handle's {@code get()} waits, and {@code isDone()} polls.
      *
      * <p>{@code stream} is an opaque handle whose meaning is the backend's: a {@code CUstream} for {@code cuda} (0 is
      * the legacy default stream; the group must be device memory), a {@code cl_command_queue} for {@code opencl}
