@@ -65,3 +65,28 @@ if ! "$py" "$here/detection.py" --short --quiet > "$tmp/detection.txt"; then
     exit 1
 fi
 tail -n 1 "$tmp/detection.txt"
+
+# The wire format's interop payloads (engine/src/test/resources/interop) come from payloads.py with Python's msgpack
+# (Debian python3-msgpack, installed by .ci/run): required under CI, skipped with a note elsewhere.
+interop="$root/engine/src/test/resources/interop"
+# The interpreter that runs the NumPy generators may lack msgpack (a pyenv build); Debian's python3 has it.
+pymsg=""
+for cand in "${PYTHON:-}" python3 /usr/bin/python3; do
+    if [ -n "$cand" ] && "$cand" -c 'import msgpack, numpy' 2>/dev/null; then pymsg="$cand"; break; fi
+done
+if [ -z "$pymsg" ]; then
+    if [ -n "${CI:-}" ] && [ "${CI}" != "false" ]; then
+        echo "check.sh: FAILED: no python3 here can import msgpack and numpy (Debian: apt-get install python3-msgpack python3-numpy)" >&2
+        exit 2
+    fi
+    echo "check.sh: SKIPPED the interop payloads: no python3 can import msgpack (Debian: python3-msgpack; PYTHON=... to pick)"
+    exit 0
+fi
+"$pymsg" "$here/payloads.py" --out "$tmp/interop"
+if ! diff -r "$interop" "$tmp/interop" > "$tmp/interop-diff.txt" 2>&1; then
+    echo "check.sh: FAILED: the committed interop payloads differ from what golden/generator/payloads.py produces:" >&2
+    head -n 40 "$tmp/interop-diff.txt" >&2
+    echo "check.sh: regenerate them with 'python3 golden/generator/payloads.py' and commit the result." >&2
+    exit 1
+fi
+echo "check.sh: OK: committed interop payloads match a fresh regeneration with Python's msgpack"

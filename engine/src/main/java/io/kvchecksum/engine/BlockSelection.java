@@ -138,7 +138,7 @@ public record BlockSelection(int groupId, int blockSize, long numTokens, long fi
 
     @Override
     public int hashCode() {
-        return Objects.hash(groupId, blockSize, numTokens, firstBlock, excludedReason) * 31 + Arrays.hashCode(blockIds);
+        return Objects.hash(groupId, blockSize, numTokens, firstBlock, excludedReason, Arrays.hashCode(blockIds));
     }
 
     @Override

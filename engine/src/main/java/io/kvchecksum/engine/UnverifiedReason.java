@@ -16,12 +16,11 @@ public enum UnverifiedReason {
      * aligned to the producer's blocks): that chunk also holds tokens the consumer did not load.
      */
     UNALIGNED_CHUNK,
-    /** No position is checksummed whole by both sides with the same number of tokens. */
+    /**
+     * No position is checksummed whole by both sides with the same number of tokens (positions only one side
+     * checksummed are never compared: {@link GroupVerdict#notComparedBlocks()}).
+     */
     NO_COMMON_POSITION,
-    /** The consumer loaded positions the producer sent no checksum for (other than the last block's token count). */
-    NOT_COVERED_BY_PRODUCER,
-    /** The consumer holds more tokens than the producer checksummed, so some loaded tokens were never checksummed. */
-    TOKEN_COUNT_DIFFERS,
     /** The producer sent no checksums for the request. */
     MISSING_PAYLOAD,
     /** The producer's checksums could not be decoded, or are inconsistent (e.g. a group twice). */

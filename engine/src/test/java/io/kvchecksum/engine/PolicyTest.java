@@ -56,7 +56,7 @@ class PolicyTest {
     @Test
     void failOpenWarnsOncePerReasonAndLogsEveryMismatch() {
         Recording log = new Recording();
-        FailurePolicy p = new FailurePolicy(false, null, log);
+        FailurePolicy p = new FailurePolicy(false, null, log, ChecksumMetrics.NONE);
         for (int i = 0; i < 5; i++) {
             assertEquals(Action.USE_LOAD, p.decide("r" + i, MISSING).action());
             assertEquals(Action.USE_LOAD, p.decide("m" + i, MISMATCH).action());
@@ -71,8 +71,8 @@ class PolicyTest {
     @Test
     void failClosedFailsEveryBadLoad() {
         Recording log = new Recording();
-        FailurePolicy fail = new FailurePolicy(true, FailurePolicy.OnFailure.FAIL, log);
-        FailurePolicy recompute = new FailurePolicy(true, FailurePolicy.OnFailure.RECOMPUTE, log);
+        FailurePolicy fail = new FailurePolicy(true, FailurePolicy.OnFailure.FAIL, log, ChecksumMetrics.NONE);
+        FailurePolicy recompute = new FailurePolicy(true, FailurePolicy.OnFailure.RECOMPUTE, log, ChecksumMetrics.NONE);
         assertEquals(Action.FAIL_REQUEST, fail.decide("a", MISSING).action());
         assertEquals(Action.FAIL_REQUEST, fail.decide("a", MISMATCH).action());
         assertEquals(Action.USE_LOAD, fail.decide("a", MATCH).action());
@@ -98,7 +98,7 @@ class PolicyTest {
 
     @Test
     void verifyOnceGivesOneVerdictToOneThread() throws Exception {
-        VerifyOnce v = new VerifyOnce();
+        PendingLoads v = new PendingLoads();
         ChecksumPayload consumer = ChecksumPayload.of(1, 16, List.of(new GroupChecksums(0, 1, 16, 0, new long[] {5})));
         v.expect("r", PayloadCodec.encodeBase64(consumer));
         AtomicInteger verdicts = new AtomicInteger();

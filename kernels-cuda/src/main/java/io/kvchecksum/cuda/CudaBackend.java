@@ -169,6 +169,12 @@ public final class CudaBackend implements KvChecksum {
         return launchPlan(resources, stream, plan, CudaBackend::deviceAddress, false);
     }
 
+    /** The engine-facing form of {@link #enqueue}: {@code stream} is a {@code CUstream} handle. */
+    @Override
+    public PendingChecksums submit(KvCacheGroup group, RequestBlocks request, long stream) {
+        return enqueue(group, request, stream);
+    }
+
     @Override
     public long[] blockChecksums(SlicePlan plan) {
         try (PendingChecksums p = submit(plan)) {
