@@ -80,8 +80,13 @@ public interface KvChecksum extends AutoCloseable {
      * @param stream the engine's stream or queue handle, as the backend documents it
      * @return the pending values; call {@code get()} or {@code close()}
      */
+    default PendingChecksums submit(SlicePlan plan, long stream) {
+        return submit(plan);
+    }
+
+    /** {@link #submit(SlicePlan, long)} of a plan built (and validated) for this one call. */
     default PendingChecksums submit(KvCacheGroup group, RequestBlocks request, long stream) {
-        return submit(group, request);
+        return submit(SlicePlan.of(group, request), stream);
     }
 
     /** Releases native resources; the pure-Java backends hold none. */

@@ -13,8 +13,8 @@ import io.kvchecksum.KvChecksums;
 import io.kvchecksum.KvLayouts;
 import io.kvchecksum.KvMemory;
 import io.kvchecksum.PendingChecksums;
-import io.kvchecksum.Rechunked;
 import io.kvchecksum.RequestBlocks;
+import io.kvchecksum.SlicePlan;
 import io.kvchecksum.SliceSums;
 
 import java.io.IOException;
@@ -147,33 +147,23 @@ class SeedRulesTest {
         }
 
         @Override
-        public long[] blockChecksums(KvCacheGroup group, RequestBlocks request) {
-            return real.blockChecksums(group, request);
+        public long[] blockChecksums(SlicePlan plan) {
+            return real.blockChecksums(plan);
         }
 
         @Override
-        public SliceSums sliceSums(KvCacheGroup group, RequestBlocks request) {
-            return real.sliceSums(group, request);
+        public SliceSums sliceSums(SlicePlan plan) {
+            return real.sliceSums(plan);
         }
 
         @Override
-        public long[] combine(SliceSums sums) {
-            return real.combine(sums);
-        }
-
-        @Override
-        public Rechunked rechunk(long[] values, long firstBlock, int factor) {
-            return real.rechunk(values, firstBlock, factor);
-        }
-
-        @Override
-        public PendingChecksums submit(KvCacheGroup group, RequestBlocks request, long stream) {
+        public PendingChecksums submit(SlicePlan plan, long stream) {
             lastStream = stream;
             if (submitted == failSubmitAt) {
                 throw new IllegalStateException("device lost at submit " + submitted);
             }
             submitted++;
-            long[] v = real.blockChecksums(group, request);
+            long[] v = real.blockChecksums(plan);
             return new PendingChecksums() {
                 boolean done;
 

@@ -171,8 +171,8 @@ public final class CudaBackend implements KvChecksum {
 
     /** The engine-facing form of {@link #enqueue}: {@code stream} is a {@code CUstream} handle. */
     @Override
-    public PendingChecksums submit(KvCacheGroup group, RequestBlocks request, long stream) {
-        return enqueue(group, request, stream);
+    public PendingChecksums submit(SlicePlan plan, long stream) {
+        return enqueue(plan, stream);
     }
 
     @Override

@@ -270,12 +270,12 @@ public final class OpenClBackend implements KvChecksum {
      * @throws IllegalArgumentException for any other queue handle, before anything is enqueued
      */
     @Override
-    public PendingChecksums submit(KvCacheGroup group, RequestBlocks request, long queue) {
+    public PendingChecksums submit(SlicePlan plan, long queue) {
         if (queue != 0 && queue != commandQueue()) {
             throw new IllegalArgumentException("opencl runs on its own command queue (0x" + Long.toHexString(commandQueue())
                     + "), not 0x" + Long.toHexString(queue) + ": pass 0 or commandQueue()");
         }
-        return submit(group, request);
+        return submit(plan);
     }
 
     /** The native {@code cl_command_queue} handle of this backend's in-order queue. */

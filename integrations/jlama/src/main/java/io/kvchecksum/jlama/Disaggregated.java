@@ -6,7 +6,7 @@ import io.kvchecksum.engine.Action;
 import io.kvchecksum.engine.Decision;
 import io.kvchecksum.engine.FailurePolicy;
 import io.kvchecksum.engine.LoadVerdict;
-import io.kvchecksum.engine.VerifyOnce;
+import io.kvchecksum.engine.PendingLoads;
 import java.util.Arrays;
 import java.util.SplittableRandom;
 
@@ -23,7 +23,7 @@ public final class Disaggregated implements AutoCloseable {
     private final JlamaInstance consumer;
     private final int blockSize;
     private final PdChecks checks;
-    private final VerifyOnce pending = new VerifyOnce();
+    private final PendingLoads pending = new PendingLoads();
     private final FailurePolicy policy;
     private final KvBufferCache.KvBuffer staleSession;
     private final JlamaKv stale;
@@ -123,6 +123,8 @@ public final class Disaggregated implements AutoCloseable {
             KvTransfer.Fault injected = fault.payloadFault() ? fault : landed.fault();
             return new Outcome(injected, landed.faultedBlocks(), verdict, decision.action(), tokens, single, checksumNanos,
                     System.nanoTime() - start, bytes);
+        } finally {
+            pending.forget(requestId);   // the request is over: its entry in the verify-once registry goes too
         }
     }
 

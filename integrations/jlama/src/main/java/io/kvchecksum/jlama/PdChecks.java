@@ -8,8 +8,9 @@ import io.kvchecksum.engine.LoadVerdict;
 import io.kvchecksum.engine.PayloadCodec;
 import io.kvchecksum.engine.ReplicaKey;
 import io.kvchecksum.engine.Side;
-import io.kvchecksum.engine.VerifyOnce;
-import io.kvchecksum.engine.WorkerChecksums;
+import io.kvchecksum.engine.ChecksumMetrics;
+import io.kvchecksum.engine.PendingLoads;
+import io.kvchecksum.engine.WorkerChecksummer;
 import io.kvchecksum.engine.WorkerRecord;
 import java.util.ArrayList;
 import java.util.List;
@@ -26,8 +27,6 @@ import java.util.Map;
 final class PdChecks {
     /** The only group: Jlama has one full-attention KV cache. */
     static final int GROUP = 0;
-    /** Jlama's page table has no null page: page 0 holds the request's first positions. */
-    private static final int NO_NULL_PAGE = -1;
 
     private final KvChecksum backend;
     private final int blockSize;
@@ -50,7 +49,7 @@ final class PdChecks {
 
     /** The producer's checksums of tokens {@code [0, numTokens)} as wire-format-2 base64, or null if none. */
     String producerPayload(JlamaKv kv, long numTokens) {
-        BlockSelection sel = BlockSelection.producer(GROUP, kv.pageTable(numTokens), NO_NULL_PAGE, numTokens, blockSize, null);
+        BlockSelection sel = BlockSelection.producer(GROUP, kv.pageTable(numTokens), BlockSelection.NO_NULL_BLOCK, numTokens, blockSize, null);
         List<WorkerRecord> recs = new ArrayList<>();
         try {
             recs.add(record(Side.PRODUCER, kv, numTokens, sel));
@@ -67,8 +66,8 @@ final class PdChecks {
      * prefix hit) against what {@code pending} expects for {@code requestId}. Call once the load has landed and before
      * the first decode step.
      */
-    LoadVerdict consumerVerdict(VerifyOnce pending, String requestId, JlamaKv kv, long numLocal, long numTokens) {
-        BlockSelection sel = BlockSelection.consumer(GROUP, kv.pageTable(numTokens), NO_NULL_PAGE, numLocal, numTokens,
+    LoadVerdict consumerVerdict(PendingLoads pending, String requestId, JlamaKv kv, long numLocal, long numTokens) {
+        BlockSelection sel = BlockSelection.consumer(GROUP, kv.pageTable(numTokens), BlockSelection.NO_NULL_BLOCK, numLocal, numTokens,
                 blockSize, null);
         List<WorkerRecord> recs = new ArrayList<>();
         String failure = null;
@@ -78,18 +77,15 @@ final class PdChecks {
             failure = e.toString();
         }
         Aggregator.Result r = Aggregator.consumer(1, 1, numTokens, List.of(sel), recs);
-        if (r instanceof Aggregator.Complete c) {
-            return pending.verify(requestId, c.payload()).orElseThrow(
-                    () -> new IllegalStateException("request " + requestId + " was not expecting a load"));
-        }
-        pending.forget(requestId);
-        LoadVerdict v = ((Aggregator.Incomplete) r).verdict();
+        LoadVerdict v = pending.verify(requestId, r).orElseThrow(
+                () -> new IllegalStateException("request " + requestId + " was not expecting a load"));
         return failure == null ? v : LoadVerdict.unverified(v.reason(), "checksum backend failed: " + failure);
     }
 
     private WorkerRecord record(Side side, JlamaKv kv, long numTokens, BlockSelection sel) {
-        var group = new WorkerChecksums.WorkerGroup(GROUP, fingerprint,
-                List.of(new WorkerChecksums.ReplicaPart(ReplicaKey.NONE, kv.group())));
-        return WorkerChecksums.compute(backend, side, 0, 0, numTokens, List.of(sel), List.of(group), Map.of());
+        var group = new WorkerChecksummer.WorkerGroup(GROUP, fingerprint,
+                List.of(new WorkerChecksummer.ReplicaPart(ReplicaKey.NONE, kv.group())));
+        return new WorkerChecksummer(backend, 0, 0, List.of(group), Map.of(), ChecksumMetrics.NONE)
+                .compute(side, numTokens, List.of(sel));
     }
 }

@@ -50,7 +50,7 @@ class ReadmeSnippetTest {
                     }
 
                     void verify(KvCacheGroup group, long fingerprint, KvChecksum backend, int[] pageTable, long n, long numLocal,
-                            VerifyOnce pending, String requestId) {
+                            PendingLoads pending, String requestId) {
                 %s
                     }
 
