@@ -4,9 +4,11 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
 import java.io.OutputStream;
+import java.lang.management.ManagementFactory;
 import java.io.PrintWriter;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -25,6 +27,9 @@ import java.util.concurrent.Callable;
 final class DemoCommand implements Callable<Integer> {
     /** The seed printed with every run; change it with --seed. */
     static final long DEFAULT_SEED = 20250604L;
+
+    /** More layers than any model has; each layer is one allocation. */
+    static final int MAX_LAYERS = 1024;
 
     @Spec
     CommandSpec spec;
@@ -49,22 +54,43 @@ final class DemoCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        if (tokens < 2 * 16 + 1 || layers < 1) {
-            throw new picocli.CommandLine.ParameterException(spec.commandLine(), "--tokens must be at least 33 and --layers positive");
+        if (tokens < 2 * 16 + 1) {
+            throw new ParameterException(spec.commandLine(), "--tokens " + tokens + ": the demo needs at least 33 tokens");
+        }
+        if (layers < 1 || layers > MAX_LAYERS) {
+            throw new ParameterException(spec.commandLine(), "--layers " + layers + ": must be 1.." + MAX_LAYERS);
         }
         Demo.Config c = Demo.Config.llama3_8b(seed);
         c = new Demo.Config(seed, layers, c.heads(), c.headDim(), c.elemBytes(), tokens, c.blockSize(), c.producerPage(),
                 c.consumerPage());
+        long need = c.memoryEstimate();
+        long limit = memoryLimit();
+        if (need > limit) {
+            throw new ParameterException(spec.commandLine(), "--tokens " + tokens + " --layers " + layers + " need about "
+                    + Units.bytes(need) + " of memory; the demo's limit here is " + Units.bytes(limit)
+                    + " (half of physical memory)");
+        }
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter log = json ? new PrintWriter(OutputStream.nullOutputStream()) : out;
         Demo.Result r;
-        try (Backends b = backend.open(spec.commandLine())) {
+        try (ChosenBackend b = backend.open(spec.commandLine())) {
             r = Demo.run(c, b, log);
         }
         if (json) {
             Json.print(out, toJson(r));
         }
         return r.allAsExpected() ? Main.OK : Main.MISMATCH;
+    }
+
+    /** What the demo may allocate: half of physical memory (the caches are off-heap), or all of it when unknown. */
+    static long memoryLimit() {
+        if (ManagementFactory.getOperatingSystemMXBean() instanceof com.sun.management.OperatingSystemMXBean os) {
+            long total = os.getTotalMemorySize();
+            if (total > 0) {
+                return total / 2;
+            }
+        }
+        return Long.MAX_VALUE;
     }
 
     static Map<String, Object> toJson(Demo.Result r) {

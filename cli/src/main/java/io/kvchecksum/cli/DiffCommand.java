@@ -96,7 +96,7 @@ final class DiffCommand implements Callable<Integer> {
             KvDump db = KvDump.of(fb, new KvDump.Options(lb, bs, numTokens, firstBlock, headOffset));
             Result r;
             String desc;
-            try (Backends be = backend.open(spec.commandLine())) {
+            try (ChosenBackend be = backend.open(spec.commandLine())) {
                 r = compare(da, db, be, err, !quiet);
                 desc = be.backend().description();
             }
@@ -197,7 +197,7 @@ final class DiffCommand implements Callable<Integer> {
         return y == 0 ? x : gcd(y, x % y);
     }
 
-    static Result compare(KvDump da, KvDump db, Backends be, PrintWriter err, boolean progress) {
+    static Result compare(KvDump da, KvDump db, ChosenBackend be, PrintWriter err, boolean progress) {
         Map<Long, KvDump.Layer[]> sa = slices(da);
         Map<Long, KvDump.Layer[]> sb = slices(db);
         if (!sa.keySet().equals(sb.keySet())) {
@@ -284,8 +284,8 @@ final class DiffCommand implements Callable<Integer> {
                     runFirst = t;
                     boolean inV = k == null;
                     int first = inV ? v[0] : k[0];
-                    Tensor ta = inV ? la.v() : la.k();
-                    Tensor tb = inV ? lb.v() : lb.k();
+                    Tensor ta = inV ? la.vTensor() : la.kTensor();
+                    Tensor tb = inV ? lb.vTensor() : lb.kTensor();
                     tensorA = ta.name();
                     tensorB = tb.name();
                     offA = da.cellOffset(la, inV, t, h) + first;

@@ -71,6 +71,10 @@ final class VerifyCommand implements Callable<Integer> {
     public Integer call() {
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
+        fingerprint.validate();
+        if (groupId < 0) {
+            throw new picocli.CommandLine.ParameterException(spec.commandLine(), "--group-id " + groupId + ": must be 0 or more");
+        }
         ChecksumPayload exp = PayloadCommand.read(expected, null);
         GroupChecksums eg = exp.groups().stream().filter(g -> g.groupId() == groupId).findFirst().orElse(null);
         List<Integer> others = exp.groups().stream().map(GroupChecksums::groupId).filter(g -> g != groupId).distinct().toList();
@@ -93,13 +97,10 @@ final class VerifyCommand implements Callable<Integer> {
                 d = KvDump.of(file, new KvDump.Options(o.layout(), b, exp.numTokens(), o.firstBlock(), o.headOffset()));
             }
             RequestBlocks r = d.request();
-            try (Backends be = backend.open(spec.commandLine());
+            try (ChosenBackend be = backend.open(spec.commandLine());
                     Progress p = new Progress(err, !quiet, "verify", d.kvBytes())) {
                 long[] values = be.blockChecksums(d, p);
                 p.close();
-                if (be.note() != null) {
-                    err.println("kvchecksum: " + be.note());
-                }
                 ChecksumPayload actual = ChecksumPayload.of(exp.tpSize() == null ? 1 : exp.tpSize(), r.numTokens(),
                         List.of(new GroupChecksums(groupId, fingerprint.of(d), r.blockSize(), r.firstBlock(), values)));
                 ChecksumPayload expOne = new ChecksumPayload(exp.version(), exp.tpSize(), exp.numTokens(),

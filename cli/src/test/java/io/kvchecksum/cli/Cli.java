@@ -46,7 +46,7 @@ final class Cli {
         StringWriter err = new StringWriter();
         cl.setOut(new PrintWriter(out, true));
         cl.setErr(new PrintWriter(err, true));
-        int code = cl.execute(args);
+        int code = Main.execute(cl, args);
         return new Run(code, out.toString(), err.toString(), String.join(" ", args));
     }
 

@@ -24,7 +24,7 @@ class DemoBenchTest {
         Demo.Config c = new Demo.Config(7, 4, 8, 128, 2, 301, 16, 16, 8);
         StringWriter log = new StringWriter();
         Demo.Result r;
-        try (Backends b = Backends.open("cpu", Main.commandLine())) {
+        try (ChosenBackend b = ChosenBackend.open("cpu", Main.commandLine())) {
             r = Demo.run(c, b, new PrintWriter(log));
         }
         assertEquals(Status.MATCH, r.clean(), log.toString());

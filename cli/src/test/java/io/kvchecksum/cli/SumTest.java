@@ -22,7 +22,7 @@ class SumTest {
 
     @AfterEach
     void restoreChunking() {
-        Checksummer.chunkBytes = 64L << 20;
+        ChunkedChecksums.chunkBytes = 64L << 20;
     }
 
     static List<String> args(JsonNode dump, JsonNode c, String backend) {
@@ -70,7 +70,7 @@ class SumTest {
         for (JsonNode dump : Cli.manifest().get("dumps")) {
             JsonNode c = dump.get("cases").get(0);
             tests.add(DynamicTest.dynamicTest("chunked · " + dump.get("file").asText(), () -> {
-                Checksummer.chunkBytes = 1;
+                ChunkedChecksums.chunkBytes = 1;
                 Cli.Run r = Cli.run(args(dump, c, "cpu").toArray(String[]::new));
                 assertEquals(0, r.code(), r.err());
                 assertEquals(Cli.strings(c.get("values")), Cli.strings(r.json().get("values")));

@@ -9,11 +9,11 @@ import io.kvchecksum.cli.dump.KvDump;
  * request of its own blocks (same block size, a later first block, the table from that block on), and block
  * checksums do not depend on how the blocks are grouped into calls.
  */
-final class Checksummer {
+final class ChunkedChecksums {
     /** KV bytes per call: small enough for a smooth progress bar, large enough that per-call costs do not show. */
     static volatile long chunkBytes = 64L << 20;
 
-    private Checksummer() {
+    private ChunkedChecksums() {
     }
 
     static long[] blockChecksums(KvChecksum backend, KvDump dump, Progress progress) {
