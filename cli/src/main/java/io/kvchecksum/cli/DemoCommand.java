@@ -31,6 +31,9 @@ final class DemoCommand implements Callable<Integer> {
     /** More layers than any model has; each layer is one allocation. */
     static final int MAX_LAYERS = 1024;
 
+    /** The fewest tokens: each of the four faults goes into a whole block of its own. */
+    static final int MIN_TOKENS = 4 * 16;
+
     @Spec
     CommandSpec spec;
 
@@ -54,8 +57,10 @@ final class DemoCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        if (tokens < 2 * 16 + 1) {
-            throw new ParameterException(spec.commandLine(), "--tokens " + tokens + ": the demo needs at least 33 tokens");
+        if (tokens < MIN_TOKENS) {
+            // four faults in four different whole blocks of 16
+            throw new ParameterException(spec.commandLine(), "--tokens " + tokens + ": the demo needs at least "
+                    + MIN_TOKENS + " (four whole blocks of 16, one per fault)");
         }
         if (layers < 1 || layers > MAX_LAYERS) {
             throw new ParameterException(spec.commandLine(), "--layers " + layers + ": must be 1.." + MAX_LAYERS);
@@ -73,11 +78,13 @@ final class DemoCommand implements Callable<Integer> {
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter log = json ? new PrintWriter(OutputStream.nullOutputStream()) : out;
         Demo.Result r;
+        String name;
         try (ChosenBackend b = backend.open(spec.commandLine())) {
+            name = b.backend().name();
             r = Demo.run(c, b, log);
         }
         if (json) {
-            Json.print(out, toJson(r));
+            Json.print(out, toJson(r, name));
         }
         return r.allAsExpected() ? Main.OK : Main.MISMATCH;
     }
@@ -93,7 +100,7 @@ final class DemoCommand implements Callable<Integer> {
         return Long.MAX_VALUE;
     }
 
-    static Map<String, Object> toJson(Demo.Result r) {
+    static Map<String, Object> toJson(Demo.Result r, String backendName) {
         Map<String, Object> j = new LinkedHashMap<>();
         j.put("seed", r.config().seed());
         j.put("layers", r.config().layers());
@@ -101,7 +108,8 @@ final class DemoCommand implements Callable<Integer> {
         j.put("head_dim", r.config().headDim());
         j.put("tokens", r.config().tokens());
         j.put("block_size", r.config().blockSize());
-        j.put("backend", r.backend());
+        j.put("backend", backendName);
+        j.put("backend_description", r.backend());
         j.put("clean", r.clean().name());
         List<Object> fs = new ArrayList<>();
         for (Demo.Outcome o : r.faults()) {

@@ -74,7 +74,7 @@ final class SumCommand implements Callable<Integer> {
         try (DumpFile file = DumpFile.open(dump)) {
             KvDump d = KvDump.of(file, dumpOptions.options(blockSize));
             try (ChosenBackend b = backend.open(spec.commandLine());
-                    Progress p = new Progress(err, !quiet, "sum", d.kvBytes())) {
+                    Progress p = new Progress(err, Progress.shown(quiet), "sum", d.kvBytes())) {
                 long[] values = b.blockChecksums(d, p);
                 p.close();
                 RequestBlocks r = d.request();
@@ -85,6 +85,7 @@ final class SumCommand implements Callable<Integer> {
                         Map<String, Object> o = new LinkedHashMap<>();
                         o.put("payload", text);
                         o.put("backend", b.backend().name());
+                        o.put("backend_description", b.backend().description());
                         Json.print(out, o);
                     } else {
                         out.println(text);
