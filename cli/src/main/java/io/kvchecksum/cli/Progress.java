@@ -44,6 +44,11 @@ final class Progress implements AutoCloseable {
         this.total = Math.max(1, totalBytes);
     }
 
+    /** Whether a bar may be drawn at all (not quiet, a terminal). */
+    boolean enabled() {
+        return enabled;
+    }
+
     /** Reports {@code done} of the total bytes. */
     void update(long done) {
         if (!enabled) {
