@@ -14,8 +14,8 @@ with open(path, "rb") as f:
 start = 8 + n
 end = max(v["data_offsets"][1] for k, v in header.items() if k != "__metadata__")
 m = np.memmap(path, dtype="<u8", mode="r", offset=start, shape=(end // 8,))
-total = np.uint64(0)
+total = 0
 step = 1 << 24  # 128 MiB at a time keeps the temporary small
 for i in range(0, m.shape[0], step):
-    total += m[i:i + step].sum(dtype=np.uint64)
-print(int(total))
+    total = (total + int(m[i:i + step].sum(dtype=np.uint64))) % (1 << 64)  # NumPy's sum wraps modulo 2^64
+print(total)
