@@ -20,6 +20,10 @@ import java.nio.charset.Charset;
 import java.lang.module.ModuleFinder;
 import java.net.URISyntaxException;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.function.Supplier;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.Callable;
@@ -36,8 +40,6 @@ import java.util.concurrent.Callable;
         description = {"Checksums of LLM KV caches moved between prefill and decode engines.",
                 "Checksum, verify and diff KV dumps (safetensors, .npy, .npz), decode checksum payloads.",
                 "With no arguments: the demo."},
-        subcommands = {SumCommand.class, VerifyCommand.class, DiffCommand.class, PayloadCommand.class, DemoCommand.class,
-                BenchCommand.class, CommandLine.HelpCommand.class},
         exitCodeListHeading = "%nExit codes:%n",
         exitCodeList = {"0:match, or success", "1:mismatch (verify, diff, demo)", "2:unverified (verify)",
                 "64:usage error (bad option; a backend asked for by name that cannot run here)",
@@ -97,7 +99,7 @@ public final class Main implements Callable<Integer> {
         if (child != null) {
             System.exit(child);
         }
-        CommandLine cl = commandLine();
+        CommandLine cl = commandLine(args);
         Charset cs = System.out.charset();
         cl.setOut(new PrintWriter(new OutputStreamWriter(System.out, cs), true));
         cl.setErr(new PrintWriter(new OutputStreamWriter(System.err, System.err.charset()), true));
@@ -122,9 +124,39 @@ public final class Main implements Callable<Integer> {
      * writers ({@link CommandLine#setOut}, {@link CommandLine#setErr}).
      */
     public static CommandLine commandLine() {
+        return commandLine(null);
+    }
+
+    /** The commands, by name, in the order {@code --help} lists them. */
+    private static final Map<String, Supplier<Object>> COMMANDS = commands();
+
+    private static Map<String, Supplier<Object>> commands() {
+        Map<String, Supplier<Object>> m = new LinkedHashMap<>();
+        m.put("sum", SumCommand::new);
+        m.put("verify", VerifyCommand::new);
+        m.put("diff", DiffCommand::new);
+        m.put("payload", PayloadCommand::new);
+        m.put("demo", DemoCommand::new);
+        m.put("bench", BenchCommand::new);
+        m.put("help", CommandLine.HelpCommand::new);
+        return m;
+    }
+
+    /**
+     * The command line for {@code args}: when they name a command (and not {@code help}), only that command is built,
+     * since picocli's reflective model of every command is most of a one-shot run's start-up; otherwise all of them.
+     * Parsing and exit codes are the same either way.
+     */
+    static CommandLine commandLine(String[] args) {
         CommandLine cl = new CommandLine(new Main());
+        String only = args == null ? null : Arrays.stream(args).filter(a -> !a.startsWith("-")).findFirst().orElse(null);
+        if (only != null && COMMANDS.containsKey(only) && !only.equals("help")) {
+            cl.addSubcommand(only, COMMANDS.get(only).get());
+        } else {
+            COMMANDS.forEach((name, c) -> cl.addSubcommand(name, c.get()));
+        }
         cl.setExpandAtFiles(false);
-        cl.setParameterExceptionHandler((ex, args) -> {
+        cl.setParameterExceptionHandler((ex, given) -> {
             CommandLine c = ex.getCommandLine();
             PrintWriter err = c.getErr();
             err.println("kvchecksum: " + oneLine(ex.getMessage()));

@@ -41,7 +41,7 @@ final class Cli {
     }
 
     static Run run(String... args) {
-        CommandLine cl = Main.commandLine();
+        CommandLine cl = Main.commandLine(args); // as main() builds it: only the command named
         StringWriter out = new StringWriter();
         StringWriter err = new StringWriter();
         cl.setOut(new PrintWriter(out, true));

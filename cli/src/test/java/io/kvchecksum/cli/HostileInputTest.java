@@ -345,6 +345,29 @@ class HostileInputTest {
     }
 
     @Test
+    void oneTensorNameTwiceInTheHeader() throws IOException {
+        Path p = safetensors("dup-key.safetensors", """
+                {"layers.0.k":{"dtype":"BF16","shape":[4,1,4],"data_offsets":[0,32]},
+                 "layers.0.k":{"dtype":"BF16","shape":[4,1,4],"data_offsets":[32,64]}}""", 64);
+        contains(fails(65, "sum", p.toString(), "--block-size", "16"), "layers.0.k", "twice");
+    }
+
+    @Test
+    void headerNestedTooDeep() throws IOException {
+        Path p = safetensors("deep.safetensors", "[".repeat(100_000) + "]".repeat(100_000), 0);
+        contains(fails(65, "sum", p.toString(), "--block-size", "16"), "not valid JSON");
+    }
+
+    @Test
+    void headerNotUtf8() throws IOException {
+        Path p = tmp.resolve("latin1.safetensors");
+        byte[] h = "{\"layers.0.k\u00ff\":1}".getBytes(StandardCharsets.ISO_8859_1);
+        ByteBuffer b = ByteBuffer.allocate(8 + h.length).order(ByteOrder.LITTLE_ENDIAN).putLong(h.length).put(h);
+        Files.write(p, b.array());
+        contains(fails(65, "sum", p.toString(), "--block-size", "16"), "safetensors header");
+    }
+
+    @Test
     void headerLengthPastTheFile() throws IOException {
         Path p = tmp.resolve("huge-header-length.safetensors");
         Files.write(p, new byte[] {-1, -1, -1, -1, -1, -1, -1, 127, '{', '}'});

@@ -2,7 +2,6 @@ package io.kvchecksum.cli.dump;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -37,7 +36,6 @@ public final class DumpFile implements AutoCloseable {
     /** The largest safetensors JSON header read (the format's own reader refuses more than 100 MB). */
     static final long MAX_HEADER = 100L << 20;
 
-    private static final ObjectMapper JSON = new ObjectMapper();
     private static final ValueLayout.OfLong LE_LONG = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
     private final Path path;
@@ -123,13 +121,16 @@ public final class DumpFile implements AutoCloseable {
         byte[] text = m.asSlice(8, n).toArray(ValueLayout.JAVA_BYTE);
         JsonNode header;
         try {
-            header = JSON.readTree(new String(text, StandardCharsets.UTF_8));
+            header = HeaderJson.read(text);
         } catch (JsonProcessingException e) {
             String why = e.getOriginalMessage().lines().findFirst().orElse("");
             int cut = why.indexOf(" (");
             throw new InvalidInputException(path + ": safetensors header is not valid JSON: "
                     + (cut > 0 ? why.substring(0, cut) : why)
                     + (e.getLocation() == null ? "" : " at column " + e.getLocation().getColumnNr()));
+        } catch (IOException e) {
+            // invalid UTF-8, from the parser's decoder
+            throw new InvalidInputException(path + ": safetensors header is not valid UTF-8 JSON: " + e.getMessage());
         }
         if (header == null || !header.isObject()) {
             throw new InvalidInputException(path + ": safetensors header is not a JSON object");
