@@ -46,10 +46,11 @@ import java.util.concurrent.Callable;
                 "65:invalid input (malformed dump or payload; options that do not fit the dump)",
                 "70:internal error (a bug: one line; --verbose prints the stack trace)"},
         footerHeading = "%nCPU speed:%n",
-        footer = {"The fast CPU backend uses the Vector API (incubator module jdk.incubator.vector): the launcher"
-                + " cli/kvchecksum adds it; started with `java -jar`, kvchecksum restarts itself once with"
-                + " --add-modules jdk.incubator.vector (KVCHECKSUM_REEXEC=0 stops that). Every output names the"
-                + " backend that ran. Documents: README.md and cli/README.md in the repository."})
+        footer = {"The fast CPU backend uses the Vector API (incubator module jdk.incubator.vector) for demo and bench:"
+                + " the launcher cli/kvchecksum adds it; started with `java -jar`, kvchecksum restarts itself once"
+                + " with it (KVCHECKSUM_REEXEC=0 stops that). One-shot sum, verify and diff run the scalar loop, which"
+                + " finishes first (KVCHECKSUM_VECTOR=1 or 0 decides instead). Every output names the backend that"
+                + " ran. Documents: README.md and cli/README.md in the repository."})
 public final class Main implements Callable<Integer> {
     /** Exit code: match, or success. */
     public static final int OK = 0;
@@ -261,7 +262,7 @@ public final class Main implements Callable<Integer> {
      */
     private static Integer reexecWithVectorModule(String[] args) {
         if (System.getProperty(PARENT_PROPERTY) != null || "0".equals(System.getenv("KVCHECKSUM_REEXEC"))
-                || "false".equals(System.getProperty("kvchecksum.reexec"))
+                || "false".equals(System.getProperty("kvchecksum.reexec")) || !vectorPays(args)
                 || ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent()
                 || ModuleFinder.ofSystem().find("jdk.incubator.vector").isEmpty()) {
             return null;
@@ -305,6 +306,20 @@ public final class Main implements Callable<Integer> {
         } catch (IOException | URISyntaxException | SecurityException | UnsupportedOperationException e) {
             return null; // run here, on the scalar loop; the backend description says so
         }
+    }
+
+    /**
+     * Whether the Vector API loop is worth a second JVM: for demo and bench, where the JIT has time to compile it. A
+     * one-shot sum, verify or diff ends sooner on the scalar loop (same values). {@code KVCHECKSUM_VECTOR=1} or
+     * {@code 0} decides instead, as it does in the launcher {@code cli/kvchecksum}.
+     */
+    static boolean vectorPays(String[] args) {
+        String v = System.getenv("KVCHECKSUM_VECTOR");
+        if ("1".equals(v) || "0".equals(v)) {
+            return "1".equals(v);
+        }
+        String command = Arrays.stream(args).filter(a -> !a.startsWith("-")).findFirst().orElse("demo");
+        return command.equals("demo") || command.equals("bench");
     }
 
     private static List<String> jvmArguments() {

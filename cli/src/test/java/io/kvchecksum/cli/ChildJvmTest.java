@@ -43,6 +43,18 @@ class ChildJvmTest {
         }
     }
 
+    @Test
+    void onlyDemoAndBenchRestartForTheVectorLoop() {
+        // KVCHECKSUM_VECTOR is not set in the build; if it were, it would decide instead
+        org.junit.jupiter.api.Assumptions.assumeTrue(System.getenv("KVCHECKSUM_VECTOR") == null);
+        assertTrue(Main.vectorPays(new String[0]), "no arguments: the demo");
+        assertTrue(Main.vectorPays(new String[] {"demo", "--tokens", "100"}));
+        assertTrue(Main.vectorPays(new String[] {"--verbose", "bench"}));
+        assertTrue(!Main.vectorPays(new String[] {"sum", "x.safetensors", "--block-size", "16"}));
+        assertTrue(!Main.vectorPays(new String[] {"verify", "x", "--expected", "@p"}));
+        assertTrue(!Main.vectorPays(new String[] {"diff", "a", "b"}));
+    }
+
     private static String read(Path p) {
         try {
             return Files.readString(p);
