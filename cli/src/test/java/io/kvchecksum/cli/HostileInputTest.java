@@ -377,7 +377,7 @@ class HostileInputTest {
     @Test
     void npzBombIsRefusedWithTheNumbers() throws IOException {
         Path p = tmp.resolve("bomb.npz");
-        long usize = Npz_RATIO_FREE + (8L << 20);
+        long usize = NPZ_RATIO_FREE + (8L << 20);
         try (ZipOutputStream z = new ZipOutputStream(Files.newOutputStream(p))) {
             z.putNextEntry(new ZipEntry("layers.0.k.npy"));
             byte[] zeros = new byte[1 << 20];
@@ -390,7 +390,7 @@ class HostileInputTest {
     }
 
     /** Npz's package-private limit, restated: a test in this package cannot see the dump package's internals. */
-    private static final long Npz_RATIO_FREE = 64L << 20;
+    private static final long NPZ_RATIO_FREE = 64L << 20;
 
     @Test
     void fileTruncatedWhileBeingRead() throws IOException {
