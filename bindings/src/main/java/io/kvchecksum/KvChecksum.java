@@ -8,7 +8,8 @@ package io.kvchecksum;
  * the token at request position {@code t} has index {@code j = t*P + p}, where {@code P} is the cell's piece count,
  * and weight {@code 2j+1}. A slice sum is {@code s = sum_j x_j*(2j+1)} over one (layer, head) and one block's
  * tokens; a block checksum is {@code c = sum m*s} over the group's slices with {@code m = 2*(layer*2^16 + head)+1}.
- * Everything is unsigned 64-bit arithmetic modulo 2^64 (Java {@code long} wraps identically; print with
+ * In the {@link ChecksumMode#MIXED mixed mode} each piece {@code x_j} is replaced by {@link Definition#feistel3}{@code (x_j)}
+ * first; the plan carries the mode. Everything is unsigned 64-bit arithmetic modulo 2^64 (Java {@code long} wraps identically; print with
  * {@link Long#toUnsignedString}). The dtype of the KV does not matter: bytes are bytes. Results are exact: two
  * backends agree bit for bit or one of them is wrong.
  *
@@ -31,6 +32,14 @@ public interface KvChecksum extends AutoCloseable {
 
     /** What exactly runs: the name plus implementation details (device, vector width, threads). */
     String description();
+
+    /**
+     * Whether this backend implements checksum mode {@code mode} ({@link SlicePlan#mode()}). A backend given a plan in
+     * a mode it does not implement throws {@link InvalidLayoutException} before reading anything.
+     */
+    default boolean supports(ChecksumMode mode) {
+        return mode == ChecksumMode.STANDARD;
+    }
 
     /**
      * The fused single pass: one checksum per block position {@code firstBlock .. ceil(numTokens/blockSize)-1} of the

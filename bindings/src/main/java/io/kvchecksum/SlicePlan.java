@@ -111,9 +111,11 @@ public final class SlicePlan {
     private final int[] pageTable;
     private final Residency residency;
     private final int numBlocks;
+    private final ChecksumMode mode;
 
     private SlicePlan(KvCacheGroup group, RequestBlocks request, List<Slice> slices, List<LayerRun> runs, int[] pageTable,
-                      Residency residency) {
+                      Residency residency, ChecksumMode mode) {
+        this.mode = mode;
         this.group = group;
         this.request = request;
         this.slices = slices;
@@ -131,8 +133,16 @@ public final class SlicePlan {
      *     more blocks or slice sums than an array holds
      */
     public static SlicePlan of(KvCacheGroup group, RequestBlocks request) {
-        if (group == null || request == null) {
-            throw new InvalidLayoutException("group and request must not be null");
+        return of(group, request, ChecksumMode.STANDARD);
+    }
+
+    /**
+     * As {@link #of(KvCacheGroup, RequestBlocks)}, in checksum mode {@code mode}. A backend that does not implement
+     * the mode refuses the plan before reading anything ({@link #requireMode}); none silently computes another mode.
+     */
+    public static SlicePlan of(KvCacheGroup group, RequestBlocks request, ChecksumMode mode) {
+        if (group == null || request == null || mode == null) {
+            throw new InvalidLayoutException("group, request and mode must not be null");
         }
         long needed = request.pagesNeeded(group.pageSize());
         if (request.tableLength() < needed) {
@@ -171,7 +181,33 @@ public final class SlicePlan {
             }
         }
         Residency r = host && device ? Residency.MIXED : device ? Residency.DEVICE : Residency.HOST;
-        return new SlicePlan(group, request, List.copyOf(slices), List.copyOf(runs), table, r);
+        return new SlicePlan(group, request, List.copyOf(slices), List.copyOf(runs), table, r, mode);
+    }
+
+    /** The same slices, blocks and pages in another checksum mode (nothing is validated again). */
+    public SlicePlan withMode(ChecksumMode m) {
+        if (m == null) {
+            throw new InvalidLayoutException("mode must not be null");
+        }
+        return m == mode ? this : new SlicePlan(group, request, slices, runs, pageTable, residency, m);
+    }
+
+    /** The checksum mode: what each piece contributes before weighting. */
+    public ChecksumMode mode() {
+        return mode;
+    }
+
+    /**
+     * Throws unless {@code backend} implements this plan's mode: what every backend calls before reading, so a mode
+     * it lacks is refused with a clear error instead of computed as another.
+     *
+     * @param backend the backend, asked through {@link KvChecksum#supports}
+     */
+    public void requireMode(KvChecksum backend) {
+        if (!backend.supports(mode)) {
+            throw new InvalidLayoutException("backend '" + backend.name() + "' does not implement the "
+                    + mode.wireName() + " checksum mode");
+        }
     }
 
     /** The group the plan was built for. */
@@ -302,6 +338,6 @@ public final class SlicePlan {
     @Override
     public String toString() {
         return "SlicePlan[slices=" + slices.size() + ", blocks=" + numBlocks + ", pages=" + pageTable.length + ", "
-                + residency + ", table=" + Arrays.toString(Arrays.copyOf(pageTable, Math.min(8, pageTable.length))) + "]";
+                + residency + ", " + mode.wireName() + ", table=" + Arrays.toString(Arrays.copyOf(pageTable, Math.min(8, pageTable.length))) + "]";
     }
 }

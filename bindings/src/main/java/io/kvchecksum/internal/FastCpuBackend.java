@@ -63,6 +63,7 @@ public final class FastCpuBackend implements KvChecksum {
     @Override
     public long[] blockChecksums(SlicePlan plan) {
         plan.requireHost(name(), "");
+        plan.requireMode(this);
         long[] out = new long[plan.numBlocks()];
         run(plan, (task) -> {
             long[] part = new long[task.b1 - task.b0];
@@ -80,6 +81,7 @@ public final class FastCpuBackend implements KvChecksum {
     @Override
     public SliceSums sliceSums(SlicePlan plan) {
         plan.requireHost(name(), "");
+        plan.requireMode(this);
         int nb = plan.numBlocks();
         long[] values = new long[plan.numSlices() * nb];
         run(plan, (task) -> {

@@ -1,5 +1,6 @@
 package io.kvchecksum.internal;
 
+import io.kvchecksum.ChecksumMode;
 import io.kvchecksum.Definition;
 import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvMemory;
@@ -29,6 +30,11 @@ public final class ReferenceBackend implements KvChecksum {
     }
 
     @Override
+    public boolean supports(ChecksumMode mode) {
+        return true;
+    }
+
+    @Override
     public long[] blockChecksums(SlicePlan plan) {
         return sliceSums(plan).combine();
     }
@@ -36,6 +42,8 @@ public final class ReferenceBackend implements KvChecksum {
     @Override
     public SliceSums sliceSums(SlicePlan plan) {
         plan.requireHost(name(), "");
+        plan.requireMode(this);
+        ChecksumMode mode = plan.mode();
         RequestBlocks request = plan.request();
         int nb = plan.numBlocks();
         long[] values = new long[plan.numSlices() * nb];
@@ -47,7 +55,7 @@ public final class ReferenceBackend implements KvChecksum {
                 long s = 0;
                 for (long t = request.blockStart(block); t < request.blockEnd(block); t++) {
                     for (int p = 0; p < pieces; p++) {
-                        long x = Definition.pieceValue(piece(plan, slice, t, p));
+                        long x = Definition.pieceValue(piece(plan, slice, t, p), mode);
                         long j = t * pieces + p;
                         s += x * Definition.weight(j);
                     }

@@ -1,6 +1,8 @@
 package io.kvchecksum.golden;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import io.kvchecksum.ChecksumMode;
+import io.kvchecksum.InvalidLayoutException;
 import io.kvchecksum.KvCacheGroup;
 import io.kvchecksum.KvChecksum;
 import io.kvchecksum.PendingChecksums;
@@ -22,10 +24,15 @@ import java.util.stream.Stream;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * The golden suite for one backend, as JUnit dynamic tests: every vector through every operation, compared exactly,
- * each (backend, vector) pair its own test named {@code "<backend> · <vector>"}. A backend module runs it with
+ * each (backend, vector) pair its own test named {@code "<backend> · <vector>"}; then every vector again in the
+ * {@link ChecksumMode#MIXED mixed mode} against NumPy's mixed expectations ({@code "<backend> · mixed · <vector>"}),
+ * or, for a backend that does not implement the mode, a test that it refuses a mixed plan before reading anything.
+ * (Combining and rechunking are pure functions of the slice sums, the same in every mode.) A backend module runs it with
  * <pre>{@code
  * @TestFactory Stream<DynamicNode> golden() { return GoldenSuite.tests(backend); }
  * }</pre>
@@ -59,6 +66,18 @@ public final class GoldenSuite {
             rel.add(DynamicTest.dynamicTest(backend.name() + " · " + kind + " · " + label, () -> checkRelation(backend, r, placement)));
         }
         nodes.add(DynamicContainer.dynamicContainer(backend.name() + " · relations", rel));
+        List<DynamicNode> mixed = new ArrayList<>();
+        if (backend.supports(ChecksumMode.MIXED)) {
+            for (GoldenVector v : GoldenVectors.all()) {
+                mixed.add(DynamicTest.dynamicTest(backend.name() + " · mixed · " + v.name(),
+                        () -> checkMixed(backend, GoldenVectors.mixed(v.name()), placement)));
+            }
+        } else {
+            GoldenVector v = GoldenVectors.all().get(0);
+            mixed.add(DynamicTest.dynamicTest(backend.name() + " · mixed · refused before reading",
+                    () -> checkRefused(backend, v, placement)));
+        }
+        nodes.add(DynamicContainer.dynamicContainer(backend.name() + " · mixed mode", mixed));
         return nodes.stream();
     }
 
@@ -95,6 +114,47 @@ public final class GoldenSuite {
             if (f != null) {
                 KvCacheGroup fg = placement.apply(new HostCase(v, f.group(), buffers));
                 assertArrayEquals(expected, k.blockChecksums(fg, f.request()), who + " (fused, " + v.family() + " constructor)");
+            }
+        }
+    }
+
+    private static void checkMixed(KvChecksum k, GoldenVector v, Function<HostCase, KvCacheGroup> placement) {
+        try (Arena arena = Arena.ofShared()) {
+            List<MemorySegment> buffers = v.buffers(arena);
+            KvCacheGroup g = placement.apply(new HostCase(v, v.group(buffers), buffers));
+            String who = k.name() + " · mixed · " + v.name();
+            long[] expected = v.expected();
+            SlicePlan plan = SlicePlan.of(g, v.request(), ChecksumMode.MIXED);
+            assertArrayEquals(expected, k.blockChecksums(plan), who + " (fused)");
+            assertEquals(v.expectedSlices(), k.sliceSums(plan), who + " (slice sums)");
+            assertArrayEquals(expected, v.expectedSlices().combine(), who + " (combine of NumPy's slice sums)");
+            try (PendingChecksums p = k.submit(plan)) {
+                assertArrayEquals(expected, p.get(), who + " (submit)");
+            }
+            GoldenVector.FamilyLayout f = v.familyLayout(buffers);
+            if (f != null) {
+                KvCacheGroup fg = placement.apply(new HostCase(v, f.group(), buffers));
+                assertArrayEquals(expected, k.blockChecksums(SlicePlan.of(fg, f.request(), ChecksumMode.MIXED)),
+                        who + " (fused, " + v.family() + " constructor)");
+            }
+        }
+    }
+
+    /** A backend without the mixed mode must say so, for every entry point, rather than compute the standard mode. */
+    private static void checkRefused(KvChecksum k, GoldenVector v, Function<HostCase, KvCacheGroup> placement) {
+        try (Arena arena = Arena.ofShared()) {
+            List<MemorySegment> buffers = v.buffers(arena);
+            KvCacheGroup g = placement.apply(new HostCase(v, v.group(buffers), buffers));
+            SlicePlan plan = SlicePlan.of(g, v.request(), ChecksumMode.MIXED);
+            for (String what : List.of("blockChecksums", "sliceSums", "submit")) {
+                InvalidLayoutException e = assertThrows(InvalidLayoutException.class, () -> {
+                    switch (what) {
+                        case "blockChecksums" -> k.blockChecksums(plan);
+                        case "sliceSums" -> k.sliceSums(plan);
+                        default -> k.submit(plan).close();
+                    }
+                }, k.name() + " computed a mixed plan through " + what + " without implementing the mode");
+                assertTrue(e.getMessage().contains("mixed"), e.getMessage());
             }
         }
     }

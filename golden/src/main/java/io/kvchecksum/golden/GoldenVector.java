@@ -27,6 +27,14 @@ public final class GoldenVector {
         this.data = data;
     }
 
+    /** The same bytes and layout with other expectations (the mixed mode's). */
+    GoldenVector withExpectations(JsonNode expected, JsonNode expectedSlices) {
+        com.fasterxml.jackson.databind.node.ObjectNode copy = json.deepCopy();
+        copy.set("expected", expected);
+        copy.set("expected_slices", expectedSlices);
+        return new GoldenVector(copy, data);
+    }
+
     public String name() {
         return json.get("name").asText();
     }

@@ -18,6 +18,7 @@ import java.util.Map;
 public final class GoldenVectors {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static volatile Map<String, GoldenVector> all;
+    private static volatile JsonNode mixed;
 
     private GoldenVectors() {
     }
@@ -41,6 +42,49 @@ public final class GoldenVectors {
         List<JsonNode> out = new ArrayList<>();
         index().get("relations").forEach(out::add);
         return out;
+    }
+
+    /**
+     * The mixed-mode expectations of vector {@code name} (block checksums and slice sums of the same bytes, written by
+     * {@code golden/generator/generate_mixed.py} into {@code vectors-mixed/mixed.json}), as a vector whose
+     * {@link GoldenVector#expected()} and {@link GoldenVector#expectedSlices()} are the mixed ones.
+     */
+    public static GoldenVector mixed(String name) {
+        JsonNode m = mixedJson().get("vectors").get(name);
+        if (m == null) {
+            throw new IllegalArgumentException("vectors-mixed/mixed.json has no vector named " + name);
+        }
+        return get(name).withExpectations(m.get("expected"), m.get("expected_slices"));
+    }
+
+    /** The mixer's {x, MIX(x)} examples NumPy wrote beside the mixed vectors. */
+    public static long[][] mixerExamples() {
+        JsonNode e = mixedJson().get("mixer_examples");
+        long[][] out = new long[e.size()][];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = new long[] {Long.parseUnsignedLong(e.get(i).get(0).asText()), Long.parseUnsignedLong(e.get(i).get(1).asText())};
+        }
+        return out;
+    }
+
+    private static JsonNode mixedJson() {
+        JsonNode m = mixed;
+        if (m == null) {
+            try (InputStream in = GoldenVectors.class.getResourceAsStream("/vectors-mixed/mixed.json")) {
+                if (in == null) {
+                    throw new IllegalStateException("golden resource vectors-mixed/mixed.json is missing from the class path");
+                }
+                m = JSON.readTree(in);
+            } catch (IOException e) {
+                throw new UncheckedIOException("reading vectors-mixed/mixed.json", e);
+            }
+            if (!"mixed".equals(m.path("mode").asText()) || !"feistel3".equals(m.path("mixer").asText())) {
+                throw new IllegalStateException("vectors-mixed/mixed.json is for mode " + m.path("mode") + ", mixer "
+                        + m.path("mixer") + "; this suite implements mixed/feistel3");
+            }
+            mixed = m;
+        }
+        return m;
     }
 
     private static JsonNode index() {

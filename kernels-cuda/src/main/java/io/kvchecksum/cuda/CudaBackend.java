@@ -161,6 +161,7 @@ public final class CudaBackend implements KvChecksum {
     /** {@link #enqueue(KvCacheGroup, RequestBlocks, long)} of a plan built once and reused across calls. */
     public PendingChecksums enqueue(SlicePlan plan, long stream) {
         ensureOpen();
+        plan.requireMode(this);
         plan.requireDevice("enqueue", "; use blockChecksums or submit for host memory");
         ContextResources resources = resourcesForStream(stream);
         if (plan.numBlocks() == 0) {
@@ -189,6 +190,7 @@ public final class CudaBackend implements KvChecksum {
     @Override
     public PendingChecksums submit(SlicePlan plan) {
         ensureOpen();
+        plan.requireMode(this);
         if (plan.numBlocks() == 0) {
             return PendingChecksums.completed(new long[0]);
         }
@@ -206,6 +208,7 @@ public final class CudaBackend implements KvChecksum {
     @Override
     public SliceSums sliceSums(SlicePlan plan) {
         ensureOpen();
+        plan.requireMode(this);
         if (plan.numBlocks() == 0) {
             return plan.sliceSums(new long[0]);
         }

@@ -328,6 +328,7 @@ public final class OpenClBackend implements KvChecksum {
     private void requireReadable(SlicePlan plan) {
         plan.requireHost(name(), ": OpenCL 1.2 kernels read OpenCL buffers, so this backend copies host memory; use the "
                 + "'cuda' backend for device pointers");
+        plan.requireMode(this);
         requireOpen();
     }
 
