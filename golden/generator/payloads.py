@@ -9,6 +9,8 @@ that shares no code with the Java codec.
 
 Wire format (seeds/003, final form; the project tags it 2):
   [2, tp_size, num_tokens, [[group_id, fingerprint, block_size, start, values], ...]]
+version 3 (a checksum mode other than the standard one, and named sections a reader skips if it does not know them):
+  [3, tp_size, num_tokens, mode, [[group_id, fingerprint, block_size, start, values], ...], {name: any, ...}]
 the earlier revision's version 1:
   [1, num_tokens, [[group_id, fingerprint, start, values], ...]]
 and the final form tagged 1 (the seed names no version number for it):
@@ -17,9 +19,10 @@ values is a msgpack bin of little-endian uint64 block checksums; fingerprint an 
 
 The NAME.txt form, one field per line, every number in decimal (unsigned):
   tag T            the version tag in the bytes
-  form F           v2 | v1 | v1-tagged-final
+  form F           v3 | v2 | v1 | v1-tagged-final
   tp_size N        (absent for v1)
   num_tokens N
+  mode M           (v3 only)
   group G fingerprint F block_size B start S values V1 V2 ...   (block_size absent for v1)
   reencoded NAME   the file holding what a reader that writes the final form as version 2 must write back
   identical true   (--decode only) packing the decoded object again gives the same bytes
@@ -86,10 +89,24 @@ def cases():
     out['v1-two-groups'] = ('v1', None, 100, g)
     r = rng('v1-tagged-final')
     out['v1-tagged-final'] = ('v1-tagged-final', 2, 150, [group(r, 0, 150, 16, start=2), group(r, 1, 150, 32)])
+    r = rng('v3-mixed')
+    out['v3-mixed'] = ('v3', 4, 161, [group(r, 0, 161, 16, start=3), group(r, 1, 161, 32)], 'mixed', {})
+    r = rng('v3-standard')
+    out['v3-standard'] = ('v3', 1, 40, [group(r, 2, 40, 16, start=0)], 'standard', {})
+    r = rng('v3-unknown-mode')
+    out['v3-unknown-mode'] = ('v3', 2, 33, [group(r, 0, 33, 16, start=1)], 'fmix64-v9', {})
+    r = rng('v3-sections')
+    # Sections this reader does not know: nested arrays and maps, bin, str, nil, a float, a negative number. A reader
+    # skips them; one that keeps none writes the payload back with an empty map.
+    out['v3-sections'] = ('v3', 8, 64, [group(r, 5, 64, 16, start=0)], 'mixed',
+                          {'later-extension': [1, -2, 3.5, None, {'k': b'\x00\xff'}], 'z': 'text', 'empty': {}})
     return out
 
 
-def to_object(form, tp, n, groups):
+def to_object(form, tp, n, groups, mode=None, sections=None):
+    if form == 'v3':
+        return [3, tp, n, mode, [[g['group_id'], g['fingerprint'], g['block_size'], g['start'], values_bin(g['values'])]
+                                 for g in groups], sections]
     if form == 'v1':
         return [1, n, [[g['group_id'], g['fingerprint'], g['start'], values_bin(g['values'])] for g in groups]]
     tag = 2 if form == 'v2' else 1
@@ -98,11 +115,16 @@ def to_object(form, tp, n, groups):
 
 
 def from_object(obj):
-    """(form, tp, n, groups) from a decoded payload; raises ValueError for anything else."""
-    if not isinstance(obj, list) or len(obj) not in (3, 4) or not isinstance(obj[0], int):
+    """(form, tp, n, groups, mode, sections) from a decoded payload; raises ValueError for anything else."""
+    if not isinstance(obj, list) or len(obj) not in (3, 4, 6) or not isinstance(obj[0], int):
         raise ValueError('not a checksum payload: %r' % (obj,))
     tag = obj[0]
-    if tag == 1 and len(obj) == 3:
+    mode, sections = None, None
+    if tag == 3 and len(obj) == 6:
+        form, tp, n, mode, raw, sections, fields = 'v3', obj[1], obj[2], obj[3], obj[4], obj[5], 5
+        if not isinstance(mode, str) or not isinstance(sections, dict):
+            raise ValueError('version 3 with mode %r and sections %r' % (mode, sections))
+    elif tag == 1 and len(obj) == 3:
         form, tp, n, raw, fields = 'v1', None, obj[1], obj[2], 4
     elif tag in (1, 2) and len(obj) == 4:
         form, tp, n, raw, fields = ('v2' if tag == 2 else 'v1-tagged-final'), obj[1], obj[2], obj[3], 5
@@ -118,15 +140,17 @@ def from_object(obj):
         d = dict(group_id=g[0], fingerprint=g[1], start=g[-2], values=vals)
         d['block_size'] = g[2] if fields == 5 else None
         groups.append(d)
-    return form, tp, n, groups
+    return form, tp, n, groups, mode, sections
 
 
-def to_text(form, tp, n, groups, extra=()):
-    tag = 1 if form in ('v1', 'v1-tagged-final') else 2
+def to_text(form, tp, n, groups, mode=None, extra=()):
+    tag = 1 if form in ('v1', 'v1-tagged-final') else 3 if form == 'v3' else 2
     lines = ['tag %d' % tag, 'form %s' % form]
     if tp is not None:
         lines.append('tp_size %d' % tp)
     lines.append('num_tokens %d' % n)
+    if form == 'v3':
+        lines.append('mode %s' % mode)
     for g in groups:
         line = 'group %d fingerprint %d' % (g['group_id'], g['fingerprint'])
         if g.get('block_size') is not None:
@@ -148,14 +172,21 @@ def write(out):
     for f in os.listdir(out):
         if f.endswith('.msgpack') or f.endswith('.txt'):
             os.remove(os.path.join(out, f))
-    for name, (form, tp, n, groups) in sorted(cases().items()):
+    for name, case in sorted(cases().items()):
+        form, tp, n, groups = case[:4]
+        mode, sections = case[4:] if len(case) == 6 else (None, None)
         if form == 'v1':
             groups = [dict(g, block_size=None) for g in groups]   # version 1 carries no block size
-        data = pack(to_object(form, tp, n, groups))
+        data = pack(to_object(form, tp, n, groups, mode, sections))
         # Python reads its own bytes back to the same values before anything is written.
         back = from_object(msgpack.unpackb(data, raw=False, strict_map_key=False))
-        assert back == (form, tp, n, groups), name
+        assert back == (form, tp, n, groups, mode, sections), name
         reencoded = name
+        if sections:
+            # A reader that knows none of the sections skips them and writes the payload back without them.
+            reencoded = name + '.no-sections'
+            with open(os.path.join(out, reencoded + '.msgpack'), 'wb') as fh:
+                fh.write(pack(to_object(form, tp, n, groups, mode, {})))
         if form == 'v1-tagged-final':
             # A reader of the final form writes it back tagged 2: the same fields, the tag changed.
             reencoded = name + '.as-v2'
@@ -164,7 +195,7 @@ def write(out):
         with open(os.path.join(out, name + '.msgpack'), 'wb') as fh:
             fh.write(data)
         with open(os.path.join(out, name + '.txt'), 'w') as fh:
-            fh.write(to_text(form, tp, n, groups, ['reencoded ' + reencoded]))
+            fh.write(to_text(form, tp, n, groups, mode, ['reencoded ' + reencoded]))
 
 
 def decode(files):
@@ -172,10 +203,10 @@ def decode(files):
         with open(path, 'rb') as fh:
             data = fh.read()
         obj = msgpack.unpackb(data, raw=False, strict_map_key=False)
-        form, tp, n, groups = from_object(obj)
+        form, tp, n, groups, mode, _ = from_object(obj)
         identical = pack(obj) == data
         sys.stdout.write('file %s\n' % os.path.basename(path))
-        sys.stdout.write(to_text(form, tp, n, groups, ['identical %s' % ('true' if identical else 'false')]))
+        sys.stdout.write(to_text(form, tp, n, groups, mode, ['identical %s' % ('true' if identical else 'false')]))
 
 
 def main():

@@ -18,7 +18,8 @@ import java.util.TreeMap;
  * <p>Never a false match: a request not reported by exactly every worker ({@code tp x pp}) is
  * {@link UnverifiedReason#NOT_EVERY_WORKER_REPORTED}; a worker that reports other blocks, another token count, a group
  * it was not scheduled, no word on a scheduled group, or a fingerprint its TP peers do not share is
- * {@link UnverifiedReason#OTHER_BLOCKS_THAN_SCHEDULED}. A producer with such a result sends no checksums (the consumer
+ * {@link UnverifiedReason#OTHER_BLOCKS_THAN_SCHEDULED}; workers in different checksum modes are
+ * {@link UnverifiedReason#MODE_DIFFERS}. The payload is in the workers' mode. A producer with such a result sends no checksums (the consumer
  * then sees {@link UnverifiedReason#MISSING_PAYLOAD}); a consumer reports the load with that reason.
  *
  * <p>A group any worker skipped is skipped by the whole side and left out of the payload: the other side sees it as
@@ -100,8 +101,14 @@ public final class Aggregator {
                     return new Incomplete(UnverifiedReason.OTHER_BLOCKS_THAN_SCHEDULED, "TP rank " + t + " PP stage " + s
                             + " checksummed " + grid[s][t].numTokens() + " tokens, " + numTokens + " were scheduled");
                 }
+                if (grid[s][t].mode() != grid[0][0].mode()) {
+                    return new Incomplete(UnverifiedReason.MODE_DIFFERS, "TP rank " + t + " PP stage " + s + " checksummed in the "
+                            + grid[s][t].mode().wireName() + " mode, TP rank 0 PP stage 0 in the "
+                            + grid[0][0].mode().wireName() + " mode");
+                }
             }
         }
+        io.kvchecksum.ChecksumMode mode = grid[0][0].mode();
         Map<Integer, BlockRange> ranges = new TreeMap<>();
         for (BlockSelection sel : scheduled) {
             if (sel.numTokens() != numTokens) {
@@ -196,7 +203,7 @@ public final class Aggregator {
                 }
             }
         }
-        return new Complete(ChecksumPayload.of(tpSize, numTokens, groups), skipped);
+        return new Complete(ChecksumPayload.of(mode, tpSize, numTokens, groups), skipped);
     }
 
     private interface ColumnVisitor {

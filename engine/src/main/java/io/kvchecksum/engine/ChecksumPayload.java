@@ -1,30 +1,48 @@
 package io.kvchecksum.engine;
 
+import io.kvchecksum.ChecksumMode;
+
 import java.util.List;
 import java.util.Objects;
+import java.util.regex.Pattern;
 
 /**
  * What a producer sends with a request: every group's block checksums, summed over its workers. The consumer builds
  * the same structure for the blocks its load wrote (in its own block numbering) and hands both to
  * {@link Verifier#compare}.
  *
- * <p>Version 2 (written by {@link PayloadCodec}) carries the producer's TP size and each group's block size;
- * version 1, an earlier revision's form, carries neither and is only read. A consumer-side payload may list a group
- * several times: one entry per replica check (see {@link Aggregator}).
+ * <p>Version 2 carries the producer's TP size and each group's block size, and is what the standard mode writes;
+ * version 3 adds the checksum mode (and named sections a reader skips when it does not know them, see
+ * {@link PayloadCodec}), and is what any other mode writes; version 1, an earlier revision's form, carries neither and
+ * is only read. Versions 1 and 2 are in the standard mode. A consumer-side payload may list a group several times: one
+ * entry per replica check (see {@link Aggregator}).
  *
- * @param version 1 or 2
+ * @param version 1, 2 or 3
  * @param tpSize the producer's TP size, informational; {@code null} exactly in version 1
  * @param numTokens the request's token count ({@code num_computed_tokens}), non-negative
  * @param groups the groups, in any order
+ * @param mode the checksum mode's wire name ({@link ChecksumMode#wireName()}): {@code standard} in versions 1 and 2;
+ *     in version 3 any name of 1..32 lower-case letters, digits and {@code -}, so that a mode this reader does not know
+ *     still decodes and is reported as {@link UnverifiedReason#MODE_DIFFERS} rather than as a malformed payload
  */
-public record ChecksumPayload(int version, Integer tpSize, long numTokens, List<GroupChecksums> groups) {
-    /** The version {@link PayloadCodec} writes. */
+public record ChecksumPayload(int version, Integer tpSize, long numTokens, List<GroupChecksums> groups, String mode) {
+    /** The version {@link PayloadCodec} writes for the standard mode: byte-identical to what earlier releases wrote. */
     public static final int CURRENT_VERSION = 2;
+    /** The version written for every other mode, and the first with a mode field and named sections. */
+    public static final int MODE_VERSION = 3;
+    private static final Pattern MODE_NAME = Pattern.compile("[a-z0-9-]{1,32}");
 
     public ChecksumPayload {
         groups = List.copyOf(Objects.requireNonNull(groups, "groups"));
-        if (version != 1 && version != 2) {
-            throw new IllegalArgumentException("unknown payload version " + version + " (known: 1, 2)");
+        Objects.requireNonNull(mode, "mode");
+        if (version != 1 && version != 2 && version != 3) {
+            throw new IllegalArgumentException("unknown payload version " + version + " (known: 1, 2, 3)");
+        }
+        if (version < 3 && !mode.equals(ChecksumMode.STANDARD.wireName())) {
+            throw new IllegalArgumentException("a version-" + version + " payload is in the standard mode, not '" + mode + "'");
+        }
+        if (!MODE_NAME.matcher(mode).matches()) {
+            throw new IllegalArgumentException("mode '" + mode + "' is not 1..32 lower-case letters, digits and '-'");
         }
         if (numTokens < 0) {
             throw new IllegalArgumentException("numTokens must be non-negative, got " + numTokens);
@@ -40,7 +58,7 @@ public record ChecksumPayload(int version, Integer tpSize, long numTokens, List<
             }
         } else {
             if (tpSize == null || tpSize <= 0) {
-                throw new IllegalArgumentException("a version-2 payload needs a positive tpSize, got " + tpSize);
+                throw new IllegalArgumentException("a version-" + version + " payload needs a positive tpSize, got " + tpSize);
             }
             for (GroupChecksums g : groups) {
                 String problem = rangeProblem(g, numTokens);
@@ -51,13 +69,41 @@ public record ChecksumPayload(int version, Integer tpSize, long numTokens, List<
         }
     }
 
-    /** A current-version payload. */
+    /** A payload of version 1 or 2 (which are in the standard mode); a version-3 payload names its mode. */
+    public ChecksumPayload(int version, Integer tpSize, long numTokens, List<GroupChecksums> groups) {
+        this(requireOneOrTwo(version), tpSize, numTokens, groups, ChecksumMode.STANDARD.wireName());
+    }
+
+    private static int requireOneOrTwo(int version) {
+        if (version != 1 && version != 2) {
+            throw new IllegalArgumentException("payload version " + version + " without a mode (versions 1 and 2 have none)");
+        }
+        return version;
+    }
+
+    /** A standard-mode payload, version 2. */
     public static ChecksumPayload of(int tpSize, long numTokens, List<GroupChecksums> groups) {
-        return new ChecksumPayload(CURRENT_VERSION, tpSize, numTokens, groups);
+        return of(ChecksumMode.STANDARD, tpSize, numTokens, groups);
+    }
+
+    /** A payload in {@code mode}: version 2 for the standard mode (byte-identical to earlier releases), else version 3. */
+    public static ChecksumPayload of(ChecksumMode mode, int tpSize, long numTokens, List<GroupChecksums> groups) {
+        return new ChecksumPayload(mode == ChecksumMode.STANDARD ? CURRENT_VERSION : MODE_VERSION, tpSize, numTokens, groups,
+                mode.wireName());
+    }
+
+    /** The mode as this reader knows it, or {@code null} for a name it does not know (a newer writer's mode). */
+    public ChecksumMode checksumMode() {
+        for (ChecksumMode m : ChecksumMode.values()) {
+            if (m.wireName().equals(mode)) {
+                return m;
+            }
+        }
+        return null;
     }
 
     /**
-     * Why a version-2 group's blocks do not run from {@code start} to the request's last block, or {@code null} when
+     * Why a version-2 or -3 group's blocks do not run from {@code start} to the request's last block, or {@code null} when
      * they do.
      */
     static String rangeProblem(GroupChecksums g, long numTokens) {

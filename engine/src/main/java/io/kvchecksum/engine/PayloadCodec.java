@@ -20,6 +20,7 @@ import org.msgpack.value.ValueType;
  * vLLM's {@code kv_transfer_params["kv_checksums"]}), raw bytes for carriers that move bytes.
  *
  * <pre>
+ * version 3: [3, tp_size, num_tokens, mode, [[group_id, fingerprint, block_size, start, values], ...], sections]
  * version 2: [2, tp_size, num_tokens, [[group_id, fingerprint, block_size, start, values], ...]]
  * version 1: [1, num_tokens, [[group_id, fingerprint, start, values], ...]]      (read only)
  * final form tagged 1: [1, tp_size, num_tokens, [[group_id, fingerprint, block_size, start, values], ...]]
@@ -30,10 +31,17 @@ import org.msgpack.value.ValueType;
  * {@code values} is a msgpack bin of little-endian unsigned 64-bit block checksums; {@code fingerprint} is an unsigned
  * 64-bit integer (msgpack uint64 when its top bit is set); every other number is a non-negative integer.
  *
+ * <p><b>Version 3</b> is defined once for all later extensions. {@code mode} is a msgpack str, the checksum mode's
+ * name ({@code "standard"}, {@code "mixed"}; 1..32 of {@code a-z 0-9 -}): a name this reader does not know still
+ * decodes, and the verifier reports it as {@code MODE_DIFFERS}. {@code sections} is a msgpack map from section name
+ * (str, 1..64 bytes, each name once) to any msgpack value; every section is optional, and a reader skips the sections
+ * it does not know (this one knows none yet, and writes an empty map). New information goes into new sections, never
+ * into new positions. The standard mode keeps writing version 2, byte for byte as before; other modes write version 3.
+ *
  * <p><b>Decoding treats the input as hostile</b> (it arrives from the network, through proxies): every length is
  * checked against the bytes actually present before anything is allocated, so no input makes it allocate more than
  * about the input's size; unknown versions, wrong types, negative or out-of-range numbers, values that are not whole
- * 8-byte words, a version-2 group whose values do not end at the request's last block, and trailing bytes are all
+ * 8-byte words, a section nested deeper than 32 levels, a version-2 or -3 group whose values do not end at the request's last block, and trailing bytes are all
  * rejected with {@link MalformedPayloadException} naming the field. No other exception escapes the decoder.
  *
  * <p>Stateless and thread-safe.
@@ -47,13 +55,17 @@ public final class PayloadCodec {
     /** The payload as msgpack bytes, in the payload's own version (a version-1 payload is written as version 1). */
     public static byte[] encode(ChecksumPayload payload) {
         try (MessageBufferPacker p = MessagePack.newDefaultBufferPacker()) {
-            boolean v2 = payload.version() == 2;
-            p.packArrayHeader(v2 ? 4 : 3);
+            boolean v3 = payload.version() == 3;
+            boolean v2 = payload.version() >= 2;
+            p.packArrayHeader(v3 ? 6 : v2 ? 4 : 3);
             p.packInt(payload.version());
             if (v2) {
                 p.packInt(payload.tpSize());
             }
             p.packLong(payload.numTokens());
+            if (v3) {
+                p.packString(payload.mode());
+            }
             p.packArrayHeader(payload.groups().size());
             for (GroupChecksums g : payload.groups()) {
                 p.packArrayHeader(v2 ? 5 : 4);
@@ -70,6 +82,9 @@ public final class PayloadCodec {
                 p.packBinaryHeader(buf.capacity());
                 p.writePayload(buf.array());
             }
+            if (v3) {
+                p.packMapHeader(0);
+            }
             return p.toByteArray();
         } catch (IOException e) {
             // A buffer packer writes to memory and cannot fail with I/O.
@@ -83,7 +98,7 @@ public final class PayloadCodec {
     }
 
     /**
-     * Decodes version 2 or version 1 bytes.
+     * Decodes version 3, 2 or 1 bytes.
      *
      * @throws MalformedPayloadException for anything but exactly one well-formed payload
      */
@@ -151,9 +166,24 @@ public final class PayloadCodec {
         ChecksumPayload payload() throws IOException {
             int n = arrayHeader("payload");
             if (n < 3) {
-                throw new MalformedPayloadException("payload: an array of " + n + " elements; expected 4 (version 2) or 3 (version 1)");
+                throw new MalformedPayloadException("payload: an array of " + n
+                        + " elements; expected 6 (version 3), 4 (version 2) or 3 (version 1)");
             }
             long version = unsigned("version", MAX_INT);
+            if (version == 3) {
+                if (n != 6) {
+                    throw new MalformedPayloadException("payload: version 3 has 6 elements, got " + n);
+                }
+                long tp = unsigned("tp_size", MAX_INT);
+                if (tp == 0) {
+                    throw new MalformedPayloadException("tp_size: must be positive, got 0");
+                }
+                long numTokens = unsigned("num_tokens", Long.MAX_VALUE);
+                String mode = modeName();
+                List<GroupChecksums> groups = groups(true, numTokens, false);
+                skipSections();
+                return new ChecksumPayload(3, (int) tp, numTokens, groups, mode);
+            }
             // The seed names no version number for the final form: a writer may tag it 1. Only a version-1 tag with
             // exactly the final form's shape (four elements, five-field groups, which carry the block size only the
             // final revision has) is read as the final form; no other tag is ever dispatched by shape.
@@ -177,7 +207,111 @@ public final class PayloadCodec {
                 long numTokens = unsigned("num_tokens", Long.MAX_VALUE);
                 return new ChecksumPayload(1, null, numTokens, groups(false, numTokens, false));
             }
-            throw new MalformedPayloadException("version: unknown payload version " + version + " (this reader knows 1 and 2)");
+            throw new MalformedPayloadException("version: unknown payload version " + version + " (this reader knows 1, 2 and 3)");
+        }
+
+        private String modeName() throws IOException {
+            String m = string("mode", 32);
+            if (!m.matches("[a-z0-9-]{1,32}")) {
+                throw new MalformedPayloadException("mode: '" + printable(m) + "' is not 1..32 of a-z, 0-9 and '-'");
+            }
+            return m;
+        }
+
+        /** Version 3's named sections: this reader knows none, so it checks their names and skips every value. */
+        private void skipSections() throws IOException {
+            next("sections", ValueType.MAP);
+            int n = mapHeader("sections");
+            java.util.Set<String> names = new java.util.HashSet<>();
+            for (int i = 0; i < n; i++) {
+                String name = string("sections[" + i + "].name", 64);
+                if (name.isEmpty()) {
+                    throw new MalformedPayloadException("sections[" + i + "].name: empty");
+                }
+                if (!names.add(name)) {
+                    throw new MalformedPayloadException("sections: '" + printable(name) + "' appears twice");
+                }
+                skip("sections." + printable(name), 0);
+            }
+        }
+
+        /** Skips one value of any type, checking every count against the bytes left, at most 32 levels deep. */
+        private void skip(String field, int depth) throws IOException {
+            this.field = field;
+            if (depth > 32) {
+                throw new MalformedPayloadException(field + ": nested deeper than 32 levels");
+            }
+            if (!u.hasNext()) {
+                throw new MalformedPayloadException(field + ": truncated, the input ends before it");
+            }
+            ValueType t = u.getNextFormat().getValueType();
+            if (t == ValueType.ARRAY) {
+                int n = arrayHeader(field);
+                for (int i = 0; i < n; i++) {
+                    skip(field, depth + 1);
+                }
+            } else if (t == ValueType.MAP) {
+                int n = mapHeader(field);
+                for (int i = 0; i < 2 * n; i++) {
+                    skip(field, depth + 1);
+                }
+            } else if (t == ValueType.STRING || t == ValueType.BINARY || t == ValueType.EXTENSION) {
+                long len = t == ValueType.STRING ? u.unpackRawStringHeader()
+                        : t == ValueType.BINARY ? u.unpackBinaryHeader() : u.unpackExtensionTypeHeader().getLength();
+                if (len < 0 || len > remaining()) {
+                    throw new MalformedPayloadException(field + ": claims " + Integer.toUnsignedString((int) len)
+                            + " bytes but only " + remaining() + " follow");
+                }
+                u.readPayload((int) len);
+            } else {
+                u.skipValue();
+            }
+        }
+
+        private int mapHeader(String field) throws IOException {
+            int n;
+            try {
+                n = u.unpackMapHeader();
+            } catch (MessagePackException e) {
+                throw new MalformedPayloadException(field + ": size not readable or larger than the input ("
+                        + e.getClass().getSimpleName() + ")", e);
+            }
+            // Every entry takes at least two bytes.
+            if (n < 0 || n > remaining() / 2) {
+                throw new MalformedPayloadException(field + ": claims " + Integer.toUnsignedString(n) + " entries but only "
+                        + remaining() + " bytes follow");
+            }
+            return n;
+        }
+
+        private String string(String field, int maxBytes) throws IOException {
+            next(field, ValueType.STRING);
+            int len;
+            try {
+                len = u.unpackRawStringHeader();
+            } catch (MessagePackException e) {
+                throw new MalformedPayloadException(field + ": size not readable (" + e.getClass().getSimpleName() + ")", e);
+            }
+            if (len < 0 || len > remaining()) {
+                throw new MalformedPayloadException(field + ": claims " + Integer.toUnsignedString(len) + " bytes but only "
+                        + remaining() + " follow");
+            }
+            if (len > maxBytes) {
+                throw new MalformedPayloadException(field + ": " + len + " bytes, at most " + maxBytes);
+            }
+            return new String(u.readPayload(len), java.nio.charset.StandardCharsets.UTF_8);
+        }
+
+        private static String printable(String s) {
+            StringBuilder b = new StringBuilder();
+            s.codePoints().forEach(c -> {
+                if (c >= 0x20 && c < 0x7f && c != '\\') {
+                    b.appendCodePoint(c);
+                } else {
+                    b.append(String.format("\\u%04x", c));
+                }
+            });
+            return b.toString();
         }
 
         private List<GroupChecksums> groups(boolean v2, long numTokens, boolean taggedOne) throws IOException {
@@ -191,7 +325,7 @@ public final class PayloadCodec {
                 int expected = v2 ? 5 : 4;
                 if (fields != expected) {
                     throw new MalformedPayloadException(at + ": a group has " + expected + " elements in "
-                            + (taggedOne ? "a version-1-tagged payload of the final form (4 elements)" : "version " + (v2 ? 2 : 1))
+                            + (taggedOne ? "a version-1-tagged payload of the final form (4 elements)" : "version " + (v2 ? "2 and 3" : "1"))
                             + ", got " + fields);
                 }
                 int groupId = (int) unsigned(at + ".group_id", MAX_INT);

@@ -30,6 +30,12 @@ public enum UnverifiedReason {
      * first token, so its values are not comparable with this definition's.
      */
     UNSUPPORTED_PAYLOAD_VERSION,
+    /**
+     * The two sides computed in different checksum modes ({@code standard}, {@code mixed}, see
+     * {@link io.kvchecksum.ChecksumMode}): their values are not comparable, whatever they are. Also a side whose
+     * workers disagree on the mode.
+     */
+    MODE_DIFFERS,
     /** Not every worker (TP rank x PP stage) reported the request. */
     NOT_EVERY_WORKER_REPORTED,
     /** A worker checksummed other blocks than the scheduler scheduled, or disagreed with its peers. */

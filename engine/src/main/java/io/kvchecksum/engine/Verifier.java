@@ -13,6 +13,9 @@ import java.util.TreeSet;
  * Compares a producer's checksums with the consumer's checksums of the same load. Stateless and thread-safe; it
  * logs nothing (see {@link FailurePolicy} for what to do with the verdict).
  *
+ * <p><b>Per load</b>: a version-1 payload on either side is {@link UnverifiedReason#UNSUPPORTED_PAYLOAD_VERSION}; two
+ * sides in different checksum modes are {@link UnverifiedReason#MODE_DIFFERS}, never a mismatch.
+ *
  * <p><b>Per group</b> (groups are matched by id):
  * <ul>
  *   <li>a group on one side only is {@link UnverifiedReason#ONE_SIDE_ONLY}; a group on neither side (skipped by both)
@@ -83,10 +86,14 @@ public final class Verifier {
      *     replica check of each group
      */
     public static LoadVerdict compare(ChecksumPayload expected, ChecksumPayload actual) {
-        if (expected.version() != ChecksumPayload.CURRENT_VERSION || actual.version() != ChecksumPayload.CURRENT_VERSION) {
+        if (expected.version() == 1 || actual.version() == 1) {
             return LoadVerdict.unverified(UnverifiedReason.UNSUPPORTED_PAYLOAD_VERSION, "producer payload version "
-                    + expected.version() + ", consumer " + actual.version() + "; only version "
-                    + ChecksumPayload.CURRENT_VERSION + " values are comparable");
+                    + expected.version() + ", consumer " + actual.version() + "; version-1 values are not comparable with "
+                    + "this definition's (versions 2 and 3 are)");
+        }
+        if (!expected.mode().equals(actual.mode())) {
+            return LoadVerdict.unverified(UnverifiedReason.MODE_DIFFERS, "the producer checksummed in the " + expected.mode()
+                    + " mode, the consumer in the " + actual.mode() + " mode: the values are not comparable");
         }
         Map<Integer, List<GroupChecksums>> producer = byGroup(expected.groups());
         Map<Integer, List<GroupChecksums>> consumer = byGroup(actual.groups());

@@ -1,9 +1,11 @@
 package io.kvchecksum.engine;
 
+import io.kvchecksum.ChecksumMode;
 import io.kvchecksum.KvCacheGroup;
 import io.kvchecksum.KvChecksum;
 import io.kvchecksum.PendingChecksums;
 import io.kvchecksum.RequestBlocks;
+import io.kvchecksum.SlicePlan;
 
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -67,6 +69,7 @@ public final class WorkerChecksummer {
     private final Map<Integer, WorkerGroup> layout;
     private final Map<Integer, String> skipped;
     private final ChecksumMetrics metrics;
+    private final ChecksumMode mode;
 
     /**
      * @param backend computes the block checksums
@@ -79,7 +82,24 @@ public final class WorkerChecksummer {
      */
     public WorkerChecksummer(KvChecksum backend, int tpRank, int ppStage, List<WorkerGroup> layout,
             Map<Integer, String> skipped, ChecksumMetrics metrics) {
+        this(backend, tpRank, ppStage, layout, skipped, metrics, ChecksumMode.STANDARD);
+    }
+
+    /**
+     * As {@link #WorkerChecksummer(KvChecksum, int, int, List, Map, ChecksumMetrics)}, computing in checksum mode
+     * {@code mode}: the engine's configuration, the same on every worker of a side and on both sides (a producer and a
+     * consumer in different modes verify as {@link UnverifiedReason#MODE_DIFFERS}).
+     *
+     * @throws IllegalArgumentException when the backend does not implement {@code mode}, at startup rather than per request
+     */
+    public WorkerChecksummer(KvChecksum backend, int tpRank, int ppStage, List<WorkerGroup> layout,
+            Map<Integer, String> skipped, ChecksumMetrics metrics, ChecksumMode mode) {
         this.backend = Objects.requireNonNull(backend, "backend");
+        this.mode = Objects.requireNonNull(mode, "mode");
+        if (!backend.supports(mode)) {
+            throw new IllegalArgumentException("backend '" + backend.name() + "' does not implement the " + mode.wireName()
+                    + " checksum mode");
+        }
         if (tpRank < 0 || ppStage < 0) {
             throw new IllegalArgumentException("TP rank " + tpRank + ", PP stage " + ppStage);
         }
@@ -99,6 +119,17 @@ public final class WorkerChecksummer {
     /** A worker with the admitted groups and skipped groups its {@link CacheGate} found at startup. */
     public WorkerChecksummer(KvChecksum backend, int tpRank, int ppStage, CacheGate gate, ChecksumMetrics metrics) {
         this(backend, tpRank, ppStage, gate.groups(), gate.skipped(), metrics);
+    }
+
+    /** As {@link #WorkerChecksummer(KvChecksum, int, int, CacheGate, ChecksumMetrics)}, in checksum mode {@code mode}. */
+    public WorkerChecksummer(KvChecksum backend, int tpRank, int ppStage, CacheGate gate, ChecksumMetrics metrics,
+            ChecksumMode mode) {
+        this(backend, tpRank, ppStage, gate.groups(), gate.skipped(), metrics, mode);
+    }
+
+    /** The checksum mode this worker computes in. */
+    public ChecksumMode mode() {
+        return mode;
     }
 
     /**
@@ -150,7 +181,8 @@ public final class WorkerChecksummer {
                     }
                     List<PendingChecksums> list = part.pending.computeIfAbsent(p.key(), k -> new ArrayList<>());
                     RequestBlocks r = s.request(p.cache().pageSize());
-                    list.add(stream == null ? backend.submit(p.cache(), r) : backend.submit(p.cache(), r, stream));
+                    SlicePlan plan = SlicePlan.of(p.cache(), r, mode);
+                    list.add(stream == null ? backend.submit(plan) : backend.submit(plan, stream));
                 }
             }
         } catch (RuntimeException e) {
@@ -158,7 +190,7 @@ public final class WorkerChecksummer {
             throw e;
         }
         skipped.forEach(skippedHere::putIfAbsent);
-        return new PendingRecord(tpRank, ppStage, numTokens, parts, skippedHere, started, metrics);
+        return new PendingRecord(tpRank, ppStage, numTokens, parts, skippedHere, started, metrics, mode);
     }
 
     /**
@@ -212,11 +244,13 @@ public final class WorkerChecksummer {
         private final Map<Integer, String> skipped;
         private final long started;
         private final ChecksumMetrics metrics;
+        private final ChecksumMode mode;
         private WorkerRecord record;
         private boolean closed;
 
         private PendingRecord(int tpRank, int ppStage, long numTokens, List<Part> parts, Map<Integer, String> skipped,
-                long started, ChecksumMetrics metrics) {
+                long started, ChecksumMetrics metrics, ChecksumMode mode) {
+            this.mode = mode;
             this.tpRank = tpRank;
             this.ppStage = ppStage;
             this.numTokens = numTokens;
@@ -279,7 +313,7 @@ public final class WorkerChecksummer {
                 throw e;
             }
             close(null);
-            record = new WorkerRecord(tpRank, ppStage, numTokens, out, skipped);
+            record = new WorkerRecord(tpRank, ppStage, numTokens, out, skipped, mode);
             metrics.checksumNanos(System.nanoTime() - started);
             return record;
         }

@@ -1,5 +1,7 @@
 package io.kvchecksum.engine;
 
+import io.kvchecksum.ChecksumMode;
+
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -15,10 +17,18 @@ import java.util.TreeMap;
  * @param groups partial checksums, one per group computed
  * @param skippedGroups groups this worker could not checksum (no per-token KV, a layout the checksum cannot read, ...)
  *     with the reason
+ * @param mode the checksum mode the worker computed in
  */
-public record WorkerRecord(int tpRank, int ppStage, long numTokens, List<PartialGroup> groups, Map<Integer, String> skippedGroups) {
+public record WorkerRecord(int tpRank, int ppStage, long numTokens, List<PartialGroup> groups, Map<Integer, String> skippedGroups,
+        ChecksumMode mode) {
+
+    /** A record in the standard mode. */
+    public WorkerRecord(int tpRank, int ppStage, long numTokens, List<PartialGroup> groups, Map<Integer, String> skippedGroups) {
+        this(tpRank, ppStage, numTokens, groups, skippedGroups, ChecksumMode.STANDARD);
+    }
 
     public WorkerRecord {
+        java.util.Objects.requireNonNull(mode, "mode");
         if (tpRank < 0 || ppStage < 0) {
             throw new IllegalArgumentException("TP rank " + tpRank + ", PP stage " + ppStage);
         }

@@ -96,6 +96,11 @@ final class Cluster {
          * straight from the logical KV: the independent expectation for what a side's workers sum to.
          */
         long[] referenceChecksums(int group, long firstBlock, int blockSize, Arena arena) {
+            return referenceChecksums(group, firstBlock, blockSize, arena, io.kvchecksum.ChecksumMode.STANDARD);
+        }
+
+        /** As {@link #referenceChecksums(int, long, int, Arena)}, in checksum mode {@code mode}. */
+        long[] referenceChecksums(int group, long firstBlock, int blockSize, Arena arena, io.kvchecksum.ChecksumMode mode) {
             int[] layers = GROUP_LAYERS[group];
             int heads = model.kvHeads();
             int half = model.cellBytes() / 2; // K half then V half: for MLA the latent row split in two, same pieces
@@ -112,7 +117,7 @@ final class Cluster {
             }
             KvCacheGroup g = KvLayouts.flat(layers, 0, KvMemory.host(k), KvMemory.host(v), (int) numTokens, heads, half / 2, 2);
             try (KvChecksum ref = KvChecksums.reference()) {
-                return ref.blockChecksums(g, KvLayouts.flatRequest(numTokens, firstBlock, blockSize));
+                return ref.blockChecksums(io.kvchecksum.SlicePlan.of(g, KvLayouts.flatRequest(numTokens, firstBlock, blockSize), mode));
             }
         }
     }
@@ -363,6 +368,12 @@ final class Cluster {
         /** Every worker's record, computed with the backend. */
         List<WorkerRecord> records(KvChecksum backend, Side side, long numTokens, List<BlockSelection> scheduled,
                 Map<Integer, String> skipped) {
+            return records(backend, side, numTokens, scheduled, skipped, io.kvchecksum.ChecksumMode.STANDARD);
+        }
+
+        /** Every worker's record, computed with the backend in checksum mode {@code mode} (the engine's configuration). */
+        List<WorkerRecord> records(KvChecksum backend, Side side, long numTokens, List<BlockSelection> scheduled,
+                Map<Integer, String> skipped, io.kvchecksum.ChecksumMode mode) {
             List<WorkerRecord> out = new ArrayList<>();
             for (int s = 0; s < config.pp(); s++) {
                 for (int r = 0; r < config.tp(); r++) {
@@ -379,7 +390,7 @@ final class Cluster {
                         layout.add(new WorkerChecksummer.WorkerGroup(g, Fingerprints.ofGroup(hashes),
                                 List.of(new WorkerChecksummer.ReplicaPart(c.key(), c.group()))));
                     }
-                    out.add(new WorkerChecksummer(backend, r, s, layout, skipped, ChecksumMetrics.NONE)
+                    out.add(new WorkerChecksummer(backend, r, s, layout, skipped, ChecksumMetrics.NONE, mode)
                             .compute(side, numTokens, scheduled));
                 }
             }

@@ -2,6 +2,7 @@ package io.kvchecksum.engine;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -9,6 +10,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvChecksums;
+import io.kvchecksum.ChecksumMode;
 import io.kvchecksum.engine.Cluster.Config;
 import io.kvchecksum.engine.Cluster.Engine;
 import io.kvchecksum.engine.Cluster.Layout;
@@ -66,6 +68,9 @@ class EndToEndTest {
         Integer window;
         /** Positions before the window's blocks hold the null block on both sides (vLLM frees them). */
         boolean nullOutsideWindow;
+        ChecksumMode producerMode = ChecksumMode.STANDARD;
+        ChecksumMode consumerMode = ChecksumMode.STANDARD;
+        KvChecksum backend = cpu;
 
         ChecksumPayload producerPayload;
         ChecksumPayload consumerPayload;
@@ -115,18 +120,19 @@ class EndToEndTest {
 
                 List<BlockSelection> ps = p.select(Side.PRODUCER, 0, numTokens, window);
                 Aggregator.Result pr = Aggregator.producer(producer.tp(), producer.pp(), numTokens, ps,
-                        p.records(cpu, Side.PRODUCER, numTokens, ps, producerSkips));
+                        p.records(backend, Side.PRODUCER, numTokens, ps, producerSkips, producerMode));
                 producerPayload = assertInstanceOf(Aggregator.Complete.class, pr).payload();
                 // The workers' parts must add up to the whole model's checksums, computed independently.
                 for (GroupChecksums g : producerPayload.groups()) {
-                    assertArrayEquals(prompt.referenceChecksums(g.groupId(), g.start(), producer.blockSize(), arena), g.values(),
+                    assertArrayEquals(prompt.referenceChecksums(g.groupId(), g.start(), producer.blockSize(), arena, producerMode),
+                            g.values(),
                             "producer group " + g.groupId() + " vs the reference backend on the unsharded model");
                 }
                 wire = PayloadCodec.encodeBase64(producerPayload);
 
                 List<BlockSelection> cs = c.select(Side.CONSUMER, localPrefix, nA, window);
                 Aggregator.Result cr = Aggregator.consumer(consumer.tp(), consumer.pp(), nA, cs,
-                        c.records(cpu, Side.CONSUMER, nA, cs, consumerSkips));
+                        c.records(backend, Side.CONSUMER, nA, cs, consumerSkips, consumerMode));
                 consumerPayload = assertInstanceOf(Aggregator.Complete.class, cr).payload();
                 LoadVerdict v = Verifier.verify(wire, consumerPayload);
                 System.out.println("  P" + producer + " -> C" + consumer + (corruption != null ? " " + corruption : "") + ": " + v);
@@ -177,6 +183,57 @@ class EndToEndTest {
         LoadVerdict v = new Run().sides(p, c).corrupt(new Corruption(5, 149, 0)).run();
         assertMismatch(v, 1, 9);
         assertEquals(Status.MATCH, v.group(0).status());
+    }
+
+    /**
+     * The mode is the engine's configuration: both sides mixed verify and catch a corrupted byte; sides in different
+     * modes are UNVERIFIED with MODE_DIFFERS, never a mismatch, even over a corrupted byte; the mixed payload travels
+     * as version 3, the standard one as version 2.
+     */
+    @Test
+    void checksumModesMatchMixedAndDifferingModesAreUnverified() {
+        Config p = Config.of(2, 1, 16).layout(Layout.FLASH);
+        Config c = Config.of(1, 2, 16).layout(Layout.HND).pageSize(8);
+        Run mixed = new Run().sides(p, c);
+        mixed.producerMode = ChecksumMode.MIXED;
+        mixed.consumerMode = ChecksumMode.MIXED;
+        mixed.backend = mixedBackend();
+        assertMatch(mixed.run());
+        assertEquals(3, mixed.producerPayload.version());
+        assertEquals("mixed", mixed.producerPayload.mode());
+        assertEquals("mixed", PayloadCodec.decodeBase64(mixed.wire).mode());
+        // Another mode's values really differ: the mixer is applied, not ignored.
+        Run standard = new Run().sides(p, c);
+        assertMatch(standard.run());
+        assertEquals(2, standard.producerPayload.version());
+        assertFalse(java.util.Arrays.equals(standard.producerPayload.groups().get(0).values(),
+                mixed.producerPayload.groups().get(0).values()));
+
+        Run corrupted = new Run().sides(p, c).corrupt(new Corruption(5, 77, 0));
+        corrupted.producerMode = ChecksumMode.MIXED;
+        corrupted.consumerMode = ChecksumMode.MIXED;
+        corrupted.backend = mixedBackend();
+        assertMismatch(corrupted.run(), 1, 4);
+
+        for (ChecksumMode[] pair : new ChecksumMode[][] {{ChecksumMode.MIXED, ChecksumMode.STANDARD},
+                {ChecksumMode.STANDARD, ChecksumMode.MIXED}}) {
+            for (Corruption bad : java.util.Arrays.asList(null, new Corruption(5, 77, 0))) {
+                Run r = new Run().sides(p, c);
+                r.corruption = bad;
+                r.producerMode = pair[0];
+                r.consumerMode = pair[1];
+                r.backend = mixedBackend();
+                LoadVerdict v = r.run();
+                assertEquals(Status.UNVERIFIED, v.status(), v.toString());
+                assertEquals(UnverifiedReason.MODE_DIFFERS, v.reason(), v.toString());
+                assertTrue(v.detail().contains(pair[0].wireName()) && v.detail().contains(pair[1].wireName()), v.detail());
+            }
+        }
+    }
+
+    /** A backend implementing the mixed mode. */
+    private static KvChecksum mixedBackend() {
+        return cpu.supports(ChecksumMode.MIXED) ? cpu : KvChecksums.reference();
     }
 
     @Test

@@ -31,7 +31,9 @@ class PayloadCodecTest {
             }
             groups.add(new GroupChecksums(g, rnd.nextLong(), bs, start, values));
         }
-        return ChecksumPayload.of(1 + rnd.nextInt(8), numTokens, groups);
+        // A third in the mixed mode: version 3.
+        io.kvchecksum.ChecksumMode mode = rnd.nextInt(3) == 0 ? io.kvchecksum.ChecksumMode.MIXED : io.kvchecksum.ChecksumMode.STANDARD;
+        return ChecksumPayload.of(mode, 1 + rnd.nextInt(8), numTokens, groups);
     }
 
     @Test
@@ -53,6 +55,48 @@ class PayloadCodecTest {
         String expected = "94" + "02" + "02" + "14" + "91" + "95" + "03" + "cf" + "ffffffffffffffff" + "10" + "01" + "c408"
                 + "0807060504030201";
         assertEquals(expected, HEX.formatHex(PayloadCodec.encode(p)));
+    }
+
+    @Test
+    void writesTheDocumentedVersionThreeBytes() {
+        // Built by hand from the msgpack spec: [3, 2, 20, "mixed", [[3, 2^64-1, 16, 1, bin(8)]], {}].
+        long value = 0x0102030405060708L;
+        ChecksumPayload p = ChecksumPayload.of(io.kvchecksum.ChecksumMode.MIXED, 2, 20,
+                List.of(new GroupChecksums(3, -1L, 16, 1, new long[] {value})));
+        String expected = "96" + "03" + "02" + "14" + "a56d69786564" + "91" + "95" + "03" + "cf" + "ffffffffffffffff" + "10"
+                + "01" + "c408" + "0807060504030201" + "80";
+        assertEquals(expected, HEX.formatHex(PayloadCodec.encode(p)));
+        assertEquals(p, PayloadCodec.decode(HEX.parseHex(expected)));
+        assertEquals(3, p.version());
+        assertEquals("mixed", p.mode());
+        // The standard mode still writes version 2, byte for byte.
+        assertEquals(2, ChecksumPayload.of(io.kvchecksum.ChecksumMode.STANDARD, 2, 20, p.groups()).version());
+    }
+
+    @Test
+    void versionThreeSkipsSectionsItDoesNotKnowAndRejectsBadOnes() {
+        String head = "03" + "02" + "14" + "a56d69786564" + "91" + "95" + "03" + "cf" + "ffffffffffffffff" + "10" + "01" + "c408"
+                + "0807060504030201";
+        // {"x": [1, {"y": bin(2)}], "n": nil}
+        ChecksumPayload p = PayloadCodec.decode(HEX.parseHex("96" + head + "82" + "a178" + "9201" + "81a179c4020102" + "a16e" + "c0"));
+        assertEquals("mixed", p.mode());
+        assertEquals(1, p.groups().size());
+        String[][] bad = {
+            {"96" + head + "82" + "a178" + "c0" + "a178" + "c0", "sections: 'x' appears twice"},
+            {"96" + head + "81" + "01" + "c0", "sections[0].name: expected string, got integer"},
+            {"96" + head + "81" + "a0" + "c0", "sections[0].name: empty"},
+            {"96" + head + "c0", "sections: expected map, got nil"},
+            {"96" + head + "81" + "a178" + "dd7fffffff", "sections.x: claims 2147483647 elements"},
+            {"96" + head + "81" + "a178" + "91".repeat(40) + "c0", "nested deeper than 32 levels"},
+            {"95" + head, "payload: version 3 has 6 elements, got 5"},
+            {"96" + "03" + "02" + "14" + "a54d69786564" + "90" + "80", "mode: 'Mixed' is not"},
+            {"96" + "03" + "02" + "14" + "07" + "90" + "80", "mode: expected string, got integer"},
+        };
+        for (String[] b : bad) {
+            MalformedPayloadException e = assertThrows(MalformedPayloadException.class, () -> PayloadCodec.decode(HEX.parseHex(b[0])),
+                    b[0]);
+            assertTrue(e.getMessage().contains(b[1]), b[0] + ": " + e.getMessage());
+        }
     }
 
     @Test

@@ -44,7 +44,7 @@ class PayloadDecoderFuzzTest {
         assertEquals(p, PayloadCodec.decode(PayloadCodec.encode(p)), HexFormat.of().formatHex(input));
     }
 
-    /** The seeds must be valid payloads (of both versions), or the fuzzer starts from rejected inputs only. */
+    /** The seeds must be valid payloads (of every version), or the fuzzer starts from rejected inputs only. */
     @Test
     void seedsAreValidPayloads() throws IOException {
         Path dir = Path.of("src/test/resources/io/kvchecksum/engine").resolve(SEEDS);
@@ -55,14 +55,16 @@ class PayloadDecoderFuzzTest {
         assertFalse(seeds.isEmpty(), "no seeds in " + dir);
         boolean v1 = false;
         boolean v2 = false;
+        boolean v3 = false;
         for (Path f : seeds) {
             try (InputStream in = getClass().getResourceAsStream(SEEDS + f.getFileName())) {
                 ChecksumPayload p = PayloadCodec.decode(in.readAllBytes());
                 assertEquals(p, PayloadCodec.decode(PayloadCodec.encode(p)), f.toString());
                 v1 |= p.version() == 1;
                 v2 |= p.version() == 2;
+                v3 |= p.version() == 3;
             }
         }
-        assertEquals(List.of(true, true), List.of(v1, v2), "seeds of both versions");
+        assertEquals(List.of(true, true, true), List.of(v1, v2, v3), "seeds of every version");
     }
 }

@@ -39,12 +39,15 @@ class PayloadInteropTest {
     /** The NAME.txt form of a payload, as payloads.py writes it (without the trailing extra lines). */
     static String text(ChecksumPayload p, boolean taggedOne) {
         StringBuilder b = new StringBuilder();
-        b.append("tag ").append(p.version() == 1 || taggedOne ? 1 : 2).append('\n');
-        b.append("form ").append(p.version() == 1 ? "v1" : taggedOne ? "v1-tagged-final" : "v2").append('\n');
+        b.append("tag ").append(p.version() == 1 || taggedOne ? 1 : p.version()).append('\n');
+        b.append("form ").append(p.version() == 1 ? "v1" : taggedOne ? "v1-tagged-final" : "v" + p.version()).append('\n');
         if (p.tpSize() != null) {
             b.append("tp_size ").append(p.tpSize()).append('\n');
         }
         b.append("num_tokens ").append(p.numTokens()).append('\n');
+        if (p.version() == 3) {
+            b.append("mode ").append(p.mode()).append('\n');
+        }
         for (GroupChecksums g : p.groups()) {
             b.append("group ").append(g.groupId()).append(" fingerprint ").append(Long.toUnsignedString(g.fingerprint()));
             if (g.blockSize() != null) {
@@ -65,7 +68,7 @@ class PayloadInteropTest {
         try (Stream<Path> s = Files.list(DIR)) {
             txt = s.filter(p -> p.toString().endsWith(".txt")).sorted().toList();
         }
-        assertTrue(txt.size() >= 7, "expected the committed interop cases in " + DIR + ", found " + txt);
+        assertTrue(txt.size() >= 11, "expected the committed interop cases in " + DIR + ", found " + txt);
         return txt.stream().map(t -> DynamicTest.dynamicTest(t.getFileName().toString(), () -> {
             String name = t.getFileName().toString().replace(".txt", "");
             List<String> lines = Files.readAllLines(t);
@@ -93,8 +96,10 @@ class PayloadInteropTest {
             }
             groups.add(new GroupChecksums(i * (1 + rnd.nextInt(70000)), rnd.nextLong(), version == 1 ? null : bs, start, v));
         }
+        int tp = 1 + rnd.nextInt(rnd.nextBoolean() ? 8 : 100000);
         return version == 1 ? new ChecksumPayload(1, null, n, groups)
-                : ChecksumPayload.of(1 + rnd.nextInt(rnd.nextBoolean() ? 8 : 100000), n, groups);
+                : version == 3 ? ChecksumPayload.of(io.kvchecksum.ChecksumMode.MIXED, tp, n, groups)
+                : ChecksumPayload.of(tp, n, groups);
     }
 
     @Test
@@ -115,7 +120,7 @@ class PayloadInteropTest {
         List<String> cmd = new ArrayList<>(List.of(python, script.toString(), "--decode"));
         StringBuilder expected = new StringBuilder();
         for (int i = 0; i < 40; i++) {
-            ChecksumPayload p = random(rnd, i % 5 == 0 ? 1 : 2);
+            ChecksumPayload p = random(rnd, i % 5 == 0 ? 1 : i % 5 == 1 ? 3 : 2);
             Path f = dir.resolve("java-" + i + ".msgpack");
             Files.write(f, PayloadCodec.encode(p));
             cmd.add(f.toString());

@@ -311,8 +311,11 @@ class SeedRulesTest {
                 pack(new Object[] {1, 2, 20, new Object[] {new Object[] {0, 77, 0, values}}})));
         assertTrue(e.getMessage().startsWith("groups[0]: a group has 5 elements in a version-1-tagged payload"), e.getMessage());
         e = assertThrows(MalformedPayloadException.class, () -> PayloadCodec.decode(
+                pack(new Object[] {4, 2, 20, new Object[] {new Object[] {0, 77, 16, 0, values}}})));
+        assertTrue(e.getMessage().startsWith("version: unknown payload version 4"), e.getMessage());
+        e = assertThrows(MalformedPayloadException.class, () -> PayloadCodec.decode(
                 pack(new Object[] {3, 2, 20, new Object[] {new Object[] {0, 77, 16, 0, values}}})));
-        assertTrue(e.getMessage().startsWith("version: unknown payload version 3"), e.getMessage());
+        assertEquals("payload: version 3 has 6 elements, got 4", e.getMessage());
         e = assertThrows(MalformedPayloadException.class, () -> PayloadCodec.decode(
                 pack(new Object[] {2, 20, new Object[] {new Object[] {0, 77, 0, values}}})));
         assertEquals("payload: version 2 has 4 elements, got 3", e.getMessage());
@@ -416,8 +419,8 @@ class SeedRulesTest {
             int[] closes = {0};
             FlakyBackend slow = new FlakyBackend() {
                 @Override
-                public PendingChecksums submit(KvCacheGroup group, RequestBlocks request, long stream) {
-                    PendingChecksums real = super.submit(group, request, stream);
+                public PendingChecksums submit(SlicePlan plan, long stream) {
+                    PendingChecksums real = super.submit(plan, stream);
                     return new PendingChecksums() {
                         @Override
                         public long[] get() {

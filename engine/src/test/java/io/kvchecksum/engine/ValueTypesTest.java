@@ -177,6 +177,12 @@ class ValueTypesTest {
         assertNotEquals(g, new GroupChecksums(2, -1L, 16, 2, new long[] {5, 6}));
 
         assertThrows(IllegalArgumentException.class, () -> new ChecksumPayload(3, 1, 0, List.of()));
+        assertThrows(IllegalArgumentException.class, () -> new ChecksumPayload(4, 1, 0, List.of(), "mixed"));
+        assertThrows(IllegalArgumentException.class, () -> new ChecksumPayload(2, 1, 0, List.of(), "mixed"));
+        assertThrows(IllegalArgumentException.class, () -> new ChecksumPayload(3, 1, 0, List.of(), "Mixed"));
+        assertThrows(IllegalArgumentException.class, () -> new ChecksumPayload(3, 1, 0, List.of(), ""));
+        assertEquals("mixed", new ChecksumPayload(3, 1, 0, List.of(), "mixed").mode());
+        assertEquals(null, new ChecksumPayload(3, 1, 0, List.of(), "later-mode").checksumMode());
         assertThrows(IllegalArgumentException.class, () -> new ChecksumPayload(2, 1, -1, List.of()));
         assertThrows(IllegalArgumentException.class, () -> new ChecksumPayload(2, null, 0, List.of()));
         assertThrows(IllegalArgumentException.class, () -> new ChecksumPayload(2, 0, 0, List.of()));
