@@ -40,6 +40,8 @@ import zlib
 
 import numpy as np
 
+from generate_mixed import mix_int, mix_np  # the mixed mode's mixer, NumPy's own implementation
+
 SEED = 20250604
 M64 = (1 << 64) - 1
 H = 1 << 16
@@ -71,7 +73,7 @@ def rng_for(name):
 # The definition
 # ------------------------------------------------------------------------------------------------
 
-def block_checksums(layers, num_tokens, first_block, block_size, head_offset):
+def block_checksums(layers, num_tokens, first_block, block_size, head_offset, mixed=False):
     """layers: list of (layer_number, K uint8 [T, heads, kb], V uint8 [T, heads, vb] or None) holding
     request positions start .. start+T-1, start = first_block*block_size.  Returns the block
     checksums of blocks first_block .. cdiv(num_tokens, block_size)-1 as Python ints."""
@@ -85,6 +87,8 @@ def block_checksums(layers, num_tokens, first_block, block_size, head_offset):
             assert cells.shape[0] >= n and cells.shape[2] % 8 == 0
             P = cells.shape[2] // 8
             x = np.ascontiguousarray(cells[:n]).view('<u8').astype(U64)          # [n, heads, P]
+            if mixed:
+                x = mix_np(x)
             t = np.arange(n, dtype=U64) + U64(start)
             j = t[:, None] * U64(P) + np.arange(P, dtype=U64)[None, :]           # [n, P]
             w = j * U64(2) + U64(1)
@@ -96,11 +100,11 @@ def block_checksums(layers, num_tokens, first_block, block_size, head_offset):
                     lo, hi = b * block_size - start, min((b + 1) * block_size, num_tokens) - start
                     out[i] += m * per_token[lo:hi, h].sum(dtype=U64)
     fast = [int(c) for c in out]
-    assert fast == block_checksums_pyint(layers, num_tokens, first_block, block_size, head_offset)
+    assert fast == block_checksums_pyint(layers, num_tokens, first_block, block_size, head_offset, mixed)
     return fast
 
 
-def block_checksums_pyint(layers, num_tokens, first_block, block_size, head_offset):
+def block_checksums_pyint(layers, num_tokens, first_block, block_size, head_offset, mixed=False):
     """The same, one piece at a time with Python integers (the second, independent computation)."""
     start = first_block * block_size
     out = []
@@ -114,6 +118,8 @@ def block_checksums_pyint(layers, num_tokens, first_block, block_size, head_offs
                     P = len(cell) // 8
                     for p in range(P):
                         x = int.from_bytes(cell[8 * p:8 * p + 8], 'little')
+                        if mixed:
+                            x = mix_int(x)
                         s += x * (2 * (t * P + p) + 1)
                 c += (2 * (layer * H + head_offset + h) + 1) * (s & M64)
         out.append(c & M64)
@@ -265,7 +271,8 @@ def case(layers, tokens_in_dump, block_size, first_block=0, head_offset=0, num_t
     args = {'block_size': block_size, 'first_block': first_block, 'head_offset': head_offset,
             'num_tokens': arg_num_tokens}
     return {'args': args, 'num_tokens': n, 'first_block': first_block,
-            'values': [str(c) for c in block_checksums(layers, n, first_block, block_size, head_offset)]}
+            'values': [str(c) for c in block_checksums(layers, n, first_block, block_size, head_offset)],
+            'values_mixed': [str(c) for c in block_checksums(layers, n, first_block, block_size, head_offset, True)]}
 
 
 def good_dumps(out):
@@ -393,13 +400,17 @@ def diff_dumps(out):
           paged_tensors(r, changed, 'vllm-flash', 'BF16', 7, 16, 'I64', num_tokens_tensor=48))
     va = [str(c) for c in block_checksums(L, 48, 0, 16, 0)]
     vb = [str(c) for c in block_checksums(changed, 48, 0, 16, 0)]
+    vam = [str(c) for c in block_checksums(L, 48, 0, 16, 0, True)]
+    vbm = [str(c) for c in block_checksums(changed, 48, 0, 16, 0, True)]
     return [
         {'a': 'diff-a-gathered.safetensors', 'layout_a': 'gathered',
          'b': 'diff-same-hnd.safetensors', 'layout_b': 'vllm-flashinfer-hnd',
-         'block_size': 16, 'values_a': va, 'values_b': va, 'differences': []},
+         'block_size': 16, 'values_a': va, 'values_b': va, 'values_a_mixed': vam, 'values_b_mixed': vam,
+         'differences': []},
         {'a': 'diff-a-gathered.safetensors', 'layout_a': 'gathered',
          'b': 'diff-b-flash.safetensors', 'layout_b': 'vllm-flash',
-         'block_size': 16, 'values_a': va, 'values_b': vb, 'differences': [
+         'block_size': 16, 'values_a': va, 'values_b': vb, 'values_a_mixed': vam, 'values_b_mixed': vbm,
+         'differences': [
              {'block': 1, 'layer': 2, 'head': 1, 'token_first': 20, 'token_last': 22,
               'k_bytes': [10, 13], 'v_bytes': None},
              {'block': 2, 'layer': 0, 'head': 0, 'token_first': 40, 'token_last': 40,

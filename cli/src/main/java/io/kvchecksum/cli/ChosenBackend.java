@@ -1,5 +1,6 @@
 package io.kvchecksum.cli;
 
+import io.kvchecksum.ChecksumMode;
 import io.kvchecksum.InvalidLayoutException;
 import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvChecksums;
@@ -41,7 +42,20 @@ final class ChosenBackend implements AutoCloseable {
 
     /** The block checksums of a dump on this backend, with progress. */
     long[] blockChecksums(KvDump dump, Progress progress) {
-        return ChunkedChecksums.blockChecksums(backend, dump, progress);
+        return blockChecksums(dump, progress, ChecksumMode.STANDARD);
+    }
+
+    /** The block checksums of a dump in checksum mode {@code mode}, with progress. */
+    long[] blockChecksums(KvDump dump, Progress progress, ChecksumMode mode) {
+        return ChunkedChecksums.blockChecksums(backend, dump, progress, mode);
+    }
+
+    /** A usage error (exit 64) before anything is read when the backend does not implement {@code mode}. */
+    void requireMode(ChecksumMode mode, CommandLine cl) {
+        if (!backend.supports(mode)) {
+            throw new CommandLine.ParameterException(cl, "--mode " + mode.wireName() + ": backend '" + backend.name()
+                    + "' does not implement the " + mode.wireName() + " checksum mode");
+        }
     }
 
     /** The backend that runs. */

@@ -1,7 +1,9 @@
 package io.kvchecksum.cli;
 
+import io.kvchecksum.ChecksumMode;
 import io.kvchecksum.KvChecksum;
 import io.kvchecksum.RequestBlocks;
+import io.kvchecksum.SlicePlan;
 import io.kvchecksum.cli.dump.KvDump;
 
 /**
@@ -16,11 +18,11 @@ final class ChunkedChecksums {
     private ChunkedChecksums() {
     }
 
-    static long[] blockChecksums(KvChecksum backend, KvDump dump, Progress progress) {
+    static long[] blockChecksums(KvChecksum backend, KvDump dump, Progress progress, ChecksumMode mode) {
         RequestBlocks r = dump.request();
         long perToken = dump.group().bytesPerToken();
         if (dump.kvBytes() <= chunkBytes || !progress.enabled()) {
-            long[] v = backend.blockChecksums(dump.group(), r);
+            long[] v = backend.blockChecksums(SlicePlan.of(dump.group(), r, mode));
             progress.update(dump.kvBytes());
             return v;
         }
@@ -33,7 +35,7 @@ final class ChunkedChecksums {
             int nb = Math.min(perChunk, blocks - i);
             long end = Math.min((fb + nb) * r.blockSize(), r.numTokens());
             RequestBlocks part = RequestBlocks.of(dump.tablePart(fb * r.blockSize(), end), end, fb, r.blockSize());
-            long[] v = backend.blockChecksums(dump.group(), part);
+            long[] v = backend.blockChecksums(SlicePlan.of(dump.group(), part, mode));
             System.arraycopy(v, 0, out, i, nb);
             done += (end - fb * r.blockSize()) * perToken;
             progress.update(done);

@@ -68,6 +68,9 @@ final class DiffCommand implements Callable<Integer> {
     @Mixin
     BackendOption backend;
 
+    @Mixin
+    ModeOption modeOption;
+
     @Option(names = "--json", description = "Print one JSON object on stdout.")
     boolean json;
 
@@ -96,6 +99,7 @@ final class DiffCommand implements Callable<Integer> {
         if (maxBlocks < 1) {
             throw new picocli.CommandLine.ParameterException(spec.commandLine(), "--max-blocks " + maxBlocks + ": must be 1 or more");
         }
+        io.kvchecksum.ChecksumMode mode = modeOption.mode(spec.commandLine());
         String la = layoutA != null ? layoutA : layout;
         String lb = layoutB != null ? layoutB : layout;
         try (DumpFile fa = DumpFile.open(a); DumpFile fb = DumpFile.open(b)) {
@@ -106,7 +110,8 @@ final class DiffCommand implements Callable<Integer> {
             String desc;
             String name;
             try (ChosenBackend be = backend.open(spec.commandLine())) {
-                r = compare(da, db, be, err, Progress.shown(quiet));
+                be.requireMode(mode, spec.commandLine());
+                r = compare(da, db, be, err, Progress.shown(quiet), mode);
                 desc = be.backend().description();
                 name = be.backend().name();
             }
@@ -117,6 +122,7 @@ final class DiffCommand implements Callable<Integer> {
                 j.put("first_block", r.firstBlock);
                 j.put("num_tokens_a", r.numTokensA);
                 j.put("num_tokens_b", r.numTokensB);
+                j.put("mode", mode.wireName());
                 j.put("backend", name);
                 j.put("backend_description", desc);
                 j.put("values_a", Json.unsigned(r.valuesA));
@@ -142,7 +148,8 @@ final class DiffCommand implements Callable<Integer> {
             } else {
                 out.println("A: " + da.describe());
                 out.println("B: " + db.describe());
-                out.println("blocks of " + bs + " tokens from block " + firstBlock + "; backend " + desc);
+                out.println("blocks of " + bs + " tokens from block " + firstBlock + "; backend " + desc
+                        + (mode == io.kvchecksum.ChecksumMode.STANDARD ? "" : "; mode " + mode.wireName()));
                 if (r.numTokensA != r.numTokensB) {
                     out.println("token counts differ: A has " + r.numTokensA + ", B has " + r.numTokensB
                             + "; compared the blocks both hold");
@@ -218,6 +225,12 @@ final class DiffCommand implements Callable<Integer> {
     }
 
     static Result compare(KvDump da, KvDump db, ChosenBackend be, PrintWriter err, boolean progress) {
+        return compare(da, db, be, err, progress, io.kvchecksum.ChecksumMode.STANDARD);
+    }
+
+    /** As {@link #compare(KvDump, KvDump, ChosenBackend, PrintWriter, boolean)}, the checksums in {@code mode}. */
+    static Result compare(KvDump da, KvDump db, ChosenBackend be, PrintWriter err, boolean progress,
+            io.kvchecksum.ChecksumMode mode) {
         Map<Long, KvDump.Layer[]> sa = slices(da);
         Map<Long, KvDump.Layer[]> sb = slices(db);
         if (!sa.keySet().equals(sb.keySet())) {
@@ -241,10 +254,10 @@ final class DiffCommand implements Callable<Integer> {
         long[] va;
         long[] vb;
         try (Progress p = new Progress(err, progress, "diff A", da.kvBytes())) {
-            va = be.blockChecksums(da, p);
+            va = be.blockChecksums(da, p, mode);
         }
         try (Progress p = new Progress(err, progress, "diff B", db.kvBytes())) {
-            vb = be.blockChecksums(db, p);
+            vb = be.blockChecksums(db, p, mode);
         }
         RequestBlocks r = da.request();
         long n = Math.min(da.request().numTokens(), db.request().numTokens());

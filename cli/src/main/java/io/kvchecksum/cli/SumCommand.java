@@ -45,7 +45,10 @@ final class SumCommand implements Callable<Integer> {
     @Option(names = "--json", description = "Print one JSON object on stdout.")
     boolean json;
 
-    @Option(names = "--payload", description = "Print the base64 payload (version 2) instead of the values.")
+    @Mixin
+    ModeOption modeOption;
+
+    @Option(names = "--payload", description = "Print the base64 payload (version 2; 3 with --mode mixed) instead of the values.")
     boolean payload;
 
     @Option(names = "--tp-size", paramLabel = "T", defaultValue = "1", description = "The TP size the payload names (default 1).")
@@ -71,15 +74,17 @@ final class SumCommand implements Callable<Integer> {
             throw new ParameterException(spec.commandLine(), "--group-id " + groupId + ": must be 0 or more");
         }
         fingerprint.validate();
+        io.kvchecksum.ChecksumMode mode = modeOption.mode(spec.commandLine());
         try (DumpFile file = DumpFile.open(dump)) {
             KvDump d = KvDump.of(file, dumpOptions.options(blockSize));
             try (ChosenBackend b = backend.open(spec.commandLine());
                     Progress p = new Progress(err, Progress.shown(quiet), "sum", d.kvBytes())) {
-                long[] values = b.blockChecksums(d, p);
+                b.requireMode(mode, spec.commandLine());
+                long[] values = b.blockChecksums(d, p, mode);
                 p.close();
                 RequestBlocks r = d.request();
                 if (payload) {
-                    String text = PayloadCodec.encodeBase64(ChecksumPayload.of(tpSize, r.numTokens(),
+                    String text = PayloadCodec.encodeBase64(ChecksumPayload.of(mode, tpSize, r.numTokens(),
                             List.of(new GroupChecksums(groupId, fingerprint.of(d), r.blockSize(), r.firstBlock(), values))));
                     if (json) {
                         Map<String, Object> o = new LinkedHashMap<>();
@@ -95,6 +100,7 @@ final class SumCommand implements Callable<Integer> {
                     o.put("block_size", r.blockSize());
                     o.put("first_block", r.firstBlock());
                     o.put("num_tokens", r.numTokens());
+                    o.put("mode", mode.wireName());
                     o.put("backend", b.backend().name());
                     o.put("backend_description", b.backend().description());
                     o.put("values", Json.unsigned(values));
@@ -105,6 +111,9 @@ final class SumCommand implements Callable<Integer> {
                             + ", blocks " + r.firstBlock() + ".." + (r.firstBlock() + values.length - 1) + " of "
                             + r.blockSize() + " tokens, head offset " + dumpOptions.headOffset);
                     out.println("backend: " + b.backend().description());
+                    if (mode != io.kvchecksum.ChecksumMode.STANDARD) {
+                        out.println("mode:    " + mode.wireName());
+                    }
                     out.printf("%8s  %-17s  %20s%n", "block", "tokens", "checksum");
                     for (int i = 0; i < values.length; i++) {
                         long bp = r.firstBlock() + i;

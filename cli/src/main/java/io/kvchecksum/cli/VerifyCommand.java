@@ -1,5 +1,6 @@
 package io.kvchecksum.cli;
 
+import io.kvchecksum.ChecksumMode;
 import io.kvchecksum.RequestBlocks;
 import io.kvchecksum.cli.dump.DumpFile;
 import io.kvchecksum.cli.dump.InvalidInputException;
@@ -32,6 +33,7 @@ import java.util.stream.Collectors;
 @Command(name = "verify", mixinStandardHelpOptions = true, sortOptions = false,
         description = {"Checks a consumer's dump against the producer's payload.",
                 "A verdict per group: MATCH, MISMATCH with the block positions, UNVERIFIED with the reason.",
+                "The checksum mode (standard, mixed) is the payload's.",
                 "Exit 0 match, 1 mismatch, 2 unverified, 65 malformed dump or payload."})
 final class VerifyCommand implements Callable<Integer> {
     @Spec
@@ -97,14 +99,18 @@ final class VerifyCommand implements Callable<Integer> {
                 d = KvDump.of(file, new KvDump.Options(o.layout(), b, exp.numTokens(), o.firstBlock(), o.headOffset()));
             }
             RequestBlocks r = d.request();
+            // The payload's mode; a mode this build does not know is computed in the standard mode and reported by the
+            // comparison as MODE_DIFFERS.
+            ChecksumMode mode = exp.checksumMode() == null ? ChecksumMode.STANDARD : exp.checksumMode();
             try (ChosenBackend be = backend.open(spec.commandLine());
                     Progress p = new Progress(err, Progress.shown(quiet), "verify", d.kvBytes())) {
-                long[] values = be.blockChecksums(d, p);
+                be.requireMode(mode, spec.commandLine());
+                long[] values = be.blockChecksums(d, p, mode);
                 p.close();
-                ChecksumPayload actual = ChecksumPayload.of(exp.tpSize() == null ? 1 : exp.tpSize(), r.numTokens(),
+                ChecksumPayload actual = ChecksumPayload.of(mode, exp.tpSize() == null ? 1 : exp.tpSize(), r.numTokens(),
                         List.of(new GroupChecksums(groupId, fingerprint.of(d), r.blockSize(), r.firstBlock(), values)));
                 ChecksumPayload expOne = new ChecksumPayload(exp.version(), exp.tpSize(), exp.numTokens(),
-                        exp.groups().stream().filter(g -> g.groupId() == groupId).toList());
+                        exp.groups().stream().filter(g -> g.groupId() == groupId).toList(), exp.mode());
                 LoadVerdict v = Verifier.compare(expOne, actual);
                 Verdict verdict = Verdict.of(v, groupId, eg, exp.numTokens(), r, values.length);
                 if (json) {
@@ -119,6 +125,7 @@ final class VerifyCommand implements Callable<Integer> {
                     j.put("block_size", r.blockSize());
                     j.put("first_block", r.firstBlock());
                     j.put("num_tokens", r.numTokens());
+                    j.put("mode", exp.mode());
                     List<Object> gs = new ArrayList<>();
                     for (GroupVerdict g : v.groups()) {
                         boolean mine = g.groupId() == groupId && Verdict.INCOMPLETE_DUMP.equals(verdict.reason());
@@ -135,7 +142,7 @@ final class VerifyCommand implements Callable<Integer> {
                     Json.print(out, j);
                 } else {
                     out.println("dump:     " + d.describe());
-                    out.println("expected: payload version " + exp.version() + ", tp_size "
+                    out.println("expected: payload version " + exp.version() + ", mode " + exp.mode() + ", tp_size "
                             + (exp.tpSize() == null ? "-" : exp.tpSize()) + ", " + exp.numTokens() + " tokens; "
                             + (eg == null ? "no group " + groupId : PayloadCommand.summary(eg)));
                     out.println("actual:   " + PayloadCommand.summary(actual.groups().getFirst()) + " (" + r.numTokens()
