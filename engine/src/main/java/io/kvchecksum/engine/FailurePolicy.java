@@ -12,7 +12,7 @@ import java.util.concurrent.ConcurrentHashMap;
  * <ul>
  *   <li><b>Fail-open</b> (roll-out, observation): every load is used.</li>
  *   <li><b>Fail-closed</b>: a mismatched or unverified load fails; the engine then either ends the request
- *       ({@link OnFailure#FAIL}) or recomputes the prompt locally ({@link OnFailure#RECOMPUTE}). The KV is not
+ *       ({@link OnFailure#FAIL_REQUEST}) or recomputes the prompt locally ({@link OnFailure#RECOMPUTE}). The KV is not
  *       transferred again; recovery is per request.</li>
  * </ul>
  * A match is always {@link Action#USE_LOAD}. Under TP, feed the decisions to {@link RankDecisions} before acting.
@@ -21,13 +21,18 @@ import java.util.concurrent.ConcurrentHashMap;
  * verdict is counted in the policy's {@link ChecksumMetrics}.
  *
  * <p><b>One instance per engine</b>, made at startup: "once per reason" is per instance. Thread-safe.
+ *
+ * <p><b>Where it logs.</b> To {@code System.getLogger(FailurePolicy.class.getName())} (java.util.logging unless the
+ * application installs another {@code System.LoggerFinder}), or to the {@link Logger} the engine passes to
+ * {@link #failOpen(ChecksumMetrics, Logger)} or {@link #failClosed(OnFailure, ChecksumMetrics, Logger)}: its own
+ * logging, a counter, or a logger that drops what a load test expects by the thousand.
  */
 public final class FailurePolicy {
 
     /** What a fail-closed engine does with a failed load. */
     public enum OnFailure {
         /** End the request with an error. */
-        FAIL,
+        FAIL_REQUEST,
         /** Recompute the whole prompt locally. */
         RECOMPUTE
     }
@@ -52,7 +57,12 @@ public final class FailurePolicy {
 
     /** Log and use every load, counting verdicts in {@code metrics}. */
     public static FailurePolicy failOpen(ChecksumMetrics metrics) {
-        return new FailurePolicy(false, null, System.getLogger(FailurePolicy.class.getName()), metrics);
+        return failOpen(metrics, defaultLogger());
+    }
+
+    /** Log to {@code log} and use every load, counting verdicts in {@code metrics}. */
+    public static FailurePolicy failOpen(ChecksumMetrics metrics, Logger log) {
+        return new FailurePolicy(false, null, log, metrics);
     }
 
     /** Fail every mismatched or unverified load, then {@code onFailure}. */
@@ -62,8 +72,19 @@ public final class FailurePolicy {
 
     /** Fail every mismatched or unverified load, then {@code onFailure}, counting verdicts in {@code metrics}. */
     public static FailurePolicy failClosed(OnFailure onFailure, ChecksumMetrics metrics) {
-        return new FailurePolicy(true, Objects.requireNonNull(onFailure, "onFailure"),
-                System.getLogger(FailurePolicy.class.getName()), metrics);
+        return failClosed(onFailure, metrics, defaultLogger());
+    }
+
+    /**
+     * Fail every mismatched or unverified load, then {@code onFailure}, counting verdicts in {@code metrics} and
+     * logging to {@code log}.
+     */
+    public static FailurePolicy failClosed(OnFailure onFailure, ChecksumMetrics metrics, Logger log) {
+        return new FailurePolicy(true, Objects.requireNonNull(onFailure, "onFailure"), log, metrics);
+    }
+
+    private static Logger defaultLogger() {
+        return System.getLogger(FailurePolicy.class.getName());
     }
 
     /**
@@ -126,6 +147,6 @@ public final class FailurePolicy {
         if (!failClosed) {
             return new Decision(requestId, Action.USE_LOAD, verdict);
         }
-        return new Decision(requestId, onFailure == OnFailure.FAIL ? Action.FAIL_REQUEST : Action.RECOMPUTE, verdict);
+        return new Decision(requestId, onFailure == OnFailure.FAIL_REQUEST ? Action.FAIL_REQUEST : Action.RECOMPUTE, verdict);
     }
 }

@@ -27,6 +27,11 @@ public final class PayloadSender {
         this(System.getLogger(PayloadSender.class.getName()), metrics);
     }
 
+    /** A sender logging to {@code log} (the engine's own logging, or one that drops the warnings a load test expects). */
+    public PayloadSender(ChecksumMetrics metrics, Logger log) {
+        this(log, metrics);
+    }
+
     PayloadSender(Logger log, ChecksumMetrics metrics) {
         this.log = Objects.requireNonNull(log, "log");
         this.metrics = Objects.requireNonNull(metrics, "metrics");

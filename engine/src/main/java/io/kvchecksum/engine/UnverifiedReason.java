@@ -38,6 +38,11 @@ public enum UnverifiedReason {
     MODE_DIFFERS,
     /** Not every worker (TP rank x PP stage) reported the request. */
     NOT_EVERY_WORKER_REPORTED,
+    /**
+     * A worker's checksum backend failed (device lost, driver error, out of device memory) and the worker reported
+     * the failure instead of checksums ({@link WorkerRecord#failed}, {@link WorkerChecksummer#tryCompute}); the detail carries the failure.
+     */
+    BACKEND_FAILED,
     /** A worker checksummed other blocks than the scheduler scheduled, or disagreed with its peers. */
     OTHER_BLOCKS_THAN_SCHEDULED,
     /** Every group was skipped on both sides: nothing of the load was compared. */

@@ -29,6 +29,15 @@ import java.util.TreeMap;
  * device has finished, or the engine ships the handle's record with the step's output (vLLM's
  * {@code KVChecksumOutput.finalize}), which waits only for the result copy.
  *
+ * <p><b>A failing backend.</b> An engine's step calls {@link #trySubmit} (or, synchronously, {@link #tryCompute}):
+ * whatever the backend throws while enqueueing, polling or reading the checksums (device lost, driver error, out of
+ * device memory, a cache it cannot read) becomes the worker's {@link WorkerRecord#failed failed record} instead of an
+ * exception in the step. The scheduler aggregates it like any record: on the consumer the load is then
+ * {@link UnverifiedReason#BACKEND_FAILED} with the failure in the verdict's detail (and the {@link FailurePolicy}
+ * acts on it); on the producer {@link PayloadSender} sends no checksums, with its warning, and the consumer sees
+ * {@link UnverifiedReason#MISSING_PAYLOAD}. {@link #submit} and {@link #compute} throw the backend's exception
+ * instead, for tools and tests that want it. Errors ({@code OutOfMemoryError} of the JVM, ...) propagate either way.
+ *
  * <p>The worker's layout (its layers per group, by replica) and the groups it cannot checksum are fixed at startup
  * ({@link CacheGate}). Thread-safe if the backend is (every {@link KvChecksum} is); the caches must not be written
  * before the pending record is done.
@@ -144,11 +153,27 @@ public final class WorkerChecksummer {
      *     this request is released first
      */
     public PendingRecord submit(Side side, long numTokens, List<BlockSelection> scheduled, long stream) {
-        return enqueue(side, numTokens, scheduled, stream);
+        return enqueue(side, numTokens, scheduled, stream, false);
     }
 
-    /** {@code stream} null: the backend's own {@link KvChecksum#submit(KvCacheGroup, RequestBlocks)}. */
-    private PendingRecord enqueue(Side side, long numTokens, List<BlockSelection> scheduled, Long stream) {
+    /**
+     * As {@link #submit}, but a backend failure is reported, never thrown: if enqueueing fails, the returned record is
+     * already done and {@link WorkerRecord#isFailed failed}; if polling or reading the results fails,
+     * {@link PendingRecord#poll}/{@link PendingRecord#record} return the failed record. What an engine's step calls.
+     *
+     * @throws IllegalArgumentException only for a selection of another token count than {@code numTokens} (a
+     *     scheduler bug, found before anything is enqueued)
+     */
+    public PendingRecord trySubmit(Side side, long numTokens, List<BlockSelection> scheduled, long stream) {
+        return enqueue(side, numTokens, scheduled, stream, true);
+    }
+
+    /**
+     * {@code stream} null: the backend's own {@link KvChecksum#submit(KvCacheGroup, RequestBlocks)}.
+     * {@code reportFailures}: a backend failure becomes a failed record instead of an exception.
+     */
+    private PendingRecord enqueue(Side side, long numTokens, List<BlockSelection> scheduled, Long stream,
+            boolean reportFailures) {
         Objects.requireNonNull(side, "side");
         long started = System.nanoTime();
         for (BlockSelection s : scheduled) {
@@ -187,10 +212,16 @@ public final class WorkerChecksummer {
             }
         } catch (RuntimeException e) {
             closeAll(parts, e);
-            throw e;
+            if (!reportFailures) {
+                throw e;
+            }
+            PendingRecord failed = new PendingRecord(tpRank, ppStage, numTokens, List.of(), Map.of(), started, metrics, true,
+                    mode);
+            failed.fail(e);
+            return failed;
         }
         skipped.forEach(skippedHere::putIfAbsent);
-        return new PendingRecord(tpRank, ppStage, numTokens, parts, skippedHere, started, metrics, mode);
+        return new PendingRecord(tpRank, ppStage, numTokens, parts, skippedHere, started, metrics, reportFailures, mode);
     }
 
     /**
@@ -199,7 +230,19 @@ public final class WorkerChecksummer {
      * step.
      */
     public WorkerRecord compute(Side side, long numTokens, List<BlockSelection> scheduled) {
-        try (PendingRecord p = enqueue(side, numTokens, scheduled, null)) {
+        try (PendingRecord p = enqueue(side, numTokens, scheduled, null, false)) {
+            return p.record();
+        }
+    }
+
+    /**
+     * As {@link #compute}, but a backend failure is the worker's {@link WorkerRecord#failed failed record}, never an
+     * exception: for CPU engines (Jlama) whose step computes synchronously.
+     *
+     * @throws IllegalArgumentException only for a selection of another token count than {@code numTokens}
+     */
+    public WorkerRecord tryCompute(Side side, long numTokens, List<BlockSelection> scheduled) {
+        try (PendingRecord p = enqueue(side, numTokens, scheduled, null, true)) {
             return p.record();
         }
     }
@@ -234,7 +277,8 @@ public final class WorkerChecksummer {
     /**
      * A worker's record of one request while the device computes it. Not thread-safe: the scheduler's thread polls it
      * (or the output's serializer takes its record); close it when it is no longer needed (after {@link #record()}
-     * closing is optional), which releases whatever the backend still holds.
+     * closing is optional), which releases whatever the backend still holds. One made by {@link #trySubmit} reports a
+     * backend failure as a failed record from {@link #isDone}/{@link #poll}/{@link #record} instead of throwing it.
      */
     public static final class PendingRecord implements AutoCloseable {
         private final int tpRank;
@@ -245,11 +289,12 @@ public final class WorkerChecksummer {
         private final long started;
         private final ChecksumMetrics metrics;
         private final ChecksumMode mode;
+        private final boolean reportFailures;
         private WorkerRecord record;
         private boolean closed;
 
         private PendingRecord(int tpRank, int ppStage, long numTokens, List<Part> parts, Map<Integer, String> skipped,
-                long started, ChecksumMetrics metrics, ChecksumMode mode) {
+                long started, ChecksumMetrics metrics, boolean reportFailures, ChecksumMode mode) {
             this.mode = mode;
             this.tpRank = tpRank;
             this.ppStage = ppStage;
@@ -258,6 +303,14 @@ public final class WorkerChecksummer {
             this.skipped = skipped;
             this.started = started;
             this.metrics = metrics;
+            this.reportFailures = reportFailures;
+        }
+
+        /** Ends this record as failed: handles released, the failure its record. */
+        private WorkerRecord fail(RuntimeException e) {
+            close(e);
+            record = WorkerRecord.failed(tpRank, ppStage, numTokens, e);
+            return record;
         }
 
         /** True when {@link #record()} would not wait on the device. Never waits. */
@@ -266,14 +319,21 @@ public final class WorkerChecksummer {
                 return true;
             }
             ensureOpen();
-            for (Part p : parts) {
-                for (List<PendingChecksums> l : p.pending.values()) {
-                    for (PendingChecksums pc : l) {
-                        if (!pc.isDone()) {
-                            return false;
+            try {
+                for (Part p : parts) {
+                    for (List<PendingChecksums> l : p.pending.values()) {
+                        for (PendingChecksums pc : l) {
+                            if (!pc.isDone()) {
+                                return false;
+                            }
                         }
                     }
                 }
+            } catch (RuntimeException e) {
+                if (!reportFailures) {
+                    throw e;
+                }
+                fail(e);
             }
             return true;
         }
@@ -285,7 +345,7 @@ public final class WorkerChecksummer {
 
         /**
          * The record, waiting for the device if it has not finished. If reading a result throws, every handle is
-         * released before the exception propagates.
+         * released before the exception propagates (or, for a {@link #trySubmit} record, becomes the failed record).
          */
         public WorkerRecord record() {
             if (record != null) {
@@ -309,11 +369,14 @@ public final class WorkerChecksummer {
                     out.add(new PartialGroup(p.selection.groupId(), p.fingerprint, p.selection.range(), columns));
                 }
             } catch (RuntimeException e) {
+                if (reportFailures) {
+                    return fail(e);
+                }
                 close(e);
                 throw e;
             }
             close(null);
-            record = new WorkerRecord(tpRank, ppStage, numTokens, out, skipped, mode);
+            record = new WorkerRecord(tpRank, ppStage, numTokens, out, skipped, null, mode);
             metrics.checksumNanos(System.nanoTime() - started);
             return record;
         }

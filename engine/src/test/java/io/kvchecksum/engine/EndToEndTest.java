@@ -337,7 +337,7 @@ class EndToEndTest {
         assertEquals(7, r.consumerPayload.groups().get(0).start());
         assertArrayEquals(new long[] {7}, v.group(0).notComparedBlocks(), v.group(0).toString());
         assertTrue(v.group(0).detail().startsWith("2 positions compared"), v.group(0).detail());
-        assertEquals(Action.USE_LOAD, FailurePolicy.failClosed(FailurePolicy.OnFailure.FAIL).decide("r", v).action());
+        assertEquals(Action.USE_LOAD, FailurePolicy.failClosed(FailurePolicy.OnFailure.FAIL_REQUEST).decide("r", v).action());
 
         // The common blocks are really compared: a flipped bit in block 9 (token 150) or block 8 (token 128).
         Run bad = new Run().corrupt(new Corruption(2, 150, 0));
@@ -513,7 +513,7 @@ class EndToEndTest {
             }
         };
         Status status = f == Failure.NONE ? Status.MATCH : f == Failure.CORRUPTED ? Status.MISMATCH : Status.UNVERIFIED;
-        FailurePolicy[] policies = {FailurePolicy.failOpen(), FailurePolicy.failClosed(FailurePolicy.OnFailure.FAIL),
+        FailurePolicy[] policies = {FailurePolicy.failOpen(), FailurePolicy.failClosed(FailurePolicy.OnFailure.FAIL_REQUEST),
                 FailurePolicy.failClosed(FailurePolicy.OnFailure.RECOMPUTE)};
         Action[] bad = {Action.USE_LOAD, Action.FAIL_REQUEST, Action.RECOMPUTE};
         for (int i = 0; i < policies.length; i++) {

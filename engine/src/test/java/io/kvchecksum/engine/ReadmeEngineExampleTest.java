@@ -87,9 +87,10 @@ class ReadmeEngineExampleTest {
             WorkerChecksummer producerWorker = new WorkerChecksummer(backend, tpRank, ppStage, producerLayout, Map.of(), metrics);
             WorkerChecksummer consumerWorker = new WorkerChecksummer(backend, tpRank, ppStage, consumerLayout, Map.of(), metrics);
 
-            // Producer worker, in the step that finishes the prompt, on the engine's stream: returns at once.
+            // Producer worker, in the step that finishes the prompt, on the engine's stream: returns at once. trySubmit throws
+            // nothing for a backend failure (device lost): the record is then failed, and the side's result BACKEND_FAILED.
             var sel = List.of(BlockSelection.producer(0, blockTable, /*null id*/ 0, numComputedTokens, 16, /*window*/ null));
-            WorkerChecksummer.PendingRecord p = producerWorker.submit(Side.PRODUCER, numComputedTokens, sel, stream);
+            WorkerChecksummer.PendingRecord p = producerWorker.trySubmit(Side.PRODUCER, numComputedTokens, sel, stream);
             // Producer scheduler: p.poll() each step (never waits) until every worker's record is in; then, for a request that
             // finished normally, the payload, or none with a warning:
             List<WorkerRecord> records = List.of(p.record());
@@ -100,7 +101,7 @@ class ReadmeEngineExampleTest {
             pending.expect(reqId, (String) kvTransferParams.get("kv_checksums"));
             // Consumer worker, in the step that reports the load finished, before any step writes its blocks:
             var csel = List.of(BlockSelection.consumer(0, table, 0, numLocalComputed, numComputed, 16, null));
-            WorkerChecksummer.PendingRecord c = consumerWorker.submit(Side.CONSUMER, numComputed, csel, stream);
+            WorkerChecksummer.PendingRecord c = consumerWorker.trySubmit(Side.CONSUMER, numComputed, csel, stream);
             // Consumer scheduler, once every worker's record is in (an incomplete set ends the load too):
             List<WorkerRecord> crecords = List.of(c.record());
             pending.verify(reqId, Aggregator.consumer(tp, pp, numComputed, csel, crecords))

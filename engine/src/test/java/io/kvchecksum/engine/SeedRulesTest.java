@@ -374,7 +374,7 @@ class SeedRulesTest {
     @Test
     void aConnectorWithoutACarrierFailsStartupClosedAndDisablesChecksumsOpen() {
         PolicyTest.Recording log = new PolicyTest.Recording();
-        FailurePolicy closed = new FailurePolicy(true, FailurePolicy.OnFailure.FAIL, log, ChecksumMetrics.NONE);
+        FailurePolicy closed = new FailurePolicy(true, FailurePolicy.OnFailure.FAIL_REQUEST, log, ChecksumMetrics.NONE);
         assertTrue(closed.checkCarrier("NixlPull", true));
         IllegalStateException e = assertThrows(IllegalStateException.class, () -> closed.checkCarrier("Offload", false));
         assertTrue(e.getMessage().contains("connector Offload cannot carry them"), e.getMessage());

@@ -3,9 +3,11 @@ package io.kvchecksum.jlama;
 import com.github.tjake.jlama.tensor.KvBufferCache;
 import io.kvchecksum.KvChecksum;
 import io.kvchecksum.engine.Action;
+import io.kvchecksum.engine.ChecksumMetrics;
 import io.kvchecksum.engine.Decision;
 import io.kvchecksum.engine.FailurePolicy;
 import io.kvchecksum.engine.LoadVerdict;
+import io.kvchecksum.engine.PayloadSender;
 import io.kvchecksum.engine.PendingLoads;
 import java.util.Arrays;
 import java.util.SplittableRandom;
@@ -34,12 +36,20 @@ public final class Disaggregated implements AutoCloseable {
      */
     public Disaggregated(JlamaInstance producer, JlamaInstance consumer, KvChecksum backend, int blockSize,
             FailurePolicy policy, int[] stalePrompt) {
+        this(producer, consumer, backend, blockSize, policy, new PayloadSender(ChecksumMetrics.NONE), stalePrompt);
+    }
+
+    /**
+     * @param sender the producer's sender of checksums, made with the engine's logger
+     */
+    public Disaggregated(JlamaInstance producer, JlamaInstance consumer, KvChecksum backend, int blockSize,
+            FailurePolicy policy, PayloadSender sender, int[] stalePrompt) {
         this.producer = producer;
         this.consumer = consumer;
         this.blockSize = blockSize;
         this.policy = policy;
         this.checks = new PdChecks(backend, blockSize, producer.model().getConfig().numberOfLayers,
-                producer.model().getWorkingDType().name());
+                producer.model().getWorkingDType().name(), sender);
         this.staleSession = producer.newSession();
         producer.prefill(staleSession, stalePrompt, 0);
         this.stale = JlamaKv.of(producer.model(), staleSession, blockSize);
@@ -85,7 +95,7 @@ public final class Disaggregated implements AutoCloseable {
             int first = producer.prefill(kvP, prompt, 0);
             JlamaKv p = JlamaKv.of(producer.model(), kvP, blockSize);
             long t = System.nanoTime();
-            String payload = checks.producerPayload(p, n);
+            String payload = checks.producerPayload(requestId, p, n);
             checksumNanos += System.nanoTime() - t;
             if (fault == KvTransfer.Fault.DROPPED_PAYLOAD) {
                 payload = null;
