@@ -83,6 +83,7 @@ final class PayloadCommand implements Callable<Integer> {
         o.put("version", p.version());
         o.put("tp_size", p.tpSize());
         o.put("num_tokens", p.numTokens());
+        o.put("mode", p.mode());
         List<Object> groups = new ArrayList<>();
         for (GroupChecksums g : p.groups()) {
             Map<String, Object> j = new LinkedHashMap<>();
@@ -105,7 +106,7 @@ final class PayloadCommand implements Callable<Integer> {
 
     /** {@code payload decode}. */
     @Command(name = "decode", mixinStandardHelpOptions = true,
-            description = "Decodes a base64 checksum payload (version 2, or the earlier version 1).")
+            description = "Decodes a base64 checksum payload (version 3 or 2, or the earlier version 1).")
     static final class Decode implements Callable<Integer> {
         @Spec
         CommandSpec spec;
@@ -133,7 +134,7 @@ final class PayloadCommand implements Callable<Integer> {
                 return Main.OK;
             }
             out.println("version " + p.version() + ", tp_size " + (p.tpSize() == null ? "-" : p.tpSize()) + ", "
-                    + p.numTokens() + " tokens, " + p.groups().size() + " group" + (p.groups().size() == 1 ? "" : "s"));
+                    + (p.version() >= 3 ? "mode " + p.mode() + ", " : "") + p.numTokens() + " tokens, " + p.groups().size() + " group" + (p.groups().size() == 1 ? "" : "s"));
             for (GroupChecksums g : p.groups()) {
                 out.println(summary(g));
                 long[] v = g.values();

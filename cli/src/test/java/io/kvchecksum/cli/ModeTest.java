@@ -108,6 +108,13 @@ class ModeTest {
         Cli.Run t = Cli.run(text.toArray(String[]::new));
         assertEquals(Main.OK, t.code(), t.out() + t.err());
         assertTrue(t.out().contains("payload version 3, mode mixed"), t.out());
+
+        // payload decode names the mode of a version-3 payload.
+        Cli.Run d = Cli.run("payload", "decode", s.out().strip());
+        assertEquals(Main.OK, d.code(), d.err());
+        assertTrue(d.out().startsWith("version 3, tp_size 1, mode mixed, "), d.out());
+        Cli.Run dj = Cli.run("payload", "decode", s.out().strip(), "--json");
+        assertEquals("mixed", dj.json().get("mode").asText());
     }
 
     private static String payload(JsonNode c, long[] values, String mode) {
