@@ -29,11 +29,15 @@ class CpuBackendsTest {
                 RandomCaches.Case c = RandomCaches.random(arena, rnd, 200);
                 long[] expected = reference.blockChecksums(c.group(), c.request());
                 SliceSums expectedSlices = reference.sliceSums(c.group(), c.request());
+                SlicePlan mixed = SlicePlan.of(c.group(), c.request(), ChecksumMode.MIXED);
+                SliceSums expectedMixed = reference.sliceSums(mixed);
                 for (KvChecksum k : fast) {
                     String msg = k.description() + " · case " + i + " " + c.label();
                     assertArrayEquals(expected, k.blockChecksums(c.group(), c.request()), msg);
                     assertEquals(expectedSlices, k.sliceSums(c.group(), c.request()), msg);
                     assertArrayEquals(expected, k.sliceSums(c.group(), c.request()).combine(), msg);
+                    assertEquals(expectedMixed, k.sliceSums(mixed), "mixed · " + msg);
+                    assertArrayEquals(expectedMixed.combine(), k.blockChecksums(mixed), "mixed · " + msg);
                 }
             }
         }
@@ -71,6 +75,12 @@ class CpuBackendsTest {
             for (KvChecksum k : fast) {
                 assertArrayEquals(expected, k.blockChecksums(g, r), k.description());
                 assertEquals(reference.sliceSums(g, r), k.sliceSums(g, r), k.description());
+            }
+            // The mixed mode's own loop, split over threads the same way.
+            SlicePlan mixed = SlicePlan.of(g, r, ChecksumMode.MIXED);
+            long[] expectedMixed = reference.blockChecksums(mixed);
+            for (KvChecksum k : fast) {
+                assertArrayEquals(expectedMixed, k.blockChecksums(mixed), "mixed · " + k.description());
             }
         }
     }

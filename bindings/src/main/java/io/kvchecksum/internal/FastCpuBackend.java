@@ -1,5 +1,6 @@
 package io.kvchecksum.internal;
 
+import io.kvchecksum.ChecksumMode;
 import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvMemory;
 import io.kvchecksum.RequestBlocks;
@@ -60,10 +61,19 @@ public final class FastCpuBackend implements KvChecksum {
         return KERNEL instanceof VectorSliceKernel;
     }
 
+    /** Both modes: the mixed one on its own loop ({@link MixedSliceSums}). */
+    @Override
+    public boolean supports(ChecksumMode mode) {
+        return true;
+    }
+
     @Override
     public long[] blockChecksums(SlicePlan plan) {
         plan.requireHost(name(), "");
         plan.requireMode(this);
+        if (plan.mode() == ChecksumMode.MIXED) {
+            return sliceSums(plan).combine();
+        }
         long[] out = new long[plan.numBlocks()];
         run(plan, (task) -> {
             long[] part = new long[task.b1 - task.b0];
@@ -82,6 +92,9 @@ public final class FastCpuBackend implements KvChecksum {
     public SliceSums sliceSums(SlicePlan plan) {
         plan.requireHost(name(), "");
         plan.requireMode(this);
+        if (plan.mode() == ChecksumMode.MIXED) {
+            return plan.sliceSums(MixedSliceSums.values(plan, plan.numBlocks() > 0 && parallel(plan)));
+        }
         int nb = plan.numBlocks();
         long[] values = new long[plan.numSlices() * nb];
         run(plan, (task) -> {
