@@ -77,9 +77,22 @@ struct KvcSumParams {
     uint64_t* partials;       // [gridDim.x]
 };
 
-// The value a piece contributes before weighting. Identity today; the one replaceable step for the planned
-// opt-in bijective mixer (see Definition.pieceValue in Java).
-KVC_HD uint64_t kvc_piece_value(uint64_t x) { return x; }
+// The mixed mode's mixer, exactly Definition.feistel3 in Java (docs/detection.md): three Feistel rounds on the
+// 32-bit halves, each one 32 x 32 -> 64-bit multiply (mul.wide.u32), a fold and an xor into the other half.
+KVC_HD uint64_t kvc_feistel3(uint64_t x) {
+    uint32_t hi = (uint32_t)(x >> 32), lo = (uint32_t)x;
+    uint64_t p = (uint64_t)lo * 0x9E3779B9u;
+    hi ^= (uint32_t)(p ^ (p >> 32));
+    p = (uint64_t)hi * 0x85EBCA6Bu;
+    lo ^= (uint32_t)(p ^ (p >> 32));
+    p = (uint64_t)lo * 0xC2B2AE35u;
+    hi ^= (uint32_t)(p ^ (p >> 32));
+    return ((uint64_t)hi << 32) | lo;
+}
+
+// The value a piece contributes before weighting: the piece (standard mode, MIX = 0) or its mix (mixed mode,
+// MIX = 1). The one replaceable step; MIX is a template parameter so the standard kernels compile as before.
+template <int MIX> KVC_HD uint64_t kvc_piece_value(uint64_t x) { return MIX ? kvc_feistel3(x) : x; }
 
 KVC_HD uint64_t kvc_factor(uint32_t layer, uint32_t head) {
     return 2ull * ((uint64_t)layer * 65536ull + head) + 1ull;
@@ -129,7 +142,7 @@ template <int VEC> inline void kvc_load(const char* a, uint64_t& x0, uint64_t& x
 //   sum_k x_k*pos_k = pos0*A + dt*(n*A - T),  A = sum_k x_k,  T = sum_k (x_0 + .. + x_k)
 // so the inner loop is one load and a few adds. Addresses advance by a hoisted step inside a page; the page
 // table is read once per page run. Tokens past num_tokens are never read.
-template <int VEC>
+template <int VEC, int MIX = 0>
 KVC_HD uint64_t kvc_lane_slice_sum(const KvcChecksumParams& p, const KvcSlice& s, uint64_t block, uint32_t lane) {
     const uint64_t bs = block * p.block_size;
     uint64_t be = bs + p.block_size;
@@ -171,8 +184,8 @@ KVC_HD uint64_t kvc_lane_slice_sum(const KvcChecksumParams& p, const KvcSlice& s
             for (; t < end; t += token_lanes) {
                 uint64_t x0, x1;
                 kvc_load<VEC>(a, x0, x1);
-                x0 = kvc_piece_value(x0);
-                x1 = VEC == 2 ? kvc_piece_value(x1) : 0;
+                x0 = kvc_piece_value<MIX>(x0);
+                x1 = VEC == 2 ? kvc_piece_value<MIX>(x1) : 0;
                 A += x0 + x1;
                 A1 += x1;
                 T += A;
@@ -189,7 +202,7 @@ KVC_HD uint64_t kvc_lane_slice_sum(const KvcChecksumParams& p, const KvcSlice& s
 
 // One thread's share of the fused checksum of CTA (bx, by): warp `warp` sums slices by*slices_per_part + warp,
 // + KVC_WARPS, ... each weighted by its factor. The CTA's threads' values add up to its partial.
-template <int VEC>
+template <int VEC, int MIX = 0>
 KVC_HD uint64_t kvc_block_thread(const KvcChecksumParams& p, uint32_t bx, uint32_t by, uint32_t warp, uint32_t lane) {
     const uint64_t block = p.first_block + bx;
     const uint32_t s0 = by * p.slices_per_part;
@@ -198,7 +211,7 @@ KVC_HD uint64_t kvc_block_thread(const KvcChecksumParams& p, uint32_t bx, uint32
     uint64_t acc = 0;
     for (uint32_t i = s0 + warp; i < s1; i += KVC_WARPS) {
         const KvcSlice& s = p.slices[i];
-        acc += s.factor * kvc_lane_slice_sum<VEC>(p, s, block, lane);
+        acc += s.factor * kvc_lane_slice_sum<VEC, MIX>(p, s, block, lane);
     }
     return acc;
 }

@@ -18,10 +18,10 @@ __device__ __forceinline__ uint64_t kvc_warp_sum(uint64_t v) {
 // The fused single pass: CTA (bx, by) reads part `by` of the slices of block first_block + bx, once, and writes
 // one partial (or, with one part, the block checksum). No atomics: each output word has exactly one writer, and
 // the partials are summed by kvc_sum_parts, so results are deterministic and there is no hot spot.
-template <int VEC>
+template <int VEC, int MIX>
 __device__ __forceinline__ void kvc_block_checksums_body(const KvcChecksumParams& p) {
     const uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    uint64_t v = kvc_warp_sum(kvc_block_thread<VEC>(p, blockIdx.x, blockIdx.y, warp, lane));
+    uint64_t v = kvc_warp_sum(kvc_block_thread<VEC, MIX>(p, blockIdx.x, blockIdx.y, warp, lane));
     __shared__ uint64_t ws[KVC_WARPS];
     if (lane == 0) ws[warp] = v;
     __syncthreads();
@@ -34,22 +34,27 @@ __device__ __forceinline__ void kvc_block_checksums_body(const KvcChecksumParams
 }
 
 // Per-slice sums: warp w of CTA (bx, by) sums slice by*KVC_WARPS + w over block first_block + bx.
-template <int VEC>
+template <int VEC, int MIX>
 __device__ __forceinline__ void kvc_slice_sums_body(const KvcChecksumParams& p) {
     const uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int64_t i = kvc_slice_sums_slice(p, blockIdx.y, warp);
     if (i < 0) return;  // whole warp leaves together: the shuffle below stays full-warp
-    uint64_t v = kvc_warp_sum(kvc_lane_slice_sum<VEC>(p, p.slices[i], p.first_block + blockIdx.x, lane));
+    uint64_t v = kvc_warp_sum(kvc_lane_slice_sum<VEC, MIX>(p, p.slices[i], p.first_block + blockIdx.x, lane));
     if (lane == 0) p.out[(uint64_t)i * p.out_stride + blockIdx.x] = v;
 }
 
 // At most 64 registers (4 CTAs of 256 per SM): enough loads in flight without spilling the accumulators.
 // 16-byte loads: every slice's bases and strides are 16-byte aligned and its K and V piece counts are even.
-extern "C" __global__ void __launch_bounds__(KVC_THREADS, 4) kvc_block_checksums_16b(const KvcChecksumParams p) { kvc_block_checksums_body<2>(p); }
+extern "C" __global__ void __launch_bounds__(KVC_THREADS, 4) kvc_block_checksums_16b(const KvcChecksumParams p) { kvc_block_checksums_body<2, 0>(p); }
 // 8-byte loads: any layout.
-extern "C" __global__ void __launch_bounds__(KVC_THREADS, 4) kvc_block_checksums_8b(const KvcChecksumParams p) { kvc_block_checksums_body<1>(p); }
-extern "C" __global__ void __launch_bounds__(KVC_THREADS, 4) kvc_slice_sums_16b(const KvcChecksumParams p) { kvc_slice_sums_body<2>(p); }
-extern "C" __global__ void __launch_bounds__(KVC_THREADS, 4) kvc_slice_sums_8b(const KvcChecksumParams p) { kvc_slice_sums_body<1>(p); }
+extern "C" __global__ void __launch_bounds__(KVC_THREADS, 4) kvc_block_checksums_8b(const KvcChecksumParams p) { kvc_block_checksums_body<1, 0>(p); }
+extern "C" __global__ void __launch_bounds__(KVC_THREADS, 4) kvc_slice_sums_16b(const KvcChecksumParams p) { kvc_slice_sums_body<2, 0>(p); }
+extern "C" __global__ void __launch_bounds__(KVC_THREADS, 4) kvc_slice_sums_8b(const KvcChecksumParams p) { kvc_slice_sums_body<1, 0>(p); }
+// The mixed mode: the same kernels with every loaded piece through kvc_feistel3 first.
+extern "C" __global__ void __launch_bounds__(KVC_THREADS, 4) kvc_block_checksums_16b_mixed(const KvcChecksumParams p) { kvc_block_checksums_body<2, 1>(p); }
+extern "C" __global__ void __launch_bounds__(KVC_THREADS, 4) kvc_block_checksums_8b_mixed(const KvcChecksumParams p) { kvc_block_checksums_body<1, 1>(p); }
+extern "C" __global__ void __launch_bounds__(KVC_THREADS, 4) kvc_slice_sums_16b_mixed(const KvcChecksumParams p) { kvc_slice_sums_body<2, 1>(p); }
+extern "C" __global__ void __launch_bounds__(KVC_THREADS, 4) kvc_slice_sums_8b_mixed(const KvcChecksumParams p) { kvc_slice_sums_body<1, 1>(p); }
 
 extern "C" __global__ void __launch_bounds__(KVC_THREADS) kvc_sum_parts(const KvcReduceParams p) {
     const uint32_t i = blockIdx.x * KVC_THREADS + threadIdx.x;

@@ -20,21 +20,21 @@ const int KVC_SUCCESS = 0;
 const int KVC_INVALID_VALUE = 1;
 const int KVC_NOT_FOUND = 500;
 
-template <int VEC>
+template <int VEC, int MIX = 0>
 int block_checksums(uint32_t gx, uint32_t gy, const KvcChecksumParams& p) {
     if (gx != p.num_blocks || gy != p.num_parts || p.slices_per_part == 0) return KVC_INVALID_VALUE;
     for (uint32_t by = 0; by < gy; ++by) {
         for (uint32_t bx = 0; bx < gx; ++bx) {
             uint64_t s = 0;
             for (uint32_t w = 0; w < KVC_WARPS; ++w)
-                for (uint32_t l = 0; l < 32; ++l) s += kvc_block_thread<VEC>(p, bx, by, w, l);
+                for (uint32_t l = 0; l < 32; ++l) s += kvc_block_thread<VEC, MIX>(p, bx, by, w, l);
             p.out[(uint64_t)bx * p.num_parts + by] = s;
         }
     }
     return KVC_SUCCESS;
 }
 
-template <int VEC>
+template <int VEC, int MIX = 0>
 int slice_sums(uint32_t gx, uint32_t gy, const KvcChecksumParams& p) {
     if (gx != p.num_blocks || (uint64_t)gy * KVC_WARPS < p.num_slices) return KVC_INVALID_VALUE;
     for (uint32_t by = 0; by < gy; ++by) {
@@ -43,7 +43,7 @@ int slice_sums(uint32_t gx, uint32_t gy, const KvcChecksumParams& p) {
                 const int64_t i = kvc_slice_sums_slice(p, by, w);
                 if (i < 0) continue;
                 uint64_t s = 0;
-                for (uint32_t l = 0; l < 32; ++l) s += kvc_lane_slice_sum<VEC>(p, p.slices[i], p.first_block + bx, l);
+                for (uint32_t l = 0; l < 32; ++l) s += kvc_lane_slice_sum<VEC, MIX>(p, p.slices[i], p.first_block + bx, l);
                 p.out[(uint64_t)i * p.out_stride + bx] = s;
             }
         }
@@ -65,6 +65,10 @@ int kvc_emulate(const char* name, uint32_t gx, uint32_t gy, uint32_t gz, uint32_
     if (!strcmp(name, "kvc_block_checksums_8b")) return block_checksums<1>(gx, gy, *static_cast<const KvcChecksumParams*>(params));
     if (!strcmp(name, "kvc_slice_sums_16b")) return slice_sums<2>(gx, gy, *static_cast<const KvcChecksumParams*>(params));
     if (!strcmp(name, "kvc_slice_sums_8b")) return slice_sums<1>(gx, gy, *static_cast<const KvcChecksumParams*>(params));
+    if (!strcmp(name, "kvc_block_checksums_16b_mixed")) return block_checksums<2, 1>(gx, gy, *static_cast<const KvcChecksumParams*>(params));
+    if (!strcmp(name, "kvc_block_checksums_8b_mixed")) return block_checksums<1, 1>(gx, gy, *static_cast<const KvcChecksumParams*>(params));
+    if (!strcmp(name, "kvc_slice_sums_16b_mixed")) return slice_sums<2, 1>(gx, gy, *static_cast<const KvcChecksumParams*>(params));
+    if (!strcmp(name, "kvc_slice_sums_8b_mixed")) return slice_sums<1, 1>(gx, gy, *static_cast<const KvcChecksumParams*>(params));
     if (gy != 1) return KVC_INVALID_VALUE;
     if (!strcmp(name, "kvc_sum_parts")) {
         const KvcReduceParams& p = *static_cast<const KvcReduceParams*>(params);

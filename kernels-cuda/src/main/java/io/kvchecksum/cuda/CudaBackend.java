@@ -3,6 +3,7 @@ package io.kvchecksum.cuda;
 import com.sun.jna.Memory;
 import io.kvchecksum.BackendUnavailableException;
 import io.kvchecksum.CacheLayer;
+import io.kvchecksum.ChecksumMode;
 import io.kvchecksum.InvalidLayoutException;
 import io.kvchecksum.KvCacheGroup;
 import io.kvchecksum.KvChecksum;
@@ -58,7 +59,11 @@ public final class CudaBackend implements KvChecksum {
     static final String SUM_PARTS = "kvc_sum_parts";
     static final String FILL = "kvc_fill_u64";
     static final String SUM = "kvc_sum_u64";
+    /** The mixed mode's variant of a checksum kernel: the same kernel with every piece through the mixer. */
+    static final String MIXED_SUFFIX = "_mixed";
     static final List<String> KERNELS = List.of(BLOCK_CHECKSUMS_8B, BLOCK_CHECKSUMS_16B, SLICE_SUMS_8B, SLICE_SUMS_16B,
+            BLOCK_CHECKSUMS_8B + MIXED_SUFFIX, BLOCK_CHECKSUMS_16B + MIXED_SUFFIX, SLICE_SUMS_8B + MIXED_SUFFIX,
+            SLICE_SUMS_16B + MIXED_SUFFIX,
             SUM_PARTS, FILL, SUM);
 
     /** Kernel parameter block within a slot's pinned buffer: the struct, then the one-entry pointer array. */
@@ -174,6 +179,12 @@ public final class CudaBackend implements KvChecksum {
     @Override
     public PendingChecksums submit(SlicePlan plan, long stream) {
         return enqueue(plan, stream);
+    }
+
+    /** Both modes: the mixed one runs the {@code *_mixed} variants of the checksum kernels. */
+    @Override
+    public boolean supports(ChecksumMode mode) {
+        return true;
     }
 
     @Override
@@ -425,6 +436,7 @@ public final class CudaBackend implements KvChecksum {
         int results = slices ? ns * nb : nb;
         return job(resources, stream, upload, scratch, results, (host, dUpload, dScratch, dOut) -> {
             boolean vec16 = writeSlices(host, plan, address);
+            String mode = plan.mode() == ChecksumMode.MIXED ? MIXED_SUFFIX : "";
             for (int i = 0; i < pages; i++) {
                 host.set(KernelAbi.U32, tableOff + 4L * i, plan.page(i));
             }
@@ -436,7 +448,7 @@ public final class CudaBackend implements KvChecksum {
                         KernelAbi.checksumParams(host, params, dUpload, dTable, dOut + 8L * s.blockOffset(), r.startToken(),
                                 r.firstBlock() + s.blockOffset(), r.numTokens(), r.blockSize(), plan.pageSize(), s.numBlocks(),
                                 ns, 0, 0, nb);
-                        launch(vec16 ? SLICE_SUMS_16B : SLICE_SUMS_8B, s.numBlocks(), s.sliceGroups(), stream, host, upload);
+                        launch((vec16 ? SLICE_SUMS_16B : SLICE_SUMS_8B) + mode, s.numBlocks(), s.sliceGroups(), stream, host, upload);
                     }
                     return;
                 }
@@ -445,7 +457,7 @@ public final class CudaBackend implements KvChecksum {
                     KernelAbi.checksumParams(host, params, dUpload, dTable, f.numParts() == 1 ? out : dScratch, r.startToken(),
                             r.firstBlock() + f.blockOffset(), r.numTokens(), r.blockSize(), plan.pageSize(), f.numBlocks(), ns,
                             f.slicesPerPart(), f.numParts(), 0);
-                    launch(vec16 ? BLOCK_CHECKSUMS_16B : BLOCK_CHECKSUMS_8B, f.numBlocks(), f.numParts(), stream, host, upload);
+                    launch((vec16 ? BLOCK_CHECKSUMS_16B : BLOCK_CHECKSUMS_8B) + mode, f.numBlocks(), f.numParts(), stream, host, upload);
                     if (f.numParts() > 1) {
                         KernelAbi.reduce(host, params, dScratch, out, f.numBlocks(), f.numParts());
                         launch(SUM_PARTS, f.reduceGrid(), 1, stream, host, upload);

@@ -10,6 +10,8 @@ import io.kvchecksum.SliceSums;
  * CudaBackend driven by {@link FakeCudaDriver}, whose kernels run on the CPU through the host test library.
  */
 record NamedBackend(String name, String description, KvChecksum delegate) implements KvChecksum {
+    @Override public boolean supports(io.kvchecksum.ChecksumMode mode) { return delegate.supports(mode); }
+
     @Override public long[] blockChecksums(SlicePlan p) { return delegate.blockChecksums(p); }
 
     @Override public SliceSums sliceSums(SlicePlan p) { return delegate.sliceSums(p); }
