@@ -1,5 +1,6 @@
 package io.kvchecksum.opencl;
 
+import io.kvchecksum.ChecksumMode;
 import io.kvchecksum.InvalidLayoutException;
 import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvMemory;
@@ -93,7 +94,7 @@ public final class OpenClBackend implements KvChecksum {
             long local = Math.min(info.type().equals("CPU") ? MAX_LOCAL_CPU : MAX_LOCAL,
                     OpenClDevices.deviceSize(device, CL.CL_DEVICE_MAX_WORK_GROUP_SIZE));
             local = Math.min(local, OpenClDevices.deviceLong(device, CL.CL_DEVICE_LOCAL_MEM_SIZE) / 2 / Sizeof.cl_ulong);
-            for (String k : new String[] {"slice_sums", "block_checksums"}) {
+            for (String k : new String[] {"slice_sums", "block_checksums", "slice_sums_mixed", "block_checksums_mixed"}) {
                 cl_kernel kernel = JoclApi.INSTANCE.createKernel(p, k);
                 long[] v = new long[1];
                 JoclApi.check(CL.clGetKernelWorkGroupInfo(kernel, device, CL.CL_KERNEL_WORK_GROUP_SIZE, Sizeof.size_t,
@@ -251,7 +252,7 @@ public final class OpenClBackend implements KvChecksum {
         int parts = partsPerColumn((long) nb, d, plan.request().blockSize());
         return enqueue(nb, op -> {
             cl_mem partials = op.buffer((long) nb * parts * Sizeof.cl_ulong);
-            cl_kernel k = op.kernel("block_checksums");
+            cl_kernel k = op.kernel("block_checksums" + modeSuffix(plan));
             int a = setLayoutArgs(op, k, d, plan);
             op.arg(k, a++, d.numSlices);
             op.arg(k, a++, parts);
@@ -295,7 +296,7 @@ public final class OpenClBackend implements KvChecksum {
         int parts = partsPerColumn((long) n, d, plan.request().blockSize());
         try (PendingChecksums p = enqueue(n, op -> {
             cl_mem partials = op.buffer((long) n * parts * Sizeof.cl_ulong);
-            cl_kernel k = op.kernel("slice_sums");
+            cl_kernel k = op.kernel("slice_sums" + modeSuffix(plan));
             int a = setLayoutArgs(op, k, d, plan);
             op.arg(k, a++, nb);
             op.arg(k, a++, parts);
@@ -322,6 +323,16 @@ public final class OpenClBackend implements KvChecksum {
         if (closed) {
             throw new IllegalStateException("the OpenCL backend on " + info + " is closed");
         }
+    }
+
+    /** Both modes: the mixed one runs the {@code *_mixed} kernels, every piece through the mixer. */
+    @Override
+    public boolean supports(ChecksumMode mode) {
+        return true;
+    }
+
+    private static String modeSuffix(SlicePlan plan) {
+        return plan.mode() == ChecksumMode.MIXED ? "_mixed" : "";
     }
 
     /** The plan was validated when it was built; here only its memory kind and this backend's state are checked. */

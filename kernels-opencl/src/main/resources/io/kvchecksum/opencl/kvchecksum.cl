@@ -36,9 +36,25 @@
 #define DESC_K_ALIGNED 1u
 #define DESC_V_ALIGNED 2u
 
-/* The one replaceable per-piece step (identity today; an opt-in bijective mixer may replace it). */
-inline ulong piece_value(ulong x) {
-    return x;
+/* The mixed mode's mixer, exactly Definition.feistel3 (docs/detection.md): three Feistel rounds on the 32-bit halves. */
+inline ulong feistel3(ulong x) {
+    uint hi = (uint) (x >> 32);
+    uint lo = (uint) x;
+    ulong p = (ulong) lo * 0x9E3779B9UL;
+    hi ^= (uint) (p ^ (p >> 32));
+    p = (ulong) hi * 0x85EBCA6BUL;
+    lo ^= (uint) (p ^ (p >> 32));
+    p = (ulong) lo * 0xC2B2AE35UL;
+    hi ^= (uint) (p ^ (p >> 32));
+    return ((ulong) hi << 32) | lo;
+}
+
+/*
+ * The one replaceable per-piece step: the piece (standard mode) or its mix (mixed mode). `mixed` is a constant in
+ * every kernel entry point, so after inlining each kernel has one branch-free form.
+ */
+inline ulong piece_value(ulong x, uint mixed) {
+    return mixed ? feistel3(x) : x;
 }
 
 /* One little-endian piece; byte-wise when the address may be unaligned (devices are checked little-endian). */
@@ -55,7 +71,7 @@ inline ulong load_piece(__global const uchar *kv, ulong addr, uint aligned) {
  * position is stepped, not divided out, and the page lookup is redone only when the token changes.
  */
 inline ulong slice_partial(__global const uchar *kv, __global const ulong *d, __global const int *table,
-                           ulong start, ulong page_size, ulong t0, ulong t1, ulong first, ulong step) {
+                           ulong start, ulong page_size, ulong t0, ulong t1, ulong first, ulong step, uint mixed) {
     ulong P = d[DESC_PIECES];
     ulong pk = d[DESC_K_PIECES];
     uint flags = (uint) d[DESC_FLAGS];
@@ -86,7 +102,7 @@ inline ulong slice_partial(__global const uchar *kv, __global const ulong *d, __
         }
         ulong x = p < pk ? load_piece(kv, k_cell + 8 * p, flags & DESC_K_ALIGNED)
                          : load_piece(kv, v_cell + 8 * (p - pk), flags & DESC_V_ALIGNED);
-        x = piece_value(x);
+        x = piece_value(x, mixed);
         ulong j = j0 + p;
         s += x * (2 * j + 1);
         p += dr;
@@ -117,9 +133,9 @@ inline ulong group_sum(__local ulong *scratch, ulong v) {
  * Per-slice weighted sums. NDRange (local*parts, num_blocks, num_slices), local (local, 1, 1): work-group g of
  * column b of slice i writes partials[(i*num_blocks + b)*parts + g]; with parts == 1 that is the slice sum.
  */
-__kernel void slice_sums(__global const uchar *kv, __global const ulong *desc, __global const int *table,
-                         ulong start, ulong page_size, ulong first_block, ulong block_size, ulong num_tokens,
-                         uint num_blocks, uint parts, __global ulong *partials, __local ulong *scratch) {
+inline void slice_sums_body(__global const uchar *kv, __global const ulong *desc, __global const int *table,
+                            ulong start, ulong page_size, ulong first_block, ulong block_size, ulong num_tokens,
+                            uint num_blocks, uint parts, __global ulong *partials, __local ulong *scratch, uint mixed) {
     uint g = get_group_id(0);
     ulong wg = get_local_size(0);
     ulong b = get_global_id(1);
@@ -127,7 +143,7 @@ __kernel void slice_sums(__global const uchar *kv, __global const ulong *desc, _
     ulong t0 = (first_block + b) * block_size;
     ulong t1 = min(t0 + block_size, num_tokens);
     ulong s = slice_partial(kv, desc + slice * DESC_WORDS, table, start, page_size, t0, t1,
-                            g * wg + get_local_id(0), parts * wg);
+                            g * wg + get_local_id(0), parts * wg, mixed);
     s = group_sum(scratch, s);
     if (get_local_id(0) == 0) {
         partials[(slice * num_blocks + b) * parts + g] = s;
@@ -138,9 +154,10 @@ __kernel void slice_sums(__global const uchar *kv, __global const ulong *desc, _
  * The fused single pass: every KV byte of block b read once, weighted by its slice's factor in registers.
  * NDRange (local*parts, num_blocks), local (local, 1): work-group g of block b writes partials[b*parts + g].
  */
-__kernel void block_checksums(__global const uchar *kv, __global const ulong *desc, __global const int *table,
-                              ulong start, ulong page_size, ulong first_block, ulong block_size, ulong num_tokens,
-                              uint num_slices, uint parts, __global ulong *partials, __local ulong *scratch) {
+inline void block_checksums_body(__global const uchar *kv, __global const ulong *desc, __global const int *table,
+                                 ulong start, ulong page_size, ulong first_block, ulong block_size, ulong num_tokens,
+                                 uint num_slices, uint parts, __global ulong *partials, __local ulong *scratch,
+                                 uint mixed) {
     uint g = get_group_id(0);
     ulong wg = get_local_size(0);
     ulong b = get_global_id(1);
@@ -151,12 +168,36 @@ __kernel void block_checksums(__global const uchar *kv, __global const ulong *de
     ulong c = 0;
     for (uint i = 0; i < num_slices; i++) {
         __global const ulong *d = desc + (ulong) i * DESC_WORDS;
-        c += d[DESC_FACTOR] * slice_partial(kv, d, table, start, page_size, t0, t1, first, step);
+        c += d[DESC_FACTOR] * slice_partial(kv, d, table, start, page_size, t0, t1, first, step, mixed);
     }
     c = group_sum(scratch, c);
     if (get_local_id(0) == 0) {
         partials[b * parts + g] = c;
     }
+}
+
+/* The kernels: each body in the standard mode and, as *_mixed, in the mixed mode (every piece through feistel3). */
+#define KVC_SLICE_SUMS_ARGS __global const uchar *kv, __global const ulong *desc, __global const int *table, \
+    ulong start, ulong page_size, ulong first_block, ulong block_size, ulong num_tokens, uint num_blocks, uint parts, \
+    __global ulong *partials, __local ulong *scratch
+#define KVC_BLOCK_ARGS __global const uchar *kv, __global const ulong *desc, __global const int *table, \
+    ulong start, ulong page_size, ulong first_block, ulong block_size, ulong num_tokens, uint num_slices, uint parts, \
+    __global ulong *partials, __local ulong *scratch
+__kernel void slice_sums(KVC_SLICE_SUMS_ARGS) {
+    slice_sums_body(kv, desc, table, start, page_size, first_block, block_size, num_tokens, num_blocks, parts, partials,
+                    scratch, 0);
+}
+__kernel void slice_sums_mixed(KVC_SLICE_SUMS_ARGS) {
+    slice_sums_body(kv, desc, table, start, page_size, first_block, block_size, num_tokens, num_blocks, parts, partials,
+                    scratch, 1);
+}
+__kernel void block_checksums(KVC_BLOCK_ARGS) {
+    block_checksums_body(kv, desc, table, start, page_size, first_block, block_size, num_tokens, num_slices, parts,
+                         partials, scratch, 0);
+}
+__kernel void block_checksums_mixed(KVC_BLOCK_ARGS) {
+    block_checksums_body(kv, desc, table, start, page_size, first_block, block_size, num_tokens, num_slices, parts,
+                         partials, scratch, 1);
 }
 
 /* out[i] = sum of partials[i*parts .. i*parts + parts - 1]. NDRange (n). */

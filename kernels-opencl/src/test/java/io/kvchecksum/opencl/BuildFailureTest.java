@@ -10,7 +10,7 @@ class BuildFailureTest {
     @Test
     void brokenSourceReportsTheBuildLog() {
         OpenClTests.requireOpenCl();
-        String broken = OpenClBackend.kernelSource().replace("return x;\n}", "return x + undeclared_mixer_state;\n}");
+        String broken = OpenClBackend.kernelSource().replace("return mixed ? feistel3(x) : x;", "return x + undeclared_mixer_state;");
         assertTrue(broken.contains("undeclared_mixer_state"), "the test's edit no longer applies to the kernel source");
         OpenClBuildException e = assertThrows(OpenClBuildException.class, () -> OpenClBackend.openWithSource(null, broken));
         System.out.println(e.getMessage());
