@@ -96,29 +96,65 @@ KVC_HD uint64_t kvc_udiv(uint64_t a, uint32_t b) {
     return (a >> 32) == 0 ? (uint64_t)((uint32_t)a / b) : a / b;
 }
 
+// Load widths. VEC is the kernels' template parameter: 2 = one aligned 16-byte load (two pieces), 1 = one aligned
+// 8-byte load (one piece), 0 = one piece at any byte address, assembled from the (one or two) aligned 8-byte words
+// that hold it. A misaligned load is a sticky CUDA_ERROR_MISALIGNED_ADDRESS that kills the engine's context, so
+// the host picks the variant from every part's alignment class (SlicePlan.Part.alignmentAt) and the narrower path
+// is always correct. Both aligned words of VEC 0 hold at least one byte of the piece, so they lie in the same
+// allocation (device allocations are at least 256-byte granular).
+#define KVC_PIECES_PER_LOAD(VEC) ((VEC) == 2 ? 2 : 1)
+#define KVC_LOAD_BYTES(VEC) (8 * KVC_PIECES_PER_LOAD(VEC))
+
 #if defined(__CUDA_ARCH__)
-template <int VEC> __device__ __forceinline__ void kvc_load(const char* a, uint64_t& x0, uint64_t& x1) {
-    if (VEC == 2) {
-        // Read once, never reused: stream it past L1/L2 with evict-first.
-        ulonglong2 v = __ldcs(reinterpret_cast<const ulonglong2*>(a));
-        x0 = v.x;
-        x1 = v.y;
-    } else {
-        x0 = __ldcs(reinterpret_cast<const unsigned long long*>(a));
-        x1 = 0;
-    }
+__device__ __forceinline__ uint64_t kvc_ld8(const char* a) {
+    // Read once, never reused: stream it past L1/L2 with evict-first.
+    return __ldcs(reinterpret_cast<const unsigned long long*>(a));
+}
+__device__ __forceinline__ void kvc_ld16(const char* a, uint64_t& x0, uint64_t& x1) {
+    ulonglong2 v = __ldcs(reinterpret_cast<const ulonglong2*>(a));
+    x0 = v.x;
+    x1 = v.y;
 }
 #else
-template <int VEC> inline void kvc_load(const char* a, uint64_t& x0, uint64_t& x1) {
-    // Host (x86-64, little-endian like the GPU): pieces are little-endian uint64.
+// The host build traps where the GPU would: an address that is not a multiple of the load width sets the fault flag
+// (kvc_emulate turns it into CUDA_ERROR_MISALIGNED_ADDRESS) and loads nothing, so a wrong variant choice fails the
+// emulated tests instead of passing through memcpy. x86-64 is little-endian like the GPU.
+extern thread_local int kvc_host_fault;
+inline uint64_t kvc_ld8(const char* a) {
+    uint64_t x = 0;
+    if (((uintptr_t)a & 7) != 0) { kvc_host_fault = 1; return 0; }
+    __builtin_memcpy(&x, a, 8);
+    return x;
+}
+inline void kvc_ld16(const char* a, uint64_t& x0, uint64_t& x1) {
+    if (((uintptr_t)a & 15) != 0) { kvc_host_fault = 1; x0 = x1 = 0; return; }
     __builtin_memcpy(&x0, a, 8);
+    __builtin_memcpy(&x1, a + 8, 8);
+}
+#endif
+
+// One piece at any address from aligned 8-byte words: the low word shifted down, the high word's first bytes on top.
+KVC_HD uint64_t kvc_ld8_any(const char* a) {
+    const uintptr_t u = (uintptr_t)a;
+    const char* w = reinterpret_cast<const char*>(u & ~(uintptr_t)7);
+    const uint32_t sh = (uint32_t)(u & 7) * 8;
+    const uint64_t lo = kvc_ld8(w);
+    if (sh == 0) return lo;  // aligned: the next word may lie past the allocation, never read it
+    const uint64_t hi = kvc_ld8(w + 8);
+    return (lo >> sh) | (hi << (64 - sh));
+}
+
+template <int VEC> KVC_HD void kvc_load(const char* a, uint64_t& x0, uint64_t& x1) {
     if (VEC == 2) {
-        __builtin_memcpy(&x1, a + 8, 8);
+        kvc_ld16(a, x0, x1);
+    } else if (VEC == 1) {
+        x0 = kvc_ld8(a);
+        x1 = 0;
     } else {
+        x0 = kvc_ld8_any(a);
         x1 = 0;
     }
 }
-#endif
 
 // The checksum contribution of one lane (0..31) of the warp that sums slice s over request block `block`.
 //
@@ -136,8 +172,8 @@ KVC_HD uint64_t kvc_lane_slice_sum(const KvcChecksumParams& p, const KvcSlice& s
     if (be > p.num_tokens) be = p.num_tokens;
     if (be <= bs) return 0;
     const uint32_t ntok = (uint32_t)(be - bs);
-    const uint32_t kU = s.k_pieces / VEC;
-    const uint32_t U = kU + s.v_pieces / VEC;
+    const uint32_t kU = s.k_pieces / KVC_PIECES_PER_LOAD(VEC);
+    const uint32_t U = kU + s.v_pieces / KVC_PIECES_PER_LOAD(VEC);
     const uint64_t P = (uint64_t)s.k_pieces + s.v_pieces;
     const uint32_t unit_lanes = U < 32 ? U : 32;
     const uint32_t token_lanes = kvc_pow2_floor(32 / unit_lanes);
@@ -149,10 +185,10 @@ KVC_HD uint64_t kvc_lane_slice_sum(const KvcChecksumParams& p, const KvcSlice& s
     for (uint32_t u = ul; u < U; u += unit_lanes) {
         const bool isK = u < kU;
         const uint32_t uu = isK ? u : u - kU;
-        const uint64_t base = (isK ? s.k_base : s.v_base) + (uint64_t)uu * (8 * VEC);
+        const uint64_t base = (isK ? s.k_base : s.v_base) + (uint64_t)uu * KVC_LOAD_BYTES(VEC);
         const int64_t ps = isK ? s.k_page_stride : s.v_page_stride;
         const int64_t ts = isK ? s.k_token_stride : s.v_token_stride;
-        const uint64_t piece = isK ? (uint64_t)uu * VEC : (uint64_t)s.k_pieces + (uint64_t)uu * VEC;
+        const uint64_t piece = (isK ? 0 : (uint64_t)s.k_pieces) + (uint64_t)uu * KVC_PIECES_PER_LOAD(VEC);
         const int64_t step = (int64_t)token_lanes * ts;
         uint64_t A = 0, T = 0, A1 = 0;
         uint32_t n = 0;

@@ -46,10 +46,13 @@ __device__ __forceinline__ void kvc_slice_sums_body(const KvcChecksumParams& p) 
 // At most 64 registers (4 CTAs of 256 per SM): enough loads in flight without spilling the accumulators.
 // 16-byte loads: every slice's bases and strides are 16-byte aligned and its K and V piece counts are even.
 extern "C" __global__ void __launch_bounds__(KVC_THREADS, 4) kvc_block_checksums_16b(const KvcChecksumParams p) { kvc_block_checksums_body<2>(p); }
-// 8-byte loads: any layout.
+// 8-byte loads: bases and strides multiples of 8.
 extern "C" __global__ void __launch_bounds__(KVC_THREADS, 4) kvc_block_checksums_8b(const KvcChecksumParams p) { kvc_block_checksums_body<1>(p); }
+// Pieces assembled from aligned 8-byte words: any layout (offsets and strides of any byte count).
+extern "C" __global__ void __launch_bounds__(KVC_THREADS, 4) kvc_block_checksums_1b(const KvcChecksumParams p) { kvc_block_checksums_body<0>(p); }
 extern "C" __global__ void __launch_bounds__(KVC_THREADS, 4) kvc_slice_sums_16b(const KvcChecksumParams p) { kvc_slice_sums_body<2>(p); }
 extern "C" __global__ void __launch_bounds__(KVC_THREADS, 4) kvc_slice_sums_8b(const KvcChecksumParams p) { kvc_slice_sums_body<1>(p); }
+extern "C" __global__ void __launch_bounds__(KVC_THREADS, 4) kvc_slice_sums_1b(const KvcChecksumParams p) { kvc_slice_sums_body<0>(p); }
 
 extern "C" __global__ void __launch_bounds__(KVC_THREADS) kvc_sum_parts(const KvcReduceParams p) {
     const uint32_t i = blockIdx.x * KVC_THREADS + threadIdx.x;

@@ -42,6 +42,7 @@ final class ContextResources {
     private int nextSide;
     private final ArrayDeque<Slot> free = new ArrayDeque<>();
     private final List<Slot> retiring = new ArrayList<>();
+    private final List<Slot> quarantined = new ArrayList<>();
     private final List<Slot> all = new ArrayList<>();
     private final List<Long> oldDevice = new ArrayList<>();
     private final List<Long> oldPinned = new ArrayList<>();
@@ -96,6 +97,20 @@ final class ContextResources {
         retiring.add(s);
     }
 
+    /**
+     * Takes out of service a slot whose end could not be marked with an event (a failed {@code cuEventRecord}): work
+     * still queued may read or write it, and nothing would tell when it stops, so it is never handed out again and only
+     * {@link #close()} frees it.
+     */
+    synchronized void quarantine(Slot s) {
+        quarantined.add(s);
+    }
+
+    /** Slots taken out of service by {@link #quarantine}, for tests. */
+    synchronized int quarantinedSlots() {
+        return quarantined.size();
+    }
+
     private void reclaim() {
         for (Iterator<Slot> it = retiring.iterator(); it.hasNext(); ) {
             Slot s = it.next();
@@ -146,6 +161,14 @@ final class ContextResources {
         for (Slot s : all) {
             driver.cuEventSynchronize(s.copied);
         }
+        if (!quarantined.isEmpty()) {
+            // Their events say nothing: wait for the streams the backend owns; cuMemFree(Host) below also waits for
+            // work of the device still using the memory.
+            for (long side : sideStreams) {
+                driver.cuStreamSynchronize(side);
+            }
+            driver.cuStreamSynchronize(ownStream);
+        }
         for (Slot s : all) {
             if (s.pinned != 0) {
                 driver.cuMemFreeHost(s.pinned);
@@ -165,5 +188,6 @@ final class ContextResources {
         all.clear();
         free.clear();
         retiring.clear();
+        quarantined.clear();
     }
 }

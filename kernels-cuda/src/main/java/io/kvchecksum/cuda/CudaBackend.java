@@ -50,16 +50,26 @@ public final class CudaBackend implements KvChecksum {
     /** The backend's name for {@link io.kvchecksum.KvChecksums#byName}. */
     public static final String NAME = "cuda";
 
-    /** The kernels, named as OpenCL's: what they compute, then the load width (8- or 16-byte loads). */
+    /**
+     * The kernels, named as OpenCL's: what they compute, then the load width: 16- or 8-byte aligned loads, or
+     * {@code _1b}, pieces at any byte address assembled from aligned words (a misaligned load would be a sticky
+     * {@code CUDA_ERROR_MISALIGNED_ADDRESS} that kills the caller's context, so the variant follows the alignment
+     * class of every part, {@link SlicePlan.Part#alignmentAt}).
+     */
+    static final String BLOCK_CHECKSUMS_1B = "kvc_block_checksums_1b";
     static final String BLOCK_CHECKSUMS_8B = "kvc_block_checksums_8b";
     static final String BLOCK_CHECKSUMS_16B = "kvc_block_checksums_16b";
+    static final String SLICE_SUMS_1B = "kvc_slice_sums_1b";
     static final String SLICE_SUMS_8B = "kvc_slice_sums_8b";
     static final String SLICE_SUMS_16B = "kvc_slice_sums_16b";
     static final String SUM_PARTS = "kvc_sum_parts";
     static final String FILL = "kvc_fill_u64";
     static final String SUM = "kvc_sum_u64";
-    static final List<String> KERNELS = List.of(BLOCK_CHECKSUMS_8B, BLOCK_CHECKSUMS_16B, SLICE_SUMS_8B, SLICE_SUMS_16B,
-            SUM_PARTS, FILL, SUM);
+    static final List<String> KERNELS = List.of(BLOCK_CHECKSUMS_1B, BLOCK_CHECKSUMS_8B, BLOCK_CHECKSUMS_16B, SLICE_SUMS_1B,
+            SLICE_SUMS_8B, SLICE_SUMS_16B, SUM_PARTS, FILL, SUM);
+
+    /** {@code CUstreamCaptureStatus}: not capturing. */
+    static final int CAPTURE_STATUS_NONE = 0;
 
     /** Kernel parameter block within a slot's pinned buffer: the struct, then the one-entry pointer array. */
     private static final long PARAMS_BYTES = 256;
@@ -153,20 +163,47 @@ public final class CudaBackend implements KvChecksum {
      * @return the pending values, one per block {@code firstBlock .. ceil(numTokens/blockSize)-1}; call
      *     {@code get()} (which frees the buffers for reuse) or {@code close()}
      * @throws InvalidLayoutException on bad input (before anything is enqueued), or when a region is host memory
+     * @throws IllegalStateException when {@code stream} is capturing a CUDA graph (see {@link #enqueue(SlicePlan, long)})
      */
     public PendingChecksums enqueue(KvCacheGroup group, RequestBlocks request, long stream) {
         return enqueue(SlicePlan.of(group, request), stream);
     }
 
-    /** {@link #enqueue(KvCacheGroup, RequestBlocks, long)} of a plan built once and reused across calls. */
+    /**
+     * {@link #enqueue(KvCacheGroup, RequestBlocks, long)} of a plan built once and reused across calls.
+     *
+     * <p>The context current on the calling thread is the same after the call as before it (the call makes the
+     * stream's context current while it works). A stream that is capturing a CUDA graph (vLLM and SGLang capture
+     * decode steps) is refused with {@link IllegalStateException}: the upload, launch and result copy would be
+     * recorded into the graph instead of running, and the pending values would never arrive. Enqueue outside the
+     * captured region.
+     */
     public PendingChecksums enqueue(SlicePlan plan, long stream) {
         ensureOpen();
         plan.requireDevice("enqueue", "; use blockChecksums or submit for host memory");
-        ContextResources resources = resourcesForStream(stream);
-        if (plan.numBlocks() == 0) {
-            return PendingChecksums.completed(new long[0]);
+        long[] ctx = new long[1];
+        check(driver, driver.cuStreamGetCtx(stream, ctx), "cuStreamGetCtx(stream 0x" + Long.toHexString(stream) + ")");
+        long previous = enter(ctx[0]);
+        try {
+            ContextResources resources = resources(ctx[0]);
+            refuseCapture(stream);
+            if (plan.numBlocks() == 0) {
+                return PendingChecksums.completed(new long[0]);
+            }
+            return launchPlan(resources, stream, plan, CudaBackend::deviceAddress, false);
+        } finally {
+            leave(previous, ctx[0]);
         }
-        return launchPlan(resources, stream, plan, CudaBackend::deviceAddress, false);
+    }
+
+    private void refuseCapture(long stream) {
+        int[] status = new int[1];
+        check(driver, driver.cuStreamIsCapturing(stream, status), "cuStreamIsCapturing(stream 0x" + Long.toHexString(stream) + ")");
+        if (status[0] != CAPTURE_STATUS_NONE) {
+            throw new IllegalStateException("enqueue on stream 0x" + Long.toHexString(stream) + ", which is "
+                    + (status[0] == 1 ? "capturing a CUDA graph" : "in an invalidated CUDA graph capture")
+                    + ": the checksum would be recorded into the graph, not run; enqueue it outside the captured region");
+        }
     }
 
     @Override
@@ -186,14 +223,19 @@ public final class CudaBackend implements KvChecksum {
         if (plan.numBlocks() == 0) {
             return PendingChecksums.completed(new long[0]);
         }
-        ContextResources resources = primaryResources();
-        if (plan.residency() == SlicePlan.Residency.DEVICE) {
-            return launchPlan(resources, resources.ownStream, plan, CudaBackend::deviceAddress, false);
-        }
-        try (Placed placed = new Placed(plan, resources)) {
-            try (PendingChecksums p = launchPlan(resources, resources.ownStream, plan, placed::address, false)) {
-                return PendingChecksums.completed(p.get());
+        long previous = enter(primaryContext);
+        try {
+            ContextResources resources = resources(primaryContext);
+            if (plan.residency() == SlicePlan.Residency.DEVICE) {
+                return launchPlan(resources, resources.ownStream, plan, CudaBackend::deviceAddress, false);
             }
+            try (Placed placed = new Placed(plan, resources)) {
+                try (PendingChecksums p = launchPlan(resources, resources.ownStream, plan, placed::address, false)) {
+                    return PendingChecksums.completed(p.get());
+                }
+            }
+        } finally {
+            leave(previous, primaryContext);
         }
     }
 
@@ -203,10 +245,15 @@ public final class CudaBackend implements KvChecksum {
         if (plan.numBlocks() == 0) {
             return plan.sliceSums(new long[0]);
         }
-        ContextResources resources = primaryResources();
-        try (Placed placed = new Placed(plan, resources);
-             PendingChecksums p = launchPlan(resources, resources.ownStream, plan, placed::address, true)) {
-            return plan.sliceSums(p.get());
+        long previous = enter(primaryContext);
+        try {
+            ContextResources resources = resources(primaryContext);
+            try (Placed placed = new Placed(plan, resources);
+                 PendingChecksums p = launchPlan(resources, resources.ownStream, plan, placed::address, true)) {
+                return plan.sliceSums(p.get());
+            }
+        } finally {
+            leave(previous, primaryContext);
         }
     }
 
@@ -229,7 +276,15 @@ public final class CudaBackend implements KvChecksum {
             throw new NullPointerException("bytes");
         }
         long size = bytes.byteSize();
-        ContextResources resources = primaryResources();
+        long previous = enter(primaryContext);
+        try {
+            return upload(bytes, size, resources(primaryContext));
+        } finally {
+            leave(previous, primaryContext);
+        }
+    }
+
+    private DeviceBuffer upload(MemorySegment bytes, long size, ContextResources resources) {
         long[] p = new long[1];
         check(driver, driver.cuMemAlloc(p, Math.max(16, size)), "cuMemAlloc(" + size + " bytes for upload)");
         boolean done = false;
@@ -256,8 +311,12 @@ public final class CudaBackend implements KvChecksum {
     /** Frees an upload unless the backend's close already did. */
     void free(DeviceBuffer b) {
         if (uploads.remove(b)) {
-            makeCurrent(primaryContext);
-            check(driver, driver.cuMemFree(b.address()), "cuMemFree(" + b + ")");
+            long previous = enter(primaryContext);
+            try {
+                check(driver, driver.cuMemFree(b.address()), "cuMemFree(" + b + ")");
+            } finally {
+                leave(previous, primaryContext);
+            }
         }
     }
 
@@ -305,13 +364,6 @@ public final class CudaBackend implements KvChecksum {
         return resources(primaryContext);
     }
 
-    private ContextResources resourcesForStream(long stream) {
-        long[] ctx = new long[1];
-        check(driver, driver.cuStreamGetCtx(stream, ctx), "cuStreamGetCtx(stream 0x" + Long.toHexString(stream) + ")");
-        makeCurrent(ctx[0]);
-        return resources(ctx[0]);
-    }
-
     private ContextResources resources(long ctx) {
         return contexts.computeIfAbsent(ctx, c -> {
             ContextResources resources = new ContextResources(driver, c, maxBlocksPerLaunch);
@@ -325,10 +377,23 @@ public final class CudaBackend implements KvChecksum {
     }
 
     private void makeCurrent(long ctx) {
+        enter(ctx);
+    }
+
+    /** Makes {@code ctx} current on this thread and returns the context that was current before, for {@link #leave}. */
+    private long enter(long ctx) {
         long[] cur = new long[1];
         check(driver, driver.cuCtxGetCurrent(cur), "cuCtxGetCurrent");
         if (cur[0] != ctx) {
             check(driver, driver.cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+        }
+        return cur[0];
+    }
+
+    /** Gives the calling thread back the context it had before {@link #enter}: an engine's thread keeps its own. */
+    private void leave(long previous, long ctx) {
+        if (previous != ctx) {
+            check(driver, driver.cuCtxSetCurrent(previous), "cuCtxSetCurrent(restoring the caller's context)");
         }
     }
 
@@ -366,6 +431,7 @@ public final class CudaBackend implements KvChecksum {
         long outOff = align(scratchOff + scratchBytes, 256);
         ContextResources.Slot slot = resources.acquire(resultOff + 8L * results, outOff + 8L * results);
         boolean enqueued = false;
+        long side = 0;
         try {
             MemorySegment host = MemorySegment.ofAddress(slot.pinned).reinterpret(slot.pinnedBytes);
             host.set(KernelAbi.U64, paramsOff + ARGV_OFFSET, slot.pinned + paramsOff);
@@ -375,18 +441,25 @@ public final class CudaBackend implements KvChecksum {
             }
             launches.run();
             check(driver, driver.cuEventRecord(slot.launched, stream), "cuEventRecord(after kernels)");
-            long side = resources.sideStream();
-            check(driver, driver.cuStreamWaitEvent(side, slot.launched, 0), "cuStreamWaitEvent");
-            check(driver, driver.cuMemcpyDtoHAsync(slot.pinned + resultOff, slot.device + outOff, 8L * results, side),
+            long sideStream = resources.sideStream();
+            check(driver, driver.cuStreamWaitEvent(sideStream, slot.launched, 0), "cuStreamWaitEvent");
+            side = sideStream;
+            check(driver, driver.cuMemcpyDtoHAsync(slot.pinned + resultOff, slot.device + outOff, 8L * results, sideStream),
                     "cuMemcpyDtoHAsync(results)");
-            check(driver, driver.cuEventRecord(slot.copied, side), "cuEventRecord(after result copy)");
+            check(driver, driver.cuEventRecord(slot.copied, sideStream), "cuEventRecord(after result copy)");
             enqueued = true;
             return new CudaPending(driver, resources, slot, resultOff, results);
         } finally {
             if (!enqueued) {
-                // Whatever was enqueued may still read the slot: mark its end on the stream and reuse it only after.
-                driver.cuEventRecord(slot.copied, stream);
-                resources.retire(slot);
+                // Whatever was enqueued may still read or write the slot: mark its end on every stream that may hold
+                // work for it (the side stream once it waits on the kernels) and reuse it only after. If that mark
+                // cannot be made, nothing says when the slot is free: it is never reused, only freed by close().
+                long last = side != 0 ? side : stream;
+                if (driver.cuEventRecord(slot.copied, last) == Cuda.SUCCESS) {
+                    resources.retire(slot);
+                } else {
+                    resources.quarantine(slot);
+                }
             }
         }
     }
@@ -415,7 +488,7 @@ public final class CudaBackend implements KvChecksum {
         long scratch = slices ? 0 : 8L * blockPlan.scratchElements();
         int results = slices ? ns * nb : nb;
         return job(resources, stream, upload, scratch, results, (host, dUpload, dScratch, dOut) -> {
-            boolean vec16 = writeSlices(host, plan, address);
+            int alignment = writeSlices(host, plan, address);
             for (int i = 0; i < pages; i++) {
                 host.set(KernelAbi.U32, tableOff + 4L * i, plan.page(i));
             }
@@ -427,7 +500,8 @@ public final class CudaBackend implements KvChecksum {
                         KernelAbi.checksumParams(host, params, dUpload, dTable, dOut + 8L * s.blockOffset(), r.startToken(),
                                 r.firstBlock() + s.blockOffset(), r.numTokens(), r.blockSize(), plan.pageSize(), s.numBlocks(),
                                 ns, 0, 0, nb);
-                        launch(vec16 ? SLICE_SUMS_16B : SLICE_SUMS_8B, s.numBlocks(), s.sliceGroups(), stream, host, upload);
+                        launch(byAlignment(alignment, SLICE_SUMS_16B, SLICE_SUMS_8B, SLICE_SUMS_1B), s.numBlocks(), s.sliceGroups(),
+                                stream, host, upload);
                     }
                     return;
                 }
@@ -436,7 +510,8 @@ public final class CudaBackend implements KvChecksum {
                     KernelAbi.checksumParams(host, params, dUpload, dTable, f.numParts() == 1 ? out : dScratch, r.startToken(),
                             r.firstBlock() + f.blockOffset(), r.numTokens(), r.blockSize(), plan.pageSize(), f.numBlocks(), ns,
                             f.slicesPerPart(), f.numParts(), 0);
-                    launch(vec16 ? BLOCK_CHECKSUMS_16B : BLOCK_CHECKSUMS_8B, f.numBlocks(), f.numParts(), stream, host, upload);
+                    launch(byAlignment(alignment, BLOCK_CHECKSUMS_16B, BLOCK_CHECKSUMS_8B, BLOCK_CHECKSUMS_1B), f.numBlocks(),
+                            f.numParts(), stream, host, upload);
                     if (f.numParts() > 1) {
                         KernelAbi.reduce(host, params, dScratch, out, f.numBlocks(), f.numParts());
                         launch(SUM_PARTS, f.reduceGrid(), 1, stream, host, upload);
@@ -446,9 +521,13 @@ public final class CudaBackend implements KvChecksum {
         });
     }
 
-    /** Writes one KvcSlice per plan slice and says whether 16-byte loads may be used for all of them. */
-    private static boolean writeSlices(MemorySegment host, SlicePlan plan, ToLongFunction<KvMemory> address) {
-        boolean vec16 = true;
+    static String byAlignment(int alignment, String k16, String k8, String k1) {
+        return alignment >= 16 ? k16 : alignment >= 8 ? k8 : k1;
+    }
+
+    /** Writes one KvcSlice per plan slice and returns the smallest alignment class of their parts' absolute addresses. */
+    private static int writeSlices(MemorySegment host, SlicePlan plan, ToLongFunction<KvMemory> address) {
+        int alignment = 16;
         long at = 0;
         for (SlicePlan.Slice s : plan.slices()) {
             SlicePlan.Part k = s.k();
@@ -458,10 +537,13 @@ public final class CudaBackend implements KvChecksum {
             KernelAbi.slice(host, at, s.factor(), kAddr + k.base(), k.pageStride(), k.tokenStride(),
                     v == null ? 0 : vAddr + v.base(), v == null ? 0 : v.pageStride(), v == null ? 0 : v.tokenStride(),
                     k.pieces(), s.vPieces());
-            vec16 &= k.alignmentAt(kAddr) == 16 && (v == null || v.alignmentAt(vAddr) == 16);
+            alignment = Math.min(alignment, k.alignmentAt(kAddr));
+            if (v != null) {
+                alignment = Math.min(alignment, v.alignmentAt(vAddr));
+            }
             at += KernelAbi.SLICE_BYTES;
         }
-        return vec16;
+        return alignment;
     }
 
     private static long deviceAddress(KvMemory m) {

@@ -83,6 +83,9 @@ public interface CudaDriver {
 
     int cuStreamSynchronize(long stream);
 
+    /** {@code status[0]}: a {@code CUstreamCaptureStatus} (0 none, 1 active, 2 invalidated). Does not synchronize. */
+    int cuStreamIsCapturing(long stream, int[] status);
+
     int cuEventCreate(long[] event, int flags);
 
     /** {@code cuEventDestroy_v2}. */

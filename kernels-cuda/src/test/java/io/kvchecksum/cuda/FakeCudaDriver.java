@@ -28,7 +28,7 @@ final class FakeCudaDriver implements CudaDriver {
 
     private static final Map<Integer, String> NAMES = Map.of(0, "CUDA_SUCCESS", 1, "CUDA_ERROR_INVALID_VALUE", 2,
             "CUDA_ERROR_OUT_OF_MEMORY", 100, "CUDA_ERROR_NO_DEVICE", 201, "CUDA_ERROR_INVALID_CONTEXT", 400,
-            "CUDA_ERROR_INVALID_HANDLE", 500, "CUDA_ERROR_NOT_FOUND", 600, "CUDA_ERROR_NOT_READY", 999, "CUDA_ERROR_UNKNOWN");
+            "CUDA_ERROR_INVALID_HANDLE", 500, "CUDA_ERROR_NOT_FOUND", 600, "CUDA_ERROR_NOT_READY", 716, "CUDA_ERROR_MISALIGNED_ADDRESS", 999, "CUDA_ERROR_UNKNOWN");
     private static final Map<Integer, Memory> NAME_STRINGS = new HashMap<>();
 
     private final HostLibrary lib;
@@ -37,6 +37,8 @@ final class FakeCudaDriver implements CudaDriver {
     int deviceCount = 1;
     int driverVersion = 13000;
     boolean deferCompletion;
+    /** Streams reported as capturing a CUDA graph (status 1, CU_STREAM_CAPTURE_STATUS_ACTIVE). */
+    final java.util.Set<Long> capturing = new java.util.HashSet<>();
 
     private final TreeMap<Long, Long> device = new TreeMap<>();
     private final Map<Long, Long> pinned = new HashMap<>();
@@ -243,6 +245,11 @@ final class FakeCudaDriver implements CudaDriver {
     @Override public int cuStreamWaitEvent(long stream, long event, int flags) { return 0; }
 
     @Override public int cuStreamSynchronize(long stream) { return 0; }
+
+    @Override public synchronized int cuStreamIsCapturing(long stream, int[] status) {
+        status[0] = capturing.contains(stream) ? 1 : 0;
+        return 0;
+    }
 
     @Override public synchronized int cuEventCreate(long[] event, int flags) {
         event[0] = handle();

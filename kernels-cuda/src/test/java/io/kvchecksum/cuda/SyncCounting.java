@@ -232,6 +232,11 @@ public final class SyncCounting {
         }
 
         @Override
+        public int cuStreamIsCapturing(long stream, int[] status) {
+            return next.cuStreamIsCapturing(stream, status);
+        }
+
+        @Override
         public int cuEventCreate(long[] event, int flags) {
             return next.cuEventCreate(event, flags);
         }
