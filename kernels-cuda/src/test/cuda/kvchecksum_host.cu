@@ -47,7 +47,7 @@ int slice_sums(uint32_t gx, uint32_t gy, const KvcChecksumParams& p) {
                 const int64_t i = kvc_slice_sums_slice(p, by, w);
                 if (i < 0) continue;
                 uint64_t s = 0;
-                for (uint32_t l = 0; l < 32; ++l) s += kvc_lane_slice_sum<VEC>(p, p.slices[i], p.first_block + bx, l);
+                for (uint32_t l = 0; l < 32; ++l) s += kvc_lane_slice_sum<VEC>(p, p.slices[i], p.table, 0, p.first_block + bx, l);
                 p.out[(uint64_t)i * p.out_stride + bx] = s;
             }
         }
