@@ -42,8 +42,8 @@ struct KvcSlice {
 struct KvcChecksumParams {
     const KvcSlice* slices;   // [num_slices], device
     const int32_t* table;     // device page ids; entry i holds request positions start_token + i*page_size ..
-    uint64_t* out;            // block checksums: [num_blocks * num_parts] (block-major; the checksums themselves when
-                              // num_parts == 1); slices: row i at out + i*out_stride, column b = this launch's block b
+    uint64_t* out;            // block checksums: [num_blocks], zeroed by the host, every part's CTA adds its partial
+                              // atomically; slices: row i at out + i*out_stride, column b = this launch's block b
     uint64_t start_token;     // request position of table entry 0 (the request's firstBlock * block_size)
     uint64_t first_block;     // request block position of this launch's block 0 (blockIdx.x == 0)
     uint64_t num_tokens;      // the request's token count; clips the last block
@@ -205,13 +205,64 @@ KVC_HD uint64_t kvc_lane_slice_sum(const KvcChecksumParams& p, const KvcSlice& s
     const uint32_t kU = s.k_pieces / KVC_PIECES_PER_LOAD(VEC);
     const uint32_t U = kU + s.v_pieces / KVC_PIECES_PER_LOAD(VEC);
     const uint64_t P = (uint64_t)s.k_pieces + s.v_pieces;
-    const uint32_t unit_lanes = U < 32 ? U : 32;
+    const uint32_t shift = kvc_page_shift(p.page_size);
+    const uint64_t idx0 = bs - p.start_token;  // table-space index of the block's first token
+    if (U >= 32) {
+        // Wide cells (MLA: 72 or 41 units): the warp's lanes take (unit, batch of KVC_BATCH tokens) items in turn,
+        // so lanes stay busy when U is not a multiple of 32 (41 units as 2 x 32 lanes would idle 23 of 64).
+        const uint32_t nb = (ntok + KVC_BATCH - 1) / KVC_BATCH;
+        uint32_t u = lane, b = 0;
+        uint64_t acc = 0;
+        for (uint32_t i = lane; i < U * nb; i += 32) {
+            const bool isK = u < kU;
+            const uint32_t uu = isK ? u : u - kU;
+            const uint64_t base = (isK ? s.k_base : s.v_base) + (uint64_t)uu * KVC_LOAD_BYTES(VEC);
+            const int64_t ps = isK ? s.k_page_stride : s.v_page_stride;
+            const int64_t ts = isK ? s.k_token_stride : s.v_token_stride;
+            const uint64_t piece = (isK ? 0 : (uint64_t)s.k_pieces) + (uint64_t)uu * KVC_PIECES_PER_LOAD(VEC);
+            const uint32_t t0 = b * KVC_BATCH;
+            uint64_t A = 0, T = 0, A1 = 0;
+            uint32_t n = 0;
+            if (t0 + KVC_BATCH <= ntok) {
+                const char* a[KVC_BATCH];
+                uint64_t x0[KVC_BATCH], x1[KVC_BATCH];
+                KVC_UNROLL
+                for (int k = 0; k < KVC_BATCH; ++k) a[k] = kvc_cell(base, ps, ts, tab, tab0, idx0 + t0 + k, p.page_size, shift);
+                KVC_UNROLL
+                for (int k = 0; k < KVC_BATCH; ++k) kvc_load<VEC>(a[k], x0[k], x1[k]);
+                KVC_UNROLL
+                for (int k = 0; k < KVC_BATCH; ++k) {
+                    const uint64_t y0 = kvc_piece_value(x0[k]);
+                    const uint64_t y1 = VEC == 2 ? kvc_piece_value(x1[k]) : 0;
+                    A += y0 + y1;
+                    A1 += y1;
+                    T += A;
+                }
+                n = KVC_BATCH;
+            } else {
+                for (uint32_t t = t0; t < ntok; ++t) {
+                    uint64_t x0, x1;
+                    kvc_load<VEC>(kvc_cell(base, ps, ts, tab, tab0, idx0 + t, p.page_size, shift), x0, x1);
+                    x0 = kvc_piece_value(x0);
+                    x1 = VEC == 2 ? kvc_piece_value(x1) : 0;
+                    A += x0 + x1;
+                    A1 += x1;
+                    T += A;
+                    ++n;
+                }
+            }
+            const uint64_t pos0 = bs + t0;
+            acc += 2 * P * (pos0 * A + ((uint64_t)n * A - T)) + (2 * piece + 1) * A + 2 * A1;
+            u += 32;  // next item: U >= 32, so one wrap at most
+            if (u >= U) { u -= U; ++b; }
+        }
+        return acc;
+    }
+    const uint32_t unit_lanes = U;
     const uint32_t token_lanes = kvc_pow2_floor(32 / unit_lanes);
     const uint32_t tl = lane / unit_lanes;
     const uint32_t ul = lane - tl * unit_lanes;
     if (tl >= token_lanes) return 0;
-    const uint32_t shift = kvc_page_shift(p.page_size);
-    const uint64_t idx0 = bs - p.start_token;  // table-space index of the block's first token
     uint64_t acc = 0;
     for (uint32_t u = ul; u < U; u += unit_lanes) {
         const bool isK = u < kU;

@@ -36,9 +36,10 @@ __device__ __forceinline__ void kvc_stage_table(const KvcChecksumParams& p, uint
     __syncthreads();
 }
 
-// The fused single pass: CTA (bx, by) reads part `by` of the slices of block first_block + bx, once, and writes
-// one partial (or, with one part, the block checksum). No atomics: each output word has exactly one writer, and
-// the partials are summed by kvc_sum_parts, so results are deterministic and there is no hot spot. The part's
+// The fused single pass: CTA (bx, by) reads part `by` of the slices of block first_block + bx, once, and adds its
+// partial to out[bx] with a 64-bit atomic (the host zeroes out on the same stream first). Wrapping addition is
+// order-free, so the result is deterministic whatever order the parts land in, and one launch does it all (no
+// reduce kernel); gridDim.y CTAs per word is a light contention (at most ceil(slices/8)). The part's
 // slice descriptors (in chunks of KVC_SLICE_CHUNK) and the block's page ids are staged in shared memory, so the
 // dependent small loads before a slice's first data load are shared-memory reads, not L2 round trips.
 template <int VEC>
@@ -70,7 +71,7 @@ __device__ __forceinline__ void kvc_block_checksums_body(const KvcChecksumParams
         uint64_t s = 0;
 #pragma unroll
         for (int w = 0; w < KVC_WARPS; ++w) s += ws[w];
-        p.out[(uint64_t)blockIdx.x * p.num_parts + blockIdx.y] = s;
+        atomicAdd(reinterpret_cast<unsigned long long*>(p.out + blockIdx.x), (unsigned long long)s);
     }
 }
 

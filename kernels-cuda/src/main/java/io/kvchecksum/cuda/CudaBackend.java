@@ -485,7 +485,7 @@ public final class CudaBackend implements KvChecksum {
         long upload = tableOff + 4L * pages;
         LaunchPlanner.BlockPlan blockPlan = slices ? null : resources.planner.blocks(ns, nb);
         List<LaunchPlanner.SliceLaunch> sliced = slices ? resources.planner.slices(ns, nb) : null;
-        long scratch = slices ? 0 : 8L * blockPlan.scratchElements();
+        long scratch = 0;
         int results = slices ? ns * nb : nb;
         return job(resources, stream, upload, scratch, results, (host, dUpload, dScratch, dOut) -> {
             int alignment = writeSlices(host, plan, address);
@@ -505,17 +505,14 @@ public final class CudaBackend implements KvChecksum {
                     }
                     return;
                 }
+                // The parts of a block add into its output word atomically: zero it first, on the same stream.
+                check(driver, driver.cuMemsetD8Async(dOut, 0, 8L * nb, stream), "cuMemsetD8Async(results)");
                 for (LaunchPlanner.BlockLaunch f : blockPlan.launches()) {
-                    long out = dOut + 8L * f.blockOffset();
-                    KernelAbi.checksumParams(host, params, dUpload, dTable, f.numParts() == 1 ? out : dScratch, r.startToken(),
+                    KernelAbi.checksumParams(host, params, dUpload, dTable, dOut + 8L * f.blockOffset(), r.startToken(),
                             r.firstBlock() + f.blockOffset(), r.numTokens(), r.blockSize(), plan.pageSize(), f.numBlocks(), ns,
                             f.slicesPerPart(), f.numParts(), 0);
                     launch(byAlignment(alignment, BLOCK_CHECKSUMS_16B, BLOCK_CHECKSUMS_8B, BLOCK_CHECKSUMS_1B), f.numBlocks(),
                             f.numParts(), stream, host, upload);
-                    if (f.numParts() > 1) {
-                        KernelAbi.reduce(host, params, dScratch, out, f.numBlocks(), f.numParts());
-                        launch(SUM_PARTS, f.reduceGrid(), 1, stream, host, upload);
-                    }
                 }
             };
         });

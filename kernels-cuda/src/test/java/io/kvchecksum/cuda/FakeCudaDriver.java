@@ -230,6 +230,14 @@ final class FakeCudaDriver implements CudaDriver {
         return 0;
     }
 
+    @Override public synchronized int cuMemsetD8Async(long dst, int value, long n, long stream) {
+        if (!inDevice(dst, n)) {
+            return INVALID_VALUE;
+        }
+        seg(dst, n).fill((byte) value);
+        return 0;
+    }
+
     @Override public synchronized int cuMemcpyDtoDAsync(long dst, long src, long bytes, long stream) {
         if (!inDevice(src, bytes) || !inDevice(dst, bytes)) {
             return INVALID_VALUE;

@@ -232,6 +232,11 @@ public final class SyncCounting {
         }
 
         @Override
+        public int cuMemsetD8Async(long dst, int value, long n, long stream) {
+            return next.cuMemsetD8Async(dst, value, n, stream);
+        }
+
+        @Override
         public int cuStreamIsCapturing(long stream, int[] status) {
             return next.cuStreamIsCapturing(stream, status);
         }
