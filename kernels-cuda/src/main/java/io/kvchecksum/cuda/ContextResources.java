@@ -27,6 +27,8 @@ final class ContextResources {
         long deviceBytes;
         final long launched;
         final long copied;
+        /** The plan whose descriptors and table the device buffer holds (uploaded by a job that was enqueued), or null. */
+        Object uploadKey;
 
         Slot(long launched, long copied) {
             this.launched = launched;
@@ -153,6 +155,7 @@ final class ContextResources {
             }
             s.device = p[0];
             s.deviceBytes = n;
+            s.uploadKey = null;
         }
     }
 

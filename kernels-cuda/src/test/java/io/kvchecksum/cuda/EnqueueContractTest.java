@@ -126,4 +126,30 @@ class EnqueueContractTest {
         }
         assertEquals(0, fake.livePinnedAllocations(), "close() must free the quarantined slot too");
     }
+
+    /** A plan reused across enqueues is uploaded once; another plan is uploaded again; the values stay exact. */
+    @Test
+    void aReusedPlanIsUploadedOnce() {
+        FakeCudaDriver fake = new FakeCudaDriver(HostLibrary.load());
+        RecordingDriver rec = new RecordingDriver(fake);
+        try (Arena arena = Arena.ofConfined(); CudaBackend cuda = new CudaBackend(rec.driver, 0, Cuda.fatbin(), 1 << 20)) {
+            RandomCase c = someCase(arena);
+            List<Long> uploads = new ArrayList<>();
+            KvCacheGroup dev = RandomLayoutTest.onDevice(fake, c.group(), uploads);
+            io.kvchecksum.SlicePlan plan = io.kvchecksum.SlicePlan.of(dev, c.request());
+            long[] expected = KvChecksums.reference().blockChecksums(c.group(), c.request());
+            int[] htod = new int[4];
+            for (int i = 0; i < 4; i++) {
+                io.kvchecksum.SlicePlan p = i == 2 ? io.kvchecksum.SlicePlan.of(dev, c.request()) : plan;
+                rec.take();
+                try (PendingChecksums pc = cuda.enqueue(p, STREAM)) {
+                    assertArrayEquals(expected, pc.get(), "enqueue " + i);
+                }
+                htod[i] = (int) rec.take().stream().filter(call -> call.name().equals("cuMemcpyHtoDAsync")).count();
+            }
+            assertArrayEquals(new int[] {1, 0, 1, 1}, htod, "uploads per enqueue: the first, none for the same plan, again for "
+                    + "a new plan instance and for the first plan after it");
+            uploads.forEach(fake::cuMemFree);
+        }
+    }
 }
