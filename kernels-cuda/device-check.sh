@@ -31,8 +31,14 @@ report=$base.txt
 say() { echo "$*" | tee -a "$report"; }
 say "# kvchecksum CUDA device check $stamp (quick=$quick, dry-run=$dry); $(git rev-parse --short HEAD 2>/dev/null || echo 'no git')"
 java=.device/jre/bin/java
+if [[ ! -x $java && -f .device/jre.tar.xz ]]; then  # prepare-device.sh carries the runtime compressed
+  jre=${TMPDIR:-/tmp}/kvchecksum-jre-$(cksum < .device/jre.tar.xz | cut -d' ' -f1)
+  [[ -x $jre/jre/bin/java ]] || { mkdir -p "$jre" && tar -C "$jre" -xJf .device/jre.tar.xz; }
+  java=$jre/jre/bin/java
+  say "java runtime unpacked from .device/jre.tar.xz into $jre ($((SECONDS))s)"
+fi
 if [[ ! -x $java ]]; then
-  say "device-check: $java is missing: run kernels-cuda/prepare-device.sh on a build machine and carry .device"
+  say "device-check: no Java runtime in .device: run kernels-cuda/prepare-device.sh on a build machine and carry .device"
   exit 2
 fi
 t0=$SECONDS

@@ -4,7 +4,7 @@
 #   kernels-cuda/prepare-device.sh [MAVEN ARGS...]      e.g. -Dmaven.repo.local=/tmp/empty-m2 (works from empty), -o
 # One reactor build (bindings, golden, kernels-cuda, kernels-opencl with -am; nothing is installed into any Maven
 # repository, so a clean or empty one works), then, in the repository root:
-#   .device/jre   a jlinked Java runtime (only the modules the check uses)
+#   .device/jre.tar.xz  a jlinked Java runtime (only the modules the check uses), xz-compressed to fit the carry
 #   .device/lib   the kernels jars (with the fatbin), their test classes, and every dependency; the golden vectors are
 #                 left out of the golden jar, because golden/src/main/resources travels with the tree
 # .device/ is git-ignored; pass it to the device tool with carry: [".device"]. The script fails if .device and the
@@ -16,7 +16,7 @@ export JAVA_HOME=${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
 export PATH=$JAVA_HOME/bin:$PATH:${CUDA_HOME:-/usr/local/cuda}/bin
 limit=$((48 * 1024 * 1024))
 
-rm -rf .device/lib .device/jre
+rm -rf .device/lib .device/jre .device/jre.tar.xz
 mkdir -p .device/lib
 # package (not install) and copy the dependencies in the same reactor: sibling modules resolve from their target/.
 mvn -B -ntp -q "$@" -pl kernels-cuda,kernels-opencl -am package -DskipTests \
@@ -42,6 +42,20 @@ jlink --add-modules java.base,java.logging,jdk.unsupported,jdk.incubator.vector 
   --strip-debug --no-header-files --no-man-pages --compress=zip-9 --output .device/jre
 # jlink keeps libjvm's symbol tables (~5 MiB); the check needs none of them
 strip --strip-unneeded .device/jre/lib/server/libjvm.so
+
+# JNA's jar carries its native library for ~30 platforms; the device is linux-x86-64
+for j in .device/lib/jna-*.jar; do
+  tmp=$(mktemp -d)
+  # platform directories are named os-arch (linux-x86-64, win32-x86, darwin-aarch64); packages have no dash
+  (cd "$tmp" && jar --extract --file "$root/$j" && find com/sun/jna -mindepth 1 -maxdepth 1 -type d -name '*-*' \
+    ! -name linux-x86-64 -exec rm -rf {} +)
+  rm "$j"
+  jar --create --file "$j" --manifest "$tmp/META-INF/MANIFEST.MF" -C "$tmp" . 2>/dev/null || jar --create --file "$j" -C "$tmp" .
+  rm -rf "$tmp"
+done
+# libjvm.so alone is ~24 MiB: carry the runtime as one xz archive (~3x smaller); device-check.sh unpacks it.
+tar -C .device -cJf .device/jre.tar.xz jre
+rm -rf .device/jre
 
 carried=$(du -sb .device | cut -f1)
 tracked=$(git ls-files -z | xargs -0 stat -c %s 2>/dev/null | awk '{s += $1} END {print s + 0}')
