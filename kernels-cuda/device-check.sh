@@ -100,7 +100,12 @@ json_str() { printf '"%s"' "$(printf '%s' "$1" | sed -e 's/\\/\\\\/g' -e 's/"/\\
   grep -E '^(golden suite|random layouts|recorded enqueue|engine kernel|checksum: |step .*: exit|RESULT)' "$report" | sed 's/^/    /'
 } > "$base.md"
 rm -f "$base.jsonl" "$base.md.rows"
-[[ -s $base.err ]] || rm -f "$base.err"
+# stderr of the steps, less the JVM's notice about the incubator module
+if [[ -f $base.err ]]; then
+  grep -v -x 'WARNING: Using incubator modules: jdk.incubator.vector' "$base.err" > "$base.err.tmp" || true
+  mv "$base.err.tmp" "$base.err"
+  [[ -s $base.err ]] || rm -f "$base.err"
+fi
 if [[ -n "${OUT:-}" ]]; then
   say "device-check: results in \$OUT; copy them into kernels-cuda/results/ of the repository"
 fi

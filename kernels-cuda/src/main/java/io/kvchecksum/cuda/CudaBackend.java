@@ -185,8 +185,8 @@ public final class CudaBackend implements KvChecksum {
         check(driver, driver.cuStreamGetCtx(stream, ctx), "cuStreamGetCtx(stream 0x" + Long.toHexString(stream) + ")");
         long previous = enter(ctx[0]);
         try {
+            refuseCapture(stream);  // first: creating the context's streams and events is no business of a capture either
             ContextResources resources = resources(ctx[0]);
-            refuseCapture(stream);
             if (plan.numBlocks() == 0) {
                 return PendingChecksums.completed(new long[0]);
             }
