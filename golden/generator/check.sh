@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates the golden vectors into a temporary folder and compares them with the committed ones
-# (golden/src/main/resources/vectors), then re-verifies the committed files with verify.py.
+# (golden/src/main/resources/vectors, and the mixed-mode values in vectors-mixed), then re-verifies the
+# committed files with verify.py, and runs the detection campaign's short run (docs/detection.md).
 # Exits non-zero, with a message, if anything differs.  Needs python3 with numpy (PYTHON=... to override).
 set -euo pipefail
 
@@ -44,3 +45,48 @@ if ! diff -r "$dumps" "$tmp/dumps" > "$tmp/dumps-diff.txt" 2>&1; then
     exit 1
 fi
 echo "check.sh: OK: committed CLI test dumps match a fresh regeneration"
+
+# Mixed-mode values of the same vectors (vectors-mixed/mixed.json) come from generate_mixed.py the same way.
+mixed="$root/golden/src/main/resources/vectors-mixed"
+"$py" "$here/generate_mixed.py" --out "$tmp/vectors-mixed" > /dev/null
+if ! diff -r "$mixed" "$tmp/vectors-mixed" > "$tmp/mixed-diff.txt" 2>&1; then
+    echo "check.sh: FAILED: the committed mixed-mode values differ from what golden/generator/generate_mixed.py produces:" >&2
+    head -n 40 "$tmp/mixed-diff.txt" >&2
+    echo "check.sh: regenerate them with 'python3 golden/generator/generate_mixed.py' and commit the result." >&2
+    exit 1
+fi
+echo "check.sh: OK: committed mixed-mode values match a fresh regeneration"
+
+# Detection campaign, short run (fixed seeds, a few seconds): fails if the mixed mode's mixer misses any fault
+# or a proved property of the standard mode (single changes always caught, its bit-63 blind spot) does not hold.
+if ! "$py" "$here/detection.py" --short --quiet > "$tmp/detection.txt"; then
+    cat "$tmp/detection.txt" >&2
+    echo "check.sh: FAILED: detection campaign (golden/generator/detection.py --short); see docs/detection.md" >&2
+    exit 1
+fi
+tail -n 1 "$tmp/detection.txt"
+
+# The wire format's interop payloads (engine/src/test/resources/interop) come from payloads.py with Python's msgpack
+# (Debian python3-msgpack, installed by .ci/run): required under CI, skipped with a note elsewhere.
+interop="$root/engine/src/test/resources/interop"
+# The interpreter that runs the NumPy generators may lack msgpack (a pyenv build); Debian's python3 has it.
+pymsg=""
+for cand in "${PYTHON:-}" python3 /usr/bin/python3; do
+    if [ -n "$cand" ] && "$cand" -c 'import msgpack, numpy' 2>/dev/null; then pymsg="$cand"; break; fi
+done
+if [ -z "$pymsg" ]; then
+    if [ -n "${CI:-}" ] && [ "${CI}" != "false" ]; then
+        echo "check.sh: FAILED: no python3 here can import msgpack and numpy (Debian: apt-get install python3-msgpack python3-numpy)" >&2
+        exit 2
+    fi
+    echo "check.sh: SKIPPED the interop payloads: no python3 can import msgpack (Debian: python3-msgpack; PYTHON=... to pick)"
+    exit 0
+fi
+"$pymsg" "$here/payloads.py" --out "$tmp/interop"
+if ! diff -r "$interop" "$tmp/interop" > "$tmp/interop-diff.txt" 2>&1; then
+    echo "check.sh: FAILED: the committed interop payloads differ from what golden/generator/payloads.py produces:" >&2
+    head -n 40 "$tmp/interop-diff.txt" >&2
+    echo "check.sh: regenerate them with 'python3 golden/generator/payloads.py' and commit the result." >&2
+    exit 1
+fi
+echo "check.sh: OK: committed interop payloads match a fresh regeneration with Python's msgpack"

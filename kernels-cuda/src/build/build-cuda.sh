@@ -29,10 +29,22 @@ newer() {  # true if $1 is missing or older than any source
 }
 
 mkdir -p "$(dirname "$fatbin")" "$(dirname "$hostlib")"
+# nvcc's and ptxas' reports go to a log, so `mvn -q` stays quiet; a failure prints the log's tail on stderr.
+log="$(dirname "$hostlib")/build-cuda.log"
+: >"$log"
+run() {
+  if ! "$@" >>"$log" 2>&1; then
+    echo "ERROR: nvcc failed; the last lines of $log:" >&2
+    tail -n 40 "$log" >&2
+    exit 1
+  fi
+}
+# Maven's exec plugin prints a script's stdout even under -q: everything below goes to the log
+exec >>"$log"
 echo "kvchecksum: nvcc is $nvcc ($("$nvcc" --version | tail -n 2 | head -n 1))"
 if newer "$fatbin"; then
-  echo "kvchecksum: compiling kernels into $fatbin (register and spill report follows)"
-  "$nvcc" -fatbin -O3 -std=c++17 -lineinfo \
+  echo "kvchecksum: compiling kernels into $fatbin (register and spill report in the log)"
+  run "$nvcc" -fatbin -O3 -std=c++17 -lineinfo \
     -gencode arch=compute_80,code=sm_80 \
     -gencode arch=compute_90,code=sm_90 \
     -gencode arch=compute_90,code=compute_90 \
@@ -44,9 +56,13 @@ fi
 evidence=$(dirname "$hostlib")
 if newer "$evidence/ptxas_sm90.txt"; then
   echo "kvchecksum: writing PTX, ptxas report and SASS for sm_90 into $evidence"
-  "$nvcc" -ptx -O3 -std=c++17 -arch=compute_90 -o "$evidence/kvchecksum_sm90.ptx" "$src/kvchecksum_kernels.cu"
-  "$nvcc" -cubin -O3 -std=c++17 -arch=sm_90 -Xptxas -v -o "$evidence/kvchecksum_sm90.cubin" "$src/kvchecksum_kernels.cu" \
-    > "$evidence/ptxas_sm90.tmp" 2>&1
+  run "$nvcc" -ptx -O3 -std=c++17 -arch=compute_90 -o "$evidence/kvchecksum_sm90.ptx" "$src/kvchecksum_kernels.cu"
+  if ! "$nvcc" -cubin -O3 -std=c++17 -arch=sm_90 -Xptxas -v -o "$evidence/kvchecksum_sm90.cubin" \
+    "$src/kvchecksum_kernels.cu" > "$evidence/ptxas_sm90.tmp" 2>&1; then
+    echo "ERROR: nvcc -cubin failed:" >&2
+    tail -n 40 "$evidence/ptxas_sm90.tmp" >&2
+    exit 1
+  fi
   cuobjdump=$(dirname "$nvcc")/cuobjdump
   if [[ -x "$cuobjdump" ]]; then
     "$cuobjdump" -sass "$evidence/kvchecksum_sm90.cubin" > "$evidence/kvchecksum_sm90.sass"
@@ -57,7 +73,7 @@ if newer "$evidence/ptxas_sm90.txt"; then
 fi
 if newer "$hostlib"; then
   echo "kvchecksum: compiling host test library $hostlib"
-  "$nvcc" -shared -Xcompiler -fPIC -cudart static -O2 -std=c++17 \
+  run "$nvcc" -shared -Xcompiler -fPIC -cudart static -O2 -std=c++17 \
     -gencode arch=compute_80,code=sm_80 -I "$src" -o "$hostlib.tmp" "$testsrc/kvchecksum_host.cu"
   mv "$hostlib.tmp" "$hostlib"
 else

@@ -66,6 +66,29 @@ public interface KvChecksum extends AutoCloseable {
         return submit(SlicePlan.of(group, request));
     }
 
+    /**
+     * Stream-ordered {@link #submit}: for an engine's worker, which must neither wait for the device nor race its own
+     * writes. The checksum is ordered after the work already enqueued on {@code stream} (the forward that finished
+     * the prompt, the load that landed) and before anything enqueued on it later, and on a GPU backend the call never
+     * waits for the device: only the handle's {@code get()} waits, and {@code isDone()} polls.
+     *
+     * <p>{@code stream} is an opaque handle whose meaning is the backend's: a {@code CUstream} for {@code cuda} (0 is
+     * the legacy default stream; the group must be device memory), a {@code cl_command_queue} for {@code opencl}
+     * (which runs on its own in-order queue only: 0 or its {@code commandQueue()}). CPU backends have no stream:
+     * they ignore it, compute on the calling thread and return a completed handle, exactly as {@link #submit}.
+     *
+     * @param stream the engine's stream or queue handle, as the backend documents it
+     * @return the pending values; call {@code get()} or {@code close()}
+     */
+    default PendingChecksums submit(SlicePlan plan, long stream) {
+        return submit(plan);
+    }
+
+    /** {@link #submit(SlicePlan, long)} of a plan built (and validated) for this one call. */
+    default PendingChecksums submit(KvCacheGroup group, RequestBlocks request, long stream) {
+        return submit(SlicePlan.of(group, request), stream);
+    }
+
     /** Releases native resources; the pure-Java backends hold none. */
     @Override
     default void close() {

@@ -6,11 +6,11 @@ import picocli.CommandLine.Option;
 /** The {@code --backend} option every computing command shares. */
 final class BackendOption {
     @Option(names = "--backend", paramLabel = "NAME", defaultValue = "auto",
-            description = "auto (default), cpu, reference, cuda, opencl.")
+            description = "auto (default: cpu, as a dump is in host memory), cpu, reference, cuda, opencl.")
     String name;
 
-    /** The named backend, never another; see {@link Backends#open}. */
-    Backends open(CommandLine cl) {
-        return Backends.open(name, cl);
+    /** The named backend, never another; see {@link ChosenBackend#open}. */
+    ChosenBackend open(CommandLine cl) {
+        return ChosenBackend.open(name, cl);
     }
 }

@@ -51,6 +51,25 @@ final class Demo {
         static Config llama3_8b(long seed) {
             return new Config(seed, 32, 8, 128, 2, 2011, 16, 16, 8);
         }
+
+        /**
+         * The bytes the demo allocates, estimated before anything is: both caches (off-heap, with their 8 spare pages)
+         * and, on the heap, the page tables and one block's cells copied twice (a snapshot and the stale block).
+         * Saturates at {@link Long#MAX_VALUE} rather than overflowing.
+         */
+        long memoryEstimate() {
+            try {
+                long cell = Math.multiplyExact((long) headDim, elemBytes);
+                long perSlot = Math.multiplyExact(Math.multiplyExact(2L * heads, cell), layers);
+                long pSlots = Math.multiplyExact(Math.ceilDiv((long) tokens, producerPage) + 8, producerPage);
+                long cSlots = Math.multiplyExact(Math.ceilDiv((long) tokens, consumerPage) + 8, consumerPage);
+                long caches = Math.multiplyExact(perSlot, Math.addExact(pSlots, cSlots));
+                long heap = 4 * (pSlots + cSlots) + 2 * Math.multiplyExact(perSlot, blockSize);
+                return Math.addExact(caches, heap);
+            } catch (ArithmeticException e) {
+                return Long.MAX_VALUE;
+            }
+        }
     }
 
     /**
@@ -94,7 +113,7 @@ final class Demo {
     }
 
     private final Config c;
-    private final Backends backend;
+    private final ChosenBackend backend;
     private final SplittableRandom rng;
     private final int[] pTable;
     private final int[] cTable;
@@ -103,7 +122,7 @@ final class Demo {
     private final int cell;
     private final long numBlocks;
 
-    private Demo(Config c, Backends backend, Arena arena) {
+    private Demo(Config c, ChosenBackend backend, Arena arena) {
         this.c = c;
         this.backend = backend;
         this.rng = new SplittableRandom(c.seed());
@@ -137,7 +156,7 @@ final class Demo {
     }
 
     /** Runs the demo; the text goes to {@code log} as it happens. */
-    static Result run(Config c, Backends backend, java.io.PrintWriter log) {
+    static Result run(Config c, ChosenBackend backend, java.io.PrintWriter log) {
         try (Arena arena = Arena.ofShared()) {
             return new Demo(c, backend, arena).run(log);
         }

@@ -4,9 +4,11 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
 import java.io.OutputStream;
+import java.lang.management.ManagementFactory;
 import java.io.PrintWriter;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -25,6 +27,12 @@ import java.util.concurrent.Callable;
 final class DemoCommand implements Callable<Integer> {
     /** The seed printed with every run; change it with --seed. */
     static final long DEFAULT_SEED = 20250604L;
+
+    /** More layers than any model has; each layer is one allocation. */
+    static final int MAX_LAYERS = 1024;
+
+    /** The fewest tokens: each of the four faults goes into a whole block of its own. */
+    static final int MIN_TOKENS = 4 * 16;
 
     @Spec
     CommandSpec spec;
@@ -49,25 +57,50 @@ final class DemoCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        if (tokens < 2 * 16 + 1 || layers < 1) {
-            throw new picocli.CommandLine.ParameterException(spec.commandLine(), "--tokens must be at least 33 and --layers positive");
+        if (tokens < MIN_TOKENS) {
+            // four faults in four different whole blocks of 16
+            throw new ParameterException(spec.commandLine(), "--tokens " + tokens + ": the demo needs at least "
+                    + MIN_TOKENS + " (four whole blocks of 16, one per fault)");
+        }
+        if (layers < 1 || layers > MAX_LAYERS) {
+            throw new ParameterException(spec.commandLine(), "--layers " + layers + ": must be 1.." + MAX_LAYERS);
         }
         Demo.Config c = Demo.Config.llama3_8b(seed);
         c = new Demo.Config(seed, layers, c.heads(), c.headDim(), c.elemBytes(), tokens, c.blockSize(), c.producerPage(),
                 c.consumerPage());
+        long need = c.memoryEstimate();
+        long limit = memoryLimit();
+        if (need > limit) {
+            throw new ParameterException(spec.commandLine(), "--tokens " + tokens + " --layers " + layers + " need about "
+                    + Units.bytes(need) + " of memory; the demo's limit here is " + Units.bytes(limit)
+                    + " (half of physical memory)");
+        }
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter log = json ? new PrintWriter(OutputStream.nullOutputStream()) : out;
         Demo.Result r;
-        try (Backends b = backend.open(spec.commandLine())) {
+        String name;
+        try (ChosenBackend b = backend.open(spec.commandLine())) {
+            name = b.backend().name();
             r = Demo.run(c, b, log);
         }
         if (json) {
-            Json.print(out, toJson(r));
+            Json.print(out, toJson(r, name));
         }
         return r.allAsExpected() ? Main.OK : Main.MISMATCH;
     }
 
-    static Map<String, Object> toJson(Demo.Result r) {
+    /** What the demo may allocate: half of physical memory (the caches are off-heap), or all of it when unknown. */
+    static long memoryLimit() {
+        if (ManagementFactory.getOperatingSystemMXBean() instanceof com.sun.management.OperatingSystemMXBean os) {
+            long total = os.getTotalMemorySize();
+            if (total > 0) {
+                return total / 2;
+            }
+        }
+        return Long.MAX_VALUE;
+    }
+
+    static Map<String, Object> toJson(Demo.Result r, String backendName) {
         Map<String, Object> j = new LinkedHashMap<>();
         j.put("seed", r.config().seed());
         j.put("layers", r.config().layers());
@@ -75,7 +108,8 @@ final class DemoCommand implements Callable<Integer> {
         j.put("head_dim", r.config().headDim());
         j.put("tokens", r.config().tokens());
         j.put("block_size", r.config().blockSize());
-        j.put("backend", r.backend());
+        j.put("backend", backendName);
+        j.put("backend_description", r.backend());
         j.put("clean", r.clean().name());
         List<Object> fs = new ArrayList<>();
         for (Demo.Outcome o : r.faults()) {

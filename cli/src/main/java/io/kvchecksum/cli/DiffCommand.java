@@ -74,6 +74,11 @@ final class DiffCommand implements Callable<Integer> {
     @Option(names = {"-q", "--quiet"}, description = "No progress bar.")
     boolean quiet;
 
+    @Option(names = "--max-blocks", paramLabel = "K", defaultValue = "20",
+            description = "Print the differences of at most K blocks, then a line with the total (default ${DEFAULT-VALUE};"
+                    + " --json lists all).")
+    int maxBlocks;
+
     /** One run of consecutive tokens of one (layer, head) whose cells differ, with the cell bytes that changed. */
     record Change(long block, int layer, int head, long tokenFirst, long tokenLast, int[] kBytes, int[] vBytes,
             String tensorA, long offsetA, String tensorB, long offsetB) {
@@ -88,6 +93,9 @@ final class DiffCommand implements Callable<Integer> {
     public Integer call() {
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
+        if (maxBlocks < 1) {
+            throw new picocli.CommandLine.ParameterException(spec.commandLine(), "--max-blocks " + maxBlocks + ": must be 1 or more");
+        }
         String la = layoutA != null ? layoutA : layout;
         String lb = layoutB != null ? layoutB : layout;
         try (DumpFile fa = DumpFile.open(a); DumpFile fb = DumpFile.open(b)) {
@@ -96,9 +104,11 @@ final class DiffCommand implements Callable<Integer> {
             KvDump db = KvDump.of(fb, new KvDump.Options(lb, bs, numTokens, firstBlock, headOffset));
             Result r;
             String desc;
-            try (Backends be = backend.open(spec.commandLine())) {
-                r = compare(da, db, be, err, !quiet);
+            String name;
+            try (ChosenBackend be = backend.open(spec.commandLine())) {
+                r = compare(da, db, be, err, Progress.shown(quiet));
                 desc = be.backend().description();
+                name = be.backend().name();
             }
             if (json) {
                 Map<String, Object> j = new LinkedHashMap<>();
@@ -107,7 +117,8 @@ final class DiffCommand implements Callable<Integer> {
                 j.put("first_block", r.firstBlock);
                 j.put("num_tokens_a", r.numTokensA);
                 j.put("num_tokens_b", r.numTokensB);
-                j.put("backend", desc);
+                j.put("backend", name);
+                j.put("backend_description", desc);
                 j.put("values_a", Json.unsigned(r.valuesA));
                 j.put("values_b", Json.unsigned(r.valuesB));
                 j.put("blocks_differing", r.blocksDiffering);
@@ -138,8 +149,13 @@ final class DiffCommand implements Callable<Integer> {
                 }
                 RequestBlocks req = da.request();
                 long current = -1;
+                int printed = 0;
                 for (Change c : r.changes) {
                     if (c.block != current) {
+                        if (printed == maxBlocks) {
+                            break;
+                        }
+                        printed++;
                         current = c.block;
                         int i = (int) (c.block - r.firstBlock);
                         out.println("block " + c.block + " (tokens " + req.blockStart(c.block) + ".."
@@ -152,6 +168,10 @@ final class DiffCommand implements Callable<Integer> {
                             + where(db, c.tensorB, c.offsetB));
                 }
                 int nb = Math.min(r.valuesA.length, r.valuesB.length);
+                if (r.blocksDiffering.size() > maxBlocks) {
+                    out.println("... " + (r.blocksDiffering.size() - maxBlocks) + " more differing blocks not shown"
+                            + " (--max-blocks " + maxBlocks + "; --json lists all)");
+                }
                 out.println(r.changes.isEmpty() ? "identical: " + nb + " blocks, every cell equal"
                         : r.blocksDiffering.size() + " of " + nb + " blocks differ");
             }
@@ -197,7 +217,7 @@ final class DiffCommand implements Callable<Integer> {
         return y == 0 ? x : gcd(y, x % y);
     }
 
-    static Result compare(KvDump da, KvDump db, Backends be, PrintWriter err, boolean progress) {
+    static Result compare(KvDump da, KvDump db, ChosenBackend be, PrintWriter err, boolean progress) {
         Map<Long, KvDump.Layer[]> sa = slices(da);
         Map<Long, KvDump.Layer[]> sb = slices(db);
         if (!sa.keySet().equals(sb.keySet())) {
@@ -284,8 +304,8 @@ final class DiffCommand implements Callable<Integer> {
                     runFirst = t;
                     boolean inV = k == null;
                     int first = inV ? v[0] : k[0];
-                    Tensor ta = inV ? la.v() : la.k();
-                    Tensor tb = inV ? lb.v() : lb.k();
+                    Tensor ta = inV ? la.vTensor() : la.kTensor();
+                    Tensor tb = inV ? lb.vTensor() : lb.kTensor();
                     tensorA = ta.name();
                     tensorB = tb.name();
                     offA = da.cellOffset(la, inV, t, h) + first;

@@ -1,6 +1,6 @@
 package io.kvchecksum.cli;
 
-import io.kvchecksum.cli.dump.InvalidInputException;
+import io.kvchecksum.cli.dump.InvalidOptionException;
 import io.kvchecksum.cli.dump.KvDump;
 import io.kvchecksum.engine.Fingerprints;
 import picocli.CommandLine.Option;
@@ -30,18 +30,36 @@ final class FingerprintOptions {
             description = "Use this group fingerprint (unsigned decimal) instead of computing one.")
     String fingerprint;
 
-    long of(KvDump dump) {
+    /** Refuses option values that are wrong whatever the dump (exit 64); commands call it before reading anything. */
+    void validate() {
+        if (!layerName.contains("{L}")) {
+            throw new InvalidOptionException("--layer-name '" + layerName + "': must contain {L}, which stands for the layer"
+                    + " number (e.g. model.layers.{L}.self_attn.attn)");
+        }
+        if (specType != null && specType.isBlank()) {
+            throw new InvalidOptionException("--spec-type is empty: give the engine's spec type, e.g. FullAttentionSpec");
+        }
+        if (kvDtype != null && kvDtype.isBlank()) {
+            throw new InvalidOptionException("--kv-dtype is empty: give the dtype as the engine names it, e.g. torch.bfloat16");
+        }
         if (fingerprint != null) {
             try {
-                return Long.parseUnsignedLong(fingerprint.strip());
+                Long.parseUnsignedLong(fingerprint.strip());
             } catch (NumberFormatException e) {
-                throw new InvalidInputException("--fingerprint '" + fingerprint + "' is not an unsigned 64-bit decimal");
+                throw new InvalidOptionException("--fingerprint '" + fingerprint + "': not an unsigned 64-bit decimal");
             }
+        }
+    }
+
+    long of(KvDump dump) {
+        validate();
+        if (fingerprint != null) {
+            return Long.parseUnsignedLong(fingerprint.strip());
         }
         String spec = specType != null ? specType : dump.layout().equals("vllm-mla") ? "MLAAttentionSpec" : "FullAttentionSpec";
         List<Long> hashes = new ArrayList<>();
         for (KvDump.Layer l : dump.layers()) {
-            String dtype = kvDtype != null ? kvDtype : torchName(l.k().dtype().name());
+            String dtype = kvDtype != null ? kvDtype : torchName(l.kTensor().dtype().name());
             hashes.add(Fingerprints.ofLayer(layerName.replace("{L}", Integer.toString(l.layer())), spec, dtype));
         }
         return Fingerprints.ofGroup(hashes);

@@ -1,5 +1,6 @@
 package io.kvchecksum.cli;
 
+import io.kvchecksum.cli.dump.DumpFile;
 import io.kvchecksum.cli.dump.InvalidInputException;
 import io.kvchecksum.engine.ChecksumPayload;
 import io.kvchecksum.engine.GroupChecksums;
@@ -15,7 +16,7 @@ import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
+import java.util.regex.Pattern;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -24,7 +25,7 @@ import java.util.Map;
 import java.util.concurrent.Callable;
 
 /** {@code payload}: what travels with a request. */
-@Command(name = "payload", mixinStandardHelpOptions = true, description = "Checksum payloads (base64 msgpack, SPEC section 5).",
+@Command(name = "payload", mixinStandardHelpOptions = true, description = "Checksum payloads: base64 msgpack; the wire format is in README.md (\"End to end in an engine\").",
         subcommands = PayloadCommand.Decode.class)
 final class PayloadCommand implements Callable<Integer> {
     @Spec
@@ -36,30 +37,46 @@ final class PayloadCommand implements Callable<Integer> {
         return Main.USAGE;
     }
 
-    /** The largest payload file read: a 128k-token prompt's payload is ~87 KB; this is a thousand times that. */
-    static final long MAX_PAYLOAD_FILE = 128L << 20;
+    /**
+     * The largest payload file read: a 128k-token prompt's payload is ~90 KB of base64; 64 MiB leaves room for
+     * thousands of groups and million-token prompts, and still refuses a dump given by mistake.
+     */
+    static final long MAX_PAYLOAD_FILE = 64L << 20;
 
-    /** Reads a payload given as text, {@code @FILE}, or a file path. */
+    /**
+     * Reads a payload given as base64 text, as {@code @FILE}, or from {@code file}. A file must be a regular file of at
+     * most {@link #MAX_PAYLOAD_FILE} bytes (a directory, FIFO or device is refused at once, without blocking); line
+     * breaks and surrounding whitespace in the base64 are ignored.
+     */
     static ChecksumPayload read(String text, Path file) {
         String s = text;
         if (file == null && s != null && s.startsWith("@")) {
             file = Path.of(s.substring(1));
         }
         if (file != null) {
+            long size = DumpFile.requireRegularFile(file);
+            if (size > MAX_PAYLOAD_FILE) {
+                throw new InvalidInputException(file + ": " + size + " bytes is too large for a checksum payload (at most "
+                        + MAX_PAYLOAD_FILE + "; a 128k-token prompt's payload is about 90 KB)");
+            }
             try {
-                long size = Files.size(file);
-                if (size > MAX_PAYLOAD_FILE) {
-                    throw new InvalidInputException(file + ": " + size + " bytes is too large for a checksum payload");
+                byte[] b = Files.readAllBytes(file);
+                if (b.length > MAX_PAYLOAD_FILE) { // it grew since it was measured
+                    throw new InvalidInputException(file + ": more than " + MAX_PAYLOAD_FILE + " bytes");
                 }
-                s = Files.readString(file, StandardCharsets.ISO_8859_1);
-            } catch (NoSuchFileException e) {
-                throw new InvalidInputException("cannot read " + file + ": no such file");
+                s = new String(b, StandardCharsets.ISO_8859_1);
             } catch (IOException e) {
                 throw new InvalidInputException("cannot read " + file + ": " + e.getMessage());
             }
         }
-        return PayloadCodec.decodeBase64(s.strip());
+        String base64 = WHITESPACE.matcher(s).replaceAll("");
+        if (base64.isEmpty()) {
+            throw new InvalidInputException((file == null ? "the payload" : file.toString()) + " is empty");
+        }
+        return PayloadCodec.decodeBase64(base64);
     }
+
+    private static final Pattern WHITESPACE = Pattern.compile("\\s+");
 
     static Map<String, Object> toJson(ChecksumPayload p) {
         Map<String, Object> o = new LinkedHashMap<>();

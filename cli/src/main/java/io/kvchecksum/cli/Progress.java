@@ -4,8 +4,9 @@ import java.io.PrintWriter;
 import java.util.Locale;
 
 /**
- * A progress bar on stderr, shown only once work has run for a second, redrawn at most ten times a second, and
- * never written to stdout (so {@code --json} output stays one JSON object). Disabled by {@code --quiet}.
+ * A progress bar on stderr, shown only when stderr is a terminal (a log file would collect carriage-return frames)
+ * and once work has run for a second, redrawn at most ten times a second, and never written to stdout (so
+ * {@code --json} output stays one JSON object). Disabled by {@code --quiet}.
  */
 final class Progress implements AutoCloseable {
     private static final long SHOW_AFTER_NS = 1_000_000_000L;
@@ -19,11 +20,33 @@ final class Progress implements AutoCloseable {
     private long lastDrawNs;
     private boolean drawn;
 
+    /**
+     * Whether a command shows progress: not with {@code --quiet}, and only on a terminal. The launcher
+     * {@code cli/kvchecksum} tests stderr itself ({@code -Dkvchecksum.stderrTty}); otherwise the JVM's console says
+     * whether the process talks to a terminal.
+     */
+    static boolean shown(boolean quiet) {
+        if (quiet) {
+            return false;
+        }
+        String tty = System.getProperty("kvchecksum.stderrTty");
+        if (tty != null) {
+            return Boolean.parseBoolean(tty);
+        }
+        java.io.Console c = System.console();
+        return c != null && c.isTerminal();
+    }
+
     Progress(PrintWriter err, boolean enabled, String label, long totalBytes) {
         this.err = err;
         this.enabled = enabled;
         this.label = label;
         this.total = Math.max(1, totalBytes);
+    }
+
+    /** Whether a bar may be drawn at all (not quiet, a terminal). */
+    boolean enabled() {
+        return enabled;
     }
 
     /** Reports {@code done} of the total bytes. */

@@ -10,6 +10,7 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
 
@@ -63,27 +64,28 @@ final class SumCommand implements Callable<Integer> {
     public Integer call() {
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
+        if (payload && tpSize <= 0) {
+            throw new ParameterException(spec.commandLine(), "--tp-size " + tpSize + ": must be positive");
+        }
+        if (payload && groupId < 0) {
+            throw new ParameterException(spec.commandLine(), "--group-id " + groupId + ": must be 0 or more");
+        }
+        fingerprint.validate();
         try (DumpFile file = DumpFile.open(dump)) {
             KvDump d = KvDump.of(file, dumpOptions.options(blockSize));
-            try (Backends b = backend.open(spec.commandLine());
-                    Progress p = new Progress(err, !quiet, "sum", d.kvBytes())) {
+            try (ChosenBackend b = backend.open(spec.commandLine());
+                    Progress p = new Progress(err, Progress.shown(quiet), "sum", d.kvBytes())) {
                 long[] values = b.blockChecksums(d, p);
                 p.close();
-                if (b.note() != null) {
-                    err.println("kvchecksum: " + b.note());
-                }
                 RequestBlocks r = d.request();
                 if (payload) {
-                    if (tpSize <= 0 || groupId < 0) {
-                        throw new picocli.CommandLine.ParameterException(spec.commandLine(),
-                                "--tp-size must be positive and --group-id non-negative");
-                    }
                     String text = PayloadCodec.encodeBase64(ChecksumPayload.of(tpSize, r.numTokens(),
                             List.of(new GroupChecksums(groupId, fingerprint.of(d), r.blockSize(), r.firstBlock(), values))));
                     if (json) {
                         Map<String, Object> o = new LinkedHashMap<>();
                         o.put("payload", text);
                         o.put("backend", b.backend().name());
+                        o.put("backend_description", b.backend().description());
                         Json.print(out, o);
                     } else {
                         out.println(text);

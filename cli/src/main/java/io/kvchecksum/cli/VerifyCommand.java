@@ -71,6 +71,10 @@ final class VerifyCommand implements Callable<Integer> {
     public Integer call() {
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
+        fingerprint.validate();
+        if (groupId < 0) {
+            throw new picocli.CommandLine.ParameterException(spec.commandLine(), "--group-id " + groupId + ": must be 0 or more");
+        }
         ChecksumPayload exp = PayloadCommand.read(expected, null);
         GroupChecksums eg = exp.groups().stream().filter(g -> g.groupId() == groupId).findFirst().orElse(null);
         List<Integer> others = exp.groups().stream().map(GroupChecksums::groupId).filter(g -> g != groupId).distinct().toList();
@@ -88,28 +92,28 @@ final class VerifyCommand implements Callable<Integer> {
             KvDump.Options o = dumpOptions.options(b);
             KvDump d = KvDump.of(file, o);
             if (dumpOptions.numTokens == null && file.get("num_tokens") == null
-                    && d.request().numTokens() > exp.numTokens() && exp.numTokens() >= d.request().startToken()) {
+                    && d.request().numTokens() > exp.numTokens() && exp.numTokens() > d.request().startToken()) {
                 // a paged dump's last page holds slots past the request: count only the producer's tokens
                 d = KvDump.of(file, new KvDump.Options(o.layout(), b, exp.numTokens(), o.firstBlock(), o.headOffset()));
             }
             RequestBlocks r = d.request();
-            try (Backends be = backend.open(spec.commandLine());
-                    Progress p = new Progress(err, !quiet, "verify", d.kvBytes())) {
+            try (ChosenBackend be = backend.open(spec.commandLine());
+                    Progress p = new Progress(err, Progress.shown(quiet), "verify", d.kvBytes())) {
                 long[] values = be.blockChecksums(d, p);
                 p.close();
-                if (be.note() != null) {
-                    err.println("kvchecksum: " + be.note());
-                }
                 ChecksumPayload actual = ChecksumPayload.of(exp.tpSize() == null ? 1 : exp.tpSize(), r.numTokens(),
                         List.of(new GroupChecksums(groupId, fingerprint.of(d), r.blockSize(), r.firstBlock(), values)));
                 ChecksumPayload expOne = new ChecksumPayload(exp.version(), exp.tpSize(), exp.numTokens(),
                         exp.groups().stream().filter(g -> g.groupId() == groupId).toList());
                 LoadVerdict v = Verifier.compare(expOne, actual);
+                Verdict verdict = Verdict.of(v, groupId, eg, exp.numTokens(), r, values.length);
                 if (json) {
                     Map<String, Object> j = new LinkedHashMap<>();
-                    j.put("status", v.status().name());
-                    j.put("reason", v.reason() == null ? null : v.reason().name());
-                    j.put("detail", v.detail());
+                    j.put("status", verdict.status().name());
+                    j.put("reason", verdict.reason());
+                    j.put("detail", verdict.detail());
+                    j.put("note", verdict.note());
+                    j.put("hint", verdict.hint());
                     j.put("backend", be.backend().name());
                     j.put("backend_description", be.backend().description());
                     j.put("block_size", r.blockSize());
@@ -117,12 +121,13 @@ final class VerifyCommand implements Callable<Integer> {
                     j.put("num_tokens", r.numTokens());
                     List<Object> gs = new ArrayList<>();
                     for (GroupVerdict g : v.groups()) {
+                        boolean mine = g.groupId() == groupId && Verdict.INCOMPLETE_DUMP.equals(verdict.reason());
                         Map<String, Object> gj = new LinkedHashMap<>();
                         gj.put("group_id", g.groupId());
-                        gj.put("status", g.status().name());
+                        gj.put("status", (mine ? verdict.status() : g.status()).name());
                         gj.put("mismatched_blocks", g.mismatchedBlocks());
-                        gj.put("reason", g.reason() == null ? null : g.reason().name());
-                        gj.put("detail", g.detail());
+                        gj.put("reason", mine ? verdict.reason() : g.reason() == null ? null : g.reason().name());
+                        gj.put("detail", mine ? verdict.detail() : g.detail());
                         gs.add(gj);
                     }
                     j.put("groups", gs);
@@ -137,22 +142,92 @@ final class VerifyCommand implements Callable<Integer> {
                             + " tokens)");
                     out.println("backend:  " + be.backend().description());
                     for (GroupVerdict g : v.groups()) {
-                        out.println("group " + g.groupId() + ": " + g.status() + describe(g));
+                        if (g.groupId() == groupId && Verdict.INCOMPLETE_DUMP.equals(verdict.reason())) {
+                            out.println("group " + g.groupId() + ": " + verdict.status() + " " + verdict.reason() + ": "
+                                    + verdict.detail());
+                        } else {
+                            out.println("group " + g.groupId() + ": " + g.status() + describe(g));
+                        }
                         if (g.reason() == UnverifiedReason.FINGERPRINT_DIFFERS) {
                             out.println("  the fingerprint hashes the engine's layer names, spec type and dtype, which a dump"
                                     + " does not record: see --layer-name, --spec-type, --kv-dtype, or pass the producer's"
                                     + " with --fingerprint if you know the layers are the same");
+                        }
+                        if (g.groupId() == groupId && verdict.note() != null) {
+                            out.println("  note: " + verdict.note());
                         }
                     }
                     if (!others.isEmpty()) {
                         out.println("not checked (not in this dump): group" + (others.size() == 1 ? " " : "s ")
                                 + others.stream().map(String::valueOf).collect(Collectors.joining(", ")));
                     }
-                    out.println("verdict: " + v.status() + (v.reason() == null ? "" : " (" + v.reason() + ": " + v.detail() + ")"));
+                    out.println("verdict: " + verdict.status() + (verdict.reason() == null ? ""
+                            : " (" + verdict.reason() + ": " + verdict.detail() + ")"));
+                    if (verdict.hint() != null) {
+                        out.println("hint: " + verdict.hint());
+                    }
                 }
                 out.flush();
-                return v.status() == Status.MATCH ? Main.OK : v.status() == Status.MISMATCH ? Main.MISMATCH : Main.UNVERIFIED;
+                return verdict.status() == Status.MATCH ? Main.OK
+                        : verdict.status() == Status.MISMATCH ? Main.MISMATCH : Main.UNVERIFIED;
             }
+        }
+    }
+
+    /**
+     * The command's verdict: the engine's comparison (which compares the positions both sides cover, as an engine
+     * must), then what the dump covered. A dump that lacks whole payload blocks is UNVERIFIED (INCOMPLETE_DUMP, exit
+     * 2) naming them: those blocks were never compared, so MATCH would claim what was not checked. A dump that lacks
+     * only part of the payload's last block (a consumer one token short, the usual case) stays MATCH with a note.
+     *
+     * @param status the verdict
+     * @param reason why it is UNVERIFIED (an engine reason, or INCOMPLETE_DUMP), else {@code null}
+     * @param detail the details
+     * @param note a block that was not compared although the verdict stands, or {@code null}
+     * @param hint the usual operator mistakes when every compared block differs, or {@code null}
+     */
+    record Verdict(Status status, String reason, String detail, String note, String hint) {
+        static final String INCOMPLETE_DUMP = "INCOMPLETE_DUMP";
+
+        static Verdict of(LoadVerdict v, int groupId, GroupChecksums expected, long expectedTokens, RequestBlocks dump,
+                int dumpBlocks) {
+            GroupVerdict g = v.groups().stream().filter(x -> x.groupId() == groupId).findFirst().orElse(null);
+            Verdict engine = new Verdict(v.status(), v.reason() == null ? null : v.reason().name(), v.detail(), null, null);
+            if (g == null || expected == null || expected.blockSize() == null) {
+                return engine;
+            }
+            long b = expected.blockSize();
+            long pEnd = expected.start() + expected.numBlocks();
+            long dumpEnd = dump.numTokens();
+            long partial = dumpEnd % b != 0 && dumpEnd < expectedTokens ? dumpEnd / b : -1;
+            if (g.status() == Status.MATCH) {
+                long firstLacking = Math.max(expected.start(), Math.ceilDiv(dumpEnd, b));
+                if (firstLacking < pEnd) {
+                    long n = pEnd - firstLacking;
+                    String blocks = n == 1 ? "block " + firstLacking : "blocks " + firstLacking + ".." + (pEnd - 1);
+                    return new Verdict(Status.UNVERIFIED, INCOMPLETE_DUMP, "the dump ends at token " + dumpEnd + " of the "
+                            + "payload's " + expectedTokens + ": payload " + blocks + " (" + n + " of " + expected.numBlocks()
+                            + ") were never compared" + (partial >= expected.start() ? ", nor the partial block " + partial : ""),
+                            null, null);
+                }
+                if (partial >= expected.start() && partial < pEnd) {
+                    return new Verdict(v.status(), engine.reason(), v.detail(), "block " + partial + " was not compared: the"
+                            + " dump holds its tokens " + partial * b + ".." + (dumpEnd - 1) + " of " + partial * b + ".."
+                            + (Math.min((partial + 1) * b, expectedTokens) - 1) + " (a consumer's last, partial block)", null);
+                }
+                return engine;
+            }
+            if (g.status() == Status.MISMATCH && b == dump.blockSize()) {
+                long from = Math.max(expected.start(), dump.firstBlock());
+                long to = Math.min(pEnd, dump.firstBlock() + dumpBlocks);
+                long compared = to - from - (partial >= from && partial < to ? 1 : 0);
+                if (compared >= 2 && g.mismatchedBlocks().length >= compared) {
+                    return new Verdict(v.status(), engine.reason(), v.detail(), null, "every compared block differs: the"
+                            + " usual causes are a TP shard dumped without --head-offset (rank r holding k heads: r*k) and a"
+                            + " dump that starts at another block without --first-block");
+                }
+            }
+            return engine;
         }
     }
 

@@ -41,12 +41,12 @@ final class Cli {
     }
 
     static Run run(String... args) {
-        CommandLine cl = Main.commandLine();
+        CommandLine cl = Main.commandLine(args); // as main() builds it: only the command named
         StringWriter out = new StringWriter();
         StringWriter err = new StringWriter();
         cl.setOut(new PrintWriter(out, true));
         cl.setErr(new PrintWriter(err, true));
-        int code = cl.execute(args);
+        int code = Main.execute(cl, args);
         return new Run(code, out.toString(), err.toString(), String.join(" ", args));
     }
 

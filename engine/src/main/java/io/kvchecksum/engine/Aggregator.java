@@ -18,7 +18,8 @@ import java.util.TreeMap;
  * <p>Never a false match: a request not reported by exactly every worker ({@code tp x pp}) is
  * {@link UnverifiedReason#NOT_EVERY_WORKER_REPORTED}; a worker that reports other blocks, another token count, a group
  * it was not scheduled, no word on a scheduled group, or a fingerprint its TP peers do not share is
- * {@link UnverifiedReason#OTHER_BLOCKS_THAN_SCHEDULED}. A producer with such a result sends no checksums (the consumer
+ * {@link UnverifiedReason#OTHER_BLOCKS_THAN_SCHEDULED}; a worker whose backend failed ({@link WorkerRecord#failed}) is
+ * {@link UnverifiedReason#BACKEND_FAILED}, with the failure in the detail. A producer with such a result sends no checksums (the consumer
  * then sees {@link UnverifiedReason#MISSING_PAYLOAD}); a consumer reports the load with that reason.
  *
  * <p>A group any worker skipped is skipped by the whole side and left out of the payload: the other side sees it as
@@ -89,6 +90,14 @@ public final class Aggregator {
                         + r.ppStage() + " reported twice");
             }
             grid[r.ppStage()][r.tpRank()] = r;
+        }
+        // Before the missing-worker check: a worker that reported its backend's failure did report, and why it has
+        // no checksums is the more useful account.
+        for (WorkerRecord r : records) {
+            if (r.isFailed()) {
+                return new Incomplete(UnverifiedReason.BACKEND_FAILED, "the checksum backend of TP rank " + r.tpRank()
+                        + " PP stage " + r.ppStage() + " failed: " + r.backendFailure());
+            }
         }
         for (int s = 0; s < ppSize; s++) {
             for (int t = 0; t < tpSize; t++) {

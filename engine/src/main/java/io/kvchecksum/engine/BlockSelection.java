@@ -29,6 +29,12 @@ import java.util.Objects;
  */
 public record BlockSelection(int groupId, int blockSize, long numTokens, long firstBlock, int[] blockIds, String excludedReason) {
 
+    /**
+     * The {@code nullBlockId} of an engine that has no null block (Jlama, engines without sliding windows): no page id
+     * is negative, so no block is ever taken for a null one.
+     */
+    public static final int NO_NULL_BLOCK = -1;
+
     public BlockSelection {
         blockIds = blockIds.clone();
     }
@@ -138,7 +144,7 @@ public record BlockSelection(int groupId, int blockSize, long numTokens, long fi
 
     @Override
     public int hashCode() {
-        return Objects.hash(groupId, blockSize, numTokens, firstBlock, excludedReason) * 31 + Arrays.hashCode(blockIds);
+        return Objects.hash(groupId, blockSize, numTokens, firstBlock, excludedReason, Arrays.hashCode(blockIds));
     }
 
     @Override

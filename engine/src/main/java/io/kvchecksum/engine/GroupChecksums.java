@@ -60,7 +60,7 @@ public record GroupChecksums(int groupId, long fingerprint, Integer blockSize, l
 
     @Override
     public int hashCode() {
-        return Objects.hash(groupId, fingerprint, blockSize, start) * 31 + Arrays.hashCode(values);
+        return Objects.hash(groupId, fingerprint, blockSize, start, Arrays.hashCode(values));
     }
 
     @Override

@@ -12,14 +12,19 @@ import java.util.Objects;
  *     {@link Status#UNVERIFIED}: the group could not be compared, for {@code reason}
  * @param mismatchedBlocks sorted block positions in the consumer's numbering whose KV differs (with different block
  *     sizes, every consumer block of a differing chunk); empty unless {@code MISMATCH}
+ * @param notComparedBlocks sorted consumer block positions of the load that were not compared because only one side
+ *     checksummed them or the two sides hold other token counts in them (see {@link Verifier}); may be non-empty
+ *     for any status
  * @param reason why the group is unverified; {@code null} unless {@code UNVERIFIED}
  * @param detail a human-readable account (positions compared, what was left out); for logs, not for parsing
  */
-public record GroupVerdict(int groupId, Status status, long[] mismatchedBlocks, UnverifiedReason reason, String detail) {
+public record GroupVerdict(int groupId, Status status, long[] mismatchedBlocks, long[] notComparedBlocks,
+        UnverifiedReason reason, String detail) {
 
     public GroupVerdict {
         Objects.requireNonNull(status, "status");
         mismatchedBlocks = mismatchedBlocks == null ? new long[0] : mismatchedBlocks.clone();
+        notComparedBlocks = notComparedBlocks == null ? new long[0] : notComparedBlocks.clone();
         if ((status == Status.UNVERIFIED) != (reason != null)) {
             throw new IllegalArgumentException("a reason is given exactly for UNVERIFIED, got " + status + " with " + reason);
         }
@@ -29,8 +34,13 @@ public record GroupVerdict(int groupId, Status status, long[] mismatchedBlocks, 
         detail = detail == null ? "" : detail;
     }
 
+    /** A verdict in which every loaded block was compared or the group was not compared at all. */
+    public GroupVerdict(int groupId, Status status, long[] mismatchedBlocks, UnverifiedReason reason, String detail) {
+        this(groupId, status, mismatchedBlocks, null, reason, detail);
+    }
+
     static GroupVerdict unverified(int groupId, UnverifiedReason reason, String detail) {
-        return new GroupVerdict(groupId, Status.UNVERIFIED, null, reason, detail);
+        return new GroupVerdict(groupId, Status.UNVERIFIED, null, null, reason, detail);
     }
 
     /** The mismatched block positions, copied. */
@@ -39,15 +49,22 @@ public record GroupVerdict(int groupId, Status status, long[] mismatchedBlocks, 
         return mismatchedBlocks.clone();
     }
 
+    /** The loaded block positions that were not compared, copied. */
+    @Override
+    public long[] notComparedBlocks() {
+        return notComparedBlocks.clone();
+    }
+
     @Override
     public boolean equals(Object o) {
         return o instanceof GroupVerdict g && groupId == g.groupId && status == g.status
-                && Arrays.equals(mismatchedBlocks, g.mismatchedBlocks) && reason == g.reason && detail.equals(g.detail);
+                && Arrays.equals(mismatchedBlocks, g.mismatchedBlocks) && Arrays.equals(notComparedBlocks, g.notComparedBlocks)
+                && reason == g.reason && detail.equals(g.detail);
     }
 
     @Override
     public int hashCode() {
-        return Objects.hash(groupId, status, reason, detail) * 31 + Arrays.hashCode(mismatchedBlocks);
+        return Objects.hash(groupId, status, reason, detail, Arrays.hashCode(mismatchedBlocks), Arrays.hashCode(notComparedBlocks));
     }
 
     @Override

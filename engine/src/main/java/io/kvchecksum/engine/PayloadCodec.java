@@ -22,7 +22,11 @@ import org.msgpack.value.ValueType;
  * <pre>
  * version 2: [2, tp_size, num_tokens, [[group_id, fingerprint, block_size, start, values], ...]]
  * version 1: [1, num_tokens, [[group_id, fingerprint, start, values], ...]]      (read only)
+ * final form tagged 1: [1, tp_size, num_tokens, [[group_id, fingerprint, block_size, start, values], ...]]
  * </pre>
+ * The seed defines the final form without naming its version number, so a writer may tag it 1: a version-1 tag on
+ * exactly the final form's shape (four elements whose groups have five fields) is read as the final form, and its
+ * payload is version 2 (re-encoding writes the tag 2). No other tag is dispatched by shape.
  * {@code values} is a msgpack bin of little-endian unsigned 64-bit block checksums; {@code fingerprint} is an unsigned
  * 64-bit integer (msgpack uint64 when its top bit is set); every other number is a non-negative integer.
  *
@@ -150,7 +154,11 @@ public final class PayloadCodec {
                 throw new MalformedPayloadException("payload: an array of " + n + " elements; expected 4 (version 2) or 3 (version 1)");
             }
             long version = unsigned("version", MAX_INT);
-            if (version == 2) {
+            // The seed names no version number for the final form: a writer may tag it 1. Only a version-1 tag with
+            // exactly the final form's shape (four elements, five-field groups, which carry the block size only the
+            // final revision has) is read as the final form; no other tag is ever dispatched by shape.
+            boolean finalFormTaggedOne = version == 1 && n == 4;
+            if (version == 2 || finalFormTaggedOne) {
                 if (n != 4) {
                     throw new MalformedPayloadException("payload: version 2 has 4 elements, got " + n);
                 }
@@ -159,7 +167,7 @@ public final class PayloadCodec {
                     throw new MalformedPayloadException("tp_size: must be positive, got 0");
                 }
                 long numTokens = unsigned("num_tokens", Long.MAX_VALUE);
-                List<GroupChecksums> groups = groups(true, numTokens);
+                List<GroupChecksums> groups = groups(true, numTokens, finalFormTaggedOne);
                 return new ChecksumPayload(2, (int) tp, numTokens, groups);
             }
             if (version == 1) {
@@ -167,12 +175,12 @@ public final class PayloadCodec {
                     throw new MalformedPayloadException("payload: version 1 has 3 elements, got " + n);
                 }
                 long numTokens = unsigned("num_tokens", Long.MAX_VALUE);
-                return new ChecksumPayload(1, null, numTokens, groups(false, numTokens));
+                return new ChecksumPayload(1, null, numTokens, groups(false, numTokens, false));
             }
             throw new MalformedPayloadException("version: unknown payload version " + version + " (this reader knows 1 and 2)");
         }
 
-        private List<GroupChecksums> groups(boolean v2, long numTokens) throws IOException {
+        private List<GroupChecksums> groups(boolean v2, long numTokens, boolean taggedOne) throws IOException {
             int n = arrayHeader("groups");
             // Never preallocate from an untrusted count: each group takes several bytes, so the list grows only as
             // far as the input really holds groups.
@@ -182,7 +190,8 @@ public final class PayloadCodec {
                 int fields = arrayHeader(at);
                 int expected = v2 ? 5 : 4;
                 if (fields != expected) {
-                    throw new MalformedPayloadException(at + ": a group has " + expected + " elements in version " + (v2 ? 2 : 1)
+                    throw new MalformedPayloadException(at + ": a group has " + expected + " elements in "
+                            + (taggedOne ? "a version-1-tagged payload of the final form (4 elements)" : "version " + (v2 ? 2 : 1))
                             + ", got " + fields);
                 }
                 int groupId = (int) unsigned(at + ".group_id", MAX_INT);

@@ -16,12 +16,11 @@ public enum UnverifiedReason {
      * aligned to the producer's blocks): that chunk also holds tokens the consumer did not load.
      */
     UNALIGNED_CHUNK,
-    /** No position is checksummed whole by both sides with the same number of tokens. */
+    /**
+     * No position is checksummed whole by both sides with the same number of tokens (positions only one side
+     * checksummed are never compared: {@link GroupVerdict#notComparedBlocks()}).
+     */
     NO_COMMON_POSITION,
-    /** The consumer loaded positions the producer sent no checksum for (other than the last block's token count). */
-    NOT_COVERED_BY_PRODUCER,
-    /** The consumer holds more tokens than the producer checksummed, so some loaded tokens were never checksummed. */
-    TOKEN_COUNT_DIFFERS,
     /** The producer sent no checksums for the request. */
     MISSING_PAYLOAD,
     /** The producer's checksums could not be decoded, or are inconsistent (e.g. a group twice). */
@@ -33,6 +32,11 @@ public enum UnverifiedReason {
     UNSUPPORTED_PAYLOAD_VERSION,
     /** Not every worker (TP rank x PP stage) reported the request. */
     NOT_EVERY_WORKER_REPORTED,
+    /**
+     * A worker's checksum backend failed (device lost, driver error, out of device memory) and the worker reported
+     * the failure instead of checksums ({@link WorkerRecord#failed}, {@link WorkerChecksummer#tryCompute}); the detail carries the failure.
+     */
+    BACKEND_FAILED,
     /** A worker checksummed other blocks than the scheduler scheduled, or disagreed with its peers. */
     OTHER_BLOCKS_THAN_SCHEDULED,
     /** Every group was skipped on both sides: nothing of the load was compared. */

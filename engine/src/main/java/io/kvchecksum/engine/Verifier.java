@@ -21,15 +21,16 @@ import java.util.TreeSet;
  *   <li>equal block sizes compare block by block. Block sizes that are multiples compare chunks of the larger size,
  *       each side summing its smaller blocks (exact, because pieces are numbered from the request's first token);
  *       block sizes that are not multiples are {@link UnverifiedReason#BLOCK_SIZES_NOT_MULTIPLES};</li>
- *   <li>a chunk is compared only where both sides cover it whole and hold the same number of tokens in it. A
- *       consumer whose first loaded block starts inside a larger producer block is
- *       {@link UnverifiedReason#UNALIGNED_CHUNK}: that chunk also holds tokens the consumer did not load, and skipping
- *       it would leave loaded KV unchecked while reporting a match;</li>
- *   <li>the consumer's last chunk is left out, and the group can still match, when the consumer holds fewer tokens
- *       than the producer (an engine that recomputes the prompt's last token loads one token less); any other loaded
- *       chunk that cannot be compared makes the group unverified ({@link UnverifiedReason#TOKEN_COUNT_DIFFERS},
- *       {@link UnverifiedReason#NOT_COVERED_BY_PRODUCER}), and nothing compared at all is
+ *   <li><b>only positions both sides checksummed are compared</b>, and a chunk only where both sides cover it whole
+ *       and hold the same number of tokens in it. Loaded blocks the producer sent no checksum for (a sliding window
+ *       clipped at another token count, a consumer holding more tokens) and a last chunk holding other token counts
+ *       (an engine that recomputes the prompt's last token loads one token less) are not compared: they are listed
+ *       in {@link GroupVerdict#notComparedBlocks()} and the detail, and the group can still match. An operator tool
+ *       that wants every loaded block checked treats a non-empty list as unverified. Nothing compared at all is
  *       {@link UnverifiedReason#NO_COMMON_POSITION};</li>
+ *   <li>the <b>unaligned-prefix rule</b>: a consumer whose first loaded block starts inside a larger producer block
+ *       is {@link UnverifiedReason#UNALIGNED_CHUNK}, never skipped: that chunk also holds tokens the consumer did not
+ *       load, and skipping it would leave loaded KV unchecked while reporting a match;</li>
  *   <li>any compared chunk that differs makes the group {@link Status#MISMATCH}, whatever else is unverified.</li>
  * </ul>
  *
@@ -121,12 +122,15 @@ public final class Verifier {
 
     private static GroupVerdict compareGroup(int id, GroupChecksums e, long nE, List<GroupChecksums> checks, long nA) {
         TreeSet<Long> mismatched = new TreeSet<>();
+        TreeSet<Long> notCompared = new TreeSet<>();
         Map<Integer, Check> results = new LinkedHashMap<>();
         for (int k = 0; k < checks.size(); k++) {
             Check r = compareCheck(e, nE, checks.get(k), nA);
             results.put(k, r);
             mismatched.addAll(r.mismatched);
+            notCompared.addAll(r.notCompared);
         }
+        long[] left = notCompared.stream().mapToLong(Long::longValue).toArray();
         String of = checks.size() > 1 ? " of " + checks.size() + " replica checks" : "";
         if (!mismatched.isEmpty()) {
             StringBuilder d = new StringBuilder();
@@ -137,21 +141,22 @@ public final class Verifier {
                 }
             }
             long[] blocks = mismatched.stream().mapToLong(Long::longValue).toArray();
-            return new GroupVerdict(id, Status.MISMATCH, blocks, null, d.toString());
+            return new GroupVerdict(id, Status.MISMATCH, blocks, left, null, d.toString());
         }
         for (Map.Entry<Integer, Check> r : results.entrySet()) {
             if (r.getValue().reason != null) {
-                return GroupVerdict.unverified(id, r.getValue().reason,
+                return new GroupVerdict(id, Status.UNVERIFIED, null, left, r.getValue().reason,
                         (checks.size() > 1 ? "check " + r.getKey() + of + ": " : "") + r.getValue().detail);
             }
         }
-        return new GroupVerdict(id, Status.MATCH, null, null, results.get(0).detail + (checks.size() > 1 ? ", each" + of : ""));
+        return new GroupVerdict(id, Status.MATCH, null, left, null,
+                results.get(0).detail + (checks.size() > 1 ? ", each" + of : ""));
     }
 
     /** One consumer check against the producer's values. */
-    private record Check(List<Long> mismatched, UnverifiedReason reason, String detail) {
+    private record Check(List<Long> mismatched, List<Long> notCompared, UnverifiedReason reason, String detail) {
         static Check unverified(UnverifiedReason reason, String detail) {
-            return new Check(List.of(), reason, detail);
+            return new Check(List.of(), List.of(), reason, detail);
         }
     }
 
@@ -179,52 +184,55 @@ public final class Verifier {
         long qFirst = a.start() / fa;
         long qEnd = Math.ceilDiv(a.end(), (long) fa);
         List<Long> mismatched = new ArrayList<>();
+        List<Long> notCovered = new ArrayList<>();
+        List<Long> otherCount = new ArrayList<>();
         long compared = 0;
-        UnverifiedReason problem = null;
-        String problemDetail = null;
-        String leftOut = "";
         Rechunked ra = Rechunked.of(a.values(), a.start(), fa);
         Rechunked re = Rechunked.of(e.values(), e.start(), fe);
         for (long q = qFirst; q < qEnd; q++) {
             Long sa = ra.covers(q) ? ra.valueAt(q) : null;
             Long se = re.covers(q) ? re.valueAt(q) : null;
-            long ta = tokensIn(q, large, nA);
-            long te = tokensIn(q, large, nE);
+            long lo = q * fa;
+            long hi = Math.min(lo + fa, a.end());
             if (sa == null || se == null) {
-                if (problem == null) {
-                    problem = te == 0 ? UnverifiedReason.TOKEN_COUNT_DIFFERS : UnverifiedReason.NOT_COVERED_BY_PRODUCER;
-                    problemDetail = te == 0 ? "the consumer holds " + nA + " tokens, the producer checksummed " + nE
-                            : "the producer sent no checksum for loaded tokens in chunk " + q + " (size " + large + ")";
-                }
-            } else if (ta != te) {
-                if (q == qEnd - 1 && nA < nE) {
-                    leftOut = "; last chunk " + q + " left out: " + ta + " tokens on the consumer, " + te + " on the producer";
-                } else if (problem == null) {
-                    problem = UnverifiedReason.TOKEN_COUNT_DIFFERS;
-                    problemDetail = "chunk " + q + " holds " + ta + " tokens on the consumer and " + te + " on the producer";
-                }
+                // Only positions both sides checksummed are compared: a window clip or a prefix the producer left out.
+                addRange(notCovered, lo, hi);
+            } else if (tokensIn(q, large, nA) != tokensIn(q, large, nE)) {
+                // A last block holding other token counts on the two sides (a recomputed last token, a longer consumer).
+                addRange(otherCount, lo, hi);
             } else {
                 compared++;
                 if (sa.longValue() != se.longValue()) {
-                    long hi = Math.min(q * fa + fa, a.end());
-                    for (long b = q * fa; b < hi; b++) {
-                        mismatched.add(b);
-                    }
+                    addRange(mismatched, lo, hi);
                 }
             }
         }
         String sizes = be == ba ? "block size " + be : "chunks of " + large + " tokens (producer blocks " + be
                 + ", consumer blocks " + ba + ")";
-        if (!mismatched.isEmpty()) {
-            return new Check(mismatched, null, "blocks " + mismatched + " differ (" + sizes + ")");
+        StringBuilder leftOut = new StringBuilder();
+        if (!notCovered.isEmpty()) {
+            leftOut.append("; not compared: consumer blocks ").append(notCovered).append(" (the producer sent no checksum for them)");
         }
-        if (problem != null) {
-            return Check.unverified(problem, problemDetail);
+        if (!otherCount.isEmpty()) {
+            leftOut.append("; not compared: consumer blocks ").append(otherCount).append(" (").append(nA)
+                    .append(" tokens on the consumer, ").append(nE).append(" on the producer)");
+        }
+        List<Long> notCompared = new ArrayList<>(notCovered);
+        notCompared.addAll(otherCount);
+        if (!mismatched.isEmpty()) {
+            return new Check(mismatched, notCompared, null, "blocks " + mismatched + " differ (" + sizes + ")" + leftOut);
         }
         if (compared == 0) {
-            return Check.unverified(UnverifiedReason.NO_COMMON_POSITION, "no position checksummed whole by both sides" + leftOut);
+            return new Check(List.of(), notCompared, UnverifiedReason.NO_COMMON_POSITION,
+                    "no position checksummed whole by both sides" + leftOut);
         }
-        return new Check(List.of(), null, compared + " positions compared, " + sizes + leftOut);
+        return new Check(List.of(), notCompared, null, compared + " positions compared, " + sizes + leftOut);
+    }
+
+    private static void addRange(List<Long> out, long lo, long hi) {
+        for (long b = lo; b < hi; b++) {
+            out.add(b);
+        }
     }
 
     /** Tokens of a request of {@code n} tokens in chunk {@code q} of {@code size} tokens, without overflowing. */

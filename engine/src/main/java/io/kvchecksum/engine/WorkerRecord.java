@@ -2,21 +2,27 @@ package io.kvchecksum.engine;
 
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.TreeMap;
 
 /**
  * What one worker (one TP rank of one PP stage) reports for one request: its partial checksums of every group it was
- * scheduled, and the groups it could not checksum, with the reason. {@link Aggregator} combines the records of all
- * workers of a side. Immutable.
+ * scheduled, and the groups it could not checksum, with the reason; or, when its checksum backend failed, that failure
+ * ({@link #failed}). {@link Aggregator} combines the records of all workers of a side. Immutable.
  *
  * @param tpRank the worker's TP rank
  * @param ppStage the worker's PP stage
  * @param numTokens the request's token count the worker checksummed for
- * @param groups partial checksums, one per group computed
+ * @param groups partial checksums, one per group computed; empty in a failed record
  * @param skippedGroups groups this worker could not checksum (no per-token KV, a layout the checksum cannot read, ...)
- *     with the reason
+ *     with the reason; empty in a failed record
+ * @param backendFailure what the backend threw, as text ({@code Throwable.toString()}), or {@code null} when the
+ *     checksums were computed. A record carries text, not the exception, because engines ship records from worker
+ *     processes to the scheduler. The side aggregates a failed record into
+ *     {@link UnverifiedReason#BACKEND_FAILED}.
  */
-public record WorkerRecord(int tpRank, int ppStage, long numTokens, List<PartialGroup> groups, Map<Integer, String> skippedGroups) {
+public record WorkerRecord(int tpRank, int ppStage, long numTokens, List<PartialGroup> groups,
+        Map<Integer, String> skippedGroups, String backendFailure) {
 
     public WorkerRecord {
         if (tpRank < 0 || ppStage < 0) {
@@ -24,5 +30,28 @@ public record WorkerRecord(int tpRank, int ppStage, long numTokens, List<Partial
         }
         groups = List.copyOf(groups);
         skippedGroups = Map.copyOf(new TreeMap<>(skippedGroups));
+        if (backendFailure != null && (!groups.isEmpty() || !skippedGroups.isEmpty())) {
+            throw new IllegalArgumentException("a failed record carries no groups");
+        }
+    }
+
+    /** A record of computed checksums. */
+    public WorkerRecord(int tpRank, int ppStage, long numTokens, List<PartialGroup> groups, Map<Integer, String> skippedGroups) {
+        this(tpRank, ppStage, numTokens, groups, skippedGroups, null);
+    }
+
+    /**
+     * The record of a worker whose backend failed on this request: no checksums, the failure instead.
+     *
+     * @param failure what the backend threw; its {@code toString()} is kept
+     */
+    public static WorkerRecord failed(int tpRank, int ppStage, long numTokens, Throwable failure) {
+        return new WorkerRecord(tpRank, ppStage, numTokens, List.of(), Map.of(),
+                Objects.requireNonNull(failure, "failure").toString());
+    }
+
+    /** True when the backend failed and the record carries no checksums. */
+    public boolean isFailed() {
+        return backendFailure != null;
     }
 }

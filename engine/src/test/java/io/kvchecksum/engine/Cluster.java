@@ -337,13 +337,27 @@ final class Cluster {
 
         /** The scheduler's selection per group. */
         List<BlockSelection> select(Side side, long localPrefix, long numTokens) {
+            return select(side, localPrefix, numTokens, null);
+        }
+
+        /** The scheduler's selection per group, every group a sliding window of {@code window} tokens (or none). */
+        List<BlockSelection> select(Side side, long localPrefix, long numTokens, Integer window) {
             List<BlockSelection> out = new ArrayList<>();
             for (int g = 0; g < GROUP_LAYERS.length; g++) {
                 out.add(side == Side.PRODUCER
-                        ? BlockSelection.producer(g, tables[g], NULL_BLOCK, numTokens, config.blockSize(), null)
-                        : BlockSelection.consumer(g, tables[g], NULL_BLOCK, localPrefix, numTokens, config.blockSize(), null));
+                        ? BlockSelection.producer(g, tables[g], NULL_BLOCK, numTokens, config.blockSize(), window)
+                        : BlockSelection.consumer(g, tables[g], NULL_BLOCK, localPrefix, numTokens, config.blockSize(), window));
             }
             return out;
+        }
+
+        /** Marks block positions {@code [0, upTo)} of every group as the null block (freed out of a sliding window). */
+        void nullBlocksBefore(long upTo) {
+            for (int[] t : tables) {
+                for (int b = 0; b < upTo && b < t.length; b++) {
+                    t[b] = NULL_BLOCK;
+                }
+            }
         }
 
         /** Every worker's record, computed with the backend. */
@@ -352,7 +366,7 @@ final class Cluster {
             List<WorkerRecord> out = new ArrayList<>();
             for (int s = 0; s < config.pp(); s++) {
                 for (int r = 0; r < config.tp(); r++) {
-                    List<WorkerChecksums.WorkerGroup> layout = new ArrayList<>();
+                    List<WorkerChecksummer.WorkerGroup> layout = new ArrayList<>();
                     for (int g = 0; g < GROUP_LAYERS.length; g++) {
                         WorkerCache c = caches[s][r][g];
                         if (c == null) {
@@ -362,10 +376,11 @@ final class Cluster {
                         for (CacheLayer l : c.layers()) {
                             hashes.add(model.layerHash(l.layer()));
                         }
-                        layout.add(new WorkerChecksums.WorkerGroup(g, Fingerprints.ofGroup(hashes),
-                                List.of(new WorkerChecksums.ReplicaPart(c.key(), c.group()))));
+                        layout.add(new WorkerChecksummer.WorkerGroup(g, Fingerprints.ofGroup(hashes),
+                                List.of(new WorkerChecksummer.ReplicaPart(c.key(), c.group()))));
                     }
-                    out.add(WorkerChecksums.compute(backend, side, r, s, numTokens, scheduled, layout, skipped));
+                    out.add(new WorkerChecksummer(backend, r, s, layout, skipped, ChecksumMetrics.NONE)
+                            .compute(side, numTokens, scheduled));
                 }
             }
             return out;

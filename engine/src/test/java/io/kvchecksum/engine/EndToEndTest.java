@@ -63,6 +63,9 @@ class EndToEndTest {
         Map<Integer, String> producerSkips = Map.of();
         Map<Integer, String> consumerSkips = Map.of();
         Corruption corruption;
+        Integer window;
+        /** Positions before the window's blocks hold the null block on both sides (vLLM frees them). */
+        boolean nullOutsideWindow;
 
         ChecksumPayload producerPayload;
         ChecksumPayload consumerPayload;
@@ -93,8 +96,16 @@ class EndToEndTest {
                 Engine p = new Engine(model, producer, numTokens, rnd, arena);
                 p.fill(prompt, 0, numTokens);
                 Engine c = new Engine(model, consumer, nA, rnd, arena);
+                if (nullOutsideWindow) {
+                    // Each side frees what lies before its own window's blocks; the null block's page then holds junk.
+                    p.nullBlocksBefore(Math.ceilDiv(numTokens, (long) producer.blockSize()) - Math.ceilDiv(window, producer.blockSize()) - 1);
+                    p.fill(prompt, 0, numTokens);
+                    c.nullBlocksBefore(Math.ceilDiv(nA, (long) consumer.blockSize()) - Math.ceilDiv(window, consumer.blockSize()) - 1);
+                }
                 c.fillLocal(0, localPrefix, rnd);
-                c.loadFrom(p, localPrefix, nA);
+                c.loadFrom(p, localPrefix, Math.min(nA, numTokens));
+                // Tokens past the producer's (a consumer that holds more) are the consumer's own.
+                c.fillLocal(numTokens, nA, rnd);
                 if (corruption != null) {
                     int stage = stageOf(c, corruption.layer());
                     int group = corruption.layer() < 4 ? 0 : 1;
@@ -102,18 +113,18 @@ class EndToEndTest {
                     c.corrupt(stage, corruption.rank(), group, corruption.layer(), wc.firstHead(), corruption.token(), 3);
                 }
 
-                List<BlockSelection> ps = p.select(Side.PRODUCER, 0, numTokens);
+                List<BlockSelection> ps = p.select(Side.PRODUCER, 0, numTokens, window);
                 Aggregator.Result pr = Aggregator.producer(producer.tp(), producer.pp(), numTokens, ps,
                         p.records(cpu, Side.PRODUCER, numTokens, ps, producerSkips));
                 producerPayload = assertInstanceOf(Aggregator.Complete.class, pr).payload();
                 // The workers' parts must add up to the whole model's checksums, computed independently.
                 for (GroupChecksums g : producerPayload.groups()) {
-                    assertArrayEquals(prompt.referenceChecksums(g.groupId(), 0, producer.blockSize(), arena), g.values(),
+                    assertArrayEquals(prompt.referenceChecksums(g.groupId(), g.start(), producer.blockSize(), arena), g.values(),
                             "producer group " + g.groupId() + " vs the reference backend on the unsharded model");
                 }
                 wire = PayloadCodec.encodeBase64(producerPayload);
 
-                List<BlockSelection> cs = c.select(Side.CONSUMER, localPrefix, nA);
+                List<BlockSelection> cs = c.select(Side.CONSUMER, localPrefix, nA, window);
                 Aggregator.Result cr = Aggregator.consumer(consumer.tp(), consumer.pp(), nA, cs,
                         c.records(cpu, Side.CONSUMER, nA, cs, consumerSkips));
                 consumerPayload = assertInstanceOf(Aggregator.Complete.class, cr).payload();
@@ -243,11 +254,79 @@ class EndToEndTest {
         r.consumerTokens = 159L;
         LoadVerdict v = r.run();
         assertMatch(v);
-        assertTrue(v.group(0).detail().contains("left out"), v.group(0).detail());
+        assertArrayEquals(new long[] {9}, v.group(0).notComparedBlocks(), v.group(0).toString());
+        assertTrue(v.group(0).detail().contains("not compared"), v.group(0).detail());
         Run bad = new Run().corrupt(new Corruption(0, 100, 0));
         bad.numTokens = 160;
         bad.consumerTokens = 159L;
         assertMismatch(bad.run(), 0, 6);
+    }
+
+    /**
+     * Seed 003: only positions both sides checksummed are compared. A sliding window of 32 tokens, block size 16,
+     * producer at 161 tokens (blocks 8..10) and consumer at 160 (its last token recomputed: blocks 7..9): blocks 8
+     * and 9 are compared and match; block 7 is reported as not compared, not UNVERIFIED (which fail-closed would
+     * turn into a failed request whenever N-1 is a multiple of the block size).
+     */
+    @Test
+    void slidingWindowAtAnotherTokenCountComparesTheCommonBlocks() {
+        Run r = new Run();
+        r.numTokens = 161;
+        r.consumerTokens = 160L;
+        r.window = 32;
+        LoadVerdict v = r.run();
+        assertMatch(v);
+        assertEquals(8, r.producerPayload.groups().get(0).start());
+        assertEquals(7, r.consumerPayload.groups().get(0).start());
+        assertArrayEquals(new long[] {7}, v.group(0).notComparedBlocks(), v.group(0).toString());
+        assertTrue(v.group(0).detail().startsWith("2 positions compared"), v.group(0).detail());
+        assertEquals(Action.USE_LOAD, FailurePolicy.failClosed(FailurePolicy.OnFailure.FAIL_REQUEST).decide("r", v).action());
+
+        // The common blocks are really compared: a flipped bit in block 9 (token 150) or block 8 (token 128).
+        Run bad = new Run().corrupt(new Corruption(2, 150, 0));
+        bad.numTokens = 161;
+        bad.consumerTokens = 160L;
+        bad.window = 32;
+        assertMismatch(bad.run(), 0, 9);
+        Run bad8 = new Run().corrupt(new Corruption(5, 128, 0));
+        bad8.numTokens = 161;
+        bad8.consumerTokens = 160L;
+        bad8.window = 32;
+        assertMismatch(bad8.run(), 1, 8);
+    }
+
+    /** A consumer holding more tokens than the producer checksummed: the producer's blocks are compared. */
+    @Test
+    void consumerHoldingMoreTokensComparesWhatTheProducerCovered() {
+        Run r = new Run();
+        r.numTokens = 150;
+        r.consumerTokens = 170L;
+        LoadVerdict v = r.run();
+        assertMatch(v);
+        assertArrayEquals(new long[] {9, 10}, v.group(0).notComparedBlocks(), v.group(0).toString());
+        Run bad = new Run().corrupt(new Corruption(0, 20, 0));
+        bad.numTokens = 150;
+        bad.consumerTokens = 170L;
+        assertMismatch(bad.run(), 0, 1);
+    }
+
+    /**
+     * Leading null blocks (freed out of the window) are left out on both sides; the window's blocks are compared,
+     * with both sides holding junk in the null block's page.
+     */
+    @Test
+    void nullBlocksOutsideTheWindowAreLeftOut() {
+        Run r = new Run().sides(Config.of(2, 1, 16), Config.of(1, 1, 16).layout(Layout.NHD));
+        r.window = 40;
+        r.nullOutsideWindow = true;
+        LoadVerdict v = r.run();
+        assertMatch(v);
+        assertEquals(6, r.consumerPayload.groups().get(0).start());
+        assertEquals(0, v.group(0).notComparedBlocks().length);
+        Run bad = new Run().sides(Config.of(2, 1, 16), Config.of(1, 1, 16).layout(Layout.NHD)).corrupt(new Corruption(3, 149, 0));
+        bad.window = 40;
+        bad.nullOutsideWindow = true;
+        assertMismatch(bad.run(), 0, 9);
     }
 
     @Test
@@ -303,6 +382,60 @@ class EndToEndTest {
         }
     }
 
+    /**
+     * Consumer records that cannot be trusted end the load unverified, never matched: a worker that checksummed other
+     * blocks, TP ranks whose fingerprints disagree, and a duplicate report. The clean records of the same load match,
+     * so a disabled comparison fails here.
+     */
+    @Test
+    void consumerRecordsThatCannotBeTrustedAreNeverAMatch() {
+        Random rnd = new Random(SEED);
+        try (Arena arena = Arena.ofConfined()) {
+            Model m = Model.gqa(4, SEED);
+            Prompt prompt = new Prompt(m, 150, SEED + 1);
+            Engine p = new Engine(m, Config.of(1, 1, 16), 150, rnd, arena);
+            p.fill(prompt, 0, 150);
+            List<BlockSelection> ps = p.select(Side.PRODUCER, 0, 150);
+            String wire = PayloadCodec.encodeBase64(assertInstanceOf(Aggregator.Complete.class,
+                    Aggregator.producer(1, 1, 150, ps, p.records(cpu, Side.PRODUCER, 150, ps, Map.of()))).payload());
+            Engine c = new Engine(m, Config.of(2, 1, 16), 150, rnd, arena);
+            c.loadFrom(p, 0, 150);
+            List<BlockSelection> cs = c.select(Side.CONSUMER, 0, 150);
+            List<WorkerRecord> good = c.records(cpu, Side.CONSUMER, 150, cs, Map.of());
+
+            FailurePolicy policy = FailurePolicy.failClosed(FailurePolicy.OnFailure.RECOMPUTE);
+            java.util.function.Function<List<WorkerRecord>, LoadVerdict> verdict = records -> {
+                PendingLoads pending = new PendingLoads();
+                pending.expect("r", wire);
+                return pending.verify("r", Aggregator.consumer(2, 1, 150, cs, records)).orElseThrow();
+            };
+            assertMatch(verdict.apply(good));
+
+            // Rank 1 checksummed the load from block 1 (another selection than the scheduler's).
+            WorkerRecord other = c.records(cpu, Side.CONSUMER, 150, c.select(Side.CONSUMER, 16, 150), Map.of()).get(1);
+            LoadVerdict v = verdict.apply(List.of(good.get(0), other));
+            assertEquals(UnverifiedReason.OTHER_BLOCKS_THAN_SCHEDULED, v.reason(), v.toString());
+            assertEquals(Action.RECOMPUTE, policy.decide("r", v).action());
+
+            // Rank 1 holds other layers (its fingerprint differs from rank 0's).
+            WorkerRecord g1 = good.get(1);
+            List<PartialGroup> groups = new java.util.ArrayList<>();
+            for (PartialGroup pg : g1.groups()) {
+                groups.add(new PartialGroup(pg.groupId(), pg.fingerprint() + (pg.groupId() == 0 ? 1 : 0), pg.range(), pg.columns()));
+            }
+            v = verdict.apply(List.of(good.get(0), new WorkerRecord(1, 0, 150, groups, Map.of())));
+            assertEquals(UnverifiedReason.OTHER_BLOCKS_THAN_SCHEDULED, v.reason(), v.toString());
+            assertTrue(v.detail().contains("fingerprints differ"), v.detail());
+
+            // A duplicate report: rank 0 twice.
+            v = verdict.apply(List.of(good.get(0), good.get(0), good.get(1)));
+            assertEquals(UnverifiedReason.NOT_EVERY_WORKER_REPORTED, v.reason(), v.toString());
+            assertTrue(v.detail().contains("reported twice"), v.detail());
+            v = verdict.apply(List.of(good.get(0), good.get(0)));
+            assertEquals(UnverifiedReason.NOT_EVERY_WORKER_REPORTED, v.reason(), v.toString());
+        }
+    }
+
     enum Failure { NONE, CORRUPTED, MISSING, MALFORMED }
 
     @ParameterizedTest(name = "{0}")
@@ -323,11 +456,11 @@ class EndToEndTest {
             }
         };
         Status status = f == Failure.NONE ? Status.MATCH : f == Failure.CORRUPTED ? Status.MISMATCH : Status.UNVERIFIED;
-        FailurePolicy[] policies = {FailurePolicy.failOpen(), FailurePolicy.failClosed(FailurePolicy.OnFailure.FAIL),
+        FailurePolicy[] policies = {FailurePolicy.failOpen(), FailurePolicy.failClosed(FailurePolicy.OnFailure.FAIL_REQUEST),
                 FailurePolicy.failClosed(FailurePolicy.OnFailure.RECOMPUTE)};
         Action[] bad = {Action.USE_LOAD, Action.FAIL_REQUEST, Action.RECOMPUTE};
         for (int i = 0; i < policies.length; i++) {
-            VerifyOnce pending = new VerifyOnce();
+            PendingLoads pending = new PendingLoads();
             pending.expect("req-1", carried);
             LoadVerdict v = pending.verify("req-1", r.consumerPayload).orElseThrow();
             assertEquals(status, v.status(), v.toString());

@@ -56,4 +56,22 @@ class FingerprintsTest {
         // Dropping a layer changes it.
         assertNotEquals(whole, Fingerprints.ofGroup(hashes.subList(1, hashes.size())));
     }
+
+    @Test
+    void textIsPythonsReprOfTheTuple() {
+        // Each expectation is Python's repr() of the string.
+        assertEquals("\"a'b\"", Fingerprints.pyRepr("a'b"));
+        assertEquals("'a\\'b\"c'", Fingerprints.pyRepr("a'b\"c"));
+        assertEquals("'\\x1f'", Fingerprints.pyRepr("\u001f"));
+        assertEquals("'\\x7f'", Fingerprints.pyRepr("\u007f"));
+        assertEquals("'\\x00'", Fingerprints.pyRepr("\u0000"));
+        assertEquals("' '", Fingerprints.pyRepr(" "));
+        assertEquals("\"'x\"", Fingerprints.pyRepr("'x"), "a single quote first");
+        assertEquals("'\"a\\''", Fingerprints.pyRepr("\"a'"), "a double quote first");
+        assertEquals("'~'", Fingerprints.pyRepr("~"));
+        assertEquals("'\\\\'", Fingerprints.pyRepr("\\"));
+        assertEquals("'\\n\\t\\r'", Fingerprints.pyRepr("\n\t\r"));
+        assertEquals(3L + 5L + -1L, Fingerprints.ofGroup(List.of(3L, 5L, -1L)), "a sum modulo 2^64");
+        assertEquals(0L, Fingerprints.ofGroup(List.of()));
+    }
 }

@@ -127,4 +127,31 @@ class PayloadCodecTest {
         assertEquals(20, p.numTokens());
         assertEquals(2, p.version());
     }
+
+    @Test
+    void numbersAtTheirLimits() {
+        // tp_size 2^31-1 is read, 2^31 is not; a group id likewise; fingerprint 0 and 2^63 are written canonically.
+        ChecksumPayload wide = PayloadCodec.decode(HEX.parseHex("94" + "02" + "ce7fffffff" + "00" + "90"));
+        assertEquals(Integer.MAX_VALUE, wide.tpSize());
+        rejects("94" + "02" + "ce80000000" + "00" + "90", "tp_size");
+        rejects("94" + "02" + "01" + "cf8000000000000000" + "90", "num_tokens");
+        assertEquals(Long.MAX_VALUE, PayloadCodec.decode(HEX.parseHex("94" + "02" + "01" + "cf7fffffffffffffff" + "90")).numTokens());
+        assertEquals(Long.MAX_VALUE, PayloadCodec.decode(HEX.parseHex("94" + "02" + "01" + "d37fffffffffffffff" + "90")).numTokens());
+        ChecksumPayload zero = ChecksumPayload.of(1, 16, List.of(new GroupChecksums(0, 0, 16, 1, new long[0])));
+        assertEquals("94020110" + "91" + "95" + "00" + "00" + "10" + "01" + "c400", HEX.formatHex(PayloadCodec.encode(zero)));
+        ChecksumPayload top = ChecksumPayload.of(1, 16, List.of(new GroupChecksums(0, Long.MIN_VALUE, 16, 1, new long[0])));
+        assertEquals("94020110" + "91" + "95" + "00" + "cf8000000000000000" + "10" + "01" + "c400", HEX.formatHex(PayloadCodec.encode(top)));
+        assertEquals(top, PayloadCodec.decode(PayloadCodec.encode(top)));
+        ChecksumPayload max = ChecksumPayload.of(1, 16, List.of(new GroupChecksums(0, Long.MAX_VALUE, 16, 1, new long[0])));
+        assertEquals("94020110" + "91" + "95" + "00" + "cf7fffffffffffffff" + "10" + "01" + "c400", HEX.formatHex(PayloadCodec.encode(max)));
+        // Version-1 groups are checked for their shape but not for a block range (they carry no block size).
+        ChecksumPayload v1 = PayloadCodec.decode(HEX.parseHex("93" + "01" + "10" + "91" + "94" + "00" + "00" + "05" + "c400"));
+        assertEquals(5, v1.groups().get(0).start());
+        // Trailing bytes after a whole version-1 payload, and a count claiming more elements than bytes follow.
+        rejects("93" + "01" + "10" + "90" + "c0", "trailing");
+        rejects("93" + "01" + "10" + "91" + "94", "groups[0]: claims 4 elements but only 0 bytes follow");
+        rejects("dc0003" + "01", "payload");
+        rejects("93" + "01" + "10" + "91" + "95" + "00" + "00" + "10" + "00" + "c400", "groups[0]: a group has 4 elements in version 1, got 5");
+        rejects("94" + "02" + "01" + "cf" + "ff", "num_tokens: not valid msgpack (");
+    }
 }

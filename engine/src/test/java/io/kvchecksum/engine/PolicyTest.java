@@ -2,6 +2,7 @@ package io.kvchecksum.engine;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.System.Logger;
@@ -56,7 +57,7 @@ class PolicyTest {
     @Test
     void failOpenWarnsOncePerReasonAndLogsEveryMismatch() {
         Recording log = new Recording();
-        FailurePolicy p = new FailurePolicy(false, null, log);
+        FailurePolicy p = new FailurePolicy(false, null, log, ChecksumMetrics.NONE);
         for (int i = 0; i < 5; i++) {
             assertEquals(Action.USE_LOAD, p.decide("r" + i, MISSING).action());
             assertEquals(Action.USE_LOAD, p.decide("m" + i, MISMATCH).action());
@@ -71,8 +72,8 @@ class PolicyTest {
     @Test
     void failClosedFailsEveryBadLoad() {
         Recording log = new Recording();
-        FailurePolicy fail = new FailurePolicy(true, FailurePolicy.OnFailure.FAIL, log);
-        FailurePolicy recompute = new FailurePolicy(true, FailurePolicy.OnFailure.RECOMPUTE, log);
+        FailurePolicy fail = new FailurePolicy(true, FailurePolicy.OnFailure.FAIL_REQUEST, log, ChecksumMetrics.NONE);
+        FailurePolicy recompute = new FailurePolicy(true, FailurePolicy.OnFailure.RECOMPUTE, log, ChecksumMetrics.NONE);
         assertEquals(Action.FAIL_REQUEST, fail.decide("a", MISSING).action());
         assertEquals(Action.FAIL_REQUEST, fail.decide("a", MISMATCH).action());
         assertEquals(Action.USE_LOAD, fail.decide("a", MATCH).action());
@@ -98,7 +99,7 @@ class PolicyTest {
 
     @Test
     void verifyOnceGivesOneVerdictToOneThread() throws Exception {
-        VerifyOnce v = new VerifyOnce();
+        PendingLoads v = new PendingLoads();
         ChecksumPayload consumer = ChecksumPayload.of(1, 16, List.of(new GroupChecksums(0, 1, 16, 0, new long[] {5})));
         v.expect("r", PayloadCodec.encodeBase64(consumer));
         AtomicInteger verdicts = new AtomicInteger();
@@ -122,5 +123,39 @@ class PolicyTest {
         v.expect("gone", (String) null);
         assertTrue(v.forget("gone"));
         assertEquals(0, v.size());
+    }
+
+    @Test
+    void theLoggerGivenToTheFactoriesGetsEveryLineOfBothPolicies() {
+        Recording open = new Recording();
+        Recording closed = new Recording();
+        ChecksumCounters counters = new ChecksumCounters();
+        FailurePolicy o = FailurePolicy.failOpen(counters, open);
+        FailurePolicy c = FailurePolicy.failClosed(FailurePolicy.OnFailure.FAIL_REQUEST, counters, closed);
+        for (int i = 0; i < 3; i++) {
+            assertEquals(Action.USE_LOAD, o.decide("a", MISMATCH).action());
+            assertEquals(Action.FAIL_REQUEST, c.decide("a", MISMATCH).action());
+            o.decide("a", MISSING);
+            c.decide("a", MISSING);
+        }
+        assertEquals(3, open.count("ERROR"));
+        assertEquals(3, closed.count("ERROR"));
+        assertEquals(1, open.count("WARNING"));
+        assertEquals(1, closed.count("WARNING"));
+        assertTrue(closed.lines.stream().anyMatch(l -> l.contains("FAIL_REQUEST")), closed.lines.toString());
+        assertEquals(6, counters.mismatchedBlocks());
+        assertEquals(6, counters.unverifiedLoads(UnverifiedReason.MISSING_PAYLOAD));
+        assertEquals(false, o.isFailClosed());
+        assertEquals(true, c.isFailClosed());
+        assertFalse(o.checkCarrier("X", false));
+        assertEquals(2, open.count("WARNING"));
+    }
+
+    @Test
+    void eachOnFailureIsTheActionOfTheSameName() {
+        for (FailurePolicy.OnFailure f : FailurePolicy.OnFailure.values()) {
+            Decision d = FailurePolicy.failClosed(f, ChecksumMetrics.NONE, new Recording()).decide("a", MISSING);
+            assertEquals(f.name(), d.action().name());
+        }
     }
 }

@@ -93,13 +93,17 @@ class VerifierTest {
                 payload(150, slice(v16, 16, 3))).group(0).reason());
         assertEquals(UnverifiedReason.NO_COMMON_POSITION, Verifier.compare(prod,
                 payload(150, new GroupChecksums(0, 9, 16, 10, new long[0]))).group(0).reason());
-        // The producer dropped leading blocks the consumer loaded.
-        assertEquals(UnverifiedReason.NOT_COVERED_BY_PRODUCER, Verifier.compare(payload(150, slice(v16, 16, 4)),
-                payload(150, slice(v16, 16, 2))).group(0).reason());
-        // The consumer claims more tokens than the producer computed.
+        // The producer dropped leading blocks the consumer loaded: the common positions are compared, the others
+        // listed as not compared.
+        GroupVerdict window = Verifier.compare(payload(150, slice(v16, 16, 4)), payload(150, slice(v16, 16, 2))).group(0);
+        assertEquals(Status.MATCH, window.status(), window.toString());
+        assertArrayEquals(new long[] {2, 3}, window.notComparedBlocks());
+        // The consumer holds more tokens than the producer computed: its block 9 holds 16 tokens to the producer's 6,
+        // block 10 the producer never saw; blocks 0..8 are compared.
         long[] more = Arrays.copyOf(v16, 11);
-        assertEquals(UnverifiedReason.TOKEN_COUNT_DIFFERS, Verifier.compare(prod,
-                payload(170, new GroupChecksums(0, 9, 16, 0, more))).group(0).reason());
+        GroupVerdict longer = Verifier.compare(prod, payload(170, new GroupChecksums(0, 9, 16, 0, more))).group(0);
+        assertEquals(Status.MATCH, longer.status(), longer.toString());
+        assertArrayEquals(new long[] {9, 10}, longer.notComparedBlocks());
         // One side only, and a group twice in the producer's payload.
         LoadVerdict v = Verifier.compare(prod, payload(150, p, new GroupChecksums(1, 9, 16, 0, v16)));
         assertEquals(UnverifiedReason.ONE_SIDE_ONLY, v.group(1).reason());

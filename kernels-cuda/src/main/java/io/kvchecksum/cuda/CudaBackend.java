@@ -206,6 +206,12 @@ public final class CudaBackend implements KvChecksum {
         }
     }
 
+    /** The engine-facing form of {@link #enqueue}: {@code stream} is a {@code CUstream} handle. */
+    @Override
+    public PendingChecksums submit(SlicePlan plan, long stream) {
+        return enqueue(plan, stream);
+    }
+
     @Override
     public long[] blockChecksums(SlicePlan plan) {
         try (PendingChecksums p = submit(plan)) {

@@ -262,6 +262,27 @@ public final class OpenClBackend implements KvChecksum {
         });
     }
 
+    /**
+     * {@link #submit(KvCacheGroup, RequestBlocks)} on this backend's in-order queue, whose handle is
+     * {@link #commandQueue()}: its buffers and program belong to its own context, so it runs on no other queue.
+     *
+     * @param queue 0 or {@link #commandQueue()}
+     * @throws IllegalArgumentException for any other queue handle, before anything is enqueued
+     */
+    @Override
+    public PendingChecksums submit(SlicePlan plan, long queue) {
+        if (queue != 0 && queue != commandQueue()) {
+            throw new IllegalArgumentException("opencl runs on its own command queue (0x" + Long.toHexString(commandQueue())
+                    + "), not 0x" + Long.toHexString(queue) + ": pass 0 or commandQueue()");
+        }
+        return submit(plan);
+    }
+
+    /** The native {@code cl_command_queue} handle of this backend's in-order queue. */
+    public long commandQueue() {
+        return queue.getNativePointer();
+    }
+
     @Override
     public SliceSums sliceSums(SlicePlan plan) {
         requireReadable(plan);

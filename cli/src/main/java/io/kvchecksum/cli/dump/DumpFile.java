@@ -2,7 +2,6 @@ package io.kvchecksum.cli.dump;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -16,6 +15,7 @@ import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.BasicFileAttributes;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Iterator;
@@ -36,7 +36,6 @@ public final class DumpFile implements AutoCloseable {
     /** The largest safetensors JSON header read (the format's own reader refuses more than 100 MB). */
     static final long MAX_HEADER = 100L << 20;
 
-    private static final ObjectMapper JSON = new ObjectMapper();
     private static final ValueLayout.OfLong LE_LONG = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
     private final Path path;
@@ -53,6 +52,9 @@ public final class DumpFile implements AutoCloseable {
 
     /** Opens a dump, choosing the format from its first bytes (or directory-ness), not from its name. */
     public static DumpFile open(Path path) {
+        if (!Files.isDirectory(path)) {
+            requireRegularFile(path);
+        }
         Arena arena = Arena.ofShared();
         try {
             DumpFile d = openIn(path, arena);
@@ -96,6 +98,13 @@ public final class DumpFile implements AutoCloseable {
         if (startsWith(m, new byte[] {'P', 'K'})) {
             return new DumpFile(path, "npz", arena, Npz.read(path, m, arena));
         }
+        String name = path.getFileName() == null ? "" : path.getFileName().toString();
+        if (name.endsWith(".npy")) {
+            throw new InvalidInputException(path + ": not a .npy file: it does not start with the \\x93NUMPY magic");
+        }
+        if (name.endsWith(".npz")) {
+            throw new InvalidInputException(path + ": not an .npz file: it does not start with a zip header (PK)");
+        }
         return new DumpFile(path, "safetensors", arena, safetensors(path, m));
     }
 
@@ -112,13 +121,16 @@ public final class DumpFile implements AutoCloseable {
         byte[] text = m.asSlice(8, n).toArray(ValueLayout.JAVA_BYTE);
         JsonNode header;
         try {
-            header = JSON.readTree(new String(text, StandardCharsets.UTF_8));
+            header = HeaderJson.read(text);
         } catch (JsonProcessingException e) {
             String why = e.getOriginalMessage().lines().findFirst().orElse("");
             int cut = why.indexOf(" (");
             throw new InvalidInputException(path + ": safetensors header is not valid JSON: "
                     + (cut > 0 ? why.substring(0, cut) : why)
                     + (e.getLocation() == null ? "" : " at column " + e.getLocation().getColumnNr()));
+        } catch (IOException e) {
+            // invalid UTF-8, from the parser's decoder
+            throw new InvalidInputException(path + ": safetensors header is not valid UTF-8 JSON: " + e.getMessage());
         }
         if (header == null || !header.isObject()) {
             throw new InvalidInputException(path + ": safetensors header is not a JSON object");
@@ -126,6 +138,7 @@ public final class DumpFile implements AutoCloseable {
         long dataStart = 8 + n;
         long dataSize = size - dataStart;
         Map<String, Tensor> ts = new TreeMap<>();
+        TreeMap<Long, Tensor> byBegin = new TreeMap<>();
         for (Iterator<Map.Entry<String, JsonNode>> it = header.fields(); it.hasNext(); ) {
             Map.Entry<String, JsonNode> e = it.next();
             String name = e.getKey();
@@ -175,13 +188,50 @@ public final class DumpFile implements AutoCloseable {
                 throw new InvalidInputException(where + ": file truncated: the tensor needs data bytes " + begin + ".." + end
                         + " but the file holds " + dataSize + " bytes of data");
             }
-            ts.put(name, new Tensor(name, dtype, shape, m.asSlice(dataStart + begin, need), path.toString(),
-                    dataStart + begin));
+            Tensor tensor = new Tensor(name, dtype, shape, m.asSlice(dataStart + begin, need), path.toString(), dataStart + begin);
+            if (need > 0) {
+                // tensors may not share bytes (the format forbids it): V aliasing K would compare a cache with itself
+                Map.Entry<Long, Tensor> before = byBegin.floorEntry(begin);
+                Map.Entry<Long, Tensor> after = byBegin.ceilingEntry(begin);
+                Tensor other = before != null && before.getKey() + before.getValue().data().byteSize() > begin
+                        ? before.getValue() : after != null && after.getKey() < end ? after.getValue() : null;
+                if (other != null) {
+                    throw new InvalidInputException(where + ": data_offsets " + offs + " overlap those of tensor "
+                            + other.name() + " (" + (other.fileOffset() - dataStart) + ".."
+                            + (other.fileOffset() - dataStart + other.data().byteSize()) + ")");
+                }
+                byBegin.put(begin, tensor);
+            }
+            ts.put(name, tensor);
         }
         return ts;
     }
 
+    /**
+     * Checks that {@code path} is a regular file (after links) without opening it: opening a FIFO with no writer
+     * blocks forever, and a device such as {@code /dev/zero} never ends.
+     *
+     * @return its size in bytes
+     * @throws InvalidInputException when it is missing, unreadable, a directory, FIFO, socket or device
+     */
+    public static long requireRegularFile(Path path) {
+        BasicFileAttributes a;
+        try {
+            a = Files.readAttributes(path, BasicFileAttributes.class);
+        } catch (IOException e) {
+            throw unreadable(path, e);
+        }
+        if (a.isDirectory()) {
+            throw new InvalidInputException(path + " is a directory, not a file");
+        }
+        if (!a.isRegularFile()) {
+            throw new InvalidInputException(path + " is not a regular file (a FIFO, socket or device): give a file");
+        }
+        return a.size();
+    }
+
     static MemorySegment map(Path path, Arena arena) {
+        requireRegularFile(path);
         try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
             long size = ch.size();
             if (size == 0) {
@@ -195,6 +245,7 @@ public final class DumpFile implements AutoCloseable {
 
     static InvalidInputException unreadable(Path path, IOException e) {
         String why = e instanceof NoSuchFileException ? "no such file"
+                + (path.toString().startsWith("@") ? " (a dump is named without '@')" : "")
                 : e instanceof AccessDeniedException ? "permission denied" : e.getMessage();
         return new InvalidInputException("cannot read " + path + ": " + why, e);
     }

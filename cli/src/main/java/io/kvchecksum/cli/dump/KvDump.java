@@ -7,7 +7,6 @@ import io.kvchecksum.KvLayouts;
 import io.kvchecksum.KvMemory;
 import io.kvchecksum.KvRegion;
 import io.kvchecksum.RequestBlocks;
-import io.kvchecksum.SlicePlan;
 
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -57,11 +56,13 @@ public final class KvDump {
      * One layer of the dump.
      *
      * @param layer the layer number from the tensor name
-     * @param k the tensor holding the layer's K bytes (the kv_cache for paged layouts)
-     * @param v the tensor holding V bytes, or {@code null} for K-only (MLA) layers
+     * @param kTensor the tensor holding the layer's K bytes: {@code layers.<L>.k}, or the whole
+     *     {@code layers.<L>.kv_cache} in a paged layout
+     * @param vTensor the tensor holding its V bytes ({@code layers.<L>.v}, the same kv_cache in a paged layout), or
+     *     {@code null} for K-only (MLA) layers
      * @param cache the layer's description over those tensors
      */
-    public record Layer(int layer, Tensor k, Tensor v, CacheLayer cache) {
+    public record Layer(int layer, Tensor kTensor, Tensor vTensor, CacheLayer cache) {
     }
 
     private final DumpFile file;
@@ -88,19 +89,26 @@ public final class KvDump {
     /** Reads {@code file} with the given options, or throws {@link InvalidInputException} naming the problem. */
     public static KvDump of(DumpFile file, Options o) {
         if (!LAYOUTS.contains(o.layout())) {
-            throw new InvalidInputException("unknown layout '" + o.layout() + "': expected one of " + String.join(", ", LAYOUTS));
+            throw new InvalidOptionException("unknown layout '" + o.layout() + "': expected one of " + String.join(", ", LAYOUTS));
         }
         if (o.blockSize() <= 0) {
-            throw new InvalidInputException("--block-size must be positive, got " + o.blockSize());
+            throw new InvalidOptionException("--block-size " + o.blockSize() + ": must be positive");
         }
-        if (o.firstBlock() < 0 || o.headOffset() < 0) {
-            throw new InvalidInputException("--first-block and --head-offset must be non-negative");
+        if (o.firstBlock() < 0) {
+            throw new InvalidOptionException("--first-block " + o.firstBlock() + ": must be 0 or more");
+        }
+        if (o.headOffset() < 0) {
+            throw new InvalidOptionException("--head-offset " + o.headOffset() + ": must be 0 or more");
+        }
+        if (o.numTokens() != null && o.numTokens() <= 0) {
+            throw new InvalidOptionException("--num-tokens " + o.numTokens() + ": must be positive (the request holds no"
+                    + " tokens)");
         }
         long start;
         try {
             start = Math.multiplyExact(o.firstBlock(), (long) o.blockSize());
         } catch (ArithmeticException e) {
-            throw new InvalidInputException("--first-block " + o.firstBlock() + " x --block-size " + o.blockSize()
+            throw new InvalidOptionException("--first-block " + o.firstBlock() + " x --block-size " + o.blockSize()
                     + " overflows a 64-bit position");
         }
         Map<Integer, Tensor[]> byLayer = new TreeMap<>();
@@ -108,7 +116,13 @@ public final class KvDump {
             Matcher m = LAYER.matcher(t.name());
             if (m.matches()) {
                 Tensor[] kv = byLayer.computeIfAbsent(Integer.parseInt(m.group(1)), x -> new Tensor[3]);
-                kv[switch (m.group(2)) { case "k" -> 0; case "v" -> 1; default -> 2; }] = t;
+                int slot = switch (m.group(2)) { case "k" -> 0; case "v" -> 1; default -> 2; };
+                if (kv[slot] != null) {
+                    // layers.0.k and layers.00.k: one layer twice, and which one counts would be a guess
+                    throw new InvalidInputException(file.path() + ": " + kv[slot].name() + " and " + t.name()
+                            + " are the same layer " + m.group(1).replaceFirst("^0+(?=.)", "") + " twice");
+                }
+                kv[slot] = t;
             }
         }
         try {
@@ -135,6 +149,10 @@ public final class KvDump {
             checkGatheredShape(where, k);
             if (v != null) {
                 checkGatheredShape(where, v);
+                if (!v.dtype().equals(k.dtype())) {
+                    throw new InvalidInputException(where + ": " + v.name() + " is " + v.dtype() + " but " + k.name() + " is "
+                            + k.dtype() + ": K and V of a layer must have one dtype");
+                }
                 if (v.shape()[0] != k.shape()[0] || v.shape()[1] != k.shape()[1]) {
                     throw new InvalidInputException(where + ": " + v.name() + " shape " + v.shapeText() + " does not match "
                             + k.name() + " shape " + k.shapeText() + " in tokens and heads");
@@ -161,7 +179,7 @@ public final class KvDump {
                     + " layers.<L>.v of [tokens, heads, head_dim]; found " + names(file) + ")");
         }
         if (tokens == 0) {
-            throw new InvalidInputException(where + ": the layers hold no tokens");
+            throw new InvalidInputException(where + ": the request holds no tokens (the layers have 0 rows)");
         }
         long n = o.numTokens() != null ? o.numTokens() : start + tokens;
         if (n < start || n - start > tokens) {
@@ -276,11 +294,14 @@ public final class KvDump {
         if (bt.shape()[0] > Integer.MAX_VALUE) {
             throw new InvalidInputException(where + ": block_table has more than 2^31 entries");
         }
+        if (bt.shape()[0] == 0) {
+            throw new InvalidInputException(where + ": the request holds no tokens (block_table is empty)");
+        }
         int[] table = new int[(int) bt.shape()[0]];
         for (int i = 0; i < table.length; i++) {
             long p = bt.integerAt(i);
             if (p < 0 || p >= numPages) {
-                throw new InvalidInputException(where + ": block_table[" + i + "] = " + p + " is past the cache: "
+                throw new InvalidInputException(where + ": block_table[" + i + "] = " + bt.integerText(i) + " is past the cache: "
                         + shapeFrom + " has " + numPages + " pages (valid ids 0.." + (numPages - 1) + ")");
             }
             table[i] = (int) p;
@@ -295,6 +316,10 @@ public final class KvDump {
                             + nt.shapeText());
                 }
                 n = nt.integerAt(0);
+                if (n <= start) {
+                    throw new InvalidInputException(where + ": the request holds no tokens from position " + start
+                            + " (num_tokens = " + nt.integerText(0) + ")");
+                }
             } else {
                 n = start + held;
             }
@@ -305,8 +330,8 @@ public final class KvDump {
                     + held + " tokens) from position " + start);
         }
         KvCacheGroup group = KvCacheGroup.of(pageSize, numPages, layers.stream().map(Layer::cache).toList());
+        // the table was checked entry by entry above, with the tensors' names: the backend's own check is the only other
         RequestBlocks request = RequestBlocks.of(table, n, o.firstBlock(), o.blockSize());
-        SlicePlan.of(group, request); // checks the table against the group's pages
         return new KvDump(file, layout, layers, group, request, table, pageSize, held);
     }
 
@@ -377,10 +402,14 @@ public final class KvDump {
         return r.cellOffset(page, i % pageSize, h);
     }
 
-    /** The table entries for the pages from request position {@code from} (a multiple of the page size past the start). */
-    public int[] tableFrom(long from) {
+    /**
+     * The table entries for the pages holding request positions {@code [from, to)}, {@code from} a multiple of the page
+     * size past the start: a chunk's own pages, not the rest of the table.
+     */
+    public int[] tablePart(long from, long to) {
         long i = (from - request.startToken()) / pageSize;
-        return Arrays.copyOfRange(table, (int) i, table.length);
+        long j = Math.ceilDiv(to - request.startToken(), (long) pageSize);
+        return Arrays.copyOfRange(table, (int) i, (int) Math.min(j, table.length));
     }
 
     /** One line: the file, layout, shape summary. */
@@ -392,6 +421,6 @@ public final class KvDump {
                 + " pages";
         return file.path() + " (" + file.format() + ", " + paging + ", " + layers.size() + " layer"
                 + (layers.size() == 1 ? "" : "s") + " x " + c.numHeads() + " head" + (c.numHeads() == 1 ? "" : "s") + ", "
-                + c.cellBytes() + "-byte " + kv + " cells of " + first.k().dtype() + ")";
+                + c.cellBytes() + "-byte " + kv + " cells of " + first.kTensor().dtype() + ")";
     }
 }

@@ -30,6 +30,15 @@ final class Npz {
     private static final int LOC = 0x04034b50;
     private static final long U32 = 0xFFFFFFFFL;
 
+    /**
+     * The largest inflate-to-stored ratio accepted for a member over {@link #RATIO_FREE} bytes. KV data compresses
+     * little (bf16 activations about 1.1:1; a cache's unused, zeroed pages more); a zip bomb inflates about 1000:1.
+     */
+    static final long MAX_RATIO = 100;
+
+    /** Members up to this size are inflated whatever their ratio. */
+    static final long RATIO_FREE = 64L << 20;
+
     private Npz() {
     }
 
@@ -69,6 +78,7 @@ final class Npz {
                     + cdSize + " bytes at " + cdOffset + ") does not fit in the file of " + size + " bytes");
         }
         Map<String, Tensor> out = new TreeMap<>();
+        long inflated = 0;
         long p = cdOffset;
         long cdEnd = cdOffset + cdSize;
         for (long e = 0; e < entries; e++) {
@@ -137,6 +147,17 @@ final class Npz {
                 }
                 out.put(name, Npy.parse(name, raw, where + ": " + member, data));
             } else if (method == 8) {
+                if (usize > RATIO_FREE && usize / Math.max(1, csize) >= MAX_RATIO) {
+                    throw new InvalidInputException(mwhere + " declares " + usize + " bytes from " + csize + " compressed ("
+                            + usize / Math.max(1, csize) + ":1, the limit is " + MAX_RATIO + ":1 above " + RATIO_FREE
+                            + " bytes): refused as a likely zip bomb; save the dump with numpy.savez (uncompressed)");
+                }
+                inflated += usize;
+                long room = tempSpace();
+                if (inflated > room) {
+                    throw new InvalidInputException(mwhere + ": inflating the members needs " + inflated
+                            + " bytes in the temporary directory, which has " + room + " free");
+                }
                 out.put(name, Npy.parse(name, inflate(raw, usize, mwhere, arena), where + ": " + member, -1));
             } else {
                 throw new InvalidInputException(mwhere + ": unsupported zip compression method " + method
@@ -144,6 +165,16 @@ final class Npz {
             }
         }
         return out;
+    }
+
+    /** Free bytes in the directory temporary files go to, less 1 GiB to leave the machine room. */
+    private static long tempSpace() {
+        try {
+            Path dir = Path.of(System.getProperty("java.io.tmpdir"));
+            return Math.max(0, Files.getFileStore(dir).getUsableSpace() - (1L << 30));
+        } catch (IOException | RuntimeException e) {
+            return Long.MAX_VALUE; // unknown: the declared size still bounds each member
+        }
     }
 
     private static MemorySegment inflate(MemorySegment raw, long usize, String where, Arena arena) {

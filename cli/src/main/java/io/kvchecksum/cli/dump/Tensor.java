@@ -67,6 +67,14 @@ public record Tensor(String name, DType dtype, long[] shape, MemorySegment data,
         return raw;
     }
 
+    /** Element {@code i} of an integer tensor as the user wrote it: unsigned 64-bit values in full. */
+    public String integerText(long i) {
+        if (!dtype.signed() && dtype.size() == 8) {
+            return Long.toUnsignedString(data.get(LE_LONG, i * 8));
+        }
+        return Long.toString(integerAt(i));
+    }
+
     @Override
     public boolean equals(Object o) {
         return o instanceof Tensor t && name.equals(t.name) && source.equals(t.source);

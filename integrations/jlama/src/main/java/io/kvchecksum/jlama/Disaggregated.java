@@ -3,10 +3,12 @@ package io.kvchecksum.jlama;
 import com.github.tjake.jlama.tensor.KvBufferCache;
 import io.kvchecksum.KvChecksum;
 import io.kvchecksum.engine.Action;
+import io.kvchecksum.engine.ChecksumMetrics;
 import io.kvchecksum.engine.Decision;
 import io.kvchecksum.engine.FailurePolicy;
 import io.kvchecksum.engine.LoadVerdict;
-import io.kvchecksum.engine.VerifyOnce;
+import io.kvchecksum.engine.PayloadSender;
+import io.kvchecksum.engine.PendingLoads;
 import java.util.Arrays;
 import java.util.SplittableRandom;
 
@@ -23,7 +25,7 @@ public final class Disaggregated implements AutoCloseable {
     private final JlamaInstance consumer;
     private final int blockSize;
     private final PdChecks checks;
-    private final VerifyOnce pending = new VerifyOnce();
+    private final PendingLoads pending = new PendingLoads();
     private final FailurePolicy policy;
     private final KvBufferCache.KvBuffer staleSession;
     private final JlamaKv stale;
@@ -34,12 +36,20 @@ public final class Disaggregated implements AutoCloseable {
      */
     public Disaggregated(JlamaInstance producer, JlamaInstance consumer, KvChecksum backend, int blockSize,
             FailurePolicy policy, int[] stalePrompt) {
+        this(producer, consumer, backend, blockSize, policy, new PayloadSender(ChecksumMetrics.NONE), stalePrompt);
+    }
+
+    /**
+     * @param sender the producer's sender of checksums, made with the engine's logger
+     */
+    public Disaggregated(JlamaInstance producer, JlamaInstance consumer, KvChecksum backend, int blockSize,
+            FailurePolicy policy, PayloadSender sender, int[] stalePrompt) {
         this.producer = producer;
         this.consumer = consumer;
         this.blockSize = blockSize;
         this.policy = policy;
         this.checks = new PdChecks(backend, blockSize, producer.model().getConfig().numberOfLayers,
-                producer.model().getWorkingDType().name());
+                producer.model().getWorkingDType().name(), sender);
         this.staleSession = producer.newSession();
         producer.prefill(staleSession, stalePrompt, 0);
         this.stale = JlamaKv.of(producer.model(), staleSession, blockSize);
@@ -85,7 +95,7 @@ public final class Disaggregated implements AutoCloseable {
             int first = producer.prefill(kvP, prompt, 0);
             JlamaKv p = JlamaKv.of(producer.model(), kvP, blockSize);
             long t = System.nanoTime();
-            String payload = checks.producerPayload(p, n);
+            String payload = checks.producerPayload(requestId, p, n);
             checksumNanos += System.nanoTime() - t;
             if (fault == KvTransfer.Fault.DROPPED_PAYLOAD) {
                 payload = null;
@@ -123,6 +133,8 @@ public final class Disaggregated implements AutoCloseable {
             KvTransfer.Fault injected = fault.payloadFault() ? fault : landed.fault();
             return new Outcome(injected, landed.faultedBlocks(), verdict, decision.action(), tokens, single, checksumNanos,
                     System.nanoTime() - start, bytes);
+        } finally {
+            pending.forget(requestId);   // the request is over: its entry in the verify-once registry goes too
         }
     }
 

@@ -1,35 +1,31 @@
 package io.kvchecksum.jlama;
 
 import io.kvchecksum.KvChecksum;
-import io.kvchecksum.engine.Aggregator;
 import io.kvchecksum.engine.BlockSelection;
+import io.kvchecksum.engine.ChecksumMetrics;
 import io.kvchecksum.engine.Fingerprints;
 import io.kvchecksum.engine.LoadVerdict;
-import io.kvchecksum.engine.PayloadCodec;
-import io.kvchecksum.engine.ReplicaKey;
-import io.kvchecksum.engine.Side;
-import io.kvchecksum.engine.VerifyOnce;
-import io.kvchecksum.engine.WorkerChecksums;
-import io.kvchecksum.engine.WorkerRecord;
+import io.kvchecksum.engine.PayloadSender;
+import io.kvchecksum.engine.PendingLoads;
+import io.kvchecksum.engine.SingleWorker;
+import io.kvchecksum.engine.WorkerChecksummer;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 
 /**
  * Everything this example takes from {@code kvchecksum-engine}, in one place: the producer's payload after prefill,
- * the consumer's verdict after the load. A Jlama instance is one worker (TP 1, PP 1) holding one KV cache group.
+ * the consumer's verdict after the load. A Jlama instance is one worker (TP 1, PP 1) holding one KV cache group, so
+ * this is the library's {@link SingleWorker} with the request's session as the group's cache.
  *
- * <p>Neither method throws into the engine's step for anything a fault can cause: a backend that fails on the
- * consumer is a worker that did not report, so the verdict is UNVERIFIED ({@code NOT_EVERY_WORKER_REPORTED}) with the
- * failure as its detail; on the producer it sends no checksums (the consumer then sees {@code MISSING_PAYLOAD}).
+ * <p>Neither method throws into the engine's step for a backend failure: the consumer's verdict is then UNVERIFIED
+ * ({@code BACKEND_FAILED}) with the failure as its detail; the producer sends no checksums (warned and counted by the
+ * sender), so its consumer sees {@code MISSING_PAYLOAD}.
  */
 final class PdChecks {
     /** The only group: Jlama has one full-attention KV cache. */
     static final int GROUP = 0;
-    /** Jlama's page table has no null page: page 0 holds the request's first positions. */
-    private static final int NO_NULL_PAGE = -1;
 
-    private final KvChecksum backend;
+    private final SingleWorker worker;
     private final int blockSize;
     private final long fingerprint;
 
@@ -37,9 +33,10 @@ final class PdChecks {
      * @param backend shared by every request and thread
      * @param layers layer numbers of the model
      * @param dtype Jlama's working dtype name, part of the fingerprint
+     * @param sender the producer's sender (its logger is the engine's)
      */
-    PdChecks(KvChecksum backend, int blockSize, int layers, String dtype) {
-        this.backend = backend;
+    PdChecks(KvChecksum backend, int blockSize, int layers, String dtype, PayloadSender sender) {
+        this.worker = new SingleWorker(backend, ChecksumMetrics.NONE, sender);
         this.blockSize = blockSize;
         List<Long> hashes = new ArrayList<>();
         for (int l = 0; l < layers; l++) {
@@ -49,17 +46,9 @@ final class PdChecks {
     }
 
     /** The producer's checksums of tokens {@code [0, numTokens)} as wire-format-2 base64, or null if none. */
-    String producerPayload(JlamaKv kv, long numTokens) {
-        BlockSelection sel = BlockSelection.producer(GROUP, kv.pageTable(numTokens), NO_NULL_PAGE, numTokens, blockSize, null);
-        List<WorkerRecord> recs = new ArrayList<>();
-        try {
-            recs.add(record(Side.PRODUCER, kv, numTokens, sel));
-        } catch (RuntimeException e) {
-            return null;
-        }
-        return Aggregator.producer(1, 1, numTokens, List.of(sel), recs) instanceof Aggregator.Complete c
-                ? PayloadCodec.encodeBase64(c.payload())
-                : null;
+    String producerPayload(String requestId, JlamaKv kv, long numTokens) {
+        var sel = BlockSelection.producer(GROUP, kv.pageTable(numTokens), BlockSelection.NO_NULL_BLOCK, numTokens, blockSize, null);
+        return worker.producerBase64(requestId, layout(kv), List.of(sel)).orElse(null);
     }
 
     /**
@@ -67,29 +56,15 @@ final class PdChecks {
      * prefix hit) against what {@code pending} expects for {@code requestId}. Call once the load has landed and before
      * the first decode step.
      */
-    LoadVerdict consumerVerdict(VerifyOnce pending, String requestId, JlamaKv kv, long numLocal, long numTokens) {
-        BlockSelection sel = BlockSelection.consumer(GROUP, kv.pageTable(numTokens), NO_NULL_PAGE, numLocal, numTokens,
+    LoadVerdict consumerVerdict(PendingLoads pending, String requestId, JlamaKv kv, long numLocal, long numTokens) {
+        var sel = BlockSelection.consumer(GROUP, kv.pageTable(numTokens), BlockSelection.NO_NULL_BLOCK, numLocal, numTokens,
                 blockSize, null);
-        List<WorkerRecord> recs = new ArrayList<>();
-        String failure = null;
-        try {
-            recs.add(record(Side.CONSUMER, kv, numTokens, sel));
-        } catch (RuntimeException e) {
-            failure = e.toString();
-        }
-        Aggregator.Result r = Aggregator.consumer(1, 1, numTokens, List.of(sel), recs);
-        if (r instanceof Aggregator.Complete c) {
-            return pending.verify(requestId, c.payload()).orElseThrow(
-                    () -> new IllegalStateException("request " + requestId + " was not expecting a load"));
-        }
-        pending.forget(requestId);
-        LoadVerdict v = ((Aggregator.Incomplete) r).verdict();
-        return failure == null ? v : LoadVerdict.unverified(v.reason(), "checksum backend failed: " + failure);
+        return worker.verify(pending, requestId, layout(kv), List.of(sel)).orElseThrow(
+                () -> new IllegalStateException("request " + requestId + " was not expecting a load"));
     }
 
-    private WorkerRecord record(Side side, JlamaKv kv, long numTokens, BlockSelection sel) {
-        var group = new WorkerChecksums.WorkerGroup(GROUP, fingerprint,
-                List.of(new WorkerChecksums.ReplicaPart(ReplicaKey.NONE, kv.group())));
-        return WorkerChecksums.compute(backend, side, 0, 0, numTokens, List.of(sel), List.of(group), Map.of());
+    /** A Jlama session holds its own KV: the layout is the request's. */
+    private List<WorkerChecksummer.WorkerGroup> layout(JlamaKv kv) {
+        return List.of(SingleWorker.group(GROUP, fingerprint, kv.group()));
     }
 }

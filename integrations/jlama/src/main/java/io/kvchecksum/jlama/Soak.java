@@ -2,7 +2,9 @@ package io.kvchecksum.jlama;
 
 import io.kvchecksum.KvChecksum;
 import io.kvchecksum.engine.Action;
+import io.kvchecksum.engine.ChecksumMetrics;
 import io.kvchecksum.engine.FailurePolicy;
+import io.kvchecksum.engine.PayloadSender;
 import io.kvchecksum.engine.Status;
 import io.kvchecksum.engine.UnverifiedReason;
 import java.io.PrintStream;
@@ -74,11 +76,44 @@ public final class Soak {
         public final List<Long> liveHeapAtQuarters = new ArrayList<>();
         public volatile int pendingAtEnd;
         public volatile String firstThrown;
+        /**
+         * Lines the policy and the sender logged, by level: the soak hands them a counting logger (a fail-closed
+         * policy logs every mismatch as an error, thousands of expected lines here; the counts are the log).
+         */
+        public final Map<System.Logger.Level, AtomicLong> logged = new EnumMap<>(System.Logger.Level.class);
 
         Report() {
             for (UnverifiedReason r : UnverifiedReason.values()) {
                 unverified.put(r, new AtomicLong());
             }
+            for (System.Logger.Level l : System.Logger.Level.values()) {
+                logged.put(l, new AtomicLong());
+            }
+        }
+
+        /** A logger that counts each line at its level into {@link #logged} and writes nothing. */
+        System.Logger countingLogger() {
+            return new System.Logger() {
+                @Override
+                public String getName() {
+                    return "soak";
+                }
+
+                @Override
+                public boolean isLoggable(Level level) {
+                    return level.getSeverity() >= Level.INFO.getSeverity();
+                }
+
+                @Override
+                public void log(Level level, java.util.ResourceBundle bundle, String msg, Throwable thrown) {
+                    logged.get(level).incrementAndGet();
+                }
+
+                @Override
+                public void log(Level level, java.util.ResourceBundle bundle, String format, Object... params) {
+                    logged.get(level).incrementAndGet();
+                }
+            };
         }
 
         private static Map<KvTransfer.Fault, AtomicLong> counters() {
@@ -120,6 +155,8 @@ public final class Soak {
             out.printf("checksummed %.2f GB: %.3f GB/s of wall time, %.2f GB/s inside the checksum and verify calls; their share"
                             + " of request time %.2f%%%n", checksummedBytes.get() / 1e9, checksummedBytes.get() / 1e9 / secs,
                     checksummedBytes.get() / Math.max(1.0, checksumNanos.get()), 100.0 * checksumNanos.get() / Math.max(1, requestNanos.get()));
+            out.printf("logged by the policy and the sender: %d errors, %d warnings%n",
+                    logged.get(System.Logger.Level.ERROR).get(), logged.get(System.Logger.Level.WARNING).get());
             out.printf("peak heap %.1f MiB, peak direct %.1f MiB, live heap after GC at each quarter %s MiB, pending"
                             + " expectations at end %d%n", peakHeapBytes / 1048576.0, peakDirectBytes / 1048576.0,
                     liveHeapAtQuarters.stream().map(b -> String.format("%.1f", b / 1048576.0)).toList(), pendingAtEnd);
@@ -133,17 +170,15 @@ public final class Soak {
     public static Report run(JlamaInstance producer, JlamaInstance consumer, KvChecksum backend, Settings s,
             PrintStream progress, double progressSeconds) throws InterruptedException {
         Report rep = new Report();
-        // A fail-closed policy logs every mismatch as an error: thousands of expected lines here. The counts are the log.
-        java.util.logging.Logger policyLog = java.util.logging.Logger.getLogger(FailurePolicy.class.getName());
-        java.util.logging.Level was = policyLog.getLevel();
-        policyLog.setLevel(java.util.logging.Level.OFF);
+        System.Logger log = rep.countingLogger();
         SplittableRandom master = new SplittableRandom(s.seed());
         KvTransfer.Fault[] classes = Arrays.stream(KvTransfer.Fault.values()).filter(f -> f != KvTransfer.Fault.NONE)
                 .toArray(KvTransfer.Fault[]::new);
         long start = System.nanoTime();
         long end = start + (long) (s.seconds() * 1e9);
         try (Disaggregated pd = new Disaggregated(producer, consumer, backend, s.blockSize(),
-                FailurePolicy.failClosed(FailurePolicy.OnFailure.RECOMPUTE), prompt(master.split(), TinyLlama.CONTEXT - 64))) {
+                FailurePolicy.failClosed(FailurePolicy.OnFailure.RECOMPUTE, ChecksumMetrics.NONE, log),
+                new PayloadSender(ChecksumMetrics.NONE, log), prompt(master.split(), TinyLlama.CONTEXT - 64))) {
             ExecutorService pool = Executors.newFixedThreadPool(s.threads());
             List<Future<?>> workers = new ArrayList<>();
             AtomicLong ids = new AtomicLong();
@@ -183,8 +218,6 @@ public final class Soak {
             sampleMemory(rep);
             rep.liveHeapAtQuarters.add(liveHeapAfterGc());
             rep.pendingAtEnd = pd.pendingExpectations();
-        } finally {
-            policyLog.setLevel(was);
         }
         return rep;
     }

@@ -61,7 +61,7 @@ class DisaggregatedTest {
     @ParameterizedTest(name = "{0} tokens, {1} local blocks")
     @CsvSource({"1,0", "5,0", "16,0", "17,0", "33,0", "64,0", "100,0", "250,0", "17,1", "100,3", "250,15"})
     void verifiedTransferDecodesTheSingleInstanceTokens(int n, int prefixBlocks) {
-        try (Disaggregated pd = pair(FailurePolicy.failClosed(FailurePolicy.OnFailure.FAIL))) {
+        try (Disaggregated pd = pair(FailurePolicy.failClosed(FailurePolicy.OnFailure.FAIL_REQUEST))) {
             var o = pd.serve("r" + n, JlamaKvTest.prompt(SEED + n, n), prefixBlocks, 12, KvTransfer.Fault.NONE,
                     new SplittableRandom(SEED));
             assertEquals(Status.MATCH, o.verdict().status(), o.verdict().toString());
@@ -119,7 +119,7 @@ class DisaggregatedTest {
                 FailurePolicy.failClosed(FailurePolicy.OnFailure.RECOMPUTE), JlamaKvTest.prompt(SEED - 1, 300))) {
             var o = pd.serve("b", JlamaKvTest.prompt(SEED + 3, 50), 0, 8, KvTransfer.Fault.NONE, new SplittableRandom(SEED));
             assertEquals(Status.UNVERIFIED, o.verdict().status());
-            assertEquals(UnverifiedReason.NOT_EVERY_WORKER_REPORTED, o.verdict().reason(), o.verdict().toString());
+            assertEquals(UnverifiedReason.BACKEND_FAILED, o.verdict().reason(), o.verdict().toString());
             assertTrue(o.verdict().detail().contains("device lost"), o.verdict().detail());
             assertEquals(Action.RECOMPUTE, o.action());
             assertArrayEquals(o.singleInstance(), o.tokens());

@@ -42,6 +42,7 @@ class ReadmeSnippetTest {
                 import java.lang.foreign.MemorySegment;
                 import java.util.List;
                 import java.util.Map;
+                import java.util.Optional;
 
                 class Snippet {
                     void adapter(KvBufferCache.KvBuffer kv, int layer, int kvHeads, int headDim, List<CacheLayer> layers,
@@ -50,7 +51,7 @@ class ReadmeSnippetTest {
                     }
 
                     void verify(KvCacheGroup group, long fingerprint, KvChecksum backend, int[] pageTable, long n, long numLocal,
-                            VerifyOnce pending, String requestId) {
+                            PendingLoads pending, String requestId) {
                 %s
                     }
 

@@ -38,6 +38,11 @@ class SoakTest {
         assertEquals(0, r.unexpectedUnverified.get(), "unverified loads without a payload fault");
         assertEquals(0, r.wrongTokens.get(), "fail-closed recompute served other tokens than one instance");
         assertEquals(0, r.pendingAtEnd, "verify-once registry grew");
+        // Every mismatch verdict reached the logger the soak gave the policy, as one error line.
+        long mismatches = r.falseMismatches.get() + r.detected.entrySet().stream()
+                .filter(e -> !e.getKey().payloadFault() && e.getKey() != KvTransfer.Fault.NONE)
+                .mapToLong(e -> e.getValue().get()).sum();
+        assertEquals(mismatches, r.logged.get(System.Logger.Level.ERROR).get(), "error lines vs mismatch verdicts");
         assertTrue(r.sum(r.injected) > 0, "no fault was injected");
         // Bounded memory. The library's state per request must be gone (pending expectations above). The live heap
         // also holds Jlama's own tensor pool, which fills towards its 100 MB cap (plus cached slice views) as prompt

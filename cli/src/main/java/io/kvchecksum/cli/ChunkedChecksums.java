@@ -6,20 +6,20 @@ import io.kvchecksum.cli.dump.KvDump;
 
 /**
  * Block checksums of a dump, computed in pieces of whole blocks so a long run can show progress: each piece is a
- * request of its own blocks (same block size, a later first block, the table from that block on), and block
- * checksums do not depend on how the blocks are grouped into calls.
+ * request of its own blocks (same block size, a later first block, its own pages of the table), and block checksums
+ * do not depend on how the blocks are grouped into calls. Without a progress bar to draw, one call does it all.
  */
-final class Checksummer {
+final class ChunkedChecksums {
     /** KV bytes per call: small enough for a smooth progress bar, large enough that per-call costs do not show. */
     static volatile long chunkBytes = 64L << 20;
 
-    private Checksummer() {
+    private ChunkedChecksums() {
     }
 
     static long[] blockChecksums(KvChecksum backend, KvDump dump, Progress progress) {
         RequestBlocks r = dump.request();
         long perToken = dump.group().bytesPerToken();
-        if (dump.kvBytes() <= chunkBytes) {
+        if (dump.kvBytes() <= chunkBytes || !progress.enabled()) {
             long[] v = backend.blockChecksums(dump.group(), r);
             progress.update(dump.kvBytes());
             return v;
@@ -32,7 +32,7 @@ final class Checksummer {
             long fb = r.firstBlock() + i;
             int nb = Math.min(perChunk, blocks - i);
             long end = Math.min((fb + nb) * r.blockSize(), r.numTokens());
-            RequestBlocks part = RequestBlocks.of(dump.tableFrom(fb * r.blockSize()), end, fb, r.blockSize());
+            RequestBlocks part = RequestBlocks.of(dump.tablePart(fb * r.blockSize(), end), end, fb, r.blockSize());
             long[] v = backend.blockChecksums(dump.group(), part);
             System.arraycopy(v, 0, out, i, nb);
             done += (end - fb * r.blockSize()) * perToken;

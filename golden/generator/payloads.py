@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""Checksum payloads written and read by Python's msgpack (Debian: python3-msgpack), a client of the wire format
+that shares no code with the Java codec.
+
+  python3 golden/generator/payloads.py [--out DIR]       writes NAME.msgpack + NAME.txt per case
+                                                         (default: engine/src/test/resources/interop)
+  python3 golden/generator/payloads.py --decode FILE...  decodes payloads (e.g. written by Java) and prints
+                                                         each in the NAME.txt form
+
+Wire format (seeds/003, final form; the project tags it 2):
+  [2, tp_size, num_tokens, [[group_id, fingerprint, block_size, start, values], ...]]
+the earlier revision's version 1:
+  [1, num_tokens, [[group_id, fingerprint, start, values], ...]]
+and the final form tagged 1 (the seed names no version number for it):
+  [1, tp_size, num_tokens, [[group_id, fingerprint, block_size, start, values], ...]]
+values is a msgpack bin of little-endian uint64 block checksums; fingerprint an unsigned 64-bit integer.
+
+The NAME.txt form, one field per line, every number in decimal (unsigned):
+  tag T            the version tag in the bytes
+  form F           v2 | v1 | v1-tagged-final
+  tp_size N        (absent for v1)
+  num_tokens N
+  group G fingerprint F block_size B start S values V1 V2 ...   (block_size absent for v1)
+  reencoded NAME   the file holding what a reader that writes the final form as version 2 must write back
+  identical true   (--decode only) packing the decoded object again gives the same bytes
+
+Deterministic: every case draws from np.random.default_rng(crc32(name)).
+"""
+import argparse
+import os
+import sys
+import zlib
+
+import numpy as np
+
+try:
+    import msgpack
+except ImportError:  # pragma: no cover - reported, not hidden
+    sys.stderr.write("payloads.py: python3 cannot import msgpack (Debian: apt-get install python3-msgpack)\n")
+    sys.exit(2)
+
+LE_U64 = np.dtype('<u8')
+
+
+def cdiv(a, b):
+    return -(-a // b)
+
+
+def values_bin(values):
+    return np.asarray(values, dtype=LE_U64).tobytes()
+
+
+def draw_u64(rng, n):
+    """Uniform uint64 values, half of them with the top bit set: msgpack uint64 territory."""
+    return [int(x) for x in rng.integers(0, 1 << 64, size=n, dtype=np.uint64, endpoint=False)]
+
+
+def group(rng, gid, num_tokens, block_size, start=None):
+    blocks = cdiv(num_tokens, block_size)
+    if start is None:
+        start = int(rng.integers(0, blocks + 1))
+    fp = draw_u64(rng, 1)[0]
+    return dict(group_id=gid, fingerprint=fp, block_size=block_size, start=start, values=draw_u64(rng, blocks - start))
+
+
+def cases():
+    """name -> (form, tp_size, num_tokens, groups)."""
+    out = {}
+
+    def rng(name):
+        return np.random.default_rng(zlib.crc32(name.encode('ascii')))
+
+    r = rng('v2-one-group')
+    out['v2-one-group'] = ('v2', 2, 150, [group(r, 0, 150, 16, start=0)])
+    r = rng('v2-three-groups')
+    out['v2-three-groups'] = ('v2', 8, 161, [group(r, 0, 161, 16, start=8), group(r, 1, 161, 32), group(r, 7, 161, 1)])
+    out['v2-no-groups'] = ('v2', 1, 0, [])
+    r = rng('v2-empty-values')
+    out['v2-empty-values'] = ('v2', 4, 64, [group(r, 3, 64, 16, start=4)])
+    r = rng('v2-wide-numbers')
+    # num_tokens past 2^32 (uint64 in msgpack), block size past 2^16, a group id past 2^16.
+    n = (1 << 33) + 5
+    out['v2-wide-numbers'] = ('v2', 65536, n, [group(r, 70000, n, 1 << 20, start=cdiv(n, 1 << 20) - 3)])
+    r = rng('v1-two-groups')
+    g = [group(r, 0, 100, 16, start=0), group(r, 2, 100, 16, start=3)]
+    out['v1-two-groups'] = ('v1', None, 100, g)
+    r = rng('v1-tagged-final')
+    out['v1-tagged-final'] = ('v1-tagged-final', 2, 150, [group(r, 0, 150, 16, start=2), group(r, 1, 150, 32)])
+    return out
+
+
+def to_object(form, tp, n, groups):
+    if form == 'v1':
+        return [1, n, [[g['group_id'], g['fingerprint'], g['start'], values_bin(g['values'])] for g in groups]]
+    tag = 2 if form == 'v2' else 1
+    return [tag, tp, n, [[g['group_id'], g['fingerprint'], g['block_size'], g['start'], values_bin(g['values'])]
+                         for g in groups]]
+
+
+def from_object(obj):
+    """(form, tp, n, groups) from a decoded payload; raises ValueError for anything else."""
+    if not isinstance(obj, list) or len(obj) not in (3, 4) or not isinstance(obj[0], int):
+        raise ValueError('not a checksum payload: %r' % (obj,))
+    tag = obj[0]
+    if tag == 1 and len(obj) == 3:
+        form, tp, n, raw, fields = 'v1', None, obj[1], obj[2], 4
+    elif tag in (1, 2) and len(obj) == 4:
+        form, tp, n, raw, fields = ('v2' if tag == 2 else 'v1-tagged-final'), obj[1], obj[2], obj[3], 5
+    else:
+        raise ValueError('tag %r with %d elements' % (tag, len(obj)))
+    groups = []
+    for g in raw:
+        if len(g) != fields:
+            raise ValueError('a group of %d fields in %s' % (len(g), form))
+        if len(g[-1]) % 8:
+            raise ValueError('values of %d bytes' % len(g[-1]))
+        vals = [int(x) for x in np.frombuffer(g[-1], dtype=LE_U64)]
+        d = dict(group_id=g[0], fingerprint=g[1], start=g[-2], values=vals)
+        d['block_size'] = g[2] if fields == 5 else None
+        groups.append(d)
+    return form, tp, n, groups
+
+
+def to_text(form, tp, n, groups, extra=()):
+    tag = 1 if form in ('v1', 'v1-tagged-final') else 2
+    lines = ['tag %d' % tag, 'form %s' % form]
+    if tp is not None:
+        lines.append('tp_size %d' % tp)
+    lines.append('num_tokens %d' % n)
+    for g in groups:
+        line = 'group %d fingerprint %d' % (g['group_id'], g['fingerprint'])
+        if g.get('block_size') is not None:
+            line += ' block_size %d' % g['block_size']
+        line += ' start %d values' % g['start']
+        for v in g['values']:
+            line += ' %d' % v
+        lines.append(line)
+    lines.extend(extra)
+    return '\n'.join(lines) + '\n'
+
+
+def pack(obj):
+    return msgpack.packb(obj, use_bin_type=True)
+
+
+def write(out):
+    os.makedirs(out, exist_ok=True)
+    for f in os.listdir(out):
+        if f.endswith('.msgpack') or f.endswith('.txt'):
+            os.remove(os.path.join(out, f))
+    for name, (form, tp, n, groups) in sorted(cases().items()):
+        if form == 'v1':
+            groups = [dict(g, block_size=None) for g in groups]   # version 1 carries no block size
+        data = pack(to_object(form, tp, n, groups))
+        # Python reads its own bytes back to the same values before anything is written.
+        back = from_object(msgpack.unpackb(data, raw=False, strict_map_key=False))
+        assert back == (form, tp, n, groups), name
+        reencoded = name
+        if form == 'v1-tagged-final':
+            # A reader of the final form writes it back tagged 2: the same fields, the tag changed.
+            reencoded = name + '.as-v2'
+            with open(os.path.join(out, reencoded + '.msgpack'), 'wb') as fh:
+                fh.write(pack(to_object('v2', tp, n, groups)))
+        with open(os.path.join(out, name + '.msgpack'), 'wb') as fh:
+            fh.write(data)
+        with open(os.path.join(out, name + '.txt'), 'w') as fh:
+            fh.write(to_text(form, tp, n, groups, ['reencoded ' + reencoded]))
+
+
+def decode(files):
+    for path in files:
+        with open(path, 'rb') as fh:
+            data = fh.read()
+        obj = msgpack.unpackb(data, raw=False, strict_map_key=False)
+        form, tp, n, groups = from_object(obj)
+        identical = pack(obj) == data
+        sys.stdout.write('file %s\n' % os.path.basename(path))
+        sys.stdout.write(to_text(form, tp, n, groups, ['identical %s' % ('true' if identical else 'false')]))
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--out', default=os.path.join(here, '..', '..', 'engine', 'src', 'test', 'resources', 'interop'))
+    ap.add_argument('--decode', nargs='+', metavar='FILE')
+    a = ap.parse_args()
+    if a.decode:
+        decode(a.decode)
+    else:
+        write(os.path.normpath(a.out))
+
+
+if __name__ == '__main__':
+    main()

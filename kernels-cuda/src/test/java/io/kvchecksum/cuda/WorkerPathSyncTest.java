@@ -1,0 +1,109 @@
+package io.kvchecksum.cuda;
+
+import io.kvchecksum.KvCacheGroup;
+import io.kvchecksum.KvChecksums;
+import io.kvchecksum.engine.BlockSelection;
+import io.kvchecksum.engine.ChecksumMetrics;
+import io.kvchecksum.engine.ReplicaKey;
+import io.kvchecksum.engine.Side;
+import io.kvchecksum.engine.WorkerChecksummer;
+import io.kvchecksum.engine.WorkerRecord;
+import org.junit.jupiter.api.Test;
+
+import java.lang.foreign.Arena;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The engine's worker path ({@link WorkerChecksummer}) on the emulated driver, every call recorded: the worker's step
+ * (submit on the engine's stream) and the scheduler's polls make no synchronizing call and run the kernels on the
+ * engine's stream; the device finishing is simulated by completing the recorded events behind the recorder's back.
+ */
+class WorkerPathSyncTest {
+    private static final long ENGINE_STREAM = 0xE46135L;
+    private static final long SEED = 20261129L;
+
+    @Test
+    void theWorkerStepAndTheSchedulersPollsNeverSynchronize() {
+        FakeCudaDriver fake = new FakeCudaDriver(HostLibrary.load());
+        fake.deferCompletion = true;
+        RecordingDriver rec = new RecordingDriver(fake);
+        System.out.println("WorkerPathSyncTest seed = " + SEED);
+        try (Arena arena = Arena.ofConfined(); CudaBackend cuda = new CudaBackend(rec.driver, 0, Cuda.fatbin(), 1 << 20)) {
+            // Two caches of one group (two replica-free parts), 16-token blocks, 40 tokens: blocks 0..2.
+            List<Long> uploads = new ArrayList<>();
+            List<WorkerChecksummer.ReplicaPart> parts = new ArrayList<>();
+            List<KvCacheGroup> host = new ArrayList<>();
+            Random rnd = new Random(SEED);
+            for (int i = 0; i < 2; i++) {
+                RandomCase c;
+                do {
+                    c = RandomCase.make(rnd, arena, true);
+                } while (16 % c.group().pageSize() != 0 || c.group().numPages() < 3L * 16 / c.group().pageSize());
+                host.add(c.group());
+                parts.add(new WorkerChecksummer.ReplicaPart(ReplicaKey.NONE, RandomLayoutTest.onDevice(fake, c.group(), uploads)));
+            }
+            WorkerChecksummer worker = new WorkerChecksummer(cuda, 0, 0,
+                    List.of(new WorkerChecksummer.WorkerGroup(0, 42, parts)), Map.of(), ChecksumMetrics.NONE);
+            List<BlockSelection> sel = List.of(BlockSelection.producer(0, new int[] {2, 0, 1}, -1, 40, 16, null));
+            long[] expected = new long[3];
+            for (KvCacheGroup g : host) {
+                long[] v = KvChecksums.reference().blockChecksums(g, sel.get(0).request(g.pageSize()));
+                for (int i = 0; i < 3; i++) {
+                    expected[i] += v[i];
+                }
+            }
+
+            // Warm-up: the first submit in a context may allocate its pools (still without waiting).
+            worker.compute(Side.PRODUCER, 40, sel);
+            rec.take();
+
+            for (int step = 0; step < 3; step++) {
+                // The worker's step.
+                WorkerChecksummer.PendingRecord p = worker.submit(Side.PRODUCER, 40, sel, ENGINE_STREAM);
+                List<RecordingDriver.Call> stepCalls = rec.take();
+                assertEquals(0, synchronizing(stepCalls), "the worker's step synchronized: " + stepCalls);
+                assertTrue(stepCalls.stream().anyMatch(c -> c.name().equals("cuLaunchKernel")), stepCalls.toString());
+                for (RecordingDriver.Call c : stepCalls) {
+                    if (c.name().equals("cuLaunchKernel")) {
+                        assertEquals(ENGINE_STREAM, c.longArg(8), "kernels run on the engine's stream");
+                    }
+                }
+                // The scheduler polls while the device is busy: no record yet, and no wait.
+                assertTrue(p.poll().isEmpty());
+                assertFalse(p.isDone());
+                List<RecordingDriver.Call> pollCalls = rec.take();
+                assertEquals(0, synchronizing(pollCalls), "polling synchronized: " + pollCalls);
+                assertTrue(pollCalls.stream().allMatch(c -> c.name().equals("cuEventQuery")), pollCalls.toString());
+
+                // The device finishes (behind the recorder): the next poll returns the record.
+                for (RecordingDriver.Call c : stepCalls) {
+                    if (c.name().equals("cuEventRecord")) {
+                        fake.cuEventSynchronize(c.longArg(0));
+                    }
+                }
+                WorkerRecord r = p.poll().orElseThrow();
+                List<RecordingDriver.Call> collect = rec.take();
+                // Collecting reads each result after its copy event reported done: CudaPending.get() then calls
+                // cuEventSynchronize on a completed event, which returns at once; nothing else waits.
+                for (RecordingDriver.Call c : collect) {
+                    assertTrue(c.name().equals("cuEventQuery") || c.name().equals("cuEventSynchronize"), collect.toString());
+                }
+                assertArrayEquals(expected, r.groups().get(0).columns().get(ReplicaKey.NONE), "step " + step);
+                p.close();
+            }
+            uploads.forEach(fake::cuMemFree);
+        }
+    }
+
+    private static long synchronizing(List<RecordingDriver.Call> calls) {
+        return calls.stream().filter(c -> SyncCounting.SYNCHRONIZING.contains(c.name())).count();
+    }
+}
