@@ -19,9 +19,10 @@ limit=$((48 * 1024 * 1024))
 rm -rf .device/lib .device/jre .device/jre.tar.xz
 mkdir -p .device/lib
 # package (not install) and copy the dependencies in the same reactor: sibling modules resolve from their target/.
+# copy-dependencies runs for every module of the reactor, so test-only tools of the others (the fuzzer) are excluded.
 mvn -B -ntp -q "$@" -pl kernels-cuda,kernels-opencl -am package -DskipTests \
   dependency:copy-dependencies -DincludeScope=test -Dmdep.useRepositoryLayout=false \
-  -DexcludeArtifactIds=junit-jupiter,junit-jupiter-engine,junit-platform-engine,junit-jupiter-params \
+  -DexcludeArtifactIds=junit-jupiter,junit-jupiter-engine,junit-platform-engine,junit-jupiter-params,jazzer,jazzer-api,jazzer-junit \
   -DoutputDirectory="$root/.device/lib"
 # the reactor's own artifacts (bindings and golden were copied as dependencies)
 cp kernels-cuda/target/kvchecksum-kernels-cuda-*.jar kernels-opencl/target/kvchecksum-kernels-opencl-*.jar .device/lib/

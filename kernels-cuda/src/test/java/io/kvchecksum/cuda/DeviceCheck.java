@@ -258,6 +258,32 @@ public final class DeviceCheck {
         failures += bad;
         line("random layouts vs reference (seed " + SEED + "): " + (cases - bad) + "/" + cases + " exact");
         record("random", "cases", cases, "exact", cases - bad);
+        // Offsets and strides 1..15 bytes off the load width: on a GPU a wrong load width is a misaligned-address fault.
+        int badSkew = 0;
+        for (int skew = 1; skew <= 15; skew++) {
+            try (Arena arena = Arena.ofConfined()) {
+                KvCacheGroup g = UnalignedLayoutTest.skewed(rnd, arena, skew, 1 + rnd.nextInt(6), rnd.nextInt(4), 1 + rnd.nextInt(3), 8, 5);
+                RequestBlocks r = UnalignedLayoutTest.request(rnd, 8, 5, 1 + rnd.nextInt(20));
+                long[] want = KvChecksums.reference().blockChecksums(g, r);
+                List<Long> mine = new ArrayList<>();
+                KvCacheGroup dev = GpuTest.onDevice(b, g, mine);
+                boolean ok;
+                try (PendingChecksums p = b.submit(dev, r)) {
+                    ok = Arrays.equals(want, b.blockChecksums(g, r)) && Arrays.equals(want, p.get());
+                } catch (RuntimeException e) {
+                    ok = false;
+                    line("  FAIL unaligned layout, skew " + skew + ": " + e);
+                }
+                b.primaryResources();
+                mine.forEach(d::cuMemFree);
+                if (!ok) {
+                    badSkew++;
+                }
+            }
+        }
+        failures += badSkew;
+        line("unaligned layouts (offsets and strides 1..15 bytes off), host and device memory: " + (15 - badSkew) + "/15 exact");
+        record("unaligned", "cases", 15, "exact", 15 - badSkew);
     }
 
     private void recorded() {
