@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Compiles the CUDA sources at build time (Maven generate-resources, see pom.xml):
 #   1. the kernels into a fatbin (sm_80 and sm_90 machine code, compute_90 PTX) shipped in the jar;
-#   2. the host test library (src/test/cuda: the kernels' shared arithmetic, run on the CPU by the tests; not shipped).
+#   2. the host test library (src/test/cuda: the kernels' shared arithmetic, run on the CPU by the tests; not shipped);
+#   3. static evidence for the tests, next to the host library (PtxEvidenceTest reads it; docs/gpu-performance.md):
+#      the compute_90 PTX, the sm_90 ptxas -v report (registers, spills) and, when cuobjdump is there, the sm_90 SASS.
 # nvcc needs no GPU. Usage: build-cuda.sh <kernel sources> <host test sources> <fatbin out> <host library out>
 # nvcc is $CUDA_HOME/bin/nvcc (Maven property cuda.home, default /usr/local/cuda), else the one on PATH.
 set -euo pipefail
@@ -50,6 +52,24 @@ if newer "$fatbin"; then
   mv "$fatbin.tmp" "$fatbin"
 else
   echo "kvchecksum: $fatbin is up to date"
+fi
+evidence=$(dirname "$hostlib")
+if newer "$evidence/ptxas_sm90.txt"; then
+  echo "kvchecksum: writing PTX, ptxas report and SASS for sm_90 into $evidence"
+  run "$nvcc" -ptx -O3 -std=c++17 -arch=compute_90 -o "$evidence/kvchecksum_sm90.ptx" "$src/kvchecksum_kernels.cu"
+  if ! "$nvcc" -cubin -O3 -std=c++17 -arch=sm_90 -Xptxas -v -o "$evidence/kvchecksum_sm90.cubin" \
+    "$src/kvchecksum_kernels.cu" > "$evidence/ptxas_sm90.tmp" 2>&1; then
+    echo "ERROR: nvcc -cubin failed:" >&2
+    tail -n 40 "$evidence/ptxas_sm90.tmp" >&2
+    exit 1
+  fi
+  cuobjdump=$(dirname "$nvcc")/cuobjdump
+  if [[ -x "$cuobjdump" ]]; then
+    "$cuobjdump" -sass "$evidence/kvchecksum_sm90.cubin" > "$evidence/kvchecksum_sm90.sass"
+  else
+    rm -f "$evidence/kvchecksum_sm90.sass"
+  fi
+  mv "$evidence/ptxas_sm90.tmp" "$evidence/ptxas_sm90.txt"
 fi
 if newer "$hostlib"; then
   echo "kvchecksum: compiling host test library $hostlib"

@@ -42,8 +42,8 @@ struct KvcSlice {
 struct KvcChecksumParams {
     const KvcSlice* slices;   // [num_slices], device
     const int32_t* table;     // device page ids; entry i holds request positions start_token + i*page_size ..
-    uint64_t* out;            // block checksums: [num_blocks * num_parts] (block-major; the checksums themselves when
-                              // num_parts == 1); slices: row i at out + i*out_stride, column b = this launch's block b
+    uint64_t* out;            // block checksums: [num_blocks], zeroed by the host, every part's CTA adds its partial
+                              // atomically; slices: row i at out + i*out_stride, column b = this launch's block b
     uint64_t start_token;     // request position of table entry 0 (the request's firstBlock * block_size)
     uint64_t first_block;     // request block position of this launch's block 0 (blockIdx.x == 0)
     uint64_t num_tokens;      // the request's token count; clips the last block
@@ -109,29 +109,92 @@ KVC_HD uint64_t kvc_udiv(uint64_t a, uint32_t b) {
     return (a >> 32) == 0 ? (uint64_t)((uint32_t)a / b) : a / b;
 }
 
+// Load widths. VEC is the kernels' template parameter: 2 = one aligned 16-byte load (two pieces), 1 = one aligned
+// 8-byte load (one piece), 0 = one piece at any byte address, assembled from the (one or two) aligned 8-byte words
+// that hold it. A misaligned load is a sticky CUDA_ERROR_MISALIGNED_ADDRESS that kills the engine's context, so
+// the host picks the variant from every part's alignment class (SlicePlan.Part.alignmentAt) and the narrower path
+// is always correct. Both aligned words of VEC 0 hold at least one byte of the piece, so they lie in the same
+// allocation (device allocations are at least 256-byte granular).
+#define KVC_PIECES_PER_LOAD(VEC) ((VEC) == 2 ? 2 : 1)
+#define KVC_LOAD_BYTES(VEC) (8 * KVC_PIECES_PER_LOAD(VEC))
+
 #if defined(__CUDA_ARCH__)
-template <int VEC> __device__ __forceinline__ void kvc_load(const char* a, uint64_t& x0, uint64_t& x1) {
-    if (VEC == 2) {
-        // Read once, never reused: stream it past L1/L2 with evict-first.
-        ulonglong2 v = __ldcs(reinterpret_cast<const ulonglong2*>(a));
-        x0 = v.x;
-        x1 = v.y;
-    } else {
-        x0 = __ldcs(reinterpret_cast<const unsigned long long*>(a));
-        x1 = 0;
-    }
+__device__ __forceinline__ uint64_t kvc_ld8(const char* a) {
+    // Read once, never reused: stream it past L1/L2 with evict-first.
+    return __ldcs(reinterpret_cast<const unsigned long long*>(a));
+}
+__device__ __forceinline__ void kvc_ld16(const char* a, uint64_t& x0, uint64_t& x1) {
+    ulonglong2 v = __ldcs(reinterpret_cast<const ulonglong2*>(a));
+    x0 = v.x;
+    x1 = v.y;
 }
 #else
-template <int VEC> inline void kvc_load(const char* a, uint64_t& x0, uint64_t& x1) {
-    // Host (x86-64, little-endian like the GPU): pieces are little-endian uint64.
+// The host build traps where the GPU would: an address that is not a multiple of the load width sets the fault flag
+// (kvc_emulate turns it into CUDA_ERROR_MISALIGNED_ADDRESS) and loads nothing, so a wrong variant choice fails the
+// emulated tests instead of passing through memcpy. x86-64 is little-endian like the GPU.
+extern thread_local int kvc_host_fault;
+inline uint64_t kvc_ld8(const char* a) {
+    uint64_t x = 0;
+    if (((uintptr_t)a & 7) != 0) { kvc_host_fault = 1; return 0; }
+    __builtin_memcpy(&x, a, 8);
+    return x;
+}
+inline void kvc_ld16(const char* a, uint64_t& x0, uint64_t& x1) {
+    if (((uintptr_t)a & 15) != 0) { kvc_host_fault = 1; x0 = x1 = 0; return; }
     __builtin_memcpy(&x0, a, 8);
+    __builtin_memcpy(&x1, a + 8, 8);
+}
+#endif
+
+// One piece at any address from aligned 8-byte words: the low word shifted down, the high word's first bytes on top.
+KVC_HD uint64_t kvc_ld8_any(const char* a) {
+    const uintptr_t u = (uintptr_t)a;
+    const char* w = reinterpret_cast<const char*>(u & ~(uintptr_t)7);
+    const uint32_t sh = (uint32_t)(u & 7) * 8;
+    const uint64_t lo = kvc_ld8(w);
+    if (sh == 0) return lo;  // aligned: the next word may lie past the allocation, never read it
+    const uint64_t hi = kvc_ld8(w + 8);
+    return (lo >> sh) | (hi << (64 - sh));
+}
+
+template <int VEC> KVC_HD void kvc_load(const char* a, uint64_t& x0, uint64_t& x1) {
     if (VEC == 2) {
-        __builtin_memcpy(&x1, a + 8, 8);
+        kvc_ld16(a, x0, x1);
+    } else if (VEC == 1) {
+        x0 = kvc_ld8(a);
+        x1 = 0;
     } else {
+        x0 = kvc_ld8_any(a);
         x1 = 0;
     }
 }
+
+// Tokens a lane loads back to back before it consumes the first: 8 independent 16-byte loads in flight per thread
+// (kvc_ptx_check in the tests asserts it on the PTX), about 128 bytes x 256 threads x CTAs per SM; see
+// docs/gpu-performance.md for what Little's law makes of that.
+#define KVC_BATCH 8
+#if defined(__CUDA_ARCH__)
+#define KVC_UNROLL _Pragma("unroll")
+#else
+#define KVC_UNROLL
 #endif
+
+// log2(page_size) for a power of two, else 32: page lookups become shifts for the usual page sizes.
+KVC_HD uint32_t kvc_page_shift(uint32_t page_size) {
+    if (page_size == 0 || (page_size & (page_size - 1)) != 0) return 32;
+    uint32_t s = 0;
+    while ((1u << s) != page_size) ++s;
+    return s;
+}
+
+// The cell address of request-table index idx (table space: 0 is start_token). `tab` holds the page ids from
+// table-space page tab0 on (the CTA's staged copy on the GPU, the whole table on the host).
+KVC_HD const char* kvc_cell(uint64_t base, int64_t ps, int64_t ts, const int32_t* tab, uint64_t tab0, uint64_t idx,
+                            uint32_t page_size, uint32_t shift) {
+    const uint64_t page_idx = shift < 32 ? idx >> shift : kvc_udiv(idx, page_size);
+    const uint64_t slot = idx - page_idx * page_size;
+    return reinterpret_cast<const char*>(base + (uint64_t)(int64_t)tab[page_idx - tab0] * (uint64_t)ps + slot * (uint64_t)ts);
+}
 
 // The checksum contribution of one lane (0..31) of the warp that sums slice s over request block `block`.
 //
@@ -140,58 +203,116 @@ template <int VEC> inline void kvc_load(const char* a, uint64_t& x0, uint64_t& x
 // cells at once). A lane keeps its unit fixed and visits tokens pos0, pos0+dt, ...: the weight of its pieces
 // is then an arithmetic progression, and the weighted sum needs no multiply per piece:
 //   sum_k x_k*pos_k = pos0*A + dt*(n*A - T),  A = sum_k x_k,  T = sum_k (x_0 + .. + x_k)
-// so the inner loop is one load and a few adds. Addresses advance by a hoisted step inside a page; the page
-// table is read once per page run. Tokens past num_tokens are never read.
+// The steady-state loop takes KVC_BATCH tokens at a time: first all their addresses (page ids from `tab`, which
+// the kernel stages in shared memory), then all their loads into separate registers, then the adds, so the memory
+// system sees KVC_BATCH independent loads per thread at once instead of one load and its use. The remaining
+// tokens (fewer than KVC_BATCH per lane) go one at a time. Tokens past num_tokens are never read.
 template <int VEC, int MIX = 0>
-KVC_HD uint64_t kvc_lane_slice_sum(const KvcChecksumParams& p, const KvcSlice& s, uint64_t block, uint32_t lane) {
+KVC_HD uint64_t kvc_lane_slice_sum(const KvcChecksumParams& p, const KvcSlice& s, const int32_t* tab, uint64_t tab0,
+                                   uint64_t block, uint32_t lane) {
     const uint64_t bs = block * p.block_size;
     uint64_t be = bs + p.block_size;
     if (be > p.num_tokens) be = p.num_tokens;
     if (be <= bs) return 0;
     const uint32_t ntok = (uint32_t)(be - bs);
-    const uint32_t kU = s.k_pieces / VEC;
-    const uint32_t U = kU + s.v_pieces / VEC;
+    const uint32_t kU = s.k_pieces / KVC_PIECES_PER_LOAD(VEC);
+    const uint32_t U = kU + s.v_pieces / KVC_PIECES_PER_LOAD(VEC);
     const uint64_t P = (uint64_t)s.k_pieces + s.v_pieces;
-    const uint32_t unit_lanes = U < 32 ? U : 32;
+    const uint32_t shift = kvc_page_shift(p.page_size);
+    const uint64_t idx0 = bs - p.start_token;  // table-space index of the block's first token
+    if (U >= 32) {
+        // Wide cells (MLA: 72 or 41 units): the warp's lanes take (unit, batch of KVC_BATCH tokens) items in turn,
+        // so lanes stay busy when U is not a multiple of 32 (41 units as 2 x 32 lanes would idle 23 of 64).
+        const uint32_t nb = (ntok + KVC_BATCH - 1) / KVC_BATCH;
+        uint32_t u = lane, b = 0;
+        uint64_t acc = 0;
+        for (uint32_t i = lane; i < U * nb; i += 32) {
+            const bool isK = u < kU;
+            const uint32_t uu = isK ? u : u - kU;
+            const uint64_t base = (isK ? s.k_base : s.v_base) + (uint64_t)uu * KVC_LOAD_BYTES(VEC);
+            const int64_t ps = isK ? s.k_page_stride : s.v_page_stride;
+            const int64_t ts = isK ? s.k_token_stride : s.v_token_stride;
+            const uint64_t piece = (isK ? 0 : (uint64_t)s.k_pieces) + (uint64_t)uu * KVC_PIECES_PER_LOAD(VEC);
+            const uint32_t t0 = b * KVC_BATCH;
+            uint64_t A = 0, T = 0, A1 = 0;
+            uint32_t n = 0;
+            if (t0 + KVC_BATCH <= ntok) {
+                const char* a[KVC_BATCH];
+                uint64_t x0[KVC_BATCH], x1[KVC_BATCH];
+                KVC_UNROLL
+                for (int k = 0; k < KVC_BATCH; ++k) a[k] = kvc_cell(base, ps, ts, tab, tab0, idx0 + t0 + k, p.page_size, shift);
+                KVC_UNROLL
+                for (int k = 0; k < KVC_BATCH; ++k) kvc_load<VEC>(a[k], x0[k], x1[k]);
+                KVC_UNROLL
+                for (int k = 0; k < KVC_BATCH; ++k) {
+                    const uint64_t y0 = kvc_piece_value<MIX>(x0[k]);
+                    const uint64_t y1 = VEC == 2 ? kvc_piece_value<MIX>(x1[k]) : 0;
+                    A += y0 + y1;
+                    A1 += y1;
+                    T += A;
+                }
+                n = KVC_BATCH;
+            } else {
+                for (uint32_t t = t0; t < ntok; ++t) {
+                    uint64_t x0, x1;
+                    kvc_load<VEC>(kvc_cell(base, ps, ts, tab, tab0, idx0 + t, p.page_size, shift), x0, x1);
+                    x0 = kvc_piece_value<MIX>(x0);
+                    x1 = VEC == 2 ? kvc_piece_value<MIX>(x1) : 0;
+                    A += x0 + x1;
+                    A1 += x1;
+                    T += A;
+                    ++n;
+                }
+            }
+            const uint64_t pos0 = bs + t0;
+            acc += 2 * P * (pos0 * A + ((uint64_t)n * A - T)) + (2 * piece + 1) * A + 2 * A1;
+            u += 32;  // next item: U >= 32, so one wrap at most
+            if (u >= U) { u -= U; ++b; }
+        }
+        return acc;
+    }
+    const uint32_t unit_lanes = U;
     const uint32_t token_lanes = kvc_pow2_floor(32 / unit_lanes);
     const uint32_t tl = lane / unit_lanes;
     const uint32_t ul = lane - tl * unit_lanes;
     if (tl >= token_lanes) return 0;
-    const uint64_t idx0 = bs - p.start_token;  // table-space index of the block's first token
     uint64_t acc = 0;
     for (uint32_t u = ul; u < U; u += unit_lanes) {
         const bool isK = u < kU;
         const uint32_t uu = isK ? u : u - kU;
-        const uint64_t base = (isK ? s.k_base : s.v_base) + (uint64_t)uu * (8 * VEC);
+        const uint64_t base = (isK ? s.k_base : s.v_base) + (uint64_t)uu * KVC_LOAD_BYTES(VEC);
         const int64_t ps = isK ? s.k_page_stride : s.v_page_stride;
         const int64_t ts = isK ? s.k_token_stride : s.v_token_stride;
-        const uint64_t piece = isK ? (uint64_t)uu * VEC : (uint64_t)s.k_pieces + (uint64_t)uu * VEC;
-        const int64_t step = (int64_t)token_lanes * ts;
+        const uint64_t piece = (isK ? 0 : (uint64_t)s.k_pieces) + (uint64_t)uu * KVC_PIECES_PER_LOAD(VEC);
         uint64_t A = 0, T = 0, A1 = 0;
         uint32_t n = 0;
         uint32_t t = tl;
-        while (t < ntok) {
-            const uint64_t idx = idx0 + t;
-            const uint64_t page_idx = kvc_udiv(idx, p.page_size);
-            const uint32_t slot = (uint32_t)(idx - page_idx * p.page_size);
-            uint64_t run_end = (uint64_t)t + (p.page_size - slot);
-            const uint32_t end = run_end < ntok ? (uint32_t)run_end : ntok;
-            const char* a = reinterpret_cast<const char*>(
-                base + (uint64_t)(int64_t)p.table[page_idx] * (uint64_t)ps + (uint64_t)slot * (uint64_t)ts);
-#if defined(__CUDA_ARCH__)
-#pragma unroll 4
-#endif
-            for (; t < end; t += token_lanes) {
-                uint64_t x0, x1;
-                kvc_load<VEC>(a, x0, x1);
-                x0 = kvc_piece_value<MIX>(x0);
-                x1 = VEC == 2 ? kvc_piece_value<MIX>(x1) : 0;
-                A += x0 + x1;
-                A1 += x1;
+        for (; t + (KVC_BATCH - 1) * token_lanes < ntok; t += KVC_BATCH * token_lanes) {
+            const char* a[KVC_BATCH];
+            uint64_t x0[KVC_BATCH], x1[KVC_BATCH];
+            KVC_UNROLL
+            for (int k = 0; k < KVC_BATCH; ++k) a[k] = kvc_cell(base, ps, ts, tab, tab0, idx0 + t + k * token_lanes, p.page_size, shift);
+            KVC_UNROLL
+            for (int k = 0; k < KVC_BATCH; ++k) kvc_load<VEC>(a[k], x0[k], x1[k]);
+            KVC_UNROLL
+            for (int k = 0; k < KVC_BATCH; ++k) {
+                const uint64_t y0 = kvc_piece_value<MIX>(x0[k]);
+                const uint64_t y1 = VEC == 2 ? kvc_piece_value<MIX>(x1[k]) : 0;
+                A += y0 + y1;
+                A1 += y1;
                 T += A;
-                ++n;
-                a += step;
             }
+            n += KVC_BATCH;
+        }
+        for (; t < ntok; t += token_lanes) {
+            uint64_t x0, x1;
+            kvc_load<VEC>(kvc_cell(base, ps, ts, tab, tab0, idx0 + t, p.page_size, shift), x0, x1);
+            x0 = kvc_piece_value<MIX>(x0);
+            x1 = VEC == 2 ? kvc_piece_value<MIX>(x1) : 0;
+            A += x0 + x1;
+            A1 += x1;
+            T += A;
+            ++n;
         }
         const uint64_t pos0 = bs + tl;
         const uint64_t sxpos = pos0 * A + (uint64_t)token_lanes * ((uint64_t)n * A - T);
@@ -200,20 +321,46 @@ KVC_HD uint64_t kvc_lane_slice_sum(const KvcChecksumParams& p, const KvcSlice& s
     return acc;
 }
 
-// One thread's share of the fused checksum of CTA (bx, by): warp `warp` sums slices by*slices_per_part + warp,
-// + KVC_WARPS, ... each weighted by its factor. The CTA's threads' values add up to its partial.
+// One thread's share of the fused checksum of slices [i0, i1) of request block `block`: warp `warp` sums slices
+// i0 + warp, + KVC_WARPS, ... each weighted by its factor; slice i is sl[i - sl0] (the kernel's shared-memory stage
+// of the part's descriptors, or the whole array on the host).
 template <int VEC, int MIX = 0>
-KVC_HD uint64_t kvc_block_thread(const KvcChecksumParams& p, uint32_t bx, uint32_t by, uint32_t warp, uint32_t lane) {
-    const uint64_t block = p.first_block + bx;
-    const uint32_t s0 = by * p.slices_per_part;
-    uint32_t s1 = s0 + p.slices_per_part;
-    if (s1 > p.num_slices) s1 = p.num_slices;
+KVC_HD uint64_t kvc_block_thread_range(const KvcChecksumParams& p, const KvcSlice* sl, uint32_t sl0, uint32_t i0, uint32_t i1,
+                                       const int32_t* tab, uint64_t tab0, uint64_t block, uint32_t warp, uint32_t lane) {
     uint64_t acc = 0;
-    for (uint32_t i = s0 + warp; i < s1; i += KVC_WARPS) {
-        const KvcSlice& s = p.slices[i];
-        acc += s.factor * kvc_lane_slice_sum<VEC, MIX>(p, s, block, lane);
+    for (uint32_t i = i0 + warp; i < i1; i += KVC_WARPS) {
+        const KvcSlice& s = sl[i - sl0];
+        acc += s.factor * kvc_lane_slice_sum<VEC, MIX>(p, s, tab, tab0, block, lane);
     }
     return acc;
+}
+
+// The slices of part `by` of the fused kernel: [s0, s1).
+KVC_HD void kvc_part_slices(const KvcChecksumParams& p, uint32_t by, uint32_t& s0, uint32_t& s1) {
+    s0 = by * p.slices_per_part;
+    s1 = s0 + p.slices_per_part;
+    if (s1 > p.num_slices) s1 = p.num_slices;
+}
+
+// The table-space pages [first, first + count) that request block `block` touches; count 0 for an empty block.
+KVC_HD void kvc_block_pages(const KvcChecksumParams& p, uint64_t block, uint64_t& first, uint64_t& count) {
+    const uint64_t bs = block * p.block_size;
+    uint64_t be = bs + p.block_size;
+    if (be > p.num_tokens) be = p.num_tokens;
+    if (be <= bs) { first = 0; count = 0; return; }
+    const uint32_t shift = kvc_page_shift(p.page_size);
+    const uint64_t a = bs - p.start_token, b = be - 1 - p.start_token;
+    first = shift < 32 ? a >> shift : kvc_udiv(a, p.page_size);
+    count = (shift < 32 ? b >> shift : kvc_udiv(b, p.page_size)) - first + 1;
+}
+
+// One thread's share of the fused checksum of CTA (bx, by) read straight from the parameters (the host emulation).
+// The CTA's threads' values add up to its partial.
+template <int VEC, int MIX = 0>
+KVC_HD uint64_t kvc_block_thread(const KvcChecksumParams& p, uint32_t bx, uint32_t by, uint32_t warp, uint32_t lane) {
+    uint32_t s0, s1;
+    kvc_part_slices(p, by, s0, s1);
+    return kvc_block_thread_range<VEC, MIX>(p, p.slices, 0, s0, s1, p.table, 0, p.first_block + bx, warp, lane);
 }
 
 // The slice a warp of the slices kernel sums: CTA (bx, by), warp w -> slice by*KVC_WARPS + w, or -1 if none.

@@ -15,13 +15,55 @@ __device__ __forceinline__ uint64_t kvc_warp_sum(uint64_t v) {
     return v;
 }
 
-// The fused single pass: CTA (bx, by) reads part `by` of the slices of block first_block + bx, once, and writes
-// one partial (or, with one part, the block checksum). No atomics: each output word has exactly one writer, and
-// the partials are summed by kvc_sum_parts, so results are deterministic and there is no hot spot.
+// Descriptors and page ids a CTA stages in shared memory: 64 x 64 B + 1 KiB.
+#define KVC_SLICE_CHUNK 64
+#define KVC_TABLE_STAGE 256
+
+// The page ids of request block `block`, copied once into shared memory (tab, tab0 then index them as the table does);
+// a block spanning more than KVC_TABLE_STAGE pages reads the table in global memory. Ends with a barrier.
+__device__ __forceinline__ void kvc_stage_table(const KvcChecksumParams& p, uint64_t block, int32_t* stage,
+                                                const int32_t*& tab, uint64_t& tab0) {
+    uint64_t first, count;
+    kvc_block_pages(p, block, first, count);
+    if (count <= KVC_TABLE_STAGE) {
+        for (uint32_t i = threadIdx.x; i < count; i += KVC_THREADS) stage[i] = p.table[first + i];
+        tab = stage;
+        tab0 = first;
+    } else {
+        tab = p.table;
+        tab0 = 0;
+    }
+    __syncthreads();
+}
+
+// The fused single pass: CTA (bx, by) reads part `by` of the slices of block first_block + bx, once, and adds its
+// partial to out[bx] with a 64-bit atomic (the host zeroes out on the same stream first). Wrapping addition is
+// order-free, so the result is deterministic whatever order the parts land in, and one launch does it all (no
+// reduce kernel); gridDim.y CTAs per word is a light contention (at most ceil(slices/8)). The part's
+// slice descriptors (in chunks of KVC_SLICE_CHUNK) and the block's page ids are staged in shared memory, so the
+// dependent small loads before a slice's first data load are shared-memory reads, not L2 round trips.
 template <int VEC, int MIX>
 __device__ __forceinline__ void kvc_block_checksums_body(const KvcChecksumParams& p) {
+    __shared__ KvcSlice stage_slices[KVC_SLICE_CHUNK];
+    __shared__ int32_t stage_table[KVC_TABLE_STAGE];
     const uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    uint64_t v = kvc_warp_sum(kvc_block_thread<VEC, MIX>(p, blockIdx.x, blockIdx.y, warp, lane));
+    const uint64_t block = p.first_block + blockIdx.x;
+    const int32_t* tab;
+    uint64_t tab0;
+    kvc_stage_table(p, block, stage_table, tab, tab0);
+    uint32_t s0, s1;
+    kvc_part_slices(p, blockIdx.y, s0, s1);
+    uint64_t acc = 0;
+    for (uint32_t c0 = s0; c0 < s1; c0 += KVC_SLICE_CHUNK) {
+        const uint32_t c1 = c0 + KVC_SLICE_CHUNK < s1 ? c0 + KVC_SLICE_CHUNK : s1;
+        if (c0 != s0) __syncthreads();  // the previous chunk is no longer read
+        const uint64_t* src = reinterpret_cast<const uint64_t*>(p.slices + c0);
+        uint64_t* dst = reinterpret_cast<uint64_t*>(stage_slices);
+        for (uint32_t w = threadIdx.x; w < (c1 - c0) * (sizeof(KvcSlice) / 8); w += KVC_THREADS) dst[w] = src[w];
+        __syncthreads();
+        acc += kvc_block_thread_range<VEC, MIX>(p, stage_slices, c0, c0, c1, tab, tab0, block, warp, lane);
+    }
+    uint64_t v = kvc_warp_sum(acc);
     __shared__ uint64_t ws[KVC_WARPS];
     if (lane == 0) ws[warp] = v;
     __syncthreads();
@@ -29,7 +71,7 @@ __device__ __forceinline__ void kvc_block_checksums_body(const KvcChecksumParams
         uint64_t s = 0;
 #pragma unroll
         for (int w = 0; w < KVC_WARPS; ++w) s += ws[w];
-        p.out[(uint64_t)blockIdx.x * p.num_parts + blockIdx.y] = s;
+        atomicAdd(reinterpret_cast<unsigned long long*>(p.out + blockIdx.x), (unsigned long long)s);
     }
 }
 
@@ -39,22 +81,28 @@ __device__ __forceinline__ void kvc_slice_sums_body(const KvcChecksumParams& p) 
     const uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int64_t i = kvc_slice_sums_slice(p, blockIdx.y, warp);
     if (i < 0) return;  // whole warp leaves together: the shuffle below stays full-warp
-    uint64_t v = kvc_warp_sum(kvc_lane_slice_sum<VEC, MIX>(p, p.slices[i], p.first_block + blockIdx.x, lane));
+    uint64_t v = kvc_warp_sum(kvc_lane_slice_sum<VEC, MIX>(p, p.slices[i], p.table, 0, p.first_block + blockIdx.x, lane));
     if (lane == 0) p.out[(uint64_t)i * p.out_stride + blockIdx.x] = v;
 }
 
-// At most 64 registers (4 CTAs of 256 per SM): enough loads in flight without spilling the accumulators.
+// At most 128 registers (2 CTAs of 256 per SM): KVC_BATCH 16-byte loads per thread in flight (64 KiB per SM) with
+// no spills; ptxas reports 90-96 (PtxEvidenceTest reads the report).
 // 16-byte loads: every slice's bases and strides are 16-byte aligned and its K and V piece counts are even.
-extern "C" __global__ void __launch_bounds__(KVC_THREADS, 4) kvc_block_checksums_16b(const KvcChecksumParams p) { kvc_block_checksums_body<2, 0>(p); }
-// 8-byte loads: any layout.
-extern "C" __global__ void __launch_bounds__(KVC_THREADS, 4) kvc_block_checksums_8b(const KvcChecksumParams p) { kvc_block_checksums_body<1, 0>(p); }
-extern "C" __global__ void __launch_bounds__(KVC_THREADS, 4) kvc_slice_sums_16b(const KvcChecksumParams p) { kvc_slice_sums_body<2, 0>(p); }
-extern "C" __global__ void __launch_bounds__(KVC_THREADS, 4) kvc_slice_sums_8b(const KvcChecksumParams p) { kvc_slice_sums_body<1, 0>(p); }
+extern "C" __global__ void __launch_bounds__(KVC_THREADS, 2) kvc_block_checksums_16b(const KvcChecksumParams p) { kvc_block_checksums_body<2, 0>(p); }
+// 8-byte loads: bases and strides multiples of 8.
+extern "C" __global__ void __launch_bounds__(KVC_THREADS, 2) kvc_block_checksums_8b(const KvcChecksumParams p) { kvc_block_checksums_body<1, 0>(p); }
+// Pieces assembled from aligned 8-byte words: any layout (offsets and strides of any byte count).
+extern "C" __global__ void __launch_bounds__(KVC_THREADS, 2) kvc_block_checksums_1b(const KvcChecksumParams p) { kvc_block_checksums_body<0, 0>(p); }
+extern "C" __global__ void __launch_bounds__(KVC_THREADS, 2) kvc_slice_sums_16b(const KvcChecksumParams p) { kvc_slice_sums_body<2, 0>(p); }
+extern "C" __global__ void __launch_bounds__(KVC_THREADS, 2) kvc_slice_sums_8b(const KvcChecksumParams p) { kvc_slice_sums_body<1, 0>(p); }
+extern "C" __global__ void __launch_bounds__(KVC_THREADS, 2) kvc_slice_sums_1b(const KvcChecksumParams p) { kvc_slice_sums_body<0, 0>(p); }
 // The mixed mode: the same kernels with every loaded piece through kvc_feistel3 first.
-extern "C" __global__ void __launch_bounds__(KVC_THREADS, 4) kvc_block_checksums_16b_mixed(const KvcChecksumParams p) { kvc_block_checksums_body<2, 1>(p); }
-extern "C" __global__ void __launch_bounds__(KVC_THREADS, 4) kvc_block_checksums_8b_mixed(const KvcChecksumParams p) { kvc_block_checksums_body<1, 1>(p); }
-extern "C" __global__ void __launch_bounds__(KVC_THREADS, 4) kvc_slice_sums_16b_mixed(const KvcChecksumParams p) { kvc_slice_sums_body<2, 1>(p); }
-extern "C" __global__ void __launch_bounds__(KVC_THREADS, 4) kvc_slice_sums_8b_mixed(const KvcChecksumParams p) { kvc_slice_sums_body<1, 1>(p); }
+extern "C" __global__ void __launch_bounds__(KVC_THREADS, 2) kvc_block_checksums_16b_mixed(const KvcChecksumParams p) { kvc_block_checksums_body<2, 1>(p); }
+extern "C" __global__ void __launch_bounds__(KVC_THREADS, 2) kvc_block_checksums_8b_mixed(const KvcChecksumParams p) { kvc_block_checksums_body<1, 1>(p); }
+extern "C" __global__ void __launch_bounds__(KVC_THREADS, 2) kvc_block_checksums_1b_mixed(const KvcChecksumParams p) { kvc_block_checksums_body<0, 1>(p); }
+extern "C" __global__ void __launch_bounds__(KVC_THREADS, 2) kvc_slice_sums_16b_mixed(const KvcChecksumParams p) { kvc_slice_sums_body<2, 1>(p); }
+extern "C" __global__ void __launch_bounds__(KVC_THREADS, 2) kvc_slice_sums_8b_mixed(const KvcChecksumParams p) { kvc_slice_sums_body<1, 1>(p); }
+extern "C" __global__ void __launch_bounds__(KVC_THREADS, 2) kvc_slice_sums_1b_mixed(const KvcChecksumParams p) { kvc_slice_sums_body<0, 1>(p); }
 
 extern "C" __global__ void __launch_bounds__(KVC_THREADS) kvc_sum_parts(const KvcReduceParams p) {
     const uint32_t i = blockIdx.x * KVC_THREADS + threadIdx.x;

@@ -13,12 +13,16 @@
 static_assert(sizeof(KvcSlice) == 64, "KvcSlice ABI");
 static_assert(sizeof(KvcChecksumParams) == 80, "KvcChecksumParams ABI");
 
+// Set by the host build of the load functions on a misaligned address (see kvc_ld8 in kvchecksum.cuh).
+thread_local int kvc_host_fault = 0;
+
 namespace {
 
 // CUresult values the emulation returns, as the driver would.
 const int KVC_SUCCESS = 0;
 const int KVC_INVALID_VALUE = 1;
 const int KVC_NOT_FOUND = 500;
+const int KVC_MISALIGNED_ADDRESS = 716;
 
 template <int VEC, int MIX = 0>
 int block_checksums(uint32_t gx, uint32_t gy, const KvcChecksumParams& p) {
@@ -28,7 +32,7 @@ int block_checksums(uint32_t gx, uint32_t gy, const KvcChecksumParams& p) {
             uint64_t s = 0;
             for (uint32_t w = 0; w < KVC_WARPS; ++w)
                 for (uint32_t l = 0; l < 32; ++l) s += kvc_block_thread<VEC, MIX>(p, bx, by, w, l);
-            p.out[(uint64_t)bx * p.num_parts + by] = s;
+            p.out[bx] += s;  // the kernel's atomicAdd into the output the host zeroed
         }
     }
     return KVC_SUCCESS;
@@ -43,7 +47,7 @@ int slice_sums(uint32_t gx, uint32_t gy, const KvcChecksumParams& p) {
                 const int64_t i = kvc_slice_sums_slice(p, by, w);
                 if (i < 0) continue;
                 uint64_t s = 0;
-                for (uint32_t l = 0; l < 32; ++l) s += kvc_lane_slice_sum<VEC, MIX>(p, p.slices[i], p.first_block + bx, l);
+                for (uint32_t l = 0; l < 32; ++l) s += kvc_lane_slice_sum<VEC, MIX>(p, p.slices[i], p.table, 0, p.first_block + bx, l);
                 p.out[(uint64_t)i * p.out_stride + bx] = s;
             }
         }
@@ -57,18 +61,22 @@ extern "C" {
 
 // One launch of kernel `name` with grid (gx, gy, gz) and block (bx, by, bz); `params` points at the kernel's
 // single by-value parameter struct. Returns a CUresult-like code.
-int kvc_emulate(const char* name, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t bx, uint32_t by, uint32_t bz,
+static int emulate(const char* name, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t bx, uint32_t by, uint32_t bz,
                 const void* params) {
     if (bx != KVC_THREADS || by != 1 || bz != 1 || gz != 1 || gx == 0 || gy == 0) return KVC_INVALID_VALUE;
     const uint64_t threads = (uint64_t)gx * KVC_THREADS;
     if (!strcmp(name, "kvc_block_checksums_16b")) return block_checksums<2>(gx, gy, *static_cast<const KvcChecksumParams*>(params));
     if (!strcmp(name, "kvc_block_checksums_8b")) return block_checksums<1>(gx, gy, *static_cast<const KvcChecksumParams*>(params));
+    if (!strcmp(name, "kvc_block_checksums_1b")) return block_checksums<0>(gx, gy, *static_cast<const KvcChecksumParams*>(params));
+    if (!strcmp(name, "kvc_slice_sums_1b")) return slice_sums<0>(gx, gy, *static_cast<const KvcChecksumParams*>(params));
     if (!strcmp(name, "kvc_slice_sums_16b")) return slice_sums<2>(gx, gy, *static_cast<const KvcChecksumParams*>(params));
     if (!strcmp(name, "kvc_slice_sums_8b")) return slice_sums<1>(gx, gy, *static_cast<const KvcChecksumParams*>(params));
     if (!strcmp(name, "kvc_block_checksums_16b_mixed")) return block_checksums<2, 1>(gx, gy, *static_cast<const KvcChecksumParams*>(params));
     if (!strcmp(name, "kvc_block_checksums_8b_mixed")) return block_checksums<1, 1>(gx, gy, *static_cast<const KvcChecksumParams*>(params));
+    if (!strcmp(name, "kvc_block_checksums_1b_mixed")) return block_checksums<0, 1>(gx, gy, *static_cast<const KvcChecksumParams*>(params));
     if (!strcmp(name, "kvc_slice_sums_16b_mixed")) return slice_sums<2, 1>(gx, gy, *static_cast<const KvcChecksumParams*>(params));
     if (!strcmp(name, "kvc_slice_sums_8b_mixed")) return slice_sums<1, 1>(gx, gy, *static_cast<const KvcChecksumParams*>(params));
+    if (!strcmp(name, "kvc_slice_sums_1b_mixed")) return slice_sums<0, 1>(gx, gy, *static_cast<const KvcChecksumParams*>(params));
     if (gy != 1) return KVC_INVALID_VALUE;
     if (!strcmp(name, "kvc_sum_parts")) {
         const KvcReduceParams& p = *static_cast<const KvcReduceParams*>(params);
@@ -89,6 +97,14 @@ int kvc_emulate(const char* name, uint32_t gx, uint32_t gy, uint32_t gz, uint32_
         return KVC_SUCCESS;
     }
     return KVC_NOT_FOUND;
+}
+
+int kvc_emulate(const char* name, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t bx, uint32_t by, uint32_t bz,
+                const void* params) {
+    kvc_host_fault = 0;
+    const int rc = emulate(name, gx, gy, gz, bx, by, bz, params);
+    // A misaligned load anywhere in the grid fails the launch, as the GPU's sticky error would.
+    return kvc_host_fault ? KVC_MISALIGNED_ADDRESS : rc;
 }
 
 // The ABI facts Java must agree with: 0..6 the structs' sizes, then the offset of every field Java writes, in

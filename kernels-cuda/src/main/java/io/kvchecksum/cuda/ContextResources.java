@@ -27,6 +27,8 @@ final class ContextResources {
         long deviceBytes;
         final long launched;
         final long copied;
+        /** The plan whose descriptors and table the device buffer holds (uploaded by a job that was enqueued), or null. */
+        Object uploadKey;
 
         Slot(long launched, long copied) {
             this.launched = launched;
@@ -42,6 +44,7 @@ final class ContextResources {
     private int nextSide;
     private final ArrayDeque<Slot> free = new ArrayDeque<>();
     private final List<Slot> retiring = new ArrayList<>();
+    private final List<Slot> quarantined = new ArrayList<>();
     private final List<Slot> all = new ArrayList<>();
     private final List<Long> oldDevice = new ArrayList<>();
     private final List<Long> oldPinned = new ArrayList<>();
@@ -96,6 +99,20 @@ final class ContextResources {
         retiring.add(s);
     }
 
+    /**
+     * Takes out of service a slot whose end could not be marked with an event (a failed {@code cuEventRecord}): work
+     * still queued may read or write it, and nothing would tell when it stops, so it is never handed out again and only
+     * {@link #close()} frees it.
+     */
+    synchronized void quarantine(Slot s) {
+        quarantined.add(s);
+    }
+
+    /** Slots taken out of service by {@link #quarantine}, for tests. */
+    synchronized int quarantinedSlots() {
+        return quarantined.size();
+    }
+
     private void reclaim() {
         for (Iterator<Slot> it = retiring.iterator(); it.hasNext(); ) {
             Slot s = it.next();
@@ -138,6 +155,7 @@ final class ContextResources {
             }
             s.device = p[0];
             s.deviceBytes = n;
+            s.uploadKey = null;
         }
     }
 
@@ -145,6 +163,14 @@ final class ContextResources {
     synchronized void close() {
         for (Slot s : all) {
             driver.cuEventSynchronize(s.copied);
+        }
+        if (!quarantined.isEmpty()) {
+            // Their events say nothing: wait for the streams the backend owns; cuMemFree(Host) below also waits for
+            // work of the device still using the memory.
+            for (long side : sideStreams) {
+                driver.cuStreamSynchronize(side);
+            }
+            driver.cuStreamSynchronize(ownStream);
         }
         for (Slot s : all) {
             if (s.pinned != 0) {
@@ -165,5 +191,6 @@ final class ContextResources {
         all.clear();
         free.clear();
         retiring.clear();
+        quarantined.clear();
     }
 }

@@ -51,9 +51,16 @@ public final class CudaBackend implements KvChecksum {
     /** The backend's name for {@link io.kvchecksum.KvChecksums#byName}. */
     public static final String NAME = "cuda";
 
-    /** The kernels, named as OpenCL's: what they compute, then the load width (8- or 16-byte loads). */
+    /**
+     * The kernels, named as OpenCL's: what they compute, then the load width: 16- or 8-byte aligned loads, or
+     * {@code _1b}, pieces at any byte address assembled from aligned words (a misaligned load would be a sticky
+     * {@code CUDA_ERROR_MISALIGNED_ADDRESS} that kills the caller's context, so the variant follows the alignment
+     * class of every part, {@link SlicePlan.Part#alignmentAt}).
+     */
+    static final String BLOCK_CHECKSUMS_1B = "kvc_block_checksums_1b";
     static final String BLOCK_CHECKSUMS_8B = "kvc_block_checksums_8b";
     static final String BLOCK_CHECKSUMS_16B = "kvc_block_checksums_16b";
+    static final String SLICE_SUMS_1B = "kvc_slice_sums_1b";
     static final String SLICE_SUMS_8B = "kvc_slice_sums_8b";
     static final String SLICE_SUMS_16B = "kvc_slice_sums_16b";
     static final String SUM_PARTS = "kvc_sum_parts";
@@ -61,10 +68,13 @@ public final class CudaBackend implements KvChecksum {
     static final String SUM = "kvc_sum_u64";
     /** The mixed mode's variant of a checksum kernel: the same kernel with every piece through the mixer. */
     static final String MIXED_SUFFIX = "_mixed";
-    static final List<String> KERNELS = List.of(BLOCK_CHECKSUMS_8B, BLOCK_CHECKSUMS_16B, SLICE_SUMS_8B, SLICE_SUMS_16B,
-            BLOCK_CHECKSUMS_8B + MIXED_SUFFIX, BLOCK_CHECKSUMS_16B + MIXED_SUFFIX, SLICE_SUMS_8B + MIXED_SUFFIX,
-            SLICE_SUMS_16B + MIXED_SUFFIX,
-            SUM_PARTS, FILL, SUM);
+    static final List<String> KERNELS = List.of(BLOCK_CHECKSUMS_1B, BLOCK_CHECKSUMS_8B, BLOCK_CHECKSUMS_16B, SLICE_SUMS_1B,
+            SLICE_SUMS_8B, SLICE_SUMS_16B, BLOCK_CHECKSUMS_1B + MIXED_SUFFIX, BLOCK_CHECKSUMS_8B + MIXED_SUFFIX,
+            BLOCK_CHECKSUMS_16B + MIXED_SUFFIX, SLICE_SUMS_1B + MIXED_SUFFIX, SLICE_SUMS_8B + MIXED_SUFFIX,
+            SLICE_SUMS_16B + MIXED_SUFFIX, SUM_PARTS, FILL, SUM);
+
+    /** {@code CUstreamCaptureStatus}: not capturing. */
+    static final int CAPTURE_STATUS_NONE = 0;
 
     /** Kernel parameter block within a slot's pinned buffer: the struct, then the one-entry pointer array. */
     private static final long PARAMS_BYTES = 256;
@@ -158,21 +168,48 @@ public final class CudaBackend implements KvChecksum {
      * @return the pending values, one per block {@code firstBlock .. ceil(numTokens/blockSize)-1}; call
      *     {@code get()} (which frees the buffers for reuse) or {@code close()}
      * @throws InvalidLayoutException on bad input (before anything is enqueued), or when a region is host memory
+     * @throws IllegalStateException when {@code stream} is capturing a CUDA graph (see {@link #enqueue(SlicePlan, long)})
      */
     public PendingChecksums enqueue(KvCacheGroup group, RequestBlocks request, long stream) {
         return enqueue(SlicePlan.of(group, request), stream);
     }
 
-    /** {@link #enqueue(KvCacheGroup, RequestBlocks, long)} of a plan built once and reused across calls. */
+    /**
+     * {@link #enqueue(KvCacheGroup, RequestBlocks, long)} of a plan built once and reused across calls.
+     *
+     * <p>The context current on the calling thread is the same after the call as before it (the call makes the
+     * stream's context current while it works). A stream that is capturing a CUDA graph (vLLM and SGLang capture
+     * decode steps) is refused with {@link IllegalStateException}: the upload, launch and result copy would be
+     * recorded into the graph instead of running, and the pending values would never arrive. Enqueue outside the
+     * captured region.
+     */
     public PendingChecksums enqueue(SlicePlan plan, long stream) {
         ensureOpen();
         plan.requireMode(this);
         plan.requireDevice("enqueue", "; use blockChecksums or submit for host memory");
-        ContextResources resources = resourcesForStream(stream);
-        if (plan.numBlocks() == 0) {
-            return PendingChecksums.completed(new long[0]);
+        long[] ctx = new long[1];
+        check(driver, driver.cuStreamGetCtx(stream, ctx), "cuStreamGetCtx(stream 0x" + Long.toHexString(stream) + ")");
+        long previous = enter(ctx[0]);
+        try {
+            refuseCapture(stream);  // first: creating the context's streams and events is no business of a capture either
+            ContextResources resources = resources(ctx[0]);
+            if (plan.numBlocks() == 0) {
+                return PendingChecksums.completed(new long[0]);
+            }
+            return launchPlan(resources, stream, plan, CudaBackend::deviceAddress, false);
+        } finally {
+            leave(previous, ctx[0]);
         }
-        return launchPlan(resources, stream, plan, CudaBackend::deviceAddress, false);
+    }
+
+    private void refuseCapture(long stream) {
+        int[] status = new int[1];
+        check(driver, driver.cuStreamIsCapturing(stream, status), "cuStreamIsCapturing(stream 0x" + Long.toHexString(stream) + ")");
+        if (status[0] != CAPTURE_STATUS_NONE) {
+            throw new IllegalStateException("enqueue on stream 0x" + Long.toHexString(stream) + ", which is "
+                    + (status[0] == 1 ? "capturing a CUDA graph" : "in an invalidated CUDA graph capture")
+                    + ": the checksum would be recorded into the graph, not run; enqueue it outside the captured region");
+        }
     }
 
     /** The engine-facing form of {@link #enqueue}: {@code stream} is a {@code CUstream} handle. */
@@ -205,14 +242,19 @@ public final class CudaBackend implements KvChecksum {
         if (plan.numBlocks() == 0) {
             return PendingChecksums.completed(new long[0]);
         }
-        ContextResources resources = primaryResources();
-        if (plan.residency() == SlicePlan.Residency.DEVICE) {
-            return launchPlan(resources, resources.ownStream, plan, CudaBackend::deviceAddress, false);
-        }
-        try (Placed placed = new Placed(plan, resources)) {
-            try (PendingChecksums p = launchPlan(resources, resources.ownStream, plan, placed::address, false)) {
-                return PendingChecksums.completed(p.get());
+        long previous = enter(primaryContext);
+        try {
+            ContextResources resources = resources(primaryContext);
+            if (plan.residency() == SlicePlan.Residency.DEVICE) {
+                return launchPlan(resources, resources.ownStream, plan, CudaBackend::deviceAddress, false);
             }
+            try (Placed placed = new Placed(plan, resources)) {
+                try (PendingChecksums p = launchPlan(resources, resources.ownStream, plan, placed::address, false)) {
+                    return PendingChecksums.completed(p.get());
+                }
+            }
+        } finally {
+            leave(previous, primaryContext);
         }
     }
 
@@ -223,10 +265,15 @@ public final class CudaBackend implements KvChecksum {
         if (plan.numBlocks() == 0) {
             return plan.sliceSums(new long[0]);
         }
-        ContextResources resources = primaryResources();
-        try (Placed placed = new Placed(plan, resources);
-             PendingChecksums p = launchPlan(resources, resources.ownStream, plan, placed::address, true)) {
-            return plan.sliceSums(p.get());
+        long previous = enter(primaryContext);
+        try {
+            ContextResources resources = resources(primaryContext);
+            try (Placed placed = new Placed(plan, resources);
+                 PendingChecksums p = launchPlan(resources, resources.ownStream, plan, placed::address, true)) {
+                return plan.sliceSums(p.get());
+            }
+        } finally {
+            leave(previous, primaryContext);
         }
     }
 
@@ -249,7 +296,15 @@ public final class CudaBackend implements KvChecksum {
             throw new NullPointerException("bytes");
         }
         long size = bytes.byteSize();
-        ContextResources resources = primaryResources();
+        long previous = enter(primaryContext);
+        try {
+            return upload(bytes, size, resources(primaryContext));
+        } finally {
+            leave(previous, primaryContext);
+        }
+    }
+
+    private DeviceBuffer upload(MemorySegment bytes, long size, ContextResources resources) {
         long[] p = new long[1];
         check(driver, driver.cuMemAlloc(p, Math.max(16, size)), "cuMemAlloc(" + size + " bytes for upload)");
         boolean done = false;
@@ -276,8 +331,12 @@ public final class CudaBackend implements KvChecksum {
     /** Frees an upload unless the backend's close already did. */
     void free(DeviceBuffer b) {
         if (uploads.remove(b)) {
-            makeCurrent(primaryContext);
-            check(driver, driver.cuMemFree(b.address()), "cuMemFree(" + b + ")");
+            long previous = enter(primaryContext);
+            try {
+                check(driver, driver.cuMemFree(b.address()), "cuMemFree(" + b + ")");
+            } finally {
+                leave(previous, primaryContext);
+            }
         }
     }
 
@@ -325,13 +384,6 @@ public final class CudaBackend implements KvChecksum {
         return resources(primaryContext);
     }
 
-    private ContextResources resourcesForStream(long stream) {
-        long[] ctx = new long[1];
-        check(driver, driver.cuStreamGetCtx(stream, ctx), "cuStreamGetCtx(stream 0x" + Long.toHexString(stream) + ")");
-        makeCurrent(ctx[0]);
-        return resources(ctx[0]);
-    }
-
     private ContextResources resources(long ctx) {
         return contexts.computeIfAbsent(ctx, c -> {
             ContextResources resources = new ContextResources(driver, c, maxBlocksPerLaunch);
@@ -345,10 +397,23 @@ public final class CudaBackend implements KvChecksum {
     }
 
     private void makeCurrent(long ctx) {
+        enter(ctx);
+    }
+
+    /** Makes {@code ctx} current on this thread and returns the context that was current before, for {@link #leave}. */
+    private long enter(long ctx) {
         long[] cur = new long[1];
         check(driver, driver.cuCtxGetCurrent(cur), "cuCtxGetCurrent");
         if (cur[0] != ctx) {
             check(driver, driver.cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+        }
+        return cur[0];
+    }
+
+    /** Gives the calling thread back the context it had before {@link #enter}: an engine's thread keeps its own. */
+    private void leave(long previous, long ctx) {
+        if (previous != ctx) {
+            check(driver, driver.cuCtxSetCurrent(previous), "cuCtxSetCurrent(restoring the caller's context)");
         }
     }
 
@@ -361,7 +426,8 @@ public final class CudaBackend implements KvChecksum {
     /** Fills the job's upload area of pinned memory and returns the launches to enqueue once it is uploaded. */
     @FunctionalInterface
     interface JobBody {
-        Runnable prepare(MemorySegment host, long dUpload, long dScratch, long dOut);
+        /** {@code uploadCached}: the slot's device buffer already holds this job's upload; write nothing into it. */
+        Runnable prepare(MemorySegment host, long dUpload, long dScratch, long dOut, boolean uploadCached);
     }
 
     private static long align(long n, long a) {
@@ -379,34 +445,50 @@ public final class CudaBackend implements KvChecksum {
      */
     // reinterpret: the pinned buffer comes from cuMemAllocHost, whose size the slot records.
     @SuppressWarnings("restricted")
-    CudaPending job(ContextResources resources, long stream, long uploadBytes, long scratchBytes, int results, JobBody body) {
+    CudaPending job(ContextResources resources, long stream, long uploadBytes, long scratchBytes, int results, Object uploadKey,
+            JobBody body) {
         long paramsOff = paramsOffset(uploadBytes);
         long resultOff = align(paramsOff + PARAMS_BYTES, 256);
         long scratchOff = align(Math.max(uploadBytes, 1), 256);
         long outOff = align(scratchOff + scratchBytes, 256);
         ContextResources.Slot slot = resources.acquire(resultOff + 8L * results, outOff + 8L * results);
         boolean enqueued = false;
+        long side = 0;
         try {
             MemorySegment host = MemorySegment.ofAddress(slot.pinned).reinterpret(slot.pinnedBytes);
             host.set(KernelAbi.U64, paramsOff + ARGV_OFFSET, slot.pinned + paramsOff);
-            Runnable launches = body.prepare(host, slot.device, slot.device + scratchOff, slot.device + outOff);
-            if (uploadBytes > 0) {
+            // The same immutable plan as this slot's last job (an engine reusing its plan): its descriptors and table are
+            // still in the slot's device buffer, so the steady state uploads nothing.
+            boolean cached = uploadKey != null && slot.uploadKey == uploadKey;
+            if (!cached) {
+                slot.uploadKey = null;
+            }
+            Runnable launches = body.prepare(host, slot.device, slot.device + scratchOff, slot.device + outOff, cached);
+            if (uploadBytes > 0 && !cached) {
                 check(driver, driver.cuMemcpyHtoDAsync(slot.device, slot.pinned, uploadBytes, stream), "cuMemcpyHtoDAsync(descriptor)");
+                slot.uploadKey = uploadKey;
             }
             launches.run();
             check(driver, driver.cuEventRecord(slot.launched, stream), "cuEventRecord(after kernels)");
-            long side = resources.sideStream();
-            check(driver, driver.cuStreamWaitEvent(side, slot.launched, 0), "cuStreamWaitEvent");
-            check(driver, driver.cuMemcpyDtoHAsync(slot.pinned + resultOff, slot.device + outOff, 8L * results, side),
+            long sideStream = resources.sideStream();
+            check(driver, driver.cuStreamWaitEvent(sideStream, slot.launched, 0), "cuStreamWaitEvent");
+            side = sideStream;
+            check(driver, driver.cuMemcpyDtoHAsync(slot.pinned + resultOff, slot.device + outOff, 8L * results, sideStream),
                     "cuMemcpyDtoHAsync(results)");
-            check(driver, driver.cuEventRecord(slot.copied, side), "cuEventRecord(after result copy)");
+            check(driver, driver.cuEventRecord(slot.copied, sideStream), "cuEventRecord(after result copy)");
             enqueued = true;
             return new CudaPending(driver, resources, slot, resultOff, results);
         } finally {
             if (!enqueued) {
-                // Whatever was enqueued may still read the slot: mark its end on the stream and reuse it only after.
-                driver.cuEventRecord(slot.copied, stream);
-                resources.retire(slot);
+                // Whatever was enqueued may still read or write the slot: mark its end on every stream that may hold
+                // work for it (the side stream once it waits on the kernels) and reuse it only after. If that mark
+                // cannot be made, nothing says when the slot is free: it is never reused, only freed by close().
+                long last = side != 0 ? side : stream;
+                if (driver.cuEventRecord(slot.copied, last) == Cuda.SUCCESS) {
+                    resources.retire(slot);
+                } else {
+                    resources.quarantine(slot);
+                }
             }
         }
     }
@@ -432,44 +514,63 @@ public final class CudaBackend implements KvChecksum {
         long upload = tableOff + 4L * pages;
         LaunchPlanner.BlockPlan blockPlan = slices ? null : resources.planner.blocks(ns, nb);
         List<LaunchPlanner.SliceLaunch> sliced = slices ? resources.planner.slices(ns, nb) : null;
-        long scratch = slices ? 0 : 8L * blockPlan.scratchElements();
+        long scratch = 0;
         int results = slices ? ns * nb : nb;
-        return job(resources, stream, upload, scratch, results, (host, dUpload, dScratch, dOut) -> {
-            boolean vec16 = writeSlices(host, plan, address);
-            String mode = plan.mode() == ChecksumMode.MIXED ? MIXED_SUFFIX : "";
-            for (int i = 0; i < pages; i++) {
-                host.set(KernelAbi.U32, tableOff + 4L * i, plan.page(i));
+        // Device plans hold fixed addresses, so a plan instance always serializes to the same bytes: it keys the upload.
+        Object uploadKey = plan.residency() == SlicePlan.Residency.DEVICE ? plan : null;
+        return job(resources, stream, upload, scratch, results, uploadKey, (host, dUpload, dScratch, dOut, cached) -> {
+            int alignment = cached ? alignmentOf(plan, address) : writeSlices(host, plan, address);
+            if (!cached) {
+                for (int i = 0; i < pages; i++) {
+                    host.set(KernelAbi.U32, tableOff + 4L * i, plan.page(i));
+                }
             }
             long dTable = dUpload + tableOff;
             long params = paramsOffset(upload);
+            String mode = plan.mode() == ChecksumMode.MIXED ? MIXED_SUFFIX : "";
             return () -> {
                 if (slices) {
                     for (LaunchPlanner.SliceLaunch s : sliced) {
                         KernelAbi.checksumParams(host, params, dUpload, dTable, dOut + 8L * s.blockOffset(), r.startToken(),
                                 r.firstBlock() + s.blockOffset(), r.numTokens(), r.blockSize(), plan.pageSize(), s.numBlocks(),
                                 ns, 0, 0, nb);
-                        launch((vec16 ? SLICE_SUMS_16B : SLICE_SUMS_8B) + mode, s.numBlocks(), s.sliceGroups(), stream, host, upload);
+                        launch(byAlignment(alignment, SLICE_SUMS_16B, SLICE_SUMS_8B, SLICE_SUMS_1B) + mode, s.numBlocks(), s.sliceGroups(),
+                                stream, host, upload);
                     }
                     return;
                 }
+                // The parts of a block add into its output word atomically: zero it first, on the same stream.
+                check(driver, driver.cuMemsetD8Async(dOut, 0, 8L * nb, stream), "cuMemsetD8Async(results)");
                 for (LaunchPlanner.BlockLaunch f : blockPlan.launches()) {
-                    long out = dOut + 8L * f.blockOffset();
-                    KernelAbi.checksumParams(host, params, dUpload, dTable, f.numParts() == 1 ? out : dScratch, r.startToken(),
+                    KernelAbi.checksumParams(host, params, dUpload, dTable, dOut + 8L * f.blockOffset(), r.startToken(),
                             r.firstBlock() + f.blockOffset(), r.numTokens(), r.blockSize(), plan.pageSize(), f.numBlocks(), ns,
                             f.slicesPerPart(), f.numParts(), 0);
-                    launch((vec16 ? BLOCK_CHECKSUMS_16B : BLOCK_CHECKSUMS_8B) + mode, f.numBlocks(), f.numParts(), stream, host, upload);
-                    if (f.numParts() > 1) {
-                        KernelAbi.reduce(host, params, dScratch, out, f.numBlocks(), f.numParts());
-                        launch(SUM_PARTS, f.reduceGrid(), 1, stream, host, upload);
-                    }
+                    launch(byAlignment(alignment, BLOCK_CHECKSUMS_16B, BLOCK_CHECKSUMS_8B, BLOCK_CHECKSUMS_1B) + mode, f.numBlocks(),
+                            f.numParts(), stream, host, upload);
                 }
             };
         });
     }
 
-    /** Writes one KvcSlice per plan slice and says whether 16-byte loads may be used for all of them. */
-    private static boolean writeSlices(MemorySegment host, SlicePlan plan, ToLongFunction<KvMemory> address) {
-        boolean vec16 = true;
+    static String byAlignment(int alignment, String k16, String k8, String k1) {
+        return alignment >= 16 ? k16 : alignment >= 8 ? k8 : k1;
+    }
+
+    /** The smallest alignment class of the plan's parts at their absolute addresses. */
+    private static int alignmentOf(SlicePlan plan, ToLongFunction<KvMemory> address) {
+        int alignment = 16;
+        for (SlicePlan.Slice s : plan.slices()) {
+            alignment = Math.min(alignment, s.k().alignmentAt(address.applyAsLong(s.k().memory())));
+            if (s.v() != null) {
+                alignment = Math.min(alignment, s.v().alignmentAt(address.applyAsLong(s.v().memory())));
+            }
+        }
+        return alignment;
+    }
+
+    /** Writes one KvcSlice per plan slice and returns the smallest alignment class of their parts' absolute addresses. */
+    private static int writeSlices(MemorySegment host, SlicePlan plan, ToLongFunction<KvMemory> address) {
+        int alignment = 16;
         long at = 0;
         for (SlicePlan.Slice s : plan.slices()) {
             SlicePlan.Part k = s.k();
@@ -479,10 +580,13 @@ public final class CudaBackend implements KvChecksum {
             KernelAbi.slice(host, at, s.factor(), kAddr + k.base(), k.pageStride(), k.tokenStride(),
                     v == null ? 0 : vAddr + v.base(), v == null ? 0 : v.pageStride(), v == null ? 0 : v.tokenStride(),
                     k.pieces(), s.vPieces());
-            vec16 &= k.alignmentAt(kAddr) == 16 && (v == null || v.alignmentAt(vAddr) == 16);
+            alignment = Math.min(alignment, k.alignmentAt(kAddr));
+            if (v != null) {
+                alignment = Math.min(alignment, v.alignmentAt(vAddr));
+            }
             at += KernelAbi.SLICE_BYTES;
         }
-        return vec16;
+        return alignment;
     }
 
     private static long deviceAddress(KvMemory m) {

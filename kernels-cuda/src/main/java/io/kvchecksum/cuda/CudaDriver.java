@@ -71,6 +71,9 @@ public interface CudaDriver {
     /** {@code cuMemcpyDtoHAsync_v2}. */
     int cuMemcpyDtoHAsync(long dstHost, long src, long bytes, long stream);
 
+    /** {@code cuMemsetD8Async}: {@code n} bytes at {@code dst} set to {@code value} (an unsigned char in C), on {@code stream}. */
+    int cuMemsetD8Async(long dst, int value, long n, long stream);
+
     /** {@code cuMemcpyDtoDAsync_v2}. */
     int cuMemcpyDtoDAsync(long dst, long src, long bytes, long stream);
 
@@ -82,6 +85,9 @@ public interface CudaDriver {
     int cuStreamWaitEvent(long stream, long event, int flags);
 
     int cuStreamSynchronize(long stream);
+
+    /** {@code status[0]}: a {@code CUstreamCaptureStatus} (0 none, 1 active, 2 invalidated). Does not synchronize. */
+    int cuStreamIsCapturing(long stream, int[] status);
 
     int cuEventCreate(long[] event, int flags);
 

@@ -9,17 +9,22 @@ import java.util.List;
  * Grid sizes for the kernels, as plain Java so CI tests them without a GPU.
  *
  * <p>The fused kernel's grid is (blocks x parts): CTA (b, q) reads part q of the group's slices for block b, each of
- * its 8 warps one slice at a time. Long requests get one part per block (the CTA writes the checksum itself);
- * short ones split the slices into parts so that even a single 16-token block gives every SM work, and a tiny
- * reduce kernel then sums the parts of each block. Requests of more than {@link #maxBlocksPerLaunch()} blocks are
- * cut into several launches so the scratch for parts stays small.
+ * its 8 warps one slice at a time, and adds its partial to the block's output word atomically (one launch, no
+ * reduce kernel). Parts are whole warps (multiples of 8 slices) and there are enough of them for about
+ * {@link #CTAS_PER_SM} CTAs per SM, or one part per block once the blocks alone give that many. Requests of more
+ * than {@link #maxBlocksPerLaunch()} blocks are cut into several launches.
  */
 final class LaunchPlanner {
     static final int THREADS = 256;
     static final int WARPS = THREADS / 32;
     static final int MAX_GRID_Y = 65535;
-    /** CTAs per SM the planner aims for (4 resident CTAs of 256 threads, twice over). */
-    static final int CTAS_PER_SM = 8;
+    /** CTAs of the fused kernels resident per SM: their launch bounds (about 94 registers, PtxEvidenceTest). */
+    static final int RESIDENT_CTAS_PER_SM = 2;
+    /**
+     * CTAs per SM the planner aims for: 8 waves of the resident CTAs, so the last, partly filled wave costs at most
+     * about an eighth (docs/gpu-performance.md, wave efficiency).
+     */
+    static final int CTAS_PER_SM = 8 * RESIDENT_CTAS_PER_SM;
     static final int DEFAULT_MAX_BLOCKS_PER_LAUNCH = 1 << 20;
 
     private final int smCount;
@@ -45,7 +50,7 @@ final class LaunchPlanner {
     }
 
     /**
-     * One launch of the fused kernel (and, if {@code numParts > 1}, of the reduce kernel after it).
+     * One launch of the fused kernel.
      *
      * @param blockOffset index of this launch's first block among the request's checksummed blocks (its output offset)
      * @param numBlocks gridDim.x
@@ -53,13 +58,10 @@ final class LaunchPlanner {
      * @param slicesPerPart slices per CTA
      */
     record BlockLaunch(int blockOffset, int numBlocks, int numParts, int slicesPerPart) {
-        int reduceGrid() {
-            return grid1d(numBlocks);
-        }
     }
 
-    /** All launches of one fused checksum; scratch for parts is reused by consecutive launches on one stream. */
-    record BlockPlan(List<BlockLaunch> launches, long scratchElements) {
+    /** All launches of one fused checksum. */
+    record BlockPlan(List<BlockLaunch> launches) {
     }
 
     /** One launch of the slices kernel: grid (numBlocks, sliceGroups). */
@@ -70,20 +72,22 @@ final class LaunchPlanner {
         requirePositive(numSlices, "slices");
         requirePositive(numBlocks, "blocks");
         List<BlockLaunch> out = new ArrayList<>();
-        long scratch = 0;
         for (int off = 0; off < numBlocks; off += Math.min(maxBlocksPerLaunch, numBlocks - off)) {
             int n = Math.min(maxBlocksPerLaunch, numBlocks - off);
             long target = (long) smCount * CTAS_PER_SM;
             long maxParts = Math.min(MAX_GRID_Y, Math.ceilDiv(numSlices, WARPS));
             long parts = Math.max(1, Math.min(maxParts, Math.ceilDiv(target, n)));
+            // Whole warps: a part is a multiple of the CTA's 8 warps (where there are that many slices), so no warp of
+            // a CTA waits on another that has one more slice to read.
             int perPart = (int) Math.ceilDiv(numSlices, parts);
+            if (numSlices >= WARPS) {
+                perPart = (int) Math.min(numSlices, Math.ceilDiv(perPart, WARPS) * WARPS);
+            }
             parts = Math.ceilDiv(numSlices, perPart);
             out.add(new BlockLaunch(off, n, (int) parts, perPart));
-            if (parts > 1) {
-                scratch = Math.max(scratch, (long) n * parts);
-            }
+
         }
-        return new BlockPlan(List.copyOf(out), scratch);
+        return new BlockPlan(List.copyOf(out));
     }
 
     List<SliceLaunch> slices(int numSlices, int numBlocks) {

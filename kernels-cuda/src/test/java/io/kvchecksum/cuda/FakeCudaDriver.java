@@ -28,7 +28,7 @@ final class FakeCudaDriver implements CudaDriver {
 
     private static final Map<Integer, String> NAMES = Map.of(0, "CUDA_SUCCESS", 1, "CUDA_ERROR_INVALID_VALUE", 2,
             "CUDA_ERROR_OUT_OF_MEMORY", 100, "CUDA_ERROR_NO_DEVICE", 201, "CUDA_ERROR_INVALID_CONTEXT", 400,
-            "CUDA_ERROR_INVALID_HANDLE", 500, "CUDA_ERROR_NOT_FOUND", 600, "CUDA_ERROR_NOT_READY", 999, "CUDA_ERROR_UNKNOWN");
+            "CUDA_ERROR_INVALID_HANDLE", 500, "CUDA_ERROR_NOT_FOUND", 600, "CUDA_ERROR_NOT_READY", 716, "CUDA_ERROR_MISALIGNED_ADDRESS", 999, "CUDA_ERROR_UNKNOWN");
     private static final Map<Integer, Memory> NAME_STRINGS = new HashMap<>();
 
     private final HostLibrary lib;
@@ -37,6 +37,8 @@ final class FakeCudaDriver implements CudaDriver {
     int deviceCount = 1;
     int driverVersion = 13000;
     boolean deferCompletion;
+    /** Streams reported as capturing a CUDA graph (status 1, CU_STREAM_CAPTURE_STATUS_ACTIVE). */
+    final java.util.Set<Long> capturing = new java.util.HashSet<>();
 
     private final TreeMap<Long, Long> device = new TreeMap<>();
     private final Map<Long, Long> pinned = new HashMap<>();
@@ -228,6 +230,14 @@ final class FakeCudaDriver implements CudaDriver {
         return 0;
     }
 
+    @Override public synchronized int cuMemsetD8Async(long dst, int value, long n, long stream) {
+        if (!inDevice(dst, n)) {
+            return INVALID_VALUE;
+        }
+        seg(dst, n).fill((byte) value);
+        return 0;
+    }
+
     @Override public synchronized int cuMemcpyDtoDAsync(long dst, long src, long bytes, long stream) {
         if (!inDevice(src, bytes) || !inDevice(dst, bytes)) {
             return INVALID_VALUE;
@@ -243,6 +253,11 @@ final class FakeCudaDriver implements CudaDriver {
     @Override public int cuStreamWaitEvent(long stream, long event, int flags) { return 0; }
 
     @Override public int cuStreamSynchronize(long stream) { return 0; }
+
+    @Override public synchronized int cuStreamIsCapturing(long stream, int[] status) {
+        status[0] = capturing.contains(stream) ? 1 : 0;
+        return 0;
+    }
 
     @Override public synchronized int cuEventCreate(long[] event, int flags) {
         event[0] = handle();

@@ -28,7 +28,8 @@ class RecordedCallsTest {
     static final Set<String> SYNCHRONIZING = SyncCounting.SYNCHRONIZING;
     /** Allowed in a steady-state enqueue: nothing allocates, nothing waits. */
     static final Set<String> STEADY = Set.of("cuStreamGetCtx", "cuCtxGetCurrent", "cuCtxSetCurrent", "cuMemcpyHtoDAsync",
-            "cuLaunchKernel", "cuEventRecord", "cuStreamWaitEvent", "cuMemcpyDtoHAsync", "cuEventQuery");
+            "cuLaunchKernel", "cuEventRecord", "cuStreamWaitEvent", "cuMemcpyDtoHAsync", "cuEventQuery", "cuStreamIsCapturing",
+            "cuMemsetD8Async");
 
     private static final long CALLER_STREAM = 0xCA11E7L;
     private static final long SEED = 20251129L;

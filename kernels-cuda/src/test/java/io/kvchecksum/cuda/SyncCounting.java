@@ -232,6 +232,16 @@ public final class SyncCounting {
         }
 
         @Override
+        public int cuMemsetD8Async(long dst, int value, long n, long stream) {
+            return next.cuMemsetD8Async(dst, value, n, stream);
+        }
+
+        @Override
+        public int cuStreamIsCapturing(long stream, int[] status) {
+            return next.cuStreamIsCapturing(stream, status);
+        }
+
+        @Override
         public int cuEventCreate(long[] event, int flags) {
             return next.cuEventCreate(event, flags);
         }

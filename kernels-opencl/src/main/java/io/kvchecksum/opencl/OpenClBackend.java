@@ -249,7 +249,7 @@ public final class OpenClBackend implements KvChecksum {
             return PendingChecksums.completed(new long[0]);
         }
         Descriptors d = Descriptors.of(plan);
-        int parts = partsPerColumn((long) nb, d, plan.request().blockSize());
+        int parts = unitParts((long) nb, d);
         return enqueue(nb, op -> {
             cl_mem partials = op.buffer((long) nb * parts * Sizeof.cl_ulong);
             cl_kernel k = op.kernel("block_checksums" + modeSuffix(plan));
@@ -351,6 +351,23 @@ public final class OpenClBackend implements KvChecksum {
         long target = 4L * computeUnits;
         long wanted = Math.ceilDiv(target, columns);
         long useful = Math.ceilDiv((long) blockSize * d.maxPieces, localSize);
+        return (int) Math.max(1, Math.min(MAX_PARTS_PER_COLUMN, Math.min(wanted, useful)));
+    }
+
+    /**
+     * Work-groups per block for {@code block_checksums}, whose work items each take whole 64-byte units of the block's
+     * (slice, unit) sequence: a few work-groups per compute unit overall, never more than there are units to take.
+     */
+    private int unitParts(long columns, Descriptors d) {
+        long units = 0;
+        for (int i = 0; i < d.numSlices; i++) {
+            long pk = d.desc[i * Descriptors.WORDS + Descriptors.K_PIECES];
+            long pv = d.desc[i * Descriptors.WORDS + Descriptors.PIECES] - pk;
+            units += Math.ceilDiv(pk, 8) + Math.ceilDiv(pv, 8);
+        }
+        long target = 4L * computeUnits;
+        long wanted = Math.ceilDiv(target, columns);
+        long useful = Math.ceilDiv(units, localSize);
         return (int) Math.max(1, Math.min(MAX_PARTS_PER_COLUMN, Math.min(wanted, useful)));
     }
 

@@ -49,12 +49,30 @@ inline ulong feistel3(ulong x) {
     return ((ulong) hi << 32) | lo;
 }
 
+/* The same on eight pieces at once (the vector path). */
+inline ulong8 feistel3_8(ulong8 x) {
+    ulong8 m = (ulong8) 0xFFFFFFFFUL;
+    ulong8 hi = x >> 32;
+    ulong8 lo = x & m;
+    ulong8 p = lo * 0x9E3779B9UL;
+    hi ^= (p ^ (p >> 32)) & m;
+    p = hi * 0x85EBCA6BUL;
+    lo ^= (p ^ (p >> 32)) & m;
+    p = lo * 0xC2B2AE35UL;
+    hi ^= (p ^ (p >> 32)) & m;
+    return (hi << 32) | lo;
+}
+
 /*
  * The one replaceable per-piece step: the piece (standard mode) or its mix (mixed mode). `mixed` is a constant in
  * every kernel entry point, so after inlining each kernel has one branch-free form.
  */
 inline ulong piece_value(ulong x, uint mixed) {
     return mixed ? feistel3(x) : x;
+}
+
+inline ulong8 piece_value8(ulong8 x, uint mixed) {
+    return mixed ? feistel3_8(x) : x;
 }
 
 /* One little-endian piece; byte-wise when the address may be unaligned (devices are checked little-endian). */
@@ -150,9 +168,26 @@ inline void slice_sums_body(__global const uchar *kv, __global const ulong *desc
     }
 }
 
+/* Units of a part: runs of up to UNIT_PIECES pieces (64 bytes), the fixed amount one work item reads per token. */
+#define UNIT_PIECES 8
+
+/* Units of slice d: its K part's, then its V part's. */
+inline ulong slice_units(__global const ulong *d) {
+    ulong pk = d[DESC_K_PIECES];
+    ulong pv = d[DESC_PIECES] - pk;
+    return (pk + UNIT_PIECES - 1) / UNIT_PIECES + (pv + UNIT_PIECES - 1) / UNIT_PIECES;
+}
+
 /*
  * The fused single pass: every KV byte of block b read once, weighted by its slice's factor in registers.
  * NDRange (local*parts, num_blocks), local (local, 1): work-group g of block b writes partials[b*parts + g].
+ *
+ * Work item k of the column takes units k, k + step, ... of the block's (slice, unit) sequence and walks the block's
+ * tokens with each: one 64-byte vector load (vload8 of ulong) per token where the unit is whole and 8-byte aligned,
+ * else piece by piece. The weights of a piece's tokens form an arithmetic progression, so the loop only adds
+ * (A += x; T += A) and the weighted sum is recovered once per unit:
+ *   sum_t x_t * (2*((t0 + t)*P + q) + 1) = 2P*(t0*A + n*A - T) + (2q + 1)*A,   T = sum_t (x_0 + .. + x_t).
+ * The page table is read and the position divided once per page run, never per piece.
  */
 inline void block_checksums_body(__global const uchar *kv, __global const ulong *desc, __global const int *table,
                                  ulong start, ulong page_size, ulong first_block, ulong block_size, ulong num_tokens,
@@ -163,12 +198,82 @@ inline void block_checksums_body(__global const uchar *kv, __global const ulong 
     ulong b = get_global_id(1);
     ulong t0 = (first_block + b) * block_size;
     ulong t1 = min(t0 + block_size, num_tokens);
-    ulong first = g * wg + get_local_id(0);
+    ulong ntok = t1 > t0 ? t1 - t0 : 0;
     ulong step = parts * wg;
     ulong c = 0;
-    for (uint i = 0; i < num_slices; i++) {
+    /* (slice i, unit u) of this work item's first unit */
+    uint i = 0;
+    ulong u = g * wg + get_local_id(0);
+    while (i < num_slices && u >= slice_units(desc + (ulong) i * DESC_WORDS)) {
+        u -= slice_units(desc + (ulong) i * DESC_WORDS);
+        i++;
+    }
+    while (i < num_slices && ntok > 0) {
         __global const ulong *d = desc + (ulong) i * DESC_WORDS;
-        c += d[DESC_FACTOR] * slice_partial(kv, d, table, start, page_size, t0, t1, first, step, mixed);
+        ulong P = d[DESC_PIECES];
+        ulong pk = d[DESC_K_PIECES];
+        ulong ku = (pk + UNIT_PIECES - 1) / UNIT_PIECES;
+        uint flags = (uint) d[DESC_FLAGS];
+        int isK = u < ku;
+        ulong q = isK ? u * UNIT_PIECES : pk + (u - ku) * UNIT_PIECES;          /* first piece of the unit in the cell */
+        ulong part_end = isK ? pk : P;
+        ulong n = min((ulong) UNIT_PIECES, part_end - q);                        /* pieces in this unit */
+        ulong base = isK ? d[DESC_K_BASE] + 8 * q : d[DESC_V_BASE] + 8 * (q - pk);
+        ulong ps = isK ? d[DESC_K_PAGE_STRIDE] : d[DESC_V_PAGE_STRIDE];
+        ulong ts = isK ? d[DESC_K_TOKEN_STRIDE] : d[DESC_V_TOKEN_STRIDE];
+        uint aligned = flags & (isK ? DESC_K_ALIGNED : DESC_V_ALIGNED);
+        ulong s;
+        if (n == UNIT_PIECES && aligned) {
+            ulong8 A = 0, T = 0;
+            for (ulong t = 0; t < ntok;) {
+                ulong rel = t0 + t - start;
+                ulong pi = rel / page_size;
+                ulong slot = rel - pi * page_size;
+                ulong run = min(ntok - t, page_size - slot);
+                ulong addr = base + (ulong) table[pi] * ps + slot * ts;
+                for (ulong r = 0; r < run; r++, addr += ts) {
+                    A += piece_value8(vload8(0, (__global const ulong *) (kv + addr)), mixed);
+                    T += A;
+                }
+                t += run;
+            }
+            ulong8 lane = (ulong8) (0, 1, 2, 3, 4, 5, 6, 7);
+            ulong8 w = A * lane;
+            ulong sa = A.s0 + A.s1 + A.s2 + A.s3 + A.s4 + A.s5 + A.s6 + A.s7;
+            ulong st = T.s0 + T.s1 + T.s2 + T.s3 + T.s4 + T.s5 + T.s6 + T.s7;
+            ulong sl = w.s0 + w.s1 + w.s2 + w.s3 + w.s4 + w.s5 + w.s6 + w.s7;
+            s = 2 * P * (t0 * sa + ntok * sa - st) + (2 * q + 1) * sa + 2 * sl;
+        } else {
+            ulong A[UNIT_PIECES], T[UNIT_PIECES];
+            for (ulong l = 0; l < UNIT_PIECES; l++) {
+                A[l] = 0;
+                T[l] = 0;
+            }
+            for (ulong t = 0; t < ntok;) {
+                ulong rel = t0 + t - start;
+                ulong pi = rel / page_size;
+                ulong slot = rel - pi * page_size;
+                ulong run = min(ntok - t, page_size - slot);
+                ulong addr = base + (ulong) table[pi] * ps + slot * ts;
+                for (ulong r = 0; r < run; r++, addr += ts) {
+                    for (ulong l = 0; l < n; l++) {
+                        A[l] += piece_value(load_piece(kv, addr + 8 * l, aligned), mixed);
+                        T[l] += A[l];
+                    }
+                }
+                t += run;
+            }
+            s = 0;
+            for (ulong l = 0; l < n; l++) {
+                s += 2 * P * (t0 * A[l] + ntok * A[l] - T[l]) + (2 * (q + l) + 1) * A[l];
+            }
+        }
+        c += d[DESC_FACTOR] * s;
+        u += step;
+        while (i < num_slices && u >= slice_units(desc + (ulong) i * DESC_WORDS)) {
+            u -= slice_units(desc + (ulong) i * DESC_WORDS);
+            i++;
+        }
     }
     c = group_sum(scratch, c);
     if (get_local_id(0) == 0) {
