@@ -20,6 +20,16 @@ final class MixedVectorPart implements MixedSliceSums.Part {
     private static final int L = S.length();
     private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
     private static final long M32 = 0xFFFFFFFFL;
+    /** {@code 2l} in lane {@code l}: the weight step between neighbouring pieces. */
+    private static final LongVector TWO_IOTA;
+
+    static {
+        long[] w = new long[L];
+        for (int l = 0; l < L; l++) {
+            w[l] = 2L * l;
+        }
+        TWO_IOTA = LongVector.fromArray(S, w, 0);
+    }
 
     /** The mixer on every lane: exactly {@link io.kvchecksum.Definition#feistel3}. */
     static LongVector mix(LongVector x) {
@@ -46,10 +56,9 @@ final class MixedVectorPart implements MixedSliceSums.Part {
                 a = a.add(mix(LongVector.fromMemorySegment(S, seg, off[i] + byteOff, LE)));
                 t = t.add(a);
             }
-            long w = 2 * (t0 * cellPieces + pieceBase + p) + 1 + twoP * n;
-            for (int l = 0; l < L; l++, w += 2) {
-                s += a.lane(l) * w - twoP * t.lane(l);
-            }
+            // One lane reduction per vector of piece positions (a lane read at a variable index is a call).
+            LongVector w = TWO_IOTA.add(2 * (t0 * cellPieces + pieceBase + p) + 1 + twoP * n);
+            s += a.mul(w).sub(t.mul(twoP)).reduceLanes(VectorOperators.ADD);
         }
         if (p < pieces) {
             s += MixedSliceSums.scalar(seg, off, n, t0, cellPieces, pieceBase, p, pieces);
