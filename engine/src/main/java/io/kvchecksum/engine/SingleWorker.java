@@ -64,7 +64,8 @@ public final class SingleWorker {
      */
     public SingleWorker(KvChecksum backend, ChecksumMetrics metrics, PayloadSender sender, io.kvchecksum.ChecksumMode mode) {
         this.mode = Objects.requireNonNull(mode, "mode");
-        if (!backend.supports(mode)) {
+        // Every backend computes the standard mode; only another mode is asked about.
+        if (mode != io.kvchecksum.ChecksumMode.STANDARD && !backend.supports(mode)) {
             throw new IllegalArgumentException("backend '" + backend.name() + "' does not implement the " + mode.wireName()
                     + " checksum mode");
         }

@@ -105,7 +105,8 @@ public final class WorkerChecksummer {
             Map<Integer, String> skipped, ChecksumMetrics metrics, ChecksumMode mode) {
         this.backend = Objects.requireNonNull(backend, "backend");
         this.mode = Objects.requireNonNull(mode, "mode");
-        if (!backend.supports(mode)) {
+        // Every backend computes the standard mode; only another mode is asked about.
+        if (mode != ChecksumMode.STANDARD && !backend.supports(mode)) {
             throw new IllegalArgumentException("backend '" + backend.name() + "' does not implement the " + mode.wireName()
                     + " checksum mode");
         }

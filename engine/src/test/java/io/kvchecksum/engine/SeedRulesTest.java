@@ -126,6 +126,19 @@ class SeedRulesTest {
         assertEquals(Status.MISMATCH, p.verify("c", new Aggregator.Complete(consumerWith(2), Map.of())).orElseThrow().status());
     }
 
+    /** The engine's configured mode is checked against the backend at startup, not per request. */
+    @Test
+    void aModeTheBackendLacksFailsAtStartup() {
+        FlakyBackend standardOnly = new FlakyBackend();
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> new WorkerChecksummer(standardOnly, 0,
+                0, List.of(), Map.of(), ChecksumMetrics.NONE, io.kvchecksum.ChecksumMode.MIXED));
+        assertEquals("backend 'flaky' does not implement the mixed checksum mode", e.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> new SingleWorker(standardOnly, ChecksumMetrics.NONE,
+                new PayloadSender(ChecksumMetrics.NONE), io.kvchecksum.ChecksumMode.MIXED));
+        assertEquals(io.kvchecksum.ChecksumMode.STANDARD,
+                new WorkerChecksummer(standardOnly, 0, 0, List.of(), Map.of(), ChecksumMetrics.NONE).mode());
+    }
+
     /** Counts what a backend hands out and closes; fails the n-th submit or get. */
     static class FlakyBackend implements KvChecksum {
         final KvChecksum real = KvChecksums.reference();
