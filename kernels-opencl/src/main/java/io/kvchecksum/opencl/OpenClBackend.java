@@ -62,6 +62,8 @@ public final class OpenClBackend implements KvChecksum {
     /** PoCL runs a work-group's items as a loop on one core; small work-groups measured faster there (16 vs 256: ~1.7x). */
     private static final int MAX_LOCAL_CPU = 16;
     private static final int MAX_PARTS_PER_COLUMN = 1024;
+    /** System property: {@code false} makes a CPU device copy host memory too (to measure what zero copy saves). */
+    public static final String ZERO_COPY_PROPERTY = "kvchecksum.opencl.zeroCopy";
 
     private final ClApi cl;
     private final OpenClDevice info;
@@ -71,6 +73,10 @@ public final class OpenClBackend implements KvChecksum {
     private final long maxAlloc;
     private final int computeUnits;
     private final int localSize;
+    /** Host memory used in place (CPU devices sharing the host's memory), unless the property turns it off. */
+    private final boolean zeroCopy;
+    /** Alignment of a zero-copy window's start: the device's {@code CL_DEVICE_MEM_BASE_ADDR_ALIGN}, at least 64 bytes. */
+    private final long windowAlign;
     private volatile boolean closed;
 
     private OpenClBackend(ClApi cl, OpenClDevices.Found found, String source) {
@@ -103,6 +109,11 @@ public final class OpenClBackend implements KvChecksum {
             }
             // The kernels' tree reduction needs a power of two.
             localSize = Integer.highestOneBit((int) Math.max(1, local));
+            zeroCopy = info.type().equals("CPU")
+                    && OpenClDevices.deviceInt(device, CL.CL_DEVICE_HOST_UNIFIED_MEMORY) != 0
+                    && !"false".equalsIgnoreCase(System.getProperty(ZERO_COPY_PROPERTY, "true"));
+            windowAlign = Math.max(64L, Long.highestOneBit(
+                    Math.max(1, OpenClDevices.deviceInt(device, CL.CL_DEVICE_MEM_BASE_ADDR_ALIGN) / 8L)));
         } catch (RuntimeException e) {
             if (p != null) {
                 CL.clReleaseProgram(p);
@@ -247,7 +258,7 @@ public final class OpenClBackend implements KvChecksum {
         if (nb == 0) {
             return PendingChecksums.completed(new long[0]);
         }
-        Descriptors d = Descriptors.of(plan);
+        Descriptors d = layout(plan).d;
         int parts = unitParts((long) nb, d);
         return enqueue(nb, op -> {
             cl_mem partials = op.buffer((long) nb * parts * Sizeof.cl_ulong);
@@ -290,7 +301,7 @@ public final class OpenClBackend implements KvChecksum {
         if (nb == 0) {
             return plan.sliceSums(new long[0]);
         }
-        Descriptors d = Descriptors.of(plan);
+        Descriptors d = layout(plan).d;
         int n = Math.multiplyExact(d.numSlices, nb);
         int parts = partsPerColumn((long) n, d, plan.request().blockSize());
         try (PendingChecksums p = enqueue(n, op -> {
@@ -359,25 +370,66 @@ public final class OpenClBackend implements KvChecksum {
         return (int) Math.max(1, Math.min(MAX_PARTS_PER_COLUMN, Math.min(wanted, useful)));
     }
 
-    /** Uploads the descriptors and sets the eight layout arguments every checksum kernel starts with; returns the next index. */
-    private int setLayoutArgs(Op op, cl_kernel k, Descriptors d, SlicePlan plan) {
-        if (d.packedBytes > maxAlloc) {
-            throw new InvalidLayoutException("the request's KV spans " + d.packedBytes + " bytes of host memory, more "
-                    + "than one buffer of " + info + " may hold (" + maxAlloc + " bytes): split the request");
+    /**
+     * How the plan's host memory reaches the kernels: {@code "zero-copy"} (a window over the host segments, used in
+     * place) or {@code "copy: "} and the reason a copy is made. The plan must have pages in use.
+     */
+    String memoryPath(SlicePlan plan) {
+        return layout(plan).path;
+    }
+
+    private record Layout(Descriptors d, String path) {
+    }
+
+    /** Zero copy where the device shares host memory and the segments allow it; else the packed copy, with the reason. */
+    private Layout layout(SlicePlan plan) {
+        if (!zeroCopy) {
+            return new Layout(Descriptors.of(plan), info.type().equals("CPU")
+                    ? "copy: " + ZERO_COPY_PROPERTY + "=false or the device does not share host memory"
+                    : "copy: a " + info.type() + " device reads its own memory");
         }
+        Descriptors w = Descriptors.window(plan, windowAlign);
+        if (w == null) {
+            return new Layout(Descriptors.of(plan), "copy: a segment is on the Java heap (no stable address)");
+        }
+        if (w.packedBytes > maxAlloc) {
+            return new Layout(Descriptors.of(plan), "copy: the segments lie " + w.packedBytes + " bytes apart, more "
+                    + "than one buffer of the device may span (" + maxAlloc + ")");
+        }
+        return new Layout(w, "zero-copy");
+    }
+
+    /** Makes the KV buffer (in place or a copy), uploads the descriptors and sets the eight layout arguments every checksum kernel starts with; returns the next index. */
+    private int setLayoutArgs(Op op, cl_kernel k, Descriptors d, SlicePlan plan) {
         RequestBlocks request = plan.request();
-        cl_mem kv = op.buffer(d.packedBytes);
-        for (Descriptors.Span s : d.spans) {
-            MemorySegment src = s.segment().asSlice(s.from(), s.length());
-            if (!src.isNative()) {
-                // JOCL writes non-blocking only from direct buffers; heap memory is staged.
-                MemorySegment staged = op.arena.allocate(src.byteSize(), 64);
-                MemorySegment.copy(src, 0, staged, 0, src.byteSize());
-                src = staged;
+        cl_mem kv;
+        if (d.windowStart != 0) {
+            // The window starts up to windowAlign-1 bytes before the lowest span: an address, never read.
+            Descriptors.Span low = d.spans.getFirst();
+            for (Descriptors.Span s : d.spans) {
+                low = s.packedOffset() < low.packedOffset() ? s : low;
             }
-            for (long off = 0; off < src.byteSize(); off += MAX_WRITE) {
-                long len = Math.min(MAX_WRITE, src.byteSize() - off);
-                cl.enqueueWrite(queue, kv, s.packedOffset() + off, src.asSlice(off, len).asByteBuffer());
+            Pointer host = Pointer.to(low.segment().asSlice(low.from(), Math.min(low.length(), MAX_WRITE)).asByteBuffer())
+                    .withByteOffset(-low.packedOffset());
+            kv = op.hostBuffer(d.packedBytes, host);
+        } else {
+            if (d.packedBytes > maxAlloc) {
+                throw new InvalidLayoutException("the request's KV spans " + d.packedBytes + " bytes of host memory, more "
+                        + "than one buffer of " + info + " may hold (" + maxAlloc + " bytes): split the request");
+            }
+            kv = op.buffer(d.packedBytes);
+            for (Descriptors.Span s : d.spans) {
+                MemorySegment src = s.segment().asSlice(s.from(), s.length());
+                if (!src.isNative()) {
+                    // JOCL writes non-blocking only from direct buffers; heap memory is staged.
+                    MemorySegment staged = op.arena.allocate(src.byteSize(), 64);
+                    MemorySegment.copy(src, 0, staged, 0, src.byteSize());
+                    src = staged;
+                }
+                for (long off = 0; off < src.byteSize(); off += MAX_WRITE) {
+                    long len = Math.min(MAX_WRITE, src.byteSize() - off);
+                    cl.enqueueWrite(queue, kv, s.packedOffset() + off, src.asSlice(off, len).asByteBuffer());
+                }
             }
         }
         op.arg(k, 0, kv);
@@ -458,6 +510,12 @@ public final class OpenClBackend implements KvChecksum {
 
         cl_mem buffer(long bytes) {
             cl_mem m = cl.createBuffer(context, CL.CL_MEM_READ_WRITE, Math.max(8, bytes));
+            buffers.add(m);
+            return m;
+        }
+
+        cl_mem hostBuffer(long bytes, Pointer host) {
+            cl_mem m = cl.createHostBuffer(context, CL.CL_MEM_READ_ONLY | CL.CL_MEM_USE_HOST_PTR, bytes, host);
             buffers.add(m);
             return m;
         }
