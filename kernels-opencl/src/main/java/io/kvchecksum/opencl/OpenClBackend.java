@@ -93,7 +93,7 @@ public final class OpenClBackend implements KvChecksum {
         try {
             q = CL.clCreateCommandQueue(context, device, 0, err);
             JoclApi.check(err[0], "clCreateCommandQueue");
-            p = build(context, device, info, source);
+            p = build(context, device, info, source, info.type().equals("CPU") ? " -D KVC_CONTIGUOUS_UNITS" : "");
             maxAlloc = OpenClDevices.deviceLong(device, CL.CL_DEVICE_MAX_MEM_ALLOC_SIZE);
             computeUnits = Math.max(1, OpenClDevices.deviceInt(device, CL.CL_DEVICE_MAX_COMPUTE_UNITS));
             long local = Math.min(info.type().equals("CPU") ? MAX_LOCAL_CPU : MAX_LOCAL,
@@ -172,11 +172,12 @@ public final class OpenClBackend implements KvChecksum {
         }
     }
 
-    private static cl_program build(cl_context context, cl_device_id device, OpenClDevice info, String source) {
+    private static cl_program build(cl_context context, cl_device_id device, OpenClDevice info, String source,
+                                    String defines) {
         int[] err = new int[1];
         cl_program p = CL.clCreateProgramWithSource(context, 1, new String[] {source}, new long[] {source.length()}, err);
         JoclApi.check(err[0], "clCreateProgramWithSource");
-        int rc = CL.clBuildProgram(p, 1, new cl_device_id[] {device}, buildOptions(device), null, null);
+        int rc = CL.clBuildProgram(p, 1, new cl_device_id[] {device}, (buildOptions(device) + defines).strip(), null, null);
         if (rc != CL.CL_SUCCESS) {
             String log;
             try {

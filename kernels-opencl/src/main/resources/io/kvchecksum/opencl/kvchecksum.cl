@@ -164,16 +164,30 @@ __kernel void block_checksums(__global const uchar *kv, __global const ulong *de
     ulong t0 = (first_block + b) * block_size;
     ulong t1 = min(t0 + block_size, num_tokens);
     ulong ntok = t1 > t0 ? t1 - t0 : 0;
-    ulong step = parts * wg;
+    ulong item = g * wg + get_local_id(0);
     ulong c = 0;
+#ifdef KVC_CONTIGUOUS_UNITS
+    /* CPU devices: a work item takes a contiguous run of units, so one core walks the block's memory in order. */
+    ulong total = 0;
+    for (uint k = 0; k < num_slices; k++) {
+        total += slice_units(desc + (ulong) k * DESC_WORDS);
+    }
+    ulong u = total * item / (parts * wg);
+    ulong left = total * (item + 1) / (parts * wg) - u;
+    ulong step = 1;
+#else
+    /* GPUs: neighbouring work items take neighbouring units (coalesced loads). */
+    ulong u = item;
+    ulong left = ~(ulong) 0;
+    ulong step = parts * wg;
+#endif
     /* (slice i, unit u) of this work item's first unit */
     uint i = 0;
-    ulong u = g * wg + get_local_id(0);
     while (i < num_slices && u >= slice_units(desc + (ulong) i * DESC_WORDS)) {
         u -= slice_units(desc + (ulong) i * DESC_WORDS);
         i++;
     }
-    while (i < num_slices && ntok > 0) {
+    for (; i < num_slices && ntok > 0 && left > 0; left--) {
         __global const ulong *d = desc + (ulong) i * DESC_WORDS;
         ulong P = d[DESC_PIECES];
         ulong pk = d[DESC_K_PIECES];
