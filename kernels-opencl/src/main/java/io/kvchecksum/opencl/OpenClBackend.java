@@ -64,6 +64,11 @@ public final class OpenClBackend implements KvChecksum {
     private static final int MAX_PARTS_PER_COLUMN = 1024;
     /** System property: {@code false} makes a CPU device copy host memory too (to measure what zero copy saves). */
     public static final String ZERO_COPY_PROPERTY = "kvchecksum.opencl.zeroCopy";
+    /**
+     * System property: how {@code block_checksums} hands units to work items, {@code contiguous} (a run per work item,
+     * the default on CPU devices) or {@code strided} (neighbouring items take neighbouring units, the GPU default).
+     */
+    public static final String UNIT_ORDER_PROPERTY = "kvchecksum.opencl.unitOrder";
 
     private final ClApi cl;
     private final OpenClDevice info;
@@ -93,7 +98,7 @@ public final class OpenClBackend implements KvChecksum {
         try {
             q = CL.clCreateCommandQueue(context, device, 0, err);
             JoclApi.check(err[0], "clCreateCommandQueue");
-            p = build(context, device, info, source, info.type().equals("CPU") ? " -D KVC_CONTIGUOUS_UNITS" : "");
+            p = build(context, device, info, source, contiguousUnits(info) ? " -D KVC_CONTIGUOUS_UNITS" : "");
             maxAlloc = OpenClDevices.deviceLong(device, CL.CL_DEVICE_MAX_MEM_ALLOC_SIZE);
             computeUnits = Math.max(1, OpenClDevices.deviceInt(device, CL.CL_DEVICE_MAX_COMPUTE_UNITS));
             long local = Math.min(info.type().equals("CPU") ? MAX_LOCAL_CPU : MAX_LOCAL,
@@ -189,6 +194,16 @@ public final class OpenClBackend implements KvChecksum {
             throw new OpenClBuildException(info.toString(), rc, log);
         }
         return p;
+    }
+
+    private static boolean contiguousUnits(OpenClDevice info) {
+        String order = System.getProperty(UNIT_ORDER_PROPERTY, info.type().equals("CPU") ? "contiguous" : "strided");
+        return switch (order) {
+            case "contiguous" -> true;
+            case "strided" -> false;
+            default -> throw new IllegalArgumentException(UNIT_ORDER_PROPERTY + " is '" + order
+                    + "': use 'contiguous' or 'strided'");
+        };
     }
 
     /** {@code -cl-std=CL1.2} where the device compiles OpenCL C 1.2 or later, so no later feature slips in. */

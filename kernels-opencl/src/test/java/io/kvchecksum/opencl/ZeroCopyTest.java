@@ -28,6 +28,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 class ZeroCopyTest {
     private static OpenClBackend copying;
+    private static OpenClBackend otherOrder;
 
     private static SlicePlan plan(MemorySegment k, MemorySegment v) {
         KvRegion kr = new KvRegion(KvMemory.host(k), 8, 4 * 64, 64, 32, 32);
@@ -87,10 +88,33 @@ class ZeroCopyTest {
         });
     }
 
+    /** The golden suite with the other unit order of {@code block_checksums} (strided on a CPU, where contiguous is the default). */
+    @TestFactory
+    Stream<? extends DynamicNode> goldenWithTheOtherUnitOrder() {
+        return OpenClTests.dynamic("opencl golden suite, other unit order", () -> {
+            OpenClDevice dev = OpenClTests.backend().device();
+            String before = System.getProperty(OpenClBackend.UNIT_ORDER_PROPERTY);
+            System.setProperty(OpenClBackend.UNIT_ORDER_PROPERTY, dev.type().equals("CPU") ? "strided" : "contiguous");
+            try {
+                otherOrder = OpenClBackend.open(dev.index());
+            } finally {
+                if (before == null) {
+                    System.clearProperty(OpenClBackend.UNIT_ORDER_PROPERTY);
+                } else {
+                    System.setProperty(OpenClBackend.UNIT_ORDER_PROPERTY, before);
+                }
+            }
+            return GoldenSuite.tests(otherOrder);
+        });
+    }
+
     @AfterAll
     static void close() {
         if (copying != null) {
             copying.close();
+        }
+        if (otherOrder != null) {
+            otherOrder.close();
         }
     }
 }
