@@ -87,6 +87,37 @@ final class Descriptors {
         return of(plan, align);
     }
 
+    /**
+     * Device-resident KV: every region lies in one {@code cl_mem} of {@code bytes} bytes (the caller checked), whose
+     * offsets are the regions' own; OpenCL aligns a buffer's start, so alignment classes are the regions' own.
+     */
+    static Descriptors device(SlicePlan plan, long bytes) {
+        int ns = plan.numSlices();
+        long[] desc = new long[ns * WORDS];
+        int maxPieces = 0;
+        for (int i = 0; i < ns; i++) {
+            SlicePlan.Slice s = plan.slice(i);
+            maxPieces = Math.max(maxPieces, s.pieces());
+            int d = i * WORDS;
+            desc[d + FACTOR] = s.factor();
+            desc[d + PIECES] = s.pieces();
+            desc[d + K_PIECES] = s.k().pieces();
+            long flags = devicePart(desc, d + K_BASE, s.k()) ? K_ALIGNED : 0;
+            if (s.v() != null) {
+                flags |= devicePart(desc, d + V_BASE, s.v()) ? V_ALIGNED : 0;
+            }
+            desc[d + FLAGS] = flags;
+        }
+        return new Descriptors(List.of(), bytes, desc, plan.pageTable(), ns, maxPieces, 0);
+    }
+
+    private static boolean devicePart(long[] desc, int at, SlicePlan.Part p) {
+        desc[at] = p.base();
+        desc[at + (K_PAGE_STRIDE - K_BASE)] = p.pageStride();
+        desc[at + (K_TOKEN_STRIDE - K_BASE)] = p.tokenStride();
+        return p.alignment() >= 8;
+    }
+
     private static Descriptors of(SlicePlan plan, long windowAlign) {
         int[] table = plan.pageTable();
         long minPage = Long.MAX_VALUE;

@@ -83,16 +83,28 @@ public final class OpenClBackend implements KvChecksum {
     /** Alignment of a zero-copy window's start: the device's {@code CL_DEVICE_MEM_BASE_ADDR_ALIGN}, at least 64 bytes. */
     private final long windowAlign;
     private volatile boolean closed;
+    /** The engine buffers registered with {@link #buffer(cl_mem)}, by handle. */
+    private final java.util.Map<Long, cl_mem> registered = new java.util.concurrent.ConcurrentHashMap<>();
 
     private OpenClBackend(ClApi cl, OpenClDevices.Found found, String source) {
+        this(cl, found, source, null);
+    }
+
+    /** {@code engineContext}: an engine's context to share (retained here, released by close), or null for an own one. */
+    private OpenClBackend(ClApi cl, OpenClDevices.Found found, String source, cl_context engineContext) {
         this.cl = cl;
         this.info = found.info();
         cl_device_id device = found.device();
-        cl_context_properties props = new cl_context_properties();
-        props.addProperty(CL.CL_CONTEXT_PLATFORM, found.platform());
         int[] err = new int[1];
-        context = CL.clCreateContext(props, 1, new cl_device_id[] {device}, null, null, err);
-        JoclApi.check(err[0], "clCreateContext");
+        if (engineContext != null) {
+            JoclApi.check(CL.clRetainContext(engineContext), "clRetainContext");
+            context = engineContext;
+        } else {
+            cl_context_properties props = new cl_context_properties();
+            props.addProperty(CL.CL_CONTEXT_PLATFORM, found.platform());
+            context = CL.clCreateContext(props, 1, new cl_device_id[] {device}, null, null, err);
+            JoclApi.check(err[0], "clCreateContext");
+        }
         cl_command_queue q = null;
         cl_program p = null;
         try {
@@ -158,6 +170,19 @@ public final class OpenClBackend implements KvChecksum {
      */
     public static OpenClBackend open(String spec, ClApi calls) {
         return new OpenClBackend(calls, OpenClDevices.select(spec), kernelSource());
+    }
+
+    /**
+     * The backend on an engine's own OpenCL context and device, so that it reads the engine's buffers in place
+     * (registered with {@link #buffer(cl_mem)}); it makes its own in-order queue and program in that context and
+     * holds a reference to the context until {@link #close()}.
+     *
+     * @throws OpenClException when the device is unknown or unusable, or the kernels do not build
+     */
+    public static OpenClBackend open(cl_context engineContext, cl_device_id device) {
+        java.util.Objects.requireNonNull(engineContext, "engineContext");
+        return new OpenClBackend(JoclApi.INSTANCE, OpenClDevices.of(java.util.Objects.requireNonNull(device, "device")),
+                kernelSource(), engineContext);
     }
 
     /** As {@link #open(String)} with other kernel source: for testing how build failures are reported. */
@@ -227,6 +252,72 @@ public final class OpenClBackend implements KvChecksum {
             n++;
         }
         return new String(b, 0, n, StandardCharsets.UTF_8).strip();
+    }
+
+    /**
+     * Device-resident KV: describes an engine's {@code cl_mem} (of this backend's context) as {@link KvMemory} whose
+     * byte offsets are offsets into the buffer, so nothing is copied: a {@link io.kvchecksum.KvRegion} over it reads
+     * the buffer in place. Its size is the buffer's {@code CL_MEM_SIZE}, so regions reaching past the buffer are
+     * refused when the plan is built. The buffer must stay alive while operations that read it run; every region of
+     * one operation must lie in the same buffer (the kernels read one).
+     *
+     * @throws InvalidLayoutException when the buffer belongs to another context
+     */
+    public KvMemory buffer(cl_mem mem) {
+        java.util.Objects.requireNonNull(mem, "mem");
+        requireOpen();
+        long[] ctx = new long[1];
+        JoclApi.check(CL.clGetMemObjectInfo(mem, CL.CL_MEM_CONTEXT, Sizeof.cl_context, Pointer.to(ctx), null),
+                "clGetMemObjectInfo(CL_MEM_CONTEXT)");
+        if (ctx[0] != context.getNativePointer()) {
+            throw new InvalidLayoutException("the cl_mem 0x" + Long.toHexString(mem.getNativePointer()) + " belongs to "
+                    + "another OpenCL context (0x" + Long.toHexString(ctx[0]) + ") than this backend's (0x"
+                    + Long.toHexString(context.getNativePointer()) + "): open the backend with open(engineContext, device)");
+        }
+        registered.put(mem.getNativePointer(), mem);
+        return KvMemory.device(mem.getNativePointer(), memSize(mem));
+    }
+
+    /** This backend's context, for creating buffers to pass to {@link #buffer(cl_mem)}. */
+    public cl_context context() {
+        return context;
+    }
+
+    private static long memSize(cl_mem mem) {
+        long[] size = new long[1];
+        JoclApi.check(CL.clGetMemObjectInfo(mem, CL.CL_MEM_SIZE, Sizeof.size_t, Pointer.to(size), null),
+                "clGetMemObjectInfo(CL_MEM_SIZE)");
+        return size[0];
+    }
+
+    /**
+     * The one registered buffer every region of a device plan lies in, its described size checked against its
+     * {@code CL_MEM_SIZE} now; throws {@link InvalidLayoutException} before anything is enqueued otherwise.
+     */
+    private cl_mem deviceBuffer(SlicePlan plan) {
+        cl_mem mem = null;
+        for (io.kvchecksum.CacheLayer l : plan.group().layers()) {
+            for (io.kvchecksum.KvRegion r : l.v() == null ? List.of(l.k()) : List.of(l.k(), l.v())) {
+                KvMemory.Device dm = (KvMemory.Device) r.memory();
+                cl_mem m = registered.get(dm.address());
+                String where = "layer " + l.layer() + " " + (r == l.k() ? "K" : "V") + " region's " + dm;
+                if (m == null) {
+                    throw new InvalidLayoutException(where + " is not a cl_mem registered with buffer(cl_mem) of this "
+                            + "backend (opencl reads OpenCL buffers of its own context, not CUDA pointers)");
+                }
+                long size = memSize(m);
+                if (dm.byteSize() > size) {
+                    throw new InvalidLayoutException(where + " claims " + dm.byteSize() + " bytes, but the cl_mem's "
+                            + "CL_MEM_SIZE is " + size);
+                }
+                if (mem != null && m != mem) {
+                    throw new InvalidLayoutException(where + " is another cl_mem than the first region's (0x"
+                            + Long.toHexString(mem.getNativePointer()) + "): the kernels read one buffer per operation");
+                }
+                mem = m;
+            }
+        }
+        return mem;
     }
 
     /** The device this instance runs on. */
@@ -353,8 +444,10 @@ public final class OpenClBackend implements KvChecksum {
 
     /** The plan was validated when it was built; here only its memory kind and this backend's state are checked. */
     private void requireReadable(SlicePlan plan) {
-        plan.requireHost(name(), ": OpenCL 1.2 kernels read OpenCL buffers, so this backend copies host memory; use the "
-                + "'cuda' backend for device pointers");
+        if (plan.residency() != SlicePlan.Residency.DEVICE) {
+            plan.requireHost(name(), ", or every region a cl_mem registered with buffer(cl_mem) (device memory); use "
+                    + "the 'cuda' backend for CUDA pointers");
+        }
         requireOpen();
     }
 
@@ -399,6 +492,11 @@ public final class OpenClBackend implements KvChecksum {
 
     /** Zero copy where the device shares host memory and the segments allow it; else the packed copy, with the reason. */
     private Layout layout(SlicePlan plan) {
+        if (plan.residency() == SlicePlan.Residency.DEVICE) {
+            cl_mem mem = deviceBuffer(plan);
+            return new Layout(Descriptors.device(plan, memSize(mem)), "device: cl_mem 0x"
+                    + Long.toHexString(mem.getNativePointer()));
+        }
         if (!zeroCopy) {
             return new Layout(Descriptors.of(plan), info.type().equals("CPU")
                     ? "copy: " + ZERO_COPY_PROPERTY + "=false or the device does not share host memory"
@@ -419,7 +517,9 @@ public final class OpenClBackend implements KvChecksum {
     private int setLayoutArgs(Op op, cl_kernel k, Descriptors d, SlicePlan plan) {
         RequestBlocks request = plan.request();
         cl_mem kv;
-        if (d.windowStart != 0) {
+        if (plan.residency() == SlicePlan.Residency.DEVICE) {
+            kv = deviceBuffer(plan);
+        } else if (d.windowStart != 0) {
             // The window starts up to windowAlign-1 bytes before the lowest span: an address, never read.
             Descriptors.Span low = d.spans.getFirst();
             for (Descriptors.Span s : d.spans) {
