@@ -69,6 +69,8 @@ public final class OpenClBackend implements KvChecksum {
      * the default on CPU devices) or {@code strided} (neighbouring items take neighbouring units, the GPU default).
      */
     public static final String UNIT_ORDER_PROPERTY = "kvchecksum.opencl.unitOrder";
+    /** System property: pieces per unit of {@code block_checksums}, 8 or 16 (see {@link #unitPieces}). */
+    public static final String UNIT_PIECES_PROPERTY = "kvchecksum.opencl.unitPieces";
 
     private final ClApi cl;
     private final OpenClDevice info;
@@ -80,6 +82,8 @@ public final class OpenClBackend implements KvChecksum {
     private final int localSize;
     /** Host memory used in place (CPU devices sharing the host's memory), unless the property turns it off. */
     private final boolean zeroCopy;
+    /** Pieces per unit the program was built with ({@code KVC_UNIT16}: 16, else 8). */
+    private final int unitPieces;
     /** Alignment of a zero-copy window's start: the device's {@code CL_DEVICE_MEM_BASE_ADDR_ALIGN}, at least 64 bytes. */
     private final long windowAlign;
     private volatile boolean closed;
@@ -110,7 +114,9 @@ public final class OpenClBackend implements KvChecksum {
         try {
             q = CL.clCreateCommandQueue(context, device, 0, err);
             JoclApi.check(err[0], "clCreateCommandQueue");
-            p = build(context, device, info, source, contiguousUnits(info) ? " -D KVC_CONTIGUOUS_UNITS" : "");
+            unitPieces = unitPieces(info);
+            p = build(context, device, info, source, (contiguousUnits(info) ? " -D KVC_CONTIGUOUS_UNITS" : "")
+                    + (unitPieces == 16 ? " -D KVC_UNIT16" : ""));
             maxAlloc = OpenClDevices.deviceLong(device, CL.CL_DEVICE_MAX_MEM_ALLOC_SIZE);
             computeUnits = Math.max(1, OpenClDevices.deviceInt(device, CL.CL_DEVICE_MAX_COMPUTE_UNITS));
             long local = Math.min(info.type().equals("CPU") ? MAX_LOCAL_CPU : MAX_LOCAL,
@@ -219,6 +225,19 @@ public final class OpenClBackend implements KvChecksum {
             throw new OpenClBuildException(info.toString(), rc, log);
         }
         return p;
+    }
+
+    /**
+     * Pieces per unit of {@code block_checksums}: 16 on CPU devices (two adjacent cache lines per row visit), 8
+     * elsewhere; the system property {@value #UNIT_PIECES_PROPERTY} overrides (8 or 16).
+     */
+    static int unitPieces(OpenClDevice info) {
+        String v = System.getProperty(UNIT_PIECES_PROPERTY, info.type().equals("CPU") ? "16" : "8");
+        return switch (v) {
+            case "8" -> 8;
+            case "16" -> 16;
+            default -> throw new IllegalArgumentException(UNIT_PIECES_PROPERTY + " is '" + v + "': use 8 or 16");
+        };
     }
 
     private static boolean contiguousUnits(OpenClDevice info) {
@@ -471,7 +490,7 @@ public final class OpenClBackend implements KvChecksum {
         for (int i = 0; i < d.numSlices; i++) {
             long pk = d.desc[i * Descriptors.WORDS + Descriptors.K_PIECES];
             long pv = d.desc[i * Descriptors.WORDS + Descriptors.PIECES] - pk;
-            units += Math.ceilDiv(pk, 8) + Math.ceilDiv(pv, 8);
+            units += Math.ceilDiv(pk, unitPieces) + Math.ceilDiv(pv, unitPieces);
         }
         long target = 4L * computeUnits;
         long wanted = Math.ceilDiv(target, columns);

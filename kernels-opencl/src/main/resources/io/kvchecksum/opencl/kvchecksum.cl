@@ -134,8 +134,33 @@ __kernel void slice_sums(__global const uchar *kv, __global const ulong *desc, _
     }
 }
 
-/* Units of a part: runs of up to UNIT_PIECES pieces (64 bytes), the fixed amount one work item reads per token. */
+/*
+ * Units of a part: runs of up to UNIT_PIECES pieces, the fixed amount one work item reads per token: 8 (64 bytes, one
+ * ulong8) by default; 16 (128 bytes, one ulong16: two adjacent cache lines per row) where the host defines
+ * KVC_UNIT16 (CPU devices).
+ */
+#ifdef KVC_UNIT16
+#define UNIT_PIECES 16
+typedef ulong16 unit_vec;
+#define unit_load(p) vload16(0, (p))
+#define UNIT_LANES ((ulong16) (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))
+inline ulong unit_hsum(ulong16 v) {
+    ulong8 a = v.lo + v.hi;
+    ulong4 b = a.lo + a.hi;
+    ulong2 c = b.lo + b.hi;
+    return c.s0 + c.s1;
+}
+#else
 #define UNIT_PIECES 8
+typedef ulong8 unit_vec;
+#define unit_load(p) vload8(0, (p))
+#define UNIT_LANES ((ulong8) (0, 1, 2, 3, 4, 5, 6, 7))
+inline ulong unit_hsum(ulong8 v) {
+    ulong4 b = v.lo + v.hi;
+    ulong2 c = b.lo + b.hi;
+    return c.s0 + c.s1;
+}
+#endif
 
 /* Units of slice d: its K part's, then its V part's. */
 inline ulong slice_units(__global const ulong *d) {
@@ -143,6 +168,40 @@ inline ulong slice_units(__global const ulong *d) {
     ulong pv = d[DESC_PIECES] - pk;
     return (pk + UNIT_PIECES - 1) / UNIT_PIECES + (pv + UNIT_PIECES - 1) / UNIT_PIECES;
 }
+
+inline ulong hsum8(ulong8 v) {
+    ulong4 b = v.lo + v.hi;
+    ulong2 c = b.lo + b.hi;
+    return c.s0 + c.s1;
+}
+#define load8(p) vload8(0, (p))
+#define LANES8 ((ulong8) (0, 1, 2, 3, 4, 5, 6, 7))
+
+/*
+ * The whole-vector path of one unit (VT: its vector type, LOAD/LANES/HSUM: load, lane indices, horizontal sum), in
+ * block_checksums' scope: sums the unit's pieces over the block's tokens into s. piece_value is the identity here;
+ * a mixer must be applied to the loaded vector, lane by lane.
+ */
+#define VECTOR_UNIT(VT, LOAD, LANES, HSUM) \
+    do { \
+        VT A = 0, T = 0; \
+        for (ulong t = 0; t < ntok;) { \
+            ulong rel = t0 + t - start; \
+            ulong pi = rel / page_size; \
+            ulong slot = rel - pi * page_size; \
+            ulong run = min(ntok - t, page_size - slot); \
+            ulong addr = base + (ulong) table[pi] * ps + slot * ts; \
+            for (ulong r = 0; r < run; r++, addr += ts) { \
+                A += LOAD((__global const ulong *) (kv + addr)); \
+                T += A; \
+            } \
+            t += run; \
+        } \
+        ulong sa = HSUM(A); \
+        ulong st = HSUM(T); \
+        ulong sl = HSUM(A * LANES); \
+        s = 2 * P * (t0 * sa + ntok * sa - st) + (2 * q + 1) * sa + 2 * sl; \
+    } while (0)
 
 /*
  * The fused single pass: every KV byte of block b read once, weighted by its slice's factor in registers.
@@ -203,26 +262,12 @@ __kernel void block_checksums(__global const uchar *kv, __global const ulong *de
         uint aligned = flags & (isK ? DESC_K_ALIGNED : DESC_V_ALIGNED);
         ulong s;
         if (n == UNIT_PIECES && aligned) {
-            ulong8 A = 0, T = 0;
-            for (ulong t = 0; t < ntok;) {
-                ulong rel = t0 + t - start;
-                ulong pi = rel / page_size;
-                ulong slot = rel - pi * page_size;
-                ulong run = min(ntok - t, page_size - slot);
-                ulong addr = base + (ulong) table[pi] * ps + slot * ts;
-                for (ulong r = 0; r < run; r++, addr += ts) {
-                    A += vload8(0, (__global const ulong *) (kv + addr));
-                    T += A;
-                }
-                t += run;
-            }
-            /* piece_value is the identity (vector path); a mixer would apply it to the loaded vector above */
-            ulong8 lane = (ulong8) (0, 1, 2, 3, 4, 5, 6, 7);
-            ulong8 w = A * lane;
-            ulong sa = A.s0 + A.s1 + A.s2 + A.s3 + A.s4 + A.s5 + A.s6 + A.s7;
-            ulong st = T.s0 + T.s1 + T.s2 + T.s3 + T.s4 + T.s5 + T.s6 + T.s7;
-            ulong sl = w.s0 + w.s1 + w.s2 + w.s3 + w.s4 + w.s5 + w.s6 + w.s7;
-            s = 2 * P * (t0 * sa + ntok * sa - st) + (2 * q + 1) * sa + 2 * sl;
+            VECTOR_UNIT(unit_vec, unit_load, UNIT_LANES, unit_hsum);
+#ifdef KVC_UNIT16
+        } else if (n == 8 && aligned) {
+            /* a half unit (e.g. the last 64 bytes of a 576-byte MLA fp8 cell): one ulong8 per token */
+            VECTOR_UNIT(ulong8, load8, LANES8, hsum8);
+#endif
         } else {
             ulong A[UNIT_PIECES], T[UNIT_PIECES];
             for (ulong l = 0; l < UNIT_PIECES; l++) {

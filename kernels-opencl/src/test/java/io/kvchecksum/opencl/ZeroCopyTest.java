@@ -88,21 +88,32 @@ class ZeroCopyTest {
         });
     }
 
-    /** The golden suite with the other unit order of {@code block_checksums} (strided on a CPU, where contiguous is the default). */
+    private static void restore(String property, String value) {
+        if (value == null) {
+            System.clearProperty(property);
+        } else {
+            System.setProperty(property, value);
+        }
+    }
+
+    /**
+     * The golden suite with the other build of {@code block_checksums}: on a CPU device the GPU one (strided units of
+     * 8 pieces), elsewhere the CPU one (contiguous units of 16).
+     */
     @TestFactory
     Stream<? extends DynamicNode> goldenWithTheOtherUnitOrder() {
         return OpenClTests.dynamic("opencl golden suite, other unit order", () -> {
             OpenClDevice dev = OpenClTests.backend().device();
-            String before = System.getProperty(OpenClBackend.UNIT_ORDER_PROPERTY);
-            System.setProperty(OpenClBackend.UNIT_ORDER_PROPERTY, dev.type().equals("CPU") ? "strided" : "contiguous");
+            boolean cpu = dev.type().equals("CPU");
+            String order = System.getProperty(OpenClBackend.UNIT_ORDER_PROPERTY);
+            String pieces = System.getProperty(OpenClBackend.UNIT_PIECES_PROPERTY);
+            System.setProperty(OpenClBackend.UNIT_ORDER_PROPERTY, cpu ? "strided" : "contiguous");
+            System.setProperty(OpenClBackend.UNIT_PIECES_PROPERTY, cpu ? "8" : "16");
             try {
                 otherOrder = OpenClBackend.open(dev.index());
             } finally {
-                if (before == null) {
-                    System.clearProperty(OpenClBackend.UNIT_ORDER_PROPERTY);
-                } else {
-                    System.setProperty(OpenClBackend.UNIT_ORDER_PROPERTY, before);
-                }
+                restore(OpenClBackend.UNIT_ORDER_PROPERTY, order);
+                restore(OpenClBackend.UNIT_PIECES_PROPERTY, pieces);
             }
             return GoldenSuite.tests(otherOrder);
         });
