@@ -69,7 +69,7 @@ public final class OpenClBackend implements KvChecksum {
      * the default on CPU devices) or {@code strided} (neighbouring items take neighbouring units, the GPU default).
      */
     public static final String UNIT_ORDER_PROPERTY = "kvchecksum.opencl.unitOrder";
-    /** System property: pieces per unit of {@code block_checksums}, 8 or 16 (see {@link #unitPieces}). */
+    /** System property: pieces per unit of {@code block_checksums}, 8, 16 or 32 (see {@link #unitPieces}). */
     public static final String UNIT_PIECES_PROPERTY = "kvchecksum.opencl.unitPieces";
 
     private final ClApi cl;
@@ -82,7 +82,7 @@ public final class OpenClBackend implements KvChecksum {
     private final int localSize;
     /** Host memory used in place (CPU devices sharing the host's memory), unless the property turns it off. */
     private final boolean zeroCopy;
-    /** Pieces per unit the program was built with ({@code KVC_UNIT16}: 16, else 8). */
+    /** Pieces per unit the program was built with ({@code KVC_UNIT16}: 16, {@code KVC_UNIT32}: 32, else 8). */
     private final int unitPieces;
     /** Alignment of a zero-copy window's start: the device's {@code CL_DEVICE_MEM_BASE_ADDR_ALIGN}, at least 64 bytes. */
     private final long windowAlign;
@@ -116,7 +116,7 @@ public final class OpenClBackend implements KvChecksum {
             JoclApi.check(err[0], "clCreateCommandQueue");
             unitPieces = unitPieces(info);
             p = build(context, device, info, source, (contiguousUnits(info) ? " -D KVC_CONTIGUOUS_UNITS" : "")
-                    + (unitPieces == 16 ? " -D KVC_UNIT16" : ""));
+                    + (unitPieces == 8 ? "" : " -D KVC_UNIT" + unitPieces));
             maxAlloc = OpenClDevices.deviceLong(device, CL.CL_DEVICE_MAX_MEM_ALLOC_SIZE);
             computeUnits = Math.max(1, OpenClDevices.deviceInt(device, CL.CL_DEVICE_MAX_COMPUTE_UNITS));
             long local = Math.min(info.type().equals("CPU") ? MAX_LOCAL_CPU : MAX_LOCAL,
@@ -228,15 +228,16 @@ public final class OpenClBackend implements KvChecksum {
     }
 
     /**
-     * Pieces per unit of {@code block_checksums}: 16 on CPU devices (two adjacent cache lines per row visit), 8
-     * elsewhere; the system property {@value #UNIT_PIECES_PROPERTY} overrides (8 or 16).
+     * Pieces per unit of {@code block_checksums}: 32 on CPU devices (four adjacent cache lines per row visit: a
+     * whole 128-dim bf16 head), 8 elsewhere; the system property {@value #UNIT_PIECES_PROPERTY} overrides (8, 16, 32).
      */
     static int unitPieces(OpenClDevice info) {
-        String v = System.getProperty(UNIT_PIECES_PROPERTY, info.type().equals("CPU") ? "16" : "8");
+        String v = System.getProperty(UNIT_PIECES_PROPERTY, info.type().equals("CPU") ? "32" : "8");
         return switch (v) {
             case "8" -> 8;
             case "16" -> 16;
-            default -> throw new IllegalArgumentException(UNIT_PIECES_PROPERTY + " is '" + v + "': use 8 or 16");
+            case "32" -> 32;
+            default -> throw new IllegalArgumentException(UNIT_PIECES_PROPERTY + " is '" + v + "': use 8, 16 or 32");
         };
     }
 

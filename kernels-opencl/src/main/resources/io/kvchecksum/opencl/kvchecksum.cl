@@ -136,11 +136,15 @@ __kernel void slice_sums(__global const uchar *kv, __global const ulong *desc, _
 
 /*
  * Units of a part: runs of up to UNIT_PIECES pieces, the fixed amount one work item reads per token: 8 (64 bytes, one
- * ulong8) by default; 16 (128 bytes, one ulong16: two adjacent cache lines per row) where the host defines
- * KVC_UNIT16 (CPU devices).
+ * ulong8) by default; 16 (128 bytes, one ulong16) with KVC_UNIT16; 32 (256 bytes, two ulong16: four adjacent cache
+ * lines per row, a whole 128-dim bf16 head) with KVC_UNIT32, the CPU default.
  */
-#ifdef KVC_UNIT16
+#if defined(KVC_UNIT32)
+#define UNIT_PIECES 32
+#elif defined(KVC_UNIT16)
 #define UNIT_PIECES 16
+#endif
+#if defined(KVC_UNIT32) || defined(KVC_UNIT16)
 typedef ulong16 unit_vec;
 #define unit_load(p) vload16(0, (p))
 #define UNIT_LANES ((ulong16) (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))
@@ -176,6 +180,36 @@ inline ulong hsum8(ulong8 v) {
 }
 #define load8(p) vload8(0, (p))
 #define LANES8 ((ulong8) (0, 1, 2, 3, 4, 5, 6, 7))
+inline ulong hsum16(ulong16 v) {
+    return hsum8(v.lo + v.hi);
+}
+#define load16(p) vload16(0, (p))
+#define LANES16 ((ulong16) (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))
+
+/* As VECTOR_UNIT for a unit of two vectors side by side (lanes 0..n-1 and n..2n-1 of the unit). */
+#define VECTOR_UNIT2(VT, LOAD, LANES, HSUM) \
+    do { \
+        VT A0 = 0, T0 = 0, A1 = 0, T1 = 0; \
+        for (ulong t = 0; t < ntok;) { \
+            ulong rel = t0 + t - start; \
+            ulong pi = rel / page_size; \
+            ulong slot = rel - pi * page_size; \
+            ulong run = min(ntok - t, page_size - slot); \
+            ulong addr = base + (ulong) table[pi] * ps + slot * ts; \
+            for (ulong r = 0; r < run; r++, addr += ts) { \
+                __global const ulong *row = (__global const ulong *) (kv + addr); \
+                A0 += LOAD(row); \
+                A1 += LOAD(row + sizeof(VT) / 8); \
+                T0 += A0; \
+                T1 += A1; \
+            } \
+            t += run; \
+        } \
+        ulong sa = HSUM(A0) + HSUM(A1); \
+        ulong st = HSUM(T0) + HSUM(T1); \
+        ulong sl = HSUM(A0 * LANES) + HSUM(A1 * (LANES + (ulong) (sizeof(VT) / 8))); \
+        s = 2 * P * (t0 * sa + ntok * sa - st) + (2 * q + 1) * sa + 2 * sl; \
+    } while (0)
 
 /*
  * The whole-vector path of one unit (VT: its vector type, LOAD/LANES/HSUM: load, lane indices, horizontal sum), in
@@ -262,8 +296,14 @@ __kernel void block_checksums(__global const uchar *kv, __global const ulong *de
         uint aligned = flags & (isK ? DESC_K_ALIGNED : DESC_V_ALIGNED);
         ulong s;
         if (n == UNIT_PIECES && aligned) {
+#ifdef KVC_UNIT32
+            VECTOR_UNIT2(ulong16, load16, LANES16, hsum16);
+        } else if (n == 16 && aligned) {
+            VECTOR_UNIT(ulong16, load16, LANES16, hsum16);
+#else
             VECTOR_UNIT(unit_vec, unit_load, UNIT_LANES, unit_hsum);
-#ifdef KVC_UNIT16
+#endif
+#if defined(KVC_UNIT16) || defined(KVC_UNIT32)
         } else if (n == 8 && aligned) {
             /* a half unit (e.g. the last 64 bytes of a 576-byte MLA fp8 cell): one ulong8 per token */
             VECTOR_UNIT(ulong8, load8, LANES8, hsum8);
