@@ -286,6 +286,20 @@ public final class OpenClBackend implements KvChecksum {
     public KvMemory buffer(cl_mem mem) {
         java.util.Objects.requireNonNull(mem, "mem");
         requireOpen();
+        requireOwnContext(mem);
+        registered.put(mem.getNativePointer(), mem);
+        return KvMemory.device(mem.getNativePointer(), memSize(mem));
+    }
+
+    /**
+     * Ends a registration made by {@link #buffer(cl_mem)}: call it before the engine releases the buffer, so that a
+     * later buffer given the same handle is not taken for it.
+     */
+    public void forget(cl_mem mem) {
+        registered.remove(mem.getNativePointer(), mem);
+    }
+
+    private void requireOwnContext(cl_mem mem) {
         long[] ctx = new long[1];
         JoclApi.check(CL.clGetMemObjectInfo(mem, CL.CL_MEM_CONTEXT, Sizeof.cl_context, Pointer.to(ctx), null),
                 "clGetMemObjectInfo(CL_MEM_CONTEXT)");
@@ -294,8 +308,6 @@ public final class OpenClBackend implements KvChecksum {
                     + "another OpenCL context (0x" + Long.toHexString(ctx[0]) + ") than this backend's (0x"
                     + Long.toHexString(context.getNativePointer()) + "): open the backend with open(engineContext, device)");
         }
-        registered.put(mem.getNativePointer(), mem);
-        return KvMemory.device(mem.getNativePointer(), memSize(mem));
     }
 
     /** This backend's context, for creating buffers to pass to {@link #buffer(cl_mem)}. */
@@ -325,6 +337,7 @@ public final class OpenClBackend implements KvChecksum {
                     throw new InvalidLayoutException(where + " is not a cl_mem registered with buffer(cl_mem) of this "
                             + "backend (opencl reads OpenCL buffers of its own context, not CUDA pointers)");
                 }
+                requireOwnContext(m);
                 long size = memSize(m);
                 if (dm.byteSize() > size) {
                     throw new InvalidLayoutException(where + " claims " + dm.byteSize() + " bytes, but the cl_mem's "
