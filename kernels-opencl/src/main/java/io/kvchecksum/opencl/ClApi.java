@@ -34,6 +34,12 @@ public interface ClApi {
     /** {@code clCreateBuffer} without a host pointer. */
     cl_mem createBuffer(cl_context context, long flags, long size);
 
+    /**
+     * {@code clCreateBuffer} over host memory ({@code flags} with {@code CL_MEM_USE_HOST_PTR}): on a CPU device the
+     * kernels read that memory in place, so it must stay alive and unchanged while they run.
+     */
+    cl_mem createHostBuffer(cl_context context, long flags, long size, Pointer host);
+
     /** Non-blocking {@code clEnqueueWriteBuffer} from a direct buffer that must stay valid until the queue has run it. */
     void enqueueWrite(cl_command_queue queue, cl_mem buffer, long offset, ByteBuffer source);
 

@@ -48,8 +48,15 @@ final class Descriptors {
     final int numSlices;
     /** Largest pieces-per-cell of any slice: bounds how many work items one slice's block can use. */
     final int maxPieces;
+    /**
+     * For a window: the absolute host address of the buffer's first byte ({@code kv} of the kernels), a multiple of
+     * the window alignment; 0 for a packed copy.
+     */
+    final long windowStart;
 
-    private Descriptors(List<Span> spans, long packedBytes, long[] desc, int[] table, int numSlices, int maxPieces) {
+    private Descriptors(List<Span> spans, long packedBytes, long[] desc, int[] table, int numSlices, int maxPieces,
+                        long windowStart) {
+        this.windowStart = windowStart;
         this.spans = spans;
         this.packedBytes = packedBytes;
         this.desc = desc;
@@ -60,6 +67,58 @@ final class Descriptors {
 
     /** The copies and descriptors of a plan over host memory with at least one page in use. */
     static Descriptors of(SlicePlan plan) {
+        return of(plan, 0);
+    }
+
+    /**
+     * Zero copy: the descriptors of a plan whose host segments are all native, addressed relative to one window of the
+     * process's address space, from the lowest byte any used page can reach (rounded down to {@code align}, a power
+     * of two of at least 64) to the highest. The kernels read only the regions' bytes, never the gaps between
+     * segments, so a CPU device can use the window in place ({@code CL_MEM_USE_HOST_PTR}).
+     *
+     * @return the descriptors, or {@code null} when a segment is on the Java heap (it has no stable address)
+     */
+    static Descriptors window(SlicePlan plan, long align) {
+        for (SlicePlan.Slice s : plan.slices()) {
+            if (!segment(s.k()).isNative() || (s.v() != null && !segment(s.v()).isNative())) {
+                return null;
+            }
+        }
+        return of(plan, align);
+    }
+
+    /**
+     * Device-resident KV: every region lies in one {@code cl_mem} of {@code bytes} bytes (the caller checked), whose
+     * offsets are the regions' own; OpenCL aligns a buffer's start, so alignment classes are the regions' own.
+     */
+    static Descriptors device(SlicePlan plan, long bytes) {
+        int ns = plan.numSlices();
+        long[] desc = new long[ns * WORDS];
+        int maxPieces = 0;
+        for (int i = 0; i < ns; i++) {
+            SlicePlan.Slice s = plan.slice(i);
+            maxPieces = Math.max(maxPieces, s.pieces());
+            int d = i * WORDS;
+            desc[d + FACTOR] = s.factor();
+            desc[d + PIECES] = s.pieces();
+            desc[d + K_PIECES] = s.k().pieces();
+            long flags = devicePart(desc, d + K_BASE, s.k()) ? K_ALIGNED : 0;
+            if (s.v() != null) {
+                flags |= devicePart(desc, d + V_BASE, s.v()) ? V_ALIGNED : 0;
+            }
+            desc[d + FLAGS] = flags;
+        }
+        return new Descriptors(List.of(), bytes, desc, plan.pageTable(), ns, maxPieces, 0);
+    }
+
+    private static boolean devicePart(long[] desc, int at, SlicePlan.Part p) {
+        desc[at] = p.base();
+        desc[at + (K_PAGE_STRIDE - K_BASE)] = p.pageStride();
+        desc[at + (K_TOKEN_STRIDE - K_BASE)] = p.tokenStride();
+        return p.alignment() >= 8;
+    }
+
+    private static Descriptors of(SlicePlan plan, long windowAlign) {
         int[] table = plan.pageTable();
         long minPage = Long.MAX_VALUE;
         long maxPage = -1;
@@ -79,12 +138,30 @@ final class Descriptors {
         List<Span> spans = new ArrayList<>();
         Map<MemorySegment, Span> bySegment = new LinkedHashMap<>();
         long packed = 0;
-        for (Map.Entry<MemorySegment, Range> e : ranges.entrySet()) {
-            Range r = e.getValue();
-            Span s = new Span(r.segment, r.lo & ~7L, r.hi, packed);
-            spans.add(s);
-            bySegment.put(e.getKey(), s);
-            packed = Math.addExact(packed, Math.ceilDiv(s.length(), SPAN_ALIGN) * SPAN_ALIGN);
+        long windowStart = 0;
+        if (windowAlign > 0) {
+            long lo = Long.MAX_VALUE;
+            long hi = 0;
+            for (Range r : ranges.values()) {
+                lo = Math.min(lo, r.segment.address() + r.lo);
+                hi = Math.max(hi, r.segment.address() + r.hi);
+            }
+            windowStart = lo & -windowAlign;
+            for (Map.Entry<MemorySegment, Range> e : ranges.entrySet()) {
+                Range r = e.getValue();
+                Span s = new Span(r.segment, r.lo, r.hi, r.segment.address() + r.lo - windowStart);
+                spans.add(s);
+                bySegment.put(e.getKey(), s);
+            }
+            packed = hi - windowStart;
+        } else {
+            for (Map.Entry<MemorySegment, Range> e : ranges.entrySet()) {
+                Range r = e.getValue();
+                Span s = new Span(r.segment, r.lo & ~7L, r.hi, packed);
+                spans.add(s);
+                bySegment.put(e.getKey(), s);
+                packed = Math.addExact(packed, Math.ceilDiv(s.length(), SPAN_ALIGN) * SPAN_ALIGN);
+            }
         }
         int ns = plan.numSlices();
         long[] desc = new long[ns * WORDS];
@@ -96,13 +173,14 @@ final class Descriptors {
             desc[d + FACTOR] = s.factor();
             desc[d + PIECES] = s.pieces();
             desc[d + K_PIECES] = s.k().pieces();
-            long flags = part(desc, d + K_BASE, s.k(), bySegment) ? K_ALIGNED : 0;
+            boolean abs = windowAlign > 0;
+            long flags = part(desc, d + K_BASE, s.k(), bySegment, abs) ? K_ALIGNED : 0;
             if (s.v() != null) {
-                flags |= part(desc, d + V_BASE, s.v(), bySegment) ? V_ALIGNED : 0;
+                flags |= part(desc, d + V_BASE, s.v(), bySegment, abs) ? V_ALIGNED : 0;
             }
             desc[d + FLAGS] = flags;
         }
-        return new Descriptors(List.copyOf(spans), packed, desc, table, ns, maxPieces);
+        return new Descriptors(List.copyOf(spans), packed, desc, table, ns, maxPieces, windowStart);
     }
 
     /** The bytes needed from one segment; segments are equal when they start at the same place, whatever their size. */
@@ -138,14 +216,16 @@ final class Descriptors {
      * relative to the packed buffer; true when every piece address is a multiple of 8. The base is the address of
      * page 0, which may lie before the copied span: it is stored modulo 2^64 and the kernel's wrapping
      * {@code base + page*pageStride} lands inside the span for every page in use. Spans start at a multiple of 8 of
-     * their segment and at a multiple of 64 of the buffer, so a part keeps its alignment class.
+     * their segment and at a multiple of 64 of the buffer, so a part keeps its alignment class. In a window
+     * ({@code absolute}) the buffer starts at an aligned host address, so the class is that of the absolute addresses.
      */
-    private static boolean part(long[] desc, int at, SlicePlan.Part p, Map<MemorySegment, Span> bySegment) {
+    private static boolean part(long[] desc, int at, SlicePlan.Part p, Map<MemorySegment, Span> bySegment,
+                                boolean absolute) {
         Span s = bySegment.get(segment(p));
         desc[at] = s.packedOffset() - s.from() + p.base();
         desc[at + (K_PAGE_STRIDE - K_BASE)] = p.pageStride();
         desc[at + (K_TOKEN_STRIDE - K_BASE)] = p.tokenStride();
-        return p.alignment() >= 8;
+        return (absolute ? p.alignmentAt(segment(p).address()) : p.alignment()) >= 8;
     }
 
     private static MemorySegment segment(SlicePlan.Part p) {

@@ -34,6 +34,14 @@ final class JoclApi implements ClApi {
     }
 
     @Override
+    public cl_mem createHostBuffer(cl_context context, long flags, long size, Pointer host) {
+        int[] err = new int[1];
+        cl_mem m = CL.clCreateBuffer(context, flags, size, host, err);
+        check(err[0], "clCreateBuffer(" + size + " bytes of host memory)");
+        return m;
+    }
+
+    @Override
     public void enqueueWrite(cl_command_queue queue, cl_mem buffer, long offset, ByteBuffer source) {
         check(CL.clEnqueueWriteBuffer(queue, buffer, CL.CL_FALSE, offset, source.remaining(), Pointer.to(source), 0, null,
                 null), "clEnqueueWriteBuffer");

@@ -63,6 +63,15 @@ public final class OpenClBackend implements KvChecksum {
     /** PoCL runs a work-group's items as a loop on one core; small work-groups measured faster there (16 vs 256: ~1.7x). */
     private static final int MAX_LOCAL_CPU = 16;
     private static final int MAX_PARTS_PER_COLUMN = 1024;
+    /** System property: {@code false} makes a CPU device copy host memory too (to measure what zero copy saves). */
+    public static final String ZERO_COPY_PROPERTY = "kvchecksum.opencl.zeroCopy";
+    /**
+     * System property: how {@code block_checksums} hands units to work items, {@code contiguous} (a run per work item,
+     * the default on CPU devices) or {@code strided} (neighbouring items take neighbouring units, the GPU default).
+     */
+    public static final String UNIT_ORDER_PROPERTY = "kvchecksum.opencl.unitOrder";
+    /** System property: pieces per unit of {@code block_checksums}, 8, 16 or 32 (see {@link #unitPieces}). */
+    public static final String UNIT_PIECES_PROPERTY = "kvchecksum.opencl.unitPieces";
 
     private final ClApi cl;
     private final OpenClDevice info;
@@ -72,23 +81,43 @@ public final class OpenClBackend implements KvChecksum {
     private final long maxAlloc;
     private final int computeUnits;
     private final int localSize;
+    /** Host memory used in place (CPU devices sharing the host's memory), unless the property turns it off. */
+    private final boolean zeroCopy;
+    /** Pieces per unit the program was built with ({@code KVC_UNIT16}: 16, {@code KVC_UNIT32}: 32, else 8). */
+    private final int unitPieces;
+    /** Alignment of a zero-copy window's start: the device's {@code CL_DEVICE_MEM_BASE_ADDR_ALIGN}, at least 64 bytes. */
+    private final long windowAlign;
     private volatile boolean closed;
+    /** The engine buffers registered with {@link #buffer(cl_mem)}, by handle. */
+    private final java.util.Map<Long, cl_mem> registered = new java.util.concurrent.ConcurrentHashMap<>();
 
     private OpenClBackend(ClApi cl, OpenClDevices.Found found, String source) {
+        this(cl, found, source, null);
+    }
+
+    /** {@code engineContext}: an engine's context to share (retained here, released by close), or null for an own one. */
+    private OpenClBackend(ClApi cl, OpenClDevices.Found found, String source, cl_context engineContext) {
         this.cl = cl;
         this.info = found.info();
         cl_device_id device = found.device();
-        cl_context_properties props = new cl_context_properties();
-        props.addProperty(CL.CL_CONTEXT_PLATFORM, found.platform());
         int[] err = new int[1];
-        context = CL.clCreateContext(props, 1, new cl_device_id[] {device}, null, null, err);
-        JoclApi.check(err[0], "clCreateContext");
+        if (engineContext != null) {
+            JoclApi.check(CL.clRetainContext(engineContext), "clRetainContext");
+            context = engineContext;
+        } else {
+            cl_context_properties props = new cl_context_properties();
+            props.addProperty(CL.CL_CONTEXT_PLATFORM, found.platform());
+            context = CL.clCreateContext(props, 1, new cl_device_id[] {device}, null, null, err);
+            JoclApi.check(err[0], "clCreateContext");
+        }
         cl_command_queue q = null;
         cl_program p = null;
         try {
             q = CL.clCreateCommandQueue(context, device, 0, err);
             JoclApi.check(err[0], "clCreateCommandQueue");
-            p = build(context, device, info, source);
+            unitPieces = unitPieces(info);
+            p = build(context, device, info, source, (contiguousUnits(info) ? " -D KVC_CONTIGUOUS_UNITS" : "")
+                    + (unitPieces == 8 ? "" : " -D KVC_UNIT" + unitPieces));
             maxAlloc = OpenClDevices.deviceLong(device, CL.CL_DEVICE_MAX_MEM_ALLOC_SIZE);
             computeUnits = Math.max(1, OpenClDevices.deviceInt(device, CL.CL_DEVICE_MAX_COMPUTE_UNITS));
             long local = Math.min(info.type().equals("CPU") ? MAX_LOCAL_CPU : MAX_LOCAL,
@@ -104,6 +133,11 @@ public final class OpenClBackend implements KvChecksum {
             }
             // The kernels' tree reduction needs a power of two.
             localSize = Integer.highestOneBit((int) Math.max(1, local));
+            zeroCopy = info.type().equals("CPU")
+                    && OpenClDevices.deviceInt(device, CL.CL_DEVICE_HOST_UNIFIED_MEMORY) != 0
+                    && !"false".equalsIgnoreCase(System.getProperty(ZERO_COPY_PROPERTY, "true"));
+            windowAlign = Math.max(64L, Long.highestOneBit(
+                    Math.max(1, OpenClDevices.deviceInt(device, CL.CL_DEVICE_MEM_BASE_ADDR_ALIGN) / 8L)));
         } catch (RuntimeException e) {
             if (p != null) {
                 CL.clReleaseProgram(p);
@@ -145,6 +179,19 @@ public final class OpenClBackend implements KvChecksum {
         return new OpenClBackend(calls, OpenClDevices.select(spec), kernelSource());
     }
 
+    /**
+     * The backend on an engine's own OpenCL context and device, so that it reads the engine's buffers in place
+     * (registered with {@link #buffer(cl_mem)}); it makes its own in-order queue and program in that context and
+     * holds a reference to the context until {@link #close()}.
+     *
+     * @throws OpenClException when the device is unknown or unusable, or the kernels do not build
+     */
+    public static OpenClBackend open(cl_context engineContext, cl_device_id device) {
+        java.util.Objects.requireNonNull(engineContext, "engineContext");
+        return new OpenClBackend(JoclApi.INSTANCE, OpenClDevices.of(java.util.Objects.requireNonNull(device, "device")),
+                kernelSource(), engineContext);
+    }
+
     /** As {@link #open(String)} with other kernel source: for testing how build failures are reported. */
     static OpenClBackend openWithSource(String spec, String source) {
         return new OpenClBackend(JoclApi.INSTANCE, OpenClDevices.select(spec), source);
@@ -162,11 +209,12 @@ public final class OpenClBackend implements KvChecksum {
         }
     }
 
-    private static cl_program build(cl_context context, cl_device_id device, OpenClDevice info, String source) {
+    private static cl_program build(cl_context context, cl_device_id device, OpenClDevice info, String source,
+                                    String defines) {
         int[] err = new int[1];
         cl_program p = CL.clCreateProgramWithSource(context, 1, new String[] {source}, new long[] {source.length()}, err);
         JoclApi.check(err[0], "clCreateProgramWithSource");
-        int rc = CL.clBuildProgram(p, 1, new cl_device_id[] {device}, buildOptions(device), null, null);
+        int rc = CL.clBuildProgram(p, 1, new cl_device_id[] {device}, (buildOptions(device) + defines).strip(), null, null);
         if (rc != CL.CL_SUCCESS) {
             String log;
             try {
@@ -178,6 +226,30 @@ public final class OpenClBackend implements KvChecksum {
             throw new OpenClBuildException(info.toString(), rc, log);
         }
         return p;
+    }
+
+    /**
+     * Pieces per unit of {@code block_checksums}: 32 on CPU devices (four adjacent cache lines per row visit: a
+     * whole 128-dim bf16 head), 8 elsewhere; the system property {@value #UNIT_PIECES_PROPERTY} overrides (8, 16, 32).
+     */
+    static int unitPieces(OpenClDevice info) {
+        String v = System.getProperty(UNIT_PIECES_PROPERTY, info.type().equals("CPU") ? "32" : "8");
+        return switch (v) {
+            case "8" -> 8;
+            case "16" -> 16;
+            case "32" -> 32;
+            default -> throw new IllegalArgumentException(UNIT_PIECES_PROPERTY + " is '" + v + "': use 8, 16 or 32");
+        };
+    }
+
+    private static boolean contiguousUnits(OpenClDevice info) {
+        String order = System.getProperty(UNIT_ORDER_PROPERTY, info.type().equals("CPU") ? "contiguous" : "strided");
+        return switch (order) {
+            case "contiguous" -> true;
+            case "strided" -> false;
+            default -> throw new IllegalArgumentException(UNIT_ORDER_PROPERTY + " is '" + order
+                    + "': use 'contiguous' or 'strided'");
+        };
     }
 
     /** {@code -cl-std=CL1.2} where the device compiles OpenCL C 1.2 or later, so no later feature slips in. */
@@ -201,6 +273,85 @@ public final class OpenClBackend implements KvChecksum {
             n++;
         }
         return new String(b, 0, n, StandardCharsets.UTF_8).strip();
+    }
+
+    /**
+     * Device-resident KV: describes an engine's {@code cl_mem} (of this backend's context) as {@link KvMemory} whose
+     * byte offsets are offsets into the buffer, so nothing is copied: a {@link io.kvchecksum.KvRegion} over it reads
+     * the buffer in place. Its size is the buffer's {@code CL_MEM_SIZE}, so regions reaching past the buffer are
+     * refused when the plan is built. The buffer must stay alive while operations that read it run; every region of
+     * one operation must lie in the same buffer (the kernels read one).
+     *
+     * @throws InvalidLayoutException when the buffer belongs to another context
+     */
+    public KvMemory buffer(cl_mem mem) {
+        java.util.Objects.requireNonNull(mem, "mem");
+        requireOpen();
+        requireOwnContext(mem);
+        registered.put(mem.getNativePointer(), mem);
+        return KvMemory.device(mem.getNativePointer(), memSize(mem));
+    }
+
+    /**
+     * Ends a registration made by {@link #buffer(cl_mem)}: call it before the engine releases the buffer, so that a
+     * later buffer given the same handle is not taken for it.
+     */
+    public void forget(cl_mem mem) {
+        registered.remove(mem.getNativePointer(), mem);
+    }
+
+    private void requireOwnContext(cl_mem mem) {
+        long[] ctx = new long[1];
+        JoclApi.check(CL.clGetMemObjectInfo(mem, CL.CL_MEM_CONTEXT, Sizeof.cl_context, Pointer.to(ctx), null),
+                "clGetMemObjectInfo(CL_MEM_CONTEXT)");
+        if (ctx[0] != context.getNativePointer()) {
+            throw new InvalidLayoutException("the cl_mem 0x" + Long.toHexString(mem.getNativePointer()) + " belongs to "
+                    + "another OpenCL context (0x" + Long.toHexString(ctx[0]) + ") than this backend's (0x"
+                    + Long.toHexString(context.getNativePointer()) + "): open the backend with open(engineContext, device)");
+        }
+    }
+
+    /** This backend's context, for creating buffers to pass to {@link #buffer(cl_mem)}. */
+    public cl_context context() {
+        return context;
+    }
+
+    private static long memSize(cl_mem mem) {
+        long[] size = new long[1];
+        JoclApi.check(CL.clGetMemObjectInfo(mem, CL.CL_MEM_SIZE, Sizeof.size_t, Pointer.to(size), null),
+                "clGetMemObjectInfo(CL_MEM_SIZE)");
+        return size[0];
+    }
+
+    /**
+     * The one registered buffer every region of a device plan lies in, its described size checked against its
+     * {@code CL_MEM_SIZE} now; throws {@link InvalidLayoutException} before anything is enqueued otherwise.
+     */
+    private cl_mem deviceBuffer(SlicePlan plan) {
+        cl_mem mem = null;
+        for (io.kvchecksum.CacheLayer l : plan.group().layers()) {
+            for (io.kvchecksum.KvRegion r : l.v() == null ? List.of(l.k()) : List.of(l.k(), l.v())) {
+                KvMemory.Device dm = (KvMemory.Device) r.memory();
+                cl_mem m = registered.get(dm.address());
+                String where = "layer " + l.layer() + " " + (r == l.k() ? "K" : "V") + " region's " + dm;
+                if (m == null) {
+                    throw new InvalidLayoutException(where + " is not a cl_mem registered with buffer(cl_mem) of this "
+                            + "backend (opencl reads OpenCL buffers of its own context, not CUDA pointers)");
+                }
+                requireOwnContext(m);
+                long size = memSize(m);
+                if (dm.byteSize() > size) {
+                    throw new InvalidLayoutException(where + " claims " + dm.byteSize() + " bytes, but the cl_mem's "
+                            + "CL_MEM_SIZE is " + size);
+                }
+                if (mem != null && m != mem) {
+                    throw new InvalidLayoutException(where + " is another cl_mem than the first region's (0x"
+                            + Long.toHexString(mem.getNativePointer()) + "): the kernels read one buffer per operation");
+                }
+                mem = m;
+            }
+        }
+        return mem;
     }
 
     /** The device this instance runs on. */
@@ -248,7 +399,7 @@ public final class OpenClBackend implements KvChecksum {
         if (nb == 0) {
             return PendingChecksums.completed(new long[0]);
         }
-        Descriptors d = Descriptors.of(plan);
+        Descriptors d = layout(plan).d;
         int parts = unitParts((long) nb, d);
         return enqueue(nb, op -> {
             cl_mem partials = op.buffer((long) nb * parts * Sizeof.cl_ulong);
@@ -291,7 +442,7 @@ public final class OpenClBackend implements KvChecksum {
         if (nb == 0) {
             return plan.sliceSums(new long[0]);
         }
-        Descriptors d = Descriptors.of(plan);
+        Descriptors d = layout(plan).d;
         int n = Math.multiplyExact(d.numSlices, nb);
         int parts = partsPerColumn((long) n, d, plan.request().blockSize());
         try (PendingChecksums p = enqueue(n, op -> {
@@ -337,8 +488,10 @@ public final class OpenClBackend implements KvChecksum {
 
     /** The plan was validated when it was built; here only its memory kind and this backend's state are checked. */
     private void requireReadable(SlicePlan plan) {
-        plan.requireHost(name(), ": OpenCL 1.2 kernels read OpenCL buffers, so this backend copies host memory; use the "
-                + "'cuda' backend for device pointers");
+        if (plan.residency() != SlicePlan.Residency.DEVICE) {
+            plan.requireHost(name(), ", or every region a cl_mem registered with buffer(cl_mem) (device memory); use "
+                    + "the 'cuda' backend for CUDA pointers");
+        }
         plan.requireMode(this);
         requireOpen();
     }
@@ -363,7 +516,7 @@ public final class OpenClBackend implements KvChecksum {
         for (int i = 0; i < d.numSlices; i++) {
             long pk = d.desc[i * Descriptors.WORDS + Descriptors.K_PIECES];
             long pv = d.desc[i * Descriptors.WORDS + Descriptors.PIECES] - pk;
-            units += Math.ceilDiv(pk, 8) + Math.ceilDiv(pv, 8);
+            units += Math.ceilDiv(pk, unitPieces) + Math.ceilDiv(pv, unitPieces);
         }
         long target = 4L * computeUnits;
         long wanted = Math.ceilDiv(target, columns);
@@ -371,25 +524,73 @@ public final class OpenClBackend implements KvChecksum {
         return (int) Math.max(1, Math.min(MAX_PARTS_PER_COLUMN, Math.min(wanted, useful)));
     }
 
-    /** Uploads the descriptors and sets the eight layout arguments every checksum kernel starts with; returns the next index. */
-    private int setLayoutArgs(Op op, cl_kernel k, Descriptors d, SlicePlan plan) {
-        if (d.packedBytes > maxAlloc) {
-            throw new InvalidLayoutException("the request's KV spans " + d.packedBytes + " bytes of host memory, more "
-                    + "than one buffer of " + info + " may hold (" + maxAlloc + " bytes): split the request");
+    /**
+     * How the plan's host memory reaches the kernels: {@code "zero-copy"} (a window over the host segments, used in
+     * place) or {@code "copy: "} and the reason a copy is made. The plan must have pages in use.
+     */
+    String memoryPath(SlicePlan plan) {
+        return layout(plan).path;
+    }
+
+    private record Layout(Descriptors d, String path) {
+    }
+
+    /** Zero copy where the device shares host memory and the segments allow it; else the packed copy, with the reason. */
+    private Layout layout(SlicePlan plan) {
+        if (plan.residency() == SlicePlan.Residency.DEVICE) {
+            cl_mem mem = deviceBuffer(plan);
+            return new Layout(Descriptors.device(plan, memSize(mem)), "device: cl_mem 0x"
+                    + Long.toHexString(mem.getNativePointer()));
         }
+        if (!zeroCopy) {
+            return new Layout(Descriptors.of(plan), info.type().equals("CPU")
+                    ? "copy: " + ZERO_COPY_PROPERTY + "=false or the device does not share host memory"
+                    : "copy: a " + info.type() + " device reads its own memory");
+        }
+        Descriptors w = Descriptors.window(plan, windowAlign);
+        if (w == null) {
+            return new Layout(Descriptors.of(plan), "copy: a segment is on the Java heap (no stable address)");
+        }
+        if (w.packedBytes > maxAlloc) {
+            return new Layout(Descriptors.of(plan), "copy: the segments lie " + w.packedBytes + " bytes apart, more "
+                    + "than one buffer of the device may span (" + maxAlloc + ")");
+        }
+        return new Layout(w, "zero-copy");
+    }
+
+    /** Makes the KV buffer (in place or a copy), uploads the descriptors and sets the eight layout arguments every checksum kernel starts with; returns the next index. */
+    private int setLayoutArgs(Op op, cl_kernel k, Descriptors d, SlicePlan plan) {
         RequestBlocks request = plan.request();
-        cl_mem kv = op.buffer(d.packedBytes);
-        for (Descriptors.Span s : d.spans) {
-            MemorySegment src = s.segment().asSlice(s.from(), s.length());
-            if (!src.isNative()) {
-                // JOCL writes non-blocking only from direct buffers; heap memory is staged.
-                MemorySegment staged = op.arena.allocate(src.byteSize(), 64);
-                MemorySegment.copy(src, 0, staged, 0, src.byteSize());
-                src = staged;
+        cl_mem kv;
+        if (plan.residency() == SlicePlan.Residency.DEVICE) {
+            kv = deviceBuffer(plan);
+        } else if (d.windowStart != 0) {
+            // The window starts up to windowAlign-1 bytes before the lowest span: an address, never read.
+            Descriptors.Span low = d.spans.getFirst();
+            for (Descriptors.Span s : d.spans) {
+                low = s.packedOffset() < low.packedOffset() ? s : low;
             }
-            for (long off = 0; off < src.byteSize(); off += MAX_WRITE) {
-                long len = Math.min(MAX_WRITE, src.byteSize() - off);
-                cl.enqueueWrite(queue, kv, s.packedOffset() + off, src.asSlice(off, len).asByteBuffer());
+            Pointer host = Pointer.to(low.segment().asSlice(low.from(), Math.min(low.length(), MAX_WRITE)).asByteBuffer())
+                    .withByteOffset(-low.packedOffset());
+            kv = op.hostBuffer(d.packedBytes, host);
+        } else {
+            if (d.packedBytes > maxAlloc) {
+                throw new InvalidLayoutException("the request's KV spans " + d.packedBytes + " bytes of host memory, more "
+                        + "than one buffer of " + info + " may hold (" + maxAlloc + " bytes): split the request");
+            }
+            kv = op.buffer(d.packedBytes);
+            for (Descriptors.Span s : d.spans) {
+                MemorySegment src = s.segment().asSlice(s.from(), s.length());
+                if (!src.isNative()) {
+                    // JOCL writes non-blocking only from direct buffers; heap memory is staged.
+                    MemorySegment staged = op.arena.allocate(src.byteSize(), 64);
+                    MemorySegment.copy(src, 0, staged, 0, src.byteSize());
+                    src = staged;
+                }
+                for (long off = 0; off < src.byteSize(); off += MAX_WRITE) {
+                    long len = Math.min(MAX_WRITE, src.byteSize() - off);
+                    cl.enqueueWrite(queue, kv, s.packedOffset() + off, src.asSlice(off, len).asByteBuffer());
+                }
             }
         }
         op.arg(k, 0, kv);
@@ -470,6 +671,12 @@ public final class OpenClBackend implements KvChecksum {
 
         cl_mem buffer(long bytes) {
             cl_mem m = cl.createBuffer(context, CL.CL_MEM_READ_WRITE, Math.max(8, bytes));
+            buffers.add(m);
+            return m;
+        }
+
+        cl_mem hostBuffer(long bytes, Pointer host) {
+            cl_mem m = cl.createHostBuffer(context, CL.CL_MEM_READ_ONLY | CL.CL_MEM_USE_HOST_PTR, bytes, host);
             buffers.add(m);
             return m;
         }

@@ -53,6 +53,20 @@ public final class OpenClDevices {
         return s == null || s.isBlank() ? null : s.trim();
     }
 
+    /** The found device that is {@code device} (an engine's own); throws when it is unknown or unusable. */
+    static Found of(cl_device_id device) {
+        for (Found f : discover()) {
+            if (f.device().getNativePointer() == device.getNativePointer()) {
+                if (f.info().problem() != null) {
+                    throw new OpenClException("OpenCL device " + f.info() + " is unusable: " + f.info().problem());
+                }
+                return f;
+            }
+        }
+        throw new OpenClException("the cl_device_id 0x" + Long.toHexString(device.getNativePointer())
+                + " is not a device of any OpenCL platform found");
+    }
+
     /**
      * The device {@code spec} names ({@code null}: the default choice).
      *

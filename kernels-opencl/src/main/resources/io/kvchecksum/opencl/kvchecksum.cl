@@ -49,31 +49,32 @@ inline ulong feistel3(ulong x) {
     return ((ulong) hi << 32) | lo;
 }
 
-/* The same on eight pieces at once (the vector path). */
-inline ulong8 feistel3_8(ulong8 x) {
-    ulong8 m = (ulong8) 0xFFFFFFFFUL;
-    ulong8 hi = x >> 32;
-    ulong8 lo = x & m;
-    ulong8 p = lo * 0x9E3779B9UL;
-    hi ^= (p ^ (p >> 32)) & m;
-    p = hi * 0x85EBCA6BUL;
-    lo ^= (p ^ (p >> 32)) & m;
-    p = lo * 0xC2B2AE35UL;
-    hi ^= (p ^ (p >> 32)) & m;
-    return (hi << 32) | lo;
-}
+/* The same on a vector of pieces (the whole-vector paths): mix_ulong8, mix_ulong16. */
+#define KVC_MIX_VECTOR(VT) \
+    inline VT mix_##VT(VT x) { \
+        VT m = (VT) 0xFFFFFFFFUL; \
+        VT hi = x >> 32; \
+        VT lo = x & m; \
+        VT p = lo * 0x9E3779B9UL; \
+        hi ^= (p ^ (p >> 32)) & m; \
+        p = hi * 0x85EBCA6BUL; \
+        lo ^= (p ^ (p >> 32)) & m; \
+        p = lo * 0xC2B2AE35UL; \
+        hi ^= (p ^ (p >> 32)) & m; \
+        return (hi << 32) | lo; \
+    }
+KVC_MIX_VECTOR(ulong8)
+KVC_MIX_VECTOR(ulong16)
 
 /*
  * The one replaceable per-piece step: the piece (standard mode) or its mix (mixed mode). `mixed` is a constant in
- * every kernel entry point, so after inlining each kernel has one branch-free form.
+ * every kernel entry point, so after inlining each kernel has one branch-free form. PIECE_VALUE_V is the same for a
+ * loaded vector of type VT, in the scope of a `mixed` variable.
  */
 inline ulong piece_value(ulong x, uint mixed) {
     return mixed ? feistel3(x) : x;
 }
-
-inline ulong8 piece_value8(ulong8 x, uint mixed) {
-    return mixed ? feistel3_8(x) : x;
-}
+#define PIECE_VALUE_V(VT, x) (mixed ? mix_##VT(x) : (x))
 
 /* One little-endian piece; byte-wise when the address may be unaligned (devices are checked little-endian). */
 inline ulong load_piece(__global const uchar *kv, ulong addr, uint aligned) {
@@ -168,8 +169,39 @@ inline void slice_sums_body(__global const uchar *kv, __global const ulong *desc
     }
 }
 
-/* Units of a part: runs of up to UNIT_PIECES pieces (64 bytes), the fixed amount one work item reads per token. */
+/*
+ * Units of a part: runs of up to UNIT_PIECES pieces, the fixed amount one work item reads per token: 8 (64 bytes, one
+ * ulong8) by default; 16 (128 bytes, one ulong16) with KVC_UNIT16; 32 (256 bytes, two ulong16: four adjacent cache
+ * lines per row, a whole 128-dim bf16 head) with KVC_UNIT32, the CPU default.
+ */
+#if defined(KVC_UNIT32)
+#define UNIT_PIECES 32
+#elif defined(KVC_UNIT16)
+#define UNIT_PIECES 16
+#endif
+#if defined(KVC_UNIT32) || defined(KVC_UNIT16)
+typedef ulong16 unit_vec;
+#define mix_unit_vec mix_ulong16
+#define unit_load(p) vload16(0, (p))
+#define UNIT_LANES ((ulong16) (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))
+inline ulong unit_hsum(ulong16 v) {
+    ulong8 a = v.lo + v.hi;
+    ulong4 b = a.lo + a.hi;
+    ulong2 c = b.lo + b.hi;
+    return c.s0 + c.s1;
+}
+#else
 #define UNIT_PIECES 8
+typedef ulong8 unit_vec;
+#define mix_unit_vec mix_ulong8
+#define unit_load(p) vload8(0, (p))
+#define UNIT_LANES ((ulong8) (0, 1, 2, 3, 4, 5, 6, 7))
+inline ulong unit_hsum(ulong8 v) {
+    ulong4 b = v.lo + v.hi;
+    ulong2 c = b.lo + b.hi;
+    return c.s0 + c.s1;
+}
+#endif
 
 /* Units of slice d: its K part's, then its V part's. */
 inline ulong slice_units(__global const ulong *d) {
@@ -177,6 +209,70 @@ inline ulong slice_units(__global const ulong *d) {
     ulong pv = d[DESC_PIECES] - pk;
     return (pk + UNIT_PIECES - 1) / UNIT_PIECES + (pv + UNIT_PIECES - 1) / UNIT_PIECES;
 }
+
+inline ulong hsum8(ulong8 v) {
+    ulong4 b = v.lo + v.hi;
+    ulong2 c = b.lo + b.hi;
+    return c.s0 + c.s1;
+}
+#define load8(p) vload8(0, (p))
+#define LANES8 ((ulong8) (0, 1, 2, 3, 4, 5, 6, 7))
+inline ulong hsum16(ulong16 v) {
+    return hsum8(v.lo + v.hi);
+}
+#define load16(p) vload16(0, (p))
+#define LANES16 ((ulong16) (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))
+
+/* As VECTOR_UNIT for a unit of two vectors side by side (lanes 0..n-1 and n..2n-1 of the unit). */
+#define VECTOR_UNIT2(VT, LOAD, LANES, HSUM) \
+    do { \
+        VT A0 = 0, T0 = 0, A1 = 0, T1 = 0; \
+        for (ulong t = 0; t < ntok;) { \
+            ulong rel = t0 + t - start; \
+            ulong pi = rel / page_size; \
+            ulong slot = rel - pi * page_size; \
+            ulong run = min(ntok - t, page_size - slot); \
+            ulong addr = base + (ulong) table[pi] * ps + slot * ts; \
+            for (ulong r = 0; r < run; r++, addr += ts) { \
+                __global const ulong *row = (__global const ulong *) (kv + addr); \
+                A0 += PIECE_VALUE_V(VT, LOAD(row)); \
+                A1 += PIECE_VALUE_V(VT, LOAD(row + sizeof(VT) / 8)); \
+                T0 += A0; \
+                T1 += A1; \
+            } \
+            t += run; \
+        } \
+        ulong sa = HSUM(A0) + HSUM(A1); \
+        ulong st = HSUM(T0) + HSUM(T1); \
+        ulong sl = HSUM(A0 * LANES) + HSUM(A1 * (LANES + (ulong) (sizeof(VT) / 8))); \
+        s = 2 * P * (t0 * sa + ntok * sa - st) + (2 * q + 1) * sa + 2 * sl; \
+    } while (0)
+
+/*
+ * The whole-vector path of one unit (VT: its vector type, LOAD/LANES/HSUM: load, lane indices, horizontal sum), in
+ * block_checksums' scope: sums the unit's pieces over the block's tokens into s, each loaded vector through
+ * PIECE_VALUE_V (the mixer, lane by lane, in the mixed mode).
+ */
+#define VECTOR_UNIT(VT, LOAD, LANES, HSUM) \
+    do { \
+        VT A = 0, T = 0; \
+        for (ulong t = 0; t < ntok;) { \
+            ulong rel = t0 + t - start; \
+            ulong pi = rel / page_size; \
+            ulong slot = rel - pi * page_size; \
+            ulong run = min(ntok - t, page_size - slot); \
+            ulong addr = base + (ulong) table[pi] * ps + slot * ts; \
+            for (ulong r = 0; r < run; r++, addr += ts) { \
+                A += PIECE_VALUE_V(VT, LOAD((__global const ulong *) (kv + addr))); \
+                T += A; \
+            } \
+            t += run; \
+        } \
+        ulong sa = HSUM(A); \
+        ulong st = HSUM(T); \
+        ulong sl = HSUM(A * LANES); \
+        s = 2 * P * (t0 * sa + ntok * sa - st) + (2 * q + 1) * sa + 2 * sl; \
+    } while (0)
 
 /*
  * The fused single pass: every KV byte of block b read once, weighted by its slice's factor in registers.
@@ -199,16 +295,30 @@ inline void block_checksums_body(__global const uchar *kv, __global const ulong 
     ulong t0 = (first_block + b) * block_size;
     ulong t1 = min(t0 + block_size, num_tokens);
     ulong ntok = t1 > t0 ? t1 - t0 : 0;
-    ulong step = parts * wg;
+    ulong item = g * wg + get_local_id(0);
     ulong c = 0;
+#ifdef KVC_CONTIGUOUS_UNITS
+    /* CPU devices: a work item takes a contiguous run of units, so one core walks the block's memory in order. */
+    ulong total = 0;
+    for (uint k = 0; k < num_slices; k++) {
+        total += slice_units(desc + (ulong) k * DESC_WORDS);
+    }
+    ulong u = total * item / (parts * wg);
+    ulong left = total * (item + 1) / (parts * wg) - u;
+    ulong step = 1;
+#else
+    /* GPUs: neighbouring work items take neighbouring units (coalesced loads). */
+    ulong u = item;
+    ulong left = ~(ulong) 0;
+    ulong step = parts * wg;
+#endif
     /* (slice i, unit u) of this work item's first unit */
     uint i = 0;
-    ulong u = g * wg + get_local_id(0);
     while (i < num_slices && u >= slice_units(desc + (ulong) i * DESC_WORDS)) {
         u -= slice_units(desc + (ulong) i * DESC_WORDS);
         i++;
     }
-    while (i < num_slices && ntok > 0) {
+    for (; i < num_slices && ntok > 0 && left > 0; left--) {
         __global const ulong *d = desc + (ulong) i * DESC_WORDS;
         ulong P = d[DESC_PIECES];
         ulong pk = d[DESC_K_PIECES];
@@ -224,25 +334,18 @@ inline void block_checksums_body(__global const uchar *kv, __global const ulong 
         uint aligned = flags & (isK ? DESC_K_ALIGNED : DESC_V_ALIGNED);
         ulong s;
         if (n == UNIT_PIECES && aligned) {
-            ulong8 A = 0, T = 0;
-            for (ulong t = 0; t < ntok;) {
-                ulong rel = t0 + t - start;
-                ulong pi = rel / page_size;
-                ulong slot = rel - pi * page_size;
-                ulong run = min(ntok - t, page_size - slot);
-                ulong addr = base + (ulong) table[pi] * ps + slot * ts;
-                for (ulong r = 0; r < run; r++, addr += ts) {
-                    A += piece_value8(vload8(0, (__global const ulong *) (kv + addr)), mixed);
-                    T += A;
-                }
-                t += run;
-            }
-            ulong8 lane = (ulong8) (0, 1, 2, 3, 4, 5, 6, 7);
-            ulong8 w = A * lane;
-            ulong sa = A.s0 + A.s1 + A.s2 + A.s3 + A.s4 + A.s5 + A.s6 + A.s7;
-            ulong st = T.s0 + T.s1 + T.s2 + T.s3 + T.s4 + T.s5 + T.s6 + T.s7;
-            ulong sl = w.s0 + w.s1 + w.s2 + w.s3 + w.s4 + w.s5 + w.s6 + w.s7;
-            s = 2 * P * (t0 * sa + ntok * sa - st) + (2 * q + 1) * sa + 2 * sl;
+#ifdef KVC_UNIT32
+            VECTOR_UNIT2(ulong16, load16, LANES16, hsum16);
+        } else if (n == 16 && aligned) {
+            VECTOR_UNIT(ulong16, load16, LANES16, hsum16);
+#else
+            VECTOR_UNIT(unit_vec, unit_load, UNIT_LANES, unit_hsum);
+#endif
+#if defined(KVC_UNIT16) || defined(KVC_UNIT32)
+        } else if (n == 8 && aligned) {
+            /* a half unit (e.g. the last 64 bytes of a 576-byte MLA fp8 cell): one ulong8 per token */
+            VECTOR_UNIT(ulong8, load8, LANES8, hsum8);
+#endif
         } else {
             ulong A[UNIT_PIECES], T[UNIT_PIECES];
             for (ulong l = 0; l < UNIT_PIECES; l++) {

@@ -45,6 +45,12 @@ final class RecordingClApi implements ClApi {
     }
 
     @Override
+    public cl_mem createHostBuffer(cl_context context, long flags, long size, Pointer host) {
+        record("createHostBuffer");
+        return next.createHostBuffer(context, flags, size, host);
+    }
+
+    @Override
     public void enqueueWrite(cl_command_queue queue, cl_mem buffer, long offset, ByteBuffer source) {
         record("enqueueWrite");
         next.enqueueWrite(queue, buffer, offset, source);

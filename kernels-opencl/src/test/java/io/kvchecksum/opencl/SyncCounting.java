@@ -58,6 +58,11 @@ public final class SyncCounting {
         }
 
         @Override
+        public cl_mem createHostBuffer(cl_context context, long flags, long size, Pointer host) {
+            return next.createHostBuffer(context, flags, size, host);
+        }
+
+        @Override
         public void enqueueWrite(cl_command_queue queue, cl_mem buffer, long offset, ByteBuffer source) {
             next.enqueueWrite(queue, buffer, offset, source);
         }

@@ -70,16 +70,23 @@ class ValidationTest {
     }
 
     @Test
-    void deviceMemoryIsRejected() {
+    void unregisteredAndMixedDeviceMemoryIsRejected() {
         OpenClBackend cl = OpenClTests.recordedBackend();
         KvMemory dev = KvMemory.device(0x7f0000000000L, 1 << 20);
         KvCacheGroup g = KvCacheGroup.of(4, 4, List.of(CacheLayer.kOnly(5, 0, 1, new KvRegion(dev, 0, 256, 64, 0, 64))));
         RequestBlocks r = RequestBlocks.of(new int[] {0}, 4, 4);
         for (Executable call : List.<Executable>of(() -> cl.blockChecksums(g, r), () -> cl.submit(g, r), () -> cl.sliceSums(g, r))) {
             InvalidLayoutException e = rejectedBeforeAnyCall(call);
-            assertTrue(e.getMessage().contains("host memory only") && e.getMessage().contains("layer 5 K region is device memory"),
-                    e.getMessage());
+            assertTrue(e.getMessage().contains("layer 5 K region's " + dev)
+                    && e.getMessage().contains("not a cl_mem registered with buffer(cl_mem)"), e.getMessage());
         }
+        // Host and device regions mixed: refused as such.
+        KvMemory host = KvMemory.host(java.lang.foreign.MemorySegment.ofArray(new byte[1024]));
+        KvCacheGroup mixed = KvCacheGroup.of(4, 4, List.of(CacheLayer.kOnly(5, 0, 1, new KvRegion(dev, 0, 256, 64, 0, 64)),
+                CacheLayer.kOnly(6, 0, 1, new KvRegion(host, 0, 256, 64, 0, 64))));
+        InvalidLayoutException e = rejectedBeforeAnyCall(() -> cl.blockChecksums(mixed, r));
+        assertTrue(e.getMessage().contains("host memory only") && e.getMessage().contains("layer 5 K region is device memory"),
+                e.getMessage());
     }
 
     @Test
