@@ -27,6 +27,10 @@ public final class FastCpuBackend implements KvChecksum {
     public static final long TASK_BYTES = 1L << 20;
 
     private static final SliceKernel KERNEL = loadKernel();
+    /** Streaming from memory, read token-major rows of side-by-side heads front to back instead of head by head. */
+    private static final boolean ROWS = Boolean.parseBoolean(System.getProperty("kvchecksum.cpu.rows", "false"));
+    private static final boolean NO_AFFINE = Boolean.getBoolean("kvchecksum.cpu.noaffine");
+    private static final boolean NO_ORDER = Boolean.getBoolean("kvchecksum.cpu.noorder");
     private static volatile ForkJoinPool pool;
     /** Never started: only asked whether a segment is readable by a thread other than its owner. */
     private static final Thread NOT_THE_CALLER = Thread.ofPlatform().unstarted(() -> { });
@@ -65,12 +69,16 @@ public final class FastCpuBackend implements KvChecksum {
         plan.requireHost(name(), "");
         long[] out = new long[plan.numBlocks()];
         run(plan, (task) -> {
-            long[] part = new long[task.b1 - task.b0];
+            long[] part = new long[task.p1 - task.p0];
             int first = task.run.firstSlice();
-            compute(plan, task, (h, b, s) -> part[b - task.b0] += plan.slice(first + h).factor() * s);
+            long[] factors = new long[task.run.numHeads()];
+            for (int h = 0; h < factors.length; h++) {
+                factors[h] = plan.slice(first + h).factor();
+            }
+            compute(plan, task, (h, p, b, s) -> part[p - task.p0] += factors[h] * s);
             return () -> {
                 for (int i = 0; i < part.length; i++) {
-                    out[task.b0 + i] += part[i];
+                    out[task.order[task.p0 + i]] += part[i];
                 }
             };
         });
@@ -84,7 +92,7 @@ public final class FastCpuBackend implements KvChecksum {
         long[] values = new long[plan.numSlices() * nb];
         run(plan, (task) -> {
             int row0 = task.run.firstSlice();
-            compute(plan, task, (h, b, s) -> values[(row0 + h) * nb + b] = s);
+            compute(plan, task, (h, p, b, s) -> values[(row0 + h) * nb + b] = s);
             return () -> { };
         });
         return plan.sliceSums(values);
@@ -96,15 +104,15 @@ public final class FastCpuBackend implements KvChecksum {
     }
 
     /**
-     * A layer and a range of block columns {@code [b0, b1)}; {@code streaming} when the request is far larger than
+     * A layer and the blocks {@code order[p0] .. order[p1-1]}; {@code streaming} when the request is far larger than
      * the caches, so its bytes come from memory.
      */
-    private record Task(SlicePlan.LayerRun run, int b0, int b1, boolean streaming) {
+    private record Task(SlicePlan.LayerRun run, int[] order, int p0, int p1, boolean streaming) {
     }
 
     @FunctionalInterface
     private interface SliceSink {
-        void accept(int localHead, int blockColumn, long sliceSum);
+        void accept(int localHead, int position, int blockColumn, long sliceSum);
     }
 
     /** Computes a task and returns the step that publishes its result; publishing runs on the calling thread. */
@@ -119,7 +127,7 @@ public final class FastCpuBackend implements KvChecksum {
             return;
         }
         boolean parallel = parallel(plan);
-        List<Task> tasks = tasks(plan, nb, parallel);
+        List<Task> tasks = tasks(plan, nb, parallel, blockOrder(plan));
         if (!parallel || tasks.size() == 1) {
             for (Task t : tasks) {
                 body.run(t).run();
@@ -165,8 +173,40 @@ public final class FastCpuBackend implements KvChecksum {
         return plan.group().bytesPerToken() * (request.numTokens() - request.startToken());
     }
 
+    /**
+     * The block columns in the order of their first cell's address (page, then slot): blocks are independent, and
+     * reading a layer's pages in address order lets the hardware prefetchers run across page boundaries instead of
+     * restarting at every page of a churned block table (the read bound reads the same bytes in address order).
+     */
+    static int[] blockOrder(SlicePlan plan) {
+        RequestBlocks request = plan.request();
+        int nb = plan.numBlocks();
+        int pageSize = plan.pageSize();
+        long start = request.startToken();
+        long[] keys = new long[nb];
+        boolean sorted = true;
+        for (int b = 0; b < nb; b++) {
+            long index = request.blockStart(request.firstBlock() + b) - start;
+            long key = (long) plan.page((int) (index / pageSize)) * pageSize + index % pageSize;
+            keys[b] = key << 24 | b;
+            sorted &= b == 0 || keys[b] > keys[b - 1];
+        }
+        int[] order = new int[nb];
+        if (sorted || nb >= 1 << 24 || NO_ORDER) {
+            for (int b = 0; b < nb; b++) {
+                order[b] = b;
+            }
+            return order;
+        }
+        java.util.Arrays.sort(keys);
+        for (int p = 0; p < nb; p++) {
+            order[p] = (int) (keys[p] & ((1 << 24) - 1));
+        }
+        return order;
+    }
+
     /** One task per layer when sequential; when parallel, layers cut into block ranges of about {@code target} bytes. */
-    private List<Task> tasks(SlicePlan plan, int nb, boolean parallel) {
+    private List<Task> tasks(SlicePlan plan, int nb, boolean parallel, int[] order) {
         List<Task> tasks = new ArrayList<>();
         long total = kvBytes(plan);
         boolean streaming = total >= PARALLEL_BYTES;
@@ -178,8 +218,8 @@ public final class FastCpuBackend implements KvChecksum {
                 long perBlock = Math.max(1, run.numHeads() * cellBytes * plan.request().blockSize());
                 step = (int) Math.max(1, Math.min(nb, target / perBlock));
             }
-            for (int b0 = 0; b0 < nb; b0 += step) {
-                tasks.add(new Task(run, b0, Math.min(nb, b0 + step), streaming));
+            for (int p0 = 0; p0 < nb; p0 += step) {
+                tasks.add(new Task(run, order, p0, Math.min(nb, p0 + step), streaming));
             }
         }
         return tasks;
@@ -206,7 +246,13 @@ public final class FastCpuBackend implements KvChecksum {
         int rowPieces = streaming ? heads * Math.max(kPieces, first.vPieces()) : 0;
         long[] scratchA = new long[rowPieces];
         long[] scratchT = new long[rowPieces];
-        for (int b = task.b0; b < task.b1; b++) {
+        int vPieces = first.vPieces();
+        boolean kAffine = KERNEL.affine(kPieces, k.tokenStride(), pieces);
+        boolean vAffine = v == null || KERNEL.affine(vPieces, v.tokenStride(), pieces);
+        boolean rows = streaming && heads > 1 && (run.kHeadStride() == 8L * kPieces
+                || (v != null && run.vHeadStride() == 8L * vPieces));
+        for (int p = task.p0; p < task.p1; p++) {
+            int b = task.order[p];
             long block = request.firstBlock() + b;
             long t0 = request.blockStart(block);
             int n = (int) (request.blockEnd(block) - t0);
@@ -215,6 +261,20 @@ public final class FastCpuBackend implements KvChecksum {
             int tableIndex = (int) (index / pageSize);
             int slot = (int) (index % pageSize);
             long page = plan.page(tableIndex);
+            if (slot + n <= pageSize && kAffine && vAffine && !(rows && ROWS) && !NO_AFFINE) {
+                // the block within one page: token i's cell at a constant stride, no offset table
+                long kBase = k.cellOffset(page, slot);
+                long vBase = v == null ? 0 : v.cellOffset(page, slot);
+                for (int h = 0; h < heads; h++) {
+                    long sum = KERNEL.sumAffine(kSeg, kBase + h * run.kHeadStride(), k.tokenStride(), n, t0, pieces, 0, kPieces);
+                    if (v != null) {
+                        sum += KERNEL.sumAffine(vSeg, vBase + h * run.vHeadStride(), v.tokenStride(), n, t0, pieces, kPieces,
+                                vPieces);
+                    }
+                    sink.accept(h, p, b, sum);
+                }
+                continue;
+            }
             for (int i = 0; i < n; i++) {
                 kOff[i] = k.cellOffset(page, slot);
                 if (v != null) {
@@ -232,7 +292,7 @@ public final class FastCpuBackend implements KvChecksum {
                         streaming);
             }
             for (int h = 0; h < heads; h++) {
-                sink.accept(h, b, perHead[h]);
+                sink.accept(h, p, b, perHead[h]);
             }
         }
     }

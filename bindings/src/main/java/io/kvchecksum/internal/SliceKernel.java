@@ -38,6 +38,20 @@ interface SliceKernel {
         }
     }
 
+    /**
+     * Whether {@link #sumAffine} takes a region of {@code regionPieces} pieces per cell at token stride
+     * {@code tokenStride} in a cell of {@code cellPieces}; otherwise the caller uses {@link #sum}.
+     */
+    boolean affine(int regionPieces, long tokenStride, int cellPieces);
+
+    /**
+     * {@link #sum} for tokens at a constant stride: token {@code i}'s region starts at byte
+     * {@code base + i*tokenStride} (a block within one page). No table of offsets, so every address is an affine
+     * function of the loop counters and the JIT checks the bounds once per loop instead of once per load.
+     */
+    long sumAffine(MemorySegment segment, long base, long tokenStride, int n, long t0, int cellPieces, int pieceBase,
+            int regionPieces);
+
     /** What the kernel is, for {@link io.kvchecksum.KvChecksum#description()}. */
     String describe();
 }
