@@ -29,6 +29,7 @@ public final class FastCpuBackend implements KvChecksum {
     private static final SliceKernel KERNEL = loadKernel();
     /** Streaming from memory, read token-major rows of side-by-side heads front to back instead of head by head. */
     private static final boolean ROWS = Boolean.parseBoolean(System.getProperty("kvchecksum.cpu.rows", "false"));
+    private static final boolean TOUCH = !Boolean.getBoolean("kvchecksum.cpu.notouch");
     private static final boolean NO_AFFINE = Boolean.getBoolean("kvchecksum.cpu.noaffine");
     private static final boolean NO_ORDER = Boolean.getBoolean("kvchecksum.cpu.noorder");
     private static volatile ForkJoinPool pool;
@@ -68,14 +69,19 @@ public final class FastCpuBackend implements KvChecksum {
     public long[] blockChecksums(SlicePlan plan) {
         plan.requireHost(name(), "");
         long[] out = new long[plan.numBlocks()];
+        long[] factors = new long[plan.numSlices()];
+        for (int i = 0; i < factors.length; i++) {
+            factors[i] = plan.slice(i).factor();
+        }
         run(plan, (task) -> {
-            long[] part = new long[task.p1 - task.p0];
             int first = task.run.firstSlice();
-            long[] factors = new long[task.run.numHeads()];
-            for (int h = 0; h < factors.length; h++) {
-                factors[h] = plan.slice(first + h).factor();
+            if (!task.parallel) {
+                // on the calling thread: straight into the result, nothing to allocate or publish
+                compute(plan, task, (h, p, b, s) -> out[b] += factors[first + h] * s);
+                return NOTHING;
             }
-            compute(plan, task, (h, p, b, s) -> part[p - task.p0] += factors[h] * s);
+            long[] part = new long[task.p1 - task.p0];
+            compute(plan, task, (h, p, b, s) -> part[p - task.p0] += factors[first + h] * s);
             return () -> {
                 for (int i = 0; i < part.length; i++) {
                     out[task.order[task.p0 + i]] += part[i];
@@ -93,7 +99,7 @@ public final class FastCpuBackend implements KvChecksum {
         run(plan, (task) -> {
             int row0 = task.run.firstSlice();
             compute(plan, task, (h, p, b, s) -> values[(row0 + h) * nb + b] = s);
-            return () -> { };
+            return NOTHING;
         });
         return plan.sliceSums(values);
     }
@@ -107,8 +113,10 @@ public final class FastCpuBackend implements KvChecksum {
      * A layer and the blocks {@code order[p0] .. order[p1-1]}; {@code streaming} when the request is far larger than
      * the caches, so its bytes come from memory.
      */
-    private record Task(SlicePlan.LayerRun run, int[] order, int p0, int p1, boolean streaming) {
+    private record Task(SlicePlan.LayerRun run, int[] order, int p0, int p1, boolean streaming, boolean parallel) {
     }
+
+    private static final Runnable NOTHING = () -> { };
 
     @FunctionalInterface
     private interface SliceSink {
@@ -219,7 +227,7 @@ public final class FastCpuBackend implements KvChecksum {
                 step = (int) Math.max(1, Math.min(nb, target / perBlock));
             }
             for (int p0 = 0; p0 < nb; p0 += step) {
-                tasks.add(new Task(run, order, p0, Math.min(nb, p0 + step), streaming));
+                tasks.add(new Task(run, order, p0, Math.min(nb, p0 + step), streaming, parallel));
             }
         }
         return tasks;
@@ -239,18 +247,23 @@ public final class FastCpuBackend implements KvChecksum {
         int pageSize = plan.pageSize();
         long start = request.startToken();
         int maxTokens = (int) Math.min(request.blockSize(), request.numTokens() - start);
-        long[] kOff = new long[maxTokens];
-        long[] vOff = v == null ? null : new long[maxTokens];
-        long[] perHead = new long[heads];
+        // scratch of the offset-table path, allocated only when a block needs it
+        long[] kOff = null;
+        long[] vOff = null;
+        long[] perHead = null;
+        long[] scratchA = null;
+        long[] scratchT = null;
         boolean streaming = task.streaming;
         int rowPieces = streaming ? heads * Math.max(kPieces, first.vPieces()) : 0;
-        long[] scratchA = new long[rowPieces];
-        long[] scratchT = new long[rowPieces];
         int vPieces = first.vPieces();
         boolean kAffine = KERNEL.affine(kPieces, k.tokenStride(), pieces);
         boolean vAffine = v == null || KERNEL.affine(vPieces, v.tokenStride(), pieces);
         boolean rows = streaming && heads > 1 && (run.kHeadStride() == 8L * kPieces
                 || (v != null && run.vHeadStride() == 8L * vPieces));
+        // Streaming side-by-side heads head by head reads each block in strided passes; reading the next block's rows
+        // front to back first (one byte per cache line) lets the prefetchers stream it while this block is summed.
+        boolean touchAhead = streaming && heads > 1 && TOUCH;
+        long touched = 0;
         for (int p = task.p0; p < task.p1; p++) {
             int b = task.order[p];
             long block = request.firstBlock() + b;
@@ -265,6 +278,9 @@ public final class FastCpuBackend implements KvChecksum {
                 // the block within one page: token i's cell at a constant stride, no offset table
                 long kBase = k.cellOffset(page, slot);
                 long vBase = v == null ? 0 : v.cellOffset(page, slot);
+                if (touchAhead && p + 1 < task.p1) {
+                    touched += touchNext(plan, task.order[p + 1], k, kSeg, v, vSeg, heads, run);
+                }
                 for (int h = 0; h < heads; h++) {
                     long sum = KERNEL.sumAffine(kSeg, kBase + h * run.kHeadStride(), k.tokenStride(), n, t0, pieces, 0, kPieces);
                     if (v != null) {
@@ -274,6 +290,13 @@ public final class FastCpuBackend implements KvChecksum {
                     sink.accept(h, p, b, sum);
                 }
                 continue;
+            }
+            if (kOff == null) {
+                kOff = new long[maxTokens];
+                vOff = v == null ? null : new long[maxTokens];
+                perHead = new long[heads];
+                scratchA = new long[rowPieces];
+                scratchT = new long[rowPieces];
             }
             for (int i = 0; i < n; i++) {
                 kOff[i] = k.cellOffset(page, slot);
@@ -295,6 +318,43 @@ public final class FastCpuBackend implements KvChecksum {
                 sink.accept(h, p, b, perHead[h]);
             }
         }
+        if (touched == 42) {
+            blackhole = touched;   // the touched bytes must look used, or the JIT drops the loads
+        }
+    }
+
+    private static volatile long blackhole;
+
+    /** Reads one byte per cache line of the rows of block {@code b} (when it lies in one page); returns their sum. */
+    private static long touchNext(SlicePlan plan, int b, SlicePlan.Part k, MemorySegment kSeg, SlicePlan.Part v,
+            MemorySegment vSeg, int heads, SlicePlan.LayerRun run) {
+        RequestBlocks request = plan.request();
+        long block = request.firstBlock() + b;
+        long t0 = request.blockStart(block);
+        int n = (int) (request.blockEnd(block) - t0);
+        long index = t0 - request.startToken();
+        int pageSize = plan.pageSize();
+        int slot = (int) (index % pageSize);
+        if (slot + n > pageSize) {
+            return 0;
+        }
+        long page = plan.page((int) (index / pageSize));
+        long s = touchRows(kSeg, k.cellOffset(page, slot), k.tokenStride(), n, (heads - 1) * run.kHeadStride() + 8L * k.pieces());
+        if (v != null) {
+            s += touchRows(vSeg, v.cellOffset(page, slot), v.tokenStride(), n, (heads - 1) * run.vHeadStride() + 8L * v.pieces());
+        }
+        return s;
+    }
+
+    private static long touchRows(MemorySegment seg, long base, long stride, int n, long rowBytes) {
+        long s = 0;
+        for (int i = 0; i < n; i++) {
+            long a = base + i * stride;
+            for (long o = 0; o < rowBytes; o += 64) {
+                s += seg.get(java.lang.foreign.ValueLayout.JAVA_BYTE, a + o);
+            }
+        }
+        return s;
     }
 
     /**

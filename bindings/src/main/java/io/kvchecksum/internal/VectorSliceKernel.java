@@ -181,7 +181,7 @@ final class VectorSliceKernel implements SliceKernel {
         // over a token's groups keeps C2 from holding the accumulators in registers (measured: 6x slower).
         long sum = 0;
         for (int g = 0; g < regionPieces; g += 4 * L) {
-            sum += affineTokens(seg, base + 8L * g, stride, n, t0, cellPieces, pieceBase + g, 4 * L);
+            sum += affineTokens(seg, base + 8L * g, stride, n, t0, cellPieces, pieceBase + g);
         }
         return sum;
     }
@@ -210,7 +210,7 @@ final class VectorSliceKernel implements SliceKernel {
             s3 = s3.add(a3);
         }
         long c0 = 2 * (t0 * cellPieces + pieceBase) + 1;
-        long sum = close(a0, a1, a2, a3, s0.add(s1).add(s2.add(s3)), zero, c0, groups, 0, 0);
+        long sum = close(a0, a1, a2, a3, s0.add(s1).add(s2.add(s3)), c0, groups);
         // pieces past the last whole group: weight c0 + 2q, q counted from the block's first piece
         long w = c0 + 2 * groups * 4L * L;
         for (long q = groups * 4L * L, o = end; q < total; q++, o += 8, w += 2) {
@@ -220,17 +220,16 @@ final class VectorSliceKernel implements SliceKernel {
     }
 
     /**
-     * A region of exactly four vectors per token at a constant token stride. With
-     * {@code q = i*R + p} the position of a piece in the region's cells taken back to back ({@code R} = region
-     * pieces), the weight {@code 2((t0+i)P + base + p) + 1} is {@code c0 + 2q + 2(P-R)i}; the running sums per
-     * vector set give {@code sum q*x}, and {@code r += (a0+a1+a2+a3)} after each token gives {@code sum i*X_i}.
+     * A region of exactly four vectors per token at a constant token stride: the running sums
+     * {@code a_k += x; s_k += a_k} once per token give {@code A_k = sum_i x} and {@code S_k = sum_i (n-i)*x} per lane,
+     * so {@code sum_i i*x = n*A - S} needs no third sum. With piece {@code p = kL + l} of the region, the weight
+     * {@code 2((t0+i)P + base + p) + 1} is {@code c0 + 2kL + 2l + 2P*i}; per token four loads and eight adds.
      */
     private static long affineTokens(MemorySegment seg, long base, long stride, int n, long t0, int cellPieces,
-            int pieceBase, int regionPieces) {
+            int pieceBase) {
         final LongVector zero = LongVector.zero(S);
         LongVector a0 = zero, a1 = zero, a2 = zero, a3 = zero;
         LongVector s0 = zero, s1 = zero, s2 = zero, s3 = zero;
-        LongVector r = zero;
         final long vb = 8L * L;
         for (int i = 0; i < n; i++) {
             long a = base + i * stride;
@@ -242,28 +241,30 @@ final class VectorSliceKernel implements SliceKernel {
             s1 = s1.add(a1);
             s2 = s2.add(a2);
             s3 = s3.add(a3);
-            r = r.add(a0.add(a1)).add(a2.add(a3));
         }
         long c0 = 2 * (t0 * cellPieces + pieceBase) + 1;
-        return close(a0, a1, a2, a3, s0.add(s1).add(s2.add(s3)), r, c0, n, 2L * (cellPieces - regionPieces), n);
-    }
-
-    /**
-     * The closing formula, on whole vectors and one lane reduction: with {@code A = sum_k a_k}, {@code S = sum_k s_k},
-     * {@code U} groups of four vectors and {@code dp = 2(P-R)},
-     * {@code sum = A*(c0 + 2l + 8LU + dp*n) - 8L*S + 2L*(a1 + 2a2 + 3a3) - dp*r}, lane {@code l} of each vector.
-     */
-    private static long close(LongVector a0, LongVector a1, LongVector a2, LongVector a3, LongVector s, LongVector r, long c0,
-            long groups, long dp, long n) {
+        long twoP = 2L * cellPieces;
         LongVector a23 = a2.add(a3);
         LongVector all = a0.add(a1).add(a23);
         LongVector sets = a1.add(a23).add(a23).add(a3);   // a1 + 2a2 + 3a3
-        LongVector g = all.mul(TWO_IOTA.add(c0 + 8L * L * groups + dp * n))
+        LongVector g = all.mul(TWO_IOTA.add(c0 + twoP * n))
+                .add(sets.lanewise(VectorOperators.LSHL, SHIFT_2L))
+                .sub(s0.add(s1).add(s2.add(s3)).mul(twoP));
+        return g.reduceLanes(VectorOperators.ADD);
+    }
+
+    /**
+     * The closing formula of {@link #stream}, on whole vectors and one lane reduction: with {@code A = sum_k a_k},
+     * {@code S = sum_k s_k} and {@code U} groups of four vectors,
+     * {@code sum = A*(c0 + 2l + 8LU) - 8L*S + 2L*(a1 + 2a2 + 3a3)}, lane {@code l} of each vector.
+     */
+    private static long close(LongVector a0, LongVector a1, LongVector a2, LongVector a3, LongVector s, long c0, long groups) {
+        LongVector a23 = a2.add(a3);
+        LongVector all = a0.add(a1).add(a23);
+        LongVector sets = a1.add(a23).add(a23).add(a3);   // a1 + 2a2 + 3a3
+        LongVector g = all.mul(TWO_IOTA.add(c0 + 8L * L * groups))
                 .sub(s.lanewise(VectorOperators.LSHL, SHIFT_8L))
                 .add(sets.lanewise(VectorOperators.LSHL, SHIFT_2L));
-        if (dp != 0) {
-            g = g.sub(r.mul(dp));
-        }
         return g.reduceLanes(VectorOperators.ADD);
     }
 
