@@ -84,7 +84,7 @@ public final class FastCpuBackend implements KvChecksum {
             compute(plan, task, (h, p, b, s) -> part[p - task.p0] += factors[first + h] * s);
             return () -> {
                 for (int i = 0; i < part.length; i++) {
-                    out[task.order[task.p0 + i]] += part[i];
+                    out[task.blocks.order[task.p0 + i]] += part[i];
                 }
             };
         });
@@ -113,7 +113,7 @@ public final class FastCpuBackend implements KvChecksum {
      * A layer and the blocks {@code order[p0] .. order[p1-1]}; {@code streaming} when the request is far larger than
      * the caches, so its bytes come from memory.
      */
-    private record Task(SlicePlan.LayerRun run, int[] order, int p0, int p1, boolean streaming, boolean parallel) {
+    private record Task(SlicePlan.LayerRun run, Blocks blocks, int p0, int p1, boolean streaming, boolean parallel) {
     }
 
     private static final Runnable NOTHING = () -> { };
@@ -135,7 +135,7 @@ public final class FastCpuBackend implements KvChecksum {
             return;
         }
         boolean parallel = parallel(plan);
-        List<Task> tasks = tasks(plan, nb, parallel, blockOrder(plan));
+        List<Task> tasks = tasks(plan, nb, parallel, Blocks.of(plan));
         if (!parallel || tasks.size() == 1) {
             for (Task t : tasks) {
                 body.run(t).run();
@@ -182,39 +182,60 @@ public final class FastCpuBackend implements KvChecksum {
     }
 
     /**
-     * The block columns in the order of their first cell's address (page, then slot): blocks are independent, and
-     * reading a layer's pages in address order lets the hardware prefetchers run across page boundaries instead of
-     * restarting at every page of a churned block table (the read bound reads the same bytes in address order).
+     * Every block of the request, resolved once per call for all layers: in the order of their first cell's address
+     * (page, then slot), with the first token, token count, page and slot of each. Blocks are independent, and reading
+     * a layer's pages in address order lets the hardware prefetchers run across page boundaries instead of restarting
+     * at every page of a churned block table (the read bound reads the same bytes in address order); resolving once
+     * saves two 64-bit divisions per block and layer.
      */
-    static int[] blockOrder(SlicePlan plan) {
-        RequestBlocks request = plan.request();
-        int nb = plan.numBlocks();
-        int pageSize = plan.pageSize();
-        long start = request.startToken();
-        long[] keys = new long[nb];
-        boolean sorted = true;
-        for (int b = 0; b < nb; b++) {
-            long index = request.blockStart(request.firstBlock() + b) - start;
-            long key = (long) plan.page((int) (index / pageSize)) * pageSize + index % pageSize;
-            keys[b] = key << 24 | b;
-            sorted &= b == 0 || keys[b] > keys[b - 1];
-        }
-        int[] order = new int[nb];
-        if (sorted || nb >= 1 << 24 || NO_ORDER) {
+    record Blocks(int[] order, long[] t0, int[] n, long[] page, int[] slot) {
+        static Blocks of(SlicePlan plan) {
+            RequestBlocks request = plan.request();
+            int nb = plan.numBlocks();
+            int pageSize = plan.pageSize();
+            long start = request.startToken();
+            long[] keys = new long[nb];
+            boolean sorted = true;
             for (int b = 0; b < nb; b++) {
-                order[b] = b;
+                long index = request.blockStart(request.firstBlock() + b) - start;
+                long key = (long) plan.page((int) (index / pageSize)) * pageSize + index % pageSize;
+                keys[b] = key << 24 | b;
+                sorted &= b == 0 || keys[b] > keys[b - 1];
             }
-            return order;
+            int[] order = new int[nb];
+            if (sorted || nb >= 1 << 24 || NO_ORDER) {
+                for (int b = 0; b < nb; b++) {
+                    order[b] = b;
+                }
+            } else {
+                java.util.Arrays.sort(keys);
+                for (int p = 0; p < nb; p++) {
+                    order[p] = (int) (keys[p] & ((1 << 24) - 1));
+                }
+            }
+            long[] t0 = new long[nb];
+            int[] n = new int[nb];
+            long[] page = new long[nb];
+            int[] slot = new int[nb];
+            for (int p = 0; p < nb; p++) {
+                long block = request.firstBlock() + order[p];
+                t0[p] = request.blockStart(block);
+                n[p] = (int) (request.blockEnd(block) - t0[p]);
+                long index = t0[p] - start;
+                page[p] = plan.page((int) (index / pageSize));
+                slot[p] = (int) (index % pageSize);
+            }
+            return new Blocks(order, t0, n, page, slot);
         }
-        java.util.Arrays.sort(keys);
-        for (int p = 0; p < nb; p++) {
-            order[p] = (int) (keys[p] & ((1 << 24) - 1));
+
+        /** Whether block position {@code p} lies within one page, so its tokens are at a constant stride. */
+        boolean inOnePage(int p, int pageSize) {
+            return slot[p] + n[p] <= pageSize;
         }
-        return order;
     }
 
     /** One task per layer when sequential; when parallel, layers cut into block ranges of about {@code target} bytes. */
-    private List<Task> tasks(SlicePlan plan, int nb, boolean parallel, int[] order) {
+    private List<Task> tasks(SlicePlan plan, int nb, boolean parallel, Blocks order) {
         List<Task> tasks = new ArrayList<>();
         long total = kvBytes(plan);
         boolean streaming = total >= PARALLEL_BYTES;
@@ -264,22 +285,19 @@ public final class FastCpuBackend implements KvChecksum {
         // front to back first (one byte per cache line) lets the prefetchers stream it while this block is summed.
         boolean touchAhead = streaming && heads > 1 && TOUCH;
         long touched = 0;
+        Blocks blocks = task.blocks;
         for (int p = task.p0; p < task.p1; p++) {
-            int b = task.order[p];
-            long block = request.firstBlock() + b;
-            long t0 = request.blockStart(block);
-            int n = (int) (request.blockEnd(block) - t0);
-            // One division per block, then step slot by slot: a 64-bit divide per token costs more than its bytes.
-            long index = t0 - start;
-            int tableIndex = (int) (index / pageSize);
-            int slot = (int) (index % pageSize);
-            long page = plan.page(tableIndex);
+            int b = blocks.order[p];
+            long t0 = blocks.t0[p];
+            int n = blocks.n[p];
+            int slot = blocks.slot[p];
+            long page = blocks.page[p];
             if (slot + n <= pageSize && kAffine && vAffine && !(rows && ROWS) && !NO_AFFINE) {
                 // the block within one page: token i's cell at a constant stride, no offset table
                 long kBase = k.cellOffset(page, slot);
                 long vBase = v == null ? 0 : v.cellOffset(page, slot);
                 if (touchAhead && p + 1 < task.p1) {
-                    touched += touchNext(plan, task.order[p + 1], k, kSeg, v, vSeg, heads, run);
+                    touched += touchNext(blocks, p + 1, pageSize, k, kSeg, v, vSeg, heads, run);
                 }
                 for (int h = 0; h < heads; h++) {
                     long sum = KERNEL.sumAffine(kSeg, kBase + h * run.kHeadStride(), k.tokenStride(), n, t0, pieces, 0, kPieces);
@@ -291,6 +309,8 @@ public final class FastCpuBackend implements KvChecksum {
                 }
                 continue;
             }
+            // The offset-table path: one division per block, then step slot by slot.
+            int tableIndex = (int) ((t0 - start) / pageSize);
             if (kOff == null) {
                 kOff = new long[maxTokens];
                 vOff = v == null ? null : new long[maxTokens];
@@ -325,20 +345,15 @@ public final class FastCpuBackend implements KvChecksum {
 
     private static volatile long blackhole;
 
-    /** Reads one byte per cache line of the rows of block {@code b} (when it lies in one page); returns their sum. */
-    private static long touchNext(SlicePlan plan, int b, SlicePlan.Part k, MemorySegment kSeg, SlicePlan.Part v,
+    /** Reads one byte per cache line of the rows of block position {@code p} if it lies in one page; their sum. */
+    private static long touchNext(Blocks blocks, int p, int pageSize, SlicePlan.Part k, MemorySegment kSeg, SlicePlan.Part v,
             MemorySegment vSeg, int heads, SlicePlan.LayerRun run) {
-        RequestBlocks request = plan.request();
-        long block = request.firstBlock() + b;
-        long t0 = request.blockStart(block);
-        int n = (int) (request.blockEnd(block) - t0);
-        long index = t0 - request.startToken();
-        int pageSize = plan.pageSize();
-        int slot = (int) (index % pageSize);
-        if (slot + n > pageSize) {
+        if (!blocks.inOnePage(p, pageSize)) {
             return 0;
         }
-        long page = plan.page((int) (index / pageSize));
+        int n = blocks.n[p];
+        int slot = blocks.slot[p];
+        long page = blocks.page[p];
         long s = touchRows(kSeg, k.cellOffset(page, slot), k.tokenStride(), n, (heads - 1) * run.kHeadStride() + 8L * k.pieces());
         if (v != null) {
             s += touchRows(vSeg, v.cellOffset(page, slot), v.tokenStride(), n, (heads - 1) * run.vHeadStride() + 8L * v.pieces());
