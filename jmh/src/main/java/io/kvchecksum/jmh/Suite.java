@@ -172,10 +172,10 @@ public final class Suite {
         Chart.draw(report, chart, "kvchecksum fused block checksums vs memory bounds: " + Machine.shortName() + ", JDK "
                 + Runtime.version().feature() + ", " + date);
         System.out.println("chart: " + chart);
-        Files.writeString(md, "# kvchecksum benchmark (" + mode + " suite)\n\n```\n" + header + "Command: java -cp "
-                + "jmh/target/benchmarks.jar io.kvchecksum.jmh.Suite " + String.join(" ", args) + "\nJSON: " + json + "\n```\n\n"
-                + report.markdown() + "\n" + report.summary() + "\n\n![chart](" + chart.getFileName() + ")\n",
-                StandardCharsets.UTF_8);
+        String generated = "```\n" + header + "Command: java -cp jmh/target/benchmarks.jar io.kvchecksum.jmh.Suite "
+                + String.join(" ", args) + "\nJSON: " + json + "\n```\n\n" + report.markdown() + "\n```\n" + report.summary()
+                + "```\n\n![chart](" + chart.getFileName() + ")\n";
+        Files.writeString(md, markdownFile(md, mode, generated), StandardCharsets.UTF_8);
         System.out.println("table: " + md);
         boolean failed = false;
         if (results.size() < expected) {
@@ -192,6 +192,23 @@ public final class Suite {
         if (failed) {
             System.exit(1);
         }
+    }
+
+    static final String BEGIN = "<!-- suite:begin (written by io.kvchecksum.jmh.Suite; edit outside the markers) -->";
+    static final String END = "<!-- suite:end -->";
+
+    /**
+     * The markdown file with the run's table: where the file already has the suite's markers, only the text between
+     * them is replaced, so hand-written findings around the table survive a rerun.
+     */
+    static String markdownFile(Path md, String mode, String generated) throws IOException {
+        String old = Files.exists(md) ? Files.readString(md) : "";
+        int b = old.indexOf(BEGIN);
+        int e = old.indexOf(END);
+        if (b >= 0 && e > b) {
+            return old.substring(0, b + BEGIN.length()) + "\n" + generated + old.substring(e);
+        }
+        return "# kvchecksum benchmark (" + mode + " suite)\n\n" + BEGIN + "\n" + generated + END + "\n";
     }
 
     private static List<Plan> plans(boolean full, List<String> backends, List<String> sizes, List<String> asyncSizes,

@@ -49,6 +49,19 @@ class HarnessTest {
     }
 
     @Test
+    void aRerunReplacesOnlyTheTableBetweenTheMarkers(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir)
+            throws java.io.IOException {
+        java.nio.file.Path md = dir.resolve("bench.md");
+        String first = Suite.markdownFile(md, "short", "table one\n");
+        assertTrue(first.contains(Suite.BEGIN) && first.contains("table one") && first.contains(Suite.END), first);
+        java.nio.file.Files.writeString(md, "# findings above\n" + first + "findings below\n");
+        String second = Suite.markdownFile(md, "short", "table two\n");
+        assertTrue(second.startsWith("# findings above\n"), second);
+        assertTrue(second.endsWith(Suite.END + "\nfindings below\n"), second);
+        assertTrue(second.contains("table two") && !second.contains("table one"), second);
+    }
+
+    @Test
     void fixtureDescribesExactlyTheRequestsBytes() {
         try (KvFixture f = KvFixture.create(ModelShape.LLAMA3_70B_TP8, 48)) {
             long total = f.segments().stream().mapToLong(s -> s.byteSize()).sum();
