@@ -19,6 +19,10 @@ import java.util.concurrent.Future;
  * {@code jdk.incubator.vector}, else a scalar loop, split over the machine's cores for requests of a few MiB or more
  * (handing work to another thread costs tens of microseconds, more than a small request takes). Memory of a
  * confined {@link java.lang.foreign.Arena} can only be read by its owner, so such requests run on the calling thread.
+ *
+ * <p>Blocks are visited in the order of their cells' addresses, not of the block table, and a block that lies within
+ * one page is read at a constant token stride, so the JIT checks bounds once per loop; MLA rows (the whole cell, back
+ * to back) are one stream per block. What each of these is worth was measured: {@code docs/bench-cpu.md}.
  */
 public final class FastCpuBackend implements KvChecksum {
     /** Below this many KV bytes a request runs on the calling thread (the read bound splits work the same way). */
@@ -27,8 +31,10 @@ public final class FastCpuBackend implements KvChecksum {
     public static final long TASK_BYTES = 1L << 20;
 
     private static final SliceKernel KERNEL = loadKernel();
-    /** Streaming from memory, read token-major rows of side-by-side heads front to back instead of head by head. */
-    private static final boolean ROWS = Boolean.parseBoolean(System.getProperty("kvchecksum.cpu.rows", "false"));
+    // Diagnostic switches, off by default, each restoring one earlier behaviour so that its cost can be measured
+    // (docs/bench-cpu.md): the row-wise streaming loop for side-by-side heads, no read-ahead of the next block,
+    // the offset table for every block, blocks in table order. The results are the same either way.
+    private static final boolean ROWS = Boolean.getBoolean("kvchecksum.cpu.rows");
     private static final boolean TOUCH = !Boolean.getBoolean("kvchecksum.cpu.notouch");
     private static final boolean NO_AFFINE = Boolean.getBoolean("kvchecksum.cpu.noaffine");
     private static final boolean NO_ORDER = Boolean.getBoolean("kvchecksum.cpu.noorder");
