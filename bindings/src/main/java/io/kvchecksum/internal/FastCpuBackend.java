@@ -306,11 +306,10 @@ public final class FastCpuBackend implements KvChecksum {
                     touched += touchNext(blocks, p + 1, pageSize, k, kSeg, v, vSeg, heads, run);
                 }
                 for (int h = 0; h < heads; h++) {
-                    long sum = KERNEL.sumAffine(kSeg, kBase + h * run.kHeadStride(), k.tokenStride(), n, t0, pieces, 0, kPieces);
-                    if (v != null) {
-                        sum += KERNEL.sumAffine(vSeg, vBase + h * run.vHeadStride(), v.tokenStride(), n, t0, pieces, kPieces,
-                                vPieces);
-                    }
+                    long sum = v == null
+                            ? KERNEL.sumAffine(kSeg, kBase + h * run.kHeadStride(), k.tokenStride(), n, t0, pieces, 0, kPieces)
+                            : KERNEL.headAffine(kSeg, kBase + h * run.kHeadStride(), k.tokenStride(), kPieces, vSeg,
+                                    vBase + h * run.vHeadStride(), v.tokenStride(), vPieces, n, t0);
                     sink.accept(h, p, b, sum);
                 }
                 continue;

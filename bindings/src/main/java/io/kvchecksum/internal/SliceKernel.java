@@ -52,6 +52,17 @@ interface SliceKernel {
     long sumAffine(MemorySegment segment, long base, long tokenStride, int n, long t0, int cellPieces, int pieceBase,
             int regionPieces);
 
+    /**
+     * One head's slice sum over a block at constant strides: its K region ({@code kPieces} at {@code kBase}) and its
+     * V region ({@code vPieces} at {@code vBase}), both {@link #affine}.
+     */
+    default long headAffine(MemorySegment kSeg, long kBase, long kStride, int kPieces, MemorySegment vSeg, long vBase,
+            long vStride, int vPieces, int n, long t0) {
+        int cell = kPieces + vPieces;
+        return sumAffine(kSeg, kBase, kStride, n, t0, cell, 0, kPieces)
+                + sumAffine(vSeg, vBase, vStride, n, t0, cell, kPieces, vPieces);
+    }
+
     /** What the kernel is, for {@link io.kvchecksum.KvChecksum#description()}. */
     String describe();
 }

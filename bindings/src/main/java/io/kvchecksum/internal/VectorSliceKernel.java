@@ -187,6 +187,60 @@ final class VectorSliceKernel implements SliceKernel {
     }
 
     /**
+     * K and V of one head when each is exactly four vectors per token (bf16 head dim 128 at 512 bits): both loops
+     * in one method and one closing step with one lane reduction, instead of two calls and two reductions; the
+     * per-call cost is what limits this shape in cache (docs/bench-cpu.md).
+     */
+    @Override
+    public long headAffine(MemorySegment kSeg, long kBase, long kStride, int kPieces, MemorySegment vSeg, long vBase,
+            long vStride, int vPieces, int n, long t0) {
+        if (kPieces != 4 * L || vPieces != 4 * L) {
+            return SliceKernel.super.headAffine(kSeg, kBase, kStride, kPieces, vSeg, vBase, vStride, vPieces, n, t0);
+        }
+        final LongVector zero = LongVector.zero(S);
+        final long vb = 8L * L;
+        LongVector a0 = zero, a1 = zero, a2 = zero, a3 = zero;
+        LongVector s0 = zero, s1 = zero, s2 = zero, s3 = zero;
+        for (int i = 0; i < n; i++) {
+            long a = kBase + i * kStride;
+            a0 = a0.add(LongVector.fromMemorySegment(S, kSeg, a, LE));
+            a1 = a1.add(LongVector.fromMemorySegment(S, kSeg, a + vb, LE));
+            a2 = a2.add(LongVector.fromMemorySegment(S, kSeg, a + 2 * vb, LE));
+            a3 = a3.add(LongVector.fromMemorySegment(S, kSeg, a + 3 * vb, LE));
+            s0 = s0.add(a0);
+            s1 = s1.add(a1);
+            s2 = s2.add(a2);
+            s3 = s3.add(a3);
+        }
+        LongVector b0 = zero, b1 = zero, b2 = zero, b3 = zero;
+        LongVector u0 = zero, u1 = zero, u2 = zero, u3 = zero;
+        for (int i = 0; i < n; i++) {
+            long a = vBase + i * vStride;
+            b0 = b0.add(LongVector.fromMemorySegment(S, vSeg, a, LE));
+            b1 = b1.add(LongVector.fromMemorySegment(S, vSeg, a + vb, LE));
+            b2 = b2.add(LongVector.fromMemorySegment(S, vSeg, a + 2 * vb, LE));
+            b3 = b3.add(LongVector.fromMemorySegment(S, vSeg, a + 3 * vb, LE));
+            u0 = u0.add(b0);
+            u1 = u1.add(b1);
+            u2 = u2.add(b2);
+            u3 = u3.add(b3);
+        }
+        long cell = 8L * L;                 // pieces per cell: K and V, four vectors each
+        long twoP = 2 * cell;
+        long cK = 2 * t0 * cell + 1 + twoP * n;
+        long cV = cK + 2L * 4 * L;          // V's pieces start after K's
+        LongVector kAll = a0.add(a1).add(a2.add(a3));
+        LongVector vAll = b0.add(b1).add(b2.add(b3));
+        LongVector sets = a1.add(a2).add(a2).add(a3).add(a3).add(a3)
+                .add(b1).add(b2).add(b2).add(b3).add(b3).add(b3);   // a1 + 2a2 + 3a3, likewise for V
+        LongVector tri = s0.add(s1).add(s2.add(s3)).add(u0.add(u1).add(u2.add(u3)));
+        LongVector g = kAll.mul(TWO_IOTA.add(cK)).add(vAll.mul(TWO_IOTA.add(cV)))
+                .add(sets.lanewise(VectorOperators.LSHL, SHIFT_2L))
+                .sub(tri.mul(twoP));
+        return g.reduceLanes(VectorOperators.ADD);
+    }
+
+    /**
      * A region whose cells lie back to back and make up the whole cell (MLA: the latent row, no V): one contiguous
      * stream of {@code total} pieces whose piece {@code q} (counted from the block's first) has weight
      * {@code c0 + 2q}, {@code c0 = 2(t0*P + base) + 1}. Read front to back in groups of four vectors, with the running

@@ -70,6 +70,37 @@ class SliceKernelTest {
     }
 
     @Test
+    void oneHeadsKAndVTogetherMatchTheDefinition() {
+        SplittableRandom rnd = new SplittableRandom(SEED + 1);
+        List<SliceKernel> kernels = List.of(new ScalarSliceKernel(), new VectorSliceKernel());
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment s = arena.allocate(1 << 20, 8);
+            for (long o = 0; o < s.byteSize(); o += 8) {
+                s.set(ValueLayout.JAVA_LONG, o, rnd.nextLong());
+            }
+            // 16 and 32 pieces: one group of four vectors at 256 and 512 bits (the fused K+V loop), 8 and 64 not
+            for (int pieces : new int[] {16, 32, 8, 64}) {
+                for (int rep = 0; rep < 30; rep++) {
+                    int n = 1 + rnd.nextInt(20);
+                    long kStride = 8L * pieces * (1 + rnd.nextInt(8));
+                    long vStride = 8L * pieces * (1 + rnd.nextInt(8));
+                    long kBase = rnd.nextInt(64);
+                    long vBase = 200_000 + rnd.nextInt(64);
+                    long t0 = rnd.nextInt(1 << 20);
+                    long expected = definition(s, kBase, kStride, n, t0, 2 * pieces, 0, pieces)
+                            + definition(s, vBase, vStride, n, t0, 2 * pieces, pieces, pieces);
+                    for (SliceKernel k : kernels) {
+                        if (k.affine(pieces, kStride, 2 * pieces) && k.affine(pieces, vStride, 2 * pieces)) {
+                            assertEquals(expected, k.headAffine(s, kBase, kStride, pieces, s, vBase, vStride, pieces, n, t0),
+                                    k.describe() + ": " + pieces + " pieces, n " + n + ", strides " + kStride + "/" + vStride);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    @Test
     void theVectorKernelTakesTheCellsOfRealModelsWithoutOffsets() {
         VectorSliceKernel v = new VectorSliceKernel();
         // MLA rows back to back (fp8 576 bytes, bf16 1152): one stream
