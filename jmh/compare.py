@@ -8,7 +8,12 @@ shape and size *in the same file* (read time / op time) is compared; absolute GB
 runs on shared machines, the ratio much less. A ratio that fell by more than the threshold
 (default 10%) is a regression. Host-side submit times are compared as they are (absolute, so
 noisier), and any synchronizing call per submit where there was none is a regression.
-Exits 1 when something regressed, 0 otherwise. Python 3 standard library only.
+The read bound is the fastest reader of the same bytes (BoundsBench.read has a "reader" parameter:
+vector, scalar, native). Files written before that (one Vector API reader, no "reader" parameter)
+have another bound: their ratios are not comparable, and the output says so instead of flagging
+regressions.
+Exits 1 when something regressed, 2 when the two files' read bounds are defined differently,
+0 otherwise. Python 3 standard library only.
 """
 import argparse
 import json
@@ -18,7 +23,10 @@ import sys
 def key(entry):
     params = entry.get("params", {})
     bench = entry["benchmark"].rsplit(".", 2)
-    return (bench[-2], bench[-1], params.get("backend", "-"), params.get("shape", "-"), params.get("size", "-"))
+    backend = params.get("backend", "-")
+    if bench[-1] == "read" and "reader" in params:
+        backend = params["reader"]
+    return (bench[-2], bench[-1], backend, params.get("shape", "-"), params.get("size", "-"))
 
 
 def load(path):
@@ -27,7 +35,7 @@ def load(path):
     out = {}
     for e in entries:
         out[key(e)] = e
-    return out
+    return out, bound_definition(entries)
 
 
 def ns_per_op(entry):
@@ -39,9 +47,24 @@ def ns_per_op(entry):
     return m["score"] * scale
 
 
+def bound_definition(entries):
+    """How the file's read bound was measured: the set of readers, or the single reader of old files."""
+    readers = sorted({e.get("params", {}).get("reader", "vector (only)") for e in entries
+                      if e["benchmark"].endswith("BoundsBench.read")})
+    if not readers:
+        return "no read bound"
+    if readers == ["vector (only)"]:
+        return "v1: one Vector API reader"
+    return "v2: fastest of " + ", ".join(readers)
+
+
 def ratios(results):
-    """(cls, op, backend, shape, size) -> ratio to the read bound of the same shape and size."""
-    reads = {(k[3], k[4]): ns_per_op(e) for k, e in results.items() if k[0] == "BoundsBench" and k[1] == "read"}
+    """(cls, op, backend, shape, size) -> ratio to the read bound (fastest reader) of the same shape and size."""
+    reads = {}
+    for k, e in results.items():
+        if k[0] == "BoundsBench" and k[1] == "read":
+            t = ns_per_op(e)
+            reads[(k[3], k[4])] = min(t, reads.get((k[3], k[4]), t))
     out = {}
     for k, e in results.items():
         if k[0] == "ChecksumBench" or (k[0] == "BoundsBench" and k[1] == "copy"):
@@ -66,15 +89,21 @@ def main():
     ap.add_argument("new")
     ap.add_argument("--threshold", type=float, default=0.10, help="relative drop that counts as a regression")
     args = ap.parse_args()
-    old, new = load(args.old), load(args.new)
+    (old, old_def), (new, new_def) = load(args.old), load(args.new)
     old_r, new_r = ratios(old), ratios(new)
+    comparable = old_def == new_def
+    if not comparable:
+        print("NOT COMPARABLE: the read bound is defined differently in the two files, so their ratios are not")
+        print("  comparable (shown, never flagged):\n  %s: %s\n  %s: %s\n" % (args.old, old_def, args.new, new_def))
 
     regressions = 0
     rows = []
     for k in sorted(set(old_r) & set(new_r)):
         change = new_r[k] / old_r[k] - 1 if old_r[k] else float("nan")
         flag = ""
-        if change < -args.threshold:
+        if not comparable:
+            flag = "(bounds differ)"
+        elif change < -args.threshold:
             flag = "REGRESSION"
             regressions += 1
         elif change > args.threshold:
@@ -106,8 +135,11 @@ def main():
         print("\nonly in %s: %d benchmarks (e.g. %s)" % (args.old, len(only_old), "/".join(only_old[0])))
     if only_new:
         print("only in %s: %d benchmarks (e.g. %s)" % (args.new, len(only_new), "/".join(only_new[0])))
-    print("\n%d compared, %d regression(s) beyond %.0f%% (ratio = read-bound time / op time, same file)"
-          % (len(rows), regressions, 100 * args.threshold))
+    print("\n%d compared, %d regression(s) beyond %.0f%% (ratio = read-bound time / op time, same file; read bound: %s)"
+          % (len(rows), regressions, 100 * args.threshold, new_def))
+    if not comparable:
+        print("NOT COMPARABLE: read bound %s vs %s; re-baseline with the same suite" % (old_def, new_def))
+        return 2
     return 1 if regressions else 0
 
 

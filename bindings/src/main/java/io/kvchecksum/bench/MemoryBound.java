@@ -14,17 +14,21 @@ import java.util.concurrent.ForkJoinPool;
 import java.util.concurrent.Future;
 
 /**
- * The two bounds a checksum is judged against, over a list of segments: a plain read of every byte (the wrapping sum
- * of its 64-bit words) and a copy of every byte.
+ * The two bounds a checksum is judged against, over a list of segments: a plain read of every byte and a copy of
+ * every byte.
+ *
+ * <p>The read bound is the <em>fastest</em> of several readers of the same bytes with the same threads
+ * ({@link Reader}): a Vector API sum, an unrolled scalar sum and, where the C library is reachable through the FFM API,
+ * a native reader ({@code memcmp(p, p, n)}, which reads every byte with the C library's own vector code). A checksum
+ * can be no faster than the fastest of them; one measured faster is a failed measurement ({@link #plausible}), not a
+ * result. Which reader won is reported with the bound, so a change of definition is visible.
  *
  * <p>They split work like the CPU backend does, so that "the same threads" holds: requests under
  * {@link #PARALLEL_BYTES} run on the calling thread, larger ones in tasks of about {@code max(1 MiB, total/(4T))}
- * bytes on a pool of {@code T} threads. A checksum cannot beat the read bound on the same bytes; a ratio near 1 means
- * the checksum costs no more than reading the KV once.
+ * bytes on a pool of {@code T} threads.
  *
  * <p>The one implementation of the bounds: the JMH suite and the command line's {@code bench} both measure against
- * it. It reads with the Vector API where the JVM has {@code jdk.incubator.vector} (as the CPU backend does), else with
- * a scalar loop of four independent sums. Not part of the checksum API: a measuring tool.
+ * it. Not part of the checksum API: a measuring tool.
  */
 public final class MemoryBound implements AutoCloseable {
     /** The CPU backend's threshold: a hand-off to another thread costs more than a small read. */
@@ -34,7 +38,85 @@ public final class MemoryBound implements AutoCloseable {
     /** The copy destination is at most this large; beyond, copies wrap around it (still far beyond the LLC). */
     static final long MAX_DESTINATION = 1L << 30;
 
-    private static final boolean VECTOR = ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent();
+    /** The version of the read bound's definition, written next to results so that comparisons can tell. */
+    public static final String DEFINITION = "fastest of vector, scalar, native readers; same threads; v2";
+
+    private static final boolean HAS_VECTOR = ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent();
+
+    /** One way of reading every byte. Each returns a value depending on every word read, so nothing is skipped. */
+    public enum Reader {
+        /** Four independent {@code LongVector} sums of the little-endian words (needs {@code jdk.incubator.vector}). */
+        VECTOR("Vector API sum"),
+        /** Eight independent scalar sums of the words, unrolled. */
+        SCALAR("unrolled scalar sum"),
+        /** The C library's {@code memcmp(p, p, n)} through the FFM API: its vector loop loads every byte. */
+        NATIVE("native memcmp");
+
+        private final String description;
+
+        Reader(String description) {
+            this.description = description;
+        }
+
+        /** The name used as the JMH parameter and in reports: {@code vector}, {@code scalar}, {@code native}. */
+        public String id() {
+            return name().toLowerCase(java.util.Locale.ROOT);
+        }
+
+        /** The reader in words. */
+        public String description() {
+            return description;
+        }
+
+        /** The reader of that {@link #id()}. */
+        public static Reader of(String id) {
+            return valueOf(id.trim().toUpperCase(java.util.Locale.ROOT));
+        }
+
+        /** {@code null} when this reader runs in this JVM, else why not. */
+        public String unavailable() {
+            return switch (this) {
+                case VECTOR -> HAS_VECTOR ? null : "the JVM lacks --add-modules jdk.incubator.vector";
+                case SCALAR -> null;
+                case NATIVE -> NativeRead.UNAVAILABLE;
+            };
+        }
+    }
+
+    /**
+     * The bound as measured: the fastest reader, its best time, and every reader's time.
+     *
+     * @param reader the reader that was fastest
+     * @param nanos its best time of one whole read, in nanoseconds
+     * @param bytes the bytes read
+     * @param nanosByReader every available reader's best time
+     */
+    public record Measurement(Reader reader, double nanos, long bytes, java.util.Map<Reader, Double> nanosByReader) {
+        /** Bytes per nanosecond, i.e. GB/s. */
+        public double gbps() {
+            return bytes / nanos;
+        }
+    }
+
+    /** The readers that run in this JVM, in the order of {@link Reader}. */
+    public static List<Reader> readers() {
+        List<Reader> out = new ArrayList<>();
+        for (Reader r : Reader.values()) {
+            if (r.unavailable() == null) {
+                out.add(r);
+            }
+        }
+        return out;
+    }
+
+    /**
+     * Whether a measured rate can be a result: a checksum reads every byte, so it cannot be faster than the fastest
+     * plain read of them. {@code ratio} is the checksum's GB/s over the bound's; a ratio above 1 (beyond
+     * {@code tolerance}, the timing noise the caller accepts) is a failed measurement.
+     */
+    public static boolean plausible(double ratio, double tolerance) {
+        return ratio <= 1 + tolerance;
+    }
 
     /** A byte range of a source segment and where its copy goes in the destination. */
     private record Part(MemorySegment src, long offset, long length, long dstOffset) {
@@ -44,6 +126,7 @@ public final class MemoryBound implements AutoCloseable {
     private final boolean parallel;
     private final ForkJoinPool pool;
     private final long ring;
+    private final long bytes;
     private Arena arena;
     private MemorySegment dst;
 
@@ -84,6 +167,7 @@ public final class MemoryBound implements AutoCloseable {
         this.tasks = List.copyOf(ts);
         this.pool = parallel ? new ForkJoinPool(threads) : null;
         this.ring = ring;
+        this.bytes = total;
     }
 
     /** Whether reads and copies of this size are split over threads. */
@@ -91,20 +175,62 @@ public final class MemoryBound implements AutoCloseable {
         return parallel;
     }
 
-    /** The wrapping sum of every little-endian 64-bit word of the segments. */
+    /** The bytes read. */
+    public long bytes() {
+        return bytes;
+    }
+
+    /** The wrapping sum of every little-endian 64-bit word of the segments, with the Vector API where it runs. */
     public long read() {
+        return read(HAS_VECTOR ? Reader.VECTOR : Reader.SCALAR);
+    }
+
+    /**
+     * Reads every byte of the segments with {@code reader}. {@link Reader#VECTOR} and {@link Reader#SCALAR} return the
+     * wrapping sum of the little-endian words (equal to {@link #readScalar()}); {@link Reader#NATIVE} returns the sum
+     * of {@code memcmp}'s results, 0.
+     *
+     * @throws IllegalStateException when the reader does not run in this JVM (with the reason)
+     */
+    public long read(Reader reader) {
+        String why = reader.unavailable();
+        if (why != null) {
+            throw new IllegalStateException("reader " + reader.id() + " unavailable: " + why);
+        }
+        TaskBody body = switch (reader) {
+            case VECTOR -> t -> readTask(t, Reader.VECTOR);
+            case SCALAR -> t -> readTask(t, Reader.SCALAR);
+            case NATIVE -> t -> readTask(t, Reader.NATIVE);
+        };
+        long s = 0;
         if (!parallel) {
-            long s = 0;
             for (List<Part> t : tasks) {
-                s += readTask(t);
+                s += body.run(t);
             }
             return s;
         }
-        long s = 0;
-        for (long v : runAll(MemoryBound::readTask)) {
+        for (long v : runAll(body)) {
             s += v;
         }
         return s;
+    }
+
+    /**
+     * Measures the read bound: times every available reader with {@code timer} (which runs the work it is given,
+     * warmed up, and returns its best time in nanoseconds) and returns the fastest. The command line's {@code bench}
+     * uses this; the JMH suite times each reader as its own benchmark and takes the fastest the same way.
+     */
+    public Measurement measure(java.util.function.ToDoubleFunction<java.util.function.LongSupplier> timer) {
+        java.util.Map<Reader, Double> times = new java.util.EnumMap<>(Reader.class);
+        Reader best = null;
+        for (Reader r : readers()) {
+            double t = timer.applyAsDouble(() -> read(r));
+            times.put(r, t);
+            if (best == null || t < times.get(best)) {
+                best = r;
+            }
+        }
+        return new Measurement(best, times.get(best), bytes, java.util.Map.copyOf(times));
     }
 
     /**
@@ -200,36 +326,48 @@ public final class MemoryBound implements AutoCloseable {
         return 0;
     }
 
-    private static long readTask(List<Part> task) {
+    private static long readTask(List<Part> task, Reader reader) {
         long s = 0;
         for (Part p : task) {
-            s += readPart(p.src, p.offset, p.length);
+            s += switch (reader) {
+                case VECTOR -> VectorRead.readPart(p.src, p.offset, p.length);
+                case SCALAR -> scalarPart(p.src, p.offset, p.length);
+                case NATIVE -> NativeRead.readPart(p.src, p.offset, p.length);
+            };
         }
         return s;
     }
 
     /** The wrapping sum of the little-endian words of {@code s[offset, offset+length)}; a tail of under 8 bytes is not read. */
     public static long readPart(MemorySegment s, long offset, long length) {
-        return VECTOR ? VectorRead.readPart(s, offset, length) : scalarPart(s, offset, length);
+        return HAS_VECTOR ? VectorRead.readPart(s, offset, length) : scalarPart(s, offset, length);
     }
 
-    /** Four independent sums, so the loop waits on loads, not on one chain of adds. */
+    /** Eight independent sums, so the loop waits on loads, not on one chain of adds. */
     static long scalarPart(MemorySegment s, long offset, long length) {
         long a = 0;
         long b = 0;
         long c = 0;
         long d = 0;
+        long e = 0;
+        long f = 0;
+        long g = 0;
+        long h = 0;
         long end = offset + length;
         long o = offset;
-        for (; o + 32 <= end; o += 32) {
+        for (; o + 64 <= end; o += 64) {
             a += s.get(WORD, o);
             b += s.get(WORD, o + 8);
             c += s.get(WORD, o + 16);
             d += s.get(WORD, o + 24);
+            e += s.get(WORD, o + 32);
+            f += s.get(WORD, o + 40);
+            g += s.get(WORD, o + 48);
+            h += s.get(WORD, o + 56);
         }
         for (; o + 8 <= end; o += 8) {
             a += s.get(WORD, o);
         }
-        return a + b + c + d;
+        return a + b + c + d + e + f + g + h;
     }
 }

@@ -17,27 +17,31 @@ final class VectorRead {
     }
 
     /**
-     * Four independent vector accumulators, so the loop is limited by loads, not by the latency of one add chain:
-     * the fastest plain read this JVM can express, which is what makes it a bound.
+     * Eight loads per iteration into four independent vector sums, so the loop is limited by loads, not by the
+     * latency of one add chain or by the loop's own instructions: the fastest plain read this JVM expresses.
      */
     static long readPart(MemorySegment s, long offset, long length) {
         int lanes = SPECIES.length();
-        long step = 4L * lanes * 8;
-        long end = offset + length;
-        long o = offset;
+        long vb = lanes * 8L;
+        long step = 8 * vb;
+        long end = offset + length / step * step;
         LongVector a0 = LongVector.zero(SPECIES);
         LongVector a1 = a0;
         LongVector a2 = a0;
         LongVector a3 = a0;
         ByteOrder le = ByteOrder.LITTLE_ENDIAN;
-        for (; o + step <= end; o += step) {
+        for (long o = offset; o < end; o += step) {
             a0 = a0.add(LongVector.fromMemorySegment(SPECIES, s, o, le));
-            a1 = a1.add(LongVector.fromMemorySegment(SPECIES, s, o + lanes * 8L, le));
-            a2 = a2.add(LongVector.fromMemorySegment(SPECIES, s, o + lanes * 16L, le));
-            a3 = a3.add(LongVector.fromMemorySegment(SPECIES, s, o + lanes * 24L, le));
+            a1 = a1.add(LongVector.fromMemorySegment(SPECIES, s, o + vb, le));
+            a2 = a2.add(LongVector.fromMemorySegment(SPECIES, s, o + 2 * vb, le));
+            a3 = a3.add(LongVector.fromMemorySegment(SPECIES, s, o + 3 * vb, le));
+            a0 = a0.add(LongVector.fromMemorySegment(SPECIES, s, o + 4 * vb, le));
+            a1 = a1.add(LongVector.fromMemorySegment(SPECIES, s, o + 5 * vb, le));
+            a2 = a2.add(LongVector.fromMemorySegment(SPECIES, s, o + 6 * vb, le));
+            a3 = a3.add(LongVector.fromMemorySegment(SPECIES, s, o + 7 * vb, le));
         }
         long sum = a0.add(a1).add(a2.add(a3)).reduceLanes(VectorOperators.ADD);
-        for (; o + 8 <= end; o += 8) {
+        for (long o = end; o + 8 <= offset + length; o += 8) {
             sum += s.get(WORD, o);
         }
         return sum;

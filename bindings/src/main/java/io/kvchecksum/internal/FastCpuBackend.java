@@ -20,6 +20,10 @@ import java.util.concurrent.Future;
  * {@code jdk.incubator.vector}, else a scalar loop, split over the machine's cores for requests of a few MiB or more
  * (handing work to another thread costs tens of microseconds, more than a small request takes). Memory of a
  * confined {@link java.lang.foreign.Arena} can only be read by its owner, so such requests run on the calling thread.
+ *
+ * <p>Blocks are visited in the order of their cells' addresses, not of the block table, and a block that lies within
+ * one page is read at a constant token stride, so the JIT checks bounds once per loop; MLA rows (the whole cell, back
+ * to back) are one stream per block. What each of these is worth was measured: {@code docs/bench-cpu.md}.
  */
 public final class FastCpuBackend implements KvChecksum {
     /** Below this many KV bytes a request runs on the calling thread (the read bound splits work the same way). */
@@ -28,6 +32,13 @@ public final class FastCpuBackend implements KvChecksum {
     public static final long TASK_BYTES = 1L << 20;
 
     private static final SliceKernel KERNEL = loadKernel();
+    // Diagnostic switches, off by default, each restoring one earlier behaviour so that its cost can be measured
+    // (docs/bench-cpu.md): the row-wise streaming loop for side-by-side heads, no read-ahead of the next block,
+    // the offset table for every block, blocks in table order. The results are the same either way.
+    private static final boolean ROWS = Boolean.getBoolean("kvchecksum.cpu.rows");
+    private static final boolean TOUCH = !Boolean.getBoolean("kvchecksum.cpu.notouch");
+    private static final boolean NO_AFFINE = Boolean.getBoolean("kvchecksum.cpu.noaffine");
+    private static final boolean NO_ORDER = Boolean.getBoolean("kvchecksum.cpu.noorder");
     private static volatile ForkJoinPool pool;
     /** Never started: only asked whether a segment is readable by a thread other than its owner. */
     private static final Thread NOT_THE_CALLER = Thread.ofPlatform().unstarted(() -> { });
@@ -75,13 +86,22 @@ public final class FastCpuBackend implements KvChecksum {
             return sliceSums(plan).combine();
         }
         long[] out = new long[plan.numBlocks()];
+        long[] factors = new long[plan.numSlices()];
+        for (int i = 0; i < factors.length; i++) {
+            factors[i] = plan.slice(i).factor();
+        }
         run(plan, (task) -> {
-            long[] part = new long[task.b1 - task.b0];
             int first = task.run.firstSlice();
-            compute(plan, task, (h, b, s) -> part[b - task.b0] += plan.slice(first + h).factor() * s);
+            if (!task.parallel) {
+                // on the calling thread: straight into the result, nothing to allocate or publish
+                compute(plan, task, (h, p, b, s) -> out[b] += factors[first + h] * s);
+                return NOTHING;
+            }
+            long[] part = new long[task.p1 - task.p0];
+            compute(plan, task, (h, p, b, s) -> part[p - task.p0] += factors[first + h] * s);
             return () -> {
                 for (int i = 0; i < part.length; i++) {
-                    out[task.b0 + i] += part[i];
+                    out[task.blocks.order[task.p0 + i]] += part[i];
                 }
             };
         });
@@ -99,8 +119,8 @@ public final class FastCpuBackend implements KvChecksum {
         long[] values = new long[plan.numSlices() * nb];
         run(plan, (task) -> {
             int row0 = task.run.firstSlice();
-            compute(plan, task, (h, b, s) -> values[(row0 + h) * nb + b] = s);
-            return () -> { };
+            compute(plan, task, (h, p, b, s) -> values[(row0 + h) * nb + b] = s);
+            return NOTHING;
         });
         return plan.sliceSums(values);
     }
@@ -111,15 +131,17 @@ public final class FastCpuBackend implements KvChecksum {
     }
 
     /**
-     * A layer and a range of block columns {@code [b0, b1)}; {@code streaming} when the request is far larger than
+     * A layer and the blocks {@code order[p0] .. order[p1-1]}; {@code streaming} when the request is far larger than
      * the caches, so its bytes come from memory.
      */
-    private record Task(SlicePlan.LayerRun run, int b0, int b1, boolean streaming) {
+    private record Task(SlicePlan.LayerRun run, Blocks blocks, int p0, int p1, boolean streaming, boolean parallel) {
     }
+
+    private static final Runnable NOTHING = () -> { };
 
     @FunctionalInterface
     private interface SliceSink {
-        void accept(int localHead, int blockColumn, long sliceSum);
+        void accept(int localHead, int position, int blockColumn, long sliceSum);
     }
 
     /** Computes a task and returns the step that publishes its result; publishing runs on the calling thread. */
@@ -134,7 +156,7 @@ public final class FastCpuBackend implements KvChecksum {
             return;
         }
         boolean parallel = parallel(plan);
-        List<Task> tasks = tasks(plan, nb, parallel);
+        List<Task> tasks = tasks(plan, nb, parallel, Blocks.of(plan));
         if (!parallel || tasks.size() == 1) {
             for (Task t : tasks) {
                 body.run(t).run();
@@ -180,8 +202,61 @@ public final class FastCpuBackend implements KvChecksum {
         return plan.group().bytesPerToken() * (request.numTokens() - request.startToken());
     }
 
+    /**
+     * Every block of the request, resolved once per call for all layers: in the order of their first cell's address
+     * (page, then slot), with the first token, token count, page and slot of each. Blocks are independent, and reading
+     * a layer's pages in address order lets the hardware prefetchers run across page boundaries instead of restarting
+     * at every page of a churned block table (the read bound reads the same bytes in address order); resolving once
+     * saves two 64-bit divisions per block and layer.
+     */
+    record Blocks(int[] order, long[] t0, int[] n, long[] page, int[] slot) {
+        static Blocks of(SlicePlan plan) {
+            RequestBlocks request = plan.request();
+            int nb = plan.numBlocks();
+            int pageSize = plan.pageSize();
+            long start = request.startToken();
+            long[] keys = new long[nb];
+            boolean sorted = true;
+            for (int b = 0; b < nb; b++) {
+                long index = request.blockStart(request.firstBlock() + b) - start;
+                long key = (long) plan.page((int) (index / pageSize)) * pageSize + index % pageSize;
+                keys[b] = key << 24 | b;
+                sorted &= b == 0 || keys[b] > keys[b - 1];
+            }
+            int[] order = new int[nb];
+            if (sorted || nb >= 1 << 24 || NO_ORDER) {
+                for (int b = 0; b < nb; b++) {
+                    order[b] = b;
+                }
+            } else {
+                java.util.Arrays.sort(keys);
+                for (int p = 0; p < nb; p++) {
+                    order[p] = (int) (keys[p] & ((1 << 24) - 1));
+                }
+            }
+            long[] t0 = new long[nb];
+            int[] n = new int[nb];
+            long[] page = new long[nb];
+            int[] slot = new int[nb];
+            for (int p = 0; p < nb; p++) {
+                long block = request.firstBlock() + order[p];
+                t0[p] = request.blockStart(block);
+                n[p] = (int) (request.blockEnd(block) - t0[p]);
+                long index = t0[p] - start;
+                page[p] = plan.page((int) (index / pageSize));
+                slot[p] = (int) (index % pageSize);
+            }
+            return new Blocks(order, t0, n, page, slot);
+        }
+
+        /** Whether block position {@code p} lies within one page, so its tokens are at a constant stride. */
+        boolean inOnePage(int p, int pageSize) {
+            return slot[p] + n[p] <= pageSize;
+        }
+    }
+
     /** One task per layer when sequential; when parallel, layers cut into block ranges of about {@code target} bytes. */
-    private List<Task> tasks(SlicePlan plan, int nb, boolean parallel) {
+    private List<Task> tasks(SlicePlan plan, int nb, boolean parallel, Blocks order) {
         List<Task> tasks = new ArrayList<>();
         long total = kvBytes(plan);
         boolean streaming = total >= PARALLEL_BYTES;
@@ -193,8 +268,8 @@ public final class FastCpuBackend implements KvChecksum {
                 long perBlock = Math.max(1, run.numHeads() * cellBytes * plan.request().blockSize());
                 step = (int) Math.max(1, Math.min(nb, target / perBlock));
             }
-            for (int b0 = 0; b0 < nb; b0 += step) {
-                tasks.add(new Task(run, b0, Math.min(nb, b0 + step), streaming));
+            for (int p0 = 0; p0 < nb; p0 += step) {
+                tasks.add(new Task(run, order, p0, Math.min(nb, p0 + step), streaming, parallel));
             }
         }
         return tasks;
@@ -214,22 +289,55 @@ public final class FastCpuBackend implements KvChecksum {
         int pageSize = plan.pageSize();
         long start = request.startToken();
         int maxTokens = (int) Math.min(request.blockSize(), request.numTokens() - start);
-        long[] kOff = new long[maxTokens];
-        long[] vOff = v == null ? null : new long[maxTokens];
-        long[] perHead = new long[heads];
+        // scratch of the offset-table path, allocated only when a block needs it
+        long[] kOff = null;
+        long[] vOff = null;
+        long[] perHead = null;
+        long[] scratchA = null;
+        long[] scratchT = null;
         boolean streaming = task.streaming;
         int rowPieces = streaming ? heads * Math.max(kPieces, first.vPieces()) : 0;
-        long[] scratchA = new long[rowPieces];
-        long[] scratchT = new long[rowPieces];
-        for (int b = task.b0; b < task.b1; b++) {
-            long block = request.firstBlock() + b;
-            long t0 = request.blockStart(block);
-            int n = (int) (request.blockEnd(block) - t0);
-            // One division per block, then step slot by slot: a 64-bit divide per token costs more than its bytes.
-            long index = t0 - start;
-            int tableIndex = (int) (index / pageSize);
-            int slot = (int) (index % pageSize);
-            long page = plan.page(tableIndex);
+        int vPieces = first.vPieces();
+        boolean kAffine = KERNEL.affine(kPieces, k.tokenStride(), pieces);
+        boolean vAffine = v == null || KERNEL.affine(vPieces, v.tokenStride(), pieces);
+        boolean rows = streaming && heads > 1 && (run.kHeadStride() == 8L * kPieces
+                || (v != null && run.vHeadStride() == 8L * vPieces));
+        // Streaming side-by-side heads head by head reads each block in strided passes; reading the next block's rows
+        // front to back first (one byte per cache line) lets the prefetchers stream it while this block is summed.
+        boolean touchAhead = streaming && heads > 1 && TOUCH;
+        long touched = 0;
+        Blocks blocks = task.blocks;
+        for (int p = task.p0; p < task.p1; p++) {
+            int b = blocks.order[p];
+            long t0 = blocks.t0[p];
+            int n = blocks.n[p];
+            int slot = blocks.slot[p];
+            long page = blocks.page[p];
+            if (slot + n <= pageSize && kAffine && vAffine && !(rows && ROWS) && !NO_AFFINE) {
+                // the block within one page: token i's cell at a constant stride, no offset table
+                long kBase = k.cellOffset(page, slot);
+                long vBase = v == null ? 0 : v.cellOffset(page, slot);
+                if (touchAhead && p + 1 < task.p1) {
+                    touched += touchNext(blocks, p + 1, pageSize, k, kSeg, v, vSeg, heads, run);
+                }
+                for (int h = 0; h < heads; h++) {
+                    long sum = v == null
+                            ? KERNEL.sumAffine(kSeg, kBase + h * run.kHeadStride(), k.tokenStride(), n, t0, pieces, 0, kPieces)
+                            : KERNEL.headAffine(kSeg, kBase + h * run.kHeadStride(), k.tokenStride(), kPieces, vSeg,
+                                    vBase + h * run.vHeadStride(), v.tokenStride(), vPieces, n, t0);
+                    sink.accept(h, p, b, sum);
+                }
+                continue;
+            }
+            // The offset-table path: one division per block, then step slot by slot.
+            int tableIndex = (int) ((t0 - start) / pageSize);
+            if (kOff == null) {
+                kOff = new long[maxTokens];
+                vOff = v == null ? null : new long[maxTokens];
+                perHead = new long[heads];
+                scratchA = new long[rowPieces];
+                scratchT = new long[rowPieces];
+            }
             for (int i = 0; i < n; i++) {
                 kOff[i] = k.cellOffset(page, slot);
                 if (v != null) {
@@ -247,9 +355,41 @@ public final class FastCpuBackend implements KvChecksum {
                         streaming);
             }
             for (int h = 0; h < heads; h++) {
-                sink.accept(h, b, perHead[h]);
+                sink.accept(h, p, b, perHead[h]);
             }
         }
+        if (touched == 42) {
+            blackhole = touched;   // the touched bytes must look used, or the JIT drops the loads
+        }
+    }
+
+    private static volatile long blackhole;
+
+    /** Reads one byte per cache line of the rows of block position {@code p} if it lies in one page; their sum. */
+    private static long touchNext(Blocks blocks, int p, int pageSize, SlicePlan.Part k, MemorySegment kSeg, SlicePlan.Part v,
+            MemorySegment vSeg, int heads, SlicePlan.LayerRun run) {
+        if (!blocks.inOnePage(p, pageSize)) {
+            return 0;
+        }
+        int n = blocks.n[p];
+        int slot = blocks.slot[p];
+        long page = blocks.page[p];
+        long s = touchRows(kSeg, k.cellOffset(page, slot), k.tokenStride(), n, (heads - 1) * run.kHeadStride() + 8L * k.pieces());
+        if (v != null) {
+            s += touchRows(vSeg, v.cellOffset(page, slot), v.tokenStride(), n, (heads - 1) * run.vHeadStride() + 8L * v.pieces());
+        }
+        return s;
+    }
+
+    private static long touchRows(MemorySegment seg, long base, long stride, int n, long rowBytes) {
+        long s = 0;
+        for (int i = 0; i < n; i++) {
+            long a = base + i * stride;
+            for (long o = 0; o < rowBytes; o += 64) {
+                s += seg.get(java.lang.foreign.ValueLayout.JAVA_BYTE, a + o);
+            }
+        }
+        return s;
     }
 
     /**

@@ -33,6 +33,57 @@ final class ScalarSliceKernel implements SliceKernel {
     }
 
     @Override
+    public boolean affine(int regionPieces, long tokenStride, int cellPieces) {
+        return true;
+    }
+
+    /**
+     * The running-sum form on scalars, four pieces at a time: per piece two adds and no multiply, with four
+     * independent chains so the adds overlap. For lane {@code k} (pieces {@code p = 4u + k}) over the tokens,
+     * {@code a += x; s += a} per group as in the vector kernel; the few multiplies happen once per call.
+     */
+    @Override
+    public long sumAffine(MemorySegment segment, long base, long tokenStride, int n, long t0, int cellPieces, int pieceBase,
+            int regionPieces) {
+        if (regionPieces % 4 != 0) {
+            long s = 0;
+            for (int i = 0; i < n; i++) {
+                long b = base + i * tokenStride;
+                long w = 2 * ((t0 + i) * cellPieces + pieceBase) + 1;
+                for (int p = 0; p < regionPieces; p++) {
+                    s += segment.get(PIECE, b + 8L * p) * w;
+                    w += 2;
+                }
+            }
+            return s;
+        }
+        long a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+        long s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+        long r = 0;
+        int groups = regionPieces / 4;
+        for (int i = 0; i < n; i++) {
+            long b = base + i * tokenStride;
+            for (int g = 0; g < groups; g++, b += 32) {
+                a0 += segment.get(PIECE, b);
+                a1 += segment.get(PIECE, b + 8);
+                a2 += segment.get(PIECE, b + 16);
+                a3 += segment.get(PIECE, b + 24);
+                s0 += a0;
+                s1 += a1;
+                s2 += a2;
+                s3 += a3;
+            }
+            r += a0 + a1 + a2 + a3;
+        }
+        // The vector kernel's closing formula with lanes of width 1 (see VectorSliceKernel#affineTokens).
+        long u = (long) n * groups;
+        long x = a0 + a1 + a2 + a3;
+        long dp = 2L * (cellPieces - regionPieces);
+        long c0 = 2 * (t0 * cellPieces + pieceBase) + 1;
+        return x * (c0 + 8 * u + dp * n) - 8 * (s0 + s1 + s2 + s3) + 2 * (a1 + 2 * a2 + 3 * a3) - dp * r;
+    }
+
+    @Override
     public void sumRows(MemorySegment segment, long[] tokenOffsets, int n, long t0, int cellPieces, int pieceBase,
             int regionPieces, int heads, long[] a, long[] t, long[] out) {
         int total = heads * regionPieces;

@@ -38,6 +38,31 @@ interface SliceKernel {
         }
     }
 
+    /**
+     * Whether {@link #sumAffine} takes a region of {@code regionPieces} pieces per cell at token stride
+     * {@code tokenStride} in a cell of {@code cellPieces}; otherwise the caller uses {@link #sum}.
+     */
+    boolean affine(int regionPieces, long tokenStride, int cellPieces);
+
+    /**
+     * {@link #sum} for tokens at a constant stride: token {@code i}'s region starts at byte
+     * {@code base + i*tokenStride} (a block within one page). No table of offsets, so every address is an affine
+     * function of the loop counters and the JIT checks the bounds once per loop instead of once per load.
+     */
+    long sumAffine(MemorySegment segment, long base, long tokenStride, int n, long t0, int cellPieces, int pieceBase,
+            int regionPieces);
+
+    /**
+     * One head's slice sum over a block at constant strides: its K region ({@code kPieces} at {@code kBase}) and its
+     * V region ({@code vPieces} at {@code vBase}), both {@link #affine}.
+     */
+    default long headAffine(MemorySegment kSeg, long kBase, long kStride, int kPieces, MemorySegment vSeg, long vBase,
+            long vStride, int vPieces, int n, long t0) {
+        int cell = kPieces + vPieces;
+        return sumAffine(kSeg, kBase, kStride, n, t0, cell, 0, kPieces)
+                + sumAffine(vSeg, vBase, vStride, n, t0, cell, kPieces, vPieces);
+    }
+
     /** What the kernel is, for {@link io.kvchecksum.KvChecksum#description()}. */
     String describe();
 }

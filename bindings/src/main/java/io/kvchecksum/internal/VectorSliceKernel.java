@@ -151,6 +151,177 @@ final class VectorSliceKernel implements SliceKernel {
         return total;
     }
 
+    /** {@code 2*l} in lane {@code l}: the lane's share of the piece weight {@code 2p}. */
+    private static final LongVector TWO_IOTA;
+
+    static {
+        long[] w = new long[L];
+        for (int l = 0; l < L; l++) {
+            w[l] = 2L * l;
+        }
+        TWO_IOTA = LongVector.fromArray(S, w, 0);
+    }
+
+    private static final int SHIFT_8L = Integer.numberOfTrailingZeros(8 * L);
+    private static final int SHIFT_2L = Integer.numberOfTrailingZeros(2 * L);
+
+    @Override
+    public boolean affine(int regionPieces, long tokenStride, int cellPieces) {
+        return regionPieces % (4 * L) == 0
+                || (tokenStride == 8L * regionPieces && cellPieces == regionPieces);
+    }
+
+    @Override
+    public long sumAffine(MemorySegment seg, long base, long stride, int n, long t0, int cellPieces, int pieceBase,
+            int regionPieces) {
+        if (stride == 8L * regionPieces && cellPieces == regionPieces) {
+            return stream(seg, base, (long) n * regionPieces, t0, cellPieces, pieceBase);
+        }
+        // Four vectors of every token per pass (one pass for bf16 head dim 128 at 512 bits, two at 256): a nested loop
+        // over a token's groups keeps C2 from holding the accumulators in registers (measured: 6x slower).
+        long sum = 0;
+        for (int g = 0; g < regionPieces; g += 4 * L) {
+            sum += affineTokens(seg, base + 8L * g, stride, n, t0, cellPieces, pieceBase + g);
+        }
+        return sum;
+    }
+
+    /**
+     * K and V of one head when each is exactly four vectors per token (bf16 head dim 128 at 512 bits): both loops
+     * in one method and one closing step with one lane reduction, instead of two calls and two reductions; the
+     * per-call cost is what limits this shape in cache (docs/bench-cpu.md).
+     */
+    @Override
+    public long headAffine(MemorySegment kSeg, long kBase, long kStride, int kPieces, MemorySegment vSeg, long vBase,
+            long vStride, int vPieces, int n, long t0) {
+        if (kPieces != 4 * L || vPieces != 4 * L) {
+            return SliceKernel.super.headAffine(kSeg, kBase, kStride, kPieces, vSeg, vBase, vStride, vPieces, n, t0);
+        }
+        final LongVector zero = LongVector.zero(S);
+        final long vb = 8L * L;
+        LongVector a0 = zero, a1 = zero, a2 = zero, a3 = zero;
+        LongVector s0 = zero, s1 = zero, s2 = zero, s3 = zero;
+        for (int i = 0; i < n; i++) {
+            long a = kBase + i * kStride;
+            a0 = a0.add(LongVector.fromMemorySegment(S, kSeg, a, LE));
+            a1 = a1.add(LongVector.fromMemorySegment(S, kSeg, a + vb, LE));
+            a2 = a2.add(LongVector.fromMemorySegment(S, kSeg, a + 2 * vb, LE));
+            a3 = a3.add(LongVector.fromMemorySegment(S, kSeg, a + 3 * vb, LE));
+            s0 = s0.add(a0);
+            s1 = s1.add(a1);
+            s2 = s2.add(a2);
+            s3 = s3.add(a3);
+        }
+        LongVector b0 = zero, b1 = zero, b2 = zero, b3 = zero;
+        LongVector u0 = zero, u1 = zero, u2 = zero, u3 = zero;
+        for (int i = 0; i < n; i++) {
+            long a = vBase + i * vStride;
+            b0 = b0.add(LongVector.fromMemorySegment(S, vSeg, a, LE));
+            b1 = b1.add(LongVector.fromMemorySegment(S, vSeg, a + vb, LE));
+            b2 = b2.add(LongVector.fromMemorySegment(S, vSeg, a + 2 * vb, LE));
+            b3 = b3.add(LongVector.fromMemorySegment(S, vSeg, a + 3 * vb, LE));
+            u0 = u0.add(b0);
+            u1 = u1.add(b1);
+            u2 = u2.add(b2);
+            u3 = u3.add(b3);
+        }
+        long cell = 8L * L;                 // pieces per cell: K and V, four vectors each
+        long twoP = 2 * cell;
+        long cK = 2 * t0 * cell + 1 + twoP * n;
+        long cV = cK + 2L * 4 * L;          // V's pieces start after K's
+        LongVector kAll = a0.add(a1).add(a2.add(a3));
+        LongVector vAll = b0.add(b1).add(b2.add(b3));
+        LongVector sets = a1.add(a2).add(a2).add(a3).add(a3).add(a3)
+                .add(b1).add(b2).add(b2).add(b3).add(b3).add(b3);   // a1 + 2a2 + 3a3, likewise for V
+        LongVector tri = s0.add(s1).add(s2.add(s3)).add(u0.add(u1).add(u2.add(u3)));
+        LongVector g = kAll.mul(TWO_IOTA.add(cK)).add(vAll.mul(TWO_IOTA.add(cV)))
+                .add(sets.lanewise(VectorOperators.LSHL, SHIFT_2L))
+                .sub(tri.mul(twoP));
+        return g.reduceLanes(VectorOperators.ADD);
+    }
+
+    /**
+     * A region whose cells lie back to back and make up the whole cell (MLA: the latent row, no V): one contiguous
+     * stream of {@code total} pieces whose piece {@code q} (counted from the block's first) has weight
+     * {@code c0 + 2q}, {@code c0 = 2(t0*P + base) + 1}. Read front to back in groups of four vectors, with the running
+     * sums {@code a_k += x; s_k += a_k} per vector set {@code k}; no token structure at all.
+     */
+    private static long stream(MemorySegment seg, long base, long total, long t0, int cellPieces, int pieceBase) {
+        final LongVector zero = LongVector.zero(S);
+        LongVector a0 = zero, a1 = zero, a2 = zero, a3 = zero;
+        LongVector s0 = zero, s1 = zero, s2 = zero, s3 = zero;
+        final long vb = 8L * L;
+        long groups = total / (4L * L);
+        long end = base + groups * 4 * vb;
+        for (long a = base; a < end; a += 4 * vb) {
+            a0 = a0.add(LongVector.fromMemorySegment(S, seg, a, LE));
+            a1 = a1.add(LongVector.fromMemorySegment(S, seg, a + vb, LE));
+            a2 = a2.add(LongVector.fromMemorySegment(S, seg, a + 2 * vb, LE));
+            a3 = a3.add(LongVector.fromMemorySegment(S, seg, a + 3 * vb, LE));
+            s0 = s0.add(a0);
+            s1 = s1.add(a1);
+            s2 = s2.add(a2);
+            s3 = s3.add(a3);
+        }
+        long c0 = 2 * (t0 * cellPieces + pieceBase) + 1;
+        long sum = close(a0, a1, a2, a3, s0.add(s1).add(s2.add(s3)), c0, groups);
+        // pieces past the last whole group: weight c0 + 2q, q counted from the block's first piece
+        long w = c0 + 2 * groups * 4L * L;
+        for (long q = groups * 4L * L, o = end; q < total; q++, o += 8, w += 2) {
+            sum += seg.get(PIECE, o) * w;
+        }
+        return sum;
+    }
+
+    /**
+     * A region of exactly four vectors per token at a constant token stride: the running sums
+     * {@code a_k += x; s_k += a_k} once per token give {@code A_k = sum_i x} and {@code S_k = sum_i (n-i)*x} per lane,
+     * so {@code sum_i i*x = n*A - S} needs no third sum. With piece {@code p = kL + l} of the region, the weight
+     * {@code 2((t0+i)P + base + p) + 1} is {@code c0 + 2kL + 2l + 2P*i}; per token four loads and eight adds.
+     */
+    private static long affineTokens(MemorySegment seg, long base, long stride, int n, long t0, int cellPieces,
+            int pieceBase) {
+        final LongVector zero = LongVector.zero(S);
+        LongVector a0 = zero, a1 = zero, a2 = zero, a3 = zero;
+        LongVector s0 = zero, s1 = zero, s2 = zero, s3 = zero;
+        final long vb = 8L * L;
+        for (int i = 0; i < n; i++) {
+            long a = base + i * stride;
+            a0 = a0.add(LongVector.fromMemorySegment(S, seg, a, LE));
+            a1 = a1.add(LongVector.fromMemorySegment(S, seg, a + vb, LE));
+            a2 = a2.add(LongVector.fromMemorySegment(S, seg, a + 2 * vb, LE));
+            a3 = a3.add(LongVector.fromMemorySegment(S, seg, a + 3 * vb, LE));
+            s0 = s0.add(a0);
+            s1 = s1.add(a1);
+            s2 = s2.add(a2);
+            s3 = s3.add(a3);
+        }
+        long c0 = 2 * (t0 * cellPieces + pieceBase) + 1;
+        long twoP = 2L * cellPieces;
+        LongVector a23 = a2.add(a3);
+        LongVector all = a0.add(a1).add(a23);
+        LongVector sets = a1.add(a23).add(a23).add(a3);   // a1 + 2a2 + 3a3
+        LongVector g = all.mul(TWO_IOTA.add(c0 + twoP * n))
+                .add(sets.lanewise(VectorOperators.LSHL, SHIFT_2L))
+                .sub(s0.add(s1).add(s2.add(s3)).mul(twoP));
+        return g.reduceLanes(VectorOperators.ADD);
+    }
+
+    /**
+     * The closing formula of {@link #stream}, on whole vectors and one lane reduction: with {@code A = sum_k a_k},
+     * {@code S = sum_k s_k} and {@code U} groups of four vectors,
+     * {@code sum = A*(c0 + 2l + 8LU) - 8L*S + 2L*(a1 + 2a2 + 3a3)}, lane {@code l} of each vector.
+     */
+    private static long close(LongVector a0, LongVector a1, LongVector a2, LongVector a3, LongVector s, long c0, long groups) {
+        LongVector a23 = a2.add(a3);
+        LongVector all = a0.add(a1).add(a23);
+        LongVector sets = a1.add(a23).add(a23).add(a3);   // a1 + 2a2 + 3a3
+        LongVector g = all.mul(TWO_IOTA.add(c0 + 8L * L * groups))
+                .sub(s.lanewise(VectorOperators.LSHL, SHIFT_8L))
+                .add(sets.lanewise(VectorOperators.LSHL, SHIFT_2L));
+        return g.reduceLanes(VectorOperators.ADD);
+    }
+
     @Override
     public void sumRows(MemorySegment seg, long[] off, int n, long t0, int cellPieces, int pieceBase, int regionPieces,
             int heads, long[] a, long[] t, long[] out) {

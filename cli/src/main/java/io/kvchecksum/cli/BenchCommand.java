@@ -114,7 +114,7 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
                 mems.add(KvMemory.host(m));
             }
             KvCacheGroup group = KvLayouts.vllmFlash(shape, 0, null, mems);
-            Map<String, Double> readCache = new HashMap<>();
+            Map<String, MemoryBound.Measurement> readCache = new HashMap<>();
             // compile the read loop before anything is timed: an interpreted loop would flatter every ratio
             try (MemoryBound warm = new MemoryBound(parts(layers, table, Math.min(maxTokens, 64)), 1)) {
                 long warmEnd = System.nanoTime() + 300_000_000L;
@@ -158,11 +158,14 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
                         res.put("bytes", bytes);
                         try {
                             double gbps = bytes / best(() -> k.blockChecksums(group, r)[0]);
-                            double read = readCache.computeIfAbsent(n + "/" + threads, x -> {
-                                try (MemoryBound bound = new MemoryBound(parts(layers, table, n), threads)) {
-                                    return bytes / best(bound::read);
+                            // the read bound: the fastest of the bound's readers on the same bytes and threads
+                            MemoryBound.Measurement bound = readCache.computeIfAbsent(n + "/" + threads, x -> {
+                                try (MemoryBound b = new MemoryBound(parts(layers, table, n), threads)) {
+                                    return b.measure(this::best);
                                 }
                             });
+                            double read = bound.gbps();
+                            res.put("read_reader", bound.reader().id());
                             res.put("gbps", gbps);
                             res.put("read_gbps", read);
                             res.put("read_threads", threads);

@@ -13,6 +13,17 @@ import java.util.Set;
 public final class Backends {
     /** Every backend, in the order tables list them. */
     public static final List<String> ALL = List.of("reference", "cpu", "opencl", "cuda");
+    /**
+     * Variants of the CPU backend timed in forks of their own: the Vector API loop at AVX2 width on an AVX-512 machine
+     * ({@code -XX:UseAVX=2}: the code path of AVX2-only CPUs) and the scalar fallback (a JVM without
+     * {@code jdk.incubator.vector}). The suite starts their forks with these JVM flags; set-up checks that the backend
+     * really runs that loop, so a row is never labelled with a loop it did not run.
+     */
+    public static final Map<String, List<String>> CPU_VARIANTS = Map.of(
+            "cpu-avx2", List.of(Jvm.VECTOR, Jvm.NATIVE, Jvm.HEAP, "-XX:UseAVX=2"),
+            "cpu-scalar", List.of(Jvm.NATIVE, Jvm.HEAP));
+    /** Every row name of tables, in order: backends with the CPU variants after {@code cpu}. */
+    public static final List<String> ROWS = List.of("reference", "cpu", "cpu-avx2", "cpu-scalar", "opencl", "cuda");
     /** Backends whose {@code submit} returns before the work is done: the host-sync-free benchmark applies to them. */
     public static final Set<String> ASYNC = Set.of("opencl", "cuda");
 
@@ -36,6 +47,17 @@ public final class Backends {
      * number labelled "cuda" was always measured on CUDA.
      */
     public static KvChecksum open(String name) {
+        if (CPU_VARIANTS.containsKey(name)) {
+            KvChecksum k = open("cpu");
+            String d = k.description();
+            boolean right = name.equals("cpu-avx2") ? d.contains("Vector API 256-bit") : d.contains("scalar");
+            if (!right) {
+                k.close();
+                throw new IllegalStateException("backend " + name + " skipped: this JVM runs " + d + "; start the fork with "
+                        + CPU_VARIANTS.get(name) + " (the suite does)");
+            }
+            return k;
+        }
         String why = unbenchmarkable(name);
         if (why != null) {
             throw new IllegalStateException("backend " + name + " skipped: " + why);

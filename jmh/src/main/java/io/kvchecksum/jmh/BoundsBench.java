@@ -19,7 +19,8 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * The memory bounds on exactly the bytes {@link ChecksumBench} checksums for the same shape and size (the same
- * fixture: same seed, same pages): {@code read} sums every 64-bit word, {@code copy} copies every byte.
+ * fixture: same seed, same pages): {@code read} reads every byte with one {@link MemoryBound.Reader} (the suite runs
+ * each and takes the fastest as the read bound), {@code copy} copies every byte.
  *
  * <p>Both use the threads the CPU backend uses at that size (all cores from 4 MiB, the calling thread below). GB/s is
  * {@code kvBytes / score} for both; a copy also writes as many bytes as it reads.
@@ -36,8 +37,12 @@ public class BoundsBench {
     public String shape;
 
     /** Tokens, or a KV size rounded to whole 16-token blocks; see {@link ModelShape#tokens}. */
-    @Param({"1MiB", "256MiB"})
+    @Param({"1MiB", "4xLLC"})
     public String size;
+
+    /** A {@link MemoryBound.Reader#id()}; one that does not run in this JVM fails set-up with the reason. */
+    @Param({"vector", "scalar", "native"})
+    public String reader;
 
     /** Threads; 0 means the machine's cores, as the CPU backend {@code KvChecksums.cpu()} uses. */
     @Param({"0"})
@@ -45,17 +50,23 @@ public class BoundsBench {
 
     private KvFixture fx;
     private MemoryBound bound;
+    private MemoryBound.Reader how;
 
     @Setup(Level.Trial)
     public void setUp() {
         ModelShape s = ModelShape.of(shape);
         fx = KvFixture.create(s, s.tokens(size));
         int t = threads > 0 ? threads : Runtime.getRuntime().availableProcessors();
+        how = MemoryBound.Reader.of(reader);
+        if (how.unavailable() != null) {
+            throw new IllegalStateException("reader " + reader + " skipped: " + how.unavailable());
+        }
         bound = new MemoryBound(fx.segments(), t);
-        long expected = bound.readScalar();
-        if (bound.read() != expected) {
-            throw new IllegalStateException("read bound: vector sum " + Long.toUnsignedString(bound.read())
-                    + " differs from the scalar sum " + Long.toUnsignedString(expected));
+        long expected = how == MemoryBound.Reader.NATIVE ? 0 : bound.readScalar();
+        long got = bound.read(how);
+        if (got != expected) {
+            throw new IllegalStateException("read bound: " + reader + " reader returned " + Long.toUnsignedString(got)
+                    + ", expected " + Long.toUnsignedString(expected));
         }
         bound.verifyCopy();
     }
@@ -70,10 +81,10 @@ public class BoundsBench {
         }
     }
 
-    /** Reads every KV byte once: the speed limit of any checksum of it. */
+    /** Reads every KV byte once with one reader: the fastest reader is the speed limit of any checksum of it. */
     @Benchmark
     public long read() {
-        return bound.read();
+        return bound.read(how);
     }
 
     /** Copies every KV byte once: what a transfer's staging copy costs, for scale. */

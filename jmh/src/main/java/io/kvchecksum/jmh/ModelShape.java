@@ -82,7 +82,9 @@ public enum ModelShape {
 
     /**
      * The request length for a size parameter: a token count ({@code "16"}, {@code "131072"}) or a KV size
-     * ({@code "1MiB"}, {@code "256MiB"}, {@code "1GiB"}), rounded to the nearest whole block and at least one block,
+     * ({@code "1MiB"}, {@code "256MiB"}, {@code "1GiB"}) or a size relative to this machine's caches ({@code "L2"},
+     * {@code "LLC"}, {@code "4xLLC"}: {@link io.kvchecksum.bench.Caches#bytesOf}), rounded to the nearest whole block
+     * and at least one block,
      * so every page is full and the read bound reads exactly the checksummed bytes.
      */
     public long tokens(String size) {
@@ -96,7 +98,10 @@ public enum ModelShape {
             multiplier = 1L << 30;
         }
         long tokens;
-        if (multiplier == 0) {
+        long cacheBytes = io.kvchecksum.bench.Caches.machine().bytesOf(s);
+        if (cacheBytes > 0) {
+            tokens = Math.round((double) cacheBytes / bytesPerToken() / BLOCK_SIZE) * BLOCK_SIZE;
+        } else if (multiplier == 0) {
             tokens = Long.parseLong(s);
         } else {
             long bytes = Long.parseLong(s.substring(0, s.length() - 3)) * multiplier;

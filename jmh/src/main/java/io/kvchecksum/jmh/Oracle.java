@@ -55,6 +55,12 @@ public final class Oracle {
         return new Oracle("cpu (1 thread), checked against reference on " + p.numTokens() + " tokens", b, s);
     }
 
+    /** Checks the backend's operations on a prepared plan (what the benchmarks time) against the expected values. */
+    public void verifyPlan(KvChecksum backend, io.kvchecksum.SlicePlan plan) {
+        expectEqual(backend.description() + ": blockChecksums(plan)", blocks, backend.blockChecksums(plan));
+        expectEqual(backend.description() + ": sliceSums(plan)", slices.values(), backend.sliceSums(plan).values());
+    }
+
     /** Where the expected values came from, for messages. */
     public String source() {
         return source;

@@ -33,6 +33,35 @@ class HarnessTest {
     }
 
     @Test
+    void cacheRelativeSizesComeFromTheMachinesCaches() {
+        long llc = io.kvchecksum.bench.Caches.machine().llc();
+        long bytes = ModelShape.DEEPSEEK_MLA_FP8.kvBytes("4xLLC");
+        // rounded to whole 16-token blocks of 546 KiB
+        assertTrue(Math.abs(bytes - 4 * llc) <= 8L * ModelShape.DEEPSEEK_MLA_FP8.bytesPerToken(), bytes + " vs 4x" + llc);
+        assertTrue(ModelShape.LLAMA3_70B_TP8.kvBytes("L2") <= io.kvchecksum.bench.Caches.machine().l2());
+    }
+
+    @Test
+    void aCpuVariantIsRefusedWhereTheJvmRunsAnotherLoop() {
+        // the tests run with the vector module at native width (or a 256-bit machine): never the scalar loop
+        IllegalStateException e = assertThrows(IllegalStateException.class, () -> Backends.open("cpu-scalar"));
+        assertTrue(e.getMessage().contains("cpu-scalar skipped"), e.getMessage());
+    }
+
+    @Test
+    void aRerunReplacesOnlyTheTableBetweenTheMarkers(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir)
+            throws java.io.IOException {
+        java.nio.file.Path md = dir.resolve("bench.md");
+        String first = Suite.markdownFile(md, "short", "table one\n");
+        assertTrue(first.contains(Suite.BEGIN) && first.contains("table one") && first.contains(Suite.END), first);
+        java.nio.file.Files.writeString(md, "# findings above\n" + first + "findings below\n");
+        String second = Suite.markdownFile(md, "short", "table two\n");
+        assertTrue(second.startsWith("# findings above\n"), second);
+        assertTrue(second.endsWith(Suite.END + "\nfindings below\n"), second);
+        assertTrue(second.contains("table two") && !second.contains("table one"), second);
+    }
+
+    @Test
     void fixtureDescribesExactlyTheRequestsBytes() {
         try (KvFixture f = KvFixture.create(ModelShape.LLAMA3_70B_TP8, 48)) {
             long total = f.segments().stream().mapToLong(s -> s.byteSize()).sum();

@@ -1,0 +1,132 @@
+package io.kvchecksum.bench;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The read bound's readers read every word; the cache sizes come from /sys as Linux writes them. No timing. */
+class MemoryBoundTest {
+    private static final long SEED = 13;
+
+    private static List<MemorySegment> segments(Arena arena, long... sizes) {
+        SplittableRandom rnd = new SplittableRandom(SEED);
+        List<MemorySegment> out = new ArrayList<>();
+        for (long n : sizes) {
+            MemorySegment s = arena.allocate(n, 8);
+            for (long i = 0; i < n / 8; i++) {
+                s.setAtIndex(ValueLayout.JAVA_LONG, i, rnd.nextLong());
+            }
+            out.add(s);
+        }
+        return out;
+    }
+
+    @Test
+    void everyReaderReadsEveryWordOnOneAndSeveralThreads() {
+        try (Arena arena = Arena.ofShared()) {
+            // odd sizes: tails shorter than a vector step and than an unrolled scalar step
+            List<MemorySegment> segs = segments(arena, 3L << 20, 8, 1000 * 8 + 8, (2L << 20) + 24);
+            long expected = 0;
+            for (MemorySegment s : segs) {
+                for (long o = 0; o < s.byteSize(); o += 8) {
+                    expected += s.get(ValueLayout.JAVA_LONG, o);
+                }
+            }
+            for (int threads : new int[] {1, 2, 3}) {
+                try (MemoryBound b = new MemoryBound(segs, threads)) {
+                    assertEquals(threads > 1, b.parallel());
+                    assertEquals(expected, b.readScalar());
+                    assertEquals(expected, b.read(MemoryBound.Reader.SCALAR), threads + " threads");
+                    assertEquals(expected, b.read(MemoryBound.Reader.VECTOR), threads + " threads");
+                    if (MemoryBound.Reader.NATIVE.unavailable() == null) {
+                        assertEquals(0, b.read(MemoryBound.Reader.NATIVE));
+                    }
+                }
+            }
+        }
+    }
+
+    @Test
+    void measureReportsTheFastestReaderAndEveryTime() {
+        try (Arena arena = Arena.ofShared(); MemoryBound b = new MemoryBound(segments(arena, 1L << 16), 1)) {
+            // a fake timer: the native reader "takes" 1 ns, the others 5 and 9, so the fastest is known in advance
+            MemoryBound.Measurement m = b.measure(work -> {
+                long v = work.getAsLong();
+                return v == 0 ? 1 : v == b.readScalar() ? 5 : 9;
+            });
+            List<MemoryBound.Reader> readers = MemoryBound.readers();
+            assertEquals(readers.size(), m.nanosByReader().size());
+            assertEquals(readers.contains(MemoryBound.Reader.NATIVE) ? MemoryBound.Reader.NATIVE : MemoryBound.Reader.VECTOR,
+                    m.reader());
+            assertEquals(1L << 16, m.bytes());
+        }
+    }
+
+    @Test
+    void aChecksumFasterThanTheBoundIsNotAResult() {
+        assertTrue(MemoryBound.plausible(0.97, 0));
+        assertTrue(MemoryBound.plausible(1.0, 0));
+        assertFalse(MemoryBound.plausible(1.2, 0.05));
+        assertTrue(MemoryBound.plausible(1.04, 0.05));
+    }
+
+    @Test
+    void theNativeReaderIsAvailableOrSaysWhy() {
+        String why = MemoryBound.Reader.NATIVE.unavailable();
+        // surefire runs with --enable-native-access; glibc's memcmp reads what it compares
+        assertNull(why, why);
+        assertNull(MemoryBound.Reader.SCALAR.unavailable());
+    }
+
+    @Test
+    void cacheSizesAreReadAsLinuxWritesThem(@TempDir Path dir) throws IOException {
+        write(dir.resolve("index0"), "1", "Data", "32K");
+        write(dir.resolve("index1"), "1", "Instruction", "32K");
+        write(dir.resolve("index2"), "2", "Unified", "1024K");
+        write(dir.resolve("index3"), "3", "Unified", "32768K");
+        Caches c = Caches.read(dir);
+        assertEquals(1L << 20, c.l2());
+        assertEquals(32L << 20, c.llc());
+        assertEquals("/sys", c.source());
+        assertEquals(512L << 10, c.bytesOf("L2"));
+        assertEquals(16L << 20, c.bytesOf("llc"));
+        assertEquals(128L << 20, c.bytesOf("4xLLC"));
+        assertEquals(-1, c.bytesOf("256MiB"));
+        assertEquals(3L << 30, Caches.parseSize("3G"));
+    }
+
+    @Test
+    void missingCacheInformationIsAssumedAndSaysSo(@TempDir Path dir) {
+        Caches c = Caches.read(dir.resolve("absent"));
+        assertTrue(c.source().startsWith("assumed"), c.source());
+        assertTrue(c.llc() > c.l2());
+    }
+
+    @Test
+    void anUnknownReaderIsRefused() {
+        assertThrows(IllegalArgumentException.class, () -> MemoryBound.Reader.of("avx9"));
+        assertEquals(MemoryBound.Reader.NATIVE, MemoryBound.Reader.of("native"));
+    }
+
+    private static void write(Path index, String level, String type, String size) throws IOException {
+        Files.createDirectories(index);
+        Files.writeString(index.resolve("level"), level + "\n");
+        Files.writeString(index.resolve("type"), type + "\n");
+        Files.writeString(index.resolve("size"), size + "\n");
+    }
+}

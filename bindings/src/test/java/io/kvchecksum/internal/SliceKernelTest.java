@@ -1,0 +1,112 @@
+package io.kvchecksum.internal;
+
+import org.junit.jupiter.api.Test;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.List;
+import java.util.SplittableRandom;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+/**
+ * Both CPU kernels' constant-stride loops against the definition written out term by term, on the cell sizes of real
+ * models (32 pieces: bf16 head dim 128; 72 and 144: MLA fp8 and bf16; 64: fp32 head dim 128) and odd ones, with
+ * contiguous and padded token strides and unaligned bases.
+ */
+class SliceKernelTest {
+    private static final long SEED = 1313L;
+    private static final ValueLayout.OfLong LE = ValueLayout.JAVA_LONG_UNALIGNED;
+
+    private static long definition(MemorySegment s, long base, long stride, int n, long t0, int cellPieces, int pieceBase,
+            int regionPieces) {
+        long sum = 0;
+        for (int i = 0; i < n; i++) {
+            for (int p = 0; p < regionPieces; p++) {
+                long j = (t0 + i) * cellPieces + pieceBase + p;
+                sum += s.get(LE, base + i * stride + 8L * p) * (2 * j + 1);
+            }
+        }
+        return sum;
+    }
+
+    @Test
+    void constantStrideLoopsMatchTheDefinition() {
+        System.out.println("seed " + SEED);
+        SplittableRandom rnd = new SplittableRandom(SEED);
+        List<SliceKernel> kernels = List.of(new ScalarSliceKernel(), new VectorSliceKernel());
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment s = arena.allocate(1 << 20, 8);
+            for (long o = 0; o < s.byteSize(); o += 8) {
+                s.set(ValueLayout.JAVA_LONG, o, rnd.nextLong());
+            }
+            int[] regions = {32, 72, 144, 64, 8, 16, 4, 12, 5, 1};
+            int cases = 0;
+            for (int rep = 0; rep < 40; rep++) {
+                for (int region : regions) {
+                    boolean kOnly = rnd.nextBoolean();
+                    int other = kOnly ? 0 : regions[rnd.nextInt(regions.length)];
+                    int cell = region + other;
+                    int pieceBase = kOnly || rnd.nextBoolean() ? 0 : other;
+                    long stride = 8L * region + (rnd.nextInt(3) == 0 ? 8L * rnd.nextInt(40) : 0);
+                    int n = 1 + rnd.nextInt(20);
+                    long base = rnd.nextInt(64) + (rnd.nextBoolean() ? 0 : 4096);
+                    long t0 = rnd.nextInt(1 << 20);
+                    long expected = definition(s, base, stride, n, t0, cell, pieceBase, region);
+                    for (SliceKernel k : kernels) {
+                        if (!k.affine(region, stride, cell)) {
+                            continue;
+                        }
+                        assertEquals(expected, k.sumAffine(s, base, stride, n, t0, cell, pieceBase, region),
+                                k.describe() + ": region " + region + " of " + cell + " (base piece " + pieceBase
+                                        + "), stride " + stride + ", n " + n + ", base " + base + ", t0 " + t0);
+                        cases++;
+                    }
+                }
+            }
+            System.out.println(cases + " kernel cases");
+        }
+    }
+
+    @Test
+    void oneHeadsKAndVTogetherMatchTheDefinition() {
+        SplittableRandom rnd = new SplittableRandom(SEED + 1);
+        List<SliceKernel> kernels = List.of(new ScalarSliceKernel(), new VectorSliceKernel());
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment s = arena.allocate(1 << 20, 8);
+            for (long o = 0; o < s.byteSize(); o += 8) {
+                s.set(ValueLayout.JAVA_LONG, o, rnd.nextLong());
+            }
+            // 16 and 32 pieces: one group of four vectors at 256 and 512 bits (the fused K+V loop), 8 and 64 not
+            for (int pieces : new int[] {16, 32, 8, 64}) {
+                for (int rep = 0; rep < 30; rep++) {
+                    int n = 1 + rnd.nextInt(20);
+                    long kStride = 8L * pieces * (1 + rnd.nextInt(8));
+                    long vStride = 8L * pieces * (1 + rnd.nextInt(8));
+                    long kBase = rnd.nextInt(64);
+                    long vBase = 200_000 + rnd.nextInt(64);
+                    long t0 = rnd.nextInt(1 << 20);
+                    long expected = definition(s, kBase, kStride, n, t0, 2 * pieces, 0, pieces)
+                            + definition(s, vBase, vStride, n, t0, 2 * pieces, pieces, pieces);
+                    for (SliceKernel k : kernels) {
+                        if (k.affine(pieces, kStride, 2 * pieces) && k.affine(pieces, vStride, 2 * pieces)) {
+                            assertEquals(expected, k.headAffine(s, kBase, kStride, pieces, s, vBase, vStride, pieces, n, t0),
+                                    k.describe() + ": " + pieces + " pieces, n " + n + ", strides " + kStride + "/" + vStride);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    @Test
+    void theVectorKernelTakesTheCellsOfRealModelsWithoutOffsets() {
+        VectorSliceKernel v = new VectorSliceKernel();
+        // MLA rows back to back (fp8 576 bytes, bf16 1152): one stream
+        assertEquals(true, v.affine(72, 576, 72));
+        assertEquals(true, v.affine(144, 1152, 144));
+        // bf16 head dim 128 with V elsewhere, heads side by side (token stride 8 heads x 256 bytes)
+        assertEquals(true, v.affine(32, 2048, 64));
+    }
+}
