@@ -8,6 +8,8 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Predicate;
+import java.util.function.ToLongFunction;
 
 /**
  * A {@link SlicePlan} serialized for the OpenCL kernels: which bytes of which host segments to copy, where they land
@@ -92,30 +94,8 @@ final class Descriptors {
      * offsets are the regions' own; OpenCL aligns a buffer's start, so alignment classes are the regions' own.
      */
     static Descriptors device(SlicePlan plan, long bytes) {
-        int ns = plan.numSlices();
-        long[] desc = new long[ns * WORDS];
-        int maxPieces = 0;
-        for (int i = 0; i < ns; i++) {
-            SlicePlan.Slice s = plan.slice(i);
-            maxPieces = Math.max(maxPieces, s.pieces());
-            int d = i * WORDS;
-            desc[d + FACTOR] = s.factor();
-            desc[d + PIECES] = s.pieces();
-            desc[d + K_PIECES] = s.k().pieces();
-            long flags = devicePart(desc, d + K_BASE, s.k()) ? K_ALIGNED : 0;
-            if (s.v() != null) {
-                flags |= devicePart(desc, d + V_BASE, s.v()) ? V_ALIGNED : 0;
-            }
-            desc[d + FLAGS] = flags;
-        }
-        return new Descriptors(List.of(), bytes, desc, plan.pageTable(), ns, maxPieces, 0);
-    }
-
-    private static boolean devicePart(long[] desc, int at, SlicePlan.Part p) {
-        desc[at] = p.base();
-        desc[at + (K_PAGE_STRIDE - K_BASE)] = p.pageStride();
-        desc[at + (K_TOKEN_STRIDE - K_BASE)] = p.tokenStride();
-        return p.alignment() >= 8;
+        long[] desc = words(plan, SlicePlan.Part::base, p -> p.alignment() >= 8);
+        return new Descriptors(List.of(), bytes, desc, plan.pageTable(), plan.numSlices(), maxPieces(plan), 0);
     }
 
     private static Descriptors of(SlicePlan plan, long windowAlign) {
@@ -163,24 +143,17 @@ final class Descriptors {
                 packed = Math.addExact(packed, Math.ceilDiv(s.length(), SPAN_ALIGN) * SPAN_ALIGN);
             }
         }
-        int ns = plan.numSlices();
-        long[] desc = new long[ns * WORDS];
-        int maxPieces = 0;
-        for (int i = 0; i < ns; i++) {
-            SlicePlan.Slice s = plan.slice(i);
-            maxPieces = Math.max(maxPieces, s.pieces());
-            int d = i * WORDS;
-            desc[d + FACTOR] = s.factor();
-            desc[d + PIECES] = s.pieces();
-            desc[d + K_PIECES] = s.k().pieces();
-            boolean abs = windowAlign > 0;
-            long flags = part(desc, d + K_BASE, s.k(), bySegment, abs) ? K_ALIGNED : 0;
-            if (s.v() != null) {
-                flags |= part(desc, d + V_BASE, s.v(), bySegment, abs) ? V_ALIGNED : 0;
-            }
-            desc[d + FLAGS] = flags;
-        }
-        return new Descriptors(List.copyOf(spans), packed, desc, table, ns, maxPieces, windowStart);
+        // The base is the address of page 0 relative to the buffer, which may lie before the copied span: it is stored
+        // modulo 2^64 and the kernel's wrapping base + page*pageStride lands inside the span for every page in use.
+        // Spans start at a multiple of 8 of their segment and at a multiple of 64 of the buffer, so a part keeps its
+        // alignment class; in a window the buffer starts at an aligned host address, so the class is that of the
+        // absolute addresses.
+        boolean absolute = windowAlign > 0;
+        long[] desc = words(plan, p -> {
+            Span span = bySegment.get(segment(p));
+            return span.packedOffset() - span.from() + p.base();
+        }, p -> (absolute ? p.alignmentAt(segment(p).address()) : p.alignment()) >= 8);
+        return new Descriptors(List.copyOf(spans), packed, desc, table, plan.numSlices(), maxPieces(plan), windowStart);
     }
 
     /** The bytes needed from one segment; segments are equal when they start at the same place, whatever their size. */
@@ -212,20 +185,42 @@ final class Descriptors {
     }
 
     /**
-     * Writes a part's base address (base, page stride, token stride: three consecutive words, the same for K and V)
-     * relative to the packed buffer; true when every piece address is a multiple of 8. The base is the address of
-     * page 0, which may lie before the copied span: it is stored modulo 2^64 and the kernel's wrapping
-     * {@code base + page*pageStride} lands inside the span for every page in use. Spans start at a multiple of 8 of
-     * their segment and at a multiple of 64 of the buffer, so a part keeps its alignment class. In a window
-     * ({@code absolute}) the buffer starts at an aligned host address, so the class is that of the absolute addresses.
+     * The descriptor words of every slice, the one place they are written: factor, pieces, K pieces, then per part its
+     * base (where {@code base} puts page 0 in the buffer the kernels read), page stride and token stride (three
+     * consecutive words, the same for K and V), and the flags saying which parts {@code aligned} finds 8-byte aligned.
      */
-    private static boolean part(long[] desc, int at, SlicePlan.Part p, Map<MemorySegment, Span> bySegment,
-                                boolean absolute) {
-        Span s = bySegment.get(segment(p));
-        desc[at] = s.packedOffset() - s.from() + p.base();
+    private static long[] words(SlicePlan plan, ToLongFunction<SlicePlan.Part> base, Predicate<SlicePlan.Part> aligned) {
+        int ns = plan.numSlices();
+        long[] desc = new long[ns * WORDS];
+        for (int i = 0; i < ns; i++) {
+            SlicePlan.Slice s = plan.slice(i);
+            int d = i * WORDS;
+            desc[d + FACTOR] = s.factor();
+            desc[d + PIECES] = s.pieces();
+            desc[d + K_PIECES] = s.k().pieces();
+            long flags = part(desc, d + K_BASE, s.k(), base, aligned) ? K_ALIGNED : 0;
+            if (s.v() != null) {
+                flags |= part(desc, d + V_BASE, s.v(), base, aligned) ? V_ALIGNED : 0;
+            }
+            desc[d + FLAGS] = flags;
+        }
+        return desc;
+    }
+
+    private static boolean part(long[] desc, int at, SlicePlan.Part p, ToLongFunction<SlicePlan.Part> base,
+                                Predicate<SlicePlan.Part> aligned) {
+        desc[at] = base.applyAsLong(p);
         desc[at + (K_PAGE_STRIDE - K_BASE)] = p.pageStride();
         desc[at + (K_TOKEN_STRIDE - K_BASE)] = p.tokenStride();
-        return (absolute ? p.alignmentAt(segment(p).address()) : p.alignment()) >= 8;
+        return aligned.test(p);
+    }
+
+    private static int maxPieces(SlicePlan plan) {
+        int max = 0;
+        for (SlicePlan.Slice s : plan.slices()) {
+            max = Math.max(max, s.pieces());
+        }
+        return max;
     }
 
     private static MemorySegment segment(SlicePlan.Part p) {
