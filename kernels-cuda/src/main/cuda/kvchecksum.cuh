@@ -94,6 +94,17 @@ KVC_HD uint64_t kvc_feistel3(uint64_t x) {
 // MIX = 1). The one replaceable step; MIX is a template parameter so the standard kernels compile as before.
 template <int MIX> KVC_HD uint64_t kvc_piece_value(uint64_t x) { return MIX ? kvc_feistel3(x) : x; }
 
+// One load's contribution to a unit's running sums, the same in every loop: A sums the load's piece values over the
+// tokens so far, T sums A (the token weights, without a multiply), A1 the second piece of a 16-byte load (its index
+// is one higher). The piece value is the mode's replaceable step.
+template <int VEC, int MIX> KVC_HD void kvc_accumulate(uint64_t x0, uint64_t x1, uint64_t& A, uint64_t& A1, uint64_t& T) {
+    const uint64_t y0 = kvc_piece_value<MIX>(x0);
+    const uint64_t y1 = VEC == 2 ? kvc_piece_value<MIX>(x1) : 0;
+    A += y0 + y1;
+    A1 += y1;
+    T += A;
+}
+
 KVC_HD uint64_t kvc_factor(uint32_t layer, uint32_t head) {
     return 2ull * ((uint64_t)layer * 65536ull + head) + 1ull;
 }
@@ -244,23 +255,13 @@ KVC_HD uint64_t kvc_lane_slice_sum(const KvcChecksumParams& p, const KvcSlice& s
                 KVC_UNROLL
                 for (int k = 0; k < KVC_BATCH; ++k) kvc_load<VEC>(a[k], x0[k], x1[k]);
                 KVC_UNROLL
-                for (int k = 0; k < KVC_BATCH; ++k) {
-                    const uint64_t y0 = kvc_piece_value<MIX>(x0[k]);
-                    const uint64_t y1 = VEC == 2 ? kvc_piece_value<MIX>(x1[k]) : 0;
-                    A += y0 + y1;
-                    A1 += y1;
-                    T += A;
-                }
+                for (int k = 0; k < KVC_BATCH; ++k) kvc_accumulate<VEC, MIX>(x0[k], x1[k], A, A1, T);
                 n = KVC_BATCH;
             } else {
                 for (uint32_t t = t0; t < ntok; ++t) {
                     uint64_t x0, x1;
                     kvc_load<VEC>(kvc_cell(base, ps, ts, tab, tab0, idx0 + t, p.page_size, shift), x0, x1);
-                    x0 = kvc_piece_value<MIX>(x0);
-                    x1 = VEC == 2 ? kvc_piece_value<MIX>(x1) : 0;
-                    A += x0 + x1;
-                    A1 += x1;
-                    T += A;
+                    kvc_accumulate<VEC, MIX>(x0, x1, A, A1, T);
                     ++n;
                 }
             }
@@ -295,23 +296,13 @@ KVC_HD uint64_t kvc_lane_slice_sum(const KvcChecksumParams& p, const KvcSlice& s
             KVC_UNROLL
             for (int k = 0; k < KVC_BATCH; ++k) kvc_load<VEC>(a[k], x0[k], x1[k]);
             KVC_UNROLL
-            for (int k = 0; k < KVC_BATCH; ++k) {
-                const uint64_t y0 = kvc_piece_value<MIX>(x0[k]);
-                const uint64_t y1 = VEC == 2 ? kvc_piece_value<MIX>(x1[k]) : 0;
-                A += y0 + y1;
-                A1 += y1;
-                T += A;
-            }
+            for (int k = 0; k < KVC_BATCH; ++k) kvc_accumulate<VEC, MIX>(x0[k], x1[k], A, A1, T);
             n += KVC_BATCH;
         }
         for (; t < ntok; t += token_lanes) {
             uint64_t x0, x1;
             kvc_load<VEC>(kvc_cell(base, ps, ts, tab, tab0, idx0 + t, p.page_size, shift), x0, x1);
-            x0 = kvc_piece_value<MIX>(x0);
-            x1 = VEC == 2 ? kvc_piece_value<MIX>(x1) : 0;
-            A += x0 + x1;
-            A1 += x1;
-            T += A;
+            kvc_accumulate<VEC, MIX>(x0, x1, A, A1, T);
             ++n;
         }
         const uint64_t pos0 = bs + tl;
