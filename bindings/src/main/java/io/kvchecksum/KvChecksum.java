@@ -98,6 +98,20 @@ public interface KvChecksum extends AutoCloseable {
         return submit(SlicePlan.of(group, request), stream);
     }
 
+    /**
+     * SGLang's page digest: Adler-32 ({@code java.util.zip.Adler32}, zlib's {@code adler32}) of the plan's ordered
+     * byte stream (every layer's K pages, then V pages, then state rows; see {@link PageDigestPlan}), in
+     * {@code [0, 2^32)}. Unlike the weighted sum it depends on the page layout.
+     *
+     * <p>The default reads host memory with {@code java.util.zip.Adler32}, on the calling thread; backends override
+     * it with parallel forms (Adler-32 parts of consecutive chunks combine exactly).
+     *
+     * @throws InvalidLayoutException when the plan's memory is of a kind this backend cannot read
+     */
+    default long pageDigest(PageDigestPlan plan) {
+        return io.kvchecksum.internal.PageDigestReference.digest(plan, name());
+    }
+
     /** Releases native resources; the pure-Java backends hold none. */
     @Override
     default void close() {

@@ -2,7 +2,10 @@ package io.kvchecksum.engine;
 
 import io.kvchecksum.ChecksumMode;
 
+import java.util.Collections;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 import java.util.Objects;
 import java.util.regex.Pattern;
 
@@ -24,8 +27,11 @@ import java.util.regex.Pattern;
  * @param mode the checksum mode's wire name ({@link ChecksumMode#wireName()}): {@code standard} in versions 1 and 2;
  *     in version 3 any name of 1..32 lower-case letters, digits and {@code -}, so that a mode this reader does not know
  *     still decodes and is reported as {@link UnverifiedReason#MODE_DIFFERS} rather than as a malformed payload
+ * @param sections the version-3 sections this library knows ({@link PayloadSections}), by name; empty in versions 1
+ *     and 2. Sections a reader does not know are skipped when decoding and are not kept.
  */
-public record ChecksumPayload(int version, Integer tpSize, long numTokens, List<GroupChecksums> groups, String mode) {
+public record ChecksumPayload(int version, Integer tpSize, long numTokens, List<GroupChecksums> groups, String mode,
+        Map<String, PayloadSection> sections) {
     /** The version {@link PayloadCodec} writes for the standard mode: byte-identical to what earlier releases wrote. */
     public static final int CURRENT_VERSION = 2;
     /** The version written for every other mode, and the first with a mode field and named sections. */
@@ -35,6 +41,17 @@ public record ChecksumPayload(int version, Integer tpSize, long numTokens, List<
     public ChecksumPayload {
         groups = List.copyOf(Objects.requireNonNull(groups, "groups"));
         Objects.requireNonNull(mode, "mode");
+        Map<String, PayloadSection> sorted = new TreeMap<>();
+        for (Map.Entry<String, PayloadSection> e : Objects.requireNonNull(sections, "sections").entrySet()) {
+            if (!e.getKey().equals(e.getValue().name())) {
+                throw new IllegalArgumentException("section '" + e.getValue().name() + "' filed under '" + e.getKey() + "'");
+            }
+            sorted.put(e.getKey(), e.getValue());
+        }
+        sections = Collections.unmodifiableMap(sorted);
+        if (!sections.isEmpty() && version != 3) {
+            throw new IllegalArgumentException("sections need payload version 3, not " + version);
+        }
         if (version != 1 && version != 2 && version != 3) {
             throw new IllegalArgumentException("unknown payload version " + version + " (known: 1, 2, 3)");
         }
@@ -69,6 +86,11 @@ public record ChecksumPayload(int version, Integer tpSize, long numTokens, List<
         }
     }
 
+    /** A payload without sections. */
+    public ChecksumPayload(int version, Integer tpSize, long numTokens, List<GroupChecksums> groups, String mode) {
+        this(version, tpSize, numTokens, groups, mode, Map.of());
+    }
+
     /** A payload of version 1 or 2 (which are in the standard mode); a version-3 payload names its mode. */
     public ChecksumPayload(int version, Integer tpSize, long numTokens, List<GroupChecksums> groups) {
         this(requireOneOrTwo(version), tpSize, numTokens, groups, ChecksumMode.STANDARD.wireName());
@@ -90,6 +112,25 @@ public record ChecksumPayload(int version, Integer tpSize, long numTokens, List<
     public static ChecksumPayload of(ChecksumMode mode, int tpSize, long numTokens, List<GroupChecksums> groups) {
         return new ChecksumPayload(mode == ChecksumMode.STANDARD ? CURRENT_VERSION : MODE_VERSION, tpSize, numTokens, groups,
                 mode.wireName());
+    }
+
+    /**
+     * This payload with {@code section} added (replacing one of the same name): version 3, since only version 3 has
+     * sections (a standard-mode payload then names its mode, {@code "standard"}). A version-1 payload has no sections.
+     */
+    public ChecksumPayload withSection(PayloadSection section) {
+        Objects.requireNonNull(section, "section");
+        if (version == 1) {
+            throw new IllegalArgumentException("a version-1 payload cannot carry sections");
+        }
+        Map<String, PayloadSection> m = new TreeMap<>(sections);
+        m.put(section.name(), section);
+        return new ChecksumPayload(MODE_VERSION, tpSize, numTokens, groups, mode, m);
+    }
+
+    /** The section called {@code name}, or {@code null} when this payload does not carry it. */
+    public PayloadSection section(String name) {
+        return sections.get(name);
     }
 
     /** The mode as this reader knows it, or {@code null} for a name it does not know (a newer writer's mode). */

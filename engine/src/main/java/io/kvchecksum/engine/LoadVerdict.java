@@ -19,16 +19,60 @@ import java.util.Set;
  *     not every worker reported, ...); {@code null} when the groups were compared (their own reasons are in
  *     {@code groups})
  * @param detail a human-readable account, for logs
+ * @param sections the verdicts of the payload sections both or either side carried ({@link PayloadSections}); a
+ *     section's MISMATCH makes the load's status MISMATCH, its UNVERIFIED leaves the status to the groups
  */
-public record LoadVerdict(Status status, List<GroupVerdict> groups, UnverifiedReason reason, String detail) {
+public record LoadVerdict(Status status, List<GroupVerdict> groups, UnverifiedReason reason, String detail,
+        List<SectionVerdict> sections) {
 
     public LoadVerdict {
         Objects.requireNonNull(status, "status");
         groups = List.copyOf(groups);
+        sections = List.copyOf(sections);
         detail = detail == null ? "" : detail;
         if (reason != null && (status != Status.UNVERIFIED || !groups.isEmpty())) {
             throw new IllegalArgumentException("a load-level reason means the load was not compared: UNVERIFIED, no groups");
         }
+    }
+
+    /** A verdict without sections. */
+    public LoadVerdict(Status status, List<GroupVerdict> groups, UnverifiedReason reason, String detail) {
+        this(status, groups, reason, detail, List.of());
+    }
+
+    /**
+     * This verdict with the sections' verdicts added: a section's MISMATCH makes it a MISMATCH (named in the detail);
+     * other section verdicts are listed without changing the status.
+     */
+    public LoadVerdict withSections(List<SectionVerdict> more) {
+        if (more.isEmpty()) {
+            return this;
+        }
+        List<SectionVerdict> all = new java.util.ArrayList<>(sections);
+        all.addAll(more);
+        Status s = status;
+        StringBuilder d = new StringBuilder(detail);
+        for (SectionVerdict v : more) {
+            if (v.status() == Status.MISMATCH) {
+                s = Status.MISMATCH;
+            }
+            if (v.status() != Status.MATCH) {
+                d.append(d.isEmpty() ? "" : "; ").append(v);
+            }
+        }
+        // A load-level reason means "not compared": it stays only while the status is still UNVERIFIED.
+        UnverifiedReason r = s == Status.UNVERIFIED ? reason : null;
+        return new LoadVerdict(s, groups, r, d.toString(), all);
+    }
+
+    /** The verdict of section {@code name}, or {@code null} if the load has none for it. */
+    public SectionVerdict section(String name) {
+        for (SectionVerdict v : sections) {
+            if (v.section().equals(name)) {
+                return v;
+            }
+        }
+        return null;
     }
 
     /** A load that could not be compared at all. */

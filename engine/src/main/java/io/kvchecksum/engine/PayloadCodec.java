@@ -7,12 +7,15 @@ import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 
 import org.msgpack.core.MessageBufferPacker;
 import org.msgpack.core.MessageFormat;
 import org.msgpack.core.MessagePack;
 import org.msgpack.core.MessagePackException;
 import org.msgpack.core.MessageUnpacker;
+import org.msgpack.value.Value;
 import org.msgpack.value.ValueType;
 
 /**
@@ -35,7 +38,7 @@ import org.msgpack.value.ValueType;
  * name ({@code "standard"}, {@code "mixed"}; 1..32 of {@code a-z 0-9 -}): a name this reader does not know still
  * decodes, and the verifier reports it as {@code MODE_DIFFERS}. {@code sections} is a msgpack map from section name
  * (str, 1..64 bytes, each name once) to any msgpack value; every section is optional, and a reader skips the sections
- * it does not know (this one knows none yet, and writes an empty map). New information goes into new sections, never
+ * it does not know (the known ones: {@link PayloadSections}). New information goes into new sections, never
  * into new positions. The standard mode keeps writing version 2, byte for byte as before; other modes write version 3.
  *
  * <p><b>Decoding treats the input as hostile</b> (it arrives from the network, through proxies): every length is
@@ -83,7 +86,11 @@ public final class PayloadCodec {
                 p.writePayload(buf.array());
             }
             if (v3) {
-                p.packMapHeader(0);
+                p.packMapHeader(payload.sections().size());
+                for (PayloadSection section : payload.sections().values()) {
+                    p.packString(section.name());
+                    section.pack(p);
+                }
             }
             return p.toByteArray();
         } catch (IOException e) {
@@ -103,11 +110,16 @@ public final class PayloadCodec {
      * @throws MalformedPayloadException for anything but exactly one well-formed payload
      */
     public static ChecksumPayload decode(byte[] bytes) {
+        return decode(bytes, PayloadSections.KNOWN);
+    }
+
+    /** {@link #decode(byte[])} knowing the sections {@code known} (for tests of the section mechanism). */
+    static ChecksumPayload decode(byte[] bytes, Map<String, PayloadSections.Known> known) {
         if (bytes == null) {
             throw new MalformedPayloadException("payload: no bytes (null)");
         }
         MessageUnpacker u = MessagePack.newDefaultUnpacker(bytes);
-        Reader r = new Reader(u, bytes.length);
+        Reader r = new Reader(u, bytes, known);
         try (u) {
             ChecksumPayload payload = r.payload();
             if (u.hasNext()) {
@@ -150,13 +162,17 @@ public final class PayloadCodec {
     /** Reads one payload, checking each field's type and size against the bytes left before using it. */
     private static final class Reader {
         private final MessageUnpacker u;
+        private final byte[] input;
         private final long total;
+        private final Map<String, PayloadSections.Known> known;
         /** The field being read, for errors msgpack-java raises without one. */
         String field = "payload";
 
-        Reader(MessageUnpacker u, long total) {
+        Reader(MessageUnpacker u, byte[] input, Map<String, PayloadSections.Known> known) {
             this.u = u;
-            this.total = total;
+            this.input = input;
+            this.total = input.length;
+            this.known = known;
         }
 
         long remaining() {
@@ -181,8 +197,8 @@ public final class PayloadCodec {
                 long numTokens = unsigned("num_tokens", Long.MAX_VALUE);
                 String mode = modeName();
                 List<GroupChecksums> groups = groups(true, numTokens, false);
-                skipSections();
-                return new ChecksumPayload(3, (int) tp, numTokens, groups, mode);
+                Map<String, PayloadSection> sections = sections();
+                return new ChecksumPayload(3, (int) tp, numTokens, groups, mode, sections);
             }
             // The seed names no version number for the final form: a writer may tag it 1. Only a version-1 tag with
             // exactly the final form's shape (four elements, five-field groups, which carry the block size only the
@@ -218,10 +234,14 @@ public final class PayloadCodec {
             return m;
         }
 
-        /** Version 3's named sections: this reader knows none, so it checks their names and skips every value. */
-        private void skipSections() throws IOException {
+        /**
+         * Version 3's named sections: every value is first checked to be well-formed msgpack within the input and at
+         * most 32 levels deep; the known ones are then decoded from exactly their own bytes, the others dropped.
+         */
+        private Map<String, PayloadSection> sections() throws IOException {
             next("sections", ValueType.MAP);
             int n = mapHeader("sections");
+            Map<String, PayloadSection> out = new TreeMap<>();
             java.util.Set<String> names = new java.util.HashSet<>();
             for (int i = 0; i < n; i++) {
                 String name = string("sections[" + i + "].name", 64);
@@ -231,8 +251,32 @@ public final class PayloadCodec {
                 if (!names.add(name)) {
                     throw new MalformedPayloadException("sections: '" + printable(name) + "' appears twice");
                 }
+                long from = u.getTotalReadBytes();
                 skip("sections." + printable(name), 0);
+                PayloadSections.Known k = known.get(name);
+                if (k != null) {
+                    this.field = "sections." + name;
+                    Value value;
+                    try (MessageUnpacker one = MessagePack.newDefaultUnpacker(input, (int) from,
+                            (int) (u.getTotalReadBytes() - from))) {
+                        value = one.unpackValue();
+                    }
+                    PayloadSection s;
+                    try {
+                        s = k.decoder().decode(value);
+                    } catch (MalformedPayloadException e) {
+                        throw e;
+                    } catch (RuntimeException e) {
+                        // A decoder's own slip (a type it did not check) is still a malformed section, never a crash.
+                        throw new MalformedPayloadException("sections." + printable(name) + ": " + e, e);
+                    }
+                    if (s == null || !s.name().equals(name)) {
+                        throw new IllegalStateException("the decoder of section " + name + " returned " + s);
+                    }
+                    out.put(name, s);
+                }
             }
+            return out;
         }
 
         /** Skips one value of any type, checking every count against the bytes left, at most 32 levels deep. */

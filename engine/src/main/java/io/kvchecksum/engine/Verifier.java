@@ -116,7 +116,26 @@ public final class Verifier {
                 verdicts.add(compareGroup(id, p.get(0), expected.numTokens(), c, actual.numTokens()));
             }
         }
-        return LoadVerdict.of(verdicts);
+        return LoadVerdict.of(verdicts).withSections(compareSections(expected, actual, PayloadSections.KNOWN));
+    }
+
+    /** Each known section either side carries, compared by its own rule ({@link PayloadSections.Comparison}). */
+    static List<SectionVerdict> compareSections(ChecksumPayload expected, ChecksumPayload actual,
+            Map<String, PayloadSections.Known> known) {
+        TreeSet<String> names = new TreeSet<>(expected.sections().keySet());
+        names.addAll(actual.sections().keySet());
+        List<SectionVerdict> out = new ArrayList<>();
+        for (String name : names) {
+            PayloadSections.Known k = known.get(name);
+            if (k == null) {
+                continue;
+            }
+            SectionVerdict v = k.comparison().compare(expected.section(name), actual.section(name));
+            if (v != null) {
+                out.add(v);
+            }
+        }
+        return out;
     }
 
     private static Map<Integer, List<GroupChecksums>> byGroup(List<GroupChecksums> groups) {

@@ -1,0 +1,132 @@
+package io.kvchecksum;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * The ordered byte stream of SGLang's page digest for one request, resolved and validated once: every layer's K
+ * pages, then every layer's V pages (layers in the group's order), then the state rows, each layer's pages in the
+ * request's page order (SPEC section 6). The digest is Adler-32 of that stream ({@code java.util.zip.Adler32}, zlib's
+ * {@code adler32}), computed by {@link KvChecksum#pageDigest}.
+ *
+ * <p><b>Pages, not tokens.</b> The digest covers whole pages: the pages of the plan's checksummed range
+ * ({@link SlicePlan#pageTable()}: tokens {@code [firstBlock*blockSize, numTokens)}, rounded up to whole pages), so
+ * slots past the request's last token in its last page are part of it, as in SGLang. A page of a region is the
+ * {@linkplain #pageBytes(KvRegion, int, int) span} from its first cell to the end of its last cell: for SGLang's
+ * {@code [slots, heads, head_dim]} buffers exactly {@code pageSize*heads*head_dim*elem} bytes. The digest therefore
+ * depends on the page layout (unlike the weighted sum); peers compare it only when their layout signatures agree.
+ *
+ * <p>Immutable and thread-safe.
+ */
+public final class PageDigestPlan {
+
+    /**
+     * One contiguous run of the stream.
+     *
+     * @param memory where it lives
+     * @param offset its first byte within {@code memory}
+     * @param length its size in bytes
+     */
+    public record Run(KvMemory memory, long offset, long length) {
+    }
+
+    private final SlicePlan slicePlan;
+    private final List<Run> runs;
+    private final long totalBytes;
+
+    private PageDigestPlan(SlicePlan slicePlan, List<Run> runs, long totalBytes) {
+        this.slicePlan = slicePlan;
+        this.runs = runs;
+        this.totalBytes = totalBytes;
+    }
+
+    /**
+     * The digest's stream for the request of {@code plan} (whose validation covers the group and the page table),
+     * followed by {@code stateRows} in the order given.
+     *
+     * @throws InvalidLayoutException when a page's span does not fit its region's memory
+     */
+    public static PageDigestPlan of(SlicePlan plan, List<StateRow> stateRows) {
+        Objects.requireNonNull(plan, "plan");
+        Objects.requireNonNull(stateRows, "stateRows");
+        KvCacheGroup group = plan.group();
+        List<Run> runs = new ArrayList<>();
+        long total = 0;
+        for (int kind = 0; kind < 2; kind++) {
+            for (CacheLayer layer : group.layers()) {
+                KvRegion r = kind == 0 ? layer.k() : layer.v();
+                if (r == null) {
+                    continue;
+                }
+                long span = pageBytes(r, group.pageSize(), layer.numHeads());
+                for (int i = 0; i < plan.numPages(); i++) {
+                    int page = plan.page(i);
+                    long at;
+                    try {
+                        at = Math.addExact(r.offset(), Math.multiplyExact((long) page, r.pageStride()));
+                        if (Math.addExact(at, span) > r.memory().byteSize()) {
+                            throw new ArithmeticException();
+                        }
+                    } catch (ArithmeticException e) {
+                        throw new InvalidLayoutException("layer " + layer.layer() + (kind == 0 ? " K" : " V") + ": page "
+                                + page + " spans " + span + " bytes from offset " + r.offset() + " + " + page + "*"
+                                + r.pageStride() + ", past the end of its memory of " + r.memory().byteSize() + " bytes");
+                    }
+                    runs.add(new Run(r.memory(), at, span));
+                    total = Math.addExact(total, span);
+                }
+            }
+        }
+        for (StateRow s : stateRows) {
+            runs.add(new Run(s.memory(), s.offset(), s.length()));
+            total = Math.addExact(total, s.length());
+        }
+        return new PageDigestPlan(plan, List.copyOf(runs), total);
+    }
+
+    /** {@link #of(SlicePlan, List)} without state rows. */
+    public static PageDigestPlan of(SlicePlan plan) {
+        return of(plan, List.of());
+    }
+
+    /**
+     * The bytes of one page of {@code region}: from the page's first byte to the end of its furthest cell, i.e.
+     * {@code (pageSize-1)*tokenStride + (numHeads-1)*headStride + cellBytes}. This is the per-page item length of the
+     * layout signature.
+     */
+    public static long pageBytes(KvRegion region, int pageSize, int numHeads) {
+        try {
+            long far = Math.multiplyExact(pageSize - 1L, region.tokenStride());
+            far = Math.addExact(far, Math.multiplyExact(numHeads - 1L, region.headStride()));
+            return Math.addExact(far, region.cellBytes());
+        } catch (ArithmeticException e) {
+            throw new InvalidLayoutException("a page's span overflows a 64-bit byte count");
+        }
+    }
+
+    /** The plan of the checksummed range this stream was resolved from. */
+    public SlicePlan slicePlan() {
+        return slicePlan;
+    }
+
+    /** The stream's runs, in order. */
+    public List<Run> runs() {
+        return runs;
+    }
+
+    /** The stream's length in bytes. */
+    public long totalBytes() {
+        return totalBytes;
+    }
+
+    /** Whether every run is host memory (readable by every backend). */
+    public boolean isHostResident() {
+        return runs.stream().allMatch(r -> r.memory() instanceof KvMemory.Host);
+    }
+
+    @Override
+    public String toString() {
+        return "PageDigestPlan[runs=" + runs.size() + ", bytes=" + totalBytes + "]";
+    }
+}
