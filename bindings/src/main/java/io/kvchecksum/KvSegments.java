@@ -1,0 +1,407 @@
+package io.kvchecksum;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * One request's KV when its token positions live in several allocations: consecutive position ranges, each held by
+ * its own {@link KvCacheGroup} of the same geometry (same layers, heads and cell sizes, in the same order). Jlama is
+ * the case in point: it keeps a session's KV in pages of a few positions, each page its own tensor, so no single
+ * {@link KvRegion} (one memory per region) can describe a session.
+ *
+ * <p><b>Addressing.</b> Segment {@code i} holds request positions {@code [start_i, start_i + numPages*pageSize)} of its
+ * group, in page order: position {@code t} is in page {@code (t - start_i) / pageSize}, slot
+ * {@code (t - start_i) % pageSize}. The first segment starts at position 0 and each next one where the previous one
+ * ends. Positions are the addresses: a segmented cache has no page table.
+ *
+ * <p><b>How it is computed.</b> A {@link Plan} runs every backend unchanged: each segment's share of the requested
+ * blocks is an ordinary {@link SlicePlan} over that segment's group, and the shares are added. This is exact, not an
+ * approximation: piece indices count from the request's first token, so a segment's values are the same numbers a
+ * single allocation would give for the same tokens, and a block's checksum is the sum of its tokens' contributions,
+ * so a block that straddles two segments is the sum of the two segments' partial blocks. A segment's share is one
+ * plan in blocks of {@code blockSize} from the first block boundary inside it, and, when it starts inside a block, one
+ * plan for that block's head in blocks of {@code gcd(start, blockSize)} tokens (the largest size that starts at the
+ * segment's first token and nests in the blocks); the partial block at a segment's end is the plan's last block cut at
+ * the segment's end, the same rule that cuts a request's last block.
+ *
+ * <p><b>The one requirement.</b> A plan's page table starts at a page boundary, so a segment's page size must divide
+ * the distance from the segment's start to the first position computed in it: for every segment after the first
+ * requested token this is the segment's start (distance 0); for the segment holding the first requested token
+ * ({@code firstBlock * blockSize}, a consumer's first loaded block) it must divide that distance. A page size that
+ * divides both the segment's length and the block size always satisfies it. Otherwise {@link #plan} throws
+ * {@link InvalidLayoutException} saying so.
+ *
+ * <p>Immutable and thread-safe, like the groups it holds; the memory they describe must outlive every computation.
+ */
+public final class KvSegments {
+
+    /**
+     * One allocation: request positions {@code [startToken, endToken())} in {@code group}'s pages, in order.
+     *
+     * @param startToken the request position of slot 0 of page 0
+     * @param group the allocation's layout
+     */
+    public record Segment(long startToken, KvCacheGroup group) {
+        public Segment {
+            Objects.requireNonNull(group, "group");
+            if (startToken < 0) {
+                throw new InvalidLayoutException("a segment's start must be non-negative, got " + startToken);
+            }
+        }
+
+        /** One past the last request position the segment holds: {@code startToken + numPages * pageSize}. */
+        public long endToken() {
+            try {
+                return Math.addExact(startToken, Math.multiplyExact(group.numPages(), (long) group.pageSize()));
+            } catch (ArithmeticException e) {
+                throw new InvalidLayoutException("segment at token " + startToken + ": its end overflows a long");
+            }
+        }
+    }
+
+    private final List<Segment> segments;
+
+    private KvSegments(List<Segment> segments) {
+        this.segments = segments;
+    }
+
+    /**
+     * The request's positions held by {@code groups} in order: the first from position 0, each next one from where the
+     * previous one ends.
+     *
+     * @throws InvalidLayoutException when the list is empty or null, or a group's geometry (layer numbers, heads, K and
+     *     V pieces per cell, in order) differs from the first group's
+     */
+    public static KvSegments of(List<KvCacheGroup> groups) {
+        if (groups == null || groups.isEmpty()) {
+            throw new InvalidLayoutException("segmented KV needs at least one segment");
+        }
+        List<Segment> out = new ArrayList<>(groups.size());
+        long start = 0;
+        KvCacheGroup first = groups.get(0);
+        for (int i = 0; i < groups.size(); i++) {
+            KvCacheGroup g = groups.get(i);
+            if (g == null) {
+                throw new InvalidLayoutException("segment " + i + " is null");
+            }
+            requireSameGeometry(first, g, i);
+            Segment s = new Segment(start, g);
+            out.add(s);
+            start = s.endToken();
+        }
+        return new KvSegments(List.copyOf(out));
+    }
+
+    /** The segments, in position order. */
+    public List<Segment> segments() {
+        return segments;
+    }
+
+    /** One past the last request position any segment holds. */
+    public long endToken() {
+        return segments.get(segments.size() - 1).endToken();
+    }
+
+    /** The first segment's group: the layers, heads and cells every segment has (its memory is segment 0's only). */
+    public KvCacheGroup geometry() {
+        return segments.get(0).group();
+    }
+
+    /** {@link #plan(long, long, int, ChecksumMode)} in the standard mode. */
+    public Plan plan(long numTokens, long firstBlock, int blockSize) {
+        return plan(numTokens, firstBlock, blockSize, ChecksumMode.STANDARD);
+    }
+
+    /**
+     * Validates a request against the segments and builds its plan: blocks {@code firstBlock .. ceil(numTokens /
+     * blockSize) - 1} of {@code blockSize} tokens, as {@link RequestBlocks} defines them. Nothing is read.
+     *
+     * @throws InvalidLayoutException for arguments {@link RequestBlocks} refuses, tokens past the last segment, a
+     *     segment whose page size does not divide the offset of the first requested token in it (see the class
+     *     comment), or anything {@link SlicePlan#of} refuses
+     */
+    public Plan plan(long numTokens, long firstBlock, int blockSize, ChecksumMode mode) {
+        RequestBlocks shape = RequestBlocks.of(new int[0], numTokens, firstBlock, blockSize);   // validates the numbers
+        if (mode == null) {
+            throw new InvalidLayoutException("mode must not be null");
+        }
+        long start = shape.startToken();
+        int numBlocks = shape.numBlocks();
+        if (numTokens > endToken()) {
+            throw new InvalidLayoutException("tokens " + start + ".." + (numTokens - 1) + " requested but the segments hold"
+                    + " positions 0.." + (endToken() - 1));
+        }
+        List<Share> shares = new ArrayList<>();
+        for (int i = 0; i < segments.size(); i++) {
+            Segment s = segments.get(i);
+            long a = Math.max(s.startToken(), start);
+            long e = Math.min(s.endToken(), numTokens);
+            if (a >= e) {
+                continue;
+            }
+            int p = s.group().pageSize();
+            if ((a - s.startToken()) % p != 0) {
+                throw new InvalidLayoutException("segment " + i + " (positions " + s.startToken() + ".." + (s.endToken() - 1)
+                        + ", pages of " + p + ") would be read from position " + a + ", " + (a - s.startToken())
+                        + " slots into it, which is not a page boundary: give segments a page size that divides both"
+                        + " their length and the block size " + blockSize);
+            }
+            long body = Math.ceilDiv(a, (long) blockSize) * blockSize;
+            if (body >= e || (body - s.startToken()) % p != 0) {
+                // Entirely inside one block, or the block boundary is not a page boundary: one plan of the largest
+                // blocks that start at a and nest in the request's blocks.
+                shares.add(share(s, a, e, (int) gcd(a, blockSize), mode));
+            } else {
+                if (body > a) {
+                    shares.add(share(s, a, body, (int) gcd(a, blockSize), mode));
+                }
+                shares.add(share(s, body, e, blockSize, mode));
+            }
+        }
+        return new Plan(this, numTokens, firstBlock, blockSize, numBlocks, mode, List.copyOf(shares));
+    }
+
+    /** Tokens {@code [from, to)} of segment {@code s} in blocks of {@code g} tokens ({@code g} divides {@code from}). */
+    private static Share share(Segment s, long from, long to, int g, ChecksumMode mode) {
+        int p = s.group().pageSize();
+        long firstPage = (from - s.startToken()) / p;
+        int pages = Math.toIntExact(Math.ceilDiv(to - from, (long) p));
+        int[] table = new int[pages];
+        for (int i = 0; i < pages; i++) {
+            table[i] = Math.toIntExact(firstPage + i);
+        }
+        SlicePlan plan = SlicePlan.of(s.group(), RequestBlocks.of(table, to, from / g, g), mode);
+        return new Share(plan, from / g, g);
+    }
+
+    private static long gcd(long a, long b) {
+        while (b != 0) {
+            long t = a % b;
+            a = b;
+            b = t;
+        }
+        return a;
+    }
+
+    private static void requireSameGeometry(KvCacheGroup a, KvCacheGroup b, int index) {
+        if (a.layers().size() != b.layers().size()) {
+            throw new InvalidLayoutException("segment " + index + " has " + b.layers().size() + " layers, segment 0 has "
+                    + a.layers().size() + ": every segment must hold the same layers");
+        }
+        for (int i = 0; i < a.layers().size(); i++) {
+            CacheLayer x = a.layers().get(i);
+            CacheLayer y = b.layers().get(i);
+            boolean same = x.layer() == y.layer() && x.firstHead() == y.firstHead() && x.numHeads() == y.numHeads()
+                    && x.k().pieces() == y.k().pieces() && (x.v() == null) == (y.v() == null)
+                    && (x.v() == null || x.v().pieces() == y.v().pieces());
+            if (!same) {
+                throw new InvalidLayoutException("segment " + index + " layer entry " + i + " (layer " + y.layer() + ", heads "
+                        + y.firstHead() + "+" + y.numHeads() + ", " + y.pieces() + " pieces) differs from segment 0's (layer "
+                        + x.layer() + ", heads " + x.firstHead() + "+" + x.numHeads() + ", " + x.pieces() + " pieces):"
+                        + " every segment must have the same geometry, in the same order");
+            }
+        }
+    }
+
+    /**
+     * One segment's share of a request: {@code plan}'s block {@code k} is block {@code firstSmall + k} of
+     * {@code small} tokens, which lies inside request block {@code (firstSmall + k) * small / blockSize}.
+     */
+    private record Share(SlicePlan plan, long firstSmall, int small) {
+    }
+
+    /**
+     * A validated request over segmented KV: the same three results as a {@link SlicePlan} gives a backend (block
+     * checksums, slice sums, a submitted computation), each the sum of the segments' shares, so any backend computes
+     * it unchanged. Immutable; reusable for as long as the memory stays the same.
+     */
+    public static final class Plan {
+        private final KvSegments segments;
+        private final long numTokens;
+        private final long firstBlock;
+        private final int blockSize;
+        private final int numBlocks;
+        private final ChecksumMode mode;
+        private final List<Share> shares;
+
+        private Plan(KvSegments segments, long numTokens, long firstBlock, int blockSize, int numBlocks, ChecksumMode mode,
+                List<Share> shares) {
+            this.segments = segments;
+            this.numTokens = numTokens;
+            this.firstBlock = firstBlock;
+            this.blockSize = blockSize;
+            this.numBlocks = numBlocks;
+            this.mode = mode;
+            this.shares = shares;
+        }
+
+        /** The segments the plan reads. */
+        public KvSegments segments() {
+            return segments;
+        }
+
+        /** The request's token count. */
+        public long numTokens() {
+            return numTokens;
+        }
+
+        /** The first block position computed. */
+        public long firstBlock() {
+            return firstBlock;
+        }
+
+        /** Tokens per block. */
+        public int blockSize() {
+            return blockSize;
+        }
+
+        /** The number of block checksums: {@code ceil(numTokens/blockSize) - firstBlock}. */
+        public int numBlocks() {
+            return numBlocks;
+        }
+
+        /** The checksum mode. */
+        public ChecksumMode mode() {
+            return mode;
+        }
+
+        /**
+         * The per-segment plans a backend runs, in position order: what {@link #blockChecksums} adds up (for tools that
+         * want to see the split; a segment may have two, see {@link KvSegments}).
+         */
+        public List<SlicePlan> parts() {
+            return shares.stream().map(Share::plan).toList();
+        }
+
+        /** {@link KvChecksum#blockChecksums(SlicePlan)} of the whole request, computed by {@code backend}. */
+        public long[] blockChecksums(KvChecksum backend) {
+            long[] out = new long[numBlocks];
+            for (Share s : shares) {
+                add(out, s, backend.blockChecksums(s.plan()));
+            }
+            return out;
+        }
+
+        /** {@link KvChecksum#sliceSums(SlicePlan)} of the whole request: rows in the segments' common slice order. */
+        public SliceSums sliceSums(KvChecksum backend) {
+            List<CacheLayer> layers = segments.geometry().layers();
+            int rows = segments.geometry().numSlices();
+            int[] layerNumbers = new int[rows];
+            int[] headNumbers = new int[rows];
+            int r = 0;
+            for (CacheLayer l : layers) {
+                for (int h = 0; h < l.numHeads(); h++, r++) {
+                    layerNumbers[r] = l.layer();
+                    headNumbers[r] = l.firstHead() + h;
+                }
+            }
+            long[] out = new long[Math.multiplyExact(rows, numBlocks)];
+            for (Share s : shares) {
+                SliceSums part = backend.sliceSums(s.plan());
+                long[] values = part.values();
+                int n = part.numBlocks();
+                for (int row = 0; row < rows; row++) {
+                    for (int k = 0; k < n; k++) {
+                        out[row * numBlocks + column(s, k)] += values[row * n + k];
+                    }
+                }
+            }
+            return new SliceSums(layerNumbers, headNumbers, firstBlock, numBlocks, out);
+        }
+
+        /** {@link KvChecksum#submit(SlicePlan)} of every share; the handle's values are their sums. */
+        public PendingChecksums submit(KvChecksum backend) {
+            return submit(backend, null);
+        }
+
+        /** {@link KvChecksum#submit(SlicePlan, long)} of every share on {@code stream}, in position order. */
+        public PendingChecksums submit(KvChecksum backend, long stream) {
+            return submit(backend, (Long) stream);
+        }
+
+        private PendingChecksums submit(KvChecksum backend, Long stream) {
+            List<PendingChecksums> pending = new ArrayList<>(shares.size());
+            try {
+                for (Share s : shares) {
+                    pending.add(stream == null ? backend.submit(s.plan()) : backend.submit(s.plan(), stream));
+                }
+            } catch (RuntimeException e) {
+                closeAll(pending, e);
+                throw e;
+            }
+            return new Sum(this, pending);
+        }
+
+        private void add(long[] out, Share s, long[] values) {
+            for (int k = 0; k < values.length; k++) {
+                out[column(s, k)] += values[k];
+            }
+        }
+
+        /** The request block (relative to {@code firstBlock}) holding block {@code k} of share {@code s}. */
+        private int column(Share s, int k) {
+            return (int) ((s.firstSmall() + k) * s.small() / blockSize - firstBlock);
+        }
+
+        @Override
+        public String toString() {
+            return "KvSegments.Plan[segments=" + segments.segments().size() + ", shares=" + shares.size() + ", blocks="
+                    + numBlocks + " from " + firstBlock + " of " + blockSize + ", numTokens=" + numTokens + ", "
+                    + mode.wireName() + "]";
+        }
+    }
+
+    private static void closeAll(List<PendingChecksums> pending, RuntimeException failure) {
+        for (PendingChecksums p : pending) {
+            try {
+                p.close();
+            } catch (RuntimeException e) {
+                failure.addSuppressed(e);
+            }
+        }
+    }
+
+    /** The shares' pending values, added when read. */
+    private static final class Sum implements PendingChecksums {
+        private final Plan plan;
+        private final List<PendingChecksums> pending;
+        private long[] values;
+
+        Sum(Plan plan, List<PendingChecksums> pending) {
+            this.plan = plan;
+            this.pending = pending;
+        }
+
+        @Override
+        public long[] get() {
+            if (values == null) {
+                long[] out = new long[plan.numBlocks];
+                for (int i = 0; i < pending.size(); i++) {
+                    plan.add(out, plan.shares.get(i), pending.get(i).get());
+                }
+                values = out;
+            }
+            return values.clone();
+        }
+
+        @Override
+        public boolean isDone() {
+            for (PendingChecksums p : pending) {
+                if (!p.isDone()) {
+                    return false;
+                }
+            }
+            return true;
+        }
+
+        @Override
+        public void close() {
+            RuntimeException f = new RuntimeException("closing segmented checksums");
+            closeAll(pending, f);
+            if (f.getSuppressed().length > 0) {
+                throw f;
+            }
+        }
+    }
+}
