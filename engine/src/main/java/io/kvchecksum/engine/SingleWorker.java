@@ -2,6 +2,7 @@ package io.kvchecksum.engine;
 
 import io.kvchecksum.KvCacheGroup;
 import io.kvchecksum.KvChecksum;
+import io.kvchecksum.KvSegments;
 
 import java.util.List;
 import java.util.Map;
@@ -78,6 +79,15 @@ public final class SingleWorker {
     public static WorkerChecksummer.WorkerGroup group(int groupId, long fingerprint, KvCacheGroup cache) {
         return new WorkerChecksummer.WorkerGroup(groupId, fingerprint,
                 List.of(new WorkerChecksummer.ReplicaPart(ReplicaKey.NONE, cache)));
+    }
+
+    /**
+     * One group whose layers this worker holds whole, once, in several allocations per request (Jlama's pages): its
+     * layout entry. The selection's block ids are not used: segmented KV is addressed by position ({@link KvSegments}).
+     */
+    public static WorkerChecksummer.WorkerGroup group(int groupId, long fingerprint, KvSegments cache) {
+        return new WorkerChecksummer.WorkerGroup(groupId, fingerprint,
+                List.of(WorkerChecksummer.ReplicaPart.segmented(ReplicaKey.NONE, cache)));
     }
 
     /** The producer's checksums of one request, or why there are none (the reason and detail). */

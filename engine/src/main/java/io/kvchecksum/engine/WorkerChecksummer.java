@@ -3,6 +3,7 @@ package io.kvchecksum.engine;
 import io.kvchecksum.ChecksumMode;
 import io.kvchecksum.KvCacheGroup;
 import io.kvchecksum.KvChecksum;
+import io.kvchecksum.KvSegments;
 import io.kvchecksum.PendingChecksums;
 import io.kvchecksum.RequestBlocks;
 import io.kvchecksum.SlicePlan;
@@ -48,13 +49,33 @@ public final class WorkerChecksummer {
      * One copy of this worker's layers of a group, in one layout. A worker with layers of several replica counts (an
      * attention cache sharded across TP next to an indexer cache every rank holds) describes each as its own part.
      *
+     * <p>A part is either one allocation ({@code segments} null: the selection's block ids are its pages) or a request's
+     * KV held in several allocations ({@link #segmented}: an engine such as Jlama that keeps a session in pages of its
+     * own, each its own memory, addressed by position, so the selection's block ids are not used).
+     *
      * @param key the copy these layers are
-     * @param cache the layers and where they are
+     * @param cache the layers and where they are; for a segmented part, its first segment's group (every segment has
+     *     the same layers)
+     * @param segments the request's allocations in position order, or {@code null} for one allocation
      */
-    public record ReplicaPart(ReplicaKey key, KvCacheGroup cache) {
+    public record ReplicaPart(ReplicaKey key, KvCacheGroup cache, KvSegments segments) {
         public ReplicaPart {
             Objects.requireNonNull(key, "key");
             Objects.requireNonNull(cache, "cache");
+            if (segments != null && segments.geometry() != cache) {
+                throw new IllegalArgumentException("a segmented part's cache must be its first segment's group");
+            }
+        }
+
+        /** One allocation, addressed through the selection's block ids. */
+        public ReplicaPart(ReplicaKey key, KvCacheGroup cache) {
+            this(key, cache, null);
+        }
+
+        /** A request's KV in several allocations, addressed by position ({@link KvSegments}). */
+        public static ReplicaPart segmented(ReplicaKey key, KvSegments segments) {
+            Objects.requireNonNull(segments, "segments");
+            return new ReplicaPart(key, segments.geometry(), segments);
         }
     }
 
@@ -206,6 +227,11 @@ public final class WorkerChecksummer {
                         continue;
                     }
                     List<PendingChecksums> list = part.pending.computeIfAbsent(p.key(), k -> new ArrayList<>());
+                    if (p.segments() != null) {
+                        KvSegments.Plan plan = p.segments().plan(s.numTokens(), s.firstBlock(), s.blockSize(), mode);
+                        list.add(stream == null ? plan.submit(backend) : plan.submit(backend, stream));
+                        continue;
+                    }
                     RequestBlocks r = s.request(p.cache().pageSize());
                     SlicePlan plan = SlicePlan.of(p.cache(), r, mode);
                     list.add(stream == null ? backend.submit(plan) : backend.submit(plan, stream));

@@ -15,6 +15,9 @@ import io.kvchecksum.engine.Cluster.Model;
 import io.kvchecksum.engine.Cluster.Prompt;
 
 import io.kvchecksum.CacheLayer;
+import io.kvchecksum.KvCacheGroup;
+import io.kvchecksum.KvRegion;
+import io.kvchecksum.KvSegments;
 
 import java.lang.foreign.Arena;
 import java.util.ArrayList;
@@ -115,6 +118,58 @@ class SingleWorkerTest {
         for (GroupChecksums g : decoded.groups()) {
             assertArrayEquals(prompt.referenceChecksums(g.groupId(), 0, 16, arena), g.values(), "group " + g.groupId());
         }
+    }
+
+    /**
+     * The engine's caches cut into one allocation per physical page, in request order: every page its own
+     * {@link KvCacheGroup} (the same memory seen through an offset), as Jlama's sessions are.
+     */
+    private List<WorkerChecksummer.WorkerGroup> segmented(Engine e) {
+        List<WorkerChecksummer.WorkerGroup> out = new ArrayList<>();
+        List<WorkerChecksummer.WorkerGroup> whole = layout(e);
+        for (int g = 0; g < whole.size(); g++) {
+            KvCacheGroup cache = e.caches[0][0][g].group();
+            int k = 16 / cache.pageSize();
+            List<KvCacheGroup> pages = new ArrayList<>();
+            for (int blockId : e.tables[g]) {
+                for (int j = 0; j < k; j++) {
+                    long page = (long) blockId * k + j;
+                    List<CacheLayer> ls = new ArrayList<>();
+                    for (CacheLayer l : cache.layers()) {
+                        ls.add(new CacheLayer(l.layer(), l.firstHead(), l.numHeads(), at(l.k(), page), l.v() == null ? null : at(l.v(), page)));
+                    }
+                    pages.add(KvCacheGroup.of(cache.pageSize(), 1, ls));
+                }
+            }
+            out.add(SingleWorker.group(g, whole.get(g).fingerprint(), KvSegments.of(pages)));
+        }
+        return out;
+    }
+
+    private static KvRegion at(KvRegion r, long page) {
+        return new KvRegion(r.memory(), r.offset() + page * r.pageStride(), r.pageStride(), r.tokenStride(), r.headStride(),
+                r.cellBytes());
+    }
+
+    @Test
+    void segmentedKvGivesTheSamePayloadAndVerdictsAsOneAllocation() {
+        SingleWorker worker = new SingleWorker(cpu, ChecksumMetrics.NONE);
+        List<BlockSelection> sel = producer.select(Side.PRODUCER, 0, N);
+        String whole = worker.producerBase64("r", layout(producer), sel).orElseThrow();
+        assertEquals(whole, worker.producerBase64("r", segmented(producer), sel).orElseThrow());
+
+        // The consumer's pages are 8 tokens: every 16-token block lies in two allocations.
+        consumer.loadFrom(producer, 0, N);
+        PendingLoads pending = new PendingLoads();
+        pending.expect("r", whole);
+        LoadVerdict clean = worker.verify(pending, "r", segmented(consumer), consumer.select(Side.CONSUMER, 32, N)).orElseThrow();
+        assertEquals(Status.MATCH, clean.status(), clean.toString());
+
+        consumer.corrupt(0, 0, 0, 2, 0, 70, 3);   // token 70: block 4
+        pending.expect("r2", whole);
+        LoadVerdict bad = worker.verify(pending, "r2", segmented(consumer), consumer.select(Side.CONSUMER, 0, N)).orElseThrow();
+        assertEquals(Status.MISMATCH, bad.status(), bad.toString());
+        assertArrayEquals(new long[] {4}, bad.group(0).mismatchedBlocks());
     }
 
     @Test
