@@ -52,7 +52,7 @@ public final class Disaggregated implements AutoCloseable {
                 producer.model().getWorkingDType().name(), sender);
         this.staleSession = producer.newSession();
         producer.prefill(staleSession, stalePrompt, 0);
-        this.stale = JlamaKv.of(producer.model(), staleSession, blockSize);
+        this.stale = JlamaKv.of(producer.model(), staleSession, blockSize, producer.model().getConfig().contextLength);
     }
 
     /**
@@ -93,7 +93,7 @@ public final class Disaggregated implements AutoCloseable {
         try (var kvP = producer.newSession(); var kvD = consumer.newSession()) {
             // Producer: prefill, then the checksums of the prompt's KV, sent with the first token.
             int first = producer.prefill(kvP, prompt, 0);
-            JlamaKv p = JlamaKv.of(producer.model(), kvP, blockSize);
+            JlamaKv p = JlamaKv.of(producer.model(), kvP, blockSize, n);
             long t = System.nanoTime();
             String payload = checks.producerPayload(requestId, p, n);
             checksumNanos += System.nanoTime() - t;
@@ -109,7 +109,7 @@ public final class Disaggregated implements AutoCloseable {
                 consumer.prefill(kvD, Arrays.copyOf(prompt, local), 0);
             }
             pending.expect(requestId, payload);
-            JlamaKv d = JlamaKv.of(consumer.model(), kvD, blockSize);
+            JlamaKv d = JlamaKv.of(consumer.model(), kvD, blockSize, n);
             KvTransfer.Landed landed = KvTransfer.move(p, d, stale, blockSize, prefixBlocks, n, fault, rnd);
             t = System.nanoTime();
             LoadVerdict verdict = checks.consumerVerdict(pending, requestId, d, local, n);
@@ -129,7 +129,7 @@ public final class Disaggregated implements AutoCloseable {
                 case FAIL_REQUEST -> null;
             };
             int[] single = producer.decode(kvP, first, n, decodeTokens);
-            long bytes = (2L * n - local) * p.group().bytesPerToken();
+            long bytes = (2L * n - local) * p.segments().geometry().bytesPerToken();
             KvTransfer.Fault injected = fault.payloadFault() ? fault : landed.fault();
             return new Outcome(injected, landed.faultedBlocks(), verdict, decision.action(), tokens, single, checksumNanos,
                     System.nanoTime() - start, bytes);

@@ -110,8 +110,8 @@ public final class KvTransfer {
         if (fault == Fault.BIT_FLIP) {
             long t = target * blockSize + rnd.nextLong(Math.min(blockSize, numTokens - target * blockSize));
             int layer = rnd.nextInt(dst.numLayers());
-            MemorySegment seg = rnd.nextBoolean() ? dst.keys(layer) : dst.values(layer);
-            long at = t * dst.rowBytes() + rnd.nextLong(dst.rowBytes());
+            MemorySegment seg = dst.row(layer, !rnd.nextBoolean(), t);
+            long at = rnd.nextLong(dst.rowBytes());
             seg.set(ValueLayout.JAVA_BYTE, at, (byte) (seg.get(ValueLayout.JAVA_BYTE, at) ^ (1 << rnd.nextInt(8))));
         }
         long[] faulted = target < 0 ? new long[0]
@@ -120,10 +120,6 @@ public final class KvTransfer {
     }
 
     private static void copy(JlamaKv from, JlamaKv to, long fromToken, long toToken, long tokens) {
-        long row = from.rowBytes();
-        for (int l = 0; l < from.numLayers(); l++) {
-            MemorySegment.copy(from.keys(l), fromToken * row, to.keys(l), toToken * row, tokens * row);
-            MemorySegment.copy(from.values(l), fromToken * row, to.values(l), toToken * row, tokens * row);
-        }
+        JlamaKv.copy(from, fromToken, to, toToken, tokens);
     }
 }

@@ -15,7 +15,8 @@ import java.util.List;
 /**
  * Everything this example takes from {@code kvchecksum-engine}, in one place: the producer's payload after prefill,
  * the consumer's verdict after the load. A Jlama instance is one worker (TP 1, PP 1) holding one KV cache group, so
- * this is the library's {@link SingleWorker} with the request's session as the group's cache.
+ * this is the library's {@link SingleWorker} with the request's session, one segment per Jlama page, as the group's
+ * cache.
  *
  * <p>Neither method throws into the engine's step for a backend failure: the consumer's verdict is then UNVERIFIED
  * ({@code BACKEND_FAILED}) with the failure as its detail; the producer sends no checksums (warned and counted by the
@@ -47,7 +48,7 @@ final class PdChecks {
 
     /** The producer's checksums of tokens {@code [0, numTokens)} as wire-format-2 base64, or null if none. */
     String producerPayload(String requestId, JlamaKv kv, long numTokens) {
-        var sel = BlockSelection.producer(GROUP, kv.pageTable(numTokens), BlockSelection.NO_NULL_BLOCK, numTokens, blockSize, null);
+        var sel = BlockSelection.producer(GROUP, JlamaKv.blockTable(numTokens, blockSize), BlockSelection.NO_NULL_BLOCK, numTokens, blockSize, null);
         return worker.producerBase64(requestId, layout(kv), List.of(sel)).orElse(null);
     }
 
@@ -57,14 +58,14 @@ final class PdChecks {
      * the first decode step.
      */
     LoadVerdict consumerVerdict(PendingLoads pending, String requestId, JlamaKv kv, long numLocal, long numTokens) {
-        var sel = BlockSelection.consumer(GROUP, kv.pageTable(numTokens), BlockSelection.NO_NULL_BLOCK, numLocal, numTokens,
+        var sel = BlockSelection.consumer(GROUP, JlamaKv.blockTable(numTokens, blockSize), BlockSelection.NO_NULL_BLOCK, numLocal, numTokens,
                 blockSize, null);
         return worker.verify(pending, requestId, layout(kv), List.of(sel)).orElseThrow(
                 () -> new IllegalStateException("request " + requestId + " was not expecting a load"));
     }
 
-    /** A Jlama session holds its own KV: the layout is the request's. */
+    /** A Jlama session holds its own KV, in pages of its own: the layout is the request's segments. */
     private List<WorkerChecksummer.WorkerGroup> layout(JlamaKv kv) {
-        return List.of(SingleWorker.group(GROUP, fingerprint, kv.group()));
+        return List.of(SingleWorker.group(GROUP, fingerprint, kv.segments()));
     }
 }

@@ -178,7 +178,7 @@ public final class Soak {
         long end = start + (long) (s.seconds() * 1e9);
         try (Disaggregated pd = new Disaggregated(producer, consumer, backend, s.blockSize(),
                 FailurePolicy.failClosed(FailurePolicy.OnFailure.RECOMPUTE, ChecksumMetrics.NONE, log),
-                new PayloadSender(ChecksumMetrics.NONE, log), prompt(master.split(), TinyLlama.CONTEXT - 64))) {
+                new PayloadSender(ChecksumMetrics.NONE, log), prompt(master.split(), producer.model().getConfig().contextLength - 64))) {
             ExecutorService pool = Executors.newFixedThreadPool(s.threads());
             List<Future<?>> workers = new ArrayList<>();
             AtomicLong ids = new AtomicLong();

@@ -18,47 +18,71 @@ import java.util.SplittableRandom;
  * {@code tokenizer.json} and seeded random F32 weights in {@code model.safetensors}. Nothing is downloaded.
  *
  * <p>Random weights generate nonsense, but deterministic nonsense: the same tokens from the same KV, which is all the
- * checks need. The shape is a real GQA attention: {@value #LAYERS} layers, {@value #HEADS} query heads over
- * {@value #KV_HEADS} KV heads of {@value #HEAD_DIM} dims. The context length is chosen so that Jlama keeps a session's
- * whole cache in one page (see {@link JlamaKv}): its ephemeral buffers hold 1 MiB pages, and
- * {@code 1 MiB / (layers * 2 * kvHeads * headDim * 4 bytes) = 512} positions.
+ * checks need. The shape is a real GQA attention: {@value #HEADS} query heads over {@value #KV_HEADS} KV heads of
+ * {@value #HEAD_DIM} dims; the layer count and context length are a {@link Shape}, and they decide how Jlama pages a
+ * session's KV (see {@link JlamaKv}), which is what the shapes are for.
  */
 public final class TinyLlama {
-    public static final int LAYERS = 4;
     public static final int HEADS = 8;
     public static final int KV_HEADS = 4;
     public static final int HEAD_DIM = 16;
     public static final int HIDDEN = HEADS * HEAD_DIM;
     public static final int INTERMEDIATE = 256;
     public static final int VOCAB = 512;
-    public static final int CONTEXT = 512;
     public static final int BOS = 1;
     public static final int EOS = 2;
+
+    /**
+     * Layers and context length. Jlama's ephemeral sessions use pages of at most 1 MiB: it picks the layers per page
+     * {@code x} (from all of them down) and positions per page {@code y = 1 MiB / (x * 2 * kvHeads * headDim * 4)}
+     * with the largest {@code x * y}, taking only {@code y <= context}; when no {@code x} qualifies (the whole context
+     * fits a page with room to spare) it falls back to pages of one layer and one position. A position of one layer
+     * here is {@code 2 * 64 * 4 = 512} bytes, so 2048 layer-positions fill a page.
+     *
+     * @param layers transformer layers
+     * @param context the context length ({@code max_position_embeddings})
+     */
+    public record Shape(int layers, int context) {
+        /** 4 layers, context 512: one page {@code [4, 2, 512, 64]} holds the whole session. */
+        public static final Shape ONE_PAGE = new Shape(4, 512);
+        /** 4 layers, context 384: Jlama's fallback, every position of every layer its own page {@code [1, 2, 1, 64]}. */
+        public static final Shape POSITION_PAGES = new Shape(4, 384);
+        /**
+         * 12 layers, context 1024: pages {@code [11, 2, 186, 64]}, so layer 11 lives in other pages than layers 0-10,
+         * and a page's 186 positions end inside 16-token blocks.
+         */
+        public static final Shape LAYER_PAGES = new Shape(12, 1024);
+    }
 
     private TinyLlama() {
     }
 
-    /** Writes the model into {@code dir} (created if absent) from {@code seed}; returns {@code dir}. */
+    /** Writes the {@link Shape#ONE_PAGE} model into {@code dir} (created if absent) from {@code seed}; returns {@code dir}. */
     public static Path write(Path dir, long seed) {
+        return write(dir, seed, Shape.ONE_PAGE);
+    }
+
+    /** Writes a model of {@code shape} into {@code dir} (created if absent) from {@code seed}; returns {@code dir}. */
+    public static Path write(Path dir, long seed, Shape shape) {
         try {
             Files.createDirectories(dir);
-            Files.writeString(dir.resolve("config.json"), config());
+            Files.writeString(dir.resolve("config.json"), config(shape));
             Files.writeString(dir.resolve("tokenizer.json"), tokenizer());
-            writeWeights(dir.resolve("model.safetensors"), seed);
+            writeWeights(dir.resolve("model.safetensors"), seed, shape.layers());
             return dir;
         } catch (IOException e) {
             throw new UncheckedIOException("cannot write the tiny model into " + dir, e);
         }
     }
 
-    private static String config() {
+    private static String config(Shape shape) {
         return """
                 {"model_type": "llama", "architectures": ["LlamaForCausalLM"],
                  "max_position_embeddings": %d, "hidden_size": %d, "intermediate_size": %d,
                  "num_attention_heads": %d, "num_key_value_heads": %d, "num_hidden_layers": %d,
                  "rms_norm_eps": 1e-5, "vocab_size": %d, "bos_token_id": %d, "eos_token_id": %d,
                  "hidden_act": "silu", "rope_theta": 10000.0, "torch_dtype": "float32"}
-                """.formatted(CONTEXT, HIDDEN, INTERMEDIATE, HEADS, KV_HEADS, LAYERS, VOCAB, BOS, EOS);
+                """.formatted(shape.context(), HIDDEN, INTERMEDIATE, HEADS, KV_HEADS, shape.layers(), VOCAB, BOS, EOS);
     }
 
     private static String tokenizer() {
@@ -79,10 +103,10 @@ public final class TinyLlama {
                 """.formatted(vocab);
     }
 
-    private static void writeWeights(Path file, long seed) throws IOException {
+    private static void writeWeights(Path file, long seed, int layers) throws IOException {
         Map<String, int[]> shapes = new LinkedHashMap<>();
         shapes.put("model.embed_tokens.weight", new int[] {VOCAB, HIDDEN});
-        for (int l = 0; l < LAYERS; l++) {
+        for (int l = 0; l < layers; l++) {
             String p = "model.layers." + l + ".";
             shapes.put(p + "input_layernorm.weight", new int[] {HIDDEN});
             shapes.put(p + "self_attn.q_proj.weight", new int[] {HEADS * HEAD_DIM, HIDDEN});

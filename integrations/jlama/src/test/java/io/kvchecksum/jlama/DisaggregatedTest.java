@@ -26,7 +26,9 @@ import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * The proof that the integration is real: tokens decoded after a verified transfer equal one instance's; a fault is a
- * MISMATCH at exactly the faulted blocks, and fail-closed recompute still yields the same tokens.
+ * MISMATCH at exactly the faulted blocks, and fail-closed recompute still yields the same tokens. Sessions span many
+ * Jlama pages: the model is {@link TinyLlama.Shape#POSITION_PAGES} (a page per position and layer), and one test runs
+ * {@link TinyLlama.Shape#LAYER_PAGES} (pages of 186 positions that split the layers).
  */
 class DisaggregatedTest {
     static final long SEED = 7_2026_11_29L;
@@ -41,7 +43,7 @@ class DisaggregatedTest {
     @BeforeAll
     static void start() {
         System.out.println("DisaggregatedTest seed " + SEED);
-        Path dir = TinyLlama.write(models.resolve("tiny"), SEED);
+        Path dir = TinyLlama.write(models.resolve("tiny"), SEED, TinyLlama.Shape.POSITION_PAGES);
         producer = JlamaInstance.load("prefill", dir);
         consumer = JlamaInstance.load("decode", dir);
         backend = KvChecksums.fastest();
@@ -137,6 +139,33 @@ class DisaggregatedTest {
             assertEquals(Action.USE_LOAD, o.action());
             assertFalse(o.identicalTokens(), "tokens from a stale page: " + Arrays.toString(o.tokens()));
             assertTrue(o.checksummedBytes() > 0);
+        }
+    }
+
+    @Test
+    void sessionsInPagesThatSplitLayersAndEndInsideBlocksVerifyAndDecodeTheSameTokens() {
+        Path dir = TinyLlama.write(models.resolve("layer-pages"), SEED, TinyLlama.Shape.LAYER_PAGES);
+        try (JlamaInstance p = JlamaInstance.load("prefill-lp", dir); JlamaInstance d = JlamaInstance.load("decode-lp", dir);
+                Disaggregated pd = new Disaggregated(p, d, backend, B, FailurePolicy.failClosed(FailurePolicy.OnFailure.RECOMPUTE),
+                        JlamaKvTest.prompt(SEED - 1, 500))) {
+            // 400 tokens: Jlama pages 0..185, 186..371, 372..; blocks 11 (176..191) and 23 (368..383) straddle them.
+            // 13 local blocks: the consumer's load starts at 208, inside the second page.
+            for (int[] shape : new int[][] {{400, 0}, {400, 13}, {190, 11}}) {
+                int n = shape[0];
+                var o = pd.serve("lp" + n, JlamaKvTest.prompt(SEED + 7 * n, n), shape[1], 10, KvTransfer.Fault.NONE,
+                        new SplittableRandom(SEED));
+                assertEquals(Status.MATCH, o.verdict().status(), o.verdict().toString());
+                assertArrayEquals(o.singleInstance(), o.tokens(), n + " tokens, " + shape[1] + " local blocks");
+            }
+            SplittableRandom rnd = new SplittableRandom(SEED + 99);
+            for (KvTransfer.Fault fault : new KvTransfer.Fault[] {KvTransfer.Fault.BIT_FLIP, KvTransfer.Fault.SWAPPED_PAGES,
+                    KvTransfer.Fault.LATE_TAIL_WRITE}) {
+                var o = pd.serve("lpf", JlamaKvTest.prompt(SEED + 3, 400), 2, 8, fault, rnd);
+                assertEquals(Status.MISMATCH, o.verdict().status(), fault + ": " + o.verdict());
+                assertArrayEquals(o.faultedBlocks(), o.verdict().group(0).mismatchedBlocks(), fault + ": mismatched blocks");
+                assertArrayEquals(o.singleInstance(), o.tokens(), fault + ": recomputed tokens");
+            }
+            assertEquals(0, pd.pendingExpectations());
         }
     }
 }

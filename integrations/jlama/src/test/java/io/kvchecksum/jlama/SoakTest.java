@@ -22,7 +22,8 @@ class SoakTest {
         double seconds = Double.parseDouble(System.getProperty("soak.seconds", "20"));
         long seed = Long.getLong("soak.seed", 20261129L);
         var s = new Soak.Settings(seconds, 4, 0.3, 256, 0.25, 4, 16, seed);
-        Path dir = TinyLlama.write(models.resolve("tiny"), seed);
+        // Every session spans many Jlama pages: one per position and layer (TinyLlama.Shape.POSITION_PAGES).
+        Path dir = TinyLlama.write(models.resolve("tiny"), seed, TinyLlama.Shape.POSITION_PAGES);
         Soak.Report r;
         String backendName;
         try (JlamaInstance p = JlamaInstance.load("prefill", dir); JlamaInstance d = JlamaInstance.load("decode", dir);
