@@ -62,7 +62,7 @@ public final class WorkerChecksummer {
         public ReplicaPart {
             Objects.requireNonNull(key, "key");
             Objects.requireNonNull(cache, "cache");
-            if (segments != null && segments.geometry() != cache) {
+            if (segments != null && !segments.geometry().equals(cache)) {
                 throw new IllegalArgumentException("a segmented part's cache must be its first segment's group");
             }
         }

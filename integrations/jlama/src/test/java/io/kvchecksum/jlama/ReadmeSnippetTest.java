@@ -40,17 +40,19 @@ class ReadmeSnippetTest {
                 import io.kvchecksum.*;
                 import io.kvchecksum.engine.*;
                 import java.lang.foreign.MemorySegment;
+                import java.util.ArrayList;
                 import java.util.List;
                 import java.util.Map;
                 import java.util.Optional;
 
                 class Snippet {
-                    void adapter(KvBufferCache.KvBuffer kv, int layer, int kvHeads, int headDim, List<CacheLayer> layers,
-                            int positions) {
+                    KvSegments adapter(KvBufferCache.KvBuffer kv, int numLayers, int kvHeads, int headDim, int jlamaPages,
+                            int perPage, int page, int n) {
                 %s
+                        return session;
                     }
 
-                    void verify(KvCacheGroup group, long fingerprint, KvChecksum backend, int[] pageTable, long n, long numLocal,
+                    void verify(KvSegments session, long fingerprint, KvChecksum backend, int[] blockTable, long n, long numLocal,
                             PendingLoads pending, String requestId) {
                 %s
                     }
