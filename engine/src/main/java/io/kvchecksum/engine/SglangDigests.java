@@ -16,10 +16,11 @@ import java.util.Objects;
  *
  * <p>Where it fits: each worker, after its checksums, calls {@link #entry} over its own buffers (the digest reads the
  * bytes of whole pages, so on a GPU it runs on the backend's {@link KvChecksum#pageDigest}); the scheduler collects the
- * entries with the records and, after {@link Aggregator}, calls {@link #attach} before {@link PayloadSender} encodes
- * the payload. The consumer does the same for the pages it loaded and compares with {@link Verifier#compare}; a
- * {@link UnverifiedReason#LAYOUT_DIFFERS} is warned about once per peer by {@link FailurePolicy#decide(String, String,
- * LoadVerdict)}.
+ * entries with the records and wraps the {@link Aggregator} result: {@code sender.base64(reqId,
+ * SglangDigests.attach(Aggregator.producer(...), entries))}. The consumer does the same for the pages it loaded:
+ * {@code pending.verify(reqId, SglangDigests.attach(Aggregator.consumer(...), entries)).map(v -> policy.decide(reqId,
+ * peer, v))}, which warns about a {@link UnverifiedReason#LAYOUT_DIFFERS} once per peer
+ * ({@link FailurePolicy#decide(String, String, LoadVerdict)}).
  */
 public final class SglangDigests {
     private SglangDigests() {
@@ -44,6 +45,18 @@ public final class SglangDigests {
         long digest = backend.pageDigest(PageDigestPlan.of(plan, stateRows));
         long signature = LayoutSignature.of(plan.group(), stateRows);
         return new SglangDigestSection.Entry(groupId, worker, signature, pageSize, first, plan.numPages(), digest);
+    }
+
+    /**
+     * A side's aggregated result with the section of {@code entries} attached to its payload; an
+     * {@link Aggregator.Incomplete} result, or no entries, unchanged. What the scheduler passes to
+     * {@link PayloadSender} (producer) or {@link PendingLoads#verify(String, Aggregator.Result)} (consumer).
+     */
+    public static Aggregator.Result attach(Aggregator.Result result, List<SglangDigestSection.Entry> entries) {
+        if (result instanceof Aggregator.Complete c && !entries.isEmpty()) {
+            return new Aggregator.Complete(attach(c.payload(), entries), c.skippedGroups());
+        }
+        return result;
     }
 
     /** {@code payload} with the section of {@code entries} (version 3), or unchanged when there are none. */

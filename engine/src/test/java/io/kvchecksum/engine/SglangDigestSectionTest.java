@@ -201,6 +201,25 @@ class SglangDigestSectionTest {
             LoadVerdict v = Verifier.compare(PayloadCodec.decode(PayloadCodec.encode(prod)), cons);
             assertEquals(Status.MATCH, v.status());
             assertEquals(UnverifiedReason.LAYOUT_DIFFERS, v.section(SglangDigestSection.NAME).reason());
+            // Through the engine's own path: sender, pending loads, policy with the peer's name.
+            PolicyTest.Recording log = new PolicyTest.Recording();
+            FailurePolicy policy = new FailurePolicy(true, FailurePolicy.OnFailure.RECOMPUTE, log, ChecksumMetrics.NONE);
+            PayloadSender sender = new PayloadSender(ChecksumMetrics.NONE);
+            PendingLoads pending = new PendingLoads();
+            for (int i = 0; i < 3; i++) {
+                String b64 = sender.base64("r" + i, SglangDigests.attach(new Aggregator.Complete(ChecksumPayload.of(1, 12,
+                        List.of(new GroupChecksums(0, 1, 4, 0, cpu.blockChecksums(p4)))), java.util.Map.of()), List.of(e4)))
+                        .orElseThrow();
+                pending.expect("r" + i, b64);
+                Decision d = pending.verify("r" + i, SglangDigests.attach(new Aggregator.Complete(ChecksumPayload.of(1, 12,
+                        List.of(new GroupChecksums(0, 1, 4, 0, cpu.blockChecksums(p2)))), java.util.Map.of()), List.of(e2)))
+                        .map(x -> policy.decide("r", "prefill-7", x)).orElseThrow();
+                assertEquals(Action.USE_LOAD, d.action(), "fail-closed, yet a layout difference fails nothing: " + d);
+                assertEquals(UnverifiedReason.LAYOUT_DIFFERS, d.verdict().section(SglangDigestSection.NAME).reason());
+            }
+            assertEquals(1, log.count("WARNING"), log.lines.toString());
+            Aggregator.Result incomplete = new Aggregator.Incomplete(UnverifiedReason.NOT_EVERY_WORKER_REPORTED, "1 of 2");
+            assertEquals(incomplete, SglangDigests.attach(incomplete, List.of(e4)));
             assertEquals(ChecksumPayload.CURRENT_VERSION, SglangDigests.attach(ChecksumPayload.of(1, 12,
                     List.of(new GroupChecksums(0, 1, 4, 0, new long[3]))), List.of()).version(), "off: nothing changes");
             // One flipped byte in a V page: the same signature, another digest.
