@@ -68,6 +68,28 @@ final class PageDigestOption {
         return SglangDigests.attach(actual, List.of(d.sglang().digest(backend, groupId, d.request().numTokens())));
     }
 
+    /** {@code payload decode}'s lines for the payload's page digest entries, if it carries any. */
+    static List<String> lines(ChecksumPayload p) {
+        if (!(p.section(SglangDigestSection.NAME) instanceof SglangDigestSection s)) {
+            return List.of();
+        }
+        return s.entries().stream().map(e -> "section sglang-digest: group " + e.groupId() + " worker " + e.worker() + ": "
+                + line(e)).toList();
+    }
+
+    /** {@code payload decode --json}: {@code "sglang_digest"}, one object per entry, if the payload carries any. */
+    static void putJson(Map<String, Object> o, ChecksumPayload p) {
+        if (p.section(SglangDigestSection.NAME) instanceof SglangDigestSection s) {
+            o.put("sglang_digest", s.entries().stream().map(e -> {
+                Map<String, Object> j = new LinkedHashMap<>();
+                j.put("group_id", e.groupId());
+                j.put("worker", e.worker());
+                j.putAll(json(e));
+                return j;
+            }).toList());
+        }
+    }
+
     /** One line for text output. */
     static String line(SglangDigestSection.Entry e) {
         return String.format("adler32 %08x over %d page%s of %d tokens from position %d; layout signature %016x",

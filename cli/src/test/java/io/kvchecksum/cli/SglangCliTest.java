@@ -200,6 +200,21 @@ class SglangCliTest {
     }
 
     @Test
+    void payloadDecodeShowsTheDigestEntries() {
+        JsonNode e = manifest().get("dumps").get(0).get("cases").get(0).get("sglang_digest");
+        String p = producerPayload("sglang-bf16-page16.safetensors", 16);
+        Cli.Run text = Cli.run("payload", "decode", p);
+        assertEquals(0, text.code(), text.err());
+        assertTrue(text.out().contains(String.format("section sglang-digest: group 0 worker 0: adler32 %08x over 4 pages",
+                e.get("digest").asLong())), text.out());
+        Cli.Run json = Cli.run("payload", "decode", p, "--json");
+        JsonNode d = json.json().get("sglang_digest").get(0);
+        assertEquals(e.get("digest").asLong(), d.get("digest").asLong());
+        assertEquals(e.get("signature").asText(), d.get("signature").asText());
+        assertEquals(0, d.get("worker").asInt());
+    }
+
+    @Test
     void textOutputOfSumShowsTheDigestLine() {
         JsonNode c = manifest().get("dumps").get(0).get("cases").get(0);
         Cli.Run r = Cli.run("sum", dump("sglang-bf16-page16.safetensors"), "--layout", "sglang", "--block-size", "16",
