@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import io.kvchecksum.engine.ChecksumPayload;
 import io.kvchecksum.engine.PayloadCodec;
 import io.kvchecksum.engine.SglangDigestSection;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestFactory;
@@ -94,6 +95,33 @@ class SglangCliTest {
                         assertDigest(e, s.entries().getFirst(), name);
                     }));
                 }
+            }
+        }
+        return tests.stream();
+    }
+
+    /** The GPU-class backends on the same dumps (first case each), skipped with the backend's reason where absent. */
+    @TestFactory
+    Stream<DynamicTest> openclAndCudaAgreeWhereAvailable() {
+        List<DynamicTest> tests = new ArrayList<>();
+        for (String backend : List.of("opencl", "cuda")) {
+            for (JsonNode dump : manifest().get("dumps")) {
+                JsonNode c = dump.get("cases").get(0);
+                tests.add(DynamicTest.dynamicTest(backend + " · " + dump.get("file").asText(), () -> {
+                    List<String> args = sumArgs(dump, c, backend);
+                    args.add("--json");
+                    Cli.Run r = Cli.run(args.toArray(String[]::new));
+                    if (r.code() == Main.USAGE && r.err().contains(backend)) {
+                        Assumptions.abort(backend + " unavailable: " + r.err().strip());
+                    }
+                    assertEquals(0, r.code(), r.err());
+                    JsonNode j = r.json();
+                    assertEquals(backend, j.get("backend").asText());
+                    assertEquals(Cli.strings(c.get("values")), Cli.strings(j.get("values")));
+                    assertEquals(c.get("sglang_digest").get("digest").asLong(), j.get("sglang_digest").get("digest").asLong());
+                    assertEquals(c.get("sglang_digest").get("signature").asText(),
+                            j.get("sglang_digest").get("signature").asText());
+                }));
             }
         }
         return tests.stream();

@@ -167,7 +167,7 @@ public final class SglangDump {
                 vr = new KvRegion(KvMemory.host(v.data()), 0, (long) heads * vc, 0, vc, vc);
             }
             tokenView.add(new KvDump.Layer(layer, k, v, new CacheLayer(layer, o.headOffset(), heads, kr, vr)));
-            paged.add(pagedLayer(layer, o.headOffset(), k, v, heads, kc, pageSize));
+            paged.add(pagedLayer(layer, o.headOffset(), k, v, heads, pageSize));
         }
         if (tokenView.isEmpty()) {
             throw new InvalidInputException(where + ": no tensor named layers.<L>.k_buffer or layers.<L>.kv_buffer (layout"
@@ -235,15 +235,15 @@ public final class SglangDump {
         KvCacheGroup tokens = KvCacheGroup.of(1, slots, tokenView.stream().map(KvDump.Layer::cache).toList());
         KvCacheGroup pagedGroup = KvCacheGroup.of(pageSize, numPages, paged);
         RequestBlocks request = RequestBlocks.of(slotOf, n, o.firstBlock(), o.blockSize());
-        Pages p = new Pages(pageSize, pagedGroup, pages, start, stateRows(file));
-        return KvDump.sglang(file, tokenView, tokens, request, slotOf, held, p,
-                "sglang, page " + pageSize + ", " + slots + " slots");
+        List<StateRow> rows = stateRows(file);
+        Pages p = new Pages(pageSize, pagedGroup, pages, start, rows);
+        return KvDump.sglang(file, tokenView, tokens, request, slotOf, held, p, "sglang, page " + pageSize + ", " + slots
+                + " slots" + (rows.isEmpty() ? "" : ", state rows " + String.join(" ", rows.stream().map(StateRow::name).toList())));
     }
 
-    private static CacheLayer pagedLayer(int layer, int headOffset, Tensor k, Tensor v, int heads, int kc, int pageSize) {
+    private static CacheLayer pagedLayer(int layer, int headOffset, Tensor k, Tensor v, int heads, int pageSize) {
         long numPages = k.shape()[0] / pageSize;
-        long kb = (long) kc / k.dtype().size();
-        KvLayouts.PagedShape ks = new KvLayouts.PagedShape(numPages, pageSize, heads, (int) kb, k.dtype().size());
+        KvLayouts.PagedShape ks = new KvLayouts.PagedShape(numPages, pageSize, heads, (int) k.shape()[2], k.dtype().size());
         if (v == null) {
             return KvLayouts.sglangLayer(layer, headOffset, KvMemory.host(k.data()), null, ks);
         }
