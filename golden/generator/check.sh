@@ -46,6 +46,17 @@ if ! diff -r "$dumps" "$tmp/dumps" > "$tmp/dumps-diff.txt" 2>&1; then
 fi
 echo "check.sh: OK: committed CLI test dumps match a fresh regeneration"
 
+# The SGLang dumps (cli/src/test/resources/sglang-dumps: page digests from zlib.adler32, layout signatures) likewise.
+sglang="$root/cli/src/test/resources/sglang-dumps"
+"$py" "$here/sglang_dumps.py" --out "$tmp/sglang-dumps" > /dev/null
+if ! diff -r "$sglang" "$tmp/sglang-dumps" > "$tmp/sglang-diff.txt" 2>&1; then
+    echo "check.sh: FAILED: the committed SGLang test dumps differ from what golden/generator/sglang_dumps.py produces:" >&2
+    head -n 40 "$tmp/sglang-diff.txt" >&2
+    echo "check.sh: regenerate them with 'python3 golden/generator/sglang_dumps.py' and commit the result." >&2
+    exit 1
+fi
+echo "check.sh: OK: committed SGLang test dumps match a fresh regeneration"
+
 # Mixed-mode values of the same vectors (vectors-mixed/mixed.json) come from generate_mixed.py the same way.
 mixed="$root/golden/src/main/resources/vectors-mixed"
 "$py" "$here/generate_mixed.py" --out "$tmp/vectors-mixed" > /dev/null

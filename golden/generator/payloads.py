@@ -26,6 +26,11 @@ The NAME.txt form, one field per line, every number in decimal (unsigned):
   group G fingerprint F block_size B start S values V1 V2 ...   (block_size absent for v1)
   reencoded NAME   the file holding what a reader that writes the final form as version 2 must write back
   identical true   (--decode only) packing the decoded object again gives the same bytes
+  section sglang-digest group G worker W signature S page_size P first_token F num_pages N digest D
+                   (--decode only, one line per entry of a known sglang-digest section, before `identical`)
+
+Sections this release knows (KNOWN_SECTIONS) are kept by a Java reader, so a payload carrying only those is written
+back byte for byte; for them NAME.sections lists the entries in the `section ...` form above.
 
 Deterministic: every case draws from np.random.default_rng(crc32(name)).
 """
@@ -43,6 +48,7 @@ except ImportError:  # pragma: no cover - reported, not hidden
     sys.exit(2)
 
 LE_U64 = np.dtype('<u8')
+KNOWN_SECTIONS = ('sglang-digest',)
 
 
 def cdiv(a, b):
@@ -100,7 +106,24 @@ def cases():
     # skips them; one that keeps none writes the payload back with an empty map.
     out['v3-sections'] = ('v3', 8, 64, [group(r, 5, 64, 16, start=0)], 'mixed',
                           {'later-extension': [1, -2, 3.5, None, {'k': b'\x00\xff'}], 'z': 'text', 'empty': {}})
+    r = rng('v3-sglang-digest')
+    # A section Java knows (docs/wire-format.md, "Known sections"): [group, worker, signature, page_size, first_token,
+    # num_pages, adler32], sorted by (group, worker) as Java writes them; one signature with its top bit set.
+    digests = [zlib.adler32(r.bytes(int(r.integers(1, 4096)))) for _ in range(3)]
+    sigs = draw_u64(r, 2)
+    out['v3-sglang-digest'] = ('v3', 2, 40, [group(r, 0, 40, 16, start=0), group(r, 1, 40, 8, start=0)], 'standard',
+                               {'sglang-digest': [[0, 0, sigs[0], 16, 0, 3, digests[0]], [0, 1, sigs[0], 16, 0, 3, digests[1]],
+                                                  [1, 0, sigs[1] | (1 << 63), 8, 0, 5, digests[2]]]})
     return out
+
+
+def sections_text(sections):
+    """The `section ...` lines of the known sections' entries."""
+    lines = []
+    for e in (sections or {}).get('sglang-digest', []):
+        lines.append('section sglang-digest group %d worker %d signature %d page_size %d first_token %d num_pages %d '
+                     'digest %d' % tuple(e))
+    return lines
 
 
 def to_object(form, tp, n, groups, mode=None, sections=None):
@@ -170,7 +193,7 @@ def pack(obj):
 def write(out):
     os.makedirs(out, exist_ok=True)
     for f in os.listdir(out):
-        if f.endswith('.msgpack') or f.endswith('.txt'):
+        if f.endswith('.msgpack') or f.endswith('.txt') or f.endswith('.sections'):
             os.remove(os.path.join(out, f))
     for name, case in sorted(cases().items()):
         form, tp, n, groups = case[:4]
@@ -182,7 +205,11 @@ def write(out):
         back = from_object(msgpack.unpackb(data, raw=False, strict_map_key=False))
         assert back == (form, tp, n, groups, mode, sections), name
         reencoded = name
-        if sections:
+        if sections and set(sections) <= set(KNOWN_SECTIONS):
+            # A reader that knows every section keeps them: the same bytes back. NAME.sections lists their entries.
+            with open(os.path.join(out, name + '.sections'), 'w') as fh:
+                fh.write('\n'.join(sections_text(sections)) + '\n')
+        elif sections:
             # A reader that knows none of the sections skips them and writes the payload back without them.
             reencoded = name + '.no-sections'
             with open(os.path.join(out, reencoded + '.msgpack'), 'wb') as fh:
@@ -203,10 +230,11 @@ def decode(files):
         with open(path, 'rb') as fh:
             data = fh.read()
         obj = msgpack.unpackb(data, raw=False, strict_map_key=False)
-        form, tp, n, groups, mode, _ = from_object(obj)
+        form, tp, n, groups, mode, sections = from_object(obj)
         identical = pack(obj) == data
         sys.stdout.write('file %s\n' % os.path.basename(path))
-        sys.stdout.write(to_text(form, tp, n, groups, mode, ['identical %s' % ('true' if identical else 'false')]))
+        sys.stdout.write(to_text(form, tp, n, groups, mode,
+                                 sections_text(sections) + ['identical %s' % ('true' if identical else 'false')]))
 
 
 def main():

@@ -6,7 +6,7 @@ import picocli.CommandLine.Option;
 /** How to read a dump: the options {@code sum}, {@code verify} and {@code diff} share. */
 final class DumpOptions {
     @Option(names = "--layout", paramLabel = "L", defaultValue = "gathered",
-            description = "gathered (default), vllm-flash, vllm-flashinfer-nhd, vllm-flashinfer-hnd, vllm-mla")
+            description = "gathered (default), vllm-flash, vllm-flashinfer-nhd, vllm-flashinfer-hnd, vllm-mla, sglang")
     String layout;
 
     @Option(names = "--num-tokens", paramLabel = "N",

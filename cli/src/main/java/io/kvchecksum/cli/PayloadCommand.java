@@ -95,6 +95,7 @@ final class PayloadCommand implements Callable<Integer> {
             groups.add(j);
         }
         o.put("groups", groups);
+        PageDigestOption.putJson(o, p);
         return o;
     }
 
@@ -142,6 +143,7 @@ final class PayloadCommand implements Callable<Integer> {
                     out.printf("%8d  %20s%n", g.start() + i, Long.toUnsignedString(v[i]));
                 }
             }
+            PageDigestOption.lines(p).forEach(out::println);
             out.flush();
             return Main.OK;
         }

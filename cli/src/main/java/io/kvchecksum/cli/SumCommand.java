@@ -48,7 +48,7 @@ final class SumCommand implements Callable<Integer> {
     @Mixin
     ModeOption modeOption;
 
-    @Option(names = "--payload", description = "Print the base64 payload (version 2; 3 with --mode mixed) instead of the values.")
+    @Option(names = "--payload", description = "Print the base64 payload (version 2; 3 with --mode mixed or SGLang's page digest) instead of the values.")
     boolean payload;
 
     @Option(names = "--tp-size", paramLabel = "T", defaultValue = "1", description = "The TP size the payload names (default 1).")
@@ -59,6 +59,9 @@ final class SumCommand implements Callable<Integer> {
 
     @Mixin
     FingerprintOptions fingerprint;
+
+    @Mixin
+    PageDigestOption pageDigest;
 
     @Option(names = {"-q", "--quiet"}, description = "No progress bar.")
     boolean quiet;
@@ -83,9 +86,11 @@ final class SumCommand implements Callable<Integer> {
                 long[] values = b.blockChecksums(d, p, mode);
                 p.close();
                 RequestBlocks r = d.request();
+                io.kvchecksum.engine.SglangDigestSection.Entry digest = pageDigest.entry(d, b.backend(), groupId);
                 if (payload) {
-                    String text = PayloadCodec.encodeBase64(ChecksumPayload.of(mode, tpSize, r.numTokens(),
-                            List.of(new GroupChecksums(groupId, fingerprint.of(d), r.blockSize(), r.firstBlock(), values))));
+                    String text = PayloadCodec.encodeBase64(io.kvchecksum.engine.SglangDigests.attach(ChecksumPayload.of(mode,
+                            tpSize, r.numTokens(), List.of(new GroupChecksums(groupId, fingerprint.of(d), r.blockSize(),
+                            r.firstBlock(), values))), digest == null ? List.of() : List.of(digest)));
                     if (json) {
                         Map<String, Object> o = new LinkedHashMap<>();
                         o.put("payload", text);
@@ -104,6 +109,9 @@ final class SumCommand implements Callable<Integer> {
                     o.put("backend", b.backend().name());
                     o.put("backend_description", b.backend().description());
                     o.put("values", Json.unsigned(values));
+                    if (digest != null) {
+                        o.put("sglang_digest", PageDigestOption.json(digest));
+                    }
                     Json.print(out, o);
                 } else {
                     out.println("dump:    " + d.describe());
@@ -113,6 +121,9 @@ final class SumCommand implements Callable<Integer> {
                     out.println("backend: " + b.backend().description());
                     if (mode != io.kvchecksum.ChecksumMode.STANDARD) {
                         out.println("mode:    " + mode.wireName());
+                    }
+                    if (digest != null) {
+                        out.println("page digest: " + PageDigestOption.line(digest));
                     }
                     out.printf("%8s  %-17s  %20s%n", "block", "tokens", "checksum");
                     for (int i = 0; i < values.length; i++) {

@@ -107,10 +107,12 @@ final class VerifyCommand implements Callable<Integer> {
                 be.requireMode(mode, spec.commandLine());
                 long[] values = be.blockChecksums(d, p, mode);
                 p.close();
-                ChecksumPayload actual = ChecksumPayload.of(mode, exp.tpSize() == null ? 1 : exp.tpSize(), r.numTokens(),
-                        List.of(new GroupChecksums(groupId, fingerprint.of(d), r.blockSize(), r.firstBlock(), values)));
+                ChecksumPayload actual = PageDigestOption.withConsumerDigest(ChecksumPayload.of(mode,
+                        exp.tpSize() == null ? 1 : exp.tpSize(), r.numTokens(), List.of(new GroupChecksums(groupId,
+                        fingerprint.of(d), r.blockSize(), r.firstBlock(), values))), exp, d, be.backend(), groupId);
                 ChecksumPayload expOne = new ChecksumPayload(exp.version(), exp.tpSize(), exp.numTokens(),
-                        exp.groups().stream().filter(g -> g.groupId() == groupId).toList(), exp.mode());
+                        exp.groups().stream().filter(g -> g.groupId() == groupId).toList(), exp.mode(),
+                        PageDigestOption.expectedSections(exp, groupId));
                 LoadVerdict v = Verifier.compare(expOne, actual);
                 Verdict verdict = Verdict.of(v, groupId, eg, exp.numTokens(), r, values.length);
                 if (json) {
@@ -138,6 +140,7 @@ final class VerifyCommand implements Callable<Integer> {
                         gs.add(gj);
                     }
                     j.put("groups", gs);
+                    j.put("sections", v.sections().stream().map(PageDigestOption::json).toList());
                     j.put("groups_not_checked", others);
                     Json.print(out, j);
                 } else {
@@ -163,6 +166,9 @@ final class VerifyCommand implements Callable<Integer> {
                         if (g.groupId() == groupId && verdict.note() != null) {
                             out.println("  note: " + verdict.note());
                         }
+                    }
+                    for (io.kvchecksum.engine.SectionVerdict sv : v.sections()) {
+                        out.println("section " + sv);
                     }
                     if (!others.isEmpty()) {
                         out.println("not checked (not in this dump): group" + (others.size() == 1 ? " " : "s ")

@@ -42,12 +42,14 @@ public final class FailurePolicy {
     private final Logger log;
     private final ChecksumMetrics metrics;
     private final Set<UnverifiedReason> warned = ConcurrentHashMap.newKeySet();
+    private final SectionWarnings sectionWarnings;
 
     FailurePolicy(boolean failClosed, OnFailure onFailure, Logger log, ChecksumMetrics metrics) {
         this.failClosed = failClosed;
         this.onFailure = onFailure;
         this.log = Objects.requireNonNull(log, "log");
         this.metrics = Objects.requireNonNull(metrics, "metrics");
+        this.sectionWarnings = new SectionWarnings(log);
     }
 
     /** Log and use every load. */
@@ -113,6 +115,16 @@ public final class FailurePolicy {
     /** True for fail-closed. */
     public boolean isFailClosed() {
         return failClosed;
+    }
+
+    /**
+     * As {@link #decide(String, LoadVerdict)}, also warning once per peer about each payload section it could not
+     * verify (e.g. SGLang's page digest from a peer with another page layout: {@link UnverifiedReason#LAYOUT_DIFFERS};
+     * see {@link SectionWarnings}).
+     */
+    public Decision decide(String requestId, String peer, LoadVerdict verdict) {
+        sectionWarnings.log(peer, requestId, verdict);
+        return decide(requestId, verdict);
     }
 
     /** The engine's next step for this load. Logs and counts as described above. */

@@ -43,6 +43,7 @@ public final class PayloadSections {
     static {
         Map<String, Known> m = new TreeMap<>();
         // One line per known section: add(m, new Known(name, decoder, comparison));
+        add(m, new Known(SglangDigestSection.NAME, SglangDigestSection::decode, SglangDigestSection::compare));
         KNOWN = Collections.unmodifiableMap(m);
     }
 

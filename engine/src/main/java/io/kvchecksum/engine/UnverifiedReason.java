@@ -46,5 +46,12 @@ public enum UnverifiedReason {
     /** A worker checksummed other blocks than the scheduler scheduled, or disagreed with its peers. */
     OTHER_BLOCKS_THAN_SCHEDULED,
     /** Every group was skipped on both sides: nothing of the load was compared. */
-    NOTHING_TO_COMPARE
+    NOTHING_TO_COMPARE,
+    /**
+     * SGLang's page digest only ({@link SglangDigestSection}): the peers' layout signatures differ (page size, buffer
+     * count or per-page item lengths, {@link LayoutSignature}), so their Adler-32 digests over pages are not
+     * comparable. The weighted sum does not depend on the layout and is compared as usual; engines warn once per peer
+     * ({@link SectionWarnings}).
+     */
+    LAYOUT_DIFFERS
 }

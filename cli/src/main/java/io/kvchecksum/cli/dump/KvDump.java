@@ -30,13 +30,16 @@ import java.util.regex.Pattern;
  *     {@code layers.<L>.kv_cache} per layer and a 1-D integer {@code block_table} listing the pages of positions
  *     {@code firstBlock*blockSize}, {@code + page_size}, ...; an optional integer {@code num_tokens} tensor holds the
  *     request's token count.</li>
+ * <li>{@code sglang}: SGLang's pool, {@code layers.<L>.k_buffer}/{@code v_buffer} {@code [slots, heads, head_dim]} and
+ *     the request's {@code req_to_token} slots ({@link SglangDump}); also carries the paged view SGLang's page digest
+ *     reads ({@link #sglang()}).</li>
  * </ul>
  * Tensors with other names are ignored. Everything is checked here, before any checksum runs.
  */
 public final class KvDump {
     /** The layout names {@code --layout} accepts. */
     public static final List<String> LAYOUTS = List.of("gathered", "vllm-flash", "vllm-flashinfer-nhd",
-            "vllm-flashinfer-hnd", "vllm-mla");
+            "vllm-flashinfer-hnd", "vllm-mla", "sglang");
 
     private static final Pattern LAYER = Pattern.compile("layers\\.(\\d{1,9})\\.(k|v|kv_cache)");
 
@@ -73,6 +76,8 @@ public final class KvDump {
     private final int[] table;
     private final int pageSize;
     private final long tokensHeld;
+    private SglangDump.Pages sglang;
+    private String paging;
 
     private KvDump(DumpFile file, String layout, List<Layer> layers, KvCacheGroup group, RequestBlocks request,
             int[] table, int pageSize, long tokensHeld) {
@@ -110,6 +115,9 @@ public final class KvDump {
         } catch (ArithmeticException e) {
             throw new InvalidOptionException("--first-block " + o.firstBlock() + " x --block-size " + o.blockSize()
                     + " overflows a 64-bit position");
+        }
+        if (o.layout().equals("sglang")) {
+            return SglangDump.read(file, o, start);
         }
         Map<Integer, Tensor[]> byLayer = new TreeMap<>();
         for (Tensor t : file.tensors().values()) {
@@ -198,6 +206,15 @@ public final class KvDump {
         KvCacheGroup group = KvCacheGroup.of(1, tokens, layers.stream().map(Layer::cache).toList());
         RequestBlocks request = RequestBlocks.of(table, n, o.firstBlock(), o.blockSize());
         return new KvDump(file, "gathered", layers, group, request, table, 1, tokens);
+    }
+
+    /** An SGLang dump: the token view the weighted sum reads (pages of one slot) and the paged view of its digest. */
+    static KvDump sglang(DumpFile file, List<Layer> layers, KvCacheGroup group, RequestBlocks request, int[] slots,
+            long held, SglangDump.Pages pages, String paging) {
+        KvDump d = new KvDump(file, "sglang", layers, group, request, slots, 1, held);
+        d.sglang = pages;
+        d.paging = paging;
+        return d;
     }
 
     private static void checkGatheredShape(String where, Tensor t) {
@@ -351,6 +368,11 @@ public final class KvDump {
         return n.size() <= 6 ? String.join(", ", n) : String.join(", ", n.subList(0, 6)) + ", ... (" + n.size() + " tensors)";
     }
 
+    /** The paged view SGLang's page digest reads, for an {@code sglang} dump; {@code null} for every other layout. */
+    public SglangDump.Pages sglang() {
+        return sglang;
+    }
+
     /** The file. */
     public DumpFile file() {
         return file;
@@ -417,7 +439,7 @@ public final class KvDump {
         Layer first = layers.getFirst();
         CacheLayer c = first.cache();
         String kv = c.v() == null ? "K only" : "K+V";
-        String paging = layout.equals("gathered") ? "gathered" : layout + ", page " + pageSize + ", " + group.numPages()
+        String paging = this.paging != null ? this.paging : layout.equals("gathered") ? "gathered" : layout + ", page " + pageSize + ", " + group.numPages()
                 + " pages";
         return file.path() + " (" + file.format() + ", " + paging + ", " + layers.size() + " layer"
                 + (layers.size() == 1 ? "" : "s") + " x " + c.numHeads() + " head" + (c.numHeads() == 1 ? "" : "s") + ", "

@@ -75,6 +75,9 @@ class DumpReaderFuzzTest {
             assertNotNull(d.describe());
             if (d.kvBytes() <= MAX_CHECKSUM_BYTES) {
                 assertEquals(d.request().numBlocks(), REFERENCE.blockChecksums(d.group(), d.request()).length, what);
+                if (d.sglang() != null) {
+                    assertNotNull(d.sglang().digest(REFERENCE, 0, d.request().numTokens()), what);
+                }
             }
             return true;
         } catch (InvalidInputException e) {
@@ -92,7 +95,7 @@ class DumpReaderFuzzTest {
         try (Stream<Path> files = Files.list(dir)) {
             seeds = files.filter(f -> f.getFileName().toString().startsWith("seed-")).sorted().toList();
         }
-        assertEquals(5, seeds.size(), "seeds in " + dir);
+        assertEquals(6, seeds.size(), "seeds in " + dir);
         for (Path s : seeds) {
             byte[] input;
             try (InputStream in = getClass().getResourceAsStream(SEEDS + s.getFileName())) {

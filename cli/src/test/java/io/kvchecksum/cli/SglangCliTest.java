@@ -1,0 +1,273 @@
+package io.kvchecksum.cli;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.kvchecksum.engine.ChecksumPayload;
+import io.kvchecksum.engine.PayloadCodec;
+import io.kvchecksum.engine.SglangDigestSection;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.DynamicTest;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestFactory;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.stream.Stream;
+
+import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * {@code --layout sglang} end to end: {@code sum} (block checksums from NumPy, page digest from zlib.adler32 and the
+ * layout signature from golden/generator/sglang_dumps.py), {@code sum --payload}, {@code verify} (MATCH; one flipped
+ * bit: MISMATCH at its block and a digest MISMATCH; a peer with another page size: the weighted sum MATCHes and the
+ * digest is UNVERIFIED LAYOUT_DIFFERS), {@code diff}, and malformed SGLang dumps.
+ */
+class SglangCliTest {
+    static final Path DIR = Path.of("src/test/resources/sglang-dumps");
+    private static final List<String> BACKENDS = List.of("cpu", "reference");
+
+    static JsonNode manifest() {
+        return assertDoesNotThrow(() -> Cli.JSON.readTree(DIR.resolve("sglang.json").toFile()));
+    }
+
+    static String dump(String name) {
+        return DIR.resolve(name).toString();
+    }
+
+    private static List<String> sumArgs(JsonNode dump, JsonNode c, String backend) {
+        JsonNode a = c.get("args");
+        List<String> args = new ArrayList<>(List.of("sum", dump(dump.get("file").asText()), "--layout", "sglang",
+                "--block-size", a.get("block_size").asText(), "--first-block", a.get("first_block").asText(),
+                "--head-offset", a.get("head_offset").asText(), "--backend", backend, "-q"));
+        if (!a.get("num_tokens").isNull()) {
+            args.add("--num-tokens");
+            args.add(a.get("num_tokens").asText());
+        }
+        return args;
+    }
+
+    private static void assertDigest(JsonNode expected, SglangDigestSection.Entry e, String name) {
+        assertEquals(expected.get("digest").asLong(), e.digest(), name + ": digest");
+        assertEquals(Long.parseUnsignedLong(expected.get("signature").asText()), e.signature(), name + ": signature");
+        assertEquals(expected.get("page_size").asInt(), e.pageSize(), name);
+        assertEquals(expected.get("first_token").asLong(), e.firstToken(), name);
+        assertEquals(expected.get("num_pages").asInt(), e.numPages(), name);
+    }
+
+    @TestFactory
+    Stream<DynamicTest> sumMatchesNumpyAndZlibOnEveryDumpAndCase() {
+        List<DynamicTest> tests = new ArrayList<>();
+        for (JsonNode dump : manifest().get("dumps")) {
+            for (JsonNode c : dump.get("cases")) {
+                for (String backend : BACKENDS) {
+                    List<String> args = sumArgs(dump, c, backend);
+                    String name = backend + " · " + dump.get("file").asText() + " · " + String.join(" ", args.subList(4, 10));
+                    tests.add(DynamicTest.dynamicTest(name, () -> {
+                        List<String> json = new ArrayList<>(args);
+                        json.add("--json");
+                        Cli.Run r = Cli.run(json.toArray(String[]::new));
+                        assertEquals(0, r.code(), r.err());
+                        JsonNode j = r.json();
+                        assertEquals(Cli.strings(c.get("values")), Cli.strings(j.get("values")), name);
+                        assertEquals(c.get("num_tokens").asLong(), j.get("num_tokens").asLong(), name);
+                        JsonNode d = j.get("sglang_digest");
+                        JsonNode e = c.get("sglang_digest");
+                        for (String f : List.of("digest", "page_size", "first_token", "num_pages")) {
+                            assertEquals(e.get(f).asLong(), d.get(f).asLong(), name + ": " + f);
+                        }
+                        assertEquals(e.get("signature").asText(), d.get("signature").asText(), name + ": signature");
+
+                        // --payload: the same values and the section with the same digest and signature.
+                        List<String> p = new ArrayList<>(args);
+                        p.add("--payload");
+                        Cli.Run pr = Cli.run(p.toArray(String[]::new));
+                        assertEquals(0, pr.code(), pr.err());
+                        ChecksumPayload payload = PayloadCodec.decodeBase64(pr.out().strip());
+                        assertEquals(3, payload.version());
+                        assertEquals(Cli.strings(c.get("values")), java.util.Arrays.stream(payload.groups().getFirst().values())
+                                .mapToObj(Long::toUnsignedString).toList());
+                        SglangDigestSection s = (SglangDigestSection) payload.section(SglangDigestSection.NAME);
+                        assertEquals(1, s.entries().size());
+                        assertDigest(e, s.entries().getFirst(), name);
+                    }));
+                }
+            }
+        }
+        return tests.stream();
+    }
+
+    /** The GPU-class backends on the same dumps (first case each), skipped with the backend's reason where absent. */
+    @TestFactory
+    Stream<DynamicTest> openclAndCudaAgreeWhereAvailable() {
+        List<DynamicTest> tests = new ArrayList<>();
+        for (String backend : List.of("opencl", "cuda")) {
+            for (JsonNode dump : manifest().get("dumps")) {
+                JsonNode c = dump.get("cases").get(0);
+                tests.add(DynamicTest.dynamicTest(backend + " · " + dump.get("file").asText(), () -> {
+                    List<String> args = sumArgs(dump, c, backend);
+                    args.add("--json");
+                    Cli.Run r = Cli.run(args.toArray(String[]::new));
+                    if (r.code() == Main.USAGE && r.err().contains(backend)) {
+                        Assumptions.abort(backend + " unavailable: " + r.err().strip());
+                    }
+                    assertEquals(0, r.code(), r.err());
+                    JsonNode j = r.json();
+                    assertEquals(backend, j.get("backend").asText());
+                    assertEquals(Cli.strings(c.get("values")), Cli.strings(j.get("values")));
+                    assertEquals(c.get("sglang_digest").get("digest").asLong(), j.get("sglang_digest").get("digest").asLong());
+                    assertEquals(c.get("sglang_digest").get("signature").asText(),
+                            j.get("sglang_digest").get("signature").asText());
+                }));
+            }
+        }
+        return tests.stream();
+    }
+
+    @TestFactory
+    Stream<DynamicTest> malformedSglangDumpsAreOneLineAndExit65() {
+        List<DynamicTest> tests = new ArrayList<>();
+        for (JsonNode m : manifest().get("malformed")) {
+            String file = m.get("file").asText();
+            tests.add(DynamicTest.dynamicTest(file + " · " + m.get("note").asText(), () -> {
+                List<String> args = new ArrayList<>(List.of("sum", dump(file), "--layout", "sglang", "--block-size",
+                        m.get("block_size").asText(), "--backend", "cpu", "--json"));
+                m.get("args").forEach(a -> args.add(a.asText()));
+                Cli.Run r = Cli.run(args.toArray(String[]::new));
+                assertEquals(Main.INVALID_INPUT, r.code(), r.out() + r.err());
+                assertTrue(r.out().isEmpty(), r.out());
+                String line = r.errorLine();
+                assertTrue(line.contains(m.get("error").asText()), "'" + line + "' should name " + m.get("error").asText());
+            }));
+        }
+        return tests.stream();
+    }
+
+    private static String producerPayload(String file, int blockSize) {
+        Cli.Run r = Cli.run("sum", dump(file), "--layout", "sglang", "--block-size", Integer.toString(blockSize),
+                "--payload", "--backend", "cpu", "-q");
+        assertEquals(0, r.code(), r.err());
+        return r.out().strip();
+    }
+
+    private static Cli.Run verify(String file, String payload, String... more) {
+        List<String> args = new ArrayList<>(List.of("verify", dump(file), "--layout", "sglang", "--expected", payload,
+                "--backend", "cpu", "-q"));
+        args.addAll(List.of(more));
+        return Cli.run(args.toArray(String[]::new));
+    }
+
+    @Test
+    void roundTripMatchesItself() {
+        String p = producerPayload("sglang-bf16-page16.safetensors", 16);
+        Cli.Run r = verify("sglang-bf16-page16.safetensors", p, "--json");
+        assertEquals(Main.OK, r.code(), r.out() + r.err());
+        JsonNode j = r.json();
+        assertEquals("MATCH", j.get("status").asText());
+        assertEquals("sglang-digest", j.get("sections").get(0).get("section").asText());
+        assertEquals("MATCH", j.get("sections").get(0).get("status").asText());
+        Cli.Run text = verify("sglang-bf16-page16.safetensors", p);
+        assertTrue(text.out().contains("section sglang-digest MATCH"), text.out());
+    }
+
+    @Test
+    void oneFlippedBitIsAMismatchAtItsBlockAndADigestMismatch() {
+        JsonNode f = manifest().get("flipped");
+        String p = producerPayload(f.get("producer").asText(), f.get("block_size").asInt());
+        Cli.Run r = verify(f.get("consumer").asText(), p, "--json");
+        assertEquals(Main.MISMATCH, r.code(), r.out() + r.err());
+        JsonNode j = r.json();
+        JsonNode g = j.get("groups").get(0);
+        assertEquals("MISMATCH", g.get("status").asText());
+        assertEquals(f.get("mismatched_blocks"), g.get("mismatched_blocks"));
+        JsonNode s = j.get("sections").get(0);
+        assertEquals("MISMATCH", s.get("status").asText(), s.toString());
+        assertTrue(s.get("detail").asText().contains("!="), s.toString());
+    }
+
+    @Test
+    void aPeerWithAnotherPageSizeMatchesTheWeightedSumAndLeavesTheDigestUnverified() {
+        JsonNode peer = manifest().get("peer");
+        String p = producerPayload(peer.get("producer").asText(), peer.get("block_size").asInt());
+        Cli.Run r = verify(peer.get("consumer").asText(), p, "--json");
+        assertEquals(Main.OK, r.code(), "a section's UNVERIFIED leaves the exit code to the groups: " + r.out() + r.err());
+        JsonNode j = r.json();
+        assertEquals("MATCH", j.get("status").asText());
+        assertEquals("MATCH", j.get("groups").get(0).get("status").asText());
+        JsonNode s = j.get("sections").get(0);
+        assertEquals("UNVERIFIED", s.get("status").asText(), s.toString());
+        assertEquals("LAYOUT_DIFFERS", s.get("reason").asText(), s.toString());
+        Cli.Run text = verify(peer.get("consumer").asText(), p);
+        assertEquals(Main.OK, text.code());
+        assertTrue(text.out().contains("section sglang-digest UNVERIFIED (LAYOUT_DIFFERS)"), text.out());
+        assertTrue(text.out().contains("page 16 vs") && text.out().contains("page 8"), text.out());
+        assertTrue(text.out().contains("verdict: MATCH"), text.out());
+    }
+
+    @Test
+    void aProducerDigestAgainstAnotherLayoutIsOneSideOnlyAndNoDigestWithoutTheFlag() {
+        // The gathered dump of the same request does not exist; a page-1 SGLang dump read as gathered would be another
+        // model, so use the producer's payload against the diff dumps' model only for the option checks.
+        Cli.Run refused = Cli.run("sum", Cli.dump("gathered-bf16.safetensors"), "--block-size", "16", "--page-digest",
+                "--backend", "cpu");
+        assertEquals(Main.INVALID_INPUT, refused.code(), refused.out() + refused.err());
+        assertTrue(refused.errorLine().contains("--layout sglang"), refused.err());
+        Cli.Run plain = Cli.run("sum", dump("sglang-bf16-page16.safetensors"), "--layout", "sglang", "--block-size", "16",
+                "--payload", "--no-page-digest", "--backend", "cpu");
+        assertEquals(0, plain.code(), plain.err());
+        ChecksumPayload v2 = PayloadCodec.decodeBase64(plain.out().strip());
+        assertEquals(2, v2.version());
+        assertNull(v2.section(SglangDigestSection.NAME));
+        // A consumer whose producer sent no digest: nothing to compare, no section line.
+        Cli.Run r = verify("sglang-bf16-page16.safetensors", plain.out().strip(), "--json");
+        assertEquals(Main.OK, r.code(), r.out() + r.err());
+        assertEquals(0, r.json().get("sections").size());
+    }
+
+    @Test
+    void payloadDecodeShowsTheDigestEntries() {
+        JsonNode e = manifest().get("dumps").get(0).get("cases").get(0).get("sglang_digest");
+        String p = producerPayload("sglang-bf16-page16.safetensors", 16);
+        Cli.Run text = Cli.run("payload", "decode", p);
+        assertEquals(0, text.code(), text.err());
+        assertTrue(text.out().contains(String.format("section sglang-digest: group 0 worker 0: adler32 %08x over 4 pages",
+                e.get("digest").asLong())), text.out());
+        Cli.Run json = Cli.run("payload", "decode", p, "--json");
+        JsonNode d = json.json().get("sglang_digest").get(0);
+        assertEquals(e.get("digest").asLong(), d.get("digest").asLong());
+        assertEquals(e.get("signature").asText(), d.get("signature").asText());
+        assertEquals(0, d.get("worker").asInt());
+    }
+
+    @Test
+    void textOutputOfSumShowsTheDigestLine() {
+        JsonNode c = manifest().get("dumps").get(0).get("cases").get(0);
+        Cli.Run r = Cli.run("sum", dump("sglang-bf16-page16.safetensors"), "--layout", "sglang", "--block-size", "16",
+                "--backend", "cpu", "-q");
+        assertEquals(0, r.code(), r.err());
+        String digest = String.format("%08x", c.get("sglang_digest").get("digest").asLong());
+        String sig = String.format("%016x", Long.parseUnsignedLong(c.get("sglang_digest").get("signature").asText()));
+        assertTrue(r.out().contains("page digest: adler32 " + digest + " over 4 pages of 16 tokens from position 0;"
+                + " layout signature " + sig), r.out());
+        assertTrue(r.out().contains("sglang, page 16, 128 slots"), r.out());
+    }
+
+    @Test
+    void diffLocalizesTheFlippedBitAndFindsTheTwoPagingsIdentical() {
+        Cli.Run same = Cli.run("diff", dump("sglang-bf16-page16.safetensors"), dump("sglang-bf16-page8.safetensors"),
+                "--layout-a", "sglang", "--layout-b", "sglang", "--block-size", "16", "--backend", "cpu", "--json", "-q");
+        assertEquals(0, same.code(), same.out() + same.err());
+        assertTrue(same.json().get("identical").asBoolean());
+        Cli.Run d = Cli.run("diff", dump("sglang-bf16-page16.safetensors"), dump("sglang-bf16-page16-flipped.safetensors"),
+                "--layout-a", "sglang", "--layout-b", "sglang", "--block-size", "16", "--backend", "cpu", "-q");
+        assertEquals(1, d.code(), d.out() + d.err());
+        assertTrue(d.out().contains("layer 1 head 0 tokens 37..37: V bytes 3..3"), d.out());
+        assertTrue(d.out().contains("layers.1.v_buffer+"), d.out());
+        JsonNode m = manifest().get("dumps");
+        assertNotEquals(m.get(0).get("cases").get(0).get("sglang_digest").get("signature").asText(),
+                m.get(1).get("cases").get(0).get("sglang_digest").get("signature").asText(), "page 16 and page 8 differ");
+    }
+}

@@ -1,0 +1,66 @@
+package io.kvchecksum.engine;
+
+import io.kvchecksum.InvalidLayoutException;
+import io.kvchecksum.KvChecksum;
+import io.kvchecksum.PageDigestPlan;
+import io.kvchecksum.SlicePlan;
+import io.kvchecksum.StateRow;
+
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * The opt-in SGLang page digest of an engine: computes one worker's {@link SglangDigestSection.Entry} and attaches the
+ * workers' entries to the side's payload. Off unless the engine calls it: payloads without the section are exactly
+ * what they were (version 2 in the standard mode), and a peer that does not know the section skips it.
+ *
+ * <p>Where it fits: each worker, after its checksums, calls {@link #entry} over its own buffers (the digest reads the
+ * bytes of whole pages, so on a GPU it runs on the backend's {@link KvChecksum#pageDigest}); the scheduler collects the
+ * entries with the records and wraps the {@link Aggregator} result: {@code sender.base64(reqId,
+ * SglangDigests.attach(Aggregator.producer(...), entries))}. The consumer does the same for the pages it loaded:
+ * {@code pending.verify(reqId, SglangDigests.attach(Aggregator.consumer(...), entries)).map(v -> policy.decide(reqId,
+ * peer, v))}, which warns about a {@link UnverifiedReason#LAYOUT_DIFFERS} once per peer
+ * ({@link FailurePolicy#decide(String, String, LoadVerdict)}).
+ */
+public final class SglangDigests {
+    private SglangDigests() {
+    }
+
+    /**
+     * One worker's digest of one group: Adler-32 of the pages of {@code plan}'s range (from its first token, rounded up
+     * to whole pages) followed by {@code stateRows}, with the layout signature of the same stream.
+     *
+     * @param plan the request over the group's pages; its first token must start a page
+     * @throws InvalidLayoutException when the first token is inside a page, or the backend cannot read the memory
+     */
+    public static SglangDigestSection.Entry entry(KvChecksum backend, int groupId, int worker, SlicePlan plan,
+            List<StateRow> stateRows) {
+        Objects.requireNonNull(backend, "backend");
+        int pageSize = plan.group().pageSize();
+        long first = plan.request().startToken();
+        if (first % pageSize != 0) {
+            throw new InvalidLayoutException("the page digest covers whole pages: the first token " + first
+                    + " is inside a page of " + pageSize + " tokens");
+        }
+        long digest = backend.pageDigest(PageDigestPlan.of(plan, stateRows));
+        long signature = LayoutSignature.of(plan.group(), stateRows);
+        return new SglangDigestSection.Entry(groupId, worker, signature, pageSize, first, plan.numPages(), digest);
+    }
+
+    /**
+     * A side's aggregated result with the section of {@code entries} attached to its payload; an
+     * {@link Aggregator.Incomplete} result, or no entries, unchanged. What the scheduler passes to
+     * {@link PayloadSender} (producer) or {@link PendingLoads#verify(String, Aggregator.Result)} (consumer).
+     */
+    public static Aggregator.Result attach(Aggregator.Result result, List<SglangDigestSection.Entry> entries) {
+        if (result instanceof Aggregator.Complete c && !entries.isEmpty()) {
+            return new Aggregator.Complete(attach(c.payload(), entries), c.skippedGroups());
+        }
+        return result;
+    }
+
+    /** {@code payload} with the section of {@code entries} (version 3), or unchanged when there are none. */
+    public static ChecksumPayload attach(ChecksumPayload payload, List<SglangDigestSection.Entry> entries) {
+        return entries.isEmpty() ? payload : payload.withSection(new SglangDigestSection(entries));
+    }
+}
