@@ -32,22 +32,22 @@ public record CacheLayer(int layer, int firstHead, int numHeads, KvRegion k, KvR
         }
     }
 
-    /** A layer whose cell is K bytes then V bytes. */
+    /** {@return a layer whose cell is K bytes then V bytes} */
     public static CacheLayer of(int layer, int firstHead, int numHeads, KvRegion k, KvRegion v) {
         return new CacheLayer(layer, firstHead, numHeads, k, v);
     }
 
-    /** A layer whose cell is one region only (MLA latent rows, or an indexer's K cache). */
+    /** {@return a layer whose cell is one region only (MLA latent rows, or an indexer's K cache)} */
     public static CacheLayer kOnly(int layer, int firstHead, int numHeads, KvRegion k) {
         return new CacheLayer(layer, firstHead, numHeads, k, null);
     }
 
-    /** Pieces per cell: K pieces followed by V pieces. */
+    /** {@return pieces per cell: K pieces followed by V pieces} */
     public int pieces() {
         return k.pieces() + (v == null ? 0 : v.pieces());
     }
 
-    /** Bytes per cell, K and V together. */
+    /** {@return bytes per cell, K and V together} */
     public int cellBytes() {
         return k.cellBytes() + (v == null ? 0 : v.cellBytes());
     }

@@ -47,12 +47,12 @@ public record KvCacheGroup(List<CacheLayer> layers, int pageSize, long numPages)
         }
     }
 
-    /** A group of the given layers. */
+    /** {@return a group of the given layers} */
     public static KvCacheGroup of(int pageSize, long numPages, List<CacheLayer> layers) {
         return new KvCacheGroup(layers, pageSize, numPages);
     }
 
-    /** The number of (layer, head) slices in the group. */
+    /** {@return the number of (layer, head) slices in the group} */
     public int numSlices() {
         int n = 0;
         for (CacheLayer l : layers) {
@@ -61,7 +61,7 @@ public record KvCacheGroup(List<CacheLayer> layers, int pageSize, long numPages)
         return n;
     }
 
-    /** Bytes of KV read per token: all cells of all layers and heads. */
+    /** {@return bytes of KV read per token: all cells of all layers and heads} */
     public long bytesPerToken() {
         long b = 0;
         for (CacheLayer l : layers) {
@@ -70,7 +70,7 @@ public record KvCacheGroup(List<CacheLayer> layers, int pageSize, long numPages)
         return b;
     }
 
-    /** True when every region lives in host memory, so a CPU backend can read it. */
+    /** {@return true when every region lives in host memory, so a CPU backend can read it} */
     public boolean isHostResident() {
         for (CacheLayer l : layers) {
             if (!(l.k().memory() instanceof KvMemory.Host) || (l.v() != null && !(l.v().memory() instanceof KvMemory.Host))) {

@@ -27,29 +27,34 @@ package io.kvchecksum;
  */
 public interface KvChecksum extends AutoCloseable {
 
-    /** The backend's name as {@link KvChecksums#byName} accepts it: {@code reference}, {@code cpu}, {@code cuda}, {@code opencl}. */
+    /**
+     * {@return the backend's name as {@link KvChecksums#byName} accepts it: {@code reference}, {@code cpu},
+     * {@code cuda}, {@code opencl}}
+     */
     String name();
 
-    /** What exactly runs: the name plus implementation details (device, vector width, threads). */
+    /** {@return what exactly runs: the name plus implementation details (device, vector width, threads)} */
     String description();
 
     /**
-     * Whether this backend implements checksum mode {@code mode} ({@link SlicePlan#mode()}). A backend given a plan in
-     * a mode it does not implement throws {@link InvalidLayoutException} before reading anything.
+     * {@return whether this backend implements checksum mode {@code mode} ({@link SlicePlan#mode()})} A backend given a
+     * plan in a mode it does not implement throws {@link InvalidLayoutException} before reading anything.
      */
     default boolean supports(ChecksumMode mode) {
         return mode == ChecksumMode.STANDARD;
     }
 
     /**
-     * The fused single pass: one checksum per block position {@code firstBlock .. ceil(numTokens/blockSize)-1} of the
-     * plan's request, over all layers and heads of the group, each KV byte read once.
+     * {@return the fused single pass: one checksum per block position {@code firstBlock .. ceil(numTokens/blockSize)-1}
+     * of the plan's request, over all layers and heads of the group, each KV byte read once}
      *
      * @throws InvalidLayoutException when the plan's memory is of a kind this backend cannot read
      */
     long[] blockChecksums(SlicePlan plan);
 
-    /** The per-slice weighted sums for the same blocks, one row per (layer, head) slice in the plan's order. */
+    /**
+     * {@return the per-slice weighted sums for the same blocks, one row per (layer, head) slice in the plan's order}
+     */
     SliceSums sliceSums(SlicePlan plan);
 
     /**
@@ -60,17 +65,17 @@ public interface KvChecksum extends AutoCloseable {
         return PendingChecksums.completed(blockChecksums(plan));
     }
 
-    /** {@link #blockChecksums(SlicePlan)} of a plan built (and validated) for this one call. */
+    /** {@return {@link #blockChecksums(SlicePlan)} of a plan built (and validated) for this one call} */
     default long[] blockChecksums(KvCacheGroup group, RequestBlocks request) {
         return blockChecksums(SlicePlan.of(group, request));
     }
 
-    /** {@link #sliceSums(SlicePlan)} of a plan built (and validated) for this one call. */
+    /** {@return {@link #sliceSums(SlicePlan)} of a plan built (and validated) for this one call} */
     default SliceSums sliceSums(KvCacheGroup group, RequestBlocks request) {
         return sliceSums(SlicePlan.of(group, request));
     }
 
-    /** {@link #submit(SlicePlan)} of a plan built (and validated) for this one call. */
+    /** {@return {@link #submit(SlicePlan)} of a plan built (and validated) for this one call} */
     default PendingChecksums submit(KvCacheGroup group, RequestBlocks request) {
         return submit(SlicePlan.of(group, request));
     }
@@ -93,15 +98,15 @@ public interface KvChecksum extends AutoCloseable {
         return submit(plan);
     }
 
-    /** {@link #submit(SlicePlan, long)} of a plan built (and validated) for this one call. */
+    /** {@return {@link #submit(SlicePlan, long)} of a plan built (and validated) for this one call} */
     default PendingChecksums submit(KvCacheGroup group, RequestBlocks request, long stream) {
         return submit(SlicePlan.of(group, request), stream);
     }
 
     /**
-     * SGLang's page digest: Adler-32 ({@code java.util.zip.Adler32}, zlib's {@code adler32}) of the plan's ordered
-     * byte stream (every layer's K pages, then V pages, then state rows; see {@link PageDigestPlan}), in
-     * {@code [0, 2^32)}. Unlike the weighted sum it depends on the page layout.
+     * {@return SGLang's page digest: Adler-32 ({@code java.util.zip.Adler32}, zlib's {@code adler32}) of the plan's
+     * ordered byte stream (every layer's K pages, then V pages, then state rows; see {@link PageDigestPlan}), in
+     * {@code [0, 2^32)}} Unlike the weighted sum it depends on the page layout.
      *
      * <p>The default reads host memory with {@code java.util.zip.Adler32}, on the calling thread; backends override
      * it with parallel forms (Adler-32 parts of consecutive chunks combine exactly).

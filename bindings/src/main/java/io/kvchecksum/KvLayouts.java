@@ -28,7 +28,10 @@ public final class KvLayouts {
         }
     }
 
-    /** vLLM FlashAttention: per layer {@code (2, num_pages, page_size, heads, head_dim)}, K at [0] and V at [1]. */
+    /**
+     * {@return vLLM FlashAttention: per layer {@code (2, num_pages, page_size, heads, head_dim)}, K at [0] and V at
+     * [1]}
+     */
     public static CacheLayer vllmFlashLayer(int layer, int firstHead, KvMemory cache, PagedShape s) {
         long cell = s.cellBytes();
         long token = s.heads() * cell;
@@ -39,7 +42,7 @@ public final class KvLayouts {
                 new KvRegion(cache, half, page, token, cell, s.cellBytes()));
     }
 
-    /** FlashInfer/Triton NHD: per layer {@code (num_pages, 2, page_size, heads, head_dim)}. */
+    /** {@return FlashInfer/Triton NHD: per layer {@code (num_pages, 2, page_size, heads, head_dim)}} */
     public static CacheLayer flashInferNhdLayer(int layer, int firstHead, KvMemory cache, PagedShape s) {
         long cell = s.cellBytes();
         long token = s.heads() * cell;
@@ -49,7 +52,10 @@ public final class KvLayouts {
                 new KvRegion(cache, half, 2 * half, token, cell, s.cellBytes()));
     }
 
-    /** FlashInfer HND: per layer {@code (num_pages, 2, heads, page_size, head_dim)}: each head's page is contiguous. */
+    /**
+     * {@return FlashInfer HND: per layer {@code (num_pages, 2, heads, page_size, head_dim)}: each head's page is
+     * contiguous}
+     */
     public static CacheLayer flashInferHndLayer(int layer, int firstHead, KvMemory cache, PagedShape s) {
         long cell = s.cellBytes();
         long head = s.pageSize() * cell;
@@ -60,8 +66,9 @@ public final class KvLayouts {
     }
 
     /**
-     * vLLM MLA: per layer {@code (num_pages, page_size, kv_lora_rank + rope_dim)} (576 for DeepSeek), one latent "head",
-     * K only; {@code s.heads()} must be 1. {@code head} is 0, or the next number for a second cache of the layer.
+     * {@return vLLM MLA: per layer {@code (num_pages, page_size, kv_lora_rank + rope_dim)} (576 for DeepSeek), one
+     * latent "head", K only; {@code s.heads()} must be 1} {@code head} is 0, or the next number for a second cache of
+     * the layer.
      */
     public static CacheLayer vllmMlaLayer(int layer, int head, KvMemory cache, PagedShape s) {
         if (s.heads() != 1) {
@@ -72,9 +79,10 @@ public final class KvLayouts {
     }
 
     /**
-     * SGLang's per-layer pool: {@code k_buffer[l]} and {@code v_buffer[l]} of {@code (slots, heads, head_dim)}; page
-     * {@code p} is slots {@code [p*page_size, (p+1)*page_size)}, so {@code numPages = slots / page_size}. For MLA pass
-     * the {@code kv_buffer[l]} of {@code (slots, 1, 576)} as {@code k} and {@code null} as {@code v}.
+     * {@return SGLang's per-layer pool: {@code k_buffer[l]} and {@code v_buffer[l]} of
+     * {@code (slots, heads, head_dim)}; page {@code p} is slots {@code [p*page_size, (p+1)*page_size)}, so
+     * {@code numPages = slots / page_size}} For MLA pass the {@code kv_buffer[l]} of {@code (slots, 1, 576)} as
+     * {@code k} and {@code null} as {@code v}.
      */
     public static CacheLayer sglangLayer(int layer, int firstHead, KvMemory k, KvMemory v, PagedShape s) {
         long cell = s.cellBytes();
@@ -85,29 +93,29 @@ public final class KvLayouts {
                 : CacheLayer.of(layer, firstHead, s.heads(), kr, new KvRegion(v, 0, page, token, cell, s.cellBytes()));
     }
 
-    /** A group of vLLM FlashAttention layers sharing one shape. */
+    /** {@return a group of vLLM FlashAttention layers sharing one shape} */
     public static KvCacheGroup vllmFlash(PagedShape s, int firstHead, int[] layerNumbers, List<KvMemory> caches) {
         return group(s, layerNumbers, caches, (l, c) -> vllmFlashLayer(l, firstHead, c, s));
     }
 
-    /** A group of FlashInfer NHD layers sharing one shape. */
+    /** {@return a group of FlashInfer NHD layers sharing one shape} */
     public static KvCacheGroup flashInferNhd(PagedShape s, int firstHead, int[] layerNumbers, List<KvMemory> caches) {
         return group(s, layerNumbers, caches, (l, c) -> flashInferNhdLayer(l, firstHead, c, s));
     }
 
-    /** A group of FlashInfer HND layers sharing one shape. */
+    /** {@return a group of FlashInfer HND layers sharing one shape} */
     public static KvCacheGroup flashInferHnd(PagedShape s, int firstHead, int[] layerNumbers, List<KvMemory> caches) {
         return group(s, layerNumbers, caches, (l, c) -> flashInferHndLayer(l, firstHead, c, s));
     }
 
-    /** A group of vLLM MLA layers sharing one shape ({@code s.heads() == 1}). */
+    /** {@return a group of vLLM MLA layers sharing one shape ({@code s.heads() == 1})} */
     public static KvCacheGroup vllmMla(PagedShape s, int[] layerNumbers, List<KvMemory> caches) {
         return group(s, layerNumbers, caches, (l, c) -> vllmMlaLayer(l, 0, c, s));
     }
 
     /**
-     * An SGLang pool: {@code kBuffers.get(i)} and {@code vBuffers.get(i)} per layer ({@code vBuffers} null for MLA).
-     * {@code s.numPages()} is {@code slots / page_size}.
+     * {@return an SGLang pool: {@code kBuffers.get(i)} and {@code vBuffers.get(i)} per layer ({@code vBuffers} null for
+     * MLA)} {@code s.numPages()} is {@code slots / page_size}.
      */
     public static KvCacheGroup sglang(PagedShape s, int firstHead, int[] layerNumbers, List<KvMemory> kBuffers,
             List<KvMemory> vBuffers) {
@@ -123,9 +131,9 @@ public final class KvLayouts {
     }
 
     /**
-     * GPULlama3.java style: one K array and one V array for all layers, each {@code [layer][pos][heads*head_dim]},
-     * indexed by absolute position {@code 0..maxPos-1}. Described as pages of one slot, page id = position; pair it
-     * with {@link #flatRequest}.
+     * {@return GPULlama3.java style: one K array and one V array for all layers, each
+     * {@code [layer][pos][heads*head_dim]}, indexed by absolute position {@code 0..maxPos-1}} Described as pages of one
+     * slot, page id = position; pair it with {@link #flatRequest}.
      */
     public static KvCacheGroup flat(int[] layerNumbers, int firstHead, KvMemory k, KvMemory v, int maxPos, int heads,
             int headDim, int elemBytes) {
@@ -142,7 +150,7 @@ public final class KvLayouts {
         return KvCacheGroup.of(1, maxPos, layers);
     }
 
-    /** The request for a {@link #flat} group: the block table is the positions themselves. */
+    /** {@return the request for a {@link #flat} group: the block table is the positions themselves} */
     public static RequestBlocks flatRequest(long numTokens, long firstBlock, int blockSize) {
         long start = firstBlock * blockSize;
         long n = numTokens - start;

@@ -11,16 +11,16 @@ import java.util.Objects;
  */
 public sealed interface KvMemory permits KvMemory.Host, KvMemory.Device {
 
-    /** The number of bytes that may be read, starting at the beginning of this memory. */
+    /** {@return the number of bytes that may be read, starting at the beginning of this memory} */
     long byteSize();
 
-    /** Host memory, read through the given segment and never past its end. */
+    /** {@return host memory, read through the given segment and never past its end} */
     static Host host(MemorySegment segment) {
         return new Host(segment);
     }
 
     /**
-     * Device memory owned by the caller.
+     * {@return device memory owned by the caller}
      *
      * @param address the device address (e.g. a CUDA {@code CUdeviceptr}) of the first byte
      * @param byteSize how many bytes from {@code address} belong to the caller's allocation

@@ -27,12 +27,12 @@ public record KvRegion(KvMemory memory, long offset, long pageStride, long token
         }
     }
 
-    /** The number of 8-byte pieces in one cell of this region. */
+    /** {@return the number of 8-byte pieces in one cell of this region} */
     public int pieces() {
         return cellBytes / 8;
     }
 
-    /** The byte offset of a cell within {@link #memory()}; the caller has validated the indices. */
+    /** {@return the byte offset of a cell within {@link #memory()}; the caller has validated the indices} */
     public long cellOffset(long page, long tokenInPage, long head) {
         return offset + page * pageStride + tokenInPage * tokenStride + head * headStride;
     }

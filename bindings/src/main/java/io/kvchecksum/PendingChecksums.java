@@ -12,14 +12,14 @@ public interface PendingChecksums extends AutoCloseable {
     /** Waits for the computation and returns one checksum per block position; later calls return the same values. */
     long[] get();
 
-    /** True when {@link #get()} would not block. */
+    /** {@return true when {@link #get()} would not block} */
     boolean isDone();
 
     @Override
     default void close() {
     }
 
-    /** Values that are already known. */
+    /** {@return values that are already known} */
     static PendingChecksums completed(long[] values) {
         long[] copy = values.clone();
         return new PendingChecksums() {

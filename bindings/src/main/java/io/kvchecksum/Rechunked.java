@@ -45,17 +45,17 @@ public record Rechunked(long firstChunk, int factor, long[] values) {
         return new Rechunked(firstChunk, factor, out);
     }
 
-    /** The number of chunks. */
+    /** {@return the number of chunks} */
     public int numChunks() {
         return values.length;
     }
 
-    /** Whether chunk position {@code chunk} is among the values (covered whole by the input). */
+    /** {@return whether chunk position {@code chunk} is among the values (covered whole by the input)} */
     public boolean covers(long chunk) {
         return chunk >= firstChunk && chunk - firstChunk < values.length;
     }
 
-    /** The checksum of chunk position {@code chunk}; see {@link #covers}. */
+    /** {@return the checksum of chunk position {@code chunk}; see {@link #covers}} */
     public long valueAt(long chunk) {
         if (!covers(chunk)) {
             throw new IndexOutOfBoundsException("chunk " + chunk + " is not in " + this);

@@ -50,22 +50,22 @@ public record RequestBlocks(int[] pageTable, long numTokens, long firstBlock, in
         }
     }
 
-    /** The blocks of a request from its first token. */
+    /** {@return the blocks of a request from its first token} */
     public static RequestBlocks of(int[] pageTable, long numTokens, int blockSize) {
         return new RequestBlocks(pageTable, numTokens, 0, blockSize);
     }
 
-    /** The blocks from {@code firstBlock} on, with a table that starts at that block. */
+    /** {@return the blocks from {@code firstBlock} on, with a table that starts at that block} */
     public static RequestBlocks of(int[] pageTable, long numTokens, long firstBlock, int blockSize) {
         return new RequestBlocks(pageTable, numTokens, firstBlock, blockSize);
     }
 
-    /** The first request position checksummed: {@code firstBlock * blockSize}. */
+    /** {@return the first request position checksummed: {@code firstBlock * blockSize}} */
     public long startToken() {
         return firstBlock * blockSize;
     }
 
-    /** The number of block checksums: {@code ceil(numTokens/blockSize) - firstBlock}. */
+    /** {@return the number of block checksums: {@code ceil(numTokens/blockSize) - firstBlock}} */
     public int numBlocks() {
         long n = Math.ceilDiv(numTokens, (long) blockSize) - firstBlock;
         if (n > Integer.MAX_VALUE) {
@@ -74,33 +74,33 @@ public record RequestBlocks(int[] pageTable, long numTokens, long firstBlock, in
         return (int) n;
     }
 
-    /** The first request position of block position {@code b}. */
+    /** {@return the first request position of block position {@code b}} */
     public long blockStart(long b) {
         return b * blockSize;
     }
 
-    /** One past the last request position of block position {@code b}, clipped at {@code numTokens}. */
+    /** {@return one past the last request position of block position {@code b}, clipped at {@code numTokens}} */
     public long blockEnd(long b) {
         return Math.min((b + 1) * blockSize, numTokens);
     }
 
-    /** How many pages of size {@code pageSize} the checksummed range touches. */
+    /** {@return how many pages of size {@code pageSize} the checksummed range touches} */
     public long pagesNeeded(int pageSize) {
         return Math.ceilDiv(numTokens - startToken(), (long) pageSize);
     }
 
-    /** The page table, copied. */
+    /** {@return the page table, copied} */
     @Override
     public int[] pageTable() {
         return pageTable.clone();
     }
 
-    /** The number of entries of the page table. */
+    /** {@return the number of entries of the page table} */
     public int tableLength() {
         return pageTable.length;
     }
 
-    /** The table entry {@code i} without copying the table. */
+    /** {@return the table entry {@code i} without copying the table} */
     public int page(int i) {
         return pageTable[i];
     }

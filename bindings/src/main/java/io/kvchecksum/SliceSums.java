@@ -27,14 +27,14 @@ public record SliceSums(int[] layers, int[] heads, long firstBlock, int numBlock
         }
     }
 
-    /** The slice sum of slice {@code slice} at column {@code block}. */
+    /** {@return the slice sum of slice {@code slice} at column {@code block}} */
     public long get(int slice, int block) {
         return values[slice * numBlocks + block];
     }
 
     /**
-     * The per-layer/head combination, the second of the checksum's three operations:
-     * {@code c_b = sum over slices i of m(layer_i, head_i) * s[i][b]} modulo 2^64. Equals the backend's fused
+     * {@return the per-layer/head combination, the second of the checksum's three operations:
+     * {@code c_b = sum over slices i of m(layer_i, head_i) * s[i][b]} modulo 2^64} Equals the backend's fused
      * {@link KvChecksum#blockChecksums} of the same group and request. Pure: the one implementation every backend and
      * the engine use.
      */
@@ -50,7 +50,7 @@ public record SliceSums(int[] layers, int[] heads, long firstBlock, int numBlock
         return out;
     }
 
-    /** The number of slices. */
+    /** {@return the number of slices} */
     public int numSlices() {
         return layers.length;
     }

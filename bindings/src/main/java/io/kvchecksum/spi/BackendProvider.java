@@ -16,17 +16,20 @@ public interface BackendProvider {
     /** OpenCL on a CPU device: below the Java CPU backend, which needs no copy. */
     int OPENCL_CPU_PRIORITY = 90;
 
-    /** The backend's name: {@code cuda}, {@code opencl}, ... */
+    /** {@return the backend's name: {@code cuda}, {@code opencl}, ...} */
     String name();
 
-    /** Higher is preferred by {@link io.kvchecksum.KvChecksums#fastest()}: one of the {@code *_PRIORITY} constants. */
+    /**
+     * {@return the backend's priority, one of the {@code *_PRIORITY} constants} Higher is preferred by
+     * {@link io.kvchecksum.KvChecksums#fastest()}.
+     */
     int priority();
 
-    /** Whether the backend can run here, and if not, why. Cheap enough to call more than once; may cache. */
+    /** {@return whether the backend can run here, and if not, why} Cheap enough to call more than once; may cache. */
     Availability availability();
 
     /**
-     * A new instance.
+     * {@return a new instance}
      *
      * @throws io.kvchecksum.BackendUnavailableException with the reason when {@link #availability()} is not available
      */

@@ -54,22 +54,22 @@ public final class Aggregator {
             Objects.requireNonNull(reason, "reason");
         }
 
-        /** The consumer's verdict for a load whose records are incomplete. */
+        /** {@return the consumer's verdict for a load whose records are incomplete} */
         public LoadVerdict verdict() {
             return LoadVerdict.unverified(reason, detail);
         }
     }
 
-    /** The producer's payload: copy 0 of every replicated layer, summed over all workers. */
+    /** {@return the producer's payload: copy 0 of every replicated layer, summed over all workers} */
     public static Result producer(int tpSize, int ppSize, long numTokens, Collection<BlockSelection> scheduled,
             Collection<WorkerRecord> records) {
         return aggregate(Side.PRODUCER, tpSize, ppSize, numTokens, scheduled, records);
     }
 
     /**
-     * The consumer's checks: per group, one entry per replica check. With {@code R} the largest replica count among the
-     * group's columns, check {@code k} (for {@code k = 0 .. R-1}) sums copy {@code k % r} of every column replicated
-     * {@code r} times, so each check covers every layer once and every copy is in some check.
+     * {@return the consumer's checks: per group, one entry per replica check} With {@code R} the largest replica count
+     * among the group's columns, check {@code k} (for {@code k = 0 .. R-1}) sums copy {@code k % r} of every column
+     * replicated {@code r} times, so each check covers every layer once and every copy is in some check.
      */
     public static Result consumer(int tpSize, int ppSize, long numTokens, Collection<BlockSelection> scheduled,
             Collection<WorkerRecord> records) {

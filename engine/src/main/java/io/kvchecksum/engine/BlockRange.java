@@ -15,7 +15,7 @@ public record BlockRange(int blockSize, long start, long end) {
         }
     }
 
-    /** The number of blocks. */
+    /** {@return the number of blocks} */
     public long length() {
         return end - start;
     }

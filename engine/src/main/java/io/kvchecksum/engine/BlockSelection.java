@@ -40,7 +40,7 @@ public record BlockSelection(int groupId, int blockSize, long numTokens, long fi
     }
 
     /**
-     * The producer's blocks: tokens {@code [0, numComputedTokens)}.
+     * {@return the producer's blocks: tokens {@code [0, numComputedTokens)}}
      *
      * @param blockTable the request's block ids from position 0, one per block of {@code blockSize} tokens
      * @param nullBlockId the id the engine uses for a block that holds nothing (vLLM's null block is 0)
@@ -52,8 +52,9 @@ public record BlockSelection(int groupId, int blockSize, long numTokens, long fi
     }
 
     /**
-     * The consumer's blocks: those the load writes, tokens {@code [numLocalComputedTokens, numComputedTokens)}.
-     * {@code numLocalComputedTokens} (the local prefix hit) must be a whole number of blocks.
+     * {@return the consumer's blocks: those the load writes, tokens
+     * {@code [numLocalComputedTokens, numComputedTokens)}} {@code numLocalComputedTokens} (the local prefix hit) must
+     * be a whole number of blocks.
      */
     public static BlockSelection consumer(int groupId, int[] blockTable, int nullBlockId, long numLocalComputedTokens,
             long numComputedTokens, int blockSize, Integer slidingWindow) {
@@ -97,12 +98,12 @@ public record BlockSelection(int groupId, int blockSize, long numTokens, long fi
         return new BlockSelection(groupId, blockSize, numTokens, first, ids, null);
     }
 
-    /** True when the group is left out on this side. */
+    /** {@return true when the group is left out on this side} */
     public boolean isExcluded() {
         return excludedReason != null;
     }
 
-    /** The selected positions; throws for an excluded group. */
+    /** {@return the selected positions; throws for an excluded group} */
     public BlockRange range() {
         if (isExcluded()) {
             throw new IllegalStateException("group " + groupId + " is excluded: " + excludedReason);
@@ -110,16 +111,16 @@ public record BlockSelection(int groupId, int blockSize, long numTokens, long fi
         return new BlockRange(blockSize, firstBlock, firstBlock + blockIds.length);
     }
 
-    /** The block ids, copied. */
+    /** {@return the block ids, copied} */
     @Override
     public int[] blockIds() {
         return blockIds.clone();
     }
 
     /**
-     * The request for a backend, for a cache whose pages are {@code pageSize} tokens: the block size itself, or a
-     * divisor of it when each block is split into {@code blockSize/pageSize} kernel pages, block id {@code i} holding
-     * pages {@code i*k .. i*k+k-1}.
+     * {@return the request for a backend, for a cache whose pages are {@code pageSize} tokens: the block size itself,
+     * or a divisor of it when each block is split into {@code blockSize/pageSize} kernel pages, block id {@code i}
+     * holding pages {@code i*k .. i*k+k-1}}
      */
     public RequestBlocks request(int pageSize) {
         range();

@@ -122,12 +122,12 @@ public final class CacheGate {
         return new CacheGate(admitted, skipped);
     }
 
-    /** The admitted groups, for {@link WorkerChecksummer}. */
+    /** {@return the admitted groups, for {@link WorkerChecksummer}} */
     public List<WorkerChecksummer.WorkerGroup> groups() {
         return groups;
     }
 
-    /** The skipped groups with their reasons, for {@link WorkerChecksummer}. */
+    /** {@return the skipped groups with their reasons, for {@link WorkerChecksummer}} */
     public Map<Integer, String> skipped() {
         return skipped;
     }

@@ -62,27 +62,27 @@ public final class ChecksumCounters implements ChecksumMetrics {
         return mismatchedLoads.sum();
     }
 
-    /** Block positions that mismatched, over all loads. */
+    /** {@return block positions that mismatched, over all loads} */
     public long mismatchedBlocks() {
         return mismatchedBlocks.sum();
     }
 
-    /** Unverified loads giving {@code reason}. */
+    /** {@return unverified loads giving {@code reason}} */
     public long unverifiedLoads(UnverifiedReason reason) {
         return unverified.get(reason).sum();
     }
 
-    /** Payload copies that could not be decoded. */
+    /** {@return payload copies that could not be decoded} */
     public long malformedPayloads() {
         return malformed.sum();
     }
 
-    /** Producer requests sent without checksums for {@code reason}. */
+    /** {@return producer requests sent without checksums for {@code reason}} */
     public long withheldPayloads(UnverifiedReason reason) {
         return withheld.get(reason).sum();
     }
 
-    /** Total checksum time reported, in nanoseconds. */
+    /** {@return total checksum time reported, in nanoseconds} */
     public long checksumNanos() {
         return nanos.sum();
     }

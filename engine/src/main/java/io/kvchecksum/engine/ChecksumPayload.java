@@ -103,20 +103,24 @@ public record ChecksumPayload(int version, Integer tpSize, long numTokens, List<
         return version;
     }
 
-    /** A standard-mode payload, version 2. */
+    /** {@return a standard-mode payload, version 2} */
     public static ChecksumPayload of(int tpSize, long numTokens, List<GroupChecksums> groups) {
         return of(ChecksumMode.STANDARD, tpSize, numTokens, groups);
     }
 
-    /** A payload in {@code mode}: version 2 for the standard mode (byte-identical to earlier releases), else version 3. */
+    /**
+     * {@return a payload in {@code mode}: version 2 for the standard mode (byte-identical to earlier releases), else
+     * version 3}
+     */
     public static ChecksumPayload of(ChecksumMode mode, int tpSize, long numTokens, List<GroupChecksums> groups) {
         return new ChecksumPayload(mode == ChecksumMode.STANDARD ? CURRENT_VERSION : MODE_VERSION, tpSize, numTokens, groups,
                 mode.wireName());
     }
 
     /**
-     * This payload with {@code section} added (replacing one of the same name): version 3, since only version 3 has
-     * sections (a standard-mode payload then names its mode, {@code "standard"}). A version-1 payload has no sections.
+     * {@return this payload with {@code section} added (replacing one of the same name): version 3, since only version
+     * 3 has sections (a standard-mode payload then names its mode, {@code "standard"})} A version-1 payload has no
+     * sections.
      */
     public ChecksumPayload withSection(PayloadSection section) {
         Objects.requireNonNull(section, "section");
@@ -128,12 +132,14 @@ public record ChecksumPayload(int version, Integer tpSize, long numTokens, List<
         return new ChecksumPayload(MODE_VERSION, tpSize, numTokens, groups, mode, m);
     }
 
-    /** The section called {@code name}, or {@code null} when this payload does not carry it. */
+    /** {@return the section called {@code name}, or {@code null} when this payload does not carry it} */
     public PayloadSection section(String name) {
         return sections.get(name);
     }
 
-    /** The mode as this reader knows it, or {@code null} for a name it does not know (a newer writer's mode). */
+    /**
+     * {@return the mode as this reader knows it, or {@code null} for a name it does not know (a newer writer's mode)}
+     */
     public ChecksumMode checksumMode() {
         for (ChecksumMode m : ChecksumMode.values()) {
             if (m.wireName().equals(mode)) {

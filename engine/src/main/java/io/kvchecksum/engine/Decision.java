@@ -16,7 +16,7 @@ public record Decision(String requestId, Action action, LoadVerdict verdict) {
         Objects.requireNonNull(verdict, "verdict");
     }
 
-    /** True when the loaded KV may be used. */
+    /** {@return true when the loaded KV may be used} */
     public boolean useLoad() {
         return action == Action.USE_LOAD;
     }

@@ -110,12 +110,12 @@ public final class FailurePolicy {
         return false;
     }
 
-    /** True for fail-closed. */
+    /** {@return true for fail-closed} */
     public boolean isFailClosed() {
         return failClosed;
     }
 
-    /** The engine's next step for this load. Logs and counts as described above. */
+    /** {@return the engine's next step for this load} Logs and counts as described above. */
     public Decision decide(String requestId, LoadVerdict verdict) {
         String then = failClosed ? "failing the load, then " + onFailure : "fail-open: the load is used";
         switch (verdict.status()) {

@@ -24,7 +24,9 @@ public final class Fingerprints {
     private Fingerprints() {
     }
 
-    /** The 64-bit hash of one layer: its name, its KV cache spec type and its dtype, as the engine names them. */
+    /**
+     * {@return the 64-bit hash of one layer: its name, its KV cache spec type and its dtype, as the engine names them}
+     */
     public static long ofLayer(String layerName, String specType, String dtype) {
         String text = "(" + pyRepr(Objects.requireNonNull(layerName, "layerName")) + ", "
                 + pyRepr(Objects.requireNonNull(specType, "specType")) + ", " + pyRepr(Objects.requireNonNull(dtype, "dtype")) + ")";
@@ -42,7 +44,9 @@ public final class Fingerprints {
         return h;
     }
 
-    /** The fingerprint of a group (or of one PP stage's part of it): the sum of its layers' hashes modulo 2^64. */
+    /**
+     * {@return the fingerprint of a group (or of one PP stage's part of it): the sum of its layers' hashes modulo 2^64}
+     */
     public static long ofGroup(Iterable<Long> layerHashes) {
         long s = 0;
         for (long h : layerHashes) {

@@ -31,23 +31,23 @@ public record GroupChecksums(int groupId, long fingerprint, Integer blockSize, l
         values = Objects.requireNonNull(values, "values").clone();
     }
 
-    /** The block checksums, copied. */
+    /** {@return the block checksums, copied} */
     @Override
     public long[] values() {
         return values.clone();
     }
 
-    /** The number of block checksums. */
+    /** {@return the number of block checksums} */
     public int numBlocks() {
         return values.length;
     }
 
-    /** The checksum of block position {@code start + i}, without copying. */
+    /** {@return the checksum of block position {@code start + i}, without copying} */
     public long value(int i) {
         return values[i];
     }
 
-    /** One past the last block position: {@code start + values.length}. */
+    /** {@return one past the last block position: {@code start + values.length}} */
     public long end() {
         return start + values.length;
     }

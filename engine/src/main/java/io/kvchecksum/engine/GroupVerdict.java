@@ -43,13 +43,13 @@ public record GroupVerdict(int groupId, Status status, long[] mismatchedBlocks, 
         return new GroupVerdict(groupId, Status.UNVERIFIED, null, null, reason, detail);
     }
 
-    /** The mismatched block positions, copied. */
+    /** {@return the mismatched block positions, copied} */
     @Override
     public long[] mismatchedBlocks() {
         return mismatchedBlocks.clone();
     }
 
-    /** The loaded block positions that were not compared, copied. */
+    /** {@return the loaded block positions that were not compared, copied} */
     @Override
     public long[] notComparedBlocks() {
         return notComparedBlocks.clone();

@@ -41,8 +41,8 @@ public record LoadVerdict(Status status, List<GroupVerdict> groups, UnverifiedRe
     }
 
     /**
-     * This verdict with the sections' verdicts added: a section's MISMATCH makes it a MISMATCH (named in the detail);
-     * other section verdicts are listed without changing the status.
+     * {@return this verdict with the sections' verdicts added: a section's MISMATCH makes it a MISMATCH (named in the
+     * detail); other section verdicts are listed without changing the status}
      */
     public LoadVerdict withSections(List<SectionVerdict> more) {
         if (more.isEmpty()) {
@@ -65,7 +65,7 @@ public record LoadVerdict(Status status, List<GroupVerdict> groups, UnverifiedRe
         return new LoadVerdict(s, groups, r, d.toString(), all);
     }
 
-    /** The verdict of section {@code name}, or {@code null} if the load has none for it. */
+    /** {@return the verdict of section {@code name}, or {@code null} if the load has none for it} */
     public SectionVerdict section(String name) {
         for (SectionVerdict v : sections) {
             if (v.section().equals(name)) {
@@ -75,7 +75,7 @@ public record LoadVerdict(Status status, List<GroupVerdict> groups, UnverifiedRe
         return null;
     }
 
-    /** A load that could not be compared at all. */
+    /** {@return a load that could not be compared at all} */
     public static LoadVerdict unverified(UnverifiedReason reason, String detail) {
         return new LoadVerdict(Status.UNVERIFIED, List.of(), Objects.requireNonNull(reason, "reason"), detail);
     }
@@ -102,7 +102,7 @@ public record LoadVerdict(Status status, List<GroupVerdict> groups, UnverifiedRe
         return new LoadVerdict(s, groups, null, d.toString());
     }
 
-    /** Every reason this load is (partly) unverified: the load-level one or its groups'. */
+    /** {@return every reason this load is (partly) unverified: the load-level one or its groups'} */
     public Set<UnverifiedReason> reasons() {
         Set<UnverifiedReason> out = EnumSet.noneOf(UnverifiedReason.class);
         if (reason != null) {
@@ -116,7 +116,7 @@ public record LoadVerdict(Status status, List<GroupVerdict> groups, UnverifiedRe
         return out;
     }
 
-    /** The verdict of one group, or {@code null} if the load has none for it. */
+    /** {@return the verdict of one group, or {@code null} if the load has none for it} */
     public GroupVerdict group(int groupId) {
         for (GroupVerdict g : groups) {
             if (g.groupId() == groupId) {

@@ -27,7 +27,7 @@ public record PartialGroup(int groupId, long fingerprint, BlockRange range, Map<
         columns = Collections.unmodifiableMap(copy);
     }
 
-    /** The columns; the arrays are copies. */
+    /** {@return the columns; the arrays are copies} */
     @Override
     public Map<ReplicaKey, long[]> columns() {
         Map<ReplicaKey, long[]> out = new LinkedHashMap<>();

@@ -55,7 +55,10 @@ public final class PayloadCodec {
     private PayloadCodec() {
     }
 
-    /** The payload as msgpack bytes, in the payload's own version (a version-1 payload is written as version 1). */
+    /**
+     * {@return the payload as msgpack bytes, in the payload's own version (a version-1 payload is written as version
+     * 1)}
+     */
     public static byte[] encode(ChecksumPayload payload) {
         try (MessageBufferPacker p = MessagePack.newDefaultBufferPacker()) {
             boolean v3 = payload.version() == 3;
@@ -99,7 +102,7 @@ public final class PayloadCodec {
         }
     }
 
-    /** The payload as base64 (RFC 4648, with padding) of {@link #encode}. */
+    /** {@return the payload as base64 (RFC 4648, with padding) of {@link #encode}} */
     public static String encodeBase64(ChecksumPayload payload) {
         return Base64.getEncoder().encodeToString(encode(payload));
     }

@@ -13,7 +13,9 @@ import java.io.IOException;
  */
 public interface PayloadSection {
 
-    /** The section's key: 1..64 bytes of {@code a-z 0-9 _ -}, the same for every instance of one section type. */
+    /**
+     * {@return the section's key: 1..64 bytes of {@code a-z 0-9 _ -}, the same for every instance of one section type}
+     */
     String name();
 
     /** Writes the section's value, exactly one msgpack value. */

@@ -55,7 +55,7 @@ public final class PayloadSections {
         }
     }
 
-    /** The known section called {@code name}, or {@code null}. */
+    /** {@return the known section called {@code name}, or {@code null}} */
     public static Known known(String name) {
         return KNOWN.get(name);
     }

@@ -37,12 +37,14 @@ public final class PayloadSender {
         this.metrics = Objects.requireNonNull(metrics, "metrics");
     }
 
-    /** The payload as base64 text for a text carrier, or empty (warned and counted) when there is none to send. */
+    /**
+     * {@return the payload as base64 text for a text carrier, or empty (warned and counted) when there is none to send}
+     */
     public Optional<String> base64(String requestId, Aggregator.Result producer) {
         return payload(requestId, producer).map(PayloadCodec::encodeBase64);
     }
 
-    /** The payload as bytes for a connector carrier, or empty (warned and counted). */
+    /** {@return the payload as bytes for a connector carrier, or empty (warned and counted)} */
     public Optional<byte[]> bytes(String requestId, Aggregator.Result producer) {
         return payload(requestId, producer).map(PayloadCodec::encode);
     }

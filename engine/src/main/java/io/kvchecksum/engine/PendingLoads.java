@@ -119,7 +119,7 @@ public final class PendingLoads {
         offer(requestId, producerBytes);
     }
 
-    /** True when the request's load awaits comparison. */
+    /** {@return true when the request's load awaits comparison} */
     public boolean isPending(String requestId) {
         return pending.containsKey(requestId);
     }
@@ -143,8 +143,8 @@ public final class PendingLoads {
     }
 
     /**
-     * The load's verdict from its aggregated records: compared when they are {@link Aggregator.Complete}, the
-     * records' own verdict when {@link Aggregator.Incomplete}. Either way the load is done, so it is never compared
+     * {@return the load's verdict from its aggregated records: compared when they are {@link Aggregator.Complete}, the
+     * records' own verdict when {@link Aggregator.Incomplete}} Either way the load is done, so it is never compared
      * again after a resume. Empty when the load is not pending.
      */
     public Optional<LoadVerdict> verify(String requestId, Aggregator.Result consumer) {
@@ -173,7 +173,7 @@ public final class PendingLoads {
         return pending.remove(requestId) != null;
     }
 
-    /** How many loads await comparison. */
+    /** {@return how many loads await comparison} */
     public int size() {
         return pending.size();
     }

@@ -27,8 +27,8 @@ public final class RankDecisions {
     }
 
     /**
-     * This rank's vector to all-reduce: {@code v[i]} is the ordinal of the action for {@code batch.get(i)}; a request
-     * this rank made no decision for is {@link Action#USE_LOAD}.
+     * {@return this rank's vector to all-reduce: {@code v[i]} is the ordinal of the action for {@code batch.get(i)}; a
+     * request this rank made no decision for is {@link Action#USE_LOAD}}
      */
     public static int[] localVector(List<String> batch, Map<String, Decision> local) {
         if (new HashSet<>(batch).size() != batch.size()) {
@@ -42,7 +42,7 @@ public final class RankDecisions {
         return v;
     }
 
-    /** The element-wise MAX of every rank's vector: what the all-reduce computes. */
+    /** {@return the element-wise MAX of every rank's vector: what the all-reduce computes} */
     public static int[] maxReduce(List<int[]> perRank) {
         if (perRank.isEmpty()) {
             throw new IllegalArgumentException("no ranks");
@@ -59,7 +59,7 @@ public final class RankDecisions {
         return out;
     }
 
-    /** The action per request of the batch, from the reduced vector, in batch order. */
+    /** {@return the action per request of the batch, from the reduced vector, in batch order} */
     public static Map<String, Action> actions(List<String> batch, int[] reduced) {
         if (reduced.length != batch.size()) {
             throw new IllegalArgumentException(reduced.length + " reduced entries for a batch of " + batch.size());
@@ -75,7 +75,7 @@ public final class RankDecisions {
         return out;
     }
 
-    /** The requests to drop from the batch (any action but {@link Action#USE_LOAD}), in batch order. */
+    /** {@return the requests to drop from the batch (any action but {@link Action#USE_LOAD}), in batch order} */
     public static List<String> dropped(Map<String, Action> actions) {
         List<String> out = new ArrayList<>();
         actions.forEach((id, a) -> {

@@ -21,7 +21,7 @@ public record ReplicaKey(int replicas, int index) {
         }
     }
 
-    /** The key of TP rank {@code rank} for a layer with {@code kvHeads} KV heads at TP size {@code tp}. */
+    /** {@return the key of TP rank {@code rank} for a layer with {@code kvHeads} KV heads at TP size {@code tp}} */
     public static ReplicaKey forRank(int kvHeads, int tp, int rank) {
         if (kvHeads <= 0 || tp <= 0 || rank < 0 || rank >= tp) {
             throw new IllegalArgumentException("rank " + rank + " of TP " + tp + " with " + kvHeads + " KV heads");

@@ -74,13 +74,13 @@ public final class SingleWorker {
         this.sender = Objects.requireNonNull(sender, "sender");
     }
 
-    /** One group whose layers this worker holds whole, once: its layout entry. */
+    /** {@return one group whose layers this worker holds whole, once: its layout entry} */
     public static WorkerChecksummer.WorkerGroup group(int groupId, long fingerprint, KvCacheGroup cache) {
         return new WorkerChecksummer.WorkerGroup(groupId, fingerprint,
                 List.of(new WorkerChecksummer.ReplicaPart(ReplicaKey.NONE, cache)));
     }
 
-    /** The producer's checksums of one request, or why there are none (the reason and detail). */
+    /** {@return the producer's checksums of one request, or why there are none (the reason and detail)} */
     public Aggregator.Result producer(List<WorkerChecksummer.WorkerGroup> layout, List<BlockSelection> selection) {
         long n = numTokens(selection);
         WorkerRecord r = checksummer(layout).tryCompute(Side.PRODUCER, n, selection);
@@ -88,15 +88,15 @@ public final class SingleWorker {
     }
 
     /**
-     * The producer's payload as base64 text for the request's parameters, or empty when there is none to send
-     * (warned once per reason and counted by the sender; the consumer then reports {@code MISSING_PAYLOAD}).
+     * {@return the producer's payload as base64 text for the request's parameters, or empty when there is none to send
+     * (warned once per reason and counted by the sender; the consumer then reports {@code MISSING_PAYLOAD})}
      */
     public Optional<String> producerBase64(String requestId, List<WorkerChecksummer.WorkerGroup> layout,
             List<BlockSelection> selection) {
         return sender.base64(requestId, producer(layout, selection));
     }
 
-    /** The consumer's checksums of the loaded blocks, or why there are none. */
+    /** {@return the consumer's checksums of the loaded blocks, or why there are none} */
     public Aggregator.Result consumer(List<WorkerChecksummer.WorkerGroup> layout, List<BlockSelection> selection) {
         long n = numTokens(selection);
         WorkerRecord r = checksummer(layout).tryCompute(Side.CONSUMER, n, selection);

@@ -137,7 +137,7 @@ public final class WorkerChecksummer {
         this(backend, tpRank, ppStage, gate.groups(), gate.skipped(), metrics, mode);
     }
 
-    /** The checksum mode this worker computes in. */
+    /** {@return the checksum mode this worker computes in} */
     public ChecksumMode mode() {
         return mode;
     }
@@ -314,7 +314,7 @@ public final class WorkerChecksummer {
             return record;
         }
 
-        /** True when {@link #record()} would not wait on the device. Never waits. */
+        /** {@return true when {@link #record()} would not wait on the device} Never waits. */
         public boolean isDone() {
             if (record != null) {
                 return true;
@@ -339,14 +339,14 @@ public final class WorkerChecksummer {
             return true;
         }
 
-        /** The record if the device has finished it, else empty; never waits on the device. */
+        /** {@return the record if the device has finished it, else empty; never waits on the device} */
         public Optional<WorkerRecord> poll() {
             return isDone() ? Optional.of(record()) : Optional.empty();
         }
 
         /**
-         * The record, waiting for the device if it has not finished. If reading a result throws, every handle is
-         * released before the exception propagates (or, for a {@link #trySubmit} record, becomes the failed record).
+         * {@return the record, waiting for the device if it has not finished} If reading a result throws, every handle
+         * is released before the exception propagates (or, for a {@link #trySubmit} record, becomes the failed record).
          */
         public WorkerRecord record() {
             if (record != null) {

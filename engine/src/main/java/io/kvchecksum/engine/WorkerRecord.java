@@ -51,7 +51,7 @@ public record WorkerRecord(int tpRank, int ppStage, long numTokens, List<Partial
     }
 
     /**
-     * The record of a worker whose backend failed on this request: no checksums, the failure instead.
+     * {@return the record of a worker whose backend failed on this request: no checksums, the failure instead}
      *
      * @param failure what the backend threw; its {@code toString()} is kept
      */
@@ -60,7 +60,7 @@ public record WorkerRecord(int tpRank, int ppStage, long numTokens, List<Partial
                 Objects.requireNonNull(failure, "failure").toString(), ChecksumMode.STANDARD);
     }
 
-    /** True when the backend failed and the record carries no checksums. */
+    /** {@return true when the backend failed and the record carries no checksums} */
     public boolean isFailed() {
         return backendFailure != null;
     }

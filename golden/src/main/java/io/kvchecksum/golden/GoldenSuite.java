@@ -41,7 +41,7 @@ public final class GoldenSuite {
     private GoldenSuite() {
     }
 
-    /** All vectors and relations through {@code backend}. */
+    /** {@return all vectors and relations through {@code backend}} */
     public static Stream<DynamicNode> tests(KvChecksum backend) {
         return tests(backend, GoldenSuite::hostLayout);
     }

@@ -43,7 +43,7 @@ public final class GoldenVector {
         return json.path("description").asText("");
     }
 
-    /** The layout family ({@code vllm-flash}, {@code sglang}, ...) or {@code generic}. */
+    /** {@return the layout family ({@code vllm-flash}, {@code sglang}, ...) or {@code generic}} */
     public String family() {
         JsonNode f = json.get("family");
         return f == null || f.isNull() ? "generic" : f.get("name").asText();
@@ -61,7 +61,7 @@ public final class GoldenVector {
         return json.get("first_block").asLong();
     }
 
-    /** The request as the vector describes it (table starting at the first block). */
+    /** {@return the request as the vector describes it (table starting at the first block)} */
     public RequestBlocks request() {
         JsonNode t = json.get("block_table");
         int[] table = new int[t.size()];
@@ -71,12 +71,12 @@ public final class GoldenVector {
         return RequestBlocks.of(table, numTokens(), firstBlock(), blockSize());
     }
 
-    /** The expected block checksums for blocks {@code firstBlock..}. */
+    /** {@return the expected block checksums for blocks {@code firstBlock..}} */
     public long[] expected() {
         return unsigned(json.get("expected"));
     }
 
-    /** The expected slice sums, in the order of the vector's layers then local heads. */
+    /** {@return the expected slice sums, in the order of the vector's layers then local heads} */
     public SliceSums expectedSlices() {
         JsonNode s = json.get("expected_slices");
         int n = s.size();
@@ -92,7 +92,7 @@ public final class GoldenVector {
         return new SliceSums(layers, heads, firstBlock(), nb, values);
     }
 
-    /** The vector's buffers copied into host memory of {@code arena}, 64-byte aligned. */
+    /** {@return the vector's buffers copied into host memory of {@code arena}, 64-byte aligned} */
     public List<MemorySegment> buffers(Arena arena) {
         List<MemorySegment> out = new ArrayList<>();
         for (JsonNode b : json.get("buffers")) {
@@ -105,7 +105,7 @@ public final class GoldenVector {
         return out;
     }
 
-    /** The layout from the vector's generic description (offsets and strides), over the given buffers. */
+    /** {@return the layout from the vector's generic description (offsets and strides), over the given buffers} */
     public KvCacheGroup group(List<MemorySegment> buffers) {
         List<CacheLayer> layers = new ArrayList<>();
         long numPages = 0;
@@ -123,8 +123,8 @@ public final class GoldenVector {
     }
 
     /**
-     * The same cache built through the ready-made constructor of its family, with the request that goes with it
-     * ({@code flat} layouts use position-indexed tables), or {@code null} for generic vectors.
+     * {@return the same cache built through the ready-made constructor of its family, with the request that goes with
+     * it ({@code flat} layouts use position-indexed tables), or {@code null} for generic vectors}
      */
     public FamilyLayout familyLayout(List<MemorySegment> buffers) {
         JsonNode f = json.get("family");

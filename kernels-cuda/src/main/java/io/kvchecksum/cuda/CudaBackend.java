@@ -92,17 +92,17 @@ public final class CudaBackend implements KvChecksum {
     private final Set<DeviceBuffer> uploads = ConcurrentHashMap.newKeySet();
     private volatile boolean closed;
 
-    /** Device 0. @throws BackendUnavailableException with the reason when CUDA cannot run here */
+    /** {@return device 0} @throws BackendUnavailableException with the reason when CUDA cannot run here */
     public static CudaBackend open() {
         return open(0);
     }
 
-    /** The device of that ordinal (for the blocking methods; {@code enqueue} follows the caller's stream). */
+    /** {@return the device of that ordinal (for the blocking methods; {@code enqueue} follows the caller's stream)} */
     public static CudaBackend open(int ordinal) {
         return new CudaBackend(Cuda.driver(), ordinal, Cuda.fatbin(), LaunchPlanner.DEFAULT_MAX_BLOCKS_PER_LAUNCH);
     }
 
-    /** Whether CUDA can run here and, if not, why (no driver library, cuInit error, no device, old driver). */
+    /** {@return whether CUDA can run here and, if not, why (no driver library, cuInit error, no device, old driver)} */
     public static Availability availability() {
         return Cuda.availability();
     }
@@ -175,7 +175,7 @@ public final class CudaBackend implements KvChecksum {
     }
 
     /**
-     * {@link #enqueue(KvCacheGroup, RequestBlocks, long)} of a plan built once and reused across calls.
+     * {@return {@link #enqueue(KvCacheGroup, RequestBlocks, long)} of a plan built once and reused across calls}
      *
      * <p>The context current on the calling thread is the same after the call as before it (the call makes the
      * stream's context current while it works). A stream that is capturing a CUDA graph (vLLM and SGLang capture

@@ -47,7 +47,7 @@ public interface CudaDriver {
 
     int cuKernelGetFunction(long[] function, long kernel);
 
-    /** A {@code CUkernel} may be passed as {@code f}: it then runs in the context of {@code stream}. */
+    /** {@return a {@code CUkernel} may be passed as {@code f}: it then runs in the context of {@code stream}} */
     int cuLaunchKernel(long f, int gridX, int gridY, int gridZ, int blockX, int blockY, int blockZ, int sharedMemBytes,
             long stream, long kernelParams, long extra);
 
@@ -86,7 +86,10 @@ public interface CudaDriver {
 
     int cuStreamSynchronize(long stream);
 
-    /** {@code status[0]}: a {@code CUstreamCaptureStatus} (0 none, 1 active, 2 invalidated). Does not synchronize. */
+    /**
+     * {@return {@code status[0]}: a {@code CUstreamCaptureStatus} (0 none, 1 active, 2 invalidated)} Does not
+     * synchronize.
+     */
     int cuStreamIsCapturing(long stream, int[] status);
 
     int cuEventCreate(long[] event, int flags);

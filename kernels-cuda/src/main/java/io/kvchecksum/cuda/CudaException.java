@@ -14,17 +14,17 @@ public class CudaException extends RuntimeException {
         this.errorName = errorName;
     }
 
-    /** The driver function that failed, e.g. {@code cuLaunchKernel(kvc_block_checksums_16b)}. */
+    /** {@return the driver function that failed, e.g. {@code cuLaunchKernel(kvc_block_checksums_16b)}} */
     public String call() {
         return call;
     }
 
-    /** The {@code CUresult}. */
+    /** {@return the {@code CUresult}} */
     public int code() {
         return code;
     }
 
-    /** The CUDA error's name as {@code cuGetErrorName} gives it. */
+    /** {@return the CUDA error's name as {@code cuGetErrorName} gives it} */
     public String errorName() {
         return errorName;
     }

@@ -26,7 +26,7 @@ public interface ClApi {
     /** The names of the calls that block the host until the device has done something. */
     Set<String> SYNCHRONIZING = Set.of("waitForEvent", "finish");
 
-    /** The implementation on JOCL that the backend uses by default; wrap it to observe the calls. */
+    /** {@return the implementation on JOCL that the backend uses by default; wrap it to observe the calls} */
     static ClApi jocl() {
         return JoclApi.INSTANCE;
     }
@@ -52,7 +52,11 @@ public interface ClApi {
     /** {@code clEnqueueNDRangeKernel}; {@code local} may be {@code null} to let the implementation choose. */
     void enqueueKernel(cl_command_queue queue, cl_kernel kernel, long[] global, long[] local);
 
-    /** Non-blocking {@code clEnqueueReadBuffer} into a direct buffer; returns the read's event. */
+    /**
+     * Non-blocking {@code clEnqueueReadBuffer} into a direct buffer.
+     *
+     * @return the read's event; {@code target} holds the bytes only once it is complete (released by the caller)
+     */
     cl_event enqueueRead(cl_command_queue queue, cl_mem buffer, ByteBuffer target);
 
     /** {@code clFlush}: hands the queued commands to the device; does not wait. */

@@ -12,7 +12,7 @@ public class OpenClBuildException extends OpenClException {
         this.buildLog = buildLog;
     }
 
-    /** The device compiler's log ({@code CL_PROGRAM_BUILD_LOG}). */
+    /** {@return the device compiler's log ({@code CL_PROGRAM_BUILD_LOG})} */
     public String buildLog() {
         return buildLog;
     }

@@ -25,7 +25,7 @@ public class OpenClException extends RuntimeException {
         this.errorCode = errorCode;
     }
 
-    /** The OpenCL error code, or 0 when the failure was not one call's return value. */
+    /** {@return the OpenCL error code, or 0 when the failure was not one call's return value} */
     public int errorCode() {
         return errorCode;
     }
