@@ -15,6 +15,13 @@ import java.util.Objects;
  */
 public record CacheLayer(int layer, int firstHead, int numHeads, KvRegion k, KvRegion v) {
 
+    /**
+     * Validates the numbers; the regions' extents are checked by the {@link KvCacheGroup} that holds the layer.
+     *
+     * @throws InvalidLayoutException when {@code layer} or {@code firstHead} is negative, {@code numHeads} is not
+     *     positive, or the heads reach past {@link Definition#MAX_KV_HEADS_PER_LAYER}
+     * @throws NullPointerException when {@code k} is null
+     */
     public CacheLayer {
         Objects.requireNonNull(k, "k");
         if (layer < 0) {
@@ -37,7 +44,14 @@ public record CacheLayer(int layer, int firstHead, int numHeads, KvRegion k, KvR
         return new CacheLayer(layer, firstHead, numHeads, k, v);
     }
 
-    /** {@return a layer whose cell is one region only (MLA latent rows, or an indexer's K cache)} */
+    /**
+     * {@return a layer whose cell is one region only (MLA latent rows, or an indexer's K cache)}
+     *
+     * @param layer the layer number, as for the record's {@code layer}
+     * @param firstHead the global KV head number of local head 0
+     * @param numHeads KV heads held here (1 for an MLA latent cache)
+     * @param k the only region of the cell
+     */
     public static CacheLayer kOnly(int layer, int firstHead, int numHeads, KvRegion k) {
         return new CacheLayer(layer, firstHead, numHeads, k, null);
     }

@@ -25,6 +25,7 @@ public enum ChecksumMode {
     /**
      * {@return the mode named {@code name} ({@code standard} or {@code mixed}, any case)}
      *
+     * @param name the mode's wire name, in any case (not trimmed); an unknown name or {@code null} is refused
      * @throws IllegalArgumentException naming the accepted values
      */
     public static ChecksumMode of(String name) {

@@ -20,6 +20,14 @@ import java.util.Set;
  */
 public record KvCacheGroup(List<CacheLayer> layers, int pageSize, long numPages) {
 
+    /**
+     * Validates the group against its memory; {@code layers} is copied.
+     *
+     * @throws InvalidLayoutException when there are no layers, {@code pageSize} or {@code numPages} is not positive, a
+     *     region's {@code numPages} pages reach past its memory or overflow a 64-bit offset, or a (layer, head) appears
+     *     twice
+     * @throws NullPointerException when {@code layers} or one of its elements is null
+     */
     public KvCacheGroup {
         layers = List.copyOf(Objects.requireNonNull(layers, "layers"));
         if (layers.isEmpty()) {
@@ -47,7 +55,14 @@ public record KvCacheGroup(List<CacheLayer> layers, int pageSize, long numPages)
         }
     }
 
-    /** {@return a group of the given layers} */
+    /**
+     * {@return a group of the given layers}
+     *
+     * @param pageSize tokens per physical page, positive
+     * @param numPages physical pages of every region, positive
+     * @param layers the layers, in any order; copied
+     * @throws InvalidLayoutException as the constructor does
+     */
     public static KvCacheGroup of(int pageSize, long numPages, List<CacheLayer> layers) {
         return new KvCacheGroup(layers, pageSize, numPages);
     }

@@ -50,6 +50,7 @@ public final class KvChecksums {
     /**
      * {@return the fast CPU backend using at most {@code threads} threads per call (1: the calling thread only)}
      *
+     * @param threads the most threads one call uses, at least 1
      * @throws IllegalArgumentException when {@code threads < 1}
      */
     public static KvChecksum cpu(int threads) {
@@ -60,6 +61,7 @@ public final class KvChecksums {
      * {@return the backend of that name: {@code reference}, {@code cpu}, {@code cuda}, {@code opencl}, or {@code auto}
      * for {@link #fastest()}}
      *
+     * @param name the backend's name, in any case, surrounding blanks ignored
      * @throws BackendUnavailableException if it cannot run here, with the reason
      * @throws IllegalArgumentException for a name no module provides
      */

@@ -45,7 +45,10 @@ public final class PageDigestPlan {
      * {@return the digest's stream for the request of {@code plan} (whose validation covers the group and the page
      * table), followed by {@code stateRows} in the order given}
      *
+     * @param plan the validated group and request whose pages the digest covers
+     * @param stateRows the request's state rows, digested after the pages in list order; may be empty, not null
      * @throws InvalidLayoutException when a page's span does not fit its region's memory
+     * @throws NullPointerException when {@code plan} or {@code stateRows} is null
      */
     public static PageDigestPlan of(SlicePlan plan, List<StateRow> stateRows) {
         Objects.requireNonNull(plan, "plan");
@@ -85,7 +88,12 @@ public final class PageDigestPlan {
         return new PageDigestPlan(plan, List.copyOf(runs), total);
     }
 
-    /** {@return {@link #of(SlicePlan, List)} without state rows} */
+    /**
+     * {@return {@link #of(SlicePlan, List)} without state rows}
+     *
+     * @param plan the validated group and request whose pages the digest covers
+     * @throws InvalidLayoutException when a page's span does not fit its region's memory
+     */
     public static PageDigestPlan of(SlicePlan plan) {
         return of(plan, List.of());
     }
@@ -94,6 +102,11 @@ public final class PageDigestPlan {
      * {@return the bytes of one page of {@code region}: from the page's first byte to the end of its furthest cell,
      * i.e. {@code (pageSize-1)*tokenStride + (numHeads-1)*headStride + cellBytes}} This is the per-page item length of
      * the layout signature.
+     *
+     * @param region the K or V region of a layer
+     * @param pageSize tokens per page of the group, positive
+     * @param numHeads the layer's heads, positive
+     * @throws InvalidLayoutException when the span overflows a 64-bit byte count
      */
     public static long pageBytes(KvRegion region, int pageSize, int numHeads) {
         try {

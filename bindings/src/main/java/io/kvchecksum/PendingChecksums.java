@@ -9,7 +9,11 @@ package io.kvchecksum;
  */
 public interface PendingChecksums extends AutoCloseable {
 
-    /** Waits for the computation and returns one checksum per block position; later calls return the same values. */
+    /**
+     * Waits for the computation and returns one checksum per block position; later calls return the same values.
+     *
+     * @return a fresh copy of the block checksums, one per block position from the plan's {@code firstBlock}
+     */
     long[] get();
 
     /** {@return true when {@link #get()} would not block} */
@@ -19,7 +23,11 @@ public interface PendingChecksums extends AutoCloseable {
     default void close() {
     }
 
-    /** {@return values that are already known} */
+    /**
+     * {@return values that are already known}
+     *
+     * @param values the checksums; copied, so later changes to the array do not show
+     */
     static PendingChecksums completed(long[] values) {
         long[] copy = values.clone();
         return new PendingChecksums() {

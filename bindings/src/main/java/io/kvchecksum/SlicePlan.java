@@ -45,7 +45,12 @@ public final class SlicePlan {
      */
     public record Part(KvMemory memory, long base, long pageStride, long tokenStride, int pieces, int alignment) {
 
-        /** {@return the byte offset of cell {@code (page, slot)} within {@link #memory()}} */
+        /**
+         * {@return the byte offset of cell {@code (page, slot)} within {@link #memory()}}
+         *
+         * @param page the physical page id
+         * @param slot the slot within the page
+         */
         public long cellOffset(long page, long slot) {
             return base + page * pageStride + slot * tokenStride;
         }
@@ -54,6 +59,8 @@ public final class SlicePlan {
          * {@return the alignment class of the cells' absolute addresses when the memory's first byte is at
          * {@code address} (a device pointer, or the packed buffer of a copy): 16 when {@code address + base} and both
          * strides are multiples of 16 and the part is whole 16-byte units, else 8 when they are multiples of 8, else 1}
+         *
+         * @param address the absolute address of the memory's first byte
          */
         public int alignmentAt(long address) {
             return alignment(address + base, pageStride, tokenStride, pieces);
@@ -100,6 +107,11 @@ public final class SlicePlan {
     /**
      * The slices of one {@link CacheLayer}: {@code firstSlice .. firstSlice+numHeads-1}, with the layer's head
      * strides (CPU loops read several heads of a token side by side when {@code headStride == cellBytes}).
+     *
+     * @param firstSlice the index in {@link #slices()} of the layer's local head 0
+     * @param numHeads the layer's heads: its slices are {@code firstSlice .. firstSlice+numHeads-1}
+     * @param kHeadStride the K region's bytes between consecutive heads
+     * @param vHeadStride the V region's bytes between consecutive heads (0 when the cell is K only)
      */
     public record LayerRun(int firstSlice, int numHeads, long kHeadStride, long vHeadStride) {
     }
@@ -143,6 +155,12 @@ public final class SlicePlan {
     /**
      * As {@link #of(KvCacheGroup, RequestBlocks)}, in checksum mode {@code mode}. A backend that does not implement
      * the mode refuses the plan before reading anything ({@link #requireMode}); none silently computes another mode.
+     *
+     * @param group the cache the plan reads
+     * @param request the block table and token range to checksum, in {@code group}'s pages
+     * @param mode the checksum mode
+     * @return the validated plan
+     * @throws InvalidLayoutException as {@link #of(KvCacheGroup, RequestBlocks)} does, and when an argument is null
      */
     public static SlicePlan of(KvCacheGroup group, RequestBlocks request, ChecksumMode mode) {
         if (group == null || request == null || mode == null) {
@@ -188,7 +206,12 @@ public final class SlicePlan {
         return new SlicePlan(group, request, List.copyOf(slices), List.copyOf(runs), table, r, mode);
     }
 
-    /** {@return the same slices, blocks and pages in another checksum mode (nothing is validated again)} */
+    /**
+     * {@return the same slices, blocks and pages in another checksum mode (nothing is validated again)}
+     *
+     * @param m the other mode; not null
+     * @throws InvalidLayoutException when {@code m} is null
+     */
     public SlicePlan withMode(ChecksumMode m) {
         if (m == null) {
             throw new InvalidLayoutException("mode must not be null");
@@ -229,7 +252,11 @@ public final class SlicePlan {
         return slices;
     }
 
-    /** {@return slice {@code i}} */
+    /**
+     * {@return slice {@code i}}
+     *
+     * @param i a slice index, {@code 0 <= i < numSlices()}
+     */
     public Slice slice(int i) {
         return slices.get(i);
     }
@@ -257,7 +284,11 @@ public final class SlicePlan {
         return pageTable.clone();
     }
 
-    /** {@return entry {@code i} of {@link #pageTable()} without a copy} */
+    /**
+     * {@return entry {@code i} of {@link #pageTable()} without a copy}
+     *
+     * @param i an index into the table, {@code 0 <= i < numPages()}
+     */
     public int page(int i) {
         return pageTable[i];
     }
@@ -270,12 +301,18 @@ public final class SlicePlan {
     /**
      * {@return the physical page holding request position {@code t} (a checksummed token:
      * {@code startToken <= t < numTokens})}
+     *
+     * @param t a request position in the checksummed range
      */
     public int pageOf(long t) {
         return pageTable[(int) ((t - request.startToken()) / group.pageSize())];
     }
 
-    /** {@return the slot of request position {@code t} within its page} */
+    /**
+     * {@return the slot of request position {@code t} within its page}
+     *
+     * @param t a request position in the checksummed range
+     */
     public long slotOf(long t) {
         return (t - request.startToken()) % group.pageSize();
     }
@@ -308,7 +345,12 @@ public final class SlicePlan {
         return out;
     }
 
-    /** {@return slice sums with this plan's rows and blocks} */
+    /**
+     * {@return slice sums with this plan's rows and blocks}
+     *
+     * @param values slice-major sums, {@code numSlices() * numBlocks()} of them (not copied)
+     * @throws InvalidLayoutException when {@code values} has the wrong length
+     */
     public SliceSums sliceSums(long[] values) {
         return new SliceSums(layerNumbers(), headNumbers(), request.firstBlock(), numBlocks, values);
     }
@@ -325,7 +367,13 @@ public final class SlicePlan {
         }
     }
 
-    /** Throws unless every region is device memory. */
+    /**
+     * Throws unless every region is device memory.
+     *
+     * @param what the caller, for the message (e.g. {@code "backend 'cuda'"})
+     * @param hint what to do instead, appended to the message (may be empty)
+     * @throws InvalidLayoutException naming the first region that is host memory
+     */
     public void requireDevice(String what, String hint) {
         if (residency != Residency.DEVICE) {
             throw wrongMemory(what + " takes device memory only", KvMemory.Device.class, hint);

@@ -17,6 +17,13 @@ import java.util.Arrays;
  */
 public record SliceSums(int[] layers, int[] heads, long firstBlock, int numBlocks, long[] values) {
 
+    /**
+     * Checks the shapes agree; the arrays are kept, not copied.
+     *
+     * @throws InvalidLayoutException when {@code layers} and {@code heads} differ in length, {@code numBlocks} is
+     *     negative or {@code values.length != layers.length * numBlocks}
+     * @throws NullPointerException when an array is null
+     */
     public SliceSums {
         if (layers.length != heads.length) {
             throw new InvalidLayoutException("slice sums: " + layers.length + " layer numbers but " + heads.length + " head numbers");
@@ -27,7 +34,12 @@ public record SliceSums(int[] layers, int[] heads, long firstBlock, int numBlock
         }
     }
 
-    /** {@return the slice sum of slice {@code slice} at column {@code block}} */
+    /**
+     * {@return the slice sum of slice {@code slice} at column {@code block}}
+     *
+     * @param slice the slice's row, {@code 0 <= slice < layers.length}
+     * @param block the column, {@code 0 <= block < numBlocks} (block position {@code firstBlock + block})
+     */
     public long get(int slice, int block) {
         return values[slice * numBlocks + block];
     }

@@ -45,6 +45,8 @@ public record Caches(long l2, long llc, String source) {
     /**
      * {@return the bytes of a cache-relative size name: {@code L2} ({@link #inL2}), {@code LLC} ({@link #inLlc}),
      * {@code 4xLLC} ({@link #beyondLlc}), case-insensitive; -1 for any other text}
+     *
+     * @param name the size's name; surrounding blanks are ignored
      */
     public long bytesOf(String name) {
         return switch (name.trim().toLowerCase(Locale.ROOT)) {

@@ -70,7 +70,12 @@ public final class MemoryBound implements AutoCloseable {
             return description;
         }
 
-        /** {@return the reader of that {@link #id()}} */
+        /**
+         * {@return the reader of that {@link #id()}}
+         *
+         * @param id the reader's {@link #id()}, any case, surrounding blanks ignored
+         * @throws IllegalArgumentException for an unknown id
+         */
         public static Reader of(String id) {
             return valueOf(id.trim().toUpperCase(java.util.Locale.ROOT));
         }
@@ -115,6 +120,9 @@ public final class MemoryBound implements AutoCloseable {
      * {@return whether a measured rate can be a result: a checksum reads every byte, so it cannot be faster than the
      * fastest plain read of them} {@code ratio} is the checksum's GB/s over the bound's; a ratio above 1 (beyond
      * {@code tolerance}, the timing noise the caller accepts) is a failed measurement.
+     *
+     * @param ratio the checksum's GB/s over the bound's
+     * @param tolerance the timing noise accepted, as a fraction (0.05 allows a ratio up to 1.05)
      */
     public static boolean plausible(double ratio, double tolerance) {
         return ratio <= 1 + tolerance;
@@ -132,7 +140,12 @@ public final class MemoryBound implements AutoCloseable {
     private Arena arena;
     private MemorySegment dst;
 
-    /** Bounds over {@code segments} read whole, with at most {@code threads} threads. */
+    /**
+     * Bounds over {@code segments} read whole, with at most {@code threads} threads.
+     *
+     * @param segments the memory to read, each segment whole; it must stay alive while this bound is used
+     * @param threads the most threads a read or copy uses; 1 or less reads on the calling thread
+     */
     public MemoryBound(List<MemorySegment> segments, int threads) {
         long total = 0;
         for (MemorySegment s : segments) {
@@ -226,6 +239,9 @@ public final class MemoryBound implements AutoCloseable {
      * Measures the read bound: times every available reader with {@code timer} (which runs the work it is given,
      * warmed up, and returns its best time in nanoseconds) and returns the fastest. The command line's {@code bench}
      * uses this; the JMH suite times each reader as its own benchmark and takes the fastest the same way.
+     *
+     * @param timer runs the work it is given, warmed up, and returns its best time in nanoseconds
+     * @return the fastest reader with its time, and every reader's time
      */
     public Measurement measure(java.util.function.ToDoubleFunction<java.util.function.LongSupplier> timer) {
         java.util.Map<Reader, Double> times = new java.util.EnumMap<>(Reader.class);
@@ -350,6 +366,10 @@ public final class MemoryBound implements AutoCloseable {
     /**
      * {@return the wrapping sum of the little-endian words of {@code s[offset, offset+length)}; a tail of under 8 bytes
      * is not read}
+     *
+     * @param s the segment to read
+     * @param offset the first byte, within {@code s}
+     * @param length bytes to read from {@code offset}; the range must lie within {@code s}
      */
     public static long readPart(MemorySegment s, long offset, long length) {
         return HAS_VECTOR ? VectorRead.readPart(s, offset, length) : scalarPart(s, offset, length);

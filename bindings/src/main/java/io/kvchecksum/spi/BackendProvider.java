@@ -35,12 +35,29 @@ public interface BackendProvider {
      */
     KvChecksum create();
 
-    /** A backend's availability and, when unavailable, the reason in words. */
+    /**
+     * A backend's availability and, when unavailable, the reason in words.
+     *
+     * @param available whether the backend can run here
+     * @param reason why not when unavailable; when available, a detail such as the device's name (may be null)
+     */
     record Availability(boolean available, String reason) {
+        /**
+         * An available backend.
+         *
+         * @param detail what was found (e.g. the device), kept as {@link #reason()}; may be null
+         * @return the availability
+         */
         public static Availability yes(String detail) {
             return new Availability(true, detail);
         }
 
+        /**
+         * An unavailable backend.
+         *
+         * @param reason why it cannot run here, in words a user can act on
+         * @return the availability
+         */
         public static Availability no(String reason) {
             return new Availability(false, reason);
         }
