@@ -10,6 +10,11 @@ import java.util.Objects;
  * @param verdict the comparison behind it
  */
 public record Decision(String requestId, Action action, LoadVerdict verdict) {
+    /**
+     * Checks every component is given.
+     *
+     * @throws NullPointerException when {@code requestId}, {@code action} or {@code verdict} is null
+     */
     public Decision {
         Objects.requireNonNull(requestId, "requestId");
         Objects.requireNonNull(action, "action");

@@ -50,27 +50,58 @@ public final class FailurePolicy {
         this.metrics = Objects.requireNonNull(metrics, "metrics");
     }
 
-    /** Log and use every load. */
+    /**
+     * Log and use every load.
+     *
+     * @return a fail-open policy that counts nothing and logs to
+     *     {@code System.getLogger(FailurePolicy.class.getName())}
+     */
     public static FailurePolicy failOpen() {
         return failOpen(ChecksumMetrics.NONE);
     }
 
-    /** Log and use every load, counting verdicts in {@code metrics}. */
+    /**
+     * Log and use every load, counting verdicts in {@code metrics}.
+     *
+     * @param metrics where verdicts are counted; not null ({@link ChecksumMetrics#NONE} counts nothing)
+     * @return a fail-open policy logging to {@code System.getLogger(FailurePolicy.class.getName())}
+     */
     public static FailurePolicy failOpen(ChecksumMetrics metrics) {
         return failOpen(metrics, defaultLogger());
     }
 
-    /** Log to {@code log} and use every load, counting verdicts in {@code metrics}. */
+    /**
+     * Log to {@code log} and use every load, counting verdicts in {@code metrics}.
+     *
+     * @param metrics where verdicts are counted; not null
+     * @param log where mismatches and unverified loads are logged; not null
+     * @return a fail-open policy
+     * @throws NullPointerException when {@code metrics} or {@code log} is null
+     */
     public static FailurePolicy failOpen(ChecksumMetrics metrics, Logger log) {
         return new FailurePolicy(false, null, log, metrics);
     }
 
-    /** Fail every mismatched or unverified load, then {@code onFailure}. */
+    /**
+     * Fail every mismatched or unverified load, then {@code onFailure}.
+     *
+     * @param onFailure what the engine does after failing a load; not null
+     * @return a fail-closed policy that counts nothing and logs to
+     *     {@code System.getLogger(FailurePolicy.class.getName())}
+     * @throws NullPointerException when {@code onFailure} is null
+     */
     public static FailurePolicy failClosed(OnFailure onFailure) {
         return failClosed(onFailure, ChecksumMetrics.NONE);
     }
 
-    /** Fail every mismatched or unverified load, then {@code onFailure}, counting verdicts in {@code metrics}. */
+    /**
+     * Fail every mismatched or unverified load, then {@code onFailure}, counting verdicts in {@code metrics}.
+     *
+     * @param onFailure what the engine does after failing a load; not null
+     * @param metrics where verdicts are counted; not null
+     * @return a fail-closed policy logging to {@code System.getLogger(FailurePolicy.class.getName())}
+     * @throws NullPointerException when an argument is null
+     */
     public static FailurePolicy failClosed(OnFailure onFailure, ChecksumMetrics metrics) {
         return failClosed(onFailure, metrics, defaultLogger());
     }
@@ -78,6 +109,12 @@ public final class FailurePolicy {
     /**
      * Fail every mismatched or unverified load, then {@code onFailure}, counting verdicts in {@code metrics} and
      * logging to {@code log}.
+     *
+     * @param onFailure what the engine does after failing a load; not null
+     * @param metrics where verdicts are counted; not null
+     * @param log where mismatches and unverified loads are logged; not null
+     * @return a fail-closed policy
+     * @throws NullPointerException when an argument is null
      */
     public static FailurePolicy failClosed(OnFailure onFailure, ChecksumMetrics metrics, Logger log) {
         return new FailurePolicy(true, Objects.requireNonNull(onFailure, "onFailure"), log, metrics);
@@ -115,7 +152,12 @@ public final class FailurePolicy {
         return failClosed;
     }
 
-    /** {@return the engine's next step for this load} Logs and counts as described above. */
+    /**
+     * {@return the engine's next step for this load} Logs and counts as described above.
+     *
+     * @param requestId the request, for the log line and the decision
+     * @param verdict the load's verdict; not null
+     */
     public Decision decide(String requestId, LoadVerdict verdict) {
         String then = failClosed ? "failing the load, then " + onFailure : "fail-open: the load is used";
         switch (verdict.status()) {

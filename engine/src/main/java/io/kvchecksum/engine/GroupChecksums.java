@@ -18,6 +18,14 @@ import java.util.Objects;
  */
 public record GroupChecksums(int groupId, long fingerprint, Integer blockSize, long start, long[] values) {
 
+    /**
+     * Validates the numbers and copies {@code values}; the range is checked against the request's token count by
+     * {@link ChecksumPayload}.
+     *
+     * @throws IllegalArgumentException when {@code groupId} or {@code start} is negative or {@code blockSize} is not
+     *     positive
+     * @throws NullPointerException when {@code values} is null
+     */
     public GroupChecksums {
         if (groupId < 0) {
             throw new IllegalArgumentException("groupId must be non-negative, got " + groupId);
@@ -42,7 +50,11 @@ public record GroupChecksums(int groupId, long fingerprint, Integer blockSize, l
         return values.length;
     }
 
-    /** {@return the checksum of block position {@code start + i}, without copying} */
+    /**
+     * {@return the checksum of block position {@code start + i}, without copying}
+     *
+     * @param i an index into the values, {@code 0 <= i < numBlocks()}
+     */
     public long value(int i) {
         return values[i];
     }

@@ -18,6 +18,11 @@ public interface PayloadSection {
      */
     String name();
 
-    /** Writes the section's value, exactly one msgpack value. */
+    /**
+     * Writes the section's value, exactly one msgpack value.
+     *
+     * @param packer the payload's packer, positioned after the section's name
+     * @throws IOException when the packer fails to write (an in-memory packer does not)
+     */
     void pack(MessagePacker packer) throws IOException;
 }
