@@ -28,7 +28,12 @@ public final class GoldenVectors {
         return new ArrayList<>(load().values());
     }
 
-    /** {@return one vector by name} */
+    /**
+     * {@return one vector by name}
+     *
+     * @param name the vector's name
+     * @throws IllegalArgumentException when no vector has that name
+     */
     public static GoldenVector get(String name) {
         GoldenVector v = load().get(name);
         if (v == null) {
@@ -50,6 +55,9 @@ public final class GoldenVectors {
      * {@return the mixed-mode expectations of vector {@code name} (block checksums and slice sums of the same bytes,
      * written by {@code golden/generator/generate_mixed.py} into {@code vectors-mixed/mixed.json}), as a vector whose
      * {@link GoldenVector#expected()} and {@link GoldenVector#expectedSlices()} are the mixed ones}
+     *
+     * @param name the vector's name
+     * @throws IllegalArgumentException when the mixed expectations have no vector of that name
      */
     public static GoldenVector mixed(String name) {
         JsonNode m = mixedJson().get("vectors").get(name);

@@ -165,6 +165,9 @@ public final class OpenClBackend implements KvChecksum {
     /**
      * {@return the backend on the device {@code spec} names ({@code "platformIndex:deviceIndex"} or a substring of
      * {@code "platform / device"} names; {@code null} for the default choice)}
+     *
+     * @param spec the device: {@code "platformIndex:deviceIndex"}, a name substring, or {@code null} for the default
+     * @throws OpenClException when there is no OpenCL, no such device, or the kernels do not build
      */
     public static OpenClBackend open(String spec) {
         return new OpenClBackend(JoclApi.INSTANCE, OpenClDevices.select(spec), kernelSource());
@@ -174,6 +177,11 @@ public final class OpenClBackend implements KvChecksum {
      * As {@link #open(String)}, with every OpenCL call after set-up going through {@code calls}: wrap
      * {@link ClApi#jocl()} to record or count calls (tests prove {@code submit} never waits; benchmarks count
      * synchronizing calls per operation).
+     *
+     * @param spec the device, as {@link #open(String)} takes it
+     * @param calls the OpenCL calls to make after set-up, usually a wrapper of {@link ClApi#jocl()}
+     * @return the backend on that device, its kernels built
+     * @throws OpenClException when there is no OpenCL, no such device, or the kernels do not build
      */
     public static OpenClBackend open(String spec, ClApi calls) {
         return new OpenClBackend(calls, OpenClDevices.select(spec), kernelSource());
@@ -184,7 +192,10 @@ public final class OpenClBackend implements KvChecksum {
      * (registered with {@link #buffer(cl_mem)}); it makes its own in-order queue and program in that context and holds
      * a reference to the context until {@link #close()}}
      *
+     * @param engineContext the engine's context, which must contain {@code device}; not null
+     * @param device the engine's device; not null
      * @throws OpenClException when the device is unknown or unusable, or the kernels do not build
+     * @throws NullPointerException when an argument is null
      */
     public static OpenClBackend open(cl_context engineContext, cl_device_id device) {
         java.util.Objects.requireNonNull(engineContext, "engineContext");
@@ -282,7 +293,10 @@ public final class OpenClBackend implements KvChecksum {
      * refused when the plan is built. The buffer must stay alive while operations that read it run; every region of one
      * operation must lie in the same buffer (the kernels read one).
      *
+     * @param mem the engine's buffer, of this backend's context; not null
      * @throws InvalidLayoutException when the buffer belongs to another context
+     * @throws IllegalStateException when the backend is closed
+     * @throws NullPointerException when {@code mem} is null
      */
     public KvMemory buffer(cl_mem mem) {
         java.util.Objects.requireNonNull(mem, "mem");
@@ -295,6 +309,8 @@ public final class OpenClBackend implements KvChecksum {
     /**
      * Ends a registration made by {@link #buffer(cl_mem)}: call it before the engine releases the buffer, so that a
      * later buffer given the same handle is not taken for it.
+     *
+     * @param mem a buffer given to {@link #buffer(cl_mem)}; one never registered is ignored
      */
     public void forget(cl_mem mem) {
         registered.remove(mem.getNativePointer(), mem);
