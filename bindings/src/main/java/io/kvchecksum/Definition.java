@@ -58,10 +58,10 @@ public final class Definition {
     }
 
     /**
-     * {@return the mixed mode's mixer, exactly as {@code docs/detection.md} defines it: three Feistel rounds on the two
-     * 32-bit halves, each a 32 x 32 -> 64-bit multiply by an odd constant, a fold of the product's halves and an xor
-     * into the other half} A bijection of the 64-bit values (each round is its own inverse); no 64-bit multiply, so it
-     * vectorizes on AVX2 ({@code vpmuludq}) and is one {@code mul.wide.u32} per round on GPUs.
+     * {@return {@code x} through the mixed mode's mixer, exactly as {@code docs/detection.md} defines it: three Feistel
+     * rounds on the two 32-bit halves, each a 32 x 32 -> 64-bit multiply by an odd constant, a fold of the product's
+     * halves and an xor into the other half} A bijection of the 64-bit values (each round is its own inverse); no
+     * 64-bit multiply, so it vectorizes on AVX2 ({@code vpmuludq}) and is one {@code mul.wide.u32} per round on GPUs.
      *
      * @param x the 64-bit value (a piece, as a little-endian word); every value is valid
      */

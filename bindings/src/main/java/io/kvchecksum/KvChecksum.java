@@ -47,8 +47,9 @@ public interface KvChecksum extends AutoCloseable {
     }
 
     /**
-     * {@return the fused single pass: one checksum per block position {@code firstBlock .. ceil(numTokens/blockSize)-1}
-     * of the plan's request, over all layers and heads of the group, each KV byte read once}
+     * {@return the block checksums, in one fused pass: one per block position
+     * {@code firstBlock .. ceil(numTokens/blockSize)-1} of the plan's request, over all layers and heads of the group,
+     * each KV byte read once}
      *
      * @param plan the validated group and request; its memory must be of a kind this backend reads
      * @throws InvalidLayoutException when the plan's memory is of a kind this backend cannot read

@@ -42,8 +42,8 @@ public final class KvLayouts {
     }
 
     /**
-     * {@return vLLM FlashAttention: per layer {@code (2, num_pages, page_size, heads, head_dim)}, K at [0] and V at
-     * [1]}
+     * {@return one layer in vLLM FlashAttention's layout: per layer {@code (2, num_pages, page_size, heads, head_dim)},
+     * K at [0] and V at [1]}
      *
      * @param layer the layer number from the layer's name
      * @param firstHead the global KV head number of this worker's head 0
@@ -63,7 +63,8 @@ public final class KvLayouts {
     }
 
     /**
-     * {@return FlashInfer/Triton NHD: per layer {@code (num_pages, 2, page_size, heads, head_dim)}}
+     * {@return one layer in FlashInfer/Triton's NHD layout: per layer
+     * {@code (num_pages, 2, page_size, heads, head_dim)}}
      *
      * @param layer the layer number from the layer's name
      * @param firstHead the global KV head number of this worker's head 0
@@ -82,8 +83,8 @@ public final class KvLayouts {
     }
 
     /**
-     * {@return FlashInfer HND: per layer {@code (num_pages, 2, heads, page_size, head_dim)}: each head's page is
-     * contiguous}
+     * {@return one layer in FlashInfer's HND layout: per layer {@code (num_pages, 2, heads, page_size, head_dim)}: each
+     * head's page is contiguous}
      *
      * @param layer the layer number from the layer's name
      * @param firstHead the global KV head number of this worker's head 0
@@ -102,9 +103,9 @@ public final class KvLayouts {
     }
 
     /**
-     * {@return vLLM MLA: per layer {@code (num_pages, page_size, kv_lora_rank + rope_dim)} (576 for DeepSeek), one
-     * latent "head", K only; {@code s.heads()} must be 1} {@code head} is 0, or the next number for a second cache of
-     * the layer.
+     * {@return one layer in vLLM's MLA layout: per layer {@code (num_pages, page_size, kv_lora_rank + rope_dim)} (576
+     * for DeepSeek), one latent "head", K only; {@code s.heads()} must be 1} {@code head} is 0, or the next number for
+     * a second cache of the layer.
      *
      * @param layer the layer number from the layer's name
      * @param head the latent head's number: 0, or the next free number for a second cache of the same layer
@@ -121,7 +122,7 @@ public final class KvLayouts {
     }
 
     /**
-     * {@return SGLang's per-layer pool: {@code k_buffer[l]} and {@code v_buffer[l]} of
+     * {@return one layer of SGLang's per-layer pool: {@code k_buffer[l]} and {@code v_buffer[l]} of
      * {@code (slots, heads, head_dim)}; page {@code p} is slots {@code [p*page_size, (p+1)*page_size)}, so
      * {@code numPages = slots / page_size}} For MLA pass the {@code kv_buffer[l]} of {@code (slots, 1, 576)} as
      * {@code k} and {@code null} as {@code v}.
@@ -199,8 +200,8 @@ public final class KvLayouts {
     }
 
     /**
-     * {@return an SGLang pool: {@code kBuffers.get(i)} and {@code vBuffers.get(i)} per layer ({@code vBuffers} null for
-     * MLA)} {@code s.numPages()} is {@code slots / page_size}.
+     * {@return a group over an SGLang pool: {@code kBuffers.get(i)} and {@code vBuffers.get(i)} per layer
+     * ({@code vBuffers} null for MLA)} {@code s.numPages()} is {@code slots / page_size}.
      *
      * @param s the shape every layer's buffers have
      * @param firstHead the global KV head number of this worker's head 0
@@ -224,7 +225,7 @@ public final class KvLayouts {
     }
 
     /**
-     * {@return GPULlama3.java style: one K array and one V array for all layers, each
+     * {@return a group in the GPULlama3.java style: one K array and one V array for all layers, each
      * {@code [layer][pos][heads*head_dim]}, indexed by absolute position {@code 0..maxPos-1}} Described as pages of one
      * slot, page id = position; pair it with {@link #flatRequest}.
      *

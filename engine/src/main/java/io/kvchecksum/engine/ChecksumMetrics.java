@@ -19,7 +19,7 @@ public interface ChecksumMetrics {
     /**
      * A load whose checksums differ at {@code blocks} block positions (summed over its groups).
      *
-     * @param blocks mismatched block positions of the load, at least 1
+     * @param blocks mismatched block positions of the load, non-negative: 0 when only a payload section differed
      */
     default void mismatched(int blocks) {
     }

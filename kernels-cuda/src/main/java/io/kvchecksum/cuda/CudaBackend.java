@@ -102,7 +102,8 @@ public final class CudaBackend implements KvChecksum {
     }
 
     /**
-     * {@return the device of that ordinal (for the blocking methods; {@code enqueue} follows the caller's stream)}
+     * {@return the backend on the device of that ordinal (for the blocking methods; {@code enqueue} follows the
+     * caller's stream)}
      *
      * @param ordinal the device's ordinal, {@code 0 .. cuDeviceGetCount-1}
      * @throws BackendUnavailableException with the reason when CUDA cannot run here or the jar has no kernels
