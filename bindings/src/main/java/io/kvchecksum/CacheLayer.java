@@ -15,6 +15,13 @@ import java.util.Objects;
  */
 public record CacheLayer(int layer, int firstHead, int numHeads, KvRegion k, KvRegion v) {
 
+    /**
+     * Validates the numbers; the regions' extents are checked by the {@link KvCacheGroup} that holds the layer.
+     *
+     * @throws InvalidLayoutException when {@code layer} or {@code firstHead} is negative, {@code numHeads} is not
+     *     positive, or the heads reach past {@link Definition#MAX_KV_HEADS_PER_LAYER}
+     * @throws NullPointerException when {@code k} is null
+     */
     public CacheLayer {
         Objects.requireNonNull(k, "k");
         if (layer < 0) {
@@ -32,22 +39,29 @@ public record CacheLayer(int layer, int firstHead, int numHeads, KvRegion k, KvR
         }
     }
 
-    /** A layer whose cell is K bytes then V bytes. */
+    /** {@return a layer whose cell is K bytes then V bytes} */
     public static CacheLayer of(int layer, int firstHead, int numHeads, KvRegion k, KvRegion v) {
         return new CacheLayer(layer, firstHead, numHeads, k, v);
     }
 
-    /** A layer whose cell is one region only (MLA latent rows, or an indexer's K cache). */
+    /**
+     * {@return a layer whose cell is one region only (MLA latent rows, or an indexer's K cache)}
+     *
+     * @param layer the layer number, as for the record's {@code layer}
+     * @param firstHead the global KV head number of local head 0
+     * @param numHeads KV heads held here (1 for an MLA latent cache)
+     * @param k the only region of the cell
+     */
     public static CacheLayer kOnly(int layer, int firstHead, int numHeads, KvRegion k) {
         return new CacheLayer(layer, firstHead, numHeads, k, null);
     }
 
-    /** Pieces per cell: K pieces followed by V pieces. */
+    /** {@return pieces per cell: K pieces followed by V pieces} */
     public int pieces() {
         return k.pieces() + (v == null ? 0 : v.pieces());
     }
 
-    /** Bytes per cell, K and V together. */
+    /** {@return bytes per cell, K and V together} */
     public int cellBytes() {
         return k.cellBytes() + (v == null ? 0 : v.cellBytes());
     }

@@ -17,14 +17,15 @@ public enum ChecksumMode {
      */
     MIXED;
 
-    /** The name on the command line and in the payload: {@code standard} or {@code mixed}. */
+    /** {@return the name on the command line and in the payload: {@code standard} or {@code mixed}} */
     public String wireName() {
         return name().toLowerCase(Locale.ROOT);
     }
 
     /**
-     * The mode named {@code name} ({@code standard} or {@code mixed}, any case).
+     * {@return the mode named {@code name} ({@code standard} or {@code mixed}, any case)}
      *
+     * @param name the mode's wire name, in any case (not trimmed); an unknown name or {@code null} is refused
      * @throws IllegalArgumentException naming the accepted values
      */
     public static ChecksumMode of(String name) {

@@ -16,34 +16,54 @@ public final class Definition {
     private Definition() {
     }
 
-    /** The odd factor {@code m = 2*(layer*H + head) + 1} of a (layer, global head) slice. */
+    /**
+     * {@return the odd factor {@code m = 2*(layer*H + head) + 1} of a (layer, global head) slice}
+     *
+     * @param layer the layer number, non-negative
+     * @param head the global KV head number, in {@code [0, MAX_KV_HEADS_PER_LAYER)}
+     */
     public static long factor(int layer, int head) {
         return 2L * ((long) layer * MAX_KV_HEADS_PER_LAYER + head) + 1;
     }
 
-    /** The odd weight {@code 2j + 1} of piece index {@code j}, modulo 2^64. */
+    /**
+     * {@return the odd weight {@code 2j + 1} of piece index {@code j}, modulo 2^64}
+     *
+     * @param pieceIndex the index {@code j} of the 8-byte piece within its slice, counted from the request's first
+     *     token
+     */
     public static long weight(long pieceIndex) {
         return 2 * pieceIndex + 1;
     }
 
     /**
-     * The value a piece contributes before weighting in the standard mode: the piece itself. The one replaceable step:
-     * {@link #pieceValue(long, ChecksumMode)} gives the mixed mode's.
+     * {@return the value a piece contributes before weighting in the standard mode: the piece itself} The one
+     * replaceable step: {@link #pieceValue(long, ChecksumMode)} gives the mixed mode's.
+     *
+     * @param piece the 8-byte piece read as a little-endian 64-bit word
      */
     public static long pieceValue(long piece) {
         return piece;
     }
 
-    /** The value a piece contributes before weighting in {@code mode}: {@code x}, or {@link #feistel3}{@code (x)}. */
+    /**
+     * {@return the value a piece contributes before weighting in {@code mode}: {@code x}, or
+     * {@link #feistel3}{@code (x)}}
+     *
+     * @param piece the 8-byte piece read as a little-endian 64-bit word
+     * @param mode the checksum mode; not null
+     */
     public static long pieceValue(long piece, ChecksumMode mode) {
         return mode == ChecksumMode.MIXED ? feistel3(piece) : piece;
     }
 
     /**
-     * The mixed mode's mixer, exactly as {@code docs/detection.md} defines it: three Feistel rounds on the two 32-bit
-     * halves, each a 32 x 32 -> 64-bit multiply by an odd constant, a fold of the product's halves and an xor into the
-     * other half. A bijection of the 64-bit values (each round is its own inverse); no 64-bit multiply, so it
-     * vectorizes on AVX2 ({@code vpmuludq}) and is one {@code mul.wide.u32} per round on GPUs.
+     * {@return {@code x} through the mixed mode's mixer, exactly as {@code docs/detection.md} defines it: three Feistel
+     * rounds on the two 32-bit halves, each a 32 x 32 -> 64-bit multiply by an odd constant, a fold of the product's
+     * halves and an xor into the other half} A bijection of the 64-bit values (each round is its own inverse); no
+     * 64-bit multiply, so it vectorizes on AVX2 ({@code vpmuludq}) and is one {@code mul.wide.u32} per round on GPUs.
+     *
+     * @param x the 64-bit value (a piece, as a little-endian word); every value is valid
      */
     public static long feistel3(long x) {
         long p = (x & 0xFFFFFFFFL) * 0x9E3779B9L;

@@ -7,6 +7,11 @@ package io.kvchecksum;
 public class InvalidLayoutException extends IllegalArgumentException {
     private static final long serialVersionUID = 1L;
 
+    /**
+     * A layout or argument that cannot be checksummed.
+     *
+     * @param message what is wrong: the offending field and its value
+     */
     public InvalidLayoutException(String message) {
         super(message);
     }

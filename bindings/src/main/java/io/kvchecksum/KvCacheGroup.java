@@ -20,6 +20,14 @@ import java.util.Set;
  */
 public record KvCacheGroup(List<CacheLayer> layers, int pageSize, long numPages) {
 
+    /**
+     * Validates the group against its memory; {@code layers} is copied.
+     *
+     * @throws InvalidLayoutException when there are no layers, {@code pageSize} or {@code numPages} is not positive, a
+     *     region's {@code numPages} pages reach past its memory or overflow a 64-bit offset, or a (layer, head) appears
+     *     twice
+     * @throws NullPointerException when {@code layers} or one of its elements is null
+     */
     public KvCacheGroup {
         layers = List.copyOf(Objects.requireNonNull(layers, "layers"));
         if (layers.isEmpty()) {
@@ -47,12 +55,19 @@ public record KvCacheGroup(List<CacheLayer> layers, int pageSize, long numPages)
         }
     }
 
-    /** A group of the given layers. */
+    /**
+     * {@return a group of the given layers}
+     *
+     * @param pageSize tokens per physical page, positive
+     * @param numPages physical pages of every region, positive
+     * @param layers the layers, in any order; copied
+     * @throws InvalidLayoutException as the constructor does
+     */
     public static KvCacheGroup of(int pageSize, long numPages, List<CacheLayer> layers) {
         return new KvCacheGroup(layers, pageSize, numPages);
     }
 
-    /** The number of (layer, head) slices in the group. */
+    /** {@return the number of (layer, head) slices in the group} */
     public int numSlices() {
         int n = 0;
         for (CacheLayer l : layers) {
@@ -61,7 +76,7 @@ public record KvCacheGroup(List<CacheLayer> layers, int pageSize, long numPages)
         return n;
     }
 
-    /** Bytes of KV read per token: all cells of all layers and heads. */
+    /** {@return bytes of KV read per token: all cells of all layers and heads} */
     public long bytesPerToken() {
         long b = 0;
         for (CacheLayer l : layers) {
@@ -70,7 +85,7 @@ public record KvCacheGroup(List<CacheLayer> layers, int pageSize, long numPages)
         return b;
     }
 
-    /** True when every region lives in host memory, so a CPU backend can read it. */
+    /** {@return true when every region lives in host memory, so a CPU backend can read it} */
     public boolean isHostResident() {
         for (CacheLayer l : layers) {
             if (!(l.k().memory() instanceof KvMemory.Host) || (l.v() != null && !(l.v().memory() instanceof KvMemory.Host))) {

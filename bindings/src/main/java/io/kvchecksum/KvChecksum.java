@@ -27,50 +27,85 @@ package io.kvchecksum;
  */
 public interface KvChecksum extends AutoCloseable {
 
-    /** The backend's name as {@link KvChecksums#byName} accepts it: {@code reference}, {@code cpu}, {@code cuda}, {@code opencl}. */
+    /**
+     * {@return the backend's name as {@link KvChecksums#byName} accepts it: {@code reference}, {@code cpu},
+     * {@code cuda}, {@code opencl}}
+     */
     String name();
 
-    /** What exactly runs: the name plus implementation details (device, vector width, threads). */
+    /** {@return what exactly runs: the name plus implementation details (device, vector width, threads)} */
     String description();
 
     /**
-     * Whether this backend implements checksum mode {@code mode} ({@link SlicePlan#mode()}). A backend given a plan in
-     * a mode it does not implement throws {@link InvalidLayoutException} before reading anything.
+     * {@return whether this backend implements checksum mode {@code mode} ({@link SlicePlan#mode()})} A backend given a
+     * plan in a mode it does not implement throws {@link InvalidLayoutException} before reading anything.
+     *
+     * @param mode the checksum mode asked about
      */
     default boolean supports(ChecksumMode mode) {
         return mode == ChecksumMode.STANDARD;
     }
 
     /**
-     * The fused single pass: one checksum per block position {@code firstBlock .. ceil(numTokens/blockSize)-1} of the
-     * plan's request, over all layers and heads of the group, each KV byte read once.
+     * {@return the block checksums, in one fused pass: one per block position
+     * {@code firstBlock .. ceil(numTokens/blockSize)-1} of the plan's request, over all layers and heads of the group,
+     * each KV byte read once}
      *
+     * @param plan the validated group and request; its memory must be of a kind this backend reads
      * @throws InvalidLayoutException when the plan's memory is of a kind this backend cannot read
      */
     long[] blockChecksums(SlicePlan plan);
 
-    /** The per-slice weighted sums for the same blocks, one row per (layer, head) slice in the plan's order. */
+    /**
+     * {@return the per-slice weighted sums for the same blocks, one row per (layer, head) slice in the plan's order}
+     *
+     * @param plan the validated group and request; its memory must be of a kind this backend reads
+     */
     SliceSums sliceSums(SlicePlan plan);
 
     /**
      * Starts {@link #blockChecksums(SlicePlan)} and returns before it finishes where the backend can (GPU backends
      * enqueue and return at once); CPU backends compute on the calling thread and return completed values.
+     *
+     * @param plan the validated group and request; its memory must stay alive and unchanged until the handle is done
+     * @return the pending values, equal to {@link #blockChecksums(SlicePlan)}'s; call {@code get()} or {@code close()}
      */
     default PendingChecksums submit(SlicePlan plan) {
         return PendingChecksums.completed(blockChecksums(plan));
     }
 
-    /** {@link #blockChecksums(SlicePlan)} of a plan built (and validated) for this one call. */
+    /**
+     * {@return {@link #blockChecksums(SlicePlan)} of a plan built (and validated) for this one call}
+     *
+     * @param group the cache to read
+     * @param request the blocks to checksum, in {@code group}'s pages
+     * @throws InvalidLayoutException when the request does not fit the group, or its memory is of a kind this backend
+     *     cannot read
+     */
     default long[] blockChecksums(KvCacheGroup group, RequestBlocks request) {
         return blockChecksums(SlicePlan.of(group, request));
     }
 
-    /** {@link #sliceSums(SlicePlan)} of a plan built (and validated) for this one call. */
+    /**
+     * {@return {@link #sliceSums(SlicePlan)} of a plan built (and validated) for this one call}
+     *
+     * @param group the cache to read
+     * @param request the blocks to checksum, in {@code group}'s pages
+     * @throws InvalidLayoutException when the request does not fit the group, or its memory is of a kind this backend
+     *     cannot read
+     */
     default SliceSums sliceSums(KvCacheGroup group, RequestBlocks request) {
         return sliceSums(SlicePlan.of(group, request));
     }
 
-    /** {@link #submit(SlicePlan)} of a plan built (and validated) for this one call. */
+    /**
+     * {@return {@link #submit(SlicePlan)} of a plan built (and validated) for this one call}
+     *
+     * @param group the cache to read; its memory must stay alive and unchanged until the handle is done
+     * @param request the blocks to checksum, in {@code group}'s pages
+     * @throws InvalidLayoutException when the request does not fit the group, or its memory is of a kind this backend
+     *     cannot read
+     */
     default PendingChecksums submit(KvCacheGroup group, RequestBlocks request) {
         return submit(SlicePlan.of(group, request));
     }
@@ -87,25 +122,35 @@ public interface KvChecksum extends AutoCloseable {
      * they ignore it, compute on the calling thread and return a completed handle, exactly as {@link #submit}.
      *
      * @param stream the engine's stream or queue handle, as the backend documents it
+     * @param plan the validated group and request; its memory must stay alive and unchanged until the handle is done
      * @return the pending values; call {@code get()} or {@code close()}
      */
     default PendingChecksums submit(SlicePlan plan, long stream) {
         return submit(plan);
     }
 
-    /** {@link #submit(SlicePlan, long)} of a plan built (and validated) for this one call. */
+    /**
+     * {@return {@link #submit(SlicePlan, long)} of a plan built (and validated) for this one call}
+     *
+     * @param group the cache to read; its memory must stay alive and unchanged until the handle is done
+     * @param request the blocks to checksum, in {@code group}'s pages
+     * @param stream the engine's stream or queue handle, as {@link #submit(SlicePlan, long)} describes it
+     * @throws InvalidLayoutException when the request does not fit the group, or its memory is of a kind this backend
+     *     cannot read
+     */
     default PendingChecksums submit(KvCacheGroup group, RequestBlocks request, long stream) {
         return submit(SlicePlan.of(group, request), stream);
     }
 
     /**
-     * SGLang's page digest: Adler-32 ({@code java.util.zip.Adler32}, zlib's {@code adler32}) of the plan's ordered
-     * byte stream (every layer's K pages, then V pages, then state rows; see {@link PageDigestPlan}), in
-     * {@code [0, 2^32)}. Unlike the weighted sum it depends on the page layout.
+     * {@return SGLang's page digest: Adler-32 ({@code java.util.zip.Adler32}, zlib's {@code adler32}) of the plan's
+     * ordered byte stream (every layer's K pages, then V pages, then state rows; see {@link PageDigestPlan}), in
+     * {@code [0, 2^32)}} Unlike the weighted sum it depends on the page layout.
      *
      * <p>The default reads host memory with {@code java.util.zip.Adler32}, on the calling thread; backends override
      * it with parallel forms (Adler-32 parts of consecutive chunks combine exactly).
      *
+     * @param plan the resolved byte stream; the default reads only host memory
      * @throws InvalidLayoutException when the plan's memory is of a kind this backend cannot read
      */
     default long pageDigest(PageDigestPlan plan) {

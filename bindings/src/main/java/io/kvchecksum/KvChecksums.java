@@ -35,19 +35,22 @@ public final class KvChecksums {
     private KvChecksums() {
     }
 
-    /** The reference backend: the plainest correct code, single-threaded; the oracle for every other backend. */
+    /**
+     * {@return the reference backend: the plainest correct code, single-threaded; the oracle for every other backend}
+     */
     public static KvChecksum reference() {
         return new ReferenceBackend();
     }
 
-    /** The fast CPU backend: multi-threaded, Vector API where the JVM has {@code jdk.incubator.vector}. */
+    /** {@return the fast CPU backend: multi-threaded, Vector API where the JVM has {@code jdk.incubator.vector}} */
     public static KvChecksum cpu() {
         return new FastCpuBackend();
     }
 
     /**
-     * The fast CPU backend using at most {@code threads} threads per call (1: the calling thread only).
+     * {@return the fast CPU backend using at most {@code threads} threads per call (1: the calling thread only)}
      *
+     * @param threads the most threads one call uses, at least 1
      * @throws IllegalArgumentException when {@code threads < 1}
      */
     public static KvChecksum cpu(int threads) {
@@ -55,9 +58,10 @@ public final class KvChecksums {
     }
 
     /**
-     * The backend of that name: {@code reference}, {@code cpu}, {@code cuda}, {@code opencl}, or {@code auto} for
-     * {@link #fastest()}.
+     * {@return the backend of that name: {@code reference}, {@code cpu}, {@code cuda}, {@code opencl}, or {@code auto}
+     * for {@link #fastest()}}
      *
+     * @param name the backend's name, in any case, surrounding blanks ignored
      * @throws BackendUnavailableException if it cannot run here, with the reason
      * @throws IllegalArgumentException for a name no module provides
      */
@@ -89,7 +93,7 @@ public final class KvChecksums {
         throw new IllegalArgumentException("unknown backend '" + name + "': expected one of reference, cpu, cuda, opencl, auto");
     }
 
-    /** The backend named by {@value #BACKEND_PROPERTY} or {@value #BACKEND_ENV}, else {@link #fastest()}. */
+    /** {@return the backend named by {@value #BACKEND_PROPERTY} or {@value #BACKEND_ENV}, else {@link #fastest()}} */
     public static KvChecksum configured() {
         String name = System.getProperty(BACKEND_PROPERTY);
         if (name == null || name.isBlank()) {
@@ -99,8 +103,8 @@ public final class KvChecksums {
     }
 
     /**
-     * The highest-priority backend that is available and passes a self-test on a small known input, else the fast
-     * CPU backend. Backends that fail the self-test are skipped (and listed with the reason by {@link #status()}).
+     * {@return the highest-priority backend that is available and passes a self-test on a small known input, else the
+     * fast CPU backend} Backends that fail the self-test are skipped (and listed with the reason by {@link #status()}).
      */
     public static KvChecksum fastest() {
         List<BackendProvider> ps = new ArrayList<>(providers());
@@ -124,8 +128,8 @@ public final class KvChecksums {
     }
 
     /**
-     * Every known backend with whether it is usable here and, if not, why; in priority order. A provider that says
-     * it is available is opened and self-tested, as {@link #fastest()} does: one that fails to open or fails the
+     * {@return every known backend with whether it is usable here and, if not, why; in priority order} A provider that
+     * says it is available is opened and self-tested, as {@link #fastest()} does: one that fails to open or fails the
      * self-test is listed as unavailable with that reason.
      */
     public static Map<String, Availability> status() {

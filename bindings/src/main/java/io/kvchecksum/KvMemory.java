@@ -11,16 +11,21 @@ import java.util.Objects;
  */
 public sealed interface KvMemory permits KvMemory.Host, KvMemory.Device {
 
-    /** The number of bytes that may be read, starting at the beginning of this memory. */
+    /** {@return the number of bytes that may be read, starting at the beginning of this memory} */
     long byteSize();
 
-    /** Host memory, read through the given segment and never past its end. */
+    /**
+     * {@return host memory, read through the given segment and never past its end}
+     *
+     * @param segment the bytes; it must stay alive while a computation reads it
+     * @throws NullPointerException when {@code segment} is null
+     */
     static Host host(MemorySegment segment) {
         return new Host(segment);
     }
 
     /**
-     * Device memory owned by the caller.
+     * {@return device memory owned by the caller}
      *
      * @param address the device address (e.g. a CUDA {@code CUdeviceptr}) of the first byte
      * @param byteSize how many bytes from {@code address} belong to the caller's allocation
@@ -29,8 +34,17 @@ public sealed interface KvMemory permits KvMemory.Host, KvMemory.Device {
         return new Device(address, byteSize);
     }
 
-    /** Host memory. The segment must stay alive while a computation that reads it runs. */
+    /**
+     * Host memory. The segment must stay alive while a computation that reads it runs.
+     *
+     * @param segment the bytes, read through this segment (so never past its end); not null
+     */
     record Host(MemorySegment segment) implements KvMemory {
+        /**
+         * Checks the segment is not null.
+         *
+         * @throws NullPointerException when {@code segment} is null
+         */
         public Host {
             Objects.requireNonNull(segment, "segment");
         }
@@ -41,8 +55,18 @@ public sealed interface KvMemory permits KvMemory.Host, KvMemory.Device {
         }
     }
 
-    /** Device memory of {@code byteSize} bytes starting at {@code address}. */
+    /**
+     * Device memory of {@code byteSize} bytes starting at {@code address}.
+     *
+     * @param address the device address of the first byte, not 0
+     * @param byteSize bytes from {@code address} that may be read, non-negative
+     */
     record Device(long address, long byteSize) implements KvMemory {
+        /**
+         * Checks the numbers; the address itself cannot be checked from the host.
+         *
+         * @throws InvalidLayoutException when {@code address} is 0 or {@code byteSize} is negative
+         */
         public Device {
             if (address == 0) {
                 throw new InvalidLayoutException("device address is null (0)");

@@ -10,9 +10,24 @@ import java.util.Objects;
  * {@code memory}. All values are in bytes and must be non-negative; {@code cellBytes} must be a positive multiple
  * of 8, since the checksum reads 8-byte little-endian pieces. Every layout in the field (head-major or token-major,
  * K and V split or interleaved, kernel-block splits) is some choice of these four numbers; no data is copied.
+ *
+ * @param memory where the bytes live; not null
+ * @param offset byte offset of cell {@code (0, 0, 0)} from the memory's first byte, non-negative
+ * @param pageStride bytes between the same cell of consecutive pages, non-negative
+ * @param tokenStride bytes between consecutive slots of a page, non-negative
+ * @param headStride bytes between consecutive local heads, non-negative
+ * @param cellBytes bytes of one (token, head) cell, a positive multiple of 8
  */
 public record KvRegion(KvMemory memory, long offset, long pageStride, long tokenStride, long headStride, int cellBytes) {
 
+    /**
+     * Validates the numbers; whether the pages fit the memory is checked by {@link KvCacheGroup}, which knows how many
+     * pages, slots and heads there are.
+     *
+     * @throws InvalidLayoutException when an offset or stride is negative or {@code cellBytes} is not a positive
+     *     multiple of 8
+     * @throws NullPointerException when {@code memory} is null
+     */
     public KvRegion {
         Objects.requireNonNull(memory, "memory");
         requireNonNegative("offset", offset);
@@ -27,12 +42,18 @@ public record KvRegion(KvMemory memory, long offset, long pageStride, long token
         }
     }
 
-    /** The number of 8-byte pieces in one cell of this region. */
+    /** {@return the number of 8-byte pieces in one cell of this region} */
     public int pieces() {
         return cellBytes / 8;
     }
 
-    /** The byte offset of a cell within {@link #memory()}; the caller has validated the indices. */
+    /**
+     * {@return the byte offset of a cell within {@link #memory()}; the caller has validated the indices}
+     *
+     * @param page the physical page id
+     * @param tokenInPage the slot within the page
+     * @param head the local head number
+     */
     public long cellOffset(long page, long tokenInPage, long head) {
         return offset + page * pageStride + tokenInPage * tokenStride + head * headStride;
     }

@@ -42,10 +42,13 @@ public final class PageDigestPlan {
     }
 
     /**
-     * The digest's stream for the request of {@code plan} (whose validation covers the group and the page table),
-     * followed by {@code stateRows} in the order given.
+     * {@return the digest's stream for the request of {@code plan} (whose validation covers the group and the page
+     * table), followed by {@code stateRows} in the order given}
      *
+     * @param plan the validated group and request whose pages the digest covers
+     * @param stateRows the request's state rows, digested after the pages in list order; may be empty, not null
      * @throws InvalidLayoutException when a page's span does not fit its region's memory
+     * @throws NullPointerException when {@code plan} or {@code stateRows} is null
      */
     public static PageDigestPlan of(SlicePlan plan, List<StateRow> stateRows) {
         Objects.requireNonNull(plan, "plan");
@@ -85,15 +88,25 @@ public final class PageDigestPlan {
         return new PageDigestPlan(plan, List.copyOf(runs), total);
     }
 
-    /** {@link #of(SlicePlan, List)} without state rows. */
+    /**
+     * {@return {@link #of(SlicePlan, List)} without state rows}
+     *
+     * @param plan the validated group and request whose pages the digest covers
+     * @throws InvalidLayoutException when a page's span does not fit its region's memory
+     */
     public static PageDigestPlan of(SlicePlan plan) {
         return of(plan, List.of());
     }
 
     /**
-     * The bytes of one page of {@code region}: from the page's first byte to the end of its furthest cell, i.e.
-     * {@code (pageSize-1)*tokenStride + (numHeads-1)*headStride + cellBytes}. This is the per-page item length of the
-     * layout signature.
+     * {@return the bytes of one page of {@code region}: from the page's first byte to the end of its furthest cell,
+     * i.e. {@code (pageSize-1)*tokenStride + (numHeads-1)*headStride + cellBytes}} This is the per-page item length of
+     * the layout signature.
+     *
+     * @param region the K or V region of a layer
+     * @param pageSize tokens per page of the group, positive
+     * @param numHeads the layer's heads, positive
+     * @throws InvalidLayoutException when the span overflows a 64-bit byte count
      */
     public static long pageBytes(KvRegion region, int pageSize, int numHeads) {
         try {
@@ -105,22 +118,22 @@ public final class PageDigestPlan {
         }
     }
 
-    /** The plan of the checksummed range this stream was resolved from. */
+    /** {@return the plan of the checksummed range this stream was resolved from} */
     public SlicePlan slicePlan() {
         return slicePlan;
     }
 
-    /** The stream's runs, in order. */
+    /** {@return the stream's runs, in order} */
     public List<Run> runs() {
         return runs;
     }
 
-    /** The stream's length in bytes. */
+    /** {@return the stream's length in bytes} */
     public long totalBytes() {
         return totalBytes;
     }
 
-    /** Whether every run is host memory (readable by every backend). */
+    /** {@return whether every run is host memory (readable by every backend)} */
     public boolean isHostResident() {
         return runs.stream().allMatch(r -> r.memory() instanceof KvMemory.Host);
     }

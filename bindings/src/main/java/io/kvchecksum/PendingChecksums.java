@@ -9,17 +9,25 @@ package io.kvchecksum;
  */
 public interface PendingChecksums extends AutoCloseable {
 
-    /** Waits for the computation and returns one checksum per block position; later calls return the same values. */
+    /**
+     * Waits for the computation and returns one checksum per block position; later calls return the same values.
+     *
+     * @return a fresh copy of the block checksums, one per block position from the plan's {@code firstBlock}
+     */
     long[] get();
 
-    /** True when {@link #get()} would not block. */
+    /** {@return true when {@link #get()} would not block} */
     boolean isDone();
 
     @Override
     default void close() {
     }
 
-    /** Values that are already known. */
+    /**
+     * {@return values that are already known}
+     *
+     * @param values the checksums; copied, so later changes to the array do not show
+     */
     static PendingChecksums completed(long[] values) {
         long[] copy = values.clone();
         return new PendingChecksums() {

@@ -22,6 +22,10 @@ public record Rechunked(long firstChunk, int factor, long[] values) {
      * {@code ceil(firstBlock/factor)}; the last chunk, which ends with the request, is whole even if it holds fewer
      * than {@code factor} blocks.
      *
+     * @param values the block checksums of blocks {@code firstBlock ..} up to the request's last block
+     * @param firstBlock the block position of {@code values[0]}, non-negative
+     * @param factor smaller blocks per chunk, positive (the larger block size over the smaller)
+     * @return the chunks the input covers whole, from chunk {@code ceil(firstBlock/factor)}
      * @throws InvalidLayoutException when {@code values} is null, {@code factor} is not positive or
      *     {@code firstBlock} is negative
      */
@@ -45,17 +49,26 @@ public record Rechunked(long firstChunk, int factor, long[] values) {
         return new Rechunked(firstChunk, factor, out);
     }
 
-    /** The number of chunks. */
+    /** {@return the number of chunks} */
     public int numChunks() {
         return values.length;
     }
 
-    /** Whether chunk position {@code chunk} is among the values (covered whole by the input). */
+    /**
+     * {@return whether chunk position {@code chunk} is among the values (covered whole by the input)}
+     *
+     * @param chunk a chunk position (in units of the larger block size)
+     */
     public boolean covers(long chunk) {
         return chunk >= firstChunk && chunk - firstChunk < values.length;
     }
 
-    /** The checksum of chunk position {@code chunk}; see {@link #covers}. */
+    /**
+     * {@return the checksum of chunk position {@code chunk}; see {@link #covers}}
+     *
+     * @param chunk a chunk position for which {@link #covers} is true
+     * @throws IndexOutOfBoundsException when the chunk is not covered
+     */
     public long valueAt(long chunk) {
         if (!covers(chunk)) {
             throw new IndexOutOfBoundsException("chunk " + chunk + " is not in " + this);

@@ -24,6 +24,14 @@ import java.util.Arrays;
  */
 public record RequestBlocks(int[] pageTable, long numTokens, long firstBlock, int blockSize) {
 
+    /**
+     * Validates the numbers and copies {@code pageTable}; page ids are checked against a group by
+     * {@link SlicePlan#of(KvCacheGroup, RequestBlocks)}.
+     *
+     * @throws InvalidLayoutException when {@code pageTable} is null, {@code blockSize} is not positive,
+     *     {@code numTokens} or {@code firstBlock} is negative, or {@code firstBlock*blockSize} overflows or lies past
+     *     {@code numTokens}
+     */
     public RequestBlocks {
         if (pageTable == null) {
             throw new InvalidLayoutException("pageTable is null");
@@ -50,22 +58,29 @@ public record RequestBlocks(int[] pageTable, long numTokens, long firstBlock, in
         }
     }
 
-    /** The blocks of a request from its first token. */
+    /**
+     * {@return the blocks of a request from its first token}
+     *
+     * @param pageTable physical page ids from the request's first token; copied
+     * @param numTokens the request's token count, non-negative
+     * @param blockSize tokens per checksum block, positive
+     * @throws InvalidLayoutException as the constructor does
+     */
     public static RequestBlocks of(int[] pageTable, long numTokens, int blockSize) {
         return new RequestBlocks(pageTable, numTokens, 0, blockSize);
     }
 
-    /** The blocks from {@code firstBlock} on, with a table that starts at that block. */
+    /** {@return the blocks from {@code firstBlock} on, with a table that starts at that block} */
     public static RequestBlocks of(int[] pageTable, long numTokens, long firstBlock, int blockSize) {
         return new RequestBlocks(pageTable, numTokens, firstBlock, blockSize);
     }
 
-    /** The first request position checksummed: {@code firstBlock * blockSize}. */
+    /** {@return the first request position checksummed: {@code firstBlock * blockSize}} */
     public long startToken() {
         return firstBlock * blockSize;
     }
 
-    /** The number of block checksums: {@code ceil(numTokens/blockSize) - firstBlock}. */
+    /** {@return the number of block checksums: {@code ceil(numTokens/blockSize) - firstBlock}} */
     public int numBlocks() {
         long n = Math.ceilDiv(numTokens, (long) blockSize) - firstBlock;
         if (n > Integer.MAX_VALUE) {
@@ -74,33 +89,50 @@ public record RequestBlocks(int[] pageTable, long numTokens, long firstBlock, in
         return (int) n;
     }
 
-    /** The first request position of block position {@code b}. */
+    /**
+     * {@return the first request position of block position {@code b}}
+     *
+     * @param b a block position ({@code 0} is the request's first block)
+     */
     public long blockStart(long b) {
         return b * blockSize;
     }
 
-    /** One past the last request position of block position {@code b}, clipped at {@code numTokens}. */
+    /**
+     * {@return one past the last request position of block position {@code b}, clipped at {@code numTokens}}
+     *
+     * @param b a block position ({@code 0} is the request's first block)
+     */
     public long blockEnd(long b) {
         return Math.min((b + 1) * blockSize, numTokens);
     }
 
-    /** How many pages of size {@code pageSize} the checksummed range touches. */
+    /**
+     * {@return how many pages of size {@code pageSize} the checksummed range touches}
+     *
+     * @param pageSize tokens per physical page of the group, positive
+     */
     public long pagesNeeded(int pageSize) {
         return Math.ceilDiv(numTokens - startToken(), (long) pageSize);
     }
 
-    /** The page table, copied. */
+    /** {@return the page table, copied} */
     @Override
     public int[] pageTable() {
         return pageTable.clone();
     }
 
-    /** The number of entries of the page table. */
+    /** {@return the number of entries of the page table} */
     public int tableLength() {
         return pageTable.length;
     }
 
-    /** The table entry {@code i} without copying the table. */
+    /**
+     * {@return the table entry {@code i} without copying the table}
+     *
+     * @param i an index into the table, {@code 0 <= i < tableLength()}
+     * @throws ArrayIndexOutOfBoundsException when {@code i} is outside the table
+     */
     public int page(int i) {
         return pageTable[i];
     }

@@ -45,15 +45,22 @@ public final class SlicePlan {
      */
     public record Part(KvMemory memory, long base, long pageStride, long tokenStride, int pieces, int alignment) {
 
-        /** The byte offset of cell {@code (page, slot)} within {@link #memory()}. */
+        /**
+         * {@return the byte offset of cell {@code (page, slot)} within {@link #memory()}}
+         *
+         * @param page the physical page id
+         * @param slot the slot within the page
+         */
         public long cellOffset(long page, long slot) {
             return base + page * pageStride + slot * tokenStride;
         }
 
         /**
-         * The alignment class of the cells' absolute addresses when the memory's first byte is at {@code address}
-         * (a device pointer, or the packed buffer of a copy): 16 when {@code address + base} and both strides are
-         * multiples of 16 and the part is whole 16-byte units, else 8 when they are multiples of 8, else 1.
+         * {@return the alignment class of the cells' absolute addresses when the memory's first byte is at
+         * {@code address} (a device pointer, or the packed buffer of a copy): 16 when {@code address + base} and both
+         * strides are multiples of 16 and the part is whole 16-byte units, else 8 when they are multiples of 8, else 1}
+         *
+         * @param address the absolute address of the memory's first byte
          */
         public int alignmentAt(long address) {
             return alignment(address + base, pageStride, tokenStride, pieces);
@@ -81,17 +88,17 @@ public final class SlicePlan {
      * @param v the V part, or {@code null} when the cell is K only
      */
     public record Slice(int layer, int head, long factor, Part k, Part v) {
-        /** Pieces per cell, K then V. */
+        /** {@return pieces per cell, K then V} */
         public int pieces() {
             return k.pieces() + vPieces();
         }
 
-        /** Pieces of the V part, 0 when there is none. */
+        /** {@return pieces of the V part, 0 when there is none} */
         public int vPieces() {
             return v == null ? 0 : v.pieces();
         }
 
-        /** The smaller of the two parts' alignment classes. */
+        /** {@return the smaller of the two parts' alignment classes} */
         public int alignment() {
             return v == null ? k.alignment() : Math.min(k.alignment(), v.alignment());
         }
@@ -100,6 +107,11 @@ public final class SlicePlan {
     /**
      * The slices of one {@link CacheLayer}: {@code firstSlice .. firstSlice+numHeads-1}, with the layer's head
      * strides (CPU loops read several heads of a token side by side when {@code headStride == cellBytes}).
+     *
+     * @param firstSlice the index in {@link #slices()} of the layer's local head 0
+     * @param numHeads the layer's heads: its slices are {@code firstSlice .. firstSlice+numHeads-1}
+     * @param kHeadStride the K region's bytes between consecutive heads
+     * @param vHeadStride the V region's bytes between consecutive heads (0 when the cell is K only)
      */
     public record LayerRun(int firstSlice, int numHeads, long kHeadStride, long vHeadStride) {
     }
@@ -129,6 +141,10 @@ public final class SlicePlan {
      * Validates the request against the group and builds the plan. This is the only place a request is checked
      * against a group; nothing is read.
      *
+     * @param group the cache the plan reads
+     * @param request the block table and token range to checksum, in {@code group}'s pages
+     * @return the validated plan, in the standard mode
+     *
      * @throws InvalidLayoutException naming the problem: a null argument, a table too short, a page id out of range,
      *     more blocks or slice sums than an array holds
      */
@@ -139,6 +155,12 @@ public final class SlicePlan {
     /**
      * As {@link #of(KvCacheGroup, RequestBlocks)}, in checksum mode {@code mode}. A backend that does not implement
      * the mode refuses the plan before reading anything ({@link #requireMode}); none silently computes another mode.
+     *
+     * @param group the cache the plan reads
+     * @param request the block table and token range to checksum, in {@code group}'s pages
+     * @param mode the checksum mode
+     * @return the validated plan
+     * @throws InvalidLayoutException as {@link #of(KvCacheGroup, RequestBlocks)} does, and when an argument is null
      */
     public static SlicePlan of(KvCacheGroup group, RequestBlocks request, ChecksumMode mode) {
         if (group == null || request == null || mode == null) {
@@ -184,7 +206,12 @@ public final class SlicePlan {
         return new SlicePlan(group, request, List.copyOf(slices), List.copyOf(runs), table, r, mode);
     }
 
-    /** The same slices, blocks and pages in another checksum mode (nothing is validated again). */
+    /**
+     * {@return the same slices, blocks and pages in another checksum mode (nothing is validated again)}
+     *
+     * @param m the other mode; not null
+     * @throws InvalidLayoutException when {@code m} is null
+     */
     public SlicePlan withMode(ChecksumMode m) {
         if (m == null) {
             throw new InvalidLayoutException("mode must not be null");
@@ -192,7 +219,7 @@ public final class SlicePlan {
         return m == mode ? this : new SlicePlan(group, request, slices, runs, pageTable, residency, m);
     }
 
-    /** The checksum mode: what each piece contributes before weighting. */
+    /** {@return the checksum mode: what each piece contributes before weighting} */
     public ChecksumMode mode() {
         return mode;
     }
@@ -210,77 +237,97 @@ public final class SlicePlan {
         }
     }
 
-    /** The group the plan was built for. */
+    /** {@return the group the plan was built for} */
     public KvCacheGroup group() {
         return group;
     }
 
-    /** The request the plan was built for. */
+    /** {@return the request the plan was built for} */
     public RequestBlocks request() {
         return request;
     }
 
-    /** The slices, in {@link SliceSums} row order. */
+    /** {@return the slices, in {@link SliceSums} row order} */
     public List<Slice> slices() {
         return slices;
     }
 
-    /** Slice {@code i}. */
+    /**
+     * {@return slice {@code i}}
+     *
+     * @param i a slice index, {@code 0 <= i < numSlices()}
+     */
     public Slice slice(int i) {
         return slices.get(i);
     }
 
-    /** The number of (layer, head) slices. */
+    /** {@return the number of (layer, head) slices} */
     public int numSlices() {
         return slices.size();
     }
 
-    /** One run of consecutive slices per layer of the group, in the group's order. */
+    /** {@return one run of consecutive slices per layer of the group, in the group's order} */
     public List<LayerRun> layerRuns() {
         return runs;
     }
 
-    /** The number of block checksums: {@code ceil(numTokens/blockSize) - firstBlock}. */
+    /** {@return the number of block checksums: {@code ceil(numTokens/blockSize) - firstBlock}} */
     public int numBlocks() {
         return numBlocks;
     }
 
-    /** The page ids of the checksummed range, validated: entry {@code i} holds tokens {@code startToken + i*pageSize ..}. */
+    /**
+     * {@return the page ids of the checksummed range, validated: entry {@code i} holds tokens
+     * {@code startToken + i*pageSize ..}}
+     */
     public int[] pageTable() {
         return pageTable.clone();
     }
 
-    /** Entry {@code i} of {@link #pageTable()} without a copy. */
+    /**
+     * {@return entry {@code i} of {@link #pageTable()} without a copy}
+     *
+     * @param i an index into the table, {@code 0 <= i < numPages()}
+     */
     public int page(int i) {
         return pageTable[i];
     }
 
-    /** The number of entries of {@link #pageTable()}. */
+    /** {@return the number of entries of {@link #pageTable()}} */
     public int numPages() {
         return pageTable.length;
     }
 
-    /** The physical page holding request position {@code t} (a checksummed token: {@code startToken <= t < numTokens}). */
+    /**
+     * {@return the physical page holding request position {@code t} (a checksummed token:
+     * {@code startToken <= t < numTokens})}
+     *
+     * @param t a request position in the checksummed range
+     */
     public int pageOf(long t) {
         return pageTable[(int) ((t - request.startToken()) / group.pageSize())];
     }
 
-    /** The slot of request position {@code t} within its page. */
+    /**
+     * {@return the slot of request position {@code t} within its page}
+     *
+     * @param t a request position in the checksummed range
+     */
     public long slotOf(long t) {
         return (t - request.startToken()) % group.pageSize();
     }
 
-    /** Tokens per physical page. */
+    /** {@return tokens per physical page} */
     public int pageSize() {
         return group.pageSize();
     }
 
-    /** Where the regions live. */
+    /** {@return where the regions live} */
     public Residency residency() {
         return residency;
     }
 
-    /** The layer number of every slice, in slice order. */
+    /** {@return the layer number of every slice, in slice order} */
     public int[] layerNumbers() {
         int[] out = new int[slices.size()];
         for (int i = 0; i < out.length; i++) {
@@ -289,7 +336,7 @@ public final class SlicePlan {
         return out;
     }
 
-    /** The global head number of every slice, in slice order. */
+    /** {@return the global head number of every slice, in slice order} */
     public int[] headNumbers() {
         int[] out = new int[slices.size()];
         for (int i = 0; i < out.length; i++) {
@@ -298,7 +345,12 @@ public final class SlicePlan {
         return out;
     }
 
-    /** Slice sums with this plan's rows and blocks. */
+    /**
+     * {@return slice sums with this plan's rows and blocks}
+     *
+     * @param values slice-major sums, {@code numSlices() * numBlocks()} of them (not copied)
+     * @throws InvalidLayoutException when {@code values} has the wrong length
+     */
     public SliceSums sliceSums(long[] values) {
         return new SliceSums(layerNumbers(), headNumbers(), request.firstBlock(), numBlocks, values);
     }
@@ -315,7 +367,13 @@ public final class SlicePlan {
         }
     }
 
-    /** Throws unless every region is device memory. */
+    /**
+     * Throws unless every region is device memory.
+     *
+     * @param what the caller, for the message (e.g. {@code "backend 'cuda'"})
+     * @param hint what to do instead, appended to the message (may be empty)
+     * @throws InvalidLayoutException naming the first region that is host memory
+     */
     public void requireDevice(String what, String hint) {
         if (residency != Residency.DEVICE) {
             throw wrongMemory(what + " takes device memory only", KvMemory.Device.class, hint);

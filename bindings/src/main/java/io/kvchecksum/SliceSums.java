@@ -17,6 +17,13 @@ import java.util.Arrays;
  */
 public record SliceSums(int[] layers, int[] heads, long firstBlock, int numBlocks, long[] values) {
 
+    /**
+     * Checks the shapes agree; the arrays are kept, not copied.
+     *
+     * @throws InvalidLayoutException when {@code layers} and {@code heads} differ in length, {@code numBlocks} is
+     *     negative or {@code values.length != layers.length * numBlocks}
+     * @throws NullPointerException when an array is null
+     */
     public SliceSums {
         if (layers.length != heads.length) {
             throw new InvalidLayoutException("slice sums: " + layers.length + " layer numbers but " + heads.length + " head numbers");
@@ -27,14 +34,19 @@ public record SliceSums(int[] layers, int[] heads, long firstBlock, int numBlock
         }
     }
 
-    /** The slice sum of slice {@code slice} at column {@code block}. */
+    /**
+     * {@return the slice sum of slice {@code slice} at column {@code block}}
+     *
+     * @param slice the slice's row, {@code 0 <= slice < layers.length}
+     * @param block the column, {@code 0 <= block < numBlocks} (block position {@code firstBlock + block})
+     */
     public long get(int slice, int block) {
         return values[slice * numBlocks + block];
     }
 
     /**
-     * The per-layer/head combination, the second of the checksum's three operations:
-     * {@code c_b = sum over slices i of m(layer_i, head_i) * s[i][b]} modulo 2^64. Equals the backend's fused
+     * {@return the per-layer/head combination, the second of the checksum's three operations:
+     * {@code c_b = sum over slices i of m(layer_i, head_i) * s[i][b]} modulo 2^64} Equals the backend's fused
      * {@link KvChecksum#blockChecksums} of the same group and request. Pure: the one implementation every backend and
      * the engine use.
      */
@@ -50,7 +62,7 @@ public record SliceSums(int[] layers, int[] heads, long firstBlock, int numBlock
         return out;
     }
 
-    /** The number of slices. */
+    /** {@return the number of slices} */
     public int numSlices() {
         return layers.length;
     }

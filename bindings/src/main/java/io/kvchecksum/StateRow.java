@@ -14,6 +14,13 @@ import java.util.Objects;
  */
 public record StateRow(String name, KvMemory memory, long offset, long length) {
 
+    /**
+     * Checks that the row lies inside its memory.
+     *
+     * @throws InvalidLayoutException when {@code offset} or {@code length} is negative or the row reaches past the
+     *     memory
+     * @throws NullPointerException when {@code name} or {@code memory} is null
+     */
     public StateRow {
         Objects.requireNonNull(name, "name");
         Objects.requireNonNull(memory, "memory");

@@ -22,29 +22,31 @@ public record Caches(long l2, long llc, String source) {
 
     private static final Caches THIS_MACHINE = read(SYS);
 
-    /** This machine's caches (read once). */
+    /** {@return this machine's caches (read once)} */
     public static Caches machine() {
         return THIS_MACHINE;
     }
 
-    /** A size that fits the L2 of one core with room to spare: half of it. */
+    /** {@return a size that fits the L2 of one core with room to spare: half of it} */
     public long inL2() {
         return l2 / 2;
     }
 
-    /** A size that fits the last-level cache but not L2: half of the LLC. */
+    /** {@return a size that fits the last-level cache but not L2: half of the LLC} */
     public long inLlc() {
         return llc / 2;
     }
 
-    /** A size whose reads come from memory: four times the LLC. */
+    /** {@return a size whose reads come from memory: four times the LLC} */
     public long beyondLlc() {
         return 4 * llc;
     }
 
     /**
-     * The bytes of a cache-relative size name: {@code L2} ({@link #inL2}), {@code LLC} ({@link #inLlc}), {@code 4xLLC}
-     * ({@link #beyondLlc}), case-insensitive; -1 for any other text.
+     * {@return the bytes of a cache-relative size name: {@code L2} ({@link #inL2}), {@code LLC} ({@link #inLlc}),
+     * {@code 4xLLC} ({@link #beyondLlc}), case-insensitive; -1 for any other text}
+     *
+     * @param name the size's name; surrounding blanks are ignored
      */
     public long bytesOf(String name) {
         return switch (name.trim().toLowerCase(Locale.ROOT)) {

@@ -58,22 +58,29 @@ public final class MemoryBound implements AutoCloseable {
             this.description = description;
         }
 
-        /** The name used as the JMH parameter and in reports: {@code vector}, {@code scalar}, {@code native}. */
+        /**
+         * {@return the name used as the JMH parameter and in reports: {@code vector}, {@code scalar}, {@code native}}
+         */
         public String id() {
             return name().toLowerCase(java.util.Locale.ROOT);
         }
 
-        /** The reader in words. */
+        /** {@return the reader in words} */
         public String description() {
             return description;
         }
 
-        /** The reader of that {@link #id()}. */
+        /**
+         * {@return the reader of that {@link #id()}}
+         *
+         * @param id the reader's {@link #id()}, any case, surrounding blanks ignored
+         * @throws IllegalArgumentException for an unknown id
+         */
         public static Reader of(String id) {
             return valueOf(id.trim().toUpperCase(java.util.Locale.ROOT));
         }
 
-        /** {@code null} when this reader runs in this JVM, else why not. */
+        /** {@return {@code null} when this reader runs in this JVM, else why not} */
         public String unavailable() {
             return switch (this) {
                 case VECTOR -> HAS_VECTOR ? null : "the JVM lacks --add-modules jdk.incubator.vector";
@@ -92,13 +99,13 @@ public final class MemoryBound implements AutoCloseable {
      * @param nanosByReader every available reader's best time
      */
     public record Measurement(Reader reader, double nanos, long bytes, java.util.Map<Reader, Double> nanosByReader) {
-        /** Bytes per nanosecond, i.e. GB/s. */
+        /** {@return bytes per nanosecond, i.e. GB/s} */
         public double gbps() {
             return bytes / nanos;
         }
     }
 
-    /** The readers that run in this JVM, in the order of {@link Reader}. */
+    /** {@return the readers that run in this JVM, in the order of {@link Reader}} */
     public static List<Reader> readers() {
         List<Reader> out = new ArrayList<>();
         for (Reader r : Reader.values()) {
@@ -110,9 +117,12 @@ public final class MemoryBound implements AutoCloseable {
     }
 
     /**
-     * Whether a measured rate can be a result: a checksum reads every byte, so it cannot be faster than the fastest
-     * plain read of them. {@code ratio} is the checksum's GB/s over the bound's; a ratio above 1 (beyond
+     * {@return whether a measured rate can be a result: a checksum reads every byte, so it cannot be faster than the
+     * fastest plain read of them} {@code ratio} is the checksum's GB/s over the bound's; a ratio above 1 (beyond
      * {@code tolerance}, the timing noise the caller accepts) is a failed measurement.
+     *
+     * @param ratio the checksum's GB/s over the bound's
+     * @param tolerance the timing noise accepted, as a fraction (0.05 allows a ratio up to 1.05)
      */
     public static boolean plausible(double ratio, double tolerance) {
         return ratio <= 1 + tolerance;
@@ -130,7 +140,12 @@ public final class MemoryBound implements AutoCloseable {
     private Arena arena;
     private MemorySegment dst;
 
-    /** Bounds over {@code segments} read whole, with at most {@code threads} threads. */
+    /**
+     * Bounds over {@code segments} read whole, with at most {@code threads} threads.
+     *
+     * @param segments the memory to read, each segment whole; it must stay alive while this bound is used
+     * @param threads the most threads a read or copy uses; 1 or less reads on the calling thread
+     */
     public MemoryBound(List<MemorySegment> segments, int threads) {
         long total = 0;
         for (MemorySegment s : segments) {
@@ -170,25 +185,30 @@ public final class MemoryBound implements AutoCloseable {
         this.bytes = total;
     }
 
-    /** Whether reads and copies of this size are split over threads. */
+    /** {@return whether reads and copies of this size are split over threads} */
     public boolean parallel() {
         return parallel;
     }
 
-    /** The bytes read. */
+    /** {@return the bytes read} */
     public long bytes() {
         return bytes;
     }
 
-    /** The wrapping sum of every little-endian 64-bit word of the segments, with the Vector API where it runs. */
+    /**
+     * {@return the wrapping sum of every little-endian 64-bit word of the segments, with the Vector API where it runs}
+     */
     public long read() {
         return read(HAS_VECTOR ? Reader.VECTOR : Reader.SCALAR);
     }
 
     /**
-     * Reads every byte of the segments with {@code reader}. {@link Reader#VECTOR} and {@link Reader#SCALAR} return the
-     * wrapping sum of the little-endian words (equal to {@link #readScalar()}); {@link Reader#NATIVE} returns the sum
-     * of {@code memcmp}'s results, 0.
+     * Reads every byte of the segments with {@code reader}.
+     *
+     * @param reader how to read; it must run in this JVM ({@link Reader#unavailable()} is {@code null})
+     * @return what the reads add up to, so they are not dead code: {@link Reader#VECTOR} and {@link Reader#SCALAR}
+     *     return the wrapping sum of the little-endian words (equal to {@link #readScalar()}); {@link Reader#NATIVE}
+     *     returns the sum of {@code memcmp}'s results, 0
      *
      * @throws IllegalStateException when the reader does not run in this JVM (with the reason)
      */
@@ -219,6 +239,9 @@ public final class MemoryBound implements AutoCloseable {
      * Measures the read bound: times every available reader with {@code timer} (which runs the work it is given,
      * warmed up, and returns its best time in nanoseconds) and returns the fastest. The command line's {@code bench}
      * uses this; the JMH suite times each reader as its own benchmark and takes the fastest the same way.
+     *
+     * @param timer runs the work it is given, warmed up, and returns its best time in nanoseconds
+     * @return the fastest reader with its time, and every reader's time
      */
     public Measurement measure(java.util.function.ToDoubleFunction<java.util.function.LongSupplier> timer) {
         java.util.Map<Reader, Double> times = new java.util.EnumMap<>(Reader.class);
@@ -234,8 +257,10 @@ public final class MemoryBound implements AutoCloseable {
     }
 
     /**
-     * Copies every byte of the segments into the destination; returns a word of it so the copy is observable. The
-     * destination (up to {@value #MAX_DESTINATION} bytes) is allocated on the first call.
+     * Copies every byte of the segments into the destination. The destination (up to {@value #MAX_DESTINATION}
+     * bytes) is allocated on the first call.
+     *
+     * @return a word of the destination, so the copy is observable (not dead code)
      */
     public long copy() {
         destination();
@@ -249,7 +274,7 @@ public final class MemoryBound implements AutoCloseable {
         return dst.get(ValueLayout.JAVA_LONG, 0);
     }
 
-    /** The read bound computed one word at a time, for checking {@link #read()}. */
+    /** {@return the read bound computed one word at a time, for checking {@link #read()}} */
     public long readScalar() {
         long s = 0;
         for (List<Part> t : tasks) {
@@ -338,7 +363,14 @@ public final class MemoryBound implements AutoCloseable {
         return s;
     }
 
-    /** The wrapping sum of the little-endian words of {@code s[offset, offset+length)}; a tail of under 8 bytes is not read. */
+    /**
+     * {@return the wrapping sum of the little-endian words of {@code s[offset, offset+length)}; a tail of under 8 bytes
+     * is not read}
+     *
+     * @param s the segment to read
+     * @param offset the first byte, within {@code s}
+     * @param length bytes to read from {@code offset}; the range must lie within {@code s}
+     */
     public static long readPart(MemorySegment s, long offset, long length) {
         return HAS_VECTOR ? VectorRead.readPart(s, offset, length) : scalarPart(s, offset, length);
     }

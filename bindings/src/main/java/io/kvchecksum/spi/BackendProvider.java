@@ -16,28 +16,48 @@ public interface BackendProvider {
     /** OpenCL on a CPU device: below the Java CPU backend, which needs no copy. */
     int OPENCL_CPU_PRIORITY = 90;
 
-    /** The backend's name: {@code cuda}, {@code opencl}, ... */
+    /** {@return the backend's name: {@code cuda}, {@code opencl}, ...} */
     String name();
 
-    /** Higher is preferred by {@link io.kvchecksum.KvChecksums#fastest()}: one of the {@code *_PRIORITY} constants. */
+    /**
+     * {@return the backend's priority, one of the {@code *_PRIORITY} constants} Higher is preferred by
+     * {@link io.kvchecksum.KvChecksums#fastest()}.
+     */
     int priority();
 
-    /** Whether the backend can run here, and if not, why. Cheap enough to call more than once; may cache. */
+    /** {@return whether the backend can run here, and if not, why} Cheap enough to call more than once; may cache. */
     Availability availability();
 
     /**
-     * A new instance.
+     * {@return a new instance}
      *
      * @throws io.kvchecksum.BackendUnavailableException with the reason when {@link #availability()} is not available
      */
     KvChecksum create();
 
-    /** A backend's availability and, when unavailable, the reason in words. */
+    /**
+     * A backend's availability and, when unavailable, the reason in words.
+     *
+     * @param available whether the backend can run here
+     * @param reason why not when unavailable; when available, a detail such as the device's name (may be null)
+     */
     record Availability(boolean available, String reason) {
+        /**
+         * An available backend.
+         *
+         * @param detail what was found (e.g. the device), kept as {@link #reason()}; may be null
+         * @return the availability
+         */
         public static Availability yes(String detail) {
             return new Availability(true, detail);
         }
 
+        /**
+         * An unavailable backend.
+         *
+         * @param reason why it cannot run here, in words a user can act on
+         * @return the availability
+         */
         public static Availability no(String reason) {
             return new Availability(false, reason);
         }

@@ -43,33 +43,64 @@ public final class Aggregator {
      * @param skippedGroups groups left out because a worker skipped them, with the first reason given
      */
     public record Complete(ChecksumPayload payload, Map<Integer, String> skippedGroups) implements Result {
+        /**
+         * Copies {@code skippedGroups}.
+         *
+         * @throws NullPointerException when {@code skippedGroups} is null or holds a null key or value
+         */
         public Complete {
             skippedGroups = Map.copyOf(skippedGroups);
         }
     }
 
-    /** The records cannot be summed into trustworthy checksums. */
+    /**
+     * The records cannot be summed into trustworthy checksums.
+     *
+     * @param reason why the records cannot be summed; not null
+     * @param detail the specifics in words (which worker, which group), for logs; may be null
+     */
     public record Incomplete(UnverifiedReason reason, String detail) implements Result {
+        /**
+         * Checks the reason is given.
+         *
+         * @throws NullPointerException when {@code reason} is null
+         */
         public Incomplete {
             Objects.requireNonNull(reason, "reason");
         }
 
-        /** The consumer's verdict for a load whose records are incomplete. */
+        /** {@return the consumer's verdict for a load whose records are incomplete} */
         public LoadVerdict verdict() {
             return LoadVerdict.unverified(reason, detail);
         }
     }
 
-    /** The producer's payload: copy 0 of every replicated layer, summed over all workers. */
+    /**
+     * {@return the producer's payload: copy 0 of every replicated layer, summed over all workers}
+     *
+     * @param tpSize the tensor-parallel size of the producer, positive
+     * @param ppSize the pipeline-parallel size of the producer, positive
+     * @param numTokens the request's token count the scheduler built the work for
+     * @param scheduled the blocks the scheduler gave the workers, one selection per group
+     * @param records every worker's record for the request, in any order
+     * @throws IllegalArgumentException when {@code tpSize} or {@code ppSize} is not positive
+     */
     public static Result producer(int tpSize, int ppSize, long numTokens, Collection<BlockSelection> scheduled,
             Collection<WorkerRecord> records) {
         return aggregate(Side.PRODUCER, tpSize, ppSize, numTokens, scheduled, records);
     }
 
     /**
-     * The consumer's checks: per group, one entry per replica check. With {@code R} the largest replica count among the
-     * group's columns, check {@code k} (for {@code k = 0 .. R-1}) sums copy {@code k % r} of every column replicated
-     * {@code r} times, so each check covers every layer once and every copy is in some check.
+     * {@return the consumer's checks: per group, one entry per replica check} With {@code R} the largest replica count
+     * among the group's columns, check {@code k} (for {@code k = 0 .. R-1}) sums copy {@code k % r} of every column
+     * replicated {@code r} times, so each check covers every layer once and every copy is in some check.
+     *
+     * @param tpSize the tensor-parallel size of the consumer, positive
+     * @param ppSize the pipeline-parallel size of the consumer, positive
+     * @param numTokens the request's token count the scheduler built the work for
+     * @param scheduled the blocks the scheduler gave the workers (those the load writes), one selection per group
+     * @param records every worker's record for the request, in any order
+     * @throws IllegalArgumentException when {@code tpSize} or {@code ppSize} is not positive
      */
     public static Result consumer(int tpSize, int ppSize, long numTokens, Collection<BlockSelection> scheduled,
             Collection<WorkerRecord> records) {

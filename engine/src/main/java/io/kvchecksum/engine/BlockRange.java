@@ -9,13 +9,19 @@ package io.kvchecksum.engine;
  */
 public record BlockRange(int blockSize, long start, long end) {
 
+    /**
+     * Validates the range.
+     *
+     * @throws IllegalArgumentException when {@code blockSize} is not positive, {@code start} is negative or
+     *     {@code end < start}
+     */
     public BlockRange {
         if (blockSize <= 0 || start < 0 || end < start) {
             throw new IllegalArgumentException("bad block range: block size " + blockSize + ", blocks " + start + ".." + end);
         }
     }
 
-    /** The number of blocks. */
+    /** {@return the number of blocks} */
     public long length() {
         return end - start;
     }

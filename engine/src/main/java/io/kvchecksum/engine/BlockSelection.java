@@ -35,16 +35,27 @@ public record BlockSelection(int groupId, int blockSize, long numTokens, long fi
      */
     public static final int NO_NULL_BLOCK = -1;
 
+    /**
+     * Copies {@code blockIds}; the rules are applied by {@link #producer} and {@link #consumer}, not here.
+     *
+     * @throws NullPointerException when {@code blockIds} is null
+     */
     public BlockSelection {
         blockIds = blockIds.clone();
     }
 
     /**
-     * The producer's blocks: tokens {@code [0, numComputedTokens)}.
+     * {@return the producer's blocks: tokens {@code [0, numComputedTokens)}}
      *
      * @param blockTable the request's block ids from position 0, one per block of {@code blockSize} tokens
      * @param nullBlockId the id the engine uses for a block that holds nothing (vLLM's null block is 0)
      * @param slidingWindow the group's window in tokens, or {@code null} for full attention
+     * @param groupId the group's id in the engine's KV cache config
+     * @param numComputedTokens the request's computed tokens after prefill, non-negative
+     * @param blockSize tokens per block, positive
+     * @throws IllegalArgumentException when a number is out of range, the table is shorter than the request's blocks or
+     *     the window is not positive
+     * @throws NullPointerException when {@code blockTable} is null
      */
     public static BlockSelection producer(int groupId, int[] blockTable, int nullBlockId, long numComputedTokens,
             int blockSize, Integer slidingWindow) {
@@ -52,8 +63,20 @@ public record BlockSelection(int groupId, int blockSize, long numTokens, long fi
     }
 
     /**
-     * The consumer's blocks: those the load writes, tokens {@code [numLocalComputedTokens, numComputedTokens)}.
-     * {@code numLocalComputedTokens} (the local prefix hit) must be a whole number of blocks.
+     * {@return the consumer's blocks: those the load writes, tokens
+     * {@code [numLocalComputedTokens, numComputedTokens)}} {@code numLocalComputedTokens} (the local prefix hit) must
+     * be a whole number of blocks.
+     *
+     * @param groupId the group's id in the engine's KV cache config
+     * @param blockTable the request's block ids from position 0, one per block of {@code blockSize} tokens
+     * @param nullBlockId the id the engine uses for a block that holds nothing, or {@link #NO_NULL_BLOCK}
+     * @param numLocalComputedTokens the tokens the consumer already holds (its prefix-cache hit), whole blocks
+     * @param numComputedTokens the request's computed tokens once the load has landed
+     * @param blockSize tokens per block, positive
+     * @param slidingWindow the group's window in tokens, or {@code null} for full attention
+     * @throws IllegalArgumentException when the local prefix is not whole blocks, a number is out of range, the table
+     *     is shorter than the request's blocks or the window is not positive
+     * @throws NullPointerException when {@code blockTable} is null
      */
     public static BlockSelection consumer(int groupId, int[] blockTable, int nullBlockId, long numLocalComputedTokens,
             long numComputedTokens, int blockSize, Integer slidingWindow) {
@@ -97,12 +120,12 @@ public record BlockSelection(int groupId, int blockSize, long numTokens, long fi
         return new BlockSelection(groupId, blockSize, numTokens, first, ids, null);
     }
 
-    /** True when the group is left out on this side. */
+    /** {@return true when the group is left out on this side} */
     public boolean isExcluded() {
         return excludedReason != null;
     }
 
-    /** The selected positions; throws for an excluded group. */
+    /** {@return the selected positions; throws for an excluded group} */
     public BlockRange range() {
         if (isExcluded()) {
             throw new IllegalStateException("group " + groupId + " is excluded: " + excludedReason);
@@ -110,16 +133,20 @@ public record BlockSelection(int groupId, int blockSize, long numTokens, long fi
         return new BlockRange(blockSize, firstBlock, firstBlock + blockIds.length);
     }
 
-    /** The block ids, copied. */
+    /** {@return the block ids, copied} */
     @Override
     public int[] blockIds() {
         return blockIds.clone();
     }
 
     /**
-     * The request for a backend, for a cache whose pages are {@code pageSize} tokens: the block size itself, or a
-     * divisor of it when each block is split into {@code blockSize/pageSize} kernel pages, block id {@code i} holding
-     * pages {@code i*k .. i*k+k-1}.
+     * {@return the request for a backend, for a cache whose pages are {@code pageSize} tokens: the block size itself,
+     * or a divisor of it when each block is split into {@code blockSize/pageSize} kernel pages, block id {@code i}
+     * holding pages {@code i*k .. i*k+k-1}}
+     *
+     * @param pageSize tokens per page of the backend's cache, positive and dividing {@code blockSize}
+     * @throws IllegalStateException when the group is excluded
+     * @throws IllegalArgumentException when {@code pageSize} does not divide the block size
      */
     public RequestBlocks request(int pageSize) {
         range();

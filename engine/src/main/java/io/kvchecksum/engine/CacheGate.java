@@ -47,6 +47,14 @@ public final class CacheGate {
     /** Builds a cache's {@link CacheLayer} once it is admitted: the layer number and global first head to use. */
     @FunctionalInterface
     public interface LayerFactory {
+        /**
+         * Describes the admitted cache's memory.
+         *
+         * @param layerNumber the layer number the gate assigned (the lowest one for a cache shared by several layers)
+         * @param firstHead the global number of this worker's first head of the cache, after the heads of any earlier
+         *     cache of the same layer
+         * @return the cache's layer, with exactly these numbers
+         */
         CacheLayer layer(int layerNumber, int firstHead);
     }
 
@@ -72,6 +80,13 @@ public final class CacheGate {
     public record CacheSpec(String layerName, int groupId, String specType, String dtype, int kCellBytes, int vCellBytes,
             int cacheHeads, int numHeads, int firstHead, ReplicaKey replica, int kernelBlockSize, int blockSize,
             boolean hostResident, Object cacheId, LayerFactory factory) {
+        /**
+         * Checks the references are given; the numbers are judged by {@link CacheGate#of}, which skips a group it
+         * cannot checksum instead of throwing.
+         *
+         * @throws NullPointerException when {@code layerName}, {@code specType}, {@code dtype}, {@code replica},
+         *     {@code cacheId} or {@code factory} is null
+         */
         public CacheSpec {
             Objects.requireNonNull(layerName, "layerName");
             Objects.requireNonNull(specType, "specType");
@@ -97,6 +112,7 @@ public final class CacheGate {
      *
      * @param caches every cache of this worker, under every layer name it is listed under
      * @param numBlocks the caches' capacity in blocks of their group's block size
+     * @return the admitted groups, ready for {@link WorkerChecksummer}, and the skipped ones with their reasons
      */
     public static CacheGate of(List<CacheSpec> caches, long numBlocks) {
         return of(caches, numBlocks, System.getLogger(CacheGate.class.getName()));
@@ -122,12 +138,12 @@ public final class CacheGate {
         return new CacheGate(admitted, skipped);
     }
 
-    /** The admitted groups, for {@link WorkerChecksummer}. */
+    /** {@return the admitted groups, for {@link WorkerChecksummer}} */
     public List<WorkerChecksummer.WorkerGroup> groups() {
         return groups;
     }
 
-    /** The skipped groups with their reasons, for {@link WorkerChecksummer}. */
+    /** {@return the skipped groups with their reasons, for {@link WorkerChecksummer}} */
     public Map<Integer, String> skipped() {
         return skipped;
     }

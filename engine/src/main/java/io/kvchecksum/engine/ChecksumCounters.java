@@ -14,6 +14,7 @@ public final class ChecksumCounters implements ChecksumMetrics {
     private final Map<UnverifiedReason, LongAdder> unverified = new EnumMap<>(UnverifiedReason.class);
     private final Map<UnverifiedReason, LongAdder> withheld = new EnumMap<>(UnverifiedReason.class);
 
+    /** All counts start at zero. */
     public ChecksumCounters() {
         for (UnverifiedReason r : UnverifiedReason.values()) {
             unverified.put(r, new LongAdder());
@@ -52,37 +53,53 @@ public final class ChecksumCounters implements ChecksumMetrics {
         nanos.add(n);
     }
 
-    /** Loads that matched. */
+    /**
+     * Loads that matched.
+     *
+     * @return the number of loads reported through {@link #verified()}
+     */
     public long verifiedLoads() {
         return verified.sum();
     }
 
-    /** Loads that mismatched. */
+    /**
+     * Loads that mismatched.
+     *
+     * @return the number of loads reported through {@link #mismatched(int)}
+     */
     public long mismatchedLoads() {
         return mismatchedLoads.sum();
     }
 
-    /** Block positions that mismatched, over all loads. */
+    /** {@return block positions that mismatched, over all loads} */
     public long mismatchedBlocks() {
         return mismatchedBlocks.sum();
     }
 
-    /** Unverified loads giving {@code reason}. */
+    /**
+     * {@return unverified loads giving {@code reason}}
+     *
+     * @param reason the reason asked about; not null
+     */
     public long unverifiedLoads(UnverifiedReason reason) {
         return unverified.get(reason).sum();
     }
 
-    /** Payload copies that could not be decoded. */
+    /** {@return payload copies that could not be decoded} */
     public long malformedPayloads() {
         return malformed.sum();
     }
 
-    /** Producer requests sent without checksums for {@code reason}. */
+    /**
+     * {@return producer requests sent without checksums for {@code reason}}
+     *
+     * @param reason the reason asked about; not null
+     */
     public long withheldPayloads(UnverifiedReason reason) {
         return withheld.get(reason).sum();
     }
 
-    /** Total checksum time reported, in nanoseconds. */
+    /** {@return total checksum time reported, in nanoseconds} */
     public long checksumNanos() {
         return nanos.sum();
     }

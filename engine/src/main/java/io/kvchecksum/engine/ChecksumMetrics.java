@@ -16,11 +16,19 @@ public interface ChecksumMetrics {
     default void verified() {
     }
 
-    /** A load whose checksums differ at {@code blocks} block positions (summed over its groups). */
+    /**
+     * A load whose checksums differ at {@code blocks} block positions (summed over its groups).
+     *
+     * @param blocks mismatched block positions of the load, non-negative: 0 when only a payload section differed
+     */
     default void mismatched(int blocks) {
     }
 
-    /** A load that could not be verified, once per reason it gives. */
+    /**
+     * A load that could not be verified, once per reason it gives.
+     *
+     * @param reason one reason the load gives; not null
+     */
     default void unverified(UnverifiedReason reason) {
     }
 
@@ -28,13 +36,19 @@ public interface ChecksumMetrics {
     default void payloadMalformed() {
     }
 
-    /** A producer request sent without checksums, for {@code reason}. */
+    /**
+     * A producer request sent without checksums, for {@code reason}.
+     *
+     * @param reason why the producer sent none; not null
+     */
     default void payloadWithheld(UnverifiedReason reason) {
     }
 
     /**
      * Time spent checksumming one worker's part of one request, in nanoseconds: from the submit to the moment its
      * results were seen complete (an upper bound for asynchronous backends, which are polled).
+     *
+     * @param nanos the elapsed time, non-negative
      */
     default void checksumNanos(long nanos) {
     }

@@ -38,6 +38,16 @@ public record ChecksumPayload(int version, Integer tpSize, long numTokens, List<
     public static final int MODE_VERSION = 3;
     private static final Pattern MODE_NAME = Pattern.compile("[a-z0-9-]{1,32}");
 
+    /**
+     * Validates the payload as {@link PayloadCodec} would accept it; {@code groups} and {@code sections} are copied
+     * (sections sorted by name).
+     *
+     * @throws IllegalArgumentException when the version is not 1, 2 or 3; a version-1 payload has a {@code tpSize} or a
+     *     block size; a version-2 or 3 payload has no positive {@code tpSize} or a group's block range does not fit
+     *     {@code numTokens}; {@code numTokens} is negative; the mode is not a valid name or, below version 3, not
+     *     {@code standard}; or a section is filed under another name or present below version 3
+     * @throws NullPointerException when {@code groups}, {@code mode} or {@code sections} is null
+     */
     public ChecksumPayload {
         groups = List.copyOf(Objects.requireNonNull(groups, "groups"));
         Objects.requireNonNull(mode, "mode");
@@ -86,12 +96,29 @@ public record ChecksumPayload(int version, Integer tpSize, long numTokens, List<
         }
     }
 
-    /** A payload without sections. */
+    /**
+     * A payload without sections.
+     *
+     * @param version 1, 2 or 3
+     * @param tpSize the producer's TP size; {@code null} exactly in version 1
+     * @param numTokens the request's token count, non-negative
+     * @param groups the groups, in any order; copied
+     * @param mode the mode's wire name; {@code standard} below version 3
+     * @throws IllegalArgumentException as the canonical constructor does
+     */
     public ChecksumPayload(int version, Integer tpSize, long numTokens, List<GroupChecksums> groups, String mode) {
         this(version, tpSize, numTokens, groups, mode, Map.of());
     }
 
-    /** A payload of version 1 or 2 (which are in the standard mode); a version-3 payload names its mode. */
+    /**
+     * A payload of version 1 or 2 (which are in the standard mode); a version-3 payload names its mode.
+     *
+     * @param version 1 or 2
+     * @param tpSize the producer's TP size; {@code null} exactly in version 1
+     * @param numTokens the request's token count, non-negative
+     * @param groups the groups, in any order; copied
+     * @throws IllegalArgumentException when {@code version} is not 1 or 2, and as the canonical constructor does
+     */
     public ChecksumPayload(int version, Integer tpSize, long numTokens, List<GroupChecksums> groups) {
         this(requireOneOrTwo(version), tpSize, numTokens, groups, ChecksumMode.STANDARD.wireName());
     }
@@ -103,20 +130,41 @@ public record ChecksumPayload(int version, Integer tpSize, long numTokens, List<
         return version;
     }
 
-    /** A standard-mode payload, version 2. */
+    /**
+     * {@return a standard-mode payload, version 2}
+     *
+     * @param tpSize the producer's TP size, positive
+     * @param numTokens the request's token count, non-negative
+     * @param groups the groups, in any order; copied
+     * @throws IllegalArgumentException as the canonical constructor does
+     */
     public static ChecksumPayload of(int tpSize, long numTokens, List<GroupChecksums> groups) {
         return of(ChecksumMode.STANDARD, tpSize, numTokens, groups);
     }
 
-    /** A payload in {@code mode}: version 2 for the standard mode (byte-identical to earlier releases), else version 3. */
+    /**
+     * {@return a payload in {@code mode}: version 2 for the standard mode (byte-identical to earlier releases), else
+     * version 3}
+     *
+     * @param mode the checksum mode the groups' values were computed in; not null
+     * @param tpSize the producer's TP size, positive
+     * @param numTokens the request's token count, non-negative
+     * @param groups the groups, in any order; copied
+     * @throws IllegalArgumentException as the canonical constructor does
+     */
     public static ChecksumPayload of(ChecksumMode mode, int tpSize, long numTokens, List<GroupChecksums> groups) {
         return new ChecksumPayload(mode == ChecksumMode.STANDARD ? CURRENT_VERSION : MODE_VERSION, tpSize, numTokens, groups,
                 mode.wireName());
     }
 
     /**
-     * This payload with {@code section} added (replacing one of the same name): version 3, since only version 3 has
-     * sections (a standard-mode payload then names its mode, {@code "standard"}). A version-1 payload has no sections.
+     * {@return this payload with {@code section} added (replacing one of the same name): version 3, since only version
+     * 3 has sections (a standard-mode payload then names its mode, {@code "standard"})} A version-1 payload has no
+     * sections.
+     *
+     * @param section the section to carry; not null
+     * @throws IllegalArgumentException when this payload is version 1
+     * @throws NullPointerException when {@code section} is null
      */
     public ChecksumPayload withSection(PayloadSection section) {
         Objects.requireNonNull(section, "section");
@@ -128,12 +176,18 @@ public record ChecksumPayload(int version, Integer tpSize, long numTokens, List<
         return new ChecksumPayload(MODE_VERSION, tpSize, numTokens, groups, mode, m);
     }
 
-    /** The section called {@code name}, or {@code null} when this payload does not carry it. */
+    /**
+     * {@return the section called {@code name}, or {@code null} when this payload does not carry it}
+     *
+     * @param name the section's name, as {@link PayloadSection#name()} gives it
+     */
     public PayloadSection section(String name) {
         return sections.get(name);
     }
 
-    /** The mode as this reader knows it, or {@code null} for a name it does not know (a newer writer's mode). */
+    /**
+     * {@return the mode as this reader knows it, or {@code null} for a name it does not know (a newer writer's mode)}
+     */
     public ChecksumMode checksumMode() {
         for (ChecksumMode m : ChecksumMode.values()) {
             if (m.wireName().equals(mode)) {

@@ -10,13 +10,18 @@ import java.util.Objects;
  * @param verdict the comparison behind it
  */
 public record Decision(String requestId, Action action, LoadVerdict verdict) {
+    /**
+     * Checks every component is given.
+     *
+     * @throws NullPointerException when {@code requestId}, {@code action} or {@code verdict} is null
+     */
     public Decision {
         Objects.requireNonNull(requestId, "requestId");
         Objects.requireNonNull(action, "action");
         Objects.requireNonNull(verdict, "verdict");
     }
 
-    /** True when the loaded KV may be used. */
+    /** {@return true when the loaded KV may be used} */
     public boolean useLoad() {
         return action == Action.USE_LOAD;
     }

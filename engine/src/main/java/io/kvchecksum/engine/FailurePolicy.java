@@ -52,27 +52,58 @@ public final class FailurePolicy {
         this.sectionWarnings = new SectionWarnings(log);
     }
 
-    /** Log and use every load. */
+    /**
+     * Log and use every load.
+     *
+     * @return a fail-open policy that counts nothing and logs to
+     *     {@code System.getLogger(FailurePolicy.class.getName())}
+     */
     public static FailurePolicy failOpen() {
         return failOpen(ChecksumMetrics.NONE);
     }
 
-    /** Log and use every load, counting verdicts in {@code metrics}. */
+    /**
+     * Log and use every load, counting verdicts in {@code metrics}.
+     *
+     * @param metrics where verdicts are counted; not null ({@link ChecksumMetrics#NONE} counts nothing)
+     * @return a fail-open policy logging to {@code System.getLogger(FailurePolicy.class.getName())}
+     */
     public static FailurePolicy failOpen(ChecksumMetrics metrics) {
         return failOpen(metrics, defaultLogger());
     }
 
-    /** Log to {@code log} and use every load, counting verdicts in {@code metrics}. */
+    /**
+     * Log to {@code log} and use every load, counting verdicts in {@code metrics}.
+     *
+     * @param metrics where verdicts are counted; not null
+     * @param log where mismatches and unverified loads are logged; not null
+     * @return a fail-open policy
+     * @throws NullPointerException when {@code metrics} or {@code log} is null
+     */
     public static FailurePolicy failOpen(ChecksumMetrics metrics, Logger log) {
         return new FailurePolicy(false, null, log, metrics);
     }
 
-    /** Fail every mismatched or unverified load, then {@code onFailure}. */
+    /**
+     * Fail every mismatched or unverified load, then {@code onFailure}.
+     *
+     * @param onFailure what the engine does after failing a load; not null
+     * @return a fail-closed policy that counts nothing and logs to
+     *     {@code System.getLogger(FailurePolicy.class.getName())}
+     * @throws NullPointerException when {@code onFailure} is null
+     */
     public static FailurePolicy failClosed(OnFailure onFailure) {
         return failClosed(onFailure, ChecksumMetrics.NONE);
     }
 
-    /** Fail every mismatched or unverified load, then {@code onFailure}, counting verdicts in {@code metrics}. */
+    /**
+     * Fail every mismatched or unverified load, then {@code onFailure}, counting verdicts in {@code metrics}.
+     *
+     * @param onFailure what the engine does after failing a load; not null
+     * @param metrics where verdicts are counted; not null
+     * @return a fail-closed policy logging to {@code System.getLogger(FailurePolicy.class.getName())}
+     * @throws NullPointerException when an argument is null
+     */
     public static FailurePolicy failClosed(OnFailure onFailure, ChecksumMetrics metrics) {
         return failClosed(onFailure, metrics, defaultLogger());
     }
@@ -80,6 +111,12 @@ public final class FailurePolicy {
     /**
      * Fail every mismatched or unverified load, then {@code onFailure}, counting verdicts in {@code metrics} and
      * logging to {@code log}.
+     *
+     * @param onFailure what the engine does after failing a load; not null
+     * @param metrics where verdicts are counted; not null
+     * @param log where mismatches and unverified loads are logged; not null
+     * @return a fail-closed policy
+     * @throws NullPointerException when an argument is null
      */
     public static FailurePolicy failClosed(OnFailure onFailure, ChecksumMetrics metrics, Logger log) {
         return new FailurePolicy(true, Objects.requireNonNull(onFailure, "onFailure"), log, metrics);
@@ -112,7 +149,7 @@ public final class FailurePolicy {
         return false;
     }
 
-    /** True for fail-closed. */
+    /** {@return true for fail-closed} */
     public boolean isFailClosed() {
         return failClosed;
     }
@@ -121,13 +158,23 @@ public final class FailurePolicy {
      * As {@link #decide(String, LoadVerdict)}, also warning once per peer about each payload section it could not
      * verify (e.g. SGLang's page digest from a peer with another page layout: {@link UnverifiedReason#LAYOUT_DIFFERS};
      * see {@link SectionWarnings}).
+     *
+     * @param requestId the request, for the log line and the decision
+     * @param peer the producer the payload came from (its address or id), for the once-per-peer warnings
+     * @param verdict the load's verdict; not null
+     * @return the engine's next step for this load
      */
     public Decision decide(String requestId, String peer, LoadVerdict verdict) {
         sectionWarnings.log(peer, requestId, verdict);
         return decide(requestId, verdict);
     }
 
-    /** The engine's next step for this load. Logs and counts as described above. */
+    /**
+     * {@return the engine's next step for this load} Logs and counts as described above.
+     *
+     * @param requestId the request, for the log line and the decision
+     * @param verdict the load's verdict; not null
+     */
     public Decision decide(String requestId, LoadVerdict verdict) {
         String then = failClosed ? "failing the load, then " + onFailure : "fail-open: the load is used";
         switch (verdict.status()) {

@@ -24,7 +24,14 @@ public final class Fingerprints {
     private Fingerprints() {
     }
 
-    /** The 64-bit hash of one layer: its name, its KV cache spec type and its dtype, as the engine names them. */
+    /**
+     * {@return the 64-bit hash of one layer: its name, its KV cache spec type and its dtype, as the engine names them}
+     *
+     * @param layerName the engine's layer name (e.g. {@code model.layers.0.self_attn.attn}); not null
+     * @param specType the KV cache spec's type name (e.g. {@code FullAttentionSpec}); not null
+     * @param dtype the cache's dtype as the engine prints it (e.g. {@code torch.bfloat16}); not null
+     * @throws NullPointerException when an argument is null
+     */
     public static long ofLayer(String layerName, String specType, String dtype) {
         String text = "(" + pyRepr(Objects.requireNonNull(layerName, "layerName")) + ", "
                 + pyRepr(Objects.requireNonNull(specType, "specType")) + ", " + pyRepr(Objects.requireNonNull(dtype, "dtype")) + ")";
@@ -42,7 +49,11 @@ public final class Fingerprints {
         return h;
     }
 
-    /** The fingerprint of a group (or of one PP stage's part of it): the sum of its layers' hashes modulo 2^64. */
+    /**
+     * {@return the fingerprint of a group (or of one PP stage's part of it): the sum of its layers' hashes modulo 2^64}
+     *
+     * @param layerHashes the {@link #ofLayer} hashes of the layers counted, in any order; no null element
+     */
     public static long ofGroup(Iterable<Long> layerHashes) {
         long s = 0;
         for (long h : layerHashes) {

@@ -18,6 +18,14 @@ import java.util.Objects;
  */
 public record GroupChecksums(int groupId, long fingerprint, Integer blockSize, long start, long[] values) {
 
+    /**
+     * Validates the numbers and copies {@code values}; the range is checked against the request's token count by
+     * {@link ChecksumPayload}.
+     *
+     * @throws IllegalArgumentException when {@code groupId} or {@code start} is negative or {@code blockSize} is not
+     *     positive
+     * @throws NullPointerException when {@code values} is null
+     */
     public GroupChecksums {
         if (groupId < 0) {
             throw new IllegalArgumentException("groupId must be non-negative, got " + groupId);
@@ -31,23 +39,27 @@ public record GroupChecksums(int groupId, long fingerprint, Integer blockSize, l
         values = Objects.requireNonNull(values, "values").clone();
     }
 
-    /** The block checksums, copied. */
+    /** {@return the block checksums, copied} */
     @Override
     public long[] values() {
         return values.clone();
     }
 
-    /** The number of block checksums. */
+    /** {@return the number of block checksums} */
     public int numBlocks() {
         return values.length;
     }
 
-    /** The checksum of block position {@code start + i}, without copying. */
+    /**
+     * {@return the checksum of block position {@code start + i}, without copying}
+     *
+     * @param i an index into the values, {@code 0 <= i < numBlocks()}
+     */
     public long value(int i) {
         return values[i];
     }
 
-    /** One past the last block position: {@code start + values.length}. */
+    /** {@return one past the last block position: {@code start + values.length}} */
     public long end() {
         return start + values.length;
     }

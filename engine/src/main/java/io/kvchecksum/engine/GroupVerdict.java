@@ -21,6 +21,14 @@ import java.util.Objects;
 public record GroupVerdict(int groupId, Status status, long[] mismatchedBlocks, long[] notComparedBlocks,
         UnverifiedReason reason, String detail) {
 
+    /**
+     * Checks that the status, reason and mismatched blocks agree; copies the arrays (null reads as empty) and turns a
+     * null detail into {@code ""}.
+     *
+     * @throws IllegalArgumentException when a reason is given for a status other than {@code UNVERIFIED} (or missing
+     *     for it), or mismatched blocks are listed for a status other than {@code MISMATCH} (or missing for it)
+     * @throws NullPointerException when {@code status} is null
+     */
     public GroupVerdict {
         Objects.requireNonNull(status, "status");
         mismatchedBlocks = mismatchedBlocks == null ? new long[0] : mismatchedBlocks.clone();
@@ -34,7 +42,17 @@ public record GroupVerdict(int groupId, Status status, long[] mismatchedBlocks, 
         detail = detail == null ? "" : detail;
     }
 
-    /** A verdict in which every loaded block was compared or the group was not compared at all. */
+    /**
+     * A verdict in which every loaded block was compared or the group was not compared at all.
+     *
+     * @param groupId the group
+     * @param status the group's status; not null
+     * @param mismatchedBlocks sorted consumer block positions that differ; non-empty exactly for {@code MISMATCH} (null
+     *     reads as empty)
+     * @param reason why the group is unverified; given exactly for {@code UNVERIFIED}
+     * @param detail a human-readable account, for logs; null reads as {@code ""}
+     * @throws IllegalArgumentException as the canonical constructor does
+     */
     public GroupVerdict(int groupId, Status status, long[] mismatchedBlocks, UnverifiedReason reason, String detail) {
         this(groupId, status, mismatchedBlocks, null, reason, detail);
     }
@@ -43,13 +61,13 @@ public record GroupVerdict(int groupId, Status status, long[] mismatchedBlocks, 
         return new GroupVerdict(groupId, Status.UNVERIFIED, null, null, reason, detail);
     }
 
-    /** The mismatched block positions, copied. */
+    /** {@return the mismatched block positions, copied} */
     @Override
     public long[] mismatchedBlocks() {
         return mismatchedBlocks.clone();
     }
 
-    /** The loaded block positions that were not compared, copied. */
+    /** {@return the loaded block positions that were not compared, copied} */
     @Override
     public long[] notComparedBlocks() {
         return notComparedBlocks.clone();

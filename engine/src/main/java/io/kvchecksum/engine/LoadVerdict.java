@@ -25,6 +25,14 @@ import java.util.Set;
 public record LoadVerdict(Status status, List<GroupVerdict> groups, UnverifiedReason reason, String detail,
         List<SectionVerdict> sections) {
 
+    /**
+     * Copies the lists and turns a null detail into {@code ""}; the status is taken as given (see {@link #of} for the
+     * combination rule).
+     *
+     * @throws IllegalArgumentException when a load-level reason comes with a status other than {@code UNVERIFIED} or
+     *     with group verdicts
+     * @throws NullPointerException when {@code status}, {@code groups} or {@code sections} is null
+     */
     public LoadVerdict {
         Objects.requireNonNull(status, "status");
         groups = List.copyOf(groups);
@@ -35,14 +43,24 @@ public record LoadVerdict(Status status, List<GroupVerdict> groups, UnverifiedRe
         }
     }
 
-    /** A verdict without sections. */
+    /**
+     * A verdict without sections.
+     *
+     * @param status the combined status; not null
+     * @param groups the groups' verdicts; copied, not null
+     * @param reason the load-level reason when the load was not compared at all, else {@code null}
+     * @param detail a human-readable account, for logs; null reads as {@code ""}
+     * @throws IllegalArgumentException as the canonical constructor does
+     */
     public LoadVerdict(Status status, List<GroupVerdict> groups, UnverifiedReason reason, String detail) {
         this(status, groups, reason, detail, List.of());
     }
 
     /**
-     * This verdict with the sections' verdicts added: a section's MISMATCH makes it a MISMATCH (named in the detail);
-     * other section verdicts are listed without changing the status.
+     * {@return this verdict with the sections' verdicts added: a section's MISMATCH makes it a MISMATCH (named in the
+     * detail); other section verdicts are listed without changing the status}
+     *
+     * @param more the section verdicts to add; not null (empty returns this verdict)
      */
     public LoadVerdict withSections(List<SectionVerdict> more) {
         if (more.isEmpty()) {
@@ -65,7 +83,11 @@ public record LoadVerdict(Status status, List<GroupVerdict> groups, UnverifiedRe
         return new LoadVerdict(s, groups, r, d.toString(), all);
     }
 
-    /** The verdict of section {@code name}, or {@code null} if the load has none for it. */
+    /**
+     * {@return the verdict of section {@code name}, or {@code null} if the load has none for it}
+     *
+     * @param name the section's name
+     */
     public SectionVerdict section(String name) {
         for (SectionVerdict v : sections) {
             if (v.section().equals(name)) {
@@ -75,12 +97,24 @@ public record LoadVerdict(Status status, List<GroupVerdict> groups, UnverifiedRe
         return null;
     }
 
-    /** A load that could not be compared at all. */
+    /**
+     * {@return a load that could not be compared at all}
+     *
+     * @param reason why; not null
+     * @param detail the specifics, for logs; may be null
+     * @throws NullPointerException when {@code reason} is null
+     */
     public static LoadVerdict unverified(UnverifiedReason reason, String detail) {
         return new LoadVerdict(Status.UNVERIFIED, List.of(), Objects.requireNonNull(reason, "reason"), detail);
     }
 
-    /** Combines group verdicts; no groups at all is {@link UnverifiedReason#NOTHING_TO_COMPARE}. */
+    /**
+     * Combines group verdicts; no groups at all is {@link UnverifiedReason#NOTHING_TO_COMPARE}.
+     *
+     * @param groups one verdict per group either side checksummed; not null
+     * @return MISMATCH if any group mismatches, else UNVERIFIED if any group is, else MATCH; the non-matching groups
+     *     are named in the detail
+     */
     public static LoadVerdict of(List<GroupVerdict> groups) {
         if (groups.isEmpty()) {
             return unverified(UnverifiedReason.NOTHING_TO_COMPARE, "every group was skipped on both sides");
@@ -102,7 +136,7 @@ public record LoadVerdict(Status status, List<GroupVerdict> groups, UnverifiedRe
         return new LoadVerdict(s, groups, null, d.toString());
     }
 
-    /** Every reason this load is (partly) unverified: the load-level one or its groups'. */
+    /** {@return every reason this load is (partly) unverified: the load-level one or its groups'} */
     public Set<UnverifiedReason> reasons() {
         Set<UnverifiedReason> out = EnumSet.noneOf(UnverifiedReason.class);
         if (reason != null) {
@@ -116,7 +150,11 @@ public record LoadVerdict(Status status, List<GroupVerdict> groups, UnverifiedRe
         return out;
     }
 
-    /** The verdict of one group, or {@code null} if the load has none for it. */
+    /**
+     * {@return the verdict of one group, or {@code null} if the load has none for it}
+     *
+     * @param groupId the group's id
+     */
     public GroupVerdict group(int groupId) {
         for (GroupVerdict g : groups) {
             if (g.groupId() == groupId) {

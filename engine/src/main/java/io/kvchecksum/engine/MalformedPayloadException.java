@@ -11,12 +11,21 @@ package io.kvchecksum.engine;
 public class MalformedPayloadException extends RuntimeException {
     private static final long serialVersionUID = 1L;
 
-    /** A rejection with the field and the problem in the message. */
+    /**
+     * A rejection with the field and the problem in the message.
+     *
+     * @param message the field and what is wrong with it (e.g. {@code groups[1].values: 12 bytes, not a multiple of 8})
+     */
     public MalformedPayloadException(String message) {
         super(message);
     }
 
-    /** A rejection caused by a lower-level error (a msgpack or base64 error). */
+    /**
+     * A rejection caused by a lower-level error (a msgpack or base64 error).
+     *
+     * @param message the field and what is wrong with it
+     * @param cause the msgpack or base64 error underneath
+     */
     public MalformedPayloadException(String message, Throwable cause) {
         super(message, cause);
     }

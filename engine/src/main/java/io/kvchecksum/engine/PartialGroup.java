@@ -18,6 +18,11 @@ import java.util.Objects;
  */
 public record PartialGroup(int groupId, long fingerprint, BlockRange range, Map<ReplicaKey, long[]> columns) {
 
+    /**
+     * Copies the columns (map and arrays), keeping their order.
+     *
+     * @throws NullPointerException when {@code range}, {@code columns}, a replica key or an array is null
+     */
     public PartialGroup {
         Objects.requireNonNull(range, "range");
         Map<ReplicaKey, long[]> copy = new LinkedHashMap<>();
@@ -27,7 +32,7 @@ public record PartialGroup(int groupId, long fingerprint, BlockRange range, Map<
         columns = Collections.unmodifiableMap(copy);
     }
 
-    /** The columns; the arrays are copies. */
+    /** {@return the columns; the arrays are copies} */
     @Override
     public Map<ReplicaKey, long[]> columns() {
         Map<ReplicaKey, long[]> out = new LinkedHashMap<>();

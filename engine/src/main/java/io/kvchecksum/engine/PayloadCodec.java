@@ -55,7 +55,12 @@ public final class PayloadCodec {
     private PayloadCodec() {
     }
 
-    /** The payload as msgpack bytes, in the payload's own version (a version-1 payload is written as version 1). */
+    /**
+     * {@return the payload as msgpack bytes, in the payload's own version (a version-1 payload is written as version
+     * 1)}
+     *
+     * @param payload the payload to write; not null (it was validated when built)
+     */
     public static byte[] encode(ChecksumPayload payload) {
         try (MessageBufferPacker p = MessagePack.newDefaultBufferPacker()) {
             boolean v3 = payload.version() == 3;
@@ -99,7 +104,11 @@ public final class PayloadCodec {
         }
     }
 
-    /** The payload as base64 (RFC 4648, with padding) of {@link #encode}. */
+    /**
+     * {@return the payload as base64 (RFC 4648, with padding) of {@link #encode}}
+     *
+     * @param payload the payload to write; not null
+     */
     public static String encodeBase64(ChecksumPayload payload) {
         return Base64.getEncoder().encodeToString(encode(payload));
     }
@@ -107,6 +116,9 @@ public final class PayloadCodec {
     /**
      * Decodes version 3, 2 or 1 bytes.
      *
+     * @param bytes exactly one msgpack-encoded payload, untrusted; null is rejected as malformed
+     * @return the payload, validated as {@link ChecksumPayload} validates; version-3 sections this library does not
+     *     know are skipped
      * @throws MalformedPayloadException for anything but exactly one well-formed payload
      */
     public static ChecksumPayload decode(byte[] bytes) {
@@ -136,6 +148,8 @@ public final class PayloadCodec {
     /**
      * Decodes base64 text (standard alphabet; padding optional).
      *
+     * @param text base64 of one payload, untrusted; surrounding white space is ignored, null is rejected as malformed
+     * @return the payload, as {@link #decode} returns it
      * @throws MalformedPayloadException for text that is not base64 or bytes {@link #decode} rejects
      */
     public static ChecksumPayload decodeBase64(String text) {

@@ -13,9 +13,16 @@ import java.io.IOException;
  */
 public interface PayloadSection {
 
-    /** The section's key: 1..64 bytes of {@code a-z 0-9 _ -}, the same for every instance of one section type. */
+    /**
+     * {@return the section's key: 1..64 bytes of {@code a-z 0-9 _ -}, the same for every instance of one section type}
+     */
     String name();
 
-    /** Writes the section's value, exactly one msgpack value. */
+    /**
+     * Writes the section's value, exactly one msgpack value.
+     *
+     * @param packer the payload's packer, positioned after the section's name
+     * @throws IOException when the packer fails to write (an in-memory packer does not)
+     */
     void pack(MessagePacker packer) throws IOException;
 }

@@ -18,13 +18,28 @@ import java.util.TreeMap;
  */
 public final class PayloadSections {
 
-    /** How one known section is read and compared. */
+    /**
+     * How one known section is read and compared.
+     *
+     * @param name the section's key in the payload's map, as {@link PayloadSection#name()} gives it
+     * @param decoder reads the section's value into a {@link PayloadSection}
+     * @param comparison compares the producer's section with the consumer's
+     */
     public record Known(String name, Decoder decoder, Comparison comparison) {
     }
 
     /** Reads one section's value. */
     @FunctionalInterface
     public interface Decoder {
+        /**
+         * Decodes the section.
+         *
+         * @param value the section's value, already checked to be well-formed msgpack of bounded size and depth,
+         *     untrusted otherwise
+         * @return the section, with the name it is filed under
+         * @throws MalformedPayloadException naming the field ({@code sections.<name>.<field>}) when a type or range is
+         *     wrong
+         */
         PayloadSection decode(Value value);
     }
 
@@ -34,6 +49,13 @@ public final class PayloadSections {
      */
     @FunctionalInterface
     public interface Comparison {
+        /**
+         * Compares the two sides' sections by the section's own rule.
+         *
+         * @param producer the producer's section, or {@code null} when its payload did not carry it
+         * @param consumer the consumer's section, or {@code null} when its payload did not carry it
+         * @return the section's verdict, or {@code null} when there is nothing to report
+         */
         SectionVerdict compare(PayloadSection producer, PayloadSection consumer);
     }
 
@@ -56,7 +78,11 @@ public final class PayloadSections {
         }
     }
 
-    /** The known section called {@code name}, or {@code null}. */
+    /**
+     * {@return the known section called {@code name}, or {@code null}}
+     *
+     * @param name the section's key
+     */
     public static Known known(String name) {
         return KNOWN.get(name);
     }

@@ -22,12 +22,23 @@ public final class PayloadSender {
     private final ChecksumMetrics metrics;
     private final Set<UnverifiedReason> warned = ConcurrentHashMap.newKeySet();
 
-    /** A sender logging to {@code System.getLogger(PayloadSender.class.getName())}. */
+    /**
+     * A sender logging to {@code System.getLogger(PayloadSender.class.getName())}.
+     *
+     * @param metrics where withheld payloads are counted; not null
+     * @throws NullPointerException when {@code metrics} is null
+     */
     public PayloadSender(ChecksumMetrics metrics) {
         this(System.getLogger(PayloadSender.class.getName()), metrics);
     }
 
-    /** A sender logging to {@code log} (the engine's own logging, or one that drops the warnings a load test expects). */
+    /**
+     * A sender logging to {@code log} (the engine's own logging, or one that drops the warnings a load test expects).
+     *
+     * @param metrics where withheld payloads are counted; not null
+     * @param log where the once-per-reason warnings go; not null
+     * @throws NullPointerException when an argument is null
+     */
     public PayloadSender(ChecksumMetrics metrics, Logger log) {
         this(log, metrics);
     }
@@ -37,12 +48,24 @@ public final class PayloadSender {
         this.metrics = Objects.requireNonNull(metrics, "metrics");
     }
 
-    /** The payload as base64 text for a text carrier, or empty (warned and counted) when there is none to send. */
+    /**
+     * {@return the payload as base64 text for a text carrier, or empty (warned and counted) when there is none to send}
+     *
+     * @param requestId the request, for the warning; not null
+     * @param producer the producer side's aggregated records ({@link Aggregator#producer}); not null
+     * @throws NullPointerException when an argument is null
+     */
     public Optional<String> base64(String requestId, Aggregator.Result producer) {
         return payload(requestId, producer).map(PayloadCodec::encodeBase64);
     }
 
-    /** The payload as bytes for a connector carrier, or empty (warned and counted). */
+    /**
+     * {@return the payload as bytes for a connector carrier, or empty (warned and counted)}
+     *
+     * @param requestId the request, for the warning; not null
+     * @param producer the producer side's aggregated records ({@link Aggregator#producer}); not null
+     * @throws NullPointerException when an argument is null
+     */
     public Optional<byte[]> bytes(String requestId, Aggregator.Result producer) {
         return payload(requestId, producer).map(PayloadCodec::encode);
     }

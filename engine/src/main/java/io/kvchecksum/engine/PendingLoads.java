@@ -49,7 +49,12 @@ public final class PendingLoads {
         this(ChecksumMetrics.NONE);
     }
 
-    /** Loads whose malformed payload copies are counted in {@code metrics}. */
+    /**
+     * Loads whose malformed payload copies are counted in {@code metrics}.
+     *
+     * @param metrics where malformed copies are counted; not null
+     * @throws NullPointerException when {@code metrics} is null
+     */
     public PendingLoads(ChecksumMetrics metrics) {
         this.metrics = Objects.requireNonNull(metrics, "metrics");
     }
@@ -58,6 +63,7 @@ public final class PendingLoads {
      * A load of the request begins and its checksums are expected. Ignored when the load is already pending (its
      * copies are kept) or was already verified.
      *
+     * @param requestId the request whose load begins; not null
      * @return true when the load became pending
      */
     public synchronized boolean start(String requestId) {
@@ -72,13 +78,21 @@ public final class PendingLoads {
      * A copy of the producer's payload as base64 text ({@code null}: the producer sent none). Kept if the load is
      * pending and holds no good copy yet.
      *
+     * @param requestId the request; not null
+     * @param producerBase64 the copy as it arrived, untrusted; {@code null} or blank when the producer sent none
      * @return true when this copy is now the one the load will be compared with
      */
     public boolean offer(String requestId, String producerBase64) {
         return offer(requestId, producerBase64 == null || producerBase64.isBlank() ? null : () -> PayloadCodec.decodeBase64(producerBase64));
     }
 
-    /** As {@link #offer(String, String)} for raw payload bytes from a connector carrier. */
+    /**
+     * As {@link #offer(String, String)} for raw payload bytes from a connector carrier.
+     *
+     * @param requestId the request; not null
+     * @param producerBytes the copy as it arrived, untrusted (copied); {@code null} when the producer sent none
+     * @return true when this copy is now the one the load will be compared with
+     */
     public boolean offer(String requestId, byte[] producerBytes) {
         byte[] copy = producerBytes == null ? null : producerBytes.clone();
         return offer(requestId, copy == null ? null : () -> PayloadCodec.decode(copy));
@@ -107,19 +121,33 @@ public final class PendingLoads {
         return after == chosen && chosen.payload() != null;
     }
 
-    /** {@link #start} then {@link #offer(String, String)}: the payload arrived with the request. */
+    /**
+     * {@link #start} then {@link #offer(String, String)}: the payload arrived with the request.
+     *
+     * @param requestId the request whose load begins; not null
+     * @param producerBase64 the payload that came with the request, untrusted; {@code null} or blank when none did
+     */
     public void expect(String requestId, String producerBase64) {
         start(requestId);
         offer(requestId, producerBase64);
     }
 
-    /** {@link #start} then {@link #offer(String, byte[])}. */
+    /**
+     * {@link #start} then {@link #offer(String, byte[])}.
+     *
+     * @param requestId the request whose load begins; not null
+     * @param producerBytes the payload that came with the request, untrusted (copied); {@code null} when none did
+     */
     public void expect(String requestId, byte[] producerBytes) {
         start(requestId);
         offer(requestId, producerBytes);
     }
 
-    /** True when the request's load awaits comparison. */
+    /**
+     * {@return true when the request's load awaits comparison}
+     *
+     * @param requestId the request; not null
+     */
     public boolean isPending(String requestId) {
         return pending.containsKey(requestId);
     }
@@ -127,6 +155,12 @@ public final class PendingLoads {
     /**
      * Compares the request's load with the producer's payload, the first time only; empty when the load is not
      * pending (never started, already verified, or forgotten).
+     *
+     * @param requestId the request; not null
+     * @param actual the consumer's checksums of the blocks the load wrote; not null
+     * @return the verdict ({@link UnverifiedReason#MISSING_PAYLOAD} or {@link UnverifiedReason#MALFORMED_PAYLOAD} when
+     *     no good copy arrived), or empty when the load is not pending
+     * @throws NullPointerException when an argument is null
      */
     public Optional<LoadVerdict> verify(String requestId, ChecksumPayload actual) {
         Objects.requireNonNull(actual, "actual");
@@ -143,9 +177,13 @@ public final class PendingLoads {
     }
 
     /**
-     * The load's verdict from its aggregated records: compared when they are {@link Aggregator.Complete}, the
-     * records' own verdict when {@link Aggregator.Incomplete}. Either way the load is done, so it is never compared
+     * {@return the load's verdict from its aggregated records: compared when they are {@link Aggregator.Complete}, the
+     * records' own verdict when {@link Aggregator.Incomplete}} Either way the load is done, so it is never compared
      * again after a resume. Empty when the load is not pending.
+     *
+     * @param requestId the request; not null
+     * @param consumer the consumer side's aggregated records ({@link Aggregator#consumer}); not null
+     * @throws NullPointerException when an argument is null
      */
     public Optional<LoadVerdict> verify(String requestId, Aggregator.Result consumer) {
         return switch (Objects.requireNonNull(consumer, "consumer")) {
@@ -166,6 +204,7 @@ public final class PendingLoads {
      * Drops everything about the request without comparing: call it when the request ends, or when its load failed
      * (the connector already knows it is bad, so it is not compared). A later load of the same id starts afresh.
      *
+     * @param requestId the request that ended or whose load failed
      * @return true when the load was pending
      */
     public synchronized boolean forget(String requestId) {
@@ -173,7 +212,7 @@ public final class PendingLoads {
         return pending.remove(requestId) != null;
     }
 
-    /** How many loads await comparison. */
+    /** {@return how many loads await comparison} */
     public int size() {
         return pending.size();
     }

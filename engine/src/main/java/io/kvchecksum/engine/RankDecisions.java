@@ -27,8 +27,12 @@ public final class RankDecisions {
     }
 
     /**
-     * This rank's vector to all-reduce: {@code v[i]} is the ordinal of the action for {@code batch.get(i)}; a request
-     * this rank made no decision for is {@link Action#USE_LOAD}.
+     * {@return this rank's vector to all-reduce: {@code v[i]} is the ordinal of the action for {@code batch.get(i)}; a
+     * request this rank made no decision for is {@link Action#USE_LOAD}}
+     *
+     * @param batch the batch's request ids, the same list in the same order on every rank, each id once
+     * @param local this rank's decisions by request id; requests without one count as {@link Action#USE_LOAD}
+     * @throws IllegalArgumentException when the batch lists a request twice
      */
     public static int[] localVector(List<String> batch, Map<String, Decision> local) {
         if (new HashSet<>(batch).size() != batch.size()) {
@@ -42,7 +46,12 @@ public final class RankDecisions {
         return v;
     }
 
-    /** The element-wise MAX of every rank's vector: what the all-reduce computes. */
+    /**
+     * {@return the element-wise MAX of every rank's vector: what the all-reduce computes}
+     *
+     * @param perRank every rank's {@link #localVector}, all of one length; at least one
+     * @throws IllegalArgumentException when there is no vector or the vectors differ in length
+     */
     public static int[] maxReduce(List<int[]> perRank) {
         if (perRank.isEmpty()) {
             throw new IllegalArgumentException("no ranks");
@@ -59,7 +68,13 @@ public final class RankDecisions {
         return out;
     }
 
-    /** The action per request of the batch, from the reduced vector, in batch order. */
+    /**
+     * {@return the action per request of the batch, from the reduced vector, in batch order}
+     *
+     * @param batch the batch the vectors were built for, in the same order
+     * @param reduced the all-reduced vector, one entry per request of {@code batch}
+     * @throws IllegalArgumentException when the lengths differ or an entry is not an {@link Action} ordinal
+     */
     public static Map<String, Action> actions(List<String> batch, int[] reduced) {
         if (reduced.length != batch.size()) {
             throw new IllegalArgumentException(reduced.length + " reduced entries for a batch of " + batch.size());
@@ -75,7 +90,11 @@ public final class RankDecisions {
         return out;
     }
 
-    /** The requests to drop from the batch (any action but {@link Action#USE_LOAD}), in batch order. */
+    /**
+     * {@return the requests to drop from the batch (any action but {@link Action#USE_LOAD}), in batch order}
+     *
+     * @param actions the {@link #actions} of the reduced vector
+     */
     public static List<String> dropped(Map<String, Action> actions) {
         List<String> out = new ArrayList<>();
         actions.forEach((id, a) -> {

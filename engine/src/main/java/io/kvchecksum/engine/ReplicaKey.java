@@ -15,13 +15,27 @@ public record ReplicaKey(int replicas, int index) {
     /** The key of layers that are not replicated. */
     public static final ReplicaKey NONE = new ReplicaKey(1, 0);
 
+    /**
+     * Validates the copy number.
+     *
+     * @throws IllegalArgumentException when {@code replicas} is not positive or {@code index} is outside
+     *     {@code 0 .. replicas-1}
+     */
     public ReplicaKey {
         if (replicas <= 0 || index < 0 || index >= replicas) {
             throw new IllegalArgumentException("replica " + index + " of " + replicas);
         }
     }
 
-    /** The key of TP rank {@code rank} for a layer with {@code kvHeads} KV heads at TP size {@code tp}. */
+    /**
+     * {@return the key of TP rank {@code rank} for a layer with {@code kvHeads} KV heads at TP size {@code tp}}
+     *
+     * @param kvHeads the layer's KV heads across TP (1 for MLA), positive
+     * @param tp the TP size, positive
+     * @param rank this worker's TP rank, {@code 0 .. tp-1}
+     * @throws IllegalArgumentException when a number is out of range, or {@code tp > kvHeads} and {@code tp} is not a
+     *     multiple of {@code kvHeads}
+     */
     public static ReplicaKey forRank(int kvHeads, int tp, int rank) {
         if (kvHeads <= 0 || tp <= 0 || rank < 0 || rank >= tp) {
             throw new IllegalArgumentException("rank " + rank + " of TP " + tp + " with " + kvHeads + " KV heads");

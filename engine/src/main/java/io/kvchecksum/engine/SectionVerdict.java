@@ -14,6 +14,12 @@ import java.util.Objects;
  */
 public record SectionVerdict(String section, Status status, UnverifiedReason reason, String detail) {
 
+    /**
+     * Checks that a reason is given exactly for {@code UNVERIFIED}; a null detail reads as {@code ""}.
+     *
+     * @throws IllegalArgumentException when the reason and the status disagree
+     * @throws NullPointerException when {@code section} or {@code status} is null
+     */
     public SectionVerdict {
         Objects.requireNonNull(section, "section");
         Objects.requireNonNull(status, "status");
@@ -23,14 +29,37 @@ public record SectionVerdict(String section, Status status, UnverifiedReason rea
         }
     }
 
+    /**
+     * The two sides' sections agree.
+     *
+     * @param section the section's name; not null
+     * @param detail what was compared, for logs; may be null
+     * @return the verdict
+     */
     public static SectionVerdict match(String section, String detail) {
         return new SectionVerdict(section, Status.MATCH, null, detail);
     }
 
+    /**
+     * The two sides' sections differ: the load becomes a mismatch.
+     *
+     * @param section the section's name; not null
+     * @param detail what differs, for logs; may be null
+     * @return the verdict
+     */
     public static SectionVerdict mismatch(String section, String detail) {
         return new SectionVerdict(section, Status.MISMATCH, null, detail);
     }
 
+    /**
+     * The sections could not be compared; the load's status is left to its groups.
+     *
+     * @param section the section's name; not null
+     * @param reason why; not null
+     * @param detail the specifics, for logs; may be null
+     * @return the verdict
+     * @throws NullPointerException when {@code section} or {@code reason} is null
+     */
     public static SectionVerdict unverified(String section, UnverifiedReason reason, String detail) {
         return new SectionVerdict(section, Status.UNVERIFIED, Objects.requireNonNull(reason, "reason"), detail);
     }

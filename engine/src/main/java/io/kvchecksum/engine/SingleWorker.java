@@ -43,12 +43,21 @@ public final class SingleWorker {
     private final PayloadSender sender;
     private final io.kvchecksum.ChecksumMode mode;
 
-    /** A worker counting in {@code metrics}, its sender logging to {@code System.getLogger(PayloadSender.class.getName())}. */
+    /**
+     * A worker counting in {@code metrics}, its sender logging to
+     * {@code System.getLogger(PayloadSender.class.getName())}.
+     *
+     * @param backend computes the checksums in the standard mode, shared by every request; not null
+     * @param metrics where checksum time and withheld payloads are counted; not null
+     * @throws NullPointerException when an argument is null
+     */
     public SingleWorker(KvChecksum backend, ChecksumMetrics metrics) {
         this(backend, metrics, new PayloadSender(metrics));
     }
 
     /**
+     * A worker in the standard mode with the engine's own sender.
+     *
      * @param backend computes the checksums, shared by every request
      * @param metrics where checksum time is counted
      * @param sender decides, warns and counts on the producer (make it with the engine's logger)
@@ -61,7 +70,12 @@ public final class SingleWorker {
      * As {@link #SingleWorker(KvChecksum, ChecksumMetrics, PayloadSender)}, computing in checksum mode {@code mode}
      * (the engine's configuration; both sides must use the same one, see {@link UnverifiedReason#MODE_DIFFERS}).
      *
+     * @param backend computes the checksums, shared by every request; not null
+     * @param metrics where checksum time is counted; not null
+     * @param sender decides, warns and counts on the producer; not null
+     * @param mode the checksum mode both sides are configured with; not null
      * @throws IllegalArgumentException when the backend does not implement {@code mode}
+     * @throws NullPointerException when an argument is null
      */
     public SingleWorker(KvChecksum backend, ChecksumMetrics metrics, PayloadSender sender, io.kvchecksum.ChecksumMode mode) {
         this.mode = Objects.requireNonNull(mode, "mode");
@@ -75,7 +89,13 @@ public final class SingleWorker {
         this.sender = Objects.requireNonNull(sender, "sender");
     }
 
-    /** One group whose layers this worker holds whole, once: its layout entry. */
+    /**
+     * {@return one group whose layers this worker holds whole, once: its layout entry}
+     *
+     * @param groupId the group's id, as the selections name it
+     * @param fingerprint the group's fingerprint ({@link Fingerprints#ofGroup}), the same on both sides for a match
+     * @param cache the group's memory on this worker
+     */
     public static WorkerChecksummer.WorkerGroup group(int groupId, long fingerprint, KvCacheGroup cache) {
         return new WorkerChecksummer.WorkerGroup(groupId, fingerprint,
                 List.of(new WorkerChecksummer.ReplicaPart(ReplicaKey.NONE, cache)));
@@ -90,7 +110,13 @@ public final class SingleWorker {
                 List.of(WorkerChecksummer.ReplicaPart.segmented(ReplicaKey.NONE, cache)));
     }
 
-    /** The producer's checksums of one request, or why there are none (the reason and detail). */
+    /**
+     * {@return the producer's checksums of one request, or why there are none (the reason and detail)}
+     *
+     * @param layout the request's caches, one entry per group
+     * @param selection the producer's blocks, one selection per group, all of one token count
+     * @throws IllegalArgumentException when {@code selection} is empty or its token counts differ
+     */
     public Aggregator.Result producer(List<WorkerChecksummer.WorkerGroup> layout, List<BlockSelection> selection) {
         long n = numTokens(selection);
         WorkerRecord r = checksummer(layout).tryCompute(Side.PRODUCER, n, selection);
@@ -98,15 +124,26 @@ public final class SingleWorker {
     }
 
     /**
-     * The producer's payload as base64 text for the request's parameters, or empty when there is none to send
-     * (warned once per reason and counted by the sender; the consumer then reports {@code MISSING_PAYLOAD}).
+     * {@return the producer's payload as base64 text for the request's parameters, or empty when there is none to send
+     * (warned once per reason and counted by the sender; the consumer then reports {@code MISSING_PAYLOAD})}
+     *
+     * @param requestId the request, for the sender's warning; not null
+     * @param layout the request's caches, one entry per group
+     * @param selection the producer's blocks, one selection per group, all of one token count
+     * @throws IllegalArgumentException when {@code selection} is empty or its token counts differ
      */
     public Optional<String> producerBase64(String requestId, List<WorkerChecksummer.WorkerGroup> layout,
             List<BlockSelection> selection) {
         return sender.base64(requestId, producer(layout, selection));
     }
 
-    /** The consumer's checksums of the loaded blocks, or why there are none. */
+    /**
+     * {@return the consumer's checksums of the loaded blocks, or why there are none}
+     *
+     * @param layout the request's caches, one entry per group
+     * @param selection the blocks the load wrote, one selection per group, all of one token count
+     * @throws IllegalArgumentException when {@code selection} is empty or its token counts differ
+     */
     public Aggregator.Result consumer(List<WorkerChecksummer.WorkerGroup> layout, List<BlockSelection> selection) {
         long n = numTokens(selection);
         WorkerRecord r = checksummer(layout).tryCompute(Side.CONSUMER, n, selection);
@@ -117,6 +154,14 @@ public final class SingleWorker {
      * Checksums the loaded blocks and compares them with what {@code pending} holds for the request
      * ({@link PendingLoads#verify(String, Aggregator.Result)}): the verdict, or empty when the load was not pending
      * (never started, already verified, forgotten). Call once the load has landed, before any step writes its blocks.
+     *
+     * @param pending the engine's pending loads, holding the producer's payload; not null
+     * @param requestId the request; not null
+     * @param layout the request's caches, one entry per group
+     * @param selection the blocks the load wrote, one selection per group, all of one token count
+     * @return the load's verdict, or empty when it was not pending
+     * @throws IllegalArgumentException when {@code selection} is empty or its token counts differ
+     * @throws NullPointerException when {@code pending} or {@code requestId} is null
      */
     public Optional<LoadVerdict> verify(PendingLoads pending, String requestId, List<WorkerChecksummer.WorkerGroup> layout,
             List<BlockSelection> selection) {

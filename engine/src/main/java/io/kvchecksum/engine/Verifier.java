@@ -50,6 +50,10 @@ public final class Verifier {
      * Decodes the producer's payload as it arrived (base64 text from the request's parameters, or {@code null} if
      * there was none) and compares it with the consumer's checksums. Never throws for what the producer sent: no text
      * is {@link UnverifiedReason#MISSING_PAYLOAD}, undecodable text {@link UnverifiedReason#MALFORMED_PAYLOAD}.
+     *
+     * @param producerBase64 the producer's payload as it arrived, untrusted; {@code null} or blank when none did
+     * @param actual the consumer's checksums of the blocks its load wrote; not null
+     * @return the load's verdict
      */
     public static LoadVerdict verify(String producerBase64, ChecksumPayload actual) {
         if (producerBase64 == null || producerBase64.isBlank()) {
@@ -64,7 +68,13 @@ public final class Verifier {
         return compare(expected, actual);
     }
 
-    /** As {@link #verify(String, ChecksumPayload)} for raw bytes from a connector carrier. */
+    /**
+     * As {@link #verify(String, ChecksumPayload)} for raw bytes from a connector carrier.
+     *
+     * @param producerBytes the producer's payload as it arrived, untrusted; {@code null} when none did
+     * @param actual the consumer's checksums of the blocks its load wrote; not null
+     * @return the load's verdict
+     */
     public static LoadVerdict verify(byte[] producerBytes, ChecksumPayload actual) {
         if (producerBytes == null) {
             return LoadVerdict.unverified(UnverifiedReason.MISSING_PAYLOAD, "the producer sent no checksums");
@@ -84,6 +94,9 @@ public final class Verifier {
      * @param expected what the producer sent (block positions in its numbering, one entry per group)
      * @param actual the consumer's checksums of the blocks its load wrote, in its own block numbering, one entry per
      *     replica check of each group
+     * @return the load's verdict: {@link UnverifiedReason#UNSUPPORTED_PAYLOAD_VERSION} when either side is version 1,
+     *     {@link UnverifiedReason#MODE_DIFFERS} when the modes differ, else the groups' verdicts combined by
+     *     {@link LoadVerdict#of} (with the sections' verdicts added)
      */
     public static LoadVerdict compare(ChecksumPayload expected, ChecksumPayload actual) {
         if (expected.version() == 1 || actual.version() == 1) {

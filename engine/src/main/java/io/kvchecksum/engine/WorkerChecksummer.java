@@ -59,6 +59,11 @@ public final class WorkerChecksummer {
      * @param segments the request's allocations in position order, or {@code null} for one allocation
      */
     public record ReplicaPart(ReplicaKey key, KvCacheGroup cache, KvSegments segments) {
+        /**
+         * Checks the key and cache are given, and that a segmented part's cache is its first segment's group.
+         *
+         * @throws NullPointerException when {@code key} or {@code cache} is null
+         */
         public ReplicaPart {
             Objects.requireNonNull(key, "key");
             Objects.requireNonNull(cache, "cache");
@@ -88,6 +93,11 @@ public final class WorkerChecksummer {
      * @param parts the layers, by copy
      */
     public record WorkerGroup(int groupId, long fingerprint, List<ReplicaPart> parts) {
+        /**
+         * Copies {@code parts}.
+         *
+         * @throws NullPointerException when {@code parts} or one of its elements is null
+         */
         public WorkerGroup {
             parts = List.copyOf(parts);
         }
@@ -102,6 +112,8 @@ public final class WorkerChecksummer {
     private final ChecksumMode mode;
 
     /**
+     * A worker in the standard mode.
+     *
      * @param backend computes the block checksums
      * @param tpRank this worker's TP rank
      * @param ppStage this worker's PP stage
@@ -120,7 +132,15 @@ public final class WorkerChecksummer {
      * {@code mode}: the engine's configuration, the same on every worker of a side and on both sides (a producer and a
      * consumer in different modes verify as {@link UnverifiedReason#MODE_DIFFERS}).
      *
+     * @param backend computes the block checksums; not null
+     * @param tpRank this worker's TP rank, non-negative
+     * @param ppStage this worker's PP stage, non-negative
+     * @param layout this worker's layers per group, each group once
+     * @param skipped groups this worker cannot checksum, with the reason
+     * @param metrics where checksum time is counted; not null
+     * @param mode the checksum mode of the engine's configuration; not null
      * @throws IllegalArgumentException when the backend does not implement {@code mode}, at startup rather than per request
+     * @throws NullPointerException when {@code backend}, {@code mode} or {@code metrics} is null
      */
     public WorkerChecksummer(KvChecksum backend, int tpRank, int ppStage, List<WorkerGroup> layout,
             Map<Integer, String> skipped, ChecksumMetrics metrics, ChecksumMode mode) {
@@ -147,18 +167,37 @@ public final class WorkerChecksummer {
         this.metrics = Objects.requireNonNull(metrics, "metrics");
     }
 
-    /** A worker with the admitted groups and skipped groups its {@link CacheGate} found at startup. */
+    /**
+     * A worker with the admitted groups and skipped groups its {@link CacheGate} found at startup.
+     *
+     * @param backend computes the block checksums; not null
+     * @param tpRank this worker's TP rank, non-negative
+     * @param ppStage this worker's PP stage, non-negative
+     * @param gate this worker's caches as gated at startup
+     * @param metrics where checksum time is counted; not null
+     * @throws IllegalArgumentException when a rank or stage is negative
+     */
     public WorkerChecksummer(KvChecksum backend, int tpRank, int ppStage, CacheGate gate, ChecksumMetrics metrics) {
         this(backend, tpRank, ppStage, gate.groups(), gate.skipped(), metrics);
     }
 
-    /** As {@link #WorkerChecksummer(KvChecksum, int, int, CacheGate, ChecksumMetrics)}, in checksum mode {@code mode}. */
+    /**
+     * As {@link #WorkerChecksummer(KvChecksum, int, int, CacheGate, ChecksumMetrics)}, in checksum mode {@code mode}.
+     *
+     * @param backend computes the block checksums; not null
+     * @param tpRank this worker's TP rank, non-negative
+     * @param ppStage this worker's PP stage, non-negative
+     * @param gate this worker's caches as gated at startup
+     * @param metrics where checksum time is counted; not null
+     * @param mode the checksum mode of the engine's configuration; not null
+     * @throws IllegalArgumentException when a rank or stage is negative, or the backend does not implement {@code mode}
+     */
     public WorkerChecksummer(KvChecksum backend, int tpRank, int ppStage, CacheGate gate, ChecksumMetrics metrics,
             ChecksumMode mode) {
         this(backend, tpRank, ppStage, gate.groups(), gate.skipped(), metrics, mode);
     }
 
-    /** The checksum mode this worker computes in. */
+    /** {@return the checksum mode this worker computes in} */
     public ChecksumMode mode() {
         return mode;
     }
@@ -183,6 +222,11 @@ public final class WorkerChecksummer {
      * already done and {@link WorkerRecord#isFailed failed}; if polling or reading the results fails,
      * {@link PendingRecord#poll}/{@link PendingRecord#record} return the failed record. What an engine's step calls.
      *
+     * @param side a producer checksums copy 0 only; a consumer every copy
+     * @param numTokens the request's token count on this side
+     * @param scheduled the scheduler's selection per group; excluded groups are not computed
+     * @param stream the engine's stream or queue handle ({@link KvChecksum#submit(KvCacheGroup, RequestBlocks, long)})
+     * @return the pending record, possibly already failed; poll it, take its record, or close it
      * @throws IllegalArgumentException only for a selection of another token count than {@code numTokens} (a
      *     scheduler bug, found before anything is enqueued)
      */
@@ -255,6 +299,13 @@ public final class WorkerChecksummer {
      * Computes the record with the backend's own {@link KvChecksum#submit(KvCacheGroup, RequestBlocks)}
      * (not ordered after any engine stream) and waits for it: for CPU backends, tools and tests, not an engine's GPU
      * step.
+     *
+     * @param side a producer checksums copy 0 only; a consumer every copy
+     * @param numTokens the request's token count on this side
+     * @param scheduled the scheduler's selection per group; excluded groups are not computed
+     * @return this worker's record of the request
+     * @throws IllegalArgumentException for a selection of another token count than {@code numTokens}
+     * @throws RuntimeException what the backend throws (bad layout, device error), after releasing what was enqueued
      */
     public WorkerRecord compute(Side side, long numTokens, List<BlockSelection> scheduled) {
         try (PendingRecord p = enqueue(side, numTokens, scheduled, null, false)) {
@@ -266,6 +317,10 @@ public final class WorkerChecksummer {
      * As {@link #compute}, but a backend failure is the worker's {@link WorkerRecord#failed failed record}, never an
      * exception: for CPU engines (Jlama) whose step computes synchronously.
      *
+     * @param side a producer checksums copy 0 only; a consumer every copy
+     * @param numTokens the request's token count on this side
+     * @param scheduled the scheduler's selection per group; excluded groups are not computed
+     * @return this worker's record of the request, {@link WorkerRecord#isFailed failed} when the backend failed
      * @throws IllegalArgumentException only for a selection of another token count than {@code numTokens}
      */
     public WorkerRecord tryCompute(Side side, long numTokens, List<BlockSelection> scheduled) {
@@ -340,7 +395,7 @@ public final class WorkerChecksummer {
             return record;
         }
 
-        /** True when {@link #record()} would not wait on the device. Never waits. */
+        /** {@return true when {@link #record()} would not wait on the device} Never waits. */
         public boolean isDone() {
             if (record != null) {
                 return true;
@@ -365,14 +420,14 @@ public final class WorkerChecksummer {
             return true;
         }
 
-        /** The record if the device has finished it, else empty; never waits on the device. */
+        /** {@return the record if the device has finished it, else empty; never waits on the device} */
         public Optional<WorkerRecord> poll() {
             return isDone() ? Optional.of(record()) : Optional.empty();
         }
 
         /**
-         * The record, waiting for the device if it has not finished. If reading a result throws, every handle is
-         * released before the exception propagates (or, for a {@link #trySubmit} record, becomes the failed record).
+         * {@return the record, waiting for the device if it has not finished} If reading a result throws, every handle
+         * is released before the exception propagates (or, for a {@link #trySubmit} record, becomes the failed record).
          */
         public WorkerRecord record() {
             if (record != null) {

@@ -27,6 +27,13 @@ import java.util.TreeMap;
 public record WorkerRecord(int tpRank, int ppStage, long numTokens, List<PartialGroup> groups,
         Map<Integer, String> skippedGroups, String backendFailure, ChecksumMode mode) {
 
+    /**
+     * Validates the record and copies its collections (the skipped groups sorted by group id).
+     *
+     * @throws IllegalArgumentException when a rank or stage is negative, or a failed record carries groups or skipped
+     *     groups
+     * @throws NullPointerException when {@code mode}, {@code groups} or {@code skippedGroups} is null
+     */
     public WorkerRecord {
         Objects.requireNonNull(mode, "mode");
         if (tpRank < 0 || ppStage < 0) {
@@ -39,28 +46,51 @@ public record WorkerRecord(int tpRank, int ppStage, long numTokens, List<Partial
         }
     }
 
-    /** A record of computed checksums in the standard mode. */
+    /**
+     * A record of computed checksums in the standard mode.
+     *
+     * @param tpRank the worker's TP rank, non-negative
+     * @param ppStage the worker's PP stage, non-negative
+     * @param numTokens the request's token count the worker checksummed for
+     * @param groups partial checksums, one per group computed; copied
+     * @param skippedGroups groups the worker could not checksum, with the reason; copied
+     * @throws IllegalArgumentException as the canonical constructor does
+     */
     public WorkerRecord(int tpRank, int ppStage, long numTokens, List<PartialGroup> groups, Map<Integer, String> skippedGroups) {
         this(tpRank, ppStage, numTokens, groups, skippedGroups, null, ChecksumMode.STANDARD);
     }
 
-    /** A standard-mode record, failed when {@code backendFailure} is not {@code null}. */
+    /**
+     * A standard-mode record, failed when {@code backendFailure} is not {@code null}.
+     *
+     * @param tpRank the worker's TP rank, non-negative
+     * @param ppStage the worker's PP stage, non-negative
+     * @param numTokens the request's token count the worker checksummed for
+     * @param groups partial checksums, one per group computed; empty when failed
+     * @param skippedGroups groups the worker could not checksum, with the reason; empty when failed
+     * @param backendFailure what the backend threw, as text, or {@code null} when the checksums were computed
+     * @throws IllegalArgumentException as the canonical constructor does
+     */
     public WorkerRecord(int tpRank, int ppStage, long numTokens, List<PartialGroup> groups, Map<Integer, String> skippedGroups,
             String backendFailure) {
         this(tpRank, ppStage, numTokens, groups, skippedGroups, backendFailure, ChecksumMode.STANDARD);
     }
 
     /**
-     * The record of a worker whose backend failed on this request: no checksums, the failure instead.
+     * {@return the record of a worker whose backend failed on this request: no checksums, the failure instead}
      *
      * @param failure what the backend threw; its {@code toString()} is kept
+     * @param tpRank the worker's TP rank, non-negative
+     * @param ppStage the worker's PP stage, non-negative
+     * @param numTokens the request's token count the worker was asked to checksum
+     * @throws NullPointerException when {@code failure} is null
      */
     public static WorkerRecord failed(int tpRank, int ppStage, long numTokens, Throwable failure) {
         return new WorkerRecord(tpRank, ppStage, numTokens, List.of(), Map.of(),
                 Objects.requireNonNull(failure, "failure").toString(), ChecksumMode.STANDARD);
     }
 
-    /** True when the backend failed and the record carries no checksums. */
+    /** {@return true when the backend failed and the record carries no checksums} */
     public boolean isFailed() {
         return backendFailure != null;
     }

@@ -41,7 +41,11 @@ public final class GoldenSuite {
     private GoldenSuite() {
     }
 
-    /** All vectors and relations through {@code backend}. */
+    /**
+     * {@return all vectors and relations through {@code backend}}
+     *
+     * @param backend the backend under test, reading each vector's cache in host memory
+     */
     public static Stream<DynamicNode> tests(KvChecksum backend) {
         return tests(backend, GoldenSuite::hostLayout);
     }
@@ -49,6 +53,11 @@ public final class GoldenSuite {
     /**
      * As {@link #tests(KvChecksum)}, with a hook that may move each vector's cache elsewhere (e.g. to device memory)
      * before it is checksummed; the hook receives the host layout and returns the layout to pass to the backend.
+     *
+     * @param backend the backend under test
+     * @param placement given each vector's host cache, returns the layout the backend reads (the same bytes, wherever
+     *     it put them); called once per test, inside it
+     * @return the dynamic tests: one per vector, the relations, and the mixed-mode tests
      */
     public static Stream<DynamicNode> tests(KvChecksum backend, Function<HostCase, KvCacheGroup> placement) {
         List<DynamicNode> nodes = new ArrayList<>();
@@ -81,7 +90,13 @@ public final class GoldenSuite {
         return nodes.stream();
     }
 
-    /** A vector's cache in host memory, with the vector it came from. */
+    /**
+     * A vector's cache in host memory, with the vector it came from.
+     *
+     * @param vector the vector being checked
+     * @param group the vector's generic layout over {@code buffers}
+     * @param buffers the vector's buffers in host memory, alive only while the test runs
+     */
     public record HostCase(GoldenVector vector, KvCacheGroup group, List<MemorySegment> buffers) {
     }
 

@@ -35,33 +35,38 @@ public final class GoldenVector {
         return new GoldenVector(copy, data);
     }
 
+    /** {@return the vector's unique name, as {@link GoldenVectors#get} takes it and test names show it} */
     public String name() {
         return json.get("name").asText();
     }
 
+    /** {@return what the vector exercises, in words; empty when the generator gave none} */
     public String description() {
         return json.path("description").asText("");
     }
 
-    /** The layout family ({@code vllm-flash}, {@code sglang}, ...) or {@code generic}. */
+    /** {@return the layout family ({@code vllm-flash}, {@code sglang}, ...) or {@code generic}} */
     public String family() {
         JsonNode f = json.get("family");
         return f == null || f.isNull() ? "generic" : f.get("name").asText();
     }
 
+    /** {@return tokens per checksum block of the vector's request} */
     public int blockSize() {
         return json.get("block_size").asInt();
     }
 
+    /** {@return the request's token count} */
     public long numTokens() {
         return json.get("num_tokens").asLong();
     }
 
+    /** {@return the first block position checksummed; the expectations start there} */
     public long firstBlock() {
         return json.get("first_block").asLong();
     }
 
-    /** The request as the vector describes it (table starting at the first block). */
+    /** {@return the request as the vector describes it (table starting at the first block)} */
     public RequestBlocks request() {
         JsonNode t = json.get("block_table");
         int[] table = new int[t.size()];
@@ -71,12 +76,12 @@ public final class GoldenVector {
         return RequestBlocks.of(table, numTokens(), firstBlock(), blockSize());
     }
 
-    /** The expected block checksums for blocks {@code firstBlock..}. */
+    /** {@return the expected block checksums for blocks {@code firstBlock..}} */
     public long[] expected() {
         return unsigned(json.get("expected"));
     }
 
-    /** The expected slice sums, in the order of the vector's layers then local heads. */
+    /** {@return the expected slice sums, in the order of the vector's layers then local heads} */
     public SliceSums expectedSlices() {
         JsonNode s = json.get("expected_slices");
         int n = s.size();
@@ -92,7 +97,11 @@ public final class GoldenVector {
         return new SliceSums(layers, heads, firstBlock(), nb, values);
     }
 
-    /** The vector's buffers copied into host memory of {@code arena}, 64-byte aligned. */
+    /**
+     * {@return the vector's buffers copied into host memory of {@code arena}, 64-byte aligned}
+     *
+     * @param arena where the copies are allocated; they live as long as it does
+     */
     public List<MemorySegment> buffers(Arena arena) {
         List<MemorySegment> out = new ArrayList<>();
         for (JsonNode b : json.get("buffers")) {
@@ -105,7 +114,11 @@ public final class GoldenVector {
         return out;
     }
 
-    /** The layout from the vector's generic description (offsets and strides), over the given buffers. */
+    /**
+     * {@return the layout from the vector's generic description (offsets and strides), over the given buffers}
+     *
+     * @param buffers the vector's buffers, as {@link #buffers} returns them (or copies in the same order)
+     */
     public KvCacheGroup group(List<MemorySegment> buffers) {
         List<CacheLayer> layers = new ArrayList<>();
         long numPages = 0;
@@ -123,8 +136,11 @@ public final class GoldenVector {
     }
 
     /**
-     * The same cache built through the ready-made constructor of its family, with the request that goes with it
-     * ({@code flat} layouts use position-indexed tables), or {@code null} for generic vectors.
+     * {@return the same cache built through the ready-made constructor of its family, with the request that goes with
+     * it ({@code flat} layouts use position-indexed tables), or {@code null} for generic vectors}
+     *
+     * @param buffers the vector's buffers, as {@link #buffers} returns them
+     * @throws IllegalStateException when the vector names a family this code does not know
      */
     public FamilyLayout familyLayout(List<MemorySegment> buffers) {
         JsonNode f = json.get("family");
@@ -181,7 +197,12 @@ public final class GoldenVector {
         }
     }
 
-    /** A cache built by a ready-made constructor, and its request. */
+    /**
+     * A cache built by a ready-made constructor, and its request.
+     *
+     * @param group the cache as the family's {@link io.kvchecksum.KvLayouts} constructor describes it
+     * @param request the request for that cache (position-indexed for {@code flat})
+     */
     public record FamilyLayout(KvCacheGroup group, RequestBlocks request) {
     }
 

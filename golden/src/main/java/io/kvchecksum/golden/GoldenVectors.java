@@ -23,12 +23,17 @@ public final class GoldenVectors {
     private GoldenVectors() {
     }
 
-    /** Every vector, in the generator's order. */
+    /** {@return every vector, in the generator's order} */
     public static List<GoldenVector> all() {
         return new ArrayList<>(load().values());
     }
 
-    /** One vector by name. */
+    /**
+     * {@return one vector by name}
+     *
+     * @param name the vector's name
+     * @throws IllegalArgumentException when no vector has that name
+     */
     public static GoldenVector get(String name) {
         GoldenVector v = load().get(name);
         if (v == null) {
@@ -37,7 +42,9 @@ public final class GoldenVectors {
         return v;
     }
 
-    /** The relations between vectors the generator asserted ({@code sum}, {@code rechunk}, {@code differs}). */
+    /**
+     * {@return the relations between vectors the generator asserted ({@code sum}, {@code rechunk}, {@code differs})}
+     */
     public static List<JsonNode> relations() {
         List<JsonNode> out = new ArrayList<>();
         index().get("relations").forEach(out::add);
@@ -45,9 +52,12 @@ public final class GoldenVectors {
     }
 
     /**
-     * The mixed-mode expectations of vector {@code name} (block checksums and slice sums of the same bytes, written by
-     * {@code golden/generator/generate_mixed.py} into {@code vectors-mixed/mixed.json}), as a vector whose
-     * {@link GoldenVector#expected()} and {@link GoldenVector#expectedSlices()} are the mixed ones.
+     * {@return the mixed-mode expectations of vector {@code name} (block checksums and slice sums of the same bytes,
+     * written by {@code golden/generator/generate_mixed.py} into {@code vectors-mixed/mixed.json}), as a vector whose
+     * {@link GoldenVector#expected()} and {@link GoldenVector#expectedSlices()} are the mixed ones}
+     *
+     * @param name the vector's name
+     * @throws IllegalArgumentException when the mixed expectations have no vector of that name
      */
     public static GoldenVector mixed(String name) {
         JsonNode m = mixedJson().get("vectors").get(name);
@@ -57,7 +67,7 @@ public final class GoldenVectors {
         return get(name).withExpectations(m.get("expected"), m.get("expected_slices"));
     }
 
-    /** The mixer's {x, MIX(x)} examples NumPy wrote beside the mixed vectors. */
+    /** {@return the mixer's {x, MIX(x)} examples NumPy wrote beside the mixed vectors} */
     public static long[][] mixerExamples() {
         JsonNode e = mixedJson().get("mixer_examples");
         long[][] out = new long[e.size()][];

@@ -92,17 +92,28 @@ public final class CudaBackend implements KvChecksum {
     private final Set<DeviceBuffer> uploads = ConcurrentHashMap.newKeySet();
     private volatile boolean closed;
 
-    /** Device 0. @throws BackendUnavailableException with the reason when CUDA cannot run here */
+    /**
+     * {@return the backend on device 0}
+     *
+     * @throws BackendUnavailableException with the reason when CUDA cannot run here
+     */
     public static CudaBackend open() {
         return open(0);
     }
 
-    /** The device of that ordinal (for the blocking methods; {@code enqueue} follows the caller's stream). */
+    /**
+     * {@return the backend on the device of that ordinal (for the blocking methods; {@code enqueue} follows the
+     * caller's stream)}
+     *
+     * @param ordinal the device's ordinal, {@code 0 .. cuDeviceGetCount-1}
+     * @throws BackendUnavailableException with the reason when CUDA cannot run here or the jar has no kernels
+     * @throws CudaException when the device cannot be opened (no such ordinal, the kernels do not load on it)
+     */
     public static CudaBackend open(int ordinal) {
         return new CudaBackend(Cuda.driver(), ordinal, Cuda.fatbin(), LaunchPlanner.DEFAULT_MAX_BLOCKS_PER_LAUNCH);
     }
 
-    /** Whether CUDA can run here and, if not, why (no driver library, cuInit error, no device, old driver). */
+    /** {@return whether CUDA can run here and, if not, why (no driver library, cuInit error, no device, old driver)} */
     public static Availability availability() {
         return Cuda.availability();
     }
@@ -165,6 +176,8 @@ public final class CudaBackend implements KvChecksum {
      *
      * @param stream the caller's {@code CUstream} handle; 0 is the legacy default stream of the context current on
      *     this thread
+     * @param group the cache, in device memory of the stream's context; it must not be written before the values arrive
+     * @param request the blocks to checksum, in {@code group}'s pages
      * @return the pending values, one per block {@code firstBlock .. ceil(numTokens/blockSize)-1}; call
      *     {@code get()} (which frees the buffers for reuse) or {@code close()}
      * @throws InvalidLayoutException on bad input (before anything is enqueued), or when a region is host memory
@@ -175,13 +188,19 @@ public final class CudaBackend implements KvChecksum {
     }
 
     /**
-     * {@link #enqueue(KvCacheGroup, RequestBlocks, long)} of a plan built once and reused across calls.
+     * {@return {@link #enqueue(KvCacheGroup, RequestBlocks, long)} of a plan built once and reused across calls}
      *
      * <p>The context current on the calling thread is the same after the call as before it (the call makes the
      * stream's context current while it works). A stream that is capturing a CUDA graph (vLLM and SGLang capture
      * decode steps) is refused with {@link IllegalStateException}: the upload, launch and result copy would be
      * recorded into the graph instead of running, and the pending values would never arrive. Enqueue outside the
      * captured region.
+     *
+     * @param plan the validated group and request, in device memory of the stream's context
+     * @param stream the caller's {@code CUstream} handle; 0 is the legacy default stream of the current context
+     * @throws InvalidLayoutException when a region is host memory or the plan's mode is not implemented
+     * @throws IllegalStateException when {@code stream} is capturing a CUDA graph, or the backend is closed
+     * @throws CudaException when a driver call fails
      */
     public PendingChecksums enqueue(SlicePlan plan, long stream) {
         ensureOpen();

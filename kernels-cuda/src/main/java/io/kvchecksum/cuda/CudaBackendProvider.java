@@ -5,6 +5,10 @@ import io.kvchecksum.spi.BackendProvider;
 
 /** Registers the CUDA backend with {@link io.kvchecksum.KvChecksums} (name {@code cuda}, priority 300). */
 public final class CudaBackendProvider implements BackendProvider {
+    /** Called by {@link java.util.ServiceLoader}; cheap: nothing is loaded until {@link #availability()}. */
+    public CudaBackendProvider() {
+    }
+
     @Override
     public String name() {
         return CudaBackend.NAME;

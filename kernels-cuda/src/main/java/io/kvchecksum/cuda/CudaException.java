@@ -3,10 +3,20 @@ package io.kvchecksum.cuda;
 /** A CUDA driver call that failed: the message names the call and the CUDA error (e.g. {@code CUDA_ERROR_ILLEGAL_ADDRESS}). */
 public class CudaException extends RuntimeException {
     private static final long serialVersionUID = 1L;
+    /** The driver function that failed, with what it was called on. */
     private final String call;
+    /** The {@code CUresult} it returned. */
     private final int code;
+    /** The {@code CUresult}'s name, e.g. {@code CUDA_ERROR_ILLEGAL_ADDRESS}. */
     private final String errorName;
 
+    /**
+     * A failed driver call; the message is {@code "<call> failed: <errorName> (<code>)"}.
+     *
+     * @param call the driver function that failed, e.g. {@code cuLaunchKernel(kvc_block_checksums_16b)}
+     * @param code the {@code CUresult} it returned, not 0
+     * @param errorName the result's name as {@code cuGetErrorName} gives it
+     */
     public CudaException(String call, int code, String errorName) {
         super(call + " failed: " + errorName + " (" + code + ")");
         this.call = call;
@@ -14,17 +24,17 @@ public class CudaException extends RuntimeException {
         this.errorName = errorName;
     }
 
-    /** The driver function that failed, e.g. {@code cuLaunchKernel(kvc_block_checksums_16b)}. */
+    /** {@return the driver function that failed, e.g. {@code cuLaunchKernel(kvc_block_checksums_16b)}} */
     public String call() {
         return call;
     }
 
-    /** The {@code CUresult}. */
+    /** {@return the {@code CUresult}} */
     public int code() {
         return code;
     }
 
-    /** The CUDA error's name as {@code cuGetErrorName} gives it. */
+    /** {@return the CUDA error's name as {@code cuGetErrorName} gives it} */
     public String errorName() {
         return errorName;
     }

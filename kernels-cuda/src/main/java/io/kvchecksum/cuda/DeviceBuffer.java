@@ -23,8 +23,8 @@ public final class DeviceBuffer implements AutoCloseable {
     }
 
     /**
-     * The memory, to describe regions with ({@code new KvRegion(buffer.memory(), offset, ...)}); valid until
-     * {@link #close()}. Its address is a {@code CUdeviceptr} in the primary context of the backend's device.
+     * {@return the memory, to describe regions with ({@code new KvRegion(buffer.memory(), offset, ...)}); valid until
+     * {@link #close()}} Its address is a {@code CUdeviceptr} in the primary context of the backend's device.
      */
     public KvMemory.Device memory() {
         synchronized (this) {
@@ -35,7 +35,7 @@ public final class DeviceBuffer implements AutoCloseable {
         return memory;
     }
 
-    /** The number of bytes (as uploaded). */
+    /** {@return the number of bytes (as uploaded)} */
     public long byteSize() {
         return memory.byteSize();
     }

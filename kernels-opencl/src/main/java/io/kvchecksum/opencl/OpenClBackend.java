@@ -153,8 +153,8 @@ public final class OpenClBackend implements KvChecksum {
     }
 
     /**
-     * The backend on the device named by {@value OpenClDevices#DEVICE_PROPERTY} or {@value OpenClDevices#DEVICE_ENV},
-     * else the first GPU, else the first CPU device; builds the kernels.
+     * {@return the backend on the device named by {@value OpenClDevices#DEVICE_PROPERTY} or
+     * {@value OpenClDevices#DEVICE_ENV}, else the first GPU, else the first CPU device; builds the kernels}
      *
      * @throws OpenClException when there is no OpenCL, no such device, or the kernels do not build
      */
@@ -163,8 +163,11 @@ public final class OpenClBackend implements KvChecksum {
     }
 
     /**
-     * The backend on the device {@code spec} names ({@code "platformIndex:deviceIndex"} or a substring of
-     * {@code "platform / device"} names; {@code null} for the default choice).
+     * {@return the backend on the device {@code spec} names ({@code "platformIndex:deviceIndex"} or a substring of
+     * {@code "platform / device"} names; {@code null} for the default choice)}
+     *
+     * @param spec the device: {@code "platformIndex:deviceIndex"}, a name substring, or {@code null} for the default
+     * @throws OpenClException when there is no OpenCL, no such device, or the kernels do not build
      */
     public static OpenClBackend open(String spec) {
         return new OpenClBackend(JoclApi.INSTANCE, OpenClDevices.select(spec), kernelSource());
@@ -174,17 +177,25 @@ public final class OpenClBackend implements KvChecksum {
      * As {@link #open(String)}, with every OpenCL call after set-up going through {@code calls}: wrap
      * {@link ClApi#jocl()} to record or count calls (tests prove {@code submit} never waits; benchmarks count
      * synchronizing calls per operation).
+     *
+     * @param spec the device, as {@link #open(String)} takes it
+     * @param calls the OpenCL calls to make after set-up, usually a wrapper of {@link ClApi#jocl()}
+     * @return the backend on that device, its kernels built
+     * @throws OpenClException when there is no OpenCL, no such device, or the kernels do not build
      */
     public static OpenClBackend open(String spec, ClApi calls) {
         return new OpenClBackend(calls, OpenClDevices.select(spec), kernelSource());
     }
 
     /**
-     * The backend on an engine's own OpenCL context and device, so that it reads the engine's buffers in place
-     * (registered with {@link #buffer(cl_mem)}); it makes its own in-order queue and program in that context and
-     * holds a reference to the context until {@link #close()}.
+     * {@return the backend on an engine's own OpenCL context and device, so that it reads the engine's buffers in place
+     * (registered with {@link #buffer(cl_mem)}); it makes its own in-order queue and program in that context and holds
+     * a reference to the context until {@link #close()}}
      *
+     * @param engineContext the engine's context, which must contain {@code device}; not null
+     * @param device the engine's device; not null
      * @throws OpenClException when the device is unknown or unusable, or the kernels do not build
+     * @throws NullPointerException when an argument is null
      */
     public static OpenClBackend open(cl_context engineContext, cl_device_id device) {
         java.util.Objects.requireNonNull(engineContext, "engineContext");
@@ -197,7 +208,7 @@ public final class OpenClBackend implements KvChecksum {
         return new OpenClBackend(JoclApi.INSTANCE, OpenClDevices.select(spec), source);
     }
 
-    /** The kernel source shipped in the jar. */
+    /** {@return the kernel source shipped in the jar} */
     public static String kernelSource() {
         try (InputStream in = OpenClBackend.class.getResourceAsStream(KERNEL_RESOURCE)) {
             if (in == null) {
@@ -276,13 +287,16 @@ public final class OpenClBackend implements KvChecksum {
     }
 
     /**
-     * Device-resident KV: describes an engine's {@code cl_mem} (of this backend's context) as {@link KvMemory} whose
-     * byte offsets are offsets into the buffer, so nothing is copied: a {@link io.kvchecksum.KvRegion} over it reads
-     * the buffer in place. Its size is the buffer's {@code CL_MEM_SIZE}, so regions reaching past the buffer are
-     * refused when the plan is built. The buffer must stay alive while operations that read it run; every region of
-     * one operation must lie in the same buffer (the kernels read one).
+     * {@return device-resident KV: describes an engine's {@code cl_mem} (of this backend's context) as {@link KvMemory}
+     * whose byte offsets are offsets into the buffer, so nothing is copied: a {@link io.kvchecksum.KvRegion} over it
+     * reads the buffer in place} Its size is the buffer's {@code CL_MEM_SIZE}, so regions reaching past the buffer are
+     * refused when the plan is built. The buffer must stay alive while operations that read it run; every region of one
+     * operation must lie in the same buffer (the kernels read one).
      *
+     * @param mem the engine's buffer, of this backend's context; not null
      * @throws InvalidLayoutException when the buffer belongs to another context
+     * @throws IllegalStateException when the backend is closed
+     * @throws NullPointerException when {@code mem} is null
      */
     public KvMemory buffer(cl_mem mem) {
         java.util.Objects.requireNonNull(mem, "mem");
@@ -295,6 +309,8 @@ public final class OpenClBackend implements KvChecksum {
     /**
      * Ends a registration made by {@link #buffer(cl_mem)}: call it before the engine releases the buffer, so that a
      * later buffer given the same handle is not taken for it.
+     *
+     * @param mem a buffer given to {@link #buffer(cl_mem)}; one never registered is ignored
      */
     public void forget(cl_mem mem) {
         registered.remove(mem.getNativePointer(), mem);
@@ -311,7 +327,7 @@ public final class OpenClBackend implements KvChecksum {
         }
     }
 
-    /** This backend's context, for creating buffers to pass to {@link #buffer(cl_mem)}. */
+    /** {@return this backend's context, for creating buffers to pass to {@link #buffer(cl_mem)}} */
     public cl_context context() {
         return context;
     }
@@ -354,7 +370,7 @@ public final class OpenClBackend implements KvChecksum {
         return mem;
     }
 
-    /** The device this instance runs on. */
+    /** {@return the device this instance runs on} */
     public OpenClDevice device() {
         return info;
     }
@@ -430,7 +446,7 @@ public final class OpenClBackend implements KvChecksum {
         return submit(plan);
     }
 
-    /** The native {@code cl_command_queue} handle of this backend's in-order queue. */
+    /** {@return the native {@code cl_command_queue} handle of this backend's in-order queue} */
     public long commandQueue() {
         return queue.getNativePointer();
     }

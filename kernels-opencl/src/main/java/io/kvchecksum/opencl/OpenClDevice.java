@@ -14,7 +14,7 @@ package io.kvchecksum.opencl;
 public record OpenClDevice(int platformIndex, int deviceIndex, String platformName, String deviceName, String type,
                            String version, String problem) {
 
-    /** {@code "platformIndex:deviceIndex"}, the form {@value OpenClDevices#DEVICE_PROPERTY} accepts. */
+    /** {@return {@code "platformIndex:deviceIndex"}, the form {@value OpenClDevices#DEVICE_PROPERTY} accepts} */
     public String index() {
         return platformIndex + ":" + deviceIndex;
     }

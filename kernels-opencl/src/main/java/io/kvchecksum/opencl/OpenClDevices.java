@@ -32,7 +32,7 @@ public final class OpenClDevices {
     }
 
     /**
-     * Every device of every platform.
+     * {@return every device of every platform}
      *
      * @throws OpenClException when the OpenCL library cannot be loaded or does not answer
      */

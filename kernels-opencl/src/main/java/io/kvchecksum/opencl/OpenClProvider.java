@@ -24,6 +24,10 @@ public final class OpenClProvider implements BackendProvider {
     private record Probe(Availability availability, OpenClDevice device) {
     }
 
+    /** Called by {@link java.util.ServiceLoader}; cheap: nothing is loaded until {@link #availability()}. */
+    public OpenClProvider() {
+    }
+
     @Override
     public String name() {
         return "opencl";
