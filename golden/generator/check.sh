@@ -57,6 +57,17 @@ if ! diff -r "$mixed" "$tmp/vectors-mixed" > "$tmp/mixed-diff.txt" 2>&1; then
 fi
 echo "check.sh: OK: committed mixed-mode values match a fresh regeneration"
 
+# Cell vectors (vectors-cells: straddling pieces, index-K, padded cells) come from generate_cells.py the same way.
+cellvec="$root/golden/src/main/resources/vectors-cells"
+"$py" "$here/generate_cells.py" --out "$tmp/vectors-cells" > /dev/null
+if ! diff -r "$cellvec" "$tmp/vectors-cells" > "$tmp/cells-diff.txt" 2>&1; then
+    echo "check.sh: FAILED: the committed cell vectors differ from what golden/generator/generate_cells.py produces:" >&2
+    head -n 40 "$tmp/cells-diff.txt" >&2
+    echo "check.sh: regenerate them with 'python3 golden/generator/generate_cells.py' and commit the result." >&2
+    exit 1
+fi
+echo "check.sh: OK: committed cell vectors match a fresh regeneration"
+
 # Detection campaign, short run (fixed seeds, a few seconds): fails if the mixed mode's mixer misses any fault
 # or a proved property of the standard mode (single changes always caught, its bit-63 blind spot) does not hold.
 if ! "$py" "$here/detection.py" --short --quiet > "$tmp/detection.txt"; then
