@@ -46,6 +46,17 @@ if ! diff -r "$dumps" "$tmp/dumps" > "$tmp/dumps-diff.txt" 2>&1; then
 fi
 echo "check.sh: OK: committed CLI test dumps match a fresh regeneration"
 
+# The command line's cell dumps (index-K, straddling pieces, padded cells) come from dumps_cells.py the same way.
+celldumps="$root/cli/src/test/resources/dumps-cells"
+"$py" "$here/dumps_cells.py" --out "$tmp/dumps-cells" > /dev/null
+if ! diff -r "$celldumps" "$tmp/dumps-cells" > "$tmp/dumps-cells-diff.txt" 2>&1; then
+    echo "check.sh: FAILED: the committed CLI cell dumps differ from what golden/generator/dumps_cells.py produces:" >&2
+    head -n 40 "$tmp/dumps-cells-diff.txt" >&2
+    echo "check.sh: regenerate them with 'python3 golden/generator/dumps_cells.py' and commit the result." >&2
+    exit 1
+fi
+echo "check.sh: OK: committed CLI cell dumps match a fresh regeneration"
+
 # Mixed-mode values of the same vectors (vectors-mixed/mixed.json) come from generate_mixed.py the same way.
 mixed="$root/golden/src/main/resources/vectors-mixed"
 "$py" "$here/generate_mixed.py" --out "$tmp/vectors-mixed" > /dev/null
