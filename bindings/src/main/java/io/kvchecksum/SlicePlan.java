@@ -201,14 +201,13 @@ public final class SlicePlan {
                 sl.addAll(slices.subList(r.firstSlice(), r.firstSlice() + r.numHeads()));
             }
         }
-        Residency r = residency;
         boolean host = false;
         boolean device = false;
         for (Slice x : sl) {
             host |= x.k().memory() instanceof KvMemory.Host || (x.v() != null && x.v().memory() instanceof KvMemory.Host);
             device |= x.k().memory() instanceof KvMemory.Device || (x.v() != null && x.v().memory() instanceof KvMemory.Device);
         }
-        r = host && device ? Residency.MIXED : device ? Residency.DEVICE : Residency.HOST;
+        Residency r = host && device ? Residency.MIXED : device ? Residency.DEVICE : Residency.HOST;
         return new SlicePlan(g, request, List.copyOf(sl), List.copyOf(rs), pageTable, r, mode, padding);
     }
 
