@@ -56,6 +56,16 @@ if ! diff -r "$sglang" "$tmp/sglang-dumps" > "$tmp/sglang-diff.txt" 2>&1; then
     exit 1
 fi
 echo "check.sh: OK: committed SGLang test dumps match a fresh regeneration"
+# The command line's cell dumps (index-K, straddling pieces, padded cells) come from dumps_cells.py the same way.
+celldumps="$root/cli/src/test/resources/dumps-cells"
+"$py" "$here/dumps_cells.py" --out "$tmp/dumps-cells" > /dev/null
+if ! diff -r "$celldumps" "$tmp/dumps-cells" > "$tmp/dumps-cells-diff.txt" 2>&1; then
+    echo "check.sh: FAILED: the committed CLI cell dumps differ from what golden/generator/dumps_cells.py produces:" >&2
+    head -n 40 "$tmp/dumps-cells-diff.txt" >&2
+    echo "check.sh: regenerate them with 'python3 golden/generator/dumps_cells.py' and commit the result." >&2
+    exit 1
+fi
+echo "check.sh: OK: committed CLI cell dumps match a fresh regeneration"
 
 # Mixed-mode values of the same vectors (vectors-mixed/mixed.json) come from generate_mixed.py the same way.
 mixed="$root/golden/src/main/resources/vectors-mixed"
@@ -67,6 +77,17 @@ if ! diff -r "$mixed" "$tmp/vectors-mixed" > "$tmp/mixed-diff.txt" 2>&1; then
     exit 1
 fi
 echo "check.sh: OK: committed mixed-mode values match a fresh regeneration"
+
+# Cell vectors (vectors-cells: straddling pieces, index-K, padded cells) come from generate_cells.py the same way.
+cellvec="$root/golden/src/main/resources/vectors-cells"
+"$py" "$here/generate_cells.py" --out "$tmp/vectors-cells" > /dev/null
+if ! diff -r "$cellvec" "$tmp/vectors-cells" > "$tmp/cells-diff.txt" 2>&1; then
+    echo "check.sh: FAILED: the committed cell vectors differ from what golden/generator/generate_cells.py produces:" >&2
+    head -n 40 "$tmp/cells-diff.txt" >&2
+    echo "check.sh: regenerate them with 'python3 golden/generator/generate_cells.py' and commit the result." >&2
+    exit 1
+fi
+echo "check.sh: OK: committed cell vectors match a fresh regeneration"
 
 # Detection campaign, short run (fixed seeds, a few seconds): fails if the mixed mode's mixer misses any fault
 # or a proved property of the standard mode (single changes always caught, its bit-63 blind spot) does not hold.

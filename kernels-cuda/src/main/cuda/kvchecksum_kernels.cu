@@ -4,6 +4,7 @@
 //
 // Names are extern "C" so the host finds them with cuLibraryGetKernel without C++ mangling.
 #include "kvchecksum.cuh"
+#include "kvchecksum_byte_cells_kernels.cuh"  // cells that are not whole pieces: their own kernels
 
 static_assert(sizeof(KvcSlice) == 64, "KvcSlice ABI");
 static_assert(sizeof(KvcChecksumParams) == 80, "KvcChecksumParams ABI");

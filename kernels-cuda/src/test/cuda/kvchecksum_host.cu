@@ -8,6 +8,7 @@
 // reduce through shared memory (wrapping adds: any order gives the same bits). "Device" pointers in the
 // parameters are plain host addresses.
 #include "kvchecksum.cuh"
+#include "kvchecksum_byte_cells.cuh"
 #include <string.h>
 
 static_assert(sizeof(KvcSlice) == 64, "KvcSlice ABI");
@@ -55,6 +56,29 @@ int slice_sums(uint32_t gx, uint32_t gy, const KvcChecksumParams& p) {
     return KVC_SUCCESS;
 }
 
+// The byte-cell kernels (kvchecksum_byte_cells_kernels.cuh): warp w of CTA (bx, by) sums slice by*KVC_WARPS + w.
+template <int MIX>
+int byte_cells(uint32_t gx, uint32_t gy, const KvcChecksumParams& p, bool slices) {
+    if (gx != p.num_blocks || (uint64_t)gy * KVC_WARPS < p.num_slices) return KVC_INVALID_VALUE;
+    const KvcByteCellSlice* sl = reinterpret_cast<const KvcByteCellSlice*>(p.slices);
+    for (uint32_t by = 0; by < gy; ++by) {
+        for (uint32_t bx = 0; bx < gx; ++bx) {
+            for (uint32_t w = 0; w < KVC_WARPS; ++w) {
+                const int64_t i = kvc_byte_cell_slice(p, by, w);
+                if (i < 0) continue;
+                uint64_t s = 0;
+                for (uint32_t l = 0; l < 32; ++l) s += kvc_byte_cell_lane_sum<MIX>(p, sl[i], p.first_block + bx, l);
+                if (slices) {
+                    p.out[(uint64_t)i * p.out_stride + bx] = s;
+                } else {
+                    p.out[bx] += sl[i].factor * s;  // the kernel's atomicAdd
+                }
+            }
+        }
+    }
+    return KVC_SUCCESS;
+}
+
 }  // namespace
 
 extern "C" {
@@ -77,6 +101,10 @@ static int emulate(const char* name, uint32_t gx, uint32_t gy, uint32_t gz, uint
     if (!strcmp(name, "kvc_slice_sums_16b_mixed")) return slice_sums<2, 1>(gx, gy, *static_cast<const KvcChecksumParams*>(params));
     if (!strcmp(name, "kvc_slice_sums_8b_mixed")) return slice_sums<1, 1>(gx, gy, *static_cast<const KvcChecksumParams*>(params));
     if (!strcmp(name, "kvc_slice_sums_1b_mixed")) return slice_sums<0, 1>(gx, gy, *static_cast<const KvcChecksumParams*>(params));
+    if (!strcmp(name, "kvc_byte_cells_block_checksums")) return byte_cells<0>(gx, gy, *static_cast<const KvcChecksumParams*>(params), false);
+    if (!strcmp(name, "kvc_byte_cells_slice_sums")) return byte_cells<0>(gx, gy, *static_cast<const KvcChecksumParams*>(params), true);
+    if (!strcmp(name, "kvc_byte_cells_block_checksums_mixed")) return byte_cells<1>(gx, gy, *static_cast<const KvcChecksumParams*>(params), false);
+    if (!strcmp(name, "kvc_byte_cells_slice_sums_mixed")) return byte_cells<1>(gx, gy, *static_cast<const KvcChecksumParams*>(params), true);
     if (gy != 1) return KVC_INVALID_VALUE;
     if (!strcmp(name, "kvc_sum_parts")) {
         const KvcReduceParams& p = *static_cast<const KvcReduceParams*>(params);

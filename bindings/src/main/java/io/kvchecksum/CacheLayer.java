@@ -56,9 +56,9 @@ public record CacheLayer(int layer, int firstHead, int numHeads, KvRegion k, KvR
         return new CacheLayer(layer, firstHead, numHeads, k, null);
     }
 
-    /** {@return pieces per cell: K pieces followed by V pieces} */
+    /** {@return pieces per cell, K bytes then V bytes: {@code ceil(cellBytes / 8)} (a padded cell's last piece counts)} */
     public int pieces() {
-        return k.pieces() + (v == null ? 0 : v.pieces());
+        return (int) Math.ceilDiv((long) cellBytes(), 8);
     }
 
     /** {@return bytes per cell, K and V together} */

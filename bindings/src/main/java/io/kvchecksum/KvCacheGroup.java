@@ -10,7 +10,8 @@ import java.util.Set;
  *
  * <p>Describes memory, never copies it. Construction validates everything that does not depend on a request:
  * every region holds {@code numPages} pages of {@code pageSize} slots for all of its layer's heads inside its
- * memory, cells are whole 8-byte pieces, no (layer, head) appears twice, and no size overflows. A group is
+ * memory, no (layer, head) appears twice, and no size overflows. Whether cells are whole 8-byte pieces depends on the
+ * plan's {@link CellPadding} and is checked by {@link SlicePlan#of}. A group is
  * immutable and may be shared between threads; the memory it points to must outlive any computation on it.
  *
  * @param layers the layers, in any order

@@ -307,10 +307,7 @@ public final class KvLayouts {
         if (cell > Integer.MAX_VALUE) {
             throw new InvalidLayoutException("head dim " + headDim + " x " + elemBytes + " bytes is too large a cell");
         }
-        if (cell % 8 != 0) {
-            throw new InvalidLayoutException("a cell of head dim " + headDim + " x " + elemBytes + " bytes = " + cell
-                    + " bytes is not a whole number of 8-byte pieces");
-        }
+        // Whether K + V is whole 8-byte pieces is the plan's to check (SlicePlan.of), where padding may be asked for.
         return (int) cell;
     }
 }

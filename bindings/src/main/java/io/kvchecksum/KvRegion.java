@@ -7,8 +7,10 @@ import java.util.Objects;
  *
  * <p>The cell of physical page {@code p}, slot {@code o} within the page and local head {@code h} occupies
  * {@code cellBytes} bytes starting at {@code offset + p*pageStride + o*tokenStride + h*headStride} of
- * {@code memory}. All values are in bytes and must be non-negative; {@code cellBytes} must be a positive multiple
- * of 8, since the checksum reads 8-byte little-endian pieces. Every layout in the field (head-major or token-major,
+ * {@code memory}. All values are in bytes and must be non-negative; {@code cellBytes} must be positive. The checksum
+ * reads the cell (K bytes then V bytes) as 8-byte little-endian pieces: K and V need not be whole pieces each (a
+ * piece may straddle them), but their total must be, which {@link SlicePlan#of} checks unless the plan pads cells
+ * ({@link CellPadding#ZEROS}). Every layout in the field (head-major or token-major,
  * K and V split or interleaved, kernel-block splits) is some choice of these four numbers; no data is copied.
  *
  * @param memory where the bytes live; not null
@@ -37,12 +39,9 @@ public record KvRegion(KvMemory memory, long offset, long pageStride, long token
         if (cellBytes <= 0) {
             throw new InvalidLayoutException("cellBytes must be positive, got " + cellBytes);
         }
-        if (cellBytes % 8 != 0) {
-            throw new InvalidLayoutException("cellBytes " + cellBytes + " is not a whole number of 8-byte pieces");
-        }
     }
 
-    /** {@return the number of 8-byte pieces in one cell of this region} */
+    /** {@return the number of whole 8-byte pieces in one cell of this region ({@code cellBytes / 8}, rounded down)} */
     public int pieces() {
         return cellBytes / 8;
     }

@@ -38,12 +38,19 @@ public final class SlicePlan {
      *     memory's first byte
      * @param pageStride bytes between pages
      * @param tokenStride bytes between slots of a page
-     * @param pieces 8-byte pieces of this part of the cell
+     * @param pieces whole 8-byte pieces of this part of the cell ({@code bytes / 8}, rounded down): what the whole-piece
+     *     loops read; meaningless for a slice with {@link Slice#byteCells() byte cells}, which backends read byte by byte
      * @param alignment the alignment class relative to the memory's first byte: 16 when {@code base} and both
      *     strides are multiples of 16 and the part is whole 16-byte units, else 8 when they are multiples of 8, else
      *     1; the widest load a backend may use once its own base address is added (see {@link #alignmentAt})
+     * @param bytes bytes of this part of the cell (the region's {@code cellBytes})
      */
-    public record Part(KvMemory memory, long base, long pageStride, long tokenStride, int pieces, int alignment) {
+    public record Part(KvMemory memory, long base, long pageStride, long tokenStride, int pieces, int alignment, int bytes) {
+
+        /** A part of whole pieces: {@code bytes = 8 * pieces}. */
+        public Part(KvMemory memory, long base, long pageStride, long tokenStride, int pieces, int alignment) {
+            this(memory, base, pageStride, tokenStride, pieces, alignment, 8 * pieces);
+        }
 
         /**
          * {@return the byte offset of cell {@code (page, slot)} within {@link #memory()}}
@@ -69,7 +76,7 @@ public final class SlicePlan {
         static Part of(KvRegion r, int head) {
             long base = r.offset() + head * r.headStride();
             return new Part(r.memory(), base, r.pageStride(), r.tokenStride(), r.pieces(),
-                    alignment(base, r.pageStride(), r.tokenStride(), r.pieces()));
+                    alignment(base, r.pageStride(), r.tokenStride(), r.pieces()), r.cellBytes());
         }
 
         private static int alignment(long base, long pageStride, long tokenStride, int pieces) {
@@ -88,9 +95,27 @@ public final class SlicePlan {
      * @param v the V part, or {@code null} when the cell is K only
      */
     public record Slice(int layer, int head, long factor, Part k, Part v) {
-        /** {@return pieces per cell, K then V} */
+        /**
+         * {@return pieces per cell, K bytes then V bytes: {@code P = ceil(cellBytes / 8)}} With
+         * {@link CellPadding#ZEROS} the padded last piece counts; piece {@code p} of request position {@code t} has index
+         * {@code t*P + p}.
+         */
         public int pieces() {
-            return k.pieces() + vPieces();
+            return (int) Math.ceilDiv((long) cellBytes(), 8);
+        }
+
+        /** Bytes per cell, K then V (before any padding). */
+        public int cellBytes() {
+            return k.bytes() + (v == null ? 0 : v.bytes());
+        }
+
+        /**
+         * True when K or V is not whole 8-byte pieces: a piece straddles K's end and V's start, or the cell's last piece
+         * is zero-padded. Such a slice is computed by each backend's byte-assembling path (its pieces are not at
+         * multiples of 8 from the parts' bases), never by the whole-piece loops; see {@link SlicePlan#byteCellSlices()}.
+         */
+        public boolean byteCells() {
+            return k.bytes() % 8 != 0 || (v != null && v.bytes() % 8 != 0);
         }
 
         /** {@return pieces of the V part, 0 when there is none} */
@@ -124,10 +149,18 @@ public final class SlicePlan {
     private final Residency residency;
     private final int numBlocks;
     private final ChecksumMode mode;
+    private final CellPadding padding;
+    /** Sub-plans of the whole-piece and the byte-cell layers, built when the plan has both kinds or only byte cells. */
+    private final SlicePlan wholePart;
+    private final SlicePlan bytePart;
+    /** Row {@code i} of this plan is row {@code rowIndex[i]} of {@link #bytePart} when {@code rowInBytes[i]}, else of {@link #wholePart}. */
+    private final int[] rowIndex;
+    private final boolean[] rowInBytes;
 
     private SlicePlan(KvCacheGroup group, RequestBlocks request, List<Slice> slices, List<LayerRun> runs, int[] pageTable,
-                      Residency residency, ChecksumMode mode) {
+                      Residency residency, ChecksumMode mode, CellPadding padding) {
         this.mode = mode;
+        this.padding = padding;
         this.group = group;
         this.request = request;
         this.slices = slices;
@@ -135,6 +168,60 @@ public final class SlicePlan {
         this.pageTable = pageTable;
         this.residency = residency;
         this.numBlocks = request.numBlocks();
+        int byteSlices = 0;
+        for (Slice sl : slices) {
+            byteSlices += sl.byteCells() ? 1 : 0;
+        }
+        if (byteSlices == 0 || byteSlices == slices.size()) {
+            // one kind only: no sub-plans (so a sub-plan never splits again); a byte-cell plan is its own byte part
+            wholePart = null;
+            bytePart = byteSlices == 0 ? null : this;
+            rowIndex = null;
+            rowInBytes = null;
+            return;
+        }
+        // Split by layer (a layer's slices are all one kind: they share the regions). Each side is a plan of its own
+        // over a group of those layers, the same request, table and residency: a backend runs its whole-piece path on
+        // one and its byte-cell path on the other, and the rows go back in this plan's order.
+        List<CacheLayer> whole = new ArrayList<>();
+        List<CacheLayer> bytes = new ArrayList<>();
+        rowIndex = new int[slices.size()];
+        rowInBytes = new boolean[slices.size()];
+        int wi = 0;
+        int bi = 0;
+        for (int li = 0; li < group.layers().size(); li++) {
+            CacheLayer l = group.layers().get(li);
+            LayerRun run = runs.get(li);
+            boolean b = slices.get(run.firstSlice()).byteCells();
+            (b ? bytes : whole).add(l);
+            for (int h = 0; h < run.numHeads(); h++) {
+                rowInBytes[run.firstSlice() + h] = b;
+                rowIndex[run.firstSlice() + h] = b ? bi++ : wi++;
+            }
+        }
+        wholePart = whole.isEmpty() ? null : subPlan(whole);
+        bytePart = subPlan(bytes);
+    }
+
+    private SlicePlan subPlan(List<CacheLayer> layers) {
+        KvCacheGroup g = new KvCacheGroup(layers, group.pageSize(), group.numPages());
+        List<Slice> sl = new ArrayList<>();
+        List<LayerRun> rs = new ArrayList<>();
+        for (int li = 0; li < group.layers().size(); li++) {
+            if (layers.contains(group.layers().get(li))) {
+                LayerRun r = runs.get(li);
+                rs.add(new LayerRun(sl.size(), r.numHeads(), r.kHeadStride(), r.vHeadStride()));
+                sl.addAll(slices.subList(r.firstSlice(), r.firstSlice() + r.numHeads()));
+            }
+        }
+        boolean host = false;
+        boolean device = false;
+        for (Slice x : sl) {
+            host |= x.k().memory() instanceof KvMemory.Host || (x.v() != null && x.v().memory() instanceof KvMemory.Host);
+            device |= x.k().memory() instanceof KvMemory.Device || (x.v() != null && x.v().memory() instanceof KvMemory.Device);
+        }
+        Residency r = host && device ? Residency.MIXED : device ? Residency.DEVICE : Residency.HOST;
+        return new SlicePlan(g, request, List.copyOf(sl), List.copyOf(rs), pageTable, r, mode, padding);
     }
 
     /**
@@ -163,8 +250,29 @@ public final class SlicePlan {
      * @throws InvalidLayoutException as {@link #of(KvCacheGroup, RequestBlocks)} does, and when an argument is null
      */
     public static SlicePlan of(KvCacheGroup group, RequestBlocks request, ChecksumMode mode) {
-        if (group == null || request == null || mode == null) {
-            throw new InvalidLayoutException("group, request and mode must not be null");
+        return of(group, request, mode, CellPadding.NONE);
+    }
+
+    /**
+     * As {@link #of(KvCacheGroup, RequestBlocks, ChecksumMode)}, with what to do about cells that are not whole 8-byte
+     * pieces (K bytes plus V bytes not a multiple of 8).
+     *
+     * @param padding {@link CellPadding#NONE} (the definition) refuses such a layer with {@link InvalidLayoutException}
+     *     naming it; {@link CellPadding#ZEROS} (an opt-in extension with its own checksums, see {@link CellPadding})
+     *     zero-pads each cell at its end to whole pieces
+     * @throws InvalidLayoutException as {@link #of(KvCacheGroup, RequestBlocks)}, and for cells that are not whole pieces
+     *     without padding
+     */
+    public static SlicePlan of(KvCacheGroup group, RequestBlocks request, ChecksumMode mode, CellPadding padding) {
+        if (group == null || request == null || mode == null || padding == null) {
+            throw new InvalidLayoutException("group, request, mode and padding must not be null");
+        }
+        if (padding == CellPadding.NONE) {
+            for (CacheLayer l : group.layers()) {
+                if (l.cellBytes() % 8 != 0) {
+                    throw new InvalidLayoutException(cellsNotWholePieces(l));
+                }
+            }
         }
         long needed = request.pagesNeeded(group.pageSize());
         if (request.tableLength() < needed) {
@@ -203,7 +311,23 @@ public final class SlicePlan {
             }
         }
         Residency r = host && device ? Residency.MIXED : device ? Residency.DEVICE : Residency.HOST;
-        return new SlicePlan(group, request, List.copyOf(slices), List.copyOf(runs), table, r, mode);
+        return new SlicePlan(group, request, List.copyOf(slices), List.copyOf(runs), table, r, mode, padding);
+    }
+
+    /**
+     * Why a layer's cells cannot be checksummed without padding, or {@code null} when they can: the one wording of
+     * this reason, for engines and tools that report a group skipped instead of building its plan.
+     */
+    public static String unpaddedCellProblem(CacheLayer l) {
+        return l.cellBytes() % 8 == 0 ? null : cellsNotWholePieces(l);
+    }
+
+    private static String cellsNotWholePieces(CacheLayer l) {
+        String parts = l.v() == null ? l.k().cellBytes() + " bytes" : "K " + l.k().cellBytes() + " + V " + l.v().cellBytes()
+                + " = " + l.cellBytes() + " bytes";
+        return "layer " + l.layer() + " heads " + l.firstHead() + ".." + (l.firstHead() + l.numHeads() - 1) + ": cells of "
+                + parts + " are not whole 8-byte pieces (the checksum is not defined for them; zero-padding each cell"
+                + " is an opt-in extension: CellPadding.ZEROS, --pad-cells)";
     }
 
     /**
@@ -216,7 +340,51 @@ public final class SlicePlan {
         if (m == null) {
             throw new InvalidLayoutException("mode must not be null");
         }
-        return m == mode ? this : new SlicePlan(group, request, slices, runs, pageTable, residency, m);
+        return m == mode ? this : new SlicePlan(group, request, slices, runs, pageTable, residency, m, padding);
+    }
+
+    /** What the plan does with cells that are not whole pieces; {@link CellPadding#NONE} unless asked for. */
+    public CellPadding padding() {
+        return padding;
+    }
+
+    /**
+     * True when some slice has {@link Slice#byteCells() byte cells} (a piece straddling K and V, or a padded last
+     * piece). Backends then run their whole-piece path on {@link #wholePieceSlices()} and their byte-assembling path
+     * on {@link #byteCellSlices()}; a plan without byte cells goes to the whole-piece path as it is.
+     */
+    public boolean hasByteCells() {
+        return bytePart != null;
+    }
+
+    /**
+     * The plan of this plan's layers whose cells are whole pieces in K and in V, or {@code null} when there is none.
+     * Only for a plan with {@link #hasByteCells()}; the same request, table, mode and padding.
+     */
+    public SlicePlan wholePieceSlices() {
+        return wholePart;
+    }
+
+    /** The plan of this plan's layers with {@link Slice#byteCells() byte cells}, or {@code null} when there is none. */
+    public SlicePlan byteCellSlices() {
+        return bytePart;
+    }
+
+    /**
+     * The slice sums of this plan from those of its two {@link #hasByteCells() sub-plans}: rows back in this plan's
+     * order. {@code whole} is {@code null} when {@link #wholePieceSlices()} is.
+     */
+    public SliceSums mergeRows(SliceSums whole, SliceSums bytes) {
+        if (bytePart == this) {
+            return bytes;
+        }
+        int nb = numBlocks;
+        long[] out = new long[slices.size() * nb];
+        for (int i = 0; i < slices.size(); i++) {
+            SliceSums from = rowInBytes[i] ? bytes : whole;
+            System.arraycopy(from.values(), rowIndex[i] * nb, out, i * nb, nb);
+        }
+        return sliceSums(out);
     }
 
     /** {@return the checksum mode: what each piece contributes before weighting} */

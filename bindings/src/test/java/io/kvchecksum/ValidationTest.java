@@ -43,9 +43,19 @@ class ValidationTest {
 
     @Test
     void cellsNotWholePieces() {
-        assertMessage(() -> new KvLayouts.PagedShape(4, 16, 2, 3, 2).cellBytes(), "not a whole number of 8-byte pieces");
+        // K and V of 6 bytes each (head dim 3, fp16): 12-byte cells, refused by the plan (not by the shape or region,
+        // since K and V need not be whole pieces each, only their total)
+        KvLayouts.PagedShape odd = new KvLayouts.PagedShape(4, 16, 2, 3, 2);
         try (Arena a = Arena.ofConfined()) {
-            assertMessage(() -> new KvRegion(KvMemory.host(a.allocate(64)), 0, 0, 0, 0, 12), "not a whole number of 8-byte pieces");
+            KvCacheGroup g = KvLayouts.vllmFlash(odd, 0, null, List.of(KvMemory.host(a.allocate(2L * 4 * 16 * 2 * 6))));
+            assertMessage(() -> SlicePlan.of(g, RequestBlocks.of(new int[] {0}, 5, 16)),
+                    "K 6 + V 6 = 12 bytes are not whole 8-byte pieces");
+            for (KvChecksum k : List.of(KvChecksums.reference(), KvChecksums.cpu())) {
+                assertMessage(() -> k.blockChecksums(g, RequestBlocks.of(new int[] {0}, 5, 16)), "not whole 8-byte pieces");
+            }
+            KvRegion r12 = new KvRegion(KvMemory.host(a.allocate(64)), 0, 0, 0, 0, 12);
+            KvCacheGroup k12 = KvCacheGroup.of(1, 1, List.of(CacheLayer.kOnly(3, 0, 1, r12)));
+            assertMessage(() -> SlicePlan.of(k12, RequestBlocks.of(new int[] {0}, 1, 1)), "layer 3 heads 0..0: cells of 12 bytes");
         }
     }
 

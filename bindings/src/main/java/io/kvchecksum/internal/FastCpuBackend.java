@@ -6,6 +6,7 @@ import io.kvchecksum.KvMemory;
 import io.kvchecksum.RequestBlocks;
 import io.kvchecksum.SlicePlan;
 import io.kvchecksum.SliceSums;
+import io.kvchecksum.spi.ByteCellRoute;
 
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
@@ -82,6 +83,10 @@ public final class FastCpuBackend implements KvChecksum {
     public long[] blockChecksums(SlicePlan plan) {
         plan.requireHost(name(), "");
         plan.requireMode(this);
+        if (plan.hasByteCells()) {
+            // cells that straddle K and V or are padded: their own path; the loops below only ever see whole pieces
+            return ByteCellRoute.blockChecksums(plan, this::blockChecksums, ByteCellSums::blockChecksums);
+        }
         if (plan.mode() == ChecksumMode.MIXED) {
             return sliceSums(plan).combine();
         }
@@ -112,6 +117,9 @@ public final class FastCpuBackend implements KvChecksum {
     public SliceSums sliceSums(SlicePlan plan) {
         plan.requireHost(name(), "");
         plan.requireMode(this);
+        if (plan.hasByteCells()) {
+            return ByteCellRoute.sliceSums(plan, this::sliceSums, p -> p.sliceSums(ByteCellSums.values(p)));
+        }
         if (plan.mode() == ChecksumMode.MIXED) {
             return plan.sliceSums(MixedSliceSums.values(plan, plan.numBlocks() > 0 && parallel(plan)));
         }

@@ -67,6 +67,9 @@ public final class ReferenceBackend implements KvChecksum {
     }
 
     private static long piece(SlicePlan plan, SlicePlan.Slice slice, long t, int p) {
+        if (slice.byteCells()) {
+            return assembledPiece(plan, slice, t, p);
+        }
         SlicePlan.Part part = slice.k();
         if (p >= part.pieces()) {
             p -= part.pieces();
@@ -74,6 +77,31 @@ public final class ReferenceBackend implements KvChecksum {
         }
         MemorySegment segment = ((KvMemory.Host) part.memory()).segment();
         return segment.get(PIECE, part.cellOffset(plan.pageOf(t), plan.slotOf(t)) + 8L * p);
+    }
+
+    /**
+     * Piece {@code p} of a cell whose K or V is not whole pieces, literally: bytes {@code 8p .. 8p+7} of the cell's
+     * byte sequence (K bytes, then V bytes, then zeros when the plan pads cells), little-endian.
+     */
+    private static long assembledPiece(SlicePlan plan, SlicePlan.Slice slice, long t, int p) {
+        long x = 0;
+        for (int b = 7; b >= 0; b--) {
+            x = (x << 8) | (cellByte(plan, slice, t, 8 * p + b) & 0xFF);
+        }
+        return x;
+    }
+
+    private static byte cellByte(SlicePlan plan, SlicePlan.Slice slice, long t, int q) {
+        SlicePlan.Part part = slice.k();
+        if (q >= part.bytes()) {
+            q -= part.bytes();
+            part = slice.v();
+            if (part == null || q >= part.bytes()) {
+                return 0;
+            }
+        }
+        MemorySegment segment = ((KvMemory.Host) part.memory()).segment();
+        return segment.get(ValueLayout.JAVA_BYTE, part.cellOffset(plan.pageOf(t), plan.slotOf(t)) + q);
     }
 
     @Override

@@ -22,7 +22,7 @@ final class ChunkedChecksums {
         RequestBlocks r = dump.request();
         long perToken = dump.group().bytesPerToken();
         if (dump.kvBytes() <= chunkBytes || !progress.enabled()) {
-            long[] v = backend.blockChecksums(SlicePlan.of(dump.group(), r, mode));
+            long[] v = backend.blockChecksums(SlicePlan.of(dump.group(), r, mode, dump.padding()));
             progress.update(dump.kvBytes());
             return v;
         }
@@ -35,7 +35,7 @@ final class ChunkedChecksums {
             int nb = Math.min(perChunk, blocks - i);
             long end = Math.min((fb + nb) * r.blockSize(), r.numTokens());
             RequestBlocks part = RequestBlocks.of(dump.tablePart(fb * r.blockSize(), end), end, fb, r.blockSize());
-            long[] v = backend.blockChecksums(SlicePlan.of(dump.group(), part, mode));
+            long[] v = backend.blockChecksums(SlicePlan.of(dump.group(), part, mode, dump.padding()));
             System.arraycopy(v, 0, out, i, nb);
             done += (end - fb * r.blockSize()) * perToken;
             progress.update(done);

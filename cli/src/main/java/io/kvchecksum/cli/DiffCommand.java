@@ -32,7 +32,8 @@ import java.util.concurrent.Callable;
 @Command(name = "diff", mixinStandardHelpOptions = true, sortOptions = false,
         description = {"Localizes the differences between two dumps of one request.",
                 "Any two layouts. Which blocks differ, and inside each block which layers, heads, token ranges and"
-                        + " cell bytes. Exit 0 identical, 1 different."})
+                        + " cell bytes. Exit 0 identical, 1 different, 2 skipped (cells not whole 8-byte pieces without"
+                        + " --pad-cells)."})
 final class DiffCommand implements Callable<Integer> {
     @Spec
     CommandSpec spec;
@@ -64,6 +65,12 @@ final class DiffCommand implements Callable<Integer> {
 
     @Option(names = "--head-offset", paramLabel = "H0", defaultValue = "0", description = "Global head number of head 0 (both).")
     int headOffset;
+
+    @Option(names = "--pad-cells", description = "Checksum cells that are not whole 8-byte pieces zero-padded (see sum --help).")
+    boolean padCells;
+
+    @Option(names = "--index-k-head", paramLabel = "H", description = "Global head number of the index-K caches (see sum --help).")
+    Integer indexKHead;
 
     @Mixin
     BackendOption backend;
@@ -104,8 +111,23 @@ final class DiffCommand implements Callable<Integer> {
         String lb = layoutB != null ? layoutB : layout;
         try (DumpFile fa = DumpFile.open(a); DumpFile fb = DumpFile.open(b)) {
             int bs = blockSize != null ? blockSize : defaultBlockSize(fa, la, fb, lb);
-            KvDump da = KvDump.of(fa, new KvDump.Options(la, bs, numTokens, firstBlock, headOffset));
-            KvDump db = KvDump.of(fb, new KvDump.Options(lb, bs, numTokens, firstBlock, headOffset));
+            io.kvchecksum.CellPadding padding = padCells ? io.kvchecksum.CellPadding.ZEROS : io.kvchecksum.CellPadding.NONE;
+            KvDump da = KvDump.of(fa, new KvDump.Options(la, bs, numTokens, firstBlock, headOffset, padding, indexKHead));
+            KvDump db = KvDump.of(fb, new KvDump.Options(lb, bs, numTokens, firstBlock, headOffset, padding, indexKHead));
+            String skip = da.skipReason() != null ? "A " + da.skipReason() : db.skipReason() != null ? "B " + db.skipReason() : null;
+            if (skip != null) {
+                // as an engine skips such a group: no checksums, no verdict (exit 2, as verify's unverified)
+                if (json) {
+                    Map<String, Object> j = new LinkedHashMap<>();
+                    j.put("identical", null);
+                    j.put("skipped", skip);
+                    Json.print(out, j);
+                } else {
+                    out.println("skipped: " + skip);
+                }
+                out.flush();
+                return Main.UNVERIFIED;
+            }
             Result r;
             String desc;
             String name;
@@ -239,7 +261,7 @@ final class DiffCommand implements Callable<Integer> {
         }
         for (KvDump.Layer la : da.layers()) {
             CacheLayer ca = la.cache();
-            CacheLayer cb = sb.get(key(la.layer()))[0].cache();
+            CacheLayer cb = sb.get(key(la))[0].cache();
             if (ca.numHeads() != cb.numHeads()) {
                 throw new InvalidInputException("layer " + la.layer() + ": A holds " + ca.numHeads() + " heads, B "
                         + cb.numHeads());
@@ -274,7 +296,7 @@ final class DiffCommand implements Callable<Integer> {
                 long t1 = Math.min(r.blockEnd(block), n);
                 int before = changes.size();
                 for (KvDump.Layer la : da.layers()) {
-                    KvDump.Layer lb = sb.get(key(la.layer()))[0];
+                    KvDump.Layer lb = sb.get(key(la))[0];
                     for (int h = 0; h < la.cache().numHeads(); h++) {
                         scan(da, la, db, lb, h, block, t0, t1, changes);
                     }
@@ -363,14 +385,15 @@ final class DiffCommand implements Callable<Integer> {
         return new int[] {(int) first, last};
     }
 
-    private static long key(int layer) {
-        return layer;
+    /** A layer's cache: its number and, for a second cache of the layer (index-K), which one. */
+    private static long key(KvDump.Layer l) {
+        return 2L * l.layer() + (l.indexK() ? 1 : 0);
     }
 
     private static Map<Long, KvDump.Layer[]> slices(KvDump d) {
         Map<Long, KvDump.Layer[]> m = new HashMap<>();
         for (KvDump.Layer l : d.layers()) {
-            m.put(key(l.layer()), new KvDump.Layer[] {l});
+            m.put(key(l), new KvDump.Layer[] {l});
         }
         return m;
     }

@@ -59,8 +59,14 @@ final class FingerprintOptions {
         String spec = specType != null ? specType : dump.layout().equals("vllm-mla") ? "MLAAttentionSpec" : "FullAttentionSpec";
         List<Long> hashes = new ArrayList<>();
         for (KvDump.Layer l : dump.layers()) {
+            String name = layerName.replace("{L}", Integer.toString(l.layer()));
+            if (l.indexK()) {
+                // an indexer's K cache: a layer of its own to the engine; a dump records no name, so one is made up
+                hashes.add(Fingerprints.ofLayer(name + ".index_k", "IndexKSpec", torchName(l.kTensor().dtype().name())));
+                continue;
+            }
             String dtype = kvDtype != null ? kvDtype : torchName(l.kTensor().dtype().name());
-            hashes.add(Fingerprints.ofLayer(layerName.replace("{L}", Integer.toString(l.layer())), spec, dtype));
+            hashes.add(Fingerprints.ofLayer(name, spec, dtype));
         }
         return Fingerprints.ofGroup(hashes);
     }

@@ -25,7 +25,8 @@ import java.util.concurrent.Callable;
 @Command(name = "sum", mixinStandardHelpOptions = true, sortOptions = false,
         description = {"The block checksums of a KV dump, or its payload.",
                 "Dumps: safetensors, .npz, .npy, or a directory of .npy files.",
-                "With --payload: the base64 checksum payload a producer would send for it."})
+                "With --payload: the base64 checksum payload a producer would send for it.",
+                "Exit 2 when the group is skipped (cells not whole 8-byte pieces without --pad-cells), with the reason."})
 final class SumCommand implements Callable<Integer> {
     @Spec
     CommandSpec spec;
@@ -80,6 +81,9 @@ final class SumCommand implements Callable<Integer> {
         io.kvchecksum.ChecksumMode mode = modeOption.mode(spec.commandLine());
         try (DumpFile file = DumpFile.open(dump)) {
             KvDump d = KvDump.of(file, dumpOptions.options(blockSize));
+            if (d.skipReason() != null) {
+                return skipped(d, mode, out, err);
+            }
             try (ChosenBackend b = backend.open(spec.commandLine());
                     Progress p = new Progress(err, Progress.shown(quiet), "sum", d.kvBytes())) {
                 b.requireMode(mode, spec.commandLine());
@@ -136,5 +140,43 @@ final class SumCommand implements Callable<Integer> {
             }
         }
         return Main.OK;
+    }
+
+    /**
+     * A dump whose group cannot be checksummed without padding (cells not whole 8-byte pieces, {@code --pad-cells}
+     * not given): the group is skipped with the reason, as an engine skips it, and nothing is computed; exit 2. With
+     * {@code --payload} the payload an engine would send then, without the group (its consumer sees it as checksummed
+     * on one side only, or not at all).
+     */
+    private int skipped(KvDump d, io.kvchecksum.ChecksumMode mode, PrintWriter out, PrintWriter err) {
+        RequestBlocks r = d.request();
+        String reason = d.skipReason();
+        if (payload) {
+            String text = PayloadCodec.encodeBase64(ChecksumPayload.of(mode, tpSize, r.numTokens(), List.of()));
+            if (json) {
+                Map<String, Object> o = new LinkedHashMap<>();
+                o.put("payload", text);
+                o.put("skipped", reason);
+                Json.print(out, o);
+            } else {
+                out.println(text);
+            }
+            err.println("kvchecksum: group " + groupId + " skipped (left out of the payload): " + reason);
+        } else if (json) {
+            Map<String, Object> o = new LinkedHashMap<>();
+            o.put("block_size", r.blockSize());
+            o.put("first_block", r.firstBlock());
+            o.put("num_tokens", r.numTokens());
+            o.put("mode", mode.wireName());
+            o.put("skipped", reason);
+            o.put("values", List.of());
+            Json.print(out, o);
+        } else {
+            out.println("dump:    " + d.describe());
+            out.println("skipped: " + reason);
+        }
+        out.flush();
+        err.flush();
+        return Main.UNVERIFIED;
     }
 }

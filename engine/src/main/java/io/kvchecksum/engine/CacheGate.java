@@ -1,6 +1,7 @@
 package io.kvchecksum.engine;
 
 import io.kvchecksum.CacheLayer;
+import io.kvchecksum.CellPadding;
 import io.kvchecksum.Definition;
 import io.kvchecksum.KvCacheGroup;
 
@@ -27,7 +28,9 @@ import java.util.regex.Pattern;
  * <p>A group is skipped, with the reason logged once at startup, when any of its caches:
  * <ul>
  *   <li>has a layer name without a layer number;</li>
- *   <li>has cells that are not whole 8-byte pieces (K or V bytes per head and token);</li>
+ *   <li>has cells that are not whole 8-byte pieces (K plus V bytes per head and token not a multiple of 8), unless
+ *       the gate pads cells ({@link CellPadding#ZEROS}, the opt-in extension); K and V need not be whole pieces each
+ *       (a piece may straddle them);</li>
  *   <li>has kernel blocks (pages) that do not tile the group's block size, or the group's caches disagree on it;</li>
  *   <li>shares its layer number with a cache of another layer module (a main layer and an MTP layer, which PP may place
  *       on different stages: the two could not take consecutive heads of one layer consistently);</li>
@@ -101,10 +104,12 @@ public final class CacheGate {
 
     private final List<WorkerChecksummer.WorkerGroup> groups;
     private final Map<Integer, String> skipped;
+    private final CellPadding padding;
 
-    private CacheGate(List<WorkerChecksummer.WorkerGroup> groups, Map<Integer, String> skipped) {
+    private CacheGate(List<WorkerChecksummer.WorkerGroup> groups, Map<Integer, String> skipped, CellPadding padding) {
         this.groups = List.copyOf(groups);
         this.skipped = Collections.unmodifiableMap(new TreeMap<>(skipped));
+        this.padding = padding;
     }
 
     /**
@@ -115,10 +120,25 @@ public final class CacheGate {
      * @return the admitted groups, ready for {@link WorkerChecksummer}, and the skipped ones with their reasons
      */
     public static CacheGate of(List<CacheSpec> caches, long numBlocks) {
-        return of(caches, numBlocks, System.getLogger(CacheGate.class.getName()));
+        return of(caches, numBlocks, CellPadding.NONE);
+    }
+
+    /**
+     * As {@link #of(List, long)}, with what to do about cells that are not whole 8-byte pieces: the engine's
+     * configuration. {@link CellPadding#NONE} skips their groups with the reason; {@link CellPadding#ZEROS} admits them
+     * and a {@link WorkerChecksummer} built from this gate pads them (a peer that does not pad skips the group, so the
+     * comparison is {@link UnverifiedReason#ONE_SIDE_ONLY}, never a mismatch).
+     */
+    public static CacheGate of(List<CacheSpec> caches, long numBlocks, CellPadding padding) {
+        return of(caches, numBlocks, System.getLogger(CacheGate.class.getName()), padding);
     }
 
     static CacheGate of(List<CacheSpec> caches, long numBlocks, Logger log) {
+        return of(caches, numBlocks, log, CellPadding.NONE);
+    }
+
+    static CacheGate of(List<CacheSpec> caches, long numBlocks, Logger log, CellPadding padding) {
+        Objects.requireNonNull(padding, "padding");
         Map<Integer, List<CacheSpec>> byGroup = new TreeMap<>();
         for (CacheSpec c : caches) {
             byGroup.computeIfAbsent(c.groupId(), k -> new ArrayList<>()).add(c);
@@ -127,7 +147,7 @@ public final class CacheGate {
         Map<Integer, String> skipped = new LinkedHashMap<>();
         for (Map.Entry<Integer, List<CacheSpec>> e : byGroup.entrySet()) {
             int id = e.getKey();
-            String reason = problem(e.getValue());
+            String reason = problem(e.getValue(), padding);
             if (reason != null) {
                 skipped.put(id, reason);
                 log.log(Level.WARNING, "KV checksums skip group " + id + ": " + reason);
@@ -135,7 +155,12 @@ public final class CacheGate {
             }
             admitted.add(build(id, e.getValue(), numBlocks));
         }
-        return new CacheGate(admitted, skipped);
+        return new CacheGate(admitted, skipped, padding);
+    }
+
+    /** Whether admitted groups' cells are padded: what a {@link WorkerChecksummer} built from this gate computes with. */
+    public CellPadding padding() {
+        return padding;
     }
 
     /** {@return the admitted groups, for {@link WorkerChecksummer}} */
@@ -186,7 +211,7 @@ public final class CacheGate {
     private static final Comparator<CacheSpec> ORDER = Comparator.comparingInt((CacheSpec c) -> layerNumber(c.layerName()))
             .thenComparing(CacheSpec::layerName);
 
-    private static String problem(List<CacheSpec> all) {
+    private static String problem(List<CacheSpec> all, CellPadding padding) {
         for (CacheSpec c : all) {
             if (layerNumber(c.layerName()) < 0) {
                 return "layer " + c.layerName() + " has no layer number in its name";
@@ -201,9 +226,15 @@ public final class CacheGate {
             if (c.hostResident()) {
                 return at + " is host-resident (offloaded KV)";
             }
-            if (c.kCellBytes() <= 0 || c.kCellBytes() % 8 != 0 || c.vCellBytes() < 0 || c.vCellBytes() % 8 != 0) {
+            if (c.kCellBytes() <= 0 || c.vCellBytes() < 0) {
                 return at + ": cells of " + c.kCellBytes() + " K and " + c.vCellBytes()
                         + " V bytes per head are not whole 8-byte pieces";
+            }
+            long cell = (long) c.kCellBytes() + c.vCellBytes();
+            if (cell % 8 != 0 && padding == CellPadding.NONE) {
+                return at + ": cells of " + (c.vCellBytes() == 0 ? cell + " bytes" : "K " + c.kCellBytes() + " + V "
+                        + c.vCellBytes() + " = " + cell + " bytes") + " per head are not whole 8-byte pieces (the"
+                        + " checksum is not defined for them; padding each cell with zeros is an opt-in extension: CellPadding.ZEROS)";
             }
             if (c.blockSize() != blockSize) {
                 return at + " has block size " + c.blockSize() + ", other layers of the group " + blockSize;

@@ -42,6 +42,7 @@ public final class SingleWorker {
     private final ChecksumMetrics metrics;
     private final PayloadSender sender;
     private final io.kvchecksum.ChecksumMode mode;
+    private final io.kvchecksum.CellPadding padding;
 
     /**
      * A worker counting in {@code metrics}, its sender logging to
@@ -78,6 +79,18 @@ public final class SingleWorker {
      * @throws NullPointerException when an argument is null
      */
     public SingleWorker(KvChecksum backend, ChecksumMetrics metrics, PayloadSender sender, io.kvchecksum.ChecksumMode mode) {
+        this(backend, metrics, sender, mode, io.kvchecksum.CellPadding.NONE);
+    }
+
+    /**
+     * As {@link #SingleWorker(KvChecksum, ChecksumMetrics, PayloadSender, io.kvchecksum.ChecksumMode)}, with what to do
+     * about cells that are not whole 8-byte pieces (see
+     * {@link WorkerChecksummer#WorkerChecksummer(KvChecksum, int, int, List, Map, ChecksumMetrics, io.kvchecksum.ChecksumMode, io.kvchecksum.CellPadding)}):
+     * without padding their groups are skipped with the reason, with {@link io.kvchecksum.CellPadding#ZEROS} padded.
+     */
+    public SingleWorker(KvChecksum backend, ChecksumMetrics metrics, PayloadSender sender, io.kvchecksum.ChecksumMode mode,
+            io.kvchecksum.CellPadding padding) {
+        this.padding = Objects.requireNonNull(padding, "padding");
         this.mode = Objects.requireNonNull(mode, "mode");
         // Every backend computes the standard mode; only another mode is asked about.
         if (mode != io.kvchecksum.ChecksumMode.STANDARD && !backend.supports(mode)) {
@@ -171,7 +184,7 @@ public final class SingleWorker {
     }
 
     private WorkerChecksummer checksummer(List<WorkerChecksummer.WorkerGroup> layout) {
-        return new WorkerChecksummer(backend, 0, 0, layout, Map.of(), metrics, mode);
+        return new WorkerChecksummer(backend, 0, 0, layout, Map.of(), metrics, mode, padding);
     }
 
     private static long numTokens(List<BlockSelection> selection) {

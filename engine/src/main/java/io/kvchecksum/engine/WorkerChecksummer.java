@@ -1,5 +1,7 @@
 package io.kvchecksum.engine;
 
+import io.kvchecksum.CacheLayer;
+import io.kvchecksum.CellPadding;
 import io.kvchecksum.ChecksumMode;
 import io.kvchecksum.KvCacheGroup;
 import io.kvchecksum.KvChecksum;
@@ -110,6 +112,7 @@ public final class WorkerChecksummer {
     private final Map<Integer, String> skipped;
     private final ChecksumMetrics metrics;
     private final ChecksumMode mode;
+    private final CellPadding padding;
 
     /**
      * A worker in the standard mode.
@@ -144,8 +147,22 @@ public final class WorkerChecksummer {
      */
     public WorkerChecksummer(KvChecksum backend, int tpRank, int ppStage, List<WorkerGroup> layout,
             Map<Integer, String> skipped, ChecksumMetrics metrics, ChecksumMode mode) {
+        this(backend, tpRank, ppStage, layout, skipped, metrics, mode, CellPadding.NONE);
+    }
+
+    /**
+     * As {@link #WorkerChecksummer(KvChecksum, int, int, List, Map, ChecksumMetrics, ChecksumMode)}, with what to do
+     * about cells that are not whole 8-byte pieces (K plus V bytes not a multiple of 8, such as a 132-byte fp8 indexer
+     * cache): the engine's configuration. With {@link CellPadding#NONE} (the definition) a layout group holding such a
+     * layer is skipped in every record with the reason, decided here at startup, never an exception mid-request; with
+     * {@link CellPadding#ZEROS} (the opt-in extension, {@code docs/definition.md}) its cells are zero-padded. A peer
+     * configured otherwise skips the group, so it verifies as {@link UnverifiedReason#ONE_SIDE_ONLY}, never a mismatch.
+     */
+    public WorkerChecksummer(KvChecksum backend, int tpRank, int ppStage, List<WorkerGroup> layout,
+            Map<Integer, String> skipped, ChecksumMetrics metrics, ChecksumMode mode, CellPadding padding) {
         this.backend = Objects.requireNonNull(backend, "backend");
         this.mode = Objects.requireNonNull(mode, "mode");
+        this.padding = Objects.requireNonNull(padding, "padding");
         // Every backend computes the standard mode; only another mode is asked about.
         if (mode != ChecksumMode.STANDARD && !backend.supports(mode)) {
             throw new IllegalArgumentException("backend '" + backend.name() + "' does not implement the " + mode.wireName()
@@ -157,18 +174,25 @@ public final class WorkerChecksummer {
         this.tpRank = tpRank;
         this.ppStage = ppStage;
         Map<Integer, WorkerGroup> byId = new HashMap<>();
+        Map<Integer, String> skips = new TreeMap<>(skipped);
         for (WorkerGroup g : layout) {
             if (byId.put(g.groupId(), g) != null) {
                 throw new IllegalArgumentException("group " + g.groupId() + " is described twice");
             }
+            String cells = padding == CellPadding.NONE ? unpaddedCells(g) : null;
+            if (cells != null) {
+                byId.remove(g.groupId());
+                skips.putIfAbsent(g.groupId(), cells);
+            }
         }
         this.layout = Map.copyOf(byId);
-        this.skipped = Map.copyOf(new TreeMap<>(skipped));
+        this.skipped = Map.copyOf(skips);
         this.metrics = Objects.requireNonNull(metrics, "metrics");
     }
 
     /**
-     * A worker with the admitted groups and skipped groups its {@link CacheGate} found at startup.
+     * A worker with the admitted groups and skipped groups its {@link CacheGate} found at startup, padding cells as the
+     * gate was told to ({@link CacheGate#padding()}).
      *
      * @param backend computes the block checksums; not null
      * @param tpRank this worker's TP rank, non-negative
@@ -178,7 +202,7 @@ public final class WorkerChecksummer {
      * @throws IllegalArgumentException when a rank or stage is negative
      */
     public WorkerChecksummer(KvChecksum backend, int tpRank, int ppStage, CacheGate gate, ChecksumMetrics metrics) {
-        this(backend, tpRank, ppStage, gate.groups(), gate.skipped(), metrics);
+        this(backend, tpRank, ppStage, gate.groups(), gate.skipped(), metrics, ChecksumMode.STANDARD, gate.padding());
     }
 
     /**
@@ -194,7 +218,25 @@ public final class WorkerChecksummer {
      */
     public WorkerChecksummer(KvChecksum backend, int tpRank, int ppStage, CacheGate gate, ChecksumMetrics metrics,
             ChecksumMode mode) {
-        this(backend, tpRank, ppStage, gate.groups(), gate.skipped(), metrics, mode);
+        this(backend, tpRank, ppStage, gate.groups(), gate.skipped(), metrics, mode, gate.padding());
+    }
+
+    /** The first layer of {@code g} whose cells are not whole pieces, as a skip reason, or {@code null}. */
+    private static String unpaddedCells(WorkerGroup g) {
+        for (ReplicaPart p : g.parts()) {
+            for (CacheLayer l : p.cache().layers()) {
+                String why = SlicePlan.unpaddedCellProblem(l);
+                if (why != null) {
+                    return why;
+                }
+            }
+        }
+        return null;
+    }
+
+    /** What this worker does with cells that are not whole 8-byte pieces. */
+    public CellPadding padding() {
+        return padding;
     }
 
     /** {@return the checksum mode this worker computes in} */
@@ -277,7 +319,7 @@ public final class WorkerChecksummer {
                         continue;
                     }
                     RequestBlocks r = s.request(p.cache().pageSize());
-                    SlicePlan plan = SlicePlan.of(p.cache(), r, mode);
+                    SlicePlan plan = SlicePlan.of(p.cache(), r, mode, padding);
                     list.add(stream == null ? backend.submit(plan) : backend.submit(plan, stream));
                 }
             }

@@ -75,7 +75,7 @@ class CacheGateTest {
             List<CacheGate.CacheSpec> caches = List.of(
                     spec("model.layers.0.self_attn.attn", 0, 16, 16, 2, 2, 0, ReplicaKey.NONE, 16, false, "a0", m0),
                     spec("model.layers.1.self_attn.attn", 0, 16, 16, 2, 2, 0, ReplicaKey.NONE, 16, false, "a1", m1),
-                    spec("model.layers.2.self_attn.attn", 1, 12, 12, 2, 2, 0, ReplicaKey.NONE, 16, false, "c", null),
+                    spec("model.layers.2.self_attn.attn", 1, 12, 10, 2, 2, 0, ReplicaKey.NONE, 16, false, "c", null),
                     spec("model.layers.3.self_attn.attn", 2, 16, 16, 2, 2, 0, ReplicaKey.NONE, 16, false, "d", null),
                     spec("mtp.layers.3.self_attn.attn", 2, 16, 16, 2, 2, 0, ReplicaKey.NONE, 16, false, "e", null),
                     spec("model.layers.4.self_attn.attn", 3, 16, 16, 2, 2, 0, ReplicaKey.NONE, 16, true, "f", null),

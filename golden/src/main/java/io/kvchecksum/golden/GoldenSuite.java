@@ -1,6 +1,7 @@
 package io.kvchecksum.golden;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import io.kvchecksum.CellPadding;
 import io.kvchecksum.ChecksumMode;
 import io.kvchecksum.InvalidLayoutException;
 import io.kvchecksum.KvCacheGroup;
@@ -31,7 +32,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * The golden suite for one backend, as JUnit dynamic tests: every vector through every operation, compared exactly,
  * each (backend, vector) pair its own test named {@code "<backend> · <vector>"}; then every vector again in the
  * {@link ChecksumMode#MIXED mixed mode} against NumPy's mixed expectations ({@code "<backend> · mixed · <vector>"}),
- * or, for a backend that does not implement the mode, a test that it refuses a mixed plan before reading anything.
+ * or, for a backend that does not implement the mode, a test that it refuses a mixed plan before reading anything;
+ * then the cell vectors ({@code "<backend> · cells · <vector>"}: pieces straddling K and V, index-K caches, padded cells).
  * (Combining and rechunking are pure functions of the slice sums, the same in every mode.) A backend module runs it with
  * <pre>{@code
  * @TestFactory Stream<DynamicNode> golden() { return GoldenSuite.tests(backend); }
@@ -87,7 +89,47 @@ public final class GoldenSuite {
                     () -> checkRefused(backend, v, placement)));
         }
         nodes.add(DynamicContainer.dynamicContainer(backend.name() + " · mixed mode", mixed));
+        List<DynamicNode> cells = new ArrayList<>();
+        for (GoldenVector v : GoldenVectors.cells()) {
+            cells.add(DynamicTest.dynamicTest(backend.name() + " · cells · " + v.name(), () -> checkCells(backend, v, placement)));
+        }
+        nodes.add(DynamicContainer.dynamicContainer(backend.name() + " · cells (straddling, index-K, padded)", cells));
         return nodes.stream();
+    }
+
+    /**
+     * A cell vector ({@code vectors-cells}): the standard values through every operation, then the mixed ones where the
+     * backend has the mode; a padded vector is refused without {@link CellPadding#ZEROS} before anything is read.
+     */
+    private static void checkCells(KvChecksum k, GoldenVector v, Function<HostCase, KvCacheGroup> placement) {
+        try (Arena arena = Arena.ofShared()) {
+            List<MemorySegment> buffers = v.buffers(arena);
+            KvCacheGroup g = placement.apply(new HostCase(v, v.group(buffers), buffers));
+            RequestBlocks r = v.request();
+            String who = k.name() + " · cells · " + v.name();
+            CellPadding padding = v.padCells() ? CellPadding.ZEROS : CellPadding.NONE;
+            if (v.padCells()) {
+                InvalidLayoutException e = assertThrows(InvalidLayoutException.class, () -> k.blockChecksums(g, r),
+                        who + ": computed without padding");
+                assertTrue(e.getMessage().contains("not whole 8-byte pieces"), e.getMessage());
+            }
+            SlicePlan plan = SlicePlan.of(g, r, ChecksumMode.STANDARD, padding);
+            long[] expected = v.expected();
+            assertArrayEquals(expected, v.expectedSlices().combine(), who + " (combine of NumPy's slice sums)");
+            for (int call = 0; call < 2; call++) {
+                assertArrayEquals(expected, k.blockChecksums(plan), who + " (fused, call " + call + ")");
+            }
+            assertEquals(v.expectedSlices(), k.sliceSums(plan), who + " (slice sums)");
+            try (PendingChecksums p = k.submit(plan)) {
+                assertArrayEquals(expected, p.get(), who + " (submit)");
+            }
+            if (k.supports(ChecksumMode.MIXED)) {
+                GoldenVector m = GoldenVectors.mixedOf(v);
+                SlicePlan mixed = plan.withMode(ChecksumMode.MIXED);
+                assertArrayEquals(m.expected(), k.blockChecksums(mixed), who + " (mixed, fused)");
+                assertEquals(m.expectedSlices(), k.sliceSums(mixed), who + " (mixed, slice sums)");
+            }
+        }
     }
 
     /**

@@ -19,6 +19,7 @@ public final class GoldenVectors {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static volatile Map<String, GoldenVector> all;
     private static volatile JsonNode mixed;
+    private static volatile List<GoldenVector> cells;
 
     private GoldenVectors() {
     }
@@ -75,6 +76,44 @@ public final class GoldenVectors {
             out[i] = new long[] {Long.parseUnsignedLong(e.get(i).get(0).asText()), Long.parseUnsignedLong(e.get(i).get(1).asText())};
         }
         return out;
+    }
+
+    /**
+     * The cell vectors of {@code golden/generator/generate_cells.py} ({@code vectors-cells/}): pieces straddling K and V,
+     * index-K caches, and the padded-cells extension ({@link GoldenVector#padCells()}), each with its standard and
+     * its mixed-mode expectations ({@link #mixedOf(GoldenVector)}).
+     */
+    public static List<GoldenVector> cells() {
+        List<GoldenVector> c = cells;
+        if (c == null) {
+            List<GoldenVector> out = new ArrayList<>();
+            try (InputStream in = cellResource("index.json")) {
+                for (JsonNode n : JSON.readTree(in).get("vectors")) {
+                    String name = n.asText();
+                    try (InputStream j = cellResource(name + ".json"); InputStream b = cellResource(name + ".bin")) {
+                        out.add(new GoldenVector(JSON.readTree(j), b.readAllBytes()));
+                    }
+                }
+            } catch (IOException e) {
+                throw new UncheckedIOException("reading vectors-cells", e);
+            }
+            c = List.copyOf(out);
+            cells = c;
+        }
+        return c;
+    }
+
+    /** A cell vector with its mixed-mode expectations ({@code expected_mixed}, {@code expected_slices_mixed}). */
+    public static GoldenVector mixedOf(GoldenVector cellVector) {
+        return cellVector.withMixedExpectations();
+    }
+
+    private static InputStream cellResource(String name) {
+        InputStream in = GoldenVectors.class.getResourceAsStream("/vectors-cells/" + name);
+        if (in == null) {
+            throw new IllegalStateException("golden resource vectors-cells/" + name + " is missing from the class path");
+        }
+        return in;
     }
 
     private static JsonNode mixedJson() {

@@ -13,6 +13,7 @@ import io.kvchecksum.PendingChecksums;
 import io.kvchecksum.RequestBlocks;
 import io.kvchecksum.SlicePlan;
 import io.kvchecksum.SliceSums;
+import io.kvchecksum.spi.ByteCellRoute;
 import io.kvchecksum.spi.BackendProvider.Availability;
 
 import java.lang.foreign.Arena;
@@ -71,7 +72,8 @@ public final class CudaBackend implements KvChecksum {
     static final List<String> KERNELS = List.of(BLOCK_CHECKSUMS_1B, BLOCK_CHECKSUMS_8B, BLOCK_CHECKSUMS_16B, SLICE_SUMS_1B,
             SLICE_SUMS_8B, SLICE_SUMS_16B, BLOCK_CHECKSUMS_1B + MIXED_SUFFIX, BLOCK_CHECKSUMS_8B + MIXED_SUFFIX,
             BLOCK_CHECKSUMS_16B + MIXED_SUFFIX, SLICE_SUMS_1B + MIXED_SUFFIX, SLICE_SUMS_8B + MIXED_SUFFIX,
-            SLICE_SUMS_16B + MIXED_SUFFIX, SUM_PARTS, FILL, SUM);
+            SLICE_SUMS_16B + MIXED_SUFFIX, SUM_PARTS, FILL, SUM, ByteCellLaunch.BLOCK_CHECKSUMS, ByteCellLaunch.SLICE_SUMS,
+            ByteCellLaunch.BLOCK_CHECKSUMS + MIXED_SUFFIX, ByteCellLaunch.SLICE_SUMS + MIXED_SUFFIX);
 
     /** {@code CUstreamCaptureStatus}: not capturing. */
     static final int CAPTURE_STATUS_NONE = 0;
@@ -206,6 +208,10 @@ public final class CudaBackend implements KvChecksum {
         ensureOpen();
         plan.requireMode(this);
         plan.requireDevice("enqueue", "; use blockChecksums or submit for host memory");
+        if (plan.hasByteCells() && plan.wholePieceSlices() != null) {
+            // both kinds of cells: the whole-piece kernels and the byte-cell kernels, each on its own part of the plan
+            return ByteCellRoute.submit(plan, p -> enqueue(p, stream), p -> enqueue(p, stream));
+        }
         long[] ctx = new long[1];
         check(driver, driver.cuStreamGetCtx(stream, ctx), "cuStreamGetCtx(stream 0x" + Long.toHexString(stream) + ")");
         long previous = enter(ctx[0]);
@@ -258,6 +264,9 @@ public final class CudaBackend implements KvChecksum {
     public PendingChecksums submit(SlicePlan plan) {
         ensureOpen();
         plan.requireMode(this);
+        if (plan.hasByteCells() && plan.wholePieceSlices() != null) {
+            return ByteCellRoute.submit(plan, this::submit, this::submit);
+        }
         if (plan.numBlocks() == 0) {
             return PendingChecksums.completed(new long[0]);
         }
@@ -281,6 +290,9 @@ public final class CudaBackend implements KvChecksum {
     public SliceSums sliceSums(SlicePlan plan) {
         ensureOpen();
         plan.requireMode(this);
+        if (plan.hasByteCells() && plan.wholePieceSlices() != null) {
+            return ByteCellRoute.sliceSums(plan, this::sliceSums, this::sliceSums);
+        }
         if (plan.numBlocks() == 0) {
             return plan.sliceSums(new long[0]);
         }
@@ -453,7 +465,7 @@ public final class CudaBackend implements KvChecksum {
         return (n + a - 1) / a * a;
     }
 
-    private static long paramsOffset(long uploadBytes) {
+    static long paramsOffset(long uploadBytes) {
         return align(uploadBytes, 256);
     }
 
@@ -525,6 +537,10 @@ public final class CudaBackend implements KvChecksum {
      */
     private CudaPending launchPlan(ContextResources resources, long stream, SlicePlan plan, ToLongFunction<KvMemory> address,
             boolean slices) {
+        if (plan.hasByteCells()) {
+            // only byte cells here (mixed plans were split by the caller): their own kernels
+            return ByteCellLaunch.launch(this, resources, stream, plan, address, slices);
+        }
         int ns = plan.numSlices();
         int nb = plan.numBlocks();
         int pages = plan.numPages();

@@ -166,6 +166,9 @@ final class FakeCudaDriver implements CudaDriver {
         return kernels.containsKey(kernel) ? 0 : INVALID_HANDLE;
     }
 
+    /** The name of every kernel launched, in order. */
+    final java.util.List<String> launchedNames = new java.util.ArrayList<>();
+
     @Override public synchronized int cuLaunchKernel(long f, int gx, int gy, int gz, int bx, int by, int bz, int shared,
             long stream, long kernelParams, long extra) {
         String name = kernels.get(f);
@@ -173,6 +176,7 @@ final class FakeCudaDriver implements CudaDriver {
             return INVALID_HANDLE;
         }
         launches++;
+        launchedNames.add(name);
         long params = seg(kernelParams, 8).get(ValueLayout.JAVA_LONG, 0);
         return lib.kvc_emulate(name, gx, gy, gz, bx, by, bz, params);
     }

@@ -166,7 +166,7 @@ final class Descriptors {
     private static void addRange(Map<MemorySegment, Range> ranges, SlicePlan.Part p, int pageSize, long minPage, long maxPage) {
         MemorySegment seg = segment(p);
         long lo = p.cellOffset(minPage, 0);
-        long hi = p.cellOffset(maxPage, pageSize - 1) + 8L * p.pieces();
+        long hi = p.cellOffset(maxPage, pageSize - 1) + p.bytes();
         Range range = ranges.get(seg);
         if (range == null) {
             range = new Range();

@@ -8,6 +8,7 @@ import io.kvchecksum.PendingChecksums;
 import io.kvchecksum.RequestBlocks;
 import io.kvchecksum.SlicePlan;
 import io.kvchecksum.SliceSums;
+import io.kvchecksum.spi.ByteCellRoute;
 import org.jocl.CL;
 import org.jocl.Pointer;
 import org.jocl.Sizeof;
@@ -208,15 +209,22 @@ public final class OpenClBackend implements KvChecksum {
         return new OpenClBackend(JoclApi.INSTANCE, OpenClDevices.select(spec), source);
     }
 
-    /** {@return the kernel source shipped in the jar} */
+    /** {@return the kernel source shipped in the jar: {@value #KERNEL_RESOURCE}, then {@value #BYTE_CELL_RESOURCE}} */
     public static String kernelSource() {
-        try (InputStream in = OpenClBackend.class.getResourceAsStream(KERNEL_RESOURCE)) {
+        return resourceText(KERNEL_RESOURCE) + "\n" + resourceText(BYTE_CELL_RESOURCE);
+    }
+
+    /** The byte-cell kernels' source, appended to the main source (they use its descriptor words and mixer). */
+    public static final String BYTE_CELL_RESOURCE = "/io/kvchecksum/opencl/kvchecksum_byte_cells.cl";
+
+    private static String resourceText(String name) {
+        try (InputStream in = OpenClBackend.class.getResourceAsStream(name)) {
             if (in == null) {
-                throw new IllegalStateException("kernel source " + KERNEL_RESOURCE + " is missing from the class path");
+                throw new IllegalStateException("kernel source " + name + " is missing from the class path");
             }
             return new String(in.readAllBytes(), StandardCharsets.UTF_8);
         } catch (IOException e) {
-            throw new UncheckedIOException("reading " + KERNEL_RESOURCE, e);
+            throw new UncheckedIOException("reading " + name, e);
         }
     }
 
@@ -411,6 +419,9 @@ public final class OpenClBackend implements KvChecksum {
     @Override
     public PendingChecksums submit(SlicePlan plan) {
         requireReadable(plan);
+        if (plan.hasByteCells()) {
+            return plan.wholePieceSlices() == null ? submitByteCells(plan) : ByteCellRoute.submit(plan, this::submit, this::submit);
+        }
         int nb = plan.numBlocks();
         if (nb == 0) {
             return PendingChecksums.completed(new long[0]);
@@ -454,6 +465,9 @@ public final class OpenClBackend implements KvChecksum {
     @Override
     public SliceSums sliceSums(SlicePlan plan) {
         requireReadable(plan);
+        if (plan.hasByteCells()) {
+            return plan.wholePieceSlices() == null ? byteCellSliceSums(plan) : ByteCellRoute.sliceSums(plan, this::sliceSums, this::sliceSums);
+        }
         int nb = plan.numBlocks();
         if (nb == 0) {
             return plan.sliceSums(new long[0]);
@@ -756,6 +770,60 @@ public final class OpenClBackend implements KvChecksum {
                 throw first;
             }
         }
+    }
+
+    // ---- Cells that are not whole pieces (SlicePlan.Slice.byteCells()): the kernels of kvchecksum_byte_cells.cl, over
+    // the same memory paths (device buffer, zero-copy window, packed copy) and descriptors as the whole-piece kernels.
+
+    /** Block checksums of a plan whose slices all have byte cells: m*s per (block, slice), then each block's row summed. */
+    private PendingChecksums submitByteCells(SlicePlan plan) {
+        int nb = plan.numBlocks();
+        if (nb == 0) {
+            return PendingChecksums.completed(new long[0]);
+        }
+        Descriptors d = layout(plan).d;
+        int ns = d.numSlices;
+        long n = (long) nb * ns;
+        return enqueue(nb, op -> {
+            cl_mem weighted = op.buffer(n * Sizeof.cl_ulong);
+            launchByteCells(op, plan, d, weighted, true);
+            return sumParts(op, weighted, ns, nb);
+        });
+    }
+
+    /** Slice sums of a plan whose slices all have byte cells. */
+    private SliceSums byteCellSliceSums(SlicePlan plan) {
+        int nb = plan.numBlocks();
+        if (nb == 0) {
+            return plan.sliceSums(new long[0]);
+        }
+        Descriptors d = layout(plan).d;
+        int n = Math.multiplyExact(d.numSlices, nb);
+        try (PendingChecksums p = enqueue(n, op -> {
+            cl_mem out = op.buffer((long) n * Sizeof.cl_ulong);
+            launchByteCells(op, plan, d, out, false);
+            return out;
+        })) {
+            return plan.sliceSums(p.get());
+        }
+    }
+
+    private void launchByteCells(Op op, SlicePlan plan, Descriptors d, cl_mem out, boolean weighted) {
+        int ns = d.numSlices;
+        int[] bytes = new int[2 * ns];
+        for (int i = 0; i < ns; i++) {
+            SlicePlan.Slice s = plan.slice(i);
+            bytes[2 * i] = s.k().bytes();
+            bytes[2 * i + 1] = s.v() == null ? 0 : s.v().bytes();
+        }
+        cl_kernel k = op.kernel("byte_cell_sums" + modeSuffix(plan));
+        int a = setLayoutArgs(op, k, d, plan);
+        op.arg(k, a++, op.upload(ints(op.arena, bytes)));
+        op.arg(k, a++, ns);
+        op.arg(k, a++, plan.numBlocks());
+        op.arg(k, a++, weighted ? 1 : 0);
+        op.arg(k, a, out);
+        op.launch(k, new long[] {plan.numBlocks(), ns}, null);
     }
 
     /** An enqueued operation; waits only in {@link #get()} and in {@link #close()} of an unfinished one. */

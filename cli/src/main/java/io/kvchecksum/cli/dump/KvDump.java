@@ -1,12 +1,14 @@
 package io.kvchecksum.cli.dump;
 
 import io.kvchecksum.CacheLayer;
+import io.kvchecksum.CellPadding;
 import io.kvchecksum.InvalidLayoutException;
 import io.kvchecksum.KvCacheGroup;
 import io.kvchecksum.KvLayouts;
 import io.kvchecksum.KvMemory;
 import io.kvchecksum.KvRegion;
 import io.kvchecksum.RequestBlocks;
+import io.kvchecksum.SlicePlan;
 
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -34,6 +36,12 @@ import java.util.regex.Pattern;
  *     the request's {@code req_to_token} slots ({@link SglangDump}); also carries the paged view SGLang's page digest
  *     reads ({@link #sglang()}).</li>
  * </ul>
+ * An optional {@code layers.<L>.index_k} holds layer {@code L}'s indexer K cache (DeepSeek's index-K: bf16, or fp8 of
+ * 128 bytes plus a 4-byte scale = 132 bytes per token): {@code [tokens, heads, dim]} in the gathered layout,
+ * {@code (pages, page_size, dim)} in a paged one (the layer's pages and block table). It is a second cache of the
+ * layer: it takes the head numbers after the layer's KV heads ({@link Options#indexKHead()}) and is part of the group.
+ * Cells that are not whole 8-byte pieces (K plus V bytes, or the index-K row, not a multiple of 8) leave the group
+ * {@link #skipReason() skipped with the reason} unless the options pad cells ({@link CellPadding#ZEROS}).
  * Tensors with other names are ignored. Everything is checked here, before any checksum runs.
  */
 public final class KvDump {
@@ -41,7 +49,7 @@ public final class KvDump {
     public static final List<String> LAYOUTS = List.of("gathered", "vllm-flash", "vllm-flashinfer-nhd",
             "vllm-flashinfer-hnd", "vllm-mla", "sglang");
 
-    private static final Pattern LAYER = Pattern.compile("layers\\.(\\d{1,9})\\.(k|v|kv_cache)");
+    private static final Pattern LAYER = Pattern.compile("layers\\.(\\d{1,9})\\.(k|v|kv_cache|index_k)");
 
     /**
      * How to read a dump.
@@ -51,8 +59,26 @@ public final class KvDump {
      * @param numTokens the request's token count N, or {@code null} for the default
      * @param firstBlock the first block position F
      * @param headOffset the global head number of the dump's head 0
+     * @param padding what to do with cells that are not whole 8-byte pieces: {@link CellPadding#NONE} skips the group
+     *     with the reason, {@link CellPadding#ZEROS} pads them ({@code --pad-cells})
+     * @param indexKHead the global head number of every layer's index-K cache, or {@code null} for the default: right
+     *     after the layer's KV heads in the dump ({@code headOffset + kvHeads})
      */
-    public record Options(String layout, int blockSize, Long numTokens, long firstBlock, int headOffset) {
+    public record Options(String layout, int blockSize, Long numTokens, long firstBlock, int headOffset, CellPadding padding,
+            Integer indexKHead) {
+        public Options {
+            padding = padding == null ? CellPadding.NONE : padding;
+        }
+
+        /** Options without padding, index-K at its default head. */
+        public Options(String layout, int blockSize, Long numTokens, long firstBlock, int headOffset) {
+            this(layout, blockSize, numTokens, firstBlock, headOffset, CellPadding.NONE, null);
+        }
+
+        /** The same options for another token count. */
+        public Options withNumTokens(Long n) {
+            return new Options(layout, blockSize, n, firstBlock, headOffset, padding, indexKHead);
+        }
     }
 
     /**
@@ -64,8 +90,13 @@ public final class KvDump {
      * @param vTensor the tensor holding its V bytes ({@code layers.<L>.v}, the same kv_cache in a paged layout), or
      *     {@code null} for K-only (MLA) layers
      * @param cache the layer's description over those tensors
+     * @param indexK true for the layer's index-K cache ({@code layers.<L>.index_k}), a second cache of layer {@code layer}
      */
-    public record Layer(int layer, Tensor kTensor, Tensor vTensor, CacheLayer cache) {
+    public record Layer(int layer, Tensor kTensor, Tensor vTensor, CacheLayer cache, boolean indexK) {
+        /** A layer's KV (or MLA) cache. */
+        public Layer(int layer, Tensor kTensor, Tensor vTensor, CacheLayer cache) {
+            this(layer, kTensor, vTensor, cache, false);
+        }
     }
 
     private final DumpFile file;
@@ -78,9 +109,22 @@ public final class KvDump {
     private final long tokensHeld;
     private SglangDump.Pages sglang;
     private String paging;
+    private final CellPadding padding;
+    private final String skipReason;
 
     private KvDump(DumpFile file, String layout, List<Layer> layers, KvCacheGroup group, RequestBlocks request,
-            int[] table, int pageSize, long tokensHeld) {
+            int[] table, int pageSize, long tokensHeld, CellPadding padding) {
+        this.padding = padding;
+        String why = null;
+        if (padding == CellPadding.NONE) {
+            for (Layer l : layers) {
+                String p = SlicePlan.unpaddedCellProblem(l.cache());
+                if (p != null && why == null) {
+                    why = l.kTensor().name() + ": " + p;
+                }
+            }
+        }
+        this.skipReason = why;
         this.file = file;
         this.layout = layout;
         this.layers = List.copyOf(layers);
@@ -105,6 +149,9 @@ public final class KvDump {
         if (o.headOffset() < 0) {
             throw new InvalidOptionException("--head-offset " + o.headOffset() + ": must be 0 or more");
         }
+        if (o.indexKHead() != null && o.indexKHead() < 0) {
+            throw new InvalidOptionException("--index-k-head " + o.indexKHead() + ": must be 0 or more");
+        }
         if (o.numTokens() != null && o.numTokens() <= 0) {
             throw new InvalidOptionException("--num-tokens " + o.numTokens() + ": must be positive (the request holds no"
                     + " tokens)");
@@ -123,8 +170,8 @@ public final class KvDump {
         for (Tensor t : file.tensors().values()) {
             Matcher m = LAYER.matcher(t.name());
             if (m.matches()) {
-                Tensor[] kv = byLayer.computeIfAbsent(Integer.parseInt(m.group(1)), x -> new Tensor[3]);
-                int slot = switch (m.group(2)) { case "k" -> 0; case "v" -> 1; default -> 2; };
+                Tensor[] kv = byLayer.computeIfAbsent(Integer.parseInt(m.group(1)), x -> new Tensor[4]);
+                int slot = switch (m.group(2)) { case "k" -> 0; case "v" -> 1; case "kv_cache" -> 2; default -> 3; };
                 if (kv[slot] != null) {
                     // layers.0.k and layers.00.k: one layer twice, and which one counts would be a guess
                     throw new InvalidInputException(file.path() + ": " + kv[slot].name() + " and " + t.name()
@@ -151,6 +198,10 @@ public final class KvDump {
             if (k == null) {
                 if (v != null) {
                     throw new InvalidInputException(where + ": " + v.name() + " has no layers." + e.getKey() + ".k");
+                }
+                if (e.getValue()[3] != null) {
+                    throw new InvalidInputException(where + ": " + e.getValue()[3].name() + " has no layers." + e.getKey()
+                            + ".k (an index-K cache belongs to a layer's KV)");
                 }
                 continue;
             }
@@ -181,6 +232,18 @@ public final class KvDump {
                 vr = new KvRegion(KvMemory.host(v.data()), 0, (long) heads * vc, 0, vc, vc);
             }
             layers.add(new Layer(e.getKey(), k, v, new CacheLayer(e.getKey(), o.headOffset(), heads, kr, vr)));
+            Tensor ik = e.getValue()[3];
+            if (ik != null) {
+                checkGatheredShape(where, ik);
+                if (ik.shape()[0] != k.shape()[0]) {
+                    throw new InvalidInputException(where + ": " + ik.name() + " holds " + ik.shape()[0] + " tokens but "
+                            + k.name() + " holds " + k.shape()[0]);
+                }
+                int ih = Math.toIntExact(ik.shape()[1]);
+                int ic = cell(where, ik);
+                KvRegion ir = new KvRegion(KvMemory.host(ik.data()), 0, (long) ih * ic, 0, ic, ic);
+                layers.add(new Layer(e.getKey(), ik, null, CacheLayer.kOnly(e.getKey(), indexHead(o, heads), ih, ir), true));
+            }
         }
         if (layers.isEmpty()) {
             throw new InvalidInputException(where + ": no tensor named layers.<L>.k (layout gathered: layers.<L>.k and"
@@ -205,7 +268,12 @@ public final class KvDump {
         }
         KvCacheGroup group = KvCacheGroup.of(1, tokens, layers.stream().map(Layer::cache).toList());
         RequestBlocks request = RequestBlocks.of(table, n, o.firstBlock(), o.blockSize());
-        return new KvDump(file, "gathered", layers, group, request, table, 1, tokens);
+        return new KvDump(file, "gathered", layers, group, request, table, 1, tokens, o.padding());
+    }
+
+    /** The global head of a layer's index-K cache: the option, else right after the layer's KV heads in the dump. */
+    private static int indexHead(Options o, int kvHeads) {
+        return o.indexKHead() != null ? o.indexKHead() : o.headOffset() + kvHeads;
     }
 
     /** An SGLang dump: the token view the weighted sum reads (pages of one slot) and the paged view of its digest. */
@@ -241,6 +309,10 @@ public final class KvDump {
         for (Map.Entry<Integer, Tensor[]> e : byLayer.entrySet()) {
             Tensor t = e.getValue()[2];
             if (t == null) {
+                if (e.getValue()[3] != null) {
+                    throw new InvalidInputException(where + ": " + e.getValue()[3].name() + " has no layers." + e.getKey()
+                            + ".kv_cache (an index-K cache belongs to a layer's KV)");
+                }
                 continue;
             }
             long[] s = t.shape();
@@ -290,6 +362,18 @@ public final class KvDump {
                 default -> KvLayouts.vllmMlaLayer(layer, o.headOffset(), mem, shape);
             };
             layers.add(new Layer(layer, t, cl.v() == null ? null : t, cl));
+            Tensor ik = e.getValue()[3];
+            if (ik != null) {
+                long[] is = ik.shape();
+                if (is.length != 3 || is[0] != pages || is[1] != page || is[2] <= 0 || is[2] > Integer.MAX_VALUE) {
+                    throw new InvalidInputException(where + ": " + ik.name() + " shape " + ik.shapeText() + " is not (num_pages "
+                            + pages + ", page_size " + page + ", dim) like " + t.name());
+                }
+                cell(where, ik);
+                KvLayouts.PagedShape ishape = new KvLayouts.PagedShape(pages, page, 1, (int) is[2], ik.dtype().size());
+                CacheLayer icl = KvLayouts.vllmMlaLayer(layer, indexHead(o, cl.numHeads()), KvMemory.host(ik.data()), ishape);
+                layers.add(new Layer(layer, ik, null, icl, true));
+            }
         }
         if (layers.isEmpty()) {
             throw new InvalidInputException(where + ": no tensor named layers.<L>.kv_cache (layout " + layout + " "
@@ -349,16 +433,17 @@ public final class KvDump {
         KvCacheGroup group = KvCacheGroup.of(pageSize, numPages, layers.stream().map(Layer::cache).toList());
         // the table was checked entry by entry above, with the tensors' names: the backend's own check is the only other
         RequestBlocks request = RequestBlocks.of(table, n, o.firstBlock(), o.blockSize());
-        return new KvDump(file, layout, layers, group, request, table, pageSize, held);
+        return new KvDump(file, layout, layers, group, request, table, pageSize, held, o.padding());
     }
 
     private static int cell(String where, Tensor t) {
         long[] s = t.shape();
         long bytes = s[s.length - 1] * t.dtype().size();
-        if (bytes % 8 != 0 || bytes > Integer.MAX_VALUE) {
+        // Cells that are not whole 8-byte pieces are no input error: the group is skipped with the reason (skipReason)
+        // unless cells are padded; K and V need not be whole pieces each, only their total.
+        if (bytes > Integer.MAX_VALUE) {
             throw new InvalidInputException(where + ": " + t.name() + " head_dim " + s[s.length - 1] + " x " + t.dtype().size()
-                    + "-byte " + t.dtype() + " = " + bytes + "-byte cells, not whole 8-byte pieces (the checksum reads"
-                    + " 8-byte little-endian pieces)");
+                    + "-byte " + t.dtype() + " = " + bytes + "-byte cells: too large a cell");
         }
         return (int) bytes;
     }
@@ -371,6 +456,19 @@ public final class KvDump {
     /** The paged view SGLang's page digest reads, for an {@code sglang} dump; {@code null} for every other layout. */
     public SglangDump.Pages sglang() {
         return sglang;
+    }
+
+    /**
+     * Why the dump's group cannot be checksummed, or {@code null}: a layer whose cells are not whole 8-byte pieces
+     * while cells are not padded. Commands report the group skipped with this reason instead of computing anything.
+     */
+    public String skipReason() {
+        return skipReason;
+    }
+
+    /** What the checksum does with cells that are not whole pieces: the options' padding. */
+    public CellPadding padding() {
+        return padding;
     }
 
     /** The file. */
@@ -441,8 +539,11 @@ public final class KvDump {
         String kv = c.v() == null ? "K only" : "K+V";
         String paging = this.paging != null ? this.paging : layout.equals("gathered") ? "gathered" : layout + ", page " + pageSize + ", " + group.numPages()
                 + " pages";
-        return file.path() + " (" + file.format() + ", " + paging + ", " + layers.size() + " layer"
-                + (layers.size() == 1 ? "" : "s") + " x " + c.numHeads() + " head" + (c.numHeads() == 1 ? "" : "s") + ", "
-                + c.cellBytes() + "-byte " + kv + " cells of " + first.kTensor().dtype() + ")";
+        long kvLayers = layers.stream().filter(l -> !l.indexK()).count();
+        String index = layers.stream().filter(Layer::indexK).findFirst().map(l -> ", index-K " + l.cache().cellBytes()
+                + "-byte cells of " + l.kTensor().dtype() + (padding == CellPadding.ZEROS ? " (padded)" : "")).orElse("");
+        return file.path() + " (" + file.format() + ", " + paging + ", " + kvLayers + " layer"
+                + (kvLayers == 1 ? "" : "s") + " x " + c.numHeads() + " head" + (c.numHeads() == 1 ? "" : "s") + ", "
+                + c.cellBytes() + "-byte " + kv + " cells of " + first.kTensor().dtype() + index + ")";
     }
 }

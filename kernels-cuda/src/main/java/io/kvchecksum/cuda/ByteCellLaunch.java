@@ -1,0 +1,84 @@
+package io.kvchecksum.cuda;
+
+import io.kvchecksum.ChecksumMode;
+import io.kvchecksum.InvalidLayoutException;
+import io.kvchecksum.KvMemory;
+import io.kvchecksum.RequestBlocks;
+import io.kvchecksum.SlicePlan;
+
+import java.lang.foreign.MemorySegment;
+import java.util.function.ToLongFunction;
+
+/**
+ * The CUDA backend's byte-assembling path: a plan whose slices all have {@link SlicePlan.Slice#byteCells() byte cells}
+ * (a piece straddling K and V, or padded cells) serialized for the kernels of {@code kvchecksum_byte_cells_kernels.cuh}.
+ * Same job machinery as the whole-piece kernels (pinned upload of descriptors and table, launch on the stream, result
+ * copy on the side stream); the descriptors are {@code KvcByteCellSlice}, KvcSlice's layout with byte counts.
+ */
+final class ByteCellLaunch {
+    static final String BLOCK_CHECKSUMS = "kvc_byte_cells_block_checksums";
+    static final String SLICE_SUMS = "kvc_byte_cells_slice_sums";
+    // With their _mixed variants, listed in CudaBackend.KERNELS and loaded with the others.
+
+    private ByteCellLaunch() {
+    }
+
+    /**
+     * Enqueues the byte-cell kernel for {@code plan} on {@code stream}: block checksums ({@code slices == false}) or
+     * slice sums; {@code address} gives the device address of each region's memory.
+     */
+    static CudaPending launch(CudaBackend backend, ContextResources resources, long stream, SlicePlan plan,
+                              ToLongFunction<KvMemory> address, boolean slices) {
+        int ns = plan.numSlices();
+        int nb = plan.numBlocks();
+        int sliceGroups = Math.ceilDiv(ns, LaunchPlanner.WARPS);
+        if (sliceGroups > LaunchPlanner.MAX_GRID_Y) {
+            throw new InvalidLayoutException(ns + " slices with byte cells are more than one launch takes ("
+                    + (long) LaunchPlanner.MAX_GRID_Y * LaunchPlanner.WARPS + ")");
+        }
+        int pages = plan.numPages();
+        RequestBlocks r = plan.request();
+        long tableOff = (long) ns * KernelAbi.SLICE_BYTES;
+        long upload = tableOff + 4L * pages;
+        int maxBlocks = resources.planner.maxBlocksPerLaunch();
+        String name = (slices ? SLICE_SUMS : BLOCK_CHECKSUMS) + (plan.mode() == ChecksumMode.MIXED ? CudaBackend.MIXED_SUFFIX : "");
+        Object uploadKey = plan.residency() == SlicePlan.Residency.DEVICE ? plan : null;
+        return backend.job(resources, stream, upload, 0, slices ? ns * nb : nb, uploadKey, (host, dUpload, dScratch, dOut, cached) -> {
+            if (!cached) {
+                writeSlices(host, plan, address);
+                for (int i = 0; i < pages; i++) {
+                    host.set(KernelAbi.U32, tableOff + 4L * i, plan.page(i));
+                }
+            }
+            long params = CudaBackend.paramsOffset(upload);
+            return () -> {
+                if (!slices) {
+                    // The warps add into their block's word atomically: zero it first, on the same stream.
+                    Cuda.check(backend.driver(), backend.driver().cuMemsetD8Async(dOut, 0, 8L * nb, stream),
+                            "cuMemsetD8Async(results)");
+                }
+                for (int b0 = 0; b0 < nb; b0 += maxBlocks) {
+                    int n = Math.min(maxBlocks, nb - b0);
+                    KernelAbi.checksumParams(host, params, dUpload, dUpload + tableOff, dOut + 8L * b0, r.startToken(),
+                            r.firstBlock() + b0, r.numTokens(), r.blockSize(), plan.pageSize(), n, ns, 0, 0, nb);
+                    backend.launch(name, n, sliceGroups, stream, host, upload);
+                }
+            };
+        });
+    }
+
+    private static void writeSlices(MemorySegment host, SlicePlan plan, ToLongFunction<KvMemory> address) {
+        long at = 0;
+        for (SlicePlan.Slice s : plan.slices()) {
+            SlicePlan.Part k = s.k();
+            SlicePlan.Part v = s.v();
+            long kAddr = address.applyAsLong(k.memory());
+            long vAddr = v == null ? 0 : address.applyAsLong(v.memory());
+            // KvcByteCellSlice: KvcSlice's layout, byte counts where KvcSlice has piece counts
+            KernelAbi.slice(host, at, s.factor(), kAddr + k.base(), k.pageStride(), k.tokenStride(),
+                    v == null ? 0 : vAddr + v.base(), v == null ? 0 : v.pageStride(), v == null ? 0 : v.tokenStride(),
+                    k.bytes(), v == null ? 0 : v.bytes());
+            at += KernelAbi.SLICE_BYTES;
+        }
+    }
+}
