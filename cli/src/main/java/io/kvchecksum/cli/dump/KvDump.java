@@ -278,8 +278,8 @@ public final class KvDump {
 
     /** An SGLang dump: the token view the weighted sum reads (pages of one slot) and the paged view of its digest. */
     static KvDump sglang(DumpFile file, List<Layer> layers, KvCacheGroup group, RequestBlocks request, int[] slots,
-            long held, SglangDump.Pages pages, String paging) {
-        KvDump d = new KvDump(file, "sglang", layers, group, request, slots, 1, held);
+            long held, SglangDump.Pages pages, String paging, CellPadding padding) {
+        KvDump d = new KvDump(file, "sglang", layers, group, request, slots, 1, held, padding);
         d.sglang = pages;
         d.paging = paging;
         return d;

@@ -238,7 +238,7 @@ public final class SglangDump {
         List<StateRow> rows = stateRows(file);
         Pages p = new Pages(pageSize, pagedGroup, pages, start, rows);
         return KvDump.sglang(file, tokenView, tokens, request, slotOf, held, p, "sglang, page " + pageSize + ", " + slots
-                + " slots" + (rows.isEmpty() ? "" : ", state rows " + String.join(" ", rows.stream().map(StateRow::name).toList())));
+                + " slots" + (rows.isEmpty() ? "" : ", state rows " + String.join(" ", rows.stream().map(StateRow::name).toList())), o.padding());
     }
 
     private static CacheLayer pagedLayer(int layer, int headOffset, Tensor k, Tensor v, int heads, int pageSize) {
