@@ -31,7 +31,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * The golden suite for one backend, as JUnit dynamic tests: every vector through every operation, compared exactly,
  * each (backend, vector) pair its own test named {@code "<backend> · <vector>"}; then every vector again in the
  * {@link ChecksumMode#MIXED mixed mode} against NumPy's mixed expectations ({@code "<backend> · mixed · <vector>"}),
- * or, for a backend that does not implement the mode, a test that it refuses a mixed plan before reading anything.
+ * or, for a backend that does not implement the mode, a test that it refuses a mixed plan before reading anything;
+ * then NumPy's state-row digests ({@link GoldenStateRows}, {@code "<backend> · state rows · <case>"}).
  * (Combining and rechunking are pure functions of the slice sums, the same in every mode.) A backend module runs it with
  * <pre>{@code
  * @TestFactory Stream<DynamicNode> golden() { return GoldenSuite.tests(backend); }
@@ -78,10 +79,14 @@ public final class GoldenSuite {
                     () -> checkRefused(backend, v, placement)));
         }
         nodes.add(DynamicContainer.dynamicContainer(backend.name() + " · mixed mode", mixed));
+        nodes.add(GoldenStateRows.tests(backend, placement));
         return nodes.stream();
     }
 
-    /** A vector's cache in host memory, with the vector it came from. */
+    /**
+     * A vector's cache in host memory, with the vector it came from; {@code vector} is {@code null} for the state-row
+     * cases ({@link GoldenStateRows}), whose group is one layer covering {@code vectors-state/state.bin}.
+     */
     public record HostCase(GoldenVector vector, KvCacheGroup group, List<MemorySegment> buffers) {
     }
 
