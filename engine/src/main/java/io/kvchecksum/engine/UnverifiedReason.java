@@ -46,5 +46,10 @@ public enum UnverifiedReason {
     /** A worker checksummed other blocks than the scheduler scheduled, or disagreed with its peers. */
     OTHER_BLOCKS_THAN_SCHEDULED,
     /** Every group was skipped on both sides: nothing of the load was compared. */
-    NOTHING_TO_COMPARE
+    NOTHING_TO_COMPARE,
+    /**
+     * The two sides' page probes ({@link PageProbeSection}) cover other pages or other bytes: another page size, probe
+     * size, or first pages not aligned to each other. The probe depends on the pages, so it is not compared.
+     */
+    PROBE_PAGES_DIFFER
 }
