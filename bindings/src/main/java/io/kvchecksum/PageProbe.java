@@ -8,8 +8,9 @@ import java.util.List;
 import java.util.Objects;
 
 /**
- * The head/tail probe of a request's pages: a cheap check that every page a request touched was completely written
- * (seeds/004: a completion signal that fired before the write landed), at a small fraction of the full checksum.
+ * The head/tail probe of a request's pages: a check that every page a request touched was completely written
+ * (seeds/004: a completion signal that fired before the write landed), reading a small fraction of the
+ * bytes of the full checksum.
  *
  * <p><b>The definition.</b> Page {@code i} of the plan's request holds request positions
  * {@code [start + i*pageSize, min(start + (i+1)*pageSize, numTokens))}, {@code start = firstBlock*blockSize} (the page
@@ -25,8 +26,9 @@ import java.util.Objects;
  * <p>In a token-major page (SGLang {@code [slots, heads, dim]}, vLLM flash) the head windows are the page's first
  * bytes and the tail windows its last written bytes, which is where a transfer still in flight shows first.
  *
- * <p><b>Where it runs.</b> On host memory the windows are read directly on the calling thread (a few bytes per page:
- * see {@code docs/bench-cpu.md} for its cost against the full checksum). On device memory every window becomes a
+ * <p><b>Where it runs.</b> On host memory the windows are read directly: on the calling thread, or for requests of
+ * 2^14 page-slices or more spread by page over the common {@code ForkJoinPool} (see {@code docs/bench-cpu.md} for
+ * its cost against the full checksum). On device memory every window becomes a
  * {@link StateRow} digested by the backend's {@link KvChecksum#stateDigests} (one-token slices, one call): correct on
  * every backend, not tuned.
  */
@@ -34,6 +36,8 @@ public final class PageProbe {
     /** The probe bytes per cell end when an engine does not choose. */
     public static final int DEFAULT_PROBE_BYTES = 64;
 
+    /** Windows (pages x slices) from which the host path spreads pages over the common pool. */
+    private static final long PARALLEL_WINDOWS = 1 << 14;
     private static final ValueLayout.OfLong PIECE = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
     private PageProbe() {
@@ -134,24 +138,57 @@ public final class PageProbe {
         long[] head = new long[pages];
         long[] tail = new long[pages];
         if (plan.group().isHostResident()) {
-            for (int i = 0; i < pages; i++) {
-                int page = plan.page(i);
-                long lastSlot = Math.min(ps, r.numTokens() - start - (long) i * ps) - 1;
-                for (SlicePlan.Slice s : plan.slices()) {
-                    for (int kind = 0; kind < 2; kind++) {
-                        SlicePlan.Part part = kind == 0 ? s.k() : s.v();
-                        if (part == null) {
-                            continue;
-                        }
-                        long w = weight(s.layer(), s.head(), kind);
-                        MemorySegment m = ((KvMemory.Host) part.memory()).segment();
-                        int cell = part.pieces() * 8;
-                        int n = Math.min(probeBytes, cell);
-                        head[i] += w * window(m, part.cellOffset(page, 0), n);
-                        tail[i] += w * window(m, part.cellOffset(page, lastSlot) + cell - n, n);
+            // Every (kind, slice) part resolved once into flat arrays: the per-page loop is arithmetic and reads.
+            List<SlicePlan.Slice> slices = plan.slices();
+            int np = 0;
+            for (SlicePlan.Slice s : slices) {
+                np += s.v() == null ? 1 : 2;
+            }
+            MemorySegment[] seg = new MemorySegment[np];
+            long[] base = new long[np];
+            long[] pageStride = new long[np];
+            long[] tokenStride = new long[np];
+            long[] tailSkip = new long[np];
+            int[] pieces = new int[np];
+            long[] w = new long[np];
+            int k = 0;
+            for (int kind = 0; kind < 2; kind++) {
+                for (SlicePlan.Slice s : slices) {
+                    SlicePlan.Part part = kind == 0 ? s.k() : s.v();
+                    if (part == null) {
+                        continue;
                     }
+                    int n = Math.min(probeBytes, part.pieces() * 8);
+                    seg[k] = ((KvMemory.Host) part.memory()).segment();
+                    base[k] = part.base();
+                    pageStride[k] = part.pageStride();
+                    tokenStride[k] = part.tokenStride();
+                    tailSkip[k] = part.pieces() * 8L - n;
+                    pieces[k] = n >>> 3;
+                    w[k] = weight(s.layer(), s.head(), kind);
+                    k++;
                 }
             }
+            java.util.function.IntConsumer one = i -> {
+                long page = plan.page(i);
+                long lastSlot = Math.min(ps, r.numTokens() - start - (long) i * ps) - 1;
+                long h = 0;
+                long t = 0;
+                // First-token windows of every part, then last-token ones: each pass walks one token's cells in
+                // slice order, which in the common layouts is address order (the prefetcher follows it).
+                for (int j = 0; j < seg.length; j++) {
+                    h += w[j] * window(seg[j], base[j] + page * pageStride[j], pieces[j]);
+                }
+                for (int j = 0; j < seg.length; j++) {
+                    t += w[j] * window(seg[j], base[j] + page * pageStride[j] + lastSlot * tokenStride[j] + tailSkip[j], pieces[j]);
+                }
+                head[i] = h;
+                tail[i] = t;
+            };
+            // Each page is a few scattered cache lines per slice: latency-bound, so pages run on all cores once the
+            // request has enough of them to pay for the hand-off (~30 us per thread).
+            java.util.stream.IntStream range = java.util.stream.IntStream.range(0, pages);
+            ((long) pages * seg.length >= PARALLEL_WINDOWS ? range.parallel() : range).forEach(one);
             return new Probes(ps, probeBytes, start, r.numTokens(), head, tail);
         }
         return throughBackend(backend, plan, probeBytes);
@@ -194,9 +231,9 @@ public final class PageProbe {
         return new Probes(ps, probeBytes, start, r.numTokens(), head, tail);
     }
 
-    private static long window(MemorySegment m, long at, int n) {
+    private static long window(MemorySegment m, long at, int pieces) {
         long d = 0;
-        for (int p = 0; p < n >>> 3; p++) {
+        for (int p = 0; p < pieces; p++) {
             d += m.get(PIECE, at + 8L * p) * (2L * p + 1);
         }
         return d;

@@ -16,7 +16,8 @@ import java.util.List;
 /**
  * The {@code "page-probe"} section: the head/tail probe of every page the request touched ({@link PageProbe}), computed
  * by the producer when it sends and by the consumer when it consumes, so a page whose write had not landed when the
- * completion signal fired shows as a probe mismatch at that page (seeds/004), at a small fraction of the full pass.
+ * completion signal fired shows as a probe mismatch at that page (seeds/004), reading a small fraction of the bytes
+ * of the full pass (its measured time: {@code docs/bench-cpu.md}, "Page probe cost").
  *
  * <p>Each page's 64-bit head and tail sums (all workers' partial sums added) are folded to 32 bits,
  * {@code (int) (s ^ (s >>> 32))}: 8 bytes per page. Wire value ({@code docs/wire-format.md}):
