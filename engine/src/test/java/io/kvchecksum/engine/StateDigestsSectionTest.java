@@ -101,4 +101,20 @@ class StateDigestsSectionTest {
         assertEquals(Map.of("conv", 1L, "con", -1L),
                 ((StateDigestsSection) PayloadCodec.decode(dup).section(StateDigestsSection.NAME)).digests());
     }
+
+    @Test
+    void auxiliaryChecksAttachToACompleteResultOnly() {
+        try (Arena arena = Arena.ofConfined(); KvChecksum cpu = KvChecksums.cpu()) {
+            List<StateRow> rows = List.of(new StateRow("ssm", KvMemory.host(arena.allocate(40)), 0, 40));
+            AuxiliaryChecks aux = new AuxiliaryChecks(true, 0);
+            List<PayloadSection> mine = aux.compute(cpu, ChecksumMode.STANDARD, rows, null);
+            assertEquals(List.of(new StateDigestsSection("standard", Map.of("ssm", 0L))), mine);
+            Aggregator.Result done = AuxiliaryChecks.attach(new Aggregator.Complete(base(), Map.of()), mine);
+            assertEquals(mine.get(0), ((Aggregator.Complete) done).payload().section(StateDigestsSection.NAME));
+            Aggregator.Result incomplete = new Aggregator.Incomplete(UnverifiedReason.NOT_EVERY_WORKER_REPORTED, "1 of 2");
+            assertEquals(incomplete, AuxiliaryChecks.attach(incomplete, mine));
+            assertTrue(AuxiliaryChecks.OFF.compute(cpu, ChecksumMode.STANDARD, rows, null).isEmpty());
+            assertThrows(IllegalArgumentException.class, () -> new AuxiliaryChecks(false, 12));
+        }
+    }
 }
