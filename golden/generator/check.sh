@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates the golden vectors into a temporary folder and compares them with the committed ones
-# (golden/src/main/resources/vectors, and the mixed-mode values in vectors-mixed), then re-verifies the
+# (golden/src/main/resources/vectors, the mixed-mode values in vectors-mixed, the state-row digests in
+# vectors-state), then re-verifies the
 # committed files with verify.py, and runs the detection campaign's short run (docs/detection.md).
 # Exits non-zero, with a message, if anything differs.  Needs python3 with numpy (PYTHON=... to override).
 set -euo pipefail
@@ -88,6 +89,16 @@ if ! diff -r "$cellvec" "$tmp/vectors-cells" > "$tmp/cells-diff.txt" 2>&1; then
     exit 1
 fi
 echo "check.sh: OK: committed cell vectors match a fresh regeneration"
+# State-row digests (vectors-state/) come from generate_state.py the same way.
+state="$root/golden/src/main/resources/vectors-state"
+"$py" "$here/generate_state.py" --out "$tmp/vectors-state" > /dev/null
+if ! diff -r "$state" "$tmp/vectors-state" > "$tmp/state-diff.txt" 2>&1; then
+    echo "check.sh: FAILED: the committed state-row digests differ from what golden/generator/generate_state.py produces:" >&2
+    head -n 40 "$tmp/state-diff.txt" >&2
+    echo "check.sh: regenerate them with 'python3 golden/generator/generate_state.py' and commit the result." >&2
+    exit 1
+fi
+echo "check.sh: OK: committed state-row digests match a fresh regeneration"
 
 # Detection campaign, short run (fixed seeds, a few seconds): fails if the mixed mode's mixer misses any fault
 # or a proved property of the standard mode (single changes always caught, its bit-63 blind spot) does not hold.

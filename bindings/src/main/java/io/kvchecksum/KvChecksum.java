@@ -157,6 +157,24 @@ public interface KvChecksum extends AutoCloseable {
         return io.kvchecksum.internal.PageDigestReference.digest(plan, name());
     }
 
+    /**
+     * One digest per state row (per request, per state buffer), in the order given: the row read as little-endian
+     * 8-byte pieces, the last one zero-padded at its end when the row is not a multiple of 8 bytes, and
+     * {@code D = sum_p v(x_p)*(2p+1) mod 2^64} with {@code v} the identity ({@code STANDARD}) or
+     * {@link Definition#feistel3} ({@code MIXED}); an empty row gives 0. This is the slice sum of a one-token request
+     * whose cell is the row; no layer/head factor, no blocks (state is per request).
+     *
+     * <p>The default computes it with this backend's own {@link #sliceSums(SlicePlan)} over one-token cells, so every
+     * backend reads the rows where they live (host or device memory), on the calling thread, synchronously; it may
+     * read up to 7 bytes of a row's memory outside the row, never outside the memory ({@link StateDigests}).
+     *
+     * @throws InvalidLayoutException when a row's memory is of a kind this backend cannot read or the backend does
+     *     not implement {@code mode}, before anything is read
+     */
+    default long[] stateDigests(java.util.List<StateRow> rows, ChecksumMode mode) {
+        return StateDigests.compute(this, rows, mode);
+    }
+
     /** Releases native resources; the pure-Java backends hold none. */
     @Override
     default void close() {

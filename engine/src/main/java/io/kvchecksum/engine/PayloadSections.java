@@ -66,6 +66,8 @@ public final class PayloadSections {
         Map<String, Known> m = new TreeMap<>();
         // One line per known section: add(m, new Known(name, decoder, comparison));
         add(m, new Known(SglangDigestSection.NAME, SglangDigestSection::decode, SglangDigestSection::compare));
+        add(m, new Known(StateDigestsSection.NAME, StateDigestsSection::decode, StateDigestsSection::compare));
+        add(m, new Known(PageProbeSection.NAME, PageProbeSection::decode, PageProbeSection::compare));
         KNOWN = Collections.unmodifiableMap(m);
     }
 

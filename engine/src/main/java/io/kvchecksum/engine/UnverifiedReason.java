@@ -53,5 +53,10 @@ public enum UnverifiedReason {
      * comparable. The weighted sum does not depend on the layout and is compared as usual; engines warn once per peer
      * ({@link SectionWarnings}).
      */
-    LAYOUT_DIFFERS
+    LAYOUT_DIFFERS,
+    /**
+     * The two sides' page probes ({@link PageProbeSection}) cover other pages or other bytes: another page size, probe
+     * size, or first pages not aligned to each other. The probe depends on the pages, so it is not compared.
+     */
+    PROBE_PAGES_DIFFER
 }

@@ -33,7 +33,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * each (backend, vector) pair its own test named {@code "<backend> · <vector>"}; then every vector again in the
  * {@link ChecksumMode#MIXED mixed mode} against NumPy's mixed expectations ({@code "<backend> · mixed · <vector>"}),
  * or, for a backend that does not implement the mode, a test that it refuses a mixed plan before reading anything;
- * then the cell vectors ({@code "<backend> · cells · <vector>"}: pieces straddling K and V, index-K caches, padded cells).
+ * then the cell vectors ({@code "<backend> · cells · <vector>"}: pieces straddling K and V, index-K caches, padded cells),
+ * then NumPy's state-row digests ({@link GoldenStateRows}, {@code "<backend> · state rows · <case>"}).
  * (Combining and rechunking are pure functions of the slice sums, the same in every mode.) A backend module runs it with
  * <pre>{@code
  * @TestFactory Stream<DynamicNode> golden() { return GoldenSuite.tests(backend); }
@@ -94,6 +95,7 @@ public final class GoldenSuite {
             cells.add(DynamicTest.dynamicTest(backend.name() + " · cells · " + v.name(), () -> checkCells(backend, v, placement)));
         }
         nodes.add(DynamicContainer.dynamicContainer(backend.name() + " · cells (straddling, index-K, padded)", cells));
+        nodes.add(GoldenStateRows.tests(backend, placement));
         return nodes.stream();
     }
 
@@ -133,7 +135,8 @@ public final class GoldenSuite {
     }
 
     /**
-     * A vector's cache in host memory, with the vector it came from.
+     * A vector's cache in host memory, with the vector it came from; {@code vector} is {@code null} for the state-row
+     * cases ({@link GoldenStateRows}), whose group is one layer covering {@code vectors-state/state.bin}.
      *
      * @param vector the vector being checked
      * @param group the vector's generic layout over {@code buffers}

@@ -1,0 +1,241 @@
+package io.kvchecksum;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * The head/tail probe of a request's pages: a check that every page a request touched was completely written
+ * (seeds/004: a completion signal that fired before the write landed), reading a small fraction of the
+ * bytes of the full checksum.
+ *
+ * <p><b>The definition.</b> Page {@code i} of the plan's request holds request positions
+ * {@code [start + i*pageSize, min(start + (i+1)*pageSize, numTokens))}, {@code start = firstBlock*blockSize} (the page
+ * table's order). Its <i>head window</i> of a (layer, global head {@code g}, kind {@code K|V}) is the first
+ * {@code n = min(probeBytes, C)} bytes of that kind's cell (of {@code C} bytes) of the page's first token; its
+ * <i>tail window</i> the last {@code n} bytes of the cell of the page's last token. A window's value is the state-row
+ * digest of its bytes in the standard mode ({@code D = sum_p x_p*(2p+1)}, {@link KvChecksum#stateDigests}), and
+ * <pre>{@code head[i] = sum over (layer, g, kind) of w*D(head window),  w = 2*(2*(layer*2^16 + g) + kind) + 1  (kind K=0, V=1)}</pre>
+ * modulo 2^64 (tail alike). The weights are odd and distinct, so the value does not depend on the order of layers
+ * or on the memory layout, and TP ranks' (or PP stages') partial probes over disjoint heads add up.
+ * {@code probeBytes} must be a positive multiple of 8; cells are whole pieces, so windows are too.
+ *
+ * <p>In a token-major page (SGLang {@code [slots, heads, dim]}, vLLM flash) the head windows are the page's first
+ * bytes and the tail windows its last written bytes, which is where a transfer still in flight shows first.
+ *
+ * <p><b>Where it runs.</b> On host memory the windows are read directly: on the calling thread, or for requests of
+ * 2^14 page-slices or more spread by page over the common {@code ForkJoinPool} (see {@code docs/bench-cpu.md} for
+ * its cost against the full checksum). On device memory every window becomes a
+ * {@link StateRow} digested by the backend's {@link KvChecksum#stateDigests} (one-token slices, one call): correct on
+ * every backend, not tuned.
+ */
+public final class PageProbe {
+    /** The probe bytes per cell end when an engine does not choose. */
+    public static final int DEFAULT_PROBE_BYTES = 64;
+
+    /** Windows (pages x slices) from which the host path spreads pages over the common pool. */
+    private static final long PARALLEL_WINDOWS = 1 << 14;
+    private static final ValueLayout.OfLong PIECE = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+
+    private PageProbe() {
+    }
+
+    /**
+     * One worker's probes of one request, as 64-bit partial sums (add the workers' sums before folding).
+     *
+     * @param pageSize tokens per page
+     * @param probeBytes the bytes probed at each end of each cell
+     * @param firstToken the request position of page 0's first token ({@code firstBlock*blockSize})
+     * @param numTokens the request's token count
+     * @param head per page, in the request's page order
+     * @param tail per page
+     */
+    public record Probes(int pageSize, int probeBytes, long firstToken, long numTokens, long[] head, long[] tail) {
+        public Probes {
+            if (head.length != tail.length) {
+                throw new IllegalArgumentException(head.length + " heads and " + tail.length + " tails");
+            }
+            head = head.clone();
+            tail = tail.clone();
+        }
+
+        /** The per-page values of several workers' probes of one request, added; the workers must agree on the pages. */
+        public static Probes sum(List<Probes> parts) {
+            if (parts.isEmpty()) {
+                throw new IllegalArgumentException("no probes to add");
+            }
+            Probes a = parts.get(0);
+            long[] h = new long[a.head.length];
+            long[] t = new long[a.tail.length];
+            for (Probes p : parts) {
+                if (p.pageSize != a.pageSize || p.probeBytes != a.probeBytes || p.firstToken != a.firstToken
+                        || p.numTokens != a.numTokens || p.head.length != h.length) {
+                    throw new IllegalArgumentException("workers probed other pages: " + a + " and " + p);
+                }
+                for (int i = 0; i < h.length; i++) {
+                    h[i] += p.head[i];
+                    t[i] += p.tail[i];
+                }
+            }
+            return new Probes(a.pageSize, a.probeBytes, a.firstToken, a.numTokens, h, t);
+        }
+
+        @Override
+        public long[] head() {
+            return head.clone();
+        }
+
+        @Override
+        public long[] tail() {
+            return tail.clone();
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof Probes p && p.pageSize == pageSize && p.probeBytes == probeBytes
+                    && p.firstToken == firstToken && p.numTokens == numTokens && java.util.Arrays.equals(p.head, head)
+                    && java.util.Arrays.equals(p.tail, tail);
+        }
+
+        @Override
+        public int hashCode() {
+            return Objects.hash(pageSize, probeBytes, firstToken, numTokens, java.util.Arrays.hashCode(head),
+                    java.util.Arrays.hashCode(tail));
+        }
+
+        @Override
+        public String toString() {
+            return "Probes[pageSize=" + pageSize + ", probeBytes=" + probeBytes + ", firstToken=" + firstToken
+                    + ", numTokens=" + numTokens + ", pages=" + head.length + "]";
+        }
+    }
+
+    /** The window weight {@code w = 2*(2*(layer*2^16 + head) + kind) + 1}, kind 0 for K and 1 for V. */
+    public static long weight(int layer, int head, int kind) {
+        return 2 * (2 * ((long) layer * Definition.MAX_KV_HEADS_PER_LAYER + head) + kind) + 1;
+    }
+
+    /**
+     * The probes of every page of {@code plan}'s request (its mode is ignored: probes are always in the standard
+     * mode), read directly on host memory, through {@code backend} on device memory.
+     *
+     * @throws InvalidLayoutException when {@code probeBytes} is not a positive multiple of 8, or (device memory) the
+     *     backend cannot read the plan's memory
+     */
+    public static Probes compute(KvChecksum backend, SlicePlan plan, int probeBytes) {
+        Objects.requireNonNull(backend, "backend");
+        Objects.requireNonNull(plan, "plan");
+        if (probeBytes <= 0 || probeBytes % 8 != 0) {
+            throw new InvalidLayoutException("probeBytes must be a positive multiple of 8, got " + probeBytes);
+        }
+        RequestBlocks r = plan.request();
+        long start = r.startToken();
+        int ps = plan.pageSize();
+        int pages = plan.numPages();
+        long[] head = new long[pages];
+        long[] tail = new long[pages];
+        if (plan.group().isHostResident()) {
+            // Every (kind, slice) part resolved once into flat arrays: the per-page loop is arithmetic and reads.
+            List<SlicePlan.Slice> slices = plan.slices();
+            int np = 0;
+            for (SlicePlan.Slice s : slices) {
+                np += s.v() == null ? 1 : 2;
+            }
+            MemorySegment[] seg = new MemorySegment[np];
+            long[] base = new long[np];
+            long[] pageStride = new long[np];
+            long[] tokenStride = new long[np];
+            long[] tailSkip = new long[np];
+            int[] pieces = new int[np];
+            long[] w = new long[np];
+            int k = 0;
+            for (int kind = 0; kind < 2; kind++) {
+                for (SlicePlan.Slice s : slices) {
+                    SlicePlan.Part part = kind == 0 ? s.k() : s.v();
+                    if (part == null) {
+                        continue;
+                    }
+                    int n = Math.min(probeBytes, part.pieces() * 8);
+                    seg[k] = ((KvMemory.Host) part.memory()).segment();
+                    base[k] = part.base();
+                    pageStride[k] = part.pageStride();
+                    tokenStride[k] = part.tokenStride();
+                    tailSkip[k] = part.pieces() * 8L - n;
+                    pieces[k] = n >>> 3;
+                    w[k] = weight(s.layer(), s.head(), kind);
+                    k++;
+                }
+            }
+            java.util.function.IntConsumer one = i -> {
+                long page = plan.page(i);
+                long lastSlot = Math.min(ps, r.numTokens() - start - (long) i * ps) - 1;
+                long h = 0;
+                long t = 0;
+                // First-token windows of every part, then last-token ones: each pass walks one token's cells in
+                // slice order, which in the common layouts is address order (the prefetcher follows it).
+                for (int j = 0; j < seg.length; j++) {
+                    h += w[j] * window(seg[j], base[j] + page * pageStride[j], pieces[j]);
+                }
+                for (int j = 0; j < seg.length; j++) {
+                    t += w[j] * window(seg[j], base[j] + page * pageStride[j] + lastSlot * tokenStride[j] + tailSkip[j], pieces[j]);
+                }
+                head[i] = h;
+                tail[i] = t;
+            };
+            // Each page is a few scattered cache lines per slice: latency-bound, so pages run on all cores once the
+            // request has enough of them to pay for the hand-off (~30 us per thread).
+            java.util.stream.IntStream range = java.util.stream.IntStream.range(0, pages);
+            ((long) pages * seg.length >= PARALLEL_WINDOWS ? range.parallel() : range).forEach(one);
+            return new Probes(ps, probeBytes, start, r.numTokens(), head, tail);
+        }
+        return throughBackend(backend, plan, probeBytes);
+    }
+
+    /** The device path: every window a {@link StateRow}, digested by the backend in one call (any memory). */
+    static Probes throughBackend(KvChecksum backend, SlicePlan plan, int probeBytes) {
+        RequestBlocks r = plan.request();
+        long start = r.startToken();
+        int ps = plan.pageSize();
+        int pages = plan.numPages();
+        long[] head = new long[pages];
+        long[] tail = new long[pages];
+        List<StateRow> rows = new ArrayList<>();
+        List<long[]> where = new ArrayList<>(); // {page index, 0 head | 1 tail, weight}
+        for (int i = 0; i < pages; i++) {
+            int page = plan.page(i);
+            long lastSlot = Math.min(ps, r.numTokens() - start - (long) i * ps) - 1;
+            for (SlicePlan.Slice s : plan.slices()) {
+                for (int kind = 0; kind < 2; kind++) {
+                    SlicePlan.Part part = kind == 0 ? s.k() : s.v();
+                    if (part == null) {
+                        continue;
+                    }
+                    long w = weight(s.layer(), s.head(), kind);
+                    int cell = part.pieces() * 8;
+                    int n = Math.min(probeBytes, cell);
+                    rows.add(new StateRow("head", part.memory(), part.cellOffset(page, 0), n));
+                    where.add(new long[] {i, 0, w});
+                    rows.add(new StateRow("tail", part.memory(), part.cellOffset(page, lastSlot) + cell - n, n));
+                    where.add(new long[] {i, 1, w});
+                }
+            }
+        }
+        long[] d = backend.stateDigests(rows, ChecksumMode.STANDARD);
+        for (int k = 0; k < d.length; k++) {
+            long[] at = where.get(k);
+            (at[1] == 0 ? head : tail)[(int) at[0]] += at[2] * d[k];
+        }
+        return new Probes(ps, probeBytes, start, r.numTokens(), head, tail);
+    }
+
+    private static long window(MemorySegment m, long at, int pieces) {
+        long d = 0;
+        for (int p = 0; p < pieces; p++) {
+            d += m.get(PIECE, at + 8L * p) * (2L * p + 1);
+        }
+        return d;
+    }
+}

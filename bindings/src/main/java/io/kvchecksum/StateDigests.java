@@ -1,0 +1,138 @@
+package io.kvchecksum;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * Per-request digests of state rows (Mamba/SSM state, SGLang's state buffers), computed by any backend through its
+ * own slice sums ({@link KvChecksum#stateDigests}).
+ *
+ * <p><b>The definition.</b> A row of {@code L} bytes is read as {@code P = ceil(L/8)} little-endian 8-byte pieces;
+ * when {@code L} is not a multiple of 8 the last piece is the last {@code L mod 8} bytes <b>zero-padded at its end</b>
+ * (its high bytes are 0). The digest is {@code D = sum_{p<P} v(x_p)*(2p+1) mod 2^64}, with {@code v} the identity in
+ * the standard mode and {@link Definition#feistel3} in the mixed mode: the KV slice sum of a request of one token
+ * whose one cell is the row. An empty row has digest 0. There is no layer/head factor and no block: a state row is
+ * per request, so the block, TP/PP and rechunking laws do not apply to it; two digests are compared as a whole.
+ *
+ * <p><b>How every backend computes it.</b> The whole pieces of all rows form one {@link KvCacheGroup} of one-token
+ * cells (row {@code i} is layer {@code i}, head 0, cell = the row's first {@code 8*floor(L/8)} bytes), checksummed in
+ * the requested mode by the backend's {@link KvChecksum#sliceSums}: slice {@code i} is the row's sum over its whole
+ * pieces. The tail of a row with {@code L mod 8 = r != 0} is read through a second one-token group in the standard
+ * mode, whose cell is the 8-byte window of the row's memory ending at the row's end (bytes 0..7 of the memory for a
+ * row that ends before byte 8): with weight 1 that slice sum is the window's piece itself, from which the {@code r}
+ * tail bytes are taken, zero-padded, mixed where the mode says, and weighted {@code 2*floor(L/8)+1}. The window may therefore read up to 7 bytes of the row's memory
+ * outside the row (never outside the memory); they never enter the digest. A row in a memory of fewer than 8 bytes
+ * has no such window: its tail is read directly on host memory and refused on device memory.
+ */
+public final class StateDigests {
+    private StateDigests() {
+    }
+
+    /**
+     * The digest of every row, in order, computed by {@code backend} in {@code mode}.
+     *
+     * @throws InvalidLayoutException when the backend cannot read a row's memory or does not implement the mode
+     *     (before anything is read), or a row's tail cannot be windowed on device memory
+     */
+    public static long[] compute(KvChecksum backend, List<StateRow> rows, ChecksumMode mode) {
+        Objects.requireNonNull(backend, "backend");
+        Objects.requireNonNull(rows, "rows");
+        if (mode == null) {
+            throw new InvalidLayoutException("mode must not be null");
+        }
+        if (!backend.supports(mode)) {
+            throw new InvalidLayoutException("backend '" + backend.name() + "' does not implement the "
+                    + mode.wireName() + " checksum mode");
+        }
+        long[] out = new long[rows.size()];
+        List<CacheLayer> whole = new ArrayList<>();
+        List<Integer> wholeRow = new ArrayList<>();
+        List<CacheLayer> tails = new ArrayList<>();
+        List<Integer> tailRow = new ArrayList<>();
+        List<Integer> tailShift = new ArrayList<>();
+        for (int i = 0; i < rows.size(); i++) {
+            StateRow s = Objects.requireNonNull(rows.get(i), "rows[" + i + "]");
+            long full = s.length() & ~7L;
+            int r = (int) (s.length() & 7);
+            if (full > Integer.MAX_VALUE - 7) {
+                throw new InvalidLayoutException("state row " + s.name() + ": " + s.length()
+                        + " bytes exceed the largest cell a plan describes (2^31 - 8 bytes)");
+            }
+            if (full > 0) {
+                whole.add(CacheLayer.kOnly(i, 0, 1, new KvRegion(s.memory(), s.offset(), 0, 0, 0, (int) full)));
+                wholeRow.add(i);
+            }
+            if (r == 0) {
+                continue;
+            }
+            long end = s.offset() + s.length();
+            long size = s.memory().byteSize();
+            if (size < 8) {
+                if (!(s.memory() instanceof KvMemory.Host h)) {
+                    throw new InvalidLayoutException("state row " + s.name() + ": its memory of " + size
+                            + " bytes holds no 8-byte window for its " + r + " tail bytes on device memory");
+                }
+                out[i] = tail(s, h.segment(), mode, full, r);
+                continue;
+            }
+            // The tail bytes [end - r, end) sit at bytes (end - r - start).. of the window's little-endian piece.
+            long start = Math.max(0, end - 8);
+            tails.add(CacheLayer.kOnly(i, 0, 1, new KvRegion(s.memory(), start, 0, 0, 0, 8)));
+            tailRow.add(i);
+            tailShift.add((int) (8 * (end - r - start)));
+        }
+        if (!whole.isEmpty()) {
+            SliceSums sums = backend.sliceSums(oneToken(whole, mode));
+            for (int k = 0; k < wholeRow.size(); k++) {
+                out[wholeRow.get(k)] += sums.get(k, 0);
+            }
+        }
+        if (!tails.isEmpty()) {
+            SliceSums sums = backend.sliceSums(oneToken(tails, ChecksumMode.STANDARD));
+            for (int k = 0; k < tailRow.size(); k++) {
+                int i = tailRow.get(k);
+                StateRow s = rows.get(i);
+                int r = (int) (s.length() & 7);
+                long piece = (sums.get(k, 0) >>> tailShift.get(k)) & ((1L << (8 * r)) - 1);
+                out[i] += Definition.pieceValue(piece, mode) * Definition.weight(s.length() >>> 3);
+            }
+        }
+        return out;
+    }
+
+    private static SlicePlan oneToken(List<CacheLayer> layers, ChecksumMode mode) {
+        return SlicePlan.of(new KvCacheGroup(layers, 1, 1), RequestBlocks.of(new int[] {0}, 1, 1), mode);
+    }
+
+    private static long tail(StateRow s, MemorySegment seg, ChecksumMode mode, long full, int r) {
+        long piece = 0;
+        for (int b = 0; b < r; b++) {
+            piece |= (seg.get(ValueLayout.JAVA_BYTE, s.offset() + full + b) & 0xFFL) << (8 * b);
+        }
+        return Definition.pieceValue(piece, mode) * Definition.weight(full >>> 3);
+    }
+
+    /**
+     * The definition read literally on host memory, single-threaded: an oracle for tests, independent of the plan.
+     *
+     * @throws InvalidLayoutException when the row is not in host memory
+     */
+    public static long reference(StateRow row, ChecksumMode mode) {
+        if (!(row.memory() instanceof KvMemory.Host h)) {
+            throw new InvalidLayoutException("state row " + row.name() + ": the reference reads host memory only");
+        }
+        MemorySegment seg = h.segment();
+        ValueLayout.OfLong le = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+        long full = row.length() & ~7L;
+        long d = 0;
+        for (long p = 0; p < full >>> 3; p++) {
+            d += Definition.pieceValue(seg.get(le, row.offset() + 8 * p), mode) * Definition.weight(p);
+        }
+        int r = (int) (row.length() & 7);
+        return r == 0 ? d : d + tail(row, seg, mode, full, r);
+    }
+}

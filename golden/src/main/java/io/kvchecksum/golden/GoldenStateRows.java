@@ -1,0 +1,141 @@
+package io.kvchecksum.golden;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.kvchecksum.CacheLayer;
+import io.kvchecksum.ChecksumMode;
+import io.kvchecksum.InvalidLayoutException;
+import io.kvchecksum.KvCacheGroup;
+import io.kvchecksum.KvChecksum;
+import io.kvchecksum.KvMemory;
+import io.kvchecksum.KvRegion;
+import io.kvchecksum.StateRow;
+import org.junit.jupiter.api.DynamicContainer;
+import org.junit.jupiter.api.DynamicNode;
+import org.junit.jupiter.api.DynamicTest;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.Function;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The state-row digests NumPy wrote ({@code golden/generator/generate_state.py} into {@code vectors-state/}), run
+ * through a backend's {@link KvChecksum#stateDigests} in both modes, each case as one call and each row alone. Part of
+ * {@link GoldenSuite#tests}: the placement hook moves {@code state.bin} (presented as a one-layer group covering the
+ * whole file) where the backend's other vectors go, and the rows follow it.
+ */
+public final class GoldenStateRows {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static volatile Loaded loaded;
+
+    private GoldenStateRows() {
+    }
+
+    /** One row: where it lies in {@code state.bin} and NumPy's digests in both modes. */
+    public record Row(String name, long offset, long length, long standard, long mixed) {
+    }
+
+    /** One call's rows. */
+    public record Case(String name, String description, List<Row> rows) {
+    }
+
+    private record Loaded(byte[] bytes, List<Case> cases) {
+    }
+
+    /** Every case, in the generator's order. */
+    public static List<Case> cases() {
+        return load().cases();
+    }
+
+    /** The bytes every row lives in. */
+    public static byte[] bytes() {
+        return load().bytes().clone();
+    }
+
+    static DynamicNode tests(KvChecksum backend, Function<GoldenSuite.HostCase, KvCacheGroup> placement) {
+        List<DynamicNode> nodes = new ArrayList<>();
+        for (Case c : cases()) {
+            nodes.add(DynamicTest.dynamicTest(backend.name() + " · state rows · " + c.name(), () -> check(backend, c, placement)));
+        }
+        return DynamicContainer.dynamicContainer(backend.name() + " · state rows", nodes);
+    }
+
+    private static void check(KvChecksum k, Case c, Function<GoldenSuite.HostCase, KvCacheGroup> placement) {
+        byte[] bytes = load().bytes();
+        try (Arena arena = Arena.ofShared()) {
+            MemorySegment seg = arena.allocate(bytes.length, 64);
+            MemorySegment.copy(MemorySegment.ofArray(bytes), 0, seg, 0, bytes.length);
+            KvCacheGroup host = new KvCacheGroup(List.of(CacheLayer.kOnly(0, 0, 1,
+                    new KvRegion(KvMemory.host(seg), 0, 0, 0, 0, bytes.length))), 1, 1);
+            KvRegion placed = placement.apply(new GoldenSuite.HostCase(null, host, List.of(seg))).layers().get(0).k();
+            List<StateRow> rows = new ArrayList<>();
+            long[] standard = new long[c.rows().size()];
+            long[] mixed = new long[c.rows().size()];
+            for (int i = 0; i < standard.length; i++) {
+                Row r = c.rows().get(i);
+                rows.add(new StateRow(r.name(), placed.memory(), placed.offset() + r.offset(), r.length()));
+                standard[i] = r.standard();
+                mixed[i] = r.mixed();
+            }
+            String who = k.name() + " · state rows · " + c.name();
+            assertArrayEquals(standard, k.stateDigests(rows, ChecksumMode.STANDARD), who + " (standard, one call)");
+            for (int i = 0; i < rows.size(); i++) {
+                assertEquals(standard[i], k.stateDigests(List.of(rows.get(i)), ChecksumMode.STANDARD)[0],
+                        who + " (standard, " + rows.get(i) + " alone)");
+            }
+            if (k.supports(ChecksumMode.MIXED)) {
+                assertArrayEquals(mixed, k.stateDigests(rows, ChecksumMode.MIXED), who + " (mixed, one call)");
+            } else {
+                InvalidLayoutException e = assertThrows(InvalidLayoutException.class,
+                        () -> k.stateDigests(rows, ChecksumMode.MIXED), who + ": a mixed digest without the mode");
+                assertTrue(e.getMessage().contains("mixed"), e.getMessage());
+            }
+        }
+    }
+
+    private static Loaded load() {
+        Loaded l = loaded;
+        if (l == null) {
+            try (InputStream j = resource("state.json"); InputStream b = resource("state.bin")) {
+                JsonNode doc = JSON.readTree(j);
+                byte[] bytes = b.readAllBytes();
+                if (doc.get("bytes").asLong() != bytes.length) {
+                    throw new IllegalStateException("vectors-state/state.bin has " + bytes.length + " bytes, state.json says "
+                            + doc.get("bytes"));
+                }
+                List<Case> cases = new ArrayList<>();
+                for (JsonNode c : doc.get("cases")) {
+                    List<Row> rows = new ArrayList<>();
+                    for (JsonNode r : c.get("rows")) {
+                        rows.add(new Row(r.get("name").asText(), r.get("offset").asLong(), r.get("length").asLong(),
+                                Long.parseUnsignedLong(r.get("standard").asText()), Long.parseUnsignedLong(r.get("mixed").asText())));
+                    }
+                    cases.add(new Case(c.get("name").asText(), c.get("description").asText(), List.copyOf(rows)));
+                }
+                l = new Loaded(bytes, List.copyOf(cases));
+                loaded = l;
+            } catch (IOException e) {
+                throw new UncheckedIOException("reading vectors-state/", e);
+            }
+        }
+        return l;
+    }
+
+    private static InputStream resource(String name) {
+        InputStream in = GoldenStateRows.class.getResourceAsStream("/vectors-state/" + name);
+        if (in == null) {
+            throw new IllegalStateException("golden resource vectors-state/" + name + " is missing from the class path");
+        }
+        return in;
+    }
+}
