@@ -168,6 +168,9 @@ public interface KvChecksum extends AutoCloseable {
      * backend reads the rows where they live (host or device memory), on the calling thread, synchronously; it may
      * read up to 7 bytes of a row's memory outside the row, never outside the memory ({@link StateDigests}).
      *
+     * @param rows the state rows, none null; may be empty (then the result is empty)
+     * @param mode the checksum mode, not null
+     * @return a new array of {@code rows.size()} digests, {@code [i]} for {@code rows.get(i)}
      * @throws InvalidLayoutException when a row's memory is of a kind this backend cannot read or the backend does
      *     not implement {@code mode}, before anything is read
      */

@@ -43,6 +43,12 @@ public final class KvSegments {
      * @param group the allocation's layout
      */
     public record Segment(long startToken, KvCacheGroup group) {
+        /**
+         * Validates the components.
+         *
+         * @throws NullPointerException when {@code group} is null
+         * @throws InvalidLayoutException when {@code startToken} is negative
+         */
         public Segment {
             Objects.requireNonNull(group, "group");
             if (startToken < 0) {
@@ -50,7 +56,11 @@ public final class KvSegments {
             }
         }
 
-        /** One past the last request position the segment holds: {@code startToken + numPages * pageSize}. */
+        /**
+         * {@return one past the last request position the segment holds: {@code startToken + numPages * pageSize}}
+         *
+         * @throws InvalidLayoutException when that sum overflows a {@code long}
+         */
         public long endToken() {
             try {
                 return Math.addExact(startToken, Math.multiplyExact(group.numPages(), (long) group.pageSize()));
@@ -70,7 +80,9 @@ public final class KvSegments {
      * The request's positions held by {@code groups} in order: the first from position 0, each next one from where the
      * previous one ends.
      *
-     * @throws InvalidLayoutException when the list is empty or null, or a group's geometry (layer numbers, heads, K and
+     * @param groups the allocations in position order, at least one, none null; copied
+     * @return the segments, segment {@code i} starting where segment {@code i - 1} ends
+     * @throws InvalidLayoutException when the list is empty or null, a group in it is null, or a group's geometry (layer numbers, heads, K and
      *     V pieces per cell, in order) differs from the first group's
      */
     public static KvSegments of(List<KvCacheGroup> groups) {
@@ -93,22 +105,33 @@ public final class KvSegments {
         return new KvSegments(List.copyOf(out));
     }
 
-    /** The segments, in position order. */
+    /** {@return the segments, in position order: an unmodifiable list of at least one} */
     public List<Segment> segments() {
         return segments;
     }
 
-    /** One past the last request position any segment holds. */
+    /** {@return one past the last request position any segment holds: the last segment's end} */
     public long endToken() {
         return segments.get(segments.size() - 1).endToken();
     }
 
-    /** The first segment's group: the layers, heads and cells every segment has (its memory is segment 0's only). */
+    /**
+     * {@return the first segment's group: the layers, heads and cells every segment has (its memory is segment 0's
+     * only)}
+     */
     public KvCacheGroup geometry() {
         return segments.get(0).group();
     }
 
-    /** {@link #plan(long, long, int, ChecksumMode)} in the standard mode. */
+    /**
+     * {@link #plan(long, long, int, ChecksumMode)} in the standard mode.
+     *
+     * @param numTokens the request's token count, at most {@link #endToken()}
+     * @param firstBlock the first block computed (a consumer's first loaded block; 0 for the whole request)
+     * @param blockSize tokens per block, positive
+     * @return the validated plan
+     * @throws InvalidLayoutException as {@link #plan(long, long, int, ChecksumMode)} says
+     */
     public Plan plan(long numTokens, long firstBlock, int blockSize) {
         return plan(numTokens, firstBlock, blockSize, ChecksumMode.STANDARD);
     }
@@ -117,9 +140,14 @@ public final class KvSegments {
      * Validates a request against the segments and builds its plan: blocks {@code firstBlock .. ceil(numTokens /
      * blockSize) - 1} of {@code blockSize} tokens, as {@link RequestBlocks} defines them. Nothing is read.
      *
+     * @param numTokens the request's token count, at most {@link #endToken()}
+     * @param firstBlock the first block computed (a consumer's first loaded block; 0 for the whole request)
+     * @param blockSize tokens per block, positive
+     * @param mode the checksum mode, not null
+     * @return the validated plan, immutable and reusable while the segments' memory stays the same
      * @throws InvalidLayoutException for arguments {@link RequestBlocks} refuses, tokens past the last segment, a
      *     segment whose page size does not divide the offset of the first requested token in it (see the class
-     *     comment), or anything {@link SlicePlan#of} refuses
+     *     comment), a null {@code mode}, or anything {@link SlicePlan#of} refuses
      */
     public Plan plan(long numTokens, long firstBlock, int blockSize, ChecksumMode mode) {
         RequestBlocks shape = RequestBlocks.of(new int[0], numTokens, firstBlock, blockSize);   // validates the numbers
@@ -236,45 +264,50 @@ public final class KvSegments {
             this.shares = shares;
         }
 
-        /** The segments the plan reads. */
+        /** {@return the segments the plan reads} */
         public KvSegments segments() {
             return segments;
         }
 
-        /** The request's token count. */
+        /** {@return the request's token count} */
         public long numTokens() {
             return numTokens;
         }
 
-        /** The first block position computed. */
+        /** {@return the first block position computed} */
         public long firstBlock() {
             return firstBlock;
         }
 
-        /** Tokens per block. */
+        /** {@return tokens per block} */
         public int blockSize() {
             return blockSize;
         }
 
-        /** The number of block checksums: {@code ceil(numTokens/blockSize) - firstBlock}. */
+        /** {@return the number of block checksums: {@code ceil(numTokens/blockSize) - firstBlock}} */
         public int numBlocks() {
             return numBlocks;
         }
 
-        /** The checksum mode. */
+        /** {@return the checksum mode} */
         public ChecksumMode mode() {
             return mode;
         }
 
         /**
-         * The per-segment plans a backend runs, in position order: what {@link #blockChecksums} adds up (for tools that
-         * want to see the split; a segment may have two, see {@link KvSegments}).
+         * {@return the per-segment plans a backend runs, in position order: what {@link #blockChecksums} adds up (for
+         * tools that want to see the split; a segment may have two, see {@link KvSegments})}
          */
         public List<SlicePlan> parts() {
             return shares.stream().map(Share::plan).toList();
         }
 
-        /** {@link KvChecksum#blockChecksums(SlicePlan)} of the whole request, computed by {@code backend}. */
+        /**
+         * {@link KvChecksum#blockChecksums(SlicePlan)} of the whole request, computed by {@code backend}.
+         *
+         * @param backend the backend that computes every share, synchronously
+         * @return a new array of {@link #numBlocks()} block checksums, {@code [k]} for block {@code firstBlock + k}
+         */
         public long[] blockChecksums(KvChecksum backend) {
             long[] out = new long[numBlocks];
             for (Share s : shares) {
@@ -283,7 +316,13 @@ public final class KvSegments {
             return out;
         }
 
-        /** {@link KvChecksum#sliceSums(SlicePlan)} of the whole request: rows in the segments' common slice order. */
+        /**
+         * {@link KvChecksum#sliceSums(SlicePlan)} of the whole request: rows in the segments' common slice order.
+         *
+         * @param backend the backend that computes every share, synchronously
+         * @return one row per (layer, head) slice of {@link KvSegments#geometry()}, {@link #numBlocks()} columns from
+         *     block {@link #firstBlock()}
+         */
         public SliceSums sliceSums(KvChecksum backend) {
             List<CacheLayer> layers = segments.geometry().layers();
             int rows = segments.geometry().numSlices();
@@ -310,12 +349,25 @@ public final class KvSegments {
             return new SliceSums(layerNumbers, headNumbers, firstBlock, numBlocks, out);
         }
 
-        /** {@link KvChecksum#submit(SlicePlan)} of every share; the handle's values are their sums. */
+        /**
+         * {@link KvChecksum#submit(SlicePlan)} of every share; the handle's values are their sums.
+         *
+         * @param backend the backend that computes every share
+         * @return one handle over all shares: its {@code get()} gives the {@link #numBlocks()} block checksums, its
+         *     {@code close()} closes every share's handle; when a share's submission fails, those already submitted are
+         *     closed and the failure is thrown
+         */
         public PendingChecksums submit(KvChecksum backend) {
             return submit(backend, null);
         }
 
-        /** {@link KvChecksum#submit(SlicePlan, long)} of every share on {@code stream}, in position order. */
+        /**
+         * {@link KvChecksum#submit(SlicePlan, long)} of every share on {@code stream}, in position order.
+         *
+         * @param backend the backend that computes every share
+         * @param stream the engine's stream or queue handle, as the backend documents it; passed unchanged to every share
+         * @return one handle over all shares, as {@link #submit(KvChecksum)} gives
+         */
         public PendingChecksums submit(KvChecksum backend, long stream) {
             return submit(backend, (Long) stream);
         }

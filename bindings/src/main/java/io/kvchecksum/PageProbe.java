@@ -54,6 +54,12 @@ public final class PageProbe {
      * @param tail per page
      */
     public record Probes(int pageSize, int probeBytes, long firstToken, long numTokens, long[] head, long[] tail) {
+        /**
+         * Copies the two arrays, so the record is immutable.
+         *
+         * @throws IllegalArgumentException when {@code head} and {@code tail} differ in length
+         * @throws NullPointerException when {@code head} or {@code tail} is null
+         */
         public Probes {
             if (head.length != tail.length) {
                 throw new IllegalArgumentException(head.length + " heads and " + tail.length + " tails");
@@ -62,7 +68,14 @@ public final class PageProbe {
             tail = tail.clone();
         }
 
-        /** The per-page values of several workers' probes of one request, added; the workers must agree on the pages. */
+        /**
+         * The per-page values of several workers' probes of one request, added; the workers must agree on the pages.
+         *
+         * @param parts the workers' probes, at least one, all with the same page size, probe bytes, first token, token
+         *     count and number of pages
+         * @return the per-page sums modulo 2^64, with the parts' page size, probe bytes and tokens
+         * @throws IllegalArgumentException when {@code parts} is empty or two parts disagree on the pages
+         */
         public static Probes sum(List<Probes> parts) {
             if (parts.isEmpty()) {
                 throw new IllegalArgumentException("no probes to add");
@@ -83,11 +96,13 @@ public final class PageProbe {
             return new Probes(a.pageSize, a.probeBytes, a.firstToken, a.numTokens, h, t);
         }
 
+        /** {@return a copy of the head-window values, one per page in the request's page order} */
         @Override
         public long[] head() {
             return head.clone();
         }
 
+        /** {@return a copy of the tail-window values, one per page in the request's page order} */
         @Override
         public long[] tail() {
             return tail.clone();
@@ -113,7 +128,14 @@ public final class PageProbe {
         }
     }
 
-    /** The window weight {@code w = 2*(2*(layer*2^16 + head) + kind) + 1}, kind 0 for K and 1 for V. */
+    /**
+     * {@return the window weight {@code w = 2*(2*(layer*2^16 + head) + kind) + 1}: odd, and distinct for distinct
+     * (layer, head, kind) with {@code 0 <= head < 2^16}}
+     *
+     * @param layer the layer number
+     * @param head the global head number
+     * @param kind 0 for K, 1 for V
+     */
     public static long weight(int layer, int head, int kind) {
         return 2 * (2 * ((long) layer * Definition.MAX_KV_HEADS_PER_LAYER + head) + kind) + 1;
     }
@@ -122,6 +144,13 @@ public final class PageProbe {
      * The probes of every page of {@code plan}'s request (its mode is ignored: probes are always in the standard
      * mode), read directly on host memory, through {@code backend} on device memory.
      *
+     * @param backend the backend that digests the windows when the plan's memory is not all host memory, not null
+     * @param plan the request's validated plan; its pages are the ones probed, not null
+     * @param probeBytes the bytes probed at each end of each cell (fewer when a cell is shorter), a positive multiple
+     *     of 8; {@link #DEFAULT_PROBE_BYTES} when an engine does not choose
+     * @return one head and one tail value per page of the plan, in the page table's order, as 64-bit partial sums
+     *     over the plan's heads
+     * @throws NullPointerException when {@code backend} or {@code plan} is null
      * @throws InvalidLayoutException when {@code probeBytes} is not a positive multiple of 8, or (device memory) the
      *     backend cannot read the plan's memory
      */

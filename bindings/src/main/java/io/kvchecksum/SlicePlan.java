@@ -47,7 +47,17 @@ public final class SlicePlan {
      */
     public record Part(KvMemory memory, long base, long pageStride, long tokenStride, int pieces, int alignment, int bytes) {
 
-        /** A part of whole pieces: {@code bytes = 8 * pieces}. */
+        /**
+         * A part of whole pieces: {@code bytes = 8 * pieces}.
+         *
+         * @param memory where the bytes live
+         * @param base byte offset of this head's cell {@code (0, 0)}, relative to the memory's first byte
+         * @param pageStride bytes between pages
+         * @param tokenStride bytes between slots of a page
+         * @param pieces whole 8-byte pieces of this part of the cell
+         * @param alignment the alignment class relative to the memory's first byte: 16, 8 or 1 (see the record's
+         *     components)
+         */
         public Part(KvMemory memory, long base, long pageStride, long tokenStride, int pieces, int alignment) {
             this(memory, base, pageStride, tokenStride, pieces, alignment, 8 * pieces);
         }
@@ -104,15 +114,16 @@ public final class SlicePlan {
             return (int) Math.ceilDiv((long) cellBytes(), 8);
         }
 
-        /** Bytes per cell, K then V (before any padding). */
+        /** {@return bytes per cell, K then V (before any padding)} */
         public int cellBytes() {
             return k.bytes() + (v == null ? 0 : v.bytes());
         }
 
         /**
-         * True when K or V is not whole 8-byte pieces: a piece straddles K's end and V's start, or the cell's last piece
-         * is zero-padded. Such a slice is computed by each backend's byte-assembling path (its pieces are not at
-         * multiples of 8 from the parts' bases), never by the whole-piece loops; see {@link SlicePlan#byteCellSlices()}.
+         * {@return true when K or V is not whole 8-byte pieces: a piece straddles K's end and V's start, or the cell's
+         * last piece is zero-padded} Such a slice is computed by each backend's byte-assembling path (its pieces are not
+         * at multiples of 8 from the parts' bases), never by the whole-piece loops; see
+         * {@link SlicePlan#byteCellSlices()}.
          */
         public boolean byteCells() {
             return k.bytes() % 8 != 0 || (v != null && v.bytes() % 8 != 0);
@@ -257,9 +268,14 @@ public final class SlicePlan {
      * As {@link #of(KvCacheGroup, RequestBlocks, ChecksumMode)}, with what to do about cells that are not whole 8-byte
      * pieces (K bytes plus V bytes not a multiple of 8).
      *
+     * @param group the cache: its layers, pages and memory, not null
+     * @param request the request's tokens, blocks and page table, not null; every page id the checksummed tokens need
+     *     must be a page of {@code group}
+     * @param mode the checksum mode, not null
      * @param padding {@link CellPadding#NONE} (the definition) refuses such a layer with {@link InvalidLayoutException}
      *     naming it; {@link CellPadding#ZEROS} (an opt-in extension with its own checksums, see {@link CellPadding})
-     *     zero-pads each cell at its end to whole pieces
+     *     zero-pads each cell at its end to whole pieces; not null
+     * @return the validated plan, immutable; it holds its own copy of the page entries it reads
      * @throws InvalidLayoutException as {@link #of(KvCacheGroup, RequestBlocks)}, and for cells that are not whole pieces
      *     without padding
      */
@@ -315,8 +331,10 @@ public final class SlicePlan {
     }
 
     /**
-     * Why a layer's cells cannot be checksummed without padding, or {@code null} when they can: the one wording of
-     * this reason, for engines and tools that report a group skipped instead of building its plan.
+     * {@return why a layer's cells cannot be checksummed without padding, or {@code null} when they can} The one
+     * wording of this reason, for engines and tools that report a group skipped instead of building its plan.
+     *
+     * @param l the layer, not null
      */
     public static String unpaddedCellProblem(CacheLayer l) {
         return l.cellBytes() % 8 == 0 ? null : cellsNotWholePieces(l);
@@ -343,14 +361,14 @@ public final class SlicePlan {
         return m == mode ? this : new SlicePlan(group, request, slices, runs, pageTable, residency, m, padding);
     }
 
-    /** What the plan does with cells that are not whole pieces; {@link CellPadding#NONE} unless asked for. */
+    /** {@return what the plan does with cells that are not whole pieces; {@link CellPadding#NONE} unless asked for} */
     public CellPadding padding() {
         return padding;
     }
 
     /**
-     * True when some slice has {@link Slice#byteCells() byte cells} (a piece straddling K and V, or a padded last
-     * piece). Backends then run their whole-piece path on {@link #wholePieceSlices()} and their byte-assembling path
+     * {@return true when some slice has {@link Slice#byteCells() byte cells} (a piece straddling K and V, or a padded
+     * last piece)} Backends then run their whole-piece path on {@link #wholePieceSlices()} and their byte-assembling path
      * on {@link #byteCellSlices()}; a plan without byte cells goes to the whole-piece path as it is.
      */
     public boolean hasByteCells() {
@@ -358,14 +376,18 @@ public final class SlicePlan {
     }
 
     /**
-     * The plan of this plan's layers whose cells are whole pieces in K and in V, or {@code null} when there is none.
-     * Only for a plan with {@link #hasByteCells()}; the same request, table, mode and padding.
+     * {@return the plan of this plan's layers whose cells are whole pieces in K and in V, or {@code null} when there is
+     * none} Only for a plan with {@link #hasByteCells()}; the same request, table, mode and padding. Also {@code null}
+     * for a plan without byte cells, which backends run as it is.
      */
     public SlicePlan wholePieceSlices() {
         return wholePart;
     }
 
-    /** The plan of this plan's layers with {@link Slice#byteCells() byte cells}, or {@code null} when there is none. */
+    /**
+     * {@return the plan of this plan's layers with {@link Slice#byteCells() byte cells}, or {@code null} when there is
+     * none} When every slice has byte cells, this plan itself.
+     */
     public SlicePlan byteCellSlices() {
         return bytePart;
     }
@@ -373,6 +395,11 @@ public final class SlicePlan {
     /**
      * The slice sums of this plan from those of its two {@link #hasByteCells() sub-plans}: rows back in this plan's
      * order. {@code whole} is {@code null} when {@link #wholePieceSlices()} is.
+     *
+     * @param whole the slice sums of {@link #wholePieceSlices()}, or {@code null} when that is {@code null}
+     * @param bytes the slice sums of {@link #byteCellSlices()}, not null
+     * @return the slice sums of this plan: {@code bytes} itself when this plan is its own byte-cell part, else a new
+     *     {@link SliceSums} with this plan's rows, blocks and first block
      */
     public SliceSums mergeRows(SliceSums whole, SliceSums bytes) {
         if (bytePart == this) {

@@ -35,6 +35,11 @@ public final class StateDigests {
     /**
      * The digest of every row, in order, computed by {@code backend} in {@code mode}.
      *
+     * @param backend the backend whose {@link KvChecksum#sliceSums(SlicePlan)} reads the rows, not null
+     * @param rows the state rows, none null; may be empty (then the result is empty)
+     * @param mode the checksum mode, not null
+     * @return a new array of {@code rows.size()} digests, {@code [i]} for {@code rows.get(i)}
+     * @throws NullPointerException when {@code backend}, {@code rows} or one of its rows is null
      * @throws InvalidLayoutException when the backend cannot read a row's memory or does not implement the mode
      *     (before anything is read), or a row's tail cannot be windowed on device memory
      */
@@ -119,6 +124,9 @@ public final class StateDigests {
     /**
      * The definition read literally on host memory, single-threaded: an oracle for tests, independent of the plan.
      *
+     * @param row the state row, in host memory
+     * @param mode the checksum mode, not null
+     * @return the row's digest, the same value {@link #compute} gives for it
      * @throws InvalidLayoutException when the row is not in host memory
      */
     public static long reference(StateRow row, ChecksumMode mode) {

@@ -16,7 +16,15 @@ public final class ByteCellRoute {
     private ByteCellRoute() {
     }
 
-    /** Block checksums: the whole-piece path's plus the byte path's. */
+    /**
+     * Block checksums: the whole-piece path's plus the byte path's.
+     *
+     * @param plan a plan with byte cells
+     * @param whole the backend's whole-piece path, run on {@link SlicePlan#wholePieceSlices()} when that is not null
+     * @param bytes the backend's byte-assembling path, run on {@link SlicePlan#byteCellSlices()}; the array it returns
+     *     receives the sum and is returned
+     * @return the plan's block checksums, one per block, the two paths' values added modulo 2^64
+     */
     public static long[] blockChecksums(SlicePlan plan, Function<SlicePlan, long[]> whole, Function<SlicePlan, long[]> bytes) {
         long[] out = bytes.apply(plan.byteCellSlices());
         if (plan.wholePieceSlices() != null) {
@@ -25,7 +33,14 @@ public final class ByteCellRoute {
         return out;
     }
 
-    /** Slice sums of both paths, rows in the plan's order. */
+    /**
+     * Slice sums of both paths, rows in the plan's order.
+     *
+     * @param plan a plan with byte cells
+     * @param whole the backend's whole-piece path, run on {@link SlicePlan#wholePieceSlices()} when that is not null
+     * @param bytes the backend's byte-assembling path, run on {@link SlicePlan#byteCellSlices()}
+     * @return the plan's slice sums, as {@link SlicePlan#mergeRows} puts them together
+     */
     public static SliceSums sliceSums(SlicePlan plan, Function<SlicePlan, SliceSums> whole,
                                       Function<SlicePlan, SliceSums> bytes) {
         SlicePlan w = plan.wholePieceSlices();
@@ -36,6 +51,11 @@ public final class ByteCellRoute {
     /**
      * Both paths started (the whole-piece one first) and a handle whose {@code get()} adds their values; closing it
      * closes both. If starting the byte path fails, the whole-piece path's handle is closed before the error goes on.
+     *
+     * @param plan a plan with byte cells
+     * @param whole starts the backend's whole-piece path on {@link SlicePlan#wholePieceSlices()} when that is not null
+     * @param bytes starts the backend's byte-assembling path on {@link SlicePlan#byteCellSlices()}
+     * @return the byte path's handle alone when the plan has no whole-piece slices, else a handle over both
      */
     public static PendingChecksums submit(SlicePlan plan, Function<SlicePlan, PendingChecksums> whole,
                                           Function<SlicePlan, PendingChecksums> bytes) {
