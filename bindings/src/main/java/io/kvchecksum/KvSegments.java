@@ -82,8 +82,8 @@ public final class KvSegments {
      *
      * @param groups the allocations in position order, at least one, none null; copied
      * @return the segments, segment {@code i} starting where segment {@code i - 1} ends
-     * @throws InvalidLayoutException when the list is empty or null, a group in it is null, or a group's geometry (layer numbers, heads, K and
-     *     V pieces per cell, in order) differs from the first group's
+     * @throws InvalidLayoutException when the list is empty or null, a group in it is null, or a group's geometry
+     *     (layer numbers, heads, K and V pieces per cell, in order) differs from the first group's
      */
     public static KvSegments of(List<KvCacheGroup> groups) {
         if (groups == null || groups.isEmpty()) {
@@ -365,7 +365,8 @@ public final class KvSegments {
          * {@link KvChecksum#submit(SlicePlan, long)} of every share on {@code stream}, in position order.
          *
          * @param backend the backend that computes every share
-         * @param stream the engine's stream or queue handle, as the backend documents it; passed unchanged to every share
+         * @param stream the engine's stream or queue handle, as the backend documents it; passed unchanged to every
+         *     share
          * @return one handle over all shares, as {@link #submit(KvChecksum)} gives
          */
         public PendingChecksums submit(KvChecksum backend, long stream) {

@@ -121,8 +121,8 @@ public final class SlicePlan {
 
         /**
          * {@return true when K or V is not whole 8-byte pieces: a piece straddles K's end and V's start, or the cell's
-         * last piece is zero-padded} Such a slice is computed by each backend's byte-assembling path (its pieces are not
-         * at multiples of 8 from the parts' bases), never by the whole-piece loops; see
+         * last piece is zero-padded} Such a slice is computed by each backend's byte-assembling path (its pieces are
+         * not at multiples of 8 from the parts' bases), never by the whole-piece loops; see
          * {@link SlicePlan#byteCellSlices()}.
          */
         public boolean byteCells() {
@@ -368,8 +368,8 @@ public final class SlicePlan {
 
     /**
      * {@return true when some slice has {@link Slice#byteCells() byte cells} (a piece straddling K and V, or a padded
-     * last piece)} Backends then run their whole-piece path on {@link #wholePieceSlices()} and their byte-assembling path
-     * on {@link #byteCellSlices()}; a plan without byte cells goes to the whole-piece path as it is.
+     * last piece)} Backends then run their whole-piece path on {@link #wholePieceSlices()} and their byte-assembling
+     * path on {@link #byteCellSlices()}; a plan without byte cells goes to the whole-piece path as it is.
      */
     public boolean hasByteCells() {
         return bytePart != null;

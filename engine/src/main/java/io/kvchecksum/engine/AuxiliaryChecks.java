@@ -30,6 +30,11 @@ public record AuxiliaryChecks(boolean stateDigests, int probeBytes) {
     /** No auxiliary check: the payload stays what it was (version 2 in the standard mode). */
     public static final AuxiliaryChecks OFF = new AuxiliaryChecks(false, 0);
 
+    /**
+     * Validates the probe size.
+     *
+     * @throws IllegalArgumentException when {@code probeBytes} is negative or not a multiple of 8
+     */
     public AuxiliaryChecks {
         if (probeBytes < 0 || probeBytes % 8 != 0) {
             throw new IllegalArgumentException("probeBytes must be 0 (off) or a positive multiple of 8, got " + probeBytes);
@@ -40,8 +45,15 @@ public record AuxiliaryChecks(boolean stateDigests, int probeBytes) {
      * This side's sections for one request (one worker: TP1 x PP1; under TP add the workers' {@code PageProbe.Probes}
      * and {@link StateDigestsSection#merge merge} their digests instead).
      *
+     * @param backend the backend that computes the digests and, on device memory, the probes
+     * @param mode the mode the state rows are digested in (the probe is always standard); not null when
+     *     {@code stateDigests}
      * @param rows the request's state rows (ignored unless {@code stateDigests})
      * @param plan the request's plan (ignored unless {@code probeBytes > 0})
+     * @return a new list: the {@link StateDigestsSection} when {@code stateDigests}, then the {@link PageProbeSection}
+     *     when {@code probeBytes > 0}; empty for {@link #OFF}
+     * @throws IllegalArgumentException when two state rows share a name
+     * @throws io.kvchecksum.InvalidLayoutException when the backend cannot read the rows or the plan's memory
      */
     public List<PayloadSection> compute(KvChecksum backend, ChecksumMode mode, List<StateRow> rows, SlicePlan plan) {
         List<PayloadSection> out = new ArrayList<>();
@@ -54,7 +66,16 @@ public record AuxiliaryChecks(boolean stateDigests, int probeBytes) {
         return out;
     }
 
-    /** {@code result} with {@code sections} added to its payload; an incomplete result is returned as it is. */
+    /**
+     * {@code result} with {@code sections} added to its payload; an incomplete result is returned as it is.
+     *
+     * @param result the aggregator's result for the request, not null
+     * @param sections the sections to add (each replaces one of the same name), not null; may be empty
+     * @return a new {@link Aggregator.Complete} with a version-3 payload carrying the sections and the same skipped
+     *     groups, or {@code result} itself when it is incomplete or {@code sections} is empty
+     * @throws NullPointerException when {@code result} is null
+     * @throws IllegalArgumentException when the payload is version 1, which has no sections
+     */
     public static Aggregator.Result attach(Aggregator.Result result, List<PayloadSection> sections) {
         Objects.requireNonNull(result, "result");
         if (!(result instanceof Aggregator.Complete c) || sections.isEmpty()) {

@@ -128,6 +128,12 @@ public final class CacheGate {
      * configuration. {@link CellPadding#NONE} skips their groups with the reason; {@link CellPadding#ZEROS} admits them
      * and a {@link WorkerChecksummer} built from this gate pads them (a peer that does not pad skips the group, so the
      * comparison is {@link UnverifiedReason#ONE_SIDE_ONLY}, never a mismatch).
+     *
+     * @param caches every cache of this worker, under every layer name it is listed under
+     * @param numBlocks the caches' capacity in blocks of their group's block size
+     * @param padding what to do with cells that are not whole pieces, the same on both sides; not null
+     * @return the admitted groups, ready for {@link WorkerChecksummer}, and the skipped ones with their reasons
+     * @throws NullPointerException when {@code padding} is null
      */
     public static CacheGate of(List<CacheSpec> caches, long numBlocks, CellPadding padding) {
         return of(caches, numBlocks, System.getLogger(CacheGate.class.getName()), padding);
@@ -158,7 +164,10 @@ public final class CacheGate {
         return new CacheGate(admitted, skipped, padding);
     }
 
-    /** Whether admitted groups' cells are padded: what a {@link WorkerChecksummer} built from this gate computes with. */
+    /**
+     * {@return whether admitted groups' cells are padded: what a {@link WorkerChecksummer} built from this gate
+     * computes with}
+     */
     public CellPadding padding() {
         return padding;
     }

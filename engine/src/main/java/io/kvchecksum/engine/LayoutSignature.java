@@ -34,6 +34,8 @@ public final class LayoutSignature {
      *
      * @param pageSize tokens per page, positive
      * @param itemLengths one per buffer, in stream order (each layer's K, each layer's V, each state row), non-negative
+     * @return the FNV-1a 64 hash of the words, as the class comment defines it (any 64-bit value)
+     * @throws IllegalArgumentException when {@code pageSize} is not positive or an item length is negative
      */
     public static long of(int pageSize, long[] itemLengths) {
         if (pageSize <= 0) {
@@ -51,12 +53,25 @@ public final class LayoutSignature {
         return h;
     }
 
-    /** The signature of {@code group}'s pages followed by {@code stateRows} (the stream {@link PageDigestPlan} reads). */
+    /**
+     * The signature of {@code group}'s pages followed by {@code stateRows} (the stream {@link PageDigestPlan} reads).
+     *
+     * @param group the cache group whose K and V pages the digest reads, not null
+     * @param stateRows the state rows digested after the pages, in stream order; may be empty, not null
+     * @return {@link #of(int, long[])} of the group's page size and {@link #itemLengths}
+     */
     public static long of(KvCacheGroup group, List<StateRow> stateRows) {
         return of(group.pageSize(), itemLengths(group, stateRows));
     }
 
-    /** The per-buffer item lengths of {@code group} and {@code stateRows}, in stream order. */
+    /**
+     * The per-buffer item lengths of {@code group} and {@code stateRows}, in stream order.
+     *
+     * @param group the cache group, not null
+     * @param stateRows the state rows, in stream order; may be empty, not null
+     * @return a new array: every layer's K page bytes (layers in the group's order), every V page's, then every state
+     *     row's length in bytes
+     */
     public static long[] itemLengths(KvCacheGroup group, List<StateRow> stateRows) {
         List<Long> out = new ArrayList<>();
         for (int kind = 0; kind < 2; kind++) {

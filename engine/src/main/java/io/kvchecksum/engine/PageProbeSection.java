@@ -43,6 +43,14 @@ public record PageProbeSection(int pageSize, int probeBytes, long firstToken, lo
     /** The most pages one section carries (a reader refuses more): 2^24 pages, 128 MiB of probes. */
     public static final int MAX_PAGES = 1 << 24;
 
+    /**
+     * Validates the pages and copies the two arrays, so the record is immutable.
+     *
+     * @throws IllegalArgumentException when {@code pageSize} is not positive, {@code probeBytes} not a positive
+     *     multiple of 8, {@code firstToken} negative or greater than {@code numTokens}, or {@code head} or {@code tail}
+     *     does not hold exactly {@code ceil((numTokens - firstToken) / pageSize)} values
+     * @throws NullPointerException when {@code head} or {@code tail} is null
+     */
     public PageProbeSection {
         if (pageSize <= 0 || probeBytes <= 0 || probeBytes % 8 != 0 || firstToken < 0 || numTokens < firstToken) {
             throw new IllegalArgumentException("page size " + pageSize + ", probe bytes " + probeBytes + ", tokens "
@@ -57,7 +65,13 @@ public record PageProbeSection(int pageSize, int probeBytes, long firstToken, lo
         tail = tail.clone();
     }
 
-    /** The folded form of one request's probes (the workers' partial sums already added: {@link PageProbe.Probes#sum}). */
+    /**
+     * The folded form of one request's probes (the workers' partial sums already added: {@link PageProbe.Probes#sum}).
+     *
+     * @param p the request's probes, all workers' partial sums added
+     * @return the section: the probes' pages and tokens, each head and tail folded to {@code (int) (s ^ (s >>> 32))}
+     * @throws IllegalArgumentException when the probes' pages are not valid for a section (see the constructor)
+     */
     public static PageProbeSection of(PageProbe.Probes p) {
         long[] h = p.head();
         long[] t = p.tail();
@@ -70,7 +84,15 @@ public record PageProbeSection(int pageSize, int probeBytes, long firstToken, lo
         return new PageProbeSection(p.pageSize(), p.probeBytes(), p.firstToken(), p.numTokens(), fh, ft);
     }
 
-    /** One worker's section: {@link PageProbe#compute} folded (what a TP1 x PP1 engine attaches). */
+    /**
+     * One worker's section: {@link PageProbe#compute} folded (what a TP1 x PP1 engine attaches).
+     *
+     * @param backend the backend that digests the windows on device memory, not null
+     * @param plan the request's validated plan, not null
+     * @param probeBytes the bytes probed at each end of each cell, a positive multiple of 8
+     * @return the section of every page of the plan's request
+     * @throws io.kvchecksum.InvalidLayoutException as {@link PageProbe#compute} says
+     */
     public static PageProbeSection compute(KvChecksum backend, SlicePlan plan, int probeBytes) {
         return of(PageProbe.compute(backend, plan, probeBytes));
     }
@@ -79,17 +101,19 @@ public record PageProbeSection(int pageSize, int probeBytes, long firstToken, lo
         return (int) (s ^ (s >>> 32));
     }
 
+    /** {@return a copy of the folded head probes, one per page in the request's page order} */
     @Override
     public int[] head() {
         return head.clone();
     }
 
+    /** {@return a copy of the folded tail probes, one per page in the request's page order} */
     @Override
     public int[] tail() {
         return tail.clone();
     }
 
-    /** The number of pages probed. */
+    /** {@return the number of pages probed} */
     public int numPages() {
         return head.length;
     }
@@ -159,6 +183,10 @@ public record PageProbeSection(int pageSize, int probeBytes, long firstToken, lo
     /**
      * The pages both sides probed over the same tokens whose head or tail differs, in page order; empty when the
      * sections are not comparable (either absent, other page or probe sizes).
+     *
+     * @param producer the producer's section of this name, or {@code null} when it has none
+     * @param consumer the consumer's section of this name, or {@code null} when it has none
+     * @return a new list of the differing pages, indexed in the producer's page order
      */
     public static List<PageDifference> differences(PayloadSection producer, PayloadSection consumer) {
         List<PageDifference> out = new ArrayList<>();

@@ -16,7 +16,12 @@ public final class SectionWarnings {
     private final Logger log;
     private final Set<String> warned = ConcurrentHashMap.newKeySet();
 
-    /** Warnings to {@code log}. */
+    /**
+     * Warnings to {@code log}.
+     *
+     * @param log where the warnings and debug lines go, not null
+     * @throws NullPointerException when {@code log} is null
+     */
     public SectionWarnings(Logger log) {
         this.log = Objects.requireNonNull(log, "log");
     }
@@ -26,6 +31,8 @@ public final class SectionWarnings {
      * debug level after that. A MISMATCH of a section is the load's mismatch and is logged with it.
      *
      * @param peer the other engine (its address or id); {@code null} counts as one unnamed peer
+     * @param requestId the request the verdict is about, only quoted in the messages
+     * @param verdict the load's verdict, not null; its sections other than UNVERIFIED are not logged here
      * @return how many warnings this call logged
      */
     public int log(String peer, String requestId, LoadVerdict verdict) {

@@ -57,6 +57,13 @@ public record SglangDigestSection(List<Entry> entries) implements PayloadSection
      * @param digest Adler-32 of the pages' stream, in {@code [0, 2^32)}
      */
     public record Entry(int groupId, int worker, long signature, int pageSize, long firstToken, int numPages, long digest) {
+        /**
+         * Validates the ranges.
+         *
+         * @throws IllegalArgumentException when {@code groupId}, {@code worker}, {@code firstToken} or
+         *     {@code numPages} is negative, {@code pageSize} is not positive, or {@code digest} is not an Adler-32
+         *     value (in {@code [0, 2^32)}, each 16-bit half below 65521)
+         */
         public Entry {
             if (groupId < 0 || worker < 0 || pageSize <= 0 || firstToken < 0 || numPages < 0) {
                 throw new IllegalArgumentException("group, worker, first token and page count must be non-negative and "
@@ -73,6 +80,13 @@ public record SglangDigestSection(List<Entry> entries) implements PayloadSection
         }
     }
 
+    /**
+     * Sorts the entries by (group, worker) and keeps an unmodifiable copy.
+     *
+     * @throws NullPointerException when {@code entries} or an entry is null
+     * @throws IllegalArgumentException when a (group, worker) appears twice or there are more than
+     *     {@link #MAX_ENTRIES} entries
+     */
     public SglangDigestSection {
         List<Entry> sorted = new ArrayList<>(Objects.requireNonNull(entries, "entries"));
         sorted.sort(Comparator.comparingInt(Entry::groupId).thenComparingInt(Entry::worker));
@@ -88,7 +102,12 @@ public record SglangDigestSection(List<Entry> entries) implements PayloadSection
         entries = List.copyOf(sorted);
     }
 
-    /** A section of one entry. */
+    /**
+     * A section of one entry.
+     *
+     * @param entry the entry, not null
+     * @return the section holding only {@code entry}
+     */
     public static SglangDigestSection of(Entry entry) {
         return new SglangDigestSection(List.of(entry));
     }
@@ -121,7 +140,15 @@ public record SglangDigestSection(List<Entry> entries) implements PayloadSection
         }
     }
 
-    /** Reads the section's value; types and ranges are checked, each failure naming its field. */
+    /**
+     * Reads the section's value; types and ranges are checked, each failure naming its field.
+     *
+     * @param v the section's msgpack value, from the network: untrusted
+     * @return the section, its entries sorted by (group, worker)
+     * @throws MalformedPayloadException when the value is not an array of at most {@link #MAX_ENTRIES} entries of 7
+     *     integers in their ranges, a digest is not an Adler-32 value, a first token is not a multiple of the page
+     *     size, or a (group, worker) appears twice
+     */
     public static SglangDigestSection decode(Value v) {
         String at = "sections." + NAME;
         if (!v.isArrayValue()) {
@@ -195,7 +222,13 @@ public record SglangDigestSection(List<Entry> entries) implements PayloadSection
         return b.longValue();
     }
 
-    /** The comparison rule of this section ({@link PayloadSections.Comparison}); either side may be absent. */
+    /**
+     * The comparison rule of this section ({@link PayloadSections.Comparison}); either side may be absent.
+     *
+     * @param producer the producer's {@code SglangDigestSection}, or {@code null} when it has none
+     * @param consumer the consumer's {@code SglangDigestSection}, or {@code null} when it has none
+     * @return the section's verdict, as the class comment's comparison rule says
+     */
     public static SectionVerdict compare(PayloadSection producer, PayloadSection consumer) {
         if (producer == null || consumer == null) {
             return SectionVerdict.unverified(NAME, UnverifiedReason.ONE_SIDE_ONLY, "the page digest was sent by the "

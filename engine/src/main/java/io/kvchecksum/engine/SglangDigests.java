@@ -30,7 +30,14 @@ public final class SglangDigests {
      * One worker's digest of one group: Adler-32 of the pages of {@code plan}'s range (from its first token, rounded up
      * to whole pages) followed by {@code stateRows}, with the layout signature of the same stream.
      *
+     * @param backend the backend that computes the digest ({@link KvChecksum#pageDigest}), not null
+     * @param groupId the KV cache group's id, non-negative
+     * @param worker {@code pp_stage * tp_size + tp_rank}, non-negative (0 for a single worker)
      * @param plan the request over the group's pages; its first token must start a page
+     * @param stateRows the state rows digested after the pages, in stream order; may be empty, not null
+     * @return this worker's entry: signature, page size, first token, page count and Adler-32 digest
+     * @throws NullPointerException when {@code backend} is null
+     * @throws IllegalArgumentException when {@code groupId} or {@code worker} is negative
      * @throws InvalidLayoutException when the first token is inside a page, or the backend cannot read the memory
      */
     public static SglangDigestSection.Entry entry(KvChecksum backend, int groupId, int worker, SlicePlan plan,
@@ -51,6 +58,12 @@ public final class SglangDigests {
      * A side's aggregated result with the section of {@code entries} attached to its payload; an
      * {@link Aggregator.Incomplete} result, or no entries, unchanged. What the scheduler passes to
      * {@link PayloadSender} (producer) or {@link PendingLoads#verify(String, Aggregator.Result)} (consumer).
+     *
+     * @param result the side's aggregated result
+     * @param entries every worker's entries, each (group, worker) once; may be empty, not null
+     * @return a new {@link Aggregator.Complete} with the section in its payload and the same skipped groups, or
+     *     {@code result} itself
+     * @throws IllegalArgumentException when a (group, worker) appears twice, or the payload is version 1
      */
     public static Aggregator.Result attach(Aggregator.Result result, List<SglangDigestSection.Entry> entries) {
         if (result instanceof Aggregator.Complete c && !entries.isEmpty()) {
@@ -59,7 +72,14 @@ public final class SglangDigests {
         return result;
     }
 
-    /** {@code payload} with the section of {@code entries} (version 3), or unchanged when there are none. */
+    /**
+     * {@code payload} with the section of {@code entries} (version 3), or unchanged when there are none.
+     *
+     * @param payload the side's payload, not null
+     * @param entries every worker's entries, each (group, worker) once; may be empty, not null
+     * @return the payload with the section (replacing any of the same name), or {@code payload} itself
+     * @throws IllegalArgumentException when a (group, worker) appears twice, or the payload is version 1
+     */
     public static ChecksumPayload attach(ChecksumPayload payload, List<SglangDigestSection.Entry> entries) {
         return entries.isEmpty() ? payload : payload.withSection(new SglangDigestSection(entries));
     }

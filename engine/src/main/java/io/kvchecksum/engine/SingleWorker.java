@@ -87,6 +87,14 @@ public final class SingleWorker {
      * about cells that are not whole 8-byte pieces (see
      * {@link WorkerChecksummer#WorkerChecksummer(KvChecksum, int, int, List, Map, ChecksumMetrics, io.kvchecksum.ChecksumMode, io.kvchecksum.CellPadding)}):
      * without padding their groups are skipped with the reason, with {@link io.kvchecksum.CellPadding#ZEROS} padded.
+     *
+     * @param backend computes the checksums, shared by every request; not null
+     * @param metrics where checksum time is counted; not null
+     * @param sender decides, warns and counts on the producer; not null
+     * @param mode the checksum mode both sides are configured with; not null
+     * @param padding what to do with cells that are not whole pieces, the same on both sides; not null
+     * @throws IllegalArgumentException when the backend does not implement {@code mode}
+     * @throws NullPointerException when an argument is null
      */
     public SingleWorker(KvChecksum backend, ChecksumMetrics metrics, PayloadSender sender, io.kvchecksum.ChecksumMode mode,
             io.kvchecksum.CellPadding padding) {
@@ -117,6 +125,11 @@ public final class SingleWorker {
     /**
      * One group whose layers this worker holds whole, once, in several allocations per request (Jlama's pages): its
      * layout entry. The selection's block ids are not used: segmented KV is addressed by position ({@link KvSegments}).
+     *
+     * @param groupId the group's id, as the selections name it
+     * @param fingerprint the group's fingerprint ({@link Fingerprints#ofGroup}), the same on both sides for a match
+     * @param cache the group's allocations on this worker, in position order
+     * @return the group's layout entry: one part holding all of it
      */
     public static WorkerChecksummer.WorkerGroup group(int groupId, long fingerprint, KvSegments cache) {
         return new WorkerChecksummer.WorkerGroup(groupId, fingerprint,

@@ -38,6 +38,13 @@ public record StateDigestsSection(String mode, Map<String, Long> digests) implem
     public static final int MAX_BUFFERS = 1 << 16;
     private static final Pattern MODE = Pattern.compile("[a-z0-9-]{1,32}");
 
+    /**
+     * Validates the mode and the buffer names and copies the digests, keeping their order.
+     *
+     * @throws NullPointerException when {@code mode} or {@code digests} is null
+     * @throws IllegalArgumentException when the mode is not 1..32 of a-z, 0-9 and '-', a name is not 1..64 printable
+     *     ASCII characters, or there are more than {@link #MAX_BUFFERS} buffers
+     */
     public StateDigestsSection {
         Objects.requireNonNull(mode, "mode");
         if (!MODE.matcher(mode).matches()) {
@@ -58,7 +65,12 @@ public record StateDigestsSection(String mode, Map<String, Long> digests) implem
      * The digests of {@code rows}, computed by {@code backend} in {@code mode} (what a producer attaches when it sends
      * and a consumer when it consumes: {@code payload.withSection(StateDigestsSection.compute(...))}).
      *
+     * @param backend the backend that computes the digests ({@link KvChecksum#stateDigests})
+     * @param rows the request's state rows, named 1..64 printable ASCII characters each, distinct
+     * @param mode the checksum mode, not null
+     * @return the section, one digest per row in the rows' order, in {@code mode}
      * @throws IllegalArgumentException when two rows share a name
+     * @throws io.kvchecksum.InvalidLayoutException when the backend cannot read a row's memory or lacks the mode
      */
     public static StateDigestsSection compute(KvChecksum backend, List<StateRow> rows, ChecksumMode mode) {
         long[] d = backend.stateDigests(rows, mode);
@@ -71,7 +83,14 @@ public record StateDigestsSection(String mode, Map<String, Long> digests) implem
         return new StateDigestsSection(mode.wireName(), m);
     }
 
-    /** The sections of several workers (TP ranks, PP stages) as one: their buffers, which must have distinct names. */
+    /**
+     * The sections of several workers (TP ranks, PP stages) as one: their buffers, which must have distinct names.
+     *
+     * @param parts the workers' sections, at least one, all in the same mode
+     * @return one section with every part's buffers, in the parts' order
+     * @throws IllegalArgumentException when {@code parts} is empty, two parts have different modes or two buffers the
+     *     same name
+     */
     public static StateDigestsSection merge(List<StateDigestsSection> parts) {
         if (parts.isEmpty()) {
             throw new IllegalArgumentException("nothing to merge");
@@ -132,6 +151,10 @@ public record StateDigestsSection(String mode, Map<String, Long> digests) implem
     /**
      * The buffers both sides digested with different values, in the producer's order: what a MISMATCH names. Empty when
      * either side lacks the section or the modes differ (nothing was compared).
+     *
+     * @param producer the producer's section of this name, or {@code null} when it has none
+     * @param consumer the consumer's section of this name, or {@code null} when it has none
+     * @return a new list of the names of the buffers with different digests
      */
     public static List<String> differingBuffers(PayloadSection producer, PayloadSection consumer) {
         List<String> out = new ArrayList<>();

@@ -65,6 +65,7 @@ public final class WorkerChecksummer {
          * Checks the key and cache are given, and that a segmented part's cache is its first segment's group.
          *
          * @throws NullPointerException when {@code key} or {@code cache} is null
+         * @throws IllegalArgumentException when {@code segments} is given and its first group is not {@code cache}
          */
         public ReplicaPart {
             Objects.requireNonNull(key, "key");
@@ -74,12 +75,25 @@ public final class WorkerChecksummer {
             }
         }
 
-        /** One allocation, addressed through the selection's block ids. */
+        /**
+         * One allocation, addressed through the selection's block ids.
+         *
+         * @param key the replica this part belongs to ({@link ReplicaKey#NONE} when the layers are not replicated)
+         * @param cache the part's memory, not null
+         * @throws NullPointerException when {@code key} or {@code cache} is null
+         */
         public ReplicaPart(ReplicaKey key, KvCacheGroup cache) {
             this(key, cache, null);
         }
 
-        /** A request's KV in several allocations, addressed by position ({@link KvSegments}). */
+        /**
+         * A request's KV in several allocations, addressed by position ({@link KvSegments}).
+         *
+         * @param key the replica this part belongs to ({@link ReplicaKey#NONE} when the layers are not replicated)
+         * @param segments the request's allocations in position order, not null
+         * @return the part, its cache the first segment's group
+         * @throws NullPointerException when {@code key} or {@code segments} is null
+         */
         public static ReplicaPart segmented(ReplicaKey key, KvSegments segments) {
             Objects.requireNonNull(segments, "segments");
             return new ReplicaPart(key, segments.geometry(), segments);
@@ -157,6 +171,19 @@ public final class WorkerChecksummer {
      * layer is skipped in every record with the reason, decided here at startup, never an exception mid-request; with
      * {@link CellPadding#ZEROS} (the opt-in extension, {@code docs/definition.md}) its cells are zero-padded. A peer
      * configured otherwise skips the group, so it verifies as {@link UnverifiedReason#ONE_SIDE_ONLY}, never a mismatch.
+     *
+     * @param backend computes the block checksums; not null
+     * @param tpRank this worker's TP rank, non-negative
+     * @param ppStage this worker's PP stage, non-negative
+     * @param layout this worker's layers per group, each group once
+     * @param skipped groups this worker cannot checksum, with the reason (groups skipped here for their cells are
+     *     added to them)
+     * @param metrics where checksum time is counted; not null
+     * @param mode the checksum mode of the engine's configuration; not null
+     * @param padding what to do with cells that are not whole pieces, the same on both sides; not null
+     * @throws IllegalArgumentException when the backend does not implement {@code mode}, a rank or stage is negative,
+     *     or a group is described twice
+     * @throws NullPointerException when {@code backend}, {@code mode}, {@code padding} or {@code metrics} is null
      */
     public WorkerChecksummer(KvChecksum backend, int tpRank, int ppStage, List<WorkerGroup> layout,
             Map<Integer, String> skipped, ChecksumMetrics metrics, ChecksumMode mode, CellPadding padding) {
@@ -234,7 +261,7 @@ public final class WorkerChecksummer {
         return null;
     }
 
-    /** What this worker does with cells that are not whole 8-byte pieces. */
+    /** {@return what this worker does with cells that are not whole 8-byte pieces} */
     public CellPadding padding() {
         return padding;
     }

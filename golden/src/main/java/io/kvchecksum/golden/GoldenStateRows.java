@@ -41,23 +41,49 @@ public final class GoldenStateRows {
     private GoldenStateRows() {
     }
 
-    /** One row: where it lies in {@code state.bin} and NumPy's digests in both modes. */
+    /**
+     * One row: where it lies in {@code state.bin} and NumPy's digests in both modes.
+     *
+     * @param name the row's name, as the generator gave it
+     * @param offset the row's first byte in {@code state.bin}
+     * @param length the row's length in bytes (any, not only multiples of 8)
+     * @param standard NumPy's digest in the standard mode (unsigned 64-bit, held in a {@code long})
+     * @param mixed NumPy's digest in the mixed mode (unsigned 64-bit, held in a {@code long})
+     */
     public record Row(String name, long offset, long length, long standard, long mixed) {
     }
 
-    /** One call's rows. */
+    /**
+     * One call's rows.
+     *
+     * @param name the case's name
+     * @param description what the case exercises, in words
+     * @param rows the rows passed in one {@link KvChecksum#stateDigests} call, in order
+     */
     public record Case(String name, String description, List<Row> rows) {
     }
 
     private record Loaded(byte[] bytes, List<Case> cases) {
     }
 
-    /** Every case, in the generator's order. */
+    /**
+     * {@return every case, in the generator's order} Read once from the class path.
+     *
+     * @throws UncheckedIOException when the resources cannot be read
+     * @throws IllegalStateException when a resource is missing or {@code state.bin}'s size differs from
+     *     {@code state.json}'s
+     */
     public static List<Case> cases() {
         return load().cases();
     }
 
-    /** The bytes every row lives in. */
+    /**
+     * {@return a copy of {@code state.bin}: the bytes every row lives in}
+     *
+     * @throws UncheckedIOException when the resources cannot be read
+     * @throws IllegalStateException when a resource is missing or {@code state.bin}'s size differs from
+     *     {@code state.json}'s
+     */
     public static byte[] bytes() {
         return load().bytes().clone();
     }

@@ -35,20 +35,20 @@ public final class GoldenVector {
         return new GoldenVector(copy, data);
     }
 
-    /** {@return the vector's unique name, as {@link GoldenVectors#get} takes it and test names show it} */
     /** A cell vector's mixed-mode expectations in place of its standard ones. */
     GoldenVector withMixedExpectations() {
         return withExpectations(json.get("expected_mixed"), json.get("expected_slices_mixed"));
     }
 
     /**
-     * True for a vector of the padded-cells extension: its expectations need {@link io.kvchecksum.CellPadding#ZEROS},
-     * and a plan without padding must be refused.
+     * {@return true for a vector of the padded-cells extension: its expectations need
+     * {@link io.kvchecksum.CellPadding#ZEROS}, and a plan without padding must be refused}
      */
     public boolean padCells() {
         return json.path("pad_cells").asBoolean(false);
     }
 
+    /** {@return the vector's unique name, as {@link GoldenVectors#get} takes it and test names show it} */
     public String name() {
         return json.get("name").asText();
     }

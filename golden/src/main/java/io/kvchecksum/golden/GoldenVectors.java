@@ -79,9 +79,13 @@ public final class GoldenVectors {
     }
 
     /**
-     * The cell vectors of {@code golden/generator/generate_cells.py} ({@code vectors-cells/}): pieces straddling K and V,
-     * index-K caches, and the padded-cells extension ({@link GoldenVector#padCells()}), each with its standard and
-     * its mixed-mode expectations ({@link #mixedOf(GoldenVector)}).
+     * {@return the cell vectors of {@code golden/generator/generate_cells.py} ({@code vectors-cells/}), in the
+     * generator's order, with their standard expectations: pieces straddling K and V, index-K caches, and the
+     * padded-cells extension ({@link GoldenVector#padCells()})} Each also has mixed-mode expectations
+     * ({@link #mixedOf(GoldenVector)}). Read once from the class path.
+     *
+     * @throws UncheckedIOException when the resources cannot be read
+     * @throws IllegalStateException when a resource is missing from the class path
      */
     public static List<GoldenVector> cells() {
         List<GoldenVector> c = cells;
@@ -103,7 +107,12 @@ public final class GoldenVectors {
         return c;
     }
 
-    /** A cell vector with its mixed-mode expectations ({@code expected_mixed}, {@code expected_slices_mixed}). */
+    /**
+     * A cell vector with its mixed-mode expectations ({@code expected_mixed}, {@code expected_slices_mixed}).
+     *
+     * @param cellVector one of {@link #cells()}
+     * @return a vector of the same layout and bytes whose expectations are the mixed-mode ones
+     */
     public static GoldenVector mixedOf(GoldenVector cellVector) {
         return cellVector.withMixedExpectations();
     }

@@ -51,8 +51,21 @@ public final class FaultInjector {
         XOR
     }
 
-    /** The parsed configuration: probability, kinds, base seed. */
+    /**
+     * The parsed configuration: probability, kinds, base seed.
+     *
+     * @param p the probability of an injection per call of an enabled kind, in {@code [0, 1]}
+     * @param kinds the enabled kinds, at least one; copied
+     * @param seed the base seed, from which each rank's seed is derived ({@link #rankSeed})
+     */
     public record Config(double p, Set<Kind> kinds, long seed) {
+        /**
+         * Validates the probability and copies the kinds.
+         *
+         * @throws IllegalArgumentException when {@code p} is not in {@code [0, 1]} (NaN included) or {@code kinds} is
+         *     empty
+         * @throws NullPointerException when {@code kinds} or one of its elements is null
+         */
         public Config {
             if (!(p >= 0 && p <= 1)) {
                 throw new IllegalArgumentException("fault probability p must be in [0, 1], got " + p);
@@ -82,7 +95,15 @@ public final class FaultInjector {
         this.rnd = config == null ? null : new SplittableRandom(rankSeed(config.seed(), rank));
     }
 
-    /** An injector for {@code rank} with {@code config}. */
+    /**
+     * An injector for {@code rank} with {@code config}.
+     *
+     * @param config the configuration, not null
+     * @param rank the rank the injector draws for, non-negative
+     * @return a new injector, its generator seeded with {@link #rankSeed}{@code (config.seed(), rank)}
+     * @throws NullPointerException when {@code config} is null
+     * @throws IllegalArgumentException when {@code rank} is negative
+     */
     public static FaultInjector of(Config config, int rank) {
         Objects.requireNonNull(config, "config");
         if (rank < 0) {
@@ -95,7 +116,9 @@ public final class FaultInjector {
      * The injector {@link #PROPERTY} or {@link #ENV} configures for {@code rank}, or {@link #OFF}; logs the settings
      * once per process when on.
      *
-     * @throws IllegalArgumentException naming the bad part of the configuration
+     * @param rank the rank the injector draws for, non-negative
+     * @return a new injector for {@code rank}, or {@link #OFF} when the configuration is unset, blank or {@code off}
+     * @throws IllegalArgumentException naming the bad part of the configuration, or when {@code rank} is negative
      */
     public static FaultInjector configured(int rank) {
         String spec = System.getProperty(PROPERTY);
@@ -118,7 +141,10 @@ public final class FaultInjector {
     /**
      * Parses {@code p:P[,kinds:K|K][,seed:N]}; {@code null}, blank or {@code off} give {@code null} (no injection).
      *
+     * @param spec the configuration text; may be null
      * @param source where the text came from, for the error message
+     * @return the configuration, its seed drawn from the clock when the text gives none; {@code null} for no
+     *     injection
      * @throws IllegalArgumentException naming the bad part
      */
     public static Config parse(String spec, String source) {
@@ -171,6 +197,10 @@ public final class FaultInjector {
     /**
      * The seed of {@code rank}'s generator: SplitMix64's finalizer of {@code baseSeed + (rank+1)*0x9E3779B97F4A7C15},
      * so ranks' generators differ and each is fixed by the base seed.
+     *
+     * @param baseSeed the configuration's base seed
+     * @param rank the rank
+     * @return the seed of the rank's {@link SplittableRandom}
      */
     public static long rankSeed(long baseSeed, int rank) {
         long z = baseSeed + (rank + 1L) * 0x9E3779B97F4A7C15L;
@@ -179,22 +209,22 @@ public final class FaultInjector {
         return z ^ (z >>> 31);
     }
 
-    /** Whether this injector can inject at all. */
+    /** {@return whether this injector can inject at all: {@code false} only for {@link #OFF}} */
     public boolean isOn() {
         return config != null;
     }
 
-    /** The configuration, or {@code null} for {@link #OFF}. */
+    /** {@return the configuration, or {@code null} for {@link #OFF}} */
     public Config config() {
         return config;
     }
 
-    /** The rank this injector draws for. */
+    /** {@return the rank this injector draws for (0 for {@link #OFF})} */
     public int rank() {
         return rank;
     }
 
-    /** How many injections this injector made. */
+    /** {@return how many injections this injector made so far} */
     public synchronized long injected() {
         return injected;
     }
@@ -214,7 +244,12 @@ public final class FaultInjector {
     /**
      * With probability {@code p} (kind {@code flip} enabled), {@code record} with the first value of its first
      * non-empty column inverted (every bit), as if this rank had computed a wrong checksum; otherwise {@code record}
-     * itself. One draw per call; a record without values (failed, or nothing scheduled) is returned unchanged.
+     * itself. One draw per call (none when the kind is not enabled); a record without values (failed, or nothing
+     * scheduled) is returned unchanged.
+     *
+     * @param record a consumer rank's record, not null; it is not modified
+     * @return a new record with one value inverted, or {@code record} itself
+     * @throws NullPointerException when {@code record} is null
      */
     public WorkerRecord maybeFlip(WorkerRecord record) {
         Objects.requireNonNull(record, "record");
@@ -240,7 +275,12 @@ public final class FaultInjector {
     /**
      * With probability {@code p} (kind {@code xor} enabled), XORs 0xFF into every byte of {@code row} (a landed row of
      * the consumer's cache that the engine names, e.g. one token's K bytes of one layer) and returns {@code true}; else
-     * leaves it and returns {@code false}. One draw per call. The XOR changes every byte whatever the dtype.
+     * leaves it and returns {@code false}. One draw per call (none when the kind is not enabled). The XOR changes every
+     * byte whatever the dtype.
+     *
+     * @param row the landed row, writable (host memory), not null
+     * @return whether the row was corrupted
+     * @throws NullPointerException when {@code row} is null
      */
     public boolean maybeCorrupt(MemorySegment row) {
         Objects.requireNonNull(row, "row");
