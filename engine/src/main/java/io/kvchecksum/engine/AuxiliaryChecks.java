@@ -52,7 +52,8 @@ public record AuxiliaryChecks(boolean stateDigests, int probeBytes) {
      * @param plan the request's plan (ignored unless {@code probeBytes > 0})
      * @return a new list: the {@link StateDigestsSection} when {@code stateDigests}, then the {@link PageProbeSection}
      *     when {@code probeBytes > 0}; empty for {@link #OFF}
-     * @throws IllegalArgumentException when two state rows share a name
+     * @throws IllegalArgumentException when two state rows share a name, or a name is not 1..64 printable ASCII
+     *     characters
      * @throws io.kvchecksum.InvalidLayoutException when the backend cannot read the rows or the plan's memory
      */
     public List<PayloadSection> compute(KvChecksum backend, ChecksumMode mode, List<StateRow> rows, SlicePlan plan) {

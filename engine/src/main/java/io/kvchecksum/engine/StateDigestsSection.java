@@ -69,7 +69,7 @@ public record StateDigestsSection(String mode, Map<String, Long> digests) implem
      * @param rows the request's state rows, named 1..64 printable ASCII characters each, distinct
      * @param mode the checksum mode, not null
      * @return the section, one digest per row in the rows' order, in {@code mode}
-     * @throws IllegalArgumentException when two rows share a name
+     * @throws IllegalArgumentException when two rows share a name, or a name is not 1..64 printable ASCII characters
      * @throws io.kvchecksum.InvalidLayoutException when the backend cannot read a row's memory or lacks the mode
      */
     public static StateDigestsSection compute(KvChecksum backend, List<StateRow> rows, ChecksumMode mode) {
