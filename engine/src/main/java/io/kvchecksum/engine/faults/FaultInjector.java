@@ -25,8 +25,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
  *
  * <p><b>Per-rank generators.</b> Each rank draws from its own {@link SplittableRandom} seeded with
  * {@link #rankSeed}{@code (baseSeed, rank)}: a generator seeded alike on every rank would inject into the same requests
- * on all ranks and never exercise a rank-local mismatch. Each call of an enabled kind draws exactly once (whether or not it injects; a disabled kind draws nothing), so
- * a rank's injections depend only on the seed and its sequence of calls.
+ * on all ranks and never exercise a rank-local mismatch. Each call of an enabled kind draws exactly once (whether or
+ * not it injects; a disabled kind draws nothing), so a rank's injections depend only on the seed and its sequence of
+ * calls.
  *
  * <p><b>Configuration</b>: system property {@value #PROPERTY} (wins) or environment variable {@value #ENV}, e.g.
  * {@code p:0.3,kinds:flip|xor,seed:42}: {@code p} in {@code [0, 1]} (required), {@code kinds} any of {@code flip} and
