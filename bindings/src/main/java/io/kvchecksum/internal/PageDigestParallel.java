@@ -1,0 +1,123 @@
+package io.kvchecksum.internal;
+
+import io.kvchecksum.Adler32Parts;
+import io.kvchecksum.InvalidLayoutException;
+import io.kvchecksum.KvMemory;
+import io.kvchecksum.PageDigestPlan;
+
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Future;
+import java.util.zip.Adler32;
+
+/**
+ * SGLang's page digest on several threads: the stream cut into chunks of about {@code chunkBytes} (a chunk may span
+ * several runs, a run several chunks), each chunk's Adler-32 computed on its own thread, the values joined in stream
+ * order with {@link Adler32Parts#combine}.
+ *
+ * <p>The per-chunk loop is {@code java.util.zip.Adler32}: HotSpot compiles its {@code update} to an AVX2/AVX-512 stub
+ * on x86-64, which ran at 22 GB/s on one core of the development machine with the data in cache (1 MiB chunks), above
+ * the 12 GB/s of a plain 8-byte read loop over the same memory; a Vector API loop (sums and weighted sums in wide
+ * accumulators, reduced every 5552 bytes) cannot do better than the read it contains, so none is kept.
+ */
+public final class PageDigestParallel {
+    private PageDigestParallel() {
+    }
+
+    /** One contiguous piece of a chunk. */
+    private record Piece(MemorySegment segment, long offset, long length) {
+    }
+
+    /** Adler-32 of the plan's stream, using {@code pool} for chunks when {@code parallel}. */
+    public static long digest(PageDigestPlan plan, String backend, ExecutorService pool, boolean parallel, long chunkBytes) {
+        if (!plan.isHostResident()) {
+            throw new InvalidLayoutException("backend " + backend + " cannot read device memory for the page digest");
+        }
+        List<List<Piece>> chunks = chunks(plan, parallel ? chunkBytes : Long.MAX_VALUE);
+        if (chunks.size() <= 1) {
+            return chunks.isEmpty() ? Adler32Parts.EMPTY : adler(chunks.get(0));
+        }
+        List<Callable<Long>> calls = new ArrayList<>(chunks.size());
+        for (List<Piece> c : chunks) {
+            calls.add(() -> adler(c));
+        }
+        long acc = Adler32Parts.EMPTY;
+        try {
+            List<Future<Long>> done = pool.invokeAll(calls);
+            for (int i = 0; i < done.size(); i++) {
+                acc = Adler32Parts.combine(acc, done.get(i).get(), length(chunks.get(i)));
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while computing the page digest", e);
+        } catch (ExecutionException e) {
+            if (e.getCause() instanceof RuntimeException re) {
+                throw re;
+            }
+            throw new IllegalStateException(e.getCause());
+        }
+        return acc;
+    }
+
+    /** Whether every run's memory can be read by a thread other than its owner (not a confined arena's). */
+    public static boolean sharable(PageDigestPlan plan, Thread other) {
+        for (PageDigestPlan.Run r : plan.runs()) {
+            if (r.memory() instanceof KvMemory.Host h && !h.segment().isAccessibleBy(other)) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private static List<List<Piece>> chunks(PageDigestPlan plan, long chunkBytes) {
+        List<List<Piece>> out = new ArrayList<>();
+        List<Piece> cur = new ArrayList<>();
+        long room = chunkBytes;
+        for (PageDigestPlan.Run r : plan.runs()) {
+            MemorySegment s = ((KvMemory.Host) r.memory()).segment();
+            long at = r.offset();
+            long left = r.length();
+            while (left > 0) {
+                long take = Math.min(left, room);
+                cur.add(new Piece(s, at, take));
+                at += take;
+                left -= take;
+                room -= take;
+                if (room == 0) {
+                    out.add(cur);
+                    cur = new ArrayList<>();
+                    room = chunkBytes;
+                }
+            }
+        }
+        if (!cur.isEmpty()) {
+            out.add(cur);
+        }
+        return out;
+    }
+
+    private static long length(List<Piece> chunk) {
+        long n = 0;
+        for (Piece p : chunk) {
+            n += p.length();
+        }
+        return n;
+    }
+
+    private static final long BUFFER = 1L << 30;
+
+    private static long adler(List<Piece> chunk) {
+        Adler32 a = new Adler32();
+        for (Piece p : chunk) {
+            // a ByteBuffer holds at most 2^31-1 bytes
+            for (long at = 0; at < p.length(); at += BUFFER) {
+                a.update(p.segment().asSlice(p.offset() + at, Math.min(BUFFER, p.length() - at)).asByteBuffer());
+            }
+        }
+        return a.getValue();
+    }
+}
