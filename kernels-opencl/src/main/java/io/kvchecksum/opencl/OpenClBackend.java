@@ -466,6 +466,15 @@ public final class OpenClBackend implements KvChecksum {
      */
     @Override
     public long pageDigest(io.kvchecksum.PageDigestPlan plan) {
+        return digester().digest(plan);
+    }
+
+    /** The page digest with the kernel chosen (tests run both on one device). */
+    long pageDigest(io.kvchecksum.PageDigestPlan plan, boolean serial) {
+        return digester().digest(plan, serial);
+    }
+
+    private OpenClPageDigest digester() {
         requireOpen();
         OpenClPageDigest d = pageDigest;
         if (d == null) {
@@ -477,7 +486,7 @@ public final class OpenClBackend implements KvChecksum {
                 }
             }
         }
-        return d.digest(plan);
+        return d;
     }
 
     private volatile OpenClPageDigest pageDigest;

@@ -27,9 +27,12 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * SGLang's page digest on an OpenCL device: the stream cut into pieces of at most {@value #PIECE} bytes, one
- * work-group per piece computing its Adler-32 ({@code page_digest_parts} in {@code page_digest.cl}, a program of its
- * own, built on first use), the pieces joined on the host in stream order ({@link Adler32Parts#combine}).
+ * SGLang's page digest on an OpenCL device: the stream cut into pieces of at most {@value #PIECE} bytes, each
+ * piece's Adler-32 computed on the device ({@code page_digest.cl}, a program of its own, built on first use), the
+ * pieces joined on the host in stream order ({@link Adler32Parts#combine}). GPUs run {@code page_digest_parts} (a
+ * work-group per piece, adjacent items on adjacent bytes, a local-memory reduction); CPU devices run
+ * {@code page_digest_serial} (a work-item per piece on 16-byte vectors, no barriers: on PoCL the work-group form
+ * ran at 0.06 of the read bound at 256 MiB). {@value #KERNEL_PROPERTY} ({@code group} or {@code serial}) overrides.
  *
  * <p>Memory as for the checksums: host memory in place on a CPU device that shares it (one {@code USE_HOST_PTR}
  * window over the runs' native segments), otherwise the stream packed into one device buffer; device memory must be
@@ -39,6 +42,8 @@ final class OpenClPageDigest {
     static final String RESOURCE = "/io/kvchecksum/opencl/page_digest.cl";
     /** Bytes per piece: the kernel's sums fit 32 bits up to 4096 (page_digest.cl). */
     static final int PIECE = 4096;
+    /** System property choosing the kernel: {@code group} or {@code serial}; default by device type. */
+    static final String KERNEL_PROPERTY = "kvchecksum.opencl.digestKernel";
     private static final long MAX_WRITE = 1L << 30;
     private static final ValueLayout.OfLong U64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     private static final ValueLayout.OfInt U32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
@@ -47,12 +52,19 @@ final class OpenClPageDigest {
     private final ClApi cl;
     private final cl_program program;
     private final int local;
+    private final boolean serialByDefault;
 
     OpenClPageDigest(OpenClBackend backend, ClApi cl) {
         this.backend = backend;
         this.cl = cl;
         cl_device_id device = backend.deviceId();
         program = OpenClBackend.build(backend.context(), device, backend.device(), source(), "");
+        String choice = System.getProperty(KERNEL_PROPERTY, backend.device().type().equals("CPU") ? "serial" : "group");
+        serialByDefault = switch (choice) {
+            case "serial" -> true;
+            case "group" -> false;
+            default -> throw new IllegalArgumentException(KERNEL_PROPERTY + " is '" + choice + "': use 'group' or 'serial'");
+        };
         cl_kernel k = JoclApi.INSTANCE.createKernel(program, "page_digest_parts");
         try {
             long[] v = new long[1];
@@ -84,6 +96,11 @@ final class OpenClPageDigest {
     }
 
     long digest(PageDigestPlan plan) {
+        return digest(plan, serialByDefault);
+    }
+
+    /** With the kernel chosen: {@code serial} a work-item per piece, else a work-group per piece. */
+    long digest(PageDigestPlan plan, boolean serial) {
         List<Long> lengths = new ArrayList<>();
         List<cl_mem> created = new ArrayList<>();
         List<cl_kernel> kernels = new ArrayList<>();
@@ -111,16 +128,22 @@ final class OpenClPageDigest {
                 }
                 cl_mem offBuf = upload(off, created);
                 cl_mem lenBuf = upload(len, created);
-                cl_kernel k = cl.createKernel(program, "page_digest_parts");
+                cl_kernel k = cl.createKernel(program, serial ? "page_digest_serial" : "page_digest_parts");
                 kernels.add(k);
                 cl.setKernelArg(k, 0, Sizeof.cl_mem, Pointer.to(t.mem));
                 cl.setKernelArg(k, 1, Sizeof.cl_mem, Pointer.to(offBuf));
                 cl.setKernelArg(k, 2, Sizeof.cl_mem, Pointer.to(lenBuf));
                 cl.setKernelArg(k, 3, Sizeof.cl_uint, Pointer.to(new int[] {t.base}));
-                cl.setKernelArg(k, 4, Sizeof.cl_mem, Pointer.to(out));
-                cl.setKernelArg(k, 5, 4L * local, null);
-                cl.setKernelArg(k, 6, 4L * local, null);
-                cl.enqueueKernel(backend.queueHandle(), k, new long[] {(long) local * n}, new long[] {local});
+                if (serial) {
+                    cl.setKernelArg(k, 4, Sizeof.cl_uint, Pointer.to(new int[] {n}));
+                    cl.setKernelArg(k, 5, Sizeof.cl_mem, Pointer.to(out));
+                    cl.enqueueKernel(backend.queueHandle(), k, new long[] {n}, null);
+                } else {
+                    cl.setKernelArg(k, 4, Sizeof.cl_mem, Pointer.to(out));
+                    cl.setKernelArg(k, 5, 4L * local, null);
+                    cl.setKernelArg(k, 6, 4L * local, null);
+                    cl.enqueueKernel(backend.queueHandle(), k, new long[] {(long) local * n}, new long[] {local});
+                }
             }
             MemorySegment result = arena.allocate(4L * total, 64);
             cl_event done = cl.enqueueRead(backend.queueHandle(), out, result.asByteBuffer());

@@ -37,3 +37,42 @@ __kernel void page_digest_parts(__global const uchar *data, __global const ulong
         out[base + g] = ((n + lw[0]) % 65521u) << 16 | ((1u + ls[0]) % 65521u);
     }
 }
+
+/*
+ * The same parts with one work-item per piece (global id g < count), for CPU devices: no barriers, and the loop
+ * runs on 16-byte vectors (vload16 needs no alignment beyond a byte's). Lane l of the accumulators holds the bytes
+ * at k = 16u + l: vs sums them, vw sums (n - k) x_k; the tail past the last whole vector is added byte by byte.
+ * Bounds as above: n <= 4096, so every lane and the totals stay below 2^31.
+ */
+__kernel void page_digest_serial(__global const uchar *data, __global const ulong *off, __global const uint *len,
+                                 uint base, uint count, __global uint *out) {
+    uint g = get_global_id(0);
+    if (g >= count) {
+        return;
+    }
+    __global const uchar *p = data + off[g];
+    uint n = len[g];
+    const uint16 ramp = (uint16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    uint16 vs = (uint16)(0);
+    uint16 vw = (uint16)(0);
+    uint k = 0;
+    for (; k + 16 <= n; k += 16) {
+        uint16 x = convert_uint16(vload16(0, p + k));
+        vs += x;
+        vw += x * ((uint16)(n - k) - ramp);
+    }
+    uint8 s8 = vs.lo + vs.hi;
+    uint4 s4 = s8.lo + s8.hi;
+    uint2 s2 = s4.lo + s4.hi;
+    uint s = s2.x + s2.y;
+    uint8 w8 = vw.lo + vw.hi;
+    uint4 w4 = w8.lo + w8.hi;
+    uint2 w2 = w4.lo + w4.hi;
+    uint w = w2.x + w2.y;
+    for (; k < n; k++) {
+        uint x = p[k];
+        s += x;
+        w += (n - k) * x;
+    }
+    out[base + g] = ((n + w) % 65521u) << 16 | ((1u + s) % 65521u);
+}

@@ -50,6 +50,20 @@ class OpenClDigestTest {
         });
     }
 
+    /** Both kernels on every vector, whichever the device uses by default. */
+    @TestFactory
+    Stream<? extends DynamicNode> bothKernels() {
+        return OpenClTests.dynamic("opencl page digest, both kernels", () -> {
+            OpenClBackend b = OpenClTests.backend();
+            return io.kvchecksum.golden.DigestVector.all().stream().flatMap(v -> Stream.of(true, false).map(serial ->
+                    org.junit.jupiter.api.DynamicTest.dynamicTest("opencl · " + (serial ? "serial" : "group") + " · " + v.name(), () -> {
+                        try (Arena arena = Arena.ofShared()) {
+                            assertEquals(v.expectedDigest(), b.pageDigest(v.plan(arena, m -> m), serial), v.name());
+                        }
+                    })));
+        });
+    }
+
     @Test
     void aLongStreamOfManyPiecesAgainstJavaUtilZip() {
         OpenClTests.requireOpenCl();
@@ -76,6 +90,7 @@ class OpenClDigestTest {
             PageDigestPlan plan = PageDigestPlan.of(SlicePlan.of(g, r));
             long expected = KvChecksums.reference().pageDigest(plan);
             assertEquals(expected, OpenClTests.backend().pageDigest(plan), "native segments (in place on a CPU device)");
+            assertEquals(expected, OpenClTests.backend().pageDigest(plan, false), "native segments, work-group kernel");
             // heap segments have no stable address: the stream is packed into a device buffer
             List<KvMemory> hk = new ArrayList<>();
             List<KvMemory> hv = new ArrayList<>();
