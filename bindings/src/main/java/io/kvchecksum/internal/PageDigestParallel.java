@@ -83,7 +83,13 @@ public final class PageDigestParallel {
             long left = r.length();
             while (left > 0) {
                 long take = Math.min(left, room);
-                cur.add(new Piece(s, at, take));
+                Piece last = cur.isEmpty() ? null : cur.getLast();
+                if (last != null && last.segment() == s && last.offset() + last.length() == at) {
+                    // the run continues the previous one in memory (pages in address order): one longer piece
+                    cur.set(cur.size() - 1, new Piece(s, last.offset(), last.length() + take));
+                } else {
+                    cur.add(new Piece(s, at, take));
+                }
                 at += take;
                 left -= take;
                 room -= take;

@@ -77,6 +77,33 @@ class PageDigestParallelTest {
     }
 
     @Test
+    void pagesInAddressOrderAreReadAsLongerPiecesWithTheSameResult() {
+        Random rnd = new Random(SEED + 2);
+        ForkJoinPool pool = new ForkJoinPool(2);
+        try (Arena arena = Arena.ofShared()) {
+            KvLayouts.PagedShape s = new KvLayouts.PagedShape(16, 1, 2, 64, 2);   // page size 1: 256-byte pages
+            List<KvMemory> ks = new ArrayList<>();
+            for (int l = 0; l < 2; l++) {
+                MemorySegment m = arena.allocate(16 * 256, 64);
+                for (long i = 0; i < m.byteSize(); i += 8) {
+                    m.set(ValueLayout.JAVA_LONG_UNALIGNED, i, rnd.nextLong());
+                }
+                ks.add(KvMemory.host(m));
+            }
+            // pages 3..12 in order, then 0 and 1: runs that continue each other, and a jump back
+            int[] table = {3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 0, 1};
+            PageDigestPlan plan = PageDigestPlan.of(SlicePlan.of(KvLayouts.sglang(s, 0, new int[] {0, 1}, ks, null),
+                    RequestBlocks.of(table, table.length, 4)));
+            long literal = PageDigestReference.digest(plan, "reference");
+            for (long chunk : new long[] {100, 256, 1000, 2560, Long.MAX_VALUE}) {
+                assertEquals(literal, PageDigestParallel.digest(plan, "cpu", pool, true, chunk), "chunk " + chunk);
+            }
+        } finally {
+            pool.shutdown();
+        }
+    }
+
+    @Test
     void theCpuBackendsParallelPathGivesTheLiteralDigest() {
         Random rnd = new Random(SEED + 1);
         try (Arena arena = Arena.ofShared()) {
