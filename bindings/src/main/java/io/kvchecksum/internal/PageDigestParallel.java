@@ -22,7 +22,8 @@ import java.util.zip.Adler32;
  * <p>The per-chunk loop is {@code java.util.zip.Adler32}: HotSpot compiles its {@code update} to an AVX2/AVX-512 stub
  * on x86-64, which ran at 22 GB/s on one core of the development machine with the data in cache (1 MiB chunks), above
  * the 12 GB/s of a plain 8-byte read loop over the same memory; a Vector API prototype (bytes zero-extended to int
- * lanes of prefix sums) ran at a quarter of the stub's speed in the same JVM, so none is kept (docs/bench-cpu.md).
+ * lanes of prefix sums) reached 20 GB/s in one JVM and under 1 GB/s in others (when the JIT does not vectorize it),
+ * so the stub stays (docs/bench-cpu.md).
  */
 public final class PageDigestParallel {
     private PageDigestParallel() {
