@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates the golden vectors into a temporary folder and compares them with the committed ones
 # (golden/src/main/resources/vectors, the mixed-mode values in vectors-mixed, the state-row digests in
-# vectors-state), then re-verifies the
-# committed files with verify.py, and runs the detection campaign's short run (docs/detection.md).
+# vectors-state, the page-digest vectors in vectors-digest), then re-verifies the committed files with verify.py,
+# and runs the detection campaign's short run (docs/detection.md).
 # Exits non-zero, with a message, if anything differs.  Needs python3 with numpy (PYTHON=... to override).
 set -euo pipefail
 
@@ -99,6 +99,16 @@ if ! diff -r "$state" "$tmp/vectors-state" > "$tmp/state-diff.txt" 2>&1; then
     exit 1
 fi
 echo "check.sh: OK: committed state-row digests match a fresh regeneration"
+# SGLang's page digest vectors (vectors-digest/: zlib.adler32 over the stream) come from generate_digest.py.
+digest="$root/golden/src/main/resources/vectors-digest"
+"$py" "$here/generate_digest.py" --out "$tmp/vectors-digest" > /dev/null
+if ! diff -r "$digest" "$tmp/vectors-digest" > "$tmp/digest-diff.txt" 2>&1; then
+    echo "check.sh: FAILED: the committed page-digest vectors differ from what golden/generator/generate_digest.py produces:" >&2
+    head -n 40 "$tmp/digest-diff.txt" >&2
+    echo "check.sh: regenerate them with 'python3 golden/generator/generate_digest.py' and commit the result." >&2
+    exit 1
+fi
+echo "check.sh: OK: committed page-digest vectors match a fresh regeneration"
 
 # Detection campaign, short run (fixed seeds, a few seconds): fails if the mixed mode's mixer misses any fault
 # or a proved property of the standard mode (single changes always caught, its bit-63 blind spot) does not hold.

@@ -17,6 +17,14 @@ A sample of trials is re-checked by recomputing whole blocks before and after th
 independent formulation (per-slice sums, Python-int combination), and the standard mode's whole-block value
 is checked against the committed golden generator's own implementation (generate.expected_from_logical).
 
+SGLang's page digest (Adler-32 of one request's stream: every layer's K pages, then every layer's V pages; a
+page is one block here, page_size = block size, in SGLang's [slots, heads, head_dim] layout) is measured on the
+same trials.  Adler-32 is linear in the bytes mod 65521: A = 1 + sum x_k, B = n + sum (n - k) x_k, so a fault
+leaves the digest unchanged iff sum dx_k = 0 and sum (n - k) dx_k = 0 (mod 65521) over the altered bytes at
+stream positions k; each trial is computed from its altered bytes alone, and a sample is re-checked by building
+the whole stream before and after in NumPy and calling zlib.adler32 on both (the values' A and B must move by
+exactly the predicted amounts).
+
 Usage:
     python3 golden/generator/detection.py            # full campaign, a few minutes; prints the tables
     python3 golden/generator/detection.py --short    # CI: a few seconds, fixed seeds, standard + final mixer
@@ -29,6 +37,7 @@ import argparse
 import json
 import sys
 import time
+import zlib
 
 import numpy as np
 
@@ -792,6 +801,12 @@ def crosscheck(cfg, sides, deltas, r, modes):
 # ---------------------------------------------------------------------------------------------
 
 def proof(cls, mode):
+    if mode == ADLER:
+        if cls == 'bit-1':
+            return ('detected', 'one byte changes by +-2^j: A changes by +-2^j != 0 mod 65521')
+        if cls == 'adler-cancel-1-2-1':
+            return ('blind', 'dA = d - 2d + d = 0 and dB = d(n-k) - 2d(n-k-1) + d(n-k-2) = 0')
+        return None
     lin = MIXERS[mode][3]
     if cls == 'bit-1':
         return ('detected', 'one piece changes; f is a bijection, so f(x\') != f(x), and W is odd')
@@ -806,6 +821,127 @@ def proof(cls, mode):
         if cls == 'pattern-of-%s-in-2' % mode:
             return ('blind', 'f is GF(2)-linear: f(x ^ D) = f(x) ^ 2^63 for D = f^-1(2^63); two such pieces cancel')
     return None
+
+
+# ---------------------------------------------------------------------------------------------
+# SGLang's page digest (Adler-32 over the request's stream)
+# ---------------------------------------------------------------------------------------------
+
+ADLER = 'adler32'
+ADLER_MOD = 65521
+
+
+def stream_pos(cfg, blk, idx):
+    """Stream position of the first byte of piece idx of request-A block blk (page blk of the request):
+    layer l's K page b starts at (l*NB + b)*T*H*kb, V pages follow all K pages; within a page the
+    [T, H, kb] rows of SGLang's [slots, heads, head_dim] buffer."""
+    P, T, H, kb = cfg.P, cfg.T, cfg.H, cfg.kb
+    p = idx % P
+    t = (idx // P) % T
+    h = (idx // (P * T)) % H
+    l = idx // (P * T * H)
+    e = 8 * p
+    vb = cfg.C - kb
+    kpos = ((l * cfg.NB + blk) * T + t) * H * kb + h * kb + e
+    vpos = cfg.L * cfg.NB * T * H * kb + ((l * cfg.NB + blk) * T + t) * H * vb + h * vb + (e - kb)
+    return np.where(e < kb, kpos, vpos)
+
+
+def stream_bytes(cfg):
+    return cfg.L * cfg.NB * cfg.T * cfg.H * cfg.C
+
+
+M1 = u(0x00ff00ff00ff00ff)
+
+
+def byte_sums(x):
+    """(sum b_i, sum i*b_i) over the 8 bytes b_i of each uint64 (little-endian: b_0 the lowest), as int64: the
+    even and odd bytes in 16-bit lanes, each weighted sum read from the top lane of one multiply."""
+    e = x & M1
+    o = (x >> u(8)) & M1
+    ones, ramp = u(0x0001000100010001), u(0x0000000100020003)     # lane 3 of e*ramp = sum k*e_k
+    se = (e * ones) >> u(48)
+    so = (o * ones) >> u(48)
+    ke = (e * ramp) >> u(48)
+    ko = (o * ramp) >> u(48)
+    return (se + so).astype(np.int64), (u(2) * (ke + ko) + so).astype(np.int64)   # byte 2k+1 is o_k
+
+
+def adler_delta(cfg, sides, budget=1 << 20):
+    """(dA, dB) mod 65521 of the request's page digest for every trial of a batch (all sides: one stream).
+    A piece at stream position k changes A by dS = sum dx_i and B by sum (n - k - i) dx_i = (n - k) dS - dW."""
+    n = sides[0][0].shape[0]
+    N = stream_bytes(cfg)
+    da = np.zeros(n, dtype=np.int64)
+    db = np.zeros(n, dtype=np.int64)
+    K = max(s[1].shape[1] for s in sides)
+    step = max(1, budget // K)
+    for lo in range(0, n, step):
+        hi = min(n, lo + step)
+        for blk, idx, new in sides:
+            assert (blk < cfg.NB).all()
+            b = blk[lo:hi, None]
+            ix = idx[lo:hi]
+            s1, w1 = byte_sums(new[lo:hi])
+            s0, w0 = byte_sums(cfg.Xb[b, ix])
+            ds = s1 - s0
+            pos = stream_pos(cfg, b, ix)
+            da[lo:hi] += ds.sum(axis=1)
+            db[lo:hi] += (((N - pos) % ADLER_MOD) * ds - (w1 - w0)).sum(axis=1)
+    return da % ADLER_MOD, db % ADLER_MOD
+
+
+def request_stream(cfg, blocks):
+    """The page digest's stream of request A's NB blocks (cells [NB, L, H, T, C]), built by NumPy transposes."""
+    kb = cfg.kb
+    k = blocks[:, :, :, :, :kb].transpose(1, 0, 3, 2, 4)      # [L, NB, T, H, kb]: layers, pages, slots, heads
+    out = np.ascontiguousarray(k).tobytes()
+    if cfg.has_v:
+        out += np.ascontiguousarray(blocks[:, :, :, :, kb:].transpose(1, 0, 3, 2, 4)).tobytes()
+    return out
+
+
+def adler_crosscheck(cfg, sides, da, db, r):
+    """Trial r recomputed with zlib.adler32 over the whole stream before and after the fault."""
+    blocks = cfg.cells[:cfg.NB].copy()
+    for blk, idx, new in sides:
+        x = blocks[int(blk[r])].view('<u8').reshape(-1)
+        x[idx[r]] = new[r]
+    before = zlib.adler32(request_stream(cfg, cfg.cells[:cfg.NB]))
+    after = zlib.adler32(request_stream(cfg, blocks))
+    ga = ((after & 0xffff) - (before & 0xffff)) % ADLER_MOD
+    gb = ((after >> 16) - (before >> 16)) % ADLER_MOD
+    assert (ga, gb) == (int(da[r]), int(db[r])), (cfg.name, r, ga, gb, int(da[r]), int(db[r]))
+
+
+def cls_adler_cancel(cfg, rng, n):
+    """Adler-32's blind spot at any length: bytes k, k+1, k+2 of the stream changed by +1, -2, +1 (where the
+    bytes allow it); here within one 8-byte piece (bytes 0-2 .. 5-7 of a random piece)."""
+    blk = rng.integers(0, cfg.NB, size=n)
+    idx = rng.integers(0, cfg.npb, size=(n, 1))
+    i = rng.integers(0, 6, size=n).astype(U64)
+    old = cfg.Xb[blk[:, None], idx][:, 0]
+    b0 = (old >> (u(8) * i)) & u(0xff)
+    b1 = (old >> (u(8) * (i + u(1)))) & u(0xff)
+    b2 = (old >> (u(8) * (i + u(2)))) & u(0xff)
+    ok = (b0 < u(255)) & (b1 >= u(2)) & (b2 < u(255))
+    # +1 at byte i, -2 at byte i+1, +1 at byte i+2: no borrows or carries where ok
+    delta = (u(1) << (u(8) * i)) + (u(1) << (u(8) * (i + u(2)))) - (u(2) << (u(8) * (i + u(1))))
+    new = np.where(ok, old + delta, old)
+    yield 'adler-cancel-1-2-1', [side(cfg, blk[ok], idx[ok], new[ok])]
+
+
+def cls_byte_window(cfg, rng, n):
+    """Short changes: 3 consecutive bytes of a piece replaced by random bytes (Adler-32's weakest small case:
+    it misses them iff d1 = d3 and d2 = -2*d3; 1 and 2 changed bytes are always caught)."""
+    blk = rng.integers(0, cfg.NB, size=n)
+    idx = rng.integers(0, cfg.npb, size=(n, 1))
+    i = rng.integers(0, 6, size=n).astype(U64)
+    old = cfg.Xb[blk[:, None], idx][:, 0]
+    mask = u(0xffffff) << (u(8) * i)
+    rnd = rng.integers(0, 1 << 24, size=n, dtype=np.int64).astype(U64) << (u(8) * i)
+    new = (old & ~mask) | rnd
+    yield 'random-3-byte-window', [side(cfg, blk, idx, new)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -848,13 +984,19 @@ def campaign(args):
             cls_duplicate_token(cfg, rng, max(4, c(400))),
             cls_swaps(cfg, rng, c(12500), max(4, c(1000)), max(4, c(3000))),
             cls_cell_transforms(cfg, rng, c(12500)),
+            # appended last, so the earlier classes' random draws stay as they were
+            cls_adler_cancel(cfg, rng, c(12500)),
+            cls_byte_window(cfg, rng, c(125000)),
         ]
         seen = set()
         for g in gens:
             for cls, sides in g:
                 eff, deltas = evaluate(cfg, sides, modes)
-                for m in modes:
-                    miss = eff & (deltas[m] == u(0)).all(axis=1)
+                misses = {m: eff & (deltas[m] == u(0)).all(axis=1) for m in modes}
+                if args.adler:
+                    da, db = adler_delta(cfg, sides)
+                    misses[ADLER] = eff & (da == 0) & (db == 0)
+                for m, miss in misses.items():
                     for key, d in (((cls, m), results), ((cfg.name, cls, m), per_cfg)):
                         a = d.setdefault(key, [0, 0])
                         a[0] += int(eff.sum())
@@ -882,6 +1024,11 @@ def campaign(args):
                 for r in rows:
                     crosscheck(cfg, sides, deltas, r, modes)
                     checks += 1
+                if args.adler:
+                    arows = rows[:1] + [int(r) for r in np.nonzero(misses[ADLER])[0][:2]]
+                    for r in arows:
+                        adler_crosscheck(cfg, sides, da, db, r)
+                        checks += 1
         if not args.quiet:
             print('  %-22s %.1f s' % (cfg.name, time.time() - t0), file=sys.stderr)
     return results, per_cfg, checks, parity
@@ -921,9 +1068,11 @@ def rate(n, miss):
 def markdown(results, modes, meta, screen, per_cfg):
     lines = []
     classes = class_order(results)
+    adler = any(m == ADLER for (_, m) in results)
     lines.append('| fault class | trials | standard: missed | standard: detected | standard: proved | '
-                 '%s: missed | %s: proved, or bound from 0 misses |' % (FINAL, FINAL))
-    lines.append('|---|---:|---:|---:|---|---:|---|')
+                 '%s: missed | %s: proved, or bound from 0 misses |' % (FINAL, FINAL)
+                 + (' page digest (Adler-32): missed | page digest: detected | page digest: proved |' if adler else ''))
+    lines.append('|---|---:|---:|---:|---|---:|---|' + ('---:|---:|---|' if adler else ''))
     for c in classes:
         n, ms = results.get((c, 'standard'), [0, 0])
         nf, mf = results.get((c, FINAL), [0, 0])
@@ -937,7 +1086,13 @@ def markdown(results, modes, meta, screen, per_cfg):
             tf = '-'
         ts = {'detected': 'always detected', 'blind': 'never detected', 'parity': 'missed iff even count'}[ps[0]] \
             if ps else '-'
-        lines.append('| %s | %d | %d | %s | %s | %d | %s |' % (c, n, ms, rate(n, ms), ts, mf, tf))
+        row = '| %s | %d | %d | %s | %s | %d | %s |' % (c, n, ms, rate(n, ms), ts, mf, tf)
+        if adler:
+            na, ma = results.get((c, ADLER), [0, 0])
+            pa = proof(c, ADLER)
+            ta = {'detected': 'always detected', 'blind': 'never detected'}[pa[0]] if pa else '-'
+            row += ' %d | %s | %s |' % (ma, rate(na, ma), ta)
+        lines.append(row)
     lines.append('')
     cfgs = []
     for (k, _, _) in per_cfg:
@@ -948,7 +1103,7 @@ def markdown(results, modes, meta, screen, per_cfg):
     lines.append('| fault class | ' + ' | '.join(cfgs) + ' |')
     lines.append('|---|' + '---:|' * len(cfgs))
     for c in classes:
-        if results.get((c, 'standard'), [0, 0])[1] == 0:
+        if results.get((c, 'standard'), [0, 0])[1] == 0 or c.startswith('adler-'):
             continue
         cells = []
         for k in cfgs:
@@ -994,6 +1149,7 @@ def main():
     ap.add_argument('--json', default=None)
     ap.add_argument('--markdown', default=None)
     ap.add_argument('--quiet', action='store_true')
+    ap.add_argument('--no-adler', dest='adler', action='store_false', help="skip SGLang's page digest (Adler-32)")
     ap.add_argument('--scale', type=float, default=None, help='trial-count factor (default 1; --short 0.004)')
     args = ap.parse_args()
     np.seterr(over='ignore')

@@ -144,3 +144,19 @@ extern "C" __global__ void __launch_bounds__(KVC_THREADS) kvc_sum_u64(const KvcS
         p.partials[blockIdx.x] = s;
     }
 }
+
+// SGLang's page digest (kvchecksum_digest.cuh): warp w of CTA b writes the Adler-32 of piece b*KVC_WARPS + w.
+#include "kvchecksum_digest.cuh"
+static_assert(sizeof(KvcDigestPiece) == 16, "KvcDigestPiece ABI");
+static_assert(sizeof(KvcDigestParams) == 24, "KvcDigestParams ABI");
+
+extern "C" __global__ void __launch_bounds__(KVC_THREADS) kvc_page_digest(const KvcDigestParams p) {
+    const uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const uint64_t i = (uint64_t)blockIdx.x * KVC_WARPS + warp;
+    if (i >= p.num_pieces) return;  // the whole warp leaves: the shuffles below stay full-warp
+    const KvcDigestPiece piece = p.pieces[i];
+    uint32_t s, w;
+    kvc_digest_lane(reinterpret_cast<const char*>(piece.addr), piece.len, lane, s, w);
+    const uint64_t ts = kvc_warp_sum(s), tw = kvc_warp_sum(w);
+    if (lane == 0) p.out[i] = kvc_digest_finish(ts, tw, piece.len);
+}

@@ -9,6 +9,7 @@
 // parameters are plain host addresses.
 #include "kvchecksum.cuh"
 #include "kvchecksum_byte_cells.cuh"
+#include "kvchecksum_digest.cuh"
 #include <string.h>
 
 static_assert(sizeof(KvcSlice) == 64, "KvcSlice ABI");
@@ -111,6 +112,24 @@ static int emulate(const char* name, uint32_t gx, uint32_t gy, uint32_t gz, uint
         for (uint64_t i = 0; i < threads && i < p.n; ++i) p.out[i] = kvc_reduce_one(p, (uint32_t)i);
         return threads >= p.n ? KVC_SUCCESS : KVC_INVALID_VALUE;
     }
+    if (!strcmp(name, "kvc_page_digest")) {
+        // warp w of CTA b: piece b*KVC_WARPS + w, its lanes' sums added as the shuffles would
+        const KvcDigestParams& p = *static_cast<const KvcDigestParams*>(params);
+        if ((uint64_t)gx * KVC_WARPS < p.num_pieces) return KVC_INVALID_VALUE;
+        for (uint64_t i = 0; i < p.num_pieces; ++i) {
+            const KvcDigestPiece piece = p.pieces[i];
+            if (piece.len == 0 || piece.len > KVC_DIGEST_PIECE) return KVC_INVALID_VALUE;
+            uint64_t ts = 0, tw = 0;
+            for (uint32_t l = 0; l < 32; ++l) {
+                uint32_t s, w;
+                kvc_digest_lane(reinterpret_cast<const char*>(piece.addr), piece.len, l, s, w);
+                ts += s;
+                tw += w;
+            }
+            p.out[i] = kvc_digest_finish(ts, tw, piece.len);
+        }
+        return KVC_SUCCESS;
+    }
     if (!strcmp(name, "kvc_fill_u64")) {
         const KvcFillParams& p = *static_cast<const KvcFillParams*>(params);
         for (uint64_t i = 0; i < p.n; ++i) p.p[i] = kvc_splitmix64(p.seed + i);
@@ -136,7 +155,8 @@ int kvc_emulate(const char* name, uint32_t gx, uint32_t gy, uint32_t gz, uint32_
 }
 
 // The ABI facts Java must agree with: 0..6 the structs' sizes, then the offset of every field Java writes, in
-// declaration order: 100+ KvcSlice, 200+ KvcChecksumParams, 300+ KvcReduceParams (see KernelAbi); -1 for an
+// declaration order: 100+ KvcSlice, 200+ KvcChecksumParams, 300+ KvcReduceParams, 400+ KvcDigestPiece and
+// KvcDigestParams; 7, 8 their sizes (see KernelAbi); -1 for an
 // unknown query.
 long long kvc_abi(int which) {
     switch (which) {
@@ -145,6 +165,8 @@ long long kvc_abi(int which) {
         case 2: return sizeof(KvcReduceParams);
         case 5: return sizeof(KvcFillParams);
         case 6: return sizeof(KvcSumParams);
+        case 7: return sizeof(KvcDigestPiece);
+        case 8: return sizeof(KvcDigestParams);
         case 100: return offsetof(KvcSlice, factor);
         case 101: return offsetof(KvcSlice, k_base);
         case 102: return offsetof(KvcSlice, k_page_stride);
@@ -171,6 +193,11 @@ long long kvc_abi(int which) {
         case 301: return offsetof(KvcReduceParams, out);
         case 302: return offsetof(KvcReduceParams, n);
         case 303: return offsetof(KvcReduceParams, parts);
+        case 400: return offsetof(KvcDigestPiece, addr);
+        case 401: return offsetof(KvcDigestPiece, len);
+        case 402: return offsetof(KvcDigestParams, pieces);
+        case 403: return offsetof(KvcDigestParams, out);
+        case 404: return offsetof(KvcDigestParams, num_pieces);
         default: return -1;
     }
 }

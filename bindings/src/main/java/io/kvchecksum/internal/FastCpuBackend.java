@@ -3,6 +3,7 @@ package io.kvchecksum.internal;
 import io.kvchecksum.ChecksumMode;
 import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvMemory;
+import io.kvchecksum.PageDigestPlan;
 import io.kvchecksum.RequestBlocks;
 import io.kvchecksum.SlicePlan;
 import io.kvchecksum.SliceSums;
@@ -132,6 +133,21 @@ public final class FastCpuBackend implements KvChecksum {
         });
         return plan.sliceSums(values);
     }
+
+    /**
+     * Adler-32 of the stream in chunks of at least {@value #DIGEST_CHUNK_BYTES} bytes on this backend's threads, joined
+     * in order ({@link PageDigestParallel}); streams under {@value #PARALLEL_BYTES} bytes, or in a confined arena, on
+     * the calling thread.
+     */
+    @Override
+    public long pageDigest(PageDigestPlan plan) {
+        boolean parallel = threads > 1 && plan.totalBytes() >= PARALLEL_BYTES && PageDigestParallel.sharable(plan, NOT_THE_CALLER);
+        long chunk = Math.max(DIGEST_CHUNK_BYTES, plan.totalBytes() / (4L * threads));
+        return PageDigestParallel.digest(plan, name(), parallel ? pool(threads) : null, parallel, chunk);
+    }
+
+    /** The smallest chunk of the page digest handed to a thread. */
+    public static final long DIGEST_CHUNK_BYTES = 1L << 20;
 
     @Override
     public String toString() {

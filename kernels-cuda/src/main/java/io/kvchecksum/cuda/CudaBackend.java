@@ -67,13 +67,15 @@ public final class CudaBackend implements KvChecksum {
     static final String SUM_PARTS = "kvc_sum_parts";
     static final String FILL = "kvc_fill_u64";
     static final String SUM = "kvc_sum_u64";
+    /** SGLang's page digest: the Adler-32 of each piece of the stream ({@link CudaPageDigest}). */
+    static final String PAGE_DIGEST = "kvc_page_digest";
     /** The mixed mode's variant of a checksum kernel: the same kernel with every piece through the mixer. */
     static final String MIXED_SUFFIX = "_mixed";
     static final List<String> KERNELS = List.of(BLOCK_CHECKSUMS_1B, BLOCK_CHECKSUMS_8B, BLOCK_CHECKSUMS_16B, SLICE_SUMS_1B,
             SLICE_SUMS_8B, SLICE_SUMS_16B, BLOCK_CHECKSUMS_1B + MIXED_SUFFIX, BLOCK_CHECKSUMS_8B + MIXED_SUFFIX,
             BLOCK_CHECKSUMS_16B + MIXED_SUFFIX, SLICE_SUMS_1B + MIXED_SUFFIX, SLICE_SUMS_8B + MIXED_SUFFIX,
             SLICE_SUMS_16B + MIXED_SUFFIX, SUM_PARTS, FILL, SUM, ByteCellLaunch.BLOCK_CHECKSUMS, ByteCellLaunch.SLICE_SUMS,
-            ByteCellLaunch.BLOCK_CHECKSUMS + MIXED_SUFFIX, ByteCellLaunch.SLICE_SUMS + MIXED_SUFFIX);
+            ByteCellLaunch.BLOCK_CHECKSUMS + MIXED_SUFFIX, ByteCellLaunch.SLICE_SUMS + MIXED_SUFFIX, PAGE_DIGEST);
 
     /** {@code CUstreamCaptureStatus}: not capturing. */
     static final int CAPTURE_STATUS_NONE = 0;
@@ -302,6 +304,29 @@ public final class CudaBackend implements KvChecksum {
             try (Placed placed = new Placed(plan, resources);
                  PendingChecksums p = launchPlan(resources, resources.ownStream, plan, placed::address, true)) {
                 return plan.sliceSums(p.get());
+            }
+        } finally {
+            leave(previous, primaryContext);
+        }
+    }
+
+    /**
+     * SGLang's page digest: the Adler-32 of every piece of the stream (at most 8 KiB, a warp each, in
+     * {@code kvc_page_digest}) on the backend's own stream, joined in order on the host ({@link CudaPageDigest}).
+     * Host memory is copied to the device first, as for the other {@link KvChecksum} methods; blocks until done.
+     */
+    @Override
+    public long pageDigest(io.kvchecksum.PageDigestPlan plan) {
+        ensureOpen();
+        long previous = enter(primaryContext);
+        try {
+            ContextResources resources = resources(primaryContext);
+            List<KvMemory> memories = new ArrayList<>();
+            for (io.kvchecksum.PageDigestPlan.Run r : plan.runs()) {
+                memories.add(r.memory());
+            }
+            try (Placed placed = new Placed(memories, resources)) {
+                return CudaPageDigest.digest(this, resources, plan, placed::address);
             }
         } finally {
             leave(previous, primaryContext);
@@ -642,6 +667,18 @@ public final class CudaBackend implements KvChecksum {
                     if (s.v() != null) {
                         upload(s.v().memory(), resources);
                     }
+                }
+            } catch (RuntimeException e) {
+                close();
+                throw e;
+            }
+        }
+
+        /** The host memories among {@code memories} (a page digest's runs), each distinct segment copied once. */
+        Placed(List<KvMemory> memories, ContextResources resources) {
+            try {
+                for (KvMemory m : memories) {
+                    upload(m, resources);
                 }
             } catch (RuntimeException e) {
                 close();

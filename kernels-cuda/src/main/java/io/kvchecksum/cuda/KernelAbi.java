@@ -17,6 +17,8 @@ final class KernelAbi {
     static final int REDUCE_PARAMS_BYTES = 24;
     static final int FILL_PARAMS_BYTES = 24;
     static final int SUM_PARAMS_BYTES = 24;
+    static final int DIGEST_PIECE_BYTES = 16;
+    static final int DIGEST_PARAMS_BYTES = 24;
 
     // Every field's offset, each checked against the C compiler's offsetof by KernelAbiTest. KvcSlice:
     static final int SLICE_FACTOR = 0;
@@ -47,6 +49,12 @@ final class KernelAbi {
     static final int REDUCE_OUT = 8;
     static final int REDUCE_N = 16;
     static final int REDUCE_PARTS = 20;
+    // KvcDigestPiece, KvcDigestParams (kvchecksum_digest.cuh)
+    static final int DIGEST_PIECE_ADDR = 0;
+    static final int DIGEST_PIECE_LEN = 8;
+    static final int DIGEST_PIECES = 0;
+    static final int DIGEST_OUT = 8;
+    static final int DIGEST_NUM_PIECES = 16;
 
     private KernelAbi() {
     }
@@ -88,6 +96,19 @@ final class KernelAbi {
         m.set(U64, at + REDUCE_OUT, out);
         m.set(U32, at + REDUCE_N, n);
         m.set(U32, at + REDUCE_PARTS, parts);
+    }
+
+    static void digestPiece(MemorySegment m, long at, long addr, int len) {
+        m.set(U64, at + DIGEST_PIECE_ADDR, addr);
+        m.set(U32, at + DIGEST_PIECE_LEN, len);
+        m.set(U32, at + DIGEST_PIECE_LEN + 4, 0);
+    }
+
+    static void digestParams(MemorySegment m, long at, long pieces, long out, int numPieces) {
+        m.set(U64, at + DIGEST_PIECES, pieces);
+        m.set(U64, at + DIGEST_OUT, out);
+        m.set(U32, at + DIGEST_NUM_PIECES, numPieces);
+        m.set(U32, at + DIGEST_NUM_PIECES + 4, 0);
     }
 
     static void fill(MemorySegment m, long at, long p, long n, long seed) {

@@ -206,11 +206,22 @@ public final class DeviceCheck {
         List<Long> uploads = new ArrayList<>();
         int[] host = execute(GoldenSuite.tests(b));
         int[] dev = execute(GoldenSuite.tests(b, c -> GpuTest.onDevice(b, c.group(), uploads)));
+        // SGLang's page digest: NumPy's zlib.adler32 vectors, buffers in host and in device memory
+        int[] dHost = execute(io.kvchecksum.golden.DigestSuite.tests(b));
+        int[] dDev = execute(io.kvchecksum.golden.DigestSuite.tests(b, m -> {
+            java.lang.foreign.MemorySegment s = ((io.kvchecksum.KvMemory.Host) m).segment();
+            long p = GpuTest.upload(b, s);
+            uploads.add(p);
+            return io.kvchecksum.KvMemory.device(p, s.byteSize());
+        }));
         b.primaryResources();
         uploads.forEach(d::cuMemFree);
         line(String.format(Locale.ROOT, "golden suite, host memory:   %d passed, %d failed, %d skipped", host[0], host[1], host[2]));
         line(String.format(Locale.ROOT, "golden suite, device memory: %d passed, %d failed, %d skipped", dev[0], dev[1], dev[2]));
-        record("golden", "hostPassed", host[0], "hostFailed", host[1], "devicePassed", dev[0], "deviceFailed", dev[1]);
+        line(String.format(Locale.ROOT, "golden suite, page digest, host memory:   %d passed, %d failed, %d skipped", dHost[0], dHost[1], dHost[2]));
+        line(String.format(Locale.ROOT, "golden suite, page digest, device memory: %d passed, %d failed, %d skipped", dDev[0], dDev[1], dDev[2]));
+        record("golden", "hostPassed", host[0], "hostFailed", host[1], "devicePassed", dev[0], "deviceFailed", dev[1],
+                "digestHostPassed", dHost[0], "digestHostFailed", dHost[1], "digestDevicePassed", dDev[0], "digestDeviceFailed", dDev[1]);
     }
 
     private int[] execute(Stream<DynamicNode> nodes) {

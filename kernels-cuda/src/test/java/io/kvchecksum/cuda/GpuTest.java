@@ -97,6 +97,25 @@ class GpuTest {
         return GoldenSuite.tests(b, c -> onDevice(b, c.group(), uploads));
     }
 
+    @TestFactory
+    Stream<DynamicNode> pageDigestHostMemory() {
+        CudaBackend b = gpu();
+        assumeTrue(io.kvchecksum.golden.DigestVector.present(), "no page-digest vectors on the class path");
+        return io.kvchecksum.golden.DigestSuite.tests(b);
+    }
+
+    @TestFactory
+    Stream<DynamicNode> pageDigestDeviceMemory() {
+        CudaBackend b = gpu();
+        assumeTrue(io.kvchecksum.golden.DigestVector.present(), "no page-digest vectors on the class path");
+        return io.kvchecksum.golden.DigestSuite.tests(b, m -> {
+            MemorySegment s = ((KvMemory.Host) m).segment();
+            long p = upload(b, s);
+            uploads.add(p);
+            return KvMemory.device(p, s.byteSize());
+        });
+    }
+
     @Test
     void randomLayoutsMatchReferenceOnTheGpu() {
         CudaBackend b = gpu();

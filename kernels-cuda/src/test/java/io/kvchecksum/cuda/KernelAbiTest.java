@@ -15,6 +15,13 @@ class KernelAbiTest {
         assertEquals(KernelAbi.REDUCE_PARAMS_BYTES, lib.kvc_abi(2), "sizeof(KvcReduceParams)");
         assertEquals(KernelAbi.FILL_PARAMS_BYTES, lib.kvc_abi(5), "sizeof(KvcFillParams)");
         assertEquals(KernelAbi.SUM_PARAMS_BYTES, lib.kvc_abi(6), "sizeof(KvcSumParams)");
+        assertEquals(KernelAbi.DIGEST_PIECE_BYTES, lib.kvc_abi(7), "sizeof(KvcDigestPiece)");
+        assertEquals(KernelAbi.DIGEST_PARAMS_BYTES, lib.kvc_abi(8), "sizeof(KvcDigestParams)");
+        assertEquals(KernelAbi.DIGEST_PIECE_ADDR, lib.kvc_abi(400), "KvcDigestPiece.addr");
+        assertEquals(KernelAbi.DIGEST_PIECE_LEN, lib.kvc_abi(401), "KvcDigestPiece.len");
+        assertEquals(KernelAbi.DIGEST_PIECES, lib.kvc_abi(402), "KvcDigestParams.pieces");
+        assertEquals(KernelAbi.DIGEST_OUT, lib.kvc_abi(403), "KvcDigestParams.out");
+        assertEquals(KernelAbi.DIGEST_NUM_PIECES, lib.kvc_abi(404), "KvcDigestParams.num_pieces");
         assertEquals(KernelAbi.SLICE_FACTOR, lib.kvc_abi(100), "KvcSlice.factor");
         assertEquals(KernelAbi.SLICE_K_BASE, lib.kvc_abi(101), "KvcSlice.k_base");
         assertEquals(KernelAbi.SLICE_K_PAGE_STRIDE, lib.kvc_abi(102), "KvcSlice.k_page_stride");

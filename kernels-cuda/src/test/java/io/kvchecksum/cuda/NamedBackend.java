@@ -18,6 +18,8 @@ record NamedBackend(String name, String description, KvChecksum delegate) implem
 
     @Override public PendingChecksums submit(SlicePlan p) { return delegate.submit(p); }
 
+    @Override public long pageDigest(io.kvchecksum.PageDigestPlan p) { return delegate.pageDigest(p); }
+
     @Override public void close() { delegate.close(); }
 
     static NamedBackend cudaHost(FakeCudaDriver fake, int maxBlocksPerLaunch) {

@@ -228,7 +228,7 @@ public final class OpenClBackend implements KvChecksum {
         }
     }
 
-    private static cl_program build(cl_context context, cl_device_id device, OpenClDevice info, String source,
+    static cl_program build(cl_context context, cl_device_id device, OpenClDevice info, String source,
                                     String defines) {
         int[] err = new int[1];
         cl_program p = CL.clCreateProgramWithSource(context, 1, new String[] {source}, new long[] {source.length()}, err);
@@ -490,10 +490,84 @@ public final class OpenClBackend implements KvChecksum {
         }
     }
 
+    /**
+     * Adler-32 of the stream on the device ({@link OpenClPageDigest}: per-piece parts in a kernel of its own program,
+     * built on first use, joined on the host); blocks until done.
+     */
+    @Override
+    public long pageDigest(io.kvchecksum.PageDigestPlan plan) {
+        return digester().digest(plan);
+    }
+
+    /** The page digest with the kernel chosen (tests run both on one device). */
+    long pageDigest(io.kvchecksum.PageDigestPlan plan, boolean serial) {
+        return digester().digest(plan, serial);
+    }
+
+    private OpenClPageDigest digester() {
+        requireOpen();
+        OpenClPageDigest d = pageDigest;
+        if (d == null) {
+            synchronized (this) {
+                d = pageDigest;
+                if (d == null) {
+                    d = new OpenClPageDigest(this, cl);
+                    pageDigest = d;
+                }
+            }
+        }
+        return d;
+    }
+
+    private volatile OpenClPageDigest pageDigest;
+
+    // For OpenClPageDigest: the same queue, context, buffers and memory rules as the checksums.
+    cl_command_queue queueHandle() {
+        return queue;
+    }
+
+    cl_device_id deviceId() {
+        cl_device_id dev = new cl_device_id();
+        JoclApi.check(CL.clGetCommandQueueInfo(queue, CL.CL_QUEUE_DEVICE, Sizeof.cl_device_id, Pointer.to(dev), null),
+                "clGetCommandQueueInfo(CL_QUEUE_DEVICE)");
+        return dev;
+    }
+
+    boolean zeroCopyEnabled() {
+        return zeroCopy;
+    }
+
+    long windowAlignment() {
+        return windowAlign;
+    }
+
+    long maxAllocBytes() {
+        return maxAlloc;
+    }
+
+    /** The registered cl_mem behind {@code dm}, its size checked; throws {@link InvalidLayoutException} otherwise. */
+    cl_mem registeredBuffer(KvMemory.Device dm, String what) {
+        cl_mem m = registered.get(dm.address());
+        if (m == null) {
+            throw new InvalidLayoutException(what + " lies in " + dm + ", not a cl_mem registered with buffer(cl_mem) "
+                    + "of this backend (opencl reads OpenCL buffers of its own context, not CUDA pointers)");
+        }
+        requireOwnContext(m);
+        long size = memSize(m);
+        if (dm.byteSize() > size) {
+            throw new InvalidLayoutException(what + ": " + dm + " claims " + dm.byteSize() + " bytes, but the cl_mem's "
+                    + "CL_MEM_SIZE is " + size);
+        }
+        return m;
+    }
+
     @Override
     public void close() {
         if (!closed) {
             closed = true;
+            if (pageDigest != null) {
+                pageDigest.release();
+            }
             CL.clReleaseProgram(program);
             CL.clReleaseCommandQueue(queue);
             CL.clReleaseContext(context);

@@ -1,0 +1,134 @@
+package io.kvchecksum.golden;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.kvchecksum.KvCacheGroup;
+import io.kvchecksum.KvLayouts;
+import io.kvchecksum.KvMemory;
+import io.kvchecksum.PageDigestPlan;
+import io.kvchecksum.RequestBlocks;
+import io.kvchecksum.SlicePlan;
+import io.kvchecksum.StateRow;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.UnaryOperator;
+
+/**
+ * One page-digest vector written by {@code golden/generator/generate_digest.py}: an SGLang cache ({@code k_buffer} /
+ * {@code v_buffer} per layer of {@code [slots, heads, head_dim]}, or MLA's K-only {@code kv_buffer}), state buffers,
+ * a request, and the Adler-32 of the request's stream that Python's {@code zlib.adler32} computed.
+ */
+public final class DigestVector {
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    private final String name;
+    private final JsonNode json;
+    private final byte[] data;
+
+    private DigestVector(String name, JsonNode json, byte[] data) {
+        this.name = name;
+        this.json = json;
+        this.data = data;
+    }
+
+    /** Every vector of {@code vectors-digest/}, in the generator's order. */
+    public static List<DigestVector> all() {
+        List<DigestVector> out = new ArrayList<>();
+        try (InputStream in = resource("index.json")) {
+            for (JsonNode n : JSON.readTree(in).get("vectors")) {
+                String name = n.asText();
+                try (InputStream j = resource(name + ".json"); InputStream b = resource(name + ".bin")) {
+                    out.add(new DigestVector(name, JSON.readTree(j), b.readAllBytes()));
+                }
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("reading the page-digest vectors", e);
+        }
+        return out;
+    }
+
+    /** Whether this jar carries the page-digest vectors. */
+    public static boolean present() {
+        return DigestVector.class.getResource("/vectors-digest/index.json") != null;
+    }
+
+    public String name() {
+        return name;
+    }
+
+    public String description() {
+        return json.get("description").asText();
+    }
+
+    /** zlib's Adler-32 of the stream, in {@code [0, 2^32)}. */
+    public long expectedDigest() {
+        return json.get("expected_digest").asLong();
+    }
+
+    /** The stream's length in bytes. */
+    public long streamBytes() {
+        return json.get("stream_bytes").asLong();
+    }
+
+    /**
+     * The vector's digest plan, each buffer copied into its own segment of {@code arena} (sized exactly, so a read
+     * past a buffer fails) and then passed through {@code placement} (e.g. to device memory).
+     */
+    public PageDigestPlan plan(Arena arena, UnaryOperator<KvMemory> placement) {
+        int[] layers = ints(json.get("layers"));
+        List<KvMemory> ks = memories(arena, json.get("k_buffers"), placement);
+        List<KvMemory> vs = json.get("mla").asBoolean() ? null : memories(arena, json.get("v_buffers"), placement);
+        int pageSize = json.get("page_size").asInt();
+        KvLayouts.PagedShape shape = new KvLayouts.PagedShape(json.get("num_slots").asLong() / pageSize, pageSize,
+                json.get("heads").asInt(), json.get("head_dim").asInt(), json.get("elem_bytes").asInt());
+        KvCacheGroup g = KvLayouts.sglang(shape, 0, layers, ks, vs);
+        RequestBlocks r = RequestBlocks.of(ints(json.get("page_table")), json.get("num_tokens").asLong(),
+                json.get("first_block").asLong(), json.get("block_size").asInt());
+        List<KvMemory> states = memories(arena, json.get("state_buffers"), placement);
+        List<StateRow> rows = new ArrayList<>();
+        for (JsonNode s : json.get("state_rows")) {
+            rows.add(new StateRow(s.get("name").asText(), states.get(s.get("buffer").asInt()), s.get("offset").asLong(),
+                    s.get("length").asLong()));
+        }
+        return PageDigestPlan.of(SlicePlan.of(g, r), rows);
+    }
+
+    private List<KvMemory> memories(Arena arena, JsonNode buffers, UnaryOperator<KvMemory> placement) {
+        List<KvMemory> out = new ArrayList<>();
+        for (JsonNode b : buffers) {
+            int off = b.get("offset").asInt();
+            int n = b.get("bytes").asInt();
+            MemorySegment s = arena.allocate(n, 64);
+            MemorySegment.copy(MemorySegment.ofArray(data), off, s, 0, n);
+            out.add(placement.apply(KvMemory.host(s)));
+        }
+        return out;
+    }
+
+    private static int[] ints(JsonNode a) {
+        int[] out = new int[a.size()];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = a.get(i).asInt();
+        }
+        return out;
+    }
+
+    private static InputStream resource(String name) {
+        InputStream in = DigestVector.class.getResourceAsStream("/vectors-digest/" + name);
+        if (in == null) {
+            throw new IllegalStateException("page-digest resource vectors-digest/" + name + " is missing from the class path");
+        }
+        return in;
+    }
+
+    @Override
+    public String toString() {
+        return name;
+    }
+}

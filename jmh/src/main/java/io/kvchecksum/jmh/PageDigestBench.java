@@ -1,0 +1,146 @@
+package io.kvchecksum.jmh;
+
+import io.kvchecksum.KvCacheGroup;
+import io.kvchecksum.KvChecksum;
+import io.kvchecksum.KvChecksums;
+import io.kvchecksum.KvLayouts;
+import io.kvchecksum.KvMemory;
+import io.kvchecksum.PageDigestPlan;
+import io.kvchecksum.RequestBlocks;
+import io.kvchecksum.SlicePlan;
+import io.kvchecksum.bench.MemoryBound;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.annotations.Warmup;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * SGLang's page digest (Adler-32 of the request's stream, {@link KvChecksum#pageDigest}) against the read bound, in
+ * one run on one fixture: a Llama-3-8B-shaped SGLang pool (32 layers, {@code k_buffer}/{@code v_buffer} of
+ * {@code [slots, 8, 128]} bf16) holding exactly the request's pages, the page table a seeded shuffle. {@code digest}
+ * is the backend's page digest, {@code read} reads the same buffers once with the threads the CPU backend uses
+ * ({@link MemoryBound}); the result is their ratio ({@code docs/bench-cpu.md}, "SGLang's page digest").
+ *
+ * <p>Set-up checks the backend's digest against {@code java.util.zip.Adler32} over the same stream (the reference
+ * backend) before anything is timed.
+ */
+@State(Scope.Benchmark)
+@BenchmarkMode(Mode.AverageTime)
+@OutputTimeUnit(TimeUnit.NANOSECONDS)
+@Fork(value = 1, jvmArgsAppend = {Jvm.VECTOR, Jvm.NATIVE, Jvm.HEAP})
+@Warmup(iterations = 3, time = 1)
+@Measurement(iterations = 5, time = 1)
+public class PageDigestBench {
+    /** {@code cpu} or {@code opencl}; one that is not available fails set-up with the reason. */
+    @Param({"cpu"})
+    public String backend;
+
+    /** The stream's size: {@code 1MiB} or {@code 256MiB} (whole pages, at least one). */
+    @Param({"1MiB", "256MiB"})
+    public String size;
+
+    /** SGLang's page size in slots (1 is SGLang's default: a page per token). */
+    @Param({"1", "16"})
+    public int pageSize;
+
+    private static final int LAYERS = 32;
+    private static final int HEADS = 8;
+    private static final int HEAD_DIM = 128;
+    private static final long SEED = 0x5617_AD1EL;
+
+    private Arena arena;
+    private KvChecksum digest;
+    private PageDigestPlan plan;
+    private MemoryBound bound;
+
+    @Setup(Level.Trial)
+    public void setUp() {
+        long bytes = switch (size) {
+            case "1MiB" -> 1L << 20;
+            case "256MiB" -> 256L << 20;
+            default -> throw new IllegalArgumentException("size " + size + ": use 1MiB or 256MiB");
+        };
+        long pageBytes = (long) pageSize * HEADS * HEAD_DIM * 2;
+        int pages = (int) Math.max(1, bytes / (2L * LAYERS * pageBytes));
+        arena = Arena.ofShared();
+        Random rnd = new Random(SEED);
+        List<KvMemory> ks = new ArrayList<>();
+        List<KvMemory> vs = new ArrayList<>();
+        List<MemorySegment> all = new ArrayList<>();
+        for (int i = 0; i < 2 * LAYERS; i++) {
+            MemorySegment m = arena.allocate(pages * pageBytes, 64);
+            for (long o = 0; o < m.byteSize(); o += 8) {
+                m.set(ValueLayout.JAVA_LONG_UNALIGNED, o, rnd.nextLong());
+            }
+            all.add(m);
+            (i % 2 == 0 ? ks : vs).add(KvMemory.host(m));
+        }
+        int[] table = new int[pages];
+        for (int i = 0; i < pages; i++) {
+            table[i] = i;
+        }
+        for (int i = pages - 1; i > 0; i--) {
+            int j = rnd.nextInt(i + 1);
+            int t = table[i];
+            table[i] = table[j];
+            table[j] = t;
+        }
+        int[] layers = new int[LAYERS];
+        for (int l = 0; l < LAYERS; l++) {
+            layers[l] = l;
+        }
+        KvCacheGroup g = KvLayouts.sglang(new KvLayouts.PagedShape(pages, pageSize, HEADS, HEAD_DIM, 2), 0, layers, ks, vs);
+        plan = PageDigestPlan.of(SlicePlan.of(g, RequestBlocks.of(table, (long) pages * pageSize, 16)));
+        digest = KvChecksums.byName(backend);
+        long expected = KvChecksums.reference().pageDigest(plan);
+        long got = digest.pageDigest(plan);
+        if (got != expected) {
+            throw new IllegalStateException(backend + " page digest 0x" + Long.toHexString(got) + " differs from "
+                    + "java.util.zip.Adler32's 0x" + Long.toHexString(expected));
+        }
+        bound = new MemoryBound(all, Runtime.getRuntime().availableProcessors());
+        System.out.println("page digest fixture: " + plan + ", " + digest.description());
+    }
+
+    @TearDown(Level.Trial)
+    public void tearDown() {
+        if (bound != null) {
+            bound.close();
+        }
+        if (digest != null) {
+            digest.close();
+        }
+        if (arena != null) {
+            arena.close();
+        }
+    }
+
+    /** The backend's page digest of the stream. */
+    @Benchmark
+    public long digest() {
+        return digest.pageDigest(plan);
+    }
+
+    /** Reads every byte of the same buffers once, with the CPU backend's threads: the bound. */
+    @Benchmark
+    public long read() {
+        return bound.read();
+    }
+}
