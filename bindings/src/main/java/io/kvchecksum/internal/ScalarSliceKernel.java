@@ -75,12 +75,18 @@ final class ScalarSliceKernel implements SliceKernel {
             }
             r += a0 + a1 + a2 + a3;
         }
+        return close(a0, a1, a2, a3, s0 + s1 + s2 + s3, r, n, groups, t0, cellPieces, pieceBase, regionPieces);
+    }
+
+    /** The closing formula of {@link #sumAffine} (also the mixed scalar kernel's). */
+    static long close(long a0, long a1, long a2, long a3, long s, long r, int n, int groups, long t0, int cellPieces,
+            int pieceBase, int regionPieces) {
         // The vector kernel's closing formula with lanes of width 1 (see VectorSliceKernel#affineTokens).
         long u = (long) n * groups;
         long x = a0 + a1 + a2 + a3;
         long dp = 2L * (cellPieces - regionPieces);
         long c0 = 2 * (t0 * cellPieces + pieceBase) + 1;
-        return x * (c0 + 8 * u + dp * n) - 8 * (s0 + s1 + s2 + s3) + 2 * (a1 + 2 * a2 + 3 * a3) - dp * r;
+        return x * (c0 + 8 * u + dp * n) - 8 * s + 2 * (a1 + 2 * a2 + 3 * a3) - dp * r;
     }
 
     @Override
