@@ -310,7 +310,7 @@ public final class FastCpuBackend implements KvChecksum {
             int n = blocks.n[p];
             int slot = blocks.slot[p];
             long page = blocks.page[p];
-            if (slot + n <= pageSize && kAffine && vAffine && !(rows && ROWS) && !NO_AFFINE) {
+            if (slot + n <= pageSize && kAffine && vAffine && !(rows && (ROWS || kernel.streamRows())) && !NO_AFFINE) {
                 // the block within one page: token i's cell at a constant stride, no offset table
                 long kBase = k.cellOffset(page, slot);
                 long vBase = v == null ? 0 : v.cellOffset(page, slot);

@@ -45,7 +45,7 @@ final class MixedScalarSliceKernel implements SliceKernel {
     @Override
     public long sumAffine(MemorySegment segment, long base, long tokenStride, int n, long t0, int cellPieces, int pieceBase,
             int regionPieces) {
-        if (regionPieces % 4 != 0) {
+        if (regionPieces % 4 != 0 || regionPieces <= ScalarSliceKernel.DIRECT_PIECES) {
             long s = 0;
             for (int i = 0; i < n; i++) {
                 long b = base + i * tokenStride;
@@ -62,8 +62,9 @@ final class MixedScalarSliceKernel implements SliceKernel {
         long r = 0;
         int groups = regionPieces / 4;
         for (int i = 0; i < n; i++) {
-            long b = base + i * tokenStride;
-            for (int g = 0; g < groups; g++, b += 32) {
+            long row = base + i * tokenStride;
+            for (int p = 0; p < regionPieces; p += 4) {
+                long b = row + 8L * p;
                 a0 += Definition.feistel3(segment.get(PIECE, b));
                 a1 += Definition.feistel3(segment.get(PIECE, b + 8));
                 a2 += Definition.feistel3(segment.get(PIECE, b + 16));
@@ -77,6 +78,11 @@ final class MixedScalarSliceKernel implements SliceKernel {
         }
         return ScalarSliceKernel.close(a0, a1, a2, a3, s0 + s1 + s2 + s3, r, n, groups, t0, cellPieces, pieceBase,
                 regionPieces);
+    }
+
+    @Override
+    public boolean streamRows() {
+        return true;
     }
 
     @Override
