@@ -109,7 +109,9 @@ public final class Suite {
         List<String> sizes = full ? List.of("16", "64", "256", "1024", "4096", "16384", "65536", "131072", "1MiB", "L2", "LLC",
                 "4xLLC") : List.of("1MiB", "4xLLC");
         List<String> asyncSizes = full ? sizes : List.of("16", "1MiB", "4xLLC");
-        Timing timing = full
+        // --timing short: the full sweep with the short suite's iterations (a sweep in well under an hour on 2 cores)
+        boolean longTiming = opt.getOrDefault("timing", mode).equals("full");
+        Timing timing = longTiming
                 ? new Timing(3, TimeValue.seconds(1), 5, TimeValue.seconds(1))
                 : new Timing(2, TimeValue.seconds(1), 3, TimeValue.milliseconds(500));
         List<Plan> plans = plans(full, backends, sizes, asyncSizes, maxBytes);
@@ -307,7 +309,7 @@ public final class Suite {
     private static void usage(String problem) {
         System.err.println(problem + "\nusage: java -cp jmh/target/benchmarks.jar io.kvchecksum.jmh.Suite short|full "
                 + "[--backends reference,cpu,opencl,cuda] [--out DIR] [--chart FILE.png] [--md FILE.md] "
-                + "[--max-bytes 8GiB] [--label NAME]");
+                + "[--max-bytes 8GiB] [--label NAME] [--timing short|full]");
         System.exit(2);
     }
 
