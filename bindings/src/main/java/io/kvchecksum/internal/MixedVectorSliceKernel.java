@@ -53,9 +53,20 @@ final class MixedVectorSliceKernel implements SliceKernel {
         return regionPieces % L == 0;
     }
 
+    /**
+     * At 256 bits (AVX2) the token-major loop below measured five times slower than its mixer allows (sixteen vector
+     * registers for the mixer's constants, three sums and an unrolled body; docs/bench-cpu.md), while the position-major
+     * order of the earlier separate loop did not: so that width reads one vector of piece positions over the block's
+     * tokens at a time, like that loop did.
+     */
+    private static final boolean POSITION_MAJOR = L <= 4;
+
     @Override
     public long sumAffine(MemorySegment seg, long base, long stride, int n, long t0, int cellPieces, int pieceBase,
             int regionPieces) {
+        if (POSITION_MAJOR) {
+            return positionMajor(seg, base, stride, n, t0, cellPieces, pieceBase, regionPieces);
+        }
         int vectors = regionPieces / L;
         final long vb = 8L * L;
         LongVector a = LongVector.zero(S);    // running sum of the mixed pieces
@@ -70,6 +81,31 @@ final class MixedVectorSliceKernel implements SliceKernel {
             r = r.add(a);
         }
         return close(a, s, r, n, vectors, t0, cellPieces, pieceBase);
+    }
+
+    /**
+     * {@link #sumAffine} one vector of piece positions {@code v} at a time over the block's tokens: {@code a += f(x);
+     * t += a} per token, then that vector's lanes contribute {@code a(c0 + 2vL + 2l + 2Pn) - 2P*t}, summed as vectors
+     * and reduced once.
+     */
+    static long positionMajor(MemorySegment seg, long base, long stride, int n, long t0, int cellPieces, int pieceBase,
+            int regionPieces) {
+        int vectors = regionPieces / L;
+        final long vb = 8L * L;
+        long twoP = 2L * cellPieces;
+        long c0 = 2 * (t0 * cellPieces + pieceBase) + 1 + twoP * n;
+        LongVector g = LongVector.zero(S);
+        for (int v = 0; v < vectors; v++) {
+            LongVector a = LongVector.zero(S);
+            LongVector t = LongVector.zero(S);
+            long at = base + v * vb;
+            for (int i = 0; i < n; i++) {
+                a = a.add(mix(LongVector.fromMemorySegment(S, seg, at + i * stride, LE)));
+                t = t.add(a);
+            }
+            g = g.add(a.mul(VectorSliceKernel.TWO_IOTA.add(c0 + 2L * L * v))).sub(t.mul(twoP));
+        }
+        return g.reduceLanes(VectorOperators.ADD);
     }
 
     /**
