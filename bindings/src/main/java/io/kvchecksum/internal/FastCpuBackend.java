@@ -33,7 +33,9 @@ public final class FastCpuBackend implements KvChecksum {
     /** The smallest piece of work handed to another thread. */
     public static final long TASK_BYTES = 1L << 20;
 
-    private static final SliceKernel KERNEL = loadKernel();
+    private static final SliceKernel KERNEL = loadKernel(false);
+    /** The mixed mode's loops: the same structure as {@link #KERNEL}'s, each piece through the mixer as it is read. */
+    private static final SliceKernel MIXED_KERNEL = loadKernel(true);
     // Diagnostic switches, off by default, each restoring one earlier behaviour so that its cost can be measured
     // (docs/bench-cpu.md): the row-wise streaming loop for side-by-side heads, no read-ahead of the next block,
     // the offset table for every block, blocks in table order. The results are the same either way.
@@ -74,7 +76,7 @@ public final class FastCpuBackend implements KvChecksum {
         return KERNEL instanceof VectorSliceKernel;
     }
 
-    /** Both modes: the mixed one on its own loop ({@link MixedSliceSums}). */
+    /** Both modes, through the same plan, block order, paths and thread split; only the kernel differs. */
     @Override
     public boolean supports(ChecksumMode mode) {
         return true;
@@ -87,9 +89,6 @@ public final class FastCpuBackend implements KvChecksum {
         if (plan.hasByteCells()) {
             // cells that straddle K and V or are padded: their own path; the loops below only ever see whole pieces
             return ByteCellRoute.blockChecksums(plan, this::blockChecksums, ByteCellSums::blockChecksums);
-        }
-        if (plan.mode() == ChecksumMode.MIXED) {
-            return sliceSums(plan).combine();
         }
         long[] out = new long[plan.numBlocks()];
         long[] factors = new long[plan.numSlices()];
@@ -120,9 +119,6 @@ public final class FastCpuBackend implements KvChecksum {
         plan.requireMode(this);
         if (plan.hasByteCells()) {
             return ByteCellRoute.sliceSums(plan, this::sliceSums, p -> p.sliceSums(ByteCellSums.values(p)));
-        }
-        if (plan.mode() == ChecksumMode.MIXED) {
-            return plan.sliceSums(MixedSliceSums.values(plan, plan.numBlocks() > 0 && parallel(plan)));
         }
         int nb = plan.numBlocks();
         long[] values = new long[plan.numSlices() * nb];
@@ -300,6 +296,7 @@ public final class FastCpuBackend implements KvChecksum {
     }
 
     private static void compute(SlicePlan plan, Task task, SliceSink sink) {
+        SliceKernel kernel = plan.mode() == ChecksumMode.MIXED ? MIXED_KERNEL : KERNEL;
         RequestBlocks request = plan.request();
         SlicePlan.LayerRun run = task.run;
         int heads = run.numHeads();
@@ -322,8 +319,8 @@ public final class FastCpuBackend implements KvChecksum {
         boolean streaming = task.streaming;
         int rowPieces = streaming ? heads * Math.max(kPieces, first.vPieces()) : 0;
         int vPieces = first.vPieces();
-        boolean kAffine = KERNEL.affine(kPieces, k.tokenStride(), pieces);
-        boolean vAffine = v == null || KERNEL.affine(vPieces, v.tokenStride(), pieces);
+        boolean kAffine = kernel.affine(kPieces, k.tokenStride(), pieces);
+        boolean vAffine = v == null || kernel.affine(vPieces, v.tokenStride(), pieces);
         boolean rows = streaming && heads > 1 && (run.kHeadStride() == 8L * kPieces
                 || (v != null && run.vHeadStride() == 8L * vPieces));
         // Streaming side-by-side heads head by head reads each block in strided passes; reading the next block's rows
@@ -337,7 +334,7 @@ public final class FastCpuBackend implements KvChecksum {
             int n = blocks.n[p];
             int slot = blocks.slot[p];
             long page = blocks.page[p];
-            if (slot + n <= pageSize && kAffine && vAffine && !(rows && ROWS) && !NO_AFFINE) {
+            if (slot + n <= pageSize && kAffine && vAffine && !(rows && (ROWS || kernel.streamRows())) && !NO_AFFINE) {
                 // the block within one page: token i's cell at a constant stride, no offset table
                 long kBase = k.cellOffset(page, slot);
                 long vBase = v == null ? 0 : v.cellOffset(page, slot);
@@ -346,8 +343,8 @@ public final class FastCpuBackend implements KvChecksum {
                 }
                 for (int h = 0; h < heads; h++) {
                     long sum = v == null
-                            ? KERNEL.sumAffine(kSeg, kBase + h * run.kHeadStride(), k.tokenStride(), n, t0, pieces, 0, kPieces)
-                            : KERNEL.headAffine(kSeg, kBase + h * run.kHeadStride(), k.tokenStride(), kPieces, vSeg,
+                            ? kernel.sumAffine(kSeg, kBase + h * run.kHeadStride(), k.tokenStride(), n, t0, pieces, 0, kPieces)
+                            : kernel.headAffine(kSeg, kBase + h * run.kHeadStride(), k.tokenStride(), kPieces, vSeg,
                                     vBase + h * run.vHeadStride(), v.tokenStride(), vPieces, n, t0);
                     sink.accept(h, p, b, sum);
                 }
@@ -373,9 +370,9 @@ public final class FastCpuBackend implements KvChecksum {
                 }
             }
             java.util.Arrays.fill(perHead, 0);
-            addRegion(kSeg, k.pieces(), run.kHeadStride(), kOff, n, t0, pieces, 0, heads, scratchA, scratchT, perHead, streaming);
+            addRegion(kernel, kSeg, k.pieces(), run.kHeadStride(), kOff, n, t0, pieces, 0, heads, scratchA, scratchT, perHead, streaming);
             if (v != null) {
-                addRegion(vSeg, v.pieces(), run.vHeadStride(), vOff, n, t0, pieces, kPieces, heads, scratchA, scratchT, perHead,
+                addRegion(kernel, vSeg, v.pieces(), run.vHeadStride(), vOff, n, t0, pieces, kPieces, heads, scratchA, scratchT, perHead,
                         streaming);
             }
             for (int h = 0; h < heads; h++) {
@@ -423,14 +420,14 @@ public final class FastCpuBackend implements KvChecksum {
      * read bound). Otherwise head by head, with the running sums in registers: the faster loop when the data is in
      * cache, and already sequential for one head (MLA, GQA at high TP) or head-major layouts.
      */
-    private static void addRegion(MemorySegment seg, int regionPieces, long headStride, long[] off, int n, long t0, int pieces,
+    private static void addRegion(SliceKernel kernel, MemorySegment seg, int regionPieces, long headStride, long[] off, int n, long t0, int pieces,
             int pieceBase, int heads, long[] a, long[] t, long[] perHead, boolean streaming) {
         if (streaming && heads > 1 && headStride == 8L * regionPieces) {
-            KERNEL.sumRows(seg, off, n, t0, pieces, pieceBase, regionPieces, heads, a, t, perHead);
+            kernel.sumRows(seg, off, n, t0, pieces, pieceBase, regionPieces, heads, a, t, perHead);
             return;
         }
         for (int h = 0; h < heads; h++) {
-            perHead[h] += KERNEL.sum(seg, off, h * headStride, n, t0, pieces, pieceBase, regionPieces);
+            perHead[h] += kernel.sum(seg, off, h * headStride, n, t0, pieces, pieceBase, regionPieces);
         }
     }
 
@@ -448,15 +445,15 @@ public final class FastCpuBackend implements KvChecksum {
         return p;
     }
 
-    private static SliceKernel loadKernel() {
+    private static SliceKernel loadKernel(boolean mixed) {
         if (ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent()
                 && !Boolean.getBoolean("kvchecksum.cpu.scalar")) {
             try {
-                return new VectorSliceKernel();
+                return mixed ? new MixedVectorSliceKernel() : new VectorSliceKernel();
             } catch (LinkageError e) {
-                return new ScalarSliceKernel();
+                // fall through to the scalar loops
             }
         }
-        return new ScalarSliceKernel();
+        return mixed ? new MixedScalarSliceKernel() : new ScalarSliceKernel();
     }
 }

@@ -63,6 +63,14 @@ interface SliceKernel {
                 + sumAffine(vSeg, vBase, vStride, n, t0, cell, kPieces, vPieces);
     }
 
+    /**
+     * Whether side-by-side heads streamed from memory are read row by row ({@link #sumRows}) rather than head by head
+     * at a constant stride: the scalar loops' row-wise form is the faster one from memory (docs/bench-cpu.md).
+     */
+    default boolean streamRows() {
+        return false;
+    }
+
     /** What the kernel is, for {@link io.kvchecksum.KvChecksum#description()}. */
     String describe();
 }

@@ -152,7 +152,7 @@ final class VectorSliceKernel implements SliceKernel {
     }
 
     /** {@code 2*l} in lane {@code l}: the lane's share of the piece weight {@code 2p}. */
-    private static final LongVector TWO_IOTA;
+    static final LongVector TWO_IOTA;
 
     static {
         long[] w = new long[L];
@@ -162,8 +162,8 @@ final class VectorSliceKernel implements SliceKernel {
         TWO_IOTA = LongVector.fromArray(S, w, 0);
     }
 
-    private static final int SHIFT_8L = Integer.numberOfTrailingZeros(8 * L);
-    private static final int SHIFT_2L = Integer.numberOfTrailingZeros(2 * L);
+    static final int SHIFT_8L = Integer.numberOfTrailingZeros(8 * L);
+    static final int SHIFT_2L = Integer.numberOfTrailingZeros(2 * L);
 
     @Override
     public boolean affine(int regionPieces, long tokenStride, int cellPieces) {
@@ -177,8 +177,11 @@ final class VectorSliceKernel implements SliceKernel {
         if (stride == 8L * regionPieces && cellPieces == regionPieces) {
             return stream(seg, base, (long) n * regionPieces, t0, cellPieces, pieceBase);
         }
-        // Four vectors of every token per pass (one pass for bf16 head dim 128 at 512 bits, two at 256): a nested loop
-        // over a token's groups keeps C2 from holding the accumulators in registers (measured: 6x slower).
+        if (regionPieces == 8 * L) {
+            return eightAffine(seg, base, stride, n, t0, cellPieces, pieceBase);
+        }
+        // Four vectors of every token per pass (one pass for bf16 head dim 128 at 512 bits): a nested loop over a
+        // token's groups keeps C2 from holding the accumulators in registers (measured: 6x slower).
         long sum = 0;
         for (int g = 0; g < regionPieces; g += 4 * L) {
             sum += affineTokens(seg, base + 8L * g, stride, n, t0, cellPieces, pieceBase + g);
@@ -225,6 +228,13 @@ final class VectorSliceKernel implements SliceKernel {
             u2 = u2.add(b2);
             u3 = u3.add(b3);
         }
+        return closeHead(a0, a1, a2, a3, b0, b1, b2, b3,
+                s0.add(s1).add(s2.add(s3)).add(u0.add(u1).add(u2.add(u3))), n, t0);
+    }
+
+    /** The closing formula of {@link #headAffine} (also the mixed kernel's): K in {@code a}, V in {@code b}. */
+    static long closeHead(LongVector a0, LongVector a1, LongVector a2, LongVector a3, LongVector b0, LongVector b1,
+            LongVector b2, LongVector b3, LongVector tri, int n, long t0) {
         long cell = 8L * L;                 // pieces per cell: K and V, four vectors each
         long twoP = 2 * cell;
         long cK = 2 * t0 * cell + 1 + twoP * n;
@@ -233,7 +243,6 @@ final class VectorSliceKernel implements SliceKernel {
         LongVector vAll = b0.add(b1).add(b2.add(b3));
         LongVector sets = a1.add(a2).add(a2).add(a3).add(a3).add(a3)
                 .add(b1).add(b2).add(b2).add(b3).add(b3).add(b3);   // a1 + 2a2 + 3a3, likewise for V
-        LongVector tri = s0.add(s1).add(s2.add(s3)).add(u0.add(u1).add(u2.add(u3)));
         LongVector g = kAll.mul(TWO_IOTA.add(cK)).add(vAll.mul(TWO_IOTA.add(cV)))
                 .add(sets.lanewise(VectorOperators.LSHL, SHIFT_2L))
                 .sub(tri.mul(twoP));
@@ -274,6 +283,57 @@ final class VectorSliceKernel implements SliceKernel {
     }
 
     /**
+     * A region of exactly eight vectors per token at a constant token stride (bf16 head dim 128 at 256 bits, the AVX2
+     * path): one pass, not two passes of four with a lane reduction each. Vector {@code v = 4u + k} of token {@code i}
+     * goes to {@code a_k} ({@code u = 0}) or {@code b_k} ({@code u = 1}); once per token {@code s_k += a_k + b_k}. Then
+     * with {@code A = sum_k (a_k + b_k)}, the weight {@code c0 + 2iP + 2L(4u + k) + 2l} sums to
+     * {@code A(c0 + 2l + 2Pn) - 2P*S + 8L*B + 2L*(A_1 + 2A_2 + 3A_3)} ({@code B = sum_k b_k}, {@code A_k = a_k + b_k}):
+     * per token eight loads and sixteen adds, the same two adds per load as {@link #affineTokens}.
+     */
+    private static long eightAffine(MemorySegment seg, long base, long stride, int n, long t0, int cellPieces,
+            int pieceBase) {
+        final LongVector zero = LongVector.zero(S);
+        LongVector a0 = zero, a1 = zero, a2 = zero, a3 = zero;
+        LongVector b0 = zero, b1 = zero, b2 = zero, b3 = zero;
+        LongVector s0 = zero, s1 = zero, s2 = zero, s3 = zero;
+        final long vb = 8L * L;
+        for (int i = 0; i < n; i++) {
+            long a = base + i * stride;
+            a0 = a0.add(LongVector.fromMemorySegment(S, seg, a, LE));
+            a1 = a1.add(LongVector.fromMemorySegment(S, seg, a + vb, LE));
+            a2 = a2.add(LongVector.fromMemorySegment(S, seg, a + 2 * vb, LE));
+            a3 = a3.add(LongVector.fromMemorySegment(S, seg, a + 3 * vb, LE));
+            b0 = b0.add(LongVector.fromMemorySegment(S, seg, a + 4 * vb, LE));
+            b1 = b1.add(LongVector.fromMemorySegment(S, seg, a + 5 * vb, LE));
+            b2 = b2.add(LongVector.fromMemorySegment(S, seg, a + 6 * vb, LE));
+            b3 = b3.add(LongVector.fromMemorySegment(S, seg, a + 7 * vb, LE));
+            s0 = s0.add(a0).add(b0);
+            s1 = s1.add(a1).add(b1);
+            s2 = s2.add(a2).add(b2);
+            s3 = s3.add(a3).add(b3);
+        }
+        return closeEight(a0, a1, a2, a3, b0, b1, b2, b3, s0.add(s1).add(s2.add(s3)), n, t0, cellPieces, pieceBase);
+    }
+
+    /** The closing formula of {@link #eightAffine} (also the mixed kernel's): one lane reduction. */
+    static long closeEight(LongVector a0, LongVector a1, LongVector a2, LongVector a3, LongVector b0, LongVector b1,
+            LongVector b2, LongVector b3, LongVector s, int n, long t0, int cellPieces, int pieceBase) {
+        LongVector x1 = a1.add(b1);
+        LongVector x23 = a2.add(b2).add(a3.add(b3));
+        LongVector x3 = a3.add(b3);
+        LongVector bAll = b0.add(b1).add(b2.add(b3));
+        LongVector all = a0.add(b0).add(x1).add(x23);
+        LongVector sets = x1.add(x23).add(x23).add(x3);   // A_1 + 2A_2 + 3A_3
+        long twoP = 2L * cellPieces;
+        long c0 = 2 * (t0 * cellPieces + pieceBase) + 1;
+        LongVector g = all.mul(TWO_IOTA.add(c0 + twoP * n))
+                .sub(s.mul(twoP))
+                .add(bAll.lanewise(VectorOperators.LSHL, SHIFT_8L))
+                .add(sets.lanewise(VectorOperators.LSHL, SHIFT_2L));
+        return g.reduceLanes(VectorOperators.ADD);
+    }
+
+    /**
      * A region of exactly four vectors per token at a constant token stride: the running sums
      * {@code a_k += x; s_k += a_k} once per token give {@code A_k = sum_i x} and {@code S_k = sum_i (n-i)*x} per lane,
      * so {@code sum_i i*x = n*A - S} needs no third sum. With piece {@code p = kL + l} of the region, the weight
@@ -296,6 +356,12 @@ final class VectorSliceKernel implements SliceKernel {
             s2 = s2.add(a2);
             s3 = s3.add(a3);
         }
+        return closeTokens(a0, a1, a2, a3, s0.add(s1).add(s2.add(s3)), n, t0, cellPieces, pieceBase);
+    }
+
+    /** The closing formula of {@link #affineTokens} (also the mixed kernel's): one lane reduction. */
+    static long closeTokens(LongVector a0, LongVector a1, LongVector a2, LongVector a3, LongVector s, int n, long t0,
+            int cellPieces, int pieceBase) {
         long c0 = 2 * (t0 * cellPieces + pieceBase) + 1;
         long twoP = 2L * cellPieces;
         LongVector a23 = a2.add(a3);
@@ -303,7 +369,7 @@ final class VectorSliceKernel implements SliceKernel {
         LongVector sets = a1.add(a23).add(a23).add(a3);   // a1 + 2a2 + 3a3
         LongVector g = all.mul(TWO_IOTA.add(c0 + twoP * n))
                 .add(sets.lanewise(VectorOperators.LSHL, SHIFT_2L))
-                .sub(s0.add(s1).add(s2.add(s3)).mul(twoP));
+                .sub(s.mul(twoP));
         return g.reduceLanes(VectorOperators.ADD);
     }
 
@@ -312,7 +378,7 @@ final class VectorSliceKernel implements SliceKernel {
      * {@code S = sum_k s_k} and {@code U} groups of four vectors,
      * {@code sum = A*(c0 + 2l + 8LU) - 8L*S + 2L*(a1 + 2a2 + 3a3)}, lane {@code l} of each vector.
      */
-    private static long close(LongVector a0, LongVector a1, LongVector a2, LongVector a3, LongVector s, long c0, long groups) {
+    static long close(LongVector a0, LongVector a1, LongVector a2, LongVector a3, LongVector s, long c0, long groups) {
         LongVector a23 = a2.add(a3);
         LongVector all = a0.add(a1).add(a23);
         LongVector sets = a1.add(a23).add(a23).add(a3);   // a1 + 2a2 + 3a3

@@ -21,11 +21,18 @@ class SliceKernelTest {
 
     private static long definition(MemorySegment s, long base, long stride, int n, long t0, int cellPieces, int pieceBase,
             int regionPieces) {
+        return definition(s, base, stride, n, t0, cellPieces, pieceBase, regionPieces, false);
+    }
+
+    /** The definition term by term; {@code mixed}: each piece through {@code Definition.feistel3} first. */
+    private static long definition(MemorySegment s, long base, long stride, int n, long t0, int cellPieces, int pieceBase,
+            int regionPieces, boolean mixed) {
         long sum = 0;
         for (int i = 0; i < n; i++) {
             for (int p = 0; p < regionPieces; p++) {
                 long j = (t0 + i) * cellPieces + pieceBase + p;
-                sum += s.get(LE, base + i * stride + 8L * p) * (2 * j + 1);
+                long x = s.get(LE, base + i * stride + 8L * p);
+                sum += (mixed ? io.kvchecksum.Definition.feistel3(x) : x) * (2 * j + 1);
             }
         }
         return sum;
@@ -108,5 +115,101 @@ class SliceKernelTest {
         assertEquals(true, v.affine(144, 1152, 144));
         // bf16 head dim 128 with V elsewhere, heads side by side (token stride 8 heads x 256 bytes)
         assertEquals(true, v.affine(32, 2048, 64));
+    }
+
+    @Test
+    void mixedKernelsMatchTheMixedDefinitionOnEveryPath() {
+        // Constant stride (one and four vectors per token, eight at 256 bits, MLA streams), the fused K+V loop and the
+        // offset table, each against the definition with the mixer applied term by term.
+        System.out.println("seed " + (SEED + 2));
+        SplittableRandom rnd = new SplittableRandom(SEED + 2);
+        List<SliceKernel> kernels = List.of(new MixedScalarSliceKernel(), new MixedVectorSliceKernel());
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment s = arena.allocate(1 << 20, 8);
+            for (long o = 0; o < s.byteSize(); o += 8) {
+                s.set(ValueLayout.JAVA_LONG, o, rnd.nextLong());
+            }
+            int[] regions = {32, 72, 144, 64, 16, 8, 4, 12, 5, 1};
+            int cases = 0;
+            for (int rep = 0; rep < 30; rep++) {
+                for (int region : regions) {
+                    boolean kOnly = rnd.nextBoolean();
+                    int other = kOnly ? 0 : regions[rnd.nextInt(regions.length)];
+                    int cell = region + other;
+                    int pieceBase = kOnly || rnd.nextBoolean() ? 0 : other;
+                    long stride = 8L * region + (rnd.nextInt(3) == 0 ? 8L * rnd.nextInt(40) : 0);
+                    int n = 1 + rnd.nextInt(20);
+                    long base = rnd.nextInt(64) + (rnd.nextBoolean() ? 0 : 4096);
+                    long t0 = rnd.nextInt(1 << 20);
+                    long expected = definition(s, base, stride, n, t0, cell, pieceBase, region, true);
+                    long[] off = new long[n];
+                    for (int i = 0; i < n; i++) {
+                        off[i] = base + i * stride;
+                    }
+                    String what = ": region " + region + " of " + cell + " (base piece " + pieceBase + "), stride "
+                            + stride + ", n " + n + ", base " + base + ", t0 " + t0;
+                    for (SliceKernel k : kernels) {
+                        assertEquals(expected, k.sum(s, off, 0, n, t0, cell, pieceBase, region), k.describe() + " offsets" + what);
+                        if (k.affine(region, stride, cell)) {
+                            assertEquals(expected, k.sumAffine(s, base, stride, n, t0, cell, pieceBase, region),
+                                    k.describe() + what);
+                            if (k instanceof MixedVectorSliceKernel) {
+                                // the 256-bit (AVX2) order, whatever this machine's width
+                                assertEquals(expected, MixedVectorSliceKernel.positionMajor(s, base, stride, n, t0, cell,
+                                        pieceBase, region), "position-major" + what);
+                            }
+                        }
+                        cases++;
+                    }
+                    if (!kOnly && pieceBase == 0 && other == region) {
+                        long vBase = 300_000 + rnd.nextInt(64);
+                        long both = expected + definition(s, vBase, stride, n, t0, cell, region, region, true);
+                        for (SliceKernel k : kernels) {
+                            if (k.affine(region, stride, cell)) {
+                                assertEquals(both, k.headAffine(s, base, stride, region, s, vBase, stride, region, n, t0),
+                                        k.describe() + " K+V" + what);
+                            }
+                        }
+                    }
+                }
+            }
+            System.out.println(cases + " mixed kernel cases");
+        }
+    }
+
+    @Test
+    void mixedRowsLoopMatchesTheMixedDefinition() {
+        SplittableRandom rnd = new SplittableRandom(SEED + 3);
+        List<SliceKernel> kernels = List.of(new MixedScalarSliceKernel(), new MixedVectorSliceKernel());
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment s = arena.allocate(1 << 20, 8);
+            for (long o = 0; o < s.byteSize(); o += 8) {
+                s.set(ValueLayout.JAVA_LONG, o, rnd.nextLong());
+            }
+            for (int rep = 0; rep < 40; rep++) {
+                int region = new int[] {32, 16, 5, 72}[rep % 4];
+                int heads = 1 + rnd.nextInt(8);
+                int n = 1 + rnd.nextInt(16);
+                int cell = 2 * region;
+                long rowBytes = 8L * heads * region;
+                long t0 = rnd.nextInt(1 << 20);
+                long[] off = new long[n];
+                for (int i = 0; i < n; i++) {
+                    off[i] = rnd.nextInt(64) + i * (rowBytes + 8L * rnd.nextInt(4));
+                }
+                long[] expected = new long[heads];
+                for (int h = 0; h < heads; h++) {
+                    for (int i = 0; i < n; i++) {
+                        expected[h] += definition(s, off[i] + 8L * h * region, 0, 1, t0 + i, cell, region, region, true);
+                    }
+                }
+                for (SliceKernel k : kernels) {
+                    long[] out = new long[heads];
+                    k.sumRows(s, off, n, t0, cell, region, region, heads, new long[heads * region], new long[heads * region], out);
+                    org.junit.jupiter.api.Assertions.assertArrayEquals(expected, out,
+                            k.describe() + ": rows of " + heads + " x " + region + ", n " + n);
+                }
+            }
+        }
     }
 }

@@ -109,10 +109,14 @@ public final class Suite {
         List<String> sizes = full ? List.of("16", "64", "256", "1024", "4096", "16384", "65536", "131072", "1MiB", "L2", "LLC",
                 "4xLLC") : List.of("1MiB", "4xLLC");
         List<String> asyncSizes = full ? sizes : List.of("16", "1MiB", "4xLLC");
-        Timing timing = full
+        // --timing short: the full sweep with the short suite's iterations (a sweep in well under an hour on 2 cores)
+        boolean longTiming = opt.getOrDefault("timing", mode).equals("full");
+        Timing timing = longTiming
                 ? new Timing(3, TimeValue.seconds(1), 5, TimeValue.seconds(1))
                 : new Timing(2, TimeValue.seconds(1), 3, TimeValue.milliseconds(500));
-        List<Plan> plans = plans(full, backends, sizes, asyncSizes, maxBytes);
+        // --ops fused: only the fused op (and the bounds) at every size, the separate ops and the plan not at all
+        boolean fusedOnly = opt.getOrDefault("ops", "all").equals("fused");
+        List<Plan> plans = plans(full, backends, sizes, asyncSizes, maxBytes, fusedOnly);
 
         Files.createDirectories(out);
         String date = LocalDate.now().toString();
@@ -212,7 +216,7 @@ public final class Suite {
     }
 
     private static List<Plan> plans(boolean full, List<String> backends, List<String> sizes, List<String> asyncSizes,
-            long maxBytes) {
+            long maxBytes, boolean fusedOnly) {
         List<String> fast = backends.stream().filter(b -> !b.equals("reference") && !Backends.CPU_VARIANTS.containsKey(b))
                 .toList();
         List<String> variants = backends.stream().filter(Backends.CPU_VARIANTS::containsKey).toList();
@@ -228,7 +232,7 @@ public final class Suite {
             ModelShape s = ModelShape.of(shape);
             List<String> fits = fit(s, sizes, maxBytes, "");
             List<String> small = fit(s, sizes, Math.min(maxBytes, ChecksumBench.REFERENCE_MAX_BYTES), "reference backend ");
-            boolean separateHere = full || shape.equals("llama3-8b-tp1");
+            boolean separateHere = !fusedOnly && (full || shape.equals("llama3-8b-tp1"));
             if (!fits.isEmpty()) {
                 plans.add(new Plan(PKG + "BoundsBench.read$", params("reader", readers, "shape", List.of(shape), "size", fits)));
                 plans.add(new Plan(PKG + "BoundsBench.copy$", params("reader", List.of("vector"), "shape", List.of(shape),
@@ -237,7 +241,7 @@ public final class Suite {
             if (!fast.isEmpty() && !fits.isEmpty()) {
                 plans.add(new Plan(separateHere ? all : fused, params("backend", fast, "shape", List.of(shape), "size", fits)));
             }
-            if (fast.contains("cpu") && !fits.isEmpty()) {
+            if (fast.contains("cpu") && !fits.isEmpty() && !fusedOnly) {
                 plans.add(new Plan(PKG + "ChecksumBench.plan$", params("backend", List.of("cpu"), "shape", List.of(shape),
                         "size", fits)));
             }
@@ -307,7 +311,7 @@ public final class Suite {
     private static void usage(String problem) {
         System.err.println(problem + "\nusage: java -cp jmh/target/benchmarks.jar io.kvchecksum.jmh.Suite short|full "
                 + "[--backends reference,cpu,opencl,cuda] [--out DIR] [--chart FILE.png] [--md FILE.md] "
-                + "[--max-bytes 8GiB] [--label NAME]");
+                + "[--max-bytes 8GiB] [--label NAME] [--timing short|full] [--ops fused|all]");
         System.exit(2);
     }
 

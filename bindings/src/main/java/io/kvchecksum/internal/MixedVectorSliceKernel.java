@@ -1,0 +1,185 @@
+package io.kvchecksum.internal;
+
+import io.kvchecksum.Definition;
+import jdk.incubator.vector.LongVector;
+import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorSpecies;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
+
+/**
+ * The mixed mode ({@link io.kvchecksum.ChecksumMode#MIXED}) on the Vector API: each loaded vector passes through
+ * {@link #mix} ({@link Definition#feistel3} on every lane) before it enters the running sums. The backend runs these
+ * loops in the same plan, block order, constant-stride paths and thread split as the standard ones and reads memory
+ * once; a class of its own (not a flag in the standard loops) so that the standard loops stay exactly as compiled.
+ *
+ * <p>Unlike {@link VectorSliceKernel}, every loop here has <em>one</em> running-sum pair and one load per iteration.
+ * The mixer is about fifteen vector operations: with four or eight of them in one loop body (the standard loops'
+ * unrolling) C2 stops inlining at {@code NodeCountInliningCutoff} and boxes every vector (measured: 15x slower). One
+ * accumulator pair is enough, since the mixer's arithmetic, not the adds' latency, sets the pace (docs/bench-cpu.md).
+ *
+ * <p>The mixer's multiplies are {@code LongVector} multiplies of two operands masked to their low 32 bits (the
+ * constant too), the shape HotSpot compiles to {@code vpmuludq} on AVX2/AVX-512 (JDK-8341137) instead of an emulated
+ * 64-bit lane multiply; see {@code docs/bench-cpu.md}, "Mixed mode cost".
+ */
+final class MixedVectorSliceKernel implements SliceKernel {
+    private static final VectorSpecies<Long> S = LongVector.SPECIES_PREFERRED;
+    private static final int L = S.length();
+    private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
+    private static final ValueLayout.OfLong PIECE = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(LE);
+    private static final long M32 = 0xFFFFFFFFL;
+    private static final long HI = ~M32;
+
+    /**
+     * The mixer on every lane: exactly {@link Definition#feistel3}, each round's fold written so that the xors fuse
+     * (AVX-512's three-input {@code vpternlogq}): {@code (p ^ p >>> 32) << 32 == ((p << 32) ^ p) & HI} and
+     * {@code (p ^ p >>> 32) & M32 == (p & M32) ^ (p >>> 32)}. Measured in L1 at 512 bits: 2.7 ns per vector against
+     * 3.2 for the literal form; the same at 256 bits.
+     */
+    static LongVector mix(LongVector x) {
+        LongVector p = x.and(M32).mul(LongVector.broadcast(S, 0x9E3779B9L).and(M32));
+        x = x.lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32).lanewise(VectorOperators.XOR, p).and(HI));
+        p = x.lanewise(VectorOperators.LSHR, 32).mul(LongVector.broadcast(S, 0x85EBCA6BL).and(M32));
+        x = x.lanewise(VectorOperators.XOR, p.and(M32)).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32));
+        p = x.and(M32).mul(LongVector.broadcast(S, 0xC2B2AE35L).and(M32));
+        return x.lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32).lanewise(VectorOperators.XOR, p).and(HI));
+    }
+
+    /** Whole vectors per cell region: any token stride (MLA's back-to-back rows are the case stride = 8 * region). */
+    @Override
+    public boolean affine(int regionPieces, long tokenStride, int cellPieces) {
+        return regionPieces % L == 0;
+    }
+
+    /**
+     * At 256 bits (AVX2) the token-major loop below measured five times slower than its mixer allows (sixteen vector
+     * registers for the mixer's constants, three sums and an unrolled body; docs/bench-cpu.md), while the position-major
+     * order of the earlier separate loop did not: so that width reads one vector of piece positions over the block's
+     * tokens at a time, like that loop did.
+     */
+    private static final boolean POSITION_MAJOR = L <= 4;
+
+    @Override
+    public long sumAffine(MemorySegment seg, long base, long stride, int n, long t0, int cellPieces, int pieceBase,
+            int regionPieces) {
+        if (POSITION_MAJOR) {
+            return positionMajor(seg, base, stride, n, t0, cellPieces, pieceBase, regionPieces);
+        }
+        int vectors = regionPieces / L;
+        final long vb = 8L * L;
+        LongVector a = LongVector.zero(S);    // running sum of the mixed pieces
+        LongVector s = LongVector.zero(S);    // running sum of a, once per vector
+        LongVector r = LongVector.zero(S);    // running sum of a, once per token
+        for (int i = 0; i < n; i++) {
+            long at = base + i * stride;
+            for (int v = 0; v < vectors; v++) {
+                a = a.add(mix(LongVector.fromMemorySegment(S, seg, at + v * vb, LE)));
+                s = s.add(a);
+            }
+            r = r.add(a);
+        }
+        return close(a, s, r, n, vectors, t0, cellPieces, pieceBase);
+    }
+
+    /**
+     * {@link #sumAffine} one vector of piece positions {@code v} at a time over the block's tokens: {@code a += f(x);
+     * t += a} per token, then that vector's lanes contribute {@code a(c0 + 2vL + 2l + 2Pn) - 2P*t}, summed as vectors
+     * and reduced once.
+     */
+    static long positionMajor(MemorySegment seg, long base, long stride, int n, long t0, int cellPieces, int pieceBase,
+            int regionPieces) {
+        int vectors = regionPieces / L;
+        final long vb = 8L * L;
+        long twoP = 2L * cellPieces;
+        long c0 = 2 * (t0 * cellPieces + pieceBase) + 1 + twoP * n;
+        LongVector g = LongVector.zero(S);
+        for (int v = 0; v < vectors; v++) {
+            LongVector a = LongVector.zero(S);
+            LongVector t = LongVector.zero(S);
+            long at = base + v * vb;
+            for (int i = 0; i < n; i++) {
+                a = a.add(mix(LongVector.fromMemorySegment(S, seg, at + i * stride, LE)));
+                t = t.add(a);
+            }
+            g = g.add(a.mul(VectorSliceKernel.TWO_IOTA.add(c0 + 2L * L * v))).sub(t.mul(twoP));
+        }
+        return g.reduceLanes(VectorOperators.ADD);
+    }
+
+    /**
+     * The closing formula of the one-pair loops. Vector {@code v} of token {@code i} is step {@code m = iV + v} of
+     * {@code nV}; so {@code sum m*x = nV*A - S} and {@code sum i*x = n*A - R} per lane. With the weight
+     * {@code c0 + 2iP + 2vL + 2l} ({@code c0 = 2(t0*P + base) + 1}) the sum is
+     * {@code A(c0 + 2l + 2Pn) - 2L*S + 2(LV - P)*R}, one lane reduction.
+     */
+    private static long close(LongVector a, LongVector s, LongVector r, int n, int vectors, long t0, int cellPieces,
+            int pieceBase) {
+        long c0 = 2 * (t0 * cellPieces + pieceBase) + 1;
+        long twoP = 2L * cellPieces;
+        LongVector g = a.mul(VectorSliceKernel.TWO_IOTA.add(c0 + twoP * n))
+                .sub(s.lanewise(VectorOperators.LSHL, VectorSliceKernel.SHIFT_2L))
+                .add(r.mul(2L * L * vectors - twoP));
+        return g.reduceLanes(VectorOperators.ADD);
+    }
+
+    /** The offset-table path: the same loop at {@code off[i] + extra}, the pieces short of a vector one by one. */
+    @Override
+    public long sum(MemorySegment seg, long[] off, long extra, int n, long t0, int cellPieces, int pieceBase,
+            int regionPieces) {
+        int vectors = regionPieces / L;
+        long total = 0;
+        if (vectors > 0) {
+            final long vb = 8L * L;
+            LongVector a = LongVector.zero(S);
+            LongVector s = LongVector.zero(S);
+            LongVector r = LongVector.zero(S);
+            for (int i = 0; i < n; i++) {
+                long at = off[i] + extra;
+                for (int v = 0; v < vectors; v++) {
+                    a = a.add(mix(LongVector.fromMemorySegment(S, seg, at + v * vb, LE)));
+                    s = s.add(a);
+                }
+                r = r.add(a);
+            }
+            total = close(a, s, r, n, vectors, t0, cellPieces, pieceBase);
+        }
+        int c = vectors * L;
+        if (c < regionPieces) {
+            total += MixedScalarSliceKernel.direct(seg, off, extra + 8L * c, n, t0, cellPieces, pieceBase + c,
+                    regionPieces - c);
+        }
+        return total;
+    }
+
+    /** {@link VectorSliceKernel#sumRows}, mixed: each token's row of side-by-side heads front to back. */
+    @Override
+    public void sumRows(MemorySegment seg, long[] off, int n, long t0, int cellPieces, int pieceBase, int regionPieces,
+            int heads, long[] a, long[] t, long[] out) {
+        int total = heads * regionPieces;
+        int vectorEnd = total - total % L;
+        java.util.Arrays.fill(a, 0, total, 0);
+        java.util.Arrays.fill(t, 0, total, 0);
+        for (int i = 0; i < n; i++) {
+            long base = off[i];
+            int q = 0;
+            for (; q < vectorEnd; q += L) {
+                LongVector sum = LongVector.fromArray(S, a, q)
+                        .add(mix(LongVector.fromMemorySegment(S, seg, base + 8L * q, LE)));
+                sum.intoArray(a, q);
+                LongVector.fromArray(S, t, q).add(sum).intoArray(t, q);
+            }
+            for (; q < total; q++) {
+                a[q] += Definition.feistel3(seg.get(PIECE, base + 8L * q));
+                t[q] += a[q];
+            }
+        }
+        SliceKernel.finishRows(n, t0, cellPieces, pieceBase, regionPieces, heads, a, t, out);
+    }
+
+    @Override
+    public String describe() {
+        return "mixed mode: Vector API " + S.vectorBitSize() + "-bit";
+    }
+}

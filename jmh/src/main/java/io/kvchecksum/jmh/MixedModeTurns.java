@@ -1,0 +1,115 @@
+package io.kvchecksum.jmh;
+
+import io.kvchecksum.ChecksumMode;
+import io.kvchecksum.KvChecksum;
+import io.kvchecksum.KvChecksums;
+import io.kvchecksum.SlicePlan;
+import io.kvchecksum.bench.MemoryBound;
+
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * {@link MixedModeBench}'s three operations in turn, in one JVM, on a machine too loaded for separate forks to be
+ * compared: per shape and size, each reader of the read bound, the standard mode and the mixed mode run one after
+ * another, {@code reps} rounds, so a load spike hits all of them; prints min and median times and the ratios
+ * mixed/standard and mixed/bound (the bound: the fastest reader) of mins and of medians. Results are checked first
+ * (mixed against the reference backend on the first blocks, and different from standard). A diagnostic beside the
+ * JMH benchmark, not a replacement for it. Usage:
+ *
+ * <pre>java --enable-native-access=ALL-UNNAMED --add-modules=jdk.incubator.vector [-XX:UseAVX=2] \
+ *     -cp jmh/target/benchmarks.jar io.kvchecksum.jmh.MixedModeTurns llama3-8b-tp1,deepseek-mla-fp8 1MiB,256MiB 31</pre>
+ */
+public final class MixedModeTurns {
+    private MixedModeTurns() {
+    }
+
+    public static void main(String[] args) {
+        if (args.length != 3) {
+            System.err.println("usage: MixedModeTurns SHAPE[,SHAPE..] SIZE[,SIZE..] REPS");
+            System.exit(2);
+        }
+        int reps = Integer.parseInt(args[2]);
+        KvChecksum cpu = KvChecksums.cpu();
+        System.out.println(cpu.description() + "; " + Runtime.version() + "; " + reps + " rounds");
+        for (String shape : args[0].split(",")) {
+            for (String size : args[1].split(",")) {
+                ModelShape s = ModelShape.of(shape);
+                try (KvFixture fx = KvFixture.create(s, s.tokens(size));
+                     MemoryBound bound = new MemoryBound(fx.segments(), Runtime.getRuntime().availableProcessors())) {
+                    run(cpu, fx, bound, shape + " " + size, reps);
+                }
+            }
+        }
+    }
+
+    private static long call(KvChecksum cpu, MemoryBound bound, List<MemoryBound.Reader> readers, int op, SlicePlan standard,
+            SlicePlan mixed) {
+        return op < readers.size() ? bound.read(readers.get(op))
+                : cpu.blockChecksums(op == readers.size() ? standard : mixed)[0];
+    }
+
+    private static void run(KvChecksum cpu, KvFixture fx, MemoryBound bound, String label, int reps) {
+        SlicePlan standard = SlicePlan.of(fx.group(), fx.request());
+        SlicePlan mixed = SlicePlan.of(fx.group(), fx.request(), ChecksumMode.MIXED);
+        long[] m = cpu.blockChecksums(mixed);
+        if (Arrays.equals(m, cpu.blockChecksums(standard))) {
+            throw new IllegalStateException("mixed and standard checksums agree: the mixer did not run");
+        }
+        try (KvChecksum ref = KvChecksums.reference()) {
+            io.kvchecksum.RequestBlocks r = fx.request();
+            long perBlock = Math.max(1, fx.group().bytesPerToken() * r.blockSize());
+            int blocks = (int) Math.min(m.length, Math.max(1, (16L << 20) / perBlock));
+            io.kvchecksum.RequestBlocks head = io.kvchecksum.RequestBlocks.of(r.pageTable(),
+                    Math.min(r.numTokens(), (r.firstBlock() + blocks) * (long) r.blockSize()), r.firstBlock(), r.blockSize());
+            long[] expected = ref.blockChecksums(SlicePlan.of(fx.group(), head, ChecksumMode.MIXED));
+            Oracle.expectEqual("cpu mixed vs reference", expected, Arrays.copyOf(m, expected.length));
+        }
+        List<MemoryBound.Reader> readers = MemoryBound.readers();
+        int ops = readers.size() + 2;
+        long[][] t = new long[ops][reps];
+        long sink = 0;
+        // Warm-up (every op compiled), then calls per timing so that one timing is at least ~2 ms.
+        long fastest = Long.MAX_VALUE;
+        for (int warm = 0; warm < 20; warm++) {
+            for (int op = 0; op < ops; op++) {
+                long start = System.nanoTime();
+                sink += call(cpu, bound, readers, op, standard, mixed);
+                fastest = Math.min(fastest, System.nanoTime() - start);
+            }
+        }
+        int batch = (int) Math.max(1, Math.min(2000, 2_000_000 / Math.max(1, fastest)));
+        for (int r = 0; r < reps; r++) {
+            for (int op = 0; op < ops; op++) {
+                long start = System.nanoTime();
+                for (int b = 0; b < batch; b++) {
+                    sink += call(cpu, bound, readers, op, standard, mixed);
+                }
+                t[op][r] = (System.nanoTime() - start) / batch;
+            }
+        }
+        for (long[] x : t) {
+            Arrays.sort(x);
+        }
+        int best = 0;
+        for (int op = 1; op < readers.size(); op++) {
+            if (t[op][0] < t[best][0]) {
+                best = op;
+            }
+        }
+        double mb = fx.kvBytes() / 1e6;
+        System.out.printf("%s (%.2f MB, batch %d, checksum bit %d)%n", label, mb, batch, sink & 1);
+        for (int op = 0; op < ops; op++) {
+            String name = op < readers.size() ? "read:" + readers.get(op).id() : op == readers.size() ? "standard" : "mixed";
+            System.out.printf("  %-12s min %10.1f us  median %10.1f us  %6.1f GB/s (min)%n", name, t[op][0] / 1e3,
+                    t[op][reps / 2] / 1e3, fx.kvBytes() / (double) t[op][0]);
+        }
+        int std = readers.size();
+        int mix = std + 1;
+        System.out.printf("  mixed/standard %.2f (mins) %.2f (medians); mixed/bound %.2f / %.2f; standard/bound %.2f / %.2f;"
+                        + " bound by %s%n",
+                (double) t[std][0] / t[mix][0], (double) t[std][reps / 2] / t[mix][reps / 2],
+                (double) t[best][0] / t[mix][0], (double) t[best][reps / 2] / t[mix][reps / 2],
+                (double) t[best][0] / t[std][0], (double) t[best][reps / 2] / t[std][reps / 2], readers.get(best).id());
+    }
+}
