@@ -63,6 +63,15 @@ public final class OpenClBackend implements KvChecksum {
     /** PoCL runs a work-group's items as a loop on one core; small work-groups measured faster there (16 vs 256: ~1.7x). */
     private static final int MAX_LOCAL_CPU = 16;
     private static final int MAX_PARTS_PER_COLUMN = 1024;
+    /** Work items per compute unit of the CPU build of {@code block_checksums} (see {@link #cpuItems}). */
+    private static final long CPU_ITEMS_PER_COMPUTE_UNIT = 4;
+    /** System property: work items per compute unit of the CPU build of {@code block_checksums} (for measuring). */
+    public static final String CPU_ITEMS_PROPERTY = "kvchecksum.opencl.cpuItems";
+    /**
+     * System property, for measuring: {@code table} makes the CPU build visit blocks in the order of the block table
+     * instead of by address ({@code address}, the default).
+     */
+    public static final String BLOCK_ORDER_PROPERTY = "kvchecksum.opencl.blockOrder";
     /** System property: {@code false} makes a CPU device copy host memory too (to measure what zero copy saves). */
     public static final String ZERO_COPY_PROPERTY = "kvchecksum.opencl.zeroCopy";
     /**
@@ -85,6 +94,10 @@ public final class OpenClBackend implements KvChecksum {
     private final boolean zeroCopy;
     /** Pieces per unit the program was built with ({@code KVC_UNIT16}: 16, {@code KVC_UNIT32}: 32, else 8). */
     private final int unitPieces;
+    /** The CPU build of {@code block_checksums} ({@code KVC_CONTIGUOUS_UNITS}): unit runs per work item, blocks in address order. */
+    private final boolean contiguous;
+    /** Diagnostic: the CPU build visits blocks in table order ({@value #BLOCK_ORDER_PROPERTY}{@code =table}). */
+    private final boolean tableOrder = "table".equals(System.getProperty(BLOCK_ORDER_PROPERTY, "address"));
     /** Alignment of a zero-copy window's start: the device's {@code CL_DEVICE_MEM_BASE_ADDR_ALIGN}, at least 64 bytes. */
     private final long windowAlign;
     private volatile boolean closed;
@@ -116,7 +129,8 @@ public final class OpenClBackend implements KvChecksum {
             q = CL.clCreateCommandQueue(context, device, 0, err);
             JoclApi.check(err[0], "clCreateCommandQueue");
             unitPieces = unitPieces(info);
-            p = build(context, device, info, source, (contiguousUnits(info) ? " -D KVC_CONTIGUOUS_UNITS" : "")
+            contiguous = contiguousUnits(info);
+            p = build(context, device, info, source, (contiguous ? " -D KVC_CONTIGUOUS_UNITS" : "")
                     + (unitPieces == 8 ? "" : " -D KVC_UNIT" + unitPieces));
             maxAlloc = OpenClDevices.deviceLong(device, CL.CL_DEVICE_MAX_MEM_ALLOC_SIZE);
             computeUnits = Math.max(1, OpenClDevices.deviceInt(device, CL.CL_DEVICE_MAX_COMPUTE_UNITS));
@@ -400,11 +414,26 @@ public final class OpenClBackend implements KvChecksum {
             return PendingChecksums.completed(new long[0]);
         }
         Descriptors d = layout(plan).d;
+        if (contiguous) {
+            int items = cpuItems(d);
+            int[] order = tableOrder ? java.util.stream.IntStream.range(0, nb).toArray() : addressOrder(plan);
+            return enqueue(nb, op -> {
+                cl_mem partials = op.buffer((long) nb * items * Sizeof.cl_ulong);
+                cl_kernel k = op.kernel("block_checksums" + modeSuffix(plan));
+                int a = setLayoutArgs(op, k, d, plan, order);
+                op.arg(k, a++, d.numSlices);
+                op.arg(k, a++, items);
+                op.arg(k, a++, partials);
+                op.local(k, a, Sizeof.cl_ulong);
+                op.launch(k, new long[] {items}, new long[] {1});
+                return sumParts(op, partials, items, nb);
+            });
+        }
         int parts = unitParts((long) nb, d);
         return enqueue(nb, op -> {
             cl_mem partials = op.buffer((long) nb * parts * Sizeof.cl_ulong);
             cl_kernel k = op.kernel("block_checksums" + modeSuffix(plan));
-            int a = setLayoutArgs(op, k, d, plan);
+            int a = setLayoutArgs(op, k, d, plan, null);
             op.arg(k, a++, d.numSlices);
             op.arg(k, a++, parts);
             op.arg(k, a++, partials);
@@ -448,7 +477,7 @@ public final class OpenClBackend implements KvChecksum {
         try (PendingChecksums p = enqueue(n, op -> {
             cl_mem partials = op.buffer((long) n * parts * Sizeof.cl_ulong);
             cl_kernel k = op.kernel("slice_sums" + modeSuffix(plan));
-            int a = setLayoutArgs(op, k, d, plan);
+            int a = setLayoutArgs(op, k, d, plan, null);
             op.arg(k, a++, nb);
             op.arg(k, a++, parts);
             op.arg(k, a++, partials);
@@ -525,6 +554,45 @@ public final class OpenClBackend implements KvChecksum {
     }
 
     /**
+     * Work items of the CPU build of {@code block_checksums}: each takes one contiguous run of every block's units, so
+     * a few per compute unit (the pthread driver hands work-groups of one item to its threads), never more than a
+     * block has units. {@value #CPU_ITEMS_PROPERTY} overrides the number per compute unit (for measuring).
+     */
+    private int cpuItems(Descriptors d) {
+        long units = 0;
+        for (int i = 0; i < d.numSlices; i++) {
+            long pk = d.desc[i * Descriptors.WORDS + Descriptors.K_PIECES];
+            long pv = d.desc[i * Descriptors.WORDS + Descriptors.PIECES] - pk;
+            units += Math.ceilDiv(pk, unitPieces) + Math.ceilDiv(pv, unitPieces);
+        }
+        long perUnit = Long.getLong(CPU_ITEMS_PROPERTY, CPU_ITEMS_PER_COMPUTE_UNIT);
+        return (int) Math.max(1, Math.min(units, Math.min(MAX_PARTS_PER_COLUMN, perUnit * computeUnits)));
+    }
+
+    /**
+     * The plan's blocks sorted by the page id of their first token (ties in block order): the order in which the CPU
+     * build visits them, so that every layer's pages are read in address order (a layer's page {@code p} lies at
+     * {@code base + p * pageStride}), whatever the order of the block table.
+     */
+    static int[] addressOrder(SlicePlan plan) {
+        RequestBlocks r = plan.request();
+        int nb = plan.numBlocks();
+        int[] table = plan.pageTable();
+        long[] keys = new long[nb];
+        for (int b = 0; b < nb; b++) {
+            long t0 = Math.max(r.startToken(), (r.firstBlock() + (long) b) * r.blockSize());
+            long page = table[(int) ((t0 - r.startToken()) / plan.pageSize())];
+            keys[b] = page << 32 | b;
+        }
+        java.util.Arrays.sort(keys);
+        int[] order = new int[nb];
+        for (int k = 0; k < nb; k++) {
+            order[k] = (int) keys[k];
+        }
+        return order;
+    }
+
+    /**
      * How the plan's host memory reaches the kernels: {@code "zero-copy"} (a window over the host segments, used in
      * place) or {@code "copy: "} and the reason a copy is made. The plan must have pages in use.
      */
@@ -559,7 +627,7 @@ public final class OpenClBackend implements KvChecksum {
     }
 
     /** Makes the KV buffer (in place or a copy), uploads the descriptors and sets the eight layout arguments every checksum kernel starts with; returns the next index. */
-    private int setLayoutArgs(Op op, cl_kernel k, Descriptors d, SlicePlan plan) {
+    private int setLayoutArgs(Op op, cl_kernel k, Descriptors d, SlicePlan plan, int[] after) {
         RequestBlocks request = plan.request();
         cl_mem kv;
         if (plan.residency() == SlicePlan.Residency.DEVICE) {
@@ -595,7 +663,12 @@ public final class OpenClBackend implements KvChecksum {
         }
         op.arg(k, 0, kv);
         op.arg(k, 1, op.upload(longs(op.arena, d.desc)));
-        op.arg(k, 2, op.upload(ints(op.arena, d.table)));
+        int[] table = d.table;
+        if (after != null) {
+            table = java.util.Arrays.copyOf(d.table, d.table.length + after.length);
+            System.arraycopy(after, 0, table, d.table.length, after.length);
+        }
+        op.arg(k, 2, op.upload(ints(op.arena, table)));
         op.arg(k, 3, request.startToken());
         op.arg(k, 4, (long) plan.pageSize());
         op.arg(k, 5, request.firstBlock());

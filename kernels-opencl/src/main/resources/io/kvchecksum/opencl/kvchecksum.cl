@@ -275,15 +275,217 @@ inline ulong hsum16(ulong16 v) {
     } while (0)
 
 /*
- * The fused single pass: every KV byte of block b read once, weighted by its slice's factor in registers.
- * NDRange (local*parts, num_blocks), local (local, 1): work-group g of block b writes partials[b*parts + g].
- *
- * Work item k of the column takes units k, k + step, ... of the block's (slice, unit) sequence and walks the block's
- * tokens with each: one 64-byte vector load (vload8 of ulong) per token where the unit is whole and 8-byte aligned,
- * else piece by piece. The weights of a piece's tokens form an arithmetic progression, so the loop only adds
- * (A += x; T += A) and the weighted sum is recovered once per unit:
+ * Unit u of slice d summed over one block's tokens [t0, t0 + ntok): sum x * (2j+1) over the unit's pieces, without the
+ * slice factor. One vector load per token where the unit is whole (or a half unit) and 8-byte aligned, else piece by
+ * piece. The weights of a piece's tokens form an arithmetic progression, so the loop only adds (A += x; T += A) and
+ * the weighted sum is recovered once per unit:
  *   sum_t x_t * (2*((t0 + t)*P + q) + 1) = 2P*(t0*A + n*A - T) + (2q + 1)*A,   T = sum_t (x_0 + .. + x_t).
  * The page table is read and the position divided once per page run, never per piece.
+ */
+inline ulong unit_sum(__global const uchar *kv, __global const ulong *d, __global const int *table, ulong start,
+                      ulong page_size, ulong t0, ulong ntok, ulong u, uint mixed) {
+    ulong P = d[DESC_PIECES];
+    ulong pk = d[DESC_K_PIECES];
+    ulong ku = (pk + UNIT_PIECES - 1) / UNIT_PIECES;
+    uint flags = (uint) d[DESC_FLAGS];
+    int isK = u < ku;
+    ulong q = isK ? u * UNIT_PIECES : pk + (u - ku) * UNIT_PIECES;          /* first piece of the unit in the cell */
+    ulong part_end = isK ? pk : P;
+    ulong n = min((ulong) UNIT_PIECES, part_end - q);                        /* pieces in this unit */
+    ulong base = isK ? d[DESC_K_BASE] + 8 * q : d[DESC_V_BASE] + 8 * (q - pk);
+    ulong ps = isK ? d[DESC_K_PAGE_STRIDE] : d[DESC_V_PAGE_STRIDE];
+    ulong ts = isK ? d[DESC_K_TOKEN_STRIDE] : d[DESC_V_TOKEN_STRIDE];
+    uint aligned = flags & (isK ? DESC_K_ALIGNED : DESC_V_ALIGNED);
+    ulong s;
+    if (n == UNIT_PIECES && aligned) {
+#ifdef KVC_UNIT32
+        VECTOR_UNIT2(ulong16, load16, LANES16, hsum16);
+    } else if (n == 16 && aligned) {
+        VECTOR_UNIT(ulong16, load16, LANES16, hsum16);
+#else
+        VECTOR_UNIT(unit_vec, unit_load, UNIT_LANES, unit_hsum);
+#endif
+#if defined(KVC_UNIT16) || defined(KVC_UNIT32)
+    } else if (n == 8 && aligned) {
+        /* a half unit (e.g. the last 64 bytes of a 576-byte MLA fp8 cell): one ulong8 per token */
+        VECTOR_UNIT(ulong8, load8, LANES8, hsum8);
+#endif
+    } else {
+        ulong A[UNIT_PIECES], T[UNIT_PIECES];
+        for (ulong l = 0; l < UNIT_PIECES; l++) {
+            A[l] = 0;
+            T[l] = 0;
+        }
+        for (ulong t = 0; t < ntok;) {
+            ulong rel = t0 + t - start;
+            ulong pi = rel / page_size;
+            ulong slot = rel - pi * page_size;
+            ulong run = min(ntok - t, page_size - slot);
+            ulong addr = base + (ulong) table[pi] * ps + slot * ts;
+            for (ulong r = 0; r < run; r++, addr += ts) {
+                for (ulong l = 0; l < n; l++) {
+                    A[l] += piece_value(load_piece(kv, addr + 8 * l, aligned), mixed);
+                    T[l] += A[l];
+                }
+            }
+            t += run;
+        }
+        s = 0;
+        for (ulong l = 0; l < n; l++) {
+            s += 2 * P * (t0 * A[l] + ntok * A[l] - T[l]) + (2 * (q + l) + 1) * A[l];
+        }
+    }
+    return s;
+}
+
+/* Steps (slice i, unit u) forward until u is a unit of slice i (or i reaches num_slices). */
+inline void next_unit(__global const ulong *desc, uint num_slices, uint *i, ulong *u) {
+    while (*i < num_slices && *u >= slice_units(desc + (ulong) *i * DESC_WORDS)) {
+        *u -= slice_units(desc + (ulong) *i * DESC_WORDS);
+        (*i)++;
+    }
+}
+
+#ifdef KVC_CONTIGUOUS_UNITS
+/* Units a CPU work item reads side by side, token by token (chunk_sum). */
+#define ROW_CHUNK 16
+
+/*
+ * m * unit_sum summed over `cnt` consecutive units from (slice i, unit u), for one block, CPU build. Whole aligned
+ * units of 8, 16, .. pieces (every unit of the usual layouts) are read row by row: for each token, every such unit's
+ * vectors, so each region (a layer's K or V page) is read front to back, as a plain read would, where unit by unit
+ * a row of side-by-side heads would be read in one strided pass per head. A token's row holds units of different
+ * slices (factors m) and weights, so pieces are multiplied by their weights directly (the CPU has cycles to spare
+ * while it waits for memory): piece l of vector v of unit f at request position t0 + t has the weight
+ *   m*(2*((t0 + t)*P + q + 8v + l) + 1) = B_f + 16*m*v + 2*m*l,   B_f = m*(2*((t0 + t)*P + q) + 1),
+ * so C1 += x * (B_f + 16*m*v) and C2 += x * m, and the sum is hsum(C1) + 2*hsum(C2 * lane). Other units (partial,
+ * unaligned) go through unit_sum.
+ */
+inline ulong chunk_sum(__global const uchar *kv, __global const ulong *desc, __global const int *table, ulong start,
+                       ulong page_size, ulong t0, ulong ntok, uint i, ulong u, ulong cnt, uint num_slices, uint mixed) {
+    ulong fb[ROW_CHUNK], fd[ROW_CHUNK], fm[ROW_CHUNK], fbase[ROW_CHUNK], fps[ROW_CHUNK], fts[ROW_CHUNK],
+        faddr[ROW_CHUNK];
+    uint fnv[ROW_CHUNK];
+    uint nf = 0;
+    ulong c = 0;
+    for (ulong k = 0; k < cnt && i < num_slices; k++) {
+        __global const ulong *d = desc + (ulong) i * DESC_WORDS;
+        ulong P = d[DESC_PIECES];
+        ulong pk = d[DESC_K_PIECES];
+        ulong ku = (pk + UNIT_PIECES - 1) / UNIT_PIECES;
+        int isK = u < ku;
+        ulong q = isK ? u * UNIT_PIECES : pk + (u - ku) * UNIT_PIECES;
+        ulong n = min((ulong) UNIT_PIECES, (isK ? pk : P) - q);
+        uint aligned = (uint) d[DESC_FLAGS] & (isK ? DESC_K_ALIGNED : DESC_V_ALIGNED);
+        ulong m = d[DESC_FACTOR];
+        if (aligned && n % 8 == 0) {
+            fb[nf] = m * (2 * (t0 * P + q) + 1);
+            fd[nf] = 2 * m * P;
+            fm[nf] = m;
+            fbase[nf] = isK ? d[DESC_K_BASE] + 8 * q : d[DESC_V_BASE] + 8 * (q - pk);
+            fps[nf] = isK ? d[DESC_K_PAGE_STRIDE] : d[DESC_V_PAGE_STRIDE];
+            fts[nf] = isK ? d[DESC_K_TOKEN_STRIDE] : d[DESC_V_TOKEN_STRIDE];
+            fnv[nf] = (uint) (n / 8);
+            nf++;
+        } else {
+            c += m * unit_sum(kv, d, table, start, page_size, t0, ntok, u, mixed);
+        }
+        u++;
+        next_unit(desc, num_slices, &i, &u);
+    }
+    if (nf == 0) {
+        return c;
+    }
+    ulong8 C1 = 0, C2 = 0;
+    for (ulong t = 0; t < ntok;) {
+        ulong rel = t0 + t - start;
+        ulong pi = rel / page_size;
+        ulong slot = rel - pi * page_size;
+        ulong run = min(ntok - t, page_size - slot);
+        ulong page = (ulong) table[pi];
+        for (uint f = 0; f < nf; f++) {
+            faddr[f] = fbase[f] + page * fps[f] + slot * fts[f];
+        }
+        for (ulong r = 0; r < run; r++) {
+            for (uint f = 0; f < nf; f++) {
+                __global const ulong *row = (__global const ulong *) (kv + faddr[f]);
+                ulong w = fb[f];
+                ulong8 m = (ulong8) fm[f];
+                ulong m16 = 16 * fm[f];
+                if (fnv[f] == 4) {
+                    ulong8 x0 = PIECE_VALUE_V(ulong8, vload8(0, row));
+                    ulong8 x1 = PIECE_VALUE_V(ulong8, vload8(1, row));
+                    ulong8 x2 = PIECE_VALUE_V(ulong8, vload8(2, row));
+                    ulong8 x3 = PIECE_VALUE_V(ulong8, vload8(3, row));
+                    C1 += x0 * w + x1 * (w + m16) + x2 * (w + 2 * m16) + x3 * (w + 3 * m16);
+                    C2 += (x0 + x1 + x2 + x3) * m;
+                } else {
+                    for (uint v = 0; v < fnv[f]; v++, w += m16) {
+                        ulong8 x = PIECE_VALUE_V(ulong8, vload8(v, row));
+                        C1 += x * w;
+                        C2 += x * m;
+                    }
+                }
+                faddr[f] += fts[f];
+                fb[f] += fd[f];
+            }
+        }
+        t += run;
+    }
+    return c + hsum8(C1) + 2 * hsum8(C2 * LANES8);
+}
+
+/*
+ * The fused single pass, CPU build. NDRange (items), any local size: work item g takes the same contiguous run of
+ * units, [total*g/items, total*(g+1)/items) of the (slice, unit) sequence, in every block, in chunks of ROW_CHUNK
+ * units read row by row (chunk_sum), and visits the blocks in the order the host lists after the page table
+ * (table[pages ..], pages = ceil((num_tokens - start)/page_size)): the blocks sorted by the page id of their first
+ * token, i.e. by address in every layer's pages. So each core reads each region front to back, one page after the
+ * next, where the table's order (shuffled in an engine whose free list has churned) would jump to a random page, TLB
+ * entry and prefetch stream at every block. It writes partials[b*items + g] for every block b (parts == items);
+ * sum_parts adds them.
+ */
+inline void block_checksums_body(__global const uchar *kv, __global const ulong *desc, __global const int *table,
+                                 ulong start, ulong page_size, ulong first_block, ulong block_size, ulong num_tokens,
+                                 uint num_slices, uint parts, __global ulong *partials, __local ulong *scratch,
+                                 uint mixed) {
+    ulong g = get_global_id(0);
+    ulong nb = (num_tokens + block_size - 1) / block_size - first_block;
+    __global const int *order = table + (num_tokens - start + page_size - 1) / page_size;
+    ulong total = 0;
+    for (uint k = 0; k < num_slices; k++) {
+        total += slice_units(desc + (ulong) k * DESC_WORDS);
+    }
+    ulong first = total * g / parts;
+    ulong end = total * (g + 1) / parts;
+    for (ulong k = 0; k < nb; k++) {
+        partials[(ulong) order[k] * parts + g] = 0;
+    }
+    uint i = 0;
+    ulong u = first;
+    next_unit(desc, num_slices, &i, &u);
+    for (ulong at = first; at < end && i < num_slices; ) {
+        ulong cnt = min((ulong) ROW_CHUNK, end - at);
+        for (ulong k = 0; k < nb; k++) {
+            ulong b = (ulong) order[k];
+            ulong t0 = (first_block + b) * block_size;
+            ulong t1 = min(t0 + block_size, num_tokens);
+            if (t1 > t0) {
+                partials[b * parts + g] += chunk_sum(kv, desc, table, start, page_size, t0, t1 - t0, i, u, cnt,
+                                                     num_slices, mixed);
+            }
+        }
+        at += cnt;
+        u += cnt;
+        next_unit(desc, num_slices, &i, &u);
+    }
+}
+#else
+/*
+ * The fused single pass, GPU build: every KV byte of block b read once, weighted by its slice's factor in registers.
+ * NDRange (local*parts, num_blocks), local (local, 1): work-group g of block b writes partials[b*parts + g].
+ * Work item k of the column takes units k, k + step, ... of the block's (slice, unit) sequence (neighbouring work
+ * items take neighbouring units: coalesced loads) and walks the block's tokens with each (unit_sum).
  */
 inline void block_checksums_body(__global const uchar *kv, __global const ulong *desc, __global const int *table,
                                  ulong start, ulong page_size, ulong first_block, ulong block_size, ulong num_tokens,
@@ -295,94 +497,23 @@ inline void block_checksums_body(__global const uchar *kv, __global const ulong 
     ulong t0 = (first_block + b) * block_size;
     ulong t1 = min(t0 + block_size, num_tokens);
     ulong ntok = t1 > t0 ? t1 - t0 : 0;
-    ulong item = g * wg + get_local_id(0);
-    ulong c = 0;
-#ifdef KVC_CONTIGUOUS_UNITS
-    /* CPU devices: a work item takes a contiguous run of units, so one core walks the block's memory in order. */
-    ulong total = 0;
-    for (uint k = 0; k < num_slices; k++) {
-        total += slice_units(desc + (ulong) k * DESC_WORDS);
-    }
-    ulong u = total * item / (parts * wg);
-    ulong left = total * (item + 1) / (parts * wg) - u;
-    ulong step = 1;
-#else
-    /* GPUs: neighbouring work items take neighbouring units (coalesced loads). */
-    ulong u = item;
-    ulong left = ~(ulong) 0;
+    ulong u = g * wg + get_local_id(0);
     ulong step = parts * wg;
-#endif
-    /* (slice i, unit u) of this work item's first unit */
+    ulong c = 0;
     uint i = 0;
-    while (i < num_slices && u >= slice_units(desc + (ulong) i * DESC_WORDS)) {
-        u -= slice_units(desc + (ulong) i * DESC_WORDS);
-        i++;
-    }
-    for (; i < num_slices && ntok > 0 && left > 0; left--) {
+    next_unit(desc, num_slices, &i, &u);
+    while (i < num_slices && ntok > 0) {
         __global const ulong *d = desc + (ulong) i * DESC_WORDS;
-        ulong P = d[DESC_PIECES];
-        ulong pk = d[DESC_K_PIECES];
-        ulong ku = (pk + UNIT_PIECES - 1) / UNIT_PIECES;
-        uint flags = (uint) d[DESC_FLAGS];
-        int isK = u < ku;
-        ulong q = isK ? u * UNIT_PIECES : pk + (u - ku) * UNIT_PIECES;          /* first piece of the unit in the cell */
-        ulong part_end = isK ? pk : P;
-        ulong n = min((ulong) UNIT_PIECES, part_end - q);                        /* pieces in this unit */
-        ulong base = isK ? d[DESC_K_BASE] + 8 * q : d[DESC_V_BASE] + 8 * (q - pk);
-        ulong ps = isK ? d[DESC_K_PAGE_STRIDE] : d[DESC_V_PAGE_STRIDE];
-        ulong ts = isK ? d[DESC_K_TOKEN_STRIDE] : d[DESC_V_TOKEN_STRIDE];
-        uint aligned = flags & (isK ? DESC_K_ALIGNED : DESC_V_ALIGNED);
-        ulong s;
-        if (n == UNIT_PIECES && aligned) {
-#ifdef KVC_UNIT32
-            VECTOR_UNIT2(ulong16, load16, LANES16, hsum16);
-        } else if (n == 16 && aligned) {
-            VECTOR_UNIT(ulong16, load16, LANES16, hsum16);
-#else
-            VECTOR_UNIT(unit_vec, unit_load, UNIT_LANES, unit_hsum);
-#endif
-#if defined(KVC_UNIT16) || defined(KVC_UNIT32)
-        } else if (n == 8 && aligned) {
-            /* a half unit (e.g. the last 64 bytes of a 576-byte MLA fp8 cell): one ulong8 per token */
-            VECTOR_UNIT(ulong8, load8, LANES8, hsum8);
-#endif
-        } else {
-            ulong A[UNIT_PIECES], T[UNIT_PIECES];
-            for (ulong l = 0; l < UNIT_PIECES; l++) {
-                A[l] = 0;
-                T[l] = 0;
-            }
-            for (ulong t = 0; t < ntok;) {
-                ulong rel = t0 + t - start;
-                ulong pi = rel / page_size;
-                ulong slot = rel - pi * page_size;
-                ulong run = min(ntok - t, page_size - slot);
-                ulong addr = base + (ulong) table[pi] * ps + slot * ts;
-                for (ulong r = 0; r < run; r++, addr += ts) {
-                    for (ulong l = 0; l < n; l++) {
-                        A[l] += piece_value(load_piece(kv, addr + 8 * l, aligned), mixed);
-                        T[l] += A[l];
-                    }
-                }
-                t += run;
-            }
-            s = 0;
-            for (ulong l = 0; l < n; l++) {
-                s += 2 * P * (t0 * A[l] + ntok * A[l] - T[l]) + (2 * (q + l) + 1) * A[l];
-            }
-        }
-        c += d[DESC_FACTOR] * s;
+        c += d[DESC_FACTOR] * unit_sum(kv, d, table, start, page_size, t0, ntok, u, mixed);
         u += step;
-        while (i < num_slices && u >= slice_units(desc + (ulong) i * DESC_WORDS)) {
-            u -= slice_units(desc + (ulong) i * DESC_WORDS);
-            i++;
-        }
+        next_unit(desc, num_slices, &i, &u);
     }
     c = group_sum(scratch, c);
     if (get_local_id(0) == 0) {
         partials[b * parts + g] = c;
     }
 }
+#endif
 
 /* The kernels: each body in the standard mode and, as *_mixed, in the mixed mode (every piece through feistel3). */
 #define KVC_SLICE_SUMS_ARGS __global const uchar *kv, __global const ulong *desc, __global const int *table, \
