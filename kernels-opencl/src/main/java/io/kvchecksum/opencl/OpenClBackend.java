@@ -473,6 +473,23 @@ public final class OpenClBackend implements KvChecksum {
         }
         Descriptors d = layout(plan).d;
         int n = Math.multiplyExact(d.numSlices, nb);
+        if (contiguous) {
+            // CPU build: one work item per slice, every block, blocks in address order; the output is the slice sums.
+            int[] order = tableOrder ? java.util.stream.IntStream.range(0, nb).toArray() : addressOrder(plan);
+            try (PendingChecksums p = enqueue(n, op -> {
+                cl_mem sums = op.buffer((long) n * Sizeof.cl_ulong);
+                cl_kernel k = op.kernel("slice_sums" + modeSuffix(plan));
+                int a = setLayoutArgs(op, k, d, plan, order);
+                op.arg(k, a++, nb);
+                op.arg(k, a++, 1);
+                op.arg(k, a++, sums);
+                op.local(k, a, Sizeof.cl_ulong);
+                op.launch(k, new long[] {1, 1, d.numSlices}, new long[] {1, 1, 1});
+                return sums;
+            })) {
+                return plan.sliceSums(p.get());
+            }
+        }
         int parts = partsPerColumn((long) n, d, plan.request().blockSize());
         try (PendingChecksums p = enqueue(n, op -> {
             cl_mem partials = op.buffer((long) n * parts * Sizeof.cl_ulong);

@@ -149,27 +149,6 @@ inline ulong group_sum(__local ulong *scratch, ulong v) {
 }
 
 /*
- * Per-slice weighted sums. NDRange (local*parts, num_blocks, num_slices), local (local, 1, 1): work-group g of
- * column b of slice i writes partials[(i*num_blocks + b)*parts + g]; with parts == 1 that is the slice sum.
- */
-inline void slice_sums_body(__global const uchar *kv, __global const ulong *desc, __global const int *table,
-                            ulong start, ulong page_size, ulong first_block, ulong block_size, ulong num_tokens,
-                            uint num_blocks, uint parts, __global ulong *partials, __local ulong *scratch, uint mixed) {
-    uint g = get_group_id(0);
-    ulong wg = get_local_size(0);
-    ulong b = get_global_id(1);
-    ulong slice = get_global_id(2);
-    ulong t0 = (first_block + b) * block_size;
-    ulong t1 = min(t0 + block_size, num_tokens);
-    ulong s = slice_partial(kv, desc + slice * DESC_WORDS, table, start, page_size, t0, t1,
-                            g * wg + get_local_id(0), parts * wg, mixed);
-    s = group_sum(scratch, s);
-    if (get_local_id(0) == 0) {
-        partials[(slice * num_blocks + b) * parts + g] = s;
-    }
-}
-
-/*
  * Units of a part: runs of up to UNIT_PIECES pieces, the fixed amount one work item reads per token: 8 (64 bytes, one
  * ulong8) by default; 16 (128 bytes, one ulong16) with KVC_UNIT16; 32 (256 bytes, two ulong16: four adjacent cache
  * lines per row, a whole 128-dim bf16 head) with KVC_UNIT32, the CPU default.
@@ -359,10 +338,11 @@ inline void next_unit(__global const ulong *desc, uint num_slices, uint *i, ulon
  * while it waits for memory): piece l of vector v of unit f at request position t0 + t has the weight
  *   m*(2*((t0 + t)*P + q + 8v + l) + 1) = B_f + 16*m*v + 2*m*l,   B_f = m*(2*((t0 + t)*P + q) + 1),
  * so C1 += x * (B_f + 16*m*v) and C2 += x * m, and the sum is hsum(C1) + 2*hsum(C2 * lane). Other units (partial,
- * unaligned) go through unit_sum.
+ * unaligned) go through unit_sum. With weighted == 0, m = 1 for every unit (a slice sum).
  */
 inline ulong chunk_sum(__global const uchar *kv, __global const ulong *desc, __global const int *table, ulong start,
-                       ulong page_size, ulong t0, ulong ntok, uint i, ulong u, ulong cnt, uint num_slices, uint mixed) {
+                       ulong page_size, ulong t0, ulong ntok, uint i, ulong u, ulong cnt, uint num_slices,
+                       uint weighted, uint mixed) {
     ulong fb[ROW_CHUNK], fd[ROW_CHUNK], fm[ROW_CHUNK], fbase[ROW_CHUNK], fps[ROW_CHUNK], fts[ROW_CHUNK],
         faddr[ROW_CHUNK];
     uint fnv[ROW_CHUNK];
@@ -377,7 +357,7 @@ inline ulong chunk_sum(__global const uchar *kv, __global const ulong *desc, __g
         ulong q = isK ? u * UNIT_PIECES : pk + (u - ku) * UNIT_PIECES;
         ulong n = min((ulong) UNIT_PIECES, (isK ? pk : P) - q);
         uint aligned = (uint) d[DESC_FLAGS] & (isK ? DESC_K_ALIGNED : DESC_V_ALIGNED);
-        ulong m = d[DESC_FACTOR];
+        ulong m = weighted ? d[DESC_FACTOR] : 1;
         if (aligned && n % 8 == 0) {
             fb[nf] = m * (2 * (t0 * P + q) + 1);
             fd[nf] = 2 * m * P;
@@ -472,7 +452,7 @@ inline void block_checksums_body(__global const uchar *kv, __global const ulong 
             ulong t1 = min(t0 + block_size, num_tokens);
             if (t1 > t0) {
                 partials[b * parts + g] += chunk_sum(kv, desc, table, start, page_size, t0, t1 - t0, i, u, cnt,
-                                                     num_slices, mixed);
+                                                     num_slices, 1, mixed);
             }
         }
         at += cnt;
@@ -480,7 +460,53 @@ inline void block_checksums_body(__global const uchar *kv, __global const ulong 
         next_unit(desc, num_slices, &i, &u);
     }
 }
+
+/*
+ * Per-slice weighted sums, CPU build. NDRange (1, 1, num_slices), local (1, 1, 1), parts == 1: work item i sums slice
+ * i over every block, the blocks in address order (the order after the page table, as in block_checksums), reading
+ * the slice's units row by row (chunk_sum, unweighted), and writes partials[i*num_blocks + b], the slice sums.
+ */
+inline void slice_sums_body(__global const uchar *kv, __global const ulong *desc, __global const int *table,
+                            ulong start, ulong page_size, ulong first_block, ulong block_size, ulong num_tokens,
+                            uint num_blocks, uint parts, __global ulong *partials, __local ulong *scratch, uint mixed) {
+    uint slice = (uint) get_global_id(2);
+    uint num_slices = slice + 1;
+    ulong units = slice_units(desc + (ulong) slice * DESC_WORDS);
+    __global const int *order = table + (num_tokens - start + page_size - 1) / page_size;
+    for (ulong k = 0; k < num_blocks; k++) {
+        ulong b = (ulong) order[k];
+        ulong t0 = (first_block + b) * block_size;
+        ulong t1 = min(t0 + block_size, num_tokens);
+        ulong s = 0;
+        for (ulong u = 0; u < units && t1 > t0; u += ROW_CHUNK) {
+            s += chunk_sum(kv, desc, table, start, page_size, t0, t1 - t0, slice, u, min((ulong) ROW_CHUNK, units - u),
+                           num_slices, 0, mixed);
+        }
+        partials[(ulong) slice * num_blocks + b] = s;
+    }
+}
 #else
+/*
+ * Per-slice weighted sums. NDRange (local*parts, num_blocks, num_slices), local (local, 1, 1): work-group g of
+ * column b of slice i writes partials[(i*num_blocks + b)*parts + g]; with parts == 1 that is the slice sum.
+ */
+inline void slice_sums_body(__global const uchar *kv, __global const ulong *desc, __global const int *table,
+                            ulong start, ulong page_size, ulong first_block, ulong block_size, ulong num_tokens,
+                            uint num_blocks, uint parts, __global ulong *partials, __local ulong *scratch, uint mixed) {
+    uint g = get_group_id(0);
+    ulong wg = get_local_size(0);
+    ulong b = get_global_id(1);
+    ulong slice = get_global_id(2);
+    ulong t0 = (first_block + b) * block_size;
+    ulong t1 = min(t0 + block_size, num_tokens);
+    ulong s = slice_partial(kv, desc + slice * DESC_WORDS, table, start, page_size, t0, t1,
+                            g * wg + get_local_id(0), parts * wg, mixed);
+    s = group_sum(scratch, s);
+    if (get_local_id(0) == 0) {
+        partials[(slice * num_blocks + b) * parts + g] = s;
+    }
+}
+
 /*
  * The fused single pass, GPU build: every KV byte of block b read once, weighted by its slice's factor in registers.
  * NDRange (local*parts, num_blocks), local (local, 1): work-group g of block b writes partials[b*parts + g].
