@@ -37,11 +37,17 @@ import java.util.regex.Pattern;
  * The KV checksum on an OpenCL device: the kernels of {@code kvchecksum.cl} (OpenCL C 1.2, no extensions) driven
  * through JOCL.
  *
- * <p><b>Memory.</b> OpenCL 1.2 kernels read only OpenCL buffers, so this backend accepts {@link KvMemory.Host}
- * regions and copies, per operation, the bytes of each distinct host segment that the request's pages can reach into
- * one device buffer; {@link KvMemory.Device} regions are rejected with {@link InvalidLayoutException} before anything
- * is enqueued. The copy is part of every operation's cost: on a CPU OpenCL device the Java {@code cpu} backend is
- * faster.
+ * <p><b>Memory.</b> OpenCL 1.2 kernels read one OpenCL buffer per operation. {@link KvMemory.Host} regions are read in
+ * place on a CPU device that shares host memory, where every segment is native ({@code CL_MEM_USE_HOST_PTR} over a
+ * window of the address space); otherwise the bytes of each distinct host segment that the request's pages can reach
+ * are copied, per operation, into one device buffer (the reason is given by {@code memoryPath}).
+ * {@link KvMemory.Device} regions must lie in one {@code cl_mem} registered with {@link #buffer(cl_mem)}, read in
+ * place; anything else is rejected with {@link InvalidLayoutException} before anything is enqueued.
+ *
+ * <p><b>Work split.</b> On GPUs neighbouring work items read neighbouring 64-byte units of a block (coalesced loads).
+ * On CPU devices ({@code KVC_CONTIGUOUS_UNITS}) each work item takes a run of units in every block, visits the blocks
+ * in address order ({@code addressOrder}) and reads its units row by row; see the module's README for why and what
+ * it measured.
  *
  * <p><b>Asynchrony.</b> {@link #submit} enqueues the copies, the kernels and the read of the results without waiting
  * (no {@code clFinish}, no blocking transfer, no {@code clWaitForEvents}; see {@link ClApi}) and returns; the
