@@ -330,6 +330,77 @@ inline void next_unit(__global const ulong *desc, uint num_slices, uint *i, ulon
 #define ROW_CHUNK 16
 
 /*
+ * In the scope of the row arrays (fb .. fnv) and t0: unit u of slice d as row unit nf with factor m, if it is whole
+ * aligned vectors (1, else 0: nothing recorded). See chunk_sum for the weights.
+ */
+inline uint row_unit(__global const ulong *d, ulong u, ulong m, ulong t0, __private ulong *fb, __private ulong *fd,
+                     __private ulong *fm, __private ulong *fbase, __private ulong *fps, __private ulong *fts,
+                     __private uint *fnv) {
+    ulong P = d[DESC_PIECES];
+    ulong pk = d[DESC_K_PIECES];
+    ulong ku = (pk + UNIT_PIECES - 1) / UNIT_PIECES;
+    int isK = u < ku;
+    ulong q = isK ? u * UNIT_PIECES : pk + (u - ku) * UNIT_PIECES;
+    ulong n = min((ulong) UNIT_PIECES, (isK ? pk : P) - q);
+    uint aligned = (uint) d[DESC_FLAGS] & (isK ? DESC_K_ALIGNED : DESC_V_ALIGNED);
+    if (!aligned || n % 8 != 0) {
+        return 0;
+    }
+    *fb = m * (2 * (t0 * P + q) + 1);
+    *fd = 2 * m * P;
+    *fm = m;
+    *fbase = isK ? d[DESC_K_BASE] + 8 * q : d[DESC_V_BASE] + 8 * (q - pk);
+    *fps = isK ? d[DESC_K_PAGE_STRIDE] : d[DESC_V_PAGE_STRIDE];
+    *fts = isK ? d[DESC_K_TOKEN_STRIDE] : d[DESC_V_TOKEN_STRIDE];
+    *fnv = (uint) (n / 8);
+    return 1;
+}
+#define ROW_UNIT(d, u, m) row_unit((d), (u), (m), t0, fb + nf, fd + nf, fm + nf, fbase + nf, fps + nf, fts + nf, fnv + nf)
+
+/*
+ * In chunk_sum's scope: the row pass over the block's tokens of the nf row units, adding unit f's two sums to ACC1(f)
+ * and ACC2(f) (one pair for all units in block_checksums, a pair per unit for slice sums).
+ */
+#define ROW_PASS(ACC1, ACC2) \
+    for (ulong t = 0; t < ntok;) { \
+        ulong rel = t0 + t - start; \
+        ulong pi = rel / page_size; \
+        ulong slot = rel - pi * page_size; \
+        ulong run = min(ntok - t, page_size - slot); \
+        ulong page = (ulong) table[pi]; \
+        for (uint f = 0; f < nf; f++) { \
+            faddr[f] = fbase[f] + page * fps[f] + slot * fts[f]; \
+        } \
+        for (ulong r = 0; r < run; r++) { \
+            for (uint f = 0; f < nf; f++) { \
+                __global const ulong *row = (__global const ulong *) (kv + faddr[f]); \
+                ulong w = fb[f]; \
+                ulong8 m = (ulong8) fm[f]; \
+                ulong m16 = 16 * fm[f]; \
+                if (fnv[f] == 4) { \
+                    ulong8 x0 = PIECE_VALUE_V(ulong8, vload8(0, row)); \
+                    ulong8 x1 = PIECE_VALUE_V(ulong8, vload8(1, row)); \
+                    ulong8 x2 = PIECE_VALUE_V(ulong8, vload8(2, row)); \
+                    ulong8 x3 = PIECE_VALUE_V(ulong8, vload8(3, row)); \
+                    ACC1(f) += x0 * w + x1 * (w + m16) + x2 * (w + 2 * m16) + x3 * (w + 3 * m16); \
+                    ACC2(f) += (x0 + x1 + x2 + x3) * m; \
+                } else { \
+                    for (uint v = 0; v < fnv[f]; v++, w += m16) { \
+                        ulong8 x = PIECE_VALUE_V(ulong8, vload8(v, row)); \
+                        ACC1(f) += x * w; \
+                        ACC2(f) += x * m; \
+                    } \
+                } \
+                faddr[f] += fts[f]; \
+                fb[f] += fd[f]; \
+            } \
+        } \
+        t += run; \
+    }
+#define ONE_C1(f) C1
+#define ONE_C2(f) C2
+
+/*
  * m * unit_sum summed over `cnt` consecutive units from (slice i, unit u), for one block, CPU build. Whole aligned
  * units of 8, 16, .. pieces (every unit of the usual layouts) are read row by row: for each token, every such unit's
  * vectors, so each region (a layer's K or V page) is read front to back, as a plain read would, where unit by unit
@@ -350,22 +421,8 @@ inline ulong chunk_sum(__global const uchar *kv, __global const ulong *desc, __g
     ulong c = 0;
     for (ulong k = 0; k < cnt && i < num_slices; k++) {
         __global const ulong *d = desc + (ulong) i * DESC_WORDS;
-        ulong P = d[DESC_PIECES];
-        ulong pk = d[DESC_K_PIECES];
-        ulong ku = (pk + UNIT_PIECES - 1) / UNIT_PIECES;
-        int isK = u < ku;
-        ulong q = isK ? u * UNIT_PIECES : pk + (u - ku) * UNIT_PIECES;
-        ulong n = min((ulong) UNIT_PIECES, (isK ? pk : P) - q);
-        uint aligned = (uint) d[DESC_FLAGS] & (isK ? DESC_K_ALIGNED : DESC_V_ALIGNED);
         ulong m = weighted ? d[DESC_FACTOR] : 1;
-        if (aligned && n % 8 == 0) {
-            fb[nf] = m * (2 * (t0 * P + q) + 1);
-            fd[nf] = 2 * m * P;
-            fm[nf] = m;
-            fbase[nf] = isK ? d[DESC_K_BASE] + 8 * q : d[DESC_V_BASE] + 8 * (q - pk);
-            fps[nf] = isK ? d[DESC_K_PAGE_STRIDE] : d[DESC_V_PAGE_STRIDE];
-            fts[nf] = isK ? d[DESC_K_TOKEN_STRIDE] : d[DESC_V_TOKEN_STRIDE];
-            fnv[nf] = (uint) (n / 8);
+        if (ROW_UNIT(d, u, m)) {
             nf++;
         } else {
             c += m * unit_sum(kv, d, table, start, page_size, t0, ntok, u, mixed);
@@ -377,41 +434,7 @@ inline ulong chunk_sum(__global const uchar *kv, __global const ulong *desc, __g
         return c;
     }
     ulong8 C1 = 0, C2 = 0;
-    for (ulong t = 0; t < ntok;) {
-        ulong rel = t0 + t - start;
-        ulong pi = rel / page_size;
-        ulong slot = rel - pi * page_size;
-        ulong run = min(ntok - t, page_size - slot);
-        ulong page = (ulong) table[pi];
-        for (uint f = 0; f < nf; f++) {
-            faddr[f] = fbase[f] + page * fps[f] + slot * fts[f];
-        }
-        for (ulong r = 0; r < run; r++) {
-            for (uint f = 0; f < nf; f++) {
-                __global const ulong *row = (__global const ulong *) (kv + faddr[f]);
-                ulong w = fb[f];
-                ulong8 m = (ulong8) fm[f];
-                ulong m16 = 16 * fm[f];
-                if (fnv[f] == 4) {
-                    ulong8 x0 = PIECE_VALUE_V(ulong8, vload8(0, row));
-                    ulong8 x1 = PIECE_VALUE_V(ulong8, vload8(1, row));
-                    ulong8 x2 = PIECE_VALUE_V(ulong8, vload8(2, row));
-                    ulong8 x3 = PIECE_VALUE_V(ulong8, vload8(3, row));
-                    C1 += x0 * w + x1 * (w + m16) + x2 * (w + 2 * m16) + x3 * (w + 3 * m16);
-                    C2 += (x0 + x1 + x2 + x3) * m;
-                } else {
-                    for (uint v = 0; v < fnv[f]; v++, w += m16) {
-                        ulong8 x = PIECE_VALUE_V(ulong8, vload8(v, row));
-                        C1 += x * w;
-                        C2 += x * m;
-                    }
-                }
-                faddr[f] += fts[f];
-                fb[f] += fd[f];
-            }
-        }
-        t += run;
-    }
+    ROW_PASS(ONE_C1, ONE_C2)
     return c + hsum8(C1) + 2 * hsum8(C2 * LANES8);
 }
 
@@ -461,28 +484,106 @@ inline void block_checksums_body(__global const uchar *kv, __global const ulong 
     }
 }
 
+/* Whether every unit of slice d is whole aligned vectors and the slice has at most ROW_CHUNK units. */
+inline uint row_slice(__global const ulong *d) {
+    ulong P = d[DESC_PIECES];
+    ulong pk = d[DESC_K_PIECES];
+    uint flags = (uint) d[DESC_FLAGS];
+    return pk % 8 == 0 && (P - pk) % 8 == 0 && (pk == 0 || (flags & DESC_K_ALIGNED))
+        && (P == pk || (flags & DESC_V_ALIGNED)) && slice_units(d) <= ROW_CHUNK;
+}
+
+/* The end of the group of slices that starts at i: the following row slices while their units fit ROW_CHUNK. */
+inline uint slice_group_end(__global const ulong *desc, uint num_slices, uint i) {
+    if (!row_slice(desc + (ulong) i * DESC_WORDS)) {
+        return i + 1;
+    }
+    ulong units = slice_units(desc + (ulong) i * DESC_WORDS);
+    uint j = i + 1;
+    while (j < num_slices && row_slice(desc + (ulong) j * DESC_WORDS)
+           && units + slice_units(desc + (ulong) j * DESC_WORDS) <= ROW_CHUNK) {
+        units += slice_units(desc + (ulong) j * DESC_WORDS);
+        j++;
+    }
+    return j;
+}
+
 /*
- * Per-slice weighted sums, CPU build. NDRange (1, 1, num_slices), local (1, 1, 1), parts == 1: work item i sums slice
- * i over every block, the blocks in address order (the order after the page table, as in block_checksums), reading
- * the slice's units row by row (chunk_sum, unweighted), and writes partials[i*num_blocks + b], the slice sums.
+ * The slice sums of a group of row slices [i0, i1) for one block, read row by row as in chunk_sum (weights without
+ * factors), one pair of sums per unit, added into sums[slice - i0].
+ */
+inline void group_slice_sums(__global const uchar *kv, __global const ulong *desc, __global const int *table,
+                             ulong start, ulong page_size, ulong t0, ulong ntok, uint i0, uint i1, uint mixed,
+                             __private ulong *sums) {
+    ulong fb[ROW_CHUNK], fd[ROW_CHUNK], fm[ROW_CHUNK], fbase[ROW_CHUNK], fps[ROW_CHUNK], fts[ROW_CHUNK],
+        faddr[ROW_CHUNK];
+    uint fnv[ROW_CHUNK], fslice[ROW_CHUNK];
+    ulong8 S1[ROW_CHUNK], S2[ROW_CHUNK];
+    uint nf = 0;
+    for (uint i = i0; i < i1; i++) {
+        __global const ulong *d = desc + (ulong) i * DESC_WORDS;
+        ulong units = slice_units(d);
+        for (ulong u = 0; u < units; u++) {
+            ROW_UNIT(d, u, 1);      /* always 1: row_slice checked every unit */
+            fslice[nf] = i - i0;
+            S1[nf] = 0;
+            S2[nf] = 0;
+            nf++;
+        }
+        sums[i - i0] = 0;
+    }
+#define GROUP_S1(f) S1[f]
+#define GROUP_S2(f) S2[f]
+    ROW_PASS(GROUP_S1, GROUP_S2)
+    for (uint f = 0; f < nf; f++) {
+        sums[fslice[f]] += hsum8(S1[f]) + 2 * hsum8(S2[f] * LANES8);
+    }
+}
+
+/*
+ * Per-slice weighted sums, CPU build. NDRange (1, 1, num_slices), local (1, 1, 1), parts == 1. The slices fall into
+ * groups (slice_group_end, from slice 0): runs of consecutive slices whose units are whole aligned vectors and fit
+ * ROW_CHUNK together (e.g. the 8 heads of a Llama-3-8B layer, side by side in 2 KiB rows), else single slices. The
+ * work item of a group's first slice sums the group over every block, the blocks in address order (the order after
+ * the page table, as in block_checksums), reading the group's rows front to back (group_slice_sums; a single
+ * irregular slice through chunk_sum, unweighted); the others return at once. It writes partials[i*num_blocks + b],
+ * the slice sums.
  */
 inline void slice_sums_body(__global const uchar *kv, __global const ulong *desc, __global const int *table,
                             ulong start, ulong page_size, ulong first_block, ulong block_size, ulong num_tokens,
                             uint num_blocks, uint parts, __global ulong *partials, __local ulong *scratch, uint mixed) {
-    uint slice = (uint) get_global_id(2);
-    uint num_slices = slice + 1;
-    ulong units = slice_units(desc + (ulong) slice * DESC_WORDS);
+    uint num_slices = (uint) get_global_size(2);
+    uint me = (uint) get_global_id(2);
+    uint i0 = 0;
+    uint i1 = slice_group_end(desc, num_slices, 0);
+    while (me >= i1) {
+        i0 = i1;
+        i1 = slice_group_end(desc, num_slices, i0);
+    }
+    if (me != i0) {
+        return;
+    }
+    int rows = row_slice(desc + (ulong) i0 * DESC_WORDS);
+    ulong units = slice_units(desc + (ulong) i0 * DESC_WORDS);
     __global const int *order = table + (num_tokens - start + page_size - 1) / page_size;
+    ulong sums[ROW_CHUNK];
     for (ulong k = 0; k < num_blocks; k++) {
         ulong b = (ulong) order[k];
         ulong t0 = (first_block + b) * block_size;
         ulong t1 = min(t0 + block_size, num_tokens);
-        ulong s = 0;
-        for (ulong u = 0; u < units && t1 > t0; u += ROW_CHUNK) {
-            s += chunk_sum(kv, desc, table, start, page_size, t0, t1 - t0, slice, u, min((ulong) ROW_CHUNK, units - u),
-                           num_slices, 0, mixed);
+        if (rows) {
+            group_slice_sums(kv, desc, table, start, page_size, t0, t1 - t0, i0, i1, mixed, sums);
+            for (uint i = i0; i < i1; i++) {
+                partials[(ulong) i * num_blocks + b] = sums[i - i0];
+            }
+        } else {
+            ulong s = 0;
+            for (ulong u = 0; u < units; u += ROW_CHUNK) {
+                s += chunk_sum(kv, desc, table, start, page_size, t0, t1 - t0, i0, u, min((ulong) ROW_CHUNK, units - u),
+                               i0 + 1, 0, mixed);
+            }
+            partials[(ulong) i0 * num_blocks + b] = s;
         }
-        partials[(ulong) slice * num_blocks + b] = s;
     }
 }
 #else
