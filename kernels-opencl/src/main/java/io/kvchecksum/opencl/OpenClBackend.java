@@ -480,7 +480,8 @@ public final class OpenClBackend implements KvChecksum {
         Descriptors d = layout(plan).d;
         int n = Math.multiplyExact(d.numSlices, nb);
         if (contiguous) {
-            // CPU build: one work item per slice, every block, blocks in address order; the output is the slice sums.
+            // CPU build: a work item per slice (those of a slice group but the first return at once), every block in
+            // address order; the output is the slice sums.
             int[] order = tableOrder ? java.util.stream.IntStream.range(0, nb).toArray() : addressOrder(plan);
             try (PendingChecksums p = enqueue(n, op -> {
                 cl_mem sums = op.buffer((long) n * Sizeof.cl_ulong);
@@ -649,7 +650,11 @@ public final class OpenClBackend implements KvChecksum {
         return new Layout(w, "zero-copy");
     }
 
-    /** Makes the KV buffer (in place or a copy), uploads the descriptors and sets the eight layout arguments every checksum kernel starts with; returns the next index. */
+    /**
+     * Makes the KV buffer (in place or a copy), uploads the descriptors and the page table (followed by {@code after},
+     * if not null: the CPU build's block order) and sets the eight layout arguments every checksum kernel starts with;
+     * returns the next index.
+     */
     private int setLayoutArgs(Op op, cl_kernel k, Descriptors d, SlicePlan plan, int[] after) {
         RequestBlocks request = plan.request();
         cl_mem kv;
