@@ -5,8 +5,8 @@
  * Piece p of the token at request position t of a cell of P pieces has index j = t*P + p and weight 2j+1;
  * a slice sum is s = sum x_j*(2j+1); a block checksum is c = sum m*s with m the factor the host computes (io.kvchecksum.Definition).
  *
- * The host copies the KV bytes a request touches into one device buffer `kv` and describes every
- * (layer, head) slice by DESC_WORDS ulongs (byte addresses are relative to `kv`):
+ * The kernels read one buffer `kv` (host memory in place, an engine's cl_mem, or a packed copy of the host spans);
+ * the host describes every (layer, head) slice by DESC_WORDS ulongs (byte addresses are relative to `kv`):
  *   [0] m          the slice's odd factor
  *   [1] P          pieces per cell (K then V)
  *   [2] PK         pieces of the K part; pieces PK..P-1 come from the V part
@@ -17,7 +17,8 @@
  *   [7] v_page
  *   [8] v_token
  *   [9] flags      bit 0: every K address is a multiple of 8; bit 1: the same for V
- * `table` [pages] holds the physical page of each page-sized run of tokens from `start`.
+ * `table` [pages] holds the physical page of each page-sized run of tokens from `start`; in the CPU build
+ * (KVC_CONTIGUOUS_UNITS) it is followed by the order in which to visit the blocks (block indices, by address).
  * Work-group reductions assume a power-of-two local size (the host guarantees it).
  */
 
