@@ -104,6 +104,8 @@ public final class OpenClBackend implements KvChecksum {
     private final boolean contiguous;
     /** Diagnostic: the CPU build visits blocks in table order ({@value #BLOCK_ORDER_PROPERTY}{@code =table}). */
     private final boolean tableOrder = "table".equals(System.getProperty(BLOCK_ORDER_PROPERTY, "address"));
+    /** Work items per compute unit of the CPU build ({@value #CPU_ITEMS_PROPERTY}, read when the backend is opened). */
+    private final long itemsPerComputeUnit = Math.max(1, Long.getLong(CPU_ITEMS_PROPERTY, CPU_ITEMS_PER_COMPUTE_UNIT));
     /** Alignment of a zero-copy window's start: the device's {@code CL_DEVICE_MEM_BASE_ADDR_ALIGN}, at least 64 bytes. */
     private final long windowAlign;
     private volatile boolean closed;
@@ -589,8 +591,7 @@ public final class OpenClBackend implements KvChecksum {
             long pv = d.desc[i * Descriptors.WORDS + Descriptors.PIECES] - pk;
             units += Math.ceilDiv(pk, unitPieces) + Math.ceilDiv(pv, unitPieces);
         }
-        long perUnit = Long.getLong(CPU_ITEMS_PROPERTY, CPU_ITEMS_PER_COMPUTE_UNIT);
-        return (int) Math.max(1, Math.min(units, Math.min(MAX_PARTS_PER_COLUMN, perUnit * computeUnits)));
+        return (int) Math.max(1, Math.min(units, Math.min(MAX_PARTS_PER_COLUMN, itemsPerComputeUnit * computeUnits)));
     }
 
     /**
