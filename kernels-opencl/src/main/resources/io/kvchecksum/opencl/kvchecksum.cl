@@ -358,6 +358,42 @@ inline uint row_unit(__global const ulong *d, ulong u, ulong m, ulong t0, __priv
 }
 #define ROW_UNIT(d, u, m) row_unit((d), (u), (m), t0, fb + nf, fd + nf, fm + nf, fbase + nf, fps + nf, fts + nf, fnv + nf)
 
+/* Row streams a chunk of units may span: e.g. a layer's K row and V row. */
+#define ROW_STREAMS 2
+/* Where each stream of a chunk ends (the address after its last unit) and its page and token strides. */
+typedef struct {
+    ulong end[ROW_STREAMS], ps[ROW_STREAMS], ts[ROW_STREAMS];
+    uint n;
+} row_streams;
+
+/*
+ * Adds unit u of slice d to the chunk whose streams are *st if it is whole aligned vectors and continues one of them
+ * (it starts where that stream's last unit ends, same strides) or a stream is still free; 1 if added, else 0. So a
+ * chunk's units lie side by side in at most ROW_STREAMS rows, each read front to back per token: the 8 K heads and
+ * the 8 V heads of a Llama-3-8B layer, not 8 layers' K and V rows of Llama-3-70B TP8 (16 streams).
+ */
+inline uint row_stream_add(__global const ulong *d, ulong u, __private row_streams *st) {
+    ulong fb, fd, fm, base, ps, ts;
+    uint nv;
+    if (!row_unit(d, u, 1, 0, &fb, &fd, &fm, &base, &ps, &ts, &nv)) {
+        return 0;
+    }
+    for (uint k = 0; k < st->n; k++) {
+        if (st->end[k] == base && st->ps[k] == ps && st->ts[k] == ts) {
+            st->end[k] = base + 64 * (ulong) nv;
+            return 1;
+        }
+    }
+    if (st->n == ROW_STREAMS) {
+        return 0;
+    }
+    st->end[st->n] = base + 64 * (ulong) nv;
+    st->ps[st->n] = ps;
+    st->ts[st->n] = ts;
+    st->n++;
+    return 1;
+}
+
 /*
  * In chunk_sum's scope: the row pass over the block's tokens of the nf row units, adding unit f's two sums to ACC1(f)
  * and ACC2(f) (one pair for all units in block_checksums, a pair per unit for slice sums).
@@ -469,7 +505,19 @@ inline void block_checksums_body(__global const uchar *kv, __global const ulong 
     ulong u = first;
     next_unit(desc, num_slices, &i, &u);
     for (ulong at = first; at < end && i < num_slices; ) {
-        ulong cnt = min((ulong) ROW_CHUNK, end - at);
+        /* the chunk: the next units that fit ROW_STREAMS rows (at most ROW_CHUNK; an irregular unit alone) */
+        row_streams st;
+        st.n = 0;
+        ulong cnt = 0;
+        uint ci = i;
+        ulong cu = u;
+        while (at + cnt < end && ci < num_slices && cnt < ROW_CHUNK
+               && row_stream_add(desc + (ulong) ci * DESC_WORDS, cu, &st)) {
+            cnt++;
+            cu++;
+            next_unit(desc, num_slices, &ci, &cu);
+        }
+        cnt = max(cnt, (ulong) 1);
         for (ulong k = 0; k < nb; k++) {
             ulong b = (ulong) order[k];
             ulong t0 = (first_block + b) * block_size;
@@ -494,19 +542,34 @@ inline uint row_slice(__global const ulong *d) {
         && (P == pk || (flags & DESC_V_ALIGNED)) && slice_units(d) <= ROW_CHUNK;
 }
 
-/* The end of the group of slices that starts at i: the following row slices while their units fit ROW_CHUNK. */
+/*
+ * The end of the group of slices that starts at i: the following row slices while their units fit ROW_CHUNK and
+ * ROW_STREAMS rows (the heads of a Llama-3-8B layer; a single slice of Llama-3-70B TP8 or MLA).
+ */
 inline uint slice_group_end(__global const ulong *desc, uint num_slices, uint i) {
     if (!row_slice(desc + (ulong) i * DESC_WORDS)) {
         return i + 1;
     }
-    ulong units = slice_units(desc + (ulong) i * DESC_WORDS);
-    uint j = i + 1;
-    while (j < num_slices && row_slice(desc + (ulong) j * DESC_WORDS)
-           && units + slice_units(desc + (ulong) j * DESC_WORDS) <= ROW_CHUNK) {
-        units += slice_units(desc + (ulong) j * DESC_WORDS);
+    ulong units = 0;
+    row_streams st;
+    st.n = 0;
+    uint j = i;
+    while (j < num_slices && row_slice(desc + (ulong) j * DESC_WORDS)) {
+        __global const ulong *d = desc + (ulong) j * DESC_WORDS;
+        ulong n = slice_units(d);
+        row_streams next = st;
+        uint fits = units + n <= ROW_CHUNK;
+        for (ulong u = 0; u < n && fits; u++) {
+            fits = row_stream_add(d, u, &next);
+        }
+        if (!fits) {
+            break;
+        }
+        st = next;
+        units += n;
         j++;
     }
-    return j;
+    return max(j, i + 1);
 }
 
 /*
