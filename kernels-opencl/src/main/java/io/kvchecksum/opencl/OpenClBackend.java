@@ -38,11 +38,17 @@ import java.util.regex.Pattern;
  * The KV checksum on an OpenCL device: the kernels of {@code kvchecksum.cl} (OpenCL C 1.2, no extensions) driven
  * through JOCL.
  *
- * <p><b>Memory.</b> OpenCL 1.2 kernels read only OpenCL buffers, so this backend accepts {@link KvMemory.Host}
- * regions and copies, per operation, the bytes of each distinct host segment that the request's pages can reach into
- * one device buffer; {@link KvMemory.Device} regions are rejected with {@link InvalidLayoutException} before anything
- * is enqueued. The copy is part of every operation's cost: on a CPU OpenCL device the Java {@code cpu} backend is
- * faster.
+ * <p><b>Memory.</b> OpenCL 1.2 kernels read one OpenCL buffer per operation. {@link KvMemory.Host} regions are read in
+ * place on a CPU device that shares host memory, where every segment is native ({@code CL_MEM_USE_HOST_PTR} over a
+ * window of the address space); otherwise the bytes of each distinct host segment that the request's pages can reach
+ * are copied, per operation, into one device buffer (the reason is given by {@code memoryPath}).
+ * {@link KvMemory.Device} regions must lie in one {@code cl_mem} registered with {@link #buffer(cl_mem)}, read in
+ * place; anything else is rejected with {@link InvalidLayoutException} before anything is enqueued.
+ *
+ * <p><b>Work split.</b> On GPUs neighbouring work items read neighbouring 64-byte units of a block (coalesced loads).
+ * On CPU devices ({@code KVC_CONTIGUOUS_UNITS}) each work item takes a run of units in every block, visits the blocks
+ * in address order ({@code addressOrder}) and reads its units row by row; see the module's README for why and what
+ * it measured.
  *
  * <p><b>Asynchrony.</b> {@link #submit} enqueues the copies, the kernels and the read of the results without waiting
  * (no {@code clFinish}, no blocking transfer, no {@code clWaitForEvents}; see {@link ClApi}) and returns; the
@@ -64,6 +70,15 @@ public final class OpenClBackend implements KvChecksum {
     /** PoCL runs a work-group's items as a loop on one core; small work-groups measured faster there (16 vs 256: ~1.7x). */
     private static final int MAX_LOCAL_CPU = 16;
     private static final int MAX_PARTS_PER_COLUMN = 1024;
+    /** Work items per compute unit of the CPU build of {@code block_checksums} (see {@link #cpuItems}). */
+    private static final long CPU_ITEMS_PER_COMPUTE_UNIT = 4;
+    /** System property: work items per compute unit of the CPU build of {@code block_checksums} (for measuring). */
+    public static final String CPU_ITEMS_PROPERTY = "kvchecksum.opencl.cpuItems";
+    /**
+     * System property, for measuring: {@code table} makes the CPU build visit blocks in the order of the block table
+     * instead of by address ({@code address}, the default).
+     */
+    public static final String BLOCK_ORDER_PROPERTY = "kvchecksum.opencl.blockOrder";
     /** System property: {@code false} makes a CPU device copy host memory too (to measure what zero copy saves). */
     public static final String ZERO_COPY_PROPERTY = "kvchecksum.opencl.zeroCopy";
     /**
@@ -86,6 +101,12 @@ public final class OpenClBackend implements KvChecksum {
     private final boolean zeroCopy;
     /** Pieces per unit the program was built with ({@code KVC_UNIT16}: 16, {@code KVC_UNIT32}: 32, else 8). */
     private final int unitPieces;
+    /** The CPU build of {@code block_checksums} ({@code KVC_CONTIGUOUS_UNITS}): unit runs per work item, blocks in address order. */
+    private final boolean contiguous;
+    /** Diagnostic: the CPU build visits blocks in table order ({@value #BLOCK_ORDER_PROPERTY}{@code =table}). */
+    private final boolean tableOrder = "table".equals(System.getProperty(BLOCK_ORDER_PROPERTY, "address"));
+    /** Work items per compute unit of the CPU build ({@value #CPU_ITEMS_PROPERTY}, read when the backend is opened). */
+    private final long itemsPerComputeUnit = Math.max(1, Long.getLong(CPU_ITEMS_PROPERTY, CPU_ITEMS_PER_COMPUTE_UNIT));
     /** Alignment of a zero-copy window's start: the device's {@code CL_DEVICE_MEM_BASE_ADDR_ALIGN}, at least 64 bytes. */
     private final long windowAlign;
     private volatile boolean closed;
@@ -117,7 +138,8 @@ public final class OpenClBackend implements KvChecksum {
             q = CL.clCreateCommandQueue(context, device, 0, err);
             JoclApi.check(err[0], "clCreateCommandQueue");
             unitPieces = unitPieces(info);
-            p = build(context, device, info, source, (contiguousUnits(info) ? " -D KVC_CONTIGUOUS_UNITS" : "")
+            contiguous = contiguousUnits(info);
+            p = build(context, device, info, source, (contiguous ? " -D KVC_CONTIGUOUS_UNITS" : "")
                     + (unitPieces == 8 ? "" : " -D KVC_UNIT" + unitPieces));
             maxAlloc = OpenClDevices.deviceLong(device, CL.CL_DEVICE_MAX_MEM_ALLOC_SIZE);
             computeUnits = Math.max(1, OpenClDevices.deviceInt(device, CL.CL_DEVICE_MAX_COMPUTE_UNITS));
@@ -427,11 +449,26 @@ public final class OpenClBackend implements KvChecksum {
             return PendingChecksums.completed(new long[0]);
         }
         Descriptors d = layout(plan).d;
+        if (contiguous) {
+            int items = cpuItems(d);
+            int[] order = tableOrder ? java.util.stream.IntStream.range(0, nb).toArray() : addressOrder(plan);
+            return enqueue(nb, op -> {
+                cl_mem partials = op.buffer((long) nb * items * Sizeof.cl_ulong);
+                cl_kernel k = op.kernel("block_checksums" + modeSuffix(plan));
+                int a = setLayoutArgs(op, k, d, plan, order);
+                op.arg(k, a++, d.numSlices);
+                op.arg(k, a++, items);
+                op.arg(k, a++, partials);
+                op.local(k, a, Sizeof.cl_ulong);
+                op.launch(k, new long[] {items}, new long[] {1});
+                return sumParts(op, partials, items, nb);
+            });
+        }
         int parts = unitParts((long) nb, d);
         return enqueue(nb, op -> {
             cl_mem partials = op.buffer((long) nb * parts * Sizeof.cl_ulong);
             cl_kernel k = op.kernel("block_checksums" + modeSuffix(plan));
-            int a = setLayoutArgs(op, k, d, plan);
+            int a = setLayoutArgs(op, k, d, plan, null);
             op.arg(k, a++, d.numSlices);
             op.arg(k, a++, parts);
             op.arg(k, a++, partials);
@@ -474,11 +511,29 @@ public final class OpenClBackend implements KvChecksum {
         }
         Descriptors d = layout(plan).d;
         int n = Math.multiplyExact(d.numSlices, nb);
+        if (contiguous) {
+            // CPU build: a work item per slice (those of a slice group but the first return at once), every block in
+            // address order; the output is the slice sums.
+            int[] order = tableOrder ? java.util.stream.IntStream.range(0, nb).toArray() : addressOrder(plan);
+            try (PendingChecksums p = enqueue(n, op -> {
+                cl_mem sums = op.buffer((long) n * Sizeof.cl_ulong);
+                cl_kernel k = op.kernel("slice_sums" + modeSuffix(plan));
+                int a = setLayoutArgs(op, k, d, plan, order);
+                op.arg(k, a++, nb);
+                op.arg(k, a++, 1);
+                op.arg(k, a++, sums);
+                op.local(k, a, Sizeof.cl_ulong);
+                op.launch(k, new long[] {1, 1, d.numSlices}, new long[] {1, 1, 1});
+                return sums;
+            })) {
+                return plan.sliceSums(p.get());
+            }
+        }
         int parts = partsPerColumn((long) n, d, plan.request().blockSize());
         try (PendingChecksums p = enqueue(n, op -> {
             cl_mem partials = op.buffer((long) n * parts * Sizeof.cl_ulong);
             cl_kernel k = op.kernel("slice_sums" + modeSuffix(plan));
-            int a = setLayoutArgs(op, k, d, plan);
+            int a = setLayoutArgs(op, k, d, plan, null);
             op.arg(k, a++, nb);
             op.arg(k, a++, parts);
             op.arg(k, a++, partials);
@@ -629,6 +684,44 @@ public final class OpenClBackend implements KvChecksum {
     }
 
     /**
+     * Work items of the CPU build of {@code block_checksums}: each takes one contiguous run of every block's units, so
+     * a few per compute unit (the pthread driver hands work-groups of one item to its threads), never more than a
+     * block has units. {@value #CPU_ITEMS_PROPERTY} overrides the number per compute unit (for measuring).
+     */
+    private int cpuItems(Descriptors d) {
+        long units = 0;
+        for (int i = 0; i < d.numSlices; i++) {
+            long pk = d.desc[i * Descriptors.WORDS + Descriptors.K_PIECES];
+            long pv = d.desc[i * Descriptors.WORDS + Descriptors.PIECES] - pk;
+            units += Math.ceilDiv(pk, unitPieces) + Math.ceilDiv(pv, unitPieces);
+        }
+        return (int) Math.max(1, Math.min(units, Math.min(MAX_PARTS_PER_COLUMN, itemsPerComputeUnit * computeUnits)));
+    }
+
+    /**
+     * The plan's blocks sorted by the page id of their first token (ties in block order): the order in which the CPU
+     * build visits them, so that every layer's pages are read in address order (a layer's page {@code p} lies at
+     * {@code base + p * pageStride}), whatever the order of the block table.
+     */
+    static int[] addressOrder(SlicePlan plan) {
+        RequestBlocks r = plan.request();
+        int nb = plan.numBlocks();
+        int[] table = plan.pageTable();
+        long[] keys = new long[nb];
+        for (int b = 0; b < nb; b++) {
+            long t0 = Math.max(r.startToken(), (r.firstBlock() + (long) b) * r.blockSize());
+            long page = table[(int) ((t0 - r.startToken()) / plan.pageSize())];
+            keys[b] = page << 32 | b;
+        }
+        java.util.Arrays.sort(keys);
+        int[] order = new int[nb];
+        for (int k = 0; k < nb; k++) {
+            order[k] = (int) keys[k];
+        }
+        return order;
+    }
+
+    /**
      * How the plan's host memory reaches the kernels: {@code "zero-copy"} (a window over the host segments, used in
      * place) or {@code "copy: "} and the reason a copy is made. The plan must have pages in use.
      */
@@ -662,8 +755,12 @@ public final class OpenClBackend implements KvChecksum {
         return new Layout(w, "zero-copy");
     }
 
-    /** Makes the KV buffer (in place or a copy), uploads the descriptors and sets the eight layout arguments every checksum kernel starts with; returns the next index. */
-    private int setLayoutArgs(Op op, cl_kernel k, Descriptors d, SlicePlan plan) {
+    /**
+     * Makes the KV buffer (in place or a copy), uploads the descriptors and the page table (followed by {@code after},
+     * if not null: the CPU build's block order) and sets the eight layout arguments every checksum kernel starts with;
+     * returns the next index.
+     */
+    private int setLayoutArgs(Op op, cl_kernel k, Descriptors d, SlicePlan plan, int[] after) {
         RequestBlocks request = plan.request();
         cl_mem kv;
         if (plan.residency() == SlicePlan.Residency.DEVICE) {
@@ -699,7 +796,12 @@ public final class OpenClBackend implements KvChecksum {
         }
         op.arg(k, 0, kv);
         op.arg(k, 1, op.upload(longs(op.arena, d.desc)));
-        op.arg(k, 2, op.upload(ints(op.arena, d.table)));
+        int[] table = d.table;
+        if (after != null) {
+            table = java.util.Arrays.copyOf(d.table, d.table.length + after.length);
+            System.arraycopy(after, 0, table, d.table.length, after.length);
+        }
+        op.arg(k, 2, op.upload(ints(op.arena, table)));
         op.arg(k, 3, request.startToken());
         op.arg(k, 4, (long) plan.pageSize());
         op.arg(k, 5, request.firstBlock());

@@ -5,8 +5,8 @@
  * Piece p of the token at request position t of a cell of P pieces has index j = t*P + p and weight 2j+1;
  * a slice sum is s = sum x_j*(2j+1); a block checksum is c = sum m*s with m the factor the host computes (io.kvchecksum.Definition).
  *
- * The host copies the KV bytes a request touches into one device buffer `kv` and describes every
- * (layer, head) slice by DESC_WORDS ulongs (byte addresses are relative to `kv`):
+ * The kernels read one buffer `kv` (host memory in place, an engine's cl_mem, or a packed copy of the host spans);
+ * the host describes every (layer, head) slice by DESC_WORDS ulongs (byte addresses are relative to `kv`):
  *   [0] m          the slice's odd factor
  *   [1] P          pieces per cell (K then V)
  *   [2] PK         pieces of the K part; pieces PK..P-1 come from the V part
@@ -17,7 +17,8 @@
  *   [7] v_page
  *   [8] v_token
  *   [9] flags      bit 0: every K address is a multiple of 8; bit 1: the same for V
- * `table` [pages] holds the physical page of each page-sized run of tokens from `start`.
+ * `table` [pages] holds the physical page of each page-sized run of tokens from `start`; in the CPU build
+ * (KVC_CONTIGUOUS_UNITS) it is followed by the order in which to visit the blocks (block indices, by address).
  * Work-group reductions assume a power-of-two local size (the host guarantees it).
  */
 
@@ -149,27 +150,6 @@ inline ulong group_sum(__local ulong *scratch, ulong v) {
 }
 
 /*
- * Per-slice weighted sums. NDRange (local*parts, num_blocks, num_slices), local (local, 1, 1): work-group g of
- * column b of slice i writes partials[(i*num_blocks + b)*parts + g]; with parts == 1 that is the slice sum.
- */
-inline void slice_sums_body(__global const uchar *kv, __global const ulong *desc, __global const int *table,
-                            ulong start, ulong page_size, ulong first_block, ulong block_size, ulong num_tokens,
-                            uint num_blocks, uint parts, __global ulong *partials, __local ulong *scratch, uint mixed) {
-    uint g = get_group_id(0);
-    ulong wg = get_local_size(0);
-    ulong b = get_global_id(1);
-    ulong slice = get_global_id(2);
-    ulong t0 = (first_block + b) * block_size;
-    ulong t1 = min(t0 + block_size, num_tokens);
-    ulong s = slice_partial(kv, desc + slice * DESC_WORDS, table, start, page_size, t0, t1,
-                            g * wg + get_local_id(0), parts * wg, mixed);
-    s = group_sum(scratch, s);
-    if (get_local_id(0) == 0) {
-        partials[(slice * num_blocks + b) * parts + g] = s;
-    }
-}
-
-/*
  * Units of a part: runs of up to UNIT_PIECES pieces, the fixed amount one work item reads per token: 8 (64 bytes, one
  * ulong8) by default; 16 (128 bytes, one ulong16) with KVC_UNIT16; 32 (256 bytes, two ulong16: four adjacent cache
  * lines per row, a whole 128-dim bf16 head) with KVC_UNIT32, the CPU default.
@@ -275,15 +255,428 @@ inline ulong hsum16(ulong16 v) {
     } while (0)
 
 /*
- * The fused single pass: every KV byte of block b read once, weighted by its slice's factor in registers.
- * NDRange (local*parts, num_blocks), local (local, 1): work-group g of block b writes partials[b*parts + g].
- *
- * Work item k of the column takes units k, k + step, ... of the block's (slice, unit) sequence and walks the block's
- * tokens with each: one 64-byte vector load (vload8 of ulong) per token where the unit is whole and 8-byte aligned,
- * else piece by piece. The weights of a piece's tokens form an arithmetic progression, so the loop only adds
- * (A += x; T += A) and the weighted sum is recovered once per unit:
+ * Unit u of slice d summed over one block's tokens [t0, t0 + ntok): sum x * (2j+1) over the unit's pieces, without the
+ * slice factor. One vector load per token where the unit is whole (or a half unit) and 8-byte aligned, else piece by
+ * piece. The weights of a piece's tokens form an arithmetic progression, so the loop only adds (A += x; T += A) and
+ * the weighted sum is recovered once per unit:
  *   sum_t x_t * (2*((t0 + t)*P + q) + 1) = 2P*(t0*A + n*A - T) + (2q + 1)*A,   T = sum_t (x_0 + .. + x_t).
  * The page table is read and the position divided once per page run, never per piece.
+ */
+inline ulong unit_sum(__global const uchar *kv, __global const ulong *d, __global const int *table, ulong start,
+                      ulong page_size, ulong t0, ulong ntok, ulong u, uint mixed) {
+    ulong P = d[DESC_PIECES];
+    ulong pk = d[DESC_K_PIECES];
+    ulong ku = (pk + UNIT_PIECES - 1) / UNIT_PIECES;
+    uint flags = (uint) d[DESC_FLAGS];
+    int isK = u < ku;
+    ulong q = isK ? u * UNIT_PIECES : pk + (u - ku) * UNIT_PIECES;          /* first piece of the unit in the cell */
+    ulong part_end = isK ? pk : P;
+    ulong n = min((ulong) UNIT_PIECES, part_end - q);                        /* pieces in this unit */
+    ulong base = isK ? d[DESC_K_BASE] + 8 * q : d[DESC_V_BASE] + 8 * (q - pk);
+    ulong ps = isK ? d[DESC_K_PAGE_STRIDE] : d[DESC_V_PAGE_STRIDE];
+    ulong ts = isK ? d[DESC_K_TOKEN_STRIDE] : d[DESC_V_TOKEN_STRIDE];
+    uint aligned = flags & (isK ? DESC_K_ALIGNED : DESC_V_ALIGNED);
+    ulong s;
+    if (n == UNIT_PIECES && aligned) {
+#ifdef KVC_UNIT32
+        VECTOR_UNIT2(ulong16, load16, LANES16, hsum16);
+    } else if (n == 16 && aligned) {
+        VECTOR_UNIT(ulong16, load16, LANES16, hsum16);
+#else
+        VECTOR_UNIT(unit_vec, unit_load, UNIT_LANES, unit_hsum);
+#endif
+#if defined(KVC_UNIT16) || defined(KVC_UNIT32)
+    } else if (n == 8 && aligned) {
+        /* a half unit (e.g. the last 64 bytes of a 576-byte MLA fp8 cell): one ulong8 per token */
+        VECTOR_UNIT(ulong8, load8, LANES8, hsum8);
+#endif
+    } else {
+        ulong A[UNIT_PIECES], T[UNIT_PIECES];
+        for (ulong l = 0; l < UNIT_PIECES; l++) {
+            A[l] = 0;
+            T[l] = 0;
+        }
+        for (ulong t = 0; t < ntok;) {
+            ulong rel = t0 + t - start;
+            ulong pi = rel / page_size;
+            ulong slot = rel - pi * page_size;
+            ulong run = min(ntok - t, page_size - slot);
+            ulong addr = base + (ulong) table[pi] * ps + slot * ts;
+            for (ulong r = 0; r < run; r++, addr += ts) {
+                for (ulong l = 0; l < n; l++) {
+                    A[l] += piece_value(load_piece(kv, addr + 8 * l, aligned), mixed);
+                    T[l] += A[l];
+                }
+            }
+            t += run;
+        }
+        s = 0;
+        for (ulong l = 0; l < n; l++) {
+            s += 2 * P * (t0 * A[l] + ntok * A[l] - T[l]) + (2 * (q + l) + 1) * A[l];
+        }
+    }
+    return s;
+}
+
+/* Steps (slice i, unit u) forward until u is a unit of slice i (or i reaches num_slices). */
+inline void next_unit(__global const ulong *desc, uint num_slices, uint *i, ulong *u) {
+    while (*i < num_slices && *u >= slice_units(desc + (ulong) *i * DESC_WORDS)) {
+        *u -= slice_units(desc + (ulong) *i * DESC_WORDS);
+        (*i)++;
+    }
+}
+
+#ifdef KVC_CONTIGUOUS_UNITS
+/* Units a CPU work item reads side by side, token by token (chunk_sum). */
+#define ROW_CHUNK 16
+
+/*
+ * In the scope of the row arrays (fb .. fnv) and t0: unit u of slice d as row unit nf with factor m, if it is whole
+ * aligned vectors (1, else 0: nothing recorded). See chunk_sum for the weights.
+ */
+inline uint row_unit(__global const ulong *d, ulong u, ulong m, ulong t0, __private ulong *fb, __private ulong *fd,
+                     __private ulong *fm, __private ulong *fbase, __private ulong *fps, __private ulong *fts,
+                     __private uint *fnv) {
+    ulong P = d[DESC_PIECES];
+    ulong pk = d[DESC_K_PIECES];
+    ulong ku = (pk + UNIT_PIECES - 1) / UNIT_PIECES;
+    int isK = u < ku;
+    ulong q = isK ? u * UNIT_PIECES : pk + (u - ku) * UNIT_PIECES;
+    ulong n = min((ulong) UNIT_PIECES, (isK ? pk : P) - q);
+    uint aligned = (uint) d[DESC_FLAGS] & (isK ? DESC_K_ALIGNED : DESC_V_ALIGNED);
+    if (!aligned || n % 8 != 0) {
+        return 0;
+    }
+    *fb = m * (2 * (t0 * P + q) + 1);
+    *fd = 2 * m * P;
+    *fm = m;
+    *fbase = isK ? d[DESC_K_BASE] + 8 * q : d[DESC_V_BASE] + 8 * (q - pk);
+    *fps = isK ? d[DESC_K_PAGE_STRIDE] : d[DESC_V_PAGE_STRIDE];
+    *fts = isK ? d[DESC_K_TOKEN_STRIDE] : d[DESC_V_TOKEN_STRIDE];
+    *fnv = (uint) (n / 8);
+    return 1;
+}
+#define ROW_UNIT(d, u, m) row_unit((d), (u), (m), t0, fb + nf, fd + nf, fm + nf, fbase + nf, fps + nf, fts + nf, fnv + nf)
+
+/* Row streams a chunk of units may span: e.g. a layer's K row and V row. */
+#define ROW_STREAMS 2
+/* Where each stream of a chunk ends (the address after its last unit) and its page and token strides. */
+typedef struct {
+    ulong end[ROW_STREAMS], ps[ROW_STREAMS], ts[ROW_STREAMS];
+    uint n;
+} row_streams;
+
+/*
+ * Adds unit u of slice d to the chunk whose streams are *st if it is whole aligned vectors and continues one of them
+ * (it starts where that stream's last unit ends, same strides) or a stream is still free; 1 if added, else 0. So a
+ * chunk's units lie side by side in at most ROW_STREAMS rows, each read front to back per token: the 8 K heads and
+ * the 8 V heads of a Llama-3-8B layer, not 8 layers' K and V rows of Llama-3-70B TP8 (16 streams).
+ */
+inline uint row_stream_add(__global const ulong *d, ulong u, __private row_streams *st) {
+    ulong fb, fd, fm, base, ps, ts;
+    uint nv;
+    if (!row_unit(d, u, 1, 0, &fb, &fd, &fm, &base, &ps, &ts, &nv)) {
+        return 0;
+    }
+    for (uint k = 0; k < st->n; k++) {
+        if (st->end[k] == base && st->ps[k] == ps && st->ts[k] == ts) {
+            st->end[k] = base + 64 * (ulong) nv;
+            return 1;
+        }
+    }
+    if (st->n == ROW_STREAMS) {
+        return 0;
+    }
+    st->end[st->n] = base + 64 * (ulong) nv;
+    st->ps[st->n] = ps;
+    st->ts[st->n] = ts;
+    st->n++;
+    return 1;
+}
+
+/*
+ * In chunk_sum's scope: the row pass over the block's tokens of the nf row units, adding unit f's two sums to ACC1(f)
+ * and ACC2(f) (one pair for all units in block_checksums, a pair per unit for slice sums).
+ */
+#define ROW_PASS(ACC1, ACC2) \
+    for (ulong t = 0; t < ntok;) { \
+        ulong rel = t0 + t - start; \
+        ulong pi = rel / page_size; \
+        ulong slot = rel - pi * page_size; \
+        ulong run = min(ntok - t, page_size - slot); \
+        ulong page = (ulong) table[pi]; \
+        for (uint f = 0; f < nf; f++) { \
+            faddr[f] = fbase[f] + page * fps[f] + slot * fts[f]; \
+        } \
+        for (ulong r = 0; r < run; r++) { \
+            for (uint f = 0; f < nf; f++) { \
+                __global const ulong *row = (__global const ulong *) (kv + faddr[f]); \
+                ulong w = fb[f]; \
+                ulong8 m = (ulong8) fm[f]; \
+                ulong m16 = 16 * fm[f]; \
+                if (fnv[f] == 4) { \
+                    ulong8 x0 = PIECE_VALUE_V(ulong8, vload8(0, row)); \
+                    ulong8 x1 = PIECE_VALUE_V(ulong8, vload8(1, row)); \
+                    ulong8 x2 = PIECE_VALUE_V(ulong8, vload8(2, row)); \
+                    ulong8 x3 = PIECE_VALUE_V(ulong8, vload8(3, row)); \
+                    ACC1(f) += x0 * w + x1 * (w + m16) + x2 * (w + 2 * m16) + x3 * (w + 3 * m16); \
+                    ACC2(f) += (x0 + x1 + x2 + x3) * m; \
+                } else { \
+                    for (uint v = 0; v < fnv[f]; v++, w += m16) { \
+                        ulong8 x = PIECE_VALUE_V(ulong8, vload8(v, row)); \
+                        ACC1(f) += x * w; \
+                        ACC2(f) += x * m; \
+                    } \
+                } \
+                faddr[f] += fts[f]; \
+                fb[f] += fd[f]; \
+            } \
+        } \
+        t += run; \
+    }
+#define ONE_C1(f) C1
+#define ONE_C2(f) C2
+
+/*
+ * m * unit_sum summed over `cnt` consecutive units from (slice i, unit u), for one block, CPU build. Whole aligned
+ * units of 8, 16, .. pieces (every unit of the usual layouts) are read row by row: for each token, every such unit's
+ * vectors, so each region (a layer's K or V page) is read front to back, as a plain read would, where unit by unit
+ * a row of side-by-side heads would be read in one strided pass per head. A token's row holds units of different
+ * slices (factors m) and weights, so pieces are multiplied by their weights directly (the CPU has cycles to spare
+ * while it waits for memory): piece l of vector v of unit f at request position t0 + t has the weight
+ *   m*(2*((t0 + t)*P + q + 8v + l) + 1) = B_f + 16*m*v + 2*m*l,   B_f = m*(2*((t0 + t)*P + q) + 1),
+ * so C1 += x * (B_f + 16*m*v) and C2 += x * m, and the sum is hsum(C1) + 2*hsum(C2 * lane). Other units (partial,
+ * unaligned) go through unit_sum. With weighted == 0, m = 1 for every unit (a slice sum).
+ */
+inline ulong chunk_sum(__global const uchar *kv, __global const ulong *desc, __global const int *table, ulong start,
+                       ulong page_size, ulong t0, ulong ntok, uint i, ulong u, ulong cnt, uint num_slices,
+                       uint weighted, uint mixed) {
+    ulong fb[ROW_CHUNK], fd[ROW_CHUNK], fm[ROW_CHUNK], fbase[ROW_CHUNK], fps[ROW_CHUNK], fts[ROW_CHUNK],
+        faddr[ROW_CHUNK];
+    uint fnv[ROW_CHUNK];
+    uint nf = 0;
+    ulong c = 0;
+    for (ulong k = 0; k < cnt && i < num_slices; k++) {
+        __global const ulong *d = desc + (ulong) i * DESC_WORDS;
+        ulong m = weighted ? d[DESC_FACTOR] : 1;
+        if (ROW_UNIT(d, u, m)) {
+            nf++;
+        } else {
+            c += m * unit_sum(kv, d, table, start, page_size, t0, ntok, u, mixed);
+        }
+        u++;
+        next_unit(desc, num_slices, &i, &u);
+    }
+    if (nf == 0) {
+        return c;
+    }
+    ulong8 C1 = 0, C2 = 0;
+    ROW_PASS(ONE_C1, ONE_C2)
+    return c + hsum8(C1) + 2 * hsum8(C2 * LANES8);
+}
+
+/*
+ * The fused single pass, CPU build. NDRange (items), any local size: work item g takes the same contiguous run of
+ * units, [total*g/items, total*(g+1)/items) of the (slice, unit) sequence, in every block, in chunks of ROW_CHUNK
+ * units read row by row (chunk_sum), and visits the blocks in the order the host lists after the page table
+ * (table[pages ..], pages = ceil((num_tokens - start)/page_size)): the blocks sorted by the page id of their first
+ * token, i.e. by address in every layer's pages. So each core reads each region front to back, one page after the
+ * next, where the table's order (shuffled in an engine whose free list has churned) would jump to a random page, TLB
+ * entry and prefetch stream at every block. It writes partials[b*items + g] for every block b (parts == items);
+ * sum_parts adds them.
+ */
+inline void block_checksums_body(__global const uchar *kv, __global const ulong *desc, __global const int *table,
+                                 ulong start, ulong page_size, ulong first_block, ulong block_size, ulong num_tokens,
+                                 uint num_slices, uint parts, __global ulong *partials, __local ulong *scratch,
+                                 uint mixed) {
+    ulong g = get_global_id(0);
+    ulong nb = (num_tokens + block_size - 1) / block_size - first_block;
+    __global const int *order = table + (num_tokens - start + page_size - 1) / page_size;
+    ulong total = 0;
+    for (uint k = 0; k < num_slices; k++) {
+        total += slice_units(desc + (ulong) k * DESC_WORDS);
+    }
+    ulong first = total * g / parts;
+    ulong end = total * (g + 1) / parts;
+    for (ulong k = 0; k < nb; k++) {
+        partials[(ulong) order[k] * parts + g] = 0;
+    }
+    uint i = 0;
+    ulong u = first;
+    next_unit(desc, num_slices, &i, &u);
+    for (ulong at = first; at < end && i < num_slices; ) {
+        /* the chunk: the next units that fit ROW_STREAMS rows (at most ROW_CHUNK; an irregular unit alone) */
+        row_streams st;
+        st.n = 0;
+        ulong cnt = 0;
+        uint ci = i;
+        ulong cu = u;
+        while (at + cnt < end && ci < num_slices && cnt < ROW_CHUNK
+               && row_stream_add(desc + (ulong) ci * DESC_WORDS, cu, &st)) {
+            cnt++;
+            cu++;
+            next_unit(desc, num_slices, &ci, &cu);
+        }
+        cnt = max(cnt, (ulong) 1);
+        for (ulong k = 0; k < nb; k++) {
+            ulong b = (ulong) order[k];
+            ulong t0 = (first_block + b) * block_size;
+            ulong t1 = min(t0 + block_size, num_tokens);
+            if (t1 > t0) {
+                partials[b * parts + g] += chunk_sum(kv, desc, table, start, page_size, t0, t1 - t0, i, u, cnt,
+                                                     num_slices, 1, mixed);
+            }
+        }
+        at += cnt;
+        u += cnt;
+        next_unit(desc, num_slices, &i, &u);
+    }
+}
+
+/* Whether every unit of slice d is whole aligned vectors and the slice has at most ROW_CHUNK units. */
+inline uint row_slice(__global const ulong *d) {
+    ulong P = d[DESC_PIECES];
+    ulong pk = d[DESC_K_PIECES];
+    uint flags = (uint) d[DESC_FLAGS];
+    return pk % 8 == 0 && (P - pk) % 8 == 0 && (pk == 0 || (flags & DESC_K_ALIGNED))
+        && (P == pk || (flags & DESC_V_ALIGNED)) && slice_units(d) <= ROW_CHUNK;
+}
+
+/*
+ * The end of the group of slices that starts at i: the following row slices while their units fit ROW_CHUNK and
+ * ROW_STREAMS rows (the heads of a Llama-3-8B layer; a single slice of Llama-3-70B TP8 or MLA).
+ */
+inline uint slice_group_end(__global const ulong *desc, uint num_slices, uint i) {
+    if (!row_slice(desc + (ulong) i * DESC_WORDS)) {
+        return i + 1;
+    }
+    ulong units = 0;
+    row_streams st;
+    st.n = 0;
+    uint j = i;
+    while (j < num_slices && row_slice(desc + (ulong) j * DESC_WORDS)) {
+        __global const ulong *d = desc + (ulong) j * DESC_WORDS;
+        ulong n = slice_units(d);
+        row_streams next = st;
+        uint fits = units + n <= ROW_CHUNK;
+        for (ulong u = 0; u < n && fits; u++) {
+            fits = row_stream_add(d, u, &next);
+        }
+        if (!fits) {
+            break;
+        }
+        st = next;
+        units += n;
+        j++;
+    }
+    return max(j, i + 1);
+}
+
+/*
+ * The slice sums of a group of row slices [i0, i1) for one block, read row by row as in chunk_sum (weights without
+ * factors), one pair of sums per unit, added into sums[slice - i0].
+ */
+inline void group_slice_sums(__global const uchar *kv, __global const ulong *desc, __global const int *table,
+                             ulong start, ulong page_size, ulong t0, ulong ntok, uint i0, uint i1, uint mixed,
+                             __private ulong *sums) {
+    ulong fb[ROW_CHUNK], fd[ROW_CHUNK], fm[ROW_CHUNK], fbase[ROW_CHUNK], fps[ROW_CHUNK], fts[ROW_CHUNK],
+        faddr[ROW_CHUNK];
+    uint fnv[ROW_CHUNK], fslice[ROW_CHUNK];
+    ulong8 S1[ROW_CHUNK], S2[ROW_CHUNK];
+    uint nf = 0;
+    for (uint i = i0; i < i1; i++) {
+        __global const ulong *d = desc + (ulong) i * DESC_WORDS;
+        ulong units = slice_units(d);
+        for (ulong u = 0; u < units; u++) {
+            ROW_UNIT(d, u, 1);      /* always 1: row_slice checked every unit */
+            fslice[nf] = i - i0;
+            S1[nf] = 0;
+            S2[nf] = 0;
+            nf++;
+        }
+        sums[i - i0] = 0;
+    }
+#define GROUP_S1(f) S1[f]
+#define GROUP_S2(f) S2[f]
+    ROW_PASS(GROUP_S1, GROUP_S2)
+    for (uint f = 0; f < nf; f++) {
+        sums[fslice[f]] += hsum8(S1[f]) + 2 * hsum8(S2[f] * LANES8);
+    }
+}
+
+/*
+ * Per-slice weighted sums, CPU build. NDRange (1, 1, num_slices), local (1, 1, 1), parts == 1. The slices fall into
+ * groups (slice_group_end, from slice 0): runs of consecutive slices whose units are whole aligned vectors and fit
+ * ROW_CHUNK together (e.g. the 8 heads of a Llama-3-8B layer, side by side in 2 KiB rows), else single slices. The
+ * work item of a group's first slice sums the group over every block, the blocks in address order (the order after
+ * the page table, as in block_checksums), reading the group's rows front to back (group_slice_sums; a single
+ * irregular slice through chunk_sum, unweighted); the others return at once. It writes partials[i*num_blocks + b],
+ * the slice sums.
+ */
+inline void slice_sums_body(__global const uchar *kv, __global const ulong *desc, __global const int *table,
+                            ulong start, ulong page_size, ulong first_block, ulong block_size, ulong num_tokens,
+                            uint num_blocks, uint parts, __global ulong *partials, __local ulong *scratch, uint mixed) {
+    uint num_slices = (uint) get_global_size(2);
+    uint me = (uint) get_global_id(2);
+    uint i0 = 0;
+    uint i1 = slice_group_end(desc, num_slices, 0);
+    while (me >= i1) {
+        i0 = i1;
+        i1 = slice_group_end(desc, num_slices, i0);
+    }
+    if (me != i0) {
+        return;
+    }
+    int rows = row_slice(desc + (ulong) i0 * DESC_WORDS);
+    ulong units = slice_units(desc + (ulong) i0 * DESC_WORDS);
+    __global const int *order = table + (num_tokens - start + page_size - 1) / page_size;
+    ulong sums[ROW_CHUNK];
+    for (ulong k = 0; k < num_blocks; k++) {
+        ulong b = (ulong) order[k];
+        ulong t0 = (first_block + b) * block_size;
+        ulong t1 = min(t0 + block_size, num_tokens);
+        if (rows) {
+            group_slice_sums(kv, desc, table, start, page_size, t0, t1 - t0, i0, i1, mixed, sums);
+            for (uint i = i0; i < i1; i++) {
+                partials[(ulong) i * num_blocks + b] = sums[i - i0];
+            }
+        } else {
+            ulong s = 0;
+            for (ulong u = 0; u < units; u += ROW_CHUNK) {
+                s += chunk_sum(kv, desc, table, start, page_size, t0, t1 - t0, i0, u, min((ulong) ROW_CHUNK, units - u),
+                               i0 + 1, 0, mixed);
+            }
+            partials[(ulong) i0 * num_blocks + b] = s;
+        }
+    }
+}
+#else
+/*
+ * Per-slice weighted sums. NDRange (local*parts, num_blocks, num_slices), local (local, 1, 1): work-group g of
+ * column b of slice i writes partials[(i*num_blocks + b)*parts + g]; with parts == 1 that is the slice sum.
+ */
+inline void slice_sums_body(__global const uchar *kv, __global const ulong *desc, __global const int *table,
+                            ulong start, ulong page_size, ulong first_block, ulong block_size, ulong num_tokens,
+                            uint num_blocks, uint parts, __global ulong *partials, __local ulong *scratch, uint mixed) {
+    uint g = get_group_id(0);
+    ulong wg = get_local_size(0);
+    ulong b = get_global_id(1);
+    ulong slice = get_global_id(2);
+    ulong t0 = (first_block + b) * block_size;
+    ulong t1 = min(t0 + block_size, num_tokens);
+    ulong s = slice_partial(kv, desc + slice * DESC_WORDS, table, start, page_size, t0, t1,
+                            g * wg + get_local_id(0), parts * wg, mixed);
+    s = group_sum(scratch, s);
+    if (get_local_id(0) == 0) {
+        partials[(slice * num_blocks + b) * parts + g] = s;
+    }
+}
+
+/*
+ * The fused single pass, GPU build: every KV byte of block b read once, weighted by its slice's factor in registers.
+ * NDRange (local*parts, num_blocks), local (local, 1): work-group g of block b writes partials[b*parts + g].
+ * Work item k of the column takes units k, k + step, ... of the block's (slice, unit) sequence (neighbouring work
+ * items take neighbouring units: coalesced loads) and walks the block's tokens with each (unit_sum).
  */
 inline void block_checksums_body(__global const uchar *kv, __global const ulong *desc, __global const int *table,
                                  ulong start, ulong page_size, ulong first_block, ulong block_size, ulong num_tokens,
@@ -295,94 +688,23 @@ inline void block_checksums_body(__global const uchar *kv, __global const ulong 
     ulong t0 = (first_block + b) * block_size;
     ulong t1 = min(t0 + block_size, num_tokens);
     ulong ntok = t1 > t0 ? t1 - t0 : 0;
-    ulong item = g * wg + get_local_id(0);
-    ulong c = 0;
-#ifdef KVC_CONTIGUOUS_UNITS
-    /* CPU devices: a work item takes a contiguous run of units, so one core walks the block's memory in order. */
-    ulong total = 0;
-    for (uint k = 0; k < num_slices; k++) {
-        total += slice_units(desc + (ulong) k * DESC_WORDS);
-    }
-    ulong u = total * item / (parts * wg);
-    ulong left = total * (item + 1) / (parts * wg) - u;
-    ulong step = 1;
-#else
-    /* GPUs: neighbouring work items take neighbouring units (coalesced loads). */
-    ulong u = item;
-    ulong left = ~(ulong) 0;
+    ulong u = g * wg + get_local_id(0);
     ulong step = parts * wg;
-#endif
-    /* (slice i, unit u) of this work item's first unit */
+    ulong c = 0;
     uint i = 0;
-    while (i < num_slices && u >= slice_units(desc + (ulong) i * DESC_WORDS)) {
-        u -= slice_units(desc + (ulong) i * DESC_WORDS);
-        i++;
-    }
-    for (; i < num_slices && ntok > 0 && left > 0; left--) {
+    next_unit(desc, num_slices, &i, &u);
+    while (i < num_slices && ntok > 0) {
         __global const ulong *d = desc + (ulong) i * DESC_WORDS;
-        ulong P = d[DESC_PIECES];
-        ulong pk = d[DESC_K_PIECES];
-        ulong ku = (pk + UNIT_PIECES - 1) / UNIT_PIECES;
-        uint flags = (uint) d[DESC_FLAGS];
-        int isK = u < ku;
-        ulong q = isK ? u * UNIT_PIECES : pk + (u - ku) * UNIT_PIECES;          /* first piece of the unit in the cell */
-        ulong part_end = isK ? pk : P;
-        ulong n = min((ulong) UNIT_PIECES, part_end - q);                        /* pieces in this unit */
-        ulong base = isK ? d[DESC_K_BASE] + 8 * q : d[DESC_V_BASE] + 8 * (q - pk);
-        ulong ps = isK ? d[DESC_K_PAGE_STRIDE] : d[DESC_V_PAGE_STRIDE];
-        ulong ts = isK ? d[DESC_K_TOKEN_STRIDE] : d[DESC_V_TOKEN_STRIDE];
-        uint aligned = flags & (isK ? DESC_K_ALIGNED : DESC_V_ALIGNED);
-        ulong s;
-        if (n == UNIT_PIECES && aligned) {
-#ifdef KVC_UNIT32
-            VECTOR_UNIT2(ulong16, load16, LANES16, hsum16);
-        } else if (n == 16 && aligned) {
-            VECTOR_UNIT(ulong16, load16, LANES16, hsum16);
-#else
-            VECTOR_UNIT(unit_vec, unit_load, UNIT_LANES, unit_hsum);
-#endif
-#if defined(KVC_UNIT16) || defined(KVC_UNIT32)
-        } else if (n == 8 && aligned) {
-            /* a half unit (e.g. the last 64 bytes of a 576-byte MLA fp8 cell): one ulong8 per token */
-            VECTOR_UNIT(ulong8, load8, LANES8, hsum8);
-#endif
-        } else {
-            ulong A[UNIT_PIECES], T[UNIT_PIECES];
-            for (ulong l = 0; l < UNIT_PIECES; l++) {
-                A[l] = 0;
-                T[l] = 0;
-            }
-            for (ulong t = 0; t < ntok;) {
-                ulong rel = t0 + t - start;
-                ulong pi = rel / page_size;
-                ulong slot = rel - pi * page_size;
-                ulong run = min(ntok - t, page_size - slot);
-                ulong addr = base + (ulong) table[pi] * ps + slot * ts;
-                for (ulong r = 0; r < run; r++, addr += ts) {
-                    for (ulong l = 0; l < n; l++) {
-                        A[l] += piece_value(load_piece(kv, addr + 8 * l, aligned), mixed);
-                        T[l] += A[l];
-                    }
-                }
-                t += run;
-            }
-            s = 0;
-            for (ulong l = 0; l < n; l++) {
-                s += 2 * P * (t0 * A[l] + ntok * A[l] - T[l]) + (2 * (q + l) + 1) * A[l];
-            }
-        }
-        c += d[DESC_FACTOR] * s;
+        c += d[DESC_FACTOR] * unit_sum(kv, d, table, start, page_size, t0, ntok, u, mixed);
         u += step;
-        while (i < num_slices && u >= slice_units(desc + (ulong) i * DESC_WORDS)) {
-            u -= slice_units(desc + (ulong) i * DESC_WORDS);
-            i++;
-        }
+        next_unit(desc, num_slices, &i, &u);
     }
     c = group_sum(scratch, c);
     if (get_local_id(0) == 0) {
         partials[b * parts + g] = c;
     }
 }
+#endif
 
 /* The kernels: each body in the standard mode and, as *_mixed, in the mixed mode (every piece through feistel3). */
 #define KVC_SLICE_SUMS_ARGS __global const uchar *kv, __global const ulong *desc, __global const int *table, \
