@@ -993,7 +993,7 @@ public final class OpenClBackend implements KvChecksum {
             bytes[2 * i + 1] = s.v() == null ? 0 : s.v().bytes();
         }
         cl_kernel k = op.kernel("byte_cell_sums" + modeSuffix(plan));
-        int a = setLayoutArgs(op, k, d, plan);
+        int a = setLayoutArgs(op, k, d, plan, null);
         op.arg(k, a++, op.upload(ints(op.arena, bytes)));
         op.arg(k, a++, ns);
         op.arg(k, a++, plan.numBlocks());
