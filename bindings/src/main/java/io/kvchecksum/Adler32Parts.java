@@ -23,6 +23,10 @@ public final class Adler32Parts {
      * The Adler-32 of the stream {@code P1 P2}, from {@code adler1} of {@code P1}, {@code adler2} of {@code P2} and
      * {@code P2}'s length in bytes.
      *
+     * @param adler1 the Adler-32 of the first part, in {@code [0, 2^32)} with both 16-bit halves below 65521
+     * @param adler2 the Adler-32 of the second part, the same range
+     * @param len2 the second part's length in bytes, non-negative (any size: it is reduced modulo 65521)
+     * @return the Adler-32 of the two parts one after the other, in {@code [0, 2^32)}
      * @throws IllegalArgumentException when a value is not an Adler-32 ({@code A} or {@code B} outside
      *     {@code [0, 65521)}, or bits above 32) or {@code len2} is negative
      */
@@ -47,6 +51,12 @@ public final class Adler32Parts {
      * The Adler-32 of {@code len} bytes from their byte sum {@code s = Σ x_i} and weighted sum {@code w = Σ (n-i) x_i}
      * over positions {@code i} of the piece (either may be any non-negative value: they are reduced here), the form a
      * kernel's lanes add up.
+     *
+     * @param s the sum of the piece's bytes (each 0..255), non-negative
+     * @param w the sum of each byte times its distance from the piece's end, {@code n - i}, non-negative
+     * @param len the piece's length {@code n} in bytes, non-negative
+     * @return the piece's Adler-32, in {@code [0, 2^32)}
+     * @throws IllegalArgumentException when a sum or the length is negative
      */
     public static long fromSums(long s, long w, long len) {
         if (s < 0 || w < 0 || len < 0) {

@@ -25,12 +25,23 @@ public final class DigestSuite {
     private DigestSuite() {
     }
 
-    /** Every vector with its buffers in host memory. */
+    /**
+     * Every vector with its buffers in host memory.
+     *
+     * @param backend the backend under test
+     * @return one dynamic test per vector, comparing {@code backend.pageDigest} with zlib's value exactly
+     */
     public static Stream<DynamicNode> tests(KvChecksum backend) {
         return tests(backend, UnaryOperator.identity());
     }
 
-    /** As {@link #tests(KvChecksum)}, each buffer first passed through {@code placement} (e.g. to device memory). */
+    /**
+     * As {@link #tests(KvChecksum)}, each buffer first passed through {@code placement} (e.g. to device memory).
+     *
+     * @param backend the backend under test
+     * @param placement maps each host buffer to the memory the backend should read (identity for host memory)
+     * @return one dynamic test per vector
+     */
     public static Stream<DynamicNode> tests(KvChecksum backend, UnaryOperator<KvMemory> placement) {
         List<DigestVector> all = DigestVector.all();
         return all.stream().map(v -> DynamicTest.dynamicTest(backend.name() + " · digest · " + v.name(), () -> {

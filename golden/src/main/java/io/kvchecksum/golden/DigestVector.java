@@ -37,7 +37,7 @@ public final class DigestVector {
         this.data = data;
     }
 
-    /** Every vector of {@code vectors-digest/}, in the generator's order. */
+    /** {@return every vector of {@code vectors-digest/}, in the generator's order} */
     public static List<DigestVector> all() {
         List<DigestVector> out = new ArrayList<>();
         try (InputStream in = resource("index.json")) {
@@ -53,25 +53,27 @@ public final class DigestVector {
         return out;
     }
 
-    /** Whether this jar carries the page-digest vectors. */
+    /** {@return whether this jar carries the page-digest vectors} */
     public static boolean present() {
         return DigestVector.class.getResource("/vectors-digest/index.json") != null;
     }
 
+    /** {@return the vector's name, as the generator's index lists it} */
     public String name() {
         return name;
     }
 
+    /** {@return what the vector covers, in the generator's words} */
     public String description() {
         return json.get("description").asText();
     }
 
-    /** zlib's Adler-32 of the stream, in {@code [0, 2^32)}. */
+    /** {@return zlib's Adler-32 of the stream, in {@code [0, 2^32)}} */
     public long expectedDigest() {
         return json.get("expected_digest").asLong();
     }
 
-    /** The stream's length in bytes. */
+    /** {@return the stream's length in bytes} */
     public long streamBytes() {
         return json.get("stream_bytes").asLong();
     }
@@ -79,6 +81,10 @@ public final class DigestVector {
     /**
      * The vector's digest plan, each buffer copied into its own segment of {@code arena} (sized exactly, so a read
      * past a buffer fails) and then passed through {@code placement} (e.g. to device memory).
+     *
+     * @param arena where the buffers are allocated; they live as long as it does
+     * @param placement maps each host buffer to the memory the backend should read (identity for host memory)
+     * @return the validated plan of the vector's stream
      */
     public PageDigestPlan plan(Arena arena, UnaryOperator<KvMemory> placement) {
         int[] layers = ints(json.get("layers"));
