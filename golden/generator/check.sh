@@ -36,79 +36,32 @@ fi
 "$py" "$here/verify.py" "$committed"
 echo "check.sh: OK: committed golden vectors match a fresh regeneration"
 
-# The command line's test dumps (cli/src/test/resources/dumps) come from dumps.py the same way.
-dumps="$root/cli/src/test/resources/dumps"
-"$py" "$here/dumps.py" --out "$tmp/dumps" > /dev/null
-if ! diff -r "$dumps" "$tmp/dumps" > "$tmp/dumps-diff.txt" 2>&1; then
-    echo "check.sh: FAILED: the committed CLI test dumps differ from what golden/generator/dumps.py produces:" >&2
-    head -n 40 "$tmp/dumps-diff.txt" >&2
-    echo "check.sh: regenerate them with 'python3 golden/generator/dumps.py' and commit the result." >&2
-    exit 1
-fi
-echo "check.sh: OK: committed CLI test dumps match a fresh regeneration"
+# Every other generated set comes from its own script the same way: regenerate into $tmp, compare with the committed
+# folder, fail with the first differences and the command that regenerates it.
+#   same_as_committed SCRIPT COMMITTED_FOLDER WHAT
+same_as_committed() {
+    local script="$1" committed_dir="$2" what="$3" name
+    name="$(basename "$committed_dir")"
+    "$py" "$here/$script" --out "$tmp/$name" > /dev/null
+    if ! diff -r "$committed_dir" "$tmp/$name" > "$tmp/$name-diff.txt" 2>&1; then
+        echo "check.sh: FAILED: the committed $what differ from what golden/generator/$script produces:" >&2
+        head -n 40 "$tmp/$name-diff.txt" >&2
+        echo "check.sh: regenerate them with 'python3 golden/generator/$script' and commit the result." >&2
+        exit 1
+    fi
+    echo "check.sh: OK: committed $what match a fresh regeneration"
+}
 
-# The SGLang dumps (cli/src/test/resources/sglang-dumps: page digests from zlib.adler32, layout signatures) likewise.
-sglang="$root/cli/src/test/resources/sglang-dumps"
-"$py" "$here/sglang_dumps.py" --out "$tmp/sglang-dumps" > /dev/null
-if ! diff -r "$sglang" "$tmp/sglang-dumps" > "$tmp/sglang-diff.txt" 2>&1; then
-    echo "check.sh: FAILED: the committed SGLang test dumps differ from what golden/generator/sglang_dumps.py produces:" >&2
-    head -n 40 "$tmp/sglang-diff.txt" >&2
-    echo "check.sh: regenerate them with 'python3 golden/generator/sglang_dumps.py' and commit the result." >&2
-    exit 1
-fi
-echo "check.sh: OK: committed SGLang test dumps match a fresh regeneration"
-# The command line's cell dumps (index-K, straddling pieces, padded cells) come from dumps_cells.py the same way.
-celldumps="$root/cli/src/test/resources/dumps-cells"
-"$py" "$here/dumps_cells.py" --out "$tmp/dumps-cells" > /dev/null
-if ! diff -r "$celldumps" "$tmp/dumps-cells" > "$tmp/dumps-cells-diff.txt" 2>&1; then
-    echo "check.sh: FAILED: the committed CLI cell dumps differ from what golden/generator/dumps_cells.py produces:" >&2
-    head -n 40 "$tmp/dumps-cells-diff.txt" >&2
-    echo "check.sh: regenerate them with 'python3 golden/generator/dumps_cells.py' and commit the result." >&2
-    exit 1
-fi
-echo "check.sh: OK: committed CLI cell dumps match a fresh regeneration"
-
-# Mixed-mode values of the same vectors (vectors-mixed/mixed.json) come from generate_mixed.py the same way.
-mixed="$root/golden/src/main/resources/vectors-mixed"
-"$py" "$here/generate_mixed.py" --out "$tmp/vectors-mixed" > /dev/null
-if ! diff -r "$mixed" "$tmp/vectors-mixed" > "$tmp/mixed-diff.txt" 2>&1; then
-    echo "check.sh: FAILED: the committed mixed-mode values differ from what golden/generator/generate_mixed.py produces:" >&2
-    head -n 40 "$tmp/mixed-diff.txt" >&2
-    echo "check.sh: regenerate them with 'python3 golden/generator/generate_mixed.py' and commit the result." >&2
-    exit 1
-fi
-echo "check.sh: OK: committed mixed-mode values match a fresh regeneration"
-
-# Cell vectors (vectors-cells: straddling pieces, index-K, padded cells) come from generate_cells.py the same way.
-cellvec="$root/golden/src/main/resources/vectors-cells"
-"$py" "$here/generate_cells.py" --out "$tmp/vectors-cells" > /dev/null
-if ! diff -r "$cellvec" "$tmp/vectors-cells" > "$tmp/cells-diff.txt" 2>&1; then
-    echo "check.sh: FAILED: the committed cell vectors differ from what golden/generator/generate_cells.py produces:" >&2
-    head -n 40 "$tmp/cells-diff.txt" >&2
-    echo "check.sh: regenerate them with 'python3 golden/generator/generate_cells.py' and commit the result." >&2
-    exit 1
-fi
-echo "check.sh: OK: committed cell vectors match a fresh regeneration"
-# State-row digests (vectors-state/) come from generate_state.py the same way.
-state="$root/golden/src/main/resources/vectors-state"
-"$py" "$here/generate_state.py" --out "$tmp/vectors-state" > /dev/null
-if ! diff -r "$state" "$tmp/vectors-state" > "$tmp/state-diff.txt" 2>&1; then
-    echo "check.sh: FAILED: the committed state-row digests differ from what golden/generator/generate_state.py produces:" >&2
-    head -n 40 "$tmp/state-diff.txt" >&2
-    echo "check.sh: regenerate them with 'python3 golden/generator/generate_state.py' and commit the result." >&2
-    exit 1
-fi
-echo "check.sh: OK: committed state-row digests match a fresh regeneration"
-# SGLang's page digest vectors (vectors-digest/: zlib.adler32 over the stream) come from generate_digest.py.
-digest="$root/golden/src/main/resources/vectors-digest"
-"$py" "$here/generate_digest.py" --out "$tmp/vectors-digest" > /dev/null
-if ! diff -r "$digest" "$tmp/vectors-digest" > "$tmp/digest-diff.txt" 2>&1; then
-    echo "check.sh: FAILED: the committed page-digest vectors differ from what golden/generator/generate_digest.py produces:" >&2
-    head -n 40 "$tmp/digest-diff.txt" >&2
-    echo "check.sh: regenerate them with 'python3 golden/generator/generate_digest.py' and commit the result." >&2
-    exit 1
-fi
-echo "check.sh: OK: committed page-digest vectors match a fresh regeneration"
+# The command line's test dumps: the standard layouts, SGLang's pool (page digests from zlib.adler32, layout
+# signatures), and cells that are not whole pieces (index-K, straddling pieces, padded cells).
+same_as_committed dumps.py "$root/cli/src/test/resources/dumps" "CLI test dumps"
+same_as_committed sglang_dumps.py "$root/cli/src/test/resources/sglang-dumps" "SGLang test dumps"
+same_as_committed dumps_cells.py "$root/cli/src/test/resources/dumps-cells" "CLI cell dumps"
+# Mixed-mode values of the vectors, cell vectors, state-row digests and SGLang's page-digest vectors.
+same_as_committed generate_mixed.py "$root/golden/src/main/resources/vectors-mixed" "mixed-mode values"
+same_as_committed generate_cells.py "$root/golden/src/main/resources/vectors-cells" "cell vectors"
+same_as_committed generate_state.py "$root/golden/src/main/resources/vectors-state" "state-row digests"
+same_as_committed generate_digest.py "$root/golden/src/main/resources/vectors-digest" "page-digest vectors"
 
 # Detection campaign, short run (fixed seeds, a few seconds): fails if the mixed mode's mixer misses any fault
 # or a proved property of the standard mode (single changes always caught, its bit-63 blind spot) does not hold.
