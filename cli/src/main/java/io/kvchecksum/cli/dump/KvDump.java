@@ -285,6 +285,31 @@ public final class KvDump {
         return d;
     }
 
+    /**
+     * The request's token count: {@code --num-tokens}, else the dump's {@code num_tokens} tensor (one integer past
+     * {@code start}), else every slot the dump holds from {@code start}. The caller checks it against what it holds.
+     */
+    static long requestedTokens(DumpFile file, Options o, long start, long held, String where) {
+        Long n = o.numTokens();
+        if (n != null) {
+            return n;
+        }
+        Tensor nt = file.get("num_tokens");
+        if (nt == null) {
+            return start + held;
+        }
+        if (!nt.dtype().integer() || nt.numel() != 1) {
+            throw new InvalidInputException(where + ": num_tokens must be one integer, got " + nt.dtype() + " "
+                    + nt.shapeText());
+        }
+        long v = nt.integerAt(0);
+        if (v <= start) {
+            throw new InvalidInputException(where + ": the request holds no tokens from position " + start
+                    + " (num_tokens = " + nt.integerText(0) + ")");
+        }
+        return v;
+    }
+
     private static void checkGatheredShape(String where, Tensor t) {
         long[] s = t.shape();
         if (s.length != 3 || s[1] <= 0 || s[2] <= 0 || s[1] > Integer.MAX_VALUE) {
@@ -408,23 +433,7 @@ public final class KvDump {
             table[i] = (int) p;
         }
         long held = (long) table.length * pageSize;
-        Long n = o.numTokens();
-        if (n == null) {
-            Tensor nt = file.get("num_tokens");
-            if (nt != null) {
-                if (!nt.dtype().integer() || nt.numel() != 1) {
-                    throw new InvalidInputException(where + ": num_tokens must be one integer, got " + nt.dtype() + " "
-                            + nt.shapeText());
-                }
-                n = nt.integerAt(0);
-                if (n <= start) {
-                    throw new InvalidInputException(where + ": the request holds no tokens from position " + start
-                            + " (num_tokens = " + nt.integerText(0) + ")");
-                }
-            } else {
-                n = start + held;
-            }
-        }
+        long n = requestedTokens(file, o, start, held, where);
         if (n < start || n - start > held) {
             throw new InvalidInputException(where + ": --num-tokens " + n + " needs request positions " + start + ".."
                     + (n - 1) + " but block_table lists " + table.length + " pages of " + pageSize + " slots ("

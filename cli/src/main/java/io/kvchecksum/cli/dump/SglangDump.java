@@ -273,23 +273,7 @@ public final class SglangDump {
     }
 
     private static long numTokens(DumpFile file, KvDump.Options o, long start, long held, String where) {
-        Long n = o.numTokens();
-        if (n == null) {
-            Tensor nt = file.get("num_tokens");
-            if (nt != null) {
-                if (!nt.dtype().integer() || nt.numel() != 1) {
-                    throw new InvalidInputException(where + ": num_tokens must be one integer, got " + nt.dtype() + " "
-                            + nt.shapeText());
-                }
-                n = nt.integerAt(0);
-                if (n <= start) {
-                    throw new InvalidInputException(where + ": the request holds no tokens from position " + start
-                            + " (num_tokens = " + nt.integerText(0) + ")");
-                }
-            } else {
-                n = start + held;
-            }
-        }
+        long n = KvDump.requestedTokens(file, o, start, held, where);
         if (n < start || n - start > held) {
             throw new InvalidInputException(where + ": --num-tokens " + n + " needs request positions " + start + ".."
                     + (n - 1) + " but req_to_token lists " + held + " slots from position " + start);
