@@ -5,16 +5,13 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
-import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestFactory;
@@ -104,66 +101,19 @@ class PayloadInteropTest {
 
     @Test
     void pythonDecodesJavasPayloadsToTheSameValuesAndBytes() throws Exception {
-        String python = interpreter();
-        Path script = Path.of("..", "golden", "generator", "payloads.py");
-        boolean ci = System.getenv("CI") != null && !System.getenv("CI").equalsIgnoreCase("false");
-        String why = pythonProblem(python);
-        if (why != null) {
-            if (ci) {
-                throw new AssertionError("CI is set but " + why);
-            }
-            Assumptions.abort(why);
-        }
+        String python = InteropPython.require();
         Random rnd = new Random(SEED);
         System.out.println("PayloadInteropTest seed " + SEED + ", " + python);
         Path dir = Files.createTempDirectory("kvchecksum-interop");
-        List<String> cmd = new ArrayList<>(List.of(python, script.toString(), "--decode"));
+        List<Path> files = new ArrayList<>();
         StringBuilder expected = new StringBuilder();
         for (int i = 0; i < 40; i++) {
             ChecksumPayload p = random(rnd, i % 5 == 0 ? 1 : i % 5 == 1 ? 3 : 2);
             Path f = dir.resolve("java-" + i + ".msgpack");
             Files.write(f, PayloadCodec.encode(p));
-            cmd.add(f.toString());
+            files.add(f);
             expected.append("file ").append(f.getFileName()).append('\n').append(text(p, false)).append("identical true\n");
         }
-        Process proc = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-        String out = new String(proc.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertTrue(proc.waitFor(60, TimeUnit.SECONDS));
-        assertEquals(0, proc.exitValue(), out);
-        assertEquals(expected.toString(), out);
-        try (Stream<Path> s = Files.list(dir)) {
-            for (Path p : s.toList()) {
-                Files.delete(p);
-            }
-        }
-        Files.delete(dir);
-    }
-
-    /** {@code PYTHON} if set, else the first of python3 on PATH and Debian's /usr/bin/python3 with msgpack and numpy. */
-    private static String interpreter() {
-        String chosen = System.getenv("PYTHON");
-        if (chosen != null && !chosen.isBlank()) {
-            return chosen;
-        }
-        for (String c : List.of("python3", "/usr/bin/python3")) {
-            if (pythonProblem(c) == null) {
-                return c;
-            }
-        }
-        return "python3";
-    }
-
-    private static String pythonProblem(String python) {
-        try {
-            Process p = new ProcessBuilder(python, "-c", "import msgpack, numpy").redirectErrorStream(true).start();
-            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-            if (!p.waitFor(30, TimeUnit.SECONDS) || p.exitValue() != 0) {
-                return python + " cannot import msgpack and numpy (Debian: python3-msgpack python3-numpy; PYTHON= picks "
-                        + "the interpreter): " + out.strip();
-            }
-            return null;
-        } catch (IOException | InterruptedException e) {
-            return "cannot run " + python + ": " + e.getMessage();
-        }
+        InteropPython.assertDecodes(python, files, expected.toString(), dir);
     }
 }

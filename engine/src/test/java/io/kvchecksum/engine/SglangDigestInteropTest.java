@@ -1,20 +1,16 @@
 package io.kvchecksum.engine;
 
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
-import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * The sglang-digest section against Python's msgpack ({@code golden/generator/payloads.py}): Python's payload with the
@@ -48,19 +44,11 @@ class SglangDigestInteropTest {
 
     @Test
     void pythonDecodesJavasSectionToTheSameEntriesAndBytes() throws Exception {
-        String python = interpreter();
-        String why = problem(python);
-        if (why != null) {
-            if (System.getenv("CI") != null && !System.getenv("CI").equalsIgnoreCase("false")) {
-                throw new AssertionError("CI is set but " + why);
-            }
-            Assumptions.abort(why);
-        }
+        String python = InteropPython.require();
         Random rnd = new Random(SEED);
         System.out.println("SglangDigestInteropTest seed " + SEED + ", " + python);
         Path dir = Files.createTempDirectory("kvchecksum-sglang-interop");
-        List<String> cmd = new ArrayList<>(List.of(python, Path.of("..", "golden", "generator", "payloads.py").toString(),
-                "--decode"));
+        List<Path> files = new ArrayList<>();
         StringBuilder expected = new StringBuilder();
         for (int i = 0; i < 12; i++) {
             ChecksumPayload base = PayloadInteropTest.random(rnd, 2 + rnd.nextInt(2));
@@ -75,49 +63,13 @@ class SglangDigestInteropTest {
             ChecksumPayload p = base.withSection(new SglangDigestSection(entries));
             Path f = dir.resolve("java-sglang-" + i + ".msgpack");
             Files.write(f, PayloadCodec.encode(p));
-            cmd.add(f.toString());
+            files.add(f);
             expected.append("file ").append(f.getFileName()).append('\n').append(PayloadInteropTest.text(p, false));
             for (String l : lines(p)) {
                 expected.append(l).append('\n');
             }
             expected.append("identical true\n");
         }
-        Process proc = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-        String out = new String(proc.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertTrue(proc.waitFor(60, TimeUnit.SECONDS));
-        assertEquals(0, proc.exitValue(), out);
-        assertEquals(expected.toString(), out);
-        try (var s = Files.list(dir)) {
-            for (Path p : s.toList()) {
-                Files.delete(p);
-            }
-        }
-        Files.delete(dir);
-    }
-
-    private static String interpreter() {
-        String chosen = System.getenv("PYTHON");
-        if (chosen != null && !chosen.isBlank()) {
-            return chosen;
-        }
-        for (String c : List.of("python3", "/usr/bin/python3")) {
-            if (problem(c) == null) {
-                return c;
-            }
-        }
-        return "python3";
-    }
-
-    private static String problem(String python) {
-        try {
-            Process p = new ProcessBuilder(python, "-c", "import msgpack, numpy").redirectErrorStream(true).start();
-            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-            if (!p.waitFor(30, TimeUnit.SECONDS) || p.exitValue() != 0) {
-                return python + " cannot import msgpack and numpy (Debian: python3-msgpack python3-numpy): " + out.strip();
-            }
-            return null;
-        } catch (IOException | InterruptedException e) {
-            return "cannot run " + python + ": " + e.getMessage();
-        }
+        InteropPython.assertDecodes(python, files, expected.toString(), dir);
     }
 }
