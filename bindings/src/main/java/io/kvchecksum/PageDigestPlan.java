@@ -47,7 +47,6 @@ public final class PageDigestPlan {
      *
      * @param plan the validated group and request whose pages the digest covers
      * @param stateRows the request's state rows, digested after the pages in list order; may be empty, not null
-     * @throws InvalidLayoutException when a page's span does not fit its region's memory
      * @throws NullPointerException when {@code plan} or {@code stateRows} is null
      */
     public static PageDigestPlan of(SlicePlan plan, List<StateRow> stateRows) {
@@ -65,17 +64,9 @@ public final class PageDigestPlan {
                 long span = pageBytes(r, group.pageSize(), layer.numHeads());
                 for (int i = 0; i < plan.numPages(); i++) {
                     int page = plan.page(i);
-                    long at;
-                    try {
-                        at = Math.addExact(r.offset(), Math.multiplyExact((long) page, r.pageStride()));
-                        if (Math.addExact(at, span) > r.memory().byteSize()) {
-                            throw new ArithmeticException();
-                        }
-                    } catch (ArithmeticException e) {
-                        throw new InvalidLayoutException("layer " + layer.layer() + (kind == 0 ? " K" : " V") + ": page "
-                                + page + " spans " + span + " bytes from offset " + r.offset() + " + " + page + "*"
-                                + r.pageStride() + ", past the end of its memory of " + r.memory().byteSize() + " bytes");
-                    }
+                    // Within the memory: the group's validation checked this region's extent over every page id,
+                    // slot and head, and a page's span is exactly that extent from the page's first byte.
+                    long at = r.offset() + (long) page * r.pageStride();
                     runs.add(new Run(r.memory(), at, span));
                     total = Math.addExact(total, span);
                 }
@@ -92,7 +83,6 @@ public final class PageDigestPlan {
      * {@return {@link #of(SlicePlan, List)} without state rows}
      *
      * @param plan the validated group and request whose pages the digest covers
-     * @throws InvalidLayoutException when a page's span does not fit its region's memory
      */
     public static PageDigestPlan of(SlicePlan plan) {
         return of(plan, List.of());
