@@ -9,9 +9,9 @@ runs on shared machines, the ratio much less. A ratio that fell by more than the
 (default 10%) is a regression. Host-side submit times are compared as they are (absolute, so
 noisier), and any synchronizing call per submit where there was none is a regression.
 The read bound is the fastest reader of the same bytes (BoundsBench.read has a "reader" parameter:
-vector, scalar, native). Files written before that (one Vector API reader, no "reader" parameter)
-have another bound: their ratios are not comparable, and the output says so instead of flagging
-regressions.
+vector, vector256, scalar, native). Files written before that (one Vector API reader, no "reader"
+parameter: v1; no 256-bit reader: v2) have another bound: their ratios are not comparable, and the
+output says so instead of flagging regressions.
 Exits 1 when something regressed, 2 when the two files' read bounds are defined differently,
 0 otherwise. Python 3 standard library only.
 """
@@ -55,7 +55,8 @@ def bound_definition(entries):
         return "no read bound"
     if readers == ["vector (only)"]:
         return "v1: one Vector API reader"
-    return "v2: fastest of " + ", ".join(readers)
+    # v3 added the 256-bit Vector API reader (a 512-bit loop reads memory at half its rate on AMD Zen 4)
+    return ("v3" if "vector256" in readers else "v2") + ": fastest of " + ", ".join(readers)
 
 
 def ratios(results):

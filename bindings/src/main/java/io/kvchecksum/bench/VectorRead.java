@@ -46,4 +46,38 @@ final class VectorRead {
         }
         return sum;
     }
+
+    private static final VectorSpecies<Long> S256 = LongVector.SPECIES_256;
+
+    /** {@return the width of the preferred species, in bits} */
+    static int preferredBits() {
+        return SPECIES.vectorBitSize();
+    }
+
+    /** {@link #readPart} in 256-bit vectors: a separate loop, since a species must be a constant for the JIT. */
+    static long readPart256(MemorySegment s, long offset, long length) {
+        long vb = 32;
+        long step = 8 * vb;
+        long end = offset + length / step * step;
+        LongVector a0 = LongVector.zero(S256);
+        LongVector a1 = a0;
+        LongVector a2 = a0;
+        LongVector a3 = a0;
+        ByteOrder le = ByteOrder.LITTLE_ENDIAN;
+        for (long o = offset; o < end; o += step) {
+            a0 = a0.add(LongVector.fromMemorySegment(S256, s, o, le));
+            a1 = a1.add(LongVector.fromMemorySegment(S256, s, o + vb, le));
+            a2 = a2.add(LongVector.fromMemorySegment(S256, s, o + 2 * vb, le));
+            a3 = a3.add(LongVector.fromMemorySegment(S256, s, o + 3 * vb, le));
+            a0 = a0.add(LongVector.fromMemorySegment(S256, s, o + 4 * vb, le));
+            a1 = a1.add(LongVector.fromMemorySegment(S256, s, o + 5 * vb, le));
+            a2 = a2.add(LongVector.fromMemorySegment(S256, s, o + 6 * vb, le));
+            a3 = a3.add(LongVector.fromMemorySegment(S256, s, o + 7 * vb, le));
+        }
+        long sum = a0.add(a1).add(a2.add(a3)).reduceLanes(VectorOperators.ADD);
+        for (long o = end; o + 8 <= offset + length; o += 8) {
+            sum += s.get(WORD, o);
+        }
+        return sum;
+    }
 }

@@ -53,6 +53,9 @@ class MemoryBoundTest {
                     assertEquals(expected, b.readScalar());
                     assertEquals(expected, b.read(MemoryBound.Reader.SCALAR), threads + " threads");
                     assertEquals(expected, b.read(MemoryBound.Reader.VECTOR), threads + " threads");
+                    if (MemoryBound.Reader.VECTOR256.unavailable() == null) {
+                        assertEquals(expected, b.read(MemoryBound.Reader.VECTOR256), threads + " threads, 256-bit");
+                    }
                     if (MemoryBound.Reader.NATIVE.unavailable() == null) {
                         assertEquals(0, b.read(MemoryBound.Reader.NATIVE));
                     }

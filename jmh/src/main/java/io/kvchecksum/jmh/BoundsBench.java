@@ -41,7 +41,7 @@ public class BoundsBench {
     public String size;
 
     /** A {@link MemoryBound.Reader#id()}; one that does not run in this JVM fails set-up with the reason. */
-    @Param({"vector", "scalar", "native"})
+    @Param({"vector", "vector256", "scalar", "native"})
     public String reader;
 
     /** Threads; 0 means the machine's cores, as the CPU backend {@code KvChecksums.cpu()} uses. */

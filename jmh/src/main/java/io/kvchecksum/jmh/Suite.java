@@ -220,8 +220,8 @@ public final class Suite {
         List<String> fast = backends.stream().filter(b -> !b.equals("reference") && !Backends.CPU_VARIANTS.containsKey(b))
                 .toList();
         List<String> variants = backends.stream().filter(Backends.CPU_VARIANTS::containsKey).toList();
-        List<String> readers = io.kvchecksum.bench.MemoryBound.Reader.NATIVE.unavailable() == null
-                ? List.of("vector", "scalar", "native") : List.of("vector", "scalar");
+        List<String> readers = io.kvchecksum.bench.MemoryBound.readers().stream()
+                .map(io.kvchecksum.bench.MemoryBound.Reader::id).toList();
         List<String> async = backends.stream().filter(Backends.ASYNC::contains).toList();
         boolean reference = backends.contains("reference");
         String fused = PKG + "ChecksumBench.blockChecksums$";
@@ -431,7 +431,7 @@ public final class Suite {
         }
 
         private static int opOrder(String op) {
-            return List.of("read:vector", "read:scalar", "read:native", "copy", "blockChecksums", "sliceSums", "plan",
+            return List.of("read:vector", "read:vector256", "read:scalar", "read:native", "copy", "blockChecksums", "sliceSums", "plan",
                     "combine", "rechunk", "submit").indexOf(op);
         }
 
