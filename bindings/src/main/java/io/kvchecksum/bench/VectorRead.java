@@ -49,11 +49,6 @@ final class VectorRead {
 
     private static final VectorSpecies<Long> S256 = LongVector.SPECIES_256;
 
-    /** {@return the width of the preferred species, in bits} */
-    static int preferredBits() {
-        return SPECIES.vectorBitSize();
-    }
-
     /** {@link #readPart} in 256-bit vectors: a separate loop, since a species must be a constant for the JIT. */
     static long readPart256(MemorySegment s, long offset, long length) {
         long vb = 32;
