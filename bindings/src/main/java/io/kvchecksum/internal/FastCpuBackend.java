@@ -95,15 +95,11 @@ public final class FastCpuBackend implements KvChecksum {
         for (int i = 0; i < factors.length; i++) {
             factors[i] = plan.slice(i).factor();
         }
-        run(plan, (task) -> {
-            int first = task.run.firstSlice();
-            if (!task.parallel) {
-                // on the calling thread: straight into the result, nothing to allocate or publish
-                compute(plan, task, (h, p, b, s) -> out[b] += factors[first + h] * s);
-                return NOTHING;
-            }
+        // on the calling thread: straight into the result, nothing to allocate or publish
+        run(plan, (slice, p, b, s) -> out[b] += factors[slice] * s, (task) -> {
             long[] part = new long[task.p1 - task.p0];
-            compute(plan, task, (h, p, b, s) -> part[p - task.p0] += factors[first + h] * s);
+            compute(plan, task.run, task.blocks, task.p0, task.p1, true, (slice, p, b, s) -> part[p - task.p0] += factors[slice] * s,
+                    new Scratch());
             return () -> {
                 for (int i = 0; i < part.length; i++) {
                     out[task.blocks.order[task.p0 + i]] += part[i];
@@ -122,9 +118,9 @@ public final class FastCpuBackend implements KvChecksum {
         }
         int nb = plan.numBlocks();
         long[] values = new long[plan.numSlices() * nb];
-        run(plan, (task) -> {
-            int row0 = task.run.firstSlice();
-            compute(plan, task, (h, p, b, s) -> values[(row0 + h) * nb + b] = s);
+        SliceSink into = (slice, p, b, s) -> values[slice * nb + b] = s;
+        run(plan, into, (task) -> {
+            compute(plan, task.run, task.blocks, task.p0, task.p1, true, into, new Scratch());
             return NOTHING;
         });
         return plan.sliceSums(values);
@@ -150,37 +146,57 @@ public final class FastCpuBackend implements KvChecksum {
         return description();
     }
 
-    /**
-     * A layer and the blocks {@code order[p0] .. order[p1-1]}; {@code streaming} when the request is far larger than
-     * the caches, so its bytes come from memory.
-     */
-    private record Task(SlicePlan.LayerRun run, Blocks blocks, int p0, int p1, boolean streaming, boolean parallel) {
+    /** A layer and the blocks {@code order[p0] .. order[p1-1]}: one piece of a request split over threads. */
+    private record Task(SlicePlan.LayerRun run, Blocks blocks, int p0, int p1) {
     }
 
     private static final Runnable NOTHING = () -> { };
 
+    /** Takes slice {@code slice}'s sum over the block at position {@code position} (block column {@code blockColumn}). */
     @FunctionalInterface
     private interface SliceSink {
-        void accept(int localHead, int position, int blockColumn, long sliceSum);
+        void accept(int slice, int position, int blockColumn, long sliceSum);
     }
 
-    /** Computes a task and returns the step that publishes its result; publishing runs on the calling thread. */
+    /** Arrays a computation reuses from layer to layer, grown when a layer needs more. */
+    private static final class Scratch {
+        long[] headSums = new long[0];
+        long[] kOff = new long[0];
+        long[] vOff = new long[0];
+        long[] a = new long[0];
+        long[] t = new long[0];
+    }
+
+    /**
+     * Computes a task of a parallel request and returns the step that publishes its result; publishing runs on the
+     * calling thread.
+     */
     @FunctionalInterface
     private interface TaskBody {
         Runnable run(Task task);
     }
 
-    private void run(SlicePlan plan, TaskBody body) {
+    /**
+     * Runs the request: on the calling thread layer by layer into {@code sequential} (a small request: nothing is
+     * allocated per layer, which shows in cache), else as tasks on the pool through {@code body}.
+     */
+    private void run(SlicePlan plan, SliceSink sequential, TaskBody body) {
         int nb = plan.numBlocks();
         if (nb == 0) {
             return;
         }
-        boolean parallel = parallel(plan);
-        List<Task> tasks = tasks(plan, nb, parallel, Blocks.of(plan));
-        if (!parallel || tasks.size() == 1) {
-            for (Task t : tasks) {
-                body.run(t).run();
+        Blocks blocks = Blocks.of(plan);
+        if (!parallel(plan)) {
+            boolean streaming = kvBytes(plan) >= PARALLEL_BYTES;
+            Scratch scratch = new Scratch();
+            for (SlicePlan.LayerRun layer : plan.layerRuns()) {
+                compute(plan, layer, blocks, 0, nb, streaming, sequential, scratch);
             }
+            return;
+        }
+        List<Task> tasks = tasks(plan, nb, blocks);
+        if (tasks.size() == 1) {
+            body.run(tasks.get(0)).run();
             return;
         }
         List<Callable<Runnable>> calls = new ArrayList<>(tasks.size());
@@ -275,31 +291,31 @@ public final class FastCpuBackend implements KvChecksum {
         }
     }
 
-    /** One task per layer when sequential; when parallel, layers cut into block ranges of about {@code target} bytes. */
-    private List<Task> tasks(SlicePlan plan, int nb, boolean parallel, Blocks order) {
+    /** The layers cut into block ranges of about {@code max(TASK_BYTES, total/4T)} bytes. */
+    private List<Task> tasks(SlicePlan plan, int nb, Blocks order) {
         List<Task> tasks = new ArrayList<>();
-        long total = kvBytes(plan);
-        boolean streaming = total >= PARALLEL_BYTES;
-        long target = Math.max(TASK_BYTES, total / (4L * threads));
+        long target = Math.max(TASK_BYTES, kvBytes(plan) / (4L * threads));
         for (SlicePlan.LayerRun run : plan.layerRuns()) {
-            int step = nb;
-            if (parallel) {
-                long cellBytes = 8L * plan.slice(run.firstSlice()).pieces();
-                long perBlock = Math.max(1, run.numHeads() * cellBytes * plan.request().blockSize());
-                step = (int) Math.max(1, Math.min(nb, target / perBlock));
-            }
+            long cellBytes = 8L * plan.slice(run.firstSlice()).pieces();
+            long perBlock = Math.max(1, run.numHeads() * cellBytes * plan.request().blockSize());
+            int step = (int) Math.max(1, Math.min(nb, target / perBlock));
             for (int p0 = 0; p0 < nb; p0 += step) {
-                tasks.add(new Task(run, order, p0, Math.min(nb, p0 + step), streaming, parallel));
+                tasks.add(new Task(run, order, p0, Math.min(nb, p0 + step)));
             }
         }
         return tasks;
     }
 
-    private static void compute(SlicePlan plan, Task task, SliceSink sink) {
+    /**
+     * One layer's slice sums over the blocks at positions {@code p0 .. p1-1} of {@code blocks}, each into {@code sink};
+     * {@code streaming} when the request is far larger than the caches, so its bytes come from memory.
+     */
+    private static void compute(SlicePlan plan, SlicePlan.LayerRun run, Blocks blocks, int p0, int p1, boolean streaming,
+            SliceSink sink, Scratch scratch) {
         SliceKernel kernel = plan.mode() == ChecksumMode.MIXED ? MIXED_KERNEL : KERNEL;
         RequestBlocks request = plan.request();
-        SlicePlan.LayerRun run = task.run;
         int heads = run.numHeads();
+        int firstSlice = run.firstSlice();
         SlicePlan.Slice first = plan.slice(run.firstSlice());
         SlicePlan.Part k = first.k();
         SlicePlan.Part v = first.v();
@@ -310,13 +326,8 @@ public final class FastCpuBackend implements KvChecksum {
         int pageSize = plan.pageSize();
         long start = request.startToken();
         int maxTokens = (int) Math.min(request.blockSize(), request.numTokens() - start);
-        // scratch of the offset-table path, allocated only when a block needs it
-        long[] kOff = null;
-        long[] vOff = null;
-        long[] perHead = null;
-        long[] scratchA = null;
-        long[] scratchT = null;
-        boolean streaming = task.streaming;
+        // scratch of the offset-table path, grown only when a block needs it
+        boolean tableReady = false;
         int rowPieces = streaming ? heads * Math.max(kPieces, first.vPieces()) : 0;
         int vPieces = first.vPieces();
         boolean kAffine = kernel.affine(kPieces, k.tokenStride(), pieces);
@@ -327,8 +338,11 @@ public final class FastCpuBackend implements KvChecksum {
         // front to back first (one byte per cache line) lets the prefetchers stream it while this block is summed.
         boolean touchAhead = streaming && heads > 1 && TOUCH;
         long touched = 0;
-        Blocks blocks = task.blocks;
-        for (int p = task.p0; p < task.p1; p++) {
+        if (scratch.headSums.length < heads) {
+            scratch.headSums = new long[heads];
+        }
+        long[] headSums = scratch.headSums;
+        for (int p = p0; p < p1; p++) {
             int b = blocks.order[p];
             long t0 = blocks.t0[p];
             int n = blocks.n[p];
@@ -338,27 +352,32 @@ public final class FastCpuBackend implements KvChecksum {
                 // the block within one page: token i's cell at a constant stride, no offset table
                 long kBase = k.cellOffset(page, slot);
                 long vBase = v == null ? 0 : v.cellOffset(page, slot);
-                if (touchAhead && p + 1 < task.p1) {
+                if (touchAhead && p + 1 < p1) {
                     touched += touchNext(blocks, p + 1, pageSize, k, kSeg, v, vSeg, heads, run);
                 }
+                kernel.headsAffine(kSeg, kBase, k.tokenStride(), run.kHeadStride(), kPieces, vSeg, vBase,
+                        v == null ? 0 : v.tokenStride(), run.vHeadStride(), vPieces, heads, n, t0, streaming, headSums);
                 for (int h = 0; h < heads; h++) {
-                    long sum = v == null
-                            ? kernel.sumAffine(kSeg, kBase + h * run.kHeadStride(), k.tokenStride(), n, t0, pieces, 0, kPieces)
-                            : kernel.headAffine(kSeg, kBase + h * run.kHeadStride(), k.tokenStride(), kPieces, vSeg,
-                                    vBase + h * run.vHeadStride(), v.tokenStride(), vPieces, n, t0);
-                    sink.accept(h, p, b, sum);
+                    sink.accept(firstSlice + h, p, b, headSums[h]);
                 }
                 continue;
             }
             // The offset-table path: one division per block, then step slot by slot.
             int tableIndex = (int) ((t0 - start) / pageSize);
-            if (kOff == null) {
-                kOff = new long[maxTokens];
-                vOff = v == null ? null : new long[maxTokens];
-                perHead = new long[heads];
-                scratchA = new long[rowPieces];
-                scratchT = new long[rowPieces];
+            if (!tableReady) {
+                if (scratch.kOff.length < maxTokens) {
+                    scratch.kOff = new long[maxTokens];
+                    scratch.vOff = new long[maxTokens];
+                }
+                if (scratch.a.length < rowPieces) {
+                    scratch.a = new long[rowPieces];
+                    scratch.t = new long[rowPieces];
+                }
+                tableReady = true;
             }
+            long[] kOff = scratch.kOff;
+            long[] vOff = scratch.vOff;
+            long[] perHead = headSums;
             for (int i = 0; i < n; i++) {
                 kOff[i] = k.cellOffset(page, slot);
                 if (v != null) {
@@ -369,14 +388,15 @@ public final class FastCpuBackend implements KvChecksum {
                     page = plan.page(++tableIndex);
                 }
             }
-            java.util.Arrays.fill(perHead, 0);
-            addRegion(kernel, kSeg, k.pieces(), run.kHeadStride(), kOff, n, t0, pieces, 0, heads, scratchA, scratchT, perHead, streaming);
+            java.util.Arrays.fill(perHead, 0, heads, 0);
+            addRegion(kernel, kSeg, k.pieces(), run.kHeadStride(), kOff, n, t0, pieces, 0, heads, scratch.a, scratch.t, perHead,
+                    streaming);
             if (v != null) {
-                addRegion(kernel, vSeg, v.pieces(), run.vHeadStride(), vOff, n, t0, pieces, kPieces, heads, scratchA, scratchT, perHead,
-                        streaming);
+                addRegion(kernel, vSeg, v.pieces(), run.vHeadStride(), vOff, n, t0, pieces, kPieces, heads, scratch.a, scratch.t,
+                        perHead, streaming);
             }
             for (int h = 0; h < heads; h++) {
-                sink.accept(h, p, b, perHead[h]);
+                sink.accept(firstSlice + h, p, b, perHead[h]);
             }
         }
         if (touched == 42) {

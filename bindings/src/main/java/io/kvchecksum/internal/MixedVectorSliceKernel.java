@@ -25,7 +25,7 @@ import java.nio.ByteOrder;
  * 64-bit lane multiply; see {@code docs/bench-cpu.md}, "Mixed mode cost".
  */
 final class MixedVectorSliceKernel implements SliceKernel {
-    private static final VectorSpecies<Long> S = LongVector.SPECIES_PREFERRED;
+    private static final VectorSpecies<Long> S = KernelSpecies.S;
     private static final int L = S.length();
     private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
     private static final ValueLayout.OfLong PIECE = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(LE);
@@ -59,7 +59,7 @@ final class MixedVectorSliceKernel implements SliceKernel {
      * order of the earlier separate loop did not: so that width reads one vector of piece positions over the block's
      * tokens at a time, like that loop did.
      */
-    private static final boolean POSITION_MAJOR = L <= 4;
+    private static final boolean POSITION_MAJOR = L <= 4 && !KernelSpecies.WIDE_REGISTER_FILE;
 
     @Override
     public long sumAffine(MemorySegment seg, long base, long stride, int n, long t0, int cellPieces, int pieceBase,

@@ -64,6 +64,23 @@ interface SliceKernel {
     }
 
     /**
+     * Every head of a layer over one block at constant strides: head {@code h}'s K region at
+     * {@code kBase + h*kHeadStride}, its V region (none when {@code vSeg} is null) at {@code vBase + h*vHeadStride};
+     * its slice sum goes to {@code out[h]}. {@code fromMemory} when the request is far larger than the caches: a
+     * kernel may read differently then (docs/bench-cpu.md); the sums are the same.
+     */
+    default void headsAffine(MemorySegment kSeg, long kBase, long kStride, long kHeadStride, int kPieces, MemorySegment vSeg,
+            long vBase, long vStride, long vHeadStride, int vPieces, int heads, int n, long t0, boolean fromMemory,
+            long[] out) {
+        for (int h = 0; h < heads; h++) {
+            out[h] = vSeg == null
+                    ? sumAffine(kSeg, kBase + h * kHeadStride, kStride, n, t0, kPieces, 0, kPieces)
+                    : headAffine(kSeg, kBase + h * kHeadStride, kStride, kPieces, vSeg, vBase + h * vHeadStride, vStride,
+                            vPieces, n, t0);
+        }
+    }
+
+    /**
      * Whether side-by-side heads streamed from memory are read row by row ({@link #sumRows}) rather than head by head
      * at a constant stride: the scalar loops' row-wise form is the faster one from memory (docs/bench-cpu.md).
      */

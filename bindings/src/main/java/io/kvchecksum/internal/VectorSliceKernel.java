@@ -21,7 +21,7 @@ import java.nio.ByteOrder;
  * loaded per token so loads overlap.
  */
 final class VectorSliceKernel implements SliceKernel {
-    private static final VectorSpecies<Long> S = LongVector.SPECIES_PREFERRED;
+    private static final VectorSpecies<Long> S = KernelSpecies.S;
     private static final int L = S.length();
     private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
     private static final ValueLayout.OfLong PIECE = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(LE);
@@ -197,9 +197,104 @@ final class VectorSliceKernel implements SliceKernel {
     @Override
     public long headAffine(MemorySegment kSeg, long kBase, long kStride, int kPieces, MemorySegment vSeg, long vBase,
             long vStride, int vPieces, int n, long t0) {
-        if (kPieces != 4 * L || vPieces != 4 * L) {
-            return SliceKernel.super.headAffine(kSeg, kBase, kStride, kPieces, vSeg, vBase, vStride, vPieces, n, t0);
+        if (kPieces == 4 * L && vPieces == 4 * L) {
+            return headFour(kSeg, kBase, kStride, vSeg, vBase, vStride, n, t0);
         }
+        if (kPieces == 8 * L && vPieces == 8 * L) {
+            return headEight(kSeg, kBase, kStride, vSeg, vBase, vStride, n, t0);
+        }
+        return SliceKernel.super.headAffine(kSeg, kBase, kStride, kPieces, vSeg, vBase, vStride, vPieces, n, t0);
+    }
+
+    @Override
+    public void headsAffine(MemorySegment kSeg, long kBase, long kStride, long kHeadStride, int kPieces, MemorySegment vSeg,
+            long vBase, long vStride, long vHeadStride, int vPieces, int heads, int n, long t0, boolean fromMemory,
+            long[] out) {
+        if (vSeg == null && fromMemory && KernelSpecies.NARROW_STREAMS && kStride == 8L * kPieces) {
+            for (int h = 0; h < heads; h++) {
+                out[h] = stream256(kSeg, kBase + h * kHeadStride, (long) n * kPieces, t0, kPieces);
+            }
+            return;
+        }
+        if (vSeg != null && kPieces == 4 * L && vPieces == 4 * L) {
+            for (int h = 0; h < heads; h++) {
+                out[h] = headFour(kSeg, kBase + h * kHeadStride, kStride, vSeg, vBase + h * vHeadStride, vStride, n, t0);
+            }
+            return;
+        }
+        if (vSeg != null && kPieces == 8 * L && vPieces == 8 * L && !fromMemory) {
+            // from memory, K's and V's strided rows read in one loop measured slower than one after the other
+            for (int h = 0; h < heads; h++) {
+                out[h] = headEight(kSeg, kBase + h * kHeadStride, kStride, vSeg, vBase + h * vHeadStride, vStride, n, t0);
+            }
+            return;
+        }
+        SliceKernel.super.headsAffine(kSeg, kBase, kStride, kHeadStride, kPieces, vSeg, vBase, vStride, vHeadStride, vPieces,
+                heads, n, t0, fromMemory, out);
+    }
+
+    /**
+     * K and V of one head when each is exactly eight vectors per token (bf16 head dim 128 at 256 bits): one loop of
+     * sixteen loads per token and one closing, instead of two {@link #eightAffine} calls. With {@code v = 4u + k} a
+     * vector's place in the head's sixteen (K's eight, then V's) and {@code l} a lane, piece {@code p = vL + l} has
+     * weight {@code c0 + 2iP + 2p}, {@code P = 16L}: so {@code x_k} (the sets {@code k} of all four quarters
+     * {@code u}), {@code y} (quarters 1 and 3, the upper halves of K and V), {@code w} (V's eight) and the running sum
+     * {@code s} of all of them give the sum with seven accumulators (AVX2 has sixteen registers):
+     * {@code A(c0 + 2Pn + 2l) - 2P*s + 8L*y + 16L*w + 2L*(x1 + 2x2 + 3x3)}, {@code A = sum_k x_k}.
+     */
+    private static long headEight(MemorySegment kSeg, long kBase, long kStride, MemorySegment vSeg, long vBase, long vStride,
+            int n, long t0) {
+        final LongVector zero = LongVector.zero(S);
+        final long vb = 8L * L;
+        LongVector x0 = zero, x1 = zero, x2 = zero, x3 = zero, y = zero, w = zero, s = zero;
+        for (int i = 0; i < n; i++) {
+            long k = kBase + i * kStride;
+            long v = vBase + i * vStride;
+            // upper halves first, so that at most four loaded vectors and one partial sum are live at a time
+            LongVector k4 = LongVector.fromMemorySegment(S, kSeg, k + 4 * vb, LE);
+            LongVector k5 = LongVector.fromMemorySegment(S, kSeg, k + 5 * vb, LE);
+            LongVector k6 = LongVector.fromMemorySegment(S, kSeg, k + 6 * vb, LE);
+            LongVector k7 = LongVector.fromMemorySegment(S, kSeg, k + 7 * vb, LE);
+            y = y.add(k4.add(k5).add(k6.add(k7)));
+            x0 = x0.add(LongVector.fromMemorySegment(S, kSeg, k, LE)).add(k4);
+            x1 = x1.add(LongVector.fromMemorySegment(S, kSeg, k + vb, LE)).add(k5);
+            x2 = x2.add(LongVector.fromMemorySegment(S, kSeg, k + 2 * vb, LE)).add(k6);
+            x3 = x3.add(LongVector.fromMemorySegment(S, kSeg, k + 3 * vb, LE)).add(k7);
+            LongVector v4 = LongVector.fromMemorySegment(S, vSeg, v + 4 * vb, LE);
+            LongVector v5 = LongVector.fromMemorySegment(S, vSeg, v + 5 * vb, LE);
+            LongVector v6 = LongVector.fromMemorySegment(S, vSeg, v + 6 * vb, LE);
+            LongVector v7 = LongVector.fromMemorySegment(S, vSeg, v + 7 * vb, LE);
+            LongVector vHi = v4.add(v5).add(v6.add(v7));
+            y = y.add(vHi);
+            x0 = x0.add(v4);
+            x1 = x1.add(v5);
+            x2 = x2.add(v6);
+            x3 = x3.add(v7);
+            LongVector v0 = LongVector.fromMemorySegment(S, vSeg, v, LE);
+            LongVector v1 = LongVector.fromMemorySegment(S, vSeg, v + vb, LE);
+            LongVector v2 = LongVector.fromMemorySegment(S, vSeg, v + 2 * vb, LE);
+            LongVector v3 = LongVector.fromMemorySegment(S, vSeg, v + 3 * vb, LE);
+            w = w.add(v0.add(v1).add(v2.add(v3))).add(vHi);
+            x0 = x0.add(v0);
+            x1 = x1.add(v1);
+            x2 = x2.add(v2);
+            x3 = x3.add(v3);
+            s = s.add(x0.add(x1).add(x2.add(x3)));
+        }
+        long cell = 16L * L;
+        long twoP = 2 * cell;
+        long c0 = 2 * t0 * cell + 1;
+        LongVector sets = x1.add(x2).add(x2).add(x3).add(x3).add(x3);   // x1 + 2x2 + 3x3
+        LongVector g = x0.add(x1).add(x2.add(x3)).mul(TWO_IOTA.add(c0 + twoP * n))
+                .sub(s.mul(twoP))
+                .add(y.lanewise(VectorOperators.LSHL, SHIFT_8L))
+                .add(w.lanewise(VectorOperators.LSHL, SHIFT_8L + 1))
+                .add(sets.lanewise(VectorOperators.LSHL, SHIFT_2L));
+        return g.reduceLanes(VectorOperators.ADD);
+    }
+
+    private static long headFour(MemorySegment kSeg, long kBase, long kStride, MemorySegment vSeg, long vBase, long vStride,
+            int n, long t0) {
         final LongVector zero = LongVector.zero(S);
         final long vb = 8L * L;
         LongVector a0 = zero, a1 = zero, a2 = zero, a3 = zero;
@@ -373,6 +468,45 @@ final class VectorSliceKernel implements SliceKernel {
         return g.reduceLanes(VectorOperators.ADD);
     }
 
+    private static final VectorSpecies<Long> S256 = LongVector.SPECIES_256;
+    private static final LongVector TWO_IOTA_256 = LongVector.fromArray(S256, new long[] {0, 2, 4, 6}, 0);
+
+    /**
+     * {@link #stream} of a whole cell ({@code pieceBase} 0) in 256-bit vectors, for {@link KernelSpecies#NARROW_STREAMS}:
+     * the same loop and closing with four lanes, written out because a species must be a constant for the JIT.
+     */
+    private static long stream256(MemorySegment seg, long base, long total, long t0, int cellPieces) {
+        final LongVector zero = LongVector.zero(S256);
+        LongVector a0 = zero, a1 = zero, a2 = zero, a3 = zero;
+        LongVector s0 = zero, s1 = zero, s2 = zero, s3 = zero;
+        final long vb = 32;
+        long groups = total / 16;
+        long end = base + groups * 4 * vb;
+        for (long a = base; a < end; a += 4 * vb) {
+            a0 = a0.add(LongVector.fromMemorySegment(S256, seg, a, LE));
+            a1 = a1.add(LongVector.fromMemorySegment(S256, seg, a + vb, LE));
+            a2 = a2.add(LongVector.fromMemorySegment(S256, seg, a + 2 * vb, LE));
+            a3 = a3.add(LongVector.fromMemorySegment(S256, seg, a + 3 * vb, LE));
+            s0 = s0.add(a0);
+            s1 = s1.add(a1);
+            s2 = s2.add(a2);
+            s3 = s3.add(a3);
+        }
+        long c0 = 2 * t0 * cellPieces + 1;
+        // close() with L = 4: A*(c0 + 2l + 32U) - 32*S + 8*(a1 + 2a2 + 3a3)
+        LongVector a23 = a2.add(a3);
+        LongVector sets = a1.add(a23).add(a23).add(a3);
+        LongVector g = a0.add(a1).add(a23).mul(TWO_IOTA_256.add(c0 + 32 * groups))
+                .sub(s0.add(s1).add(s2.add(s3)).lanewise(VectorOperators.LSHL, 5))
+                .add(sets.lanewise(VectorOperators.LSHL, 3));
+        long sum = g.reduceLanes(VectorOperators.ADD);
+        long w = c0 + 2 * groups * 16;
+        for (long q = groups * 16, o = end; q < total; q++, o += 8, w += 2) {
+            sum += seg.get(PIECE, o) * w;
+        }
+        return sum;
+    }
+
     /**
      * The closing formula of {@link #stream}, on whole vectors and one lane reduction: with {@code A = sum_k a_k},
      * {@code S = sum_k s_k} and {@code U} groups of four vectors,
@@ -450,6 +584,6 @@ final class VectorSliceKernel implements SliceKernel {
 
     @Override
     public String describe() {
-        return "Vector API " + S.vectorBitSize() + "-bit";
+        return "Vector API " + S.vectorBitSize() + "-bit, " + KernelSpecies.WHY;
     }
 }

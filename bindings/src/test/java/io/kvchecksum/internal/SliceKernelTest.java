@@ -8,7 +8,9 @@ import java.lang.foreign.ValueLayout;
 import java.util.List;
 import java.util.SplittableRandom;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Both CPU kernels' constant-stride loops against the definition written out term by term, on the cell sizes of real
@@ -104,6 +106,72 @@ class SliceKernelTest {
                     }
                 }
             }
+        }
+    }
+
+    @Test
+    void everyHeadOfALayerInOneCallMatchesTheDefinition() {
+        SplittableRandom rnd = new SplittableRandom(SEED + 2);
+        System.out.println("headsAffine seed " + (SEED + 2));
+        List<SliceKernel> kernels = List.of(new ScalarSliceKernel(), new VectorSliceKernel());
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment s = arena.allocate(1 << 20, 8);
+            for (long o = 0; o < s.byteSize(); o += 8) {
+                s.set(ValueLayout.JAVA_LONG, o, rnd.nextLong());
+            }
+            int cases = 0;
+            for (int pieces : new int[] {16, 32, 64, 8, 72}) {
+                for (int rep = 0; rep < 20; rep++) {
+                    int heads = 1 + rnd.nextInt(8);
+                    boolean kOnly = rnd.nextInt(4) == 0;
+                    int cell = kOnly ? pieces : 2 * pieces;
+                    // heads side by side (token-major rows) or a head's tokens together (head-major)
+                    boolean sideBySide = rnd.nextBoolean();
+                    int n = 1 + rnd.nextInt(16);
+                    long headStride = sideBySide ? 8L * pieces : 8L * pieces * n;
+                    long tokenStride = sideBySide ? 8L * pieces * heads : 8L * pieces;
+                    long kBase = rnd.nextInt(64);
+                    long vBase = 400_000 + rnd.nextInt(64);
+                    long t0 = rnd.nextInt(1 << 20);
+                    long[] expected = new long[heads];
+                    for (int h = 0; h < heads; h++) {
+                        expected[h] = definition(s, kBase + h * headStride, tokenStride, n, t0, cell, 0, pieces)
+                                + (kOnly ? 0 : definition(s, vBase + h * headStride, tokenStride, n, t0, cell, pieces, pieces));
+                    }
+                    for (SliceKernel k : kernels) {
+                        if (!k.affine(pieces, tokenStride, cell)) {
+                            continue;
+                        }
+                        long[] out = new long[heads + 1];
+                        out[heads] = 42;
+                        boolean fromMemory = rnd.nextBoolean();
+                        k.headsAffine(s, kBase, tokenStride, headStride, pieces, kOnly ? null : s, vBase, tokenStride,
+                                headStride, kOnly ? 0 : pieces, heads, n, t0, fromMemory, out);
+                        assertArrayEquals(expected, java.util.Arrays.copyOf(out, heads), k.describe() + ": " + heads
+                                + " heads of " + pieces + " pieces" + (kOnly ? " (K only)" : "") + (fromMemory ? ", from memory" : "")
+                                + ", n " + n + ", strides "
+                                + tokenStride + "/" + headStride);
+                        assertEquals(42, out[heads], "nothing written past the heads");
+                        cases++;
+                    }
+                }
+            }
+            System.out.println(cases + " headsAffine cases, " + new VectorSliceKernel().describe());
+            assertTrue(cases > 100, "too few cases ran: " + cases);
+        }
+    }
+
+    @Test
+    void theVectorWidthIsTheOneAskedFor() {
+        String asked = System.getProperty("kvchecksum.cpu.vectorBits", "");
+        int preferred = jdk.incubator.vector.LongVector.SPECIES_PREFERRED.vectorBitSize();
+        String d = new VectorSliceKernel().describe();
+        if ((asked.equals("256") || asked.equals("512")) && preferred >= Integer.parseInt(asked)) {
+            assertTrue(d.startsWith("Vector API " + asked + "-bit, kvchecksum.cpu.vectorBits=" + asked), d);
+        } else if (asked.equals("256") || asked.equals("512")) {
+            assertTrue(d.startsWith("Vector API " + preferred + "-bit, kvchecksum.cpu.vectorBits=" + asked + " unsupported"), d);
+        } else {
+            assertTrue(d.matches("Vector API (256|512|128)-bit, .+"), d);
         }
     }
 
