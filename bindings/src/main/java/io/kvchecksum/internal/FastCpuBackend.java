@@ -96,10 +96,9 @@ public final class FastCpuBackend implements KvChecksum {
             factors[i] = plan.slice(i).factor();
         }
         // on the calling thread: straight into the result, nothing to allocate or publish
-        run(plan, (slice, p, b, s) -> out[b] += factors[slice] * s, (task) -> {
+        run(plan, Sink.blocks(out, factors), (task) -> {
             long[] part = new long[task.p1 - task.p0];
-            compute(plan, task.run, task.blocks, task.p0, task.p1, true, (slice, p, b, s) -> part[p - task.p0] += factors[slice] * s,
-                    new Scratch());
+            compute(plan, task.run, task.blocks, task.p0, task.p1, true, Sink.part(part, factors, task.p0), new Scratch());
             return () -> {
                 for (int i = 0; i < part.length; i++) {
                     out[task.blocks.order[task.p0 + i]] += part[i];
@@ -118,7 +117,7 @@ public final class FastCpuBackend implements KvChecksum {
         }
         int nb = plan.numBlocks();
         long[] values = new long[plan.numSlices() * nb];
-        SliceSink into = (slice, p, b, s) -> values[slice * nb + b] = s;
+        Sink into = Sink.slices(values, nb);
         run(plan, into, (task) -> {
             compute(plan, task.run, task.blocks, task.p0, task.p1, true, into, new Scratch());
             return NOTHING;
@@ -152,10 +151,46 @@ public final class FastCpuBackend implements KvChecksum {
 
     private static final Runnable NOTHING = () -> { };
 
-    /** Takes slice {@code slice}'s sum over the block at position {@code position} (block column {@code blockColumn}). */
-    @FunctionalInterface
-    private interface SliceSink {
-        void accept(int slice, int position, int blockColumn, long sliceSum);
+    /**
+     * Where slice sums go: weighted by their slice's factor into block checksums (by block column, or by position in a
+     * task's part), or into the slice-sum matrix. One final class, not a lambda per operation: the call in the inner
+     * loop stays monomorphic whichever operations ran before, so the JIT compiles it the same way every time.
+     */
+    private static final class Sink {
+        private final long[] into;
+        private final long[] factors;
+        private final int p0;
+        private final boolean byPosition;
+        private final int numBlocks;
+
+        private Sink(long[] into, long[] factors, int p0, boolean byPosition, int numBlocks) {
+            this.into = into;
+            this.factors = factors;
+            this.p0 = p0;
+            this.byPosition = byPosition;
+            this.numBlocks = numBlocks;
+        }
+
+        static Sink blocks(long[] out, long[] factors) {
+            return new Sink(out, factors, 0, false, 0);
+        }
+
+        static Sink part(long[] part, long[] factors, int p0) {
+            return new Sink(part, factors, p0, true, 0);
+        }
+
+        static Sink slices(long[] values, int numBlocks) {
+            return new Sink(values, null, 0, false, numBlocks);
+        }
+
+        /** Takes slice {@code slice}'s sum over the block at position {@code position}, block column {@code blockColumn}. */
+        void accept(int slice, int position, int blockColumn, long sliceSum) {
+            if (factors == null) {
+                into[slice * numBlocks + blockColumn] = sliceSum;
+            } else {
+                into[byPosition ? position - p0 : blockColumn] += factors[slice] * sliceSum;
+            }
+        }
     }
 
     /** Arrays a computation reuses from layer to layer, grown when a layer needs more. */
@@ -180,7 +215,7 @@ public final class FastCpuBackend implements KvChecksum {
      * Runs the request: on the calling thread layer by layer into {@code sequential} (a small request: nothing is
      * allocated per layer, which shows in cache), else as tasks on the pool through {@code body}.
      */
-    private void run(SlicePlan plan, SliceSink sequential, TaskBody body) {
+    private void run(SlicePlan plan, Sink sequential, TaskBody body) {
         int nb = plan.numBlocks();
         if (nb == 0) {
             return;
@@ -311,7 +346,7 @@ public final class FastCpuBackend implements KvChecksum {
      * {@code streaming} when the request is far larger than the caches, so its bytes come from memory.
      */
     private static void compute(SlicePlan plan, SlicePlan.LayerRun run, Blocks blocks, int p0, int p1, boolean streaming,
-            SliceSink sink, Scratch scratch) {
+            Sink sink, Scratch scratch) {
         SliceKernel kernel = plan.mode() == ChecksumMode.MIXED ? MIXED_KERNEL : KERNEL;
         RequestBlocks request = plan.request();
         int heads = run.numHeads();

@@ -4,6 +4,8 @@ import io.kvchecksum.KvChecksum;
 import io.kvchecksum.Rechunked;
 import io.kvchecksum.SlicePlan;
 import io.kvchecksum.SliceSums;
+import io.kvchecksum.bench.MemoryBound;
+import org.openjdk.jmh.annotations.AuxCounters;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -30,6 +32,10 @@ import java.util.concurrent.TimeUnit;
  *
  * <p>Every operation's result is checked in set-up before anything is timed (see {@link Oracle}); all four are checked
  * whichever one is timed, so a run of one method still proves the backend right.
+ *
+ * <p>The passes over the KV ({@code blockChecksums}, {@code sliceSums}) also measure the read bound of the same bytes
+ * in their own fork, before every iteration ({@link SameForkBound}): the bound and the pass a second apart, not minutes
+ * apart in other forks, on a machine whose memory bandwidth drifts by tens of percent between minutes.
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.AverageTime)
@@ -52,6 +58,66 @@ public class ChecksumBench {
     /** Tokens, or a KV size ({@code 1MiB}) rounded to whole 16-token blocks; see {@link ModelShape#tokens}. */
     @Param({"1MiB", "256MiB"})
     public String size;
+
+    /**
+     * The read bound measured in this fork before each iteration, as JMH secondary results: {@code boundNanos}, the
+     * fastest reader's best time of one whole read ({@link MemoryBound#measure}: every reader, best of
+     * {@value #BOUND_READS} reads, the same threads as the backend), summed over iterations, and
+     * {@code boundIterations}, how many were summed. Their quotient over the primary score is the ratio to the bound.
+     */
+    @AuxCounters(AuxCounters.Type.EVENTS)
+    @State(Scope.Thread)
+    public static class SameForkBound {
+        /** Sum over iterations of the bound's best time of one read, in nanoseconds. */
+        public long boundNanos;
+        /** Iterations summed in {@link #boundNanos}. */
+        public long boundIterations;
+        private MemoryBound bound;
+        private long measured;
+        private long sink;
+
+        /** Times every reader on the benchmark's fixture; JMH calls it before each iteration, outside the timing. */
+        @Setup(Level.Iteration)
+        public void measure(ChecksumBench b) {
+            boolean first = bound == null;
+            if (first) {
+                bound = new MemoryBound(b.fx.segments(), Runtime.getRuntime().availableProcessors());
+            }
+            MemoryBound.Measurement m = bound.measure(work -> {
+                // the first time, each reader runs for a while so that the JIT compiles it, as JMH's warm-up does
+                long until = System.nanoTime() + (first ? BOUND_WARMUP_NANOS : 0);
+                long best = Long.MAX_VALUE;
+                for (int i = 0; i < BOUND_READS || System.nanoTime() < until; i++) {
+                    long t = System.nanoTime();
+                    sink ^= work.getAsLong();
+                    best = Math.min(best, System.nanoTime() - t);
+                }
+                return best;
+            });
+            measured = Math.round(m.nanos());
+        }
+
+        /**
+         * Publishes this iteration's bound; called by the timed methods (two stores), since JMH clears the counters
+         * after iteration set-up.
+         */
+        void publish() {
+            boundNanos = measured;
+            boundIterations = 1;
+        }
+
+        @TearDown(Level.Trial)
+        public void close() {
+            if (bound != null) {
+                bound.close();
+            }
+        }
+    }
+
+    /** Reads per reader and iteration for {@link SameForkBound}: the best of them is the bound's time. */
+    static final int BOUND_READS = 10;
+    /** How long each reader runs before the first measurement of {@link SameForkBound}, for the JIT. */
+    static final long BOUND_WARMUP_NANOS = 1_000_000_000L;
 
     private KvChecksum kc;
     private KvFixture fx;
@@ -91,13 +157,15 @@ public class ChecksumBench {
      * immutable and reusable (an engine builds it once per request layout); building it is {@link #plan()}.
      */
     @Benchmark
-    public long[] blockChecksums() {
+    public long[] blockChecksums(SameForkBound bound) {
+        bound.publish();
         return kc.blockChecksums(plan);
     }
 
     /** The per-slice sums, the first of the separate steps; reads the same KV as the fused pass. */
     @Benchmark
-    public SliceSums sliceSums() {
+    public SliceSums sliceSums(SameForkBound bound) {
+        bound.publish();
         return kc.sliceSums(plan);
     }
 
