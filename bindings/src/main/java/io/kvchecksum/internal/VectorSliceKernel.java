@@ -222,10 +222,13 @@ final class VectorSliceKernel implements SliceKernel {
             }
             return;
         }
-        if (vSeg != null && kPieces == 8 * L && vPieces == 8 * L && !fromMemory) {
-            // from memory, K's and V's strided rows read in one loop measured slower than one after the other
+        if (vSeg != null && kPieces == 8 * L && vPieces == 8 * L) {
             for (int h = 0; h < heads; h++) {
-                out[h] = headEight(kSeg, kBase + h * kHeadStride, kStride, vSeg, vBase + h * vHeadStride, vStride, n, t0);
+                // from memory, K's and V's strided rows read in one loop measured slower than one after the other
+                out[h] = fromMemory
+                        ? eightAffine(kSeg, kBase + h * kHeadStride, kStride, n, t0, 16 * L, 0)
+                                + eightAffine(vSeg, vBase + h * vHeadStride, vStride, n, t0, 16 * L, 8 * L)
+                        : headEight(kSeg, kBase + h * kHeadStride, kStride, vSeg, vBase + h * vHeadStride, vStride, n, t0);
             }
             return;
         }
