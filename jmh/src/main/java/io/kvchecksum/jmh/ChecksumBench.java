@@ -117,7 +117,7 @@ public class ChecksumBench {
     /** Reads per reader and iteration for {@link SameForkBound}: the best of them is the bound's time. */
     static final int BOUND_READS = 10;
     /** How long each reader runs before the first measurement of {@link SameForkBound}, for the JIT. */
-    static final long BOUND_WARMUP_NANOS = 1_000_000_000L;
+    static final long BOUND_WARMUP_NANOS = 300_000_000L;
 
     private KvChecksum kc;
     private KvFixture fx;
