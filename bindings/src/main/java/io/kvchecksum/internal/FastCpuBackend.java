@@ -154,7 +154,7 @@ public final class FastCpuBackend implements KvChecksum {
     /**
      * Where slice sums go: weighted by their slice's factor into block checksums (by block column, or by position in a
      * task's part), or into the slice-sum matrix. One final class, not a lambda per operation: the call in the inner
-     * loop stays monomorphic whichever operations ran before, so the JIT compiles it the same way every time.
+     * loop stays monomorphic whichever operations ran before.
      */
     private static final class Sink {
         private final long[] into;
