@@ -40,16 +40,22 @@ class SliceKernelTest {
         return sum;
     }
 
+    /** 1 MiB of random words from {@code rnd}: every test's memory. */
+    private static MemorySegment randomSegment(Arena arena, SplittableRandom rnd) {
+        MemorySegment s = arena.allocate(1 << 20, 8);
+        for (long o = 0; o < s.byteSize(); o += 8) {
+            s.set(ValueLayout.JAVA_LONG, o, rnd.nextLong());
+        }
+        return s;
+    }
+
     @Test
     void constantStrideLoopsMatchTheDefinition() {
         System.out.println("seed " + SEED);
         SplittableRandom rnd = new SplittableRandom(SEED);
         List<SliceKernel> kernels = List.of(new ScalarSliceKernel(), new VectorSliceKernel());
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment s = arena.allocate(1 << 20, 8);
-            for (long o = 0; o < s.byteSize(); o += 8) {
-                s.set(ValueLayout.JAVA_LONG, o, rnd.nextLong());
-            }
+            MemorySegment s = randomSegment(arena, rnd);
             int[] regions = {32, 72, 144, 64, 8, 16, 4, 12, 5, 1};
             int cases = 0;
             for (int rep = 0; rep < 40; rep++) {
@@ -83,10 +89,7 @@ class SliceKernelTest {
         SplittableRandom rnd = new SplittableRandom(SEED + 1);
         List<SliceKernel> kernels = List.of(new ScalarSliceKernel(), new VectorSliceKernel());
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment s = arena.allocate(1 << 20, 8);
-            for (long o = 0; o < s.byteSize(); o += 8) {
-                s.set(ValueLayout.JAVA_LONG, o, rnd.nextLong());
-            }
+            MemorySegment s = randomSegment(arena, rnd);
             // 16 and 32 pieces: one group of four vectors at 256 and 512 bits (the fused K+V loop), 8 and 64 not
             for (int pieces : new int[] {16, 32, 8, 64}) {
                 for (int rep = 0; rep < 30; rep++) {
@@ -115,10 +118,7 @@ class SliceKernelTest {
         System.out.println("headsAffine seed " + (SEED + 2));
         List<SliceKernel> kernels = List.of(new ScalarSliceKernel(), new VectorSliceKernel());
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment s = arena.allocate(1 << 20, 8);
-            for (long o = 0; o < s.byteSize(); o += 8) {
-                s.set(ValueLayout.JAVA_LONG, o, rnd.nextLong());
-            }
+            MemorySegment s = randomSegment(arena, rnd);
             int cases = 0;
             for (int pieces : new int[] {16, 32, 64, 8, 72}) {
                 for (int rep = 0; rep < 20; rep++) {
@@ -193,10 +193,7 @@ class SliceKernelTest {
         SplittableRandom rnd = new SplittableRandom(SEED + 2);
         List<SliceKernel> kernels = List.of(new MixedScalarSliceKernel(), new MixedVectorSliceKernel());
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment s = arena.allocate(1 << 20, 8);
-            for (long o = 0; o < s.byteSize(); o += 8) {
-                s.set(ValueLayout.JAVA_LONG, o, rnd.nextLong());
-            }
+            MemorySegment s = randomSegment(arena, rnd);
             int[] regions = {32, 72, 144, 64, 16, 8, 4, 12, 5, 1};
             int cases = 0;
             for (int rep = 0; rep < 30; rep++) {
@@ -250,10 +247,7 @@ class SliceKernelTest {
         SplittableRandom rnd = new SplittableRandom(SEED + 3);
         List<SliceKernel> kernels = List.of(new MixedScalarSliceKernel(), new MixedVectorSliceKernel());
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment s = arena.allocate(1 << 20, 8);
-            for (long o = 0; o < s.byteSize(); o += 8) {
-                s.set(ValueLayout.JAVA_LONG, o, rnd.nextLong());
-            }
+            MemorySegment s = randomSegment(arena, rnd);
             for (int rep = 0; rep < 40; rep++) {
                 int region = new int[] {32, 16, 5, 72}[rep % 4];
                 int heads = 1 + rnd.nextInt(8);
