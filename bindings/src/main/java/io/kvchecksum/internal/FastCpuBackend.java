@@ -200,6 +200,26 @@ public final class FastCpuBackend implements KvChecksum {
         long[] vOff = new long[0];
         long[] a = new long[0];
         long[] t = new long[0];
+
+        /** {@link #headSums} of at least {@code heads} entries. */
+        long[] headSums(int heads) {
+            if (headSums.length < heads) {
+                headSums = new long[heads];
+            }
+            return headSums;
+        }
+
+        /** Grows the offset-table path's arrays: offsets of {@code tokens} cells, per-piece sums of {@code rowPieces}. */
+        void fitTable(int tokens, int rowPieces) {
+            if (kOff.length < tokens) {
+                kOff = new long[tokens];
+                vOff = new long[tokens];
+            }
+            if (a.length < rowPieces) {
+                a = new long[rowPieces];
+                t = new long[rowPieces];
+            }
+        }
     }
 
     /**
@@ -351,7 +371,7 @@ public final class FastCpuBackend implements KvChecksum {
         RequestBlocks request = plan.request();
         int heads = run.numHeads();
         int firstSlice = run.firstSlice();
-        SlicePlan.Slice first = plan.slice(run.firstSlice());
+        SlicePlan.Slice first = plan.slice(firstSlice);
         SlicePlan.Part k = first.k();
         SlicePlan.Part v = first.v();
         MemorySegment kSeg = ((KvMemory.Host) k.memory()).segment();
@@ -361,8 +381,6 @@ public final class FastCpuBackend implements KvChecksum {
         int pageSize = plan.pageSize();
         long start = request.startToken();
         int maxTokens = (int) Math.min(request.blockSize(), request.numTokens() - start);
-        // scratch of the offset-table path, grown only when a block needs it
-        boolean tableReady = false;
         int rowPieces = streaming ? heads * Math.max(kPieces, first.vPieces()) : 0;
         int vPieces = first.vPieces();
         boolean kAffine = kernel.affine(kPieces, k.tokenStride(), pieces);
@@ -373,10 +391,7 @@ public final class FastCpuBackend implements KvChecksum {
         // front to back first (one byte per cache line) lets the prefetchers stream it while this block is summed.
         boolean touchAhead = streaming && heads > 1 && TOUCH;
         long touched = 0;
-        if (scratch.headSums.length < heads) {
-            scratch.headSums = new long[heads];
-        }
-        long[] headSums = scratch.headSums;
+        long[] headSums = scratch.headSums(heads);
         for (int p = p0; p < p1; p++) {
             int b = blocks.order[p];
             long t0 = blocks.t0[p];
@@ -399,20 +414,10 @@ public final class FastCpuBackend implements KvChecksum {
             }
             // The offset-table path: one division per block, then step slot by slot.
             int tableIndex = (int) ((t0 - start) / pageSize);
-            if (!tableReady) {
-                if (scratch.kOff.length < maxTokens) {
-                    scratch.kOff = new long[maxTokens];
-                    scratch.vOff = new long[maxTokens];
-                }
-                if (scratch.a.length < rowPieces) {
-                    scratch.a = new long[rowPieces];
-                    scratch.t = new long[rowPieces];
-                }
-                tableReady = true;
-            }
+            // its scratch, grown only when a block needs it
+            scratch.fitTable(maxTokens, rowPieces);
             long[] kOff = scratch.kOff;
             long[] vOff = scratch.vOff;
-            long[] perHead = headSums;
             for (int i = 0; i < n; i++) {
                 kOff[i] = k.cellOffset(page, slot);
                 if (v != null) {
@@ -423,15 +428,15 @@ public final class FastCpuBackend implements KvChecksum {
                     page = plan.page(++tableIndex);
                 }
             }
-            java.util.Arrays.fill(perHead, 0, heads, 0);
-            addRegion(kernel, kSeg, k.pieces(), run.kHeadStride(), kOff, n, t0, pieces, 0, heads, scratch.a, scratch.t, perHead,
+            java.util.Arrays.fill(headSums, 0, heads, 0);
+            addRegion(kernel, kSeg, k.pieces(), run.kHeadStride(), kOff, n, t0, pieces, 0, heads, scratch.a, scratch.t, headSums,
                     streaming);
             if (v != null) {
                 addRegion(kernel, vSeg, v.pieces(), run.vHeadStride(), vOff, n, t0, pieces, kPieces, heads, scratch.a, scratch.t,
-                        perHead, streaming);
+                        headSums, streaming);
             }
             for (int h = 0; h < heads; h++) {
-                sink.accept(firstSlice + h, p, b, perHead[h]);
+                sink.accept(firstSlice + h, p, b, headSums[h]);
             }
         }
         if (touched == 42) {
