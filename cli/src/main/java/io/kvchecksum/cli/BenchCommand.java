@@ -115,11 +115,20 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
             }
             KvCacheGroup group = KvLayouts.vllmFlash(shape, 0, null, mems);
             Map<String, MemoryBound.Measurement> readCache = new HashMap<>();
-            // compile the read loop before anything is timed: an interpreted loop would flatter every ratio
+            RequestBlocks small = RequestBlocks.of(table, Math.min(maxTokens, 64), 16);
+            // the CPU backend's loops compile before the bound's readers do: with the readers' Vector API loops compiled
+            // first, some JVMs compiled the backend's with bounds checks inside, 1.3-1.4x slower (docs/bench-cpu.md,
+            // point 16); an engine's JVM has no readers
+            try (KvChecksum cpu = KvChecksums.cpu()) {
+                warm(cpu, group, small);
+            }
+            // then every reader, before any is timed: an interpreted loop would flatter every ratio
             try (MemoryBound warm = new MemoryBound(parts(layers, table, Math.min(maxTokens, 64)), 1)) {
-                long warmEnd = System.nanoTime() + 300_000_000L;
-                while (System.nanoTime() < warmEnd) {
-                    blackhole += warm.read();
+                for (MemoryBound.Reader reader : MemoryBound.readers()) {
+                    long warmEnd = System.nanoTime() + 100_000_000L;
+                    while (System.nanoTime() < warmEnd) {
+                        blackhole += warm.read(reader);
+                    }
                 }
             }
             for (Map.Entry<String, Availability> e : KvChecksums.status().entrySet()) {
@@ -140,12 +149,7 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
                 try (KvChecksum k = KvChecksums.byName(name)) {
                     row.put("backend_description", k.description());
                     int threads = threads(k);
-                    // JIT-compile (or build the device program of) the kernel on a small request before timing it
-                    RequestBlocks small = RequestBlocks.of(table, Math.min(maxTokens, 64), 16);
-                    long warmUntil = System.nanoTime() + 400_000_000L;
-                    for (int w = 0; w < 3 || (System.nanoTime() < warmUntil && w < 100_000); w++) {
-                        blackhole += k.blockChecksums(group, small)[0];
-                    }
+                    warm(k, group, small);
                     for (int s : sizesMiB) {
                         int n = tokens(s, perToken);
                         RequestBlocks r = RequestBlocks.of(table, n, 16);
@@ -232,6 +236,14 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
     }
 
     /** The best time in nanoseconds of {@code work} after warming it up, repeated for {@link #seconds}. */
+    /** JIT-compiles (or builds the device program of) a backend's pass on a small request before it is timed. */
+    private static void warm(KvChecksum k, KvCacheGroup group, RequestBlocks small) {
+        long warmUntil = System.nanoTime() + 400_000_000L;
+        for (int w = 0; w < 3 || (System.nanoTime() < warmUntil && w < 100_000); w++) {
+            blackhole += k.blockChecksums(group, small)[0];
+        }
+    }
+
     private double best(java.util.function.LongSupplier work) {
         long sink = 0;
         long warmEnd = System.nanoTime() + (long) (seconds * 0.5e9);

@@ -121,8 +121,8 @@ public final class Suite {
                 : new Timing(2, TimeValue.seconds(1), 3, TimeValue.milliseconds(500));
         // --ops fused: only the fused op (and the bounds) at every size, the separate ops and the plan not at all
         boolean fusedOnly = opt.getOrDefault("ops", "all").equals("fused");
-        // --forks N: forks per pass benchmark (the short suite 3, the full sweep 1). Some JVMs run the same loops about
-        // half as fast (docs/bench-cpu.md, point 15), so a row is its best fork's ratio, with the range beside it
+        // --forks N: forks per pass benchmark (the short suite 3, the full sweep 1). From memory the bandwidth drifts
+        // within a fork's iterations (docs/bench-cpu.md), so a row is its best fork's ratio, with the range beside it
         int passForks = Integer.parseInt(opt.getOrDefault("forks", full ? "1" : "3"));
         if (passForks < 1) {
             usage("--forks must be at least 1");
