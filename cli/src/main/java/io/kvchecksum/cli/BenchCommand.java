@@ -235,7 +235,6 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
         return k.name().equals("reference") ? 1 : Runtime.getRuntime().availableProcessors();
     }
 
-    /** The best time in nanoseconds of {@code work} after warming it up, repeated for {@link #seconds}. */
     /** JIT-compiles (or builds the device program of) a backend's pass on a small request before it is timed. */
     private static void warm(KvChecksum k, KvCacheGroup group, RequestBlocks small) {
         long warmUntil = System.nanoTime() + 400_000_000L;
@@ -244,6 +243,7 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
         }
     }
 
+    /** The best time in nanoseconds of {@code work} after warming it up, repeated for {@link #seconds}. */
     private double best(java.util.function.LongSupplier work) {
         long sink = 0;
         long warmEnd = System.nanoTime() + (long) (seconds * 0.5e9);
