@@ -98,7 +98,7 @@ public final class FastCpuBackend implements KvChecksum {
         // on the calling thread: straight into the result, nothing to allocate or publish
         run(plan, Sink.blocks(out, factors), (task) -> {
             long[] part = new long[task.p1 - task.p0];
-            compute(plan, task.run, task.blocks, task.p0, task.p1, true, Sink.part(part, factors, task.p0), new Scratch());
+            compute(plan, task, Sink.part(part, factors, task.p0));
             return () -> {
                 for (int i = 0; i < part.length; i++) {
                     out[task.blocks.order[task.p0 + i]] += part[i];
@@ -119,7 +119,7 @@ public final class FastCpuBackend implements KvChecksum {
         long[] values = new long[plan.numSlices() * nb];
         Sink into = Sink.slices(values, nb);
         run(plan, into, (task) -> {
-            compute(plan, task.run, task.blocks, task.p0, task.p1, true, into, new Scratch());
+            compute(plan, task, into);
             return NOTHING;
         });
         return plan.sliceSums(values);
@@ -359,6 +359,14 @@ public final class FastCpuBackend implements KvChecksum {
             }
         }
         return tasks;
+    }
+
+    /**
+     * A task of a parallel request into {@code sink}: streaming, since a request runs in parallel only from
+     * {@link #PARALLEL_BYTES} on, the size from which {@link #run} treats a request's bytes as coming from memory.
+     */
+    private static void compute(SlicePlan plan, Task task, Sink sink) {
+        compute(plan, task.run, task.blocks, task.p0, task.p1, true, sink, new Scratch());
     }
 
     /**

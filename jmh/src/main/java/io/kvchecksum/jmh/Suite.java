@@ -417,12 +417,17 @@ public final class Suite {
             return !r.backend.equals("bound") && (r.op.equals("blockChecksums") || r.op.equals("sliceSums"));
         }
 
+        /** Whether a pass over the KV was measured faster than the read bound of the same bytes: a failed measurement. */
+        private boolean failed(Row r) {
+            return readsKv(r) && !Double.isNaN(verdictRatio(r))
+                    && !io.kvchecksum.bench.MemoryBound.plausible(verdictRatio(r), 0);
+        }
+
         /** The checksum rows measured faster than the read bound of the same bytes: failed measurements. */
         List<String> implausible() {
             List<String> out = new ArrayList<>();
             for (Row r : rows) {
-                if (readsKv(r) && !Double.isNaN(verdictRatio(r))
-                        && !io.kvchecksum.bench.MemoryBound.plausible(verdictRatio(r), 0)) {
+                if (failed(r)) {
                     out.add(String.format(Locale.ROOT, "%s %s %s %s at %.3f of the read bound", r.backend, r.op, r.shape,
                             r.size, verdictRatio(r)));
                 }
@@ -510,7 +515,7 @@ public final class Suite {
                     sameRatio += String.format(Locale.ROOT, " [%.3f-%.3f]", r.forkRatios.stream().mapToDouble(x -> x).min()
                             .orElse(Double.NaN), r.forkRatios.stream().mapToDouble(x -> x).max().orElse(Double.NaN));
                 }
-                if (readsKv(r) && !Double.isNaN(verdictRatio(r)) && !io.kvchecksum.bench.MemoryBound.plausible(verdictRatio(r), 0)) {
+                if (failed(r)) {
                     sameRatio += " FAILED (faster than the bound)";
                 }
                 out.add(new String[] {r.backend, r.op, r.shape, r.size, Long.toString(r.tokens), mib(r.kvBytes), time,
