@@ -19,7 +19,7 @@ import java.util.Set;
  *     checksum block size
  * @param numPages physical pages in the cache: valid page ids are {@code 0 .. numPages-1}
  */
-public record KvCacheGroup(List<CacheLayer> layers, int pageSize, long numPages) {
+public record KvCacheGroup(List<CacheLayer> layers, int pageSize, long numPages) implements KvSource {
 
     /**
      * Validates the group against its memory; {@code layers} is copied.
@@ -105,5 +105,11 @@ public record KvCacheGroup(List<CacheLayer> layers, int pageSize, long numPages)
                     + " with strides (page " + r.pageStride() + ", token " + r.tokenStride() + ", head " + r.headStride()
                     + ") reach byte " + end + " but the memory holds " + r.memory().byteSize());
         }
+    }
+
+    /** {@return this group: a group is its own geometry} */
+    @Override
+    public KvCacheGroup geometry() {
+        return this;
     }
 }

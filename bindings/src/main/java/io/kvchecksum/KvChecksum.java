@@ -1,7 +1,13 @@
 package io.kvchecksum;
 
+import io.kvchecksum.spi.Backend;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.OptionalLong;
+
 /**
- * One backend's implementation of the KV checksum (see {@code docs/definition.md}).
+ * The KV checksum on one backend (see {@code docs/definition.md}): the one front every backend runs behind.
  *
  * <p><b>The contract, the same for every backend.</b> A cell is one token of one KV head of one layer: its K bytes
  * followed by its V bytes (MLA: the latent row only). It is read as little-endian 8-byte pieces; piece {@code p} of
@@ -13,37 +19,147 @@ package io.kvchecksum;
  * {@link Long#toUnsignedString}). The dtype of the KV does not matter: bytes are bytes. Results are exact: two
  * backends agree bit for bit or one of them is wrong.
  *
- * <p>A backend implements what differs per backend and nothing else: the fused block checksums, the slice sums, and
- * {@code submit}. The other two operations of the checksum are pure functions on the value types, the same for
- * every backend: the per-layer/head combination {@link SliceSums#combine()} and block-size rechunking
- * {@link Rechunked#of}.
+ * <p><b>The three operations.</b> The per-slice weighted sum ({@link #sliceSums}), the per-layer/head combination
+ * ({@link SliceSums#combine()}, a pure function) and block-size rechunking ({@link Rechunked#of}, a pure function);
+ * {@link #blockChecksums} fuses the first two into one pass over the KV.
  *
- * <p>Arguments are validated once, when the {@link SlicePlan} is built (the methods taking a group and a request
- * build it first): bad input throws {@link InvalidLayoutException} naming the problem before any KV byte is read,
- * e.g. a page id out of range, a table too short, memory the backend cannot read (device memory on a CPU backend).
- * Nothing is read outside the regions described. A plan may be built once and passed to many calls.
+ * <p><b>One front, many backends.</b> This final class does, once for every backend, what is the same for all of
+ * them: every request is compiled ({@link CompiledPlan}) and checked against the backend's declared
+ * {@link io.kvchecksum.spi.BackendLimits limits} before anything runs, a request without blocks returns at once, the
+ * launches' values are placed into the requests' results, and a failed computation is closed. A backend
+ * ({@link Backend}) only runs compiled launches and computes the Adler-32 page digest. Bad input throws
+ * {@link InvalidLayoutException} naming the problem before any KV byte is read, e.g. a page id out of range, a table
+ * too short, memory the backend cannot read (device memory on a CPU backend). Nothing is read outside the regions
+ * described. A plan may be built once and passed to many calls.
  *
- * <p>Backends are thread-safe: several threads may call one instance at once. Obtain them from {@link KvChecksums}.
+ * <p>Thread-safe: several threads may call one instance at once. Obtain instances from {@link KvChecksums}, or wrap
+ * a backend with {@link #of}.
  */
-public interface KvChecksum extends AutoCloseable {
+public final class KvChecksum implements AutoCloseable {
+    private final Backend backend;
+
+    private KvChecksum(Backend backend) {
+        this.backend = backend;
+    }
+
+    /**
+     * {@return the front over {@code backend}; closing it closes the backend}
+     *
+     * @param backend the backend, not null
+     */
+    public static KvChecksum of(Backend backend) {
+        if (backend == null) {
+            throw new NullPointerException("backend");
+        }
+        return new KvChecksum(backend);
+    }
+
+    /** {@return the backend behind this front (for its own extras, e.g. a GPU backend's buffers)} */
+    public Backend backend() {
+        return backend;
+    }
 
     /**
      * {@return the backend's name as {@link KvChecksums#byName} accepts it: {@code reference}, {@code cpu},
      * {@code cuda}, {@code opencl}}
      */
-    String name();
+    public String name() {
+        return backend.name();
+    }
 
     /** {@return what exactly runs: the name plus implementation details (device, vector width, threads)} */
-    String description();
+    public String description() {
+        return backend.description();
+    }
 
     /**
-     * {@return whether this backend implements checksum mode {@code mode} ({@link SlicePlan#mode()})} A backend given a
-     * plan in a mode it does not implement throws {@link InvalidLayoutException} before reading anything.
+     * {@return true: every backend implements every checksum mode}
      *
      * @param mode the checksum mode asked about
+     * @deprecated every backend implements both modes; what a backend cannot run is declared by its
+     *     {@link io.kvchecksum.spi.BackendLimits} and refused when a plan is compiled
      */
-    default boolean supports(ChecksumMode mode) {
-        return mode == ChecksumMode.STANDARD;
+    @Deprecated(forRemoval = true)
+    public boolean supports(ChecksumMode mode) {
+        return mode != null;
+    }
+
+    /**
+     * Compiles requests of one step over {@code source} and checks them against this backend's limits: every
+     * refusal happens here, before any kernel runs.
+     *
+     * @param source a cache group or a segmented cache
+     * @param requests the requests, at least one (a segmented cache's requests have empty page tables)
+     * @param spec the mode and padding
+     * @return the compiled plan, reusable across calls
+     * @throws InvalidLayoutException as {@link CompiledPlan#compile} and {@link CompiledPlan#check} say
+     */
+    public CompiledPlan compile(KvSource source, List<RequestBlocks> requests, ChecksumSpec spec) {
+        CompiledPlan plan = CompiledPlan.compile(source, requests, spec);
+        plan.check(name(), backend.limits(), false);
+        return plan;
+    }
+
+    /**
+     * {@return the block checksums of every request of {@code plan}, one array per request in order}
+     *
+     * @param plan the compiled plan
+     * @throws InvalidLayoutException when the plan's memory is of a kind this backend cannot read
+     */
+    public List<long[]> blockChecksums(CompiledPlan plan) {
+        long[] all = values(plan, CompiledPlan.Output.BLOCK_CHECKSUMS);
+        List<long[]> out = new ArrayList<>(plan.requests().size());
+        for (int r = 0; r < plan.requests().size(); r++) {
+            out.add(plan.blockChecksums(all, r));
+        }
+        return out;
+    }
+
+    /**
+     * {@return the slice sums of every request of {@code plan}, one per request in order}
+     *
+     * @param plan the compiled plan
+     * @throws InvalidLayoutException when the plan's memory is of a kind this backend cannot read
+     */
+    public List<SliceSums> sliceSums(CompiledPlan plan) {
+        long[] all = values(plan, CompiledPlan.Output.SLICE_SUMS);
+        List<SliceSums> out = new ArrayList<>(plan.requests().size());
+        for (int r = 0; r < plan.requests().size(); r++) {
+            out.add(plan.sliceSums(all, r));
+        }
+        return out;
+    }
+
+    /**
+     * Starts the block checksums of every request of {@code plan} and returns before they finish where the backend
+     * can (GPU backends enqueue on their own stream and return at once); CPU backends compute on the calling thread.
+     *
+     * @param plan the compiled plan; its memory must stay alive and unchanged until the handle is done
+     * @return the pending values of all requests concatenated in order ({@link CompiledPlan#offset}); call
+     *     {@code get()} or {@code close()}
+     * @throws InvalidLayoutException when the plan's memory is of a kind this backend cannot read
+     */
+    public PendingChecksums submit(CompiledPlan plan) {
+        return start(plan, CompiledPlan.Output.BLOCK_CHECKSUMS, OptionalLong.empty());
+    }
+
+    /**
+     * Stream-ordered {@link #submit(CompiledPlan)}: for an engine's worker, which must neither wait for the device nor
+     * race its own writes. The checksum is ordered after the work already enqueued on {@code stream} and before
+     * anything enqueued on it later; on a GPU backend the call never waits for the device.
+     *
+     * <p>{@code stream} is an opaque handle whose meaning is the backend's: a {@code CUstream} for {@code cuda} (0 is
+     * the legacy default stream; the memory must be device memory), a {@code cl_command_queue} for {@code opencl}
+     * (which runs on its own in-order queue only: 0 or its {@code commandQueue()}). CPU backends have no stream: they
+     * ignore it and compute on the calling thread.
+     *
+     * @param plan the compiled plan; its memory must stay alive and unchanged until the handle is done
+     * @param stream the engine's stream or queue handle, as the backend documents it
+     * @return the pending values of all requests concatenated in order; call {@code get()} or {@code close()}
+     * @throws InvalidLayoutException when the plan's memory is of a kind this backend cannot read on a stream
+     */
+    public PendingChecksums submit(CompiledPlan plan, long stream) {
+        return start(plan, CompiledPlan.Output.BLOCK_CHECKSUMS, OptionalLong.of(stream));
     }
 
     /**
@@ -54,14 +170,20 @@ public interface KvChecksum extends AutoCloseable {
      * @param plan the validated group and request; its memory must be of a kind this backend reads
      * @throws InvalidLayoutException when the plan's memory is of a kind this backend cannot read
      */
-    long[] blockChecksums(SlicePlan plan);
+    public long[] blockChecksums(SlicePlan plan) {
+        return values(plan.compiled(), CompiledPlan.Output.BLOCK_CHECKSUMS);
+    }
 
     /**
      * {@return the per-slice weighted sums for the same blocks, one row per (layer, head) slice in the plan's order}
      *
      * @param plan the validated group and request; its memory must be of a kind this backend reads
+     * @throws InvalidLayoutException when the plan's memory is of a kind this backend cannot read
      */
-    SliceSums sliceSums(SlicePlan plan);
+    public SliceSums sliceSums(SlicePlan plan) {
+        CompiledPlan c = plan.compiled();
+        return c.sliceSums(values(c, CompiledPlan.Output.SLICE_SUMS), 0);
+    }
 
     /**
      * Starts {@link #blockChecksums(SlicePlan)} and returns before it finishes where the backend can (GPU backends
@@ -69,9 +191,22 @@ public interface KvChecksum extends AutoCloseable {
      *
      * @param plan the validated group and request; its memory must stay alive and unchanged until the handle is done
      * @return the pending values, equal to {@link #blockChecksums(SlicePlan)}'s; call {@code get()} or {@code close()}
+     * @throws InvalidLayoutException when the plan's memory is of a kind this backend cannot read
      */
-    default PendingChecksums submit(SlicePlan plan) {
-        return PendingChecksums.completed(blockChecksums(plan));
+    public PendingChecksums submit(SlicePlan plan) {
+        return submit(plan.compiled());
+    }
+
+    /**
+     * Stream-ordered {@link #submit(SlicePlan)}, as {@link #submit(CompiledPlan, long)} describes it.
+     *
+     * @param plan the validated group and request; its memory must stay alive and unchanged until the handle is done
+     * @param stream the engine's stream or queue handle, as the backend documents it
+     * @return the pending values; call {@code get()} or {@code close()}
+     * @throws InvalidLayoutException when the plan's memory is of a kind this backend cannot read on a stream
+     */
+    public PendingChecksums submit(SlicePlan plan, long stream) {
+        return submit(plan.compiled(), stream);
     }
 
     /**
@@ -82,7 +217,7 @@ public interface KvChecksum extends AutoCloseable {
      * @throws InvalidLayoutException when the request does not fit the group, or its memory is of a kind this backend
      *     cannot read
      */
-    default long[] blockChecksums(KvCacheGroup group, RequestBlocks request) {
+    public long[] blockChecksums(KvCacheGroup group, RequestBlocks request) {
         return blockChecksums(SlicePlan.of(group, request));
     }
 
@@ -94,7 +229,7 @@ public interface KvChecksum extends AutoCloseable {
      * @throws InvalidLayoutException when the request does not fit the group, or its memory is of a kind this backend
      *     cannot read
      */
-    default SliceSums sliceSums(KvCacheGroup group, RequestBlocks request) {
+    public SliceSums sliceSums(KvCacheGroup group, RequestBlocks request) {
         return sliceSums(SlicePlan.of(group, request));
     }
 
@@ -106,27 +241,8 @@ public interface KvChecksum extends AutoCloseable {
      * @throws InvalidLayoutException when the request does not fit the group, or its memory is of a kind this backend
      *     cannot read
      */
-    default PendingChecksums submit(KvCacheGroup group, RequestBlocks request) {
+    public PendingChecksums submit(KvCacheGroup group, RequestBlocks request) {
         return submit(SlicePlan.of(group, request));
-    }
-
-    /**
-     * Stream-ordered {@link #submit}: for an engine's worker, which must neither wait for the device nor race its own
-     * writes. The checksum is ordered after the work already enqueued on {@code stream} (the forward that finished
-     * the prompt, the load that landed) and before anything enqueued on it later, and on a GPU backend the call never
-     * waits for the device: only the handle's {@code get()} waits, and {@code isDone()} polls.
-     *
-     * <p>{@code stream} is an opaque handle whose meaning is the backend's: a {@code CUstream} for {@code cuda} (0 is
-     * the legacy default stream; the group must be device memory), a {@code cl_command_queue} for {@code opencl}
-     * (which runs on its own in-order queue only: 0 or its {@code commandQueue()}). CPU backends have no stream:
-     * they ignore it, compute on the calling thread and return a completed handle, exactly as {@link #submit}.
-     *
-     * @param stream the engine's stream or queue handle, as the backend documents it
-     * @param plan the validated group and request; its memory must stay alive and unchanged until the handle is done
-     * @return the pending values; call {@code get()} or {@code close()}
-     */
-    default PendingChecksums submit(SlicePlan plan, long stream) {
-        return submit(plan);
     }
 
     /**
@@ -134,11 +250,11 @@ public interface KvChecksum extends AutoCloseable {
      *
      * @param group the cache to read; its memory must stay alive and unchanged until the handle is done
      * @param request the blocks to checksum, in {@code group}'s pages
-     * @param stream the engine's stream or queue handle, as {@link #submit(SlicePlan, long)} describes it
+     * @param stream the engine's stream or queue handle, as {@link #submit(CompiledPlan, long)} describes it
      * @throws InvalidLayoutException when the request does not fit the group, or its memory is of a kind this backend
      *     cannot read
      */
-    default PendingChecksums submit(KvCacheGroup group, RequestBlocks request, long stream) {
+    public PendingChecksums submit(KvCacheGroup group, RequestBlocks request, long stream) {
         return submit(SlicePlan.of(group, request), stream);
     }
 
@@ -147,14 +263,11 @@ public interface KvChecksum extends AutoCloseable {
      * ordered byte stream (every layer's K pages, then V pages, then state rows; see {@link PageDigestPlan}), in
      * {@code [0, 2^32)}} Unlike the weighted sum it depends on the page layout.
      *
-     * <p>The default reads host memory with {@code java.util.zip.Adler32}, on the calling thread; backends override
-     * it with parallel forms (Adler-32 parts of consecutive chunks combine exactly).
-     *
-     * @param plan the resolved byte stream; the default reads only host memory
+     * @param plan the resolved byte stream
      * @throws InvalidLayoutException when the plan's memory is of a kind this backend cannot read
      */
-    default long pageDigest(PageDigestPlan plan) {
-        return io.kvchecksum.internal.PageDigestReference.digest(plan, name());
+    public long pageDigest(PageDigestPlan plan) {
+        return backend.pageDigest(plan);
     }
 
     /**
@@ -164,22 +277,42 @@ public interface KvChecksum extends AutoCloseable {
      * {@link Definition#feistel3} ({@code MIXED}); an empty row gives 0. This is the slice sum of a one-token request
      * whose cell is the row; no layer/head factor, no blocks (state is per request).
      *
-     * <p>The default computes it with this backend's own {@link #sliceSums(SlicePlan)} over one-token cells, so every
-     * backend reads the rows where they live (host or device memory), on the calling thread, synchronously; it may
-     * read up to 7 bytes of a row's memory outside the row, never outside the memory ({@link StateDigests}).
+     * <p>Computed with this backend's own {@link #sliceSums(SlicePlan)} over one-token cells, so every backend reads
+     * the rows where they live (host or device memory), on the calling thread, synchronously; it may read up to 7
+     * bytes of a row's memory outside the row, never outside the memory ({@link StateDigests}).
      *
      * @param rows the state rows, none null; may be empty (then the result is empty)
      * @param mode the checksum mode, not null
      * @return a new array of {@code rows.size()} digests, {@code [i]} for {@code rows.get(i)}
-     * @throws InvalidLayoutException when a row's memory is of a kind this backend cannot read or the backend does
-     *     not implement {@code mode}, before anything is read
+     * @throws InvalidLayoutException when a row's memory is of a kind this backend cannot read, before anything is read
      */
-    default long[] stateDigests(java.util.List<StateRow> rows, ChecksumMode mode) {
+    public long[] stateDigests(List<StateRow> rows, ChecksumMode mode) {
         return StateDigests.compute(this, rows, mode);
     }
 
-    /** Releases native resources; the pure-Java backends hold none. */
+    /** Releases the backend's native resources; the pure-Java backends hold none. */
     @Override
-    default void close() {
+    public void close() {
+        backend.close();
+    }
+
+    @Override
+    public String toString() {
+        return description();
+    }
+
+    /** Runs {@code plan} synchronously: the values of all requests, concatenated. */
+    private long[] values(CompiledPlan plan, CompiledPlan.Output output) {
+        try (PendingChecksums p = start(plan, output, OptionalLong.empty())) {
+            return p.get();
+        }
+    }
+
+    private PendingChecksums start(CompiledPlan plan, CompiledPlan.Output output, OptionalLong stream) {
+        plan.check(name(), backend.limits(), stream.isPresent());
+        if (plan.isEmpty()) {
+            return PendingChecksums.completed(new long[plan.offset(output, plan.requests().size())]);
+        }
+        return backend.run(plan, output, stream);
     }
 }

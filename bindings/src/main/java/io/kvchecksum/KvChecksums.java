@@ -39,12 +39,12 @@ public final class KvChecksums {
      * {@return the reference backend: the plainest correct code, single-threaded; the oracle for every other backend}
      */
     public static KvChecksum reference() {
-        return new ReferenceBackend();
+        return KvChecksum.of(new ReferenceBackend());
     }
 
     /** {@return the fast CPU backend: multi-threaded, Vector API where the JVM has {@code jdk.incubator.vector}} */
     public static KvChecksum cpu() {
-        return new FastCpuBackend();
+        return KvChecksum.of(new FastCpuBackend());
     }
 
     /**
@@ -54,7 +54,7 @@ public final class KvChecksums {
      * @throws IllegalArgumentException when {@code threads < 1}
      */
     public static KvChecksum cpu(int threads) {
-        return new FastCpuBackend(threads);
+        return KvChecksum.of(new FastCpuBackend(threads));
     }
 
     /**
@@ -83,7 +83,7 @@ public final class KvChecksums {
                 if (!a.available()) {
                     throw new BackendUnavailableException("backend '" + n + "' is unavailable: " + a.reason());
                 }
-                return p.create();
+                return KvChecksum.of(p.create());
             }
         }
         String module = MODULES.get(n);
@@ -115,7 +115,7 @@ public final class KvChecksums {
             }
             KvChecksum k;
             try {
-                k = p.create();
+                k = KvChecksum.of(p.create());
             } catch (RuntimeException e) {
                 continue;
             }
@@ -152,7 +152,7 @@ public final class KvChecksums {
         if (!a.available()) {
             return a;
         }
-        try (KvChecksum k = p.create()) {
+        try (KvChecksum k = KvChecksum.of(p.create())) {
             String failure = SelfTest.failure(k);
             return failure == null ? a : Availability.no(failure);
         } catch (RuntimeException e) {

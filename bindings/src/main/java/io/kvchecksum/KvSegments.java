@@ -34,7 +34,7 @@ import java.util.Objects;
  *
  * <p>Immutable and thread-safe, like the groups it holds; the memory they describe must outlive every computation.
  */
-public final class KvSegments {
+public final class KvSegments implements KvSource {
 
     /**
      * One allocation: request positions {@code [startToken, endToken())} in {@code group}'s pages, in order.
@@ -119,43 +119,74 @@ public final class KvSegments {
      * {@return the first segment's group: the layers, heads and cells every segment has (its memory is segment 0's
      * only)}
      */
+    @Override
     public KvCacheGroup geometry() {
         return segments.get(0).group();
     }
 
     /**
-     * {@link #plan(long, long, int, ChecksumMode)} in the standard mode.
+     * {@link #plan(long, long, int, ChecksumSpec)} in the standard mode, without padding.
      *
      * @param numTokens the request's token count, at most {@link #endToken()}
      * @param firstBlock the first block computed (a consumer's first loaded block; 0 for the whole request)
      * @param blockSize tokens per block, positive
      * @return the validated plan
-     * @throws InvalidLayoutException as {@link #plan(long, long, int, ChecksumMode)} says
+     * @throws InvalidLayoutException as {@link #plan(long, long, int, ChecksumSpec)} says
      */
     public Plan plan(long numTokens, long firstBlock, int blockSize) {
-        return plan(numTokens, firstBlock, blockSize, ChecksumMode.STANDARD);
+        return plan(numTokens, firstBlock, blockSize, ChecksumSpec.STANDARD);
     }
 
     /**
-     * Validates a request against the segments and builds its plan: blocks {@code firstBlock .. ceil(numTokens /
-     * blockSize) - 1} of {@code blockSize} tokens, as {@link RequestBlocks} defines them. Nothing is read.
+     * {@link #plan(long, long, int, ChecksumSpec)} in {@code mode}, without padding.
+     *
+     * @param numTokens the request's token count, at most {@link #endToken()}
+     * @param firstBlock the first block computed
+     * @param blockSize tokens per block, positive
+     * @param mode the checksum mode, not null
+     * @return the validated plan
+     * @throws InvalidLayoutException as {@link #plan(long, long, int, ChecksumSpec)} says
+     */
+    public Plan plan(long numTokens, long firstBlock, int blockSize, ChecksumMode mode) {
+        return plan(numTokens, firstBlock, blockSize, ChecksumSpec.of(mode));
+    }
+
+    /**
+     * Validates a request against the segments and compiles it ({@link CompiledPlan#compile}): blocks
+     * {@code firstBlock .. ceil(numTokens / blockSize) - 1} of {@code blockSize} tokens, as {@link RequestBlocks}
+     * defines them. Nothing is read.
      *
      * @param numTokens the request's token count, at most {@link #endToken()}
      * @param firstBlock the first block computed (a consumer's first loaded block; 0 for the whole request)
      * @param blockSize tokens per block, positive
-     * @param mode the checksum mode, not null
+     * @param spec the mode and padding, not null
      * @return the validated plan, immutable and reusable while the segments' memory stays the same
      * @throws InvalidLayoutException for arguments {@link RequestBlocks} refuses, tokens past the last segment, a
      *     segment whose page size does not divide the offset of the first requested token in it (see the class
-     *     comment), a null {@code mode}, or anything {@link SlicePlan#of} refuses
+     *     comment), a null {@code spec}, or anything {@link SlicePlan#of} refuses
      */
-    public Plan plan(long numTokens, long firstBlock, int blockSize, ChecksumMode mode) {
-        RequestBlocks shape = RequestBlocks.of(new int[0], numTokens, firstBlock, blockSize);   // validates the numbers
-        if (mode == null) {
-            throw new InvalidLayoutException("mode must not be null");
-        }
+    public Plan plan(long numTokens, long firstBlock, int blockSize, ChecksumSpec spec) {
+        RequestBlocks request = request(numTokens, firstBlock, blockSize);
+        return new Plan(this, request, CompiledPlan.compile(this, List.of(request), spec));
+    }
+
+    /**
+     * {@return the request of a segmented cache: its numbers, no page table (positions are the addresses)}
+     *
+     * @param numTokens the request's token count
+     * @param firstBlock the first block computed
+     * @param blockSize tokens per block, positive
+     * @throws InvalidLayoutException for numbers {@link RequestBlocks} refuses
+     */
+    public static RequestBlocks request(long numTokens, long firstBlock, int blockSize) {
+        return RequestBlocks.of(new int[0], numTokens, firstBlock, blockSize);
+    }
+
+    /** The segments' shares of request {@code shape}: what {@link CompiledPlan#compile} turns into launches. */
+    List<Share> shares(RequestBlocks shape, ChecksumSpec spec) {
+        long numTokens = shape.numTokens();
+        int blockSize = shape.blockSize();
         long start = shape.startToken();
-        int numBlocks = shape.numBlocks();
         if (numTokens > endToken()) {
             throw new InvalidLayoutException("tokens " + start + ".." + (numTokens - 1) + " requested but the segments hold"
                     + " positions 0.." + (endToken() - 1));
@@ -179,19 +210,19 @@ public final class KvSegments {
             if (body >= e || (body - s.startToken()) % p != 0) {
                 // Entirely inside one block, or the block boundary is not a page boundary: one plan of the largest
                 // blocks that start at a and nest in the request's blocks.
-                shares.add(share(s, a, e, (int) gcd(a, blockSize), mode));
+                shares.add(share(s, a, e, (int) gcd(a, blockSize), spec));
             } else {
                 if (body > a) {
-                    shares.add(share(s, a, body, (int) gcd(a, blockSize), mode));
+                    shares.add(share(s, a, body, (int) gcd(a, blockSize), spec));
                 }
-                shares.add(share(s, body, e, blockSize, mode));
+                shares.add(share(s, body, e, blockSize, spec));
             }
         }
-        return new Plan(this, numTokens, firstBlock, blockSize, numBlocks, mode, List.copyOf(shares));
+        return shares;
     }
 
     /** Tokens {@code [from, to)} of segment {@code s} in blocks of {@code g} tokens ({@code g} divides {@code from}). */
-    private static Share share(Segment s, long from, long to, int g, ChecksumMode mode) {
+    private static Share share(Segment s, long from, long to, int g, ChecksumSpec spec) {
         int p = s.group().pageSize();
         long firstPage = (from - s.startToken()) / p;
         int pages = Math.toIntExact(Math.ceilDiv(to - from, (long) p));
@@ -199,7 +230,7 @@ public final class KvSegments {
         for (int i = 0; i < pages; i++) {
             table[i] = Math.toIntExact(firstPage + i);
         }
-        SlicePlan plan = SlicePlan.of(s.group(), RequestBlocks.of(table, to, from / g, g), mode);
+        SlicePlan plan = SlicePlan.of(s.group(), RequestBlocks.of(table, to, from / g, g), spec);
         return new Share(plan, from / g, g);
     }
 
@@ -221,47 +252,43 @@ public final class KvSegments {
             CacheLayer x = a.layers().get(i);
             CacheLayer y = b.layers().get(i);
             boolean same = x.layer() == y.layer() && x.firstHead() == y.firstHead() && x.numHeads() == y.numHeads()
-                    && x.k().pieces() == y.k().pieces() && (x.v() == null) == (y.v() == null)
-                    && (x.v() == null || x.v().pieces() == y.v().pieces());
+                    && x.k().cellBytes() == y.k().cellBytes() && (x.v() == null) == (y.v() == null)
+                    && (x.v() == null || x.v().cellBytes() == y.v().cellBytes());
             if (!same) {
                 throw new InvalidLayoutException("segment " + index + " layer entry " + i + " (layer " + y.layer() + ", heads "
-                        + y.firstHead() + "+" + y.numHeads() + ", " + y.pieces() + " pieces) differs from segment 0's (layer "
-                        + x.layer() + ", heads " + x.firstHead() + "+" + x.numHeads() + ", " + x.pieces() + " pieces):"
+                        + y.firstHead() + "+" + y.numHeads() + ", " + bytes(y) + ") differs from segment 0's (layer "
+                        + x.layer() + ", heads " + x.firstHead() + "+" + x.numHeads() + ", " + bytes(x) + "):"
                         + " every segment must have the same geometry, in the same order");
             }
         }
+    }
+
+    private static String bytes(CacheLayer l) {
+        return l.v() == null ? l.k().cellBytes() + "-byte cells" : "K " + l.k().cellBytes() + " + V " + l.v().cellBytes()
+                + " bytes per cell";
     }
 
     /**
      * One segment's share of a request: {@code plan}'s block {@code k} is block {@code firstSmall + k} of
      * {@code small} tokens, which lies inside request block {@code (firstSmall + k) * small / blockSize}.
      */
-    private record Share(SlicePlan plan, long firstSmall, int small) {
+    record Share(SlicePlan plan, long firstSmall, int small) {
     }
 
     /**
-     * A validated request over segmented KV: the same three results as a {@link SlicePlan} gives a backend (block
-     * checksums, slice sums, a submitted computation), each the sum of the segments' shares, so any backend computes
-     * it unchanged. Immutable; reusable for as long as the memory stays the same.
+     * A validated request over segmented KV, compiled ({@link #compiled()}): the same three results as a
+     * {@link SlicePlan} gives (block checksums, slice sums, a submitted computation), each the sum of the segments'
+     * shares, from any backend. Immutable; reusable for as long as the memory stays the same.
      */
     public static final class Plan {
         private final KvSegments segments;
-        private final long numTokens;
-        private final long firstBlock;
-        private final int blockSize;
-        private final int numBlocks;
-        private final ChecksumMode mode;
-        private final List<Share> shares;
+        private final RequestBlocks request;
+        private final CompiledPlan compiled;
 
-        private Plan(KvSegments segments, long numTokens, long firstBlock, int blockSize, int numBlocks, ChecksumMode mode,
-                List<Share> shares) {
+        private Plan(KvSegments segments, RequestBlocks request, CompiledPlan compiled) {
             this.segments = segments;
-            this.numTokens = numTokens;
-            this.firstBlock = firstBlock;
-            this.blockSize = blockSize;
-            this.numBlocks = numBlocks;
-            this.mode = mode;
-            this.shares = shares;
+            this.request = request;
+            this.compiled = compiled;
         }
 
         /** {@return the segments the plan reads} */
@@ -269,192 +296,86 @@ public final class KvSegments {
             return segments;
         }
 
+        /** {@return the compiled plan: one request over the segments} */
+        public CompiledPlan compiled() {
+            return compiled;
+        }
+
         /** {@return the request's token count} */
         public long numTokens() {
-            return numTokens;
+            return request.numTokens();
         }
 
         /** {@return the first block position computed} */
         public long firstBlock() {
-            return firstBlock;
+            return request.firstBlock();
         }
 
         /** {@return tokens per block} */
         public int blockSize() {
-            return blockSize;
+            return request.blockSize();
         }
 
         /** {@return the number of block checksums: {@code ceil(numTokens/blockSize) - firstBlock}} */
         public int numBlocks() {
-            return numBlocks;
+            return request.numBlocks();
         }
 
         /** {@return the checksum mode} */
         public ChecksumMode mode() {
-            return mode;
+            return compiled.spec().mode();
         }
 
         /**
-         * {@return the per-segment plans a backend runs, in position order: what {@link #blockChecksums} adds up (for
-         * tools that want to see the split; a segment may have two, see {@link KvSegments})}
+         * {@return the per-segment plans a backend runs, in position order (for tools that want to see the split; a
+         * segment may have two, see {@link KvSegments}, and layers of byte cells have their own)}
          */
         public List<SlicePlan> parts() {
-            return shares.stream().map(Share::plan).toList();
+            return compiled.launches().stream().map(CompiledPlan.Launch::slices).toList();
         }
 
         /**
-         * {@link KvChecksum#blockChecksums(SlicePlan)} of the whole request, computed by {@code backend}.
+         * {@return {@link KvChecksum#blockChecksums(CompiledPlan)} of the request}
          *
          * @param backend the backend that computes every share, synchronously
-         * @return a new array of {@link #numBlocks()} block checksums, {@code [k]} for block {@code firstBlock + k}
          */
         public long[] blockChecksums(KvChecksum backend) {
-            long[] out = new long[numBlocks];
-            for (Share s : shares) {
-                add(out, s, backend.blockChecksums(s.plan()));
-            }
-            return out;
+            return backend.blockChecksums(compiled).get(0);
         }
 
         /**
-         * {@link KvChecksum#sliceSums(SlicePlan)} of the whole request: rows in the segments' common slice order.
+         * {@return {@link KvChecksum#sliceSums(CompiledPlan)} of the request: rows in the segments' common slice order}
          *
          * @param backend the backend that computes every share, synchronously
-         * @return one row per (layer, head) slice of {@link KvSegments#geometry()}, {@link #numBlocks()} columns from
-         *     block {@link #firstBlock()}
          */
         public SliceSums sliceSums(KvChecksum backend) {
-            List<CacheLayer> layers = segments.geometry().layers();
-            int rows = segments.geometry().numSlices();
-            int[] layerNumbers = new int[rows];
-            int[] headNumbers = new int[rows];
-            int r = 0;
-            for (CacheLayer l : layers) {
-                for (int h = 0; h < l.numHeads(); h++, r++) {
-                    layerNumbers[r] = l.layer();
-                    headNumbers[r] = l.firstHead() + h;
-                }
-            }
-            long[] out = new long[Math.multiplyExact(rows, numBlocks)];
-            for (Share s : shares) {
-                SliceSums part = backend.sliceSums(s.plan());
-                long[] values = part.values();
-                int n = part.numBlocks();
-                for (int row = 0; row < rows; row++) {
-                    for (int k = 0; k < n; k++) {
-                        out[row * numBlocks + column(s, k)] += values[row * n + k];
-                    }
-                }
-            }
-            return new SliceSums(layerNumbers, headNumbers, firstBlock, numBlocks, out);
+            return backend.sliceSums(compiled).get(0);
         }
 
         /**
-         * {@link KvChecksum#submit(SlicePlan)} of every share; the handle's values are their sums.
+         * {@return {@link KvChecksum#submit(CompiledPlan)} of the request}
          *
          * @param backend the backend that computes every share
-         * @return one handle over all shares: its {@code get()} gives the {@link #numBlocks()} block checksums, its
-         *     {@code close()} closes every share's handle; when a share's submission fails, those already submitted are
-         *     closed and the failure is thrown
          */
         public PendingChecksums submit(KvChecksum backend) {
-            return submit(backend, null);
+            return backend.submit(compiled);
         }
 
         /**
-         * {@link KvChecksum#submit(SlicePlan, long)} of every share on {@code stream}, in position order.
+         * {@return {@link KvChecksum#submit(CompiledPlan, long)} of the request on {@code stream}}
          *
          * @param backend the backend that computes every share
-         * @param stream the engine's stream or queue handle, as the backend documents it; passed unchanged to every
-         *     share
-         * @return one handle over all shares, as {@link #submit(KvChecksum)} gives
+         * @param stream the engine's stream or queue handle, as the backend documents it
          */
         public PendingChecksums submit(KvChecksum backend, long stream) {
-            return submit(backend, (Long) stream);
-        }
-
-        private PendingChecksums submit(KvChecksum backend, Long stream) {
-            List<PendingChecksums> pending = new ArrayList<>(shares.size());
-            try {
-                for (Share s : shares) {
-                    pending.add(stream == null ? backend.submit(s.plan()) : backend.submit(s.plan(), stream));
-                }
-            } catch (RuntimeException e) {
-                closeAll(pending, e);
-                throw e;
-            }
-            return new Sum(this, pending);
-        }
-
-        private void add(long[] out, Share s, long[] values) {
-            for (int k = 0; k < values.length; k++) {
-                out[column(s, k)] += values[k];
-            }
-        }
-
-        /** The request block (relative to {@code firstBlock}) holding block {@code k} of share {@code s}. */
-        private int column(Share s, int k) {
-            return (int) ((s.firstSmall() + k) * s.small() / blockSize - firstBlock);
+            return backend.submit(compiled, stream);
         }
 
         @Override
         public String toString() {
-            return "KvSegments.Plan[segments=" + segments.segments().size() + ", shares=" + shares.size() + ", blocks="
-                    + numBlocks + " from " + firstBlock + " of " + blockSize + ", numTokens=" + numTokens + ", "
-                    + mode.wireName() + "]";
-        }
-    }
-
-    private static void closeAll(List<PendingChecksums> pending, RuntimeException failure) {
-        for (PendingChecksums p : pending) {
-            try {
-                p.close();
-            } catch (RuntimeException e) {
-                failure.addSuppressed(e);
-            }
-        }
-    }
-
-    /** The shares' pending values, added when read. */
-    private static final class Sum implements PendingChecksums {
-        private final Plan plan;
-        private final List<PendingChecksums> pending;
-        private long[] values;
-
-        Sum(Plan plan, List<PendingChecksums> pending) {
-            this.plan = plan;
-            this.pending = pending;
-        }
-
-        @Override
-        public long[] get() {
-            if (values == null) {
-                long[] out = new long[plan.numBlocks];
-                for (int i = 0; i < pending.size(); i++) {
-                    plan.add(out, plan.shares.get(i), pending.get(i).get());
-                }
-                values = out;
-            }
-            return values.clone();
-        }
-
-        @Override
-        public boolean isDone() {
-            for (PendingChecksums p : pending) {
-                if (!p.isDone()) {
-                    return false;
-                }
-            }
-            return true;
-        }
-
-        @Override
-        public void close() {
-            RuntimeException f = new RuntimeException("closing segmented checksums");
-            closeAll(pending, f);
-            if (f.getSuppressed().length > 0) {
-                throw f;
-            }
+            return "KvSegments.Plan[segments=" + segments.segments().size() + ", launches=" + compiled.launches().size()
+                    + ", blocks=" + numBlocks() + " from " + firstBlock() + " of " + blockSize() + ", numTokens="
+                    + numTokens() + ", " + mode().wireName() + "]";
         }
     }
 }

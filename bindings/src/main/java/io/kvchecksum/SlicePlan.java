@@ -122,8 +122,8 @@ public final class SlicePlan {
         /**
          * {@return true when K or V is not whole 8-byte pieces: a piece straddles K's end and V's start, or the cell's
          * last piece is zero-padded} Such a slice is computed by each backend's byte-assembling path (its pieces are
-         * not at multiples of 8 from the parts' bases), never by the whole-piece loops; see
-         * {@link SlicePlan#byteCellSlices()}.
+         * not at multiples of 8 from the parts' bases), never by the whole-piece loops: {@link CompiledPlan} gives
+         * such layers a {@link CompiledPlan.CellKind#BYTE_CELLS} launch of their own.
          */
         public boolean byteCells() {
             return k.bytes() % 8 != 0 || (v != null && v.bytes() % 8 != 0);
@@ -161,12 +161,8 @@ public final class SlicePlan {
     private final int numBlocks;
     private final ChecksumMode mode;
     private final CellPadding padding;
-    /** Sub-plans of the whole-piece and the byte-cell layers, built when the plan has both kinds or only byte cells. */
-    private final SlicePlan wholePart;
-    private final SlicePlan bytePart;
-    /** Row {@code i} of this plan is row {@code rowIndex[i]} of {@link #bytePart} when {@code rowInBytes[i]}, else of {@link #wholePart}. */
-    private final int[] rowIndex;
-    private final boolean[] rowInBytes;
+    /** This plan compiled as one request (built on first use: a plan passed to many calls compiles once). */
+    private volatile CompiledPlan compiled;
 
     private SlicePlan(KvCacheGroup group, RequestBlocks request, List<Slice> slices, List<LayerRun> runs, int[] pageTable,
                       Residency residency, ChecksumMode mode, CellPadding padding) {
@@ -179,39 +175,61 @@ public final class SlicePlan {
         this.pageTable = pageTable;
         this.residency = residency;
         this.numBlocks = request.numBlocks();
+    }
+
+    /**
+     * One homogeneous part of a plan: the plan of some of its layers, all of one cell kind, and for each of the part's
+     * slices the row of this plan it comes from.
+     */
+    record Split(SlicePlan plan, boolean byteCells, int[] rows) {
+    }
+
+    /**
+     * {@return this plan split by cell kind: itself when all its slices are of one kind, else the plan of its
+     * whole-piece layers and the plan of its byte-cell layers} A layer's slices share their regions, so a layer is all
+     * of one kind. What {@link CompiledPlan} turns into launches.
+     */
+    List<Split> byCellKind() {
         int byteSlices = 0;
         for (Slice sl : slices) {
             byteSlices += sl.byteCells() ? 1 : 0;
         }
         if (byteSlices == 0 || byteSlices == slices.size()) {
-            // one kind only: no sub-plans (so a sub-plan never splits again); a byte-cell plan is its own byte part
-            wholePart = null;
-            bytePart = byteSlices == 0 ? null : this;
-            rowIndex = null;
-            rowInBytes = null;
-            return;
+            int[] rows = new int[slices.size()];
+            for (int i = 0; i < rows.length; i++) {
+                rows[i] = i;
+            }
+            return List.of(new Split(this, byteSlices != 0, rows));
         }
-        // Split by layer (a layer's slices are all one kind: they share the regions). Each side is a plan of its own
-        // over a group of those layers, the same request, table and residency: a backend runs its whole-piece path on
-        // one and its byte-cell path on the other, and the rows go back in this plan's order.
         List<CacheLayer> whole = new ArrayList<>();
         List<CacheLayer> bytes = new ArrayList<>();
-        rowIndex = new int[slices.size()];
-        rowInBytes = new boolean[slices.size()];
+        int[] wholeRows = new int[slices.size() - byteSlices];
+        int[] byteRows = new int[byteSlices];
         int wi = 0;
         int bi = 0;
         for (int li = 0; li < group.layers().size(); li++) {
-            CacheLayer l = group.layers().get(li);
             LayerRun run = runs.get(li);
             boolean b = slices.get(run.firstSlice()).byteCells();
-            (b ? bytes : whole).add(l);
+            (b ? bytes : whole).add(group.layers().get(li));
             for (int h = 0; h < run.numHeads(); h++) {
-                rowInBytes[run.firstSlice() + h] = b;
-                rowIndex[run.firstSlice() + h] = b ? bi++ : wi++;
+                if (b) {
+                    byteRows[bi++] = run.firstSlice() + h;
+                } else {
+                    wholeRows[wi++] = run.firstSlice() + h;
+                }
             }
         }
-        wholePart = whole.isEmpty() ? null : subPlan(whole);
-        bytePart = subPlan(bytes);
+        return List.of(new Split(subPlan(whole), false, wholeRows), new Split(subPlan(bytes), true, byteRows));
+    }
+
+    /** {@return this plan compiled as a single request, compiled once} */
+    CompiledPlan compiled() {
+        CompiledPlan c = compiled;
+        if (c == null) {
+            c = CompiledPlan.of(this);
+            compiled = c;
+        }
+        return c;
     }
 
     private SlicePlan subPlan(List<CacheLayer> layers) {
@@ -247,7 +265,7 @@ public final class SlicePlan {
      *     more blocks or slice sums than an array holds
      */
     public static SlicePlan of(KvCacheGroup group, RequestBlocks request) {
-        return of(group, request, ChecksumMode.STANDARD);
+        return of(group, request, ChecksumSpec.STANDARD);
     }
 
     /**
@@ -261,7 +279,7 @@ public final class SlicePlan {
      * @throws InvalidLayoutException as {@link #of(KvCacheGroup, RequestBlocks)} does, and when an argument is null
      */
     public static SlicePlan of(KvCacheGroup group, RequestBlocks request, ChecksumMode mode) {
-        return of(group, request, mode, CellPadding.NONE);
+        return of(group, request, ChecksumSpec.of(mode));
     }
 
     /**
@@ -279,10 +297,30 @@ public final class SlicePlan {
      * @throws InvalidLayoutException as {@link #of(KvCacheGroup, RequestBlocks)}, and for cells that are not whole pieces
      *     without padding
      */
+    @Deprecated
     public static SlicePlan of(KvCacheGroup group, RequestBlocks request, ChecksumMode mode, CellPadding padding) {
-        if (group == null || request == null || mode == null || padding == null) {
-            throw new InvalidLayoutException("group, request, mode and padding must not be null");
+        return of(group, request, new ChecksumSpec(mode, padding));
+    }
+
+    /**
+     * Validates the request against the group and builds the plan in the mode and padding of {@code spec}. This is the
+     * only place a request is checked against a group; nothing is read.
+     *
+     * @param group the cache: its layers, pages and memory, not null
+     * @param request the request's tokens, blocks and page table, not null; every page id the checksummed tokens need
+     *     must be a page of {@code group}
+     * @param spec the mode, and what to do about cells that are not whole 8-byte pieces: {@link CellPadding#NONE} (the
+     *     definition) refuses such a layer naming it, {@link CellPadding#ZEROS} zero-pads each cell at its end; not null
+     * @return the validated plan, immutable; it holds its own copy of the page entries it reads
+     * @throws InvalidLayoutException naming the problem: a null argument, a table too short, a page id out of range,
+     *     more blocks or slice sums than an array holds, cells that are not whole pieces without padding
+     */
+    public static SlicePlan of(KvCacheGroup group, RequestBlocks request, ChecksumSpec spec) {
+        if (group == null || request == null || spec == null) {
+            throw new InvalidLayoutException("group, request and spec must not be null");
         }
+        ChecksumMode mode = spec.mode();
+        CellPadding padding = spec.padding();
         if (padding == CellPadding.NONE) {
             for (CacheLayer l : group.layers()) {
                 if (l.cellBytes() % 8 != 0) {
@@ -366,70 +404,9 @@ public final class SlicePlan {
         return padding;
     }
 
-    /**
-     * {@return true when some slice has {@link Slice#byteCells() byte cells} (a piece straddling K and V, or a padded
-     * last piece)} Backends then run their whole-piece path on {@link #wholePieceSlices()} and their byte-assembling
-     * path on {@link #byteCellSlices()}; a plan without byte cells goes to the whole-piece path as it is.
-     */
-    public boolean hasByteCells() {
-        return bytePart != null;
-    }
-
-    /**
-     * {@return the plan of this plan's layers whose cells are whole pieces in K and in V, or {@code null} when there is
-     * none} Only for a plan with {@link #hasByteCells()}; the same request, table, mode and padding. Also {@code null}
-     * for a plan without byte cells, which backends run as it is.
-     */
-    public SlicePlan wholePieceSlices() {
-        return wholePart;
-    }
-
-    /**
-     * {@return the plan of this plan's layers with {@link Slice#byteCells() byte cells}, or {@code null} when there is
-     * none} When every slice has byte cells, this plan itself.
-     */
-    public SlicePlan byteCellSlices() {
-        return bytePart;
-    }
-
-    /**
-     * The slice sums of this plan from those of its two {@link #hasByteCells() sub-plans}: rows back in this plan's
-     * order. {@code whole} is {@code null} when {@link #wholePieceSlices()} is.
-     *
-     * @param whole the slice sums of {@link #wholePieceSlices()}, or {@code null} when that is {@code null}
-     * @param bytes the slice sums of {@link #byteCellSlices()}, not null
-     * @return the slice sums of this plan: {@code bytes} itself when this plan is its own byte-cell part, else a new
-     *     {@link SliceSums} with this plan's rows, blocks and first block
-     */
-    public SliceSums mergeRows(SliceSums whole, SliceSums bytes) {
-        if (bytePart == this) {
-            return bytes;
-        }
-        int nb = numBlocks;
-        long[] out = new long[slices.size() * nb];
-        for (int i = 0; i < slices.size(); i++) {
-            SliceSums from = rowInBytes[i] ? bytes : whole;
-            System.arraycopy(from.values(), rowIndex[i] * nb, out, i * nb, nb);
-        }
-        return sliceSums(out);
-    }
-
     /** {@return the checksum mode: what each piece contributes before weighting} */
     public ChecksumMode mode() {
         return mode;
-    }
-
-    /**
-     * Throws unless {@code backend} implements this plan's mode: what every backend calls before reading, so a mode
-     * it lacks is refused with a clear error instead of computed as another.
-     *
-     * @param backend the backend, asked through {@link KvChecksum#supports}
-     */
-    public void requireMode(KvChecksum backend) {
-        if (!backend.supports(mode)) {
-            throw new InvalidLayoutException("backend '" + backend.name() + "' does not implement the "
-                    + mode.wireName() + " checksum mode");
-        }
     }
 
     /** {@return the group the plan was built for} */
@@ -551,31 +528,13 @@ public final class SlicePlan {
     }
 
     /**
-     * Throws unless every region is host memory: what a CPU backend calls first.
-     *
-     * @param backend the caller's name, for the message
-     * @param hint what to do instead, appended to the message (may be empty)
+     * The refusal of this plan's memory under {@code rule}, naming its first region of the kind the rule does not
+     * allow: device memory where only host memory is read, host memory where only device memory is, else (both kinds
+     * in one plan) the first region of the other kind than the first region's.
      */
-    public void requireHost(String backend, String hint) {
-        if (residency != Residency.HOST) {
-            throw wrongMemory("backend '" + backend + "' reads host memory only", KvMemory.Host.class, hint);
-        }
-    }
-
-    /**
-     * Throws unless every region is device memory.
-     *
-     * @param what the caller, for the message (e.g. {@code "backend 'cuda'"})
-     * @param hint what to do instead, appended to the message (may be empty)
-     * @throws InvalidLayoutException naming the first region that is host memory
-     */
-    public void requireDevice(String what, String hint) {
-        if (residency != Residency.DEVICE) {
-            throw wrongMemory(what + " takes device memory only", KvMemory.Device.class, hint);
-        }
-    }
-
-    private InvalidLayoutException wrongMemory(String rule, Class<? extends KvMemory> wanted, String hint) {
+    InvalidLayoutException wrongMemory(String rule, java.util.Set<Residency> allowed, String hint) {
+        Class<? extends KvMemory> wanted = !allowed.contains(Residency.DEVICE) ? KvMemory.Host.class
+                : !allowed.contains(Residency.HOST) ? KvMemory.Device.class : group.layers().get(0).k().memory().getClass();
         for (CacheLayer l : group.layers()) {
             for (KvRegion r : l.v() == null ? List.of(l.k()) : List.of(l.k(), l.v())) {
                 if (!wanted.isInstance(r.memory())) {

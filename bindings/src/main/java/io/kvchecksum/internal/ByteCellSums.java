@@ -59,9 +59,4 @@ final class ByteCellSums {
         }
         return values;
     }
-
-    /** Block checksums ({@code sum m * s} over the slices) of the same plan. */
-    static long[] blockChecksums(SlicePlan plan) {
-        return plan.sliceSums(values(plan)).combine();
-    }
 }

@@ -1,17 +1,19 @@
 package io.kvchecksum.internal;
 
 import io.kvchecksum.ChecksumMode;
-import io.kvchecksum.KvChecksum;
+import io.kvchecksum.CompiledPlan;
 import io.kvchecksum.KvMemory;
 import io.kvchecksum.PageDigestPlan;
+import io.kvchecksum.PendingChecksums;
 import io.kvchecksum.RequestBlocks;
 import io.kvchecksum.SlicePlan;
-import io.kvchecksum.SliceSums;
-import io.kvchecksum.spi.ByteCellRoute;
+import io.kvchecksum.spi.Backend;
+import io.kvchecksum.spi.BackendLimits;
 
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.OptionalLong;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ForkJoinPool;
@@ -27,7 +29,7 @@ import java.util.concurrent.Future;
  * one page is read at a constant token stride, so the JIT checks bounds once per loop; MLA rows (the whole cell, back
  * to back) are one stream per block. What each of these is worth was measured: {@code docs/bench-cpu.md}.
  */
-public final class FastCpuBackend implements KvChecksum {
+public final class FastCpuBackend implements Backend {
     /** Below this many KV bytes a request runs on the calling thread (the read bound splits work the same way). */
     public static final long PARALLEL_BYTES = 4L << 20;
     /** The smallest piece of work handed to another thread. */
@@ -76,20 +78,33 @@ public final class FastCpuBackend implements KvChecksum {
         return KERNEL instanceof VectorSliceKernel;
     }
 
-    /** Both modes, through the same plan, block order, paths and thread split; only the kernel differs. */
     @Override
-    public boolean supports(ChecksumMode mode) {
-        return true;
+    public BackendLimits limits() {
+        return BackendLimits.HOST_ONLY;
     }
 
+    /**
+     * Every launch on the calling thread (split over the pool when large), the whole-piece ones through the vector or
+     * scalar loops, the byte-cell ones through {@link ByteCellSums}; both modes through the same paths, only the
+     * kernel differs.
+     */
     @Override
-    public long[] blockChecksums(SlicePlan plan) {
-        plan.requireHost(name(), "");
-        plan.requireMode(this);
-        if (plan.hasByteCells()) {
-            // cells that straddle K and V or are padded: their own path; the loops below only ever see whole pieces
-            return ByteCellRoute.blockChecksums(plan, this::blockChecksums, ByteCellSums::blockChecksums);
+    public PendingChecksums run(CompiledPlan plan, CompiledPlan.Output output, OptionalLong stream) {
+        List<CompiledPlan.Launch> launches = plan.launches();
+        long[][] values = new long[launches.size()][];
+        boolean blocks = output == CompiledPlan.Output.BLOCK_CHECKSUMS;
+        for (int i = 0; i < values.length; i++) {
+            CompiledPlan.Launch l = launches.get(i);
+            SlicePlan p = l.slices();
+            values[i] = switch (l.cellKind()) {
+                case WHOLE_PIECES -> blocks ? blockChecksums(p) : sliceValues(p);
+                case BYTE_CELLS -> blocks ? p.sliceSums(ByteCellSums.values(p)).combine() : ByteCellSums.values(p);
+            };
         }
+        return PendingChecksums.completed(plan.gather(output, values));
+    }
+
+    private long[] blockChecksums(SlicePlan plan) {
         long[] out = new long[plan.numBlocks()];
         long[] factors = new long[plan.numSlices()];
         for (int i = 0; i < factors.length; i++) {
@@ -108,13 +123,7 @@ public final class FastCpuBackend implements KvChecksum {
         return out;
     }
 
-    @Override
-    public SliceSums sliceSums(SlicePlan plan) {
-        plan.requireHost(name(), "");
-        plan.requireMode(this);
-        if (plan.hasByteCells()) {
-            return ByteCellRoute.sliceSums(plan, this::sliceSums, p -> p.sliceSums(ByteCellSums.values(p)));
-        }
+    private long[] sliceValues(SlicePlan plan) {
         int nb = plan.numBlocks();
         long[] values = new long[plan.numSlices() * nb];
         Sink into = Sink.slices(values, nb);
@@ -122,7 +131,11 @@ public final class FastCpuBackend implements KvChecksum {
             compute(plan, task, into);
             return NOTHING;
         });
-        return plan.sliceSums(values);
+        return values;
+    }
+
+    @Override
+    public void close() {
     }
 
     /**
@@ -237,9 +250,6 @@ public final class FastCpuBackend implements KvChecksum {
      */
     private void run(SlicePlan plan, Sink sequential, TaskBody body) {
         int nb = plan.numBlocks();
-        if (nb == 0) {
-            return;
-        }
         Blocks blocks = Blocks.of(plan);
         if (!parallel(plan)) {
             boolean streaming = kvBytes(plan) >= PARALLEL_BYTES;

@@ -1,23 +1,32 @@
 package io.kvchecksum.internal;
 
+import io.kvchecksum.CacheLayer;
 import io.kvchecksum.ChecksumMode;
+import io.kvchecksum.CompiledPlan;
 import io.kvchecksum.Definition;
-import io.kvchecksum.KvChecksum;
+import io.kvchecksum.KvCacheGroup;
 import io.kvchecksum.KvMemory;
+import io.kvchecksum.KvRegion;
+import io.kvchecksum.KvSegments;
+import io.kvchecksum.PageDigestPlan;
+import io.kvchecksum.PendingChecksums;
 import io.kvchecksum.RequestBlocks;
-import io.kvchecksum.SlicePlan;
-import io.kvchecksum.SliceSums;
+import io.kvchecksum.spi.Backend;
+import io.kvchecksum.spi.BackendLimits;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
+import java.util.OptionalLong;
 
 /**
- * The definition, read literally: for every block, slice, token and piece, {@code x * (2j+1)}. Single-threaded and
- * slow on purpose; every other backend is tested against it.
+ * The definition, read literally: for every request, block, (layer, head), token and piece, {@code x * (2j+1)},
+ * each byte found from the source's regions and the request's page table (or, for a segmented cache, the segment
+ * holding the position). It does not use the compiled plan's launches, slices or tables: the compiler cannot make
+ * every backend agree by a mistake of its own. Single-threaded and slow on purpose; every other backend is tested
+ * against it.
  */
-public final class ReferenceBackend implements KvChecksum {
-    private static final ValueLayout.OfLong PIECE = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+public final class ReferenceBackend implements Backend {
 
     @Override
     public String name() {
@@ -30,78 +39,124 @@ public final class ReferenceBackend implements KvChecksum {
     }
 
     @Override
-    public boolean supports(ChecksumMode mode) {
-        return true;
+    public BackendLimits limits() {
+        return BackendLimits.HOST_ONLY;
     }
 
     @Override
-    public long[] blockChecksums(SlicePlan plan) {
-        return sliceSums(plan).combine();
-    }
-
-    @Override
-    public SliceSums sliceSums(SlicePlan plan) {
-        plan.requireHost(name(), "");
-        plan.requireMode(this);
-        ChecksumMode mode = plan.mode();
-        RequestBlocks request = plan.request();
-        int nb = plan.numBlocks();
-        long[] values = new long[plan.numSlices() * nb];
-        for (int i = 0; i < plan.numSlices(); i++) {
-            SlicePlan.Slice slice = plan.slice(i);
-            int pieces = slice.pieces();
-            for (int b = 0; b < nb; b++) {
-                long block = request.firstBlock() + b;
-                long s = 0;
-                for (long t = request.blockStart(block); t < request.blockEnd(block); t++) {
-                    for (int p = 0; p < pieces; p++) {
-                        long x = Definition.pieceValue(piece(plan, slice, t, p), mode);
-                        long j = t * pieces + p;
-                        s += x * Definition.weight(j);
+    public PendingChecksums run(CompiledPlan plan, CompiledPlan.Output output, OptionalLong stream) {
+        ChecksumMode mode = plan.spec().mode();
+        long[] out = new long[plan.offset(output, plan.requests().size())];
+        KvCacheGroup geometry = plan.source().geometry();
+        for (int r = 0; r < plan.requests().size(); r++) {
+            RequestBlocks request = plan.requests().get(r);
+            int nb = request.numBlocks();
+            int base = plan.offset(output, r);
+            int row = 0;
+            for (int li = 0; li < geometry.layers().size(); li++) {
+                CacheLayer l = geometry.layers().get(li);
+                int pieces = (int) Math.ceilDiv((long) l.cellBytes(), 8);
+                for (int h = 0; h < l.numHeads(); h++, row++) {
+                    long factor = Definition.factor(l.layer(), l.firstHead() + h);
+                    for (int b = 0; b < nb; b++) {
+                        long block = request.firstBlock() + b;
+                        long s = 0;
+                        for (long t = request.blockStart(block); t < request.blockEnd(block); t++) {
+                            Cell cell = Cell.of(plan, request, li, h, t);
+                            for (int p = 0; p < pieces; p++) {
+                                long x = Definition.pieceValue(cell.piece(p), mode);
+                                s += x * Definition.weight(t * pieces + p);
+                            }
+                        }
+                        if (output == CompiledPlan.Output.BLOCK_CHECKSUMS) {
+                            out[base + b] += factor * s;
+                        } else {
+                            out[base + row * nb + b] = s;
+                        }
                     }
                 }
-                values[i * nb + b] = s;
             }
         }
-        return plan.sliceSums(values);
-    }
-
-    private static long piece(SlicePlan plan, SlicePlan.Slice slice, long t, int p) {
-        if (slice.byteCells()) {
-            return assembledPiece(plan, slice, t, p);
-        }
-        SlicePlan.Part part = slice.k();
-        if (p >= part.pieces()) {
-            p -= part.pieces();
-            part = slice.v();
-        }
-        MemorySegment segment = ((KvMemory.Host) part.memory()).segment();
-        return segment.get(PIECE, part.cellOffset(plan.pageOf(t), plan.slotOf(t)) + 8L * p);
+        return PendingChecksums.completed(out);
     }
 
     /**
-     * Piece {@code p} of a cell whose K or V is not whole pieces, literally: bytes {@code 8p .. 8p+7} of the cell's
-     * byte sequence (K bytes, then V bytes, then zeros when the plan pads cells), little-endian.
+     * Where one token's cell of one head lies: its K bytes and V bytes, found from the source's regions and the
+     * request's page table (a segmented cache: the segment holding the position, its pages in order).
      */
-    private static long assembledPiece(SlicePlan plan, SlicePlan.Slice slice, long t, int p) {
-        long x = 0;
-        for (int b = 7; b >= 0; b--) {
-            x = (x << 8) | (cellByte(plan, slice, t, 8 * p + b) & 0xFF);
+    private record Cell(MemorySegment k, long kAt, int kBytes, MemorySegment v, long vAt, int vBytes) {
+        private static final ValueLayout.OfLong PIECE = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+
+        static Cell of(CompiledPlan plan, RequestBlocks request, int layerIndex, int head, long t) {
+            KvCacheGroup group;
+            long index;
+            switch (plan.source()) {
+                case KvCacheGroup g -> {
+                    group = g;
+                    long i = t - request.startToken();
+                    index = (long) request.page((int) (i / g.pageSize())) * g.pageSize() + i % g.pageSize();
+                }
+                case KvSegments s -> {
+                    KvSegments.Segment seg = null;
+                    for (KvSegments.Segment x : s.segments()) {
+                        if (x.startToken() <= t && t < x.endToken()) {
+                            seg = x;
+                            break;
+                        }
+                    }
+                    group = seg.group();
+                    index = t - seg.startToken();
+                }
+            }
+            CacheLayer l = group.layers().get(layerIndex);
+            long page = index / group.pageSize();
+            long slot = index % group.pageSize();
+            KvRegion k = l.k();
+            KvRegion v = l.v();
+            return new Cell(host(k), at(k, page, slot, head), k.cellBytes(), v == null ? null : host(v),
+                    v == null ? 0 : at(v, page, slot, head), v == null ? 0 : v.cellBytes());
         }
-        return x;
+
+        private static MemorySegment host(KvRegion r) {
+            return ((KvMemory.Host) r.memory()).segment();
+        }
+
+        private static long at(KvRegion r, long page, long slot, int head) {
+            return r.offset() + page * r.pageStride() + slot * r.tokenStride() + head * r.headStride();
+        }
+
+        /** Piece {@code p}: bytes {@code 8p .. 8p+7} of K's bytes, then V's, then zeros, little-endian. */
+        long piece(int p) {
+            int q = 8 * p;
+            if (q + 8 <= kBytes) {
+                return k.get(PIECE, kAt + q);
+            }
+            if (q >= kBytes && q + 8 - kBytes <= vBytes) {
+                return v.get(PIECE, vAt + q - kBytes);
+            }
+            long x = 0;
+            for (int b = 7; b >= 0; b--) {
+                x = (x << 8) | (cellByte(q + b) & 0xFF);
+            }
+            return x;
+        }
+
+        private byte cellByte(int q) {
+            if (q < kBytes) {
+                return k.get(ValueLayout.JAVA_BYTE, kAt + q);
+            }
+            return q - kBytes < vBytes ? v.get(ValueLayout.JAVA_BYTE, vAt + q - kBytes) : 0;
+        }
     }
 
-    private static byte cellByte(SlicePlan plan, SlicePlan.Slice slice, long t, int q) {
-        SlicePlan.Part part = slice.k();
-        if (q >= part.bytes()) {
-            q -= part.bytes();
-            part = slice.v();
-            if (part == null || q >= part.bytes()) {
-                return 0;
-            }
-        }
-        MemorySegment segment = ((KvMemory.Host) part.memory()).segment();
-        return segment.get(ValueLayout.JAVA_BYTE, part.cellOffset(plan.pageOf(t), plan.slotOf(t)) + q);
+    /** zlib's Adler-32 of the stream, on the calling thread. */
+    @Override
+    public long pageDigest(PageDigestPlan plan) {
+        return PageDigestReference.digest(plan, name());
+    }
+
+    @Override
+    public void close() {
     }
 
     @Override

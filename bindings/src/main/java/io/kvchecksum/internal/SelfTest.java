@@ -37,7 +37,7 @@ public final class SelfTest {
             KvRegion k2 = new KvRegion(m, 1024, 256, 64, 32, 24);
             KvCacheGroup g = KvCacheGroup.of(4, 4, List.of(CacheLayer.of(3, 2, 2, k, v), CacheLayer.kOnly(7, 0, 2, k2)));
             RequestBlocks r = RequestBlocks.of(new int[] {2, 0, 3}, 10, 1, 3);
-            long[] expected = new ReferenceBackend().blockChecksums(g, r);
+            long[] expected = KvChecksum.of(new ReferenceBackend()).blockChecksums(g, r);
             try (var pending = backend.submit(g, r)) {
                 long[] got = pending.get();
                 return Arrays.equals(expected, got) ? null

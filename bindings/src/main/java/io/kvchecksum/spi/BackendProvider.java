@@ -1,7 +1,5 @@
 package io.kvchecksum.spi;
 
-import io.kvchecksum.KvChecksum;
-
 /**
  * How an optional backend module plugs into {@link io.kvchecksum.KvChecksums} without the core depending on it at
  * compile time. Modules register an implementation in {@code META-INF/services/io.kvchecksum.spi.BackendProvider}.
@@ -29,11 +27,11 @@ public interface BackendProvider {
     Availability availability();
 
     /**
-     * {@return a new instance}
+     * {@return a new instance; {@link io.kvchecksum.KvChecksums} wraps it in the front, {@link io.kvchecksum.KvChecksum#of}}
      *
      * @throws io.kvchecksum.BackendUnavailableException with the reason when {@link #availability()} is not available
      */
-    KvChecksum create();
+    Backend create();
 
     /**
      * A backend's availability and, when unavailable, the reason in words.

@@ -1,0 +1,53 @@
+package io.kvchecksum.spi;
+
+import io.kvchecksum.CompiledPlan;
+import io.kvchecksum.PageDigestPlan;
+import io.kvchecksum.PendingChecksums;
+
+import java.util.OptionalLong;
+
+/**
+ * What differs per backend, and nothing else: running a {@link CompiledPlan} (on the backend's own stream, or on an
+ * engine's), and the Adler-32 page digest primitive. Everything the same for every backend (validation, the
+ * empty-request shortcut, combination, rechunking, closing on failure) is done once by {@link io.kvchecksum.KvChecksum},
+ * which wraps a backend ({@link io.kvchecksum.KvChecksum#of}); a backend never sees a plan compiled against limits
+ * other than its own {@link #limits()}, nor a launch without blocks.
+ *
+ * <p>Implementations must be thread-safe: several threads may run plans on one instance at once.
+ */
+public interface Backend extends AutoCloseable {
+
+    /** {@return the backend's name as {@link io.kvchecksum.KvChecksums#byName} accepts it} */
+    String name();
+
+    /** {@return what exactly runs: the name plus implementation details (device, vector width, threads)} */
+    String description();
+
+    /** {@return what this backend can read, as data: the compiler refuses anything else before a kernel runs} */
+    BackendLimits limits();
+
+    /**
+     * Runs every launch of {@code plan} and returns the per-request results, concatenated in request order: request
+     * {@code r}'s values start at {@link CompiledPlan#offset(CompiledPlan.Output, int)}. A backend that computes launch
+     * by launch places their values with {@link CompiledPlan#gather}. GPU backends enqueue and return at once; CPU
+     * backends compute on the calling thread and return completed values.
+     *
+     * @param plan the compiled plan, checked against {@link #limits()} for this kind of stream
+     * @param output block checksums or slice sums
+     * @param stream the engine's stream or queue handle (as the backend documents it), or empty for the backend's own
+     * @return the pending values; the caller closes it
+     */
+    PendingChecksums run(CompiledPlan plan, CompiledPlan.Output output, OptionalLong stream);
+
+    /**
+     * {@return SGLang's page digest: Adler-32 of the plan's ordered byte stream, in {@code [0, 2^32)}}
+     *
+     * @param plan the resolved byte stream
+     * @throws io.kvchecksum.InvalidLayoutException when the plan's memory is of a kind this backend cannot read
+     */
+    long pageDigest(PageDigestPlan plan);
+
+    /** Releases native resources; the pure-Java backends hold none. */
+    @Override
+    void close();
+}
