@@ -1,6 +1,11 @@
 package io.kvchecksum;
 
+import io.kvchecksum.internal.FastCpuBackend;
+import io.kvchecksum.spi.Backend;
+import io.kvchecksum.spi.BackendLimits;
 import io.kvchecksum.spi.BackendProvider;
+
+import java.util.OptionalLong;
 
 /**
  * A provider registered for the tests only: it says it is available, ranks above the CPU backend, and computes
@@ -23,9 +28,9 @@ public final class BrokenProvider implements BackendProvider {
     }
 
     @Override
-    public KvChecksum create() {
-        KvChecksum cpu = KvChecksums.cpu(1);
-        return new KvChecksum() {
+    public Backend create() {
+        Backend cpu = new FastCpuBackend(1);
+        return new Backend() {
             @Override
             public String name() {
                 return "broken";
@@ -37,17 +42,26 @@ public final class BrokenProvider implements BackendProvider {
             }
 
             @Override
-            public long[] blockChecksums(SlicePlan plan) {
-                long[] v = cpu.blockChecksums(plan);
-                for (int i = 0; i < v.length; i++) {
-                    v[i]++;
-                }
-                return v;
+            public BackendLimits limits() {
+                return cpu.limits();
             }
 
             @Override
-            public SliceSums sliceSums(SlicePlan plan) {
-                return cpu.sliceSums(plan);
+            public PendingChecksums run(CompiledPlan plan, CompiledPlan.Output output, OptionalLong stream) {
+                long[] v = cpu.run(plan, output, stream).get();
+                for (int i = 0; i < v.length; i++) {
+                    v[i]++;
+                }
+                return PendingChecksums.completed(v);
+            }
+
+            @Override
+            public long pageDigest(PageDigestPlan plan) {
+                return cpu.pageDigest(plan);
+            }
+
+            @Override
+            public void close() {
             }
         };
     }

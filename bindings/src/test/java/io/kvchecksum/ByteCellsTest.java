@@ -94,8 +94,8 @@ class ByteCellsTest {
                     Pair p = pair(arena, rnd, 7, kv[0], kv[1], kv[0] + kv[1], 23);
                     SlicePlan split = SlicePlan.of(p.split(), p.request(), mode);
                     SlicePlan joined = SlicePlan.of(p.joined(), p.request(), mode);
-                    assertTrue(split.hasByteCells());
-                    assertFalse(joined.hasByteCells());
+                    assertEquals(List.of(CompiledPlan.CellKind.BYTE_CELLS), kinds(split));
+                    assertEquals(List.of(CompiledPlan.CellKind.WHOLE_PIECES), kinds(joined));
                     long[] expected = KvChecksums.reference().blockChecksums(joined);
                     for (KvChecksum k : backends()) {
                         String who = k.name() + " K " + kv[0] + " + V " + kv[1] + " " + mode.wireName() + " (seed " + SEED + ")";
@@ -151,10 +151,13 @@ class ByteCellsTest {
             KvCacheGroup g = KvCacheGroup.of(4, 6, List.of(indexK, attention, straddling));
             RequestBlocks r = odd.request();
             SlicePlan plan = SlicePlan.of(g, r, ChecksumMode.STANDARD, CellPadding.ZEROS);
-            assertTrue(plan.hasByteCells());
-            assertEquals(1, plan.wholePieceSlices().group().layers().size());
-            assertEquals(2, plan.byteCellSlices().group().layers().size());
-            assertSame(plan.byteCellSlices(), plan.byteCellSlices().byteCellSlices());
+            List<CompiledPlan.Launch> launches = CompiledPlan.of(plan).launches();
+            assertEquals(List.of(CompiledPlan.CellKind.WHOLE_PIECES, CompiledPlan.CellKind.BYTE_CELLS), kinds(plan));
+            assertEquals(1, launches.get(0).slices().group().layers().size());
+            assertEquals(2, launches.get(1).slices().group().layers().size());
+            // rows of the whole-piece layer (attention, heads 0..1 of the group's second layer) and of the byte-cell ones
+            assertArrayEquals(new int[] {3, 4}, launches.get(0).rows());
+            assertArrayEquals(new int[] {0, 1, 2, 5, 6, 7}, launches.get(1).rows());
             SliceSums reference = KvChecksums.reference().sliceSums(plan);
             for (KvChecksum k : backends()) {
                 SliceSums s = k.sliceSums(plan);
@@ -186,5 +189,10 @@ class ByteCellsTest {
                 }
             }
         }
+    }
+
+    /** The cell kinds of the launches the plan compiles into, in order. */
+    private static List<CompiledPlan.CellKind> kinds(SlicePlan plan) {
+        return CompiledPlan.of(plan).launches().stream().map(CompiledPlan.Launch::cellKind).toList();
     }
 }

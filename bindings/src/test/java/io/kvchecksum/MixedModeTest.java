@@ -99,60 +99,12 @@ class MixedModeTest {
         }
     }
 
-    /** A backend that implements only the standard mode refuses a mixed plan by name, before reading anything. */
-    @Test
-    void aBackendWithoutTheModeRefusesItBeforeReading() {
-        try (Arena arena = Arena.ofConfined()) {
-            KvCacheGroup g = KvCacheGroup.of(2, 1, List.of(CacheLayer.kOnly(0, 0, 1,
-                    new KvRegion(KvMemory.host(arena.allocate(32, 64)), 0, 32, 16, 0, 16))));
-            SlicePlan mixed = SlicePlan.of(g, RequestBlocks.of(new int[] {0}, 2, 0, 2), ChecksumMode.MIXED);
-            int[] reads = {0};
-            KvChecksum standardOnly = new KvChecksum() {
-                @Override
-                public String name() {
-                    return "standard-only";
-                }
-
-                @Override
-                public String description() {
-                    return name();
-                }
-
-                @Override
-                public long[] blockChecksums(SlicePlan plan) {
-                    plan.requireMode(this);
-                    reads[0]++;
-                    return new long[plan.numBlocks()];
-                }
-
-                @Override
-                public SliceSums sliceSums(SlicePlan plan) {
-                    plan.requireMode(this);
-                    reads[0]++;
-                    return plan.sliceSums(new long[plan.numSlices() * plan.numBlocks()]);
-                }
-            };
-            assertTrue(standardOnly.supports(ChecksumMode.STANDARD));
-            assertEquals(false, standardOnly.supports(ChecksumMode.MIXED));
-            InvalidLayoutException e = assertThrows(InvalidLayoutException.class, () -> standardOnly.blockChecksums(mixed));
-            assertEquals("backend 'standard-only' does not implement the mixed checksum mode", e.getMessage());
-            assertThrows(InvalidLayoutException.class, () -> standardOnly.sliceSums(mixed));
-            assertEquals(0, reads[0]);
-            standardOnly.blockChecksums(mixed.withMode(ChecksumMode.STANDARD));
-            assertEquals(1, reads[0]);
-            // Every backend of this module implements both modes.
-            for (ChecksumMode m : ChecksumMode.values()) {
-                assertTrue(KvChecksums.reference().supports(m) && KvChecksums.cpu().supports(m), m.toString());
-            }
-        }
-    }
-
     @Test
     void aNullModeIsRefused() {
         try (Arena arena = Arena.ofConfined()) {
             KvCacheGroup g = KvCacheGroup.of(2, 1, List.of(CacheLayer.kOnly(0, 0, 1,
                     new KvRegion(KvMemory.host(arena.allocate(32, 64)), 0, 32, 16, 0, 16))));
-            assertThrows(InvalidLayoutException.class, () -> SlicePlan.of(g, RequestBlocks.of(new int[] {0}, 2, 0, 2), null));
+            assertThrows(InvalidLayoutException.class, () -> SlicePlan.of(g, RequestBlocks.of(new int[] {0}, 2, 0, 2), (ChecksumMode) null));
         }
     }
 }

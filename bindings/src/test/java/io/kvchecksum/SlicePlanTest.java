@@ -1,9 +1,12 @@
 package io.kvchecksum;
 
+import io.kvchecksum.spi.BackendLimits;
 import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.Arena;
+
 import java.util.List;
+import java.util.Set;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -61,11 +64,16 @@ class SlicePlanTest {
                     new KvRegion(dev, 0, 256, 64, 0, 16))));
             SlicePlan p = SlicePlan.of(mixed, RequestBlocks.of(new int[] {0}, 4, 4));
             assertEquals(SlicePlan.Residency.MIXED, p.residency());
-            InvalidLayoutException e = assertThrows(InvalidLayoutException.class, () -> p.requireHost("cpu", ""));
-            assertTrue(e.getMessage().contains("layer 0 V region is device memory"), e.getMessage());
-            e = assertThrows(InvalidLayoutException.class, () -> p.requireDevice("enqueue", "; use submit"));
-            assertTrue(e.getMessage().contains("layer 0 K region is host memory") && e.getMessage().endsWith("; use submit"),
+            CompiledPlan c = CompiledPlan.of(p);
+            InvalidLayoutException e = assertThrows(InvalidLayoutException.class, () -> c.check("cpu", BackendLimits.HOST_ONLY, false));
+            assertTrue(e.getMessage().startsWith("backend 'cpu' reads host memory only, but layer 0 V region is device memory"),
                     e.getMessage());
+            BackendLimits deviceOnStream = new BackendLimits(Set.of(SlicePlan.Residency.HOST, SlicePlan.Residency.MIXED),
+                    Set.of(SlicePlan.Residency.DEVICE), "; use submit");
+            c.check("gpu", deviceOnStream, false);
+            e = assertThrows(InvalidLayoutException.class, () -> c.check("gpu", deviceOnStream, true));
+            assertTrue(e.getMessage().startsWith("backend 'gpu' takes device memory only on an engine's stream, but layer 0 K"
+                    + " region is host memory") && e.getMessage().endsWith("; use submit"), e.getMessage());
         }
     }
 }
