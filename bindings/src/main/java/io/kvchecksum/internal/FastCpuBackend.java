@@ -38,13 +38,6 @@ public final class FastCpuBackend implements Backend {
     private static final SliceKernel KERNEL = loadKernel(false);
     /** The mixed mode's loops: the same structure as {@link #KERNEL}'s, each piece through the mixer as it is read. */
     private static final SliceKernel MIXED_KERNEL = loadKernel(true);
-    // Diagnostic switches, off by default, each restoring one earlier behaviour so that its cost can be measured
-    // (docs/bench-cpu.md): the row-wise streaming loop for side-by-side heads, no read-ahead of the next block,
-    // the offset table for every block, blocks in table order. The results are the same either way.
-    private static final boolean ROWS = Boolean.getBoolean("kvchecksum.cpu.rows");
-    private static final boolean TOUCH = !Boolean.getBoolean("kvchecksum.cpu.notouch");
-    private static final boolean NO_AFFINE = Boolean.getBoolean("kvchecksum.cpu.noaffine");
-    private static final boolean NO_ORDER = Boolean.getBoolean("kvchecksum.cpu.noorder");
     private static volatile ForkJoinPool pool;
     /** Never started: only asked whether a segment is readable by a thread other than its owner. */
     private static final Thread NOT_THE_CALLER = Thread.ofPlatform().unstarted(() -> { });
@@ -325,7 +318,7 @@ public final class FastCpuBackend implements Backend {
                 sorted &= b == 0 || keys[b] > keys[b - 1];
             }
             int[] order = new int[nb];
-            if (sorted || nb >= 1 << 24 || NO_ORDER) {
+            if (sorted || nb >= 1 << 24) {
                 for (int b = 0; b < nb; b++) {
                     order[b] = b;
                 }
@@ -407,7 +400,7 @@ public final class FastCpuBackend implements Backend {
                 || (v != null && run.vHeadStride() == 8L * vPieces));
         // Streaming side-by-side heads head by head reads each block in strided passes; reading the next block's rows
         // front to back first (one byte per cache line) lets the prefetchers stream it while this block is summed.
-        boolean touchAhead = streaming && heads > 1 && TOUCH;
+        boolean touchAhead = streaming && heads > 1;
         long touched = 0;
         long[] headSums = scratch.headSums(heads);
         for (int p = p0; p < p1; p++) {
@@ -416,7 +409,7 @@ public final class FastCpuBackend implements Backend {
             int n = blocks.n[p];
             int slot = blocks.slot[p];
             long page = blocks.page[p];
-            if (slot + n <= pageSize && kAffine && vAffine && !(rows && (ROWS || kernel.streamRows())) && !NO_AFFINE) {
+            if (slot + n <= pageSize && kAffine && vAffine && !(rows && kernel.streamRows())) {
                 // the block within one page: token i's cell at a constant stride, no offset table
                 long kBase = k.cellOffset(page, slot);
                 long vBase = v == null ? 0 : v.cellOffset(page, slot);
@@ -524,8 +517,7 @@ public final class FastCpuBackend implements Backend {
     }
 
     private static SliceKernel loadKernel(boolean mixed) {
-        if (ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent()
-                && !Boolean.getBoolean("kvchecksum.cpu.scalar")) {
+        if (ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent()) {
             try {
                 return mixed ? new MixedVectorSliceKernel() : new VectorSliceKernel();
             } catch (LinkageError e) {
