@@ -50,14 +50,6 @@ final class ChosenBackend implements AutoCloseable {
         return ChunkedChecksums.blockChecksums(backend, dump, progress, mode);
     }
 
-    /** A usage error (exit 64) before anything is read when the backend does not implement {@code mode}. */
-    void requireMode(ChecksumMode mode, CommandLine cl) {
-        if (!backend.supports(mode)) {
-            throw new CommandLine.ParameterException(cl, "--mode " + mode.wireName() + ": backend '" + backend.name()
-                    + "' does not implement the " + mode.wireName() + " checksum mode");
-        }
-    }
-
     /** The backend that runs. */
     KvChecksum backend() {
         return backend;

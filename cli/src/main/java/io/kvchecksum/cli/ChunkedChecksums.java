@@ -1,6 +1,7 @@
 package io.kvchecksum.cli;
 
 import io.kvchecksum.ChecksumMode;
+import io.kvchecksum.ChecksumSpec;
 import io.kvchecksum.KvChecksum;
 import io.kvchecksum.RequestBlocks;
 import io.kvchecksum.SlicePlan;
@@ -22,7 +23,7 @@ final class ChunkedChecksums {
         RequestBlocks r = dump.request();
         long perToken = dump.group().bytesPerToken();
         if (dump.kvBytes() <= chunkBytes || !progress.enabled()) {
-            long[] v = backend.blockChecksums(SlicePlan.of(dump.group(), r, mode, dump.padding()));
+            long[] v = backend.blockChecksums(SlicePlan.of(dump.group(), r, new ChecksumSpec(mode, dump.padding())));
             progress.update(dump.kvBytes());
             return v;
         }
@@ -35,7 +36,7 @@ final class ChunkedChecksums {
             int nb = Math.min(perChunk, blocks - i);
             long end = Math.min((fb + nb) * r.blockSize(), r.numTokens());
             RequestBlocks part = RequestBlocks.of(dump.tablePart(fb * r.blockSize(), end), end, fb, r.blockSize());
-            long[] v = backend.blockChecksums(SlicePlan.of(dump.group(), part, mode, dump.padding()));
+            long[] v = backend.blockChecksums(SlicePlan.of(dump.group(), part, new ChecksumSpec(mode, dump.padding())));
             System.arraycopy(v, 0, out, i, nb);
             done += (end - fb * r.blockSize()) * perToken;
             progress.update(done);

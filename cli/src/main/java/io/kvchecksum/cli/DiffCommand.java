@@ -132,7 +132,6 @@ final class DiffCommand implements Callable<Integer> {
             String desc;
             String name;
             try (ChosenBackend be = backend.open(spec.commandLine())) {
-                be.requireMode(mode, spec.commandLine());
                 r = compare(da, db, be, err, Progress.shown(quiet), mode);
                 desc = be.backend().description();
                 name = be.backend().name();

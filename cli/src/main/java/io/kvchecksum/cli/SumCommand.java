@@ -86,7 +86,6 @@ final class SumCommand implements Callable<Integer> {
             }
             try (ChosenBackend b = backend.open(spec.commandLine());
                     Progress p = new Progress(err, Progress.shown(quiet), "sum", d.kvBytes())) {
-                b.requireMode(mode, spec.commandLine());
                 long[] values = b.blockChecksums(d, p, mode);
                 p.close();
                 RequestBlocks r = d.request();

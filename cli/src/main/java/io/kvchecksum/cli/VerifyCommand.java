@@ -105,7 +105,6 @@ final class VerifyCommand implements Callable<Integer> {
             ChecksumMode mode = exp.checksumMode() == null ? ChecksumMode.STANDARD : exp.checksumMode();
             try (ChosenBackend be = backend.open(spec.commandLine());
                     Progress p = new Progress(err, Progress.shown(quiet), "verify", d.kvBytes())) {
-                be.requireMode(mode, spec.commandLine());
                 // A group that cannot be checksummed without padding is skipped, as an engine skips it: nothing is
                 // computed, and the comparison says the group was checksummed on one side only (or on neither).
                 String skip = d.skipReason();
