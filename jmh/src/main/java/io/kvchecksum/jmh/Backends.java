@@ -59,7 +59,7 @@ public final class Backends {
     public static String unbenchmarkable(String name) {
         return name.equals("cuda") ? "the suite's fixtures are host memory, which cuda uploads on every call (timing the "
                 + "copy, not the kernel); GPU throughput comes from kernels-cuda/device-check.sh, and SubmitBench "
-                + "-p backend=cuda times one enqueue on uploaded device memory"
+                + "-p backend=cuda times one submit on uploaded device memory"
                 : null;
     }
 

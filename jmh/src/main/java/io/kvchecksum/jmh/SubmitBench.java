@@ -104,13 +104,14 @@ public class SubmitBench {
 
     /**
      * The group with each distinct host segment copied to device memory by {@code CudaBackend.upload(MemorySegment)}
-     * (through reflection: no compile-time dependency on the CUDA module), same offsets and strides.
+     * on the front's backend (through reflection: no compile-time dependency on the CUDA module), same offsets and
+     * strides.
      */
     static KvCacheGroup onDevice(KvChecksum cuda, KvCacheGroup g, List<AutoCloseable> buffers) {
         Method upload;
         Method memory;
         try {
-            upload = cuda.getClass().getMethod("upload", MemorySegment.class);
+            upload = cuda.backend().getClass().getMethod("upload", MemorySegment.class);
             memory = upload.getReturnType().getMethod("memory");
         } catch (NoSuchMethodException e) {
             throw new IllegalStateException("backend " + cuda.name() + " skipped: its module has no public upload to "
@@ -129,7 +130,7 @@ public class SubmitBench {
             Method memory, List<AutoCloseable> buffers) {
         KvMemory m = r.memory() instanceof KvMemory.Host h ? moved.computeIfAbsent(h.segment(), seg -> {
             try {
-                Object buffer = upload.invoke(cuda, seg);
+                Object buffer = upload.invoke(cuda.backend(), seg);
                 buffers.add((AutoCloseable) buffer);
                 return (KvMemory) memory.invoke(buffer);
             } catch (InvocationTargetException e) {

@@ -10,8 +10,10 @@ import java.lang.foreign.MemorySegment;
 import java.util.function.ToLongFunction;
 
 /**
- * The CUDA backend's byte-assembling path: a plan whose slices all have {@link SlicePlan.Slice#byteCells() byte cells}
- * (a piece straddling K and V, or padded cells) serialized for the kernels of {@code kvchecksum_byte_cells_kernels.cuh}.
+ * The CUDA backend's byte-assembling path: a {@link io.kvchecksum.CompiledPlan.CellKind#BYTE_CELLS} launch (every slice
+ * with {@link SlicePlan.Slice#byteCells() byte cells}: a piece straddling K and V, or padded cells) serialized for the
+ * kernels of {@code kvchecksum_byte_cells_kernels.cuh}. A package-private collaborator of {@link CudaBackend}, which
+ * dispatches each launch on its cell kind.
  * Same job machinery as the whole-piece kernels (pinned upload of descriptors and table, launch on the stream, result
  * copy on the side stream); the descriptors are {@code KvcByteCellSlice}, KvcSlice's layout with byte counts.
  */
@@ -24,8 +26,8 @@ final class ByteCellLaunch {
     }
 
     /**
-     * Enqueues the byte-cell kernel for {@code plan} on {@code stream}: block checksums ({@code slices == false}) or
-     * slice sums; {@code address} gives the device address of each region's memory.
+     * Enqueues the byte-cell kernel for a byte-cell launch's {@code plan} on {@code stream}: block checksums
+     * ({@code slices == false}) or slice sums; {@code address} gives the device address of each region's memory.
      */
     static CudaPending launch(CudaBackend backend, ContextResources resources, long stream, SlicePlan plan,
                               ToLongFunction<KvMemory> address, boolean slices) {

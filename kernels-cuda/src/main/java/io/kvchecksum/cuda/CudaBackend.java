@@ -4,6 +4,7 @@ import com.sun.jna.Memory;
 import io.kvchecksum.BackendUnavailableException;
 import io.kvchecksum.CacheLayer;
 import io.kvchecksum.ChecksumMode;
+import io.kvchecksum.CompiledPlan;
 import io.kvchecksum.InvalidLayoutException;
 import io.kvchecksum.KvCacheGroup;
 import io.kvchecksum.KvChecksum;
@@ -12,16 +13,18 @@ import io.kvchecksum.KvRegion;
 import io.kvchecksum.PendingChecksums;
 import io.kvchecksum.RequestBlocks;
 import io.kvchecksum.SlicePlan;
-import io.kvchecksum.SliceSums;
-import io.kvchecksum.spi.ByteCellRoute;
+import io.kvchecksum.spi.Backend;
+import io.kvchecksum.spi.BackendLimits;
 import io.kvchecksum.spi.BackendProvider.Availability;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
+import java.util.EnumSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.OptionalLong;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.ToLongFunction;
@@ -32,23 +35,28 @@ import static io.kvchecksum.cuda.Cuda.check;
  * The CUDA backend: hand-written kernels (compiled by nvcc at build time, shipped in this jar as a fatbin with
  * sm_80 and sm_90 machine code and compute_90 PTX) driven through the CUDA driver API ({@code libcuda.so.1}).
  *
- * <p><b>For engines:</b> {@link #enqueue(KvCacheGroup, RequestBlocks, long)} takes the KV as the engine's own device
- * pointers ({@link KvMemory#device}) and the engine's own {@code CUstream} handle (e.g. PyTorch's
- * {@code torch.cuda.current_stream().cuda_stream}). It validates on the host, enqueues the upload of a small
- * descriptor and the kernel on that stream (so the checksum sees exactly the KV writes enqueued before it), copies
- * the results to pinned host memory on a side stream, and returns at once: nothing in it synchronizes the device,
- * the context or the caller's stream. Only {@link PendingChecksums#get()} blocks, on the result copy alone.
+ * <p>A {@link Backend}: it runs behind the front, {@code KvChecksum cuda = KvChecksum.of(CudaBackend.open())} (or
+ * {@code KvChecksums.byName("cuda")}), which compiles and checks every request before this backend sees it.
  *
- * <p><b>The {@link KvChecksum} methods</b> run on the backend's own stream in device {@code ordinal}'s primary context
- * and block until done. They also accept host memory ({@link KvMemory#host}) and copy it to the device first (a
- * convenience for tests and tools: it allocates and synchronizes; engines use {@code enqueue}).
+ * <p><b>For engines:</b> {@link KvChecksum#submit(CompiledPlan, long) cuda.submit(plan, stream)} takes the KV as the
+ * engine's own device pointers ({@link KvMemory#device}) and the engine's own {@code CUstream} handle (e.g. PyTorch's
+ * {@code torch.cuda.current_stream().cuda_stream}). It enqueues the upload of a small descriptor and the kernel on
+ * that stream (so the checksum sees exactly the KV writes enqueued before it), copies the results to pinned host
+ * memory on a side stream, and returns at once: nothing in it synchronizes the device, the context or the caller's
+ * stream. Only {@link PendingChecksums#get()} blocks, on the result copy alone. On an engine's stream it reads device
+ * memory only ({@link #limits()}).
  *
- * <p>Every argument is validated before anything is enqueued; bad input throws {@link InvalidLayoutException}
- * naming the problem, and the kernels read only the cells the group and request describe. Driver failures throw
+ * <p><b>Without a stream</b> ({@code blockChecksums}, {@code sliceSums}, {@code submit(plan)}) it runs on the
+ * backend's own stream in device {@code ordinal}'s primary context. It also accepts host memory
+ * ({@link KvMemory#host}) and copies it to the device first (a convenience for tests and tools: it allocates and
+ * synchronizes; engines pass device memory on their stream).
+ *
+ * <p>Bad input is refused by the front before anything is enqueued ({@link InvalidLayoutException} naming the
+ * problem), and the kernels read only the cells the group and request describe. Driver failures throw
  * {@link CudaException} with the call and the CUDA error name. Thread-safe. {@link #close()} frees the backend's
  * buffers, streams and events after the work in flight has finished.
  */
-public final class CudaBackend implements KvChecksum {
+public final class CudaBackend implements Backend {
     /** The backend's name for {@link io.kvchecksum.KvChecksums#byName}. */
     public static final String NAME = "cuda";
 
@@ -76,6 +84,10 @@ public final class CudaBackend implements KvChecksum {
             BLOCK_CHECKSUMS_16B + MIXED_SUFFIX, SLICE_SUMS_1B + MIXED_SUFFIX, SLICE_SUMS_8B + MIXED_SUFFIX,
             SLICE_SUMS_16B + MIXED_SUFFIX, SUM_PARTS, FILL, SUM, ByteCellLaunch.BLOCK_CHECKSUMS, ByteCellLaunch.SLICE_SUMS,
             ByteCellLaunch.BLOCK_CHECKSUMS + MIXED_SUFFIX, ByteCellLaunch.SLICE_SUMS + MIXED_SUFFIX, PAGE_DIGEST);
+
+    /** Any memory on the own stream (host memory is copied to the device first); device memory only on an engine's. */
+    private static final BackendLimits LIMITS = new BackendLimits(EnumSet.allOf(SlicePlan.Residency.class),
+            Set.of(SlicePlan.Residency.DEVICE), "; use the backend's own stream (submit without a stream) for host memory");
 
     /** {@code CUstreamCaptureStatus}: not capturing. */
     static final int CAPTURE_STATUS_NONE = 0;
@@ -106,8 +118,8 @@ public final class CudaBackend implements KvChecksum {
     }
 
     /**
-     * {@return the backend on the device of that ordinal (for the blocking methods; {@code enqueue} follows the
-     * caller's stream)}
+     * {@return the backend on the device of that ordinal (for runs on the backend's own stream; a run on an engine's
+     * stream follows that stream's context)}
      *
      * @param ordinal the device's ordinal, {@code 0 .. cuDeviceGetCount-1}
      * @throws BackendUnavailableException with the reason when CUDA cannot run here or the jar has no kernels
@@ -168,64 +180,56 @@ public final class CudaBackend implements KvChecksum {
         return description;
     }
 
-    /**
-     * Enqueues the fused checksum of the request's blocks on the caller's stream and returns without waiting.
-     *
-     * <p>The checksum covers the KV as it is when the stream reaches the kernel, so enqueue it after the writes (or
-     * the transfer) it must see, on the same stream. The group's regions must be device memory of the stream's
-     * context ({@link KvMemory#device}). The call uploads a small descriptor and the block table from pinned memory
-     * asynchronously, launches on {@code stream}, and copies the results on a side stream that waits on an event;
-     * none of it synchronizes. The first enqueue in a context, and one larger than any before it, allocates its
-     * buffers (cuMemAlloc, cuMemAllocHost); steady-state enqueues allocate nothing.
-     *
-     * @param stream the caller's {@code CUstream} handle; 0 is the legacy default stream of the context current on
-     *     this thread
-     * @param group the cache, in device memory of the stream's context; it must not be written before the values arrive
-     * @param request the blocks to checksum, in {@code group}'s pages
-     * @return the pending values, one per block {@code firstBlock .. ceil(numTokens/blockSize)-1}; call
-     *     {@code get()} (which frees the buffers for reuse) or {@code close()}
-     * @throws InvalidLayoutException on bad input (before anything is enqueued), or when a region is host memory
-     * @throws IllegalStateException when {@code stream} is capturing a CUDA graph (see {@link #enqueue(SlicePlan, long)})
-     */
-    public PendingChecksums enqueue(KvCacheGroup group, RequestBlocks request, long stream) {
-        return enqueue(SlicePlan.of(group, request), stream);
+    /** Host and device memory (host memory copied first) on the own stream; device memory only on an engine's. */
+    @Override
+    public BackendLimits limits() {
+        return LIMITS;
     }
 
     /**
-     * {@return {@link #enqueue(KvCacheGroup, RequestBlocks, long)} of a plan built once and reused across calls}
+     * On an engine's stream ({@code stream} present, a {@code CUstream} handle; 0 is the legacy default stream of the
+     * context current on this thread): the stream's context is made current for the call and the caller's restored
+     * after it; a stream that is capturing a CUDA graph (vLLM and SGLang capture decode steps) is refused with
+     * {@link IllegalStateException} before anything is enqueued (the upload, launch and result copy would be recorded
+     * into the graph instead of running, and the values would never arrive); then every launch uploads its
+     * descriptors and block table from pinned memory (nothing, when the slot's device buffer already holds this plan's),
+     * runs on the stream, and has its results copied to pinned memory on a side stream that waits on an event. Nothing
+     * in it synchronizes the device, the context or the caller's stream; the first call in a context, and one larger
+     * than any before it, allocates its buffers (cuMemAlloc, cuMemAllocHost), steady-state calls allocate nothing.
      *
-     * <p>The context current on the calling thread is the same after the call as before it (the call makes the
-     * stream's context current while it works). A stream that is capturing a CUDA graph (vLLM and SGLang capture
-     * decode steps) is refused with {@link IllegalStateException}: the upload, launch and result copy would be
-     * recorded into the graph instead of running, and the pending values would never arrive. Enqueue outside the
-     * captured region.
+     * <p>On the backend's own stream ({@code stream} empty), in the primary context of the backend's device: launches
+     * of device memory are enqueued and returned pending; launches reading host memory copy it to temporary device
+     * buffers first and are computed before this returns (it allocates and synchronizes: a convenience for tests and
+     * tools; engines pass their own device pointers).
      *
-     * @param plan the validated group and request, in device memory of the stream's context
-     * @param stream the caller's {@code CUstream} handle; 0 is the legacy default stream of the current context
-     * @throws InvalidLayoutException when a region is host memory or the plan's mode is not implemented
      * @throws IllegalStateException when {@code stream} is capturing a CUDA graph, or the backend is closed
      * @throws CudaException when a driver call fails
      */
-    public PendingChecksums enqueue(SlicePlan plan, long stream) {
+    @Override
+    public PendingChecksums run(CompiledPlan plan, CompiledPlan.Output output, OptionalLong stream) {
         ensureOpen();
-        plan.requireMode(this);
-        plan.requireDevice("enqueue", "; use blockChecksums or submit for host memory");
-        if (plan.hasByteCells() && plan.wholePieceSlices() != null) {
-            // both kinds of cells: the whole-piece kernels and the byte-cell kernels, each on its own part of the plan
-            return ByteCellRoute.submit(plan, p -> enqueue(p, stream), p -> enqueue(p, stream));
-        }
-        long[] ctx = new long[1];
-        check(driver, driver.cuStreamGetCtx(stream, ctx), "cuStreamGetCtx(stream 0x" + Long.toHexString(stream) + ")");
-        long previous = enter(ctx[0]);
-        try {
-            refuseCapture(stream);  // first: creating the context's streams and events is no business of a capture either
-            ContextResources resources = resources(ctx[0]);
-            if (plan.numBlocks() == 0) {
-                return PendingChecksums.completed(new long[0]);
+        boolean slices = output == CompiledPlan.Output.SLICE_SUMS;
+        if (stream.isPresent()) {
+            long s = stream.getAsLong();
+            long[] ctx = new long[1];
+            check(driver, driver.cuStreamGetCtx(s, ctx), "cuStreamGetCtx(stream 0x" + Long.toHexString(s) + ")");
+            long previous = enter(ctx[0]);
+            try {
+                refuseCapture(s);  // first: creating the context's streams and events is no business of a capture either
+                ContextResources resources = resources(ctx[0]);
+                return plan.startAll(output, l -> launch(resources, s, l, CudaBackend::deviceAddress, slices));
+            } finally {
+                leave(previous, ctx[0]);
             }
-            return launchPlan(resources, stream, plan, CudaBackend::deviceAddress, false);
+        }
+        long previous = enter(primaryContext);
+        try {
+            ContextResources resources = resources(primaryContext);
+            return plan.startAll(output, l -> l.memory() == SlicePlan.Residency.DEVICE
+                    ? launch(resources, resources.ownStream, l, CudaBackend::deviceAddress, slices)
+                    : fromHost(resources, l, slices));
         } finally {
-            leave(previous, ctx[0]);
+            leave(previous, primaryContext);
         }
     }
 
@@ -233,87 +237,36 @@ public final class CudaBackend implements KvChecksum {
         int[] status = new int[1];
         check(driver, driver.cuStreamIsCapturing(stream, status), "cuStreamIsCapturing(stream 0x" + Long.toHexString(stream) + ")");
         if (status[0] != CAPTURE_STATUS_NONE) {
-            throw new IllegalStateException("enqueue on stream 0x" + Long.toHexString(stream) + ", which is "
+            throw new IllegalStateException("checksum submitted on stream 0x" + Long.toHexString(stream) + ", which is "
                     + (status[0] == 1 ? "capturing a CUDA graph" : "in an invalidated CUDA graph capture")
-                    + ": the checksum would be recorded into the graph, not run; enqueue it outside the captured region");
+                    + ": it would be recorded into the graph, not run; submit it outside the captured region");
         }
     }
 
-    /** The engine-facing form of {@link #enqueue}: {@code stream} is a {@code CUstream} handle. */
-    @Override
-    public PendingChecksums submit(SlicePlan plan, long stream) {
-        return enqueue(plan, stream);
-    }
-
-    /** Both modes: the mixed one runs the {@code *_mixed} variants of the checksum kernels. */
-    @Override
-    public boolean supports(ChecksumMode mode) {
-        return true;
-    }
-
-    @Override
-    public long[] blockChecksums(SlicePlan plan) {
-        try (PendingChecksums p = submit(plan)) {
-            return p.get();
+    /** A launch reading host memory, on the own stream: copied to the device, computed, waited for, copies freed. */
+    private PendingChecksums fromHost(ContextResources resources, CompiledPlan.Launch l, boolean slices) {
+        try (Placed placed = new Placed(l.slices(), resources);
+             PendingChecksums p = launch(resources, resources.ownStream, l, placed::address, slices)) {
+            return PendingChecksums.completed(p.get());
         }
     }
 
     /**
-     * Device-memory plans: enqueued on the backend's own stream and returned at once. Plans with host memory are
-     * copied to the device and computed before this returns.
+     * Enqueues one launch on {@code stream}: whole pieces through the {@code kvc_block_checksums}/{@code kvc_slice_sums}
+     * kernels, byte cells through {@link ByteCellLaunch}; {@code address} gives the device address of each memory.
      */
-    @Override
-    public PendingChecksums submit(SlicePlan plan) {
-        ensureOpen();
-        plan.requireMode(this);
-        if (plan.hasByteCells() && plan.wholePieceSlices() != null) {
-            return ByteCellRoute.submit(plan, this::submit, this::submit);
-        }
-        if (plan.numBlocks() == 0) {
-            return PendingChecksums.completed(new long[0]);
-        }
-        long previous = enter(primaryContext);
-        try {
-            ContextResources resources = resources(primaryContext);
-            if (plan.residency() == SlicePlan.Residency.DEVICE) {
-                return launchPlan(resources, resources.ownStream, plan, CudaBackend::deviceAddress, false);
-            }
-            try (Placed placed = new Placed(plan, resources)) {
-                try (PendingChecksums p = launchPlan(resources, resources.ownStream, plan, placed::address, false)) {
-                    return PendingChecksums.completed(p.get());
-                }
-            }
-        } finally {
-            leave(previous, primaryContext);
-        }
-    }
-
-    @Override
-    public SliceSums sliceSums(SlicePlan plan) {
-        ensureOpen();
-        plan.requireMode(this);
-        if (plan.hasByteCells() && plan.wholePieceSlices() != null) {
-            return ByteCellRoute.sliceSums(plan, this::sliceSums, this::sliceSums);
-        }
-        if (plan.numBlocks() == 0) {
-            return plan.sliceSums(new long[0]);
-        }
-        long previous = enter(primaryContext);
-        try {
-            ContextResources resources = resources(primaryContext);
-            try (Placed placed = new Placed(plan, resources);
-                 PendingChecksums p = launchPlan(resources, resources.ownStream, plan, placed::address, true)) {
-                return plan.sliceSums(p.get());
-            }
-        } finally {
-            leave(previous, primaryContext);
-        }
+    private CudaPending launch(ContextResources resources, long stream, CompiledPlan.Launch l, ToLongFunction<KvMemory> address,
+            boolean slices) {
+        return switch (l.cellKind()) {
+            case WHOLE_PIECES -> launchPlan(resources, stream, l.slices(), address, slices);
+            case BYTE_CELLS -> ByteCellLaunch.launch(this, resources, stream, l.slices(), address, slices);
+        };
     }
 
     /**
      * SGLang's page digest: the Adler-32 of every piece of the stream (at most 8 KiB, a warp each, in
      * {@code kvc_page_digest}) on the backend's own stream, joined in order on the host ({@link CudaPageDigest}).
-     * Host memory is copied to the device first, as for the other {@link KvChecksum} methods; blocks until done.
+     * Host memory is copied to the device first, as for runs on the own stream; blocks until done.
      */
     @Override
     public long pageDigest(io.kvchecksum.PageDigestPlan plan) {
@@ -335,8 +288,9 @@ public final class CudaBackend implements KvChecksum {
 
     /**
      * Copies host bytes to new device memory in the primary context of this backend's device and returns when they are
-     * there: for benchmarks, tests and tools that hold the KV in host memory but want {@link #submit} and
-     * {@link #enqueue} to read device memory (so that what is timed is the kernel, not a copy over PCIe). Describe
+     * there: for benchmarks, tests and tools that hold the KV in host memory but want the checksums
+     * ({@link KvChecksum#submit(CompiledPlan)}, {@link KvChecksum#submit(CompiledPlan, long)}) to read device memory (so
+     * that what is timed is the kernel, not a copy over PCIe). Describe
      * the regions on {@link DeviceBuffer#memory()} with the same offsets and strides as on the segment.
      *
      * <p>It allocates ({@code cuMemAlloc}) and waits for the copy ({@code cuStreamSynchronize} on the backend's own
@@ -557,15 +511,11 @@ public final class CudaBackend implements KvChecksum {
     }
 
     /**
-     * Serializes a plan into the kernel ABI and enqueues the block-checksums kernel ({@code slices == false}) or the
-     * slice-sums kernel; {@code address} gives the device address of each region's memory.
+     * Serializes a whole-piece launch's plan into the kernel ABI and enqueues the block-checksums kernel
+     * ({@code slices == false}) or the slice-sums kernel; {@code address} gives the device address of each region's memory.
      */
     private CudaPending launchPlan(ContextResources resources, long stream, SlicePlan plan, ToLongFunction<KvMemory> address,
             boolean slices) {
-        if (plan.hasByteCells()) {
-            // only byte cells here (mixed plans were split by the caller): their own kernels
-            return ByteCellLaunch.launch(this, resources, stream, plan, address, slices);
-        }
         int ns = plan.numSlices();
         int nb = plan.numBlocks();
         int pages = plan.numPages();
@@ -658,9 +608,6 @@ public final class CudaBackend implements KvChecksum {
         final Map<MemorySegment, Long> moved = new LinkedHashMap<>();
 
         Placed(SlicePlan plan, ContextResources resources) {
-            if (plan.residency() == SlicePlan.Residency.DEVICE) {
-                return;
-            }
             try {
                 for (SlicePlan.Slice s : plan.slices()) {
                     upload(s.k().memory(), resources);

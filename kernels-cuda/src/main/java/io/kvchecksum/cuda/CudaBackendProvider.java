@@ -1,6 +1,6 @@
 package io.kvchecksum.cuda;
 
-import io.kvchecksum.KvChecksum;
+import io.kvchecksum.spi.Backend;
 import io.kvchecksum.spi.BackendProvider;
 
 /** Registers the CUDA backend with {@link io.kvchecksum.KvChecksums} (name {@code cuda}, priority 300). */
@@ -25,7 +25,7 @@ public final class CudaBackendProvider implements BackendProvider {
     }
 
     @Override
-    public KvChecksum create() {
+    public Backend create() {
         return CudaBackend.open();
     }
 }

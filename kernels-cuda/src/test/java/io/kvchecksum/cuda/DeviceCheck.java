@@ -3,6 +3,7 @@ package io.kvchecksum.cuda;
 import com.sun.jna.Native;
 import io.kvchecksum.CacheLayer;
 import io.kvchecksum.KvCacheGroup;
+import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvChecksums;
 import io.kvchecksum.KvLayouts;
 import io.kvchecksum.KvMemory;
@@ -69,6 +70,8 @@ public final class DeviceCheck {
     private final PrintWriter json;
     private final PrintWriter md;
     private final CudaBackend b;
+    /** The front over {@link #b}: what every checksum goes through, as an engine's would. */
+    private final KvChecksum k;
     private final CudaDriver d;
     private final java.util.concurrent.atomic.LongAdder syncs;
     private boolean quick;
@@ -79,6 +82,7 @@ public final class DeviceCheck {
         this.json = json;
         this.md = md;
         this.b = b;
+        this.k = KvChecksum.of(b);
         this.d = b.driver();
         this.syncs = syncs;
     }
@@ -147,7 +151,7 @@ public final class DeviceCheck {
                     System.exit(2);
                     return;
                 }
-                backend = SyncCounting.open(0, syncs);
+                backend = (CudaBackend) SyncCounting.open(0, syncs).backend();
                 mode = "real GPU: " + a.reason();
             }
             DeviceCheck c = new DeviceCheck(w, json, md, backend, syncs);
@@ -204,11 +208,11 @@ public final class DeviceCheck {
 
     private void golden() {
         List<Long> uploads = new ArrayList<>();
-        int[] host = execute(GoldenSuite.tests(b));
-        int[] dev = execute(GoldenSuite.tests(b, c -> GpuTest.onDevice(b, c.group(), uploads)));
+        int[] host = execute(GoldenSuite.tests(k));
+        int[] dev = execute(GoldenSuite.tests(k, c -> GpuTest.onDevice(b, c.group(), uploads)));
         // SGLang's page digest: NumPy's zlib.adler32 vectors, buffers in host and in device memory
-        int[] dHost = execute(io.kvchecksum.golden.DigestSuite.tests(b));
-        int[] dDev = execute(io.kvchecksum.golden.DigestSuite.tests(b, m -> {
+        int[] dHost = execute(io.kvchecksum.golden.DigestSuite.tests(k));
+        int[] dDev = execute(io.kvchecksum.golden.DigestSuite.tests(k, m -> {
             java.lang.foreign.MemorySegment s = ((io.kvchecksum.KvMemory.Host) m).segment();
             long p = GpuTest.upload(b, s);
             uploads.add(p);
@@ -257,7 +261,7 @@ public final class DeviceCheck {
             try (Arena arena = Arena.ofConfined()) {
                 RandomCase c = RandomCase.make(rnd, arena, i % 2 == 0);
                 long[] want = KvChecksums.reference().blockChecksums(c.group(), c.request());
-                long[] got = b.blockChecksums(c.group(), c.request());
+                long[] got = k.blockChecksums(c.group(), c.request());
                 if (!Arrays.equals(want, got)) {
                     bad++;
                     if (bad <= 10) {
@@ -279,8 +283,8 @@ public final class DeviceCheck {
                 List<Long> mine = new ArrayList<>();
                 KvCacheGroup dev = GpuTest.onDevice(b, g, mine);
                 boolean ok;
-                try (PendingChecksums p = b.submit(dev, r)) {
-                    ok = Arrays.equals(want, b.blockChecksums(g, r)) && Arrays.equals(want, p.get());
+                try (PendingChecksums p = k.submit(dev, r)) {
+                    ok = Arrays.equals(want, k.blockChecksums(g, r)) && Arrays.equals(want, p.get());
                 } catch (RuntimeException e) {
                     ok = false;
                     line("  FAIL unaligned layout, skew " + skew + ": " + e);
@@ -306,11 +310,12 @@ public final class DeviceCheck {
             long[] want = KvChecksums.reference().blockChecksums(c.group(), c.request());
             long[] s = new long[1];
             check(d, d.cuStreamCreate(s, Cuda.STREAM_NON_BLOCKING), "cuStreamCreate");
-            try (PendingChecksums warm = rb.enqueue(dev, c.request(), s[0])) {
+            KvChecksum rk = KvChecksum.of(rb);
+            try (PendingChecksums warm = rk.submit(dev, c.request(), s[0])) {
                 warm.get();
             }
             rec.take();
-            PendingChecksums p = rb.enqueue(dev, c.request(), s[0]);
+            PendingChecksums p = rk.submit(dev, c.request(), s[0]);
             List<RecordingDriver.Call> calls = rec.take();
             long[] got = p.get();
             List<RecordingDriver.Call> waits = rec.take();
@@ -400,10 +405,10 @@ public final class DeviceCheck {
                 RequestBlocks req = RequestBlocks.of(Arrays.copyOf(table, (int) (tokens / PAGE)), tokens, BLOCK);
                 long bytes = tokens * g.bytesPerToken();
                 long[] fused;
-                try (PendingChecksums pc = b.enqueue(g, req, stream)) {
+                try (PendingChecksums pc = k.submit(g, req, stream)) {
                     fused = pc.get();
                 }
-                long[] viaSlices = b.sliceSums(g, req).combine();
+                long[] viaSlices = k.sliceSums(g, req).combine();
                 boolean ok = Arrays.equals(fused, viaSlices);
                 if (!ok) {
                     failures++;
@@ -413,7 +418,7 @@ public final class DeviceCheck {
                 for (int pass = 0; pass < 2; pass++) {  // pass 0 warms up (and sizes the slot pool)
                     check(d, d.cuEventRecord(start, stream), "cuEventRecord");
                     for (int i = 0; i < reps; i++) {
-                        inFlight.add(b.enqueue(g, req, stream));
+                        inFlight.add(k.submit(g, req, stream));
                     }
                     check(d, d.cuEventRecord(end, stream), "cuEventRecord");
                     for (PendingChecksums pc : inFlight) {
@@ -432,13 +437,13 @@ public final class DeviceCheck {
                 for (int i = 0; i < hostNs.length; i++) {
                     long s0 = syncs.sum();
                     long t0 = System.nanoTime();
-                    PendingChecksums pc = b.enqueue(g, req, stream);
+                    PendingChecksums pc = k.submit(g, req, stream);
                     hostNs[i] = System.nanoTime() - t0;
                     enqueueSyncs += syncs.sum() - s0;
                     pc.get();
                     s0 = syncs.sum();
                     t0 = System.nanoTime();
-                    pc = b.enqueue(plan, stream);  // an engine reusing its plan: no validation, no upload
+                    pc = k.submit(plan, stream);  // an engine reusing its plan: compiled once, nothing uploaded
                     planNs[i] = System.nanoTime() - t0;
                     enqueueSyncs += syncs.sum() - s0;
                     pc.get();
@@ -564,7 +569,7 @@ public final class DeviceCheck {
                     alone[0] = elapsed(events.get(0), events.get(1)) / engineReps;
                     check(d, d.cuEventRecord(events.get(2), cs), "cuEventRecord");
                     for (int i = 0; i < sumReps; i++) {
-                        pend.add(b.enqueue(plan, cs));
+                        pend.add(k.submit(plan, cs));
                     }
                     check(d, d.cuEventRecord(events.get(3), cs), "cuEventRecord");
                     alone[1] = elapsed(events.get(2), events.get(3)) / sumReps;
@@ -576,7 +581,7 @@ public final class DeviceCheck {
                             check(d, d.cuLaunchKernel(b.kernel(CudaBackend.SUM), grid, 1, 1, LaunchPlanner.THREADS, 1, 1, 0, es, argv, 0), "sum");
                         }
                         if (i < sumReps) {
-                            pend.add(b.enqueue(plan, cs));
+                            pend.add(k.submit(plan, cs));
                         }
                     }
                     check(d, d.cuEventRecord(events.get(1), es), "cuEventRecord");

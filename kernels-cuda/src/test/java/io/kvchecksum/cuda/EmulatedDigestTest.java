@@ -1,5 +1,6 @@
 package io.kvchecksum.cuda;
 
+import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvChecksums;
 import io.kvchecksum.KvMemory;
 import io.kvchecksum.KvLayouts;
@@ -33,7 +34,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
  */
 class EmulatedDigestTest {
     private static FakeCudaDriver fake;
-    private static NamedBackend cuda;
+    private static KvChecksum cuda;
     private static final List<Long> uploads = new ArrayList<>();
 
     @BeforeAll

@@ -1,5 +1,6 @@
 package io.kvchecksum.cuda;
 
+import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvMemory;
 import io.kvchecksum.golden.GoldenSuite;
 import io.kvchecksum.golden.GoldenVectors;
@@ -24,8 +25,8 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
  */
 class EmulatedGoldenTest {
     private static FakeCudaDriver fake;
-    private static NamedBackend wide;
-    private static NamedBackend chunked;
+    private static KvChecksum wide;
+    private static KvChecksum chunked;
     private static final List<Long> uploads = new ArrayList<>();
 
     @BeforeAll

@@ -1,6 +1,7 @@
 package io.kvchecksum.cuda;
 
 import io.kvchecksum.KvCacheGroup;
+import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvChecksums;
 import io.kvchecksum.PendingChecksums;
 import io.kvchecksum.RequestBlocks;
@@ -21,7 +22,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * What {@code enqueue} promises an engine beyond the values, on the emulated driver: a stream capturing a CUDA graph
+ * What a submit on an engine's stream ({@code KvChecksum.of(cuda).submit(plan, stream)}) promises an engine beyond
+ * the values, on the emulated driver: a stream capturing a CUDA graph
  * is refused before anything is enqueued; the caller thread's current context is the same after the call; a slot
  * whose end could not be marked with an event is never handed out again.
  */
@@ -42,20 +44,21 @@ class EnqueueContractTest {
     void aCapturingStreamIsRefusedBeforeAnythingIsEnqueued() {
         FakeCudaDriver fake = new FakeCudaDriver(HostLibrary.load());
         RecordingDriver rec = new RecordingDriver(fake);
-        try (Arena arena = Arena.ofConfined(); CudaBackend cuda = new CudaBackend(rec.driver, 0, Cuda.fatbin(), 1 << 20)) {
+        try (Arena arena = Arena.ofConfined(); CudaBackend backend = new CudaBackend(rec.driver, 0, Cuda.fatbin(), 1 << 20)) {
+            KvChecksum cuda = KvChecksum.of(backend);
             RandomCase c = someCase(arena);
             List<Long> uploads = new ArrayList<>();
             KvCacheGroup dev = RandomLayoutTest.onDevice(fake, c.group(), uploads);
             fake.capturing.add(STREAM);
             rec.take();
-            IllegalStateException e = assertThrows(IllegalStateException.class, () -> cuda.enqueue(dev, c.request(), STREAM));
+            IllegalStateException e = assertThrows(IllegalStateException.class, () -> cuda.submit(dev, c.request(), STREAM));
             assertTrue(e.getMessage().contains("capturing a CUDA graph"), e.getMessage());
             for (RecordingDriver.Call call : rec.take()) {
                 assertFalse(Set.of("cuMemcpyHtoDAsync", "cuLaunchKernel", "cuEventRecord", "cuMemcpyDtoHAsync").contains(call.name()),
                         "a refused enqueue called " + call.name());
             }
             fake.capturing.clear();
-            try (PendingChecksums p = cuda.enqueue(dev, c.request(), STREAM)) {
+            try (PendingChecksums p = cuda.submit(dev, c.request(), STREAM)) {
                 assertArrayEquals(KvChecksums.reference().blockChecksums(c.group(), c.request()), p.get(), "after the capture ended");
             }
             uploads.forEach(fake::cuMemFree);
@@ -66,13 +69,14 @@ class EnqueueContractTest {
     void theCallersCurrentContextIsRestored() {
         FakeCudaDriver fake = new FakeCudaDriver(HostLibrary.load());
         long engineContext = 0xE1E1L;
-        try (Arena arena = Arena.ofConfined(); CudaBackend cuda = new CudaBackend(fake, 0, Cuda.fatbin(), 1 << 20)) {
+        try (Arena arena = Arena.ofConfined(); CudaBackend backend = new CudaBackend(fake, 0, Cuda.fatbin(), 1 << 20)) {
+            KvChecksum cuda = KvChecksum.of(backend);
             RandomCase c = someCase(arena);
             List<Long> uploads = new ArrayList<>();
             KvCacheGroup dev = RandomLayoutTest.onDevice(fake, c.group(), uploads);
             long[] cur = new long[1];
             fake.cuCtxSetCurrent(engineContext);
-            cuda.enqueue(dev, c.request(), STREAM).close();
+            cuda.submit(dev, c.request(), STREAM).close();
             fake.cuCtxGetCurrent(cur);
             assertEquals(engineContext, cur[0], "enqueue left another context current on the caller's thread");
             cuda.blockChecksums(c.group(), c.request());
@@ -102,22 +106,23 @@ class EnqueueContractTest {
                     }
                 });
         RecordingDriver rec = new RecordingDriver(failing);
-        try (Arena arena = Arena.ofConfined(); CudaBackend cuda = new CudaBackend(rec.driver, 0, Cuda.fatbin(), 1 << 20)) {
+        try (Arena arena = Arena.ofConfined(); CudaBackend backend = new CudaBackend(rec.driver, 0, Cuda.fatbin(), 1 << 20)) {
+            KvChecksum cuda = KvChecksum.of(backend);
             RandomCase c = someCase(arena);
             RequestBlocks r = c.request();
             List<Long> uploads = new ArrayList<>();
             KvCacheGroup dev = RandomLayoutTest.onDevice(fake, c.group(), uploads);
             long[] expected = KvChecksums.reference().blockChecksums(c.group(), r);
-            try (PendingChecksums p = cuda.enqueue(dev, r, STREAM)) {
+            try (PendingChecksums p = cuda.submit(dev, r, STREAM)) {
                 assertArrayEquals(expected, p.get(), "warm-up");  // the context's only slot is free again
             }
             failSideRecords[0] = true;
-            CudaException e = assertThrows(CudaException.class, () -> cuda.enqueue(dev, r, STREAM));
+            CudaException e = assertThrows(CudaException.class, () -> cuda.submit(dev, r, STREAM));
             assertTrue(e.getMessage().startsWith("cuEventRecord(after result copy)"), e.getMessage());
             failSideRecords[0] = false;
-            assertEquals(1, cuda.primaryResources().quarantinedSlots(), "the slot must be taken out of service");
+            assertEquals(1, backend.primaryResources().quarantinedSlots(), "the slot must be taken out of service");
             rec.take();
-            try (PendingChecksums p = cuda.enqueue(dev, r, STREAM)) {
+            try (PendingChecksums p = cuda.submit(dev, r, STREAM)) {
                 assertArrayEquals(expected, p.get(), "after the failure");
             }
             assertTrue(rec.take().stream().anyMatch(call -> call.name().equals("cuMemAllocHost")),
@@ -132,7 +137,8 @@ class EnqueueContractTest {
     void aReusedPlanIsUploadedOnce() {
         FakeCudaDriver fake = new FakeCudaDriver(HostLibrary.load());
         RecordingDriver rec = new RecordingDriver(fake);
-        try (Arena arena = Arena.ofConfined(); CudaBackend cuda = new CudaBackend(rec.driver, 0, Cuda.fatbin(), 1 << 20)) {
+        try (Arena arena = Arena.ofConfined(); CudaBackend backend = new CudaBackend(rec.driver, 0, Cuda.fatbin(), 1 << 20)) {
+            KvChecksum cuda = KvChecksum.of(backend);
             RandomCase c = someCase(arena);
             List<Long> uploads = new ArrayList<>();
             KvCacheGroup dev = RandomLayoutTest.onDevice(fake, c.group(), uploads);
@@ -142,7 +148,7 @@ class EnqueueContractTest {
             for (int i = 0; i < 4; i++) {
                 io.kvchecksum.SlicePlan p = i == 2 ? io.kvchecksum.SlicePlan.of(dev, c.request()) : plan;
                 rec.take();
-                try (PendingChecksums pc = cuda.enqueue(p, STREAM)) {
+                try (PendingChecksums pc = cuda.submit(p, STREAM)) {
                     assertArrayEquals(expected, pc.get(), "enqueue " + i);
                 }
                 htod[i] = (int) rec.take().stream().filter(call -> call.name().equals("cuMemcpyHtoDAsync")).count();

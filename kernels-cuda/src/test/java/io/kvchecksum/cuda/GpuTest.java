@@ -1,6 +1,7 @@
 package io.kvchecksum.cuda;
 
 import io.kvchecksum.KvCacheGroup;
+import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvChecksums;
 import io.kvchecksum.KvMemory;
 import io.kvchecksum.PendingChecksums;
@@ -28,8 +29,8 @@ import static org.junit.jupiter.api.Assertions.fail;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
- * The real CUDA backend on a real GPU: the golden suite (host memory and device memory) and a recorded enqueue on
- * the real driver. Skipped with the reason where there is no usable GPU; {@code -Dkvchecksum.requireGpu=true}
+ * The real CUDA backend on a real GPU, behind the front ({@link KvChecksum#of}): the golden suite (host memory and
+ * device memory) and a recorded submit on a caller's stream on the real driver. Skipped with the reason where there is no usable GPU; {@code -Dkvchecksum.requireGpu=true}
  * turns the skip into a failure.
  */
 class GpuTest {
@@ -87,28 +88,28 @@ class GpuTest {
     Stream<DynamicNode> goldenHostMemory() {
         CudaBackend b = gpu();
         assumeTrue(GoldenVectors.class.getResource("/vectors/index.json") != null, "no golden vectors on the class path");
-        return GoldenSuite.tests(b);
+        return GoldenSuite.tests(KvChecksum.of(b));
     }
 
     @TestFactory
     Stream<DynamicNode> goldenDeviceMemory() {
         CudaBackend b = gpu();
         assumeTrue(GoldenVectors.class.getResource("/vectors/index.json") != null, "no golden vectors on the class path");
-        return GoldenSuite.tests(b, c -> onDevice(b, c.group(), uploads));
+        return GoldenSuite.tests(KvChecksum.of(b), c -> onDevice(b, c.group(), uploads));
     }
 
     @TestFactory
     Stream<DynamicNode> pageDigestHostMemory() {
         CudaBackend b = gpu();
         assumeTrue(io.kvchecksum.golden.DigestVector.present(), "no page-digest vectors on the class path");
-        return io.kvchecksum.golden.DigestSuite.tests(b);
+        return io.kvchecksum.golden.DigestSuite.tests(KvChecksum.of(b));
     }
 
     @TestFactory
     Stream<DynamicNode> pageDigestDeviceMemory() {
         CudaBackend b = gpu();
         assumeTrue(io.kvchecksum.golden.DigestVector.present(), "no page-digest vectors on the class path");
-        return io.kvchecksum.golden.DigestSuite.tests(b, m -> {
+        return io.kvchecksum.golden.DigestSuite.tests(KvChecksum.of(b), m -> {
             MemorySegment s = ((KvMemory.Host) m).segment();
             long p = upload(b, s);
             uploads.add(p);
@@ -118,7 +119,7 @@ class GpuTest {
 
     @Test
     void randomLayoutsMatchReferenceOnTheGpu() {
-        CudaBackend b = gpu();
+        KvChecksum b = KvChecksum.of(gpu());
         long seed = 4242L;
         System.out.println("GpuTest seed = " + seed);
         Random rnd = new Random(seed);
@@ -132,7 +133,7 @@ class GpuTest {
     }
 
     @Test
-    void realEnqueueIsFreeOfSynchronizingCalls() {
+    void realSubmitOnACallerStreamIsFreeOfSynchronizingCalls() {
         CudaBackend plain = gpu();
         RecordingDriver rec = new RecordingDriver(plain.driver());
         try (Arena arena = Arena.ofConfined(); CudaBackend b = new CudaBackend(rec.driver, 0, Cuda.fatbin(), 1 << 20)) {
@@ -142,13 +143,14 @@ class GpuTest {
             long[] expected = KvChecksums.reference().blockChecksums(c.group(), c.request());
             long[] s = new long[1];
             Cuda.check(b.driver(), b.driver().cuStreamCreate(s, Cuda.STREAM_NON_BLOCKING), "cuStreamCreate");
-            try (PendingChecksums warm = b.enqueue(dev, c.request(), s[0])) {
+            KvChecksum k = KvChecksum.of(b);
+            try (PendingChecksums warm = k.submit(dev, c.request(), s[0])) {
                 assertArrayEquals(expected, warm.get());
             }
             rec.take();
-            PendingChecksums p = b.enqueue(dev, c.request(), s[0]);
+            PendingChecksums p = k.submit(dev, c.request(), s[0]);
             for (RecordingDriver.Call call : rec.take()) {
-                assertTrue(RecordedCallsTest.STEADY.contains(call.name()), "real enqueue called " + call.name());
+                assertTrue(RecordedCallsTest.STEADY.contains(call.name()), "real submit on a caller stream called " + call.name());
                 assertFalse(RecordedCallsTest.SYNCHRONIZING.contains(call.name()), call.name());
             }
             assertArrayEquals(expected, p.get());

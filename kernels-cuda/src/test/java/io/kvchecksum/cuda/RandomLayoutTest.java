@@ -41,7 +41,8 @@ class RandomLayoutTest {
         boolean sawReduce = false;
         for (int[] cfg : configs) {
             fake.smCount = cfg[0];
-            try (CudaBackend cuda = new CudaBackend(rec.driver, 0, Cuda.fatbin(), cfg[1])) {
+            try (CudaBackend backend = new CudaBackend(rec.driver, 0, Cuda.fatbin(), cfg[1])) {
+                KvChecksum cuda = KvChecksum.of(backend);
                 for (int i = 0; i < 60; i++) {
                     try (Arena arena = Arena.ofConfined()) {
                         RandomCase c = RandomCase.make(rnd, arena, i % 2 == 0);
@@ -51,7 +52,7 @@ class RandomLayoutTest {
                         assertArrayEquals(expected, cuda.blockChecksums(c.group(), c.request()), who + " (host memory)");
                         for (RecordingDriver.Call call : rec.take()) {
                             if (call.name().equals("cuLaunchKernel")) {
-                                String k = kernelName(cuda, call.longArg(0));
+                                String k = kernelName(backend, call.longArg(0));
                                 sawV1 |= k.equals(CudaBackend.BLOCK_CHECKSUMS_8B);
                                 sawV2 |= k.equals(CudaBackend.BLOCK_CHECKSUMS_16B);
                                 sawReduce |= k.startsWith("kvc_block_checksums") && call.longArg(2) > 1;
@@ -68,8 +69,8 @@ class RandomLayoutTest {
                         try (PendingChecksums p = cuda.submit(dev, c.request())) {
                             assertArrayEquals(expected, p.get(), who + " (device memory, submit)");
                         }
-                        try (PendingChecksums p = cuda.enqueue(dev, c.request(), 0x5EA11L)) {
-                            assertArrayEquals(expected, p.get(), who + " (device memory, enqueue on a caller stream)");
+                        try (PendingChecksums p = cuda.submit(dev, c.request(), 0x5EA11L)) {
+                            assertArrayEquals(expected, p.get(), who + " (device memory, submit on a caller stream)");
                         }
                         uploads.forEach(fake::cuMemFree);
                     }

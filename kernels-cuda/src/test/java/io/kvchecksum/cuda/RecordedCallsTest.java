@@ -1,6 +1,7 @@
 package io.kvchecksum.cuda;
 
 import io.kvchecksum.KvCacheGroup;
+import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvChecksums;
 import io.kvchecksum.PendingChecksums;
 import io.kvchecksum.RequestBlocks;
@@ -19,7 +20,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
 /**
- * The driver calls an enqueue makes, recorded: no call that synchronizes the device, the context or the caller's
+ * The driver calls a submit on the caller's stream ({@code KvChecksum.of(cuda).submit(plan, stream)}) makes, recorded: no call that synchronizes the device, the context or the caller's
  * stream; the kernel and the descriptor upload go on the caller's stream; the result copy goes on a side stream
  * after an event; and {@code get()} waits on that copy's event and nothing else.
  */
@@ -41,7 +42,8 @@ class RecordedCallsTest {
         fake.smCount = 16;
         RecordingDriver rec = new RecordingDriver(fake);
         System.out.println("RecordedCallsTest seed = " + SEED);
-        try (Arena arena = Arena.ofConfined(); CudaBackend cuda = new CudaBackend(rec.driver, 0, Cuda.fatbin(), 1 << 20)) {
+        try (Arena arena = Arena.ofConfined(); CudaBackend backend = new CudaBackend(rec.driver, 0, Cuda.fatbin(), 1 << 20)) {
+            KvChecksum cuda = KvChecksum.of(backend);
             RandomCase c = RandomCase.make(new Random(SEED), arena, true);
             while (c.request().numBlocks() == 0) {
                 c = RandomCase.make(new Random(SEED + 1), arena, true);
@@ -53,7 +55,7 @@ class RecordedCallsTest {
 
             // First enqueue in the context: may create streams, events and buffers, but still never synchronizes.
             rec.take();
-            PendingChecksums first = cuda.enqueue(dev, r, CALLER_STREAM);
+            PendingChecksums first = cuda.submit(dev, r, CALLER_STREAM);
             for (RecordingDriver.Call call : rec.take()) {
                 assertFalse(SYNCHRONIZING.contains(call.name()), "first enqueue called " + call.name());
             }
@@ -61,7 +63,7 @@ class RecordedCallsTest {
             rec.take();
 
             // Steady state.
-            PendingChecksums p = cuda.enqueue(dev, r, CALLER_STREAM);
+            PendingChecksums p = cuda.submit(dev, r, CALLER_STREAM);
             List<RecordingDriver.Call> calls = rec.take();
             for (RecordingDriver.Call call : calls) {
                 assertTrue(STEADY.contains(call.name()), "steady-state enqueue called " + call.name() + "; all calls: " + calls);
@@ -118,9 +120,9 @@ class RecordedCallsTest {
             first.close();
 
             // Closing without get(): the slot is reused only after its copy completed.
-            PendingChecksums abandoned = cuda.enqueue(dev, r, CALLER_STREAM);
+            PendingChecksums abandoned = cuda.submit(dev, r, CALLER_STREAM);
             abandoned.close();
-            try (PendingChecksums again = cuda.enqueue(dev, r, CALLER_STREAM)) {
+            try (PendingChecksums again = cuda.submit(dev, r, CALLER_STREAM)) {
                 assertArrayEquals(expected, again.get());
             }
             uploads.forEach(fake::cuMemFree);
@@ -131,7 +133,8 @@ class RecordedCallsTest {
     void noDeviceCallBeforeValidationFails() {
         FakeCudaDriver fake = new FakeCudaDriver(HostLibrary.load());
         RecordingDriver rec = new RecordingDriver(fake);
-        try (Arena arena = Arena.ofConfined(); CudaBackend cuda = new CudaBackend(rec.driver, 0, Cuda.fatbin(), 1 << 20)) {
+        try (Arena arena = Arena.ofConfined(); CudaBackend backend = new CudaBackend(rec.driver, 0, Cuda.fatbin(), 1 << 20)) {
+            KvChecksum cuda = KvChecksum.of(backend);
             RandomCase c = RandomCase.make(new Random(SEED), arena, true);
             List<Long> uploads = new ArrayList<>();
             KvCacheGroup dev = RandomLayoutTest.onDevice(fake, c.group(), uploads);
@@ -141,16 +144,21 @@ class RecordedCallsTest {
             RequestBlocks bad = RequestBlocks.of(table, 40, 4);
             rec.take();
             try {
-                cuda.enqueue(dev, bad, CALLER_STREAM);
+                cuda.submit(dev, bad, CALLER_STREAM);
                 fail("a page id out of range must be rejected");
             } catch (io.kvchecksum.InvalidLayoutException e) {
                 assertTrue(e.getMessage().contains("pageTable[" + (pages - 1) + "]"), e.getMessage());
             }
             try {
-                cuda.enqueue(c.group(), c.request(), CALLER_STREAM);
-                fail("enqueue must refuse host memory");
+                cuda.submit(c.group(), c.request(), CALLER_STREAM);
+                fail("a submit on the caller's stream must refuse host memory");
             } catch (io.kvchecksum.InvalidLayoutException e) {
-                assertTrue(e.getMessage().contains("device memory"), e.getMessage());
+                // the backend's limits, applied by the compiler (CompiledPlan.check), with the backend's hint
+                assertTrue(e.getMessage().startsWith("backend 'cuda' takes device memory only on an engine's stream, but layer "),
+                        e.getMessage());
+                assertTrue(e.getMessage().contains(" region is host memory "), e.getMessage());
+                assertTrue(e.getMessage().endsWith("; use the backend's own stream (submit without a stream) for host memory"),
+                        e.getMessage());
             }
             assertTrue(rec.take().isEmpty(), "nothing may reach the driver before validation passes");
             uploads.forEach(fake::cuMemFree);
@@ -160,14 +168,15 @@ class RecordedCallsTest {
     @Test
     void driverErrorsNameTheCallAndTheError() {
         FakeCudaDriver fake = new FakeCudaDriver(HostLibrary.load());
-        try (Arena arena = Arena.ofConfined(); CudaBackend cuda = new CudaBackend(fake, 0, Cuda.fatbin(), 1 << 20)) {
+        try (Arena arena = Arena.ofConfined(); CudaBackend backend = new CudaBackend(fake, 0, Cuda.fatbin(), 1 << 20)) {
+            KvChecksum cuda = KvChecksum.of(backend);
             RandomCase c = RandomCase.make(new Random(SEED), arena, true);
             List<Long> uploads = new ArrayList<>();
             KvCacheGroup dev = RandomLayoutTest.onDevice(fake, c.group(), uploads);
             // No context is current and stream 0 is the legacy default stream: the driver reports an invalid context.
             fake.cuCtxSetCurrent(0);
             try {
-                cuda.enqueue(dev, c.request(), 0);
+                cuda.submit(dev, c.request(), 0);
                 fail("expected a CudaException");
             } catch (CudaException e) {
                 assertEquals("CUDA_ERROR_INVALID_CONTEXT", e.errorName());

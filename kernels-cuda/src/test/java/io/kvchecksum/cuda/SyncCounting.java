@@ -1,6 +1,7 @@
 package io.kvchecksum.cuda;
 
 import com.sun.jna.Pointer;
+import io.kvchecksum.KvChecksum;
 
 import java.util.Set;
 import java.util.concurrent.atomic.LongAdder;
@@ -12,7 +13,8 @@ import java.util.stream.Stream;
  * {@link #COUNTED} (those that block the host on the device, or may, and those that serialize streams) adds one to a
  * {@link LongAdder} the caller owns, from whatever thread makes it. A benchmark reads the adder before and after an
  * operation to report synchronizing calls per operation ({@code kvchecksum-jmh}'s {@code SubmitBench}); a steady-state
- * {@link CudaBackend#enqueue} or device-memory {@link CudaBackend#submit} must add 0, {@code get()} adds 1 (its
+ * {@link KvChecksum#submit(io.kvchecksum.CompiledPlan, long) submit on an engine's stream} or device-memory
+ * {@link KvChecksum#submit(io.kvchecksum.CompiledPlan) submit on the own stream} must add 0, {@code get()} adds 1 (its
  * {@code cuEventSynchronize}).
  *
  * <p>Not for production: engines use {@link CudaBackend#open(int)}. The counting wrapper is a plain delegating
@@ -44,17 +46,18 @@ public final class SyncCounting {
     }
 
     /**
-     * The backend on the device of that ordinal, as {@link CudaBackend#open(int)}, with every driver call in
-     * {@link #COUNTED} counted in {@code syncCalls} (set-up included: read the adder before and after what you
-     * measure).
+     * The front over the backend on the device of that ordinal, as {@code KvChecksum.of(CudaBackend.open(ordinal))},
+     * with every driver call in {@link #COUNTED} counted in {@code syncCalls} (set-up included: read the adder before
+     * and after what you measure). {@code (CudaBackend) front.backend()} gives the backend for its extras
+     * ({@link CudaBackend#upload}).
      *
      * @throws io.kvchecksum.BackendUnavailableException with the reason when CUDA cannot run here
      */
-    public static CudaBackend open(int deviceOrdinal, LongAdder syncCalls) {
-        return open(Cuda.driver(), deviceOrdinal, syncCalls);
+    public static KvChecksum open(int deviceOrdinal, LongAdder syncCalls) {
+        return KvChecksum.of(open(Cuda.driver(), deviceOrdinal, syncCalls));
     }
 
-    /** As {@link #open(int, LongAdder)} on another driver (tests: the CPU-simulated one). */
+    /** The backend of {@link #open(int, LongAdder)} on another driver (tests: the CPU-simulated one). */
     static CudaBackend open(CudaDriver driver, int deviceOrdinal, LongAdder syncCalls) {
         return new CudaBackend(counting(driver, syncCalls), deviceOrdinal, Cuda.fatbin(),
                 LaunchPlanner.DEFAULT_MAX_BLOCKS_PER_LAUNCH);

@@ -1,6 +1,7 @@
 package io.kvchecksum.cuda;
 
 import io.kvchecksum.KvCacheGroup;
+import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvChecksums;
 import io.kvchecksum.KvMemory;
 import io.kvchecksum.PendingChecksums;
@@ -25,7 +26,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * {@link SyncCounting} on the CPU-simulated driver: a steady-state submit or enqueue of device memory counts 0,
+ * {@link SyncCounting} on the CPU-simulated driver: a steady-state submit of device memory, on the own stream or on the
+ * caller's, counts 0,
  * {@code get()} counts its one wait; and {@link CudaBackend#upload} places host bytes in device memory that the
  * kernels read, freed on close.
  */
@@ -67,11 +69,12 @@ class SyncCountingTest {
         FakeCudaDriver fake = new FakeCudaDriver(HostLibrary.load());
         fake.deferCompletion = true;
         LongAdder syncs = new LongAdder();
-        try (Arena arena = Arena.ofConfined(); CudaBackend cuda = SyncCounting.open(fake, 0, syncs)) {
+        try (Arena arena = Arena.ofConfined(); CudaBackend backend = SyncCounting.open(fake, 0, syncs)) {
+            KvChecksum cuda = KvChecksum.of(backend);
             RandomCase c = nonEmpty(arena);
             long[] expected = KvChecksums.reference().blockChecksums(c.group(), c.request());
             List<DeviceBuffer> buffers = new ArrayList<>();
-            KvCacheGroup dev = upload(cuda, c.group(), buffers);
+            KvCacheGroup dev = upload(backend, c.group(), buffers);
             RequestBlocks r = c.request();
             try (PendingChecksums warm = cuda.submit(dev, r)) {   // first in the context: allocates its pool
                 assertArrayEquals(expected, warm.get());
@@ -86,8 +89,8 @@ class SyncCountingTest {
                 p.close();
 
                 before = syncs.sum();
-                PendingChecksums q = cuda.enqueue(dev, r, CALLER_STREAM);
-                assertEquals(0, syncs.sum() - before, "a steady-state enqueue must not synchronize");
+                PendingChecksums q = cuda.submit(dev, r, CALLER_STREAM);
+                assertEquals(0, syncs.sum() - before, "a steady-state submit on the caller's stream must not synchronize");
                 beforeGet = syncs.sum();
                 assertArrayEquals(expected, q.get());
                 assertEquals(1, syncs.sum() - beforeGet, "get() waits once");
@@ -108,18 +111,19 @@ class SyncCountingTest {
     @Test
     void uploadPlacesHostBytesOnTheDeviceAndCloseFreesThem() {
         FakeCudaDriver fake = new FakeCudaDriver(HostLibrary.load());
-        try (Arena arena = Arena.ofConfined(); CudaBackend cuda = new CudaBackend(fake, 0, Cuda.fatbin(), 1 << 20)) {
+        try (Arena arena = Arena.ofConfined(); CudaBackend backend = new CudaBackend(fake, 0, Cuda.fatbin(), 1 << 20)) {
+            KvChecksum cuda = KvChecksum.of(backend);
             RandomCase c = nonEmpty(arena);
             long[] expected = KvChecksums.reference().blockChecksums(c.group(), c.request());
             int before = fake.liveDeviceAllocations();
             List<DeviceBuffer> buffers = new ArrayList<>();
-            KvCacheGroup dev = upload(cuda, c.group(), buffers);
+            KvCacheGroup dev = upload(backend, c.group(), buffers);
             assertEquals(before + buffers.size(), fake.liveDeviceAllocations());
             for (DeviceBuffer b : buffers) {
                 assertTrue(b.memory() instanceof KvMemory.Device, b.toString());
             }
-            try (PendingChecksums p = cuda.enqueue(dev, c.request(), CALLER_STREAM)) {
-                assertArrayEquals(expected, p.get(), "enqueue on uploaded memory");
+            try (PendingChecksums p = cuda.submit(dev, c.request(), CALLER_STREAM)) {
+                assertArrayEquals(expected, p.get(), "submit on the caller's stream, uploaded memory");
             }
             assertArrayEquals(expected, cuda.blockChecksums(dev, c.request()), "blockChecksums on uploaded memory");
 
@@ -128,7 +132,7 @@ class SyncCountingTest {
             for (int i = 0; i < heap.length; i++) {
                 heap[i] = 0x9E3779B97F4A7C15L * (i + 1);
             }
-            try (DeviceBuffer b = cuda.upload(MemorySegment.ofArray(heap))) {
+            try (DeviceBuffer b = backend.upload(MemorySegment.ofArray(heap))) {
                 assertEquals(8L * heap.length, b.byteSize());
                 @SuppressWarnings("restricted")
                 MemorySegment onDevice = MemorySegment.ofAddress(b.memory().address()).reinterpret(b.byteSize());
@@ -141,7 +145,7 @@ class SyncCountingTest {
             first.close();  // twice: nothing more
             assertEquals(live - 1, fake.liveDeviceAllocations(), "close frees the buffer");
             assertThrows(IllegalStateException.class, first::memory);
-            try (DeviceBuffer empty = cuda.upload(MemorySegment.ofArray(new byte[0]))) {
+            try (DeviceBuffer empty = backend.upload(MemorySegment.ofArray(new byte[0]))) {
                 assertEquals(0, empty.byteSize());
             }
             // The others are left open: closing the backend frees them.

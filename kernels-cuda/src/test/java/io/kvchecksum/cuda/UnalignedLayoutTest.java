@@ -77,7 +77,8 @@ class UnalignedLayoutTest {
         KvChecksum cpu = KvChecksums.cpu();
         FakeCudaDriver fake = new FakeCudaDriver(HostLibrary.load());
         RecordingDriver rec = new RecordingDriver(fake);
-        try (CudaBackend cuda = new CudaBackend(rec.driver, 0, Cuda.fatbin(), 1 << 20)) {
+        try (CudaBackend backend = new CudaBackend(rec.driver, 0, Cuda.fatbin(), 1 << 20)) {
+            KvChecksum cuda = KvChecksum.of(backend);
             for (int skew = 1; skew <= 15; skew++) {
                 try (Arena arena = Arena.ofConfined()) {
                     int pageSize = 1 + rnd.nextInt(16);
@@ -91,7 +92,7 @@ class UnalignedLayoutTest {
                     assertArrayEquals(expected, cuda.blockChecksums(g, r), who + " (cuda, host memory)");
                     for (RecordingDriver.Call c : rec.take()) {
                         if (c.name().equals("cuLaunchKernel")) {
-                            String k = RandomLayoutTest.kernelName(cuda, c.longArg(0));
+                            String k = RandomLayoutTest.kernelName(backend, c.longArg(0));
                             if (k.startsWith("kvc_block_checksums")) {
                                 assertEquals(CudaBackend.BLOCK_CHECKSUMS_1B, k, who + ": an unaligned layout needs the byte-assembling kernel");
                             }
@@ -102,8 +103,8 @@ class UnalignedLayoutTest {
                     assertEquals(slices, cpu.sliceSums(g, r), who + " (cpu slice sums)");
                     List<Long> uploads = new ArrayList<>();
                     KvCacheGroup dev = RandomLayoutTest.onDevice(fake, g, uploads);
-                    try (PendingChecksums p = cuda.enqueue(dev, r, 0x5EA11L)) {
-                        assertArrayEquals(expected, p.get(), who + " (cuda, device memory, enqueue)");
+                    try (PendingChecksums p = cuda.submit(dev, r, 0x5EA11L)) {
+                        assertArrayEquals(expected, p.get(), who + " (cuda, device memory, submit on a caller stream)");
                     }
                     uploads.forEach(fake::cuMemFree);
                 }
@@ -116,7 +117,8 @@ class UnalignedLayoutTest {
     void unalignedDevicePointersUseTheByteAssemblingKernel() {
         Random rnd = new Random(SEED + 1);
         FakeCudaDriver fake = new FakeCudaDriver(HostLibrary.load());
-        try (Arena arena = Arena.ofConfined(); CudaBackend cuda = new CudaBackend(fake, 0, Cuda.fatbin(), 1 << 20)) {
+        try (Arena arena = Arena.ofConfined(); CudaBackend backend = new CudaBackend(fake, 0, Cuda.fatbin(), 1 << 20)) {
+            KvChecksum cuda = KvChecksum.of(backend);
             for (int skew = 1; skew <= 15; skew++) {
                 // An aligned layout (skew 0 within its memory), its memory placed `skew` bytes into an allocation.
                 KvCacheGroup g = skewed(rnd, arena, 0, 2, 2, 2, 4, 3);
@@ -132,7 +134,7 @@ class UnalignedLayoutTest {
                     uploads.add(p);
                     return KvMemory.device(p + s, seg.byteSize());
                 }));
-                try (PendingChecksums p = cuda.enqueue(dev, r, 0x5EA11L)) {
+                try (PendingChecksums p = cuda.submit(dev, r, 0x5EA11L)) {
                     assertArrayEquals(expected, p.get(), "seed " + (SEED + 1) + ", pointer skew " + skew);
                 }
                 uploads.forEach(fake::cuMemFree);
@@ -160,16 +162,17 @@ class UnalignedLayoutTest {
                     }
                 });
         Random rnd = new Random(SEED + 2);
-        try (Arena arena = Arena.ofConfined(); CudaBackend cuda = new CudaBackend(swapping, 0, Cuda.fatbin(), 1 << 20)) {
+        try (Arena arena = Arena.ofConfined(); CudaBackend backend = new CudaBackend(swapping, 0, Cuda.fatbin(), 1 << 20)) {
+            KvChecksum cuda = KvChecksum.of(backend);
             KvCacheGroup g = skewed(rnd, arena, 3, 2, 2, 2, 4, 3);
             RequestBlocks r = RequestBlocks.of(new int[] {2, 0, 1}, 12, 0, 4);
             long[] expected = KvChecksums.reference().blockChecksums(g, r);
             assertArrayEquals(expected, cuda.blockChecksums(g, r), "the byte-assembling kernel");
-            swap[0] = cuda.kernel(CudaBackend.BLOCK_CHECKSUMS_1B);
-            swap[1] = cuda.kernel(CudaBackend.BLOCK_CHECKSUMS_8B);
+            swap[0] = backend.kernel(CudaBackend.BLOCK_CHECKSUMS_1B);
+            swap[1] = backend.kernel(CudaBackend.BLOCK_CHECKSUMS_8B);
             CudaException e = assertThrows(CudaException.class, () -> cuda.blockChecksums(g, r));
             assertEquals("CUDA_ERROR_MISALIGNED_ADDRESS", e.errorName(), e.getMessage());
-            swap[1] = cuda.kernel(CudaBackend.BLOCK_CHECKSUMS_16B);
+            swap[1] = backend.kernel(CudaBackend.BLOCK_CHECKSUMS_16B);
             e = assertThrows(CudaException.class, () -> cuda.blockChecksums(g, r));
             assertTrue(e.getMessage().contains("MISALIGNED"), e.getMessage());
         }

@@ -1,6 +1,7 @@
 package io.kvchecksum.cuda;
 
 import io.kvchecksum.KvCacheGroup;
+import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvChecksums;
 import io.kvchecksum.engine.BlockSelection;
 import io.kvchecksum.engine.ChecksumMetrics;
@@ -50,7 +51,8 @@ class WorkerPathSyncTest {
                 host.add(c.group());
                 parts.add(new WorkerChecksummer.ReplicaPart(ReplicaKey.NONE, RandomLayoutTest.onDevice(fake, c.group(), uploads)));
             }
-            WorkerChecksummer worker = new WorkerChecksummer(cuda, 0, 0,
+            // the engine keeps one front per worker
+            WorkerChecksummer worker = new WorkerChecksummer(KvChecksum.of(cuda), 0, 0,
                     List.of(new WorkerChecksummer.WorkerGroup(0, 42, parts)), Map.of(), ChecksumMetrics.NONE);
             List<BlockSelection> sel = List.of(BlockSelection.producer(0, new int[] {2, 0, 1}, -1, 40, 16, null));
             long[] expected = new long[3];
