@@ -174,18 +174,25 @@ public final class CompiledPlan {
     }
 
     /**
-     * Refuses the plan, before anything runs, when a launch's memory is of a kind the backend does not declare it reads.
+     * Refuses the plan, before anything runs, for a limit the backend declares: a launch's memory of a kind it does not
+     * read, or more slices of byte cells in one launch than it takes.
      *
      * @param backend the backend's name, for the message
      * @param limits what it reads
      * @param onStream whether the plan is to run on an engine's stream or queue
-     * @throws InvalidLayoutException naming the limit and the first region beyond it
+     * @throws InvalidLayoutException naming the limit and what is beyond it
      */
     public void check(String backend, BackendLimits limits, boolean onStream) {
         Set<Residency> allowed = limits.allowed(onStream);
         for (Launch l : launches) {
             if (!allowed.contains(l.memory())) {
                 throw l.slices().wrongMemory(rule(backend, allowed, onStream), allowed, limits.hint());
+            }
+            if (l.cellKind() == CellKind.BYTE_CELLS && l.slices().numSlices() > limits.maxByteCellSlices()) {
+                throw new InvalidLayoutException("backend '" + backend + "' takes at most " + limits.maxByteCellSlices()
+                        + " slices of byte cells in one launch, but request " + l.request() + " has "
+                        + l.slices().numSlices() + " (layers " + l.slices().group().layers().stream()
+                        .map(x -> Integer.toString(x.layer())).distinct().limit(8).toList() + ")");
             }
         }
     }

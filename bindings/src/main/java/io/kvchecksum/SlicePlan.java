@@ -269,8 +269,8 @@ public final class SlicePlan {
     }
 
     /**
-     * As {@link #of(KvCacheGroup, RequestBlocks)}, in checksum mode {@code mode}. A backend that does not implement
-     * the mode refuses the plan before reading anything ({@link #requireMode}); none silently computes another mode.
+     * As {@link #of(KvCacheGroup, RequestBlocks)}, in checksum mode {@code mode} ({@link #of(KvCacheGroup,
+     * RequestBlocks, ChecksumSpec)} without padding).
      *
      * @param group the cache the plan reads
      * @param request the block table and token range to checksum, in {@code group}'s pages

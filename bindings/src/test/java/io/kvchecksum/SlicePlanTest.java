@@ -69,7 +69,7 @@ class SlicePlanTest {
             assertTrue(e.getMessage().startsWith("backend 'cpu' reads host memory only, but layer 0 V region is device memory"),
                     e.getMessage());
             BackendLimits deviceOnStream = new BackendLimits(Set.of(SlicePlan.Residency.HOST, SlicePlan.Residency.MIXED),
-                    Set.of(SlicePlan.Residency.DEVICE), "; use submit");
+                    Set.of(SlicePlan.Residency.DEVICE), Integer.MAX_VALUE, "; use submit");
             c.check("gpu", deviceOnStream, false);
             e = assertThrows(InvalidLayoutException.class, () -> c.check("gpu", deviceOnStream, true));
             assertTrue(e.getMessage().startsWith("backend 'gpu' takes device memory only on an engine's stream, but layer 0 K"

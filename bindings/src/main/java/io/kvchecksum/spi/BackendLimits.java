@@ -13,18 +13,25 @@ import java.util.Set;
  *
  * @param reads where a launch's memory may live when the backend runs on its own stream (or on the calling thread)
  * @param readsOnStream where a launch's memory may live when it runs on an engine's stream or queue
- * @param hint what to do instead, appended to a refusal (may be empty, not null)
+ * @param maxByteCellSlices the most (layer, head) slices one launch of {@link io.kvchecksum.CompiledPlan.CellKind#BYTE_CELLS
+ *     byte cells} may have ({@link Integer#MAX_VALUE}: no limit)
+ * @param hint what to do instead of a refused memory kind, appended to that refusal (may be empty, not null)
  */
-public record BackendLimits(Set<Residency> reads, Set<Residency> readsOnStream, String hint) {
+public record BackendLimits(Set<Residency> reads, Set<Residency> readsOnStream, int maxByteCellSlices, String hint) {
     /** Host memory only, on the calling thread: the CPU backends (which have no stream and ignore one). */
-    public static final BackendLimits HOST_ONLY = new BackendLimits(Set.of(Residency.HOST), Set.of(Residency.HOST), "");
+    public static final BackendLimits HOST_ONLY = new BackendLimits(Set.of(Residency.HOST), Set.of(Residency.HOST),
+            Integer.MAX_VALUE, "");
 
     /**
      * Copies the sets.
      *
      * @throws NullPointerException when a component is null
+     * @throws IllegalArgumentException when {@code maxByteCellSlices} is not positive
      */
     public BackendLimits {
+        if (maxByteCellSlices < 1) {
+            throw new IllegalArgumentException("maxByteCellSlices must be positive, got " + maxByteCellSlices);
+        }
         reads = Set.copyOf(Objects.requireNonNull(reads, "reads"));
         readsOnStream = Set.copyOf(Objects.requireNonNull(readsOnStream, "readsOnStream"));
         Objects.requireNonNull(hint, "hint");

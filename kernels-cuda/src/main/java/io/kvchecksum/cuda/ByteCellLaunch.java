@@ -1,7 +1,6 @@
 package io.kvchecksum.cuda;
 
 import io.kvchecksum.ChecksumMode;
-import io.kvchecksum.InvalidLayoutException;
 import io.kvchecksum.KvMemory;
 import io.kvchecksum.RequestBlocks;
 import io.kvchecksum.SlicePlan;
@@ -25,6 +24,9 @@ final class ByteCellLaunch {
     private ByteCellLaunch() {
     }
 
+    /** The most slices of one launch: a warp each, in a grid of at most {@link LaunchPlanner#MAX_GRID_Y} rows. */
+    static final int MAX_SLICES = LaunchPlanner.MAX_GRID_Y * LaunchPlanner.WARPS;
+
     /**
      * Enqueues the byte-cell kernel for a byte-cell launch's {@code plan} on {@code stream}: block checksums
      * ({@code slices == false}) or slice sums; {@code address} gives the device address of each region's memory.
@@ -33,11 +35,7 @@ final class ByteCellLaunch {
                               ToLongFunction<KvMemory> address, boolean slices) {
         int ns = plan.numSlices();
         int nb = plan.numBlocks();
-        int sliceGroups = Math.ceilDiv(ns, LaunchPlanner.WARPS);
-        if (sliceGroups > LaunchPlanner.MAX_GRID_Y) {
-            throw new InvalidLayoutException(ns + " slices with byte cells are more than one launch takes ("
-                    + (long) LaunchPlanner.MAX_GRID_Y * LaunchPlanner.WARPS + ")");
-        }
+        int sliceGroups = Math.ceilDiv(ns, LaunchPlanner.WARPS);   // at most MAX_GRID_Y: a declared limit
         int pages = plan.numPages();
         RequestBlocks r = plan.request();
         long tableOff = (long) ns * KernelAbi.SLICE_BYTES;

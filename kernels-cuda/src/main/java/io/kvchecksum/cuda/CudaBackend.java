@@ -85,9 +85,13 @@ public final class CudaBackend implements Backend {
             SLICE_SUMS_16B + MIXED_SUFFIX, SUM_PARTS, FILL, SUM, ByteCellLaunch.BLOCK_CHECKSUMS, ByteCellLaunch.SLICE_SUMS,
             ByteCellLaunch.BLOCK_CHECKSUMS + MIXED_SUFFIX, ByteCellLaunch.SLICE_SUMS + MIXED_SUFFIX, PAGE_DIGEST);
 
-    /** Any memory on the own stream (host memory is copied to the device first); device memory only on an engine's. */
+    /**
+     * Any memory on the own stream (host memory is copied to the device first); device memory only on an engine's; the
+     * byte-cell kernels take a warp per slice in a grid of at most {@link LaunchPlanner#MAX_GRID_Y} rows of warps.
+     */
     private static final BackendLimits LIMITS = new BackendLimits(EnumSet.allOf(SlicePlan.Residency.class),
-            Set.of(SlicePlan.Residency.DEVICE), "; use the backend's own stream (submit without a stream) for host memory");
+            Set.of(SlicePlan.Residency.DEVICE), ByteCellLaunch.MAX_SLICES,
+            "; use the backend's own stream (submit without a stream) for host memory");
 
     /** {@code CUstreamCaptureStatus}: not capturing. */
     static final int CAPTURE_STATUS_NONE = 0;
