@@ -1,6 +1,6 @@
 package io.kvchecksum.bench;
 
-import io.kvchecksum.internal.FastCpuBackend;
+import io.kvchecksum.spi.CpuWorkSplit;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -32,9 +32,9 @@ import java.util.concurrent.Future;
  */
 public final class MemoryBound implements AutoCloseable {
     /** The CPU backend's threshold: a hand-off to another thread costs more than a small read. */
-    public static final long PARALLEL_BYTES = FastCpuBackend.PARALLEL_BYTES;
+    public static final long PARALLEL_BYTES = CpuWorkSplit.PARALLEL_BYTES;
     /** The CPU backend's smallest task. */
-    static final long TASK_BYTES = FastCpuBackend.TASK_BYTES;
+    static final long TASK_BYTES = CpuWorkSplit.TASK_BYTES;
     /** The copy destination is at most this large; beyond, copies wrap around it (still far beyond the LLC). */
     static final long MAX_DESTINATION = 1L << 30;
 

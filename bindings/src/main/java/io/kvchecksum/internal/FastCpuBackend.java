@@ -9,6 +9,7 @@ import io.kvchecksum.RequestBlocks;
 import io.kvchecksum.SlicePlan;
 import io.kvchecksum.spi.Backend;
 import io.kvchecksum.spi.BackendLimits;
+import io.kvchecksum.spi.CpuWorkSplit;
 
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
@@ -31,9 +32,9 @@ import java.util.concurrent.Future;
  */
 public final class FastCpuBackend implements Backend {
     /** Below this many KV bytes a request runs on the calling thread (the read bound splits work the same way). */
-    public static final long PARALLEL_BYTES = 4L << 20;
+    public static final long PARALLEL_BYTES = CpuWorkSplit.PARALLEL_BYTES;
     /** The smallest piece of work handed to another thread. */
-    public static final long TASK_BYTES = 1L << 20;
+    public static final long TASK_BYTES = CpuWorkSplit.TASK_BYTES;
 
     private static final SliceKernel KERNEL = loadKernel(false);
     /** The mixed mode's loops: the same structure as {@link #KERNEL}'s, each piece through the mixer as it is read. */
