@@ -3,6 +3,7 @@ package io.kvchecksum.golden;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.kvchecksum.CellPadding;
 import io.kvchecksum.ChecksumMode;
+import io.kvchecksum.ChecksumSpec;
 import io.kvchecksum.InvalidLayoutException;
 import io.kvchecksum.KvCacheGroup;
 import io.kvchecksum.KvChecksum;
@@ -31,8 +32,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * The golden suite for one backend, as JUnit dynamic tests: every vector through every operation, compared exactly,
  * each (backend, vector) pair its own test named {@code "<backend> · <vector>"}; then every vector again in the
- * {@link ChecksumMode#MIXED mixed mode} against NumPy's mixed expectations ({@code "<backend> · mixed · <vector>"}),
- * or, for a backend that does not implement the mode, a test that it refuses a mixed plan before reading anything;
+ * {@link ChecksumMode#MIXED mixed mode} against NumPy's mixed expectations ({@code "<backend> · mixed · <vector>"});
  * then the cell vectors ({@code "<backend> · cells · <vector>"}: pieces straddling K and V, index-K caches, padded cells),
  * then NumPy's state-row digests ({@link GoldenStateRows}, {@code "<backend> · state rows · <case>"}).
  * (Combining and rechunking are pure functions of the slice sums, the same in every mode.) A backend module runs it with
@@ -79,15 +79,9 @@ public final class GoldenSuite {
         }
         nodes.add(DynamicContainer.dynamicContainer(backend.name() + " · relations", rel));
         List<DynamicNode> mixed = new ArrayList<>();
-        if (backend.supports(ChecksumMode.MIXED)) {
-            for (GoldenVector v : GoldenVectors.all()) {
-                mixed.add(DynamicTest.dynamicTest(backend.name() + " · mixed · " + v.name(),
-                        () -> checkMixed(backend, GoldenVectors.mixed(v.name()), placement)));
-            }
-        } else {
-            GoldenVector v = GoldenVectors.all().get(0);
-            mixed.add(DynamicTest.dynamicTest(backend.name() + " · mixed · refused before reading",
-                    () -> checkRefused(backend, v, placement)));
+        for (GoldenVector v : GoldenVectors.all()) {
+            mixed.add(DynamicTest.dynamicTest(backend.name() + " · mixed · " + v.name(),
+                    () -> checkMixed(backend, GoldenVectors.mixed(v.name()), placement)));
         }
         nodes.add(DynamicContainer.dynamicContainer(backend.name() + " · mixed mode", mixed));
         List<DynamicNode> cells = new ArrayList<>();
@@ -100,8 +94,8 @@ public final class GoldenSuite {
     }
 
     /**
-     * A cell vector ({@code vectors-cells}): the standard values through every operation, then the mixed ones where the
-     * backend has the mode; a padded vector is refused without {@link CellPadding#ZEROS} before anything is read.
+     * A cell vector ({@code vectors-cells}): the standard values through every operation, then the mixed ones; a padded
+     * vector is refused without {@link CellPadding#ZEROS} before anything is read.
      */
     private static void checkCells(KvChecksum k, GoldenVector v, Function<HostCase, KvCacheGroup> placement) {
         try (Arena arena = Arena.ofShared()) {
@@ -115,7 +109,7 @@ public final class GoldenSuite {
                         who + ": computed without padding");
                 assertTrue(e.getMessage().contains("not whole 8-byte pieces"), e.getMessage());
             }
-            SlicePlan plan = SlicePlan.of(g, r, ChecksumMode.STANDARD, padding);
+            SlicePlan plan = SlicePlan.of(g, r, new ChecksumSpec(ChecksumMode.STANDARD, padding));
             long[] expected = v.expected();
             assertArrayEquals(expected, v.expectedSlices().combine(), who + " (combine of NumPy's slice sums)");
             for (int call = 0; call < 2; call++) {
@@ -125,12 +119,10 @@ public final class GoldenSuite {
             try (PendingChecksums p = k.submit(plan)) {
                 assertArrayEquals(expected, p.get(), who + " (submit)");
             }
-            if (k.supports(ChecksumMode.MIXED)) {
-                GoldenVector m = GoldenVectors.mixedOf(v);
-                SlicePlan mixed = plan.withMode(ChecksumMode.MIXED);
-                assertArrayEquals(m.expected(), k.blockChecksums(mixed), who + " (mixed, fused)");
-                assertEquals(m.expectedSlices(), k.sliceSums(mixed), who + " (mixed, slice sums)");
-            }
+            GoldenVector m = GoldenVectors.mixedOf(v);
+            SlicePlan mixed = plan.withMode(ChecksumMode.MIXED);
+            assertArrayEquals(m.expected(), k.blockChecksums(mixed), who + " (mixed, fused)");
+            assertEquals(m.expectedSlices(), k.sliceSums(mixed), who + " (mixed, slice sums)");
         }
     }
 
@@ -196,25 +188,6 @@ public final class GoldenSuite {
                 KvCacheGroup fg = placement.apply(new HostCase(v, f.group(), buffers));
                 assertArrayEquals(expected, k.blockChecksums(SlicePlan.of(fg, f.request(), ChecksumMode.MIXED)),
                         who + " (fused, " + v.family() + " constructor)");
-            }
-        }
-    }
-
-    /** A backend without the mixed mode must say so, for every entry point, rather than compute the standard mode. */
-    private static void checkRefused(KvChecksum k, GoldenVector v, Function<HostCase, KvCacheGroup> placement) {
-        try (Arena arena = Arena.ofShared()) {
-            List<MemorySegment> buffers = v.buffers(arena);
-            KvCacheGroup g = placement.apply(new HostCase(v, v.group(buffers), buffers));
-            SlicePlan plan = SlicePlan.of(g, v.request(), ChecksumMode.MIXED);
-            for (String what : List.of("blockChecksums", "sliceSums", "submit")) {
-                InvalidLayoutException e = assertThrows(InvalidLayoutException.class, () -> {
-                    switch (what) {
-                        case "blockChecksums" -> k.blockChecksums(plan);
-                        case "sliceSums" -> k.sliceSums(plan);
-                        default -> k.submit(plan).close();
-                    }
-                }, k.name() + " computed a mixed plan through " + what + " without implementing the mode");
-                assertTrue(e.getMessage().contains("mixed"), e.getMessage());
             }
         }
     }
