@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates the golden vectors into a temporary folder and compares them with the committed ones
 # (golden/src/main/resources/vectors, the mixed-mode values in vectors-mixed, the state-row digests in
-# vectors-state, the page-digest vectors in vectors-digest), then re-verifies the committed files with verify.py,
-# and runs the detection campaign's short run (docs/detection.md).
+# vectors-state, the page-digest vectors in vectors-digest, the combination vectors in vectors-combinations), then
+# re-verifies the committed files with verify.py, and runs the detection campaign's short run (docs/detection.md).
 # Exits non-zero, with a message, if anything differs.  Needs python3 with numpy (PYTHON=... to override).
 set -euo pipefail
 
@@ -62,6 +62,8 @@ same_as_committed generate_mixed.py "$root/golden/src/main/resources/vectors-mix
 same_as_committed generate_cells.py "$root/golden/src/main/resources/vectors-cells" "cell vectors"
 same_as_committed generate_state.py "$root/golden/src/main/resources/vectors-state" "state-row digests"
 same_as_committed generate_digest.py "$root/golden/src/main/resources/vectors-digest" "page-digest vectors"
+# Combinations: padded and straddling cells in segmented caches, mixed mode over both cell kinds, several requests.
+same_as_committed generate_combinations.py "$root/golden/src/main/resources/vectors-combinations" "combination vectors"
 
 # Detection campaign, short run (fixed seeds, a few seconds): fails if the mixed mode's mixer misses any fault
 # or a proved property of the standard mode (single changes always caught, its bit-63 blind spot) does not hold.

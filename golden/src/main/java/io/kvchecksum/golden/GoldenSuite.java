@@ -3,13 +3,18 @@ package io.kvchecksum.golden;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.kvchecksum.CellPadding;
 import io.kvchecksum.ChecksumMode;
+import io.kvchecksum.ChecksumSpec;
+import io.kvchecksum.CompiledPlan;
 import io.kvchecksum.InvalidLayoutException;
 import io.kvchecksum.KvCacheGroup;
 import io.kvchecksum.KvChecksum;
+import io.kvchecksum.KvSegments;
+import io.kvchecksum.KvSource;
 import io.kvchecksum.PendingChecksums;
 import io.kvchecksum.Rechunked;
 import io.kvchecksum.RequestBlocks;
 import io.kvchecksum.SlicePlan;
+import io.kvchecksum.SliceSums;
 import org.junit.jupiter.api.DynamicContainer;
 import org.junit.jupiter.api.DynamicNode;
 import org.junit.jupiter.api.DynamicTest;
@@ -31,10 +36,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * The golden suite for one backend, as JUnit dynamic tests: every vector through every operation, compared exactly,
  * each (backend, vector) pair its own test named {@code "<backend> · <vector>"}; then every vector again in the
- * {@link ChecksumMode#MIXED mixed mode} against NumPy's mixed expectations ({@code "<backend> · mixed · <vector>"}),
- * or, for a backend that does not implement the mode, a test that it refuses a mixed plan before reading anything;
+ * {@link ChecksumMode#MIXED mixed mode} against NumPy's mixed expectations ({@code "<backend> · mixed · <vector>"});
  * then the cell vectors ({@code "<backend> · cells · <vector>"}: pieces straddling K and V, index-K caches, padded cells),
- * then NumPy's state-row digests ({@link GoldenStateRows}, {@code "<backend> · state rows · <case>"}).
+ * then the combination vectors ({@link CombinationVector}, {@code "<backend> · combinations · <vector>"}: padded and
+ * straddling cells in a segmented cache, the mixed mode over layers of both cell kinds, several requests in one compiled
+ * plan), then NumPy's state-row digests ({@link GoldenStateRows}, {@code "<backend> · state rows · <case>"}).
  * (Combining and rechunking are pure functions of the slice sums, the same in every mode.) A backend module runs it with
  * <pre>{@code
  * @TestFactory Stream<DynamicNode> golden() { return GoldenSuite.tests(backend); }
@@ -60,7 +66,8 @@ public final class GoldenSuite {
      * @param backend the backend under test
      * @param placement given each vector's host cache, returns the layout the backend reads (the same bytes, wherever
      *     it put them); called once per test, inside it
-     * @return the dynamic tests: one per vector, the relations, and the mixed-mode tests
+     * @return the dynamic tests: one per vector, the relations, the mixed-mode tests, the cell and combination vectors
+     *     and the state rows
      */
     public static Stream<DynamicNode> tests(KvChecksum backend, Function<HostCase, KvCacheGroup> placement) {
         List<DynamicNode> nodes = new ArrayList<>();
@@ -79,15 +86,9 @@ public final class GoldenSuite {
         }
         nodes.add(DynamicContainer.dynamicContainer(backend.name() + " · relations", rel));
         List<DynamicNode> mixed = new ArrayList<>();
-        if (backend.supports(ChecksumMode.MIXED)) {
-            for (GoldenVector v : GoldenVectors.all()) {
-                mixed.add(DynamicTest.dynamicTest(backend.name() + " · mixed · " + v.name(),
-                        () -> checkMixed(backend, GoldenVectors.mixed(v.name()), placement)));
-            }
-        } else {
-            GoldenVector v = GoldenVectors.all().get(0);
-            mixed.add(DynamicTest.dynamicTest(backend.name() + " · mixed · refused before reading",
-                    () -> checkRefused(backend, v, placement)));
+        for (GoldenVector v : GoldenVectors.all()) {
+            mixed.add(DynamicTest.dynamicTest(backend.name() + " · mixed · " + v.name(),
+                    () -> checkMixed(backend, GoldenVectors.mixed(v.name()), placement)));
         }
         nodes.add(DynamicContainer.dynamicContainer(backend.name() + " · mixed mode", mixed));
         List<DynamicNode> cells = new ArrayList<>();
@@ -95,13 +96,20 @@ public final class GoldenSuite {
             cells.add(DynamicTest.dynamicTest(backend.name() + " · cells · " + v.name(), () -> checkCells(backend, v, placement)));
         }
         nodes.add(DynamicContainer.dynamicContainer(backend.name() + " · cells (straddling, index-K, padded)", cells));
+        List<DynamicNode> combinations = new ArrayList<>();
+        for (CombinationVector v : GoldenVectors.combinations()) {
+            combinations.add(DynamicTest.dynamicTest(backend.name() + " · combinations · " + v.name(),
+                    () -> checkCombination(backend, v, placement)));
+        }
+        nodes.add(DynamicContainer.dynamicContainer(
+                backend.name() + " · combinations (padded segments, mixed byte cells, several requests)", combinations));
         nodes.add(GoldenStateRows.tests(backend, placement));
         return nodes.stream();
     }
 
     /**
-     * A cell vector ({@code vectors-cells}): the standard values through every operation, then the mixed ones where the
-     * backend has the mode; a padded vector is refused without {@link CellPadding#ZEROS} before anything is read.
+     * A cell vector ({@code vectors-cells}): the standard values through every operation, then the mixed ones; a padded
+     * vector is refused without {@link CellPadding#ZEROS} before anything is read.
      */
     private static void checkCells(KvChecksum k, GoldenVector v, Function<HostCase, KvCacheGroup> placement) {
         try (Arena arena = Arena.ofShared()) {
@@ -115,7 +123,7 @@ public final class GoldenSuite {
                         who + ": computed without padding");
                 assertTrue(e.getMessage().contains("not whole 8-byte pieces"), e.getMessage());
             }
-            SlicePlan plan = SlicePlan.of(g, r, ChecksumMode.STANDARD, padding);
+            SlicePlan plan = SlicePlan.of(g, r, new ChecksumSpec(ChecksumMode.STANDARD, padding));
             long[] expected = v.expected();
             assertArrayEquals(expected, v.expectedSlices().combine(), who + " (combine of NumPy's slice sums)");
             for (int call = 0; call < 2; call++) {
@@ -125,20 +133,89 @@ public final class GoldenSuite {
             try (PendingChecksums p = k.submit(plan)) {
                 assertArrayEquals(expected, p.get(), who + " (submit)");
             }
-            if (k.supports(ChecksumMode.MIXED)) {
-                GoldenVector m = GoldenVectors.mixedOf(v);
-                SlicePlan mixed = plan.withMode(ChecksumMode.MIXED);
-                assertArrayEquals(m.expected(), k.blockChecksums(mixed), who + " (mixed, fused)");
-                assertEquals(m.expectedSlices(), k.sliceSums(mixed), who + " (mixed, slice sums)");
+            GoldenVector m = GoldenVectors.mixedOf(v);
+            SlicePlan mixed = plan.withMode(ChecksumMode.MIXED);
+            assertArrayEquals(m.expected(), k.blockChecksums(mixed), who + " (mixed, fused)");
+            assertEquals(m.expectedSlices(), k.sliceSums(mixed), who + " (mixed, slice sums)");
+        }
+    }
+
+    /**
+     * A combination vector ({@code vectors-combinations}) in both modes: all its requests compiled into one plan
+     * ({@link KvChecksum#compile}), each request's block checksums, slice sums and share of the submitted values
+     * compared exactly with NumPy's; then each request compiled alone, and through the one-request entry point of its
+     * source ({@link SlicePlan} for a group, {@link KvSegments#plan} for segments), which must give the same values. A
+     * vector with padded cells is first refused without {@link CellPadding#ZEROS}, before anything is read.
+     */
+    private static void checkCombination(KvChecksum k, CombinationVector v, Function<HostCase, KvCacheGroup> placement) {
+        try (Arena arena = Arena.ofShared()) {
+            List<MemorySegment> buffers = v.buffers(arena);
+            List<KvCacheGroup> groups = new ArrayList<>();
+            for (KvCacheGroup g : v.groups(buffers)) {
+                groups.add(placement.apply(new HostCase(null, g, buffers)));
+            }
+            KvSource source = v.segmented() ? KvSegments.of(groups) : groups.get(0);
+            List<RequestBlocks> requests = v.requests();
+            int n = requests.size();
+            String who = k.name() + " · combinations · " + v.name();
+            CellPadding padding = v.padCells() ? CellPadding.ZEROS : CellPadding.NONE;
+            if (v.padCells()) {
+                InvalidLayoutException e = assertThrows(InvalidLayoutException.class,
+                        () -> k.compile(source, requests, ChecksumSpec.STANDARD), who + ": compiled without padding");
+                assertTrue(e.getMessage().contains("not whole 8-byte pieces"), e.getMessage());
+            }
+            for (ChecksumMode mode : ChecksumMode.values()) {
+                ChecksumSpec spec = new ChecksumSpec(mode, padding);
+                String w = who + " (" + mode.wireName() + ")";
+                CompiledPlan plan = k.compile(source, requests, spec);
+                for (int call = 0; call < 2; call++) {
+                    List<long[]> blocks = k.blockChecksums(plan);
+                    assertEquals(n, blocks.size(), w + ": one array per request");
+                    for (int r = 0; r < n; r++) {
+                        assertArrayEquals(v.expected(r, mode), blocks.get(r), w + ": request " + r + " (one plan, fused, call "
+                                + call + ")");
+                    }
+                }
+                List<SliceSums> slices = k.sliceSums(plan);
+                assertEquals(n, slices.size(), w + ": slice sums per request");
+                long[] all;
+                try (PendingChecksums p = k.submit(plan)) {
+                    all = p.get();
+                }
+                assertEquals(plan.offset(CompiledPlan.Output.BLOCK_CHECKSUMS, n), all.length, w + ": submitted values");
+                for (int r = 0; r < n; r++) {
+                    String wr = w + ": request " + r;
+                    long[] expected = v.expected(r, mode);
+                    SliceSums expectedSlices = v.expectedSlices(r, mode);
+                    assertArrayEquals(expected, expectedSlices.combine(), wr + " (combine of NumPy's slice sums)");
+                    assertEquals(expectedSlices, slices.get(r), wr + " (one plan, slice sums)");
+                    assertArrayEquals(expected, Arrays.copyOfRange(all, plan.offset(CompiledPlan.Output.BLOCK_CHECKSUMS, r),
+                            plan.offset(CompiledPlan.Output.BLOCK_CHECKSUMS, r + 1)), wr + " (one plan, submit)");
+                    CompiledPlan alone = k.compile(source, List.of(requests.get(r)), spec);
+                    assertArrayEquals(expected, k.blockChecksums(alone).get(0), wr + " (compiled alone, fused)");
+                    assertEquals(expectedSlices, k.sliceSums(alone).get(0), wr + " (compiled alone, slice sums)");
+                    RequestBlocks q = requests.get(r);
+                    if (source instanceof KvSegments s) {
+                        KvSegments.Plan sp = s.plan(q.numTokens(), q.firstBlock(), q.blockSize(), spec);
+                        assertArrayEquals(expected, sp.blockChecksums(k), wr + " (KvSegments.plan, fused)");
+                        assertEquals(expectedSlices, sp.sliceSums(k), wr + " (KvSegments.plan, slice sums)");
+                    } else {
+                        SlicePlan sp = SlicePlan.of(groups.get(0), q, spec);
+                        assertArrayEquals(expected, k.blockChecksums(sp), wr + " (SlicePlan, fused)");
+                        assertEquals(expectedSlices, k.sliceSums(sp), wr + " (SlicePlan, slice sums)");
+                    }
+                }
             }
         }
     }
 
     /**
      * A vector's cache in host memory, with the vector it came from; {@code vector} is {@code null} for the state-row
-     * cases ({@link GoldenStateRows}), whose group is one layer covering {@code vectors-state/state.bin}.
+     * cases ({@link GoldenStateRows}), whose group is one layer covering {@code vectors-state/state.bin}, and for the
+     * {@link CombinationVector combination vectors}, whose every group (each segment of a segmented cache) is placed on
+     * its own, over all of the vector's buffers.
      *
-     * @param vector the vector being checked
+     * @param vector the vector being checked, or {@code null} (state rows, combination vectors)
      * @param group the vector's generic layout over {@code buffers}
      * @param buffers the vector's buffers in host memory, alive only while the test runs
      */
@@ -196,25 +273,6 @@ public final class GoldenSuite {
                 KvCacheGroup fg = placement.apply(new HostCase(v, f.group(), buffers));
                 assertArrayEquals(expected, k.blockChecksums(SlicePlan.of(fg, f.request(), ChecksumMode.MIXED)),
                         who + " (fused, " + v.family() + " constructor)");
-            }
-        }
-    }
-
-    /** A backend without the mixed mode must say so, for every entry point, rather than compute the standard mode. */
-    private static void checkRefused(KvChecksum k, GoldenVector v, Function<HostCase, KvCacheGroup> placement) {
-        try (Arena arena = Arena.ofShared()) {
-            List<MemorySegment> buffers = v.buffers(arena);
-            KvCacheGroup g = placement.apply(new HostCase(v, v.group(buffers), buffers));
-            SlicePlan plan = SlicePlan.of(g, v.request(), ChecksumMode.MIXED);
-            for (String what : List.of("blockChecksums", "sliceSums", "submit")) {
-                InvalidLayoutException e = assertThrows(InvalidLayoutException.class, () -> {
-                    switch (what) {
-                        case "blockChecksums" -> k.blockChecksums(plan);
-                        case "sliceSums" -> k.sliceSums(plan);
-                        default -> k.submit(plan).close();
-                    }
-                }, k.name() + " computed a mixed plan through " + what + " without implementing the mode");
-                assertTrue(e.getMessage().contains("mixed"), e.getMessage());
             }
         }
     }

@@ -20,6 +20,7 @@ public final class GoldenVectors {
     private static volatile Map<String, GoldenVector> all;
     private static volatile JsonNode mixed;
     private static volatile List<GoldenVector> cells;
+    private static volatile List<CombinationVector> combinations;
 
     private GoldenVectors() {
     }
@@ -115,6 +116,44 @@ public final class GoldenVectors {
      */
     public static GoldenVector mixedOf(GoldenVector cellVector) {
         return cellVector.withMixedExpectations();
+    }
+
+    /**
+     * {@return the combination vectors of {@code golden/generator/generate_combinations.py}
+     * ({@code vectors-combinations/}), in the generator's order: padded and straddling cells in a segmented cache,
+     * the mixed mode over layers of both cell kinds, and several requests of one group in one plan} Read once from the
+     * class path.
+     *
+     * @throws UncheckedIOException when the resources cannot be read
+     * @throws IllegalStateException when a resource is missing from the class path
+     */
+    public static List<CombinationVector> combinations() {
+        List<CombinationVector> c = combinations;
+        if (c == null) {
+            List<CombinationVector> out = new ArrayList<>();
+            try (InputStream in = combinationResource("index.json")) {
+                for (JsonNode n : JSON.readTree(in).get("vectors")) {
+                    String name = n.asText();
+                    try (InputStream j = combinationResource(name + ".json");
+                         InputStream b = combinationResource(name + ".bin")) {
+                        out.add(new CombinationVector(JSON.readTree(j), b.readAllBytes()));
+                    }
+                }
+            } catch (IOException e) {
+                throw new UncheckedIOException("reading vectors-combinations", e);
+            }
+            c = List.copyOf(out);
+            combinations = c;
+        }
+        return c;
+    }
+
+    private static InputStream combinationResource(String name) {
+        InputStream in = GoldenVectors.class.getResourceAsStream("/vectors-combinations/" + name);
+        if (in == null) {
+            throw new IllegalStateException("golden resource vectors-combinations/" + name + " is missing from the class path");
+        }
+        return in;
     }
 
     private static InputStream cellResource(String name) {
