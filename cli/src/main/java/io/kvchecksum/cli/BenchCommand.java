@@ -118,7 +118,7 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
             RequestBlocks small = RequestBlocks.of(table, Math.min(maxTokens, 64), 16);
             // the CPU backend's loops compile before the bound's readers do: with the readers' Vector API loops compiled
             // first, some JVMs compiled the backend's with bounds checks inside, 1.3-1.4x slower (docs/bench-cpu.md,
-            // point 16); an engine's JVM has no readers
+            // "Warm-up order"); an engine's JVM has no readers
             try (KvChecksum cpu = KvChecksums.cpu()) {
                 warm(cpu, group, small);
             }

@@ -149,7 +149,7 @@ public class ChecksumBench {
      * first run, so that the passes are compiled the way they are in a JVM without the bound's readers. Measured: with
      * the readers warmed first, 5 of 14 JVMs ran Llama-3-70B TP8 at 1 MiB 1.3x slower (3 of 8 Llama-3-8B, 1.4x) and
      * JFR had their samples in bounds and session checks inside the loop; with the passes first, 0 of 14 and 0 of 8, the
-     * bound unchanged (docs/bench-cpu.md, point 16).
+     * bound unchanged (docs/bench-cpu.md, "Warm-up order").
      */
     private void warmPasses() {
         long until = System.nanoTime() + PASS_WARMUP_NANOS;
