@@ -16,9 +16,9 @@ import java.util.Set;
  * record what an operation does.
  *
  * <p>The interface has no blocking transfer: writes and reads are enqueued non-blocking, and the only calls that wait
- * for the device are the {@link #SYNCHRONIZING} ones. A successful {@link OpenClBackend#submit} makes none of them;
- * only {@link io.kvchecksum.PendingChecksums#get()} (and {@code close()} of an unfinished computation) waits, on the
- * one event of the final read. {@link #finish} is called only to clean up after an enqueue that failed half-way. Failures throw {@link OpenClException} naming
+ * for the device are the {@link #SYNCHRONIZING} ones. A successful {@link OpenClBackend#run} (what {@code submit}
+ * calls) makes none of them; only {@link io.kvchecksum.PendingChecksums#get()} (and {@code close()} of an unfinished
+ * computation) waits, on the event of each launch's final read. {@link #finish} is called only to clean up after an enqueue that failed half-way. Failures throw {@link OpenClException} naming
  * the call and the OpenCL error.
  */
 public interface ClApi {

@@ -13,14 +13,10 @@ import org.jocl.cl_kernel;
 import org.jocl.cl_mem;
 import org.jocl.cl_program;
 
-import java.io.IOException;
-import java.io.InputStream;
-import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -58,7 +54,7 @@ final class OpenClPageDigest {
         this.backend = backend;
         this.cl = cl;
         cl_device_id device = backend.deviceId();
-        program = OpenClBackend.build(backend.context(), device, backend.device(), source(), "");
+        program = ClPrograms.build(backend.context(), device, backend.device(), source(), "");
         String choice = System.getProperty(KERNEL_PROPERTY, backend.device().type().equals("CPU") ? "serial" : "group");
         serialByDefault = switch (choice) {
             case "serial" -> true;
@@ -77,14 +73,7 @@ final class OpenClPageDigest {
     }
 
     static String source() {
-        try (InputStream in = OpenClPageDigest.class.getResourceAsStream(RESOURCE)) {
-            if (in == null) {
-                throw new IllegalStateException("kernel source " + RESOURCE + " is missing from the class path");
-            }
-            return new String(in.readAllBytes(), StandardCharsets.UTF_8);
-        } catch (IOException e) {
-            throw new UncheckedIOException("reading " + RESOURCE, e);
-        }
+        return ClPrograms.resourceText(RESOURCE);
     }
 
     void release() {
@@ -210,7 +199,7 @@ final class OpenClPageDigest {
             List<long[]> pieces = null;
             for (PageDigestPlan.Run r : runs) {
                 KvMemory.Device d = (KvMemory.Device) r.memory();
-                cl_mem m = seen.computeIfAbsent(d.address(), a -> backend.registeredBuffer(d, "a page-digest run"));
+                cl_mem m = seen.computeIfAbsent(d.address(), a -> backend.registered().lookup(d, "a page-digest run"));
                 if (m != cur) {
                     if (pieces != null && !pieces.isEmpty()) {
                         out.add(new Target(cur, base, pieces));
@@ -229,13 +218,13 @@ final class OpenClPageDigest {
         if (plan.totalBytes() == 0) {
             return List.of();
         }
-        Target window = backend.zeroCopyEnabled() ? window(runs, created) : null;
+        Target window = backend.memory().zeroCopy() ? window(runs, created) : null;
         if (window != null) {
             return List.of(window);
         }
-        if (plan.totalBytes() > backend.maxAllocBytes()) {
+        if (plan.totalBytes() > backend.memory().maxAllocBytes()) {
             throw new InvalidLayoutException("the page digest's stream of " + plan.totalBytes() + " bytes is more than one "
-                    + "buffer of " + backend.device() + " may hold (" + backend.maxAllocBytes() + " bytes)");
+                    + "buffer of " + backend.device() + " may hold (" + backend.memory().maxAllocBytes() + " bytes)");
         }
         MemorySegment staged = arena.allocate(plan.totalBytes(), 64);
         List<long[]> pieces = new ArrayList<>();
@@ -280,8 +269,8 @@ final class OpenClPageDigest {
         if (low == null) {
             return null;
         }
-        long start = lo & -backend.windowAlignment();
-        if (hi - start > backend.maxAllocBytes()) {
+        long start = lo & -backend.memory().windowAlignment();
+        if (hi - start > backend.memory().maxAllocBytes()) {
             return null;
         }
         List<long[]> pieces = new ArrayList<>();

@@ -1,7 +1,7 @@
 package io.kvchecksum.opencl;
 
 import io.kvchecksum.BackendUnavailableException;
-import io.kvchecksum.KvChecksum;
+import io.kvchecksum.spi.Backend;
 import io.kvchecksum.spi.BackendProvider;
 
 import java.util.Map;
@@ -46,7 +46,7 @@ public final class OpenClProvider implements BackendProvider {
     }
 
     @Override
-    public KvChecksum create() {
+    public Backend create() {
         Availability a = availability();
         if (!a.available()) {
             throw new BackendUnavailableException("backend 'opencl' is unavailable: " + a.reason());

@@ -3,6 +3,7 @@ package io.kvchecksum.opencl;
 import io.kvchecksum.CacheLayer;
 import io.kvchecksum.InvalidLayoutException;
 import io.kvchecksum.KvCacheGroup;
+import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvChecksums;
 import io.kvchecksum.KvMemory;
 import io.kvchecksum.KvRegion;
@@ -89,7 +90,7 @@ class DeviceBufferTest {
     Stream<? extends DynamicNode> goldenThroughAClMem() {
         return OpenClTests.dynamic("opencl golden suite, cl_mem", () -> {
             OpenClBackend cl = OpenClTests.backend();
-            return GoldenSuite.tests(cl, c -> onDevice(cl, c));
+            return GoldenSuite.tests(OpenClTests.checksum(), c -> onDevice(cl, c));
         });
     }
 
@@ -133,15 +134,19 @@ class DeviceBufferTest {
         cl_context engine = CL.clCreateContext(props, 1, new cl_device_id[] {f.device()}, null, null, err);
         JoclApi.check(err[0], "clCreateContext");
         System.out.println("DeviceBufferTest seed = " + SEED);
-        try (Arena arena = Arena.ofShared(); OpenClBackend cl = OpenClBackend.open(engine, f.device())) {
+        try (Arena arena = Arena.ofShared(); KvChecksum k = KvChecksum.of(OpenClBackend.open(engine, f.device()))) {
+            OpenClBackend cl = (OpenClBackend) k.backend();
             Case c = hostCase(arena, new Random(SEED));
             KvCacheGroup dg = relocated(c.group(), cl.buffer(create(engine, c.bytes())));
             long[] expected = KvChecksums.reference().blockChecksums(c.group(), c.request());
-            assertArrayEquals(expected, cl.blockChecksums(dg, c.request()), "seed " + SEED);
-            try (var p = cl.submit(dg, c.request())) {
+            assertArrayEquals(expected, k.blockChecksums(dg, c.request()), "seed " + SEED);
+            try (var p = k.submit(dg, c.request())) {
                 assertArrayEquals(expected, p.get(), "seed " + SEED + " (submit)");
             }
-            assertEquals(KvChecksums.reference().sliceSums(c.group(), c.request()), cl.sliceSums(dg, c.request()));
+            try (var p = k.submit(dg, c.request(), cl.commandQueue())) {
+                assertArrayEquals(expected, p.get(), "seed " + SEED + " (submit on the queue)");
+            }
+            assertEquals(KvChecksums.reference().sliceSums(c.group(), c.request()), k.sliceSums(dg, c.request()));
         } finally {
             CL.clReleaseContext(engine);
         }
@@ -150,6 +155,7 @@ class DeviceBufferTest {
     @Test
     void badDeviceBuffersAreRefusedBeforeAnyKernelRuns() {
         OpenClBackend cl = OpenClTests.recordedBackend();
+        KvChecksum k = OpenClTests.recordedChecksum();
         RecordingClApi rec = OpenClTests.recorder();
         try (Arena arena = Arena.ofShared()) {
             Case c = hostCase(arena, new Random(SEED));
@@ -157,11 +163,11 @@ class DeviceBufferTest {
             long handle = ((KvMemory.Device) dev).address();
 
             rec.start();
-            InvalidLayoutException e = assertThrows(InvalidLayoutException.class, () -> cl.blockChecksums(
+            InvalidLayoutException e = assertThrows(InvalidLayoutException.class, () -> k.blockChecksums(
                     relocated(c.group(), KvMemory.device(handle + 64, dev.byteSize())), c.request()));
             assertTrue(e.getMessage().contains("not a cl_mem registered with buffer(cl_mem)"), e.getMessage());
 
-            e = assertThrows(InvalidLayoutException.class, () -> cl.blockChecksums(
+            e = assertThrows(InvalidLayoutException.class, () -> k.blockChecksums(
                     relocated(c.group(), KvMemory.device(handle, dev.byteSize() + 1)), c.request()));
             assertTrue(e.getMessage().contains("CL_MEM_SIZE is " + dev.byteSize()), e.getMessage());
 
@@ -169,14 +175,14 @@ class DeviceBufferTest {
             CacheLayer l = relocated(c.group(), dev).layers().getFirst();
             KvCacheGroup two = new KvCacheGroup(List.of(new CacheLayer(0, 0, 2, l.k(), re(l.v(), other))),
                     c.group().pageSize(), c.group().numPages());
-            e = assertThrows(InvalidLayoutException.class, () -> cl.blockChecksums(two, c.request()));
+            e = assertThrows(InvalidLayoutException.class, () -> k.blockChecksums(two, c.request()));
             assertTrue(e.getMessage().contains("another cl_mem than the first region's"), e.getMessage());
             assertEquals(List.of(), rec.stop(), "no OpenCL call was recorded before the refusals");
 
             // A region past the buffer's end: the plan's own bounds check, against CL_MEM_SIZE.
             KvMemory small = cl.buffer(create(cl.context(), c.bytes().asSlice(0, 512)));
             assertEquals(512, small.byteSize());
-            assertThrows(InvalidLayoutException.class, () -> cl.blockChecksums(relocated(c.group(), small), c.request()));
+            assertThrows(InvalidLayoutException.class, () -> k.blockChecksums(relocated(c.group(), small), c.request()));
 
             // A buffer of another context.
             try (OpenClBackend stranger = OpenClBackend.open(cl.device().index())) {

@@ -1,6 +1,7 @@
 package io.kvchecksum.opencl;
 
 import io.kvchecksum.KvCacheGroup;
+import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvChecksums;
 import io.kvchecksum.KvLayouts;
 import io.kvchecksum.KvMemory;
@@ -65,13 +66,13 @@ public final class DeviceCheck {
             System.out.println((devices.isEmpty() ? "NO OPENCL DEVICE: " : "SETUP FAILED: ") + e.getMessage());
             return devices.isEmpty() ? 2 : 3;
         }
-        try (backend) {
-            System.out.println("backend: " + backend.description());
+        try (KvChecksum checksum = KvChecksum.of(backend)) {
+            System.out.println("backend: " + checksum.description());
             int[] counts = new int[2];
             List<String> failures = new ArrayList<>();
-            runAll(GoldenSuite.tests(backend), counts, failures);
+            runAll(GoldenSuite.tests(checksum), counts, failures);
             failures.forEach(f -> System.out.println("FAIL " + f));
-            timing(backend);
+            timing(checksum);
             System.out.println("opencl golden suite on '" + backend.device().deviceName() + "': " + counts[0] + " passed, "
                     + counts[1] + " failed");
             return counts[1] == 0 && counts[0] > 0 ? 0 : 1;
@@ -98,7 +99,7 @@ public final class DeviceCheck {
      * One informative line, not a benchmark: the best of five fused passes over 64 MiB of a FlashAttention-layout
      * cache, host-to-device copy included (this backend copies host memory every call), checked against the CPU.
      */
-    private static void timing(OpenClBackend backend) {
+    private static void timing(KvChecksum backend) {
         KvLayouts.PagedShape s = new KvLayouts.PagedShape(256, 16, 8, 128, 2); // 16 MiB per layer
         int layers = 4;
         try (Arena arena = Arena.ofShared()) {

@@ -53,7 +53,7 @@ class DeviceSelectionTest {
         assertTrue(a.available(), a.reason());
         try (KvChecksum k = KvChecksums.byName("opencl")) {
             assertEquals("opencl", k.name());
-            OpenClDevice d = ((OpenClBackend) k).device();
+            OpenClDevice d = ((OpenClBackend) k.backend()).device();
             assertTrue(k.description().contains(d.deviceName()), k.description());
             System.out.println(k.description());
         }

@@ -1,13 +1,18 @@
 package io.kvchecksum.opencl;
 
+import io.kvchecksum.CompiledPlan;
 import io.kvchecksum.KvCacheGroup;
+import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvChecksums;
 import io.kvchecksum.KvLayouts;
 import io.kvchecksum.KvMemory;
 import io.kvchecksum.PageDigestPlan;
+import io.kvchecksum.PendingChecksums;
 import io.kvchecksum.RequestBlocks;
 import io.kvchecksum.SlicePlan;
 import io.kvchecksum.golden.DigestSuite;
+import io.kvchecksum.spi.Backend;
+import io.kvchecksum.spi.BackendLimits;
 import org.jocl.CL;
 import org.jocl.Pointer;
 import org.jocl.cl_mem;
@@ -20,6 +25,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.OptionalLong;
 import java.util.Random;
 import java.util.stream.Stream;
 
@@ -32,7 +38,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 class OpenClDigestTest {
     @TestFactory
     Stream<? extends DynamicNode> digest() {
-        return OpenClTests.dynamic("opencl page digest", () -> DigestSuite.tests(OpenClTests.backend()));
+        return OpenClTests.dynamic("opencl page digest", () -> DigestSuite.tests(OpenClTests.checksum()));
     }
 
     @TestFactory
@@ -40,7 +46,7 @@ class OpenClDigestTest {
         return OpenClTests.dynamic("opencl page digest from cl_mem", () -> {
             OpenClBackend b = OpenClTests.backend();
             List<cl_mem> made = new ArrayList<>();
-            return DigestSuite.tests(new NamedDigest("opencl-clmem", b), m -> {
+            return DigestSuite.tests(KvChecksum.of(new NamedDigest("opencl-clmem", b)), m -> {
                 MemorySegment s = ((KvMemory.Host) m).segment();
                 cl_mem mem = ClApi.jocl().createHostBuffer(b.context(), CL.CL_MEM_READ_ONLY | CL.CL_MEM_COPY_HOST_PTR,
                         s.byteSize(), Pointer.to(s.asByteBuffer()));
@@ -103,26 +109,30 @@ class OpenClDigestTest {
         }
     }
 
-    /** The backend under another test name. */
-    private record NamedDigest(String name, OpenClBackend b) implements io.kvchecksum.KvChecksum {
+    /** The shared backend under another test name; closing it leaves the shared backend open. */
+    private record NamedDigest(String name, OpenClBackend b) implements Backend {
         @Override
         public String description() {
             return name;
         }
 
         @Override
-        public long[] blockChecksums(SlicePlan plan) {
-            return b.blockChecksums(plan);
+        public BackendLimits limits() {
+            return b.limits();
         }
 
         @Override
-        public io.kvchecksum.SliceSums sliceSums(SlicePlan plan) {
-            return b.sliceSums(plan);
+        public PendingChecksums run(CompiledPlan plan, CompiledPlan.Output output, OptionalLong stream) {
+            return b.run(plan, output, stream);
         }
 
         @Override
         public long pageDigest(PageDigestPlan plan) {
             return b.pageDigest(plan);
+        }
+
+        @Override
+        public void close() {
         }
     }
 }

@@ -10,6 +10,6 @@ import java.util.stream.Stream;
 class OpenClGoldenTest {
     @TestFactory
     Stream<? extends DynamicNode> golden() {
-        return OpenClTests.dynamic("opencl golden suite", () -> GoldenSuite.tests(OpenClTests.backend()));
+        return OpenClTests.dynamic("opencl golden suite", () -> GoldenSuite.tests(OpenClTests.checksum()));
     }
 }

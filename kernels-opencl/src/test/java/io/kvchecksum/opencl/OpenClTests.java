@@ -1,5 +1,6 @@
 package io.kvchecksum.opencl;
 
+import io.kvchecksum.KvChecksum;
 import io.kvchecksum.spi.BackendProvider.Availability;
 import org.junit.jupiter.api.Assertions;
 import org.junit.jupiter.api.Assumptions;
@@ -10,7 +11,9 @@ import java.util.function.Supplier;
 import java.util.stream.Stream;
 
 /**
- * The backends the tests share, opened once per JVM (building the kernels is the slow part on PoCL).
+ * The backends the tests share, opened once per JVM (building the kernels is the slow part on PoCL), and the
+ * {@link KvChecksum} fronts over them through which the tests compute (the fronts are never closed: they would close
+ * the shared backends).
  *
  * <p>Without OpenCL the tests are skipped with the reason, except in CI ({@code CI=true} as property or environment
  * variable, which {@code .ci/run} sets), where OpenCL is installed on purpose and its absence is a failure.
@@ -18,6 +21,8 @@ import java.util.stream.Stream;
 final class OpenClTests {
     private static OpenClBackend plain;
     private static OpenClBackend recorded;
+    private static KvChecksum plainFront;
+    private static KvChecksum recordedFront;
     private static final RecordingClApi RECORDER = new RecordingClApi(JoclApi.INSTANCE);
 
     private OpenClTests() {
@@ -67,6 +72,22 @@ final class OpenClTests {
             recorded = OpenClBackend.open(OpenClDevices.configuredSpec(), RECORDER);
         }
         return recorded;
+    }
+
+    /** The front over {@link #backend()}: what an application gets from {@code KvChecksums.byName("opencl")}. */
+    static synchronized KvChecksum checksum() {
+        if (plainFront == null) {
+            plainFront = KvChecksum.of(backend());
+        }
+        return plainFront;
+    }
+
+    /** The front over {@link #recordedBackend()}. */
+    static synchronized KvChecksum recordedChecksum() {
+        if (recordedFront == null) {
+            recordedFront = KvChecksum.of(recordedBackend());
+        }
+        return recordedFront;
     }
 
     static RecordingClApi recorder() {

@@ -38,7 +38,7 @@ class RandomLayoutTest {
     }
 
     private Stream<DynamicTest> randomLayouts() {
-        KvChecksum cl = OpenClTests.backend();
+        KvChecksum cl = OpenClTests.checksum();
         System.out.println("RandomLayoutTest: seeds " + FIRST_SEED + " .. " + (FIRST_SEED + CASES - 1));
         return LongStream.range(FIRST_SEED, FIRST_SEED + CASES).mapToObj(seed -> DynamicTest.dynamicTest("seed " + seed, () -> {
             try (Arena arena = Arena.ofShared()) {
@@ -51,7 +51,7 @@ class RandomLayoutTest {
     /** A Llama-3-8B-like slice (bf16, 128-dim heads, 8 KV heads, FlashAttention layout): many work-groups per block. */
     @Test
     void realisticShapeMatchesTheReference() {
-        KvChecksum cl = OpenClTests.backend();
+        KvChecksum cl = OpenClTests.checksum();
         long seed = 7;
         System.out.println("realisticShapeMatchesTheReference: seed " + seed);
         Random r = new Random(seed);
@@ -87,7 +87,7 @@ class RandomLayoutTest {
     /** A changed byte anywhere in the read range changes a checksum: the kernels read what the layout says. */
     @Test
     void everyReadByteMatters() {
-        KvChecksum cl = OpenClTests.backend();
+        KvChecksum cl = OpenClTests.checksum();
         try (Arena arena = Arena.ofShared()) {
             long seed = FIRST_SEED;
             RandomLayouts.Case c = RandomLayouts.random(seed, arena);

@@ -1,5 +1,6 @@
 package io.kvchecksum.opencl;
 
+import io.kvchecksum.KvChecksum;
 import org.jocl.Pointer;
 import org.jocl.cl_command_queue;
 import org.jocl.cl_context;
@@ -16,7 +17,8 @@ import java.util.concurrent.atomic.LongAdder;
  * named in {@link ClApi#SYNCHRONIZING} ({@code clWaitForEvents}, {@code clFinish}; {@link ClApi} has no blocking
  * transfer) adds one to a {@link LongAdder} the caller owns, from whatever thread makes it. A benchmark reads the
  * adder before and after an operation to report synchronizing calls per operation ({@code kvchecksum-jmh}'s
- * {@code SubmitBench}): a successful {@link OpenClBackend#submit} adds 0, {@code get()} adds at least 1.
+ * {@code SubmitBench}): a successful {@link KvChecksum#submit} (which enqueues through {@link OpenClBackend#run}) adds
+ * 0, {@code get()} adds at least 1.
  *
  * <p>Not for production: use {@link OpenClBackend#open()} or {@code KvChecksums.byName("opencl")}. The wrapper is a
  * plain delegating {@link ClApi} (no reflection), so it adds next to nothing to the host time being measured.
@@ -27,16 +29,18 @@ public final class SyncCounting {
 
     /**
      * The backend on the device {@code deviceSpec} names, as {@link OpenClBackend#open(String)}, with every call in
-     * {@link ClApi#SYNCHRONIZING} counted in {@code syncCalls}.
+     * {@link ClApi#SYNCHRONIZING} counted in {@code syncCalls}, behind its front (as {@code KvChecksums.byName}
+     * returns it; {@code kvchecksum-jmh}'s {@code SyncRecorder} takes it as a {@link KvChecksum}); closing the front
+     * closes the backend.
      *
      * @param deviceSpec {@code "platformIndex:deviceIndex"} or a substring of {@code "platform / device"} names;
      *     {@code null} for the configured device ({@value OpenClDevices#DEVICE_PROPERTY} or
      *     {@value OpenClDevices#DEVICE_ENV}), else the default choice, as {@code KvChecksums.byName("opencl")}
      * @throws OpenClException when there is no OpenCL, no such device, or the kernels do not build
      */
-    public static OpenClBackend open(String deviceSpec, LongAdder syncCalls) {
-        return OpenClBackend.open(deviceSpec == null ? OpenClDevices.configuredSpec() : deviceSpec,
-                counting(ClApi.jocl(), syncCalls));
+    public static KvChecksum open(String deviceSpec, LongAdder syncCalls) {
+        return KvChecksum.of(OpenClBackend.open(deviceSpec == null ? OpenClDevices.configuredSpec() : deviceSpec,
+                counting(ClApi.jocl(), syncCalls)));
     }
 
     /** {@code next} with every call in {@link ClApi#SYNCHRONIZING} counted in {@code syncCalls}. */

@@ -2,6 +2,7 @@ package io.kvchecksum.opencl;
 
 import io.kvchecksum.CacheLayer;
 import io.kvchecksum.KvCacheGroup;
+import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvChecksums;
 import io.kvchecksum.KvMemory;
 import io.kvchecksum.KvRegion;
@@ -59,7 +60,7 @@ class SyncCountingTest {
     void submitCountsZeroAndGetAtLeastOne() {
         OpenClTests.requireOpenCl();
         LongAdder syncs = new LongAdder();
-        try (Arena arena = Arena.ofShared(); OpenClBackend cl = SyncCounting.open(null, syncs)) {
+        try (Arena arena = Arena.ofShared(); KvChecksum cl = SyncCounting.open(null, syncs)) {
             MemorySegment seg = arena.allocate(1024, 64);
             for (int i = 0; i < 128; i++) {
                 seg.setAtIndex(ValueLayout.JAVA_LONG, i, 0xC2B2AE3D27D4EB4FL * (i + 7));

@@ -2,6 +2,7 @@ package io.kvchecksum.opencl;
 
 import io.kvchecksum.CacheLayer;
 import io.kvchecksum.KvCacheGroup;
+import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvChecksums;
 import io.kvchecksum.KvMemory;
 import io.kvchecksum.KvRegion;
@@ -25,7 +26,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class SyncFreeEnqueueTest {
 
     private static void check(KvMemory memory) {
-        OpenClBackend cl = OpenClTests.recordedBackend();
+        KvChecksum cl = OpenClTests.recordedChecksum();
         KvCacheGroup g = KvCacheGroup.of(4, 4, List.of(CacheLayer.of(2, 0, 2, new KvRegion(memory, 0, 256, 64, 32, 16),
                 new KvRegion(memory, 16, 256, 64, 32, 16))));
         RequestBlocks r = RequestBlocks.of(new int[] {3, 1, 2}, 11, 4);

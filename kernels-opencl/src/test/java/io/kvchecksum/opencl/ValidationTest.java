@@ -3,6 +3,7 @@ package io.kvchecksum.opencl;
 import io.kvchecksum.CacheLayer;
 import io.kvchecksum.InvalidLayoutException;
 import io.kvchecksum.KvCacheGroup;
+import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvMemory;
 import io.kvchecksum.KvRegion;
 import io.kvchecksum.RequestBlocks;
@@ -45,7 +46,7 @@ class ValidationTest {
 
     @Test
     void outOfRangePageIdIsRejected() {
-        OpenClBackend cl = OpenClTests.recordedBackend();
+        KvChecksum cl = OpenClTests.recordedChecksum();
         try (Arena arena = Arena.ofConfined()) {
             KvCacheGroup g = hostGroup(arena);
             RequestBlocks r = RequestBlocks.of(new int[] {1, 4}, 8, 4);
@@ -61,7 +62,7 @@ class ValidationTest {
 
     @Test
     void tooShortBlockTableIsRejected() {
-        OpenClBackend cl = OpenClTests.recordedBackend();
+        KvChecksum cl = OpenClTests.recordedChecksum();
         try (Arena arena = Arena.ofConfined()) {
             KvCacheGroup g = hostGroup(arena);
             InvalidLayoutException e = rejectedBeforeAnyCall(() -> cl.blockChecksums(g, RequestBlocks.of(new int[] {0, 1}, 9, 4)));
@@ -71,34 +72,41 @@ class ValidationTest {
 
     @Test
     void unregisteredAndMixedDeviceMemoryIsRejected() {
-        OpenClBackend cl = OpenClTests.recordedBackend();
+        KvChecksum cl = OpenClTests.recordedChecksum();
         KvMemory dev = KvMemory.device(0x7f0000000000L, 1 << 20);
         KvCacheGroup g = KvCacheGroup.of(4, 4, List.of(CacheLayer.kOnly(5, 0, 1, new KvRegion(dev, 0, 256, 64, 0, 64))));
         RequestBlocks r = RequestBlocks.of(new int[] {0}, 4, 4);
-        for (Executable call : List.<Executable>of(() -> cl.blockChecksums(g, r), () -> cl.submit(g, r), () -> cl.sliceSums(g, r))) {
+        // Device memory is within the declared limits; whether it is a registered cl_mem is checked when it runs.
+        for (Executable call : List.<Executable>of(() -> cl.blockChecksums(g, r), () -> cl.submit(g, r),
+                () -> cl.submit(g, r, 0), () -> cl.sliceSums(g, r))) {
             InvalidLayoutException e = rejectedBeforeAnyCall(call);
             assertTrue(e.getMessage().contains("layer 5 K region's " + dev)
                     && e.getMessage().contains("not a cl_mem registered with buffer(cl_mem)"), e.getMessage());
         }
-        // Host and device regions mixed: refused as such.
+        // Host and device regions mixed: refused by the compiler under the backend's declared limits, naming the first
+        // region of the other kind than the first region's (layer 5 is device memory, layer 6 host memory).
         KvMemory host = KvMemory.host(java.lang.foreign.MemorySegment.ofArray(new byte[1024]));
         KvCacheGroup mixed = KvCacheGroup.of(4, 4, List.of(CacheLayer.kOnly(5, 0, 1, new KvRegion(dev, 0, 256, 64, 0, 64)),
                 CacheLayer.kOnly(6, 0, 1, new KvRegion(host, 0, 256, 64, 0, 64))));
-        InvalidLayoutException e = rejectedBeforeAnyCall(() -> cl.blockChecksums(mixed, r));
-        assertTrue(e.getMessage().contains("host memory only") && e.getMessage().contains("layer 5 K region is device memory"),
-                e.getMessage());
+        for (Executable call : List.<Executable>of(() -> cl.blockChecksums(mixed, r), () -> cl.submit(mixed, r),
+                () -> cl.submit(mixed, r, 0), () -> cl.sliceSums(mixed, r))) {
+            InvalidLayoutException e = rejectedBeforeAnyCall(call);
+            assertTrue(e.getMessage().contains("backend 'opencl' reads host memory only or device memory only, not both in "
+                    + "one plan") && e.getMessage().contains("layer 6 K region is host memory")
+                    && e.getMessage().contains("or every region a cl_mem registered with buffer(cl_mem)"), e.getMessage());
+        }
     }
 
     @Test
     void nullArgumentsAreRejected() {
-        OpenClBackend cl = OpenClTests.recordedBackend();
+        KvChecksum cl = OpenClTests.recordedChecksum();
         rejectedBeforeAnyCall(() -> cl.blockChecksums(null, RequestBlocks.of(new int[] {0}, 1, 1)));
         rejectedBeforeAnyCall(() -> cl.sliceSums(null, RequestBlocks.of(new int[] {0}, 1, 1)));
     }
 
     @Test
     void emptyRequestsNeedNoDevice() {
-        OpenClBackend cl = OpenClTests.recordedBackend();
+        KvChecksum cl = OpenClTests.recordedChecksum();
         try (Arena arena = Arena.ofConfined()) {
             KvCacheGroup g = hostGroup(arena);
             RequestBlocks r = RequestBlocks.of(new int[0], 8, 2, 4); // starts at token 8 = numTokens: no blocks
@@ -115,7 +123,7 @@ class ValidationTest {
     @Test
     void aClosedBackendRefusesWork() {
         OpenClTests.requireOpenCl();
-        OpenClBackend cl = OpenClBackend.open();
+        KvChecksum cl = KvChecksum.of(OpenClBackend.open());
         cl.close();
         try (Arena arena = Arena.ofConfined()) {
             KvCacheGroup g = hostGroup(arena);

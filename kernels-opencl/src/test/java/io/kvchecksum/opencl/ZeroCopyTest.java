@@ -2,6 +2,7 @@ package io.kvchecksum.opencl;
 
 import io.kvchecksum.CacheLayer;
 import io.kvchecksum.KvCacheGroup;
+import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvMemory;
 import io.kvchecksum.KvRegion;
 import io.kvchecksum.RequestBlocks;
@@ -84,7 +85,7 @@ class ZeroCopyTest {
                 SlicePlan p = plan(arena.allocate(1024, 64), arena.allocate(1024, 64));
                 assertTrue(copying.memoryPath(p).startsWith("copy: "), copying.memoryPath(p));
             }
-            return GoldenSuite.tests(copying);
+            return GoldenSuite.tests(KvChecksum.of(copying));
         });
     }
 
@@ -115,7 +116,7 @@ class ZeroCopyTest {
                 restore(OpenClBackend.UNIT_ORDER_PROPERTY, order);
                 restore(OpenClBackend.UNIT_PIECES_PROPERTY, pieces);
             }
-            return GoldenSuite.tests(otherOrder);
+            return GoldenSuite.tests(KvChecksum.of(otherOrder));
         });
     }
 

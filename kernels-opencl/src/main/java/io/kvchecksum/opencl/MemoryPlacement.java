@@ -1,0 +1,120 @@
+package io.kvchecksum.opencl;
+
+import io.kvchecksum.InvalidLayoutException;
+import io.kvchecksum.SlicePlan;
+import org.jocl.Pointer;
+import org.jocl.cl_mem;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * How a launch's KV reaches the kernels, which read one OpenCL buffer per operation: a registered {@code cl_mem}
+ * (device memory, read in place), a zero-copy window ({@code CL_MEM_USE_HOST_PTR} over the native host segments, on a
+ * CPU device that shares host memory), or a packed copy of the host spans the request's pages can reach. Chosen per
+ * operation ({@link #layout}, which also says why); {@link #kvBuffer} makes the buffer in the operation.
+ */
+final class MemoryPlacement {
+    /** Largest single host-to-device write: {@code ByteBuffer} views of a segment stop at 2 GiB. */
+    private static final long MAX_WRITE = 1L << 30;
+
+    private final OpenClDevice info;
+    private final RegisteredBuffers registered;
+    /** Host memory used in place (CPU devices sharing the host's memory), unless the property turns it off. */
+    private final boolean zeroCopy;
+    /** Alignment of a zero-copy window's start: the device's {@code CL_DEVICE_MEM_BASE_ADDR_ALIGN}, at least 64 bytes. */
+    private final long windowAlign;
+    private final long maxAlloc;
+
+    MemoryPlacement(OpenClDevice info, RegisteredBuffers registered, boolean zeroCopy, long windowAlign, long maxAlloc) {
+        this.info = info;
+        this.registered = registered;
+        this.zeroCopy = zeroCopy;
+        this.windowAlign = windowAlign;
+        this.maxAlloc = maxAlloc;
+    }
+
+    /** The descriptors of a launch and how its memory reaches the kernels ({@code "zero-copy"}, {@code "copy: "} and why, or {@code "device: "}). */
+    record Layout(Descriptors d, String path) {
+    }
+
+    /** Zero copy where the device shares host memory and the segments allow it; else the packed copy, with the reason. */
+    Layout layout(SlicePlan plan) {
+        if (plan.residency() == SlicePlan.Residency.DEVICE) {
+            cl_mem mem = registered.of(plan);
+            return new Layout(Descriptors.device(plan, RegisteredBuffers.size(mem)), "device: cl_mem 0x"
+                    + Long.toHexString(mem.getNativePointer()));
+        }
+        if (!zeroCopy) {
+            return new Layout(Descriptors.of(plan), info.type().equals("CPU")
+                    ? "copy: " + OpenClBackend.ZERO_COPY_PROPERTY + "=false or the device does not share host memory"
+                    : "copy: a " + info.type() + " device reads its own memory");
+        }
+        Descriptors w = Descriptors.window(plan, windowAlign);
+        if (w == null) {
+            return new Layout(Descriptors.of(plan), "copy: a segment is on the Java heap (no stable address)");
+        }
+        if (w.packedBytes > maxAlloc) {
+            return new Layout(Descriptors.of(plan), "copy: the segments lie " + w.packedBytes + " bytes apart, more "
+                    + "than one buffer of the device may span (" + maxAlloc + ")");
+        }
+        return new Layout(w, "zero-copy");
+    }
+
+    /**
+     * The KV buffer of {@code op}, as {@code d} (the plan's {@link #layout}) describes it: the registered cl_mem, a
+     * {@code USE_HOST_PTR} buffer over the window, or a new buffer the host spans are written into (non-blocking;
+     * heap memory is staged in the operation's arena first).
+     */
+    cl_mem kvBuffer(Enqueuer.Op op, SlicePlan plan, Descriptors d) {
+        if (plan.residency() == SlicePlan.Residency.DEVICE) {
+            return registered.of(plan);
+        }
+        if (d.windowStart != 0) {
+            // The window starts up to windowAlign-1 bytes before the lowest span: an address, never read.
+            Descriptors.Span low = d.spans.getFirst();
+            for (Descriptors.Span s : d.spans) {
+                low = s.packedOffset() < low.packedOffset() ? s : low;
+            }
+            Pointer host = Pointer.to(low.segment().asSlice(low.from(), Math.min(low.length(), MAX_WRITE)).asByteBuffer())
+                    .withByteOffset(-low.packedOffset());
+            return op.hostBuffer(d.packedBytes, host);
+        }
+        if (d.packedBytes > maxAlloc) {
+            throw new InvalidLayoutException("the request's KV spans " + d.packedBytes + " bytes of host memory, more "
+                    + "than one buffer of " + info + " may hold (" + maxAlloc + " bytes): split the request");
+        }
+        cl_mem kv = op.buffer(d.packedBytes);
+        for (Descriptors.Span s : d.spans) {
+            MemorySegment src = s.segment().asSlice(s.from(), s.length());
+            if (!src.isNative()) {
+                // JOCL writes non-blocking only from direct buffers; heap memory is staged.
+                MemorySegment staged = op.arena.allocate(src.byteSize(), 64);
+                MemorySegment.copy(src, 0, staged, 0, src.byteSize());
+                src = staged;
+            }
+            for (long off = 0; off < src.byteSize(); off += MAX_WRITE) {
+                long len = Math.min(MAX_WRITE, src.byteSize() - off);
+                op.write(kv, s.packedOffset() + off, src.asSlice(off, len).asByteBuffer());
+            }
+        }
+        return kv;
+    }
+
+    /** How the plan's memory reaches the kernels: {@link Layout#path()} of its {@link #layout}. */
+    String memoryPath(SlicePlan plan) {
+        return layout(plan).path();
+    }
+
+    /** Host memory is used in place (for the page digest, which follows the same rules). */
+    boolean zeroCopy() {
+        return zeroCopy;
+    }
+
+    long windowAlignment() {
+        return windowAlign;
+    }
+
+    long maxAllocBytes() {
+        return maxAlloc;
+    }
+}

@@ -1,0 +1,111 @@
+package io.kvchecksum.opencl;
+
+import io.kvchecksum.CacheLayer;
+import io.kvchecksum.InvalidLayoutException;
+import io.kvchecksum.KvMemory;
+import io.kvchecksum.KvRegion;
+import io.kvchecksum.SlicePlan;
+import org.jocl.CL;
+import org.jocl.Pointer;
+import org.jocl.Sizeof;
+import org.jocl.cl_context;
+import org.jocl.cl_mem;
+
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * The engine buffers registered with {@link OpenClBackend#buffer(cl_mem)}, by handle, and the runtime checks of device
+ * memory (registrations change at runtime, so these are not limits the compiler knows): a handle must be registered,
+ * of the backend's context, no smaller than described, and one operation reads one buffer. The checks query OpenCL
+ * directly ({@code clGetMemObjectInfo}), not through {@link ClApi}: they enqueue nothing.
+ */
+final class RegisteredBuffers {
+    private final cl_context context;
+    private final Map<Long, cl_mem> registered = new ConcurrentHashMap<>();
+
+    RegisteredBuffers(cl_context context) {
+        this.context = context;
+    }
+
+    /** Registers {@code mem} (of this context) and describes it as device memory of its {@code CL_MEM_SIZE}. */
+    KvMemory register(cl_mem mem) {
+        Objects.requireNonNull(mem, "mem");
+        requireOwnContext(mem);
+        registered.put(mem.getNativePointer(), mem);
+        return KvMemory.device(mem.getNativePointer(), size(mem));
+    }
+
+    /** Ends a registration; one never made is ignored. */
+    void forget(cl_mem mem) {
+        registered.remove(mem.getNativePointer(), mem);
+    }
+
+    /**
+     * The one registered buffer every region of a device plan lies in, its described size checked against its
+     * {@code CL_MEM_SIZE} now; throws {@link InvalidLayoutException} before anything is enqueued otherwise.
+     */
+    cl_mem of(SlicePlan plan) {
+        cl_mem mem = null;
+        for (CacheLayer l : plan.group().layers()) {
+            for (KvRegion r : l.v() == null ? List.of(l.k()) : List.of(l.k(), l.v())) {
+                KvMemory.Device dm = (KvMemory.Device) r.memory();
+                cl_mem m = registered.get(dm.address());
+                String where = "layer " + l.layer() + " " + (r == l.k() ? "K" : "V") + " region's " + dm;
+                if (m == null) {
+                    throw new InvalidLayoutException(where + " is not a cl_mem registered with buffer(cl_mem) of this "
+                            + "backend (opencl reads OpenCL buffers of its own context, not CUDA pointers)");
+                }
+                requireOwnContext(m);
+                long size = size(m);
+                if (dm.byteSize() > size) {
+                    throw new InvalidLayoutException(where + " claims " + dm.byteSize() + " bytes, but the cl_mem's "
+                            + "CL_MEM_SIZE is " + size);
+                }
+                if (mem != null && m != mem) {
+                    throw new InvalidLayoutException(where + " is another cl_mem than the first region's (0x"
+                            + Long.toHexString(mem.getNativePointer()) + "): the kernels read one buffer per operation");
+                }
+                mem = m;
+            }
+        }
+        return mem;
+    }
+
+    /** The registered cl_mem behind {@code dm}, its size checked; throws {@link InvalidLayoutException} otherwise. */
+    cl_mem lookup(KvMemory.Device dm, String what) {
+        cl_mem m = registered.get(dm.address());
+        if (m == null) {
+            throw new InvalidLayoutException(what + " lies in " + dm + ", not a cl_mem registered with buffer(cl_mem) "
+                    + "of this backend (opencl reads OpenCL buffers of its own context, not CUDA pointers)");
+        }
+        requireOwnContext(m);
+        long size = size(m);
+        if (dm.byteSize() > size) {
+            throw new InvalidLayoutException(what + ": " + dm + " claims " + dm.byteSize() + " bytes, but the cl_mem's "
+                    + "CL_MEM_SIZE is " + size);
+        }
+        return m;
+    }
+
+    private void requireOwnContext(cl_mem mem) {
+        long[] ctx = new long[1];
+        JoclApi.check(CL.clGetMemObjectInfo(mem, CL.CL_MEM_CONTEXT, Sizeof.cl_context, Pointer.to(ctx), null),
+                "clGetMemObjectInfo(CL_MEM_CONTEXT)");
+        if (ctx[0] != context.getNativePointer()) {
+            throw new InvalidLayoutException("the cl_mem 0x" + Long.toHexString(mem.getNativePointer()) + " belongs to "
+                    + "another OpenCL context (0x" + Long.toHexString(ctx[0]) + ") than this backend's (0x"
+                    + Long.toHexString(context.getNativePointer()) + "): open the backend with open(engineContext, device)");
+        }
+    }
+
+    /** {@return the buffer's {@code CL_MEM_SIZE}} */
+    static long size(cl_mem mem) {
+        long[] size = new long[1];
+        JoclApi.check(CL.clGetMemObjectInfo(mem, CL.CL_MEM_SIZE, Sizeof.size_t, Pointer.to(size), null),
+                "clGetMemObjectInfo(CL_MEM_SIZE)");
+        return size[0];
+    }
+}
