@@ -205,7 +205,7 @@ public final class CompiledPlan {
         if (allowed.equals(Set.of(Residency.DEVICE))) {
             return "backend '" + backend + "' takes device memory only" + where;
         }
-        return "backend '" + backend + "' reads host memory only or device memory only, not both in one plan" + where;
+        return "backend '" + backend + "' reads host memory only or device memory only, not both among the layers of one launch" + where;
     }
 
     /** {@return the source the plan reads} */

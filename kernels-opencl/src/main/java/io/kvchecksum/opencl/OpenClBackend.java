@@ -74,7 +74,7 @@ public final class OpenClBackend implements Backend {
     public static final String UNIT_PIECES_PROPERTY = "kvchecksum.opencl.unitPieces";
 
     /**
-     * Host memory or device memory (registered {@code cl_mem}s), not both in one plan, on this backend's own queue
+     * Host memory or device memory (registered {@code cl_mem}s), not both among the layers of one launch, on this backend's own queue
      * and on the "engine's" (which must be that same queue: {@link #run}). Whether device memory is a registered
      * buffer is checked when a launch runs: registrations change at runtime.
      */
@@ -263,7 +263,7 @@ public final class OpenClBackend implements Backend {
     }
 
     /**
-     * {@inheritDoc} Host memory or registered device memory ({@link #buffer(cl_mem)}), not both in one plan, whether
+     * {@inheritDoc} Host memory or registered device memory ({@link #buffer(cl_mem)}), not both among the layers of one launch, whether
      * the plan runs on this backend's queue or is handed this queue's handle as the engine's.
      */
     @Override

@@ -91,8 +91,8 @@ class ValidationTest {
         for (Executable call : List.<Executable>of(() -> cl.blockChecksums(mixed, r), () -> cl.submit(mixed, r),
                 () -> cl.submit(mixed, r, 0), () -> cl.sliceSums(mixed, r))) {
             InvalidLayoutException e = rejectedBeforeAnyCall(call);
-            assertTrue(e.getMessage().contains("backend 'opencl' reads host memory only or device memory only, not both in "
-                    + "one plan") && e.getMessage().contains("layer 6 K region is host memory")
+            assertTrue(e.getMessage().contains("backend 'opencl' reads host memory only or device memory only, not both among "
+                    + "the layers of one launch") && e.getMessage().contains("layer 6 K region is host memory")
                     && e.getMessage().contains("or every region a cl_mem registered with buffer(cl_mem)"), e.getMessage());
         }
     }
