@@ -44,9 +44,12 @@ import java.util.regex.Pattern;
  * first's heads across TP. <b>KV sharing.</b> One cache listed under several layer names (the same {@code cacheId})
  * is counted once, under the lowest layer number. A group's fingerprint sums the hashes of the layers counted.
  *
+ * <p>The gate is the {@link WorkerChecksummer.GatedLayout} a {@link WorkerChecksummer} is built from: it produces the
+ * worker's validated layout, and the worker knows only that interface, not the gate.
+ *
  * <p>Immutable once built; thread-safe.
  */
-public final class CacheGate {
+public final class CacheGate implements WorkerChecksummer.GatedLayout {
 
     /** Builds a cache's {@link CacheLayer} once it is admitted: the layer number and global first head to use. */
     @FunctionalInterface
@@ -169,16 +172,19 @@ public final class CacheGate {
      * {@return whether admitted groups' cells are padded: what a {@link WorkerChecksummer} built from this gate
      * computes with}
      */
+    @Override
     public CellPadding padding() {
         return padding;
     }
 
     /** {@return the admitted groups, for {@link WorkerChecksummer}} */
+    @Override
     public List<WorkerChecksummer.WorkerGroup> groups() {
         return groups;
     }
 
     /** {@return the skipped groups with their reasons, for {@link WorkerChecksummer}} */
+    @Override
     public Map<Integer, String> skipped() {
         return skipped;
     }

@@ -122,6 +122,23 @@ public final class WorkerChecksummer {
         }
     }
 
+    /**
+     * A worker's layout as decided once at startup: the groups it checksums, the groups it skips with the reason, and
+     * what it does with cells that are not whole 8-byte pieces. {@link CacheGate} decides it from the engine's cache
+     * specs; the constructors that take one use exactly its three answers. This worker depends only on this interface,
+     * never on how the layout was decided.
+     */
+    public interface GatedLayout {
+        /** {@return the admitted groups, each once, ready for a {@link WorkerChecksummer}} */
+        List<WorkerGroup> groups();
+
+        /** {@return the groups that cannot be checksummed, with the reason, reported as skipped in every record} */
+        Map<Integer, String> skipped();
+
+        /** {@return what to do with cells that are not whole 8-byte pieces} */
+        CellPadding padding();
+    }
+
     private final KvChecksum backend;
     private final int tpRank;
     private final int ppStage;
@@ -221,8 +238,8 @@ public final class WorkerChecksummer {
     }
 
     /**
-     * A worker with the admitted groups and skipped groups its {@link CacheGate} found at startup, padding cells as the
-     * gate was told to ({@link CacheGate#padding()}).
+     * A worker with the admitted groups and skipped groups its {@link CacheGate} (or another {@link GatedLayout}) found
+     * at startup, padding cells as the gate was told to ({@link GatedLayout#padding()}).
      *
      * @param backend computes the block checksums; not null
      * @param tpRank this worker's TP rank, non-negative
@@ -231,12 +248,12 @@ public final class WorkerChecksummer {
      * @param metrics where checksum time is counted; not null
      * @throws IllegalArgumentException when a rank or stage is negative
      */
-    public WorkerChecksummer(KvChecksum backend, int tpRank, int ppStage, CacheGate gate, ChecksumMetrics metrics) {
+    public WorkerChecksummer(KvChecksum backend, int tpRank, int ppStage, GatedLayout gate, ChecksumMetrics metrics) {
         this(backend, tpRank, ppStage, gate.groups(), gate.skipped(), metrics, ChecksumMode.STANDARD, gate.padding());
     }
 
     /**
-     * As {@link #WorkerChecksummer(KvChecksum, int, int, CacheGate, ChecksumMetrics)}, in checksum mode {@code mode}.
+     * As {@link #WorkerChecksummer(KvChecksum, int, int, GatedLayout, ChecksumMetrics)}, in checksum mode {@code mode}.
      *
      * @param backend computes the block checksums; not null
      * @param tpRank this worker's TP rank, non-negative
@@ -246,7 +263,7 @@ public final class WorkerChecksummer {
      * @param mode the checksum mode of the engine's configuration; not null
      * @throws IllegalArgumentException when a rank or stage is negative, or the backend does not implement {@code mode}
      */
-    public WorkerChecksummer(KvChecksum backend, int tpRank, int ppStage, CacheGate gate, ChecksumMetrics metrics,
+    public WorkerChecksummer(KvChecksum backend, int tpRank, int ppStage, GatedLayout gate, ChecksumMetrics metrics,
             ChecksumMode mode) {
         this(backend, tpRank, ppStage, gate.groups(), gate.skipped(), metrics, mode, gate.padding());
     }

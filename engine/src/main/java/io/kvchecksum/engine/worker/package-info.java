@@ -8,6 +8,7 @@
  * a one-worker engine ({@link io.kvchecksum.engine.worker.SingleWorker}).
  *
  * <p>Depends on {@link io.kvchecksum.engine.wire} and {@link io.kvchecksum.engine.verdict}; nothing below depends on
- * it.
+ * it. Within it, the worker knows only the layout it is given ({@link
+ * io.kvchecksum.engine.worker.WorkerChecksummer.GatedLayout}), not the gate that decided it.
  */
 package io.kvchecksum.engine.worker;

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.kvchecksum.CacheLayer;
+import io.kvchecksum.CellPadding;
 import io.kvchecksum.KvCacheGroup;
 import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvChecksums;
@@ -104,11 +105,31 @@ class CacheGateTest {
                     "torch.bfloat16"), Fingerprints.ofLayer("model.layers.1.self_attn.attn", "FullAttentionSpec", "torch.bfloat16")));
             assertEquals(fp, g.groups().get(0).fingerprint());
             // The worker reports the skipped groups in its record.
-            WorkerRecord r = new WorkerChecksummer(KvChecksums.reference(), 0, 0, g, ChecksumMetrics.NONE).compute(Side.PRODUCER,
-                    TOKENS, List.of(BlockSelection.producer(0, new int[] {0, 1, 2}, -1, TOKENS, BLOCK, null),
-                            BlockSelection.producer(1, new int[] {0, 1, 2}, -1, TOKENS, BLOCK, null)));
+            List<BlockSelection> sel = List.of(BlockSelection.producer(0, new int[] {0, 1, 2}, -1, TOKENS, BLOCK, null),
+                    BlockSelection.producer(1, new int[] {0, 1, 2}, -1, TOKENS, BLOCK, null));
+            WorkerRecord r = new WorkerChecksummer(KvChecksums.reference(), 0, 0, g, ChecksumMetrics.NONE)
+                    .compute(Side.PRODUCER, TOKENS, sel);
             assertEquals(s, r.skippedGroups());
             assertEquals(1, r.groups().size());
+            // The worker knows the layout, not the gate: any GatedLayout with the gate's three answers is the same worker.
+            WorkerChecksummer.GatedLayout answers = new WorkerChecksummer.GatedLayout() {
+                @Override
+                public List<WorkerChecksummer.WorkerGroup> groups() {
+                    return g.groups();
+                }
+
+                @Override
+                public Map<Integer, String> skipped() {
+                    return g.skipped();
+                }
+
+                @Override
+                public CellPadding padding() {
+                    return g.padding();
+                }
+            };
+            assertEquals(r, new WorkerChecksummer(KvChecksums.reference(), 0, 0, answers, ChecksumMetrics.NONE)
+                    .compute(Side.PRODUCER, TOKENS, sel));
         }
         assertEquals(3, CacheGate.layerNumber("model.layers.3.mlp.experts.attn"));
         assertEquals(12, CacheGate.layerNumber("model.layers.12"));
