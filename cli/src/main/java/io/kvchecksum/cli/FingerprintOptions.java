@@ -2,7 +2,7 @@ package io.kvchecksum.cli;
 
 import io.kvchecksum.cli.dump.InvalidOptionException;
 import io.kvchecksum.cli.dump.KvDump;
-import io.kvchecksum.engine.Fingerprints;
+import io.kvchecksum.engine.worker.Fingerprints;
 import picocli.CommandLine.Option;
 
 import java.util.ArrayList;

@@ -4,7 +4,7 @@ import io.kvchecksum.BackendUnavailableException;
 import io.kvchecksum.InvalidLayoutException;
 import io.kvchecksum.cli.dump.InvalidInputException;
 import io.kvchecksum.cli.dump.InvalidOptionException;
-import io.kvchecksum.engine.MalformedPayloadException;
+import io.kvchecksum.engine.wire.MalformedPayloadException;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;

@@ -3,11 +3,11 @@ package io.kvchecksum.cli;
 import io.kvchecksum.KvChecksum;
 import io.kvchecksum.cli.dump.InvalidInputException;
 import io.kvchecksum.cli.dump.KvDump;
-import io.kvchecksum.engine.ChecksumPayload;
-import io.kvchecksum.engine.PayloadSection;
-import io.kvchecksum.engine.SectionVerdict;
-import io.kvchecksum.engine.SglangDigestSection;
-import io.kvchecksum.engine.SglangDigests;
+import io.kvchecksum.engine.auxiliary.SglangDigests;
+import io.kvchecksum.engine.verdict.SectionVerdict;
+import io.kvchecksum.engine.wire.ChecksumPayload;
+import io.kvchecksum.engine.wire.PayloadSection;
+import io.kvchecksum.engine.wire.SglangDigestSection;
 
 import java.util.LinkedHashMap;
 import java.util.List;

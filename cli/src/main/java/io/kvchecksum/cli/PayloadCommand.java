@@ -2,9 +2,9 @@ package io.kvchecksum.cli;
 
 import io.kvchecksum.cli.dump.DumpFile;
 import io.kvchecksum.cli.dump.InvalidInputException;
-import io.kvchecksum.engine.ChecksumPayload;
-import io.kvchecksum.engine.GroupChecksums;
-import io.kvchecksum.engine.PayloadCodec;
+import io.kvchecksum.engine.wire.ChecksumPayload;
+import io.kvchecksum.engine.wire.GroupChecksums;
+import io.kvchecksum.engine.wire.PayloadCodec;
 import picocli.CommandLine.ArgGroup;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;

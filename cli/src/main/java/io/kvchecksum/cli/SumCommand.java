@@ -3,9 +3,11 @@ package io.kvchecksum.cli;
 import io.kvchecksum.RequestBlocks;
 import io.kvchecksum.cli.dump.DumpFile;
 import io.kvchecksum.cli.dump.KvDump;
-import io.kvchecksum.engine.ChecksumPayload;
-import io.kvchecksum.engine.GroupChecksums;
-import io.kvchecksum.engine.PayloadCodec;
+import io.kvchecksum.engine.auxiliary.SglangDigests;
+import io.kvchecksum.engine.wire.ChecksumPayload;
+import io.kvchecksum.engine.wire.GroupChecksums;
+import io.kvchecksum.engine.wire.PayloadCodec;
+import io.kvchecksum.engine.wire.SglangDigestSection;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
@@ -89,9 +91,9 @@ final class SumCommand implements Callable<Integer> {
                 long[] values = b.blockChecksums(d, p, mode);
                 p.close();
                 RequestBlocks r = d.request();
-                io.kvchecksum.engine.SglangDigestSection.Entry digest = pageDigest.entry(d, b.backend(), groupId);
+                SglangDigestSection.Entry digest = pageDigest.entry(d, b.backend(), groupId);
                 if (payload) {
-                    String text = PayloadCodec.encodeBase64(io.kvchecksum.engine.SglangDigests.attach(ChecksumPayload.of(mode,
+                    String text = PayloadCodec.encodeBase64(SglangDigests.attach(ChecksumPayload.of(mode,
                             tpSize, r.numTokens(), List.of(new GroupChecksums(groupId, fingerprint.of(d), r.blockSize(),
                             r.firstBlock(), values))), digest == null ? List.of() : List.of(digest)));
                     if (json) {

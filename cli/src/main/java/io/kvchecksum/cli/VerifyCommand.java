@@ -5,13 +5,13 @@ import io.kvchecksum.RequestBlocks;
 import io.kvchecksum.cli.dump.DumpFile;
 import io.kvchecksum.cli.dump.InvalidInputException;
 import io.kvchecksum.cli.dump.KvDump;
-import io.kvchecksum.engine.ChecksumPayload;
-import io.kvchecksum.engine.GroupChecksums;
-import io.kvchecksum.engine.GroupVerdict;
-import io.kvchecksum.engine.LoadVerdict;
-import io.kvchecksum.engine.Status;
-import io.kvchecksum.engine.UnverifiedReason;
-import io.kvchecksum.engine.Verifier;
+import io.kvchecksum.engine.verdict.GroupVerdict;
+import io.kvchecksum.engine.verdict.LoadVerdict;
+import io.kvchecksum.engine.verdict.Status;
+import io.kvchecksum.engine.verdict.UnverifiedReason;
+import io.kvchecksum.engine.wire.ChecksumPayload;
+import io.kvchecksum.engine.wire.GroupChecksums;
+import io.kvchecksum.engine.wire.Verifier;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
@@ -172,7 +172,7 @@ final class VerifyCommand implements Callable<Integer> {
                             out.println("  note: " + verdict.note());
                         }
                     }
-                    for (io.kvchecksum.engine.SectionVerdict sv : v.sections()) {
+                    for (io.kvchecksum.engine.verdict.SectionVerdict sv : v.sections()) {
                         out.println("section " + sv);
                     }
                     if (!others.isEmpty()) {

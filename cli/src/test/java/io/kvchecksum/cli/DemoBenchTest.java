@@ -2,7 +2,7 @@ package io.kvchecksum.cli;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.kvchecksum.KvChecksums;
-import io.kvchecksum.engine.Status;
+import io.kvchecksum.engine.verdict.Status;
 import io.kvchecksum.spi.BackendProvider.Availability;
 import org.junit.jupiter.api.Test;
 

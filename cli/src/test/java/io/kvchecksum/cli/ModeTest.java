@@ -1,9 +1,9 @@
 package io.kvchecksum.cli;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import io.kvchecksum.engine.ChecksumPayload;
-import io.kvchecksum.engine.GroupChecksums;
-import io.kvchecksum.engine.PayloadCodec;
+import io.kvchecksum.engine.wire.ChecksumPayload;
+import io.kvchecksum.engine.wire.GroupChecksums;
+import io.kvchecksum.engine.wire.PayloadCodec;
 import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestFactory;

@@ -1,9 +1,9 @@
 package io.kvchecksum.cli;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import io.kvchecksum.engine.ChecksumPayload;
-import io.kvchecksum.engine.PayloadCodec;
-import io.kvchecksum.engine.SglangDigestSection;
+import io.kvchecksum.engine.wire.ChecksumPayload;
+import io.kvchecksum.engine.wire.PayloadCodec;
+import io.kvchecksum.engine.wire.SglangDigestSection;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.Test;

@@ -3,12 +3,12 @@ package io.kvchecksum.cuda;
 import io.kvchecksum.KvCacheGroup;
 import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvChecksums;
-import io.kvchecksum.engine.BlockSelection;
-import io.kvchecksum.engine.ChecksumMetrics;
-import io.kvchecksum.engine.ReplicaKey;
-import io.kvchecksum.engine.Side;
-import io.kvchecksum.engine.WorkerChecksummer;
-import io.kvchecksum.engine.WorkerRecord;
+import io.kvchecksum.engine.verdict.ChecksumMetrics;
+import io.kvchecksum.engine.worker.BlockSelection;
+import io.kvchecksum.engine.worker.ReplicaKey;
+import io.kvchecksum.engine.worker.Side;
+import io.kvchecksum.engine.worker.WorkerChecksummer;
+import io.kvchecksum.engine.worker.WorkerRecord;
 import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.Arena;

@@ -10,9 +10,9 @@ import io.kvchecksum.KvRegion;
 import io.kvchecksum.RequestBlocks;
 import io.kvchecksum.SlicePlan;
 import io.kvchecksum.StateRow;
-import io.kvchecksum.engine.LayoutSignature;
-import io.kvchecksum.engine.SglangDigestSection;
-import io.kvchecksum.engine.SglangDigests;
+import io.kvchecksum.engine.auxiliary.LayoutSignature;
+import io.kvchecksum.engine.auxiliary.SglangDigests;
+import io.kvchecksum.engine.wire.SglangDigestSection;
 
 import java.util.ArrayList;
 import java.util.List;

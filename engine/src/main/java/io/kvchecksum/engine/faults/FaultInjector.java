@@ -1,8 +1,8 @@
 package io.kvchecksum.engine.faults;
 
-import io.kvchecksum.engine.PartialGroup;
-import io.kvchecksum.engine.ReplicaKey;
-import io.kvchecksum.engine.WorkerRecord;
+import io.kvchecksum.engine.worker.PartialGroup;
+import io.kvchecksum.engine.worker.ReplicaKey;
+import io.kvchecksum.engine.worker.WorkerRecord;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;

@@ -2,13 +2,13 @@ package io.kvchecksum.jlama;
 
 import com.github.tjake.jlama.tensor.KvBufferCache;
 import io.kvchecksum.KvChecksum;
-import io.kvchecksum.engine.Action;
-import io.kvchecksum.engine.ChecksumMetrics;
-import io.kvchecksum.engine.Decision;
-import io.kvchecksum.engine.FailurePolicy;
-import io.kvchecksum.engine.LoadVerdict;
-import io.kvchecksum.engine.PayloadSender;
-import io.kvchecksum.engine.PendingLoads;
+import io.kvchecksum.engine.verdict.Action;
+import io.kvchecksum.engine.verdict.ChecksumMetrics;
+import io.kvchecksum.engine.verdict.Decision;
+import io.kvchecksum.engine.verdict.FailurePolicy;
+import io.kvchecksum.engine.verdict.LoadVerdict;
+import io.kvchecksum.engine.worker.PayloadSender;
+import io.kvchecksum.engine.worker.PendingLoads;
 import java.util.Arrays;
 import java.util.SplittableRandom;
 

@@ -1,14 +1,14 @@
 package io.kvchecksum.jlama;
 
 import io.kvchecksum.KvChecksum;
-import io.kvchecksum.engine.BlockSelection;
-import io.kvchecksum.engine.ChecksumMetrics;
-import io.kvchecksum.engine.Fingerprints;
-import io.kvchecksum.engine.LoadVerdict;
-import io.kvchecksum.engine.PayloadSender;
-import io.kvchecksum.engine.PendingLoads;
-import io.kvchecksum.engine.SingleWorker;
-import io.kvchecksum.engine.WorkerChecksummer;
+import io.kvchecksum.engine.verdict.ChecksumMetrics;
+import io.kvchecksum.engine.verdict.LoadVerdict;
+import io.kvchecksum.engine.worker.BlockSelection;
+import io.kvchecksum.engine.worker.Fingerprints;
+import io.kvchecksum.engine.worker.PayloadSender;
+import io.kvchecksum.engine.worker.PendingLoads;
+import io.kvchecksum.engine.worker.SingleWorker;
+import io.kvchecksum.engine.worker.WorkerChecksummer;
 import java.util.ArrayList;
 import java.util.List;
 

@@ -1,12 +1,12 @@
 package io.kvchecksum.jlama;
 
 import io.kvchecksum.KvChecksum;
-import io.kvchecksum.engine.Action;
-import io.kvchecksum.engine.ChecksumMetrics;
-import io.kvchecksum.engine.FailurePolicy;
-import io.kvchecksum.engine.PayloadSender;
-import io.kvchecksum.engine.Status;
-import io.kvchecksum.engine.UnverifiedReason;
+import io.kvchecksum.engine.verdict.Action;
+import io.kvchecksum.engine.verdict.ChecksumMetrics;
+import io.kvchecksum.engine.verdict.FailurePolicy;
+import io.kvchecksum.engine.verdict.Status;
+import io.kvchecksum.engine.verdict.UnverifiedReason;
+import io.kvchecksum.engine.worker.PayloadSender;
 import java.io.PrintStream;
 import java.lang.management.BufferPoolMXBean;
 import java.lang.management.ManagementFactory;

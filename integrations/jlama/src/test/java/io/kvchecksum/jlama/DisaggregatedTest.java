@@ -8,11 +8,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvChecksums;
-import io.kvchecksum.engine.Action;
-import io.kvchecksum.engine.FailurePolicy;
-import io.kvchecksum.engine.GroupVerdict;
-import io.kvchecksum.engine.Status;
-import io.kvchecksum.engine.UnverifiedReason;
+import io.kvchecksum.engine.verdict.Action;
+import io.kvchecksum.engine.verdict.FailurePolicy;
+import io.kvchecksum.engine.verdict.GroupVerdict;
+import io.kvchecksum.engine.verdict.Status;
+import io.kvchecksum.engine.verdict.UnverifiedReason;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.SplittableRandom;

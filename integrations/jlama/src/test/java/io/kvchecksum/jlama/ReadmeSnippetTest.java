@@ -38,7 +38,8 @@ class ReadmeSnippetTest {
         String source = """
                 import com.github.tjake.jlama.tensor.KvBufferCache;
                 import io.kvchecksum.*;
-                import io.kvchecksum.engine.*;
+                import io.kvchecksum.engine.verdict.*;
+                import io.kvchecksum.engine.worker.*;
                 import java.lang.foreign.MemorySegment;
                 import java.util.ArrayList;
                 import java.util.List;

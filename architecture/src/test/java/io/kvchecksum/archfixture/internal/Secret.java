@@ -1,0 +1,5 @@
+package io.kvchecksum.archfixture.internal;
+
+/** The core's implementation. */
+public class Secret {
+}

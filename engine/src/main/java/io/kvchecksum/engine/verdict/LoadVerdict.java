@@ -1,0 +1,172 @@
+package io.kvchecksum.engine.verdict;
+
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Objects;
+import java.util.Set;
+
+/**
+ * The comparison of one load: its groups' verdicts combined.
+ *
+ * <p>{@link Status#MISMATCH} if any group mismatches (even when others are unverified: a detected corruption is
+ * reported as such); else {@link Status#UNVERIFIED} if any group is unverified or the load could not be compared at
+ * all; else {@link Status#MATCH}, which requires at least one compared group.
+ *
+ * @param status the combined status
+ * @param groups one verdict per group that either side checksummed, by group id; groups skipped on both sides are
+ *     absent. Empty when the load was not compared at all.
+ * @param reason the load-level reason when the load as a whole could not be compared (missing or malformed payload,
+ *     not every worker reported, ...); {@code null} when the groups were compared (their own reasons are in
+ *     {@code groups})
+ * @param detail a human-readable account, for logs
+ * @param sections the verdicts of the payload sections both or either side carried ({@link
+ *     io.kvchecksum.engine.wire.PayloadSections}); a section's MISMATCH makes the load's status MISMATCH, its
+ *     UNVERIFIED leaves the status to the groups
+ */
+public record LoadVerdict(Status status, List<GroupVerdict> groups, UnverifiedReason reason, String detail,
+        List<SectionVerdict> sections) {
+
+    /**
+     * Copies the lists and turns a null detail into {@code ""}; the status is taken as given (see {@link #of} for the
+     * combination rule).
+     *
+     * @throws IllegalArgumentException when a load-level reason comes with a status other than {@code UNVERIFIED} or
+     *     with group verdicts
+     * @throws NullPointerException when {@code status}, {@code groups} or {@code sections} is null
+     */
+    public LoadVerdict {
+        Objects.requireNonNull(status, "status");
+        groups = List.copyOf(groups);
+        sections = List.copyOf(sections);
+        detail = detail == null ? "" : detail;
+        if (reason != null && (status != Status.UNVERIFIED || !groups.isEmpty())) {
+            throw new IllegalArgumentException("a load-level reason means the load was not compared: UNVERIFIED, no groups");
+        }
+    }
+
+    /**
+     * A verdict without sections.
+     *
+     * @param status the combined status; not null
+     * @param groups the groups' verdicts; copied, not null
+     * @param reason the load-level reason when the load was not compared at all, else {@code null}
+     * @param detail a human-readable account, for logs; null reads as {@code ""}
+     * @throws IllegalArgumentException as the canonical constructor does
+     */
+    public LoadVerdict(Status status, List<GroupVerdict> groups, UnverifiedReason reason, String detail) {
+        this(status, groups, reason, detail, List.of());
+    }
+
+    /**
+     * {@return this verdict with the sections' verdicts added: a section's MISMATCH makes it a MISMATCH (named in the
+     * detail); other section verdicts are listed without changing the status}
+     *
+     * @param more the section verdicts to add; not null (empty returns this verdict)
+     */
+    public LoadVerdict withSections(List<SectionVerdict> more) {
+        if (more.isEmpty()) {
+            return this;
+        }
+        List<SectionVerdict> all = new java.util.ArrayList<>(sections);
+        all.addAll(more);
+        Status s = status;
+        StringBuilder d = new StringBuilder(detail);
+        for (SectionVerdict v : more) {
+            if (v.status() == Status.MISMATCH) {
+                s = Status.MISMATCH;
+            }
+            if (v.status() != Status.MATCH) {
+                d.append(d.isEmpty() ? "" : "; ").append(v);
+            }
+        }
+        // A load-level reason means "not compared": it stays only while the status is still UNVERIFIED.
+        UnverifiedReason r = s == Status.UNVERIFIED ? reason : null;
+        return new LoadVerdict(s, groups, r, d.toString(), all);
+    }
+
+    /**
+     * {@return the verdict of section {@code name}, or {@code null} if the load has none for it}
+     *
+     * @param name the section's name
+     */
+    public SectionVerdict section(String name) {
+        for (SectionVerdict v : sections) {
+            if (v.section().equals(name)) {
+                return v;
+            }
+        }
+        return null;
+    }
+
+    /**
+     * {@return a load that could not be compared at all}
+     *
+     * @param reason why; not null
+     * @param detail the specifics, for logs; may be null
+     * @throws NullPointerException when {@code reason} is null
+     */
+    public static LoadVerdict unverified(UnverifiedReason reason, String detail) {
+        return new LoadVerdict(Status.UNVERIFIED, List.of(), Objects.requireNonNull(reason, "reason"), detail);
+    }
+
+    /**
+     * Combines group verdicts; no groups at all is {@link UnverifiedReason#NOTHING_TO_COMPARE}.
+     *
+     * @param groups one verdict per group either side checksummed; not null
+     * @return MISMATCH if any group mismatches, else UNVERIFIED if any group is, else MATCH; the non-matching groups
+     *     are named in the detail
+     */
+    public static LoadVerdict of(List<GroupVerdict> groups) {
+        if (groups.isEmpty()) {
+            return unverified(UnverifiedReason.NOTHING_TO_COMPARE, "every group was skipped on both sides");
+        }
+        Status s = Status.MATCH;
+        for (GroupVerdict g : groups) {
+            if (g.status() == Status.MISMATCH) {
+                s = Status.MISMATCH;
+            } else if (g.status() == Status.UNVERIFIED && s == Status.MATCH) {
+                s = Status.UNVERIFIED;
+            }
+        }
+        StringBuilder d = new StringBuilder();
+        for (GroupVerdict g : groups) {
+            if (g.status() != Status.MATCH) {
+                d.append(d.isEmpty() ? "" : "; ").append(g);
+            }
+        }
+        return new LoadVerdict(s, groups, null, d.toString());
+    }
+
+    /** {@return every reason this load is (partly) unverified: the load-level one or its groups'} */
+    public Set<UnverifiedReason> reasons() {
+        Set<UnverifiedReason> out = EnumSet.noneOf(UnverifiedReason.class);
+        if (reason != null) {
+            out.add(reason);
+        }
+        for (GroupVerdict g : groups) {
+            if (g.reason() != null) {
+                out.add(g.reason());
+            }
+        }
+        return out;
+    }
+
+    /**
+     * {@return the verdict of one group, or {@code null} if the load has none for it}
+     *
+     * @param groupId the group's id
+     */
+    public GroupVerdict group(int groupId) {
+        for (GroupVerdict g : groups) {
+            if (g.groupId() == groupId) {
+                return g;
+            }
+        }
+        return null;
+    }
+
+    @Override
+    public String toString() {
+        return status + (reason != null ? " (" + reason + ")" : "") + (detail.isEmpty() ? "" : ": " + detail);
+    }
+}

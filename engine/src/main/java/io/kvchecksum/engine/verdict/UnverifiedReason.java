@@ -1,0 +1,65 @@
+package io.kvchecksum.engine.verdict;
+
+/**
+ * Why a group or a whole load could not be verified. A fixed set, so that a fail-open engine can warn once per
+ * reason and count them.
+ */
+public enum UnverifiedReason {
+    /** The group is checksummed by one side only (the other skipped it, or does not have it). */
+    ONE_SIDE_ONLY,
+    /** The group's fingerprints differ: other layers, spec types or dtypes on the two sides. */
+    FINGERPRINT_DIFFERS,
+    /** The two block sizes are not multiples of each other, so no chunk of one holds whole blocks of the other. */
+    BLOCK_SIZES_NOT_MULTIPLES,
+    /**
+     * The consumer's first loaded block starts inside a larger producer block (a local prefix hit or window clip not
+     * aligned to the producer's blocks): that chunk also holds tokens the consumer did not load.
+     */
+    UNALIGNED_CHUNK,
+    /**
+     * No position is checksummed whole by both sides with the same number of tokens (positions only one side
+     * checksummed are never compared: {@link GroupVerdict#notComparedBlocks()}).
+     */
+    NO_COMMON_POSITION,
+    /** The producer sent no checksums for the request. */
+    MISSING_PAYLOAD,
+    /** The producer's checksums could not be decoded, or are inconsistent (e.g. a group twice). */
+    MALFORMED_PAYLOAD,
+    /**
+     * A version-1 payload: it carries no block size, and the revision that wrote it numbered pieces from each block's
+     * first token, so its values are not comparable with this definition's.
+     */
+    UNSUPPORTED_PAYLOAD_VERSION,
+    /**
+     * The two sides computed in different checksum modes ({@code standard}, {@code mixed}, see
+     * {@link io.kvchecksum.ChecksumMode}): their values are not comparable, whatever they are. Also a side whose
+     * workers disagree on the mode.
+     */
+    MODE_DIFFERS,
+    /** Not every worker (TP rank x PP stage) reported the request. */
+    NOT_EVERY_WORKER_REPORTED,
+    /**
+     * A worker's checksum backend failed (device lost, driver error, out of device memory) and the worker reported the
+     * failure instead of checksums ({@link io.kvchecksum.engine.worker.WorkerRecord#failed}, {@link
+     * io.kvchecksum.engine.worker.WorkerChecksummer#tryCompute}); the detail carries the failure.
+     */
+    BACKEND_FAILED,
+    /** A worker checksummed other blocks than the scheduler scheduled, or disagreed with its peers. */
+    OTHER_BLOCKS_THAN_SCHEDULED,
+    /** Every group was skipped on both sides: nothing of the load was compared. */
+    NOTHING_TO_COMPARE,
+    /**
+     * SGLang's page digest only ({@link io.kvchecksum.engine.wire.SglangDigestSection}): the peers' layout signatures
+     * differ (page size, buffer count or per-page item lengths, {@link
+     * io.kvchecksum.engine.auxiliary.LayoutSignature}), so their Adler-32 digests over pages are not comparable. The
+     * weighted sum does not depend on the layout and is compared as usual; engines warn once per peer ({@link
+     * SectionWarnings}).
+     */
+    LAYOUT_DIFFERS,
+    /**
+     * The two sides' page probes ({@link io.kvchecksum.engine.wire.PageProbeSection}) cover other pages or other bytes:
+     * another page size, probe size, or first pages not aligned to each other. The probe depends on the pages, so it is
+     * not compared.
+     */
+    PROBE_PAGES_DIFFER
+}

@@ -1,0 +1,216 @@
+package io.kvchecksum.engine.wire;
+
+import io.kvchecksum.ChecksumMode;
+import io.kvchecksum.engine.verdict.UnverifiedReason;
+
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.Objects;
+import java.util.regex.Pattern;
+
+/**
+ * What a producer sends with a request: every group's block checksums, summed over its workers. The consumer builds
+ * the same structure for the blocks its load wrote (in its own block numbering) and hands both to
+ * {@link Verifier#compare}.
+ *
+ * <p>Version 2 carries the producer's TP size and each group's block size, and is what the standard mode writes;
+ * version 3 adds the checksum mode (and named sections a reader skips when it does not know them, see
+ * {@link PayloadCodec}), and is what any other mode writes; version 1, an earlier revision's form, carries neither and
+ * is only read. Versions 1 and 2 are in the standard mode. A consumer-side payload may list a group several times: one
+ * entry per replica check (see {@link io.kvchecksum.engine.worker.Aggregator}).
+ *
+ * @param version 1, 2 or 3
+ * @param tpSize the producer's TP size, informational; {@code null} exactly in version 1
+ * @param numTokens the request's token count ({@code num_computed_tokens}), non-negative
+ * @param groups the groups, in any order
+ * @param mode the checksum mode's wire name ({@link ChecksumMode#wireName()}): {@code standard} in versions 1 and 2;
+ *     in version 3 any name of 1..32 lower-case letters, digits and {@code -}, so that a mode this reader does not know
+ *     still decodes and is reported as {@link UnverifiedReason#MODE_DIFFERS} rather than as a malformed payload
+ * @param sections the version-3 sections this library knows ({@link PayloadSections}), by name; empty in versions 1
+ *     and 2. Sections a reader does not know are skipped when decoding and are not kept.
+ */
+public record ChecksumPayload(int version, Integer tpSize, long numTokens, List<GroupChecksums> groups, String mode,
+        Map<String, PayloadSection> sections) {
+    /** The version {@link PayloadCodec} writes for the standard mode: byte-identical to what earlier releases wrote. */
+    public static final int CURRENT_VERSION = 2;
+    /** The version written for every other mode, and the first with a mode field and named sections. */
+    public static final int MODE_VERSION = 3;
+    private static final Pattern MODE_NAME = Pattern.compile("[a-z0-9-]{1,32}");
+
+    /**
+     * Validates the payload as {@link PayloadCodec} would accept it; {@code groups} and {@code sections} are copied
+     * (sections sorted by name).
+     *
+     * @throws IllegalArgumentException when the version is not 1, 2 or 3; a version-1 payload has a {@code tpSize} or a
+     *     block size; a version-2 or 3 payload has no positive {@code tpSize} or a group's block range does not fit
+     *     {@code numTokens}; {@code numTokens} is negative; the mode is not a valid name or, below version 3, not
+     *     {@code standard}; or a section is filed under another name or present below version 3
+     * @throws NullPointerException when {@code groups}, {@code mode} or {@code sections} is null
+     */
+    public ChecksumPayload {
+        groups = List.copyOf(Objects.requireNonNull(groups, "groups"));
+        Objects.requireNonNull(mode, "mode");
+        Map<String, PayloadSection> sorted = new TreeMap<>();
+        for (Map.Entry<String, PayloadSection> e : Objects.requireNonNull(sections, "sections").entrySet()) {
+            if (!e.getKey().equals(e.getValue().name())) {
+                throw new IllegalArgumentException("section '" + e.getValue().name() + "' filed under '" + e.getKey() + "'");
+            }
+            sorted.put(e.getKey(), e.getValue());
+        }
+        sections = Collections.unmodifiableMap(sorted);
+        if (!sections.isEmpty() && version != 3) {
+            throw new IllegalArgumentException("sections need payload version 3, not " + version);
+        }
+        if (version != 1 && version != 2 && version != 3) {
+            throw new IllegalArgumentException("unknown payload version " + version + " (known: 1, 2, 3)");
+        }
+        if (version < 3 && !mode.equals(ChecksumMode.STANDARD.wireName())) {
+            throw new IllegalArgumentException("a version-" + version + " payload is in the standard mode, not '" + mode + "'");
+        }
+        if (!MODE_NAME.matcher(mode).matches()) {
+            throw new IllegalArgumentException("mode '" + mode + "' is not 1..32 lower-case letters, digits and '-'");
+        }
+        if (numTokens < 0) {
+            throw new IllegalArgumentException("numTokens must be non-negative, got " + numTokens);
+        }
+        if (version == 1) {
+            if (tpSize != null) {
+                throw new IllegalArgumentException("a version-1 payload carries no tpSize");
+            }
+            for (GroupChecksums g : groups) {
+                if (g.blockSize() != null) {
+                    throw new IllegalArgumentException("a version-1 payload carries no block size (group " + g.groupId() + ")");
+                }
+            }
+        } else {
+            if (tpSize == null || tpSize <= 0) {
+                throw new IllegalArgumentException("a version-" + version + " payload needs a positive tpSize, got " + tpSize);
+            }
+            for (GroupChecksums g : groups) {
+                String problem = rangeProblem(g, numTokens);
+                if (problem != null) {
+                    throw new IllegalArgumentException(problem);
+                }
+            }
+        }
+    }
+
+    /**
+     * A payload without sections.
+     *
+     * @param version 1, 2 or 3
+     * @param tpSize the producer's TP size; {@code null} exactly in version 1
+     * @param numTokens the request's token count, non-negative
+     * @param groups the groups, in any order; copied
+     * @param mode the mode's wire name; {@code standard} below version 3
+     * @throws IllegalArgumentException as the canonical constructor does
+     */
+    public ChecksumPayload(int version, Integer tpSize, long numTokens, List<GroupChecksums> groups, String mode) {
+        this(version, tpSize, numTokens, groups, mode, Map.of());
+    }
+
+    /**
+     * A payload of version 1 or 2 (which are in the standard mode); a version-3 payload names its mode.
+     *
+     * @param version 1 or 2
+     * @param tpSize the producer's TP size; {@code null} exactly in version 1
+     * @param numTokens the request's token count, non-negative
+     * @param groups the groups, in any order; copied
+     * @throws IllegalArgumentException when {@code version} is not 1 or 2, and as the canonical constructor does
+     */
+    public ChecksumPayload(int version, Integer tpSize, long numTokens, List<GroupChecksums> groups) {
+        this(requireOneOrTwo(version), tpSize, numTokens, groups, ChecksumMode.STANDARD.wireName());
+    }
+
+    private static int requireOneOrTwo(int version) {
+        if (version != 1 && version != 2) {
+            throw new IllegalArgumentException("payload version " + version + " without a mode (versions 1 and 2 have none)");
+        }
+        return version;
+    }
+
+    /**
+     * {@return a standard-mode payload, version 2}
+     *
+     * @param tpSize the producer's TP size, positive
+     * @param numTokens the request's token count, non-negative
+     * @param groups the groups, in any order; copied
+     * @throws IllegalArgumentException as the canonical constructor does
+     */
+    public static ChecksumPayload of(int tpSize, long numTokens, List<GroupChecksums> groups) {
+        return of(ChecksumMode.STANDARD, tpSize, numTokens, groups);
+    }
+
+    /**
+     * {@return a payload in {@code mode}: version 2 for the standard mode (byte-identical to earlier releases), else
+     * version 3}
+     *
+     * @param mode the checksum mode the groups' values were computed in; not null
+     * @param tpSize the producer's TP size, positive
+     * @param numTokens the request's token count, non-negative
+     * @param groups the groups, in any order; copied
+     * @throws IllegalArgumentException as the canonical constructor does
+     */
+    public static ChecksumPayload of(ChecksumMode mode, int tpSize, long numTokens, List<GroupChecksums> groups) {
+        return new ChecksumPayload(mode == ChecksumMode.STANDARD ? CURRENT_VERSION : MODE_VERSION, tpSize, numTokens, groups,
+                mode.wireName());
+    }
+
+    /**
+     * {@return this payload with {@code section} added (replacing one of the same name): version 3, since only version
+     * 3 has sections (a standard-mode payload then names its mode, {@code "standard"})} A version-1 payload has no
+     * sections.
+     *
+     * @param section the section to carry; not null
+     * @throws IllegalArgumentException when this payload is version 1
+     * @throws NullPointerException when {@code section} is null
+     */
+    public ChecksumPayload withSection(PayloadSection section) {
+        Objects.requireNonNull(section, "section");
+        if (version == 1) {
+            throw new IllegalArgumentException("a version-1 payload cannot carry sections");
+        }
+        Map<String, PayloadSection> m = new TreeMap<>(sections);
+        m.put(section.name(), section);
+        return new ChecksumPayload(MODE_VERSION, tpSize, numTokens, groups, mode, m);
+    }
+
+    /**
+     * {@return the section called {@code name}, or {@code null} when this payload does not carry it}
+     *
+     * @param name the section's name, as {@link PayloadSection#name()} gives it
+     */
+    public PayloadSection section(String name) {
+        return sections.get(name);
+    }
+
+    /**
+     * {@return the mode as this reader knows it, or {@code null} for a name it does not know (a newer writer's mode)}
+     */
+    public ChecksumMode checksumMode() {
+        for (ChecksumMode m : ChecksumMode.values()) {
+            if (m.wireName().equals(mode)) {
+                return m;
+            }
+        }
+        return null;
+    }
+
+    /**
+     * Why a version-2 or -3 group's blocks do not run from {@code start} to the request's last block, or {@code null} when
+     * they do.
+     */
+    static String rangeProblem(GroupChecksums g, long numTokens) {
+        if (g.blockSize() == null) {
+            return "group " + g.groupId() + " has no block size";
+        }
+        long blocks = Math.ceilDiv(numTokens, (long) g.blockSize());
+        if (g.start() > blocks || blocks - g.start() != g.numBlocks()) {
+            return "group " + g.groupId() + ": " + g.numBlocks() + " values from block " + g.start() + " do not end at block "
+                    + blocks + " (" + numTokens + " tokens of block size " + g.blockSize() + ")";
+        }
+        return null;
+    }
+}

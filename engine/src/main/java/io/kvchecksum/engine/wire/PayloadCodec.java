@@ -1,0 +1,493 @@
+package io.kvchecksum.engine.wire;
+
+import java.io.IOException;
+import java.math.BigInteger;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+import org.msgpack.core.MessageBufferPacker;
+import org.msgpack.core.MessageFormat;
+import org.msgpack.core.MessagePack;
+import org.msgpack.core.MessagePackException;
+import org.msgpack.core.MessageUnpacker;
+import org.msgpack.value.Value;
+import org.msgpack.value.ValueType;
+
+/**
+ * The wire format of a {@link ChecksumPayload}: msgpack arrays, base64 for text carriers (an HTTP field such as
+ * vLLM's {@code kv_transfer_params["kv_checksums"]}), raw bytes for carriers that move bytes.
+ *
+ * <pre>
+ * version 3: [3, tp_size, num_tokens, mode, [[group_id, fingerprint, block_size, start, values], ...], sections]
+ * version 2: [2, tp_size, num_tokens, [[group_id, fingerprint, block_size, start, values], ...]]
+ * version 1: [1, num_tokens, [[group_id, fingerprint, start, values], ...]]      (read only)
+ * final form tagged 1: [1, tp_size, num_tokens, [[group_id, fingerprint, block_size, start, values], ...]]
+ * </pre>
+ * The seed defines the final form without naming its version number, so a writer may tag it 1: a version-1 tag on
+ * exactly the final form's shape (four elements whose groups have five fields) is read as the final form, and its
+ * payload is version 2 (re-encoding writes the tag 2). No other tag is dispatched by shape.
+ * {@code values} is a msgpack bin of little-endian unsigned 64-bit block checksums; {@code fingerprint} is an unsigned
+ * 64-bit integer (msgpack uint64 when its top bit is set); every other number is a non-negative integer.
+ *
+ * <p><b>Version 3</b> is defined once for all later extensions. {@code mode} is a msgpack str, the checksum mode's
+ * name ({@code "standard"}, {@code "mixed"}; 1..32 of {@code a-z 0-9 -}): a name this reader does not know still
+ * decodes, and the verifier reports it as {@code MODE_DIFFERS}. {@code sections} is a msgpack map from section name
+ * (str, 1..64 bytes, each name once) to any msgpack value; every section is optional, and a reader skips the sections
+ * it does not know (the known ones: {@link PayloadSections}). New information goes into new sections, never
+ * into new positions. The standard mode keeps writing version 2, byte for byte as before; other modes write version 3.
+ *
+ * <p><b>Decoding treats the input as hostile</b> (it arrives from the network, through proxies): every length is
+ * checked against the bytes actually present before anything is allocated, so no input makes it allocate more than
+ * about the input's size; unknown versions, wrong types, negative or out-of-range numbers, values that are not whole
+ * 8-byte words, a section nested deeper than 32 levels, a version-2 or -3 group whose values do not end at the request's last block, and trailing bytes are all
+ * rejected with {@link MalformedPayloadException} naming the field. No other exception escapes the decoder.
+ *
+ * <p>Stateless and thread-safe.
+ */
+public final class PayloadCodec {
+    private static final long MAX_INT = Integer.MAX_VALUE;
+
+    private PayloadCodec() {
+    }
+
+    /**
+     * {@return the payload as msgpack bytes, in the payload's own version (a version-1 payload is written as version
+     * 1)}
+     *
+     * @param payload the payload to write; not null (it was validated when built)
+     */
+    public static byte[] encode(ChecksumPayload payload) {
+        try (MessageBufferPacker p = MessagePack.newDefaultBufferPacker()) {
+            boolean v3 = payload.version() == 3;
+            boolean v2 = payload.version() >= 2;
+            p.packArrayHeader(v3 ? 6 : v2 ? 4 : 3);
+            p.packInt(payload.version());
+            if (v2) {
+                p.packInt(payload.tpSize());
+            }
+            p.packLong(payload.numTokens());
+            if (v3) {
+                p.packString(payload.mode());
+            }
+            p.packArrayHeader(payload.groups().size());
+            for (GroupChecksums g : payload.groups()) {
+                p.packArrayHeader(v2 ? 5 : 4);
+                p.packInt(g.groupId());
+                packUnsigned(p, g.fingerprint());
+                if (v2) {
+                    p.packInt(g.blockSize());
+                }
+                p.packLong(g.start());
+                ByteBuffer buf = ByteBuffer.allocate(Math.multiplyExact(g.numBlocks(), 8)).order(ByteOrder.LITTLE_ENDIAN);
+                for (int i = 0; i < g.numBlocks(); i++) {
+                    buf.putLong(g.value(i));
+                }
+                p.packBinaryHeader(buf.capacity());
+                p.writePayload(buf.array());
+            }
+            if (v3) {
+                p.packMapHeader(payload.sections().size());
+                for (PayloadSection section : payload.sections().values()) {
+                    p.packString(section.name());
+                    section.pack(p);
+                }
+            }
+            return p.toByteArray();
+        } catch (IOException e) {
+            // A buffer packer writes to memory and cannot fail with I/O.
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /**
+     * {@return the payload as base64 (RFC 4648, with padding) of {@link #encode}}
+     *
+     * @param payload the payload to write; not null
+     */
+    public static String encodeBase64(ChecksumPayload payload) {
+        return Base64.getEncoder().encodeToString(encode(payload));
+    }
+
+    /**
+     * Decodes version 3, 2 or 1 bytes.
+     *
+     * @param bytes exactly one msgpack-encoded payload, untrusted; null is rejected as malformed
+     * @return the payload, validated as {@link ChecksumPayload} validates; version-3 sections this library does not
+     *     know are skipped
+     * @throws MalformedPayloadException for anything but exactly one well-formed payload
+     */
+    public static ChecksumPayload decode(byte[] bytes) {
+        return decode(bytes, PayloadSections.KNOWN);
+    }
+
+    /** {@link #decode(byte[])} knowing the sections {@code known} (for tests of the section mechanism). */
+    static ChecksumPayload decode(byte[] bytes, Map<String, PayloadSections.Known> known) {
+        if (bytes == null) {
+            throw new MalformedPayloadException("payload: no bytes (null)");
+        }
+        MessageUnpacker u = MessagePack.newDefaultUnpacker(bytes);
+        Reader r = new Reader(u, bytes, known);
+        try (u) {
+            ChecksumPayload payload = r.payload();
+            if (u.hasNext()) {
+                throw new MalformedPayloadException("payload: " + r.remaining() + " trailing bytes after the payload");
+            }
+            return payload;
+        } catch (IOException | MessagePackException e) {
+            // msgpack-java's own errors (a value cut short, a size it cannot represent) carry no field name.
+            throw new MalformedPayloadException(r.field + ": not valid msgpack (" + e.getClass().getSimpleName()
+                    + (e.getMessage() == null ? "" : ": " + e.getMessage()) + ")", e);
+        }
+    }
+
+    /**
+     * Decodes base64 text (standard alphabet; padding optional).
+     *
+     * @param text base64 of one payload, untrusted; surrounding white space is ignored, null is rejected as malformed
+     * @return the payload, as {@link #decode} returns it
+     * @throws MalformedPayloadException for text that is not base64 or bytes {@link #decode} rejects
+     */
+    public static ChecksumPayload decodeBase64(String text) {
+        if (text == null) {
+            throw new MalformedPayloadException("payload: no text (null)");
+        }
+        byte[] bytes;
+        try {
+            bytes = Base64.getDecoder().decode(text.strip());
+        } catch (IllegalArgumentException e) {
+            throw new MalformedPayloadException("payload: not base64: " + e.getMessage(), e);
+        }
+        return decode(bytes);
+    }
+
+    private static void packUnsigned(MessageBufferPacker p, long v) throws IOException {
+        if (v >= 0) {
+            p.packLong(v);
+        } else {
+            p.packBigInteger(new BigInteger(Long.toUnsignedString(v)));
+        }
+    }
+
+    /** Reads one payload, checking each field's type and size against the bytes left before using it. */
+    private static final class Reader {
+        private final MessageUnpacker u;
+        private final byte[] input;
+        private final long total;
+        private final Map<String, PayloadSections.Known> known;
+        /** The field being read, for errors msgpack-java raises without one. */
+        String field = "payload";
+
+        Reader(MessageUnpacker u, byte[] input, Map<String, PayloadSections.Known> known) {
+            this.u = u;
+            this.input = input;
+            this.total = input.length;
+            this.known = known;
+        }
+
+        long remaining() {
+            return total - u.getTotalReadBytes();
+        }
+
+        ChecksumPayload payload() throws IOException {
+            int n = arrayHeader("payload");
+            if (n < 3) {
+                throw new MalformedPayloadException("payload: an array of " + n
+                        + " elements; expected 6 (version 3), 4 (version 2) or 3 (version 1)");
+            }
+            long version = unsigned("version", MAX_INT);
+            if (version == 3) {
+                if (n != 6) {
+                    throw new MalformedPayloadException("payload: version 3 has 6 elements, got " + n);
+                }
+                long tp = unsigned("tp_size", MAX_INT);
+                if (tp == 0) {
+                    throw new MalformedPayloadException("tp_size: must be positive, got 0");
+                }
+                long numTokens = unsigned("num_tokens", Long.MAX_VALUE);
+                String mode = modeName();
+                List<GroupChecksums> groups = groups(true, numTokens, false);
+                Map<String, PayloadSection> sections = sections();
+                return new ChecksumPayload(3, (int) tp, numTokens, groups, mode, sections);
+            }
+            // The seed names no version number for the final form: a writer may tag it 1. Only a version-1 tag with
+            // exactly the final form's shape (four elements, five-field groups, which carry the block size only the
+            // final revision has) is read as the final form; no other tag is ever dispatched by shape.
+            boolean finalFormTaggedOne = version == 1 && n == 4;
+            if (version == 2 || finalFormTaggedOne) {
+                if (n != 4) {
+                    throw new MalformedPayloadException("payload: version 2 has 4 elements, got " + n);
+                }
+                long tp = unsigned("tp_size", MAX_INT);
+                if (tp == 0) {
+                    throw new MalformedPayloadException("tp_size: must be positive, got 0");
+                }
+                long numTokens = unsigned("num_tokens", Long.MAX_VALUE);
+                List<GroupChecksums> groups = groups(true, numTokens, finalFormTaggedOne);
+                return new ChecksumPayload(2, (int) tp, numTokens, groups);
+            }
+            if (version == 1) {
+                if (n != 3) {
+                    throw new MalformedPayloadException("payload: version 1 has 3 elements, got " + n);
+                }
+                long numTokens = unsigned("num_tokens", Long.MAX_VALUE);
+                return new ChecksumPayload(1, null, numTokens, groups(false, numTokens, false));
+            }
+            throw new MalformedPayloadException("version: unknown payload version " + version + " (this reader knows 1, 2 and 3)");
+        }
+
+        private String modeName() throws IOException {
+            String m = string("mode", 32);
+            if (!m.matches("[a-z0-9-]{1,32}")) {
+                throw new MalformedPayloadException("mode: '" + printable(m) + "' is not 1..32 of a-z, 0-9 and '-'");
+            }
+            return m;
+        }
+
+        /**
+         * Version 3's named sections: every value is first checked to be well-formed msgpack within the input and at
+         * most 32 levels deep; the known ones are then decoded from exactly their own bytes, the others dropped.
+         */
+        private Map<String, PayloadSection> sections() throws IOException {
+            next("sections", ValueType.MAP);
+            int n = mapHeader("sections");
+            Map<String, PayloadSection> out = new TreeMap<>();
+            java.util.Set<String> names = new java.util.HashSet<>();
+            for (int i = 0; i < n; i++) {
+                String name = string("sections[" + i + "].name", 64);
+                if (name.isEmpty()) {
+                    throw new MalformedPayloadException("sections[" + i + "].name: empty");
+                }
+                if (!names.add(name)) {
+                    throw new MalformedPayloadException("sections: '" + printable(name) + "' appears twice");
+                }
+                long from = u.getTotalReadBytes();
+                skip("sections." + printable(name), 0);
+                PayloadSections.Known k = known.get(name);
+                if (k != null) {
+                    this.field = "sections." + name;
+                    Value value;
+                    try (MessageUnpacker one = MessagePack.newDefaultUnpacker(input, (int) from,
+                            (int) (u.getTotalReadBytes() - from))) {
+                        value = one.unpackValue();
+                    }
+                    PayloadSection s;
+                    try {
+                        s = k.decoder().decode(value);
+                    } catch (MalformedPayloadException e) {
+                        throw e;
+                    } catch (RuntimeException e) {
+                        // A decoder's own slip (a type it did not check) is still a malformed section, never a crash.
+                        throw new MalformedPayloadException("sections." + printable(name) + ": " + e, e);
+                    }
+                    if (s == null || !s.name().equals(name)) {
+                        throw new IllegalStateException("the decoder of section " + name + " returned " + s);
+                    }
+                    out.put(name, s);
+                }
+            }
+            return out;
+        }
+
+        /** Skips one value of any type, checking every count against the bytes left, at most 32 levels deep. */
+        private void skip(String field, int depth) throws IOException {
+            this.field = field;
+            if (depth > 32) {
+                throw new MalformedPayloadException(field + ": nested deeper than 32 levels");
+            }
+            if (!u.hasNext()) {
+                throw new MalformedPayloadException(field + ": truncated, the input ends before it");
+            }
+            ValueType t = u.getNextFormat().getValueType();
+            if (t == ValueType.ARRAY) {
+                int n = arrayHeader(field);
+                for (int i = 0; i < n; i++) {
+                    skip(field, depth + 1);
+                }
+            } else if (t == ValueType.MAP) {
+                int n = mapHeader(field);
+                for (int i = 0; i < 2 * n; i++) {
+                    skip(field, depth + 1);
+                }
+            } else if (t == ValueType.STRING || t == ValueType.BINARY || t == ValueType.EXTENSION) {
+                long len = t == ValueType.STRING ? u.unpackRawStringHeader()
+                        : t == ValueType.BINARY ? u.unpackBinaryHeader() : u.unpackExtensionTypeHeader().getLength();
+                if (len < 0 || len > remaining()) {
+                    throw new MalformedPayloadException(field + ": claims " + Integer.toUnsignedString((int) len)
+                            + " bytes but only " + remaining() + " follow");
+                }
+                u.readPayload((int) len);
+            } else {
+                u.skipValue();
+            }
+        }
+
+        private int mapHeader(String field) throws IOException {
+            int n;
+            try {
+                n = u.unpackMapHeader();
+            } catch (MessagePackException e) {
+                throw new MalformedPayloadException(field + ": size not readable or larger than the input ("
+                        + e.getClass().getSimpleName() + ")", e);
+            }
+            // Every entry takes at least two bytes.
+            if (n < 0 || n > remaining() / 2) {
+                throw new MalformedPayloadException(field + ": claims " + Integer.toUnsignedString(n) + " entries but only "
+                        + remaining() + " bytes follow");
+            }
+            return n;
+        }
+
+        private String string(String field, int maxBytes) throws IOException {
+            next(field, ValueType.STRING);
+            int len;
+            try {
+                len = u.unpackRawStringHeader();
+            } catch (MessagePackException e) {
+                throw new MalformedPayloadException(field + ": size not readable (" + e.getClass().getSimpleName() + ")", e);
+            }
+            if (len < 0 || len > remaining()) {
+                throw new MalformedPayloadException(field + ": claims " + Integer.toUnsignedString(len) + " bytes but only "
+                        + remaining() + " follow");
+            }
+            if (len > maxBytes) {
+                throw new MalformedPayloadException(field + ": " + len + " bytes, at most " + maxBytes);
+            }
+            return new String(u.readPayload(len), java.nio.charset.StandardCharsets.UTF_8);
+        }
+
+        private static String printable(String s) {
+            StringBuilder b = new StringBuilder();
+            s.codePoints().forEach(c -> {
+                if (c >= 0x20 && c < 0x7f && c != '\\') {
+                    b.appendCodePoint(c);
+                } else {
+                    b.append(String.format("\\u%04x", c));
+                }
+            });
+            return b.toString();
+        }
+
+        private List<GroupChecksums> groups(boolean v2, long numTokens, boolean taggedOne) throws IOException {
+            int n = arrayHeader("groups");
+            // Never preallocate from an untrusted count: each group takes several bytes, so the list grows only as
+            // far as the input really holds groups.
+            List<GroupChecksums> groups = new ArrayList<>(Math.min(n, 16));
+            for (int i = 0; i < n; i++) {
+                String at = "groups[" + i + "]";
+                int fields = arrayHeader(at);
+                int expected = v2 ? 5 : 4;
+                if (fields != expected) {
+                    throw new MalformedPayloadException(at + ": a group has " + expected + " elements in "
+                            + (taggedOne ? "a version-1-tagged payload of the final form (4 elements)" : "version " + (v2 ? "2 and 3" : "1"))
+                            + ", got " + fields);
+                }
+                int groupId = (int) unsigned(at + ".group_id", MAX_INT);
+                long fingerprint = unsigned64(at + ".fingerprint");
+                Integer blockSize = null;
+                if (v2) {
+                    long b = unsigned(at + ".block_size", MAX_INT);
+                    if (b == 0) {
+                        throw new MalformedPayloadException(at + ".block_size: must be positive, got 0");
+                    }
+                    blockSize = (int) b;
+                }
+                long start = unsigned(at + ".start", Long.MAX_VALUE);
+                long[] values = words(at + ".values");
+                GroupChecksums g = new GroupChecksums(groupId, fingerprint, blockSize, start, values);
+                if (v2) {
+                    String problem = ChecksumPayload.rangeProblem(g, numTokens);
+                    if (problem != null) {
+                        throw new MalformedPayloadException(at + ".values: " + problem);
+                    }
+                }
+                groups.add(g);
+            }
+            return groups;
+        }
+
+        private MessageFormat next(String field, ValueType type) throws IOException {
+            this.field = field;
+            if (!u.hasNext()) {
+                throw new MalformedPayloadException(field + ": truncated, the input ends before it");
+            }
+            MessageFormat f = u.getNextFormat();
+            if (f.getValueType() != type) {
+                throw new MalformedPayloadException(field + ": expected " + type.name().toLowerCase() + ", got "
+                        + f.getValueType().name().toLowerCase());
+            }
+            return f;
+        }
+
+        private int arrayHeader(String field) throws IOException {
+            next(field, ValueType.ARRAY);
+            int n = header(field, true);
+            // Every element takes at least one byte: a count larger than the bytes left is a lie.
+            if (n < 0 || n > remaining()) {
+                throw new MalformedPayloadException(field + ": claims " + Integer.toUnsignedString(n) + " elements but only "
+                        + remaining() + " bytes follow");
+            }
+            return n;
+        }
+
+        /** An array or bin header; a size past what msgpack-java can represent is rejected as a lie, naming the field. */
+        private int header(String field, boolean array) throws IOException {
+            try {
+                return array ? u.unpackArrayHeader() : u.unpackBinaryHeader();
+            } catch (MessagePackException e) {
+                throw new MalformedPayloadException(field + ": size not readable or larger than the input ("
+                        + e.getClass().getSimpleName() + ")", e);
+            }
+        }
+
+        private long unsigned(String field, long max) throws IOException {
+            MessageFormat f = next(field, ValueType.INTEGER);
+            if (f == MessageFormat.UINT64) {
+                // Encoders may write a small value in the widest form; only its magnitude matters.
+                BigInteger b = u.unpackBigInteger();
+                if (b.bitLength() > 63 || b.longValue() > max) {
+                    throw new MalformedPayloadException(field + ": " + b + " is out of range (at most " + max + ")");
+                }
+                return b.longValue();
+            }
+            long v = u.unpackLong();
+            if (v < 0 || v > max) {
+                throw new MalformedPayloadException(field + ": " + v + " is out of range (0.." + max + ")");
+            }
+            return v;
+        }
+
+        private long unsigned64(String field) throws IOException {
+            MessageFormat f = next(field, ValueType.INTEGER);
+            if (f == MessageFormat.UINT64) {
+                // Two's complement bits of an unsigned value in 0..2^64-1.
+                return u.unpackBigInteger().longValue();
+            }
+            long v = u.unpackLong();
+            if (v < 0) {
+                throw new MalformedPayloadException(field + ": negative (" + v + "); an unsigned 64-bit value was expected");
+            }
+            return v;
+        }
+
+        private long[] words(String field) throws IOException {
+            next(field, ValueType.BINARY);
+            int len = header(field, false);
+            if (len < 0 || len > remaining()) {
+                throw new MalformedPayloadException(field + ": claims " + Integer.toUnsignedString(len) + " bytes but only "
+                        + remaining() + " follow");
+            }
+            if (len % 8 != 0) {
+                throw new MalformedPayloadException(field + ": " + len + " bytes is not a whole number of 8-byte words");
+            }
+            byte[] raw = u.readPayload(len);
+            long[] out = new long[len / 8];
+            ByteBuffer.wrap(raw).order(ByteOrder.LITTLE_ENDIAN).asLongBuffer().get(out);
+            return out;
+        }
+    }
+}

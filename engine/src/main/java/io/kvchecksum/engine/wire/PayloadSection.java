@@ -1,0 +1,28 @@
+package io.kvchecksum.engine.wire;
+
+import org.msgpack.core.MessagePacker;
+
+import java.io.IOException;
+
+/**
+ * A named section of a version-3 payload that this library knows (see {@link PayloadSections} for the list and
+ * {@code docs/wire-format.md} for each one's layout). A payload carries each section at most once; a reader that does
+ * not know a section skips it, so a section is always optional and never changes what the groups' values mean.
+ *
+ * <p>Implementations are immutable values with {@code equals}; the name is the section's key in the payload's map.
+ */
+public interface PayloadSection {
+
+    /**
+     * {@return the section's key: 1..64 bytes of {@code a-z 0-9 _ -}, the same for every instance of one section type}
+     */
+    String name();
+
+    /**
+     * Writes the section's value, exactly one msgpack value.
+     *
+     * @param packer the payload's packer, positioned after the section's name
+     * @throws IOException when the packer fails to write (an in-memory packer does not)
+     */
+    void pack(MessagePacker packer) throws IOException;
+}

@@ -1,0 +1,93 @@
+package io.kvchecksum.engine.wire;
+
+import io.kvchecksum.engine.verdict.SectionVerdict;
+
+import org.msgpack.value.Value;
+
+import java.util.Collections;
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * The version-3 payload sections this library knows: how each is decoded and how the producer's and the consumer's
+ * are compared. A section not listed here is skipped when read (checked only to be well-formed msgpack) and left out
+ * when the payload is written again.
+ *
+ * <p>Adding a section: an immutable {@link PayloadSection} value, a decoder and a comparison, and one entry in
+ * {@link #KNOWN}. Decoders receive the section's value already checked to be well-formed msgpack of bounded size and
+ * depth; they check types and ranges and throw {@link MalformedPayloadException} naming the field
+ * ({@code sections.<name>.<field>}).
+ */
+public final class PayloadSections {
+
+    /**
+     * How one known section is read and compared.
+     *
+     * @param name the section's key in the payload's map, as {@link PayloadSection#name()} gives it
+     * @param decoder reads the section's value into a {@link PayloadSection}
+     * @param comparison compares the producer's section with the consumer's
+     */
+    public record Known(String name, Decoder decoder, Comparison comparison) {
+    }
+
+    /** Reads one section's value. */
+    @FunctionalInterface
+    public interface Decoder {
+        /**
+         * Decodes the section.
+         *
+         * @param value the section's value, already checked to be well-formed msgpack of bounded size and depth,
+         *     untrusted otherwise
+         * @return the section, with the name it is filed under
+         * @throws MalformedPayloadException naming the field ({@code sections.<name>.<field>}) when a type or range is
+         *     wrong
+         */
+        PayloadSection decode(Value value);
+    }
+
+    /**
+     * Compares the producer's section with the consumer's; either may be {@code null} (absent on that side), not both.
+     * Returns {@code null} when there is nothing to report.
+     */
+    @FunctionalInterface
+    public interface Comparison {
+        /**
+         * Compares the two sides' sections by the section's own rule.
+         *
+         * @param producer the producer's section, or {@code null} when its payload did not carry it
+         * @param consumer the consumer's section, or {@code null} when its payload did not carry it
+         * @return the section's verdict, or {@code null} when there is nothing to report
+         */
+        SectionVerdict compare(PayloadSection producer, PayloadSection consumer);
+    }
+
+    /** Every known section, by name. */
+    static final Map<String, Known> KNOWN;
+
+    static {
+        Map<String, Known> m = new TreeMap<>();
+        // One line per known section: add(m, new Known(name, decoder, comparison));
+        add(m, new Known(SglangDigestSection.NAME, SglangDigestSection::decode, SglangDigestSection::compare));
+        add(m, new Known(StateDigestsSection.NAME, StateDigestsSection::decode, StateDigestsSection::compare));
+        add(m, new Known(PageProbeSection.NAME, PageProbeSection::decode, PageProbeSection::compare));
+        KNOWN = Collections.unmodifiableMap(m);
+    }
+
+    private PayloadSections() {
+    }
+
+    private static void add(Map<String, Known> m, Known k) {
+        if (m.put(k.name(), k) != null) {
+            throw new IllegalStateException("section " + k.name() + " registered twice");
+        }
+    }
+
+    /**
+     * {@return the known section called {@code name}, or {@code null}}
+     *
+     * @param name the section's key
+     */
+    public static Known known(String name) {
+        return KNOWN.get(name);
+    }
+}

@@ -1,0 +1,272 @@
+package io.kvchecksum.engine.worker;
+
+import io.kvchecksum.engine.verdict.LoadVerdict;
+import io.kvchecksum.engine.verdict.UnverifiedReason;
+import io.kvchecksum.engine.wire.ChecksumPayload;
+import io.kvchecksum.engine.wire.GroupChecksums;
+
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.TreeMap;
+
+/**
+ * Sums the workers' records of one request into the side's checksums: the scheduler's step, the only place that
+ * sees every worker. Stateless and thread-safe.
+ *
+ * <p>Parts add up because every (layer, head) slice lies whole on one worker: TP splits heads, PP splits layers. The
+ * fingerprint is summed over PP stages, taking one TP rank's value per stage (TP ranks hold the same layers).
+ *
+ * <p>Never a false match: a request not reported by exactly every worker ({@code tp x pp}) is
+ * {@link UnverifiedReason#NOT_EVERY_WORKER_REPORTED}; a worker that reports other blocks, another token count, a group
+ * it was not scheduled, no word on a scheduled group, or a fingerprint its TP peers do not share is
+ * {@link UnverifiedReason#OTHER_BLOCKS_THAN_SCHEDULED}; a worker whose backend failed ({@link WorkerRecord#failed}) is
+ * {@link UnverifiedReason#BACKEND_FAILED}, with the failure in the detail; workers in different checksum modes are
+ * {@link UnverifiedReason#MODE_DIFFERS}. The payload is in the workers' mode. A producer with such a result sends no
+ * checksums (the consumer
+ * then sees {@link UnverifiedReason#MISSING_PAYLOAD}); a consumer reports the load with that reason.
+ *
+ * <p>A group any worker skipped is skipped by the whole side and left out of the payload: the other side sees it as
+ * checksummed by one side only, or, if it skipped the group too, leaves it out of the verdict.
+ */
+public final class Aggregator {
+
+    private Aggregator() {
+    }
+
+    /** The result: the side's checksums, or why there are none. */
+    public sealed interface Result permits Complete, Incomplete {
+    }
+
+    /**
+     * Every worker reported the scheduled blocks.
+     *
+     * @param payload the side's checksums (a consumer's lists each group once per replica check)
+     * @param skippedGroups groups left out because a worker skipped them, with the first reason given
+     */
+    public record Complete(ChecksumPayload payload, Map<Integer, String> skippedGroups) implements Result {
+        /**
+         * Copies {@code skippedGroups}.
+         *
+         * @throws NullPointerException when {@code skippedGroups} is null or holds a null key or value
+         */
+        public Complete {
+            skippedGroups = Map.copyOf(skippedGroups);
+        }
+    }
+
+    /**
+     * The records cannot be summed into trustworthy checksums.
+     *
+     * @param reason why the records cannot be summed; not null
+     * @param detail the specifics in words (which worker, which group), for logs; may be null
+     */
+    public record Incomplete(UnverifiedReason reason, String detail) implements Result {
+        /**
+         * Checks the reason is given.
+         *
+         * @throws NullPointerException when {@code reason} is null
+         */
+        public Incomplete {
+            Objects.requireNonNull(reason, "reason");
+        }
+
+        /** {@return the consumer's verdict for a load whose records are incomplete} */
+        public LoadVerdict verdict() {
+            return LoadVerdict.unverified(reason, detail);
+        }
+    }
+
+    /**
+     * {@return the producer's payload: copy 0 of every replicated layer, summed over all workers}
+     *
+     * @param tpSize the tensor-parallel size of the producer, positive
+     * @param ppSize the pipeline-parallel size of the producer, positive
+     * @param numTokens the request's token count the scheduler built the work for
+     * @param scheduled the blocks the scheduler gave the workers, one selection per group
+     * @param records every worker's record for the request, in any order
+     * @throws IllegalArgumentException when {@code tpSize} or {@code ppSize} is not positive
+     */
+    public static Result producer(int tpSize, int ppSize, long numTokens, Collection<BlockSelection> scheduled,
+            Collection<WorkerRecord> records) {
+        return aggregate(Side.PRODUCER, tpSize, ppSize, numTokens, scheduled, records);
+    }
+
+    /**
+     * {@return the consumer's checks: per group, one entry per replica check} With {@code R} the largest replica count
+     * among the group's columns, check {@code k} (for {@code k = 0 .. R-1}) sums copy {@code k % r} of every column
+     * replicated {@code r} times, so each check covers every layer once and every copy is in some check.
+     *
+     * @param tpSize the tensor-parallel size of the consumer, positive
+     * @param ppSize the pipeline-parallel size of the consumer, positive
+     * @param numTokens the request's token count the scheduler built the work for
+     * @param scheduled the blocks the scheduler gave the workers (those the load writes), one selection per group
+     * @param records every worker's record for the request, in any order
+     * @throws IllegalArgumentException when {@code tpSize} or {@code ppSize} is not positive
+     */
+    public static Result consumer(int tpSize, int ppSize, long numTokens, Collection<BlockSelection> scheduled,
+            Collection<WorkerRecord> records) {
+        return aggregate(Side.CONSUMER, tpSize, ppSize, numTokens, scheduled, records);
+    }
+
+    private static Result aggregate(Side side, int tpSize, int ppSize, long numTokens, Collection<BlockSelection> scheduled,
+            Collection<WorkerRecord> records) {
+        if (tpSize <= 0 || ppSize <= 0) {
+            throw new IllegalArgumentException("TP " + tpSize + " x PP " + ppSize);
+        }
+        WorkerRecord[][] grid = new WorkerRecord[ppSize][tpSize];
+        for (WorkerRecord r : records) {
+            if (r.tpRank() >= tpSize || r.ppStage() >= ppSize) {
+                return new Incomplete(UnverifiedReason.NOT_EVERY_WORKER_REPORTED, "a record from TP rank " + r.tpRank()
+                        + " PP stage " + r.ppStage() + " outside TP " + tpSize + " x PP " + ppSize);
+            }
+            if (grid[r.ppStage()][r.tpRank()] != null) {
+                return new Incomplete(UnverifiedReason.NOT_EVERY_WORKER_REPORTED, "TP rank " + r.tpRank() + " PP stage "
+                        + r.ppStage() + " reported twice");
+            }
+            grid[r.ppStage()][r.tpRank()] = r;
+        }
+        // Before the missing-worker check: a worker that reported its backend's failure did report, and why it has
+        // no checksums is the more useful account.
+        for (WorkerRecord r : records) {
+            if (r.isFailed()) {
+                return new Incomplete(UnverifiedReason.BACKEND_FAILED, "the checksum backend of TP rank " + r.tpRank()
+                        + " PP stage " + r.ppStage() + " failed: " + r.backendFailure());
+            }
+        }
+        for (int s = 0; s < ppSize; s++) {
+            for (int t = 0; t < tpSize; t++) {
+                if (grid[s][t] == null) {
+                    return new Incomplete(UnverifiedReason.NOT_EVERY_WORKER_REPORTED, "no record from TP rank " + t
+                            + " PP stage " + s + " (" + records.size() + " of " + tpSize * ppSize + " workers reported)");
+                }
+                if (grid[s][t].numTokens() != numTokens) {
+                    return new Incomplete(UnverifiedReason.OTHER_BLOCKS_THAN_SCHEDULED, "TP rank " + t + " PP stage " + s
+                            + " checksummed " + grid[s][t].numTokens() + " tokens, " + numTokens + " were scheduled");
+                }
+                if (grid[s][t].mode() != grid[0][0].mode()) {
+                    return new Incomplete(UnverifiedReason.MODE_DIFFERS, "TP rank " + t + " PP stage " + s + " checksummed in the "
+                            + grid[s][t].mode().wireName() + " mode, TP rank 0 PP stage 0 in the "
+                            + grid[0][0].mode().wireName() + " mode");
+                }
+            }
+        }
+        io.kvchecksum.ChecksumMode mode = grid[0][0].mode();
+        Map<Integer, BlockRange> ranges = new TreeMap<>();
+        for (BlockSelection sel : scheduled) {
+            if (sel.numTokens() != numTokens) {
+                throw new IllegalArgumentException("group " + sel.groupId() + " was selected for " + sel.numTokens()
+                        + " tokens, the request has " + numTokens);
+            }
+            if (!sel.isExcluded()) {
+                ranges.put(sel.groupId(), sel.range());
+            }
+        }
+        Map<Integer, String> skipped = new TreeMap<>();
+        // Per group, per stage, per rank: the partial group.
+        Map<Integer, PartialGroup[][]> parts = new TreeMap<>();
+        for (WorkerRecord r : records) {
+            String who = "TP rank " + r.tpRank() + " PP stage " + r.ppStage();
+            Map<Integer, PartialGroup> mine = new HashMap<>();
+            for (PartialGroup g : r.groups()) {
+                BlockRange want = ranges.get(g.groupId());
+                if (want == null) {
+                    return new Incomplete(UnverifiedReason.OTHER_BLOCKS_THAN_SCHEDULED, who + " checksummed group "
+                            + g.groupId() + ", which was not scheduled");
+                }
+                if (mine.put(g.groupId(), g) != null) {
+                    return new Incomplete(UnverifiedReason.OTHER_BLOCKS_THAN_SCHEDULED, who + " reported group "
+                            + g.groupId() + " twice");
+                }
+                if (!g.range().equals(want)) {
+                    return new Incomplete(UnverifiedReason.OTHER_BLOCKS_THAN_SCHEDULED, who + " checksummed " + g.range()
+                            + " of group " + g.groupId() + ", " + want + " were scheduled");
+                }
+                for (Map.Entry<ReplicaKey, long[]> c : g.columns().entrySet()) {
+                    if (c.getValue().length != want.length()) {
+                        return new Incomplete(UnverifiedReason.OTHER_BLOCKS_THAN_SCHEDULED, who + " sent "
+                                + c.getValue().length + " values for " + want + " of group " + g.groupId());
+                    }
+                }
+                parts.computeIfAbsent(g.groupId(), k -> new PartialGroup[ppSize][tpSize])[r.ppStage()][r.tpRank()] = g;
+            }
+            for (int id : ranges.keySet()) {
+                String reason = r.skippedGroups().get(id);
+                if (reason != null) {
+                    if (mine.containsKey(id)) {
+                        return new Incomplete(UnverifiedReason.OTHER_BLOCKS_THAN_SCHEDULED, who
+                                + " both checksummed and skipped group " + id);
+                    }
+                    skipped.putIfAbsent(id, who + ": " + reason);
+                } else if (!mine.containsKey(id)) {
+                    return new Incomplete(UnverifiedReason.OTHER_BLOCKS_THAN_SCHEDULED, who + " reported nothing for group "
+                            + id + ", which was scheduled");
+                }
+            }
+        }
+        List<GroupChecksums> groups = new ArrayList<>();
+        for (Map.Entry<Integer, BlockRange> e : ranges.entrySet()) {
+            int id = e.getKey();
+            if (skipped.containsKey(id)) {
+                continue;
+            }
+            PartialGroup[][] g = parts.get(id);
+            long fingerprint = 0;
+            for (int s = 0; s < ppSize; s++) {
+                for (int t = 1; t < tpSize; t++) {
+                    if (g[s][t].fingerprint() != g[s][0].fingerprint()) {
+                        return new Incomplete(UnverifiedReason.OTHER_BLOCKS_THAN_SCHEDULED, "group " + id + ": TP rank " + t
+                                + " of PP stage " + s + " holds other layers than rank 0 (fingerprints differ)");
+                    }
+                }
+                fingerprint += g[s][0].fingerprint();
+            }
+            BlockRange range = e.getValue();
+            int n = (int) range.length();
+            if (side == Side.PRODUCER) {
+                long[] sum = new long[n];
+                forEachColumn(g, (key, col) -> {
+                    if (key.index() == 0) {
+                        add(sum, col);
+                    }
+                });
+                groups.add(new GroupChecksums(id, fingerprint, range.blockSize(), range.start(), sum));
+            } else {
+                int[] maxR = {1};
+                forEachColumn(g, (key, col) -> maxR[0] = Math.max(maxR[0], key.replicas()));
+                for (int k = 0; k < maxR[0]; k++) {
+                    long[] sum = new long[n];
+                    int check = k;
+                    forEachColumn(g, (key, col) -> {
+                        if (key.index() == check % key.replicas()) {
+                            add(sum, col);
+                        }
+                    });
+                    groups.add(new GroupChecksums(id, fingerprint, range.blockSize(), range.start(), sum));
+                }
+            }
+        }
+        return new Complete(ChecksumPayload.of(mode, tpSize, numTokens, groups), skipped);
+    }
+
+    private interface ColumnVisitor {
+        void visit(ReplicaKey key, long[] column);
+    }
+
+    private static void forEachColumn(PartialGroup[][] g, ColumnVisitor v) {
+        for (PartialGroup[] stage : g) {
+            for (PartialGroup p : stage) {
+                p.columns().forEach(v::visit);
+            }
+        }
+    }
+
+    private static void add(long[] sum, long[] col) {
+        for (int i = 0; i < sum.length; i++) {
+            sum[i] += col[i];
+        }
+    }
+}

@@ -1,0 +1,219 @@
+package io.kvchecksum.engine.worker;
+
+import io.kvchecksum.KvCacheGroup;
+import io.kvchecksum.KvChecksum;
+import io.kvchecksum.KvSegments;
+import io.kvchecksum.engine.verdict.ChecksumMetrics;
+import io.kvchecksum.engine.verdict.LoadVerdict;
+import io.kvchecksum.engine.verdict.UnverifiedReason;
+
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+
+/**
+ * The whole checksum path of an engine that is one worker (TP 1, PP 1, every layer held once): a CPU engine such as
+ * Jlama, or a single-device one. It is {@link WorkerChecksummer#tryCompute} then {@link Aggregator} and
+ * {@link PayloadSender} on the producer, {@link WorkerChecksummer#tryCompute} then {@link Aggregator} and
+ * {@link PendingLoads#verify} on the consumer, with TP rank 0, PP stage 0 and {@link ReplicaKey#NONE}.
+ *
+ * <pre>{@code
+ * SingleWorker worker = new SingleWorker(backend, metrics);          // once per engine
+ * var layout = List.of(SingleWorker.group(0, fingerprint, cache));   // the request's caches, by group
+ * // Producer, after prefill:
+ * var sel = List.of(BlockSelection.producer(0, pageTable, BlockSelection.NO_NULL_BLOCK, n, 16, null));
+ * Optional<String> payload = worker.producerBase64(requestId, layout, sel);   // empty: warned and counted
+ * // Consumer, pages landed (pending.expect(requestId, payload) when the load began), before the first decode:
+ * var csel = List.of(BlockSelection.consumer(0, pageTable, BlockSelection.NO_NULL_BLOCK, numLocal, n, 16, null));
+ * Optional<LoadVerdict> v = worker.verify(pending, requestId, layout, csel);  // empty: the load was not pending
+ * }</pre>
+ *
+ * <p><b>Nothing is thrown for a backend failure</b>: a consumer's load is then {@link UnverifiedReason#BACKEND_FAILED}
+ * with the failure in the detail; a producer sends no checksums (warned and counted by its {@link PayloadSender}), so
+ * its consumer sees {@link UnverifiedReason#MISSING_PAYLOAD}. A selection of mixed token counts, or none, is a caller
+ * bug and throws {@link IllegalArgumentException}.
+ *
+ * <p>The checksums are computed with the backend's own {@code submit} and waited for: right for CPU backends; a GPU
+ * engine that must not wait in its step uses {@link WorkerChecksummer#trySubmit} on its stream. The layout is passed
+ * per request because an engine like Jlama holds each request's KV in memory of its own; an engine whose caches are
+ * fixed passes the same list every time. One instance per engine (its sender warns once per reason); thread-safe if
+ * the backend is.
+ */
+public final class SingleWorker {
+    private final KvChecksum backend;
+    private final ChecksumMetrics metrics;
+    private final PayloadSender sender;
+    private final io.kvchecksum.ChecksumMode mode;
+    private final io.kvchecksum.CellPadding padding;
+
+    /**
+     * A worker counting in {@code metrics}, its sender logging to
+     * {@code System.getLogger(PayloadSender.class.getName())}.
+     *
+     * @param backend computes the checksums in the standard mode, shared by every request; not null
+     * @param metrics where checksum time and withheld payloads are counted; not null
+     * @throws NullPointerException when an argument is null
+     */
+    public SingleWorker(KvChecksum backend, ChecksumMetrics metrics) {
+        this(backend, metrics, new PayloadSender(metrics));
+    }
+
+    /**
+     * A worker in the standard mode with the engine's own sender.
+     *
+     * @param backend computes the checksums, shared by every request
+     * @param metrics where checksum time is counted
+     * @param sender decides, warns and counts on the producer (make it with the engine's logger)
+     */
+    public SingleWorker(KvChecksum backend, ChecksumMetrics metrics, PayloadSender sender) {
+        this(backend, metrics, sender, io.kvchecksum.ChecksumMode.STANDARD);
+    }
+
+    /**
+     * As {@link #SingleWorker(KvChecksum, ChecksumMetrics, PayloadSender)}, computing in checksum mode {@code mode}
+     * (the engine's configuration; both sides must use the same one, see {@link UnverifiedReason#MODE_DIFFERS}).
+     *
+     * @param backend computes the checksums, shared by every request; not null
+     * @param metrics where checksum time is counted; not null
+     * @param sender decides, warns and counts on the producer; not null
+     * @param mode the checksum mode both sides are configured with; not null
+     * @throws IllegalArgumentException when the backend does not implement {@code mode}
+     * @throws NullPointerException when an argument is null
+     */
+    public SingleWorker(KvChecksum backend, ChecksumMetrics metrics, PayloadSender sender, io.kvchecksum.ChecksumMode mode) {
+        this(backend, metrics, sender, mode, io.kvchecksum.CellPadding.NONE);
+    }
+
+    /**
+     * As {@link #SingleWorker(KvChecksum, ChecksumMetrics, PayloadSender, io.kvchecksum.ChecksumMode)}, with what to do
+     * about cells that are not whole 8-byte pieces (see
+     * {@link WorkerChecksummer#WorkerChecksummer(KvChecksum, int, int, List, Map, ChecksumMetrics, io.kvchecksum.ChecksumMode, io.kvchecksum.CellPadding)}):
+     * without padding their groups are skipped with the reason, with {@link io.kvchecksum.CellPadding#ZEROS} padded.
+     *
+     * @param backend computes the checksums, shared by every request; not null
+     * @param metrics where checksum time is counted; not null
+     * @param sender decides, warns and counts on the producer; not null
+     * @param mode the checksum mode both sides are configured with; not null
+     * @param padding what to do with cells that are not whole pieces, the same on both sides; not null
+     * @throws IllegalArgumentException when the backend does not implement {@code mode}
+     * @throws NullPointerException when an argument is null
+     */
+    public SingleWorker(KvChecksum backend, ChecksumMetrics metrics, PayloadSender sender, io.kvchecksum.ChecksumMode mode,
+            io.kvchecksum.CellPadding padding) {
+        this.padding = Objects.requireNonNull(padding, "padding");
+        this.mode = Objects.requireNonNull(mode, "mode");
+        // Every backend computes the standard mode; only another mode is asked about.
+        if (mode != io.kvchecksum.ChecksumMode.STANDARD && !backend.supports(mode)) {
+            throw new IllegalArgumentException("backend '" + backend.name() + "' does not implement the " + mode.wireName()
+                    + " checksum mode");
+        }
+        this.backend = Objects.requireNonNull(backend, "backend");
+        this.metrics = Objects.requireNonNull(metrics, "metrics");
+        this.sender = Objects.requireNonNull(sender, "sender");
+    }
+
+    /**
+     * {@return one group whose layers this worker holds whole, once: its layout entry}
+     *
+     * @param groupId the group's id, as the selections name it
+     * @param fingerprint the group's fingerprint ({@link Fingerprints#ofGroup}), the same on both sides for a match
+     * @param cache the group's memory on this worker
+     */
+    public static WorkerChecksummer.WorkerGroup group(int groupId, long fingerprint, KvCacheGroup cache) {
+        return new WorkerChecksummer.WorkerGroup(groupId, fingerprint,
+                List.of(new WorkerChecksummer.ReplicaPart(ReplicaKey.NONE, cache)));
+    }
+
+    /**
+     * One group whose layers this worker holds whole, once, in several allocations per request (Jlama's pages): its
+     * layout entry. The selection's block ids are not used: segmented KV is addressed by position ({@link KvSegments}).
+     *
+     * @param groupId the group's id, as the selections name it
+     * @param fingerprint the group's fingerprint ({@link Fingerprints#ofGroup}), the same on both sides for a match
+     * @param cache the group's allocations on this worker, in position order
+     * @return the group's layout entry: one part holding all of it
+     */
+    public static WorkerChecksummer.WorkerGroup group(int groupId, long fingerprint, KvSegments cache) {
+        return new WorkerChecksummer.WorkerGroup(groupId, fingerprint,
+                List.of(WorkerChecksummer.ReplicaPart.segmented(ReplicaKey.NONE, cache)));
+    }
+
+    /**
+     * {@return the producer's checksums of one request, or why there are none (the reason and detail)}
+     *
+     * @param layout the request's caches, one entry per group
+     * @param selection the producer's blocks, one selection per group, all of one token count
+     * @throws IllegalArgumentException when {@code selection} is empty or its token counts differ
+     */
+    public Aggregator.Result producer(List<WorkerChecksummer.WorkerGroup> layout, List<BlockSelection> selection) {
+        long n = numTokens(selection);
+        WorkerRecord r = checksummer(layout).tryCompute(Side.PRODUCER, n, selection);
+        return Aggregator.producer(1, 1, n, selection, List.of(r));
+    }
+
+    /**
+     * {@return the producer's payload as base64 text for the request's parameters, or empty when there is none to send
+     * (warned once per reason and counted by the sender; the consumer then reports {@code MISSING_PAYLOAD})}
+     *
+     * @param requestId the request, for the sender's warning; not null
+     * @param layout the request's caches, one entry per group
+     * @param selection the producer's blocks, one selection per group, all of one token count
+     * @throws IllegalArgumentException when {@code selection} is empty or its token counts differ
+     */
+    public Optional<String> producerBase64(String requestId, List<WorkerChecksummer.WorkerGroup> layout,
+            List<BlockSelection> selection) {
+        return sender.base64(requestId, producer(layout, selection));
+    }
+
+    /**
+     * {@return the consumer's checksums of the loaded blocks, or why there are none}
+     *
+     * @param layout the request's caches, one entry per group
+     * @param selection the blocks the load wrote, one selection per group, all of one token count
+     * @throws IllegalArgumentException when {@code selection} is empty or its token counts differ
+     */
+    public Aggregator.Result consumer(List<WorkerChecksummer.WorkerGroup> layout, List<BlockSelection> selection) {
+        long n = numTokens(selection);
+        WorkerRecord r = checksummer(layout).tryCompute(Side.CONSUMER, n, selection);
+        return Aggregator.consumer(1, 1, n, selection, List.of(r));
+    }
+
+    /**
+     * Checksums the loaded blocks and compares them with what {@code pending} holds for the request
+     * ({@link PendingLoads#verify(String, Aggregator.Result)}): the verdict, or empty when the load was not pending
+     * (never started, already verified, forgotten). Call once the load has landed, before any step writes its blocks.
+     *
+     * @param pending the engine's pending loads, holding the producer's payload; not null
+     * @param requestId the request; not null
+     * @param layout the request's caches, one entry per group
+     * @param selection the blocks the load wrote, one selection per group, all of one token count
+     * @return the load's verdict, or empty when it was not pending
+     * @throws IllegalArgumentException when {@code selection} is empty or its token counts differ
+     * @throws NullPointerException when {@code pending} or {@code requestId} is null
+     */
+    public Optional<LoadVerdict> verify(PendingLoads pending, String requestId, List<WorkerChecksummer.WorkerGroup> layout,
+            List<BlockSelection> selection) {
+        Objects.requireNonNull(pending, "pending");
+        Objects.requireNonNull(requestId, "requestId");
+        return pending.verify(requestId, consumer(layout, selection));
+    }
+
+    private WorkerChecksummer checksummer(List<WorkerChecksummer.WorkerGroup> layout) {
+        return new WorkerChecksummer(backend, 0, 0, layout, Map.of(), metrics, mode, padding);
+    }
+
+    private static long numTokens(List<BlockSelection> selection) {
+        if (selection.isEmpty()) {
+            throw new IllegalArgumentException("no group was selected");
+        }
+        long n = selection.get(0).numTokens();
+        for (BlockSelection s : selection) {
+            if (s.numTokens() != n) {
+                throw new IllegalArgumentException("group " + s.groupId() + " was selected for " + s.numTokens()
+                        + " tokens, group " + selection.get(0).groupId() + " for " + n);
+            }
+        }
+        return n;
+    }
+}

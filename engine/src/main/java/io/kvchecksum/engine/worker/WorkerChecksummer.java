@@ -1,0 +1,581 @@
+package io.kvchecksum.engine.worker;
+
+import io.kvchecksum.CacheLayer;
+import io.kvchecksum.CellPadding;
+import io.kvchecksum.ChecksumMode;
+import io.kvchecksum.KvCacheGroup;
+import io.kvchecksum.KvChecksum;
+import io.kvchecksum.KvSegments;
+import io.kvchecksum.PendingChecksums;
+import io.kvchecksum.RequestBlocks;
+import io.kvchecksum.SlicePlan;
+import io.kvchecksum.engine.verdict.ChecksumMetrics;
+import io.kvchecksum.engine.verdict.FailurePolicy;
+import io.kvchecksum.engine.verdict.UnverifiedReason;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.TreeMap;
+
+/**
+ * One worker's checksums of its requests: enqueues them on the engine's stream in the step that makes the KV final,
+ * and turns them into the worker's {@link WorkerRecord} later, without waiting on the device in the step.
+ *
+ * <p><b>Where to call {@link #submit}.</b> On a producer, in the step whose scheduled tokens finish the prompt,
+ * after its forward has been enqueued (on the v1 runner with a drafter that writes KV later, after the drafter). On
+ * a consumer, in the step whose transfer results report the load finished, before any later forward can write into
+ * its blocks. Pass the stream the engine's step runs on: the checksum is ordered after the writes enqueued on it and
+ * the call does not synchronize (for CUDA: {@code torch.cuda.current_stream().cuda_stream}); CPU backends compute at
+ * once. The scheduler side then {@link PendingRecord#poll polls} the handle each step and gets the record once the
+ * device has finished, or the engine ships the handle's record with the step's output (vLLM's
+ * {@code KVChecksumOutput.finalize}), which waits only for the result copy.
+ *
+ * <p><b>A failing backend.</b> An engine's step calls {@link #trySubmit} (or, synchronously, {@link #tryCompute}):
+ * whatever the backend throws while enqueueing, polling or reading the checksums (device lost, driver error, out of
+ * device memory, a cache it cannot read) becomes the worker's {@link WorkerRecord#failed failed record} instead of an
+ * exception in the step. The scheduler aggregates it like any record: on the consumer the load is then
+ * {@link UnverifiedReason#BACKEND_FAILED} with the failure in the verdict's detail (and the {@link FailurePolicy}
+ * acts on it); on the producer {@link PayloadSender} sends no checksums, with its warning, and the consumer sees
+ * {@link UnverifiedReason#MISSING_PAYLOAD}. {@link #submit} and {@link #compute} throw the backend's exception
+ * instead, for tools and tests that want it. Errors ({@code OutOfMemoryError} of the JVM, ...) propagate either way.
+ *
+ * <p>The worker's layout (its layers per group, by replica) and the groups it cannot checksum are fixed at startup
+ * ({@link CacheGate}). Thread-safe if the backend is (every {@link KvChecksum} is); the caches must not be written
+ * before the pending record is done.
+ */
+public final class WorkerChecksummer {
+
+    /**
+     * One copy of this worker's layers of a group, in one layout. A worker with layers of several replica counts (an
+     * attention cache sharded across TP next to an indexer cache every rank holds) describes each as its own part.
+     *
+     * <p>A part is either one allocation ({@code segments} null: the selection's block ids are its pages) or a request's
+     * KV held in several allocations ({@link #segmented}: an engine such as Jlama that keeps a session in pages of its
+     * own, each its own memory, addressed by position, so the selection's block ids are not used).
+     *
+     * @param key the copy these layers are
+     * @param cache the layers and where they are; for a segmented part, its first segment's group (every segment has
+     *     the same layers)
+     * @param segments the request's allocations in position order, or {@code null} for one allocation
+     */
+    public record ReplicaPart(ReplicaKey key, KvCacheGroup cache, KvSegments segments) {
+        /**
+         * Checks the key and cache are given, and that a segmented part's cache is its first segment's group.
+         *
+         * @throws NullPointerException when {@code key} or {@code cache} is null
+         * @throws IllegalArgumentException when {@code segments} is given and its first group is not {@code cache}
+         */
+        public ReplicaPart {
+            Objects.requireNonNull(key, "key");
+            Objects.requireNonNull(cache, "cache");
+            if (segments != null && !segments.geometry().equals(cache)) {
+                throw new IllegalArgumentException("a segmented part's cache must be its first segment's group");
+            }
+        }
+
+        /**
+         * One allocation, addressed through the selection's block ids.
+         *
+         * @param key the replica this part belongs to ({@link ReplicaKey#NONE} when the layers are not replicated)
+         * @param cache the part's memory, not null
+         * @throws NullPointerException when {@code key} or {@code cache} is null
+         */
+        public ReplicaPart(ReplicaKey key, KvCacheGroup cache) {
+            this(key, cache, null);
+        }
+
+        /**
+         * A request's KV in several allocations, addressed by position ({@link KvSegments}).
+         *
+         * @param key the replica this part belongs to ({@link ReplicaKey#NONE} when the layers are not replicated)
+         * @param segments the request's allocations in position order, not null
+         * @return the part, its cache the first segment's group
+         * @throws NullPointerException when {@code key} or {@code segments} is null
+         */
+        public static ReplicaPart segmented(ReplicaKey key, KvSegments segments) {
+            Objects.requireNonNull(segments, "segments");
+            return new ReplicaPart(key, segments.geometry(), segments);
+        }
+    }
+
+    /**
+     * This worker's layers of one group.
+     *
+     * @param groupId the group
+     * @param fingerprint the sum of the hashes of these layers ({@link Fingerprints#ofGroup}), each layer counted once
+     *     however many parts it appears in
+     * @param parts the layers, by copy
+     */
+    public record WorkerGroup(int groupId, long fingerprint, List<ReplicaPart> parts) {
+        /**
+         * Copies {@code parts}.
+         *
+         * @throws NullPointerException when {@code parts} or one of its elements is null
+         */
+        public WorkerGroup {
+            parts = List.copyOf(parts);
+        }
+    }
+
+    /**
+     * A worker's layout as decided once at startup: the groups it checksums, the groups it skips with the reason, and
+     * what it does with cells that are not whole 8-byte pieces. {@link CacheGate} decides it from the engine's cache
+     * specs; the constructors that take one use exactly its three answers. This worker depends only on this interface,
+     * never on how the layout was decided.
+     */
+    public interface GatedLayout {
+        /** {@return the admitted groups, each once, ready for a {@link WorkerChecksummer}} */
+        List<WorkerGroup> groups();
+
+        /** {@return the groups that cannot be checksummed, with the reason, reported as skipped in every record} */
+        Map<Integer, String> skipped();
+
+        /** {@return what to do with cells that are not whole 8-byte pieces} */
+        CellPadding padding();
+    }
+
+    private final KvChecksum backend;
+    private final int tpRank;
+    private final int ppStage;
+    private final Map<Integer, WorkerGroup> layout;
+    private final Map<Integer, String> skipped;
+    private final ChecksumMetrics metrics;
+    private final ChecksumMode mode;
+    private final CellPadding padding;
+
+    /**
+     * A worker in the standard mode.
+     *
+     * @param backend computes the block checksums
+     * @param tpRank this worker's TP rank
+     * @param ppStage this worker's PP stage
+     * @param layout this worker's layers per group; a scheduled group absent here is one this PP stage holds no layer
+     *     of, reported with fingerprint 0 and no values
+     * @param skipped groups this worker cannot checksum, with the reason; reported as skipped in every record
+     * @param metrics where checksum time is counted
+     */
+    public WorkerChecksummer(KvChecksum backend, int tpRank, int ppStage, List<WorkerGroup> layout,
+            Map<Integer, String> skipped, ChecksumMetrics metrics) {
+        this(backend, tpRank, ppStage, layout, skipped, metrics, ChecksumMode.STANDARD);
+    }
+
+    /**
+     * As {@link #WorkerChecksummer(KvChecksum, int, int, List, Map, ChecksumMetrics)}, computing in checksum mode
+     * {@code mode}: the engine's configuration, the same on every worker of a side and on both sides (a producer and a
+     * consumer in different modes verify as {@link UnverifiedReason#MODE_DIFFERS}).
+     *
+     * @param backend computes the block checksums; not null
+     * @param tpRank this worker's TP rank, non-negative
+     * @param ppStage this worker's PP stage, non-negative
+     * @param layout this worker's layers per group, each group once
+     * @param skipped groups this worker cannot checksum, with the reason
+     * @param metrics where checksum time is counted; not null
+     * @param mode the checksum mode of the engine's configuration; not null
+     * @throws IllegalArgumentException when the backend does not implement {@code mode}, at startup rather than per request
+     * @throws NullPointerException when {@code backend}, {@code mode} or {@code metrics} is null
+     */
+    public WorkerChecksummer(KvChecksum backend, int tpRank, int ppStage, List<WorkerGroup> layout,
+            Map<Integer, String> skipped, ChecksumMetrics metrics, ChecksumMode mode) {
+        this(backend, tpRank, ppStage, layout, skipped, metrics, mode, CellPadding.NONE);
+    }
+
+    /**
+     * As {@link #WorkerChecksummer(KvChecksum, int, int, List, Map, ChecksumMetrics, ChecksumMode)}, with what to do
+     * about cells that are not whole 8-byte pieces (K plus V bytes not a multiple of 8, such as a 132-byte fp8 indexer
+     * cache): the engine's configuration. With {@link CellPadding#NONE} (the definition) a layout group holding such a
+     * layer is skipped in every record with the reason, decided here at startup, never an exception mid-request; with
+     * {@link CellPadding#ZEROS} (the opt-in extension, {@code docs/definition.md}) its cells are zero-padded. A peer
+     * configured otherwise skips the group, so it verifies as {@link UnverifiedReason#ONE_SIDE_ONLY}, never a mismatch.
+     *
+     * @param backend computes the block checksums; not null
+     * @param tpRank this worker's TP rank, non-negative
+     * @param ppStage this worker's PP stage, non-negative
+     * @param layout this worker's layers per group, each group once
+     * @param skipped groups this worker cannot checksum, with the reason (groups skipped here for their cells are
+     *     added to them)
+     * @param metrics where checksum time is counted; not null
+     * @param mode the checksum mode of the engine's configuration; not null
+     * @param padding what to do with cells that are not whole pieces, the same on both sides; not null
+     * @throws IllegalArgumentException when the backend does not implement {@code mode}, a rank or stage is negative,
+     *     or a group is described twice
+     * @throws NullPointerException when {@code backend}, {@code mode}, {@code padding} or {@code metrics} is null
+     */
+    public WorkerChecksummer(KvChecksum backend, int tpRank, int ppStage, List<WorkerGroup> layout,
+            Map<Integer, String> skipped, ChecksumMetrics metrics, ChecksumMode mode, CellPadding padding) {
+        this.backend = Objects.requireNonNull(backend, "backend");
+        this.mode = Objects.requireNonNull(mode, "mode");
+        this.padding = Objects.requireNonNull(padding, "padding");
+        // Every backend computes the standard mode; only another mode is asked about.
+        if (mode != ChecksumMode.STANDARD && !backend.supports(mode)) {
+            throw new IllegalArgumentException("backend '" + backend.name() + "' does not implement the " + mode.wireName()
+                    + " checksum mode");
+        }
+        if (tpRank < 0 || ppStage < 0) {
+            throw new IllegalArgumentException("TP rank " + tpRank + ", PP stage " + ppStage);
+        }
+        this.tpRank = tpRank;
+        this.ppStage = ppStage;
+        Map<Integer, WorkerGroup> byId = new HashMap<>();
+        Map<Integer, String> skips = new TreeMap<>(skipped);
+        for (WorkerGroup g : layout) {
+            if (byId.put(g.groupId(), g) != null) {
+                throw new IllegalArgumentException("group " + g.groupId() + " is described twice");
+            }
+            String cells = padding == CellPadding.NONE ? unpaddedCells(g) : null;
+            if (cells != null) {
+                byId.remove(g.groupId());
+                skips.putIfAbsent(g.groupId(), cells);
+            }
+        }
+        this.layout = Map.copyOf(byId);
+        this.skipped = Map.copyOf(skips);
+        this.metrics = Objects.requireNonNull(metrics, "metrics");
+    }
+
+    /**
+     * A worker with the admitted groups and skipped groups its {@link CacheGate} (or another {@link GatedLayout}) found
+     * at startup, padding cells as the gate was told to ({@link GatedLayout#padding()}).
+     *
+     * @param backend computes the block checksums; not null
+     * @param tpRank this worker's TP rank, non-negative
+     * @param ppStage this worker's PP stage, non-negative
+     * @param gate this worker's caches as gated at startup
+     * @param metrics where checksum time is counted; not null
+     * @throws IllegalArgumentException when a rank or stage is negative
+     */
+    public WorkerChecksummer(KvChecksum backend, int tpRank, int ppStage, GatedLayout gate, ChecksumMetrics metrics) {
+        this(backend, tpRank, ppStage, gate.groups(), gate.skipped(), metrics, ChecksumMode.STANDARD, gate.padding());
+    }
+
+    /**
+     * As {@link #WorkerChecksummer(KvChecksum, int, int, GatedLayout, ChecksumMetrics)}, in checksum mode {@code mode}.
+     *
+     * @param backend computes the block checksums; not null
+     * @param tpRank this worker's TP rank, non-negative
+     * @param ppStage this worker's PP stage, non-negative
+     * @param gate this worker's caches as gated at startup
+     * @param metrics where checksum time is counted; not null
+     * @param mode the checksum mode of the engine's configuration; not null
+     * @throws IllegalArgumentException when a rank or stage is negative, or the backend does not implement {@code mode}
+     */
+    public WorkerChecksummer(KvChecksum backend, int tpRank, int ppStage, GatedLayout gate, ChecksumMetrics metrics,
+            ChecksumMode mode) {
+        this(backend, tpRank, ppStage, gate.groups(), gate.skipped(), metrics, mode, gate.padding());
+    }
+
+    /** The first layer of {@code g} whose cells are not whole pieces, as a skip reason, or {@code null}. */
+    private static String unpaddedCells(WorkerGroup g) {
+        for (ReplicaPart p : g.parts()) {
+            for (CacheLayer l : p.cache().layers()) {
+                String why = SlicePlan.unpaddedCellProblem(l);
+                if (why != null) {
+                    return why;
+                }
+            }
+        }
+        return null;
+    }
+
+    /** {@return what this worker does with cells that are not whole 8-byte pieces} */
+    public CellPadding padding() {
+        return padding;
+    }
+
+    /** {@return the checksum mode this worker computes in} */
+    public ChecksumMode mode() {
+        return mode;
+    }
+
+    /**
+     * Enqueues this worker's checksums of one request on {@code stream} and returns without waiting for them.
+     *
+     * @param side a producer checksums copy 0 only; a consumer every copy
+     * @param numTokens the request's token count on this side
+     * @param scheduled the scheduler's selection per group; excluded groups are not computed
+     * @param stream the engine's stream or queue handle ({@link KvChecksum#submit(KvCacheGroup, RequestBlocks, long)})
+     * @return the pending record; poll it, take its record, or close it
+     * @throws RuntimeException what the backend throws (bad layout, device error); whatever was already enqueued for
+     *     this request is released first
+     */
+    public PendingRecord submit(Side side, long numTokens, List<BlockSelection> scheduled, long stream) {
+        return enqueue(side, numTokens, scheduled, stream, false);
+    }
+
+    /**
+     * As {@link #submit}, but a backend failure is reported, never thrown: if enqueueing fails, the returned record is
+     * already done and {@link WorkerRecord#isFailed failed}; if polling or reading the results fails,
+     * {@link PendingRecord#poll}/{@link PendingRecord#record} return the failed record. What an engine's step calls.
+     *
+     * @param side a producer checksums copy 0 only; a consumer every copy
+     * @param numTokens the request's token count on this side
+     * @param scheduled the scheduler's selection per group; excluded groups are not computed
+     * @param stream the engine's stream or queue handle ({@link KvChecksum#submit(KvCacheGroup, RequestBlocks, long)})
+     * @return the pending record, possibly already failed; poll it, take its record, or close it
+     * @throws IllegalArgumentException only for a selection of another token count than {@code numTokens} (a
+     *     scheduler bug, found before anything is enqueued)
+     */
+    public PendingRecord trySubmit(Side side, long numTokens, List<BlockSelection> scheduled, long stream) {
+        return enqueue(side, numTokens, scheduled, stream, true);
+    }
+
+    /**
+     * {@code stream} null: the backend's own {@link KvChecksum#submit(KvCacheGroup, RequestBlocks)}.
+     * {@code reportFailures}: a backend failure becomes a failed record instead of an exception.
+     */
+    private PendingRecord enqueue(Side side, long numTokens, List<BlockSelection> scheduled, Long stream,
+            boolean reportFailures) {
+        Objects.requireNonNull(side, "side");
+        long started = System.nanoTime();
+        for (BlockSelection s : scheduled) {
+            if (!s.isExcluded() && s.numTokens() != numTokens) {
+                throw new IllegalArgumentException("group " + s.groupId() + " was selected for " + s.numTokens()
+                        + " tokens, the request has " + numTokens);
+            }
+        }
+        Map<Integer, String> skippedHere = new LinkedHashMap<>();
+        List<Part> parts = new ArrayList<>();
+        try {
+            for (BlockSelection s : scheduled) {
+                if (s.isExcluded()) {
+                    continue;
+                }
+                String reason = skipped.get(s.groupId());
+                if (reason != null) {
+                    skippedHere.put(s.groupId(), reason);
+                    continue;
+                }
+                WorkerGroup g = layout.get(s.groupId());
+                Part part = new Part(s, g == null ? 0 : g.fingerprint());
+                parts.add(part);
+                if (g == null) {
+                    continue;
+                }
+                for (ReplicaPart p : g.parts()) {
+                    if (side == Side.PRODUCER && p.key().index() != 0) {
+                        continue;
+                    }
+                    List<PendingChecksums> list = part.pending.computeIfAbsent(p.key(), k -> new ArrayList<>());
+                    if (p.segments() != null) {
+                        KvSegments.Plan plan = p.segments().plan(s.numTokens(), s.firstBlock(), s.blockSize(), mode);
+                        list.add(stream == null ? plan.submit(backend) : plan.submit(backend, stream));
+                        continue;
+                    }
+                    RequestBlocks r = s.request(p.cache().pageSize());
+                    SlicePlan plan = SlicePlan.of(p.cache(), r, mode, padding);
+                    list.add(stream == null ? backend.submit(plan) : backend.submit(plan, stream));
+                }
+            }
+        } catch (RuntimeException e) {
+            closeAll(parts, e);
+            if (!reportFailures) {
+                throw e;
+            }
+            PendingRecord failed = new PendingRecord(tpRank, ppStage, numTokens, List.of(), Map.of(), started, metrics, true,
+                    mode);
+            failed.fail(e);
+            return failed;
+        }
+        skipped.forEach(skippedHere::putIfAbsent);
+        return new PendingRecord(tpRank, ppStage, numTokens, parts, skippedHere, started, metrics, reportFailures, mode);
+    }
+
+    /**
+     * Computes the record with the backend's own {@link KvChecksum#submit(KvCacheGroup, RequestBlocks)}
+     * (not ordered after any engine stream) and waits for it: for CPU backends, tools and tests, not an engine's GPU
+     * step.
+     *
+     * @param side a producer checksums copy 0 only; a consumer every copy
+     * @param numTokens the request's token count on this side
+     * @param scheduled the scheduler's selection per group; excluded groups are not computed
+     * @return this worker's record of the request
+     * @throws IllegalArgumentException for a selection of another token count than {@code numTokens}
+     * @throws RuntimeException what the backend throws (bad layout, device error), after releasing what was enqueued
+     */
+    public WorkerRecord compute(Side side, long numTokens, List<BlockSelection> scheduled) {
+        try (PendingRecord p = enqueue(side, numTokens, scheduled, null, false)) {
+            return p.record();
+        }
+    }
+
+    /**
+     * As {@link #compute}, but a backend failure is the worker's {@link WorkerRecord#failed failed record}, never an
+     * exception: for CPU engines (Jlama) whose step computes synchronously.
+     *
+     * @param side a producer checksums copy 0 only; a consumer every copy
+     * @param numTokens the request's token count on this side
+     * @param scheduled the scheduler's selection per group; excluded groups are not computed
+     * @return this worker's record of the request, {@link WorkerRecord#isFailed failed} when the backend failed
+     * @throws IllegalArgumentException only for a selection of another token count than {@code numTokens}
+     */
+    public WorkerRecord tryCompute(Side side, long numTokens, List<BlockSelection> scheduled) {
+        try (PendingRecord p = enqueue(side, numTokens, scheduled, null, true)) {
+            return p.record();
+        }
+    }
+
+    /** One scheduled group's pending columns on this worker. */
+    private static final class Part {
+        final BlockSelection selection;
+        final long fingerprint;
+        final Map<ReplicaKey, List<PendingChecksums>> pending = new LinkedHashMap<>();
+
+        Part(BlockSelection selection, long fingerprint) {
+            this.selection = selection;
+            this.fingerprint = fingerprint;
+        }
+    }
+
+    /** Closes every handle, adding what closing throws to {@code failure}. */
+    private static void closeAll(List<Part> parts, RuntimeException failure) {
+        for (Part p : parts) {
+            for (List<PendingChecksums> l : p.pending.values()) {
+                for (PendingChecksums pc : l) {
+                    try {
+                        pc.close();
+                    } catch (RuntimeException e) {
+                        failure.addSuppressed(e);
+                    }
+                }
+            }
+        }
+    }
+
+    /**
+     * A worker's record of one request while the device computes it. Not thread-safe: the scheduler's thread polls it
+     * (or the output's serializer takes its record); close it when it is no longer needed (after {@link #record()}
+     * closing is optional), which releases whatever the backend still holds. One made by {@link #trySubmit} reports a
+     * backend failure as a failed record from {@link #isDone}/{@link #poll}/{@link #record} instead of throwing it.
+     */
+    public static final class PendingRecord implements AutoCloseable {
+        private final int tpRank;
+        private final int ppStage;
+        private final long numTokens;
+        private final List<Part> parts;
+        private final Map<Integer, String> skipped;
+        private final long started;
+        private final ChecksumMetrics metrics;
+        private final ChecksumMode mode;
+        private final boolean reportFailures;
+        private WorkerRecord record;
+        private boolean closed;
+
+        private PendingRecord(int tpRank, int ppStage, long numTokens, List<Part> parts, Map<Integer, String> skipped,
+                long started, ChecksumMetrics metrics, boolean reportFailures, ChecksumMode mode) {
+            this.mode = mode;
+            this.tpRank = tpRank;
+            this.ppStage = ppStage;
+            this.numTokens = numTokens;
+            this.parts = parts;
+            this.skipped = skipped;
+            this.started = started;
+            this.metrics = metrics;
+            this.reportFailures = reportFailures;
+        }
+
+        /** Ends this record as failed: handles released, the failure its record. */
+        private WorkerRecord fail(RuntimeException e) {
+            close(e);
+            record = WorkerRecord.failed(tpRank, ppStage, numTokens, e);
+            return record;
+        }
+
+        /** {@return true when {@link #record()} would not wait on the device} Never waits. */
+        public boolean isDone() {
+            if (record != null) {
+                return true;
+            }
+            ensureOpen();
+            try {
+                for (Part p : parts) {
+                    for (List<PendingChecksums> l : p.pending.values()) {
+                        for (PendingChecksums pc : l) {
+                            if (!pc.isDone()) {
+                                return false;
+                            }
+                        }
+                    }
+                }
+            } catch (RuntimeException e) {
+                if (!reportFailures) {
+                    throw e;
+                }
+                fail(e);
+            }
+            return true;
+        }
+
+        /** {@return the record if the device has finished it, else empty; never waits on the device} */
+        public Optional<WorkerRecord> poll() {
+            return isDone() ? Optional.of(record()) : Optional.empty();
+        }
+
+        /**
+         * {@return the record, waiting for the device if it has not finished} If reading a result throws, every handle
+         * is released before the exception propagates (or, for a {@link #trySubmit} record, becomes the failed record).
+         */
+        public WorkerRecord record() {
+            if (record != null) {
+                return record;
+            }
+            ensureOpen();
+            List<PartialGroup> out = new ArrayList<>();
+            try {
+                for (Part p : parts) {
+                    Map<ReplicaKey, long[]> columns = new LinkedHashMap<>();
+                    for (Map.Entry<ReplicaKey, List<PendingChecksums>> e : p.pending.entrySet()) {
+                        long[] sum = new long[(int) p.selection.range().length()];
+                        for (PendingChecksums pc : e.getValue()) {
+                            long[] v = pc.get();
+                            for (int i = 0; i < sum.length; i++) {
+                                sum[i] += v[i];
+                            }
+                        }
+                        columns.put(e.getKey(), sum);
+                    }
+                    out.add(new PartialGroup(p.selection.groupId(), p.fingerprint, p.selection.range(), columns));
+                }
+            } catch (RuntimeException e) {
+                if (reportFailures) {
+                    return fail(e);
+                }
+                close(e);
+                throw e;
+            }
+            close(null);
+            record = new WorkerRecord(tpRank, ppStage, numTokens, out, skipped, null, mode);
+            metrics.checksumNanos(System.nanoTime() - started);
+            return record;
+        }
+
+        private void ensureOpen() {
+            if (closed) {
+                throw new IllegalStateException("the pending record was closed before its record was taken");
+            }
+        }
+
+        /** Releases what the backend holds for the handles not yet read. Idempotent. */
+        @Override
+        public void close() {
+            if (!closed && record == null) {
+                RuntimeException f = new RuntimeException("closing pending checksums");
+                close(f);
+                if (f.getSuppressed().length > 0) {
+                    throw f;
+                }
+            }
+        }
+
+        private void close(RuntimeException failure) {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            closeAll(parts, failure != null ? failure : new RuntimeException());
+        }
+    }
+}

@@ -1,0 +1,126 @@
+package io.kvchecksum.engine.wire;
+
+import io.kvchecksum.ChecksumMode;
+import io.kvchecksum.KvChecksum;
+import io.kvchecksum.KvChecksums;
+import io.kvchecksum.KvMemory;
+import io.kvchecksum.StateRow;
+import io.kvchecksum.engine.auxiliary.AuxiliaryChecks;
+import io.kvchecksum.engine.verdict.LoadVerdict;
+import io.kvchecksum.engine.verdict.SectionVerdict;
+import io.kvchecksum.engine.verdict.Status;
+import io.kvchecksum.engine.verdict.UnverifiedReason;
+import io.kvchecksum.engine.worker.Aggregator;
+import org.junit.jupiter.api.Test;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The "state-digests" section: computed per state buffer, carried, compared by buffer name. */
+class StateDigestsSectionTest {
+    private static final long SEED = 0x57A7E5L;
+
+    private static ChecksumPayload base() {
+        return ChecksumPayload.of(1, 20, List.of(new GroupChecksums(0, 7, 16, 0, new long[] {1, 2})));
+    }
+
+    @Test
+    void aChangedStateRowIsAMismatchNamingItsBuffer() {
+        System.out.println("StateDigestsSectionTest seed = " + SEED);
+        Random rnd = new Random(SEED);
+        try (Arena arena = Arena.ofConfined(); KvChecksum cpu = KvChecksums.cpu()) {
+            MemorySegment prod = arena.allocate(4096);
+            for (long i = 0; i < prod.byteSize(); i++) {
+                prod.set(ValueLayout.JAVA_BYTE, i, (byte) rnd.nextInt());
+            }
+            MemorySegment cons = arena.allocate(4096);
+            MemorySegment.copy(prod, 0, cons, 0, 4096);
+            // A request's rows: a conv state of 1000 bytes and an ssm state of 2053 (a tail of 5 bytes).
+            List<StateRow> p = List.of(new StateRow("l0.conv", KvMemory.host(prod), 16, 1000),
+                    new StateRow("l0.ssm", KvMemory.host(prod), 1024, 2053));
+            List<StateRow> c = List.of(new StateRow("l0.conv", KvMemory.host(cons), 16, 1000),
+                    new StateRow("l0.ssm", KvMemory.host(cons), 1024, 2053));
+            for (ChecksumMode mode : ChecksumMode.values()) {
+                StateDigestsSection sent = StateDigestsSection.compute(cpu, p, mode);
+                ChecksumPayload expected = PayloadCodec.decode(PayloadCodec.encode(base().withSection(sent)));
+                assertEquals(sent, expected.section(StateDigestsSection.NAME));
+                LoadVerdict same = Verifier.compare(expected, base().withSection(StateDigestsSection.compute(cpu, c, mode)));
+                assertEquals(Status.MATCH, same.status(), same.toString());
+                assertEquals(Status.MATCH, same.section(StateDigestsSection.NAME).status());
+
+                cons.set(ValueLayout.JAVA_BYTE, 1024 + 2052, (byte) ~cons.get(ValueLayout.JAVA_BYTE, 1024 + 2052));
+                StateDigestsSection seen = StateDigestsSection.compute(cpu, c, mode);
+                LoadVerdict v = Verifier.compare(expected, base().withSection(seen));
+                assertEquals(Status.MISMATCH, v.status(), mode + ": " + v);
+                assertTrue(v.section(StateDigestsSection.NAME).detail().contains("l0.ssm"), v.toString());
+                assertEquals(List.of("l0.ssm"), StateDigestsSection.differingBuffers(sent, seen));
+                MemorySegment.copy(prod, 0, cons, 0, 4096);
+            }
+        }
+    }
+
+    @Test
+    void oneSideOnlyOtherModesAndBuffersOnOneSideAreUnverified() {
+        StateDigestsSection a = new StateDigestsSection("standard", Map.of("conv", 1L));
+        LoadVerdict lacking = Verifier.compare(base().withSection(a), base());
+        assertEquals(Status.MATCH, lacking.status(), "an optional section leaves the groups' status");
+        assertEquals(UnverifiedReason.ONE_SIDE_ONLY, lacking.section(StateDigestsSection.NAME).reason());
+        assertEquals(UnverifiedReason.MODE_DIFFERS, Verifier.compare(base().withSection(a),
+                base().withSection(new StateDigestsSection("mixed", Map.of("conv", 2L)))).section(StateDigestsSection.NAME).reason());
+        Map<String, Long> more = new LinkedHashMap<>();
+        more.put("conv", 1L);
+        more.put("ssm", 5L);
+        SectionVerdict extra = Verifier.compare(base().withSection(a), base().withSection(new StateDigestsSection("standard", more)))
+                .section(StateDigestsSection.NAME);
+        assertEquals(UnverifiedReason.ONE_SIDE_ONLY, extra.reason());
+        assertTrue(extra.detail().contains("ssm (consumer)"), extra.detail());
+        assertThrows(IllegalArgumentException.class, () -> StateDigestsSection.merge(List.of(a, a)));
+        assertEquals(more, StateDigestsSection.merge(List.of(a, new StateDigestsSection("standard", Map.of("ssm", 5L)))).digests());
+    }
+
+    @Test
+    void theWireFormAndAMalformedSection() {
+        Map<String, Long> d = new LinkedHashMap<>();
+        d.put("conv", 1L);
+        d.put("ssm", -1L);
+        ChecksumPayload p = ChecksumPayload.of(2, 20, List.of()).withSection(new StateDigestsSection("standard", d));
+        // {"state-digests": ["standard", [["conv", 1], ["ssm", 2^64-1]]]}
+        String section = "ad" + "73746174652d64696765737473" + "92" + "a8" + "7374616e64617264" + "92" + "92" + "a4"
+                + "636f6e76" + "01" + "92" + "a3" + "73736d" + "cf" + "ffffffffffffffff";
+        assertEquals("96030214a87374616e64617264" + "90" + "81" + section, HexFormat.of().formatHex(PayloadCodec.encode(p)));
+        byte[] dup = HexFormat.of().parseHex(("96030214a87374616e64617264" + "90" + "81" + section).replace("a373736d", "a3636f6e"));
+        // "ssm" -> "con": still distinct; now make it "conv" twice by editing the length and bytes.
+        byte[] twice = HexFormat.of().parseHex("96030214a87374616e64617264" + "90" + "81" + "ad" + "73746174652d64696765737473"
+                + "92" + "a8" + "7374616e64617264" + "92" + "92a4636f6e7601" + "92a4636f6e7602");
+        MalformedPayloadException e = assertThrows(MalformedPayloadException.class, () -> PayloadCodec.decode(twice));
+        assertEquals("sections.state-digests.digests[1].name: 'conv' appears twice", e.getMessage());
+        assertEquals(Map.of("conv", 1L, "con", -1L),
+                ((StateDigestsSection) PayloadCodec.decode(dup).section(StateDigestsSection.NAME)).digests());
+    }
+
+    @Test
+    void auxiliaryChecksAttachToACompleteResultOnly() {
+        try (Arena arena = Arena.ofConfined(); KvChecksum cpu = KvChecksums.cpu()) {
+            List<StateRow> rows = List.of(new StateRow("ssm", KvMemory.host(arena.allocate(40)), 0, 40));
+            AuxiliaryChecks aux = new AuxiliaryChecks(true, 0);
+            List<PayloadSection> mine = aux.compute(cpu, ChecksumMode.STANDARD, rows, null);
+            assertEquals(List.of(new StateDigestsSection("standard", Map.of("ssm", 0L))), mine);
+            Aggregator.Result done = AuxiliaryChecks.attach(new Aggregator.Complete(base(), Map.of()), mine);
+            assertEquals(mine.get(0), ((Aggregator.Complete) done).payload().section(StateDigestsSection.NAME));
+            Aggregator.Result incomplete = new Aggregator.Incomplete(UnverifiedReason.NOT_EVERY_WORKER_REPORTED, "1 of 2");
+            assertEquals(incomplete, AuxiliaryChecks.attach(incomplete, mine));
+            assertTrue(AuxiliaryChecks.OFF.compute(cpu, ChecksumMode.STANDARD, rows, null).isEmpty());
+            assertThrows(IllegalArgumentException.class, () -> new AuxiliaryChecks(false, 12));
+        }
+    }
+}
