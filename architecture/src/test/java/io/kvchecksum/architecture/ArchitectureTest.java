@@ -93,7 +93,8 @@ class ArchitectureTest {
         for (String name : List.of("io.kvchecksum.KvChecksums", "io.kvchecksum.internal.FastCpuBackend",
                 "io.kvchecksum.spi.BackendProvider", "io.kvchecksum.engine.worker.WorkerChecksummer",
                 "io.kvchecksum.engine.verdict.LoadVerdict", "io.kvchecksum.cuda.CudaBackend",
-                "io.kvchecksum.opencl.OpenClBackend", "io.kvchecksum.cli.Main", "io.kvchecksum.jlama.PdChecks")) {
+                "io.kvchecksum.opencl.OpenClBackend", "io.kvchecksum.cli.Main", "io.kvchecksum.jlama.PdChecks",
+                "io.kvchecksum.bench.MemoryBound")) {
             assertTrue(classes.contain(name), name + " was not imported");
         }
         for (String prefix : List.of("io.kvchecksum.golden.", "io.kvchecksum.jmh.")) {

@@ -35,9 +35,8 @@ final class Rules {
      */
     static Map<String, List<String>> modules(String root) {
         Map<String, List<String>> m = new LinkedHashMap<>();
-        // io.kvchecksum.bench is in bindings today. When it becomes its own module, move it to a "bench" entry here
-        // (and add the module to this module's pom): every rule below then treats it as another module.
-        m.put("bindings", List.of(root, root + ".spi..", root + ".internal..", root + ".bench.."));
+        m.put("bindings", List.of(root, root + ".spi..", root + ".internal.."));
+        m.put("bench", List.of(root + ".bench.."));
         m.put("golden", List.of(root + ".golden.."));
         m.put("engine", List.of(root + ".engine.."));
         m.put("kernels-cuda", List.of(root + ".cuda.."));

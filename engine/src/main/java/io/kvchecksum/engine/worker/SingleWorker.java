@@ -103,11 +103,6 @@ public final class SingleWorker {
             io.kvchecksum.CellPadding padding) {
         this.padding = Objects.requireNonNull(padding, "padding");
         this.mode = Objects.requireNonNull(mode, "mode");
-        // Every backend computes the standard mode; only another mode is asked about.
-        if (mode != io.kvchecksum.ChecksumMode.STANDARD && !backend.supports(mode)) {
-            throw new IllegalArgumentException("backend '" + backend.name() + "' does not implement the " + mode.wireName()
-                    + " checksum mode");
-        }
         this.backend = Objects.requireNonNull(backend, "backend");
         this.metrics = Objects.requireNonNull(metrics, "metrics");
         this.sender = Objects.requireNonNull(sender, "sender");

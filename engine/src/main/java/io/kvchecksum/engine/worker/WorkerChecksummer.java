@@ -210,11 +210,6 @@ public final class WorkerChecksummer {
         this.backend = Objects.requireNonNull(backend, "backend");
         this.mode = Objects.requireNonNull(mode, "mode");
         this.padding = Objects.requireNonNull(padding, "padding");
-        // Every backend computes the standard mode; only another mode is asked about.
-        if (mode != ChecksumMode.STANDARD && !backend.supports(mode)) {
-            throw new IllegalArgumentException("backend '" + backend.name() + "' does not implement the " + mode.wireName()
-                    + " checksum mode");
-        }
         if (tpRank < 0 || ppStage < 0) {
             throw new IllegalArgumentException("TP rank " + tpRank + ", PP stage " + ppStage);
         }

@@ -7,15 +7,15 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.kvchecksum.CompiledPlan;
 import io.kvchecksum.KvCacheGroup;
 import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvChecksums;
 import io.kvchecksum.KvLayouts;
 import io.kvchecksum.KvMemory;
+import io.kvchecksum.PageDigestPlan;
 import io.kvchecksum.PendingChecksums;
 import io.kvchecksum.RequestBlocks;
-import io.kvchecksum.SlicePlan;
-import io.kvchecksum.SliceSums;
 import io.kvchecksum.engine.verdict.Action;
 import io.kvchecksum.engine.verdict.ChecksumCounters;
 import io.kvchecksum.engine.verdict.ChecksumMetrics;
@@ -29,6 +29,8 @@ import io.kvchecksum.engine.wire.ChecksumPayload;
 import io.kvchecksum.engine.wire.GroupChecksums;
 import io.kvchecksum.engine.wire.MalformedPayloadException;
 import io.kvchecksum.engine.wire.PayloadCodec;
+import io.kvchecksum.spi.Backend;
+import io.kvchecksum.spi.BackendLimits;
 
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -38,6 +40,7 @@ import java.util.Base64;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.Random;
 
 import org.junit.jupiter.api.Test;
@@ -139,28 +142,20 @@ class SeedRulesTest {
         assertEquals(Status.MISMATCH, p.verify("c", new Aggregator.Complete(consumerWith(2), Map.of())).orElseThrow().status());
     }
 
-    /** The engine's configured mode is checked against the backend at startup, not per request. */
-    @Test
-    void aModeTheBackendLacksFailsAtStartup() {
-        FlakyBackend standardOnly = new FlakyBackend();
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> new WorkerChecksummer(standardOnly, 0,
-                0, List.of(), Map.of(), ChecksumMetrics.NONE, io.kvchecksum.ChecksumMode.MIXED));
-        assertEquals("backend 'flaky' does not implement the mixed checksum mode", e.getMessage());
-        assertThrows(IllegalArgumentException.class, () -> new SingleWorker(standardOnly, ChecksumMetrics.NONE,
-                new PayloadSender(ChecksumMetrics.NONE), io.kvchecksum.ChecksumMode.MIXED));
-        assertEquals(io.kvchecksum.ChecksumMode.STANDARD,
-                new WorkerChecksummer(standardOnly, 0, 0, List.of(), Map.of(), ChecksumMetrics.NONE).mode());
-    }
-
     /** Counts what a backend hands out and closes; fails the n-th submit or get. */
-    static class FlakyBackend implements KvChecksum {
-        final KvChecksum real = KvChecksums.reference();
+    static class FlakyBackend implements Backend {
+        final Backend real = KvChecksums.reference().backend();
         int submitted;
         int closed;
         int failSubmitAt = -1;
         int failGetAt = -1;
         int gets;
         long lastStream = -1;
+
+        /** {@return the front an engine holds over this backend} */
+        KvChecksum front() {
+            return KvChecksum.of(this);
+        }
 
         @Override
         public String name() {
@@ -173,23 +168,30 @@ class SeedRulesTest {
         }
 
         @Override
-        public long[] blockChecksums(SlicePlan plan) {
-            return real.blockChecksums(plan);
+        public BackendLimits limits() {
+            return real.limits();
         }
 
         @Override
-        public SliceSums sliceSums(SlicePlan plan) {
-            return real.sliceSums(plan);
+        public long pageDigest(PageDigestPlan plan) {
+            return real.pageDigest(plan);
         }
 
         @Override
-        public PendingChecksums submit(SlicePlan plan, long stream) {
-            lastStream = stream;
+        public void close() {
+        }
+
+        @Override
+        public PendingChecksums run(CompiledPlan plan, CompiledPlan.Output output, OptionalLong stream) {
+            lastStream = stream.orElse(-1);
             if (submitted == failSubmitAt) {
                 throw new IllegalStateException("device lost at submit " + submitted);
             }
             submitted++;
-            long[] v = real.blockChecksums(plan);
+            long[] v;
+            try (PendingChecksums p = real.run(plan, output, stream)) {
+                v = p.get();
+            }
             return new PendingChecksums() {
                 boolean done;
 
@@ -243,13 +245,13 @@ class SeedRulesTest {
 
             FlakyBackend b = new FlakyBackend();
             b.failSubmitAt = 2;
-            WorkerChecksummer w = new WorkerChecksummer(b, 0, 0, layout, Map.of(), ChecksumMetrics.NONE);
+            WorkerChecksummer w = new WorkerChecksummer(b.front(), 0, 0, layout, Map.of(), ChecksumMetrics.NONE);
             assertThrows(IllegalStateException.class, () -> w.submit(Side.PRODUCER, 40, sel, 7));
             assertEquals("submitted 2, closed 2", "submitted " + b.submitted + ", closed " + b.closed);
 
             FlakyBackend g = new FlakyBackend();
             g.failGetAt = 1;
-            WorkerChecksummer w2 = new WorkerChecksummer(g, 0, 0, layout, Map.of(), ChecksumMetrics.NONE);
+            WorkerChecksummer w2 = new WorkerChecksummer(g.front(), 0, 0, layout, Map.of(), ChecksumMetrics.NONE);
             WorkerChecksummer.PendingRecord p = w2.submit(Side.PRODUCER, 40, sel, 7);
             assertThrows(IllegalStateException.class, p::record);
             assertEquals("submitted 3, closed 3", "submitted " + g.submitted + ", closed " + g.closed);
@@ -257,7 +259,7 @@ class SeedRulesTest {
 
             // Closing a pending record that was never read releases its handles.
             FlakyBackend c = new FlakyBackend();
-            WorkerChecksummer w3 = new WorkerChecksummer(c, 0, 0, layout, Map.of(), ChecksumMetrics.NONE);
+            WorkerChecksummer w3 = new WorkerChecksummer(c.front(), 0, 0, layout, Map.of(), ChecksumMetrics.NONE);
             w3.submit(Side.PRODUCER, 40, sel, 7).close();
             assertEquals("submitted 3, closed 3", "submitted " + c.submitted + ", closed " + c.closed);
         }
@@ -272,7 +274,7 @@ class SeedRulesTest {
                     BlockSelection.producer(1, new int[] {0, 1, 2}, -1, 40, 16, null));
             FlakyBackend b = new FlakyBackend();
             ChecksumCounters counters = new ChecksumCounters();
-            WorkerChecksummer w = new WorkerChecksummer(b, 1, 0, layout, Map.of(1, "Mamba state"), counters);
+            WorkerChecksummer w = new WorkerChecksummer(b.front(), 1, 0, layout, Map.of(1, "Mamba state"), counters);
             WorkerChecksummer.PendingRecord p = w.submit(Side.PRODUCER, 40, sel, 0xABCL);
             assertEquals(0xABCL, b.lastStream, "the backend gets the engine's stream");
             assertTrue(p.isDone());
@@ -445,8 +447,8 @@ class SeedRulesTest {
             int[] closes = {0};
             FlakyBackend slow = new FlakyBackend() {
                 @Override
-                public PendingChecksums submit(SlicePlan plan, long stream) {
-                    PendingChecksums real = super.submit(plan, stream);
+                public PendingChecksums run(CompiledPlan plan, CompiledPlan.Output output, OptionalLong stream) {
+                    PendingChecksums real = super.run(plan, output, stream);
                     return new PendingChecksums() {
                         @Override
                         public long[] get() {
@@ -468,7 +470,7 @@ class SeedRulesTest {
                     };
                 }
             };
-            WorkerChecksummer w = new WorkerChecksummer(slow, 0, 0, layout, Map.of(), ChecksumMetrics.NONE);
+            WorkerChecksummer w = new WorkerChecksummer(slow.front(), 0, 0, layout, Map.of(), ChecksumMetrics.NONE);
             WorkerChecksummer.PendingRecord p = w.submit(Side.PRODUCER, 40, sel, 1);
             assertFalse(p.isDone());
             assertEquals(Optional.empty(), p.poll());
@@ -482,20 +484,20 @@ class SeedRulesTest {
             p.close();
             assertEquals(3, closes[0], "close is idempotent");
             assertThrows(IllegalArgumentException.class, () -> w.submit(Side.PRODUCER, 41, sel, 1));
-            assertThrows(IllegalArgumentException.class, () -> new WorkerChecksummer(slow, -1, 0, layout, Map.of(), ChecksumMetrics.NONE));
-            assertThrows(IllegalArgumentException.class, () -> new WorkerChecksummer(slow, 0, -1, layout, Map.of(), ChecksumMetrics.NONE));
-            assertThrows(IllegalArgumentException.class, () -> new WorkerChecksummer(slow, 0, 0,
+            assertThrows(IllegalArgumentException.class, () -> new WorkerChecksummer(slow.front(), -1, 0, layout, Map.of(), ChecksumMetrics.NONE));
+            assertThrows(IllegalArgumentException.class, () -> new WorkerChecksummer(slow.front(), 0, -1, layout, Map.of(), ChecksumMetrics.NONE));
+            assertThrows(IllegalArgumentException.class, () -> new WorkerChecksummer(slow.front(), 0, 0,
                     List.of(layout.get(0), layout.get(0)), Map.of(), ChecksumMetrics.NONE));
             // A group this stage holds no layer of: fingerprint 0 and no columns; skipped groups reported even unscheduled.
             ChecksumCounters counters = new ChecksumCounters();
-            WorkerRecord r = new WorkerChecksummer(new FlakyBackend(), 0, 1, List.of(), Map.of(9, "Mamba"), counters)
+            WorkerRecord r = new WorkerChecksummer(new FlakyBackend().front(), 0, 1, List.of(), Map.of(9, "Mamba"), counters)
                     .compute(Side.CONSUMER, 40, sel);
             assertEquals(List.of(new PartialGroup(0, 0, new BlockRange(16, 0, 3), Map.of())), r.groups());
             assertEquals(Map.of(9, "Mamba"), r.skippedGroups());
             assertTrue(counters.checksumNanos() > 0 && counters.checksumNanos() < 60_000_000_000L, "" + counters.checksumNanos());
             // An excluded group is not computed.
             BlockSelection excluded = BlockSelection.producer(0, new int[] {1, 0, 2}, 0, 40, 16, null);
-            assertEquals(List.of(), new WorkerChecksummer(new FlakyBackend(), 0, 0, layout, Map.of(), ChecksumMetrics.NONE)
+            assertEquals(List.of(), new WorkerChecksummer(new FlakyBackend().front(), 0, 0, layout, Map.of(), ChecksumMetrics.NONE)
                     .compute(Side.PRODUCER, 41, List.of(excluded)).groups());
         }
     }
