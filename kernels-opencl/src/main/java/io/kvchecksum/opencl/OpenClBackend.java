@@ -76,10 +76,11 @@ public final class OpenClBackend implements Backend {
     /**
      * Host memory or device memory (registered {@code cl_mem}s), not both among the layers of one launch, on this backend's own queue
      * and on the "engine's" (which must be that same queue: {@link #run}). Whether device memory is a registered
-     * buffer is checked when a launch runs: registrations change at runtime.
+     * buffer is checked when a launch runs: registrations change at runtime. Byte-cell launches take any number of
+     * slices (OpenCL's global sizes are {@code size_t}; CUDA's grid is what limits its backend).
      */
     private static final BackendLimits LIMITS = new BackendLimits(Set.of(Residency.HOST, Residency.DEVICE),
-            Set.of(Residency.HOST, Residency.DEVICE), ", or every region a cl_mem registered with buffer(cl_mem) (device "
+            Set.of(Residency.HOST, Residency.DEVICE), Integer.MAX_VALUE, ", or every region a cl_mem registered with buffer(cl_mem) (device "
             + "memory); use the 'cuda' backend for CUDA pointers");
 
     private final ClApi cl;
