@@ -44,6 +44,10 @@ public final class FastCpuBackend implements Backend {
     private static final Thread NOT_THE_CALLER = Thread.ofPlatform().unstarted(() -> { });
 
     private final int threads;
+    /** The standard mode's loops: {@link #KERNEL}, or in tests the vector loops with another choice of widths. */
+    private final SliceKernel kernel;
+    /** From this many KV bytes a request on the calling thread is read as from memory: {@link #PARALLEL_BYTES}. */
+    private final long streamingBytes;
 
     public FastCpuBackend() {
         this(Runtime.getRuntime().availableProcessors());
@@ -51,10 +55,26 @@ public final class FastCpuBackend implements Backend {
 
     /** A backend using at most {@code threads} threads per call (1: the calling thread only). */
     public FastCpuBackend(int threads) {
+        this(threads, KERNEL, PARALLEL_BYTES);
+    }
+
+    private FastCpuBackend(int threads, SliceKernel kernel, long streamingBytes) {
         if (threads < 1) {
             throw new IllegalArgumentException("threads must be at least 1, got " + threads);
         }
         this.threads = threads;
+        this.kernel = kernel;
+        this.streamingBytes = streamingBytes;
+    }
+
+    /**
+     * For tests only: the backend on the Vector API loops with {@code streams} instead of the choice the selector
+     * made for this JVM and CPU ({@link KernelSpecies#CHOSEN}), so that every choice it can make runs the golden suite
+     * on any machine; from {@code streamingBytes} KV bytes on (0: every request) a request on the calling thread takes
+     * the loops for memory, where the choices differ. Needs {@code jdk.incubator.vector}.
+     */
+    static FastCpuBackend withStreams(int threads, KernelSpecies.Streams streams, long streamingBytes) {
+        return new FastCpuBackend(threads, new VectorSliceKernel(streams), streamingBytes);
     }
 
     @Override
@@ -64,7 +84,7 @@ public final class FastCpuBackend implements Backend {
 
     @Override
     public String description() {
-        return "cpu (" + KERNEL.describe() + ", " + threads + " thread" + (threads == 1 ? "" : "s") + ")";
+        return "cpu (" + kernel.describe() + ", " + threads + " thread" + (threads == 1 ? "" : "s") + ")";
     }
 
     /** Whether this JVM runs the Vector API loop; false means {@code --add-modules jdk.incubator.vector} is missing. */
@@ -246,7 +266,7 @@ public final class FastCpuBackend implements Backend {
         int nb = plan.numBlocks();
         Blocks blocks = Blocks.of(plan);
         if (!parallel(plan)) {
-            boolean streaming = kvBytes(plan) >= PARALLEL_BYTES;
+            boolean streaming = kvBytes(plan) >= streamingBytes;
             Scratch scratch = new Scratch();
             for (SlicePlan.LayerRun layer : plan.layerRuns()) {
                 compute(plan, layer, blocks, 0, nb, streaming, sequential, scratch);
@@ -369,7 +389,7 @@ public final class FastCpuBackend implements Backend {
      * A task of a parallel request into {@code sink}: streaming, since a request runs in parallel only from
      * {@link #PARALLEL_BYTES} on, the size from which {@link #run} treats a request's bytes as coming from memory.
      */
-    private static void compute(SlicePlan plan, Task task, Sink sink) {
+    private void compute(SlicePlan plan, Task task, Sink sink) {
         compute(plan, task.run, task.blocks, task.p0, task.p1, true, sink, new Scratch());
     }
 
@@ -377,9 +397,9 @@ public final class FastCpuBackend implements Backend {
      * One layer's slice sums over the blocks at positions {@code p0 .. p1-1} of {@code blocks}, each into {@code sink};
      * {@code streaming} when the request is far larger than the caches, so its bytes come from memory.
      */
-    private static void compute(SlicePlan plan, SlicePlan.LayerRun run, Blocks blocks, int p0, int p1, boolean streaming,
+    private void compute(SlicePlan plan, SlicePlan.LayerRun run, Blocks blocks, int p0, int p1, boolean streaming,
             Sink sink, Scratch scratch) {
-        SliceKernel kernel = plan.mode() == ChecksumMode.MIXED ? MIXED_KERNEL : KERNEL;
+        SliceKernel kernel = plan.mode() == ChecksumMode.MIXED ? MIXED_KERNEL : this.kernel;
         RequestBlocks request = plan.request();
         int heads = run.numHeads();
         int firstSlice = run.firstSlice();

@@ -9,56 +9,67 @@ import java.nio.file.Path;
 import java.util.List;
 
 /**
- * The vector widths of the CPU backend's Vector API loops, chosen once per JVM; loaded only where the JVM has
- * {@code jdk.incubator.vector}.
+ * The vector widths of the CPU backend's Vector API loops, chosen once per JVM from data, never from a setting; loaded
+ * only where the JVM has {@code jdk.incubator.vector}.
  *
- * <p>The loops run at the JVM's preferred width. On AMD family 25 (Zen 4) with AVX-512, MLA's contiguous streams read
- * from memory run at 256 bits instead ({@link #NARROW_STREAMS}): there a 512-bit load is two 256-bit halves, and a
- * plain 512-bit read loop runs at about half the rate of a 256-bit one from memory on one core (11 against 21 GB/s),
- * while in cache the 512-bit loops are the faster ones (docs/bench-cpu.md). {@code -Dkvchecksum.cpu.vectorBits=256} or
- * {@code 512} sets one width for every loop (512 only where the JVM prefers it).
+ * <p>The loops run at the JVM's preferred width ({@code LongVector.SPECIES_PREFERRED}: 512 bits with AVX-512, 256 with
+ * AVX2, or where the JVM is started with {@code -XX:UseAVX=2}). On AMD family 25 (Zen 4, by {@code /proc/cpuinfo})
+ * with a preferred width over 256 bits, MLA's contiguous streams read from memory run at 256 bits instead
+ * ({@link Streams#NARROW}): there a 512-bit load is two 256-bit halves, and a plain 512-bit read loop runs at about
+ * half the rate of a 256-bit one from memory on one core (11 against 21 GB/s), while in cache the 512-bit loops are the
+ * faster ones; MLA bf16 at 4x LLC read 0.885 of the bound with it against 0.764 with every loop at 512 bits
+ * (docs/bench-cpu.md, "What limits the ratios"). Tests give the kernels each choice through
+ * {@link VectorSliceKernel#VectorSliceKernel(Streams)} and {@code FastCpuBackend.withStreams}.
  */
 final class KernelSpecies {
-    /** The species of the standard and the mixed kernels. */
-    static final VectorSpecies<Long> S;
-    /** Whether contiguous streams read from memory use 256-bit vectors while the other loops use {@link #S}. */
-    static final boolean NARROW_STREAMS;
-    /** Why the widths are what they are, for the backend's description. */
-    static final String WHY;
+    /** The species of the standard and the mixed kernels: the JVM's preferred one. */
+    static final VectorSpecies<Long> S = LongVector.SPECIES_PREFERRED;
 
-    static {
-        VectorSpecies<Long> preferred = LongVector.SPECIES_PREFERRED;
-        String asked = System.getProperty("kvchecksum.cpu.vectorBits", "").trim();
-        if (asked.equals("256") || asked.equals("512")) {
-            boolean supported = preferred.vectorBitSize() >= Integer.parseInt(asked);
-            S = asked.equals("256") && supported ? LongVector.SPECIES_256 : preferred;
-            NARROW_STREAMS = false;
-            WHY = "kvchecksum.cpu.vectorBits=" + asked + (supported ? "" : " unsupported here: preferred width");
-        } else if (preferred.vectorBitSize() > 256 && zen4()) {
-            S = preferred;
-            NARROW_STREAMS = true;
-            WHY = "preferred width; MLA streams from memory 256-bit (AMD family 25)";
-        } else {
-            S = preferred;
-            NARROW_STREAMS = false;
-            WHY = "preferred width";
-        }
+    /** Whether the JVM has AVX-512's 32 vector registers. */
+    static final boolean WIDE_REGISTER_FILE = S.vectorBitSize() >= 512;
+
+    /**
+     * How the standard kernel reads contiguous streams from memory, and why, for the backend's description.
+     *
+     * @param narrow whether contiguous streams read from memory use 256-bit vectors while the other loops use {@link #S}
+     * @param why the reason, as the backend's description gives it
+     */
+    record Streams(boolean narrow, String why) {
+        /** Every loop at the preferred width. */
+        static final Streams PREFERRED = new Streams(false, "preferred width");
+        /** The choice on AMD family 25 with AVX-512: MLA streams from memory at 256 bits. */
+        static final Streams NARROW = new Streams(true, "preferred width; MLA streams from memory 256-bit (AMD family 25)");
     }
 
-    /** Whether the JVM has AVX-512's 32 vector registers, whatever the width of {@link #S}. */
-    static final boolean WIDE_REGISTER_FILE = LongVector.SPECIES_PREFERRED.vectorBitSize() >= 512;
+    /** The choice for this JVM on this CPU. */
+    static final Streams CHOSEN = choose(S.vectorBitSize(), cpuinfo());
 
     private KernelSpecies() {
     }
 
-    /** AMD family 25 by {@code /proc/cpuinfo} (Linux); false wherever that cannot be read. */
-    private static boolean zen4() {
+    /**
+     * {@return {@link Streams#NARROW} on AMD family 25 where the preferred width is over 256 bits, else
+     * {@link Streams#PREFERRED}}
+     *
+     * @param preferredBits the JVM's preferred vector width
+     * @param cpuinfo the first lines of {@code /proc/cpuinfo} (empty where it cannot be read)
+     */
+    static Streams choose(int preferredBits, List<String> cpuinfo) {
+        return preferredBits > 256 && zen4(cpuinfo) ? Streams.NARROW : Streams.PREFERRED;
+    }
+
+    /** AMD family 25 by {@code /proc/cpuinfo}'s lines. */
+    static boolean zen4(List<String> cpuinfo) {
+        return cpuinfo.stream().anyMatch(l -> l.matches("vendor_id\\s*:\\s*AuthenticAMD"))
+                && cpuinfo.stream().anyMatch(l -> l.matches("cpu family\\s*:\\s*25"));
+    }
+
+    /** The first processor's lines of {@code /proc/cpuinfo} (Linux); empty wherever that cannot be read. */
+    private static List<String> cpuinfo() {
         try {
-            List<String> lines = Files.readAllLines(Path.of("/proc/cpuinfo")).stream().limit(40).toList();
-            return lines.stream().anyMatch(l -> l.matches("vendor_id\\s*:\\s*AuthenticAMD"))
-                    && lines.stream().anyMatch(l -> l.matches("cpu family\\s*:\\s*25"));
+            return Files.readAllLines(Path.of("/proc/cpuinfo")).stream().limit(40).toList();
         } catch (IOException | RuntimeException e) {
-            return false;
+            return List.of();
         }
     }
 }

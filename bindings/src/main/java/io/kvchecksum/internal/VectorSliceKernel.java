@@ -26,6 +26,19 @@ final class VectorSliceKernel implements SliceKernel {
     private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
     private static final ValueLayout.OfLong PIECE = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(LE);
 
+    /** How contiguous streams from memory are read: {@link KernelSpecies#CHOSEN}, or in tests another choice. */
+    private final KernelSpecies.Streams streams;
+
+    /** The kernel as the selector chose it for this JVM and CPU ({@link KernelSpecies#CHOSEN}). */
+    VectorSliceKernel() {
+        this(KernelSpecies.CHOSEN);
+    }
+
+    /** The kernel with {@code streams}: tests run every choice the selector can make on any machine. */
+    VectorSliceKernel(KernelSpecies.Streams streams) {
+        this.streams = java.util.Objects.requireNonNull(streams, "streams");
+    }
+
     @Override
     public long sum(MemorySegment seg, long[] off, long extra, int n, long t0, int cellPieces, int pieceBase, int regionPieces) {
         if (regionPieces == 8 * L) {
@@ -210,7 +223,7 @@ final class VectorSliceKernel implements SliceKernel {
     public void headsAffine(MemorySegment kSeg, long kBase, long kStride, long kHeadStride, int kPieces, MemorySegment vSeg,
             long vBase, long vStride, long vHeadStride, int vPieces, int heads, int n, long t0, boolean fromMemory,
             long[] out) {
-        if (vSeg == null && fromMemory && KernelSpecies.NARROW_STREAMS && kStride == 8L * kPieces) {
+        if (vSeg == null && fromMemory && streams.narrow() && kStride == 8L * kPieces) {
             for (int h = 0; h < heads; h++) {
                 out[h] = stream256(kSeg, kBase + h * kHeadStride, (long) n * kPieces, t0, kPieces);
             }
@@ -475,7 +488,7 @@ final class VectorSliceKernel implements SliceKernel {
     private static final LongVector TWO_IOTA_256 = LongVector.fromArray(S256, new long[] {0, 2, 4, 6}, 0);
 
     /**
-     * {@link #stream} of a whole cell ({@code pieceBase} 0) in 256-bit vectors, for {@link KernelSpecies#NARROW_STREAMS}:
+     * {@link #stream} of a whole cell ({@code pieceBase} 0) in 256-bit vectors, for {@link KernelSpecies.Streams#NARROW}:
      * the same loop and closing with four lanes, written out because a species must be a constant for the JIT.
      */
     private static long stream256(MemorySegment seg, long base, long total, long t0, int cellPieces) {
@@ -587,6 +600,6 @@ final class VectorSliceKernel implements SliceKernel {
 
     @Override
     public String describe() {
-        return "Vector API " + S.vectorBitSize() + "-bit, " + KernelSpecies.WHY;
+        return "Vector API " + S.vectorBitSize() + "-bit, " + streams.why();
     }
 }

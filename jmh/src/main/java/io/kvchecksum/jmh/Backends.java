@@ -14,37 +14,19 @@ public final class Backends {
     /** Every backend, in the order tables list them. */
     public static final List<String> ALL = List.of("reference", "cpu", "opencl", "cuda");
     /**
-     * Variants of the CPU backend timed in forks of their own: every Vector API loop at 512 bits
-     * ({@code -Dkvchecksum.cpu.vectorBits=512}; by default, AMD Zen 4 reads MLA's streams from memory at 256), at AVX2
-     * width on an AVX-512 machine ({@code -XX:UseAVX=2}: the code path of AVX2-only CPUs) and the scalar fallback (a JVM without
-     * {@code jdk.incubator.vector}). The suite starts their forks with these JVM flags; set-up checks that the backend
-     * really runs that loop, so a row is never labelled with a loop it did not run.
+     * Variants of the CPU backend timed in forks of their own: at AVX2 width on an AVX-512 machine
+     * ({@code -XX:UseAVX=2}: the JVM's preferred width, so the code path of AVX2-only CPUs) and the scalar fallback (a
+     * JVM without {@code jdk.incubator.vector}). The suite starts their forks with these JVM flags; set-up checks that
+     * the backend really runs that loop, so a row is never labelled with a loop it did not run. (A {@code cpu-512}
+     * variant, every loop at 512 bits through a system property where AMD Zen 4 reads MLA's streams from memory at
+     * 256, was measured and removed with the property: docs/bench-cpu.md, "What limits the ratios".)
      */
     public static final Map<String, List<String>> CPU_VARIANTS = Map.of(
-            "cpu-512", List.of(Jvm.VECTOR, Jvm.NATIVE, Jvm.HEAP, "-Dkvchecksum.cpu.vectorBits=512"),
             "cpu-avx2", List.of(Jvm.VECTOR, Jvm.NATIVE, Jvm.HEAP, "-XX:UseAVX=2"),
             "cpu-scalar", List.of(Jvm.NATIVE, Jvm.HEAP));
     /** Every row name of tables, in order: backends with the CPU variants after {@code cpu}. */
-    public static final List<String> ROWS = List.of("reference", "cpu", "cpu-512", "cpu-avx2", "cpu-scalar", "opencl", "cuda");
+    public static final List<String> ROWS = List.of("reference", "cpu", "cpu-avx2", "cpu-scalar", "opencl", "cuda");
 
-    /**
-     * {@return why a CPU variant cannot run on this machine, or {@code null}} Only {@code cpu-512} can be missing: it
-     * needs AVX-512 ({@code avx512f} among {@code /proc/cpuinfo}'s flags; the suite's own JVM need not have the Vector
-     * API module to ask the JVM).
-     *
-     * @param variant a key of {@link #CPU_VARIANTS}
-     */
-    public static String variantUnavailable(String variant) {
-        if (!variant.equals("cpu-512")) {
-            return null;
-        }
-        try (java.util.stream.Stream<String> lines = java.nio.file.Files.lines(java.nio.file.Path.of("/proc/cpuinfo"))) {
-            return lines.anyMatch(l -> l.startsWith("flags") && l.contains(" avx512f")) ? null
-                    : "no AVX-512 on this CPU (no avx512f in /proc/cpuinfo)";
-        } catch (java.io.IOException | RuntimeException e) {
-            return "cannot tell whether this CPU has AVX-512 (/proc/cpuinfo: " + e.getMessage() + ")";
-        }
-    }
     /** Backends whose {@code submit} returns before the work is done: the host-sync-free benchmark applies to them. */
     public static final Set<String> ASYNC = Set.of("opencl", "cuda");
 
@@ -72,7 +54,6 @@ public final class Backends {
             KvChecksum k = open("cpu");
             String d = k.description();
             boolean right = switch (name) {
-                case "cpu-512" -> d.contains("Vector API 512-bit, kvchecksum.cpu.vectorBits=512");
                 case "cpu-avx2" -> d.contains("Vector API 256-bit, preferred width");
                 default -> d.contains("scalar");
             };

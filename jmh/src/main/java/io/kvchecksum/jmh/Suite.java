@@ -94,11 +94,6 @@ public final class Suite {
                 if (e.getKey().equals("cpu")) {
                     for (String v : Backends.CPU_VARIANTS.keySet().stream().sorted().toList()) {
                         if (wanted.contains(v) || !opt.containsKey("backends")) {
-                            String why = Backends.variantUnavailable(v);
-                            if (why != null) {
-                                System.out.println("  backend " + v + ": skipped: " + why);
-                                continue;
-                            }
                             backends.add(v);
                             System.out.println("  backend " + v + ": forks with " + Backends.CPU_VARIANTS.get(v));
                         }

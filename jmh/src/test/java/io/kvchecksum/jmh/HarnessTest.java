@@ -2,8 +2,6 @@ package io.kvchecksum.jmh;
 
 import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvChecksums;
-import io.kvchecksum.SlicePlan;
-import io.kvchecksum.SliceSums;
 import io.kvchecksum.bench.MemoryBound;
 import org.junit.jupiter.api.Test;
 
@@ -46,6 +44,16 @@ class HarnessTest {
         // the tests run with the vector module at native width (or a 256-bit machine): never the scalar loop
         IllegalStateException e = assertThrows(IllegalStateException.class, () -> Backends.open("cpu-scalar"));
         assertTrue(e.getMessage().contains("cpu-scalar skipped"), e.getMessage());
+    }
+
+    @Test
+    void cpuVariantsAreJvmFlagsNeverSystemProperties() {
+        // the backend chooses its loops from data (the JVM's preferred width, the CPU family): a variant can only be
+        // another JVM, never a kvchecksum.* switch (cpu-512 was one, and is gone with it)
+        assertEquals(java.util.Set.of("cpu-avx2", "cpu-scalar"), Backends.CPU_VARIANTS.keySet());
+        Backends.CPU_VARIANTS.values().forEach(flags -> flags.forEach(f ->
+                assertTrue(!f.startsWith("-Dkvchecksum."), f)));
+        assertTrue(!Backends.ROWS.contains("cpu-512"), Backends.ROWS.toString());
     }
 
     @Test
@@ -117,14 +125,14 @@ class HarnessTest {
     void oracleRejectsAWrongBackend() {
         try (KvFixture f = KvFixture.create(ModelShape.DEEPSEEK_MLA_BF16, 32)) {
             Oracle o = Oracle.of(f);
-            IllegalStateException e = assertThrows(IllegalStateException.class, () -> o.verify(new OffByOne(), f));
+            IllegalStateException e = assertThrows(IllegalStateException.class, () -> o.verify(KvChecksum.of(new OffByOne()), f));
             assertTrue(e.getMessage().contains("blockChecksums"), e.getMessage());
         }
     }
 
     /** The CPU backend with its last block checksum changed: what a subtly wrong kernel looks like. */
-    private static final class OffByOne implements KvChecksum {
-        private final KvChecksum cpu = KvChecksums.cpu();
+    private static final class OffByOne implements io.kvchecksum.spi.Backend {
+        private final io.kvchecksum.spi.Backend cpu = new io.kvchecksum.internal.FastCpuBackend();
 
         @Override
         public String name() {
@@ -137,15 +145,28 @@ class HarnessTest {
         }
 
         @Override
-        public long[] blockChecksums(SlicePlan plan) {
-            long[] v = cpu.blockChecksums(plan);
-            v[v.length - 1]++;
-            return v;
+        public io.kvchecksum.spi.BackendLimits limits() {
+            return cpu.limits();
         }
 
         @Override
-        public SliceSums sliceSums(SlicePlan plan) {
-            return cpu.sliceSums(plan);
+        public io.kvchecksum.PendingChecksums run(io.kvchecksum.CompiledPlan plan, io.kvchecksum.CompiledPlan.Output output,
+                java.util.OptionalLong stream) {
+            long[] v = cpu.run(plan, output, stream).get();
+            if (output == io.kvchecksum.CompiledPlan.Output.BLOCK_CHECKSUMS && v.length > 0) {
+                v[v.length - 1]++;
+            }
+            return io.kvchecksum.PendingChecksums.completed(v);
+        }
+
+        @Override
+        public long pageDigest(io.kvchecksum.PageDigestPlan plan) {
+            return cpu.pageDigest(plan);
+        }
+
+        @Override
+        public void close() {
+            cpu.close();
         }
     }
 }

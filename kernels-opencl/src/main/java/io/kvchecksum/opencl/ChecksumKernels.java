@@ -45,7 +45,7 @@ final class ChecksumKernels {
         Descriptors d = memory.layout(plan).d();
         if (geometry.contiguous()) {
             int items = geometry.cpuItems(d);
-            int[] order = geometry.blockOrder(plan);
+            int[] order = LaunchGeometry.addressOrder(plan);
             return enqueuer.enqueue(nb, op -> {
                 cl_mem partials = op.buffer((long) nb * items * Sizeof.cl_ulong);
                 cl_kernel k = op.kernel("block_checksums" + modeSuffix(plan));
@@ -80,7 +80,7 @@ final class ChecksumKernels {
         if (geometry.contiguous()) {
             // CPU build: a work item per slice (those of a slice group but the first return at once), every block in
             // address order; the output is the slice sums.
-            int[] order = geometry.blockOrder(plan);
+            int[] order = LaunchGeometry.addressOrder(plan);
             return enqueuer.enqueue(n, op -> {
                 cl_mem sums = op.buffer((long) n * Sizeof.cl_ulong);
                 cl_kernel k = op.kernel("slice_sums" + modeSuffix(plan));

@@ -10,48 +10,42 @@ import org.jocl.cl_kernel;
 import org.jocl.cl_program;
 
 import java.util.Arrays;
-import java.util.stream.IntStream;
 
 /**
- * How the checksum kernels split their work on one device, fixed when the backend is opened: the build of
- * {@code block_checksums} (pieces per unit, and the GPU build with neighbouring work items on neighbouring units or
- * the CPU build {@code KVC_CONTIGUOUS_UNITS} with a run of units per work item), the work-group size, and per launch
- * the work-groups per output column (GPU build), the work items (CPU build) and the order in which the CPU build
- * visits blocks (by address, or for measuring by table).
+ * How the checksum kernels split their work on one device, fixed when the backend is opened from its {@link Tuning}:
+ * the build of {@code block_checksums} (pieces per unit, and the GPU build with neighbouring work items on neighbouring
+ * units or the CPU build {@code KVC_CONTIGUOUS_UNITS} with a run of units per work item), the work-group size, and per
+ * launch the work-groups per output column (GPU build), the work items (CPU build) and the order in which the CPU build
+ * visits blocks (by address).
  */
 final class LaunchGeometry {
-    private static final int MAX_LOCAL = 256;
-    /** PoCL runs a work-group's items as a loop on one core; small work-groups measured faster there (16 vs 256: ~1.7x). */
-    private static final int MAX_LOCAL_CPU = 16;
     private static final int MAX_PARTS_PER_COLUMN = 1024;
-    /** Work items per compute unit of the CPU build of {@code block_checksums} (see {@link #cpuItems}). */
+    /**
+     * Work items per compute unit of the CPU build of {@code block_checksums} (see {@link #cpuItems}): 1 to 16 measured
+     * the same on PoCL, 64 about 3 times slower (the module's README).
+     */
     private static final long CPU_ITEMS_PER_COMPUTE_UNIT = 4;
     private static final String[] CHECKSUM_KERNELS = {"slice_sums", "block_checksums", "slice_sums_mixed",
         "block_checksums_mixed"};
 
     private final int computeUnits;
     private final int localSize;
-    /** Pieces per unit the program was built with ({@code KVC_UNIT16}: 16, {@code KVC_UNIT32}: 32, else 8). */
+    /** Pieces per unit the program was built with ({@code KVC_UNIT32}: 32, else 8). */
     private final int unitPieces;
     /** The CPU build of {@code block_checksums} ({@code KVC_CONTIGUOUS_UNITS}): unit runs per work item, blocks in address order. */
     private final boolean contiguous;
-    /** Diagnostic: the CPU build visits blocks in table order ({@value OpenClBackend#BLOCK_ORDER_PROPERTY}{@code =table}). */
-    private final boolean tableOrder = "table".equals(System.getProperty(OpenClBackend.BLOCK_ORDER_PROPERTY, "address"));
-    /** Work items per compute unit of the CPU build ({@value OpenClBackend#CPU_ITEMS_PROPERTY}, read when the backend is opened). */
-    private final long itemsPerComputeUnit = Math.max(1, Long.getLong(OpenClBackend.CPU_ITEMS_PROPERTY,
-            CPU_ITEMS_PER_COMPUTE_UNIT));
 
     /**
-     * The geometry on {@code device}, whose checksum program was built with {@link #defines} of the same choices: the
-     * work-group size is the largest power of two the device, its local memory and every checksum kernel allow, at
-     * most {@value #MAX_LOCAL} ({@value #MAX_LOCAL_CPU} on CPU devices).
+     * The geometry on {@code device}, whose checksum program was built with {@link Tuning#defines} of {@code tuning}:
+     * the work-group size is the largest power of two the device, its local memory and every checksum kernel allow, at
+     * most {@link Tuning#maxLocal} (PoCL runs a work-group's items as a loop on one core; 16 measured about 1.7x
+     * faster there than 256).
      */
-    LaunchGeometry(cl_device_id device, OpenClDevice info, cl_program program, int unitPieces, boolean contiguous) {
-        this.unitPieces = unitPieces;
-        this.contiguous = contiguous;
+    LaunchGeometry(cl_device_id device, cl_program program, Tuning tuning) {
+        this.unitPieces = tuning.unitPieces();
+        this.contiguous = tuning.contiguousUnits();
         computeUnits = Math.max(1, OpenClDevices.deviceInt(device, CL.CL_DEVICE_MAX_COMPUTE_UNITS));
-        long local = Math.min(info.type().equals("CPU") ? MAX_LOCAL_CPU : MAX_LOCAL,
-                OpenClDevices.deviceSize(device, CL.CL_DEVICE_MAX_WORK_GROUP_SIZE));
+        long local = Math.min(tuning.maxLocal(), OpenClDevices.deviceSize(device, CL.CL_DEVICE_MAX_WORK_GROUP_SIZE));
         local = Math.min(local, OpenClDevices.deviceLong(device, CL.CL_DEVICE_LOCAL_MEM_SIZE) / 2 / Sizeof.cl_ulong);
         for (String k : CHECKSUM_KERNELS) {
             cl_kernel kernel = JoclApi.INSTANCE.createKernel(program, k);
@@ -63,38 +57,6 @@ final class LaunchGeometry {
         }
         // The kernels' tree reduction needs a power of two.
         localSize = Integer.highestOneBit((int) Math.max(1, local));
-    }
-
-    /**
-     * Pieces per unit of {@code block_checksums}: 32 on CPU devices (four adjacent cache lines per row visit: a
-     * whole 128-dim bf16 head), 8 elsewhere; the system property {@value OpenClBackend#UNIT_PIECES_PROPERTY} overrides
-     * (8, 16, 32).
-     */
-    static int unitPieces(OpenClDevice info) {
-        String v = System.getProperty(OpenClBackend.UNIT_PIECES_PROPERTY, info.type().equals("CPU") ? "32" : "8");
-        return switch (v) {
-            case "8" -> 8;
-            case "16" -> 16;
-            case "32" -> 32;
-            default -> throw new IllegalArgumentException(OpenClBackend.UNIT_PIECES_PROPERTY + " is '" + v
-                    + "': use 8, 16 or 32");
-        };
-    }
-
-    /** The CPU build on CPU devices, the GPU build elsewhere; {@value OpenClBackend#UNIT_ORDER_PROPERTY} overrides. */
-    static boolean contiguousUnits(OpenClDevice info) {
-        String order = System.getProperty(OpenClBackend.UNIT_ORDER_PROPERTY, info.type().equals("CPU") ? "contiguous" : "strided");
-        return switch (order) {
-            case "contiguous" -> true;
-            case "strided" -> false;
-            default -> throw new IllegalArgumentException(OpenClBackend.UNIT_ORDER_PROPERTY + " is '" + order
-                    + "': use 'contiguous' or 'strided'");
-        };
-    }
-
-    /** The build options selecting these choices in {@code kvchecksum.cl}. */
-    static String defines(int unitPieces, boolean contiguous) {
-        return (contiguous ? " -D KVC_CONTIGUOUS_UNITS" : "") + (unitPieces == 8 ? "" : " -D KVC_UNIT" + unitPieces);
     }
 
     /** Work items per work-group used by the checksum kernels (a power of two). */
@@ -136,10 +98,10 @@ final class LaunchGeometry {
     /**
      * Work items of the CPU build of {@code block_checksums}: each takes one contiguous run of every block's units, so
      * a few per compute unit (the pthread driver hands work-groups of one item to its threads), never more than a
-     * block has units. {@value OpenClBackend#CPU_ITEMS_PROPERTY} overrides the number per compute unit (for measuring).
+     * block has units.
      */
     int cpuItems(Descriptors d) {
-        return (int) Math.max(1, Math.min(units(d), Math.min(MAX_PARTS_PER_COLUMN, itemsPerComputeUnit * computeUnits)));
+        return (int) Math.max(1, Math.min(units(d), Math.min(MAX_PARTS_PER_COLUMN, CPU_ITEMS_PER_COMPUTE_UNIT * computeUnits)));
     }
 
     /** Units of one block: every slice's K and V pieces in units of {@link #unitPieces}. */
@@ -151,14 +113,6 @@ final class LaunchGeometry {
             units += Math.ceilDiv(pk, unitPieces) + Math.ceilDiv(pv, unitPieces);
         }
         return units;
-    }
-
-    /**
-     * The order in which the CPU build visits the plan's blocks: {@link #addressOrder}, or table order where
-     * {@value OpenClBackend#BLOCK_ORDER_PROPERTY}{@code =table}.
-     */
-    int[] blockOrder(SlicePlan plan) {
-        return tableOrder ? IntStream.range(0, plan.numBlocks()).toArray() : addressOrder(plan);
     }
 
     /**

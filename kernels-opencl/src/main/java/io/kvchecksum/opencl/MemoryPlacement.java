@@ -19,16 +19,20 @@ final class MemoryPlacement {
 
     private final OpenClDevice info;
     private final RegisteredBuffers registered;
-    /** Host memory used in place (CPU devices sharing the host's memory), unless the property turns it off. */
+    /** Host memory used in place (the CPU tuning, on a device sharing the host's memory). */
     private final boolean zeroCopy;
+    /** Why host memory is copied when {@link #zeroCopy} is false. */
+    private final String noZeroCopy;
     /** Alignment of a zero-copy window's start: the device's {@code CL_DEVICE_MEM_BASE_ADDR_ALIGN}, at least 64 bytes. */
     private final long windowAlign;
     private final long maxAlloc;
 
-    MemoryPlacement(OpenClDevice info, RegisteredBuffers registered, boolean zeroCopy, long windowAlign, long maxAlloc) {
+    MemoryPlacement(OpenClDevice info, RegisteredBuffers registered, boolean zeroCopy, String noZeroCopy, long windowAlign,
+            long maxAlloc) {
         this.info = info;
         this.registered = registered;
         this.zeroCopy = zeroCopy;
+        this.noZeroCopy = noZeroCopy;
         this.windowAlign = windowAlign;
         this.maxAlloc = maxAlloc;
     }
@@ -45,9 +49,7 @@ final class MemoryPlacement {
                     + Long.toHexString(mem.getNativePointer()));
         }
         if (!zeroCopy) {
-            return new Layout(Descriptors.of(plan), info.type().equals("CPU")
-                    ? "copy: " + OpenClBackend.ZERO_COPY_PROPERTY + "=false or the device does not share host memory"
-                    : "copy: a " + info.type() + " device reads its own memory");
+            return new Layout(Descriptors.of(plan), "copy: " + noZeroCopy);
         }
         Descriptors w = Descriptors.window(plan, windowAlign);
         if (w == null) {

@@ -37,10 +37,10 @@ import java.util.Set;
  * place; anything else is rejected with {@link InvalidLayoutException} before anything is enqueued. Host and device
  * memory are not mixed in one plan ({@link #limits()}).
  *
- * <p><b>Work split.</b> On GPUs neighbouring work items read neighbouring 64-byte units of a block (coalesced loads).
- * On CPU devices ({@code KVC_CONTIGUOUS_UNITS}) each work item takes a run of units in every block, visits the blocks
- * in address order ({@code addressOrder}) and reads its units row by row; see the module's README for why and what
- * it measured.
+ * <p><b>Work split.</b> Chosen by the device's type ({@code Tuning}), never by a setting: on GPUs neighbouring work
+ * items read neighbouring 64-byte units of a block (coalesced loads); on CPU devices ({@code KVC_CONTIGUOUS_UNITS})
+ * each work item takes a run of units in every block, visits the blocks in address order ({@code addressOrder}) and
+ * reads its units row by row; see the module's README for why and what it measured.
  *
  * <p><b>Asynchrony.</b> {@link #run} enqueues the copies, the kernels and the read of the results of every launch
  * without waiting (no {@code clFinish}, no blocking transfer, no {@code clWaitForEvents}; see {@link ClApi}) and
@@ -56,34 +56,19 @@ public final class OpenClBackend implements Backend {
     public static final String KERNEL_RESOURCE = "/io/kvchecksum/opencl/kvchecksum.cl";
     /** The byte-cell kernels' source, appended to the main source (they use its descriptor words and mixer). */
     public static final String BYTE_CELL_RESOURCE = "/io/kvchecksum/opencl/kvchecksum_byte_cells.cl";
-    /** System property: work items per compute unit of the CPU build of {@code block_checksums} (for measuring). */
-    public static final String CPU_ITEMS_PROPERTY = "kvchecksum.opencl.cpuItems";
-    /**
-     * System property, for measuring: {@code table} makes the CPU build visit blocks in the order of the block table
-     * instead of by address ({@code address}, the default).
-     */
-    public static final String BLOCK_ORDER_PROPERTY = "kvchecksum.opencl.blockOrder";
-    /** System property: {@code false} makes a CPU device copy host memory too (to measure what zero copy saves). */
-    public static final String ZERO_COPY_PROPERTY = "kvchecksum.opencl.zeroCopy";
-    /**
-     * System property: how {@code block_checksums} hands units to work items, {@code contiguous} (a run per work item,
-     * the default on CPU devices) or {@code strided} (neighbouring items take neighbouring units, the GPU default).
-     */
-    public static final String UNIT_ORDER_PROPERTY = "kvchecksum.opencl.unitOrder";
-    /** System property: pieces per unit of {@code block_checksums}, 8, 16 or 32 (the default: 32 on CPU devices, else 8). */
-    public static final String UNIT_PIECES_PROPERTY = "kvchecksum.opencl.unitPieces";
-
     /**
      * Host memory or device memory (registered {@code cl_mem}s), not both among the layers of one launch, on this backend's own queue
      * and on the "engine's" (which must be that same queue: {@link #run}). Whether device memory is a registered
-     * buffer is checked when a launch runs: registrations change at runtime.
+     * buffer is checked when a launch runs: registrations change at runtime. Byte-cell launches take any number of
+     * slices (OpenCL's global sizes are {@code size_t}; CUDA's grid is what limits its backend).
      */
     private static final BackendLimits LIMITS = new BackendLimits(Set.of(Residency.HOST, Residency.DEVICE),
-            Set.of(Residency.HOST, Residency.DEVICE), ", or every region a cl_mem registered with buffer(cl_mem) (device "
+            Set.of(Residency.HOST, Residency.DEVICE), Integer.MAX_VALUE, ", or every region a cl_mem registered with buffer(cl_mem) (device "
             + "memory); use the 'cuda' backend for CUDA pointers");
 
     private final ClApi cl;
     private final OpenClDevice info;
+    private final Tuning tuning;
     private final cl_context context;
     private final cl_command_queue queue;
     private final cl_program program;
@@ -94,10 +79,14 @@ public final class OpenClBackend implements Backend {
     private volatile boolean closed;
     private volatile OpenClPageDigest pageDigest;
 
-    /** {@code engineContext}: an engine's context to share (retained here, released by close), or null for an own one. */
-    private OpenClBackend(ClApi cl, OpenClDevices.Found found, String source, cl_context engineContext) {
+    /**
+     * {@code engineContext}: an engine's context to share (retained here, released by close), or null for an own one;
+     * {@code tuning}: {@link Tuning#of} the device, or for tests another.
+     */
+    private OpenClBackend(ClApi cl, OpenClDevices.Found found, String source, cl_context engineContext, Tuning tuning) {
         this.cl = cl;
         this.info = found.info();
+        this.tuning = tuning == null ? Tuning.of(info) : tuning;
         cl_device_id device = found.device();
         int[] err = new int[1];
         if (engineContext != null) {
@@ -114,18 +103,17 @@ public final class OpenClBackend implements Backend {
         try {
             q = CL.clCreateCommandQueue(context, device, 0, err);
             JoclApi.check(err[0], "clCreateCommandQueue");
-            int unitPieces = LaunchGeometry.unitPieces(info);
-            boolean contiguous = LaunchGeometry.contiguousUnits(info);
-            p = ClPrograms.build(context, device, info, source, LaunchGeometry.defines(unitPieces, contiguous));
+            p = ClPrograms.build(context, device, info, source, this.tuning.defines());
             long maxAlloc = OpenClDevices.deviceLong(device, CL.CL_DEVICE_MAX_MEM_ALLOC_SIZE);
-            geometry = new LaunchGeometry(device, info, p, unitPieces, contiguous);
-            boolean zeroCopy = info.type().equals("CPU")
-                    && OpenClDevices.deviceInt(device, CL.CL_DEVICE_HOST_UNIFIED_MEMORY) != 0
-                    && !"false".equalsIgnoreCase(System.getProperty(ZERO_COPY_PROPERTY, "true"));
+            geometry = new LaunchGeometry(device, p, this.tuning);
+            boolean zeroCopy = this.tuning.hostInPlace()
+                    && OpenClDevices.deviceInt(device, CL.CL_DEVICE_HOST_UNIFIED_MEMORY) != 0;
             long windowAlign = Math.max(64L, Long.highestOneBit(
                     Math.max(1, OpenClDevices.deviceInt(device, CL.CL_DEVICE_MEM_BASE_ADDR_ALIGN) / 8L)));
             registered = new RegisteredBuffers(context);
-            memory = new MemoryPlacement(info, registered, zeroCopy, windowAlign, maxAlloc);
+            String noZeroCopy = this.tuning.hostInPlace() ? "the device does not share host memory"
+                    : "the " + this.tuning.name() + " reads device memory (a " + info.type() + " device)";
+            memory = new MemoryPlacement(info, registered, zeroCopy, noZeroCopy, windowAlign, maxAlloc);
         } catch (RuntimeException e) {
             if (p != null) {
                 CL.clReleaseProgram(p);
@@ -159,7 +147,16 @@ public final class OpenClBackend implements Backend {
      * @throws OpenClException when there is no OpenCL, no such device, or the kernels do not build
      */
     public static OpenClBackend open(String spec) {
-        return new OpenClBackend(JoclApi.INSTANCE, OpenClDevices.select(spec), kernelSource(), null);
+        return new OpenClBackend(JoclApi.INSTANCE, OpenClDevices.select(spec), kernelSource(), null, null);
+    }
+
+    /**
+     * As {@link #open(String)} with {@code tuning} instead of the one the device's type chooses: for tests, which run
+     * the golden suite through every {@link Tuning} on whatever device they have (on PoCL, the GPU tuning too).
+     */
+    static OpenClBackend open(String spec, Tuning tuning) {
+        return new OpenClBackend(JoclApi.INSTANCE, OpenClDevices.select(spec), kernelSource(), null,
+                java.util.Objects.requireNonNull(tuning, "tuning"));
     }
 
     /**
@@ -173,7 +170,7 @@ public final class OpenClBackend implements Backend {
      * @throws OpenClException when there is no OpenCL, no such device, or the kernels do not build
      */
     public static OpenClBackend open(String spec, ClApi calls) {
-        return new OpenClBackend(calls, OpenClDevices.select(spec), kernelSource(), null);
+        return new OpenClBackend(calls, OpenClDevices.select(spec), kernelSource(), null, null);
     }
 
     /**
@@ -189,12 +186,12 @@ public final class OpenClBackend implements Backend {
     public static OpenClBackend open(cl_context engineContext, cl_device_id device) {
         Objects.requireNonNull(engineContext, "engineContext");
         return new OpenClBackend(JoclApi.INSTANCE, OpenClDevices.of(Objects.requireNonNull(device, "device")),
-                kernelSource(), engineContext);
+                kernelSource(), engineContext, null);
     }
 
     /** As {@link #open(String)} with other kernel source: for testing how build failures are reported. */
     static OpenClBackend openWithSource(String spec, String source) {
-        return new OpenClBackend(JoclApi.INSTANCE, OpenClDevices.select(spec), source, null);
+        return new OpenClBackend(JoclApi.INSTANCE, OpenClDevices.select(spec), source, null, null);
     }
 
     /** {@return the kernel source shipped in the jar: {@value #KERNEL_RESOURCE}, then {@value #BYTE_CELL_RESOURCE}} */
@@ -240,6 +237,11 @@ public final class OpenClBackend implements Backend {
         return queue.getNativePointer();
     }
 
+    /** {@return how this instance runs on its device: {@link Tuning#of} its type, unless a test chose another} */
+    Tuning tuning() {
+        return tuning;
+    }
+
     /** {@return the device this instance runs on} */
     public OpenClDevice device() {
         return info;
@@ -254,7 +256,7 @@ public final class OpenClBackend implements Backend {
     public String description() {
         return "opencl on " + info.type() + " '" + info.deviceName() + "' (platform '" + info.platformName() + "', "
                 + info.version() + ", device " + info.index() + ", " + geometry.computeUnits() + " compute units, "
-                + "work-group " + geometry.localSize() + ")";
+                + "work-group " + geometry.localSize() + ", " + tuning.name() + ")";
     }
 
     @Override
@@ -322,7 +324,7 @@ public final class OpenClBackend implements Backend {
             synchronized (this) {
                 d = pageDigest;
                 if (d == null) {
-                    d = new OpenClPageDigest(this, cl);
+                    d = new OpenClPageDigest(this, cl, tuning.serialDigest());
                     pageDigest = d;
                 }
             }

@@ -28,7 +28,7 @@ import java.util.Map;
  * pieces joined on the host in stream order ({@link Adler32Parts#combine}). GPUs run {@code page_digest_parts} (a
  * work-group per piece, adjacent items on adjacent bytes, a local-memory reduction); CPU devices run
  * {@code page_digest_serial} (a work-item per piece on 16-byte vectors, no barriers: on PoCL the work-group form
- * ran at 0.06 of the read bound at 256 MiB). {@value #KERNEL_PROPERTY} ({@code group} or {@code serial}) overrides.
+ * ran at 0.06 of the read bound at 256 MiB). The choice is the backend's {@link Tuning#serialDigest}.
  *
  * <p>Memory as for the checksums: host memory in place on a CPU device that shares it (one {@code USE_HOST_PTR}
  * window over the runs' native segments), otherwise the stream packed into one device buffer; device memory must be
@@ -38,8 +38,6 @@ final class OpenClPageDigest {
     static final String RESOURCE = "/io/kvchecksum/opencl/page_digest.cl";
     /** Bytes per piece: the kernel's sums fit 32 bits up to 4096 (page_digest.cl). */
     static final int PIECE = 4096;
-    /** System property choosing the kernel: {@code group} or {@code serial}; default by device type. */
-    static final String KERNEL_PROPERTY = "kvchecksum.opencl.digestKernel";
     private static final long MAX_WRITE = 1L << 30;
     private static final ValueLayout.OfLong U64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     private static final ValueLayout.OfInt U32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
@@ -50,17 +48,13 @@ final class OpenClPageDigest {
     private final int local;
     private final boolean serialByDefault;
 
-    OpenClPageDigest(OpenClBackend backend, ClApi cl) {
+    /** {@code serial}: {@code page_digest_serial} by default, else {@code page_digest_parts} ({@link Tuning#serialDigest}). */
+    OpenClPageDigest(OpenClBackend backend, ClApi cl, boolean serial) {
         this.backend = backend;
         this.cl = cl;
         cl_device_id device = backend.deviceId();
         program = ClPrograms.build(backend.context(), device, backend.device(), source(), "");
-        String choice = System.getProperty(KERNEL_PROPERTY, backend.device().type().equals("CPU") ? "serial" : "group");
-        serialByDefault = switch (choice) {
-            case "serial" -> true;
-            case "group" -> false;
-            default -> throw new IllegalArgumentException(KERNEL_PROPERTY + " is '" + choice + "': use 'group' or 'serial'");
-        };
+        serialByDefault = serial;
         cl_kernel k = JoclApi.INSTANCE.createKernel(program, "page_digest_parts");
         try {
             long[] v = new long[1];

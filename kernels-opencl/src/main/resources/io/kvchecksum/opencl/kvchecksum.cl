@@ -151,15 +151,11 @@ inline ulong group_sum(__local ulong *scratch, ulong v) {
 
 /*
  * Units of a part: runs of up to UNIT_PIECES pieces, the fixed amount one work item reads per token: 8 (64 bytes, one
- * ulong8) by default; 16 (128 bytes, one ulong16) with KVC_UNIT16; 32 (256 bytes, two ulong16: four adjacent cache
- * lines per row, a whole 128-dim bf16 head) with KVC_UNIT32, the CPU default.
+ * ulong8) by default (the GPU tuning); 32 (256 bytes, two ulong16: four adjacent cache lines per row, a whole 128-dim
+ * bf16 head) with KVC_UNIT32 (the CPU tuning).
  */
 #if defined(KVC_UNIT32)
 #define UNIT_PIECES 32
-#elif defined(KVC_UNIT16)
-#define UNIT_PIECES 16
-#endif
-#if defined(KVC_UNIT32) || defined(KVC_UNIT16)
 typedef ulong16 unit_vec;
 #define mix_unit_vec mix_ulong16
 #define unit_load(p) vload16(0, (p))
@@ -285,7 +281,7 @@ inline ulong unit_sum(__global const uchar *kv, __global const ulong *d, __globa
 #else
         VECTOR_UNIT(unit_vec, unit_load, UNIT_LANES, unit_hsum);
 #endif
-#if defined(KVC_UNIT16) || defined(KVC_UNIT32)
+#if defined(KVC_UNIT32)
     } else if (n == 8 && aligned) {
         /* a half unit (e.g. the last 64 bytes of a 576-byte MLA fp8 cell): one ulong8 per token */
         VECTOR_UNIT(ulong8, load8, LANES8, hsum8);

@@ -1,0 +1,41 @@
+package io.kvchecksum.internal;
+
+import io.kvchecksum.KvChecksum;
+
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * For tests outside this package: the fast CPU backend with each choice of vector widths its selector
+ * ({@link KernelSpecies#choose}) can make in this JVM, whatever CPU runs the tests, every request read through the
+ * loops for memory (where the choices differ). Empty in a JVM without {@code jdk.incubator.vector}.
+ */
+public final class CpuChoices {
+    private CpuChoices() {
+    }
+
+    /**
+     * {@return one front per choice the selector can make at this JVM's preferred width: on an AVX-512 JVM both
+     * {@code KernelSpecies.Streams}, at 256 bits the one}
+     *
+     * @param threads threads per call of each backend
+     */
+    public static List<KvChecksum> everyChoice(int threads) {
+        if (ModuleLayer.boot().findModule("jdk.incubator.vector").isEmpty()) {
+            return List.of();
+        }
+        List<KvChecksum> out = new ArrayList<>();
+        for (KernelSpecies.Streams s : reachable()) {
+            out.add(KvChecksum.of(FastCpuBackend.withStreams(threads, s, 0)));
+        }
+        return out;
+    }
+
+    /** The choices {@link KernelSpecies#choose} makes at this JVM's preferred width on AMD family 25 and elsewhere. */
+    static List<KernelSpecies.Streams> reachable() {
+        int bits = KernelSpecies.S.vectorBitSize();
+        List<String> zen4 = List.of("vendor_id\t: AuthenticAMD", "cpu family\t: 25");
+        List<String> other = List.of("vendor_id\t: GenuineIntel", "cpu family\t: 6");
+        return List.of(KernelSpecies.choose(bits, zen4), KernelSpecies.choose(bits, other)).stream().distinct().toList();
+    }
+}

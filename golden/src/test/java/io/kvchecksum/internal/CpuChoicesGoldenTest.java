@@ -1,0 +1,45 @@
+package io.kvchecksum.internal;
+
+import io.kvchecksum.KvChecksum;
+import io.kvchecksum.golden.GoldenSuite;
+import org.junit.jupiter.api.DynamicContainer;
+import org.junit.jupiter.api.DynamicNode;
+import org.junit.jupiter.api.TestFactory;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.stream.Stream;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Every golden vector through the fast CPU backend with each choice of vector widths its selector
+ * ({@link KernelSpecies#choose}) can make in this JVM, on whatever CPU runs the tests: 256-bit MLA streams from memory
+ * (AMD family 25 with AVX-512) and every loop at the preferred width (elsewhere), each as the backend ships it and with
+ * every vector read through the loops for memory (where the choices differ; the vectors are far smaller than the
+ * {@link FastCpuBackend#PARALLEL_BYTES} from which the shipped backend takes them). The width itself is the JVM's: this
+ * module's {@code vector-avx2} execution runs the suite again with {@code -XX:UseAVX=2}.
+ *
+ * <p>In package {@code io.kvchecksum.internal} to reach the test-only {@link FastCpuBackend#withStreams}.
+ */
+class CpuChoicesGoldenTest {
+    @TestFactory
+    Stream<DynamicNode> everyChoiceOfTheSelector() {
+        assertTrue(ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent(),
+                "the golden tests run with jdk.incubator.vector (the parent pom's argLine)");
+        int bits = KernelSpecies.S.vectorBitSize();
+        List<KernelSpecies.Streams> choices = List.of(
+                KernelSpecies.choose(bits, List.of("vendor_id\t: AuthenticAMD", "cpu family\t: 25")),
+                KernelSpecies.choose(bits, List.of("vendor_id\t: GenuineIntel", "cpu family\t: 6"))).stream()
+                .distinct().toList();
+        List<DynamicNode> nodes = new ArrayList<>();
+        for (KernelSpecies.Streams s : choices) {
+            for (long streamingBytes : new long[] {FastCpuBackend.PARALLEL_BYTES, 0}) {
+                KvChecksum cpu = KvChecksum.of(FastCpuBackend.withStreams(1, s, streamingBytes));
+                String name = cpu.description() + (streamingBytes == 0 ? ", every vector read as from memory" : "");
+                nodes.add(DynamicContainer.dynamicContainer(name, GoldenSuite.tests(cpu)));
+            }
+        }
+        return nodes.stream();
+    }
+}

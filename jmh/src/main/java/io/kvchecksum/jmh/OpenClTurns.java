@@ -1,0 +1,65 @@
+package io.kvchecksum.jmh;
+
+import io.kvchecksum.KvChecksum;
+import io.kvchecksum.KvChecksums;
+import io.kvchecksum.bench.MemoryBound;
+
+import java.util.Arrays;
+
+/**
+ * The OpenCL backend and the read bound in turn on a noisy machine: per shape at 256 MiB, the read bound and the
+ * backend as it ships (on the device {@code -Dkvchecksum.opencl.device} or {@code KVCHECKSUM_OPENCL_DEVICE} names,
+ * else the default one) run in turn, {@code reps} times, in one JVM on the same KV, so a load spike hits both; prints
+ * min and median times and the ratios to the read bound. Not a JMH benchmark. The build options it once compared
+ * ({@code kvchecksum.opencl.unitPieces}, {@code .unitOrder}, {@code .zeroCopy}, {@code .cpuItems},
+ * {@code .blockOrder}) were measured and removed: the device's type chooses the build now (kernels-opencl/README.md,
+ * "Performance on PoCL (CPU)"). Usage:
+ *
+ * <pre>java --enable-native-access=ALL-UNNAMED --add-modules=jdk.incubator.vector -cp jmh/target/benchmarks.jar \
+ *     io.kvchecksum.jmh.OpenClTurns llama3-8b-tp1,deepseek-mla-fp8 11</pre>
+ */
+public final class OpenClTurns {
+    private OpenClTurns() {
+    }
+
+    public static void main(String[] args) {
+        if (args.length != 2) {
+            System.err.println("usage: OpenClTurns SHAPE[,SHAPE..] REPS");
+            System.exit(2);
+        }
+        int reps = Integer.parseInt(args[1]);
+        for (String shape : args[0].split(",")) {
+            ModelShape s = ModelShape.of(shape);
+            try (KvFixture fx = KvFixture.create(s, s.tokens("256MiB"));
+                 MemoryBound bound = new MemoryBound(fx.segments(), Runtime.getRuntime().availableProcessors());
+                 KvChecksum backend = KvChecksums.byName("opencl")) {
+                Oracle.expectEqual("opencl", KvChecksums.cpu().blockChecksums(fx.group(), fx.request()),
+                        backend.blockChecksums(fx.group(), fx.request()));
+                long[][] t = new long[2][reps];
+                long sink = 0;
+                for (int r = 0; r < reps; r++) {
+                    // the honest read bound: the fastest reader of this round (MemoryBound's definition)
+                    long best = Long.MAX_VALUE;
+                    for (MemoryBound.Reader reader : MemoryBound.readers()) {
+                        long t0 = System.nanoTime();
+                        sink += bound.read(reader);
+                        best = Math.min(best, System.nanoTime() - t0);
+                    }
+                    t[0][r] = best;
+                    long t0 = System.nanoTime();
+                    sink += backend.blockChecksums(fx.group(), fx.request())[0];
+                    t[1][r] = System.nanoTime() - t0;
+                }
+                for (long[] x : t) {
+                    Arrays.sort(x);
+                }
+                System.out.printf("%s, %d MiB, %d rounds (checksum bit %d)%n  %s%n", shape, fx.kvBytes() >> 20, reps,
+                        sink & 1, backend.description());
+                System.out.printf("  %-10s min %7.2f ms  median %7.2f ms%n", "read bound", t[0][0] / 1e6, t[0][reps / 2] / 1e6);
+                System.out.printf("  %-10s min %7.2f ms  median %7.2f ms  ratio of mins %.2f  of medians %.2f%n",
+                        "opencl", t[1][0] / 1e6, t[1][reps / 2] / 1e6, (double) t[0][0] / t[1][0],
+                        (double) t[0][reps / 2] / t[1][reps / 2]);
+            }
+        }
+    }
+}
