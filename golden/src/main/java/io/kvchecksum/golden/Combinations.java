@@ -30,6 +30,7 @@ import java.util.List;
 import java.util.OptionalLong;
 import java.util.Random;
 import java.util.TreeMap;
+import java.util.function.UnaryOperator;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -82,10 +83,22 @@ public final class Combinations {
      * @param backend the backend under test
      */
     public static DynamicTest test(KvChecksum backend) {
+        return test(backend, "host memory", UnaryOperator.identity());
+    }
+
+    /**
+     * As {@link #test(KvChecksum)}, with every region's memory moved by {@code place} once its content is written
+     * (e.g. to a GPU backend's device memory): the backend reads what {@code place} returns.
+     *
+     * @param backend the backend under test
+     * @param where what {@code place} does, for the test's name
+     * @param place given a host memory holding a region's bytes, returns the memory the backend reads (the same bytes)
+     */
+    public static DynamicTest test(KvChecksum backend, String where, UnaryOperator<KvMemory> place) {
         long seed = Long.decode(System.getProperty(SEED_PROPERTY, Long.toString(DEFAULT_SEED)));
         int cases = Integer.getInteger(CASES_PROPERTY, DEFAULT_CASES);
-        return DynamicTest.dynamicTest(backend.name() + " · combinations (seed " + seed + ", " + cases + " cases)",
-                () -> run(backend, seed, cases));
+        return DynamicTest.dynamicTest(backend.name() + " · combinations, " + where + " (seed " + seed + ", " + cases
+                + " cases)", () -> run(backend, seed, cases, place));
     }
 
     /**
@@ -97,6 +110,19 @@ public final class Combinations {
      * @return the counts, per combination class: how many cases of it were drawn and how many accepted
      */
     public static Report run(KvChecksum backend, long seed, int cases) {
+        return run(backend, seed, cases, UnaryOperator.identity());
+    }
+
+    /**
+     * As {@link #run(KvChecksum, long, int)}, the backend reading memory moved by {@code place}.
+     *
+     * @param backend the backend under test
+     * @param seed the seed; case {@code i} draws from {@code new Random(seed + i)}
+     * @param cases how many cases
+     * @param place given a host memory holding a region's bytes, returns the memory the backend reads
+     * @return the counts, per combination class
+     */
+    public static Report run(KvChecksum backend, long seed, int cases, UnaryOperator<KvMemory> place) {
         String only = System.getProperty(ONLY_PROPERTY);
         Report report = new Report(backend.name(), seed);
         Counting counting = new Counting(backend.backend());
@@ -106,7 +132,7 @@ public final class Combinations {
                 continue;
             }
             try (Arena arena = Arena.ofShared(); Arena confined = Arena.ofConfined()) {
-                Case c = Case.draw(new Random(seed + i), arena, confined);
+                Case c = Case.draw(new Random(seed + i), arena, confined, place);
                 String who = backend.name() + " case " + i + " (seed " + seed + ", -D" + ONLY_PROPERTY + "=" + i + "): " + c;
                 boolean accepted = check(backend, counted, counting, c, i, who);
                 report.count(c, accepted);
@@ -278,9 +304,13 @@ public final class Combinations {
         boolean segmented;
         String memoryKind;
         long salt;
+        UnaryOperator<KvMemory> place;
+        /** Each host memory moved once, though K and V regions may share it. */
+        final java.util.Map<KvMemory, KvMemory> moved = new java.util.HashMap<>();
 
-        static Case draw(Random rnd, Arena shared, Arena confined) {
+        static Case draw(Random rnd, Arena shared, Arena confined, UnaryOperator<KvMemory> place) {
             Case c = new Case();
+            c.place = place;
             c.salt = rnd.nextLong();
             c.segmented = rnd.nextInt(10) < 3;
             ChecksumMode mode = rnd.nextBoolean() ? ChecksumMode.STANDARD : ChecksumMode.MIXED;
@@ -397,10 +427,19 @@ public final class Combinations {
                         }
                     }
                 }
+                k = moved(k);
+                v = v == null ? null : moved(v);
                 layers.add(v == null ? CacheLayer.kOnly(s.layer(), s.firstHead(), s.heads(), k)
                         : CacheLayer.of(s.layer(), s.firstHead(), s.heads(), k, v));
             }
             return KvCacheGroup.of(pageSize, pages, layers);
+        }
+
+        /** The region over the memory {@link #place} gives for its host memory, once its content is written. */
+        private KvRegion moved(KvRegion r) {
+            KvMemory m = moved.computeIfAbsent(r.memory(), place);
+            return m == r.memory() ? r : new KvRegion(m, r.offset(), r.pageStride(), r.tokenStride(), r.headStride(),
+                    r.cellBytes());
         }
 
         /** Page, token and head strides of a region whose cells span {@code span} bytes, in the layer's order. */
