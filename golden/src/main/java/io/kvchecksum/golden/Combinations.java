@@ -143,7 +143,8 @@ public final class Combinations {
             assertTrue(report.accepted * 10 >= report.cases * 9, report.toString());
             for (String always : List.of("padding x segments", "mixed x byte cells", "several requests")) {
                 Report.Tally t = report.classes.get(always);
-                assertTrue(t != null && t.drawn > 0 && t.accepted == t.drawn, always + " must always be accepted: " + report);
+                // each class is about a tenth of the cases or more: a run of a few hundred draws every one
+                assertTrue(t != null ? t.accepted == t.drawn : cases < 300, always + " must always be accepted: " + report);
             }
         }
         return report;
