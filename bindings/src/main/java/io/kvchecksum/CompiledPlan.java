@@ -132,17 +132,31 @@ public final class CompiledPlan {
         }
         List<RequestBlocks> reqs = List.copyOf(requests);   // throws NullPointerException on a null element
         List<Launch> launches = new ArrayList<>();
+        // A group's slices and their split by cell kind depend on the group alone: resolved for the first request, then
+        // shared by the others, whose page tables alone are validated.
+        List<SlicePlan.Split> groupParts = null;
         for (int r = 0; r < reqs.size(); r++) {
             RequestBlocks q = reqs.get(r);
             switch (source) {
-                case KvCacheGroup g -> addLaunches(launches, r, SlicePlan.of(g, q, spec), q.firstBlock(), q.blockSize());
+                case KvCacheGroup g -> {
+                    if (groupParts == null) {
+                        groupParts = SlicePlan.of(g, q, spec).byCellKind();
+                        addLaunches(launches, r, groupParts, q.firstBlock(), q.blockSize());
+                    } else {
+                        List<SlicePlan.Split> mine = new ArrayList<>(groupParts.size());
+                        for (SlicePlan.Split part : groupParts) {
+                            mine.add(new SlicePlan.Split(part.plan().withRequest(q), part.byteCells(), part.rows()));
+                        }
+                        addLaunches(launches, r, mine, q.firstBlock(), q.blockSize());
+                    }
+                }
                 case KvSegments s -> {
                     if (q.tableLength() != 0) {
                         throw new InvalidLayoutException("request " + r + " has a page table of " + q.tableLength()
                                 + " entries, but a segmented cache has none (positions are the addresses)");
                     }
                     for (KvSegments.Share share : s.shares(q, spec)) {
-                        addLaunches(launches, r, share.plan(), share.firstSmall(), share.small());
+                        addLaunches(launches, r, share.plan().byCellKind(), share.firstSmall(), share.small());
                     }
                 }
             }
@@ -157,17 +171,17 @@ public final class CompiledPlan {
      */
     public static CompiledPlan of(SlicePlan plan) {
         List<Launch> launches = new ArrayList<>();
-        addLaunches(launches, 0, plan, plan.request().firstBlock(), plan.request().blockSize());
+        addLaunches(launches, 0, plan.byCellKind(), plan.request().firstBlock(), plan.request().blockSize());
         return new CompiledPlan(plan.group(), new ChecksumSpec(plan.mode(), plan.padding()), List.of(plan.request()),
                 List.copyOf(launches));
     }
 
-    /** The plan's launches: its layers split by cell kind (a layer's slices share their regions, so one kind). */
-    private static void addLaunches(List<Launch> into, int request, SlicePlan plan, long firstSmall, int small) {
-        if (plan.numBlocks() == 0) {
+    /** A plan's launches: its layers split by cell kind (a layer's slices share their regions, so one kind). */
+    private static void addLaunches(List<Launch> into, int request, List<SlicePlan.Split> parts, long firstSmall, int small) {
+        if (parts.get(0).plan().numBlocks() == 0) {
             return;
         }
-        for (SlicePlan.Split part : plan.byCellKind()) {
+        for (SlicePlan.Split part : parts) {
             into.add(new Launch(request, part.plan(), part.byteCells() ? CellKind.BYTE_CELLS : CellKind.WHOLE_PIECES,
                     part.rows(), firstSmall, small));
         }

@@ -328,6 +328,45 @@ public final class SlicePlan {
                 }
             }
         }
+        int[] table = resolve(group, request);
+        int ns = group.numSlices();
+        List<Slice> slices = new ArrayList<>(ns);
+        List<LayerRun> runs = new ArrayList<>(group.layers().size());
+        boolean host = false;
+        boolean device = false;
+        for (CacheLayer l : group.layers()) {
+            KvRegion k = l.k();
+            KvRegion v = l.v();
+            host |= k.memory() instanceof KvMemory.Host || (v != null && v.memory() instanceof KvMemory.Host);
+            device |= k.memory() instanceof KvMemory.Device || (v != null && v.memory() instanceof KvMemory.Device);
+            runs.add(new LayerRun(slices.size(), l.numHeads(), k.headStride(), v == null ? 0 : v.headStride()));
+            for (int h = 0; h < l.numHeads(); h++) {
+                int head = l.firstHead() + h;
+                slices.add(new Slice(l.layer(), head, Definition.factor(l.layer(), head), Part.of(k, h),
+                        v == null ? null : Part.of(v, h)));
+            }
+        }
+        Residency r = host && device ? Residency.MIXED : device ? Residency.DEVICE : Residency.HOST;
+        return new SlicePlan(group, request, List.copyOf(slices), List.copyOf(runs), table, r, mode, padding);
+    }
+
+    /**
+     * {@return this plan's group, slices and spec for another request: only the request is validated (its page table
+     * against the group's pages), the slices are shared} What the compiler uses for the requests of one step after the
+     * first: the slices depend on the group alone.
+     *
+     * @param other another request over the same group
+     * @throws InvalidLayoutException as {@link #of(KvCacheGroup, RequestBlocks, ChecksumSpec)} for a request
+     */
+    SlicePlan withRequest(RequestBlocks other) {
+        if (other == null) {
+            throw new InvalidLayoutException("request must not be null");
+        }
+        return new SlicePlan(group, other, slices, runs, resolve(group, other), residency, mode, padding);
+    }
+
+    /** The request's page ids, each checked against the group; and its slice sums' size. */
+    private static int[] resolve(KvCacheGroup group, RequestBlocks request) {
         long needed = request.pagesNeeded(group.pageSize());
         if (request.tableLength() < needed) {
             throw new InvalidLayoutException("pageTable has " + request.tableLength() + " entries but tokens "
@@ -348,24 +387,7 @@ public final class SlicePlan {
         if ((long) ns * nb > Integer.MAX_VALUE - 16) {
             throw new InvalidLayoutException(ns + " slices x " + nb + " blocks of slice sums do not fit one array");
         }
-        List<Slice> slices = new ArrayList<>(ns);
-        List<LayerRun> runs = new ArrayList<>(group.layers().size());
-        boolean host = false;
-        boolean device = false;
-        for (CacheLayer l : group.layers()) {
-            KvRegion k = l.k();
-            KvRegion v = l.v();
-            host |= k.memory() instanceof KvMemory.Host || (v != null && v.memory() instanceof KvMemory.Host);
-            device |= k.memory() instanceof KvMemory.Device || (v != null && v.memory() instanceof KvMemory.Device);
-            runs.add(new LayerRun(slices.size(), l.numHeads(), k.headStride(), v == null ? 0 : v.headStride()));
-            for (int h = 0; h < l.numHeads(); h++) {
-                int head = l.firstHead() + h;
-                slices.add(new Slice(l.layer(), head, Definition.factor(l.layer(), head), Part.of(k, h),
-                        v == null ? null : Part.of(v, h)));
-            }
-        }
-        Residency r = host && device ? Residency.MIXED : device ? Residency.DEVICE : Residency.HOST;
-        return new SlicePlan(group, request, List.copyOf(slices), List.copyOf(runs), table, r, mode, padding);
+        return table;
     }
 
     /**
