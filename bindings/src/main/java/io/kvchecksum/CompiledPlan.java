@@ -116,7 +116,7 @@ public final class CompiledPlan {
      *
      * @param source the cache: a group (each request's page table addresses its pages) or a segmented cache (positions
      *     are the addresses: each request's page table must be empty)
-     * @param requests the requests of one step, at least one, none null
+     * @param requests the requests of one step, at least one, none null (results come back in this order)
      * @param spec the mode and padding
      * @return the compiled plan
      * @throws InvalidLayoutException naming the problem: a null or empty argument, a page table too short or an id out
@@ -130,7 +130,10 @@ public final class CompiledPlan {
         if (requests.isEmpty()) {
             throw new InvalidLayoutException("a plan needs at least one request");
         }
-        List<RequestBlocks> reqs = List.copyOf(requests);   // throws NullPointerException on a null element
+        if (requests.contains(null)) {
+            throw new InvalidLayoutException("request " + requests.indexOf(null) + " is null");
+        }
+        List<RequestBlocks> reqs = List.copyOf(requests);
         List<Launch> launches = new ArrayList<>();
         // A group's slices and their split by cell kind depend on the group alone: resolved for the first request, then
         // shared by the others, whose page tables alone are validated.
