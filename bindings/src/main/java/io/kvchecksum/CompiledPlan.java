@@ -130,8 +130,10 @@ public final class CompiledPlan {
         if (requests.isEmpty()) {
             throw new InvalidLayoutException("a plan needs at least one request");
         }
-        if (requests.contains(null)) {
-            throw new InvalidLayoutException("request " + requests.indexOf(null) + " is null");
+        for (int r = 0; r < requests.size(); r++) {
+            if (requests.get(r) == null) {
+                throw new InvalidLayoutException("request " + r + " is null");
+            }
         }
         List<RequestBlocks> reqs = List.copyOf(requests);
         List<Launch> launches = new ArrayList<>();
