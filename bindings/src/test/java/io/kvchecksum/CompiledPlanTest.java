@@ -130,6 +130,10 @@ class CompiledPlanTest {
             assertTrue(plan.isEmpty());
             assertEquals(2, k.blockChecksums(plan).size());
             assertEquals(0, limited.runs);
+            InvalidLayoutException e = assertThrows(InvalidLayoutException.class,
+                    () -> k.compile(g, java.util.Arrays.asList(none, null), ChecksumSpec.STANDARD));
+            assertEquals("request 1 is null", e.getMessage());
+            assertThrows(InvalidLayoutException.class, () -> k.compile(g, List.of(), ChecksumSpec.STANDARD));
         }
     }
 
