@@ -12,7 +12,6 @@ import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 
-import java.util.Arrays;
 
 /**
  * The mixed mode's cost on the CPU backend, in one run: the standard mode, the mixed mode and the read bound on the
@@ -40,18 +39,7 @@ public class MixedModeBench extends Bench {
         cpu = closing(KvChecksums.cpu());
         standard = SlicePlan.of(fx.group(), fx.request());
         mixed = SlicePlan.of(fx.group(), fx.request(), ChecksumMode.MIXED);
-        // Checked before anything is timed: the mixed values against the literal reference backend (on the first
-        // 16 MiB's worth of blocks at most, which it reads at tens of MB/s), and different from the standard ones.
-        long[] m = cpu.blockChecksums(mixed);
-        check(!Arrays.equals(m, cpu.blockChecksums(standard)),
-                "mixed and standard checksums agree: the mixer did not run");
-        long perBlock = Math.max(1, fx.group().bytesPerToken() * ModelShape.BLOCK_SIZE);
-        long tokens = Math.min(m.length, Math.max(1, (16L << 20) / perBlock)) * ModelShape.BLOCK_SIZE;
-        try (KvChecksum ref = KvChecksums.reference()) {
-            long[] expected = ref.blockChecksums(SlicePlan.of(fx.group(), fx.prefix(tokens), ChecksumMode.MIXED));
-            check(Arrays.equals(expected, Arrays.copyOf(m, expected.length)),
-                    "cpu mixed mode differs from the reference backend");
-        }
+        Oracle.verifyMixed(cpu, fx, standard, cpu.blockChecksums(mixed));
         bound = closing(new MemoryBound(fx.segments(), Runtime.getRuntime().availableProcessors()));
     }
 
