@@ -8,7 +8,6 @@ import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 
-
 /**
  * The memory bounds on exactly the bytes {@link ChecksumBench} checksums for the same shape and size (the same
  * fixture: same seed, same pages): {@code read} reads every byte with one {@link MemoryBound.Reader} (the suite runs

@@ -14,7 +14,6 @@ import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 
-
 /**
  * The checksum operations of one backend on one model shape and request size: the fused single pass
  * ({@code blockChecksums}) and the three separate steps ({@code sliceSums}, {@code combine}, {@code rechunk}).
@@ -121,7 +120,7 @@ public class ChecksumBench extends Bench {
                         + (REFERENCE_MAX_BYTES >> 20) + " MiB");
         kc = Backends.open(backend);
         fx = closing(KvFixture.of(shape, size));
-        closing(kc); // closed before the fixture's memory, as the tear-down always did
+        closing(kc); // the backend closes before the fixture's memory
         Oracle oracle = Oracle.of(fx);
         oracle.verify(kc, fx);
         sums = oracle.slices();

@@ -12,7 +12,6 @@ import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 
-
 /**
  * The mixed mode's cost on the CPU backend, in one run: the standard mode, the mixed mode and the read bound on the
  * same fixture and threads, so their ratios are the result ({@code docs/bench-cpu.md}, "Mixed mode cost"). Run it

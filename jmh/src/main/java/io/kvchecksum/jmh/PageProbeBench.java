@@ -11,7 +11,6 @@ import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 
-
 /**
  * The head/tail page probe ({@link PageProbe}) against the full checksum of the same request, in one run on the same
  * fixture: their ratio is the result ({@code docs/bench-cpu.md}, "Page probe cost"). The probe runs on the calling
