@@ -8,7 +8,11 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 
-/** The read bound's Vector API loop; loaded only where the JVM has {@code jdk.incubator.vector}. */
+/**
+ * The read bound's Vector API loop; loaded only where the JVM has {@code jdk.incubator.vector}. Its unrolled loads have
+ * the shape of the CPU kernel's ({@code VectorSliceKernel}, package-private in bindings): a copy on purpose, as a bound
+ * reads without the kernel's code, and one loop per species, which must be a constant for the JIT.
+ */
 final class VectorRead {
     private static final VectorSpecies<Long> SPECIES = LongVector.SPECIES_PREFERRED;
     private static final ValueLayout.OfLong WORD = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);

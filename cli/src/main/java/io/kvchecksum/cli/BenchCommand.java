@@ -80,16 +80,7 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
         int pages = Math.ceilDiv(maxTokens, PAGE);
         KvLayouts.PagedShape shape = new KvLayouts.PagedShape(pages, PAGE, HEADS, HEAD_DIM, 2);
         SplittableRandom rng = new SplittableRandom(DemoCommand.DEFAULT_SEED);
-        int[] table = new int[pages];
-        for (int i = 0; i < pages; i++) {
-            table[i] = i;
-        }
-        for (int i = pages - 1; i > 0; i--) {
-            int j = rng.nextInt(i + 1);
-            int t = table[i];
-            table[i] = table[j];
-            table[j] = t;
-        }
+        int[] table = Demo.permutation(pages, rng);
         Map<String, Object> report = new LinkedHashMap<>();
         List<Object> rows = new ArrayList<>();
         if (!json) {

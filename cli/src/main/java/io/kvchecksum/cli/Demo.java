@@ -135,8 +135,8 @@ final class Demo {
         int cNeeded = Math.ceilDiv(c.tokens(), c.consumerPage());
         int pPages = pNeeded + 8;
         int cPages = cNeeded + 8;
-        this.pTable = Arrays.copyOf(permutation(pPages), pNeeded);
-        this.cTable = Arrays.copyOf(permutation(cPages), cNeeded);
+        this.pTable = Arrays.copyOf(permutation(pPages, rng), pNeeded);
+        this.cTable = Arrays.copyOf(permutation(cPages, rng), cNeeded);
         KvLayouts.PagedShape ps = new KvLayouts.PagedShape(pPages, c.producerPage(), c.heads(), c.headDim(), c.elemBytes());
         KvLayouts.PagedShape cs = new KvLayouts.PagedShape(cPages, c.consumerPage(), c.heads(), c.headDim(), c.elemBytes());
         List<KvMemory> pm = new ArrayList<>();
@@ -430,7 +430,8 @@ final class Demo {
         s.set(ValueLayout.JAVA_BYTE, off, (byte) (s.get(ValueLayout.JAVA_BYTE, off) ^ (1 << bit)));
     }
 
-    private int[] permutation(int n) {
+    /** {@code 0 .. n-1} in a Fisher-Yates shuffle drawn from {@code rng}: a page table whose free list was churned. */
+    static int[] permutation(int n, SplittableRandom rng) {
         int[] p = new int[n];
         for (int i = 0; i < n; i++) {
             p[i] = i;

@@ -1,5 +1,7 @@
 package io.kvchecksum.cli;
 
+import io.kvchecksum.ChecksumMode;
+import io.kvchecksum.KvChecksum;
 import io.kvchecksum.RequestBlocks;
 import io.kvchecksum.cli.dump.DumpFile;
 import io.kvchecksum.cli.dump.KvDump;
@@ -80,104 +82,86 @@ final class SumCommand implements Callable<Integer> {
             throw new ParameterException(spec.commandLine(), "--group-id " + groupId + ": must be 0 or more");
         }
         fingerprint.validate();
-        io.kvchecksum.ChecksumMode mode = modeOption.mode(spec.commandLine());
+        ChecksumMode mode = modeOption.mode(spec.commandLine());
         try (DumpFile file = DumpFile.open(dump)) {
             KvDump d = KvDump.of(file, dumpOptions.options(blockSize));
             if (d.skipReason() != null) {
-                return skipped(d, mode, out, err);
+                print(d, mode, null, new long[0], null, out);
+                if (payload) {
+                    err.println("kvchecksum: group " + groupId + " skipped (left out of the payload): " + d.skipReason());
+                }
+                err.flush();
+                return Main.UNVERIFIED;
             }
             try (ChosenBackend b = backend.open(spec.commandLine());
                     Progress p = new Progress(err, Progress.shown(quiet), "sum", d.kvBytes())) {
                 long[] values = b.blockChecksums(d, p, mode);
                 p.close();
-                RequestBlocks r = d.request();
-                SglangDigestSection.Entry digest = pageDigest.entry(d, b.backend(), groupId);
-                if (payload) {
-                    String text = PayloadCodec.encodeBase64(SglangDigests.attach(ChecksumPayload.of(mode,
-                            tpSize, r.numTokens(), List.of(new GroupChecksums(groupId, fingerprint.of(d), r.blockSize(),
-                            r.firstBlock(), values))), digest == null ? List.of() : List.of(digest)));
-                    if (json) {
-                        Map<String, Object> o = new LinkedHashMap<>();
-                        o.put("payload", text);
-                        o.put("backend", b.backend().name());
-                        o.put("backend_description", b.backend().description());
-                        Json.print(out, o);
-                    } else {
-                        out.println(text);
-                    }
-                } else if (json) {
-                    Map<String, Object> o = new LinkedHashMap<>();
-                    o.put("block_size", r.blockSize());
-                    o.put("first_block", r.firstBlock());
-                    o.put("num_tokens", r.numTokens());
-                    o.put("mode", mode.wireName());
-                    o.put("backend", b.backend().name());
-                    o.put("backend_description", b.backend().description());
-                    o.put("values", Json.unsigned(values));
-                    if (digest != null) {
-                        o.put("sglang_digest", PageDigestOption.json(digest));
-                    }
-                    Json.print(out, o);
-                } else {
-                    out.println("dump:    " + d.describe());
-                    out.println("request: tokens " + r.startToken() + ".." + (r.numTokens() - 1) + " of " + r.numTokens()
-                            + ", blocks " + r.firstBlock() + ".." + (r.firstBlock() + values.length - 1) + " of "
-                            + r.blockSize() + " tokens, head offset " + dumpOptions.headOffset);
-                    out.println("backend: " + b.backend().description());
-                    if (mode != io.kvchecksum.ChecksumMode.STANDARD) {
-                        out.println("mode:    " + mode.wireName());
-                    }
-                    if (digest != null) {
-                        out.println("page digest: " + PageDigestOption.line(digest));
-                    }
-                    out.printf("%8s  %-17s  %20s%n", "block", "tokens", "checksum");
-                    for (int i = 0; i < values.length; i++) {
-                        long bp = r.firstBlock() + i;
-                        out.printf("%8d  %-17s  %20s%n", bp, r.blockStart(bp) + ".." + (r.blockEnd(bp) - 1),
-                                Long.toUnsignedString(values[i]));
-                    }
-                }
-                out.flush();
+                print(d, mode, b.backend(), values, pageDigest.entry(d, b.backend(), groupId), out);
             }
         }
         return Main.OK;
     }
 
     /**
-     * A dump whose group cannot be checksummed without padding (cells not whole 8-byte pieces, {@code --pad-cells}
-     * not given): the group is skipped with the reason, as an engine skips it, and nothing is computed; exit 2. With
-     * {@code --payload} the payload an engine would send then, without the group (its consumer sees it as checksummed
-     * on one side only, or not at all).
+     * Prints the block checksums (with {@code --payload}, the payload) of the dump as {@code be} computed them; with
+     * {@code be} null, a dump whose group cannot be checksummed without padding (cells not whole 8-byte pieces,
+     * {@code --pad-cells} not given): the group is skipped with the reason, as an engine skips it, and nothing is
+     * computed. With {@code --payload} the payload an engine would send then, without the group (its consumer sees it
+     * as checksummed on one side only, or not at all).
      */
-    private int skipped(KvDump d, io.kvchecksum.ChecksumMode mode, PrintWriter out, PrintWriter err) {
+    private void print(KvDump d, ChecksumMode mode, KvChecksum be, long[] values, SglangDigestSection.Entry digest,
+            PrintWriter out) {
         RequestBlocks r = d.request();
-        String reason = d.skipReason();
+        Map<String, Object> o = new LinkedHashMap<>();
         if (payload) {
-            String text = PayloadCodec.encodeBase64(ChecksumPayload.of(mode, tpSize, r.numTokens(), List.of()));
-            if (json) {
-                Map<String, Object> o = new LinkedHashMap<>();
-                o.put("payload", text);
-                o.put("skipped", reason);
-                Json.print(out, o);
-            } else {
-                out.println(text);
-            }
-            err.println("kvchecksum: group " + groupId + " skipped (left out of the payload): " + reason);
+            o.put("payload", PayloadCodec.encodeBase64(SglangDigests.attach(ChecksumPayload.of(mode, tpSize,
+                    r.numTokens(), be == null ? List.of() : List.of(new GroupChecksums(groupId, fingerprint.of(d),
+                            r.blockSize(), r.firstBlock(), values))), digest == null ? List.of() : List.of(digest))));
         } else if (json) {
-            Map<String, Object> o = new LinkedHashMap<>();
             o.put("block_size", r.blockSize());
             o.put("first_block", r.firstBlock());
             o.put("num_tokens", r.numTokens());
             o.put("mode", mode.wireName());
-            o.put("skipped", reason);
-            o.put("values", List.of());
+        }
+        if (json) {
+            if (be == null) {
+                o.put("skipped", d.skipReason());
+            } else {
+                o.put("backend", be.name());
+                o.put("backend_description", be.description());
+            }
+            if (!payload) {
+                o.put("values", Json.unsigned(values));
+                if (digest != null) {
+                    o.put("sglang_digest", PageDigestOption.json(digest));
+                }
+            }
             Json.print(out, o);
+        } else if (payload) {
+            out.println(o.get("payload"));
+        } else if (be == null) {
+            out.println("dump:    " + d.describe());
+            out.println("skipped: " + d.skipReason());
         } else {
             out.println("dump:    " + d.describe());
-            out.println("skipped: " + reason);
+            out.println("request: tokens " + r.startToken() + ".." + (r.numTokens() - 1) + " of " + r.numTokens()
+                    + ", blocks " + r.firstBlock() + ".." + (r.firstBlock() + values.length - 1) + " of "
+                    + r.blockSize() + " tokens, head offset " + dumpOptions.headOffset);
+            out.println("backend: " + be.description());
+            if (mode != ChecksumMode.STANDARD) {
+                out.println("mode:    " + mode.wireName());
+            }
+            if (digest != null) {
+                out.println("page digest: " + PageDigestOption.line(digest));
+            }
+            out.printf("%8s  %-17s  %20s%n", "block", "tokens", "checksum");
+            for (int i = 0; i < values.length; i++) {
+                long bp = r.firstBlock() + i;
+                out.printf("%8d  %-17s  %20s%n", bp, r.blockStart(bp) + ".." + (r.blockEnd(bp) - 1),
+                        Long.toUnsignedString(values[i]));
+            }
         }
         out.flush();
-        err.flush();
-        return Main.UNVERIFIED;
     }
 }

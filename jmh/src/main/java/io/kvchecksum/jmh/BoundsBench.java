@@ -2,20 +2,11 @@ package io.kvchecksum.jmh;
 
 import io.kvchecksum.bench.MemoryBound;
 import org.openjdk.jmh.annotations.Benchmark;
-import org.openjdk.jmh.annotations.BenchmarkMode;
-import org.openjdk.jmh.annotations.Fork;
 import org.openjdk.jmh.annotations.Level;
-import org.openjdk.jmh.annotations.Measurement;
-import org.openjdk.jmh.annotations.Mode;
-import org.openjdk.jmh.annotations.OutputTimeUnit;
 import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
-import org.openjdk.jmh.annotations.TearDown;
-import org.openjdk.jmh.annotations.Warmup;
-
-import java.util.concurrent.TimeUnit;
 
 /**
  * The memory bounds on exactly the bytes {@link ChecksumBench} checksums for the same shape and size (the same
@@ -26,12 +17,7 @@ import java.util.concurrent.TimeUnit;
  * {@code kvBytes / score} for both; a copy also writes as many bytes as it reads.
  */
 @State(Scope.Benchmark)
-@BenchmarkMode(Mode.AverageTime)
-@OutputTimeUnit(TimeUnit.NANOSECONDS)
-@Fork(value = 1, jvmArgsAppend = {Jvm.VECTOR, Jvm.NATIVE, Jvm.HEAP})
-@Warmup(iterations = 3, time = 1)
-@Measurement(iterations = 5, time = 1)
-public class BoundsBench {
+public class BoundsBench extends Bench {
     /** A {@link ModelShape#id()}. */
     @Param({"llama3-8b-tp1", "llama3-70b-tp8", "deepseek-mla-bf16", "deepseek-mla-fp8"})
     public String shape;
@@ -48,37 +34,21 @@ public class BoundsBench {
     @Param({"0"})
     public int threads;
 
-    private KvFixture fx;
     private MemoryBound bound;
     private MemoryBound.Reader how;
 
     @Setup(Level.Trial)
     public void setUp() {
-        ModelShape s = ModelShape.of(shape);
-        fx = KvFixture.create(s, s.tokens(size));
+        KvFixture fx = closing(KvFixture.of(shape, size));
         int t = threads > 0 ? threads : Runtime.getRuntime().availableProcessors();
         how = MemoryBound.Reader.of(reader);
-        if (how.unavailable() != null) {
-            throw new IllegalStateException("reader " + reader + " skipped: " + how.unavailable());
-        }
-        bound = new MemoryBound(fx.segments(), t);
+        check(how.unavailable() == null, "reader " + reader + " skipped: " + how.unavailable());
+        bound = closing(new MemoryBound(fx.segments(), t));
         long expected = how == MemoryBound.Reader.NATIVE ? 0 : bound.readScalar();
         long got = bound.read(how);
-        if (got != expected) {
-            throw new IllegalStateException("read bound: " + reader + " reader returned " + Long.toUnsignedString(got)
-                    + ", expected " + Long.toUnsignedString(expected));
-        }
+        check(got == expected, "read bound: " + reader + " reader returned " + Long.toUnsignedString(got)
+                + ", expected " + Long.toUnsignedString(expected));
         bound.verifyCopy();
-    }
-
-    @TearDown(Level.Trial)
-    public void tearDown() {
-        if (bound != null) {
-            bound.close();
-        }
-        if (fx != null) {
-            fx.close();
-        }
     }
 
     /** Reads every KV byte once with one reader: the fastest reader is the speed limit of any checksum of it. */

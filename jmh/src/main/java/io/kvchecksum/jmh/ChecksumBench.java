@@ -7,20 +7,12 @@ import io.kvchecksum.SliceSums;
 import io.kvchecksum.bench.MemoryBound;
 import org.openjdk.jmh.annotations.AuxCounters;
 import org.openjdk.jmh.annotations.Benchmark;
-import org.openjdk.jmh.annotations.BenchmarkMode;
-import org.openjdk.jmh.annotations.Fork;
 import org.openjdk.jmh.annotations.Level;
-import org.openjdk.jmh.annotations.Measurement;
-import org.openjdk.jmh.annotations.Mode;
-import org.openjdk.jmh.annotations.OutputTimeUnit;
 import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
-import org.openjdk.jmh.annotations.Warmup;
-
-import java.util.concurrent.TimeUnit;
 
 /**
  * The checksum operations of one backend on one model shape and request size: the fused single pass
@@ -39,12 +31,7 @@ import java.util.concurrent.TimeUnit;
  * for half a second in set-up before the bound's readers first do ({@link #warmPasses}).
  */
 @State(Scope.Benchmark)
-@BenchmarkMode(Mode.AverageTime)
-@OutputTimeUnit(TimeUnit.NANOSECONDS)
-@Fork(value = 1, jvmArgsAppend = {Jvm.VECTOR, Jvm.NATIVE, Jvm.HEAP})
-@Warmup(iterations = 3, time = 1)
-@Measurement(iterations = 5, time = 1)
-public class ChecksumBench {
+public class ChecksumBench extends Bench {
     /** Largest request the reference backend is given: it reads one piece at a time, tens of MB/s. */
     public static final long REFERENCE_MAX_BYTES = 16L << 20;
 
@@ -128,13 +115,12 @@ public class ChecksumBench {
 
     @Setup(Level.Trial)
     public void setUp() {
-        ModelShape s = ModelShape.of(shape);
-        if (backend.equals("reference") && s.kvBytes(size) > REFERENCE_MAX_BYTES) {
-            throw new IllegalStateException("backend reference skipped at " + size + ": it is given only requests up to "
-                    + (REFERENCE_MAX_BYTES >> 20) + " MiB");
-        }
+        check(!backend.equals("reference") || ModelShape.of(shape).kvBytes(size) <= REFERENCE_MAX_BYTES,
+                "backend reference skipped at " + size + ": it is given only requests up to "
+                        + (REFERENCE_MAX_BYTES >> 20) + " MiB");
         kc = Backends.open(backend);
-        fx = KvFixture.create(s, s.tokens(size));
+        fx = closing(KvFixture.of(shape, size));
+        closing(kc); // the backend closes before the fixture's memory
         Oracle oracle = Oracle.of(fx);
         oracle.verify(kc, fx);
         sums = oracle.slices();
@@ -165,16 +151,6 @@ public class ChecksumBench {
     static final long PASS_WARMUP_NANOS = 500_000_000L;
     /** Keeps {@link #warmPasses}' results live. */
     static volatile long warmSink;
-
-    @TearDown(Level.Trial)
-    public void tearDown() {
-        if (kc != null) {
-            kc.close();
-        }
-        if (fx != null) {
-            fx.close();
-        }
-    }
 
     /**
      * The fused pass over a plan built in set-up: every KV byte read once, one checksum per block. A plan is

@@ -60,6 +60,12 @@ public final class KvFixture implements AutoCloseable {
         return new KvFixture(shape, tokens);
     }
 
+    /** {@link #create} for a {@link ModelShape#id()} and a size as {@link ModelShape#tokens} reads it. */
+    public static KvFixture of(String shape, String size) {
+        ModelShape s = ModelShape.of(shape);
+        return create(s, s.tokens(size));
+    }
+
     public ModelShape shape() {
         return shape;
     }
@@ -111,7 +117,8 @@ public final class KvFixture implements AutoCloseable {
         }
     }
 
-    private static int[] shuffledPages(int pages, Random rnd) {
+    /** The page ids {@code 0 .. pages-1} in a Fisher-Yates shuffle drawn from {@code rnd}. */
+    static int[] shuffledPages(int pages, Random rnd) {
         int[] t = new int[pages];
         for (int i = 0; i < pages; i++) {
             t[i] = i;

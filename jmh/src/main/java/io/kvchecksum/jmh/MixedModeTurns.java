@@ -34,8 +34,7 @@ public final class MixedModeTurns {
         System.out.println(cpu.description() + "; " + Runtime.version() + "; " + reps + " rounds");
         for (String shape : args[0].split(",")) {
             for (String size : args[1].split(",")) {
-                ModelShape s = ModelShape.of(shape);
-                try (KvFixture fx = KvFixture.create(s, s.tokens(size));
+                try (KvFixture fx = KvFixture.of(shape, size);
                      MemoryBound bound = new MemoryBound(fx.segments(), Runtime.getRuntime().availableProcessors())) {
                     run(cpu, fx, bound, shape + " " + size, reps);
                 }
@@ -52,19 +51,7 @@ public final class MixedModeTurns {
     private static void run(KvChecksum cpu, KvFixture fx, MemoryBound bound, String label, int reps) {
         SlicePlan standard = SlicePlan.of(fx.group(), fx.request());
         SlicePlan mixed = SlicePlan.of(fx.group(), fx.request(), ChecksumMode.MIXED);
-        long[] m = cpu.blockChecksums(mixed);
-        if (Arrays.equals(m, cpu.blockChecksums(standard))) {
-            throw new IllegalStateException("mixed and standard checksums agree: the mixer did not run");
-        }
-        try (KvChecksum ref = KvChecksums.reference()) {
-            io.kvchecksum.RequestBlocks r = fx.request();
-            long perBlock = Math.max(1, fx.group().bytesPerToken() * r.blockSize());
-            int blocks = (int) Math.min(m.length, Math.max(1, (16L << 20) / perBlock));
-            io.kvchecksum.RequestBlocks head = io.kvchecksum.RequestBlocks.of(r.pageTable(),
-                    Math.min(r.numTokens(), (r.firstBlock() + blocks) * (long) r.blockSize()), r.firstBlock(), r.blockSize());
-            long[] expected = ref.blockChecksums(SlicePlan.of(fx.group(), head, ChecksumMode.MIXED));
-            Oracle.expectEqual("cpu mixed vs reference", expected, Arrays.copyOf(m, expected.length));
-        }
+        Oracle.verifyMixed(cpu, fx, standard, cpu.blockChecksums(mixed));
         List<MemoryBound.Reader> readers = MemoryBound.readers();
         int ops = readers.size() + 2;
         long[][] t = new long[ops][reps];

@@ -29,8 +29,7 @@ public final class OpenClTurns {
         }
         int reps = Integer.parseInt(args[1]);
         for (String shape : args[0].split(",")) {
-            ModelShape s = ModelShape.of(shape);
-            try (KvFixture fx = KvFixture.create(s, s.tokens("256MiB"));
+            try (KvFixture fx = KvFixture.of(shape, "256MiB");
                  MemoryBound bound = new MemoryBound(fx.segments(), Runtime.getRuntime().availableProcessors());
                  KvChecksum backend = KvChecksums.byName("opencl")) {
                 Oracle.expectEqual("opencl", KvChecksums.cpu().blockChecksums(fx.group(), fx.request()),

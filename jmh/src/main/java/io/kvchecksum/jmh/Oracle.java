@@ -1,9 +1,11 @@
 package io.kvchecksum.jmh;
 
+import io.kvchecksum.ChecksumMode;
 import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvChecksums;
 import io.kvchecksum.PendingChecksums;
 import io.kvchecksum.RequestBlocks;
+import io.kvchecksum.SlicePlan;
 import io.kvchecksum.SliceSums;
 
 import java.util.Arrays;
@@ -56,7 +58,7 @@ public final class Oracle {
     }
 
     /** Checks the backend's operations on a prepared plan (what the benchmarks time) against the expected values. */
-    public void verifyPlan(KvChecksum backend, io.kvchecksum.SlicePlan plan) {
+    public void verifyPlan(KvChecksum backend, SlicePlan plan) {
         expectEqual(backend.description() + ": blockChecksums(plan)", blocks, backend.blockChecksums(plan));
         expectEqual(backend.description() + ": sliceSums(plan)", slices.values(), backend.sliceSums(plan).values());
     }
@@ -94,6 +96,24 @@ public final class Oracle {
         expectEqual(who + ": combine of its slice sums", blocks, s.combine());
         try (PendingChecksums p = backend.submit(f.group(), r)) {
             expectEqual(who + ": submit", blocks, p.get());
+        }
+    }
+
+    /**
+     * Checks the mixed mode's block checksums {@code m} of the fixture's whole request, computed by {@code cpu}, before
+     * anything is timed: they differ from the standard ones, and agree with the literal reference backend on the first
+     * {@link #REFERENCE_BYTES}' worth of blocks at most (it reads at tens of MB/s).
+     */
+    public static void verifyMixed(KvChecksum cpu, KvFixture fx, SlicePlan standard, long[] m) {
+        if (Arrays.equals(m, cpu.blockChecksums(standard))) {
+            throw new IllegalStateException("mixed and standard checksums agree: the mixer did not run");
+        }
+        long perBlock = Math.max(1, fx.group().bytesPerToken() * ModelShape.BLOCK_SIZE);
+        long tokens = Math.min(m.length, Math.max(1, REFERENCE_BYTES / perBlock)) * ModelShape.BLOCK_SIZE;
+        try (KvChecksum ref = KvChecksums.reference()) {
+            long[] expected = ref.blockChecksums(SlicePlan.of(fx.group(), fx.prefix(tokens), ChecksumMode.MIXED));
+            expectEqual("cpu mixed mode differs from the reference backend", expected,
+                    Arrays.copyOf(m, expected.length));
         }
     }
 

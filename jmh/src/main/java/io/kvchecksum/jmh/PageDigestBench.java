@@ -10,18 +10,11 @@ import io.kvchecksum.RequestBlocks;
 import io.kvchecksum.SlicePlan;
 import io.kvchecksum.bench.MemoryBound;
 import org.openjdk.jmh.annotations.Benchmark;
-import org.openjdk.jmh.annotations.BenchmarkMode;
-import org.openjdk.jmh.annotations.Fork;
 import org.openjdk.jmh.annotations.Level;
-import org.openjdk.jmh.annotations.Measurement;
-import org.openjdk.jmh.annotations.Mode;
-import org.openjdk.jmh.annotations.OutputTimeUnit;
 import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
-import org.openjdk.jmh.annotations.TearDown;
-import org.openjdk.jmh.annotations.Warmup;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -29,7 +22,7 @@ import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
-import java.util.concurrent.TimeUnit;
+import java.util.stream.IntStream;
 
 /**
  * SGLang's page digest (Adler-32 of the request's stream, {@link KvChecksum#pageDigest}) against the read bound, in
@@ -42,12 +35,7 @@ import java.util.concurrent.TimeUnit;
  * backend) before anything is timed.
  */
 @State(Scope.Benchmark)
-@BenchmarkMode(Mode.AverageTime)
-@OutputTimeUnit(TimeUnit.NANOSECONDS)
-@Fork(value = 1, jvmArgsAppend = {Jvm.VECTOR, Jvm.NATIVE, Jvm.HEAP})
-@Warmup(iterations = 3, time = 1)
-@Measurement(iterations = 5, time = 1)
-public class PageDigestBench {
+public class PageDigestBench extends Bench {
     /** {@code cpu} or {@code opencl}; one that is not available fails set-up with the reason. */
     @Param({"cpu"})
     public String backend;
@@ -65,7 +53,6 @@ public class PageDigestBench {
     private static final int HEAD_DIM = 128;
     private static final long SEED = 0x5617_AD1EL;
 
-    private Arena arena;
     private KvChecksum digest;
     private PageDigestPlan plan;
     private MemoryBound bound;
@@ -79,7 +66,7 @@ public class PageDigestBench {
         };
         long pageBytes = (long) pageSize * HEADS * HEAD_DIM * 2;
         int pages = (int) Math.max(1, bytes / (2L * LAYERS * pageBytes));
-        arena = Arena.ofShared();
+        Arena arena = closing(Arena.ofShared());
         Random rnd = new Random(SEED);
         List<KvMemory> ks = new ArrayList<>();
         List<KvMemory> vs = new ArrayList<>();
@@ -92,44 +79,17 @@ public class PageDigestBench {
             all.add(m);
             (i % 2 == 0 ? ks : vs).add(KvMemory.host(m));
         }
-        int[] table = new int[pages];
-        for (int i = 0; i < pages; i++) {
-            table[i] = i;
-        }
-        for (int i = pages - 1; i > 0; i--) {
-            int j = rnd.nextInt(i + 1);
-            int t = table[i];
-            table[i] = table[j];
-            table[j] = t;
-        }
-        int[] layers = new int[LAYERS];
-        for (int l = 0; l < LAYERS; l++) {
-            layers[l] = l;
-        }
+        int[] table = KvFixture.shuffledPages(pages, rnd);
+        int[] layers = IntStream.range(0, LAYERS).toArray();
         KvCacheGroup g = KvLayouts.sglang(new KvLayouts.PagedShape(pages, pageSize, HEADS, HEAD_DIM, 2), 0, layers, ks, vs);
         plan = PageDigestPlan.of(SlicePlan.of(g, RequestBlocks.of(table, (long) pages * pageSize, 16)));
-        digest = KvChecksums.byName(backend);
+        digest = closing(KvChecksums.byName(backend));
         long expected = KvChecksums.reference().pageDigest(plan);
         long got = digest.pageDigest(plan);
-        if (got != expected) {
-            throw new IllegalStateException(backend + " page digest 0x" + Long.toHexString(got) + " differs from "
-                    + "java.util.zip.Adler32's 0x" + Long.toHexString(expected));
-        }
-        bound = new MemoryBound(all, Runtime.getRuntime().availableProcessors());
+        check(got == expected, backend + " page digest 0x" + Long.toHexString(got) + " differs from "
+                + "java.util.zip.Adler32's 0x" + Long.toHexString(expected));
+        bound = closing(new MemoryBound(all, Runtime.getRuntime().availableProcessors()));
         System.out.println("page digest fixture: " + plan + ", " + digest.description());
-    }
-
-    @TearDown(Level.Trial)
-    public void tearDown() {
-        if (bound != null) {
-            bound.close();
-        }
-        if (digest != null) {
-            digest.close();
-        }
-        if (arena != null) {
-            arena.close();
-        }
     }
 
     /** The backend's page digest of the stream. */

@@ -5,20 +5,11 @@ import io.kvchecksum.KvChecksums;
 import io.kvchecksum.PageProbe;
 import io.kvchecksum.SlicePlan;
 import org.openjdk.jmh.annotations.Benchmark;
-import org.openjdk.jmh.annotations.BenchmarkMode;
-import org.openjdk.jmh.annotations.Fork;
 import org.openjdk.jmh.annotations.Level;
-import org.openjdk.jmh.annotations.Measurement;
-import org.openjdk.jmh.annotations.Mode;
-import org.openjdk.jmh.annotations.OutputTimeUnit;
 import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
-import org.openjdk.jmh.annotations.TearDown;
-import org.openjdk.jmh.annotations.Warmup;
-
-import java.util.concurrent.TimeUnit;
 
 /**
  * The head/tail page probe ({@link PageProbe}) against the full checksum of the same request, in one run on the same
@@ -26,12 +17,7 @@ import java.util.concurrent.TimeUnit;
  * thread; the full checksum on the CPU backend's threads.
  */
 @State(Scope.Benchmark)
-@BenchmarkMode(Mode.AverageTime)
-@OutputTimeUnit(TimeUnit.NANOSECONDS)
-@Fork(value = 1, jvmArgsAppend = {Jvm.VECTOR, Jvm.NATIVE, Jvm.HEAP})
-@Warmup(iterations = 3, time = 1)
-@Measurement(iterations = 5, time = 1)
-public class PageProbeBench {
+public class PageProbeBench extends Bench {
     /** A {@link ModelShape#id()}. */
     @Param({"llama3-8b-tp1"})
     public String shape;
@@ -45,31 +31,18 @@ public class PageProbeBench {
     public int probeBytes;
 
     private KvChecksum cpu;
-    private KvFixture fx;
     private SlicePlan plan;
 
     @Setup(Level.Trial)
     public void setUp() {
-        ModelShape s = ModelShape.of(shape);
-        fx = KvFixture.create(s, s.tokens(size));
-        cpu = KvChecksums.cpu();
+        KvFixture fx = closing(KvFixture.of(shape, size));
+        cpu = closing(KvChecksums.cpu());
         plan = SlicePlan.of(fx.group(), fx.request());
         // Checked before timing: the probe is deterministic, covers every page, and is not all zeros.
         PageProbe.Probes p = PageProbe.compute(cpu, plan, probeBytes);
-        if (!p.equals(PageProbe.compute(cpu, plan, probeBytes)) || p.head().length != plan.numPages()
-                || java.util.Arrays.stream(p.tail()).allMatch(x -> x == 0)) {
-            throw new IllegalStateException("page probe not deterministic or empty: " + p);
-        }
-    }
-
-    @TearDown(Level.Trial)
-    public void tearDown() {
-        if (cpu != null) {
-            cpu.close();
-        }
-        if (fx != null) {
-            fx.close();
-        }
+        check(p.equals(PageProbe.compute(cpu, plan, probeBytes)) && p.head().length == plan.numPages()
+                && !java.util.Arrays.stream(p.tail()).allMatch(x -> x == 0),
+                "page probe not deterministic or empty: " + p);
     }
 
     /** The full checksum: every KV byte once. */

@@ -8,18 +8,12 @@ import io.kvchecksum.KvRegion;
 import io.kvchecksum.PendingChecksums;
 import org.openjdk.jmh.annotations.AuxCounters;
 import org.openjdk.jmh.annotations.Benchmark;
-import org.openjdk.jmh.annotations.BenchmarkMode;
-import org.openjdk.jmh.annotations.Fork;
 import org.openjdk.jmh.annotations.Level;
-import org.openjdk.jmh.annotations.Measurement;
-import org.openjdk.jmh.annotations.Mode;
-import org.openjdk.jmh.annotations.OutputTimeUnit;
 import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
-import org.openjdk.jmh.annotations.Warmup;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.reflect.InvocationTargetException;
@@ -28,7 +22,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 
 /**
  * Host-sync-free behaviour of an asynchronous backend: the host time of one {@code submit} (enqueue) as the request
@@ -44,12 +38,7 @@ import java.util.concurrent.TimeUnit;
  * the same layout is described on the copies.
  */
 @State(Scope.Thread)
-@BenchmarkMode(Mode.AverageTime)
-@OutputTimeUnit(TimeUnit.NANOSECONDS)
-@Fork(value = 1, jvmArgsAppend = {Jvm.VECTOR, Jvm.NATIVE, Jvm.HEAP})
-@Warmup(iterations = 3, time = 1)
-@Measurement(iterations = 5, time = 1)
-public class SubmitBench {
+public class SubmitBench extends Bench {
     /** An asynchronous backend. */
     @Param({"cuda", "opencl"})
     public String backend;
@@ -78,22 +67,20 @@ public class SubmitBench {
     private KvFixture fx;
     private SyncRecorder recorder;
     private KvCacheGroup group;
-    private final List<AutoCloseable> deviceBuffers = new ArrayList<>();
     private PendingChecksums pending;
 
     @Setup(Level.Trial)
     public void setUp() {
-        if (!Backends.ASYNC.contains(backend)) {
-            throw new IllegalStateException("backend " + backend + " skipped: its submit computes on the calling thread");
-        }
+        check(Backends.ASYNC.contains(backend),
+                "backend " + backend + " skipped: its submit computes on the calling thread");
         SyncRecorder.Counted counted = SyncRecorder.open(backend);
         kc = counted != null ? counted.backend() : Backends.open(backend);
         recorder = counted;
-        ModelShape s = ModelShape.of(shape);
-        fx = KvFixture.create(s, s.tokens(size));
+        fx = closing(KvFixture.of(shape, size));
+        closing(kc); // closed before the fixture's memory, after the device copies
         Oracle oracle = Oracle.of(fx);
         oracle.verify(kc, fx);
-        group = backend.equals("cuda") ? onDevice(kc, fx.group(), deviceBuffers) : fx.group();
+        group = backend.equals("cuda") ? onDevice(kc, fx.group(), this::closing) : fx.group();
         if (group != fx.group()) {
             try (PendingChecksums p = kc.submit(group, fx.request())) {
                 Oracle.expectEqual(kc.description() + " on " + fx.shape().id() + ", " + fx.tokens()
@@ -107,7 +94,7 @@ public class SubmitBench {
      * on the front's backend (through reflection: no compile-time dependency on the CUDA module), same offsets and
      * strides.
      */
-    static KvCacheGroup onDevice(KvChecksum cuda, KvCacheGroup g, List<AutoCloseable> buffers) {
+    static KvCacheGroup onDevice(KvChecksum cuda, KvCacheGroup g, Consumer<AutoCloseable> buffers) {
         Method upload;
         Method memory;
         try {
@@ -127,11 +114,11 @@ public class SubmitBench {
     }
 
     private static KvRegion onDevice(KvRegion r, Map<MemorySegment, KvMemory> moved, KvChecksum cuda, Method upload,
-            Method memory, List<AutoCloseable> buffers) {
+            Method memory, Consumer<AutoCloseable> buffers) {
         KvMemory m = r.memory() instanceof KvMemory.Host h ? moved.computeIfAbsent(h.segment(), seg -> {
             try {
                 Object buffer = upload.invoke(cuda.backend(), seg);
-                buffers.add((AutoCloseable) buffer);
+                buffers.accept((AutoCloseable) buffer);
                 return (KvMemory) memory.invoke(buffer);
             } catch (InvocationTargetException e) {
                 throw new IllegalStateException("upload to device memory failed: " + e.getCause(), e.getCause());
@@ -165,17 +152,4 @@ public class SubmitBench {
         }
     }
 
-    @TearDown(Level.Trial)
-    public void tearDown() throws Exception {
-        for (AutoCloseable b : deviceBuffers) {
-            b.close();
-        }
-        deviceBuffers.clear();
-        if (kc != null) {
-            kc.close();
-        }
-        if (fx != null) {
-            fx.close();
-        }
-    }
 }
