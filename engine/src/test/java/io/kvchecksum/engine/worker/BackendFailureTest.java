@@ -6,9 +6,13 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.kvchecksum.CompiledPlan;
 import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvChecksums;
+import io.kvchecksum.PageDigestPlan;
 import io.kvchecksum.PendingChecksums;
+import io.kvchecksum.spi.Backend;
+import io.kvchecksum.spi.BackendLimits;
 import io.kvchecksum.engine.verdict.Action;
 import io.kvchecksum.engine.verdict.ChecksumCounters;
 import io.kvchecksum.engine.verdict.ChecksumMetrics;
@@ -24,10 +28,9 @@ import io.kvchecksum.engine.worker.Cluster.Model;
 import io.kvchecksum.engine.worker.Cluster.Prompt;
 
 import java.lang.foreign.Arena;
-import java.lang.reflect.InvocationTargetException;
-import java.lang.reflect.Proxy;
 import java.util.List;
 import java.util.Map;
+import java.util.OptionalLong;
 import java.util.Random;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -50,28 +53,48 @@ class BackendFailureTest {
     enum Stage { ENQUEUE, IS_DONE, GET }
 
     /**
-     * A real CPU backend whose submit (the second one, so that a handle given out before must be released), or whose
+     * A real CPU backend whose run (the second one, so that a handle given out before must be released), or whose
      * handles' isDone or get, throw "device lost".
      */
-    static final class Broken implements AutoCloseable {
-        final KvChecksum real = KvChecksums.cpu();
+    static final class Broken implements Backend {
+        final Backend real = KvChecksums.cpu().backend();
         final AtomicInteger handles = new AtomicInteger();
         final AtomicInteger closed = new AtomicInteger();
-        final KvChecksum backend;
+        final KvChecksum backend = KvChecksum.of(this);
+        private final Stage stage;
 
         Broken(Stage stage) {
-            backend = (KvChecksum) Proxy.newProxyInstance(KvChecksum.class.getClassLoader(), new Class<?>[] {KvChecksum.class},
-                    (proxy, m, args) -> {
-                        if (!m.getName().equals("submit")) {
-                            return call(m, real, args);
-                        }
-                        if (stage == Stage.ENQUEUE && handles.get() > 0) {
-                            throw new IllegalStateException("device lost");   // after one handle was given out
-                        }
-                        PendingChecksums pc = (PendingChecksums) call(m, real, args);
-                        handles.incrementAndGet();
-                        return wrap(pc, stage);
-                    });
+            this.stage = stage;
+        }
+
+        @Override
+        public PendingChecksums run(CompiledPlan plan, CompiledPlan.Output output, OptionalLong stream) {
+            if (stage == Stage.ENQUEUE && handles.get() > 0) {
+                throw new IllegalStateException("device lost");   // after one handle was given out
+            }
+            PendingChecksums pc = real.run(plan, output, stream);
+            handles.incrementAndGet();
+            return wrap(pc, stage);
+        }
+
+        @Override
+        public String name() {
+            return "broken";
+        }
+
+        @Override
+        public String description() {
+            return "a CPU backend that loses its device at " + stage;
+        }
+
+        @Override
+        public BackendLimits limits() {
+            return real.limits();
+        }
+
+        @Override
+        public long pageDigest(PageDigestPlan plan) {
+            return real.pageDigest(plan);
         }
 
         @Override
@@ -103,14 +126,6 @@ class BackendFailureTest {
                     pc.close();
                 }
             };
-        }
-
-        private static Object call(java.lang.reflect.Method m, Object target, Object[] args) throws Throwable {
-            try {
-                return m.invoke(target, args);
-            } catch (InvocationTargetException e) {
-                throw e.getCause();
-            }
         }
     }
 
