@@ -15,7 +15,6 @@ import io.kvchecksum.spi.Backend;
 import io.kvchecksum.spi.BackendLimits;
 import io.kvchecksum.engine.verdict.Action;
 import io.kvchecksum.engine.verdict.ChecksumCounters;
-import io.kvchecksum.engine.verdict.ChecksumMetrics;
 import io.kvchecksum.engine.verdict.Decision;
 import io.kvchecksum.engine.verdict.FailurePolicy;
 import io.kvchecksum.engine.verdict.LoadVerdict;
@@ -173,7 +172,7 @@ class BackendFailureTest {
     @EnumSource(Stage.class)
     void theConsumersLoadIsUnverifiedBackendFailedAndEveryHandleIsReleased(Stage stage) {
         Broken b = broken(stage);
-        var worker = new WorkerChecksummer(b.backend, 0, 0, twoGroups(consumer, model), Map.of(), ChecksumMetrics.NONE);
+        var worker = WorkerChecksummer.builder(b.backend).groups(twoGroups(consumer, model)).build();
         List<BlockSelection> sel = twoSelections(consumer, Side.CONSUMER);
         WorkerChecksummer.PendingRecord p = worker.trySubmit(Side.CONSUMER, N, sel, 0);
         WorkerRecord r = stage == Stage.GET ? p.record() : p.poll().orElseThrow();
@@ -205,7 +204,7 @@ class BackendFailureTest {
     @EnumSource(Stage.class)
     void theThrowingFormsStillThrowAndReleaseEveryHandle(Stage stage) {
         Broken b = broken(stage);
-        var worker = new WorkerChecksummer(b.backend, 0, 0, twoGroups(consumer, model), Map.of(), ChecksumMetrics.NONE);
+        var worker = WorkerChecksummer.builder(b.backend).groups(twoGroups(consumer, model)).build();
         List<BlockSelection> sel = twoSelections(consumer, Side.CONSUMER);
         IllegalStateException e = assertThrows(IllegalStateException.class, () -> {
             try (var p = worker.submit(Side.CONSUMER, N, sel, 0)) {
@@ -225,7 +224,7 @@ class BackendFailureTest {
     @EnumSource(Stage.class)
     void theProducerSendsNothingWarnedAndCounted(Stage stage) {
         Broken b = broken(stage);
-        var worker = new WorkerChecksummer(b.backend, 0, 0, twoGroups(producer, model), Map.of(), ChecksumMetrics.NONE);
+        var worker = WorkerChecksummer.builder(b.backend).groups(twoGroups(producer, model)).build();
         List<BlockSelection> sel = twoSelections(producer, Side.PRODUCER);
         WorkerChecksummer.PendingRecord p = worker.trySubmit(Side.PRODUCER, N, sel, 0);
         WorkerRecord r = stage == Stage.GET ? p.record() : p.poll().orElseThrow();
@@ -247,7 +246,7 @@ class BackendFailureTest {
     @Test
     void aWorkingBackendGivesTheSameRecordThroughEitherForm() {
         try (KvChecksum cpu = KvChecksums.cpu()) {
-            var worker = new WorkerChecksummer(cpu, 0, 0, twoGroups(consumer, model), Map.of(), ChecksumMetrics.NONE);
+            var worker = WorkerChecksummer.builder(cpu).groups(twoGroups(consumer, model)).build();
             List<BlockSelection> sel = twoSelections(consumer, Side.CONSUMER);
             WorkerRecord tried = worker.tryCompute(Side.CONSUMER, N, sel);
             assertFalse(tried.isFailed());
