@@ -286,7 +286,8 @@ public final class CacheGate implements WorkerChecksummer.GatedLayout {
      * from this gate pads them (a peer that does not pad skips the group, so the comparison is
      * {@link UnverifiedReason#ONE_SIDE_ONLY}, never a mismatch).
      *
-     * @param caches every cache of this worker, under every layer name it is listed under ({@link CacheSpec#builder})
+     * @param caches every cache of this worker, under every layer name it is listed under ({@link FieldLayouts} for
+     *     the layouts in the field, {@link CacheSpec#builder} for any other)
      * @param numBlocks the caches' capacity in blocks of their group's block size
      * @param padding what to do with cells that are not whole pieces, the same on both sides; not null
      * @return the admitted groups, ready for {@link WorkerChecksummer}, and the skipped ones with their reasons

@@ -99,7 +99,7 @@ class ReadmeEngineExampleTest {
             PendingLoads pending = new PendingLoads(metrics);
             PayloadSender sender = new PayloadSender(metrics);
             // Each worker, once: its layers per group, here explicit; an engine's caches go through the gate instead, e.g.
-            // .layout(CacheGate.of(specs, numBlocks, padding)) with a CacheGate.CacheSpec.builder(layerName) per cache,
+            // .layout(CacheGate.of(FieldLayouts.vllmFlash(shape, tpRank, tpSize, layerNames, caches), numBlocks, padding)),
             // which skips the groups it cannot checksum with the reason.
             WorkerChecksummer producerWorker = WorkerChecksummer.builder(backend).tpRank(tpRank).ppStage(ppStage)
                     .groups(producerLayout).metrics(metrics).build();
