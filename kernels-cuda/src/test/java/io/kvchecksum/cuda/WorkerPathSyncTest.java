@@ -3,7 +3,6 @@ package io.kvchecksum.cuda;
 import io.kvchecksum.KvCacheGroup;
 import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvChecksums;
-import io.kvchecksum.engine.verdict.ChecksumMetrics;
 import io.kvchecksum.engine.worker.BlockSelection;
 import io.kvchecksum.engine.worker.ReplicaKey;
 import io.kvchecksum.engine.worker.Side;
@@ -14,7 +13,6 @@ import org.junit.jupiter.api.Test;
 import java.lang.foreign.Arena;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Random;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -52,8 +50,7 @@ class WorkerPathSyncTest {
                 parts.add(new WorkerChecksummer.ReplicaPart(ReplicaKey.NONE, RandomLayoutTest.onDevice(fake, c.group(), uploads)));
             }
             // the engine keeps one front per worker
-            WorkerChecksummer worker = new WorkerChecksummer(KvChecksum.of(cuda), 0, 0,
-                    List.of(new WorkerChecksummer.WorkerGroup(0, 42, parts)), Map.of(), ChecksumMetrics.NONE);
+            WorkerChecksummer worker = WorkerChecksummer.builder(KvChecksum.of(cuda)).groups(List.of(new WorkerChecksummer.WorkerGroup(0, 42, parts))).build();
             List<BlockSelection> sel = List.of(BlockSelection.producer(0, new int[] {2, 0, 1}, -1, 40, 16, null));
             long[] expected = new long[3];
             for (KvCacheGroup g : host) {

@@ -66,7 +66,8 @@ public final class CacheGate implements WorkerChecksummer.GatedLayout {
     }
 
     /**
-     * One cache of one layer on this worker, as the engine describes it at startup.
+     * One cache of one layer on this worker, as the engine describes it at startup; built by name with
+     * {@link #builder}.
      *
      * @param layerName the engine's layer name, holding the layer number ({@code model.layers.12.self_attn.attn})
      * @param groupId the KV cache group
@@ -75,8 +76,8 @@ public final class CacheGate implements WorkerChecksummer.GatedLayout {
      * @param kCellBytes K bytes per head and token (MLA: the latent row)
      * @param vCellBytes V bytes per head and token; 0 when the cell is K only
      * @param cacheHeads KV heads of this cache across TP (1 for MLA)
-     * @param numHeads heads of this cache on this worker
-     * @param firstHead this worker's first head within the cache ({@code rank * numHeads}; 0 for replicated caches)
+     * @param firstHead this worker's first head within the cache ({@code rank * cacheHeads / tp}; for a head replicated on
+     *     {@code R} ranks, {@code rank / R}; 0 for MLA)
      * @param replica which copy of its heads this worker holds
      * @param kernelBlockSize tokens per physical page of this cache
      * @param blockSize tokens per block of the group
@@ -85,8 +86,8 @@ public final class CacheGate implements WorkerChecksummer.GatedLayout {
      * @param factory builds the layer's description, called only if the group is admitted
      */
     public record CacheSpec(String layerName, int groupId, String specType, String dtype, int kCellBytes, int vCellBytes,
-            int cacheHeads, int numHeads, int firstHead, ReplicaKey replica, int kernelBlockSize, int blockSize,
-            boolean hostResident, Object cacheId, LayerFactory factory) {
+            int cacheHeads, int firstHead, ReplicaKey replica, int kernelBlockSize, int blockSize, boolean hostResident,
+            Object cacheId, LayerFactory factory) {
         /**
          * Checks the references are given; the numbers are judged by {@link CacheGate#of}, which skips a group it
          * cannot checksum instead of throwing.
@@ -101,6 +102,168 @@ public final class CacheGate implements WorkerChecksummer.GatedLayout {
             Objects.requireNonNull(replica, "replica");
             Objects.requireNonNull(cacheId, "cacheId");
             Objects.requireNonNull(factory, "factory");
+        }
+
+        /**
+         * {@return a builder of the cache listed under {@code layerName}: group 0, one head held whole (TP rank 0 of
+         * 1), kernel blocks of the block size, on the device, its own storage (the layer name is its id)} The
+         * fingerprint, cells, block size and layer factory must be set.
+         *
+         * @param layerName the engine's layer name, holding the layer number; not null
+         * @throws NullPointerException when {@code layerName} is null
+         */
+        public static Builder builder(String layerName) {
+            return new Builder(Objects.requireNonNull(layerName, "layerName"));
+        }
+
+        /**
+         * A {@link CacheSpec} by name. The numbers are not judged here: {@link CacheGate#of} skips a group it cannot
+         * checksum, with the reason. Not thread-safe.
+         */
+        public static final class Builder {
+            private final String layerName;
+            private int groupId;
+            private String specType;
+            private String dtype;
+            private int kCellBytes;
+            private int vCellBytes;
+            private int cacheHeads = 1;
+            private int tpRank;
+            private int tpSize = 1;
+            private Integer kernelBlockSize;
+            private int blockSize;
+            private boolean hostResident;
+            private Object cacheId;
+            private LayerFactory factory;
+
+            private Builder(String layerName) {
+                this.layerName = layerName;
+            }
+
+            /**
+             * {@return this builder, for the cache of KV cache group {@code id}} Default 0.
+             *
+             * @param id the group
+             */
+            public Builder group(int id) {
+                this.groupId = id;
+                return this;
+            }
+
+            /**
+             * {@return this builder, with what the group's fingerprint hashes besides the layer name
+             * ({@link Fingerprints#ofLayer})}
+             *
+             * @param specType the cache spec's type name ({@code FullAttentionSpec}); not null at {@link #build}
+             * @param dtype the cache's dtype as the engine prints it ({@code torch.bfloat16}); not null at {@link #build}
+             */
+            public Builder fingerprint(String specType, String dtype) {
+                this.specType = specType;
+                this.dtype = dtype;
+                return this;
+            }
+
+            /**
+             * {@return this builder, with cells of {@code kBytes} K and {@code vBytes} V bytes per head and token}
+             *
+             * @param kBytes K bytes (MLA: the latent row)
+             * @param vBytes V bytes; 0 for a cell of K only
+             */
+            public Builder cells(int kBytes, int vBytes) {
+                this.kCellBytes = kBytes;
+                this.vCellBytes = vBytes;
+                return this;
+            }
+
+            /**
+             * {@return this builder, for a cache of {@code kvHeads} KV heads across TP} Default 1 (MLA, an indexer).
+             *
+             * @param kvHeads the cache's KV heads across TP
+             */
+            public Builder heads(int kvHeads) {
+                this.cacheHeads = kvHeads;
+                return this;
+            }
+
+            /**
+             * {@return this builder, for TP rank {@code rank} of {@code size}} The rank holds heads
+             * {@code rank * heads / size ..} of the cache, or, with fewer KV heads than ranks, one head replicated on
+             * {@code size / heads} consecutive ranks ({@link ReplicaKey#forRank}). Default rank 0 of 1.
+             *
+             * @param rank this worker's TP rank
+             * @param size the TP size
+             */
+            public Builder tp(int rank, int size) {
+                this.tpRank = rank;
+                this.tpSize = size;
+                return this;
+            }
+
+            /**
+             * {@return this builder, with blocks of {@code tokens} tokens in the group}
+             *
+             * @param tokens tokens per block of the group
+             */
+            public Builder blockSize(int tokens) {
+                this.blockSize = tokens;
+                return this;
+            }
+
+            /**
+             * {@return this builder, with physical pages of {@code tokens} tokens} Default: the block size.
+             *
+             * @param tokens tokens per physical page of this cache
+             */
+            public Builder kernelBlockSize(int tokens) {
+                this.kernelBlockSize = tokens;
+                return this;
+            }
+
+            /**
+             * {@return this builder, for a cache held in host memory or not} Default false.
+             *
+             * @param host true for offloaded KV
+             */
+            public Builder hostResident(boolean host) {
+                this.hostResident = host;
+                return this;
+            }
+
+            /**
+             * {@return this builder, for the storage {@code id} names} Caches listed under several layer names with
+             * one id are counted once. Default: the layer name.
+             *
+             * @param id identifies the cache's storage; not null at {@link #build}
+             */
+            public Builder cacheId(Object id) {
+                this.cacheId = id;
+                return this;
+            }
+
+            /**
+             * {@return this builder, with what describes the cache's memory once admitted}
+             *
+             * @param layer builds the layer from the numbers the gate assigns; not null at {@link #build}
+             */
+            public Builder layer(LayerFactory layer) {
+                this.factory = layer;
+                return this;
+            }
+
+            /**
+             * {@return the cache's spec}
+             *
+             * @throws NullPointerException when the fingerprint or the layer factory was not set
+             * @throws IllegalArgumentException when the TP rank and size are out of range, or more ranks than KV
+             *     heads are not a multiple of them ({@link ReplicaKey#forRank})
+             */
+            public CacheSpec build() {
+                ReplicaKey replica = ReplicaKey.forRank(cacheHeads, tpSize, tpRank);
+                int first = replica.replicas() > 1 ? tpRank / replica.replicas() : tpRank * (cacheHeads / tpSize);
+                return new CacheSpec(layerName, groupId, specType, dtype, kCellBytes, vCellBytes, cacheHeads, first,
+                        replica, kernelBlockSize != null ? kernelBlockSize : blockSize, blockSize, hostResident,
+                        cacheId != null ? cacheId : layerName, factory);
+            }
         }
     }
 
@@ -117,23 +280,14 @@ public final class CacheGate implements WorkerChecksummer.GatedLayout {
     }
 
     /**
-     * Gates the caches, logging each skipped group once to {@code System.getLogger(CacheGate.class.getName())}.
+     * Gates the caches, logging each skipped group once to {@code System.getLogger(CacheGate.class.getName())}, with
+     * what to do about cells that are not whole 8-byte pieces: the engine's configuration. {@link CellPadding#NONE}
+     * skips their groups with the reason; {@link CellPadding#ZEROS} admits them and a {@link WorkerChecksummer} built
+     * from this gate pads them (a peer that does not pad skips the group, so the comparison is
+     * {@link UnverifiedReason#ONE_SIDE_ONLY}, never a mismatch).
      *
-     * @param caches every cache of this worker, under every layer name it is listed under
-     * @param numBlocks the caches' capacity in blocks of their group's block size
-     * @return the admitted groups, ready for {@link WorkerChecksummer}, and the skipped ones with their reasons
-     */
-    public static CacheGate of(List<CacheSpec> caches, long numBlocks) {
-        return of(caches, numBlocks, CellPadding.NONE);
-    }
-
-    /**
-     * As {@link #of(List, long)}, with what to do about cells that are not whole 8-byte pieces: the engine's
-     * configuration. {@link CellPadding#NONE} skips their groups with the reason; {@link CellPadding#ZEROS} admits them
-     * and a {@link WorkerChecksummer} built from this gate pads them (a peer that does not pad skips the group, so the
-     * comparison is {@link UnverifiedReason#ONE_SIDE_ONLY}, never a mismatch).
-     *
-     * @param caches every cache of this worker, under every layer name it is listed under
+     * @param caches every cache of this worker, under every layer name it is listed under ({@link FieldLayouts} for
+     *     the layouts in the field, {@link CacheSpec#builder} for any other)
      * @param numBlocks the caches' capacity in blocks of their group's block size
      * @param padding what to do with cells that are not whole pieces, the same on both sides; not null
      * @return the admitted groups, ready for {@link WorkerChecksummer}, and the skipped ones with their reasons
@@ -141,10 +295,6 @@ public final class CacheGate implements WorkerChecksummer.GatedLayout {
      */
     public static CacheGate of(List<CacheSpec> caches, long numBlocks, CellPadding padding) {
         return of(caches, numBlocks, System.getLogger(CacheGate.class.getName()), padding);
-    }
-
-    static CacheGate of(List<CacheSpec> caches, long numBlocks, Logger log) {
-        return of(caches, numBlocks, log, CellPadding.NONE);
     }
 
     static CacheGate of(List<CacheSpec> caches, long numBlocks, Logger log, CellPadding padding) {

@@ -1,5 +1,7 @@
 package io.kvchecksum.engine.worker;
 
+import io.kvchecksum.CellPadding;
+import io.kvchecksum.ChecksumSpec;
 import io.kvchecksum.KvCacheGroup;
 import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvSegments;
@@ -8,7 +10,6 @@ import io.kvchecksum.engine.verdict.LoadVerdict;
 import io.kvchecksum.engine.verdict.UnverifiedReason;
 
 import java.util.List;
-import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 
@@ -19,7 +20,7 @@ import java.util.Optional;
  * {@link PendingLoads#verify} on the consumer, with TP rank 0, PP stage 0 and {@link ReplicaKey#NONE}.
  *
  * <pre>{@code
- * SingleWorker worker = new SingleWorker(backend, metrics);          // once per engine
+ * SingleWorker worker = SingleWorker.builder(backend).metrics(metrics).build();   // once per engine
  * var layout = List.of(SingleWorker.group(0, fingerprint, cache));   // the request's caches, by group
  * // Producer, after prefill:
  * var sel = List.of(BlockSelection.producer(0, pageTable, BlockSelection.NO_NULL_BLOCK, n, 16, null));
@@ -44,68 +45,94 @@ public final class SingleWorker {
     private final KvChecksum backend;
     private final ChecksumMetrics metrics;
     private final PayloadSender sender;
-    private final io.kvchecksum.ChecksumMode mode;
-    private final io.kvchecksum.CellPadding padding;
+    private final ChecksumSpec spec;
+
+    private SingleWorker(Builder b) {
+        this.backend = b.backend;
+        this.metrics = b.metrics;
+        this.sender = b.sender != null ? b.sender : new PayloadSender(b.metrics);
+        this.spec = b.spec;
+    }
 
     /**
-     * A worker counting in {@code metrics}, its sender logging to
+     * A worker in the standard mode counting in {@code metrics}, its sender logging to
      * {@code System.getLogger(PayloadSender.class.getName())}.
      *
-     * @param backend computes the checksums in the standard mode, shared by every request; not null
+     * @param backend computes the checksums, shared by every request; not null
      * @param metrics where checksum time and withheld payloads are counted; not null
      * @throws NullPointerException when an argument is null
+     * @deprecated use {@link #builder(KvChecksum)}: {@code builder(backend).metrics(metrics).build()}
      */
+    @Deprecated(since = "0.1.0", forRemoval = true)
     public SingleWorker(KvChecksum backend, ChecksumMetrics metrics) {
-        this(backend, metrics, new PayloadSender(metrics));
+        this(builder(backend).metrics(metrics));
     }
 
     /**
-     * A worker in the standard mode with the engine's own sender.
-     *
-     * @param backend computes the checksums, shared by every request
-     * @param metrics where checksum time is counted
-     * @param sender decides, warns and counts on the producer (make it with the engine's logger)
-     */
-    public SingleWorker(KvChecksum backend, ChecksumMetrics metrics, PayloadSender sender) {
-        this(backend, metrics, sender, io.kvchecksum.ChecksumMode.STANDARD);
-    }
-
-    /**
-     * As {@link #SingleWorker(KvChecksum, ChecksumMetrics, PayloadSender)}, computing in checksum mode {@code mode}
-     * (the engine's configuration; both sides must use the same one, see {@link UnverifiedReason#MODE_DIFFERS}).
+     * {@return a builder of a worker computing with {@code backend}: the standard mode without padding,
+     * {@link ChecksumMetrics#NONE}, a {@link PayloadSender} of the metrics logging to
+     * {@code System.getLogger(PayloadSender.class.getName())}}
      *
      * @param backend computes the checksums, shared by every request; not null
-     * @param metrics where checksum time is counted; not null
-     * @param sender decides, warns and counts on the producer; not null
-     * @param mode the checksum mode both sides are configured with; not null
-     * @throws IllegalArgumentException when the backend does not implement {@code mode}
-     * @throws NullPointerException when an argument is null
+     * @throws NullPointerException when {@code backend} is null
      */
-    public SingleWorker(KvChecksum backend, ChecksumMetrics metrics, PayloadSender sender, io.kvchecksum.ChecksumMode mode) {
-        this(backend, metrics, sender, mode, io.kvchecksum.CellPadding.NONE);
+    public static Builder builder(KvChecksum backend) {
+        return new Builder(backend);
     }
 
-    /**
-     * As {@link #SingleWorker(KvChecksum, ChecksumMetrics, PayloadSender, io.kvchecksum.ChecksumMode)}, with what to do
-     * about cells that are not whole 8-byte pieces (see
-     * {@link WorkerChecksummer#WorkerChecksummer(KvChecksum, int, int, List, Map, ChecksumMetrics, io.kvchecksum.ChecksumMode, io.kvchecksum.CellPadding)}):
-     * without padding their groups are skipped with the reason, with {@link io.kvchecksum.CellPadding#ZEROS} padded.
-     *
-     * @param backend computes the checksums, shared by every request; not null
-     * @param metrics where checksum time is counted; not null
-     * @param sender decides, warns and counts on the producer; not null
-     * @param mode the checksum mode both sides are configured with; not null
-     * @param padding what to do with cells that are not whole pieces, the same on both sides; not null
-     * @throws IllegalArgumentException when the backend does not implement {@code mode}
-     * @throws NullPointerException when an argument is null
-     */
-    public SingleWorker(KvChecksum backend, ChecksumMetrics metrics, PayloadSender sender, io.kvchecksum.ChecksumMode mode,
-            io.kvchecksum.CellPadding padding) {
-        this.padding = Objects.requireNonNull(padding, "padding");
-        this.mode = Objects.requireNonNull(mode, "mode");
-        this.backend = Objects.requireNonNull(backend, "backend");
-        this.metrics = Objects.requireNonNull(metrics, "metrics");
-        this.sender = Objects.requireNonNull(sender, "sender");
+    /** The worker's configuration, by name. Not thread-safe; each {@link #build} makes an independent worker. */
+    public static final class Builder {
+        private final KvChecksum backend;
+        private ChecksumMetrics metrics = ChecksumMetrics.NONE;
+        private PayloadSender sender;
+        private ChecksumSpec spec = ChecksumSpec.STANDARD;
+
+        private Builder(KvChecksum backend) {
+            this.backend = Objects.requireNonNull(backend, "backend");
+        }
+
+        /**
+         * {@return this builder, counting checksum time (and, without a {@link #sender}, withheld payloads) in
+         * {@code metrics}}
+         *
+         * @param metrics the engine's metrics; not null
+         * @throws NullPointerException when {@code metrics} is null
+         */
+        public Builder metrics(ChecksumMetrics metrics) {
+            this.metrics = Objects.requireNonNull(metrics, "metrics");
+            return this;
+        }
+
+        /**
+         * {@return this builder, with the engine's own sender} It decides, warns and counts on the producer (make it
+         * with the engine's logger).
+         *
+         * @param sender the sender; not null
+         * @throws NullPointerException when {@code sender} is null
+         */
+        public Builder sender(PayloadSender sender) {
+            this.sender = Objects.requireNonNull(sender, "sender");
+            return this;
+        }
+
+        /**
+         * {@return this builder, computing as {@code spec} asks} The engine's configuration, the same on both sides
+         * (see {@link WorkerChecksummer.Builder#spec}): in another mode a load verifies as
+         * {@link UnverifiedReason#MODE_DIFFERS}; without padding ({@link CellPadding#NONE}) a group of cells that are
+         * not whole 8-byte pieces is skipped with the reason, with {@link CellPadding#ZEROS} padded.
+         *
+         * @param spec the mode and padding; not null
+         * @throws NullPointerException when {@code spec} is null
+         */
+        public Builder spec(ChecksumSpec spec) {
+            this.spec = Objects.requireNonNull(spec, "spec");
+            return this;
+        }
+
+        /** {@return the worker} */
+        public SingleWorker build() {
+            return new SingleWorker(this);
+        }
     }
 
     /**
@@ -195,7 +222,7 @@ public final class SingleWorker {
     }
 
     private WorkerChecksummer checksummer(List<WorkerChecksummer.WorkerGroup> layout) {
-        return new WorkerChecksummer(backend, 0, 0, layout, Map.of(), metrics, mode, padding);
+        return WorkerChecksummer.builder(backend).groups(layout).spec(spec).metrics(metrics).build();
     }
 
     private static long numTokens(List<BlockSelection> selection) {

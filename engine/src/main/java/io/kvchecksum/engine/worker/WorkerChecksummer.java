@@ -3,6 +3,7 @@ package io.kvchecksum.engine.worker;
 import io.kvchecksum.CacheLayer;
 import io.kvchecksum.CellPadding;
 import io.kvchecksum.ChecksumMode;
+import io.kvchecksum.ChecksumSpec;
 import io.kvchecksum.KvCacheGroup;
 import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvSegments;
@@ -125,7 +126,7 @@ public final class WorkerChecksummer {
     /**
      * A worker's layout as decided once at startup: the groups it checksums, the groups it skips with the reason, and
      * what it does with cells that are not whole 8-byte pieces. {@link CacheGate} decides it from the engine's cache
-     * specs; the constructors that take one use exactly its three answers. This worker depends only on this interface,
+     * specs; a worker {@linkplain Builder#layout built from one} uses exactly its three answers. This worker depends only on this interface,
      * never on how the layout was decided.
      */
     public interface GatedLayout {
@@ -145,79 +146,29 @@ public final class WorkerChecksummer {
     private final Map<Integer, WorkerGroup> layout;
     private final Map<Integer, String> skipped;
     private final ChecksumMetrics metrics;
-    private final ChecksumMode mode;
-    private final CellPadding padding;
+    private final ChecksumSpec spec;
 
-    /**
-     * A worker in the standard mode.
-     *
-     * @param backend computes the block checksums
-     * @param tpRank this worker's TP rank
-     * @param ppStage this worker's PP stage
-     * @param layout this worker's layers per group; a scheduled group absent here is one this PP stage holds no layer
-     *     of, reported with fingerprint 0 and no values
-     * @param skipped groups this worker cannot checksum, with the reason; reported as skipped in every record
-     * @param metrics where checksum time is counted
-     */
-    public WorkerChecksummer(KvChecksum backend, int tpRank, int ppStage, List<WorkerGroup> layout,
-            Map<Integer, String> skipped, ChecksumMetrics metrics) {
-        this(backend, tpRank, ppStage, layout, skipped, metrics, ChecksumMode.STANDARD);
-    }
-
-    /**
-     * As {@link #WorkerChecksummer(KvChecksum, int, int, List, Map, ChecksumMetrics)}, computing in checksum mode
-     * {@code mode}: the engine's configuration, the same on every worker of a side and on both sides (a producer and a
-     * consumer in different modes verify as {@link UnverifiedReason#MODE_DIFFERS}).
-     *
-     * @param backend computes the block checksums; not null
-     * @param tpRank this worker's TP rank, non-negative
-     * @param ppStage this worker's PP stage, non-negative
-     * @param layout this worker's layers per group, each group once
-     * @param skipped groups this worker cannot checksum, with the reason
-     * @param metrics where checksum time is counted; not null
-     * @param mode the checksum mode of the engine's configuration; not null
-     * @throws IllegalArgumentException when the backend does not implement {@code mode}, at startup rather than per request
-     * @throws NullPointerException when {@code backend}, {@code mode} or {@code metrics} is null
-     */
-    public WorkerChecksummer(KvChecksum backend, int tpRank, int ppStage, List<WorkerGroup> layout,
-            Map<Integer, String> skipped, ChecksumMetrics metrics, ChecksumMode mode) {
-        this(backend, tpRank, ppStage, layout, skipped, metrics, mode, CellPadding.NONE);
-    }
-
-    /**
-     * As {@link #WorkerChecksummer(KvChecksum, int, int, List, Map, ChecksumMetrics, ChecksumMode)}, with what to do
-     * about cells that are not whole 8-byte pieces (K plus V bytes not a multiple of 8, such as a 132-byte fp8 indexer
-     * cache): the engine's configuration. With {@link CellPadding#NONE} (the definition) a layout group holding such a
-     * layer is skipped in every record with the reason, decided here at startup, never an exception mid-request; with
-     * {@link CellPadding#ZEROS} (the opt-in extension, {@code docs/definition.md}) its cells are zero-padded. A peer
-     * configured otherwise skips the group, so it verifies as {@link UnverifiedReason#ONE_SIDE_ONLY}, never a mismatch.
-     *
-     * @param backend computes the block checksums; not null
-     * @param tpRank this worker's TP rank, non-negative
-     * @param ppStage this worker's PP stage, non-negative
-     * @param layout this worker's layers per group, each group once
-     * @param skipped groups this worker cannot checksum, with the reason (groups skipped here for their cells are
-     *     added to them)
-     * @param metrics where checksum time is counted; not null
-     * @param mode the checksum mode of the engine's configuration; not null
-     * @param padding what to do with cells that are not whole pieces, the same on both sides; not null
-     * @throws IllegalArgumentException when the backend does not implement {@code mode}, a rank or stage is negative,
-     *     or a group is described twice
-     * @throws NullPointerException when {@code backend}, {@code mode}, {@code padding} or {@code metrics} is null
-     */
-    public WorkerChecksummer(KvChecksum backend, int tpRank, int ppStage, List<WorkerGroup> layout,
-            Map<Integer, String> skipped, ChecksumMetrics metrics, ChecksumMode mode, CellPadding padding) {
-        this.backend = Objects.requireNonNull(backend, "backend");
-        this.mode = Objects.requireNonNull(mode, "mode");
-        this.padding = Objects.requireNonNull(padding, "padding");
-        if (tpRank < 0 || ppStage < 0) {
-            throw new IllegalArgumentException("TP rank " + tpRank + ", PP stage " + ppStage);
+    private WorkerChecksummer(Builder b) {
+        this.backend = b.backend;
+        if (b.gate != null && (b.groups != null || b.skipped != null)) {
+            throw new IllegalArgumentException("a worker takes either a gated layout or explicit groups, not both");
         }
-        this.tpRank = tpRank;
-        this.ppStage = ppStage;
+        ChecksumSpec asked = b.spec != null ? b.spec : ChecksumSpec.STANDARD;
+        CellPadding padding = b.gate != null ? b.gate.padding() : asked.padding();
+        if (b.spec != null && padding != b.spec.padding()) {
+            throw new IllegalArgumentException("the gate admitted cells for padding " + padding + ", the worker was asked for "
+                    + b.spec.padding());
+        }
+        this.spec = asked.withPadding(padding);
+        if (b.tpRank < 0 || b.ppStage < 0) {
+            throw new IllegalArgumentException("TP rank " + b.tpRank + ", PP stage " + b.ppStage);
+        }
+        this.tpRank = b.tpRank;
+        this.ppStage = b.ppStage;
+        List<WorkerGroup> groups = b.gate != null ? b.gate.groups() : b.groups != null ? b.groups : List.of();
         Map<Integer, WorkerGroup> byId = new HashMap<>();
-        Map<Integer, String> skips = new TreeMap<>(skipped);
-        for (WorkerGroup g : layout) {
+        Map<Integer, String> skips = new TreeMap<>(b.gate != null ? b.gate.skipped() : b.skipped != null ? b.skipped : Map.of());
+        for (WorkerGroup g : groups) {
             if (byId.put(g.groupId(), g) != null) {
                 throw new IllegalArgumentException("group " + g.groupId() + " is described twice");
             }
@@ -229,38 +180,152 @@ public final class WorkerChecksummer {
         }
         this.layout = Map.copyOf(byId);
         this.skipped = Map.copyOf(skips);
-        this.metrics = Objects.requireNonNull(metrics, "metrics");
+        this.metrics = b.metrics;
     }
 
     /**
-     * A worker with the admitted groups and skipped groups its {@link CacheGate} (or another {@link GatedLayout}) found
-     * at startup, padding cells as the gate was told to ({@link GatedLayout#padding()}).
+     * A worker in the standard mode over an explicit layout, without padding.
      *
      * @param backend computes the block checksums; not null
      * @param tpRank this worker's TP rank, non-negative
      * @param ppStage this worker's PP stage, non-negative
-     * @param gate this worker's caches as gated at startup
+     * @param layout this worker's layers per group, each group once
+     * @param skipped groups this worker cannot checksum, with the reason
      * @param metrics where checksum time is counted; not null
-     * @throws IllegalArgumentException when a rank or stage is negative
+     * @throws IllegalArgumentException when a rank or stage is negative, or a group is described twice
+     * @deprecated use {@link #builder(KvChecksum)}:
+     *     {@code builder(backend).tpRank(r).ppStage(s).groups(layout).skipped(skipped).metrics(metrics).build()}
      */
-    public WorkerChecksummer(KvChecksum backend, int tpRank, int ppStage, GatedLayout gate, ChecksumMetrics metrics) {
-        this(backend, tpRank, ppStage, gate.groups(), gate.skipped(), metrics, ChecksumMode.STANDARD, gate.padding());
+    @Deprecated(since = "0.1.0", forRemoval = true)
+    public WorkerChecksummer(KvChecksum backend, int tpRank, int ppStage, List<WorkerGroup> layout,
+            Map<Integer, String> skipped, ChecksumMetrics metrics) {
+        this(builder(backend).tpRank(tpRank).ppStage(ppStage).groups(layout).skipped(skipped).metrics(metrics));
     }
 
     /**
-     * As {@link #WorkerChecksummer(KvChecksum, int, int, GatedLayout, ChecksumMetrics)}, in checksum mode {@code mode}.
+     * {@return a builder of a worker computing with {@code backend}: TP rank 0, PP stage 0, no groups, the standard
+     * mode, {@link ChecksumMetrics#NONE}}
      *
-     * @param backend computes the block checksums; not null
-     * @param tpRank this worker's TP rank, non-negative
-     * @param ppStage this worker's PP stage, non-negative
-     * @param gate this worker's caches as gated at startup
-     * @param metrics where checksum time is counted; not null
-     * @param mode the checksum mode of the engine's configuration; not null
-     * @throws IllegalArgumentException when a rank or stage is negative, or the backend does not implement {@code mode}
+     * @param backend computes the block checksums, shared by every request; not null
+     * @throws NullPointerException when {@code backend} is null
      */
-    public WorkerChecksummer(KvChecksum backend, int tpRank, int ppStage, GatedLayout gate, ChecksumMetrics metrics,
-            ChecksumMode mode) {
-        this(backend, tpRank, ppStage, gate.groups(), gate.skipped(), metrics, mode, gate.padding());
+    public static Builder builder(KvChecksum backend) {
+        return new Builder(backend);
+    }
+
+    /**
+     * The worker's configuration, by name. Its layout is either a {@link GatedLayout} ({@link CacheGate}: the groups,
+     * the skipped groups and the padding the gate decided at startup) or explicit {@link #groups} and {@link #skipped}
+     * groups, which {@link #build} checks the same way (a group of cells that are not whole 8-byte pieces is skipped
+     * with the reason unless the spec pads them). Not thread-safe; each {@link #build} makes an independent worker.
+     */
+    public static final class Builder {
+        private final KvChecksum backend;
+        private int tpRank;
+        private int ppStage;
+        private GatedLayout gate;
+        private List<WorkerGroup> groups;
+        private Map<Integer, String> skipped;
+        private ChecksumSpec spec;
+        private ChecksumMetrics metrics = ChecksumMetrics.NONE;
+
+        private Builder(KvChecksum backend) {
+            this.backend = Objects.requireNonNull(backend, "backend");
+        }
+
+        /**
+         * {@return this builder, for TP rank {@code rank}} Default 0.
+         *
+         * @param rank this worker's TP rank, non-negative (checked by {@link #build})
+         */
+        public Builder tpRank(int rank) {
+            this.tpRank = rank;
+            return this;
+        }
+
+        /**
+         * {@return this builder, for PP stage {@code stage}} Default 0.
+         *
+         * @param stage this worker's PP stage, non-negative (checked by {@link #build})
+         */
+        public Builder ppStage(int stage) {
+            this.ppStage = stage;
+            return this;
+        }
+
+        /**
+         * {@return this builder, with the layout a gate decided at startup: its groups, its skipped groups and its
+         * padding} Excludes {@link #groups} and {@link #skipped}.
+         *
+         * @param layout the gated layout ({@link CacheGate}); not null
+         * @throws NullPointerException when {@code layout} is null
+         */
+        public Builder layout(GatedLayout layout) {
+            this.gate = Objects.requireNonNull(layout, "layout");
+            return this;
+        }
+
+        /**
+         * {@return this builder, with an explicit layout} A scheduled group absent here is one this PP stage holds no
+         * layer of, reported with fingerprint 0 and no values. Excludes {@link #layout}.
+         *
+         * @param groups this worker's layers per group, each group once; copied at {@link #build}; not null
+         * @throws NullPointerException when {@code groups} is null
+         */
+        public Builder groups(List<WorkerGroup> groups) {
+            this.groups = List.copyOf(groups);
+            return this;
+        }
+
+        /**
+         * {@return this builder, with groups this worker cannot checksum} Reported as skipped in every record, with
+         * the reason. Excludes {@link #layout}.
+         *
+         * @param skipped the groups and their reasons; not null
+         * @throws NullPointerException when {@code skipped} is null
+         */
+        public Builder skipped(Map<Integer, String> skipped) {
+            this.skipped = Map.copyOf(skipped);
+            return this;
+        }
+
+        /**
+         * {@return this builder, computing as {@code spec} asks} The engine's configuration, the same on every
+         * worker of a side and on both sides: a producer and a consumer in different modes verify as
+         * {@link UnverifiedReason#MODE_DIFFERS}; a group padded on one side only ({@link CellPadding#ZEROS}, the
+         * opt-in extension of {@code docs/definition.md}) as {@link UnverifiedReason#ONE_SIDE_ONLY}, never a
+         * mismatch. With a {@link #layout}, the padding must be the gate's. Default: the standard mode, with the
+         * gate's padding or none.
+         *
+         * @param spec the mode and padding; not null
+         * @throws NullPointerException when {@code spec} is null
+         */
+        public Builder spec(ChecksumSpec spec) {
+            this.spec = Objects.requireNonNull(spec, "spec");
+            return this;
+        }
+
+        /**
+         * {@return this builder, counting checksum time in {@code metrics}} Default {@link ChecksumMetrics#NONE}.
+         *
+         * @param metrics where checksum time is counted; not null
+         * @throws NullPointerException when {@code metrics} is null
+         */
+        public Builder metrics(ChecksumMetrics metrics) {
+            this.metrics = Objects.requireNonNull(metrics, "metrics");
+            return this;
+        }
+
+        /**
+         * {@return the worker} Groups whose cells are not whole 8-byte pieces are skipped with the reason unless the
+         * padding pads them: decided here, at startup, never an exception mid-request.
+         *
+         * @throws IllegalArgumentException when a rank or stage is negative, a group is described twice, both a gated
+         *     layout and explicit groups or skipped groups were given, or the spec's padding is not the gate's
+         */
+        public WorkerChecksummer build() {
+            return new WorkerChecksummer(this);
+        }
     }
 
     /** The first layer of {@code g} whose cells are not whole pieces, as a skip reason, or {@code null}. */
@@ -276,14 +341,9 @@ public final class WorkerChecksummer {
         return null;
     }
 
-    /** {@return what this worker does with cells that are not whole 8-byte pieces} */
-    public CellPadding padding() {
-        return padding;
-    }
-
-    /** {@return the checksum mode this worker computes in} */
-    public ChecksumMode mode() {
-        return mode;
+    /** {@return the mode this worker computes in and what it does with cells that are not whole 8-byte pieces} */
+    public ChecksumSpec spec() {
+        return spec;
     }
 
     /**
@@ -356,12 +416,12 @@ public final class WorkerChecksummer {
                     }
                     List<PendingChecksums> list = part.pending.computeIfAbsent(p.key(), k -> new ArrayList<>());
                     if (p.segments() != null) {
-                        KvSegments.Plan plan = p.segments().plan(s.numTokens(), s.firstBlock(), s.blockSize(), mode);
+                        KvSegments.Plan plan = p.segments().plan(s.numTokens(), s.firstBlock(), s.blockSize(), spec);
                         list.add(stream == null ? plan.submit(backend) : plan.submit(backend, stream));
                         continue;
                     }
                     RequestBlocks r = s.request(p.cache().pageSize());
-                    SlicePlan plan = SlicePlan.of(p.cache(), r, mode, padding);
+                    SlicePlan plan = SlicePlan.of(p.cache(), r, spec);
                     list.add(stream == null ? backend.submit(plan) : backend.submit(plan, stream));
                 }
             }
@@ -371,12 +431,12 @@ public final class WorkerChecksummer {
                 throw e;
             }
             PendingRecord failed = new PendingRecord(tpRank, ppStage, numTokens, List.of(), Map.of(), started, metrics, true,
-                    mode);
+                    spec.mode());
             failed.fail(e);
             return failed;
         }
         skipped.forEach(skippedHere::putIfAbsent);
-        return new PendingRecord(tpRank, ppStage, numTokens, parts, skippedHere, started, metrics, reportFailures, mode);
+        return new PendingRecord(tpRank, ppStage, numTokens, parts, skippedHere, started, metrics, reportFailures, spec.mode());
     }
 
     /**

@@ -1,5 +1,6 @@
 /**
  * The engine side: one worker's checksums of its caches ({@link io.kvchecksum.engine.worker.CacheGate} at startup,
+ * over the {@link io.kvchecksum.engine.worker.FieldLayouts} presets or an engine's own specs,
  * {@link io.kvchecksum.engine.worker.WorkerChecksummer}, {@link io.kvchecksum.engine.worker.WorkerRecord}), the
  * scheduler's selection and aggregation over TP/PP workers and replicas ({@link
  * io.kvchecksum.engine.worker.BlockSelection}, {@link io.kvchecksum.engine.worker.Aggregator}, {@link

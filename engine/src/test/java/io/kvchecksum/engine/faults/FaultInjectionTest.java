@@ -1,7 +1,6 @@
 package io.kvchecksum.engine.faults;
 
 import io.kvchecksum.CacheLayer;
-import io.kvchecksum.ChecksumMode;
 import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvChecksums;
 import io.kvchecksum.KvMemory;
@@ -71,7 +70,7 @@ class FaultInjectionTest {
             layout.add(new WorkerChecksummer.WorkerGroup(g, Fingerprints.ofGroup(hashes),
                     List.of(new WorkerChecksummer.ReplicaPart(c.key(), c.group()))));
         }
-        return new WorkerChecksummer(backend, 0, 0, layout, Map.of(), ChecksumMetrics.NONE, ChecksumMode.STANDARD)
+        return WorkerChecksummer.builder(backend).groups(layout).build()
                 .compute(side, n, sel);
     }
 

@@ -6,12 +6,15 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.kvchecksum.CompiledPlan;
 import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvChecksums;
+import io.kvchecksum.PageDigestPlan;
 import io.kvchecksum.PendingChecksums;
+import io.kvchecksum.spi.Backend;
+import io.kvchecksum.spi.BackendLimits;
 import io.kvchecksum.engine.verdict.Action;
 import io.kvchecksum.engine.verdict.ChecksumCounters;
-import io.kvchecksum.engine.verdict.ChecksumMetrics;
 import io.kvchecksum.engine.verdict.Decision;
 import io.kvchecksum.engine.verdict.FailurePolicy;
 import io.kvchecksum.engine.verdict.LoadVerdict;
@@ -24,10 +27,9 @@ import io.kvchecksum.engine.worker.Cluster.Model;
 import io.kvchecksum.engine.worker.Cluster.Prompt;
 
 import java.lang.foreign.Arena;
-import java.lang.reflect.InvocationTargetException;
-import java.lang.reflect.Proxy;
 import java.util.List;
 import java.util.Map;
+import java.util.OptionalLong;
 import java.util.Random;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -50,28 +52,48 @@ class BackendFailureTest {
     enum Stage { ENQUEUE, IS_DONE, GET }
 
     /**
-     * A real CPU backend whose submit (the second one, so that a handle given out before must be released), or whose
+     * A real CPU backend whose run (the second one, so that a handle given out before must be released), or whose
      * handles' isDone or get, throw "device lost".
      */
-    static final class Broken implements AutoCloseable {
-        final KvChecksum real = KvChecksums.cpu();
+    static final class Broken implements Backend {
+        final Backend real = KvChecksums.cpu().backend();
         final AtomicInteger handles = new AtomicInteger();
         final AtomicInteger closed = new AtomicInteger();
-        final KvChecksum backend;
+        final KvChecksum backend = KvChecksum.of(this);
+        private final Stage stage;
 
         Broken(Stage stage) {
-            backend = (KvChecksum) Proxy.newProxyInstance(KvChecksum.class.getClassLoader(), new Class<?>[] {KvChecksum.class},
-                    (proxy, m, args) -> {
-                        if (!m.getName().equals("submit")) {
-                            return call(m, real, args);
-                        }
-                        if (stage == Stage.ENQUEUE && handles.get() > 0) {
-                            throw new IllegalStateException("device lost");   // after one handle was given out
-                        }
-                        PendingChecksums pc = (PendingChecksums) call(m, real, args);
-                        handles.incrementAndGet();
-                        return wrap(pc, stage);
-                    });
+            this.stage = stage;
+        }
+
+        @Override
+        public PendingChecksums run(CompiledPlan plan, CompiledPlan.Output output, OptionalLong stream) {
+            if (stage == Stage.ENQUEUE && handles.get() > 0) {
+                throw new IllegalStateException("device lost");   // after one handle was given out
+            }
+            PendingChecksums pc = real.run(plan, output, stream);
+            handles.incrementAndGet();
+            return wrap(pc, stage);
+        }
+
+        @Override
+        public String name() {
+            return "broken";
+        }
+
+        @Override
+        public String description() {
+            return "a CPU backend that loses its device at " + stage;
+        }
+
+        @Override
+        public BackendLimits limits() {
+            return real.limits();
+        }
+
+        @Override
+        public long pageDigest(PageDigestPlan plan) {
+            return real.pageDigest(plan);
         }
 
         @Override
@@ -103,14 +125,6 @@ class BackendFailureTest {
                     pc.close();
                 }
             };
-        }
-
-        private static Object call(java.lang.reflect.Method m, Object target, Object[] args) throws Throwable {
-            try {
-                return m.invoke(target, args);
-            } catch (InvocationTargetException e) {
-                throw e.getCause();
-            }
         }
     }
 
@@ -158,7 +172,7 @@ class BackendFailureTest {
     @EnumSource(Stage.class)
     void theConsumersLoadIsUnverifiedBackendFailedAndEveryHandleIsReleased(Stage stage) {
         Broken b = broken(stage);
-        var worker = new WorkerChecksummer(b.backend, 0, 0, twoGroups(consumer, model), Map.of(), ChecksumMetrics.NONE);
+        var worker = WorkerChecksummer.builder(b.backend).groups(twoGroups(consumer, model)).build();
         List<BlockSelection> sel = twoSelections(consumer, Side.CONSUMER);
         WorkerChecksummer.PendingRecord p = worker.trySubmit(Side.CONSUMER, N, sel, 0);
         WorkerRecord r = stage == Stage.GET ? p.record() : p.poll().orElseThrow();
@@ -190,7 +204,7 @@ class BackendFailureTest {
     @EnumSource(Stage.class)
     void theThrowingFormsStillThrowAndReleaseEveryHandle(Stage stage) {
         Broken b = broken(stage);
-        var worker = new WorkerChecksummer(b.backend, 0, 0, twoGroups(consumer, model), Map.of(), ChecksumMetrics.NONE);
+        var worker = WorkerChecksummer.builder(b.backend).groups(twoGroups(consumer, model)).build();
         List<BlockSelection> sel = twoSelections(consumer, Side.CONSUMER);
         IllegalStateException e = assertThrows(IllegalStateException.class, () -> {
             try (var p = worker.submit(Side.CONSUMER, N, sel, 0)) {
@@ -210,7 +224,7 @@ class BackendFailureTest {
     @EnumSource(Stage.class)
     void theProducerSendsNothingWarnedAndCounted(Stage stage) {
         Broken b = broken(stage);
-        var worker = new WorkerChecksummer(b.backend, 0, 0, twoGroups(producer, model), Map.of(), ChecksumMetrics.NONE);
+        var worker = WorkerChecksummer.builder(b.backend).groups(twoGroups(producer, model)).build();
         List<BlockSelection> sel = twoSelections(producer, Side.PRODUCER);
         WorkerChecksummer.PendingRecord p = worker.trySubmit(Side.PRODUCER, N, sel, 0);
         WorkerRecord r = stage == Stage.GET ? p.record() : p.poll().orElseThrow();
@@ -232,7 +246,7 @@ class BackendFailureTest {
     @Test
     void aWorkingBackendGivesTheSameRecordThroughEitherForm() {
         try (KvChecksum cpu = KvChecksums.cpu()) {
-            var worker = new WorkerChecksummer(cpu, 0, 0, twoGroups(consumer, model), Map.of(), ChecksumMetrics.NONE);
+            var worker = WorkerChecksummer.builder(cpu).groups(twoGroups(consumer, model)).build();
             List<BlockSelection> sel = twoSelections(consumer, Side.CONSUMER);
             WorkerRecord tried = worker.tryCompute(Side.CONSUMER, N, sel);
             assertFalse(tried.isFailed());

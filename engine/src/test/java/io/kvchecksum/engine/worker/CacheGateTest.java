@@ -3,6 +3,7 @@ package io.kvchecksum.engine.worker;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.kvchecksum.CacheLayer;
@@ -13,7 +14,6 @@ import io.kvchecksum.KvChecksums;
 import io.kvchecksum.KvMemory;
 import io.kvchecksum.KvRegion;
 import io.kvchecksum.RequestBlocks;
-import io.kvchecksum.engine.verdict.ChecksumMetrics;
 import io.kvchecksum.engine.verdict.LoadVerdict;
 import io.kvchecksum.engine.verdict.PolicyTest;
 import io.kvchecksum.engine.verdict.Status;
@@ -65,10 +65,10 @@ class CacheGateTest {
         }
     }
 
-    static CacheGate.CacheSpec spec(String name, int group, int kBytes, int vBytes, int cacheHeads, int heads, int first,
-            ReplicaKey key, int kernel, boolean host, Object id, Mem mem) {
-        return new CacheGate.CacheSpec(name, group, "FullAttentionSpec", "torch.bfloat16", kBytes, vBytes, cacheHeads, heads,
-                first, key, kernel, BLOCK, host, id, mem == null ? (l, f) -> {
+    /** A bf16 attention cache in blocks of one page, described by {@code mem} (null: a cache the gate must not build). */
+    static CacheGate.CacheSpec.Builder spec(String name, int group, int kBytes, int vBytes, Mem mem) {
+        return CacheGate.CacheSpec.builder(name).group(group).fingerprint("FullAttentionSpec", "torch.bfloat16")
+                .cells(kBytes, vBytes).blockSize(BLOCK).layer(mem == null ? (l, f) -> {
                     throw new AssertionError("a skipped cache must not be built");
                 } : mem::layer);
     }
@@ -80,17 +80,17 @@ class CacheGateTest {
             Mem m0 = Mem.of(a, 2, 16, 16);
             Mem m1 = Mem.of(a, 2, 16, 16);
             List<CacheGate.CacheSpec> caches = List.of(
-                    spec("model.layers.0.self_attn.attn", 0, 16, 16, 2, 2, 0, ReplicaKey.NONE, 16, false, "a0", m0),
-                    spec("model.layers.1.self_attn.attn", 0, 16, 16, 2, 2, 0, ReplicaKey.NONE, 16, false, "a1", m1),
-                    spec("model.layers.2.self_attn.attn", 1, 12, 10, 2, 2, 0, ReplicaKey.NONE, 16, false, "c", null),
-                    spec("model.layers.3.self_attn.attn", 2, 16, 16, 2, 2, 0, ReplicaKey.NONE, 16, false, "d", null),
-                    spec("mtp.layers.3.self_attn.attn", 2, 16, 16, 2, 2, 0, ReplicaKey.NONE, 16, false, "e", null),
-                    spec("model.layers.4.self_attn.attn", 3, 16, 16, 2, 2, 0, ReplicaKey.NONE, 16, true, "f", null),
-                    spec("model.layers.5.self_attn.attn", 4, 16, 16, 2, 2, 0, ReplicaKey.NONE, 6, false, "g", null),
-                    spec("model.layers.6.self_attn.attn", 5, 16, 16, 1 << 16, 2, 0, ReplicaKey.NONE, 16, false, "h", null),
-                    spec("model.layers.6.self_attn.indexer", 5, 16, 0, 1, 1, 0, ReplicaKey.NONE, 16, false, "i", null),
-                    spec("lm_head.attn", 6, 16, 16, 2, 2, 0, ReplicaKey.NONE, 16, false, "j", null));
-            CacheGate g = CacheGate.of(caches, BLOCKS, log);
+                    spec("model.layers.0.self_attn.attn", 0, 16, 16, m0).heads(2).build(),
+                    spec("model.layers.1.self_attn.attn", 0, 16, 16, m1).heads(2).build(),
+                    spec("model.layers.2.self_attn.attn", 1, 12, 10, null).heads(2).build(),
+                    spec("model.layers.3.self_attn.attn", 2, 16, 16, null).heads(2).build(),
+                    spec("mtp.layers.3.self_attn.attn", 2, 16, 16, null).heads(2).build(),
+                    spec("model.layers.4.self_attn.attn", 3, 16, 16, null).heads(2).hostResident(true).build(),
+                    spec("model.layers.5.self_attn.attn", 4, 16, 16, null).heads(2).kernelBlockSize(6).build(),
+                    spec("model.layers.6.self_attn.attn", 5, 16, 16, null).heads(1 << 16).build(),
+                    spec("model.layers.6.self_attn.indexer", 5, 16, 0, null).build(),
+                    spec("lm_head.attn", 6, 16, 16, null).heads(2).build());
+            CacheGate g = CacheGate.of(caches, BLOCKS, log, CellPadding.NONE);
             assertEquals(List.of(0), g.groups().stream().map(WorkerChecksummer.WorkerGroup::groupId).toList());
             Map<Integer, String> s = g.skipped();
             assertEquals(List.of(1, 2, 3, 4, 5, 6), List.copyOf(s.keySet()));
@@ -107,7 +107,7 @@ class CacheGateTest {
             // The worker reports the skipped groups in its record.
             List<BlockSelection> sel = List.of(BlockSelection.producer(0, new int[] {0, 1, 2}, -1, TOKENS, BLOCK, null),
                     BlockSelection.producer(1, new int[] {0, 1, 2}, -1, TOKENS, BLOCK, null));
-            WorkerRecord r = new WorkerChecksummer(KvChecksums.reference(), 0, 0, g, ChecksumMetrics.NONE)
+            WorkerRecord r = WorkerChecksummer.builder(KvChecksums.reference()).layout(g).build()
                     .compute(Side.PRODUCER, TOKENS, sel);
             assertEquals(s, r.skippedGroups());
             assertEquals(1, r.groups().size());
@@ -128,7 +128,7 @@ class CacheGateTest {
                     return g.padding();
                 }
             };
-            assertEquals(r, new WorkerChecksummer(KvChecksums.reference(), 0, 0, answers, ChecksumMetrics.NONE)
+            assertEquals(r, WorkerChecksummer.builder(KvChecksums.reference()).layout(answers).build()
                     .compute(Side.PRODUCER, TOKENS, sel));
         }
         assertEquals(3, CacheGate.layerNumber("model.layers.3.mlp.experts.attn"));
@@ -148,8 +148,8 @@ class CacheGateTest {
                 m.write(0, t, cell);
             }
             CacheGate g = CacheGate.of(List.of(
-                    spec("model.layers.7.attn", 0, 16, 16, 1, 1, 0, ReplicaKey.NONE, 16, false, "shared", m),
-                    spec("model.layers.3.attn", 0, 16, 16, 1, 1, 0, ReplicaKey.NONE, 16, false, "shared", m)), BLOCKS);
+                    spec("model.layers.7.attn", 0, 16, 16, m).cacheId("shared").build(),
+                    spec("model.layers.3.attn", 0, 16, 16, m).cacheId("shared").build()), BLOCKS, CellPadding.NONE);
             WorkerChecksummer.WorkerGroup wg = g.groups().get(0);
             assertEquals(Fingerprints.ofLayer("model.layers.3.attn", "FullAttentionSpec", "torch.bfloat16"), wg.fingerprint());
             List<CacheLayer> layers = wg.parts().get(0).cache().layers();
@@ -190,10 +190,8 @@ class CacheGateTest {
                     ix.write(0, t, index[l][(int) t]);
                 }
                 // Listed indexer first: name order, not listing order, sets the heads.
-                out.add(spec("model.layers." + l + ".self_attn.indexer.k_cache", 0, 16, 0, 1, 1, 0,
-                        tp == 1 ? ReplicaKey.NONE : new ReplicaKey(tp, rank), BLOCK, false, "ix" + l + "/" + rank, ix));
-                out.add(spec("model.layers." + l + ".self_attn.attn", 0, 16, 16, 4, heads, rank * heads, ReplicaKey.NONE,
-                        BLOCK, false, "at" + l + "/" + rank, at));
+                out.add(spec("model.layers." + l + ".self_attn.indexer.k_cache", 0, 16, 0, ix).tp(rank, tp).build());
+                out.add(spec("model.layers." + l + ".self_attn.attn", 0, 16, 16, at).heads(4).tp(rank, tp).build());
             }
             return out;
         }
@@ -217,7 +215,8 @@ class CacheGateTest {
             List<BlockSelection> sel = List.of(BlockSelection.producer(0, new int[] {0, 1, 2}, -1, TOKENS, BLOCK, null));
             List<WorkerRecord> producer = new ArrayList<>();
             for (int r = 0; r < 2; r++) {
-                producer.add(new WorkerChecksummer(cpu, r, 0, CacheGate.of(model.rank(a, 2, r), BLOCKS), ChecksumMetrics.NONE)
+                producer.add(WorkerChecksummer.builder(cpu).tpRank(r).layout(CacheGate.of(model.rank(a, 2, r), BLOCKS, CellPadding.NONE))
+                        .build()
                         .compute(Side.PRODUCER, TOKENS, sel));
             }
             ChecksumPayload p = assertInstanceOf(Aggregator.Complete.class, Aggregator.producer(2, 1, TOKENS, sel, producer)).payload();
@@ -226,13 +225,14 @@ class CacheGateTest {
             // A TP1 consumer of the same KV matches; one flipped indexer bit is a mismatch at its block.
             List<CacheGate.CacheSpec> consumer = model.rank(a, 1, 0);
             List<BlockSelection> csel = List.of(BlockSelection.consumer(0, new int[] {0, 1, 2}, -1, 0, TOKENS, BLOCK, null));
-            WorkerRecord c = new WorkerChecksummer(cpu, 0, 0, CacheGate.of(consumer, BLOCKS), ChecksumMetrics.NONE)
+            WorkerRecord c = WorkerChecksummer.builder(cpu).layout(CacheGate.of(consumer, BLOCKS, CellPadding.NONE)).build()
                     .compute(Side.CONSUMER, TOKENS, csel);
             ChecksumPayload cp = assertInstanceOf(Aggregator.Complete.class, Aggregator.consumer(1, 1, TOKENS, csel, List.of(c))).payload();
             assertEquals(Status.MATCH, Verifier.compare(p, cp).status());
 
             model.index[1][33][5] ^= 0x40;
-            WorkerRecord bad = new WorkerChecksummer(cpu, 0, 0, CacheGate.of(model.rank(a, 1, 0), BLOCKS), ChecksumMetrics.NONE)
+            WorkerRecord bad = WorkerChecksummer.builder(cpu).layout(CacheGate.of(model.rank(a, 1, 0), BLOCKS, CellPadding.NONE))
+                    .build()
                     .compute(Side.CONSUMER, TOKENS, csel);
             LoadVerdict v = Verifier.compare(p, assertInstanceOf(Aggregator.Complete.class,
                     Aggregator.consumer(1, 1, TOKENS, csel, List.of(bad))).payload());
@@ -244,7 +244,7 @@ class CacheGateTest {
             model.index[1][33][5] ^= 0x40;   // restore
             for (int r = 0; r < 2; r++) {
                 List<CacheGate.CacheSpec> caches = model.rank(a, 2, r);
-                tp2.add(new WorkerChecksummer(cpu, r, 0, CacheGate.of(caches, BLOCKS), ChecksumMetrics.NONE)
+                tp2.add(WorkerChecksummer.builder(cpu).tpRank(r).layout(CacheGate.of(caches, BLOCKS, CellPadding.NONE)).build()
                         .compute(Side.CONSUMER, TOKENS, csel));
                 model.index[0][3][0] ^= 0x01;  // rank 1 gets a corrupted copy of layer 0's indexer at token 3
             }
@@ -265,29 +265,27 @@ class CacheGateTest {
             CacheGate.LayerFactory paged = (layer, first) -> CacheLayer.of(layer, first, 1,
                     new KvRegion(KvMemory.host(half.k()), 0, 8L * 16, 16, 16, 16),
                     new KvRegion(KvMemory.host(half.v()), 0, 8L * 16, 16, 16, 16));
-            CacheGate g = CacheGate.of(List.of(new CacheGate.CacheSpec("model.layers.0.attn", 0, "FullAttentionSpec", "torch.bfloat16",
-                    16, 16, 1, 1, 0, ReplicaKey.NONE, 8, BLOCK, false, "p", paged)), BLOCKS);
+            CacheGate g = CacheGate.of(List.of(spec("model.layers.0.attn", 0, 16, 16, null).kernelBlockSize(8).layer(paged).build()),
+                    BLOCKS, CellPadding.NONE);
             KvCacheGroup kg = g.groups().get(0).parts().get(0).cache();
             assertEquals(8, kg.pageSize());
             assertEquals(2L * BLOCKS, kg.numPages());
 
             // The lowest layer NUMBER, not the first name in text order.
             CacheGate shared = CacheGate.of(List.of(
-                    spec("model.layers.10.attn", 0, 16, 16, 1, 1, 0, ReplicaKey.NONE, 16, false, "s", m),
-                    spec("model.layers.9.attn", 0, 16, 16, 1, 1, 0, ReplicaKey.NONE, 16, false, "s", m)), BLOCKS);
+                    spec("model.layers.10.attn", 0, 16, 16, m).cacheId("s").build(),
+                    spec("model.layers.9.attn", 0, 16, 16, m).cacheId("s").build()), BLOCKS, CellPadding.NONE);
             assertEquals(9, shared.groups().get(0).parts().get(0).cache().layers().get(0).layer());
 
             PolicyTest.Recording log = new PolicyTest.Recording();
             CacheGate bad = CacheGate.of(List.of(
-                    spec("model.layers.0.attn", 0, 0, 16, 1, 1, 0, ReplicaKey.NONE, 16, false, "a", null),
-                    spec("model.layers.1.attn", 1, 16, 16, 1, 1, 0, ReplicaKey.NONE, 0, false, "b", null),
-                    new CacheGate.CacheSpec("model.layers.2.attn", 2, "FullAttentionSpec", "torch.bfloat16", 16, 16, 1, 1, 0,
-                            ReplicaKey.NONE, 16, 0, false, "c", (l, f) -> null),
-                    spec("model.layers.3.attn", 3, 16, 16, 1, 1, 0, ReplicaKey.NONE, 16, false, "d", null),
-                    new CacheGate.CacheSpec("model.layers.4.attn", 3, "FullAttentionSpec", "torch.bfloat16", 16, 16, 1, 1, 0,
-                            ReplicaKey.NONE, 16, 32, false, "e", (l, f) -> null),
-                    spec("model.layers.5.attn", 4, 16, -8, 1, 1, 0, ReplicaKey.NONE, 16, false, "f", null),
-                    spec("model.layers.6.attn", 5, 16, 16, 1 << 16, 1, 0, ReplicaKey.NONE, 16, false, "g", m)), BLOCKS, log);
+                    spec("model.layers.0.attn", 0, 0, 16, null).build(),
+                    spec("model.layers.1.attn", 1, 16, 16, null).kernelBlockSize(0).build(),
+                    spec("model.layers.2.attn", 2, 16, 16, null).kernelBlockSize(16).blockSize(0).build(),
+                    spec("model.layers.3.attn", 3, 16, 16, null).build(),
+                    spec("model.layers.4.attn", 3, 16, 16, null).kernelBlockSize(16).blockSize(32).build(),
+                    spec("model.layers.5.attn", 4, 16, -8, null).build(),
+                    spec("model.layers.6.attn", 5, 16, 16, m).heads(1 << 16).build()), BLOCKS, log, CellPadding.NONE);
             assertEquals(List.of(5), bad.groups().stream().map(WorkerChecksummer.WorkerGroup::groupId).toList(),
                     "exactly 2^16 heads in a layer is allowed");
             assertTrue(bad.skipped().get(0).contains("not whole 8-byte pieces"), bad.skipped().get(0));
@@ -297,6 +295,18 @@ class CacheGateTest {
             assertTrue(bad.skipped().get(4).contains("not whole 8-byte pieces"), bad.skipped().get(4));
             assertEquals(5, log.count("WARNING"));
         }
+        // The builder's TP placement: sharded heads, or (fewer KV heads than ranks) one head on consecutive ranks.
+        CacheGate.CacheSpec sharded = spec("model.layers.0.attn", 0, 16, 16, null).heads(8).tp(3, 4).build();
+        assertEquals(6, sharded.firstHead());
+        assertEquals(ReplicaKey.NONE, sharded.replica());
+        CacheGate.CacheSpec replicated = spec("model.layers.0.attn", 0, 16, 16, null).heads(2).tp(3, 4).build();
+        assertEquals(1, replicated.firstHead());
+        assertEquals(new ReplicaKey(2, 1), replicated.replica());
+        assertEquals("model.layers.0.attn", replicated.cacheId());
+        assertEquals(BLOCK, replicated.kernelBlockSize());
+        assertThrows(IllegalArgumentException.class, () -> spec("model.layers.0.attn", 0, 16, 16, null).heads(3).tp(0, 4).build());
+        assertThrows(NullPointerException.class, () -> CacheGate.CacheSpec.builder("model.layers.0.attn").cells(16, 16)
+                .blockSize(BLOCK).layer((l, f) -> null).build(), "no fingerprint");
         assertEquals(123456789, CacheGate.layerNumber("model.layers.123456789.attn"));
         assertEquals(-1, CacheGate.layerNumber("model.layers.1234567890.attn"), "past an int: no layer number");
     }

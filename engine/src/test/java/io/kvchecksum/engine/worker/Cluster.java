@@ -8,7 +8,6 @@ import io.kvchecksum.KvLayouts;
 import io.kvchecksum.KvLayouts.PagedShape;
 import io.kvchecksum.KvMemory;
 import io.kvchecksum.KvRegion;
-import io.kvchecksum.engine.verdict.ChecksumMetrics;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -392,7 +391,8 @@ public final class Cluster {
                         layout.add(new WorkerChecksummer.WorkerGroup(g, Fingerprints.ofGroup(hashes),
                                 List.of(new WorkerChecksummer.ReplicaPart(c.key(), c.group()))));
                     }
-                    out.add(new WorkerChecksummer(backend, r, s, layout, skipped, ChecksumMetrics.NONE, mode)
+                    out.add(WorkerChecksummer.builder(backend).tpRank(r).ppStage(s).groups(layout).skipped(skipped)
+                            .spec(io.kvchecksum.ChecksumSpec.of(mode)).build()
                             .compute(side, numTokens, scheduled));
                 }
             }

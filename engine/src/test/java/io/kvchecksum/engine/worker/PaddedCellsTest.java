@@ -3,12 +3,16 @@ package io.kvchecksum.engine.worker;
 import io.kvchecksum.CacheLayer;
 import io.kvchecksum.CellPadding;
 import io.kvchecksum.ChecksumMode;
+import io.kvchecksum.ChecksumSpec;
 import io.kvchecksum.KvCacheGroup;
 import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvChecksums;
 import io.kvchecksum.KvMemory;
 import io.kvchecksum.KvRegion;
-import io.kvchecksum.engine.verdict.ChecksumMetrics;
+import io.kvchecksum.KvSegments;
+import io.kvchecksum.RequestBlocks;
+import io.kvchecksum.SlicePlan;
+import io.kvchecksum.engine.wire.ChecksumPayload;
 import io.kvchecksum.engine.verdict.LoadVerdict;
 import io.kvchecksum.engine.verdict.Status;
 import io.kvchecksum.engine.verdict.UnverifiedReason;
@@ -18,11 +22,12 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.List;
-import java.util.Map;
 import java.util.Random;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -66,10 +71,8 @@ class PaddedCellsTest {
 
     private static LoadVerdict transfer(KvChecksum k, CellPadding producerPadding, CellPadding consumerPadding) {
         try (Arena a = Arena.ofConfined()) {
-            SingleWorker producer = new SingleWorker(k, ChecksumMetrics.NONE, new PayloadSender(ChecksumMetrics.NONE),
-                    ChecksumMode.STANDARD, producerPadding);
-            SingleWorker consumer = new SingleWorker(k, ChecksumMetrics.NONE, new PayloadSender(ChecksumMetrics.NONE),
-                    ChecksumMode.STANDARD, consumerPadding);
+            SingleWorker producer = SingleWorker.builder(k).spec(ChecksumSpec.STANDARD.withPadding(producerPadding)).build();
+            SingleWorker consumer = SingleWorker.builder(k).spec(ChecksumSpec.STANDARD.withPadding(consumerPadding)).build();
             PendingLoads pending = new PendingLoads();
             pending.expect("r", producer.producerBase64("r", layout(a, SEED), select(Side.PRODUCER)).orElseThrow());
             return consumer.verify(pending, "r", layout(a, SEED), select(Side.CONSUMER)).orElseThrow();
@@ -98,14 +101,14 @@ class PaddedCellsTest {
     @Test
     void withoutPaddingTheGroupIsSkippedWithTheReasonNotThrown() {
         try (Arena a = Arena.ofConfined()) {
-            WorkerChecksummer w = new WorkerChecksummer(KvChecksums.cpu(), 0, 0, layout(a, SEED), Map.of(), ChecksumMetrics.NONE);
+            WorkerChecksummer w = WorkerChecksummer.builder(KvChecksums.cpu()).groups(layout(a, SEED)).build();
             WorkerRecord r = w.tryCompute(Side.PRODUCER, N, select(Side.PRODUCER));
             assertTrue(!r.isFailed(), r.toString());
             String why = r.skippedGroups().get(1);
             assertTrue(why != null && why.contains("layer 3 heads 1..1: cells of 132 bytes are not whole 8-byte pieces"), why);
-            assertEquals(CellPadding.NONE, w.padding());
-            WorkerChecksummer padded = new WorkerChecksummer(KvChecksums.cpu(), 0, 0, layout(a, SEED), Map.of(),
-                    ChecksumMetrics.NONE, ChecksumMode.STANDARD, CellPadding.ZEROS);
+            assertEquals(ChecksumSpec.STANDARD, w.spec());
+            WorkerChecksummer padded = WorkerChecksummer.builder(KvChecksums.cpu()).groups(layout(a, SEED))
+                    .spec(ChecksumSpec.STANDARD.withPadding(CellPadding.ZEROS)).build();
             WorkerRecord p = padded.tryCompute(Side.PRODUCER, N, select(Side.PRODUCER));
             assertTrue(p.skippedGroups().isEmpty(), p.toString());
         }
@@ -119,10 +122,10 @@ class PaddedCellsTest {
             KvRegion v4 = region(a, rnd, 1, 4);
             KvRegion ik = region(a, rnd, 1, 132);
             List<CacheGate.CacheSpec> specs = List.of(
-                    new CacheGate.CacheSpec("model.layers.0.attn", 0, "FullAttentionSpec", "torch.float8_e4m3fn", 4, 4, 1, 1,
-                            0, ReplicaKey.NONE, B, B, false, "s", (l, f) -> CacheLayer.of(l, f, 1, k4, v4)),
-                    new CacheGate.CacheSpec("model.layers.1.attn.indexer", 1, "IndexerSpec", "torch.uint8", 132, 0, 1, 1,
-                            0, ReplicaKey.NONE, B, B, false, "i", (l, f) -> CacheLayer.kOnly(l, f, 1, ik)));
+                    CacheGate.CacheSpec.builder("model.layers.0.attn").fingerprint("FullAttentionSpec", "torch.float8_e4m3fn")
+                            .cells(4, 4).blockSize(B).layer((l, f) -> CacheLayer.of(l, f, 1, k4, v4)).build(),
+                    CacheGate.CacheSpec.builder("model.layers.1.attn.indexer").group(1).fingerprint("IndexerSpec", "torch.uint8")
+                            .cells(132, 0).blockSize(B).layer((l, f) -> CacheLayer.kOnly(l, f, 1, ik)).build());
             CacheGate plain = CacheGate.of(specs, PAGES, CellPadding.NONE);
             assertEquals(List.of(0), plain.groups().stream().map(WorkerChecksummer.WorkerGroup::groupId).toList(),
                     "K 4 + V 4: one straddling piece, admitted");
@@ -131,8 +134,15 @@ class PaddedCellsTest {
             CacheGate padded = CacheGate.of(specs, PAGES, CellPadding.ZEROS);
             assertEquals(List.of(0, 1), padded.groups().stream().map(WorkerChecksummer.WorkerGroup::groupId).toList());
             assertEquals(CellPadding.ZEROS, padded.padding());
-            WorkerChecksummer w = new WorkerChecksummer(KvChecksums.cpu(), 0, 0, padded, ChecksumMetrics.NONE);
-            assertEquals(CellPadding.ZEROS, w.padding());
+            WorkerChecksummer w = WorkerChecksummer.builder(KvChecksums.cpu()).layout(padded).build();
+            assertEquals(CellPadding.ZEROS, w.spec().padding());
+            // The gate decided the padding: a spec may change the mode, not the padding; a gate excludes explicit groups.
+            assertEquals(new ChecksumSpec(ChecksumMode.MIXED, CellPadding.ZEROS), WorkerChecksummer.builder(KvChecksums.cpu())
+                    .layout(padded).spec(new ChecksumSpec(ChecksumMode.MIXED, CellPadding.ZEROS)).build().spec());
+            assertThrows(IllegalArgumentException.class, () -> WorkerChecksummer.builder(KvChecksums.cpu()).layout(padded)
+                    .spec(ChecksumSpec.STANDARD).build());
+            assertThrows(IllegalArgumentException.class, () -> WorkerChecksummer.builder(KvChecksums.cpu()).layout(padded)
+                    .groups(padded.groups()).build());
             WorkerRecord r = w.tryCompute(Side.PRODUCER, N, select(Side.PRODUCER));
             assertTrue(r.skippedGroups().isEmpty() && !r.isFailed(), r.toString());
             assertEquals(2, r.groups().size());
@@ -140,6 +150,45 @@ class PaddedCellsTest {
                     KvCacheGroup.of(B, PAGES, List.of(CacheLayer.of(0, 0, 1, k4, v4))),
                     io.kvchecksum.RequestBlocks.of(new int[] {2, 0, 1}, N, B)));
             assertArrayEquals(direct, r.groups().get(0).columns().values().iterator().next());
+        }
+    }
+
+    /**
+     * A request's KV in several allocations (Jlama's pages) is padded as one allocation is: the worker's spec reaches
+     * the segments' plan (it once got the mode only, so padded segments failed while padded groups computed).
+     */
+    @Test
+    void paddedCellsInSegmentsComputeAndVerifyAsOneAllocation() {
+        try (Arena a = Arena.ofConfined()) {
+            long page = 132L * B;
+            MemorySegment m = a.allocate(page * PAGES, 8);
+            Random rnd = new Random(SEED);
+            for (long o = 0; o < m.byteSize(); o++) {
+                m.set(ValueLayout.JAVA_BYTE, o, (byte) rnd.nextInt());
+            }
+            KvCacheGroup one = KvCacheGroup.of(B, PAGES, List.of(CacheLayer.kOnly(3, 0, 1,
+                    new KvRegion(KvMemory.host(m), 0, page, 132, 132, 132))));
+            List<KvCacheGroup> pages = new java.util.ArrayList<>();
+            for (int p = 0; p < PAGES; p++) {
+                pages.add(KvCacheGroup.of(B, 1, List.of(CacheLayer.kOnly(3, 0, 1,
+                        new KvRegion(KvMemory.host(m.asSlice(p * page, page)), 0, page, 132, 132, 132)))));
+            }
+            ChecksumSpec padded = ChecksumSpec.STANDARD.withPadding(CellPadding.ZEROS);
+            long[] expected = KvChecksums.reference().blockChecksums(SlicePlan.of(one,
+                    RequestBlocks.of(new int[] {0, 1, 2}, N, B), padded));
+
+            SingleWorker worker = SingleWorker.builder(KvChecksums.cpu()).spec(padded).build();
+            var layout = List.of(SingleWorker.group(0, 7, KvSegments.of(pages)));
+            var sel = List.of(BlockSelection.producer(0, new int[] {0, 1, 2}, -1, N, B, null));
+            Aggregator.Result produced = worker.producer(layout, sel);
+            ChecksumPayload payload = assertInstanceOf(Aggregator.Complete.class, produced, produced.toString()).payload();
+            assertArrayEquals(expected, payload.groups().get(0).values());
+
+            PendingLoads pending = new PendingLoads();
+            pending.expect("r", worker.producerBase64("r", layout, sel).orElseThrow());
+            var csel = List.of(BlockSelection.consumer(0, new int[] {0, 1, 2}, -1, B, N, B, null));
+            LoadVerdict v = worker.verify(pending, "r", layout, csel).orElseThrow();
+            assertEquals(Status.MATCH, v.status(), v.toString());
         }
     }
 }

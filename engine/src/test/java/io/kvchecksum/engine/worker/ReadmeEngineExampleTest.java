@@ -98,9 +98,13 @@ class ReadmeEngineExampleTest {
             policy.checkCarrier(connectorName, connectorCarriesChecksums);         // throws fail-closed, false fail-open
             PendingLoads pending = new PendingLoads(metrics);
             PayloadSender sender = new PayloadSender(metrics);
-            // Each worker, once: its layers per group (and the groups it cannot checksum, with the reason).
-            WorkerChecksummer producerWorker = new WorkerChecksummer(backend, tpRank, ppStage, producerLayout, Map.of(), metrics);
-            WorkerChecksummer consumerWorker = new WorkerChecksummer(backend, tpRank, ppStage, consumerLayout, Map.of(), metrics);
+            // Each worker, once: its layers per group, here explicit; an engine's caches go through the gate instead, e.g.
+            // .layout(CacheGate.of(FieldLayouts.vllmFlash(shape, tpRank, tpSize, layerNames, caches), numBlocks, padding)),
+            // which skips the groups it cannot checksum with the reason.
+            WorkerChecksummer producerWorker = WorkerChecksummer.builder(backend).tpRank(tpRank).ppStage(ppStage)
+                    .groups(producerLayout).metrics(metrics).build();
+            WorkerChecksummer consumerWorker = WorkerChecksummer.builder(backend).tpRank(tpRank).ppStage(ppStage)
+                    .groups(consumerLayout).metrics(metrics).build();
 
             // Producer worker, in the step that finishes the prompt, on the engine's stream: returns at once. trySubmit throws
             // nothing for a backend failure (device lost): the record is then failed, and the side's result BACKEND_FAILED.

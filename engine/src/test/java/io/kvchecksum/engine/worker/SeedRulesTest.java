@@ -245,13 +245,13 @@ class SeedRulesTest {
 
             FlakyBackend b = new FlakyBackend();
             b.failSubmitAt = 2;
-            WorkerChecksummer w = new WorkerChecksummer(b.front(), 0, 0, layout, Map.of(), ChecksumMetrics.NONE);
+            WorkerChecksummer w = WorkerChecksummer.builder(b.front()).groups(layout).build();
             assertThrows(IllegalStateException.class, () -> w.submit(Side.PRODUCER, 40, sel, 7));
             assertEquals("submitted 2, closed 2", "submitted " + b.submitted + ", closed " + b.closed);
 
             FlakyBackend g = new FlakyBackend();
             g.failGetAt = 1;
-            WorkerChecksummer w2 = new WorkerChecksummer(g.front(), 0, 0, layout, Map.of(), ChecksumMetrics.NONE);
+            WorkerChecksummer w2 = WorkerChecksummer.builder(g.front()).groups(layout).build();
             WorkerChecksummer.PendingRecord p = w2.submit(Side.PRODUCER, 40, sel, 7);
             assertThrows(IllegalStateException.class, p::record);
             assertEquals("submitted 3, closed 3", "submitted " + g.submitted + ", closed " + g.closed);
@@ -259,7 +259,7 @@ class SeedRulesTest {
 
             // Closing a pending record that was never read releases its handles.
             FlakyBackend c = new FlakyBackend();
-            WorkerChecksummer w3 = new WorkerChecksummer(c.front(), 0, 0, layout, Map.of(), ChecksumMetrics.NONE);
+            WorkerChecksummer w3 = WorkerChecksummer.builder(c.front()).groups(layout).build();
             w3.submit(Side.PRODUCER, 40, sel, 7).close();
             assertEquals("submitted 3, closed 3", "submitted " + c.submitted + ", closed " + c.closed);
         }
@@ -274,7 +274,7 @@ class SeedRulesTest {
                     BlockSelection.producer(1, new int[] {0, 1, 2}, -1, 40, 16, null));
             FlakyBackend b = new FlakyBackend();
             ChecksumCounters counters = new ChecksumCounters();
-            WorkerChecksummer w = new WorkerChecksummer(b.front(), 1, 0, layout, Map.of(1, "Mamba state"), counters);
+            WorkerChecksummer w = WorkerChecksummer.builder(b.front()).tpRank(1).groups(layout).skipped(Map.of(1, "Mamba state")).metrics(counters).build();
             WorkerChecksummer.PendingRecord p = w.submit(Side.PRODUCER, 40, sel, 0xABCL);
             assertEquals(0xABCL, b.lastStream, "the backend gets the engine's stream");
             assertTrue(p.isDone());
@@ -470,7 +470,7 @@ class SeedRulesTest {
                     };
                 }
             };
-            WorkerChecksummer w = new WorkerChecksummer(slow.front(), 0, 0, layout, Map.of(), ChecksumMetrics.NONE);
+            WorkerChecksummer w = WorkerChecksummer.builder(slow.front()).groups(layout).build();
             WorkerChecksummer.PendingRecord p = w.submit(Side.PRODUCER, 40, sel, 1);
             assertFalse(p.isDone());
             assertEquals(Optional.empty(), p.poll());
@@ -484,20 +484,19 @@ class SeedRulesTest {
             p.close();
             assertEquals(3, closes[0], "close is idempotent");
             assertThrows(IllegalArgumentException.class, () -> w.submit(Side.PRODUCER, 41, sel, 1));
-            assertThrows(IllegalArgumentException.class, () -> new WorkerChecksummer(slow.front(), -1, 0, layout, Map.of(), ChecksumMetrics.NONE));
-            assertThrows(IllegalArgumentException.class, () -> new WorkerChecksummer(slow.front(), 0, -1, layout, Map.of(), ChecksumMetrics.NONE));
-            assertThrows(IllegalArgumentException.class, () -> new WorkerChecksummer(slow.front(), 0, 0,
-                    List.of(layout.get(0), layout.get(0)), Map.of(), ChecksumMetrics.NONE));
+            assertThrows(IllegalArgumentException.class, () -> WorkerChecksummer.builder(slow.front()).tpRank(-1).groups(layout).build());
+            assertThrows(IllegalArgumentException.class, () -> WorkerChecksummer.builder(slow.front()).ppStage(-1).groups(layout).build());
+            assertThrows(IllegalArgumentException.class, () -> WorkerChecksummer.builder(slow.front()).groups(List.of(layout.get(0), layout.get(0))).build());
             // A group this stage holds no layer of: fingerprint 0 and no columns; skipped groups reported even unscheduled.
             ChecksumCounters counters = new ChecksumCounters();
-            WorkerRecord r = new WorkerChecksummer(new FlakyBackend().front(), 0, 1, List.of(), Map.of(9, "Mamba"), counters)
+            WorkerRecord r = WorkerChecksummer.builder(new FlakyBackend().front()).ppStage(1).groups(List.of()).skipped(Map.of(9, "Mamba")).metrics(counters).build()
                     .compute(Side.CONSUMER, 40, sel);
             assertEquals(List.of(new PartialGroup(0, 0, new BlockRange(16, 0, 3), Map.of())), r.groups());
             assertEquals(Map.of(9, "Mamba"), r.skippedGroups());
             assertTrue(counters.checksumNanos() > 0 && counters.checksumNanos() < 60_000_000_000L, "" + counters.checksumNanos());
             // An excluded group is not computed.
             BlockSelection excluded = BlockSelection.producer(0, new int[] {1, 0, 2}, 0, 40, 16, null);
-            assertEquals(List.of(), new WorkerChecksummer(new FlakyBackend().front(), 0, 0, layout, Map.of(), ChecksumMetrics.NONE)
+            assertEquals(List.of(), WorkerChecksummer.builder(new FlakyBackend().front()).groups(layout).build()
                     .compute(Side.PRODUCER, 41, List.of(excluded)).groups());
         }
     }

@@ -13,7 +13,6 @@ import io.kvchecksum.KvChecksums;
 import io.kvchecksum.KvRegion;
 import io.kvchecksum.KvSegments;
 import io.kvchecksum.engine.verdict.ChecksumCounters;
-import io.kvchecksum.engine.verdict.ChecksumMetrics;
 import io.kvchecksum.engine.verdict.LoadVerdict;
 import io.kvchecksum.engine.verdict.PolicyTest;
 import io.kvchecksum.engine.verdict.Status;
@@ -102,7 +101,7 @@ class SingleWorkerTest {
 
     @Test
     void aCleanLoadMatchesACorruptedOneMismatchesAtItsBlock() {
-        SingleWorker worker = new SingleWorker(cpu, ChecksumMetrics.NONE);
+        SingleWorker worker = SingleWorker.builder(cpu).build();
         LoadVerdict clean = transfer(worker, new PendingLoads(), 2, false).orElseThrow();
         assertEquals(Status.MATCH, clean.status(), clean.toString());
 
@@ -113,7 +112,7 @@ class SingleWorkerTest {
 
     @Test
     void theProducerPayloadIsTheAggregatorsEncoded() {
-        SingleWorker worker = new SingleWorker(cpu, ChecksumMetrics.NONE);
+        SingleWorker worker = SingleWorker.builder(cpu).build();
         List<BlockSelection> sel = producer.select(Side.PRODUCER, 0, N);
         var complete = assertInstanceOf(Aggregator.Complete.class, worker.producer(layout(producer), sel));
         ChecksumPayload decoded = PayloadCodec.decodeBase64(worker.producerBase64("r", layout(producer), sel).orElseThrow());
@@ -161,7 +160,7 @@ class SingleWorkerTest {
 
     @Test
     void segmentedKvGivesTheSamePayloadAndVerdictsAsOneAllocation() {
-        SingleWorker worker = new SingleWorker(cpu, ChecksumMetrics.NONE);
+        SingleWorker worker = SingleWorker.builder(cpu).build();
         List<BlockSelection> sel = producer.select(Side.PRODUCER, 0, N);
         String whole = worker.producerBase64("r", layout(producer), sel).orElseThrow();
         assertEquals(whole, worker.producerBase64("r", segmented(producer), sel).orElseThrow());
@@ -182,7 +181,7 @@ class SingleWorkerTest {
 
     @Test
     void aLoadNotPendingGetsNoVerdictAndIsNotComparedTwice() {
-        SingleWorker worker = new SingleWorker(cpu, ChecksumMetrics.NONE);
+        SingleWorker worker = SingleWorker.builder(cpu).build();
         PendingLoads pending = new PendingLoads();
         assertTrue(transfer(worker, pending, 0, false).isPresent());
         assertTrue(worker.verify(pending, "r", layout(consumer), consumer.select(Side.CONSUMER, 0, N)).isEmpty());
@@ -199,7 +198,7 @@ class SingleWorkerTest {
     private void failingBackend(BackendFailureTest.Broken b) {
         ChecksumCounters counters = new ChecksumCounters();
         PolicyTest.Recording log = new PolicyTest.Recording();
-        SingleWorker worker = new SingleWorker(b.backend, counters, new PayloadSender(counters, log));
+        SingleWorker worker = SingleWorker.builder(b.backend).metrics(counters).sender(new PayloadSender(counters, log)).build();
         assertTrue(worker.producerBase64("r", layout(producer), producer.select(Side.PRODUCER, 0, N)).isEmpty());
         assertEquals(1, counters.withheldPayloads(UnverifiedReason.BACKEND_FAILED));
         assertEquals(1, log.count("WARNING"));
@@ -215,7 +214,7 @@ class SingleWorkerTest {
 
     @Test
     void selectionsOfMixedTokenCountsOrNoneAreRefused() {
-        SingleWorker worker = new SingleWorker(cpu, ChecksumMetrics.NONE);
+        SingleWorker worker = SingleWorker.builder(cpu).build();
         BlockSelection a = producer.select(Side.PRODUCER, 0, N).get(0);
         BlockSelection shorter = BlockSelection.producer(1, producer.tables[1], 0, N - 20, 16, null);
         var e = assertThrows(IllegalArgumentException.class, () -> worker.producer(layout(producer), List.of(a, shorter)));

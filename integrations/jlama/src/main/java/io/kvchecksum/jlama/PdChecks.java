@@ -1,7 +1,6 @@
 package io.kvchecksum.jlama;
 
 import io.kvchecksum.KvChecksum;
-import io.kvchecksum.engine.verdict.ChecksumMetrics;
 import io.kvchecksum.engine.verdict.LoadVerdict;
 import io.kvchecksum.engine.worker.BlockSelection;
 import io.kvchecksum.engine.worker.Fingerprints;
@@ -37,7 +36,7 @@ final class PdChecks {
      * @param sender the producer's sender (its logger is the engine's)
      */
     PdChecks(KvChecksum backend, int blockSize, int layers, String dtype, PayloadSender sender) {
-        this.worker = new SingleWorker(backend, ChecksumMetrics.NONE, sender);
+        this.worker = SingleWorker.builder(backend).sender(sender).build();
         this.blockSize = blockSize;
         List<Long> hashes = new ArrayList<>();
         for (int l = 0; l < layers; l++) {

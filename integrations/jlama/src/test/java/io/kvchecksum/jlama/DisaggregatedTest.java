@@ -13,6 +13,7 @@ import io.kvchecksum.engine.verdict.FailurePolicy;
 import io.kvchecksum.engine.verdict.GroupVerdict;
 import io.kvchecksum.engine.verdict.Status;
 import io.kvchecksum.engine.verdict.UnverifiedReason;
+import io.kvchecksum.spi.Backend;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.SplittableRandom;
@@ -108,15 +109,15 @@ class DisaggregatedTest {
 
     @Test
     void aFailingBackendIsAnUnverifiedLoadNotAnExceptionInTheStep() {
-        // A proxy, so that the test follows the interface whatever methods it gains or loses.
-        KvChecksum broken = (KvChecksum) java.lang.reflect.Proxy.newProxyInstance(KvChecksum.class.getClassLoader(),
-                new Class<?>[] {KvChecksum.class}, (proxy, m, args) -> switch (m.getName()) {
+        // The front over a proxy backend, so that the test follows the SPI whatever methods it gains or loses.
+        KvChecksum broken = KvChecksum.of((Backend) java.lang.reflect.Proxy.newProxyInstance(Backend.class.getClassLoader(),
+                new Class<?>[] {Backend.class}, (proxy, m, args) -> switch (m.getName()) {
                     case "name", "description", "toString" -> "broken";
                     case "close" -> null;
                     case "hashCode" -> 0;
                     case "equals" -> proxy == args[0];
                     default -> throw new IllegalStateException("device lost");
-                });
+                }));
         try (Disaggregated pd = new Disaggregated(producer, consumer, broken, B,
                 FailurePolicy.failClosed(FailurePolicy.OnFailure.RECOMPUTE), JlamaKvTest.prompt(SEED - 1, 300))) {
             var o = pd.serve("b", JlamaKvTest.prompt(SEED + 3, 50), 0, 8, KvTransfer.Fault.NONE, new SplittableRandom(SEED));
