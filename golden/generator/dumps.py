@@ -40,7 +40,7 @@ import zlib
 
 import numpy as np
 
-from generate_mixed import mix_int, mix_np  # the mixed mode's mixer, NumPy's own implementation
+from pieces import mix_int, mix_np  # the mixed mode's mixer, NumPy's own implementation
 
 SEED = 20250604
 M64 = (1 << 64) - 1
@@ -497,27 +497,38 @@ def malformed_dumps(out):
     return cases
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+def fresh_out(doc, default_folder):
+    """The folder of --out (default cli/src/test/resources/DEFAULT_FOLDER), emptied: every generator of test dumps
+    writes its whole folder anew."""
+    ap = argparse.ArgumentParser(description=doc.split('\n')[0])
     here = os.path.dirname(os.path.abspath(__file__))
-    ap.add_argument('--out', default=os.path.join(here, '..', '..', 'cli', 'src', 'test', 'resources', 'dumps'))
+    ap.add_argument('--out', default=os.path.join(here, '..', '..', 'cli', 'src', 'test', 'resources', default_folder))
     out = os.path.normpath(ap.parse_args().out)
     if os.path.isdir(out):
         shutil.rmtree(out)
     os.makedirs(out)
-    manifest = {
+    return out
+
+
+def write_manifest(out, file, manifest):
+    """Writes the manifest (sorted keys, one space of indent, a final newline) and prints the folder's size."""
+    with open(os.path.join(out, file), 'w') as f:
+        json.dump(manifest, f, indent=1, sort_keys=True)
+        f.write('\n')
+    total = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(out) for f in fs)
+    print('wrote %s: %d bytes' % (out, total))
+
+
+def main():
+    out = fresh_out(__doc__, 'dumps')
+    write_manifest(out, 'dumps.json', {
         'generator': 'golden/generator/dumps.py',
         'seed': SEED,
         'definition': 'c = sum_(layer,head) (2*(layer*2^16+head)+1) * sum_j x_j*(2j+1) mod 2^64, j = t*P + p',
         'dumps': good_dumps(out),
         'diffs': diff_dumps(out),
         'malformed': malformed_dumps(out),
-    }
-    with open(os.path.join(out, 'dumps.json'), 'w') as f:
-        json.dump(manifest, f, indent=1, sort_keys=True)
-        f.write('\n')
-    total = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(out) for f in fs)
-    print('wrote %s: %d bytes' % (out, total))
+    })
 
 
 if __name__ == '__main__':
