@@ -207,6 +207,23 @@ KVC_HD const char* kvc_cell(uint64_t base, int64_t ps, int64_t ts, const int32_t
     return reinterpret_cast<const char*>(base + (uint64_t)(int64_t)tab[page_idx - tab0] * (uint64_t)ps + slot * (uint64_t)ts);
 }
 
+// Unit u of slice s (K units 0..kU-1, then V units): where its bytes start, its part's strides, and its first piece
+// in the cell. Inlined into the lane's loop like the expressions it stands for.
+template <int VEC>
+struct KvcUnit {
+    uint64_t base;
+    int64_t ps, ts;
+    uint64_t piece;
+    KVC_HD KvcUnit(const KvcSlice& s, uint32_t u, uint32_t kU) {
+        const bool isK = u < kU;
+        const uint32_t uu = isK ? u : u - kU;
+        base = (isK ? s.k_base : s.v_base) + (uint64_t)uu * KVC_LOAD_BYTES(VEC);
+        ps = isK ? s.k_page_stride : s.v_page_stride;
+        ts = isK ? s.k_token_stride : s.v_token_stride;
+        piece = (isK ? 0 : (uint64_t)s.k_pieces) + (uint64_t)uu * KVC_PIECES_PER_LOAD(VEC);
+    }
+};
+
 // The checksum contribution of one lane (0..31) of the warp that sums slice s over request block `block`.
 //
 // Lanes form a (token lane, unit lane) grid: unit lanes cover the cell's units (VEC pieces = 8*VEC bytes each,
@@ -238,12 +255,9 @@ KVC_HD uint64_t kvc_lane_slice_sum(const KvcChecksumParams& p, const KvcSlice& s
         uint32_t u = lane, b = 0;
         uint64_t acc = 0;
         for (uint32_t i = lane; i < U * nb; i += 32) {
-            const bool isK = u < kU;
-            const uint32_t uu = isK ? u : u - kU;
-            const uint64_t base = (isK ? s.k_base : s.v_base) + (uint64_t)uu * KVC_LOAD_BYTES(VEC);
-            const int64_t ps = isK ? s.k_page_stride : s.v_page_stride;
-            const int64_t ts = isK ? s.k_token_stride : s.v_token_stride;
-            const uint64_t piece = (isK ? 0 : (uint64_t)s.k_pieces) + (uint64_t)uu * KVC_PIECES_PER_LOAD(VEC);
+            const KvcUnit<VEC> c(s, u, kU);
+            const uint64_t base = c.base, piece = c.piece;
+            const int64_t ps = c.ps, ts = c.ts;
             const uint32_t t0 = b * KVC_BATCH;
             uint64_t A = 0, T = 0, A1 = 0;
             uint32_t n = 0;
@@ -279,12 +293,9 @@ KVC_HD uint64_t kvc_lane_slice_sum(const KvcChecksumParams& p, const KvcSlice& s
     if (tl >= token_lanes) return 0;
     uint64_t acc = 0;
     for (uint32_t u = ul; u < U; u += unit_lanes) {
-        const bool isK = u < kU;
-        const uint32_t uu = isK ? u : u - kU;
-        const uint64_t base = (isK ? s.k_base : s.v_base) + (uint64_t)uu * KVC_LOAD_BYTES(VEC);
-        const int64_t ps = isK ? s.k_page_stride : s.v_page_stride;
-        const int64_t ts = isK ? s.k_token_stride : s.v_token_stride;
-        const uint64_t piece = (isK ? 0 : (uint64_t)s.k_pieces) + (uint64_t)uu * KVC_PIECES_PER_LOAD(VEC);
+        const KvcUnit<VEC> c(s, u, kU);
+        const uint64_t base = c.base, piece = c.piece;
+        const int64_t ps = c.ps, ts = c.ts;
         uint64_t A = 0, T = 0, A1 = 0;
         uint32_t n = 0;
         uint32_t t = tl;
