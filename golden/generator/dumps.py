@@ -40,7 +40,7 @@ import zlib
 
 import numpy as np
 
-from generate_mixed import mix_int, mix_np  # the mixed mode's mixer, NumPy's own implementation
+from pieces import mix_int, mix_np  # the mixed mode's mixer, NumPy's own implementation
 
 SEED = 20250604
 M64 = (1 << 64) - 1
@@ -282,104 +282,67 @@ def good_dumps(out):
         write(out, file, fmt, tensors)
         dumps.append({'file': file, 'format': fmt, 'layout': layout, 'dtype': dtype, 'note': note, 'cases': cases})
 
+    def gathered(file, fmt, dtype, shape, cases, note):
+        """A gathered dump of draw()'s SHAPE (layer numbers, tokens, heads, K and V bytes); CASES: c(block size, ...)."""
+        L = draw(rng_for(file), *shape)
+        add(file, fmt, 'gathered', dtype, gathered_tensors(L, dtype), [case(L, shape[1], b, **kw) for b, kw in cases],
+            note)
+
+    def paged(file, fmt, layout, dtype, shape, pages, table, cases, note, num_tokens_tensor=None):
+        """A paged dump of LAYOUT: PAGES = (number, page size), TABLE the block table's dtype."""
+        r = rng_for(file)
+        L = draw(r, *shape)
+        ts = paged_tensors(r, L, layout, dtype, pages[0], pages[1], table, num_tokens_tensor=num_tokens_tensor)
+        add(file, fmt, layout, dtype, ts, [case(L, shape[1], b, **kw) for b, kw in cases], note)
+
+    def c(block_size, **kw):
+        return block_size, kw
+
     # gathered, bf16, safetensors: block sizes 1/16/32, a first block past 2^32 pieces, a TP head offset
-    name = 'gathered-bf16.safetensors'
-    r = rng_for(name)
-    L = draw(r, [0, 1, 2, 3], 37, 2, 128, 128)
-    add(name, 'safetensors', 'gathered', 'BF16', gathered_tensors(L, 'BF16'), [
-        case(L, 37, 16), case(L, 37, 1), case(L, 37, 32), case(L, 37, 16, first_block=2),
-        case(L, 37, 16, head_offset=4), case(L, 37, 16, num_tokens=30, arg_num_tokens=30),
-        case(L, 37, 32, first_block=1 << 28),
+    gathered('gathered-bf16.safetensors', 'safetensors', 'BF16', ([0, 1, 2, 3], 37, 2, 128, 128), [
+        c(16), c(1), c(32), c(16, first_block=2), c(16, head_offset=4), c(16, num_tokens=30, arg_num_tokens=30),
+        c(32, first_block=1 << 28),
     ], '4 layers x 2 heads x 64 bf16, 37 tokens (partial last block)')
-
     # gathered MLA (K only), fp8 e4m3, head dim 576, layer numbers with gaps
-    name = 'gathered-mla-f8e4m3.safetensors'
-    r = rng_for(name)
-    L = draw(r, [0, 5, 7], 21, 1, 576, 0)
-    add(name, 'safetensors', 'gathered', 'F8_E4M3', gathered_tensors(L, 'F8_E4M3'),
-        [case(L, 21, 16), case(L, 21, 8)], 'MLA latent rows 576 x fp8, layers 0, 5, 7')
-
+    gathered('gathered-mla-f8e4m3.safetensors', 'safetensors', 'F8_E4M3', ([0, 5, 7], 21, 1, 576, 0), [c(16), c(8)],
+             'MLA latent rows 576 x fp8, layers 0, 5, 7')
     # gathered f32 .npz, stored members with zip64 extras (as numpy.savez writes)
-    name = 'gathered-f32.npz'
-    r = rng_for(name)
-    L = draw(r, [0, 1], 19, 4, 128, 128)
-    add(name, 'npz', 'gathered', 'F32', gathered_tensors(L, 'F32'),
-        [case(L, 19, 16), case(L, 19, 4)], '2 layers x 4 heads x 32 f32, stored npz')
-
+    gathered('gathered-f32.npz', 'npz', 'F32', ([0, 1], 19, 4, 128, 128), [c(16), c(4)],
+             '2 layers x 4 heads x 32 f32, stored npz')
     # gathered f16 .npz, deflated members (numpy.savez_compressed)
-    name = 'gathered-f16-deflated.npz'
-    r = rng_for(name)
-    L = draw(r, [0, 1, 2], 25, 2, 32, 32)
-    add(name, 'npz-deflated', 'gathered', 'F16', gathered_tensors(L, 'F16'),
-        [case(L, 25, 16), case(L, 25, 16, first_block=1)], '3 layers x 2 heads x 16 f16, deflated npz')
-
+    gathered('gathered-f16-deflated.npz', 'npz-deflated', 'F16', ([0, 1, 2], 25, 2, 32, 32), [c(16), c(16, first_block=1)],
+             '3 layers x 2 heads x 16 f16, deflated npz')
     # gathered bf16 as a directory of .npy files (bf16 saved as int16)
-    name = 'gathered-bf16-npy'
-    r = rng_for(name)
-    L = draw(r, [0, 1], 18, 2, 128, 128)
-    add(name, 'npy-dir', 'gathered', 'BF16', gathered_tensors(L, 'BF16'),
-        [case(L, 18, 16), case(L, 18, 2)], 'directory of layers.<L>.{k,v}.npy, bf16 as int16')
+    gathered('gathered-bf16-npy', 'npy-dir', 'BF16', ([0, 1], 18, 2, 128, 128), [c(16), c(2)],
+             'directory of layers.<L>.{k,v}.npy, bf16 as int16')
 
     # vllm-flash bf16, page 16, random I32 block table, num_tokens tensor (55: the last page is partial)
-    name = 'vllm-flash-bf16.safetensors'
-    r = rng_for(name)
-    L = draw(r, [0, 1, 2], 55, 2, 128, 128)
-    add(name, 'safetensors', 'vllm-flash', 'BF16',
-        paged_tensors(r, L, 'vllm-flash', 'BF16', 10, 16, 'I32', num_tokens_tensor=55), [
-            case(L, 55, 16), case(L, 55, 32, num_tokens=55), case(L, 55, 16, num_tokens=50, arg_num_tokens=50),
-            case(L, 55, 16, head_offset=2), case(L, 55, 64, num_tokens=55)],
-        'vLLM FlashAttention (2, 10, 16, 2, 64) bf16, table I32, num_tokens tensor 55')
-
+    paged('vllm-flash-bf16.safetensors', 'safetensors', 'vllm-flash', 'BF16', ([0, 1, 2], 55, 2, 128, 128), (10, 16),
+          'I32', [c(16), c(32, num_tokens=55), c(16, num_tokens=50, arg_num_tokens=50), c(16, head_offset=2),
+                  c(64, num_tokens=55)],
+          'vLLM FlashAttention (2, 10, 16, 2, 64) bf16, table I32, num_tokens tensor 55', num_tokens_tensor=55)
     # vllm-flash f16, page 8 (kernel-block split under 16/32-token blocks), I64 table, npz
-    name = 'vllm-flash-f16-page8.npz'
-    r = rng_for(name)
-    L = draw(r, [0, 1], 53, 1, 256, 256)
-    ts = paged_tensors(r, L, 'vllm-flash', 'F16', 12, 8, 'I64')
-    add(name, 'npz', 'vllm-flash', 'F16', ts, [
-        case(L, 53, 8, num_tokens=53, arg_num_tokens=53), case(L, 53, 16, num_tokens=53, arg_num_tokens=53),
-        case(L, 53, 32, num_tokens=53, arg_num_tokens=53)],
-        'vLLM FlashAttention (2, 12, 8, 1, 128) f16, page 8 under 8/16/32-token blocks, table I64')
-
+    paged('vllm-flash-f16-page8.npz', 'npz', 'vllm-flash', 'F16', ([0, 1], 53, 1, 256, 256), (12, 8), 'I64',
+          [c(8, num_tokens=53, arg_num_tokens=53), c(16, num_tokens=53, arg_num_tokens=53),
+           c(32, num_tokens=53, arg_num_tokens=53)],
+          'vLLM FlashAttention (2, 12, 8, 1, 128) f16, page 8 under 8/16/32-token blocks, table I64')
     # flashinfer NHD, fp8 stored as uint8
-    name = 'flashinfer-nhd-u8.safetensors'
-    r = rng_for(name)
-    L = draw(r, [0, 1, 2, 3], 40, 2, 64, 64)
-    add(name, 'safetensors', 'vllm-flashinfer-nhd', 'U8',
-        paged_tensors(r, L, 'vllm-flashinfer-nhd', 'U8', 8, 16, 'I64', num_tokens_tensor=40),
-        [case(L, 40, 16, num_tokens=40), case(L, 40, 48, num_tokens=40)],
-        'FlashInfer NHD (8, 2, 16, 2, 64) fp8 as U8')
-
+    paged('flashinfer-nhd-u8.safetensors', 'safetensors', 'vllm-flashinfer-nhd', 'U8', ([0, 1, 2, 3], 40, 2, 64, 64),
+          (8, 16), 'I64', [c(16, num_tokens=40), c(48, num_tokens=40)], 'FlashInfer NHD (8, 2, 16, 2, 64) fp8 as U8',
+          num_tokens_tensor=40)
     # flashinfer HND, fp8 e5m2
-    name = 'flashinfer-hnd-f8e5m2.safetensors'
-    r = rng_for(name)
-    L = draw(r, [0, 1], 33, 4, 32, 32)
-    add(name, 'safetensors', 'vllm-flashinfer-hnd', 'F8_E5M2',
-        paged_tensors(r, L, 'vllm-flashinfer-hnd', 'F8_E5M2', 6, 16, 'I32', num_tokens_tensor=33),
-        [case(L, 33, 16, num_tokens=33)], 'FlashInfer HND (6, 2, 4, 16, 32) fp8 e5m2')
-
+    paged('flashinfer-hnd-f8e5m2.safetensors', 'safetensors', 'vllm-flashinfer-hnd', 'F8_E5M2', ([0, 1], 33, 4, 32, 32),
+          (6, 16), 'I32', [c(16, num_tokens=33)], 'FlashInfer HND (6, 2, 4, 16, 32) fp8 e5m2', num_tokens_tensor=33)
     # flashinfer HND, bf16, page 8, npz
-    name = 'flashinfer-hnd-bf16.npz'
-    r = rng_for(name)
-    L = draw(r, [0, 1], 30, 2, 128, 128)
-    add(name, 'npz', 'vllm-flashinfer-hnd', 'BF16',
-        paged_tensors(r, L, 'vllm-flashinfer-hnd', 'BF16', 5, 8, 'I32', num_tokens_tensor=30),
-        [case(L, 30, 8, num_tokens=30), case(L, 30, 16, num_tokens=30)], 'FlashInfer HND (5, 2, 2, 8, 64) bf16')
-
+    paged('flashinfer-hnd-bf16.npz', 'npz', 'vllm-flashinfer-hnd', 'BF16', ([0, 1], 30, 2, 128, 128), (5, 8), 'I32',
+          [c(8, num_tokens=30), c(16, num_tokens=30)], 'FlashInfer HND (5, 2, 2, 8, 64) bf16', num_tokens_tensor=30)
     # vllm-mla, bf16, 576
-    name = 'vllm-mla-bf16.safetensors'
-    r = rng_for(name)
-    L = draw(r, [0, 1, 2], 45, 1, 1152, 0)
-    add(name, 'safetensors', 'vllm-mla', 'BF16',
-        paged_tensors(r, L, 'vllm-mla', 'BF16', 6, 16, 'I32', num_tokens_tensor=45),
-        [case(L, 45, 16, num_tokens=45), case(L, 45, 32, num_tokens=45)], 'vLLM MLA (6, 16, 576) bf16')
-
+    paged('vllm-mla-bf16.safetensors', 'safetensors', 'vllm-mla', 'BF16', ([0, 1, 2], 45, 1, 1152, 0), (6, 16), 'I32',
+          [c(16, num_tokens=45), c(32, num_tokens=45)], 'vLLM MLA (6, 16, 576) bf16', num_tokens_tensor=45)
     # vllm-mla, fp8 as uint8, page 32, npz
-    name = 'vllm-mla-u8.npz'
-    r = rng_for(name)
-    L = draw(r, [3, 4], 50, 1, 576, 0)
-    add(name, 'npz', 'vllm-mla', 'U8',
-        paged_tensors(r, L, 'vllm-mla', 'U8', 4, 32, 'I64', num_tokens_tensor=50),
-        [case(L, 50, 32, num_tokens=50), case(L, 50, 64, num_tokens=50)], 'vLLM MLA (4, 32, 576) fp8 as U8, layers 3, 4')
+    paged('vllm-mla-u8.npz', 'npz', 'vllm-mla', 'U8', ([3, 4], 50, 1, 576, 0), (4, 32), 'I64',
+          [c(32, num_tokens=50), c(64, num_tokens=50)], 'vLLM MLA (4, 32, 576) fp8 as U8, layers 3, 4',
+          num_tokens_tensor=50)
     return dumps
 
 
@@ -497,27 +460,38 @@ def malformed_dumps(out):
     return cases
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+def fresh_out(doc, default_folder):
+    """The folder of --out (default cli/src/test/resources/DEFAULT_FOLDER), emptied: every generator of test dumps
+    writes its whole folder anew."""
+    ap = argparse.ArgumentParser(description=doc.split('\n')[0])
     here = os.path.dirname(os.path.abspath(__file__))
-    ap.add_argument('--out', default=os.path.join(here, '..', '..', 'cli', 'src', 'test', 'resources', 'dumps'))
+    ap.add_argument('--out', default=os.path.join(here, '..', '..', 'cli', 'src', 'test', 'resources', default_folder))
     out = os.path.normpath(ap.parse_args().out)
     if os.path.isdir(out):
         shutil.rmtree(out)
     os.makedirs(out)
-    manifest = {
+    return out
+
+
+def write_manifest(out, file, manifest):
+    """Writes the manifest (sorted keys, one space of indent, a final newline) and prints the folder's size."""
+    with open(os.path.join(out, file), 'w') as f:
+        json.dump(manifest, f, indent=1, sort_keys=True)
+        f.write('\n')
+    total = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(out) for f in fs)
+    print('wrote %s: %d bytes' % (out, total))
+
+
+def main():
+    out = fresh_out(__doc__, 'dumps')
+    write_manifest(out, 'dumps.json', {
         'generator': 'golden/generator/dumps.py',
         'seed': SEED,
         'definition': 'c = sum_(layer,head) (2*(layer*2^16+head)+1) * sum_j x_j*(2j+1) mod 2^64, j = t*P + p',
         'dumps': good_dumps(out),
         'diffs': diff_dumps(out),
         'malformed': malformed_dumps(out),
-    }
-    with open(os.path.join(out, 'dumps.json'), 'w') as f:
-        json.dump(manifest, f, indent=1, sort_keys=True)
-        f.write('\n')
-    total = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(out) for f in fs)
-    print('wrote %s: %d bytes' % (out, total))
+    })
 
 
 if __name__ == '__main__':

@@ -17,14 +17,12 @@ follow the layer's KV heads (head offset + KV heads, unless --index-k-head says 
 
 Usage: python3 golden/generator/dumps_cells.py [--out DIR]
 """
-import argparse
 import json
 import os
-import shutil
 
 import numpy as np
 
-from dumps import T, safetensors_bytes, npz_bytes
+from dumps import T, fresh_out, safetensors_bytes, npz_bytes
 from generate_cells import Cache, expected
 
 U8 = np.uint8
@@ -150,14 +148,8 @@ def odd(out, dumps):
 
 
 def main():
-    here = os.path.dirname(os.path.abspath(__file__))
-    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    ap.add_argument('--out', default=os.path.join(here, '..', '..', 'cli', 'src', 'test', 'resources', 'dumps-cells'))
-    out = os.path.normpath(ap.parse_args().out)
+    out = fresh_out(__doc__, 'dumps-cells')
     np.seterr(over='ignore')
-    if os.path.isdir(out):
-        shutil.rmtree(out)
-    os.makedirs(out)
     dumps = []
     indexk_bf16(out, dumps)
     indexk_fp8_paged(out, dumps)

@@ -2,7 +2,8 @@
 """Golden vectors for cells that are not whole 8-byte pieces in K and V: straddling pieces, index-K caches,
 and the padded-cells extension (docs/definition.md, "Extension: padded cells").
 
-An implementation of its own (NumPy, sharing no code with the Java library nor with generate.py):
+An implementation of its own (NumPy, sharing no code with the Java library nor with generate.py; the piece
+arithmetic, MIX and the writing of the folder are pieces.py's, shared with generate_combinations.py):
   * a cell is its K bytes followed by its V bytes; P = ceil(cell bytes / 8);
   * piece p of the cell = little-endian uint64 of cell bytes [8p, 8p+8), zero past the cell's end
     (only with padding: without it a cell must be whole pieces, and the group is refused);
@@ -20,42 +21,12 @@ value is recomputed a second way, with Python ints over pieces assembled byte by
 Usage: python3 golden/generator/generate_cells.py [--out DIR]   (default golden/src/main/resources/vectors-cells)
 """
 import argparse
-import json
 import os
 import zlib
 
 import numpy as np
 
-M64 = (1 << 64) - 1
-M32 = (1 << 32) - 1
-U64 = np.uint64
-ALIGN = 64
-
-
-def cdiv(a, b):
-    return -(-a // b)
-
-
-def mix_int(x):
-    hi, lo = x >> 32, x & M32
-    p = lo * 0x9E3779B9
-    hi ^= (p ^ (p >> 32)) & M32
-    p = hi * 0x85EBCA6B
-    lo ^= (p ^ (p >> 32)) & M32
-    p = lo * 0xC2B2AE35
-    hi ^= (p ^ (p >> 32)) & M32
-    return (hi << 32) | lo
-
-
-def mix_np(x):
-    lo = U64(M32)
-    s = U64(32)
-    p = (x & lo) * U64(0x9E3779B9)
-    x = x ^ ((p ^ (p >> s)) << s)
-    p = (x >> s) * U64(0x85EBCA6B)
-    x = x ^ ((p ^ (p >> s)) & lo)
-    p = (x & lo) * U64(0xC2B2AE35)
-    return x ^ ((p ^ (p >> s)) << s)
+from pieces import ALIGN, M64, U64, cdiv, mix_int, mix_np, slice_values, write_vectors
 
 
 class Cache:
@@ -64,21 +35,6 @@ class Cache:
 
     def __init__(self, layer, first_head, heads, kb, vb, data):
         self.layer, self.first_head, self.heads, self.kb, self.vb, self.data = layer, first_head, heads, kb, vb, data
-
-
-def slice_values(cells, t0, N, B, F, mixed):
-    """NumPy: slice sums of one head's cells [T][C] for blocks F.. (cells zero-padded to whole pieces)."""
-    T, C = cells.shape
-    P = cdiv(C, 8)
-    padded = np.zeros((T, 8 * P), dtype=np.uint8)
-    padded[:, :C] = cells
-    x = padded.view('<u8').reshape(T, P).astype(U64)
-    if mixed:
-        x = mix_np(x)
-    t = np.arange(t0, N, dtype=U64)
-    j = t[:, None] * U64(P) + np.arange(P, dtype=U64)[None, :]
-    per_token = (x * (j * U64(2) + U64(1))).sum(axis=1, dtype=U64)
-    return [int(per_token[b * B - t0:min((b + 1) * B, N) - t0].sum(dtype=U64)) for b in range(F, cdiv(N, B))]
 
 
 def expected(caches, t0, N, B, F, mixed):
@@ -242,17 +198,7 @@ def main():
     np.seterr(over='ignore')
     assert mix_int(1) == int(mix_np(np.array([1], dtype=U64))[0])
     vs = vectors()
-    os.makedirs(args.out, exist_ok=True)
-    for f in sorted(os.listdir(args.out)):
-        if f.endswith('.json') or f.endswith('.bin'):
-            os.remove(os.path.join(args.out, f))
-    for js, data in vs:
-        with open(os.path.join(args.out, js['name'] + '.json'), 'w', encoding='ascii', newline='\n') as f:
-            f.write(json.dumps(js, sort_keys=True, indent=1) + '\n')
-        with open(os.path.join(args.out, js['name'] + '.bin'), 'wb') as f:
-            f.write(data)
-    with open(os.path.join(args.out, 'index.json'), 'w', encoding='ascii', newline='\n') as f:
-        f.write(json.dumps({'vectors': sorted(js['name'] for js, _ in vs)}, sort_keys=True, indent=1) + '\n')
+    write_vectors(args.out, vs)
     print('%d cell vectors -> %s' % (len(vs), args.out))
 
 

@@ -10,7 +10,8 @@
   * several requests in one plan: one group, 3-5 requests of different lengths, block sizes, first blocks and page
     tables (some sharing pages, one with no blocks at all), each with its own expectations.
 
-An implementation of its own (NumPy; shares no code with the Java library nor with the other generators):
+An implementation of its own (NumPy; shares no code with the Java library; the piece arithmetic, MIX and the
+writing of the folder are pieces.py's, shared with generate_cells.py):
   * a cell is its K bytes followed by its V bytes, read as little-endian uint64 pieces, P = ceil(bytes / 8), the
     last piece zero-padded at its end (padding; without it every cell must be whole pieces);
   * j = t*P + p (t = the token's request position), s = sum x_j (2j+1), c = sum m s, m = 2(layer*2^16 + head) + 1,
@@ -53,38 +54,7 @@ import zlib
 
 import numpy as np
 
-M64 = (1 << 64) - 1
-M32 = (1 << 32) - 1
-U64 = np.uint64
-ALIGN = 64
-
-
-def cdiv(a, b):
-    return -(-a // b)
-
-
-def mix_int(x):
-    """MIX on a Python int, on its two 32-bit halves, as docs/detection.md defines it."""
-    hi, lo = x >> 32, x & M32
-    p = lo * 0x9E3779B9
-    hi ^= (p ^ (p >> 32)) & M32
-    p = hi * 0x85EBCA6B
-    lo ^= (p ^ (p >> 32)) & M32
-    p = lo * 0xC2B2AE35
-    hi ^= (p ^ (p >> 32)) & M32
-    return (hi << 32) | lo
-
-
-def mix_np(x):
-    """MIX on a uint64 array (wraps mod 2^64)."""
-    lo = U64(M32)
-    s = U64(32)
-    p = (x & lo) * U64(0x9E3779B9)
-    x = x ^ ((p ^ (p >> s)) << s)
-    p = (x >> s) * U64(0x85EBCA6B)
-    x = x ^ ((p ^ (p >> s)) & lo)
-    p = (x & lo) * U64(0xC2B2AE35)
-    return x ^ ((p ^ (p >> s)) << s)
+from pieces import ALIGN, M64, U64, cdiv, mix_int, mix_np, slice_values, write_vectors
 
 
 class Entry:
@@ -167,22 +137,6 @@ class Builder:
             data[d['offset']:d['offset'] + d['bytes']] = buf.tobytes()
         assert any(not owned.all() for _, owned in self.buffers), 'no garbage byte in any buffer'
         return offs, bytes(data)
-
-
-def slice_values(cells, t0, N, B, F, mixed):
-    """NumPy: the slice sums of one head's request cells [T][C] (tokens t0 .. N-1) for blocks F.. ."""
-    T, C = cells.shape
-    P = cdiv(C, 8)
-    if T == 0:
-        return []
-    whole = np.zeros((T, 8 * P), dtype=np.uint8)
-    whole[:, :C] = cells
-    x = whole.view('<u8').reshape(T, P).astype(U64)
-    if mixed:
-        x = mix_np(x)
-    j = np.arange(t0, N, dtype=U64)[:, None] * U64(P) + np.arange(P, dtype=U64)[None, :]
-    per_token = (x * (j * U64(2) + U64(1))).sum(axis=1, dtype=U64)
-    return [int(per_token[b * B - t0:min((b + 1) * B, N) - t0].sum(dtype=U64)) for b in range(F, cdiv(N, B))]
 
 
 def request_cells(source, groups, cells, entry, req):
@@ -433,17 +387,7 @@ def main():
     xs = [0, 1, 1 << 32, M64, 0x0123456789ABCDEF]
     assert [int(y) for y in mix_np(np.array(xs, dtype=U64))] == [mix_int(x) for x in xs]
     vs = vectors()
-    os.makedirs(args.out, exist_ok=True)
-    for f in sorted(os.listdir(args.out)):
-        if f.endswith('.json') or f.endswith('.bin'):
-            os.remove(os.path.join(args.out, f))
-    for js, data in vs:
-        with open(os.path.join(args.out, js['name'] + '.json'), 'w', encoding='ascii', newline='\n') as f:
-            f.write(json.dumps(js, sort_keys=True, indent=1) + '\n')
-        with open(os.path.join(args.out, js['name'] + '.bin'), 'wb') as f:
-            f.write(data)
-    with open(os.path.join(args.out, 'index.json'), 'w', encoding='ascii', newline='\n') as f:
-        f.write(json.dumps({'vectors': sorted(js['name'] for js, _ in vs)}, sort_keys=True, indent=1) + '\n')
+    write_vectors(args.out, vs)
     print('%d combination vectors -> %s' % (len(vs), args.out))
 
 

@@ -29,36 +29,11 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import generate as g  # noqa: E402
+from pieces import mix_int, mix_np  # noqa: E402  (MIX, shared by every generator of the mixed mode)
 
 U64 = np.uint64
 M64 = (1 << 64) - 1
-M32 = (1 << 32) - 1
-K1, K2, K3 = 0x9E3779B9, 0x85EBCA6B, 0xC2B2AE35
 PYINT_MAX_PIECES = 20000
-
-
-def mix_np(x):
-    """MIX on a uint64 array (wraps mod 2^64)."""
-    lo = np.uint64(M32)
-    s32 = np.uint64(32)
-    p = (x & lo) * np.uint64(K1)
-    x = x ^ ((p ^ (p >> s32)) << s32)
-    p = (x >> s32) * np.uint64(K2)
-    x = x ^ ((p ^ (p >> s32)) & lo)
-    p = (x & lo) * np.uint64(K3)
-    return x ^ ((p ^ (p >> s32)) << s32)
-
-
-def mix_int(x):
-    """MIX on a Python int, on the two 32-bit halves, as the definition reads."""
-    hi, lo = x >> 32, x & M32
-    p = lo * K1
-    hi ^= (p ^ (p >> 32)) & M32
-    p = hi * K2
-    lo ^= (p ^ (p >> 32)) & M32
-    p = lo * K3
-    hi ^= (p ^ (p >> 32)) & M32
-    return (hi << 32) | lo
 
 
 EXAMPLES = [0, 1, 2, 1 << 31, 1 << 32, 1 << 63, M64, 0x0123456789ABCDEF, 0xFEDCBA9876543210,

@@ -22,15 +22,11 @@ padding slot); every slot the request does not use holds random garbage.
 Output: DIR/*.safetensors|*.npz and DIR/sglang.json.  Usage: python3 golden/generator/sglang_dumps.py [--out DIR]
 (default cli/src/test/resources/sglang-dumps).  Reruns are byte-identical.
 """
-import argparse
-import json
-import os
-import shutil
 import zlib
 
 import numpy as np
 
-from dumps import T, U8, block_checksums, cdiv, draw, rng_for, write, DTYPES
+from dumps import T, U8, block_checksums, cdiv, draw, fresh_out, rng_for, write, write_manifest, DTYPES
 
 M64 = (1 << 64) - 1
 FNV_OFFSET = 0xcbf29ce484222325
@@ -224,13 +220,7 @@ def malformed_dumps(out):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    here = os.path.dirname(os.path.abspath(__file__))
-    ap.add_argument('--out', default=os.path.join(here, '..', '..', 'cli', 'src', 'test', 'resources', 'sglang-dumps'))
-    out = os.path.normpath(ap.parse_args().out)
-    if os.path.isdir(out):
-        shutil.rmtree(out)
-    os.makedirs(out)
+    out = fresh_out(__doc__, 'sglang-dumps')
     dumps, extra = good_dumps(out)
     manifest = {
         'generator': 'golden/generator/sglang_dumps.py',
@@ -244,11 +234,7 @@ def main():
         'malformed': malformed_dumps(out),
     }
     manifest.update(extra)
-    with open(os.path.join(out, 'sglang.json'), 'w') as f:
-        json.dump(manifest, f, indent=1, sort_keys=True)
-        f.write('\n')
-    total = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(out) for f in fs)
-    print('wrote %s: %d bytes' % (out, total))
+    write_manifest(out, 'sglang.json', manifest)
 
 
 if __name__ == '__main__':

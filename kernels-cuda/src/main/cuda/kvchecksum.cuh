@@ -207,6 +207,22 @@ KVC_HD const char* kvc_cell(uint64_t base, int64_t ps, int64_t ts, const int32_t
     return reinterpret_cast<const char*>(base + (uint64_t)(int64_t)tab[page_idx - tab0] * (uint64_t)ps + slot * (uint64_t)ts);
 }
 
+// Unit u of slice s (K units 0..kU-1, then V units): where its bytes start, its part's strides, and its first piece
+// in the cell. Inlined into the lane's loop like the expressions it stands for.
+template <int VEC>
+struct KvcUnit {
+    uint64_t base, piece;
+    int64_t ps, ts;
+    KVC_HD KvcUnit(const KvcSlice& s, uint32_t u, uint32_t kU) {
+        const bool isK = u < kU;
+        const uint32_t uu = isK ? u : u - kU;
+        base = (isK ? s.k_base : s.v_base) + (uint64_t)uu * KVC_LOAD_BYTES(VEC);
+        ps = isK ? s.k_page_stride : s.v_page_stride;
+        ts = isK ? s.k_token_stride : s.v_token_stride;
+        piece = (isK ? 0 : (uint64_t)s.k_pieces) + (uint64_t)uu * KVC_PIECES_PER_LOAD(VEC);
+    }
+};
+
 // The checksum contribution of one lane (0..31) of the warp that sums slice s over request block `block`.
 //
 // Lanes form a (token lane, unit lane) grid: unit lanes cover the cell's units (VEC pieces = 8*VEC bytes each,
@@ -238,12 +254,7 @@ KVC_HD uint64_t kvc_lane_slice_sum(const KvcChecksumParams& p, const KvcSlice& s
         uint32_t u = lane, b = 0;
         uint64_t acc = 0;
         for (uint32_t i = lane; i < U * nb; i += 32) {
-            const bool isK = u < kU;
-            const uint32_t uu = isK ? u : u - kU;
-            const uint64_t base = (isK ? s.k_base : s.v_base) + (uint64_t)uu * KVC_LOAD_BYTES(VEC);
-            const int64_t ps = isK ? s.k_page_stride : s.v_page_stride;
-            const int64_t ts = isK ? s.k_token_stride : s.v_token_stride;
-            const uint64_t piece = (isK ? 0 : (uint64_t)s.k_pieces) + (uint64_t)uu * KVC_PIECES_PER_LOAD(VEC);
+            const KvcUnit<VEC> c(s, u, kU);
             const uint32_t t0 = b * KVC_BATCH;
             uint64_t A = 0, T = 0, A1 = 0;
             uint32_t n = 0;
@@ -251,7 +262,7 @@ KVC_HD uint64_t kvc_lane_slice_sum(const KvcChecksumParams& p, const KvcSlice& s
                 const char* a[KVC_BATCH];
                 uint64_t x0[KVC_BATCH], x1[KVC_BATCH];
                 KVC_UNROLL
-                for (int k = 0; k < KVC_BATCH; ++k) a[k] = kvc_cell(base, ps, ts, tab, tab0, idx0 + t0 + k, p.page_size, shift);
+                for (int k = 0; k < KVC_BATCH; ++k) a[k] = kvc_cell(c.base, c.ps, c.ts, tab, tab0, idx0 + t0 + k, p.page_size, shift);
                 KVC_UNROLL
                 for (int k = 0; k < KVC_BATCH; ++k) kvc_load<VEC>(a[k], x0[k], x1[k]);
                 KVC_UNROLL
@@ -260,13 +271,13 @@ KVC_HD uint64_t kvc_lane_slice_sum(const KvcChecksumParams& p, const KvcSlice& s
             } else {
                 for (uint32_t t = t0; t < ntok; ++t) {
                     uint64_t x0, x1;
-                    kvc_load<VEC>(kvc_cell(base, ps, ts, tab, tab0, idx0 + t, p.page_size, shift), x0, x1);
+                    kvc_load<VEC>(kvc_cell(c.base, c.ps, c.ts, tab, tab0, idx0 + t, p.page_size, shift), x0, x1);
                     kvc_accumulate<VEC, MIX>(x0, x1, A, A1, T);
                     ++n;
                 }
             }
             const uint64_t pos0 = bs + t0;
-            acc += 2 * P * (pos0 * A + ((uint64_t)n * A - T)) + (2 * piece + 1) * A + 2 * A1;
+            acc += 2 * P * (pos0 * A + ((uint64_t)n * A - T)) + (2 * c.piece + 1) * A + 2 * A1;
             u += 32;  // next item: U >= 32, so one wrap at most
             if (u >= U) { u -= U; ++b; }
         }
@@ -279,12 +290,7 @@ KVC_HD uint64_t kvc_lane_slice_sum(const KvcChecksumParams& p, const KvcSlice& s
     if (tl >= token_lanes) return 0;
     uint64_t acc = 0;
     for (uint32_t u = ul; u < U; u += unit_lanes) {
-        const bool isK = u < kU;
-        const uint32_t uu = isK ? u : u - kU;
-        const uint64_t base = (isK ? s.k_base : s.v_base) + (uint64_t)uu * KVC_LOAD_BYTES(VEC);
-        const int64_t ps = isK ? s.k_page_stride : s.v_page_stride;
-        const int64_t ts = isK ? s.k_token_stride : s.v_token_stride;
-        const uint64_t piece = (isK ? 0 : (uint64_t)s.k_pieces) + (uint64_t)uu * KVC_PIECES_PER_LOAD(VEC);
+        const KvcUnit<VEC> c(s, u, kU);
         uint64_t A = 0, T = 0, A1 = 0;
         uint32_t n = 0;
         uint32_t t = tl;
@@ -292,7 +298,7 @@ KVC_HD uint64_t kvc_lane_slice_sum(const KvcChecksumParams& p, const KvcSlice& s
             const char* a[KVC_BATCH];
             uint64_t x0[KVC_BATCH], x1[KVC_BATCH];
             KVC_UNROLL
-            for (int k = 0; k < KVC_BATCH; ++k) a[k] = kvc_cell(base, ps, ts, tab, tab0, idx0 + t + k * token_lanes, p.page_size, shift);
+            for (int k = 0; k < KVC_BATCH; ++k) a[k] = kvc_cell(c.base, c.ps, c.ts, tab, tab0, idx0 + t + k * token_lanes, p.page_size, shift);
             KVC_UNROLL
             for (int k = 0; k < KVC_BATCH; ++k) kvc_load<VEC>(a[k], x0[k], x1[k]);
             KVC_UNROLL
@@ -301,13 +307,13 @@ KVC_HD uint64_t kvc_lane_slice_sum(const KvcChecksumParams& p, const KvcSlice& s
         }
         for (; t < ntok; t += token_lanes) {
             uint64_t x0, x1;
-            kvc_load<VEC>(kvc_cell(base, ps, ts, tab, tab0, idx0 + t, p.page_size, shift), x0, x1);
+            kvc_load<VEC>(kvc_cell(c.base, c.ps, c.ts, tab, tab0, idx0 + t, p.page_size, shift), x0, x1);
             kvc_accumulate<VEC, MIX>(x0, x1, A, A1, T);
             ++n;
         }
         const uint64_t pos0 = bs + tl;
         const uint64_t sxpos = pos0 * A + (uint64_t)token_lanes * ((uint64_t)n * A - T);
-        acc += 2 * P * sxpos + (2 * piece + 1) * A + 2 * A1;
+        acc += 2 * P * sxpos + (2 * c.piece + 1) * A + 2 * A1;
     }
     return acc;
 }

@@ -88,22 +88,22 @@ __device__ __forceinline__ void kvc_slice_sums_body(const KvcChecksumParams& p) 
 
 // At most 128 registers (2 CTAs of 256 per SM): KVC_BATCH 16-byte loads per thread in flight (64 KiB per SM) with
 // no spills; ptxas reports 90-96 (PtxEvidenceTest reads the report).
-// 16-byte loads: every slice's bases and strides are 16-byte aligned and its K and V piece counts are even.
-extern "C" __global__ void __launch_bounds__(KVC_THREADS, 2) kvc_block_checksums_16b(const KvcChecksumParams p) { kvc_block_checksums_body<2, 0>(p); }
-// 8-byte loads: bases and strides multiples of 8.
-extern "C" __global__ void __launch_bounds__(KVC_THREADS, 2) kvc_block_checksums_8b(const KvcChecksumParams p) { kvc_block_checksums_body<1, 0>(p); }
-// Pieces assembled from aligned 8-byte words: any layout (offsets and strides of any byte count).
-extern "C" __global__ void __launch_bounds__(KVC_THREADS, 2) kvc_block_checksums_1b(const KvcChecksumParams p) { kvc_block_checksums_body<0, 0>(p); }
-extern "C" __global__ void __launch_bounds__(KVC_THREADS, 2) kvc_slice_sums_16b(const KvcChecksumParams p) { kvc_slice_sums_body<2, 0>(p); }
-extern "C" __global__ void __launch_bounds__(KVC_THREADS, 2) kvc_slice_sums_8b(const KvcChecksumParams p) { kvc_slice_sums_body<1, 0>(p); }
-extern "C" __global__ void __launch_bounds__(KVC_THREADS, 2) kvc_slice_sums_1b(const KvcChecksumParams p) { kvc_slice_sums_body<0, 0>(p); }
-// The mixed mode: the same kernels with every loaded piece through kvc_feistel3 first.
-extern "C" __global__ void __launch_bounds__(KVC_THREADS, 2) kvc_block_checksums_16b_mixed(const KvcChecksumParams p) { kvc_block_checksums_body<2, 1>(p); }
-extern "C" __global__ void __launch_bounds__(KVC_THREADS, 2) kvc_block_checksums_8b_mixed(const KvcChecksumParams p) { kvc_block_checksums_body<1, 1>(p); }
-extern "C" __global__ void __launch_bounds__(KVC_THREADS, 2) kvc_block_checksums_1b_mixed(const KvcChecksumParams p) { kvc_block_checksums_body<0, 1>(p); }
-extern "C" __global__ void __launch_bounds__(KVC_THREADS, 2) kvc_slice_sums_16b_mixed(const KvcChecksumParams p) { kvc_slice_sums_body<2, 1>(p); }
-extern "C" __global__ void __launch_bounds__(KVC_THREADS, 2) kvc_slice_sums_8b_mixed(const KvcChecksumParams p) { kvc_slice_sums_body<1, 1>(p); }
-extern "C" __global__ void __launch_bounds__(KVC_THREADS, 2) kvc_slice_sums_1b_mixed(const KvcChecksumParams p) { kvc_slice_sums_body<0, 1>(p); }
+// Twelve kernels, kvc_{block_checksums,slice_sums}_{16b,8b,1b}[_mixed]:
+//   16b: 16-byte loads: every slice's bases and strides are 16-byte aligned and its K and V piece counts are even;
+//   8b: 8-byte loads: bases and strides multiples of 8;
+//   1b: pieces assembled from aligned 8-byte words: any layout (offsets and strides of any byte count);
+//   _mixed: the mixed mode, the same kernels with every loaded piece through kvc_feistel3 first.
+#define KVC_CHECKSUM_KERNEL(NAME, BODY, VEC, MIX) \
+    extern "C" __global__ void __launch_bounds__(KVC_THREADS, 2) NAME(const KvcChecksumParams p) { BODY<VEC, MIX>(p); }
+#define KVC_CHECKSUM_KERNELS(SUFFIX, MIX) \
+    KVC_CHECKSUM_KERNEL(kvc_block_checksums_16b##SUFFIX, kvc_block_checksums_body, 2, MIX) \
+    KVC_CHECKSUM_KERNEL(kvc_block_checksums_8b##SUFFIX, kvc_block_checksums_body, 1, MIX) \
+    KVC_CHECKSUM_KERNEL(kvc_block_checksums_1b##SUFFIX, kvc_block_checksums_body, 0, MIX) \
+    KVC_CHECKSUM_KERNEL(kvc_slice_sums_16b##SUFFIX, kvc_slice_sums_body, 2, MIX) \
+    KVC_CHECKSUM_KERNEL(kvc_slice_sums_8b##SUFFIX, kvc_slice_sums_body, 1, MIX) \
+    KVC_CHECKSUM_KERNEL(kvc_slice_sums_1b##SUFFIX, kvc_slice_sums_body, 0, MIX)
+KVC_CHECKSUM_KERNELS(, 0)
+KVC_CHECKSUM_KERNELS(_mixed, 1)
 
 extern "C" __global__ void __launch_bounds__(KVC_THREADS) kvc_sum_parts(const KvcReduceParams p) {
     const uint32_t i = blockIdx.x * KVC_THREADS + threadIdx.x;

@@ -53,13 +53,9 @@ public final class KvLayouts {
      *     invalid as {@link CacheLayer} checks them
      */
     public static CacheLayer vllmFlashLayer(int layer, int firstHead, KvMemory cache, PagedShape s) {
-        long cell = s.cellBytes();
-        long token = s.heads() * cell;
+        long token = (long) s.heads() * s.cellBytes();
         long page = s.pageSize() * token;
-        long half = s.numPages() * page;
-        return CacheLayer.of(layer, firstHead, s.heads(),
-                new KvRegion(cache, 0, page, token, cell, s.cellBytes()),
-                new KvRegion(cache, half, page, token, cell, s.cellBytes()));
+        return kAndV(layer, firstHead, cache, s, s.numPages() * page, page, token, s.cellBytes());
     }
 
     /**
@@ -74,12 +70,9 @@ public final class KvLayouts {
      *     invalid as {@link CacheLayer} checks them
      */
     public static CacheLayer flashInferNhdLayer(int layer, int firstHead, KvMemory cache, PagedShape s) {
-        long cell = s.cellBytes();
-        long token = s.heads() * cell;
+        long token = (long) s.heads() * s.cellBytes();
         long half = s.pageSize() * token;
-        return CacheLayer.of(layer, firstHead, s.heads(),
-                new KvRegion(cache, 0, 2 * half, token, cell, s.cellBytes()),
-                new KvRegion(cache, half, 2 * half, token, cell, s.cellBytes()));
+        return kAndV(layer, firstHead, cache, s, half, 2 * half, token, s.cellBytes());
     }
 
     /**
@@ -94,12 +87,17 @@ public final class KvLayouts {
      *     invalid as {@link CacheLayer} checks them
      */
     public static CacheLayer flashInferHndLayer(int layer, int firstHead, KvMemory cache, PagedShape s) {
-        long cell = s.cellBytes();
-        long head = s.pageSize() * cell;
+        long head = (long) s.pageSize() * s.cellBytes();
         long half = s.heads() * head;
+        return kAndV(layer, firstHead, cache, s, half, 2 * half, s.cellBytes(), head);
+    }
+
+    /** The paged layouts' layer: K from the tensor's start, V from {@code vOffset}, both with the same strides. */
+    private static CacheLayer kAndV(int layer, int firstHead, KvMemory cache, PagedShape s, long vOffset, long page,
+            long token, long head) {
         return CacheLayer.of(layer, firstHead, s.heads(),
-                new KvRegion(cache, 0, 2 * half, cell, head, s.cellBytes()),
-                new KvRegion(cache, half, 2 * half, cell, head, s.cellBytes()));
+                new KvRegion(cache, 0, page, token, head, s.cellBytes()),
+                new KvRegion(cache, vOffset, page, token, head, s.cellBytes()));
     }
 
     /**

@@ -1,5 +1,6 @@
 package io.kvchecksum;
 
+import java.math.BigInteger;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
@@ -234,13 +235,9 @@ public final class KvSegments implements KvSource {
         return new Share(plan, from / g, g);
     }
 
+    /** The JDK's gcd (what the other modules' copies can use too); once per segment share, never per token. */
     private static long gcd(long a, long b) {
-        while (b != 0) {
-            long t = a % b;
-            a = b;
-            b = t;
-        }
-        return a;
+        return BigInteger.valueOf(a).gcd(BigInteger.valueOf(b)).longValue();
     }
 
     private static void requireSameGeometry(KvCacheGroup a, KvCacheGroup b, int index) {

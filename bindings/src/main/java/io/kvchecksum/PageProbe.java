@@ -160,12 +160,7 @@ public final class PageProbe {
         if (probeBytes <= 0 || probeBytes % 8 != 0) {
             throw new InvalidLayoutException("probeBytes must be a positive multiple of 8, got " + probeBytes);
         }
-        RequestBlocks r = plan.request();
-        long start = r.startToken();
-        int ps = plan.pageSize();
-        int pages = plan.numPages();
-        long[] head = new long[pages];
-        long[] tail = new long[pages];
+        Pages f = new Pages(plan);
         if (plan.group().isHostResident()) {
             // Every (kind, slice) part resolved once into flat arrays: the per-page loop is arithmetic and reads.
             List<SlicePlan.Slice> slices = plan.slices();
@@ -200,7 +195,7 @@ public final class PageProbe {
             }
             java.util.function.IntConsumer one = i -> {
                 long page = plan.page(i);
-                long lastSlot = Math.min(ps, r.numTokens() - start - (long) i * ps) - 1;
+                long lastSlot = f.lastSlot(i);
                 long h = 0;
                 long t = 0;
                 // First-token windows of every part, then last-token ones: each pass walks one token's cells in
@@ -211,31 +206,26 @@ public final class PageProbe {
                 for (int j = 0; j < seg.length; j++) {
                     t += w[j] * window(seg[j], base[j] + page * pageStride[j] + lastSlot * tokenStride[j] + tailSkip[j], pieces[j]);
                 }
-                head[i] = h;
-                tail[i] = t;
+                f.head[i] = h;
+                f.tail[i] = t;
             };
             // Each page is a few scattered cache lines per slice: latency-bound, so pages run on all cores once the
             // request has enough of them to pay for the hand-off (~30 us per thread).
-            java.util.stream.IntStream range = java.util.stream.IntStream.range(0, pages);
-            ((long) pages * seg.length >= PARALLEL_WINDOWS ? range.parallel() : range).forEach(one);
-            return new Probes(ps, probeBytes, start, r.numTokens(), head, tail);
+            java.util.stream.IntStream range = java.util.stream.IntStream.range(0, f.head.length);
+            ((long) f.head.length * seg.length >= PARALLEL_WINDOWS ? range.parallel() : range).forEach(one);
+            return f.probes(probeBytes);
         }
         return throughBackend(backend, plan, probeBytes);
     }
 
     /** The device path: every window a {@link StateRow}, digested by the backend in one call (any memory). */
     static Probes throughBackend(KvChecksum backend, SlicePlan plan, int probeBytes) {
-        RequestBlocks r = plan.request();
-        long start = r.startToken();
-        int ps = plan.pageSize();
-        int pages = plan.numPages();
-        long[] head = new long[pages];
-        long[] tail = new long[pages];
+        Pages f = new Pages(plan);
         List<StateRow> rows = new ArrayList<>();
         List<long[]> where = new ArrayList<>(); // {page index, 0 head | 1 tail, weight}
-        for (int i = 0; i < pages; i++) {
+        for (int i = 0; i < f.head.length; i++) {
             int page = plan.page(i);
-            long lastSlot = Math.min(ps, r.numTokens() - start - (long) i * ps) - 1;
+            long lastSlot = f.lastSlot(i);
             for (SlicePlan.Slice s : plan.slices()) {
                 for (int kind = 0; kind < 2; kind++) {
                     SlicePlan.Part part = kind == 0 ? s.k() : s.v();
@@ -255,9 +245,33 @@ public final class PageProbe {
         long[] d = backend.stateDigests(rows, ChecksumMode.STANDARD);
         for (int k = 0; k < d.length; k++) {
             long[] at = where.get(k);
-            (at[1] == 0 ? head : tail)[(int) at[0]] += at[2] * d[k];
+            (at[1] == 0 ? f.head : f.tail)[(int) at[0]] += at[2] * d[k];
         }
-        return new Probes(ps, probeBytes, start, r.numTokens(), head, tail);
+        return f.probes(probeBytes);
+    }
+
+    /** The probes of a plan as they are filled: a head and a tail value per page, in the page table's order. */
+    private static final class Pages {
+        final long[] head;
+        final long[] tail;
+        private final RequestBlocks r;
+        private final int ps;
+
+        Pages(SlicePlan plan) {
+            r = plan.request();
+            ps = plan.pageSize();
+            head = new long[plan.numPages()];
+            tail = new long[plan.numPages()];
+        }
+
+        /** The slot of page {@code i}'s last token of the request. */
+        long lastSlot(int i) {
+            return Math.min(ps, r.numTokens() - r.startToken() - (long) i * ps) - 1;
+        }
+
+        Probes probes(int probeBytes) {
+            return new Probes(ps, probeBytes, r.startToken(), r.numTokens(), head, tail);
+        }
     }
 
     private static long window(MemorySegment m, long at, int pieces) {

@@ -3,8 +3,6 @@ package io.kvchecksum.internal;
 import io.kvchecksum.Definition;
 
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
-import java.nio.ByteOrder;
 
 /**
  * The mixed mode ({@link io.kvchecksum.ChecksumMode#MIXED}) when the JVM lacks {@code jdk.incubator.vector}:
@@ -12,7 +10,6 @@ import java.nio.ByteOrder;
  * same closing formulas (they are linear in the piece values).
  */
 final class MixedScalarSliceKernel implements SliceKernel {
-    private static final ValueLayout.OfLong PIECE = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     private static final ScalarSliceKernel STANDARD = new ScalarSliceKernel();
 
     @Override
@@ -89,8 +86,7 @@ final class MixedScalarSliceKernel implements SliceKernel {
     public void sumRows(MemorySegment segment, long[] tokenOffsets, int n, long t0, int cellPieces, int pieceBase,
             int regionPieces, int heads, long[] a, long[] t, long[] out) {
         int total = heads * regionPieces;
-        java.util.Arrays.fill(a, 0, total, 0);
-        java.util.Arrays.fill(t, 0, total, 0);
+        SliceKernel.clearRows(a, t, total);
         for (int i = 0; i < n; i++) {
             long base = tokenOffsets[i];
             for (int q = 0; q < total; q++) {

@@ -6,7 +6,6 @@ import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 
 /**
@@ -28,7 +27,6 @@ final class MixedVectorSliceKernel implements SliceKernel {
     private static final VectorSpecies<Long> S = KernelSpecies.S;
     private static final int L = S.length();
     private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
-    private static final ValueLayout.OfLong PIECE = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(LE);
     private static final long M32 = 0xFFFFFFFFL;
     private static final long HI = ~M32;
 
@@ -159,8 +157,7 @@ final class MixedVectorSliceKernel implements SliceKernel {
             int heads, long[] a, long[] t, long[] out) {
         int total = heads * regionPieces;
         int vectorEnd = total - total % L;
-        java.util.Arrays.fill(a, 0, total, 0);
-        java.util.Arrays.fill(t, 0, total, 0);
+        SliceKernel.clearRows(a, t, total);
         for (int i = 0; i < n; i++) {
             long base = off[i];
             int q = 0;

@@ -1,15 +1,12 @@
 package io.kvchecksum.internal;
 
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
-import java.nio.ByteOrder;
 
 /**
  * The fallback when the JVM lacks {@code jdk.incubator.vector}: the direct form with the weight stepped by 2 per
  * piece instead of recomputed.
  */
 final class ScalarSliceKernel implements SliceKernel {
-    private static final ValueLayout.OfLong PIECE = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     /** Regions up to this many pieces take the direct form in {@link #sumAffine}. */
     static final int DIRECT_PIECES = 32;
 
@@ -104,8 +101,7 @@ final class ScalarSliceKernel implements SliceKernel {
     public void sumRows(MemorySegment segment, long[] tokenOffsets, int n, long t0, int cellPieces, int pieceBase,
             int regionPieces, int heads, long[] a, long[] t, long[] out) {
         int total = heads * regionPieces;
-        java.util.Arrays.fill(a, 0, total, 0);
-        java.util.Arrays.fill(t, 0, total, 0);
+        SliceKernel.clearRows(a, t, total);
         for (int i = 0; i < n; i++) {
             long base = tokenOffsets[i];
             for (int q = 0; q < total; q++) {

@@ -1,6 +1,8 @@
 package io.kvchecksum.internal;
 
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
 
 /**
  * The inner loop of the fast CPU backend: one region's part of one slice sum over the tokens of one block.
@@ -9,6 +11,8 @@ import java.lang.foreign.MemorySegment;
  * the little-endian piece at {@code tokenOffsets[i] + extra + 8p} of {@code segment}. Offsets have been validated.
  */
 interface SliceKernel {
+    /** A piece as every kernel reads it: 8 bytes, little-endian, at any alignment. */
+    ValueLayout.OfLong PIECE = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
     long sum(MemorySegment segment, long[] tokenOffsets, long extra, int n, long t0, int cellPieces, int pieceBase,
             int regionPieces);
@@ -21,6 +25,12 @@ interface SliceKernel {
      */
     void sumRows(MemorySegment segment, long[] tokenOffsets, int n, long t0, int cellPieces, int pieceBase, int regionPieces,
             int heads, long[] a, long[] t, long[] out);
+
+    /** Zeroes the running sums of {@link #sumRows}'s first {@code total} pieces. */
+    static void clearRows(long[] a, long[] t, int total) {
+        java.util.Arrays.fill(a, 0, total, 0);
+        java.util.Arrays.fill(t, 0, total, 0);
+    }
 
     /** Adds each head's sum from the per-piece running sums {@code a} (sum of x) and {@code t} (sum of prefix sums). */
     static void finishRows(int n, long t0, int cellPieces, int pieceBase, int regionPieces, int heads, long[] a, long[] t,

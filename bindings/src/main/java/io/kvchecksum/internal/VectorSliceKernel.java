@@ -5,7 +5,6 @@ import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 
 /**
@@ -24,7 +23,6 @@ final class VectorSliceKernel implements SliceKernel {
     private static final VectorSpecies<Long> S = KernelSpecies.S;
     private static final int L = S.length();
     private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
-    private static final ValueLayout.OfLong PIECE = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(LE);
 
     /** How contiguous streams from memory are read: {@link KernelSpecies#CHOSEN}, or in tests another choice. */
     private final KernelSpecies.Streams streams;
@@ -87,10 +85,7 @@ final class VectorSliceKernel implements SliceKernel {
         long vx = 4 * (perSet * sumX - s0.add(s1).add(s2.add(s3)).reduceLanes(VectorOperators.ADD))
                 + a1.reduceLanes(VectorOperators.ADD) + 2 * a2.reduceLanes(VectorOperators.ADD)
                 + 3 * a3.reduceLanes(VectorOperators.ADD);
-        long laneWeighted = 0;
-        for (int l = 1; l < L; l++) {
-            laneWeighted += l * g.lane(l);
-        }
+        long laneWeighted = laneWeighted(g);
         long qx = L * vx + laneWeighted;                          // sum q*x
         long iX = n * sumX - r.reduceLanes(VectorOperators.ADD);  // sum_i i*X_i
         return (2 * (t0 * cellPieces + pieceBase) + 1) * sumX + 2 * qx + 2 * (cellPieces - 8L * L) * iX;
@@ -149,10 +144,7 @@ final class VectorSliceKernel implements SliceKernel {
             long sumG = g.reduceLanes(VectorOperators.ADD);
             // sum_c c*A_c = chunks*G - H, lane by lane
             long sumCA = chunks * sumG - h.reduceLanes(VectorOperators.ADD);
-            long laneWeighted = 0;
-            for (int l = 1; l < L; l++) {
-                laneWeighted += l * g.lane(l);
-            }
+            long laneWeighted = laneWeighted(g);
             long twoP = 2L * cellPieces;
             // sum_{c,l} A_{c,l} * (2*(base + c*L + l) + 1 + 2P(t0+n)) - 2P * sum T
             total = (2L * pieceBase + 1 + twoP * (t0 + n)) * sumG + 2L * L * sumCA + 2 * laneWeighted
@@ -162,6 +154,28 @@ final class VectorSliceKernel implements SliceKernel {
             total += ScalarSliceKernel.direct(seg, off, extra + 8L * c, n, t0, cellPieces, pieceBase + c, regionPieces - c);
         }
         return total;
+    }
+
+    /** {@code sum_l l * g_l}: the lane-weighted sum of the closing formulas, once per call. */
+    private static long laneWeighted(LongVector g) {
+        long sum = 0;
+        for (int l = 1; l < L; l++) {
+            sum += l * g.lane(l);
+        }
+        return sum;
+    }
+
+    /**
+     * The pieces {@code from..total-1} of a stream past its last whole group, the first at byte {@code at}, one by
+     * one: piece {@code q} has weight {@code c0 + 2q}.
+     */
+    private static long streamTail(MemorySegment seg, long at, long from, long total, long c0) {
+        long sum = 0;
+        long w = c0 + 2 * from;
+        for (long q = from, o = at; q < total; q++, o += 8, w += 2) {
+            sum += seg.get(PIECE, o) * w;
+        }
+        return sum;
     }
 
     /** {@code 2*l} in lane {@code l}: the lane's share of the piece weight {@code 2p}. */
@@ -386,11 +400,7 @@ final class VectorSliceKernel implements SliceKernel {
         long c0 = 2 * (t0 * cellPieces + pieceBase) + 1;
         long sum = close(a0, a1, a2, a3, s0.add(s1).add(s2.add(s3)), c0, groups);
         // pieces past the last whole group: weight c0 + 2q, q counted from the block's first piece
-        long w = c0 + 2 * groups * 4L * L;
-        for (long q = groups * 4L * L, o = end; q < total; q++, o += 8, w += 2) {
-            sum += seg.get(PIECE, o) * w;
-        }
-        return sum;
+        return sum + streamTail(seg, end, groups * 4L * L, total, c0);
     }
 
     /**
@@ -516,11 +526,7 @@ final class VectorSliceKernel implements SliceKernel {
                 .sub(s0.add(s1).add(s2.add(s3)).lanewise(VectorOperators.LSHL, 5))
                 .add(sets.lanewise(VectorOperators.LSHL, 3));
         long sum = g.reduceLanes(VectorOperators.ADD);
-        long w = c0 + 2 * groups * 16;
-        for (long q = groups * 16, o = end; q < total; q++, o += 8, w += 2) {
-            sum += seg.get(PIECE, o) * w;
-        }
-        return sum;
+        return sum + streamTail(seg, end, groups * 16, total, c0);
     }
 
     /**
@@ -543,8 +549,7 @@ final class VectorSliceKernel implements SliceKernel {
             int heads, long[] a, long[] t, long[] out) {
         int total = heads * regionPieces;
         int vectorEnd = total - total % L;
-        java.util.Arrays.fill(a, 0, total, 0);
-        java.util.Arrays.fill(t, 0, total, 0);
+        SliceKernel.clearRows(a, t, total);
         int i = 0;
         // Four rows per pass: the running sums stay in registers across them, so a[] and t[] are read and written
         // once per four tokens instead of once per token.

@@ -4,8 +4,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import io.kvchecksum.CacheLayer;
 import io.kvchecksum.ChecksumMode;
 import io.kvchecksum.KvCacheGroup;
-import io.kvchecksum.KvMemory;
-import io.kvchecksum.KvRegion;
 import io.kvchecksum.KvSegments;
 import io.kvchecksum.RequestBlocks;
 import io.kvchecksum.SliceSums;
@@ -67,13 +65,7 @@ public final class CombinationVector {
     public List<RequestBlocks> requests() {
         List<RequestBlocks> out = new ArrayList<>();
         for (JsonNode r : json.get("requests")) {
-            JsonNode t = r.get("block_table");
-            int[] table = new int[t.size()];
-            for (int i = 0; i < table.length; i++) {
-                table[i] = t.get(i).asInt();
-            }
-            out.add(RequestBlocks.of(table, r.get("num_tokens").asLong(), r.get("first_block").asLong(),
-                    r.get("block_size").asInt()));
+            out.add(VectorJson.request(r));
         }
         return out;
     }
@@ -85,7 +77,7 @@ public final class CombinationVector {
      * @param mode the checksum mode
      */
     public long[] expected(int r, ChecksumMode mode) {
-        return unsigned(request(r).get(mode == ChecksumMode.MIXED ? "expected_mixed" : "expected"));
+        return VectorJson.unsigned(request(r).get(mode == ChecksumMode.MIXED ? "expected_mixed" : "expected"));
     }
 
     /**
@@ -98,17 +90,7 @@ public final class CombinationVector {
     public SliceSums expectedSlices(int r, ChecksumMode mode) {
         JsonNode q = request(r);
         JsonNode s = q.get(mode == ChecksumMode.MIXED ? "expected_slices_mixed" : "expected_slices");
-        int n = s.size();
-        int nb = q.get("expected").size();
-        int[] layers = new int[n];
-        int[] heads = new int[n];
-        long[] values = new long[n * nb];
-        for (int i = 0; i < n; i++) {
-            layers[i] = s.get(i).get("layer").asInt();
-            heads[i] = s.get(i).get("head").asInt();
-            System.arraycopy(unsigned(s.get(i).get("values")), 0, values, i * nb, nb);
-        }
-        return new SliceSums(layers, heads, q.get("first_block").asLong(), nb, values);
+        return VectorJson.sliceSums(s, q.get("first_block").asLong(), q.get("expected").size());
     }
 
     /**
@@ -117,15 +99,7 @@ public final class CombinationVector {
      * @param arena where the copies are allocated; they live as long as it does
      */
     public List<MemorySegment> buffers(Arena arena) {
-        List<MemorySegment> out = new ArrayList<>();
-        for (JsonNode b : json.get("buffers")) {
-            long off = b.get("offset").asLong();
-            long len = b.get("bytes").asLong();
-            MemorySegment seg = arena.allocate(Math.max(1, len), 64);
-            MemorySegment.copy(MemorySegment.ofArray(data), off, seg, 0, len);
-            out.add(seg);
-        }
-        return out;
+        return VectorJson.buffers(json.get("buffers"), data, arena);
     }
 
     /**
@@ -141,7 +115,7 @@ public final class CombinationVector {
             for (JsonNode l : g.get("layers")) {
                 JsonNode v = l.get("v");
                 layers.add(new CacheLayer(l.get("layer").asInt(), l.get("first_head").asInt(), l.get("num_heads").asInt(),
-                        region(l.get("k"), buffers), v == null || v.isNull() ? null : region(v, buffers)));
+                        VectorJson.region(l.get("k"), buffers), VectorJson.optionalRegion(v, buffers)));
             }
             out.add(KvCacheGroup.of(g.get("page_size").asInt(), g.get("num_pages").asLong(), layers));
         }
@@ -150,20 +124,6 @@ public final class CombinationVector {
 
     private JsonNode request(int r) {
         return json.get("requests").get(r);
-    }
-
-    private static KvRegion region(JsonNode r, List<MemorySegment> buffers) {
-        return new KvRegion(KvMemory.host(buffers.get(r.get("buffer").asInt())), r.get("offset").asLong(),
-                r.get("page_stride").asLong(), r.get("token_stride").asLong(), r.get("head_stride").asLong(),
-                r.get("cell_bytes").asInt());
-    }
-
-    private static long[] unsigned(JsonNode arr) {
-        long[] out = new long[arr.size()];
-        for (int i = 0; i < out.length; i++) {
-            out[i] = Long.parseUnsignedLong(arr.get(i).asText());
-        }
-        return out;
     }
 
     @Override

@@ -93,6 +93,7 @@ public final class Combinations {
      * @param backend the backend under test
      * @param where what {@code place} does, for the test's name
      * @param place given a host memory holding a region's bytes, returns the memory the backend reads (the same bytes)
+     * @return the combination test as one dynamic test, named after {@code where}
      */
     public static DynamicTest test(KvChecksum backend, String where, UnaryOperator<KvMemory> place) {
         long seed = Long.decode(System.getProperty(SEED_PROPERTY, Long.toString(DEFAULT_SEED)));

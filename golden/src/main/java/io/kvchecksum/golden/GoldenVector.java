@@ -81,33 +81,17 @@ public final class GoldenVector {
 
     /** {@return the request as the vector describes it (table starting at the first block)} */
     public RequestBlocks request() {
-        JsonNode t = json.get("block_table");
-        int[] table = new int[t.size()];
-        for (int i = 0; i < table.length; i++) {
-            table[i] = t.get(i).asInt();
-        }
-        return RequestBlocks.of(table, numTokens(), firstBlock(), blockSize());
+        return VectorJson.request(json);
     }
 
     /** {@return the expected block checksums for blocks {@code firstBlock..}} */
     public long[] expected() {
-        return unsigned(json.get("expected"));
+        return VectorJson.unsigned(json.get("expected"));
     }
 
     /** {@return the expected slice sums, in the order of the vector's layers then local heads} */
     public SliceSums expectedSlices() {
-        JsonNode s = json.get("expected_slices");
-        int n = s.size();
-        int nb = json.get("expected").size();
-        int[] layers = new int[n];
-        int[] heads = new int[n];
-        long[] values = new long[n * nb];
-        for (int i = 0; i < n; i++) {
-            layers[i] = s.get(i).get("layer").asInt();
-            heads[i] = s.get(i).get("head").asInt();
-            System.arraycopy(unsigned(s.get(i).get("values")), 0, values, i * nb, nb);
-        }
-        return new SliceSums(layers, heads, firstBlock(), nb, values);
+        return VectorJson.sliceSums(json.get("expected_slices"), firstBlock(), json.get("expected").size());
     }
 
     /**
@@ -116,15 +100,7 @@ public final class GoldenVector {
      * @param arena where the copies are allocated; they live as long as it does
      */
     public List<MemorySegment> buffers(Arena arena) {
-        List<MemorySegment> out = new ArrayList<>();
-        for (JsonNode b : json.get("buffers")) {
-            long off = b.get("offset").asLong();
-            long len = b.get("bytes").asLong();
-            MemorySegment seg = arena.allocate(Math.max(1, len), 64);
-            MemorySegment.copy(MemorySegment.ofArray(data), off, seg, 0, len);
-            out.add(len == 0 ? seg.asSlice(0, 0) : seg);
-        }
-        return out;
+        return VectorJson.buffers(json.get("buffers"), data, arena);
     }
 
     /**
@@ -139,9 +115,8 @@ public final class GoldenVector {
             numPages = Math.max(numPages, t + 1L);
         }
         for (JsonNode l : json.get("layers")) {
-            KvRegion k = region(l.get("k"), buffers);
-            JsonNode vj = l.get("v");
-            KvRegion v = vj == null || vj.isNull() ? null : region(vj, buffers);
+            KvRegion k = VectorJson.region(l.get("k"), buffers);
+            KvRegion v = VectorJson.optionalRegion(l.get("v"), buffers);
             layers.add(new CacheLayer(l.get("layer").asInt(), l.get("first_head").asInt(), l.get("num_heads").asInt(), k, v));
         }
         // The vector does not say how many pages each region holds; the pages its table uses are the ones read.
@@ -217,20 +192,6 @@ public final class GoldenVector {
      * @param request the request for that cache (position-indexed for {@code flat})
      */
     public record FamilyLayout(KvCacheGroup group, RequestBlocks request) {
-    }
-
-    private static KvRegion region(JsonNode r, List<MemorySegment> buffers) {
-        return new KvRegion(KvMemory.host(buffers.get(r.get("buffer").asInt())), r.get("offset").asLong(),
-                r.get("page_stride").asLong(), r.get("token_stride").asLong(), r.get("head_stride").asLong(),
-                r.get("cell_bytes").asInt());
-    }
-
-    private static long[] unsigned(JsonNode arr) {
-        long[] out = new long[arr.size()];
-        for (int i = 0; i < out.length; i++) {
-            out[i] = Long.parseUnsignedLong(arr.get(i).asText());
-        }
-        return out;
     }
 
     @Override

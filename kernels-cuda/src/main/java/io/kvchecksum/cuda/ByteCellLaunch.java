@@ -5,7 +5,6 @@ import io.kvchecksum.KvMemory;
 import io.kvchecksum.RequestBlocks;
 import io.kvchecksum.SlicePlan;
 
-import java.lang.foreign.MemorySegment;
 import java.util.function.ToLongFunction;
 
 /**
@@ -45,7 +44,7 @@ final class ByteCellLaunch {
         Object uploadKey = plan.residency() == SlicePlan.Residency.DEVICE ? plan : null;
         return backend.job(resources, stream, upload, 0, slices ? ns * nb : nb, uploadKey, (host, dUpload, dScratch, dOut, cached) -> {
             if (!cached) {
-                writeSlices(host, plan, address);
+                KernelAbi.slices(host, plan, address, true);
                 for (int i = 0; i < pages; i++) {
                     host.set(KernelAbi.U32, tableOff + 4L * i, plan.page(i));
                 }
@@ -65,20 +64,5 @@ final class ByteCellLaunch {
                 }
             };
         });
-    }
-
-    private static void writeSlices(MemorySegment host, SlicePlan plan, ToLongFunction<KvMemory> address) {
-        long at = 0;
-        for (SlicePlan.Slice s : plan.slices()) {
-            SlicePlan.Part k = s.k();
-            SlicePlan.Part v = s.v();
-            long kAddr = address.applyAsLong(k.memory());
-            long vAddr = v == null ? 0 : address.applyAsLong(v.memory());
-            // KvcByteCellSlice: KvcSlice's layout, byte counts where KvcSlice has piece counts
-            KernelAbi.slice(host, at, s.factor(), kAddr + k.base(), k.pageStride(), k.tokenStride(),
-                    v == null ? 0 : vAddr + v.base(), v == null ? 0 : v.pageStride(), v == null ? 0 : v.tokenStride(),
-                    k.bytes(), v == null ? 0 : v.bytes());
-            at += KernelAbi.SLICE_BYTES;
-        }
     }
 }

@@ -137,26 +137,39 @@ final class ContextResources {
     }
 
     private void grow(Slot s, long pinnedBytes, long deviceBytes) {
-        long[] p = new long[1];
         if (s.pinnedBytes < pinnedBytes) {
-            long n = Math.max(pinnedBytes, Math.max(4096, 2 * s.pinnedBytes));
-            check(driver, driver.cuMemAllocHost(p, n), "cuMemAllocHost(" + n + " bytes)");
-            if (s.pinned != 0) {
-                oldPinned.add(s.pinned);
-            }
-            s.pinned = p[0];
+            long n = larger(s.pinnedBytes, pinnedBytes);
+            s.pinned = replace(true, n, s.pinned, oldPinned);
             s.pinnedBytes = n;
         }
         if (s.deviceBytes < deviceBytes) {
-            long n = Math.max(deviceBytes, Math.max(4096, 2 * s.deviceBytes));
-            check(driver, driver.cuMemAlloc(p, n), "cuMemAlloc(" + n + " bytes)");
-            if (s.device != 0) {
-                oldDevice.add(s.device);
-            }
-            s.device = p[0];
+            long n = larger(s.deviceBytes, deviceBytes);
+            s.device = replace(false, n, s.device, oldDevice);
             s.deviceBytes = n;
             s.uploadKey = null;
         }
+    }
+
+    /** The new size of a buffer of {@code have} bytes that must hold {@code want}: at least double, at least 4 KiB. */
+    private static long larger(long have, long want) {
+        return Math.max(want, Math.max(4096, 2 * have));
+    }
+
+    /**
+     * Allocates {@code n} bytes of pinned host or of device memory in place of {@code old} (0: none), which goes to
+     * {@code retired} (work in flight may still use it), and returns the new address.
+     */
+    private long replace(boolean pinned, long n, long old, List<Long> retired) {
+        long[] p = new long[1];
+        if (pinned) {
+            check(driver, driver.cuMemAllocHost(p, n), "cuMemAllocHost(" + n + " bytes)");
+        } else {
+            check(driver, driver.cuMemAlloc(p, n), "cuMemAlloc(" + n + " bytes)");
+        }
+        if (old != 0) {
+            retired.add(old);
+        }
+        return p[0];
     }
 
     /** Waits for work still in flight and frees everything; the context must be current. */

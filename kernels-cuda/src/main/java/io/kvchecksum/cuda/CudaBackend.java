@@ -533,8 +533,9 @@ public final class CudaBackend implements Backend {
         // Device plans hold fixed addresses, so a plan instance always serializes to the same bytes: it keys the upload.
         Object uploadKey = plan.residency() == SlicePlan.Residency.DEVICE ? plan : null;
         return job(resources, stream, upload, scratch, results, uploadKey, (host, dUpload, dScratch, dOut, cached) -> {
-            int alignment = cached ? alignmentOf(plan, address) : writeSlices(host, plan, address);
+            int alignment = alignmentOf(plan, address);
             if (!cached) {
+                KernelAbi.slices(host, plan, address, false);
                 for (int i = 0; i < pages; i++) {
                     host.set(KernelAbi.U32, tableOff + 4L * i, plan.page(i));
                 }
@@ -578,27 +579,6 @@ public final class CudaBackend implements Backend {
             if (s.v() != null) {
                 alignment = Math.min(alignment, s.v().alignmentAt(address.applyAsLong(s.v().memory())));
             }
-        }
-        return alignment;
-    }
-
-    /** Writes one KvcSlice per plan slice and returns the smallest alignment class of their parts' absolute addresses. */
-    private static int writeSlices(MemorySegment host, SlicePlan plan, ToLongFunction<KvMemory> address) {
-        int alignment = 16;
-        long at = 0;
-        for (SlicePlan.Slice s : plan.slices()) {
-            SlicePlan.Part k = s.k();
-            SlicePlan.Part v = s.v();
-            long kAddr = address.applyAsLong(k.memory());
-            long vAddr = v == null ? 0 : address.applyAsLong(v.memory());
-            KernelAbi.slice(host, at, s.factor(), kAddr + k.base(), k.pageStride(), k.tokenStride(),
-                    v == null ? 0 : vAddr + v.base(), v == null ? 0 : v.pageStride(), v == null ? 0 : v.tokenStride(),
-                    k.pieces(), s.vPieces());
-            alignment = Math.min(alignment, k.alignmentAt(kAddr));
-            if (v != null) {
-                alignment = Math.min(alignment, v.alignmentAt(vAddr));
-            }
-            at += KernelAbi.SLICE_BYTES;
         }
         return alignment;
     }

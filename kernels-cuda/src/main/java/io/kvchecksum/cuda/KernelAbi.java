@@ -1,8 +1,12 @@
 package io.kvchecksum.cuda;
 
+import io.kvchecksum.KvMemory;
+import io.kvchecksum.SlicePlan;
+
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
+import java.util.function.ToLongFunction;
 
 /**
  * The byte layout of the kernels' parameter structs ({@code src/main/cuda/kvchecksum.cuh}), written from Java.
@@ -59,8 +63,27 @@ final class KernelAbi {
     private KernelAbi() {
     }
 
-    static void slice(MemorySegment m, long at, long factor, long kBase, long kPageStride, long kTokenStride, long vBase,
-            long vPageStride, long vTokenStride, int kPieces, int vPieces) {
+    /**
+     * Writes one KvcSlice per plan slice from {@code host}'s start, at the parts' absolute addresses; the counts are
+     * pieces, or bytes for a byte-cell launch (KvcByteCellSlice: KvcSlice's layout, byte counts where KvcSlice has piece
+     * counts).
+     */
+    static void slices(MemorySegment host, SlicePlan plan, ToLongFunction<KvMemory> address, boolean byteCells) {
+        long at = 0;
+        for (SlicePlan.Slice s : plan.slices()) {
+            SlicePlan.Part k = s.k();
+            SlicePlan.Part v = s.v();
+            long kAddr = address.applyAsLong(k.memory());
+            long vAddr = v == null ? 0 : address.applyAsLong(v.memory());
+            slice(host, at, s.factor(), kAddr + k.base(), k.pageStride(), k.tokenStride(),
+                    v == null ? 0 : vAddr + v.base(), v == null ? 0 : v.pageStride(), v == null ? 0 : v.tokenStride(),
+                    byteCells ? k.bytes() : k.pieces(), byteCells ? (v == null ? 0 : v.bytes()) : s.vPieces());
+            at += SLICE_BYTES;
+        }
+    }
+
+    private static void slice(MemorySegment m, long at, long factor, long kBase, long kPageStride, long kTokenStride,
+            long vBase, long vPageStride, long vTokenStride, int kPieces, int vPieces) {
         m.set(U64, at + SLICE_FACTOR, factor);
         m.set(U64, at + SLICE_K_BASE, kBase);
         m.set(U64, at + SLICE_K_PAGE_STRIDE, kPageStride);

@@ -9,22 +9,15 @@ import org.jocl.Sizeof;
 import org.jocl.cl_kernel;
 import org.jocl.cl_mem;
 
+import java.util.Arrays;
+
 /**
  * One launch of a compiled plan through the kernels of {@code kvchecksum.cl}: the whole-piece launches through
  * {@code block_checksums} or {@code slice_sums} (the GPU or the CPU build, {@link LaunchGeometry}), the byte-cell ones
  * through {@code byte_cell_sums} of {@code kvchecksum_byte_cells.cl}, partial sums added by {@code sum_parts}; each
  * over its memory as {@link MemoryPlacement} places it, enqueued without waiting ({@link Enqueuer}).
  */
-final class ChecksumKernels {
-    private final Enqueuer enqueuer;
-    private final MemoryPlacement memory;
-    private final LaunchGeometry geometry;
-
-    ChecksumKernels(Enqueuer enqueuer, MemoryPlacement memory, LaunchGeometry geometry) {
-        this.enqueuer = enqueuer;
-        this.memory = memory;
-        this.geometry = geometry;
-    }
+record ChecksumKernels(Enqueuer enqueuer, MemoryPlacement memory, LaunchGeometry geometry) {
 
     /**
      * Enqueues one launch and returns without waiting: its {@code numBlocks} block checksums, or its slices x
@@ -44,33 +37,15 @@ final class ChecksumKernels {
         int nb = plan.numBlocks();
         Descriptors d = memory.layout(plan).d();
         if (geometry.contiguous()) {
+            // CPU build: one work item per part, every block in address order.
             int items = geometry.cpuItems(d);
-            int[] order = LaunchGeometry.addressOrder(plan);
-            return enqueuer.enqueue(nb, op -> {
-                cl_mem partials = op.buffer((long) nb * items * Sizeof.cl_ulong);
-                cl_kernel k = op.kernel("block_checksums" + modeSuffix(plan));
-                int a = setLayoutArgs(op, k, d, plan, order);
-                op.arg(k, a++, d.numSlices);
-                op.arg(k, a++, items);
-                op.arg(k, a++, partials);
-                op.local(k, a, Sizeof.cl_ulong);
-                op.launch(k, new long[] {items}, new long[] {1});
-                return sumParts(op, partials, items, nb);
-            });
+            return launch(plan, "block_checksums", d, LaunchGeometry.addressOrder(plan), d.numSlices, nb, items, 1,
+                    new long[] {items});
         }
         int parts = geometry.unitParts((long) nb, d);
         int localSize = geometry.localSize();
-        return enqueuer.enqueue(nb, op -> {
-            cl_mem partials = op.buffer((long) nb * parts * Sizeof.cl_ulong);
-            cl_kernel k = op.kernel("block_checksums" + modeSuffix(plan));
-            int a = setLayoutArgs(op, k, d, plan, null);
-            op.arg(k, a++, d.numSlices);
-            op.arg(k, a++, parts);
-            op.arg(k, a++, partials);
-            op.local(k, a, (long) localSize * Sizeof.cl_ulong);
-            op.launch(k, new long[] {(long) localSize * parts, nb}, new long[] {localSize, 1});
-            return sumParts(op, partials, parts, nb);
-        });
+        return launch(plan, "block_checksums", d, null, d.numSlices, nb, parts, localSize,
+                new long[] {(long) localSize * parts, nb});
     }
 
     private PendingChecksums sliceSums(SlicePlan plan) {
@@ -79,31 +54,36 @@ final class ChecksumKernels {
         int n = Math.multiplyExact(d.numSlices, nb);
         if (geometry.contiguous()) {
             // CPU build: a work item per slice (those of a slice group but the first return at once), every block in
-            // address order; the output is the slice sums.
-            int[] order = LaunchGeometry.addressOrder(plan);
-            return enqueuer.enqueue(n, op -> {
-                cl_mem sums = op.buffer((long) n * Sizeof.cl_ulong);
-                cl_kernel k = op.kernel("slice_sums" + modeSuffix(plan));
-                int a = setLayoutArgs(op, k, d, plan, order);
-                op.arg(k, a++, nb);
-                op.arg(k, a++, 1);
-                op.arg(k, a++, sums);
-                op.local(k, a, Sizeof.cl_ulong);
-                op.launch(k, new long[] {1, 1, d.numSlices}, new long[] {1, 1, 1});
-                return sums;
-            });
+            // address order; the output (one part) is the slice sums.
+            return launch(plan, "slice_sums", d, LaunchGeometry.addressOrder(plan), nb, n, 1, 1,
+                    new long[] {1, 1, d.numSlices});
         }
         int parts = geometry.partsPerColumn((long) n, d, plan.request().blockSize());
         int localSize = geometry.localSize();
+        return launch(plan, "slice_sums", d, null, nb, n, parts, localSize,
+                new long[] {(long) localSize * parts, nb, d.numSlices});
+    }
+
+    /**
+     * Enqueues a whole-piece kernel ({@code block_checksums} or {@code slice_sums}, in the plan's mode): the layout
+     * arguments ({@code order}: the CPU build's block order, or null), {@code count}, {@code parts}, the partial sums
+     * ({@code parts} per each of the {@code n} outputs) and {@code localSize} ulongs of local memory, over
+     * {@code global} items in work-groups of {@code localSize} x 1 x ...; then the parts added.
+     */
+    private PendingChecksums launch(SlicePlan plan, String kernel, Descriptors d, int[] order, int count, int n,
+            int parts, int localSize, long[] global) {
+        long[] local = new long[global.length];
+        Arrays.fill(local, 1);
+        local[0] = localSize;
         return enqueuer.enqueue(n, op -> {
             cl_mem partials = op.buffer((long) n * parts * Sizeof.cl_ulong);
-            cl_kernel k = op.kernel("slice_sums" + modeSuffix(plan));
-            int a = setLayoutArgs(op, k, d, plan, null);
-            op.arg(k, a++, nb);
+            cl_kernel k = op.kernel(kernel + modeSuffix(plan));
+            int a = setLayoutArgs(op, k, d, plan, order);
+            op.arg(k, a++, count);
             op.arg(k, a++, parts);
             op.arg(k, a++, partials);
             op.local(k, a, (long) localSize * Sizeof.cl_ulong);
-            op.launch(k, new long[] {(long) localSize * parts, nb, d.numSlices}, new long[] {localSize, 1, 1});
+            op.launch(k, global, local);
             return sumParts(op, partials, parts, n);
         });
     }
@@ -169,7 +149,7 @@ final class ChecksumKernels {
         op.arg(k, 1, op.upload(d.desc));
         int[] table = d.table;
         if (after != null) {
-            table = java.util.Arrays.copyOf(d.table, d.table.length + after.length);
+            table = Arrays.copyOf(d.table, d.table.length + after.length);
             System.arraycopy(after, 0, table, d.table.length, after.length);
         }
         op.arg(k, 2, op.upload(table));

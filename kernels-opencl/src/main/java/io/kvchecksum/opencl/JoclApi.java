@@ -27,17 +27,18 @@ final class JoclApi implements ClApi {
 
     @Override
     public cl_mem createBuffer(cl_context context, long flags, long size) {
-        int[] err = new int[1];
-        cl_mem m = CL.clCreateBuffer(context, flags, size, null, err);
-        check(err[0], "clCreateBuffer(" + size + " bytes)");
-        return m;
+        return buffer(context, flags, size, null, " bytes)");
     }
 
     @Override
     public cl_mem createHostBuffer(cl_context context, long flags, long size, Pointer host) {
+        return buffer(context, flags, size, host, " bytes of host memory)");
+    }
+
+    private static cl_mem buffer(cl_context context, long flags, long size, Pointer host, String what) {
         int[] err = new int[1];
         cl_mem m = CL.clCreateBuffer(context, flags, size, host, err);
-        check(err[0], "clCreateBuffer(" + size + " bytes of host memory)");
+        check(err[0], "clCreateBuffer(" + size + what);
         return m;
     }
 

@@ -15,8 +15,6 @@ import org.jocl.cl_program;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
-import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -39,8 +37,6 @@ final class OpenClPageDigest {
     /** Bytes per piece: the kernel's sums fit 32 bits up to 4096 (page_digest.cl). */
     static final int PIECE = 4096;
     private static final long MAX_WRITE = 1L << 30;
-    private static final ValueLayout.OfLong U64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
-    private static final ValueLayout.OfInt U32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
     private final OpenClBackend backend;
     private final ClApi cl;
@@ -106,8 +102,8 @@ final class OpenClPageDigest {
                 MemorySegment off = arena.allocate(8L * n, 64);
                 MemorySegment len = arena.allocate(4L * n, 64);
                 for (int i = 0; i < n; i++) {
-                    off.setAtIndex(U64, i, t.pieces.get(i)[0]);
-                    len.setAtIndex(U32, i, (int) t.pieces.get(i)[1]);
+                    off.setAtIndex(Enqueuer.U64, i, t.pieces.get(i)[0]);
+                    len.setAtIndex(Enqueuer.I32, i, (int) t.pieces.get(i)[1]);
                 }
                 cl_mem offBuf = upload(off, created);
                 cl_mem lenBuf = upload(len, created);
@@ -143,7 +139,7 @@ final class OpenClPageDigest {
             }
             long acc = Adler32Parts.EMPTY;
             for (int i = 0; i < total; i++) {
-                acc = Adler32Parts.combine(acc, Integer.toUnsignedLong(result.getAtIndex(U32, i)), lengths.get(i));
+                acc = Adler32Parts.combine(acc, Integer.toUnsignedLong(result.getAtIndex(Enqueuer.I32, i)), lengths.get(i));
             }
             return acc;
         } catch (RuntimeException e) {

@@ -199,25 +199,34 @@ inline ulong hsum16(ulong16 v) {
 #define load16(p) vload16(0, (p))
 #define LANES16 ((ulong16) (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))
 
+/*
+ * In unit_sum's scope: the unit's rows over the block's tokens [t0, t0 + ntok), page run by page run (the page table
+ * read and the position divided once per run), the statements given run with addr = the row's byte offset in kv.
+ */
+#define UNIT_ROWS(...) \
+    for (ulong t = 0; t < ntok;) { \
+        ulong rel = t0 + t - start; \
+        ulong pi = rel / page_size; \
+        ulong slot = rel - pi * page_size; \
+        ulong run = min(ntok - t, page_size - slot); \
+        ulong addr = base + (ulong) table[pi] * ps + slot * ts; \
+        for (ulong r = 0; r < run; r++, addr += ts) { \
+            __VA_ARGS__ \
+        } \
+        t += run; \
+    }
+
 /* As VECTOR_UNIT for a unit of two vectors side by side (lanes 0..n-1 and n..2n-1 of the unit). */
 #define VECTOR_UNIT2(VT, LOAD, LANES, HSUM) \
     do { \
         VT A0 = 0, T0 = 0, A1 = 0, T1 = 0; \
-        for (ulong t = 0; t < ntok;) { \
-            ulong rel = t0 + t - start; \
-            ulong pi = rel / page_size; \
-            ulong slot = rel - pi * page_size; \
-            ulong run = min(ntok - t, page_size - slot); \
-            ulong addr = base + (ulong) table[pi] * ps + slot * ts; \
-            for (ulong r = 0; r < run; r++, addr += ts) { \
-                __global const ulong *row = (__global const ulong *) (kv + addr); \
-                A0 += PIECE_VALUE_V(VT, LOAD(row)); \
-                A1 += PIECE_VALUE_V(VT, LOAD(row + sizeof(VT) / 8)); \
-                T0 += A0; \
-                T1 += A1; \
-            } \
-            t += run; \
-        } \
+        UNIT_ROWS( \
+            __global const ulong *row = (__global const ulong *) (kv + addr); \
+            A0 += PIECE_VALUE_V(VT, LOAD(row)); \
+            A1 += PIECE_VALUE_V(VT, LOAD(row + sizeof(VT) / 8)); \
+            T0 += A0; \
+            T1 += A1; \
+        ); \
         ulong sa = HSUM(A0) + HSUM(A1); \
         ulong st = HSUM(T0) + HSUM(T1); \
         ulong sl = HSUM(A0 * LANES) + HSUM(A1 * (LANES + (ulong) (sizeof(VT) / 8))); \
@@ -232,18 +241,10 @@ inline ulong hsum16(ulong16 v) {
 #define VECTOR_UNIT(VT, LOAD, LANES, HSUM) \
     do { \
         VT A = 0, T = 0; \
-        for (ulong t = 0; t < ntok;) { \
-            ulong rel = t0 + t - start; \
-            ulong pi = rel / page_size; \
-            ulong slot = rel - pi * page_size; \
-            ulong run = min(ntok - t, page_size - slot); \
-            ulong addr = base + (ulong) table[pi] * ps + slot * ts; \
-            for (ulong r = 0; r < run; r++, addr += ts) { \
-                A += PIECE_VALUE_V(VT, LOAD((__global const ulong *) (kv + addr))); \
-                T += A; \
-            } \
-            t += run; \
-        } \
+        UNIT_ROWS( \
+            A += PIECE_VALUE_V(VT, LOAD((__global const ulong *) (kv + addr))); \
+            T += A; \
+        ); \
         ulong sa = HSUM(A); \
         ulong st = HSUM(T); \
         ulong sl = HSUM(A * LANES); \
@@ -292,20 +293,12 @@ inline ulong unit_sum(__global const uchar *kv, __global const ulong *d, __globa
             A[l] = 0;
             T[l] = 0;
         }
-        for (ulong t = 0; t < ntok;) {
-            ulong rel = t0 + t - start;
-            ulong pi = rel / page_size;
-            ulong slot = rel - pi * page_size;
-            ulong run = min(ntok - t, page_size - slot);
-            ulong addr = base + (ulong) table[pi] * ps + slot * ts;
-            for (ulong r = 0; r < run; r++, addr += ts) {
-                for (ulong l = 0; l < n; l++) {
-                    A[l] += piece_value(load_piece(kv, addr + 8 * l, aligned), mixed);
-                    T[l] += A[l];
-                }
+        UNIT_ROWS(
+            for (ulong l = 0; l < n; l++) {
+                A[l] += piece_value(load_piece(kv, addr + 8 * l, aligned), mixed);
+                T[l] += A[l];
             }
-            t += run;
-        }
+        );
         s = 0;
         for (ulong l = 0; l < n; l++) {
             s += 2 * P * (t0 * A[l] + ntok * A[l] - T[l]) + (2 * (q + l) + 1) * A[l];
