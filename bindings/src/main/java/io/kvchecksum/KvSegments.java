@@ -16,8 +16,9 @@ import java.util.Objects;
  * {@code (t - start_i) % pageSize}. The first segment starts at position 0 and each next one where the previous one
  * ends. Positions are the addresses: a segmented cache has no page table.
  *
- * <p><b>How it is computed.</b> A {@link Plan} runs every backend unchanged: each segment's share of the requested
- * blocks is an ordinary {@link SlicePlan} over that segment's group, and the shares are added. This is exact, not an
+ * <p><b>How it is computed.</b> {@link CompiledPlan#compile} (through {@link #plan} or {@link KvChecksum#compile}) turns
+ * each segment's share of the requested blocks into launches, ordinary {@link SlicePlan}s over that segment's group,
+ * and places their values into the request's blocks, so every backend computes it unchanged. This is exact, not an
  * approximation: piece indices count from the request's first token, so a segment's values are the same numbers a
  * single allocation would give for the same tokens, and a block's checksum is the sum of its tokens' contributions,
  * so a block that straddles two segments is the sum of the two segments' partial blocks. A segment's share is one
