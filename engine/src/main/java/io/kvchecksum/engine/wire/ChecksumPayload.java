@@ -3,6 +3,7 @@ package io.kvchecksum.engine.wire;
 import io.kvchecksum.ChecksumMode;
 import io.kvchecksum.engine.verdict.UnverifiedReason;
 
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;
@@ -190,12 +191,7 @@ public record ChecksumPayload(int version, Integer tpSize, long numTokens, List<
      * {@return the mode as this reader knows it, or {@code null} for a name it does not know (a newer writer's mode)}
      */
     public ChecksumMode checksumMode() {
-        for (ChecksumMode m : ChecksumMode.values()) {
-            if (m.wireName().equals(mode)) {
-                return m;
-            }
-        }
-        return null;
+        return Arrays.stream(ChecksumMode.values()).filter(m -> m.wireName().equals(mode)).findFirst().orElse(null);
     }
 
     /**

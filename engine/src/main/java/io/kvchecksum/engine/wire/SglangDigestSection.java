@@ -18,6 +18,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
+import java.util.stream.Collectors;
 
 /**
  * The {@value #NAME} section of a version-3 payload: SGLang's page digest (Adler-32 over the request's pages, see
@@ -131,11 +132,7 @@ public record SglangDigestSection(List<Entry> entries) implements PayloadSection
             p.packArrayHeader(7);
             p.packInt(e.groupId());
             p.packInt(e.worker());
-            if (e.signature() < 0) {
-                p.packBigInteger(new BigInteger(Long.toUnsignedString(e.signature())));
-            } else {
-                p.packLong(e.signature());
-            }
+            SectionValues.packUnsigned(p, e.signature());
             p.packInt(e.pageSize());
             p.packLong(e.firstToken());
             p.packInt(e.numPages());
@@ -284,11 +281,7 @@ public record SglangDigestSection(List<Entry> entries) implements PayloadSection
     }
 
     private static Map<String, Entry> byKey(List<Entry> entries) {
-        Map<String, Entry> m = new LinkedHashMap<>();
-        for (Entry e : entries) {
-            m.put(e.key(), e);
-        }
-        return m;
+        return entries.stream().collect(Collectors.toMap(Entry::key, e -> e, (a, b) -> b, LinkedHashMap::new));
     }
 
     private static String hex(long digest) {
