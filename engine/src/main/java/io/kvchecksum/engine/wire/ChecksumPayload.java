@@ -80,21 +80,16 @@ public record ChecksumPayload(int version, Integer tpSize, long numTokens, List<
             if (tpSize != null) {
                 throw new IllegalArgumentException("a version-1 payload carries no tpSize");
             }
-            for (GroupChecksums g : groups) {
-                if (g.blockSize() != null) {
-                    throw new IllegalArgumentException("a version-1 payload carries no block size (group " + g.groupId() + ")");
-                }
-            }
+            groups.stream().filter(g -> g.blockSize() != null).findFirst().ifPresent(g -> {
+                throw new IllegalArgumentException("a version-1 payload carries no block size (group " + g.groupId() + ")");
+            });
         } else {
             if (tpSize == null || tpSize <= 0) {
                 throw new IllegalArgumentException("a version-" + version + " payload needs a positive tpSize, got " + tpSize);
             }
-            for (GroupChecksums g : groups) {
-                String problem = rangeProblem(g, numTokens);
-                if (problem != null) {
-                    throw new IllegalArgumentException(problem);
-                }
-            }
+            groups.stream().map(g -> rangeProblem(g, numTokens)).filter(Objects::nonNull).findFirst().ifPresent(problem -> {
+                throw new IllegalArgumentException(problem);
+            });
         }
     }
 

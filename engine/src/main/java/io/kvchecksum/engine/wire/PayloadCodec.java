@@ -87,9 +87,7 @@ public final class PayloadCodec {
                 }
                 p.packLong(g.start());
                 ByteBuffer buf = ByteBuffer.allocate(Math.multiplyExact(g.numBlocks(), 8)).order(ByteOrder.LITTLE_ENDIAN);
-                for (int i = 0; i < g.numBlocks(); i++) {
-                    buf.putLong(g.value(i));
-                }
+                buf.asLongBuffer().put(g.values());
                 p.packBinaryHeader(buf.capacity());
                 p.writePayload(buf.array());
             }
