@@ -223,8 +223,7 @@ public record PageProbeSection(int pageSize, int probeBytes, long firstToken, lo
     /** The comparison registered in {@link PayloadSections} (see the class comment). */
     static SectionVerdict compare(PayloadSection producer, PayloadSection consumer) {
         if (producer == null || consumer == null) {
-            return SectionVerdict.unverified(NAME, UnverifiedReason.ONE_SIDE_ONLY, "page probes sent by the "
-                    + (producer == null ? "consumer" : "producer") + " only");
+            return SectionValues.oneSideOnly(NAME, "page probes", producer);
         }
         PageProbeSection p = (PageProbeSection) producer;
         PageProbeSection c = (PageProbeSection) consumer;

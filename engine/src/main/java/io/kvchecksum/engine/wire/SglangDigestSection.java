@@ -231,8 +231,7 @@ public record SglangDigestSection(List<Entry> entries) implements PayloadSection
      */
     public static SectionVerdict compare(PayloadSection producer, PayloadSection consumer) {
         if (producer == null || consumer == null) {
-            return SectionVerdict.unverified(NAME, UnverifiedReason.ONE_SIDE_ONLY, "the page digest was sent by the "
-                    + (producer == null ? "consumer" : "producer") + " only");
+            return SectionValues.oneSideOnly(NAME, "the page digest was", producer);
         }
         Map<String, Entry> p = byKey(((SglangDigestSection) producer).entries());
         Map<String, Entry> c = byKey(((SglangDigestSection) consumer).entries());
