@@ -5,6 +5,7 @@ import java.util.List;
 import java.util.Objects;
 import java.util.Set;
 import java.util.stream.Collectors;
+import java.util.stream.Stream;
 
 /**
  * The comparison of one load: its groups' verdicts combined.
@@ -68,21 +69,12 @@ public record LoadVerdict(Status status, List<GroupVerdict> groups, UnverifiedRe
         if (more.isEmpty()) {
             return this;
         }
-        List<SectionVerdict> all = new java.util.ArrayList<>(sections);
-        all.addAll(more);
-        Status s = status;
-        StringBuilder d = new StringBuilder(detail);
-        for (SectionVerdict v : more) {
-            if (v.status() == Status.MISMATCH) {
-                s = Status.MISMATCH;
-            }
-            if (v.status() != Status.MATCH) {
-                d.append(d.isEmpty() ? "" : "; ").append(v);
-            }
-        }
+        Status s = more.stream().anyMatch(v -> v.status() == Status.MISMATCH) ? Status.MISMATCH : status;
+        String d = Stream.concat(Stream.of(detail).filter(x -> !x.isEmpty()), more.stream()
+                .filter(v -> v.status() != Status.MATCH).map(SectionVerdict::toString)).collect(Collectors.joining("; "));
         // A load-level reason means "not compared": it stays only while the status is still UNVERIFIED.
         UnverifiedReason r = s == Status.UNVERIFIED ? reason : null;
-        return new LoadVerdict(s, groups, r, d.toString(), all);
+        return new LoadVerdict(s, groups, r, d, Stream.concat(sections.stream(), more.stream()).toList());
     }
 
     /**
