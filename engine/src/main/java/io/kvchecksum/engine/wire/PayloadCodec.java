@@ -170,7 +170,6 @@ public final class PayloadCodec {
     private static final class Reader {
         private final MessageUnpacker u;
         private final byte[] input;
-        private final long total;
         private final Map<String, PayloadSections.Known> known;
         /** The field being read, for errors msgpack-java raises without one. */
         String field = "payload";
@@ -178,12 +177,11 @@ public final class PayloadCodec {
         Reader(MessageUnpacker u, byte[] input, Map<String, PayloadSections.Known> known) {
             this.u = u;
             this.input = input;
-            this.total = input.length;
             this.known = known;
         }
 
         long remaining() {
-            return total - u.getTotalReadBytes();
+            return input.length - u.getTotalReadBytes();
         }
 
         ChecksumPayload payload() throws IOException {

@@ -167,15 +167,11 @@ public final class Verifier {
         long[] left = notCompared.stream().mapToLong(Long::longValue).toArray();
         String of = checks.size() > 1 ? " of " + checks.size() + " replica checks" : "";
         if (!mismatched.isEmpty()) {
-            StringBuilder d = new StringBuilder();
-            for (Map.Entry<Integer, Check> r : results.entrySet()) {
-                if (!r.getValue().mismatched.isEmpty()) {
-                    d.append(d.isEmpty() ? "" : "; ").append(checks.size() > 1 ? "check " + r.getKey() + ": " : "")
-                            .append(r.getValue().detail);
-                }
-            }
+            String d = results.entrySet().stream().filter(r -> !r.getValue().mismatched.isEmpty())
+                    .map(r -> (checks.size() > 1 ? "check " + r.getKey() + ": " : "") + r.getValue().detail)
+                    .collect(Collectors.joining("; "));
             long[] blocks = mismatched.stream().mapToLong(Long::longValue).toArray();
-            return new GroupVerdict(id, Status.MISMATCH, blocks, left, null, d.toString());
+            return new GroupVerdict(id, Status.MISMATCH, blocks, left, null, d);
         }
         for (Map.Entry<Integer, Check> r : results.entrySet()) {
             if (r.getValue().reason != null) {
