@@ -87,7 +87,6 @@ public final class FaultInjector {
     private final Config config;
     private final int rank;
     private final SplittableRandom rnd;
-    private long draws;
     private long injected;
 
     private FaultInjector(Config config, int rank) {
@@ -234,7 +233,6 @@ public final class FaultInjector {
         if (config == null || !config.kinds().contains(kind)) {
             return false;
         }
-        draws++;
         boolean hit = rnd.nextDouble() < config.p();
         if (hit) {
             injected++;

@@ -184,10 +184,7 @@ public final class FailurePolicy {
                 return new Decision(requestId, Action.USE_LOAD, verdict);
             }
             case MISMATCH -> {
-                int blocks = 0;
-                for (GroupVerdict g : verdict.groups()) {
-                    blocks += g.mismatchedBlocks().length;
-                }
+                int blocks = verdict.groups().stream().mapToInt(g -> g.mismatchedBlocks().length).sum();
                 metrics.mismatched(blocks);
                 log.log(Level.ERROR, "KV checksum mismatch for request " + requestId + " (" + then + "): " + verdict.detail());
             }

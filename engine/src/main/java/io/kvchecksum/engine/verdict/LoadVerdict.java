@@ -4,6 +4,8 @@ import java.util.EnumSet;
 import java.util.List;
 import java.util.Objects;
 import java.util.Set;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
 
 /**
  * The comparison of one load: its groups' verdicts combined.
@@ -67,21 +69,12 @@ public record LoadVerdict(Status status, List<GroupVerdict> groups, UnverifiedRe
         if (more.isEmpty()) {
             return this;
         }
-        List<SectionVerdict> all = new java.util.ArrayList<>(sections);
-        all.addAll(more);
-        Status s = status;
-        StringBuilder d = new StringBuilder(detail);
-        for (SectionVerdict v : more) {
-            if (v.status() == Status.MISMATCH) {
-                s = Status.MISMATCH;
-            }
-            if (v.status() != Status.MATCH) {
-                d.append(d.isEmpty() ? "" : "; ").append(v);
-            }
-        }
+        Status s = more.stream().anyMatch(v -> v.status() == Status.MISMATCH) ? Status.MISMATCH : status;
+        String d = Stream.concat(Stream.of(detail).filter(x -> !x.isEmpty()), more.stream()
+                .filter(v -> v.status() != Status.MATCH).map(SectionVerdict::toString)).collect(Collectors.joining("; "));
         // A load-level reason means "not compared": it stays only while the status is still UNVERIFIED.
         UnverifiedReason r = s == Status.UNVERIFIED ? reason : null;
-        return new LoadVerdict(s, groups, r, d.toString(), all);
+        return new LoadVerdict(s, groups, r, d, Stream.concat(sections.stream(), more.stream()).toList());
     }
 
     /**
@@ -90,12 +83,7 @@ public record LoadVerdict(Status status, List<GroupVerdict> groups, UnverifiedRe
      * @param name the section's name
      */
     public SectionVerdict section(String name) {
-        for (SectionVerdict v : sections) {
-            if (v.section().equals(name)) {
-                return v;
-            }
-        }
-        return null;
+        return sections.stream().filter(v -> v.section().equals(name)).findFirst().orElse(null);
     }
 
     /**
@@ -120,21 +108,11 @@ public record LoadVerdict(Status status, List<GroupVerdict> groups, UnverifiedRe
         if (groups.isEmpty()) {
             return unverified(UnverifiedReason.NOTHING_TO_COMPARE, "every group was skipped on both sides");
         }
-        Status s = Status.MATCH;
-        for (GroupVerdict g : groups) {
-            if (g.status() == Status.MISMATCH) {
-                s = Status.MISMATCH;
-            } else if (g.status() == Status.UNVERIFIED && s == Status.MATCH) {
-                s = Status.UNVERIFIED;
-            }
-        }
-        StringBuilder d = new StringBuilder();
-        for (GroupVerdict g : groups) {
-            if (g.status() != Status.MATCH) {
-                d.append(d.isEmpty() ? "" : "; ").append(g);
-            }
-        }
-        return new LoadVerdict(s, groups, null, d.toString());
+        Set<Status> all = groups.stream().map(GroupVerdict::status).collect(Collectors.toSet());
+        Status s = all.contains(Status.MISMATCH) ? Status.MISMATCH : all.contains(Status.UNVERIFIED) ? Status.UNVERIFIED
+                : Status.MATCH;
+        return new LoadVerdict(s, groups, null, groups.stream().filter(g -> g.status() != Status.MATCH)
+                .map(GroupVerdict::toString).collect(Collectors.joining("; ")));
     }
 
     /** {@return every reason this load is (partly) unverified: the load-level one or its groups'} */
@@ -143,11 +121,7 @@ public record LoadVerdict(Status status, List<GroupVerdict> groups, UnverifiedRe
         if (reason != null) {
             out.add(reason);
         }
-        for (GroupVerdict g : groups) {
-            if (g.reason() != null) {
-                out.add(g.reason());
-            }
-        }
+        groups.stream().map(GroupVerdict::reason).filter(Objects::nonNull).forEach(out::add);
         return out;
     }
 
@@ -157,12 +131,7 @@ public record LoadVerdict(Status status, List<GroupVerdict> groups, UnverifiedRe
      * @param groupId the group's id
      */
     public GroupVerdict group(int groupId) {
-        for (GroupVerdict g : groups) {
-            if (g.groupId() == groupId) {
-                return g;
-            }
-        }
-        return null;
+        return groups.stream().filter(g -> g.groupId() == groupId).findFirst().orElse(null);
     }
 
     @Override

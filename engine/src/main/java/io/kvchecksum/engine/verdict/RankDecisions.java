@@ -1,6 +1,5 @@
 package io.kvchecksum.engine.verdict;
 
-import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -38,12 +37,8 @@ public final class RankDecisions {
         if (new HashSet<>(batch).size() != batch.size()) {
             throw new IllegalArgumentException("the batch lists a request twice");
         }
-        int[] v = new int[batch.size()];
-        for (int i = 0; i < v.length; i++) {
-            Decision d = local.get(batch.get(i));
-            v[i] = d == null ? Action.USE_LOAD.ordinal() : d.action().ordinal();
-        }
-        return v;
+        return batch.stream().map(local::get).mapToInt(d -> d == null ? Action.USE_LOAD.ordinal() : d.action().ordinal())
+                .toArray();
     }
 
     /**
@@ -96,12 +91,6 @@ public final class RankDecisions {
      * @param actions the {@link #actions} of the reduced vector
      */
     public static List<String> dropped(Map<String, Action> actions) {
-        List<String> out = new ArrayList<>();
-        actions.forEach((id, a) -> {
-            if (a != Action.USE_LOAD) {
-                out.add(id);
-            }
-        });
-        return out;
+        return actions.entrySet().stream().filter(e -> e.getValue() != Action.USE_LOAD).map(Map.Entry::getKey).toList();
     }
 }

@@ -3,6 +3,7 @@ package io.kvchecksum.engine.wire;
 import io.kvchecksum.ChecksumMode;
 import io.kvchecksum.engine.verdict.UnverifiedReason;
 
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;
@@ -79,21 +80,16 @@ public record ChecksumPayload(int version, Integer tpSize, long numTokens, List<
             if (tpSize != null) {
                 throw new IllegalArgumentException("a version-1 payload carries no tpSize");
             }
-            for (GroupChecksums g : groups) {
-                if (g.blockSize() != null) {
-                    throw new IllegalArgumentException("a version-1 payload carries no block size (group " + g.groupId() + ")");
-                }
-            }
+            groups.stream().filter(g -> g.blockSize() != null).findFirst().ifPresent(g -> {
+                throw new IllegalArgumentException("a version-1 payload carries no block size (group " + g.groupId() + ")");
+            });
         } else {
             if (tpSize == null || tpSize <= 0) {
                 throw new IllegalArgumentException("a version-" + version + " payload needs a positive tpSize, got " + tpSize);
             }
-            for (GroupChecksums g : groups) {
-                String problem = rangeProblem(g, numTokens);
-                if (problem != null) {
-                    throw new IllegalArgumentException(problem);
-                }
-            }
+            groups.stream().map(g -> rangeProblem(g, numTokens)).filter(Objects::nonNull).findFirst().ifPresent(problem -> {
+                throw new IllegalArgumentException(problem);
+            });
         }
     }
 
@@ -190,12 +186,7 @@ public record ChecksumPayload(int version, Integer tpSize, long numTokens, List<
      * {@return the mode as this reader knows it, or {@code null} for a name it does not know (a newer writer's mode)}
      */
     public ChecksumMode checksumMode() {
-        for (ChecksumMode m : ChecksumMode.values()) {
-            if (m.wireName().equals(mode)) {
-                return m;
-            }
-        }
-        return null;
+        return Arrays.stream(ChecksumMode.values()).filter(m -> m.wireName().equals(mode)).findFirst().orElse(null);
     }
 
     /**

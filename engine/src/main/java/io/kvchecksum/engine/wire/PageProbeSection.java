@@ -14,6 +14,7 @@ import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.stream.IntStream;
 
 /**
  * The {@code "page-probe"} section: the head/tail probe of every page the request touched ({@link PageProbe}), computed
@@ -75,15 +76,9 @@ public record PageProbeSection(int pageSize, int probeBytes, long firstToken, lo
      * @throws IllegalArgumentException when the probes' pages are not valid for a section (see the constructor)
      */
     public static PageProbeSection of(PageProbe.Probes p) {
-        long[] h = p.head();
-        long[] t = p.tail();
-        int[] fh = new int[h.length];
-        int[] ft = new int[t.length];
-        for (int i = 0; i < h.length; i++) {
-            fh[i] = fold(h[i]);
-            ft[i] = fold(t[i]);
-        }
-        return new PageProbeSection(p.pageSize(), p.probeBytes(), p.firstToken(), p.numTokens(), fh, ft);
+        return new PageProbeSection(p.pageSize(), p.probeBytes(), p.firstToken(), p.numTokens(),
+                Arrays.stream(p.head()).mapToInt(PageProbeSection::fold).toArray(),
+                Arrays.stream(p.tail()).mapToInt(PageProbeSection::fold).toArray());
     }
 
     /**
@@ -228,8 +223,7 @@ public record PageProbeSection(int pageSize, int probeBytes, long firstToken, lo
     /** The comparison registered in {@link PayloadSections} (see the class comment). */
     static SectionVerdict compare(PayloadSection producer, PayloadSection consumer) {
         if (producer == null || consumer == null) {
-            return SectionVerdict.unverified(NAME, UnverifiedReason.ONE_SIDE_ONLY, "page probes sent by the "
-                    + (producer == null ? "consumer" : "producer") + " only");
+            return SectionValues.oneSideOnly(NAME, "page probes", producer);
         }
         PageProbeSection p = (PageProbeSection) producer;
         PageProbeSection c = (PageProbeSection) consumer;
@@ -238,10 +232,7 @@ public record PageProbeSection(int pageSize, int probeBytes, long firstToken, lo
                     + "-token pages x " + p.probeBytes + " bytes from token " + p.firstToken + " (producer) and "
                     + c.pageSize + " x " + c.probeBytes + " from " + c.firstToken + " (consumer)");
         }
-        int compared = 0;
-        for (int i = 0; i < p.head.length; i++) {
-            compared += c.indexOf(p, i) >= 0 ? 1 : 0;
-        }
+        int compared = (int) IntStream.range(0, p.head.length).filter(i -> c.indexOf(p, i) >= 0).count();
         if (compared == 0) {
             return SectionVerdict.unverified(NAME, UnverifiedReason.NO_COMMON_POSITION, "no page probed over the same tokens");
         }

@@ -1,5 +1,7 @@
 package io.kvchecksum.engine.wire;
 
+import io.kvchecksum.ChecksumMode;
+
 import java.io.IOException;
 import java.math.BigInteger;
 import java.nio.ByteBuffer;
@@ -9,6 +11,7 @@ import java.util.Base64;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.stream.Collectors;
 
 import org.msgpack.core.MessageBufferPacker;
 import org.msgpack.core.MessageFormat;
@@ -78,15 +81,13 @@ public final class PayloadCodec {
             for (GroupChecksums g : payload.groups()) {
                 p.packArrayHeader(v2 ? 5 : 4);
                 p.packInt(g.groupId());
-                packUnsigned(p, g.fingerprint());
+                SectionValues.packUnsigned(p, g.fingerprint());
                 if (v2) {
                     p.packInt(g.blockSize());
                 }
                 p.packLong(g.start());
                 ByteBuffer buf = ByteBuffer.allocate(Math.multiplyExact(g.numBlocks(), 8)).order(ByteOrder.LITTLE_ENDIAN);
-                for (int i = 0; i < g.numBlocks(); i++) {
-                    buf.putLong(g.value(i));
-                }
+                buf.asLongBuffer().put(g.values());
                 p.packBinaryHeader(buf.capacity());
                 p.writePayload(buf.array());
             }
@@ -165,19 +166,10 @@ public final class PayloadCodec {
         return decode(bytes);
     }
 
-    private static void packUnsigned(MessageBufferPacker p, long v) throws IOException {
-        if (v >= 0) {
-            p.packLong(v);
-        } else {
-            p.packBigInteger(new BigInteger(Long.toUnsignedString(v)));
-        }
-    }
-
     /** Reads one payload, checking each field's type and size against the bytes left before using it. */
     private static final class Reader {
         private final MessageUnpacker u;
         private final byte[] input;
-        private final long total;
         private final Map<String, PayloadSections.Known> known;
         /** The field being read, for errors msgpack-java raises without one. */
         String field = "payload";
@@ -185,12 +177,11 @@ public final class PayloadCodec {
         Reader(MessageUnpacker u, byte[] input, Map<String, PayloadSections.Known> known) {
             this.u = u;
             this.input = input;
-            this.total = input.length;
             this.known = known;
         }
 
         long remaining() {
-            return total - u.getTotalReadBytes();
+            return input.length - u.getTotalReadBytes();
         }
 
         ChecksumPayload payload() throws IOException {
@@ -200,44 +191,33 @@ public final class PayloadCodec {
                         + " elements; expected 6 (version 3), 4 (version 2) or 3 (version 1)");
             }
             long version = unsigned("version", MAX_INT);
-            if (version == 3) {
-                if (n != 6) {
-                    throw new MalformedPayloadException("payload: version 3 has 6 elements, got " + n);
-                }
-                long tp = unsigned("tp_size", MAX_INT);
-                if (tp == 0) {
-                    throw new MalformedPayloadException("tp_size: must be positive, got 0");
-                }
-                long numTokens = unsigned("num_tokens", Long.MAX_VALUE);
-                String mode = modeName();
-                List<GroupChecksums> groups = groups(true, numTokens, false);
-                Map<String, PayloadSection> sections = sections();
-                return new ChecksumPayload(3, (int) tp, numTokens, groups, mode, sections);
-            }
             // The seed names no version number for the final form: a writer may tag it 1. Only a version-1 tag with
             // exactly the final form's shape (four elements, five-field groups, which carry the block size only the
             // final revision has) is read as the final form; no other tag is ever dispatched by shape.
             boolean finalFormTaggedOne = version == 1 && n == 4;
-            if (version == 2 || finalFormTaggedOne) {
-                if (n != 4) {
-                    throw new MalformedPayloadException("payload: version 2 has 4 elements, got " + n);
-                }
-                long tp = unsigned("tp_size", MAX_INT);
-                if (tp == 0) {
-                    throw new MalformedPayloadException("tp_size: must be positive, got 0");
-                }
-                long numTokens = unsigned("num_tokens", Long.MAX_VALUE);
-                List<GroupChecksums> groups = groups(true, numTokens, finalFormTaggedOne);
-                return new ChecksumPayload(2, (int) tp, numTokens, groups);
+            int readAs = finalFormTaggedOne ? 2 : (int) version;
+            if (readAs < 1 || readAs > 3) {
+                throw new MalformedPayloadException("version: unknown payload version " + version + " (this reader knows 1, 2 and 3)");
             }
-            if (version == 1) {
-                if (n != 3) {
-                    throw new MalformedPayloadException("payload: version 1 has 3 elements, got " + n);
-                }
-                long numTokens = unsigned("num_tokens", Long.MAX_VALUE);
-                return new ChecksumPayload(1, null, numTokens, groups(false, numTokens, false));
+            int elements = readAs == 3 ? 6 : readAs == 2 ? 4 : 3;
+            if (n != elements) {
+                throw new MalformedPayloadException("payload: version " + readAs + " has " + elements + " elements, got " + n);
             }
-            throw new MalformedPayloadException("version: unknown payload version " + version + " (this reader knows 1, 2 and 3)");
+            Integer tp = readAs >= 2 ? (int) positive("tp_size") : null;
+            long numTokens = unsigned("num_tokens", Long.MAX_VALUE);
+            String mode = readAs == 3 ? modeName() : ChecksumMode.STANDARD.wireName();
+            List<GroupChecksums> groups = groups(readAs >= 2, numTokens, finalFormTaggedOne);
+            Map<String, PayloadSection> sections = readAs == 3 ? sections() : Map.of();
+            return new ChecksumPayload(readAs, tp, numTokens, groups, mode, sections);
+        }
+
+        /** A positive integer up to {@code Integer.MAX_VALUE}. */
+        private long positive(String field) throws IOException {
+            long v = unsigned(field, MAX_INT);
+            if (v == 0) {
+                throw new MalformedPayloadException(field + ": must be positive, got 0");
+            }
+            return v;
         }
 
         private String modeName() throws IOException {
@@ -314,30 +294,27 @@ public final class PayloadCodec {
                     skip(field, depth + 1);
                 }
             } else if (t == ValueType.STRING || t == ValueType.BINARY || t == ValueType.EXTENSION) {
-                long len = t == ValueType.STRING ? u.unpackRawStringHeader()
+                int len = t == ValueType.STRING ? u.unpackRawStringHeader()
                         : t == ValueType.BINARY ? u.unpackBinaryHeader() : u.unpackExtensionTypeHeader().getLength();
-                if (len < 0 || len > remaining()) {
-                    throw new MalformedPayloadException(field + ": claims " + Integer.toUnsignedString((int) len)
-                            + " bytes but only " + remaining() + " follow");
-                }
-                u.readPayload((int) len);
+                u.readPayload(claimed(field, len, 1, "bytes"));
             } else {
                 u.skipValue();
             }
         }
 
         private int mapHeader(String field) throws IOException {
-            int n;
-            try {
-                n = u.unpackMapHeader();
-            } catch (MessagePackException e) {
-                throw new MalformedPayloadException(field + ": size not readable or larger than the input ("
-                        + e.getClass().getSimpleName() + ")", e);
-            }
             // Every entry takes at least two bytes.
-            if (n < 0 || n > remaining() / 2) {
-                throw new MalformedPayloadException(field + ": claims " + Integer.toUnsignedString(n) + " entries but only "
-                        + remaining() + " bytes follow");
+            return claimed(field, header(field, ValueType.MAP), 2, "entries");
+        }
+
+        /**
+         * {@return {@code n}, a count of {@code unit} each taking at least {@code minBytes} bytes, when the bytes left
+         * can hold them} A larger count (or one msgpack-java read as negative) is a lie, rejected naming the field.
+         */
+        private int claimed(String field, int n, int minBytes, String unit) {
+            if (n < 0 || n > remaining() / minBytes) {
+                throw new MalformedPayloadException(field + ": claims " + Integer.toUnsignedString(n) + " " + unit
+                        + " but only " + remaining() + (unit.equals("bytes") ? "" : " bytes") + " follow");
             }
             return n;
         }
@@ -350,10 +327,7 @@ public final class PayloadCodec {
             } catch (MessagePackException e) {
                 throw new MalformedPayloadException(field + ": size not readable (" + e.getClass().getSimpleName() + ")", e);
             }
-            if (len < 0 || len > remaining()) {
-                throw new MalformedPayloadException(field + ": claims " + Integer.toUnsignedString(len) + " bytes but only "
-                        + remaining() + " follow");
-            }
+            claimed(field, len, 1, "bytes");
             if (len > maxBytes) {
                 throw new MalformedPayloadException(field + ": " + len + " bytes, at most " + maxBytes);
             }
@@ -361,15 +335,8 @@ public final class PayloadCodec {
         }
 
         private static String printable(String s) {
-            StringBuilder b = new StringBuilder();
-            s.codePoints().forEach(c -> {
-                if (c >= 0x20 && c < 0x7f && c != '\\') {
-                    b.appendCodePoint(c);
-                } else {
-                    b.append(String.format("\\u%04x", c));
-                }
-            });
-            return b.toString();
+            return s.codePoints().mapToObj(c -> c >= 0x20 && c < 0x7f && c != '\\' ? Character.toString(c)
+                    : String.format("\\u%04x", c)).collect(Collectors.joining());
         }
 
         private List<GroupChecksums> groups(boolean v2, long numTokens, boolean taggedOne) throws IOException {
@@ -388,14 +355,7 @@ public final class PayloadCodec {
                 }
                 int groupId = (int) unsigned(at + ".group_id", MAX_INT);
                 long fingerprint = unsigned64(at + ".fingerprint");
-                Integer blockSize = null;
-                if (v2) {
-                    long b = unsigned(at + ".block_size", MAX_INT);
-                    if (b == 0) {
-                        throw new MalformedPayloadException(at + ".block_size: must be positive, got 0");
-                    }
-                    blockSize = (int) b;
-                }
+                Integer blockSize = v2 ? (int) positive(at + ".block_size") : null;
                 long start = unsigned(at + ".start", Long.MAX_VALUE);
                 long[] values = words(at + ".values");
                 GroupChecksums g = new GroupChecksums(groupId, fingerprint, blockSize, start, values);
@@ -425,19 +385,18 @@ public final class PayloadCodec {
 
         private int arrayHeader(String field) throws IOException {
             next(field, ValueType.ARRAY);
-            int n = header(field, true);
-            // Every element takes at least one byte: a count larger than the bytes left is a lie.
-            if (n < 0 || n > remaining()) {
-                throw new MalformedPayloadException(field + ": claims " + Integer.toUnsignedString(n) + " elements but only "
-                        + remaining() + " bytes follow");
-            }
-            return n;
+            // Every element takes at least one byte.
+            return claimed(field, header(field, ValueType.ARRAY), 1, "elements");
         }
 
-        /** An array or bin header; a size past what msgpack-java can represent is rejected as a lie, naming the field. */
-        private int header(String field, boolean array) throws IOException {
+        /**
+         * An array, map or bin header; a size past what msgpack-java can represent is rejected as a lie, naming the
+         * field.
+         */
+        private int header(String field, ValueType type) throws IOException {
             try {
-                return array ? u.unpackArrayHeader() : u.unpackBinaryHeader();
+                return type == ValueType.ARRAY ? u.unpackArrayHeader()
+                        : type == ValueType.MAP ? u.unpackMapHeader() : u.unpackBinaryHeader();
             } catch (MessagePackException e) {
                 throw new MalformedPayloadException(field + ": size not readable or larger than the input ("
                         + e.getClass().getSimpleName() + ")", e);
@@ -476,11 +435,7 @@ public final class PayloadCodec {
 
         private long[] words(String field) throws IOException {
             next(field, ValueType.BINARY);
-            int len = header(field, false);
-            if (len < 0 || len > remaining()) {
-                throw new MalformedPayloadException(field + ": claims " + Integer.toUnsignedString(len) + " bytes but only "
-                        + remaining() + " follow");
-            }
+            int len = claimed(field, header(field, ValueType.BINARY), 1, "bytes");
             if (len % 8 != 0) {
                 throw new MalformedPayloadException(field + ": " + len + " bytes is not a whole number of 8-byte words");
             }

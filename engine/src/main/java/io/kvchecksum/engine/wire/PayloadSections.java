@@ -7,6 +7,8 @@ import org.msgpack.value.Value;
 import java.util.Collections;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
 
 /**
  * The version-3 payload sections this library knows: how each is decoded and how the producer's and the consumer's
@@ -61,25 +63,16 @@ public final class PayloadSections {
         SectionVerdict compare(PayloadSection producer, PayloadSection consumer);
     }
 
-    /** Every known section, by name. */
-    static final Map<String, Known> KNOWN;
-
-    static {
-        Map<String, Known> m = new TreeMap<>();
-        // One line per known section: add(m, new Known(name, decoder, comparison));
-        add(m, new Known(SglangDigestSection.NAME, SglangDigestSection::decode, SglangDigestSection::compare));
-        add(m, new Known(StateDigestsSection.NAME, StateDigestsSection::decode, StateDigestsSection::compare));
-        add(m, new Known(PageProbeSection.NAME, PageProbeSection::decode, PageProbeSection::compare));
-        KNOWN = Collections.unmodifiableMap(m);
-    }
+    /** Every known section, by name: one line per section, {@code new Known(name, decoder, comparison)}. */
+    static final Map<String, Known> KNOWN = Collections.unmodifiableMap(Stream.of(
+            new Known(SglangDigestSection.NAME, SglangDigestSection::decode, SglangDigestSection::compare),
+            new Known(StateDigestsSection.NAME, StateDigestsSection::decode, StateDigestsSection::compare),
+            new Known(PageProbeSection.NAME, PageProbeSection::decode, PageProbeSection::compare))
+            .collect(Collectors.toMap(Known::name, k -> k, (a, b) -> {
+                throw new IllegalStateException("section " + a.name() + " registered twice");
+            }, TreeMap::new)));
 
     private PayloadSections() {
-    }
-
-    private static void add(Map<String, Known> m, Known k) {
-        if (m.put(k.name(), k) != null) {
-            throw new IllegalStateException("section " + k.name() + " registered twice");
-        }
     }
 
     /**

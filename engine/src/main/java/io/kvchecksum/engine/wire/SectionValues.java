@@ -1,5 +1,7 @@
 package io.kvchecksum.engine.wire;
 
+import io.kvchecksum.engine.verdict.SectionVerdict;
+import io.kvchecksum.engine.verdict.UnverifiedReason;
 import org.msgpack.core.MessagePacker;
 import org.msgpack.value.Value;
 
@@ -76,6 +78,12 @@ final class SectionValues {
             throw new MalformedPayloadException(field + ": expected a bin, got " + v.getValueType());
         }
         return v.asBinaryValue().asByteArray();
+    }
+
+    /** {@return the verdict of a section only one side sent: "{@code what} sent by the producer only" or the consumer} */
+    static SectionVerdict oneSideOnly(String section, String what, PayloadSection producer) {
+        return SectionVerdict.unverified(section, UnverifiedReason.ONE_SIDE_ONLY, what + " sent by the "
+                + (producer == null ? "consumer" : "producer") + " only");
     }
 
     static void packUnsigned(MessagePacker p, long v) throws IOException {

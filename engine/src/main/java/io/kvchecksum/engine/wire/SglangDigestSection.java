@@ -18,6 +18,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
+import java.util.stream.Collectors;
 
 /**
  * The {@value #NAME} section of a version-3 payload: SGLang's page digest (Adler-32 over the request's pages, see
@@ -131,11 +132,7 @@ public record SglangDigestSection(List<Entry> entries) implements PayloadSection
             p.packArrayHeader(7);
             p.packInt(e.groupId());
             p.packInt(e.worker());
-            if (e.signature() < 0) {
-                p.packBigInteger(new BigInteger(Long.toUnsignedString(e.signature())));
-            } else {
-                p.packLong(e.signature());
-            }
+            SectionValues.packUnsigned(p, e.signature());
             p.packInt(e.pageSize());
             p.packLong(e.firstToken());
             p.packInt(e.numPages());
@@ -234,8 +231,7 @@ public record SglangDigestSection(List<Entry> entries) implements PayloadSection
      */
     public static SectionVerdict compare(PayloadSection producer, PayloadSection consumer) {
         if (producer == null || consumer == null) {
-            return SectionVerdict.unverified(NAME, UnverifiedReason.ONE_SIDE_ONLY, "the page digest was sent by the "
-                    + (producer == null ? "consumer" : "producer") + " only");
+            return SectionValues.oneSideOnly(NAME, "the page digest was", producer);
         }
         Map<String, Entry> p = byKey(((SglangDigestSection) producer).entries());
         Map<String, Entry> c = byKey(((SglangDigestSection) consumer).entries());
@@ -284,11 +280,7 @@ public record SglangDigestSection(List<Entry> entries) implements PayloadSection
     }
 
     private static Map<String, Entry> byKey(List<Entry> entries) {
-        Map<String, Entry> m = new LinkedHashMap<>();
-        for (Entry e : entries) {
-            m.put(e.key(), e);
-        }
-        return m;
+        return entries.stream().collect(Collectors.toMap(Entry::key, e -> e, (a, b) -> b, LinkedHashMap::new));
     }
 
     private static String hex(long digest) {

@@ -174,8 +174,7 @@ public record StateDigestsSection(String mode, Map<String, Long> digests) implem
     /** The comparison registered in {@link PayloadSections} (see the class comment). */
     static SectionVerdict compare(PayloadSection producer, PayloadSection consumer) {
         if (producer == null || consumer == null) {
-            return SectionVerdict.unverified(NAME, UnverifiedReason.ONE_SIDE_ONLY, "state digests sent by the "
-                    + (producer == null ? "consumer" : "producer") + " only");
+            return SectionValues.oneSideOnly(NAME, "state digests", producer);
         }
         StateDigestsSection p = (StateDigestsSection) producer;
         StateDigestsSection c = (StateDigestsSection) consumer;

@@ -12,8 +12,12 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.TreeMap;
 import java.util.TreeSet;
+import java.util.function.Supplier;
+import java.util.stream.Collectors;
+import java.util.stream.LongStream;
 
 /**
  * Compares a producer's checksums with the consumer's checksums of the same load. Stateless and thread-safe; it
@@ -63,16 +67,8 @@ public final class Verifier {
      * @return the load's verdict
      */
     public static LoadVerdict verify(String producerBase64, ChecksumPayload actual) {
-        if (producerBase64 == null || producerBase64.isBlank()) {
-            return LoadVerdict.unverified(UnverifiedReason.MISSING_PAYLOAD, "the producer sent no checksums");
-        }
-        ChecksumPayload expected;
-        try {
-            expected = PayloadCodec.decodeBase64(producerBase64);
-        } catch (MalformedPayloadException e) {
-            return LoadVerdict.unverified(UnverifiedReason.MALFORMED_PAYLOAD, e.getMessage());
-        }
-        return compare(expected, actual);
+        boolean missing = producerBase64 == null || producerBase64.isBlank();
+        return decodeAndCompare(missing, () -> PayloadCodec.decodeBase64(producerBase64), actual);
     }
 
     /**
@@ -83,12 +79,17 @@ public final class Verifier {
      * @return the load's verdict
      */
     public static LoadVerdict verify(byte[] producerBytes, ChecksumPayload actual) {
-        if (producerBytes == null) {
+        return decodeAndCompare(producerBytes == null, () -> PayloadCodec.decode(producerBytes), actual);
+    }
+
+    /** {@link #compare}s what {@code decode} makes of the producer's payload; {@code missing}: there was none. */
+    private static LoadVerdict decodeAndCompare(boolean missing, Supplier<ChecksumPayload> decode, ChecksumPayload actual) {
+        if (missing) {
             return LoadVerdict.unverified(UnverifiedReason.MISSING_PAYLOAD, "the producer sent no checksums");
         }
         ChecksumPayload expected;
         try {
-            expected = PayloadCodec.decode(producerBytes);
+            expected = decode.get();
         } catch (MalformedPayloadException e) {
             return LoadVerdict.unverified(UnverifiedReason.MALFORMED_PAYLOAD, e.getMessage());
         }
@@ -144,26 +145,13 @@ public final class Verifier {
             Map<String, PayloadSections.Known> known) {
         TreeSet<String> names = new TreeSet<>(expected.sections().keySet());
         names.addAll(actual.sections().keySet());
-        List<SectionVerdict> out = new ArrayList<>();
-        for (String name : names) {
-            PayloadSections.Known k = known.get(name);
-            if (k == null) {
-                continue;
-            }
-            SectionVerdict v = k.comparison().compare(expected.section(name), actual.section(name));
-            if (v != null) {
-                out.add(v);
-            }
-        }
-        return out;
+        return names.stream().filter(known::containsKey)
+                .map(name -> known.get(name).comparison().compare(expected.section(name), actual.section(name)))
+                .filter(Objects::nonNull).toList();
     }
 
     private static Map<Integer, List<GroupChecksums>> byGroup(List<GroupChecksums> groups) {
-        Map<Integer, List<GroupChecksums>> out = new TreeMap<>();
-        for (GroupChecksums g : groups) {
-            out.computeIfAbsent(g.groupId(), k -> new ArrayList<>()).add(g);
-        }
-        return out;
+        return groups.stream().collect(Collectors.groupingBy(GroupChecksums::groupId, TreeMap::new, Collectors.toList()));
     }
 
     private static GroupVerdict compareGroup(int id, GroupChecksums e, long nE, List<GroupChecksums> checks, long nA) {
@@ -179,15 +167,11 @@ public final class Verifier {
         long[] left = notCompared.stream().mapToLong(Long::longValue).toArray();
         String of = checks.size() > 1 ? " of " + checks.size() + " replica checks" : "";
         if (!mismatched.isEmpty()) {
-            StringBuilder d = new StringBuilder();
-            for (Map.Entry<Integer, Check> r : results.entrySet()) {
-                if (!r.getValue().mismatched.isEmpty()) {
-                    d.append(d.isEmpty() ? "" : "; ").append(checks.size() > 1 ? "check " + r.getKey() + ": " : "")
-                            .append(r.getValue().detail);
-                }
-            }
+            String d = results.entrySet().stream().filter(r -> !r.getValue().mismatched.isEmpty())
+                    .map(r -> (checks.size() > 1 ? "check " + r.getKey() + ": " : "") + r.getValue().detail)
+                    .collect(Collectors.joining("; "));
             long[] blocks = mismatched.stream().mapToLong(Long::longValue).toArray();
-            return new GroupVerdict(id, Status.MISMATCH, blocks, left, null, d.toString());
+            return new GroupVerdict(id, Status.MISMATCH, blocks, left, null, d);
         }
         for (Map.Entry<Integer, Check> r : results.entrySet()) {
             if (r.getValue().reason != null) {
@@ -276,9 +260,7 @@ public final class Verifier {
     }
 
     private static void addRange(List<Long> out, long lo, long hi) {
-        for (long b = lo; b < hi; b++) {
-            out.add(b);
-        }
+        LongStream.range(lo, hi).forEach(out::add);
     }
 
     /** Tokens of a request of {@code n} tokens in chunk {@code q} of {@code size} tokens, without overflowing. */

@@ -12,6 +12,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.TreeMap;
+import java.util.function.BiConsumer;
 
 /**
  * Sums the workers' records of one request into the side's checksums: the scheduler's step, the only place that
@@ -226,45 +227,34 @@ public final class Aggregator {
             }
             BlockRange range = e.getValue();
             int n = (int) range.length();
-            if (side == Side.PRODUCER) {
+            // The producer sends copy 0 only; the consumer one check per copy of the most replicated layers.
+            int[] maxR = {1};
+            if (side == Side.CONSUMER) {
+                forEachColumn(g, (key, col) -> maxR[0] = Math.max(maxR[0], key.replicas()));
+            }
+            for (int k = 0; k < maxR[0]; k++) {
                 long[] sum = new long[n];
+                int check = k;
                 forEachColumn(g, (key, col) -> {
-                    if (key.index() == 0) {
+                    if (key.index() == check % key.replicas()) {
                         add(sum, col);
                     }
                 });
                 groups.add(new GroupChecksums(id, fingerprint, range.blockSize(), range.start(), sum));
-            } else {
-                int[] maxR = {1};
-                forEachColumn(g, (key, col) -> maxR[0] = Math.max(maxR[0], key.replicas()));
-                for (int k = 0; k < maxR[0]; k++) {
-                    long[] sum = new long[n];
-                    int check = k;
-                    forEachColumn(g, (key, col) -> {
-                        if (key.index() == check % key.replicas()) {
-                            add(sum, col);
-                        }
-                    });
-                    groups.add(new GroupChecksums(id, fingerprint, range.blockSize(), range.start(), sum));
-                }
             }
         }
         return new Complete(ChecksumPayload.of(mode, tpSize, numTokens, groups), skipped);
     }
 
-    private interface ColumnVisitor {
-        void visit(ReplicaKey key, long[] column);
-    }
-
-    private static void forEachColumn(PartialGroup[][] g, ColumnVisitor v) {
+    private static void forEachColumn(PartialGroup[][] g, BiConsumer<ReplicaKey, long[]> v) {
         for (PartialGroup[] stage : g) {
             for (PartialGroup p : stage) {
-                p.columns().forEach(v::visit);
+                p.columns().forEach(v);
             }
         }
     }
 
-    private static void add(long[] sum, long[] col) {
+    static void add(long[] sum, long[] col) {
         for (int i = 0; i < sum.length; i++) {
             sum[i] += col[i];
         }

@@ -17,7 +17,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.TreeMap;
-import java.util.regex.Matcher;
+import java.util.function.BinaryOperator;
+import java.util.stream.Collectors;
 import java.util.regex.Pattern;
 
 /**
@@ -299,10 +300,8 @@ public final class CacheGate implements WorkerChecksummer.GatedLayout {
 
     static CacheGate of(List<CacheSpec> caches, long numBlocks, Logger log, CellPadding padding) {
         Objects.requireNonNull(padding, "padding");
-        Map<Integer, List<CacheSpec>> byGroup = new TreeMap<>();
-        for (CacheSpec c : caches) {
-            byGroup.computeIfAbsent(c.groupId(), k -> new ArrayList<>()).add(c);
-        }
+        Map<Integer, List<CacheSpec>> byGroup = caches.stream()
+                .collect(Collectors.groupingBy(CacheSpec::groupId, TreeMap::new, Collectors.toList()));
         List<WorkerChecksummer.WorkerGroup> admitted = new ArrayList<>();
         Map<Integer, String> skipped = new LinkedHashMap<>();
         for (Map.Entry<Integer, List<CacheSpec>> e : byGroup.entrySet()) {
@@ -341,37 +340,19 @@ public final class CacheGate implements WorkerChecksummer.GatedLayout {
 
     /** The layer number in a layer name (its last dotted number), or -1. */
     static int layerNumber(String name) {
-        Matcher m = LAYER_NUMBER.matcher(name);
-        int n = -1;
-        String digits = null;
-        while (m.find()) {
-            digits = m.group(1);
-        }
-        if (digits != null && digits.length() <= 9) {
-            n = Integer.parseInt(digits);
-        }
-        return n;
+        String digits = LAYER_NUMBER.matcher(name).results().map(m -> m.group(1)).reduce((a, b) -> b).orElse(null);
+        return digits != null && digits.length() <= 9 ? Integer.parseInt(digits) : -1;
     }
 
     /** The layer module: the name up to and including its layer number. */
     static String module(String name) {
-        Matcher m = LAYER_NUMBER.matcher(name);
-        int end = -1;
-        while (m.find()) {
-            end = m.end(1);
-        }
-        return name.substring(0, end);
+        return name.substring(0, LAYER_NUMBER.matcher(name).results().mapToInt(m -> m.end(1)).reduce((a, b) -> b).orElse(-1));
     }
 
     /** The caches counted: one per {@code cacheId}, under its lowest layer number (then name). */
     private static List<CacheSpec> distinct(List<CacheSpec> caches) {
-        Map<Object, CacheSpec> first = new HashMap<>();
-        for (CacheSpec c : caches) {
-            first.merge(c.cacheId(), c, (a, b) -> ORDER.compare(a, b) <= 0 ? a : b);
-        }
-        List<CacheSpec> out = new ArrayList<>(first.values());
-        out.sort(ORDER);
-        return out;
+        return caches.stream().collect(Collectors.toMap(CacheSpec::cacheId, c -> c, BinaryOperator.minBy(ORDER)))
+                .values().stream().sorted(ORDER).toList();
     }
 
     private static final Comparator<CacheSpec> ORDER = Comparator.comparingInt((CacheSpec c) -> layerNumber(c.layerName()))

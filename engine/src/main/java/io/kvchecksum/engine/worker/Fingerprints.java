@@ -1,5 +1,7 @@
 package io.kvchecksum.engine.worker;
 
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
@@ -42,11 +44,7 @@ public final class Fingerprints {
             // Every Java platform must provide SHA-256.
             throw new IllegalStateException(e);
         }
-        long h = 0;
-        for (int i = 7; i >= 0; i--) {
-            h = (h << 8) | (d[i] & 0xFF);
-        }
-        return h;
+        return ByteBuffer.wrap(d).order(ByteOrder.LITTLE_ENDIAN).getLong();
     }
 
     /**

@@ -40,22 +40,13 @@ public record PartialGroup(int groupId, long fingerprint, BlockRange range, Map<
         return out;
     }
 
-    long[] column(ReplicaKey key) {
-        return columns.get(key);
-    }
-
     @Override
     public boolean equals(Object o) {
         if (!(o instanceof PartialGroup p) || groupId != p.groupId || fingerprint != p.fingerprint || !range.equals(p.range)
                 || !columns.keySet().equals(p.columns.keySet())) {
             return false;
         }
-        for (Map.Entry<ReplicaKey, long[]> e : columns.entrySet()) {
-            if (!Arrays.equals(e.getValue(), p.columns.get(e.getKey()))) {
-                return false;
-            }
-        }
-        return true;
+        return columns.entrySet().stream().allMatch(e -> Arrays.equals(e.getValue(), p.columns.get(e.getKey())));
     }
 
     @Override

@@ -12,6 +12,7 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Supplier;
 
 /**
  * The consumer scheduler's loads awaiting comparison: what the producer sent for each, the first well-formed copy
@@ -106,11 +107,7 @@ public final class PendingLoads {
         return offer(requestId, copy == null ? null : () -> PayloadCodec.decode(copy));
     }
 
-    private interface Decoder {
-        ChecksumPayload decode();
-    }
-
-    private boolean offer(String requestId, Decoder copy) {
+    private boolean offer(String requestId, Supplier<ChecksumPayload> copy) {
         Objects.requireNonNull(requestId, "requestId");
         Expected now = pending.get(requestId);
         if (now == null || now.payload() != null || copy == null) {
@@ -118,7 +115,7 @@ public final class PendingLoads {
         }
         Expected next;
         try {
-            next = new Expected(copy.decode(), null);
+            next = new Expected(copy.get(), null);
         } catch (MalformedPayloadException e) {
             metrics.payloadMalformed();
             next = new Expected(null, now.malformed() != null ? now.malformed() : e.getMessage());

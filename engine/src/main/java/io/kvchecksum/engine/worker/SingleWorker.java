@@ -55,20 +55,6 @@ public final class SingleWorker {
     }
 
     /**
-     * A worker in the standard mode counting in {@code metrics}, its sender logging to
-     * {@code System.getLogger(PayloadSender.class.getName())}.
-     *
-     * @param backend computes the checksums, shared by every request; not null
-     * @param metrics where checksum time and withheld payloads are counted; not null
-     * @throws NullPointerException when an argument is null
-     * @deprecated use {@link #builder(KvChecksum)}: {@code builder(backend).metrics(metrics).build()}
-     */
-    @Deprecated(since = "0.1.0", forRemoval = true)
-    public SingleWorker(KvChecksum backend, ChecksumMetrics metrics) {
-        this(builder(backend).metrics(metrics));
-    }
-
-    /**
      * {@return a builder of a worker computing with {@code backend}: the standard mode without padding,
      * {@link ChecksumMetrics#NONE}, a {@link PayloadSender} of the metrics logging to
      * {@code System.getLogger(PayloadSender.class.getName())}}
@@ -226,16 +212,12 @@ public final class SingleWorker {
     }
 
     private static long numTokens(List<BlockSelection> selection) {
-        if (selection.isEmpty()) {
-            throw new IllegalArgumentException("no group was selected");
-        }
-        long n = selection.get(0).numTokens();
-        for (BlockSelection s : selection) {
-            if (s.numTokens() != n) {
-                throw new IllegalArgumentException("group " + s.groupId() + " was selected for " + s.numTokens()
-                        + " tokens, group " + selection.get(0).groupId() + " for " + n);
-            }
-        }
-        return n;
+        BlockSelection first = selection.stream().findFirst()
+                .orElseThrow(() -> new IllegalArgumentException("no group was selected"));
+        selection.stream().filter(s -> s.numTokens() != first.numTokens()).findFirst().ifPresent(s -> {
+            throw new IllegalArgumentException("group " + s.groupId() + " was selected for " + s.numTokens()
+                    + " tokens, group " + first.groupId() + " for " + first.numTokens());
+        });
+        return first.numTokens();
     }
 }

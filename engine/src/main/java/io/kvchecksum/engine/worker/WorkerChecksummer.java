@@ -1,8 +1,6 @@
 package io.kvchecksum.engine.worker;
 
-import io.kvchecksum.CacheLayer;
 import io.kvchecksum.CellPadding;
-import io.kvchecksum.ChecksumMode;
 import io.kvchecksum.ChecksumSpec;
 import io.kvchecksum.KvCacheGroup;
 import io.kvchecksum.KvChecksum;
@@ -22,6 +20,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.TreeMap;
+import java.util.stream.Stream;
 
 /**
  * One worker's checksums of its requests: enqueues them on the engine's stream in the step that makes the KV final,
@@ -184,25 +183,6 @@ public final class WorkerChecksummer {
     }
 
     /**
-     * A worker in the standard mode over an explicit layout, without padding.
-     *
-     * @param backend computes the block checksums; not null
-     * @param tpRank this worker's TP rank, non-negative
-     * @param ppStage this worker's PP stage, non-negative
-     * @param layout this worker's layers per group, each group once
-     * @param skipped groups this worker cannot checksum, with the reason
-     * @param metrics where checksum time is counted; not null
-     * @throws IllegalArgumentException when a rank or stage is negative, or a group is described twice
-     * @deprecated use {@link #builder(KvChecksum)}:
-     *     {@code builder(backend).tpRank(r).ppStage(s).groups(layout).skipped(skipped).metrics(metrics).build()}
-     */
-    @Deprecated(since = "0.1.0", forRemoval = true)
-    public WorkerChecksummer(KvChecksum backend, int tpRank, int ppStage, List<WorkerGroup> layout,
-            Map<Integer, String> skipped, ChecksumMetrics metrics) {
-        this(builder(backend).tpRank(tpRank).ppStage(ppStage).groups(layout).skipped(skipped).metrics(metrics));
-    }
-
-    /**
      * {@return a builder of a worker computing with {@code backend}: TP rank 0, PP stage 0, no groups, the standard
      * mode, {@link ChecksumMetrics#NONE}}
      *
@@ -330,15 +310,8 @@ public final class WorkerChecksummer {
 
     /** The first layer of {@code g} whose cells are not whole pieces, as a skip reason, or {@code null}. */
     private static String unpaddedCells(WorkerGroup g) {
-        for (ReplicaPart p : g.parts()) {
-            for (CacheLayer l : p.cache().layers()) {
-                String why = SlicePlan.unpaddedCellProblem(l);
-                if (why != null) {
-                    return why;
-                }
-            }
-        }
-        return null;
+        return g.parts().stream().flatMap(p -> p.cache().layers().stream()).map(SlicePlan::unpaddedCellProblem)
+                .filter(Objects::nonNull).findFirst().orElse(null);
     }
 
     /** {@return the mode this worker computes in and what it does with cells that are not whole 8-byte pieces} */
@@ -386,12 +359,10 @@ public final class WorkerChecksummer {
             boolean reportFailures) {
         Objects.requireNonNull(side, "side");
         long started = System.nanoTime();
-        for (BlockSelection s : scheduled) {
-            if (!s.isExcluded() && s.numTokens() != numTokens) {
-                throw new IllegalArgumentException("group " + s.groupId() + " was selected for " + s.numTokens()
-                        + " tokens, the request has " + numTokens);
-            }
-        }
+        scheduled.stream().filter(s -> !s.isExcluded() && s.numTokens() != numTokens).findFirst().ifPresent(s -> {
+            throw new IllegalArgumentException("group " + s.groupId() + " was selected for " + s.numTokens()
+                    + " tokens, the request has " + numTokens);
+        });
         Map<Integer, String> skippedHere = new LinkedHashMap<>();
         List<Part> parts = new ArrayList<>();
         try {
@@ -405,7 +376,7 @@ public final class WorkerChecksummer {
                     continue;
                 }
                 WorkerGroup g = layout.get(s.groupId());
-                Part part = new Part(s, g == null ? 0 : g.fingerprint());
+                Part part = new Part(s, g == null ? 0 : g.fingerprint(), new LinkedHashMap<>());
                 parts.add(part);
                 if (g == null) {
                     continue;
@@ -414,7 +385,7 @@ public final class WorkerChecksummer {
                     if (side == Side.PRODUCER && p.key().index() != 0) {
                         continue;
                     }
-                    List<PendingChecksums> list = part.pending.computeIfAbsent(p.key(), k -> new ArrayList<>());
+                    List<PendingChecksums> list = part.pending().computeIfAbsent(p.key(), k -> new ArrayList<>());
                     if (p.segments() != null) {
                         KvSegments.Plan plan = p.segments().plan(s.numTokens(), s.firstBlock(), s.blockSize(), spec);
                         list.add(stream == null ? plan.submit(backend) : plan.submit(backend, stream));
@@ -430,13 +401,12 @@ public final class WorkerChecksummer {
             if (!reportFailures) {
                 throw e;
             }
-            PendingRecord failed = new PendingRecord(tpRank, ppStage, numTokens, List.of(), Map.of(), started, metrics, true,
-                    spec.mode());
+            PendingRecord failed = new PendingRecord(numTokens, List.of(), Map.of(), started, true);
             failed.fail(e);
             return failed;
         }
         skipped.forEach(skippedHere::putIfAbsent);
-        return new PendingRecord(tpRank, ppStage, numTokens, parts, skippedHere, started, metrics, reportFailures, spec.mode());
+        return new PendingRecord(numTokens, parts, skippedHere, started, reportFailures);
     }
 
     /**
@@ -473,31 +443,23 @@ public final class WorkerChecksummer {
         }
     }
 
-    /** One scheduled group's pending columns on this worker. */
-    private static final class Part {
-        final BlockSelection selection;
-        final long fingerprint;
-        final Map<ReplicaKey, List<PendingChecksums>> pending = new LinkedHashMap<>();
-
-        Part(BlockSelection selection, long fingerprint) {
-            this.selection = selection;
-            this.fingerprint = fingerprint;
+    /** One scheduled group's pending columns on this worker, by copy. */
+    private record Part(BlockSelection selection, long fingerprint, Map<ReplicaKey, List<PendingChecksums>> pending) {
+        /** {@return every pending handle of the parts, in order} */
+        static Stream<PendingChecksums> handles(List<Part> parts) {
+            return parts.stream().flatMap(p -> p.pending.values().stream()).flatMap(List::stream);
         }
     }
 
     /** Closes every handle, adding what closing throws to {@code failure}. */
     private static void closeAll(List<Part> parts, RuntimeException failure) {
-        for (Part p : parts) {
-            for (List<PendingChecksums> l : p.pending.values()) {
-                for (PendingChecksums pc : l) {
-                    try {
-                        pc.close();
-                    } catch (RuntimeException e) {
-                        failure.addSuppressed(e);
-                    }
-                }
+        Part.handles(parts).forEach(pc -> {
+            try {
+                pc.close();
+            } catch (RuntimeException e) {
+                failure.addSuppressed(e);
             }
-        }
+        });
     }
 
     /**
@@ -506,29 +468,21 @@ public final class WorkerChecksummer {
      * closing is optional), which releases whatever the backend still holds. One made by {@link #trySubmit} reports a
      * backend failure as a failed record from {@link #isDone}/{@link #poll}/{@link #record} instead of throwing it.
      */
-    public static final class PendingRecord implements AutoCloseable {
-        private final int tpRank;
-        private final int ppStage;
+    public final class PendingRecord implements AutoCloseable {
         private final long numTokens;
         private final List<Part> parts;
         private final Map<Integer, String> skipped;
         private final long started;
-        private final ChecksumMetrics metrics;
-        private final ChecksumMode mode;
         private final boolean reportFailures;
         private WorkerRecord record;
         private boolean closed;
 
-        private PendingRecord(int tpRank, int ppStage, long numTokens, List<Part> parts, Map<Integer, String> skipped,
-                long started, ChecksumMetrics metrics, boolean reportFailures, ChecksumMode mode) {
-            this.mode = mode;
-            this.tpRank = tpRank;
-            this.ppStage = ppStage;
+        private PendingRecord(long numTokens, List<Part> parts, Map<Integer, String> skipped, long started,
+                boolean reportFailures) {
             this.numTokens = numTokens;
             this.parts = parts;
             this.skipped = skipped;
             this.started = started;
-            this.metrics = metrics;
             this.reportFailures = reportFailures;
         }
 
@@ -546,14 +500,8 @@ public final class WorkerChecksummer {
             }
             ensureOpen();
             try {
-                for (Part p : parts) {
-                    for (List<PendingChecksums> l : p.pending.values()) {
-                        for (PendingChecksums pc : l) {
-                            if (!pc.isDone()) {
-                                return false;
-                            }
-                        }
-                    }
+                if (!Part.handles(parts).allMatch(PendingChecksums::isDone)) {
+                    return false;
                 }
             } catch (RuntimeException e) {
                 if (!reportFailures) {
@@ -585,10 +533,7 @@ public final class WorkerChecksummer {
                     for (Map.Entry<ReplicaKey, List<PendingChecksums>> e : p.pending.entrySet()) {
                         long[] sum = new long[(int) p.selection.range().length()];
                         for (PendingChecksums pc : e.getValue()) {
-                            long[] v = pc.get();
-                            for (int i = 0; i < sum.length; i++) {
-                                sum[i] += v[i];
-                            }
+                            Aggregator.add(sum, pc.get());
                         }
                         columns.put(e.getKey(), sum);
                     }
@@ -602,7 +547,7 @@ public final class WorkerChecksummer {
                 throw e;
             }
             close(null);
-            record = new WorkerRecord(tpRank, ppStage, numTokens, out, skipped, null, mode);
+            record = new WorkerRecord(tpRank, ppStage, numTokens, out, skipped, null, spec.mode());
             metrics.checksumNanos(System.nanoTime() - started);
             return record;
         }
