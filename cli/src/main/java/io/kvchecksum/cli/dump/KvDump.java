@@ -166,12 +166,25 @@ public final class KvDump {
         if (o.layout().equals("sglang")) {
             return SglangDump.read(file, o, start);
         }
+        Map<Integer, Tensor[]> byLayer = byLayer(file, LAYER, List.of("k", "v", "kv_cache", "index_k"));
+        try {
+            return o.layout().equals("gathered") ? gathered(file, o, start, byLayer) : paged(file, o, start, byLayer);
+        } catch (InvalidLayoutException e) {
+            throw new InvalidInputException(file.path() + ": " + e.getMessage());
+        }
+    }
+
+    /**
+     * The tensors whose names {@code layer} matches, by layer number: slot {@code i} of each array holds the tensor
+     * whose name ends in {@code kinds[i]} (the pattern's second group).
+     */
+    static Map<Integer, Tensor[]> byLayer(DumpFile file, Pattern layer, List<String> kinds) {
         Map<Integer, Tensor[]> byLayer = new TreeMap<>();
         for (Tensor t : file.tensors().values()) {
-            Matcher m = LAYER.matcher(t.name());
+            Matcher m = layer.matcher(t.name());
             if (m.matches()) {
-                Tensor[] kv = byLayer.computeIfAbsent(Integer.parseInt(m.group(1)), x -> new Tensor[4]);
-                int slot = switch (m.group(2)) { case "k" -> 0; case "v" -> 1; case "kv_cache" -> 2; default -> 3; };
+                Tensor[] kv = byLayer.computeIfAbsent(Integer.parseInt(m.group(1)), x -> new Tensor[kinds.size()]);
+                int slot = kinds.indexOf(m.group(2));
                 if (kv[slot] != null) {
                     // layers.0.k and layers.00.k: one layer twice, and which one counts would be a guess
                     throw new InvalidInputException(file.path() + ": " + kv[slot].name() + " and " + t.name()
@@ -180,11 +193,39 @@ public final class KvDump {
                 kv[slot] = t;
             }
         }
-        try {
-            return o.layout().equals("gathered") ? gathered(file, o, start, byLayer) : paged(file, o, start, byLayer);
-        } catch (InvalidLayoutException e) {
-            throw new InvalidInputException(file.path() + ": " + e.getMessage());
+        return byLayer;
+    }
+
+    /**
+     * Checks a layer's K (and V, when not {@code null}) of {@code [rows, heads, head_dim]}: one dtype, the same rows
+     * and heads; {@code rows} names the first dimension in messages.
+     */
+    static void checkRows(String where, Tensor k, Tensor v, String rows) {
+        checkRowsShape(where, k, rows);
+        if (v != null) {
+            checkRowsShape(where, v, rows);
+            if (!v.dtype().equals(k.dtype())) {
+                throw new InvalidInputException(where + ": " + v.name() + " is " + v.dtype() + " but " + k.name() + " is "
+                        + k.dtype() + ": K and V of a layer must have one dtype");
+            }
+            if (v.shape()[0] != k.shape()[0] || v.shape()[1] != k.shape()[1]) {
+                throw new InvalidInputException(where + ": " + v.name() + " shape " + v.shapeText() + " does not match "
+                        + k.name() + " shape " + k.shapeText() + " in " + rows + " and heads");
+            }
         }
+    }
+
+    private static void checkRowsShape(String where, Tensor t, String rows) {
+        long[] s = t.shape();
+        if (s.length != 3 || s[1] <= 0 || s[2] <= 0 || s[1] > Integer.MAX_VALUE) {
+            throw new InvalidInputException(where + ": " + t.name() + " shape " + t.shapeText()
+                    + " is not [" + rows + ", heads, head_dim]");
+        }
+    }
+
+    /** The region of a {@code [rows, heads, head_dim]} tensor read as pages of one row (page id = row). */
+    static KvRegion rows(Tensor t, int heads, int cell) {
+        return new KvRegion(KvMemory.host(t.data()), 0, (long) heads * cell, 0, cell, cell);
     }
 
     private static KvDump gathered(DumpFile file, Options o, long start, Map<Integer, Tensor[]> byLayer) {
@@ -205,18 +246,7 @@ public final class KvDump {
                 }
                 continue;
             }
-            checkGatheredShape(where, k);
-            if (v != null) {
-                checkGatheredShape(where, v);
-                if (!v.dtype().equals(k.dtype())) {
-                    throw new InvalidInputException(where + ": " + v.name() + " is " + v.dtype() + " but " + k.name() + " is "
-                            + k.dtype() + ": K and V of a layer must have one dtype");
-                }
-                if (v.shape()[0] != k.shape()[0] || v.shape()[1] != k.shape()[1]) {
-                    throw new InvalidInputException(where + ": " + v.name() + " shape " + v.shapeText() + " does not match "
-                            + k.name() + " shape " + k.shapeText() + " in tokens and heads");
-                }
-            }
+            checkRows(where, k, v, "tokens");
             if (tokens >= 0 && k.shape()[0] != tokens) {
                 throw new InvalidInputException(where + ": " + k.name() + " holds " + k.shape()[0] + " tokens but "
                         + tokensFrom + " holds " + tokens + ": every layer must hold the same tokens");
@@ -224,24 +254,18 @@ public final class KvDump {
             tokens = k.shape()[0];
             tokensFrom = k.name();
             int heads = Math.toIntExact(k.shape()[1]);
-            int kc = cell(where, k);
-            KvRegion kr = new KvRegion(KvMemory.host(k.data()), 0, (long) heads * kc, 0, kc, kc);
-            KvRegion vr = null;
-            if (v != null) {
-                int vc = cell(where, v);
-                vr = new KvRegion(KvMemory.host(v.data()), 0, (long) heads * vc, 0, vc, vc);
-            }
+            KvRegion kr = rows(k, heads, cell(where, k));
+            KvRegion vr = v == null ? null : rows(v, heads, cell(where, v));
             layers.add(new Layer(e.getKey(), k, v, new CacheLayer(e.getKey(), o.headOffset(), heads, kr, vr)));
             Tensor ik = e.getValue()[3];
             if (ik != null) {
-                checkGatheredShape(where, ik);
+                checkRowsShape(where, ik, "tokens");
                 if (ik.shape()[0] != k.shape()[0]) {
                     throw new InvalidInputException(where + ": " + ik.name() + " holds " + ik.shape()[0] + " tokens but "
                             + k.name() + " holds " + k.shape()[0]);
                 }
                 int ih = Math.toIntExact(ik.shape()[1]);
-                int ic = cell(where, ik);
-                KvRegion ir = new KvRegion(KvMemory.host(ik.data()), 0, (long) ih * ic, 0, ic, ic);
+                KvRegion ir = rows(ik, ih, cell(where, ik));
                 layers.add(new Layer(e.getKey(), ik, null, CacheLayer.kOnly(e.getKey(), indexHead(o, heads), ih, ir), true));
             }
         }
@@ -308,14 +332,6 @@ public final class KvDump {
                     + " (num_tokens = " + nt.integerText(0) + ")");
         }
         return v;
-    }
-
-    private static void checkGatheredShape(String where, Tensor t) {
-        long[] s = t.shape();
-        if (s.length != 3 || s[1] <= 0 || s[2] <= 0 || s[1] > Integer.MAX_VALUE) {
-            throw new InvalidInputException(where + ": " + t.name() + " shape " + t.shapeText()
-                    + " is not [tokens, heads, head_dim]");
-        }
     }
 
     private static KvDump paged(DumpFile file, Options o, long start, Map<Integer, Tensor[]> byLayer) {
@@ -457,7 +473,8 @@ public final class KvDump {
         return (int) bytes;
     }
 
-    private static String names(DumpFile f) {
+    /** The dump's tensor names for messages: the first six, then the count. */
+    static String names(DumpFile f) {
         List<String> n = new ArrayList<>(f.tensors().keySet());
         return n.size() <= 6 ? String.join(", ", n) : String.join(", ", n.subList(0, 6)) + ", ... (" + n.size() + " tensors)";
     }

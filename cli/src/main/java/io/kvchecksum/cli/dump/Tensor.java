@@ -36,6 +36,15 @@ public record Tensor(String name, DType dtype, long[] shape, MemorySegment data,
         return n;
     }
 
+    /** The bytes of {@code shape} elements of {@code dtype}, or throws if that overflows. */
+    public static long byteSize(long[] shape, DType dtype, String where) {
+        try {
+            return Math.multiplyExact(numel(shape, where), dtype.size());
+        } catch (ArithmeticException e) {
+            throw new InvalidInputException(where + ": shape x dtype overflows a 64-bit size");
+        }
+    }
+
     /** The number of elements. */
     public long numel() {
         return numel(shape, name);
