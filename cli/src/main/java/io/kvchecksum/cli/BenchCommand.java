@@ -73,10 +73,7 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
             throw new picocli.CommandLine.ParameterException(spec.commandLine(), "--seconds must be in (0, 10]");
         }
         long perToken = (long) LAYERS * HEADS * 2 * HEAD_DIM * 2;
-        int maxTokens = 0;
-        for (int s : sizesMiB) {
-            maxTokens = Math.max(maxTokens, tokens(s, perToken));
-        }
+        int maxTokens = sizesMiB.stream().mapToInt(s -> tokens(s, perToken)).max().orElse(0);
         int pages = Math.ceilDiv(maxTokens, PAGE);
         KvLayouts.PagedShape shape = new KvLayouts.PagedShape(pages, PAGE, HEADS, HEAD_DIM, 2);
         SplittableRandom rng = new SplittableRandom(DemoCommand.DEFAULT_SEED);
