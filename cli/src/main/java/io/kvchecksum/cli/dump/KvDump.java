@@ -106,14 +106,13 @@ public final class KvDump {
     private final RequestBlocks request;
     private final int[] table;
     private final int pageSize;
-    private final long tokensHeld;
     private SglangDump.Pages sglang;
     private String paging;
     private final CellPadding padding;
     private final String skipReason;
 
     private KvDump(DumpFile file, String layout, List<Layer> layers, KvCacheGroup group, RequestBlocks request,
-            int[] table, int pageSize, long tokensHeld, CellPadding padding) {
+            int[] table, int pageSize, CellPadding padding) {
         this.padding = padding;
         String why = null;
         if (padding == CellPadding.NONE) {
@@ -132,7 +131,6 @@ public final class KvDump {
         this.request = request;
         this.table = table;
         this.pageSize = pageSize;
-        this.tokensHeld = tokensHeld;
     }
 
     /** Reads {@code file} with the given options, or throws {@link InvalidInputException} naming the problem. */
@@ -292,7 +290,7 @@ public final class KvDump {
         }
         KvCacheGroup group = KvCacheGroup.of(1, tokens, layers.stream().map(Layer::cache).toList());
         RequestBlocks request = RequestBlocks.of(table, n, o.firstBlock(), o.blockSize());
-        return new KvDump(file, "gathered", layers, group, request, table, 1, tokens, o.padding());
+        return new KvDump(file, "gathered", layers, group, request, table, 1, o.padding());
     }
 
     /** The global head of a layer's index-K cache: the option, else right after the layer's KV heads in the dump. */
@@ -302,8 +300,8 @@ public final class KvDump {
 
     /** An SGLang dump: the token view the weighted sum reads (pages of one slot) and the paged view of its digest. */
     static KvDump sglang(DumpFile file, List<Layer> layers, KvCacheGroup group, RequestBlocks request, int[] slots,
-            long held, SglangDump.Pages pages, String paging, CellPadding padding) {
-        KvDump d = new KvDump(file, "sglang", layers, group, request, slots, 1, held, padding);
+            SglangDump.Pages pages, String paging, CellPadding padding) {
+        KvDump d = new KvDump(file, "sglang", layers, group, request, slots, 1, padding);
         d.sglang = pages;
         d.paging = paging;
         return d;
@@ -318,13 +316,9 @@ public final class KvDump {
         if (n != null) {
             return n;
         }
-        Tensor nt = file.get("num_tokens");
+        Tensor nt = scalar(file, "num_tokens", where);
         if (nt == null) {
             return start + held;
-        }
-        if (!nt.dtype().integer() || nt.numel() != 1) {
-            throw new InvalidInputException(where + ": num_tokens must be one integer, got " + nt.dtype() + " "
-                    + nt.shapeText());
         }
         long v = nt.integerAt(0);
         if (v <= start) {
@@ -332,6 +326,16 @@ public final class KvDump {
                     + " (num_tokens = " + nt.integerText(0) + ")");
         }
         return v;
+    }
+
+    /** The dump's tensor {@code name}, which must hold one integer, or {@code null} when the dump has none. */
+    static Tensor scalar(DumpFile file, String name, String where) {
+        Tensor t = file.get(name);
+        if (t != null && (!t.dtype().integer() || t.numel() != 1)) {
+            throw new InvalidInputException(where + ": " + name + " must be one integer, got " + t.dtype() + " "
+                    + t.shapeText());
+        }
+        return t;
     }
 
     private static KvDump paged(DumpFile file, Options o, long start, Map<Integer, Tensor[]> byLayer) {
@@ -369,20 +373,16 @@ public final class KvDump {
                 throw new InvalidInputException(where + ": " + t.name() + " shape " + t.shapeText() + " does not match layout "
                         + layout + " " + expected);
             }
-            long pages = switch (layout) {
-                case "vllm-flash" -> s[1];
-                default -> s[0];
+            // where the shape holds the page count, the page size and the heads (MLA: one head)
+            int[] at = switch (layout) {
+                case "vllm-flash" -> new int[] {1, 2, 3};
+                case "vllm-flashinfer-nhd" -> new int[] {0, 2, 3};
+                case "vllm-flashinfer-hnd" -> new int[] {0, 3, 2};
+                default -> new int[] {0, 1, -1};
             };
-            int page = (int) switch (layout) {
-                case "vllm-flash", "vllm-flashinfer-nhd" -> s[2];
-                case "vllm-flashinfer-hnd" -> s[3];
-                default -> s[1];
-            };
-            int heads = (int) switch (layout) {
-                case "vllm-flash", "vllm-flashinfer-nhd" -> s[3];
-                case "vllm-flashinfer-hnd" -> s[2];
-                default -> 1;
-            };
+            long pages = s[at[0]];
+            int page = (int) s[at[1]];
+            int heads = at[2] < 0 ? 1 : (int) s[at[2]];
             int headDim = (int) s[s.length - 1];
             if (numPages >= 0 && (pages != numPages || page != pageSize)) {
                 throw new InvalidInputException(where + ": " + t.name() + " shape " + t.shapeText() + " has " + pages
@@ -458,7 +458,7 @@ public final class KvDump {
         KvCacheGroup group = KvCacheGroup.of(pageSize, numPages, layers.stream().map(Layer::cache).toList());
         // the table was checked entry by entry above, with the tensors' names: the backend's own check is the only other
         RequestBlocks request = RequestBlocks.of(table, n, o.firstBlock(), o.blockSize());
-        return new KvDump(file, layout, layers, group, request, table, pageSize, held, o.padding());
+        return new KvDump(file, layout, layers, group, request, table, pageSize, o.padding());
     }
 
     private static int cell(String where, Tensor t) {
@@ -525,11 +525,6 @@ public final class KvDump {
     /** Tokens per page (1 for gathered dumps, whose pages are single tokens). */
     public int pageSize() {
         return pageSize;
-    }
-
-    /** The number of request positions the dump could hold from the first block on. */
-    public long tokensHeld() {
-        return tokensHeld;
     }
 
     /** The KV bytes the checksum reads: every cell of every checksummed token. */

@@ -207,7 +207,7 @@ public final class SglangDump {
         RequestBlocks request = RequestBlocks.of(slotOf, n, o.firstBlock(), o.blockSize());
         List<StateRow> rows = stateRows(file);
         Pages p = new Pages(pageSize, pagedGroup, pages, start, rows);
-        return KvDump.sglang(file, tokenView, tokens, request, slotOf, held, p, "sglang, page " + pageSize + ", " + slots
+        return KvDump.sglang(file, tokenView, tokens, request, slotOf, p, "sglang, page " + pageSize + ", " + slots
                 + " slots" + (rows.isEmpty() ? "" : ", state rows " + String.join(" ", rows.stream().map(StateRow::name).toList())), o.padding());
     }
 
@@ -228,12 +228,9 @@ public final class SglangDump {
     }
 
     private static int pageSize(DumpFile file, String where) {
-        Tensor t = file.get("page_size");
+        Tensor t = KvDump.scalar(file, "page_size", where);
         if (t == null) {
             return 1;
-        }
-        if (!t.dtype().integer() || t.numel() != 1) {
-            throw new InvalidInputException(where + ": page_size must be one integer, got " + t.dtype() + " " + t.shapeText());
         }
         long p = t.integerAt(0);
         if (p <= 0 || p > (1 << 20)) {
