@@ -217,10 +217,8 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
 
     private static int threads(KvChecksum k) {
         Matcher m = THREADS.matcher(k.description());
-        if (m.find()) {
-            return Integer.parseInt(m.group(1));
-        }
-        return k.name().equals("reference") ? 1 : Runtime.getRuntime().availableProcessors();
+        return m.find() ? Integer.parseInt(m.group(1))
+                : k.name().equals("reference") ? 1 : Runtime.getRuntime().availableProcessors();
     }
 
     /** JIT-compiles (or builds the device program of) a backend's pass on a small request before it is timed. */

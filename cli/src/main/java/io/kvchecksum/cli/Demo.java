@@ -380,12 +380,8 @@ final class Demo {
         for (int p : pTable) {
             used[p] = true;
         }
-        for (int p = 0; p < used.length; p++) {
-            if (!used[p]) {
-                return p;
-            }
-        }
-        throw new IllegalStateException("no spare producer page");
+        return IntStream.range(0, used.length).filter(p -> !used[p]).findFirst()
+                .orElseThrow(() -> new IllegalStateException("no spare producer page"));
     }
 
     private static MemorySegment segment(KvCacheGroup g, int layer, boolean v) {

@@ -28,17 +28,12 @@ final class PageDigestOption {
 
     /** The digest entry {@code sum} reports for {@code d}, or {@code null} when it reports none. */
     SglangDigestSection.Entry entry(KvDump d, KvChecksum backend, int groupId) {
-        if (d.sglang() == null) {
-            if (Boolean.TRUE.equals(pageDigest)) {
-                throw new InvalidInputException("--page-digest needs --layout sglang: SGLang's page digest is defined over"
-                        + " its pool's pages (this dump is " + d.layout() + ")");
-            }
-            return null;
+        if (d.sglang() == null && Boolean.TRUE.equals(pageDigest)) {
+            throw new InvalidInputException("--page-digest needs --layout sglang: SGLang's page digest is defined over"
+                    + " its pool's pages (this dump is " + d.layout() + ")");
         }
-        if (Boolean.FALSE.equals(pageDigest)) {
-            return null;
-        }
-        return d.sglang().digest(backend, groupId, d.request().numTokens());
+        return d.sglang() == null || Boolean.FALSE.equals(pageDigest) ? null
+                : d.sglang().digest(backend, groupId, d.request().numTokens());
     }
 
     /**

@@ -21,7 +21,6 @@ import picocli.CommandLine.Spec;
 
 import java.io.PrintWriter;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.Callable;
@@ -118,14 +117,13 @@ final class VerifyCommand implements Callable<Integer> {
                 LoadVerdict v = Verifier.compare(expOne, actual);
                 Verdict verdict = Verdict.of(v, groupId, eg, exp.numTokens(), r, values.length);
                 if (json) {
-                    List<Object> gs = new ArrayList<>();
-                    for (GroupVerdict g : v.groups()) {
+                    List<Object> gs = v.groups().stream().map(g -> {
                         boolean mine = g.groupId() == groupId && Verdict.INCOMPLETE_DUMP.equals(verdict.reason());
-                        gs.add(Json.object("group_id", g.groupId(), "status", (mine ? verdict.status() : g.status()).name(),
-                                "mismatched_blocks", g.mismatchedBlocks(), "reason", mine ? verdict.reason()
-                                        : g.reason() == null ? null : g.reason().name(),
-                                "detail", mine ? verdict.detail() : g.detail()));
-                    }
+                        return (Object) Json.object("group_id", g.groupId(), "status", (mine ? verdict.status()
+                                : g.status()).name(), "mismatched_blocks", g.mismatchedBlocks(), "reason", mine
+                                ? verdict.reason() : g.reason() == null ? null : g.reason().name(),
+                                "detail", mine ? verdict.detail() : g.detail());
+                    }).toList();
                     Json.print(out, Json.object("status", verdict.status().name(), "reason", verdict.reason(), "detail",
                             verdict.detail(), "note", verdict.note(), "hint", verdict.hint(), "backend",
                             be.backend().name(), "backend_description", be.backend().description(), "block_size",
