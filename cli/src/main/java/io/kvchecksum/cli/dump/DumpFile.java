@@ -89,9 +89,7 @@ public final class DumpFile implements AutoCloseable {
         if (startsWith(m, new byte[] {(byte) 0x93, 'N', 'U', 'M', 'P', 'Y'})) {
             String n = path.getFileName().toString();
             String name = n.endsWith(".npy") ? n.substring(0, n.length() - 4) : n;
-            Map<String, Tensor> ts = new TreeMap<>();
-            ts.put(name, Npy.parse(name, m, path.toString(), 0));
-            return new DumpFile(path, "npy", arena, ts);
+            return new DumpFile(path, "npy", arena, new TreeMap<>(Map.of(name, Npy.parse(name, m, path.toString(), 0))));
         }
         if (startsWith(m, new byte[] {'P', 'K'})) {
             return new DumpFile(path, "npz", arena, Npz.read(path, m, arena));

@@ -14,9 +14,11 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.TreeMap;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import java.util.stream.IntStream;
 
 /**
  * A dump read as the KV of one request: the tensors of a {@link DumpFile} described, without copying, as a
@@ -114,16 +116,10 @@ public final class KvDump {
     private KvDump(DumpFile file, String layout, List<Layer> layers, KvCacheGroup group, RequestBlocks request,
             int[] table, int pageSize, CellPadding padding) {
         this.padding = padding;
-        String why = null;
-        if (padding == CellPadding.NONE) {
-            for (Layer l : layers) {
-                String p = SlicePlan.unpaddedCellProblem(l.cache());
-                if (p != null && why == null) {
-                    why = l.kTensor().name() + ": " + p;
-                }
-            }
-        }
-        this.skipReason = why;
+        this.skipReason = padding != CellPadding.NONE ? null : layers.stream().map(l -> {
+            String p = SlicePlan.unpaddedCellProblem(l.cache());
+            return p == null ? null : l.kTensor().name() + ": " + p;
+        }).filter(Objects::nonNull).findFirst().orElse(null);
         this.file = file;
         this.layout = layout;
         this.layers = List.copyOf(layers);
@@ -284,10 +280,7 @@ public final class KvDump {
             throw new InvalidInputException(where + ": more than 2^31 tokens");
         }
         // pages of one slot, page id = token index in the dump: any block size, no rounding
-        int[] table = new int[(int) (n - start)];
-        for (int i = 0; i < table.length; i++) {
-            table[i] = i;
-        }
+        int[] table = IntStream.range(0, (int) (n - start)).toArray();
         KvCacheGroup group = KvCacheGroup.of(1, tokens, layers.stream().map(Layer::cache).toList());
         RequestBlocks request = RequestBlocks.of(table, n, o.firstBlock(), o.blockSize());
         return new KvDump(file, "gathered", layers, group, request, table, 1, o.padding());
@@ -347,6 +340,13 @@ public final class KvDump {
             case "vllm-flashinfer-hnd" -> "(num_pages, 2, heads, page_size, head_dim)";
             default -> "(num_pages, page_size, head_dim)";
         };
+        // where the shape holds the page count, the page size, the heads and the K/V pair (MLA: one head, no pair)
+        int[] at = switch (layout) {
+            case "vllm-flash" -> new int[] {1, 2, 3, 0};
+            case "vllm-flashinfer-nhd" -> new int[] {0, 2, 3, 1};
+            case "vllm-flashinfer-hnd" -> new int[] {0, 3, 2, 1};
+            default -> new int[] {0, 1, -1, -1};
+        };
         List<Layer> layers = new ArrayList<>();
         long numPages = -1;
         int pageSize = -1;
@@ -361,11 +361,7 @@ public final class KvDump {
                 continue;
             }
             long[] s = t.shape();
-            boolean ok = switch (layout) {
-                case "vllm-flash" -> s.length == 5 && s[0] == 2;
-                case "vllm-flashinfer-nhd", "vllm-flashinfer-hnd" -> s.length == 5 && s[1] == 2;
-                default -> s.length == 3;
-            };
+            boolean ok = at[3] < 0 ? s.length == 3 : s.length == 5 && s[at[3]] == 2;
             for (long d : s) {
                 ok &= d > 0 && d <= Integer.MAX_VALUE;
             }
@@ -373,13 +369,6 @@ public final class KvDump {
                 throw new InvalidInputException(where + ": " + t.name() + " shape " + t.shapeText() + " does not match layout "
                         + layout + " " + expected);
             }
-            // where the shape holds the page count, the page size and the heads (MLA: one head)
-            int[] at = switch (layout) {
-                case "vllm-flash" -> new int[] {1, 2, 3};
-                case "vllm-flashinfer-nhd" -> new int[] {0, 2, 3};
-                case "vllm-flashinfer-hnd" -> new int[] {0, 3, 2};
-                default -> new int[] {0, 1, -1};
-            };
             long pages = s[at[0]];
             int page = (int) s[at[1]];
             int heads = at[2] < 0 ? 1 : (int) s[at[2]];
