@@ -21,8 +21,10 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.Callable;
 import java.util.stream.Collectors;
+import java.util.stream.Stream;
 
 /**
  * {@code diff}: two dumps of one request, in any two layouts. Block checksums say which blocks differ; an exact byte
@@ -196,14 +198,9 @@ final class DiffCommand implements Callable<Integer> {
     }
 
     private static String bytesText(Change c) {
-        StringBuilder s = new StringBuilder();
-        if (c.kBytes != null) {
-            s.append("K bytes ").append(c.kBytes[0]).append("..").append(c.kBytes[1]);
-        }
-        if (c.vBytes != null) {
-            s.append(s.isEmpty() ? "" : ", ").append("V bytes ").append(c.vBytes[0]).append("..").append(c.vBytes[1]);
-        }
-        return s.toString();
+        return Stream.of(c.kBytes == null ? null : "K bytes " + c.kBytes[0] + ".." + c.kBytes[1],
+                c.vBytes == null ? null : "V bytes " + c.vBytes[0] + ".." + c.vBytes[1])
+                .filter(Objects::nonNull).collect(Collectors.joining(", "));
     }
 
     private static int defaultBlockSize(DumpFile fa, String la, DumpFile fb, String lb) {

@@ -176,7 +176,11 @@ public final class SglangDump {
             throw new InvalidInputException(where + ": req_to_token has more than 2^31 entries");
         }
         long held = rt.shape()[0];
-        long n = numTokens(file, o, start, held, where);
+        long n = KvDump.requestedTokens(file, o, start, held, where);
+        if (n < start || n - start > held) {
+            throw new InvalidInputException(where + ": --num-tokens " + n + " needs request positions " + start + ".."
+                    + (n - 1) + " but req_to_token lists " + held + " slots from position " + start);
+        }
         int count = (int) (n - start);
         int[] slotOf = new int[count];
         int[] pages = new int[(int) Math.ceilDiv(count, (long) pageSize)];
@@ -237,15 +241,6 @@ public final class SglangDump {
             throw new InvalidInputException(where + ": page_size = " + t.integerText(0) + " must be 1..2^20");
         }
         return (int) p;
-    }
-
-    private static long numTokens(DumpFile file, KvDump.Options o, long start, long held, String where) {
-        long n = KvDump.requestedTokens(file, o, start, held, where);
-        if (n < start || n - start > held) {
-            throw new InvalidInputException(where + ": --num-tokens " + n + " needs request positions " + start + ".."
-                    + (n - 1) + " but req_to_token lists " + held + " slots from position " + start);
-        }
-        return n;
     }
 
     private static List<StateRow> stateRows(DumpFile file) {
