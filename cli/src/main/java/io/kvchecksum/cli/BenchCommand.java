@@ -73,10 +73,7 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
             throw new picocli.CommandLine.ParameterException(spec.commandLine(), "--seconds must be in (0, 10]");
         }
         long perToken = (long) LAYERS * HEADS * 2 * HEAD_DIM * 2;
-        int maxTokens = 0;
-        for (int s : sizesMiB) {
-            maxTokens = Math.max(maxTokens, tokens(s, perToken));
-        }
+        int maxTokens = sizesMiB.stream().mapToInt(s -> tokens(s, perToken)).max().orElse(0);
         int pages = Math.ceilDiv(maxTokens, PAGE);
         KvLayouts.PagedShape shape = new KvLayouts.PagedShape(pages, PAGE, HEADS, HEAD_DIM, 2);
         SplittableRandom rng = new SplittableRandom(DemoCommand.DEFAULT_SEED);
@@ -220,10 +217,8 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
 
     private static int threads(KvChecksum k) {
         Matcher m = THREADS.matcher(k.description());
-        if (m.find()) {
-            return Integer.parseInt(m.group(1));
-        }
-        return k.name().equals("reference") ? 1 : Runtime.getRuntime().availableProcessors();
+        return m.find() ? Integer.parseInt(m.group(1))
+                : k.name().equals("reference") ? 1 : Runtime.getRuntime().availableProcessors();
     }
 
     /** JIT-compiles (or builds the device program of) a backend's pass on a small request before it is timed. */

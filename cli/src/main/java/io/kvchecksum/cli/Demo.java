@@ -22,6 +22,8 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.SplittableRandom;
+import java.util.stream.Collectors;
+import java.util.stream.IntStream;
 
 /**
  * The demo: a synthetic KV cache of a real model's shape, checksummed by a producer in one layout, copied into a
@@ -192,7 +194,7 @@ final class Demo {
         log.printf("payload   %d base64 characters (version 2, %d block checksums)%n%n", payload.length(), produced.length);
 
         // the transfer: every cell copied into the consumer's layout, pages and table
-        int neverWritten = pickBlock(-1, -1, -1);
+        int neverWritten = pickBlock((int) numBlocks, -1, -1, -1);
         byte[][] untouched = snapshotBlock(neverWritten);
         for (long t = 0; t < c.tokens(); t++) {
             copyToken(t, t);
@@ -220,7 +222,7 @@ final class Demo {
         flip(seg, off, bit);
 
         // 2. a stale block: the producer reused the block's pages for another request before the read
-        int stale = pickBlock(neverWritten, -1, -1);
+        int stale = pickBlock((int) numBlocks, neverWritten, -1, -1);
         int spare = spareProducerPage();
         for (long o = 0; o < tokensIn(stale); o++) {
             copyFrom(producerTokenAt(spare, o % c.producerPage()), stale * (long) c.blockSize() + o);
@@ -230,8 +232,8 @@ final class Demo {
         copyBlock(stale);
 
         // 3. two blocks swapped: each landed at the other's position
-        int x = pickFullBlock(neverWritten, stale, -1);
-        int y = pickFullBlock(neverWritten, stale, x);
+        int x = pickBlock(c.tokens() / c.blockSize(), neverWritten, stale, -1);
+        int y = pickBlock(c.tokens() / c.blockSize(), neverWritten, stale, x);
         for (long o = 0; o < c.blockSize(); o++) {
             copyToken(x * (long) c.blockSize() + o, y * (long) c.blockSize() + o);
             copyToken(y * (long) c.blockSize() + o, x * (long) c.blockSize() + o);
@@ -242,7 +244,7 @@ final class Demo {
         copyBlock(y);
 
         // 4. a block never written: its pages still hold what they held before the transfer
-        restoreBlock(neverWritten, untouched);
+        blockCells(neverWritten, untouched, true);
         faults.add(outcome("block never written", "block " + neverWritten + ": pages keep their old contents",
                 new long[] {neverWritten}, payload, cReq, cNanos, log));
         copyBlock(neverWritten);
@@ -286,23 +288,12 @@ final class Demo {
     }
 
     private static String blocks(long[] b) {
-        if (b.length == 0) {
-            return "-";
-        }
-        StringBuilder s = new StringBuilder();
-        for (long x : b) {
-            s.append(s.isEmpty() ? "" : ", ").append(x);
-        }
-        return s.toString();
+        return b.length == 0 ? "-" : Arrays.stream(b).mapToObj(String::valueOf).collect(Collectors.joining(", "));
     }
 
     private long fingerprint() {
-        List<Long> h = new ArrayList<>();
-        for (int l = 0; l < c.layers(); l++) {
-            h.add(Fingerprints.ofLayer("model.layers." + l + ".self_attn.attn", "FullAttentionSpec",
-                    c.elemBytes() == 2 ? "torch.bfloat16" : "torch.uint8"));
-        }
-        return Fingerprints.ofGroup(h);
+        return Fingerprints.ofGroup(IntStream.range(0, c.layers()).mapToObj(l -> Fingerprints.ofLayer("model.layers." + l
+                + ".self_attn.attn", "FullAttentionSpec", c.elemBytes() == 2 ? "torch.bfloat16" : "torch.uint8")).toList());
     }
 
     // ---- the transfer, cell by cell ----
@@ -341,29 +332,13 @@ final class Demo {
     }
 
     private byte[][] snapshotBlock(int block) {
-        int n = (int) tokensIn(block);
-        byte[][] s = new byte[n][];
-        for (int o = 0; o < n; o++) {
-            long t = block * (long) c.blockSize() + o;
-            int cp = cTable[(int) (t / c.consumerPage())];
-            long cs = t % c.consumerPage();
-            byte[] cellBytes = new byte[c.layers() * 2 * c.heads() * cell];
-            int i = 0;
-            for (int l = 0; l < c.layers(); l++) {
-                for (int kv = 0; kv < 2; kv++) {
-                    for (int h = 0; h < c.heads(); h++) {
-                        MemorySegment.copy(segment(consumer, l, kv == 1), ValueLayout.JAVA_BYTE,
-                                region(consumer, l, kv == 1).cellOffset(cp, cs, h), cellBytes, i, cell);
-                        i += cell;
-                    }
-                }
-            }
-            s[o] = cellBytes;
-        }
+        byte[][] s = new byte[(int) tokensIn(block)][c.layers() * 2 * c.heads() * cell];
+        blockCells(block, s, false);
         return s;
     }
 
-    private void restoreBlock(int block, byte[][] s) {
+    /** Copies the consumer's cells of {@code block} into {@code s}, one array per token, or back from it. */
+    private void blockCells(int block, byte[][] s, boolean restore) {
         for (int o = 0; o < s.length; o++) {
             long t = block * (long) c.blockSize() + o;
             int cp = cTable[(int) (t / c.consumerPage())];
@@ -372,8 +347,13 @@ final class Demo {
             for (int l = 0; l < c.layers(); l++) {
                 for (int kv = 0; kv < 2; kv++) {
                     for (int h = 0; h < c.heads(); h++) {
-                        MemorySegment.copy(s[o], i, segment(consumer, l, kv == 1), ValueLayout.JAVA_BYTE,
-                                region(consumer, l, kv == 1).cellOffset(cp, cs, h), cell);
+                        MemorySegment seg = segment(consumer, l, kv == 1);
+                        long off = region(consumer, l, kv == 1).cellOffset(cp, cs, h);
+                        if (restore) {
+                            MemorySegment.copy(s[o], i, seg, ValueLayout.JAVA_BYTE, off, cell);
+                        } else {
+                            MemorySegment.copy(seg, ValueLayout.JAVA_BYTE, off, s[o], i, cell);
+                        }
                         i += cell;
                     }
                 }
@@ -385,19 +365,10 @@ final class Demo {
         return Math.min((block + 1L) * c.blockSize(), c.tokens()) - (long) block * c.blockSize();
     }
 
-    private int pickBlock(int a, int b, int d) {
+    /** A random block below {@code bound}, other than {@code a}, {@code b} and {@code d}. */
+    private int pickBlock(int bound, int a, int b, int d) {
         while (true) {
-            int x = rng.nextInt((int) numBlocks);
-            if (x != a && x != b && x != d) {
-                return x;
-            }
-        }
-    }
-
-    private int pickFullBlock(int a, int b, int d) {
-        int full = c.tokens() / c.blockSize();
-        while (true) {
-            int x = rng.nextInt(full);
+            int x = rng.nextInt(bound);
             if (x != a && x != b && x != d) {
                 return x;
             }
@@ -409,12 +380,8 @@ final class Demo {
         for (int p : pTable) {
             used[p] = true;
         }
-        for (int p = 0; p < used.length; p++) {
-            if (!used[p]) {
-                return p;
-            }
-        }
-        throw new IllegalStateException("no spare producer page");
+        return IntStream.range(0, used.length).filter(p -> !used[p]).findFirst()
+                .orElseThrow(() -> new IllegalStateException("no spare producer page"));
     }
 
     private static MemorySegment segment(KvCacheGroup g, int layer, boolean v) {
@@ -432,10 +399,7 @@ final class Demo {
 
     /** {@code 0 .. n-1} in a Fisher-Yates shuffle drawn from {@code rng}: a page table whose free list was churned. */
     static int[] permutation(int n, SplittableRandom rng) {
-        int[] p = new int[n];
-        for (int i = 0; i < n; i++) {
-            p[i] = i;
-        }
+        int[] p = IntStream.range(0, n).toArray();
         for (int i = n - 1; i > 0; i--) {
             int j = rng.nextInt(i + 1);
             int t = p[i];

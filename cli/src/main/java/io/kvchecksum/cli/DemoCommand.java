@@ -10,9 +10,6 @@ import picocli.CommandLine.Spec;
 import java.io.OutputStream;
 import java.lang.management.ManagementFactory;
 import java.io.PrintWriter;
-import java.util.ArrayList;
-import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
 
@@ -101,33 +98,14 @@ final class DemoCommand implements Callable<Integer> {
     }
 
     static Map<String, Object> toJson(Demo.Result r, String backendName) {
-        Map<String, Object> j = new LinkedHashMap<>();
-        j.put("seed", r.config().seed());
-        j.put("layers", r.config().layers());
-        j.put("kv_heads", r.config().heads());
-        j.put("head_dim", r.config().headDim());
-        j.put("tokens", r.config().tokens());
-        j.put("block_size", r.config().blockSize());
-        j.put("backend", backendName);
-        j.put("backend_description", r.backend());
-        j.put("clean", r.clean().name());
-        List<Object> fs = new ArrayList<>();
-        for (Demo.Outcome o : r.faults()) {
-            Map<String, Object> f = new LinkedHashMap<>();
-            f.put("fault", o.name());
-            f.put("where", o.where());
-            f.put("injected_blocks", o.injectedBlocks());
-            f.put("status", o.status().name());
-            f.put("reported_blocks", o.reportedBlocks());
-            f.put("localized", o.localized());
-            fs.add(f);
-        }
-        j.put("faults", fs);
-        j.put("kv_bytes", r.kvBytes());
-        j.put("producer_gbps", r.kvBytes() / (double) r.producerNanos());
-        j.put("consumer_gbps", r.kvBytes() / (double) r.consumerNanos());
-        j.put("payload_chars", r.payloadChars());
-        j.put("all_as_expected", r.allAsExpected());
-        return j;
+        Demo.Config c = r.config();
+        return Json.object("seed", c.seed(), "layers", c.layers(), "kv_heads", c.heads(), "head_dim", c.headDim(),
+                "tokens", c.tokens(), "block_size", c.blockSize(), "backend", backendName, "backend_description",
+                r.backend(), "clean", r.clean().name(), "faults", r.faults().stream().map(o -> Json.object("fault", o.name(),
+                        "where", o.where(), "injected_blocks", o.injectedBlocks(), "status", o.status().name(),
+                        "reported_blocks", o.reportedBlocks(), "localized", o.localized())).toList(),
+                "kv_bytes", r.kvBytes(), "producer_gbps", r.kvBytes() / (double) r.producerNanos(), "consumer_gbps",
+                r.kvBytes() / (double) r.consumerNanos(), "payload_chars", r.payloadChars(), "all_as_expected",
+                r.allAsExpected());
     }
 }

@@ -16,13 +16,15 @@ import picocli.CommandLine.Spec;
 
 import java.io.PrintWriter;
 import java.lang.foreign.MemorySegment;
+import java.math.BigInteger;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.Callable;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
 
 /**
  * {@code diff}: two dumps of one request, in any two layouts. Block checksums say which blocks differ; an exact byte
@@ -118,10 +120,7 @@ final class DiffCommand implements Callable<Integer> {
             if (skip != null) {
                 // as an engine skips such a group: no checksums, no verdict (exit 2, as verify's unverified)
                 if (json) {
-                    Map<String, Object> j = new LinkedHashMap<>();
-                    j.put("identical", null);
-                    j.put("skipped", skip);
-                    Json.print(out, j);
+                    Json.print(out, Json.object("identical", null, "skipped", skip));
                 } else {
                     out.println("skipped: " + skip);
                 }
@@ -137,35 +136,15 @@ final class DiffCommand implements Callable<Integer> {
                 name = be.backend().name();
             }
             if (json) {
-                Map<String, Object> j = new LinkedHashMap<>();
-                j.put("identical", r.changes.isEmpty() && r.numTokensA == r.numTokensB);
-                j.put("block_size", r.blockSize);
-                j.put("first_block", r.firstBlock);
-                j.put("num_tokens_a", r.numTokensA);
-                j.put("num_tokens_b", r.numTokensB);
-                j.put("mode", mode.wireName());
-                j.put("backend", name);
-                j.put("backend_description", desc);
-                j.put("values_a", Json.unsigned(r.valuesA));
-                j.put("values_b", Json.unsigned(r.valuesB));
-                j.put("blocks_differing", r.blocksDiffering);
-                j.put("bytes_differ_but_checksums_agree", r.bytesDifferButChecksumsAgree);
-                List<Object> cs = new ArrayList<>();
-                for (Change c : r.changes) {
-                    Map<String, Object> cj = new LinkedHashMap<>();
-                    cj.put("block", c.block);
-                    cj.put("layer", c.layer);
-                    cj.put("head", c.head);
-                    cj.put("token_first", c.tokenFirst);
-                    cj.put("token_last", c.tokenLast);
-                    cj.put("k_bytes", c.kBytes);
-                    cj.put("v_bytes", c.vBytes);
-                    cj.put("a", location(da, c.tensorA, c.offsetA));
-                    cj.put("b", location(db, c.tensorB, c.offsetB));
-                    cs.add(cj);
-                }
-                j.put("differences", cs);
-                Json.print(out, j);
+                Json.print(out, Json.object("identical", r.changes.isEmpty() && r.numTokensA == r.numTokensB,
+                        "block_size", r.blockSize, "first_block", r.firstBlock, "num_tokens_a", r.numTokensA,
+                        "num_tokens_b", r.numTokensB, "mode", mode.wireName(), "backend", name, "backend_description",
+                        desc, "values_a", Json.unsigned(r.valuesA), "values_b", Json.unsigned(r.valuesB),
+                        "blocks_differing", r.blocksDiffering, "bytes_differ_but_checksums_agree",
+                        r.bytesDifferButChecksumsAgree, "differences", r.changes.stream().map(c -> Json.object("block",
+                                c.block, "layer", c.layer, "head", c.head, "token_first", c.tokenFirst, "token_last",
+                                c.tokenLast, "k_bytes", c.kBytes, "v_bytes", c.vBytes, "a", location(da, c.tensorA,
+                                        c.offsetA), "b", location(db, c.tensorB, c.offsetB))).toList()));
             } else {
                 out.println("A: " + da.describe());
                 out.println("B: " + db.describe());
@@ -209,12 +188,8 @@ final class DiffCommand implements Callable<Integer> {
     }
 
     private static Map<String, Object> location(KvDump d, String tensor, long offset) {
-        Map<String, Object> m = new LinkedHashMap<>();
-        m.put("tensor", tensor);
-        m.put("offset", offset);
         long base = d.file().get(tensor).fileOffset();
-        m.put("file_offset", base < 0 ? null : base + offset);
-        return m;
+        return Json.object("tensor", tensor, "offset", offset, "file_offset", base < 0 ? null : base + offset);
     }
 
     private static String where(KvDump d, String tensor, long offset) {
@@ -223,44 +198,31 @@ final class DiffCommand implements Callable<Integer> {
     }
 
     private static String bytesText(Change c) {
-        StringBuilder s = new StringBuilder();
-        if (c.kBytes != null) {
-            s.append("K bytes ").append(c.kBytes[0]).append("..").append(c.kBytes[1]);
-        }
-        if (c.vBytes != null) {
-            s.append(s.isEmpty() ? "" : ", ").append("V bytes ").append(c.vBytes[0]).append("..").append(c.vBytes[1]);
-        }
-        return s.toString();
+        return Stream.of(c.kBytes == null ? null : "K bytes " + c.kBytes[0] + ".." + c.kBytes[1],
+                c.vBytes == null ? null : "V bytes " + c.vBytes[0] + ".." + c.vBytes[1])
+                .filter(Objects::nonNull).collect(Collectors.joining(", "));
     }
 
     private static int defaultBlockSize(DumpFile fa, String la, DumpFile fb, String lb) {
         int pa = KvDump.of(fa, new KvDump.Options(la, 1 << 20, null, 0, 0)).pageSize();
         int pb = KvDump.of(fb, new KvDump.Options(lb, 1 << 20, null, 0, 0)).pageSize();
-        long lcm = (long) pa / gcd(pa, pb) * pb;
+        long lcm = (long) pa / BigInteger.valueOf(pa).gcd(BigInteger.valueOf(pb)).longValue() * pb;
         long bs = lcm >= 16 ? lcm : lcm * Math.ceilDiv(16, lcm);
         return (int) Math.min(bs, 1 << 20);
     }
 
-    private static long gcd(long x, long y) {
-        return y == 0 ? x : gcd(y, x % y);
-    }
-
-    static Result compare(KvDump da, KvDump db, ChosenBackend be, PrintWriter err, boolean progress) {
-        return compare(da, db, be, err, progress, io.kvchecksum.ChecksumMode.STANDARD);
-    }
-
-    /** As {@link #compare(KvDump, KvDump, ChosenBackend, PrintWriter, boolean)}, the checksums in {@code mode}. */
+    /** Compares two dumps: their block checksums in {@code mode}, then every cell's bytes. */
     static Result compare(KvDump da, KvDump db, ChosenBackend be, PrintWriter err, boolean progress,
             io.kvchecksum.ChecksumMode mode) {
-        Map<Long, KvDump.Layer[]> sa = slices(da);
-        Map<Long, KvDump.Layer[]> sb = slices(db);
+        Map<Long, KvDump.Layer> sa = slices(da);
+        Map<Long, KvDump.Layer> sb = slices(db);
         if (!sa.keySet().equals(sb.keySet())) {
             throw new InvalidInputException("the dumps do not hold the same layers and heads: A has " + slicesText(da)
                     + ", B has " + slicesText(db));
         }
         for (KvDump.Layer la : da.layers()) {
             CacheLayer ca = la.cache();
-            CacheLayer cb = sb.get(key(la))[0].cache();
+            CacheLayer cb = sb.get(key(la)).cache();
             if (ca.numHeads() != cb.numHeads()) {
                 throw new InvalidInputException("layer " + la.layer() + ": A holds " + ca.numHeads() + " heads, B "
                         + cb.numHeads());
@@ -295,7 +257,7 @@ final class DiffCommand implements Callable<Integer> {
                 long t1 = Math.min(r.blockEnd(block), n);
                 int before = changes.size();
                 for (KvDump.Layer la : da.layers()) {
-                    KvDump.Layer lb = sb.get(key(la))[0];
+                    KvDump.Layer lb = sb.get(key(la));
                     for (int h = 0; h < la.cache().numHeads(); h++) {
                         scan(da, la, db, lb, h, block, t0, t1, changes);
                     }
@@ -389,19 +351,12 @@ final class DiffCommand implements Callable<Integer> {
         return 2L * l.layer() + (l.indexK() ? 1 : 0);
     }
 
-    private static Map<Long, KvDump.Layer[]> slices(KvDump d) {
-        Map<Long, KvDump.Layer[]> m = new HashMap<>();
-        for (KvDump.Layer l : d.layers()) {
-            m.put(key(l), new KvDump.Layer[] {l});
-        }
-        return m;
+    private static Map<Long, KvDump.Layer> slices(KvDump d) {
+        return d.layers().stream().collect(Collectors.toMap(DiffCommand::key, l -> l));
     }
 
     private static String slicesText(KvDump d) {
-        List<String> s = new ArrayList<>();
-        for (KvDump.Layer l : d.layers()) {
-            s.add(l.layer() + ":" + l.cache().numHeads());
-        }
-        return "layers:heads " + String.join(" ", s);
+        return "layers:heads " + d.layers().stream().map(l -> l.layer() + ":" + l.cache().numHeads())
+                .collect(Collectors.joining(" "));
     }
 }

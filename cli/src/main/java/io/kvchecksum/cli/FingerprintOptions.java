@@ -5,8 +5,6 @@ import io.kvchecksum.cli.dump.KvDump;
 import io.kvchecksum.engine.worker.Fingerprints;
 import picocli.CommandLine.Option;
 
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Locale;
 
 /**
@@ -57,18 +55,13 @@ final class FingerprintOptions {
             return Long.parseUnsignedLong(fingerprint.strip());
         }
         String spec = specType != null ? specType : dump.layout().equals("vllm-mla") ? "MLAAttentionSpec" : "FullAttentionSpec";
-        List<Long> hashes = new ArrayList<>();
-        for (KvDump.Layer l : dump.layers()) {
+        return Fingerprints.ofGroup(dump.layers().stream().map(l -> {
             String name = layerName.replace("{L}", Integer.toString(l.layer()));
-            if (l.indexK()) {
-                // an indexer's K cache: a layer of its own to the engine; a dump records no name, so one is made up
-                hashes.add(Fingerprints.ofLayer(name + ".index_k", "IndexKSpec", torchName(l.kTensor().dtype().name())));
-                continue;
-            }
-            String dtype = kvDtype != null ? kvDtype : torchName(l.kTensor().dtype().name());
-            hashes.add(Fingerprints.ofLayer(name, spec, dtype));
-        }
-        return Fingerprints.ofGroup(hashes);
+            String dtype = torchName(l.kTensor().dtype().name());
+            // an indexer's K cache: a layer of its own to the engine; a dump records no name, so one is made up
+            return l.indexK() ? Fingerprints.ofLayer(name + ".index_k", "IndexKSpec", dtype)
+                    : Fingerprints.ofLayer(name, spec, kvDtype != null ? kvDtype : dtype);
+        }).toList());
     }
 
     static String torchName(String dtype) {

@@ -215,15 +215,8 @@ public final class Main implements Callable<Integer> {
     }
 
     private static boolean verbose(String[] args) {
-        for (String a : args) {
-            if (a.equals("--")) {
-                return false;
-            }
-            if (a.equals("--verbose")) {
-                return true;
-            }
-        }
-        return false;
+        int end = Arrays.asList(args).indexOf("--");
+        return Arrays.asList(args).subList(0, end < 0 ? args.length : end).contains("--verbose");
     }
 
     /** {@code s} on one line and at most {@link #MAX_MESSAGE} characters. */
@@ -324,13 +317,8 @@ public final class Main implements Callable<Integer> {
 
     private static List<String> jvmArguments() {
         try {
-            List<String> a = new ArrayList<>();
-            for (String s : java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments()) {
-                if (!s.startsWith("-Djdk.module.") && !s.startsWith("--add-modules")) {
-                    a.add(s);
-                }
-            }
-            return a;
+            return java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments().stream()
+                    .filter(s -> !s.startsWith("-Djdk.module.") && !s.startsWith("--add-modules")).toList();
         } catch (LinkageError e) {
             return List.of();
         }

@@ -9,7 +9,6 @@ import io.kvchecksum.engine.wire.ChecksumPayload;
 import io.kvchecksum.engine.wire.PayloadSection;
 import io.kvchecksum.engine.wire.SglangDigestSection;
 
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -29,17 +28,12 @@ final class PageDigestOption {
 
     /** The digest entry {@code sum} reports for {@code d}, or {@code null} when it reports none. */
     SglangDigestSection.Entry entry(KvDump d, KvChecksum backend, int groupId) {
-        if (d.sglang() == null) {
-            if (Boolean.TRUE.equals(pageDigest)) {
-                throw new InvalidInputException("--page-digest needs --layout sglang: SGLang's page digest is defined over"
-                        + " its pool's pages (this dump is " + d.layout() + ")");
-            }
-            return null;
+        if (d.sglang() == null && Boolean.TRUE.equals(pageDigest)) {
+            throw new InvalidInputException("--page-digest needs --layout sglang: SGLang's page digest is defined over"
+                    + " its pool's pages (this dump is " + d.layout() + ")");
         }
-        if (Boolean.FALSE.equals(pageDigest)) {
-            return null;
-        }
-        return d.sglang().digest(backend, groupId, d.request().numTokens());
+        return d.sglang() == null || Boolean.FALSE.equals(pageDigest) ? null
+                : d.sglang().digest(backend, groupId, d.request().numTokens());
     }
 
     /**
@@ -81,9 +75,7 @@ final class PageDigestOption {
     static void putJson(Map<String, Object> o, ChecksumPayload p) {
         if (p.section(SglangDigestSection.NAME) instanceof SglangDigestSection s) {
             o.put("sglang_digest", s.entries().stream().map(e -> {
-                Map<String, Object> j = new LinkedHashMap<>();
-                j.put("group_id", e.groupId());
-                j.put("worker", e.worker());
+                Map<String, Object> j = Json.object("group_id", e.groupId(), "worker", e.worker());
                 j.putAll(json(e));
                 return j;
             }).toList());
@@ -98,22 +90,13 @@ final class PageDigestOption {
 
     /** The entry as a JSON object (the signature as an unsigned decimal string, the digest as a number). */
     static Map<String, Object> json(SglangDigestSection.Entry e) {
-        Map<String, Object> o = new LinkedHashMap<>();
-        o.put("digest", e.digest());
-        o.put("signature", Long.toUnsignedString(e.signature()));
-        o.put("page_size", e.pageSize());
-        o.put("first_token", e.firstToken());
-        o.put("num_pages", e.numPages());
-        return o;
+        return Json.object("digest", e.digest(), "signature", Long.toUnsignedString(e.signature()), "page_size",
+                e.pageSize(), "first_token", e.firstToken(), "num_pages", e.numPages());
     }
 
     /** A section's verdict as a JSON object. */
     static Map<String, Object> json(SectionVerdict v) {
-        Map<String, Object> o = new LinkedHashMap<>();
-        o.put("section", v.section());
-        o.put("status", v.status().name());
-        o.put("reason", v.reason() == null ? null : v.reason().name());
-        o.put("detail", v.detail());
-        return o;
+        return Json.object("section", v.section(), "status", v.status().name(), "reason",
+                v.reason() == null ? null : v.reason().name(), "detail", v.detail());
     }
 }

@@ -18,9 +18,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.util.regex.Pattern;
 import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
 
@@ -79,22 +76,10 @@ final class PayloadCommand implements Callable<Integer> {
     private static final Pattern WHITESPACE = Pattern.compile("\\s+");
 
     static Map<String, Object> toJson(ChecksumPayload p) {
-        Map<String, Object> o = new LinkedHashMap<>();
-        o.put("version", p.version());
-        o.put("tp_size", p.tpSize());
-        o.put("num_tokens", p.numTokens());
-        o.put("mode", p.mode());
-        List<Object> groups = new ArrayList<>();
-        for (GroupChecksums g : p.groups()) {
-            Map<String, Object> j = new LinkedHashMap<>();
-            j.put("group_id", g.groupId());
-            j.put("fingerprint", Long.toUnsignedString(g.fingerprint()));
-            j.put("block_size", g.blockSize());
-            j.put("start", g.start());
-            j.put("values", Json.unsigned(g.values()));
-            groups.add(j);
-        }
-        o.put("groups", groups);
+        Map<String, Object> o = Json.object("version", p.version(), "tp_size", p.tpSize(), "num_tokens", p.numTokens(),
+                "mode", p.mode(), "groups", p.groups().stream().map(g -> Json.object("group_id", g.groupId(),
+                        "fingerprint", Long.toUnsignedString(g.fingerprint()), "block_size", g.blockSize(), "start",
+                        g.start(), "values", Json.unsigned(g.values()))).toList());
         PageDigestOption.putJson(o, p);
         return o;
     }

@@ -21,11 +21,8 @@ import picocli.CommandLine.Spec;
 
 import java.io.PrintWriter;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.stream.Collectors;
 
@@ -120,34 +117,19 @@ final class VerifyCommand implements Callable<Integer> {
                 LoadVerdict v = Verifier.compare(expOne, actual);
                 Verdict verdict = Verdict.of(v, groupId, eg, exp.numTokens(), r, values.length);
                 if (json) {
-                    Map<String, Object> j = new LinkedHashMap<>();
-                    j.put("status", verdict.status().name());
-                    j.put("reason", verdict.reason());
-                    j.put("detail", verdict.detail());
-                    j.put("note", verdict.note());
-                    j.put("hint", verdict.hint());
-                    j.put("backend", be.backend().name());
-                    j.put("backend_description", be.backend().description());
-                    j.put("block_size", r.blockSize());
-                    j.put("first_block", r.firstBlock());
-                    j.put("num_tokens", r.numTokens());
-                    j.put("mode", exp.mode());
-                    j.put("skipped", skip);
-                    List<Object> gs = new ArrayList<>();
-                    for (GroupVerdict g : v.groups()) {
+                    List<Object> gs = v.groups().stream().map(g -> {
                         boolean mine = g.groupId() == groupId && Verdict.INCOMPLETE_DUMP.equals(verdict.reason());
-                        Map<String, Object> gj = new LinkedHashMap<>();
-                        gj.put("group_id", g.groupId());
-                        gj.put("status", (mine ? verdict.status() : g.status()).name());
-                        gj.put("mismatched_blocks", g.mismatchedBlocks());
-                        gj.put("reason", mine ? verdict.reason() : g.reason() == null ? null : g.reason().name());
-                        gj.put("detail", mine ? verdict.detail() : g.detail());
-                        gs.add(gj);
-                    }
-                    j.put("groups", gs);
-                    j.put("sections", v.sections().stream().map(PageDigestOption::json).toList());
-                    j.put("groups_not_checked", others);
-                    Json.print(out, j);
+                        return (Object) Json.object("group_id", g.groupId(), "status", (mine ? verdict.status()
+                                : g.status()).name(), "mismatched_blocks", g.mismatchedBlocks(), "reason", mine
+                                ? verdict.reason() : g.reason() == null ? null : g.reason().name(),
+                                "detail", mine ? verdict.detail() : g.detail());
+                    }).toList();
+                    Json.print(out, Json.object("status", verdict.status().name(), "reason", verdict.reason(), "detail",
+                            verdict.detail(), "note", verdict.note(), "hint", verdict.hint(), "backend",
+                            be.backend().name(), "backend_description", be.backend().description(), "block_size",
+                            r.blockSize(), "first_block", r.firstBlock(), "num_tokens", r.numTokens(), "mode", exp.mode(),
+                            "skipped", skip, "groups", gs, "sections",
+                            v.sections().stream().map(PageDigestOption::json).toList(), "groups_not_checked", others));
                 } else {
                     out.println("dump:     " + d.describe());
                     out.println("expected: payload version " + exp.version() + ", mode " + exp.mode() + ", tp_size "

@@ -1,8 +1,10 @@
 package io.kvchecksum.cli.dump;
 
-import java.util.List;
+import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.Locale;
 import java.util.Map;
+import java.util.stream.Stream;
 
 /**
  * An element type of a dumped tensor. Only the element size matters to the checksum (bytes are bytes); the name is
@@ -15,20 +17,14 @@ import java.util.Map;
  */
 public record DType(String name, int size, boolean integer, boolean signed) {
 
-    /** The safetensors dtypes this reader accepts; the list is in every "unknown dtype" message. */
-    public static final Map<String, DType> SAFETENSORS = Map.ofEntries(
-            e("BOOL", 1, false, false), e("U8", 1, true, false), e("I8", 1, true, true),
-            e("U16", 2, true, false), e("I16", 2, true, true), e("F16", 2, false, false), e("BF16", 2, false, false),
-            e("U32", 4, true, false), e("I32", 4, true, true), e("F32", 4, false, false),
-            e("U64", 8, true, false), e("I64", 8, true, true), e("F64", 8, false, false),
-            e("F8_E4M3", 1, false, false), e("F8_E5M2", 1, false, false));
-
-    private static final List<String> ORDER = List.of("BF16", "F16", "F32", "F64", "F8_E4M3", "F8_E5M2", "BOOL", "U8",
-            "I8", "U16", "I16", "U32", "I32", "U64", "I64");
-
-    private static Map.Entry<String, DType> e(String n, int size, boolean integer, boolean signed) {
-        return Map.entry(n, new DType(n, size, integer, signed));
-    }
+    /** The safetensors dtypes this reader accepts, in the order every "unknown dtype" message lists them. */
+    public static final Map<String, DType> SAFETENSORS = Collections.unmodifiableMap(Stream.of(
+            new DType("BF16", 2, false, false), new DType("F16", 2, false, false), new DType("F32", 4, false, false),
+            new DType("F64", 8, false, false), new DType("F8_E4M3", 1, false, false), new DType("F8_E5M2", 1, false, false),
+            new DType("BOOL", 1, false, false), new DType("U8", 1, true, false), new DType("I8", 1, true, true),
+            new DType("U16", 2, true, false), new DType("I16", 2, true, true), new DType("U32", 4, true, false),
+            new DType("I32", 4, true, true), new DType("U64", 8, true, false), new DType("I64", 8, true, true))
+            .collect(LinkedHashMap<String, DType>::new, (m, d) -> m.put(d.name(), d), Map::putAll));
 
     /** The safetensors dtype of that name, or {@code null}. */
     public static DType safetensors(String name) {
@@ -37,7 +33,7 @@ public record DType(String name, int size, boolean integer, boolean signed) {
 
     /** The names accepted, for messages. */
     public static String supported() {
-        return String.join(", ", ORDER);
+        return String.join(", ", SAFETENSORS.keySet());
     }
 
     /**

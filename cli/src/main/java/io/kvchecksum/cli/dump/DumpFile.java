@@ -9,14 +9,12 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.AccessDeniedException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.BasicFileAttributes;
-import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Iterator;
 import java.util.List;
@@ -71,9 +69,9 @@ public final class DumpFile implements AutoCloseable {
     private static DumpFile openIn(Path path, Arena arena) {
         if (Files.isDirectory(path)) {
             Map<String, Tensor> ts = new TreeMap<>();
-            List<Path> files = new ArrayList<>();
+            List<Path> files;
             try (Stream<Path> s = Files.list(path)) {
-                s.filter(p -> p.getFileName().toString().endsWith(".npy")).sorted().forEach(files::add);
+                files = s.filter(p -> p.getFileName().toString().endsWith(".npy")).sorted().toList();
             } catch (IOException e) {
                 throw unreadable(path, e);
             }
@@ -91,9 +89,7 @@ public final class DumpFile implements AutoCloseable {
         if (startsWith(m, new byte[] {(byte) 0x93, 'N', 'U', 'M', 'P', 'Y'})) {
             String n = path.getFileName().toString();
             String name = n.endsWith(".npy") ? n.substring(0, n.length() - 4) : n;
-            Map<String, Tensor> ts = new TreeMap<>();
-            ts.put(name, Npy.parse(name, m, path.toString(), 0));
-            return new DumpFile(path, "npy", arena, ts);
+            return new DumpFile(path, "npy", arena, new TreeMap<>(Map.of(name, Npy.parse(name, m, path.toString(), 0))));
         }
         if (startsWith(m, new byte[] {'P', 'K'})) {
             return new DumpFile(path, "npz", arena, Npz.read(path, m, arena));
@@ -173,13 +169,7 @@ public final class DumpFile implements AutoCloseable {
             }
             long begin = offs.get(0).asLong();
             long end = offs.get(1).asLong();
-            long numel = Tensor.numel(shape, where);
-            long need;
-            try {
-                need = Math.multiplyExact(numel, dtype.size());
-            } catch (ArithmeticException ex) {
-                throw new InvalidInputException(where + ": shape x dtype overflows a 64-bit size");
-            }
+            long need = Tensor.byteSize(shape, dtype, where);
             if (begin < 0 || end < begin || end - begin != need) {
                 throw new InvalidInputException(where + ": data_offsets " + offs + " span " + (end - begin)
                         + " bytes but shape " + shapeNode + " of " + dtype + " needs " + need);
@@ -251,15 +241,7 @@ public final class DumpFile implements AutoCloseable {
     }
 
     private static boolean startsWith(MemorySegment m, byte[] magic) {
-        if (m.byteSize() < magic.length) {
-            return false;
-        }
-        for (int i = 0; i < magic.length; i++) {
-            if (m.get(ValueLayout.JAVA_BYTE, i) != magic[i]) {
-                return false;
-            }
-        }
-        return true;
+        return m.byteSize() >= magic.length && m.asSlice(0, magic.length).mismatch(MemorySegment.ofArray(magic)) < 0;
     }
 
     /** The dump's path as given. */

@@ -14,9 +14,11 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.TreeMap;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import java.util.stream.IntStream;
 
 /**
  * A dump read as the KV of one request: the tensors of a {@link DumpFile} described, without copying, as a
@@ -106,25 +108,18 @@ public final class KvDump {
     private final RequestBlocks request;
     private final int[] table;
     private final int pageSize;
-    private final long tokensHeld;
     private SglangDump.Pages sglang;
     private String paging;
     private final CellPadding padding;
     private final String skipReason;
 
     private KvDump(DumpFile file, String layout, List<Layer> layers, KvCacheGroup group, RequestBlocks request,
-            int[] table, int pageSize, long tokensHeld, CellPadding padding) {
+            int[] table, int pageSize, CellPadding padding) {
         this.padding = padding;
-        String why = null;
-        if (padding == CellPadding.NONE) {
-            for (Layer l : layers) {
-                String p = SlicePlan.unpaddedCellProblem(l.cache());
-                if (p != null && why == null) {
-                    why = l.kTensor().name() + ": " + p;
-                }
-            }
-        }
-        this.skipReason = why;
+        this.skipReason = padding != CellPadding.NONE ? null : layers.stream().map(l -> {
+            String p = SlicePlan.unpaddedCellProblem(l.cache());
+            return p == null ? null : l.kTensor().name() + ": " + p;
+        }).filter(Objects::nonNull).findFirst().orElse(null);
         this.file = file;
         this.layout = layout;
         this.layers = List.copyOf(layers);
@@ -132,7 +127,6 @@ public final class KvDump {
         this.request = request;
         this.table = table;
         this.pageSize = pageSize;
-        this.tokensHeld = tokensHeld;
     }
 
     /** Reads {@code file} with the given options, or throws {@link InvalidInputException} naming the problem. */
@@ -166,12 +160,25 @@ public final class KvDump {
         if (o.layout().equals("sglang")) {
             return SglangDump.read(file, o, start);
         }
+        Map<Integer, Tensor[]> byLayer = byLayer(file, LAYER, List.of("k", "v", "kv_cache", "index_k"));
+        try {
+            return o.layout().equals("gathered") ? gathered(file, o, start, byLayer) : paged(file, o, start, byLayer);
+        } catch (InvalidLayoutException e) {
+            throw new InvalidInputException(file.path() + ": " + e.getMessage());
+        }
+    }
+
+    /**
+     * The tensors whose names {@code layer} matches, by layer number: slot {@code i} of each array holds the tensor
+     * whose name ends in {@code kinds[i]} (the pattern's second group).
+     */
+    static Map<Integer, Tensor[]> byLayer(DumpFile file, Pattern layer, List<String> kinds) {
         Map<Integer, Tensor[]> byLayer = new TreeMap<>();
         for (Tensor t : file.tensors().values()) {
-            Matcher m = LAYER.matcher(t.name());
+            Matcher m = layer.matcher(t.name());
             if (m.matches()) {
-                Tensor[] kv = byLayer.computeIfAbsent(Integer.parseInt(m.group(1)), x -> new Tensor[4]);
-                int slot = switch (m.group(2)) { case "k" -> 0; case "v" -> 1; case "kv_cache" -> 2; default -> 3; };
+                Tensor[] kv = byLayer.computeIfAbsent(Integer.parseInt(m.group(1)), x -> new Tensor[kinds.size()]);
+                int slot = kinds.indexOf(m.group(2));
                 if (kv[slot] != null) {
                     // layers.0.k and layers.00.k: one layer twice, and which one counts would be a guess
                     throw new InvalidInputException(file.path() + ": " + kv[slot].name() + " and " + t.name()
@@ -180,11 +187,39 @@ public final class KvDump {
                 kv[slot] = t;
             }
         }
-        try {
-            return o.layout().equals("gathered") ? gathered(file, o, start, byLayer) : paged(file, o, start, byLayer);
-        } catch (InvalidLayoutException e) {
-            throw new InvalidInputException(file.path() + ": " + e.getMessage());
+        return byLayer;
+    }
+
+    /**
+     * Checks a layer's K (and V, when not {@code null}) of {@code [rows, heads, head_dim]}: one dtype, the same rows
+     * and heads; {@code rows} names the first dimension in messages.
+     */
+    static void checkRows(String where, Tensor k, Tensor v, String rows) {
+        checkRowsShape(where, k, rows);
+        if (v != null) {
+            checkRowsShape(where, v, rows);
+            if (!v.dtype().equals(k.dtype())) {
+                throw new InvalidInputException(where + ": " + v.name() + " is " + v.dtype() + " but " + k.name() + " is "
+                        + k.dtype() + ": K and V of a layer must have one dtype");
+            }
+            if (v.shape()[0] != k.shape()[0] || v.shape()[1] != k.shape()[1]) {
+                throw new InvalidInputException(where + ": " + v.name() + " shape " + v.shapeText() + " does not match "
+                        + k.name() + " shape " + k.shapeText() + " in " + rows + " and heads");
+            }
         }
+    }
+
+    private static void checkRowsShape(String where, Tensor t, String rows) {
+        long[] s = t.shape();
+        if (s.length != 3 || s[1] <= 0 || s[2] <= 0 || s[1] > Integer.MAX_VALUE) {
+            throw new InvalidInputException(where + ": " + t.name() + " shape " + t.shapeText()
+                    + " is not [" + rows + ", heads, head_dim]");
+        }
+    }
+
+    /** The region of a {@code [rows, heads, head_dim]} tensor read as pages of one row (page id = row). */
+    static KvRegion rows(Tensor t, int heads, int cell) {
+        return new KvRegion(KvMemory.host(t.data()), 0, (long) heads * cell, 0, cell, cell);
     }
 
     private static KvDump gathered(DumpFile file, Options o, long start, Map<Integer, Tensor[]> byLayer) {
@@ -205,18 +240,7 @@ public final class KvDump {
                 }
                 continue;
             }
-            checkGatheredShape(where, k);
-            if (v != null) {
-                checkGatheredShape(where, v);
-                if (!v.dtype().equals(k.dtype())) {
-                    throw new InvalidInputException(where + ": " + v.name() + " is " + v.dtype() + " but " + k.name() + " is "
-                            + k.dtype() + ": K and V of a layer must have one dtype");
-                }
-                if (v.shape()[0] != k.shape()[0] || v.shape()[1] != k.shape()[1]) {
-                    throw new InvalidInputException(where + ": " + v.name() + " shape " + v.shapeText() + " does not match "
-                            + k.name() + " shape " + k.shapeText() + " in tokens and heads");
-                }
-            }
+            checkRows(where, k, v, "tokens");
             if (tokens >= 0 && k.shape()[0] != tokens) {
                 throw new InvalidInputException(where + ": " + k.name() + " holds " + k.shape()[0] + " tokens but "
                         + tokensFrom + " holds " + tokens + ": every layer must hold the same tokens");
@@ -224,24 +248,18 @@ public final class KvDump {
             tokens = k.shape()[0];
             tokensFrom = k.name();
             int heads = Math.toIntExact(k.shape()[1]);
-            int kc = cell(where, k);
-            KvRegion kr = new KvRegion(KvMemory.host(k.data()), 0, (long) heads * kc, 0, kc, kc);
-            KvRegion vr = null;
-            if (v != null) {
-                int vc = cell(where, v);
-                vr = new KvRegion(KvMemory.host(v.data()), 0, (long) heads * vc, 0, vc, vc);
-            }
+            KvRegion kr = rows(k, heads, cell(where, k));
+            KvRegion vr = v == null ? null : rows(v, heads, cell(where, v));
             layers.add(new Layer(e.getKey(), k, v, new CacheLayer(e.getKey(), o.headOffset(), heads, kr, vr)));
             Tensor ik = e.getValue()[3];
             if (ik != null) {
-                checkGatheredShape(where, ik);
+                checkRowsShape(where, ik, "tokens");
                 if (ik.shape()[0] != k.shape()[0]) {
                     throw new InvalidInputException(where + ": " + ik.name() + " holds " + ik.shape()[0] + " tokens but "
                             + k.name() + " holds " + k.shape()[0]);
                 }
                 int ih = Math.toIntExact(ik.shape()[1]);
-                int ic = cell(where, ik);
-                KvRegion ir = new KvRegion(KvMemory.host(ik.data()), 0, (long) ih * ic, 0, ic, ic);
+                KvRegion ir = rows(ik, ih, cell(where, ik));
                 layers.add(new Layer(e.getKey(), ik, null, CacheLayer.kOnly(e.getKey(), indexHead(o, heads), ih, ir), true));
             }
         }
@@ -262,13 +280,10 @@ public final class KvDump {
             throw new InvalidInputException(where + ": more than 2^31 tokens");
         }
         // pages of one slot, page id = token index in the dump: any block size, no rounding
-        int[] table = new int[(int) (n - start)];
-        for (int i = 0; i < table.length; i++) {
-            table[i] = i;
-        }
+        int[] table = IntStream.range(0, (int) (n - start)).toArray();
         KvCacheGroup group = KvCacheGroup.of(1, tokens, layers.stream().map(Layer::cache).toList());
         RequestBlocks request = RequestBlocks.of(table, n, o.firstBlock(), o.blockSize());
-        return new KvDump(file, "gathered", layers, group, request, table, 1, tokens, o.padding());
+        return new KvDump(file, "gathered", layers, group, request, table, 1, o.padding());
     }
 
     /** The global head of a layer's index-K cache: the option, else right after the layer's KV heads in the dump. */
@@ -278,8 +293,8 @@ public final class KvDump {
 
     /** An SGLang dump: the token view the weighted sum reads (pages of one slot) and the paged view of its digest. */
     static KvDump sglang(DumpFile file, List<Layer> layers, KvCacheGroup group, RequestBlocks request, int[] slots,
-            long held, SglangDump.Pages pages, String paging, CellPadding padding) {
-        KvDump d = new KvDump(file, "sglang", layers, group, request, slots, 1, held, padding);
+            SglangDump.Pages pages, String paging, CellPadding padding) {
+        KvDump d = new KvDump(file, "sglang", layers, group, request, slots, 1, padding);
         d.sglang = pages;
         d.paging = paging;
         return d;
@@ -294,13 +309,9 @@ public final class KvDump {
         if (n != null) {
             return n;
         }
-        Tensor nt = file.get("num_tokens");
+        Tensor nt = scalar(file, "num_tokens", where);
         if (nt == null) {
             return start + held;
-        }
-        if (!nt.dtype().integer() || nt.numel() != 1) {
-            throw new InvalidInputException(where + ": num_tokens must be one integer, got " + nt.dtype() + " "
-                    + nt.shapeText());
         }
         long v = nt.integerAt(0);
         if (v <= start) {
@@ -310,12 +321,14 @@ public final class KvDump {
         return v;
     }
 
-    private static void checkGatheredShape(String where, Tensor t) {
-        long[] s = t.shape();
-        if (s.length != 3 || s[1] <= 0 || s[2] <= 0 || s[1] > Integer.MAX_VALUE) {
-            throw new InvalidInputException(where + ": " + t.name() + " shape " + t.shapeText()
-                    + " is not [tokens, heads, head_dim]");
+    /** The dump's tensor {@code name}, which must hold one integer, or {@code null} when the dump has none. */
+    static Tensor scalar(DumpFile file, String name, String where) {
+        Tensor t = file.get(name);
+        if (t != null && (!t.dtype().integer() || t.numel() != 1)) {
+            throw new InvalidInputException(where + ": " + name + " must be one integer, got " + t.dtype() + " "
+                    + t.shapeText());
         }
+        return t;
     }
 
     private static KvDump paged(DumpFile file, Options o, long start, Map<Integer, Tensor[]> byLayer) {
@@ -326,6 +339,13 @@ public final class KvDump {
             case "vllm-flashinfer-nhd" -> "(num_pages, 2, page_size, heads, head_dim)";
             case "vllm-flashinfer-hnd" -> "(num_pages, 2, heads, page_size, head_dim)";
             default -> "(num_pages, page_size, head_dim)";
+        };
+        // where the shape holds the page count, the page size, the heads and the K/V pair (MLA: one head, no pair)
+        int[] at = switch (layout) {
+            case "vllm-flash" -> new int[] {1, 2, 3, 0};
+            case "vllm-flashinfer-nhd" -> new int[] {0, 2, 3, 1};
+            case "vllm-flashinfer-hnd" -> new int[] {0, 3, 2, 1};
+            default -> new int[] {0, 1, -1, -1};
         };
         List<Layer> layers = new ArrayList<>();
         long numPages = -1;
@@ -341,11 +361,7 @@ public final class KvDump {
                 continue;
             }
             long[] s = t.shape();
-            boolean ok = switch (layout) {
-                case "vllm-flash" -> s.length == 5 && s[0] == 2;
-                case "vllm-flashinfer-nhd", "vllm-flashinfer-hnd" -> s.length == 5 && s[1] == 2;
-                default -> s.length == 3;
-            };
+            boolean ok = at[3] < 0 ? s.length == 3 : s.length == 5 && s[at[3]] == 2;
             for (long d : s) {
                 ok &= d > 0 && d <= Integer.MAX_VALUE;
             }
@@ -353,20 +369,9 @@ public final class KvDump {
                 throw new InvalidInputException(where + ": " + t.name() + " shape " + t.shapeText() + " does not match layout "
                         + layout + " " + expected);
             }
-            long pages = switch (layout) {
-                case "vllm-flash" -> s[1];
-                default -> s[0];
-            };
-            int page = (int) switch (layout) {
-                case "vllm-flash", "vllm-flashinfer-nhd" -> s[2];
-                case "vllm-flashinfer-hnd" -> s[3];
-                default -> s[1];
-            };
-            int heads = (int) switch (layout) {
-                case "vllm-flash", "vllm-flashinfer-nhd" -> s[3];
-                case "vllm-flashinfer-hnd" -> s[2];
-                default -> 1;
-            };
+            long pages = s[at[0]];
+            int page = (int) s[at[1]];
+            int heads = at[2] < 0 ? 1 : (int) s[at[2]];
             int headDim = (int) s[s.length - 1];
             if (numPages >= 0 && (pages != numPages || page != pageSize)) {
                 throw new InvalidInputException(where + ": " + t.name() + " shape " + t.shapeText() + " has " + pages
@@ -442,7 +447,7 @@ public final class KvDump {
         KvCacheGroup group = KvCacheGroup.of(pageSize, numPages, layers.stream().map(Layer::cache).toList());
         // the table was checked entry by entry above, with the tensors' names: the backend's own check is the only other
         RequestBlocks request = RequestBlocks.of(table, n, o.firstBlock(), o.blockSize());
-        return new KvDump(file, layout, layers, group, request, table, pageSize, held, o.padding());
+        return new KvDump(file, layout, layers, group, request, table, pageSize, o.padding());
     }
 
     private static int cell(String where, Tensor t) {
@@ -457,7 +462,8 @@ public final class KvDump {
         return (int) bytes;
     }
 
-    private static String names(DumpFile f) {
+    /** The dump's tensor names for messages: the first six, then the count. */
+    static String names(DumpFile f) {
         List<String> n = new ArrayList<>(f.tensors().keySet());
         return n.size() <= 6 ? String.join(", ", n) : String.join(", ", n.subList(0, 6)) + ", ... (" + n.size() + " tensors)";
     }
@@ -508,11 +514,6 @@ public final class KvDump {
     /** Tokens per page (1 for gathered dumps, whose pages are single tokens). */
     public int pageSize() {
         return pageSize;
-    }
-
-    /** The number of request positions the dump could hold from the first block on. */
-    public long tokensHeld() {
-        return tokensHeld;
     }
 
     /** The KV bytes the checksum reads: every cell of every checksummed token. */

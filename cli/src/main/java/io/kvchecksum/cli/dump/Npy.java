@@ -4,6 +4,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -58,39 +59,21 @@ final class Npy {
             throw new InvalidInputException(where + ": malformed .npy header: " + header.strip());
         }
         DType dtype = DType.numpy(d.group(1), where);
-        String[] dims = s.group(1).split(",");
-        int nd = 0;
-        for (String x : dims) {
-            if (!x.isBlank()) {
-                nd++;
-            }
-        }
-        long[] shape = new long[nd];
-        int i = 0;
-        for (String x : dims) {
-            if (x.isBlank()) {
-                continue;
-            }
-            try {
-                shape[i++] = Long.parseLong(x.strip().replace("L", ""));
-            } catch (NumberFormatException e) {
-                throw new InvalidInputException(where + ": malformed shape (" + s.group(1) + ") in the .npy header");
-            }
+        long[] shape;
+        try {
+            shape = Arrays.stream(s.group(1).split(",")).filter(x -> !x.isBlank())
+                    .mapToLong(x -> Long.parseLong(x.strip().replace("L", ""))).toArray();
+        } catch (NumberFormatException e) {
+            throw new InvalidInputException(where + ": malformed shape (" + s.group(1) + ") in the .npy header");
         }
         if (f.group(1).equals("True") && shape.length > 1) {
             throw new InvalidInputException(where + ": Fortran-order array; save a C-contiguous tensor"
                     + " (numpy.ascontiguousarray)");
         }
-        long numel = Tensor.numel(shape, where);
-        long need;
-        try {
-            need = Math.multiplyExact(numel, dtype.size());
-        } catch (ArithmeticException e) {
-            throw new InvalidInputException(where + ": shape x dtype overflows a 64-bit size");
-        }
+        long need = Tensor.byteSize(shape, dtype, where);
         long dataStart = hstart + hlen;
         if (size - dataStart < need) {
-            throw new InvalidInputException(where + ": .npy data truncated: shape " + java.util.Arrays.toString(shape)
+            throw new InvalidInputException(where + ": .npy data truncated: shape " + Arrays.toString(shape)
                     + " of " + dtype + " needs " + need + " bytes but the file holds " + (size - dataStart));
         }
         return new Tensor(name, dtype, shape, m.asSlice(dataStart, need), source,

@@ -17,8 +17,6 @@ import io.kvchecksum.engine.wire.SglangDigestSection;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.TreeMap;
-import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
@@ -106,19 +104,7 @@ public final class SglangDump {
 
     private static KvDump readChecked(DumpFile file, KvDump.Options o, long start) {
         String where = file.path().toString();
-        Map<Integer, Tensor[]> byLayer = new TreeMap<>();
-        for (Tensor t : file.tensors().values()) {
-            Matcher m = LAYER.matcher(t.name());
-            if (m.matches()) {
-                Tensor[] kv = byLayer.computeIfAbsent(Integer.parseInt(m.group(1)), x -> new Tensor[3]);
-                int slot = switch (m.group(2)) { case "k_buffer" -> 0; case "v_buffer" -> 1; default -> 2; };
-                if (kv[slot] != null) {
-                    throw new InvalidInputException(where + ": " + kv[slot].name() + " and " + t.name()
-                            + " are the same layer " + m.group(1).replaceFirst("^0+(?=.)", "") + " twice");
-                }
-                kv[slot] = t;
-            }
-        }
+        Map<Integer, Tensor[]> byLayer = KvDump.byLayer(file, LAYER, List.of("k_buffer", "v_buffer", "kv_buffer"));
         int pageSize = pageSize(file, where);
         long slots = -1;
         String slotsFrom = null;
@@ -138,18 +124,7 @@ public final class SglangDump {
             if (k == null) {
                 throw new InvalidInputException(where + ": " + v.name() + " has no layers." + e.getKey() + ".k_buffer");
             }
-            checkShape(where, k);
-            if (v != null) {
-                checkShape(where, v);
-                if (!v.dtype().equals(k.dtype())) {
-                    throw new InvalidInputException(where + ": " + v.name() + " is " + v.dtype() + " but " + k.name() + " is "
-                            + k.dtype() + ": K and V of a layer must have one dtype");
-                }
-                if (v.shape()[0] != k.shape()[0] || v.shape()[1] != k.shape()[1]) {
-                    throw new InvalidInputException(where + ": " + v.name() + " shape " + v.shapeText() + " does not match "
-                            + k.name() + " shape " + k.shapeText() + " in slots and heads");
-                }
-            }
+            KvDump.checkRows(where, k, v, "slots");
             if (slots >= 0 && k.shape()[0] != slots) {
                 throw new InvalidInputException(where + ": " + k.name() + " holds " + k.shape()[0] + " slots but " + slotsFrom
                         + " holds " + slots + ": every layer of one pool holds the same slots");
@@ -157,22 +132,17 @@ public final class SglangDump {
             slots = k.shape()[0];
             slotsFrom = k.name();
             int heads = Math.toIntExact(k.shape()[1]);
-            int kc = cell(where, k);
             int layer = e.getKey();
             // The token view: pages of one slot, page id = slot.
-            KvRegion kr = new KvRegion(KvMemory.host(k.data()), 0, (long) heads * kc, 0, kc, kc);
-            KvRegion vr = null;
-            if (v != null) {
-                int vc = cell(where, v);
-                vr = new KvRegion(KvMemory.host(v.data()), 0, (long) heads * vc, 0, vc, vc);
-            }
+            KvRegion kr = KvDump.rows(k, heads, cell(where, k));
+            KvRegion vr = v == null ? null : KvDump.rows(v, heads, cell(where, v));
             tokenView.add(new KvDump.Layer(layer, k, v, new CacheLayer(layer, o.headOffset(), heads, kr, vr)));
             paged.add(pagedLayer(layer, o.headOffset(), k, v, heads, pageSize));
         }
         if (tokenView.isEmpty()) {
             throw new InvalidInputException(where + ": no tensor named layers.<L>.k_buffer or layers.<L>.kv_buffer (layout"
                     + " sglang: layers.<L>.k_buffer and layers.<L>.v_buffer of [slots, heads, head_dim] and req_to_token;"
-                    + " found " + names(file) + ")");
+                    + " found " + KvDump.names(file) + ")");
         }
         if (slots == 0) {
             throw new InvalidInputException(where + ": " + slotsFrom + " holds no slots");
@@ -206,7 +176,11 @@ public final class SglangDump {
             throw new InvalidInputException(where + ": req_to_token has more than 2^31 entries");
         }
         long held = rt.shape()[0];
-        long n = numTokens(file, o, start, held, where);
+        long n = KvDump.requestedTokens(file, o, start, held, where);
+        if (n < start || n - start > held) {
+            throw new InvalidInputException(where + ": --num-tokens " + n + " needs request positions " + start + ".."
+                    + (n - 1) + " but req_to_token lists " + held + " slots from position " + start);
+        }
         int count = (int) (n - start);
         int[] slotOf = new int[count];
         int[] pages = new int[(int) Math.ceilDiv(count, (long) pageSize)];
@@ -237,7 +211,7 @@ public final class SglangDump {
         RequestBlocks request = RequestBlocks.of(slotOf, n, o.firstBlock(), o.blockSize());
         List<StateRow> rows = stateRows(file);
         Pages p = new Pages(pageSize, pagedGroup, pages, start, rows);
-        return KvDump.sglang(file, tokenView, tokens, request, slotOf, held, p, "sglang, page " + pageSize + ", " + slots
+        return KvDump.sglang(file, tokenView, tokens, request, slotOf, p, "sglang, page " + pageSize + ", " + slots
                 + " slots" + (rows.isEmpty() ? "" : ", state rows " + String.join(" ", rows.stream().map(StateRow::name).toList())), o.padding());
     }
 
@@ -258,12 +232,9 @@ public final class SglangDump {
     }
 
     private static int pageSize(DumpFile file, String where) {
-        Tensor t = file.get("page_size");
+        Tensor t = KvDump.scalar(file, "page_size", where);
         if (t == null) {
             return 1;
-        }
-        if (!t.dtype().integer() || t.numel() != 1) {
-            throw new InvalidInputException(where + ": page_size must be one integer, got " + t.dtype() + " " + t.shapeText());
         }
         long p = t.integerAt(0);
         if (p <= 0 || p > (1 << 20)) {
@@ -272,31 +243,9 @@ public final class SglangDump {
         return (int) p;
     }
 
-    private static long numTokens(DumpFile file, KvDump.Options o, long start, long held, String where) {
-        long n = KvDump.requestedTokens(file, o, start, held, where);
-        if (n < start || n - start > held) {
-            throw new InvalidInputException(where + ": --num-tokens " + n + " needs request positions " + start + ".."
-                    + (n - 1) + " but req_to_token lists " + held + " slots from position " + start);
-        }
-        return n;
-    }
-
     private static List<StateRow> stateRows(DumpFile file) {
-        List<StateRow> rows = new ArrayList<>();
-        for (Tensor t : new TreeMap<>(file.tensors()).values()) {
-            if (t.name().startsWith("state.") && t.name().length() > 6) {
-                rows.add(new StateRow(t.name().substring(6), KvMemory.host(t.data()), 0, t.data().byteSize()));
-            }
-        }
-        return rows;
-    }
-
-    private static void checkShape(String where, Tensor t) {
-        long[] s = t.shape();
-        if (s.length != 3 || s[1] <= 0 || s[2] <= 0 || s[1] > Integer.MAX_VALUE) {
-            throw new InvalidInputException(where + ": " + t.name() + " shape " + t.shapeText()
-                    + " is not [slots, heads, head_dim]");
-        }
+        return file.tensors().values().stream().filter(t -> t.name().startsWith("state.") && t.name().length() > 6)
+                .map(t -> new StateRow(t.name().substring(6), KvMemory.host(t.data()), 0, t.data().byteSize())).toList();
     }
 
     private static int cell(String where, Tensor t) {
@@ -308,10 +257,5 @@ public final class SglangDump {
                     + " 8-byte little-endian pieces)");
         }
         return (int) bytes;
-    }
-
-    private static String names(DumpFile f) {
-        List<String> n = new ArrayList<>(f.tensors().keySet());
-        return n.size() <= 6 ? String.join(", ", n) : String.join(", ", n.subList(0, 6)) + ", ... (" + n.size() + " tensors)";
     }
 }

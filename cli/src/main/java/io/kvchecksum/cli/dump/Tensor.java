@@ -36,6 +36,15 @@ public record Tensor(String name, DType dtype, long[] shape, MemorySegment data,
         return n;
     }
 
+    /** The bytes of {@code shape} elements of {@code dtype}, or throws if that overflows. */
+    public static long byteSize(long[] shape, DType dtype, String where) {
+        try {
+            return Math.multiplyExact(numel(shape, where), dtype.size());
+        } catch (ArithmeticException e) {
+            throw new InvalidInputException(where + ": shape x dtype overflows a 64-bit size");
+        }
+    }
+
     /** The number of elements. */
     public long numel() {
         return numel(shape, name);
@@ -50,21 +59,16 @@ public record Tensor(String name, DType dtype, long[] shape, MemorySegment data,
     public long integerAt(long i) {
         long off = i * dtype.size();
         long raw = switch (dtype.size()) {
-            case 1 -> dtype.signed() ? data.get(ValueLayout.JAVA_BYTE, off) : Byte.toUnsignedLong(data.get(ValueLayout.JAVA_BYTE, off));
-            case 2 -> {
-                short s = data.get(ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN), off);
-                yield dtype.signed() ? s : Short.toUnsignedLong(s);
-            }
-            case 4 -> {
-                int v = data.get(ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN), off);
-                yield dtype.signed() ? v : Integer.toUnsignedLong(v);
-            }
+            case 1 -> data.get(ValueLayout.JAVA_BYTE, off);
+            case 2 -> data.get(ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN), off);
+            case 4 -> data.get(ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN), off);
             default -> data.get(LE_LONG, off);
         };
-        if (!dtype.signed() && dtype.size() == 8 && raw < 0) {
-            return Long.MAX_VALUE; // past any table index: callers range-check
+        if (dtype.signed()) {
+            return raw;
         }
-        return raw;
+        // unsigned 64-bit values past 2^63: past any table index, callers range-check
+        return dtype.size() < 8 ? raw & ((1L << 8 * dtype.size()) - 1) : raw < 0 ? Long.MAX_VALUE : raw;
     }
 
     /** Element {@code i} of an integer tensor as the user wrote it: unsigned 64-bit values in full. */
