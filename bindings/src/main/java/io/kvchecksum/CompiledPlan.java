@@ -82,6 +82,8 @@ public final class CompiledPlan {
     private final int[] blockOffsets;
     private final int[] layerNumbers;
     private final int[] headNumbers;
+    /** One launch that is its request's whole result, in place: its values need no placing. */
+    private final boolean passThrough;
 
     private CompiledPlan(KvSource source, ChecksumSpec spec, List<RequestBlocks> requests, List<Launch> launches) {
         this.source = source;
@@ -109,6 +111,7 @@ public final class CompiledPlan {
             }
             blockOffsets[i + 1] = (int) total;
         }
+        passThrough = launches.size() == 1 && requests.size() == 1 && identity(launches.get(0));
     }
 
     /**
@@ -307,7 +310,7 @@ public final class CompiledPlan {
      * @return the concatenated per-request values, {@link #offset offset(output, numRequests)} of them
      */
     public long[] gather(Output output, long[][] perLaunch) {
-        if (launches.size() == 1 && requests.size() == 1 && identity(launches.get(0))) {
+        if (passThrough) {
             return perLaunch[0];
         }
         long[] out = new long[offset(output, requests.size())];
@@ -326,7 +329,7 @@ public final class CompiledPlan {
      * @return the pending per-request values
      */
     public PendingChecksums gather(Output output, List<PendingChecksums> perLaunch) {
-        return perLaunch.size() == 1 && gatherIsIdentity() ? perLaunch.get(0)
+        return passThrough ? perLaunch.get(0)
                 : new Gathered(this, output, List.copyOf(perLaunch));
     }
 
@@ -349,10 +352,6 @@ public final class CompiledPlan {
             throw e;
         }
         return gather(output, started);
-    }
-
-    private boolean gatherIsIdentity() {
-        return launches.size() == 1 && requests.size() == 1 && identity(launches.get(0));
     }
 
     private boolean identity(Launch l) {
