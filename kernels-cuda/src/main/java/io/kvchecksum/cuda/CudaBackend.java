@@ -229,9 +229,10 @@ public final class CudaBackend implements Backend {
         long previous = enter(primaryContext);
         try {
             ContextResources resources = resources(primaryContext);
-            return plan.startAll(output, l -> l.memory() == SlicePlan.Residency.DEVICE
-                    ? launch(resources, resources.ownStream, l, CudaBackend::deviceAddress, slices)
-                    : fromHost(resources, l, slices));
+            if (plan.launches().stream().allMatch(l -> l.memory() == SlicePlan.Residency.DEVICE)) {
+                return plan.startAll(output, l -> launch(resources, resources.ownStream, l, CudaBackend::deviceAddress, slices));
+            }
+            return fromHost(resources, plan, output);
         } finally {
             leave(previous, primaryContext);
         }
@@ -247,10 +248,23 @@ public final class CudaBackend implements Backend {
         }
     }
 
-    /** A launch reading host memory, on the own stream: copied to the device, computed, waited for, copies freed. */
-    private PendingChecksums fromHost(ContextResources resources, CompiledPlan.Launch l, boolean slices) {
-        try (Placed placed = new Placed(l.slices(), resources);
-             PendingChecksums p = launch(resources, resources.ownStream, l, placed::address, slices)) {
+    /**
+     * A plan reading host memory, on the own stream: each distinct host segment of all its launches copied to the device
+     * once (a step's requests over one cache share its memory), every launch computed, waited for, the copies freed.
+     */
+    private PendingChecksums fromHost(ContextResources resources, CompiledPlan plan, CompiledPlan.Output output) {
+        List<KvMemory> memories = new ArrayList<>();
+        for (CompiledPlan.Launch l : plan.launches()) {
+            for (SlicePlan.Slice s : l.slices().slices()) {
+                memories.add(s.k().memory());
+                if (s.v() != null) {
+                    memories.add(s.v().memory());
+                }
+            }
+        }
+        boolean slices = output == CompiledPlan.Output.SLICE_SUMS;
+        try (Placed placed = new Placed(memories, resources);
+             PendingChecksums p = plan.startAll(output, l -> launch(resources, resources.ownStream, l, placed::address, slices))) {
             return PendingChecksums.completed(p.get());
         }
     }
@@ -591,21 +605,7 @@ public final class CudaBackend implements Backend {
     private final class Placed implements AutoCloseable {
         final Map<MemorySegment, Long> moved = new LinkedHashMap<>();
 
-        Placed(SlicePlan plan, ContextResources resources) {
-            try {
-                for (SlicePlan.Slice s : plan.slices()) {
-                    upload(s.k().memory(), resources);
-                    if (s.v() != null) {
-                        upload(s.v().memory(), resources);
-                    }
-                }
-            } catch (RuntimeException e) {
-                close();
-                throw e;
-            }
-        }
-
-        /** The host memories among {@code memories} (a page digest's runs), each distinct segment copied once. */
+        /** The host memories among {@code memories} (a plan's regions, a page digest's runs), each segment copied once. */
         Placed(List<KvMemory> memories, ContextResources resources) {
             try {
                 for (KvMemory m : memories) {
