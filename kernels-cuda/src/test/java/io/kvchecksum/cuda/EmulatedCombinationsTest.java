@@ -1,15 +1,11 @@
 package io.kvchecksum.cuda;
 
 import io.kvchecksum.KvChecksum;
-import io.kvchecksum.KvMemory;
 import io.kvchecksum.golden.Combinations;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.TestFactory;
-
-import java.util.ArrayList;
-import java.util.List;
 
 /**
  * The combination test ({@link Combinations}) through the CUDA backend's whole host path, the kernels' arithmetic run
@@ -19,7 +15,6 @@ import java.util.List;
 class EmulatedCombinationsTest {
     private static FakeCudaDriver fake;
     private static KvChecksum cuda;
-    private static final List<Long> uploads = new ArrayList<>();
 
     @BeforeAll
     static void setUp() {
@@ -32,7 +27,7 @@ class EmulatedCombinationsTest {
     static void tearDown() {
         if (cuda != null) {
             cuda.close();
-            uploads.forEach(fake::cuMemFree);
+            fake.freeUploads();
         }
     }
 
@@ -43,10 +38,6 @@ class EmulatedCombinationsTest {
 
     @TestFactory
     DynamicTest deviceMemory() {
-        return Combinations.test(cuda, "device memory", m -> {
-            long p = fake.upload(((KvMemory.Host) m).segment());
-            uploads.add(p);
-            return KvMemory.device(p, m.byteSize());
-        });
+        return Combinations.test(cuda, "device memory", fake::onDevice);
     }
 }

@@ -18,7 +18,6 @@ import org.junit.jupiter.api.TestFactory;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
 import java.util.stream.Stream;
@@ -35,7 +34,6 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 class EmulatedDigestTest {
     private static FakeCudaDriver fake;
     private static KvChecksum cuda;
-    private static final List<Long> uploads = new ArrayList<>();
 
     @BeforeAll
     static void setUp() {
@@ -48,7 +46,7 @@ class EmulatedDigestTest {
     static void tearDown() {
         if (cuda != null) {
             cuda.close();
-            uploads.forEach(fake::cuMemFree);
+            fake.freeUploads();
         }
     }
 
@@ -61,12 +59,7 @@ class EmulatedDigestTest {
     @TestFactory
     Stream<DynamicNode> deviceMemory() {
         assumeTrue(DigestVector.present(), "the kvchecksum-golden jar carries no vectors-digest/index.json");
-        return DigestSuite.tests(cuda, m -> {
-            MemorySegment s = ((KvMemory.Host) m).segment();
-            long p = fake.upload(s);
-            uploads.add(p);
-            return KvMemory.device(p, s.byteSize());
-        });
+        return DigestSuite.tests(cuda, fake::onDevice);
     }
 
     @Test

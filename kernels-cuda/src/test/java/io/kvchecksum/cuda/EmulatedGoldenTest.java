@@ -10,9 +10,7 @@ import org.junit.jupiter.api.DynamicNode;
 import org.junit.jupiter.api.TestFactory;
 
 import java.lang.foreign.MemorySegment;
-import java.util.ArrayList;
 import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.stream.Stream;
 
@@ -27,7 +25,6 @@ class EmulatedGoldenTest {
     private static FakeCudaDriver fake;
     private static KvChecksum wide;
     private static KvChecksum chunked;
-    private static final List<Long> uploads = new ArrayList<>();
 
     @BeforeAll
     static void setUp() {
@@ -42,7 +39,7 @@ class EmulatedGoldenTest {
         if (wide != null) {
             wide.close();
             chunked.close();
-            uploads.forEach(fake::cuMemFree);
+            fake.freeUploads();
         }
     }
 
@@ -62,11 +59,8 @@ class EmulatedGoldenTest {
         requireVectors();
         return GoldenSuite.tests(chunked, c -> {
             Map<MemorySegment, KvMemory> moved = new LinkedHashMap<>();
-            return CudaBackend.relocate(c.group(), m -> moved.computeIfAbsent(((KvMemory.Host) m).segment(), s -> {
-                long p = fake.upload(s);
-                uploads.add(p);
-                return KvMemory.device(p, s.byteSize());
-            }));
+            return CudaBackend.relocate(c.group(), m -> moved.computeIfAbsent(((KvMemory.Host) m).segment(),
+                    s -> fake.onDevice(m)));
         });
     }
 }

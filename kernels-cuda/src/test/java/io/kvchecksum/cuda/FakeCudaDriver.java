@@ -4,6 +4,8 @@ import com.sun.jna.Memory;
 import com.sun.jna.Native;
 import com.sun.jna.Pointer;
 
+import io.kvchecksum.KvMemory;
+
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.HashMap;
@@ -60,6 +62,23 @@ final class FakeCudaDriver implements CudaDriver {
         }
         MemorySegment.copy(src, 0, seg(p[0], src.byteSize()), 0, src.byteSize());
         return p[0];
+    }
+
+    /** The uploads made by {@link #onDevice}, freed by {@link #freeUploads}. */
+    private final java.util.List<Long> uploads = new java.util.ArrayList<>();
+
+    /** {@code host}'s bytes copied into a new device allocation: a test cache's region placed in "device memory". */
+    synchronized KvMemory onDevice(KvMemory host) {
+        MemorySegment s = ((KvMemory.Host) host).segment();
+        long p = upload(s);
+        uploads.add(p);
+        return KvMemory.device(p, s.byteSize());
+    }
+
+    /** Frees every allocation {@link #onDevice} made. */
+    synchronized void freeUploads() {
+        uploads.forEach(this::cuMemFree);
+        uploads.clear();
     }
 
     synchronized int liveDeviceAllocations() {
