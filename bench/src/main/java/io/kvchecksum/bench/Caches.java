@@ -27,32 +27,18 @@ public record Caches(long l2, long llc, String source) {
         return THIS_MACHINE;
     }
 
-    /** {@return a size that fits the L2 of one core with room to spare: half of it} */
-    public long inL2() {
-        return l2 / 2;
-    }
-
-    /** {@return a size that fits the last-level cache but not L2: half of the LLC} */
-    public long inLlc() {
-        return llc / 2;
-    }
-
-    /** {@return a size whose reads come from memory: four times the LLC} */
-    public long beyondLlc() {
-        return 4 * llc;
-    }
-
     /**
-     * {@return the bytes of a cache-relative size name: {@code L2} ({@link #inL2}), {@code LLC} ({@link #inLlc}),
-     * {@code 4xLLC} ({@link #beyondLlc}), case-insensitive; -1 for any other text}
+     * {@return the bytes of a cache-relative size name, case-insensitive: {@code L2}, half the L2 of one core (fits it
+     * with room to spare); {@code LLC}, half the last-level cache (fits it but not L2); {@code 4xLLC}, four times the
+     * LLC (its reads come from memory); -1 for any other text}
      *
      * @param name the size's name; surrounding blanks are ignored
      */
     public long bytesOf(String name) {
         return switch (name.trim().toLowerCase(Locale.ROOT)) {
-            case "l2" -> inL2();
-            case "llc" -> inLlc();
-            case "4xllc" -> beyondLlc();
+            case "l2" -> l2 / 2;
+            case "llc" -> llc / 2;
+            case "4xllc" -> 4 * llc;
             default -> -1;
         };
     }
@@ -98,12 +84,12 @@ public record Caches(long l2, long llc, String source) {
 
     /** {@code 32K}, {@code 1024K}, {@code 32M} as Linux writes them. */
     static long parseSize(String s) {
-        char unit = Character.toUpperCase(s.charAt(s.length() - 1));
-        return switch (unit) {
-            case 'K' -> Long.parseLong(s.substring(0, s.length() - 1)) << 10;
-            case 'M' -> Long.parseLong(s.substring(0, s.length() - 1)) << 20;
-            case 'G' -> Long.parseLong(s.substring(0, s.length() - 1)) << 30;
-            default -> Long.parseLong(s);
+        int shift = switch (Character.toUpperCase(s.charAt(s.length() - 1))) {
+            case 'K' -> 10;
+            case 'M' -> 20;
+            case 'G' -> 30;
+            default -> -1;
         };
+        return shift < 0 ? Long.parseLong(s) : Long.parseLong(s.substring(0, s.length() - 1)) << shift;
     }
 }

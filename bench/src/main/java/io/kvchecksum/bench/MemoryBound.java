@@ -46,34 +46,23 @@ public final class MemoryBound implements AutoCloseable {
     /** One way of reading every byte. Each returns a value depending on every word read, so nothing is skipped. */
     public enum Reader {
         /** Four independent {@code LongVector} sums of the little-endian words (needs {@code jdk.incubator.vector}). */
-        VECTOR("Vector API sum"),
+        VECTOR,
         /**
          * The same sums in 256-bit vectors whatever the JVM's preferred width (where that is 256, the same loop as
          * {@link #VECTOR}): on AMD Zen 4 a 512-bit loop reads memory at about half the rate of a 256-bit one
          * (docs/bench-cpu.md), so the preferred width alone is no bound.
          */
-        VECTOR256("Vector API sum, 256-bit"),
+        VECTOR256,
         /** Eight independent scalar sums of the words, unrolled. */
-        SCALAR("unrolled scalar sum"),
+        SCALAR,
         /** The C library's {@code memcmp(p, p, n)} through the FFM API: its vector loop loads every byte. */
-        NATIVE("native memcmp");
-
-        private final String description;
-
-        Reader(String description) {
-            this.description = description;
-        }
+        NATIVE;
 
         /**
          * {@return the name used as the JMH parameter and in reports: {@code vector}, {@code scalar}, {@code native}}
          */
         public String id() {
             return name().toLowerCase(java.util.Locale.ROOT);
-        }
-
-        /** {@return the reader in words} */
-        public String description() {
-            return description;
         }
 
         /**
@@ -113,13 +102,7 @@ public final class MemoryBound implements AutoCloseable {
 
     /** {@return the readers that run in this JVM, in the order of {@link Reader}} */
     public static List<Reader> readers() {
-        List<Reader> out = new ArrayList<>();
-        for (Reader r : Reader.values()) {
-            if (r.unavailable() == null) {
-                out.add(r);
-            }
-        }
-        return out;
+        return java.util.Arrays.stream(Reader.values()).filter(r -> r.unavailable() == null).toList();
     }
 
     /**
@@ -196,11 +179,6 @@ public final class MemoryBound implements AutoCloseable {
         return parallel;
     }
 
-    /** {@return the bytes read} */
-    public long bytes() {
-        return bytes;
-    }
-
     /**
      * {@return the wrapping sum of every little-endian 64-bit word of the segments, with the Vector API where it runs}
      */
@@ -229,17 +207,7 @@ public final class MemoryBound implements AutoCloseable {
             case SCALAR -> t -> readTask(t, Reader.SCALAR);
             case NATIVE -> t -> readTask(t, Reader.NATIVE);
         };
-        long s = 0;
-        if (!parallel) {
-            for (List<Part> t : tasks) {
-                s += body.run(t);
-            }
-            return s;
-        }
-        for (long v : runAll(body)) {
-            s += v;
-        }
-        return s;
+        return runAll(body);
     }
 
     /**
@@ -271,13 +239,7 @@ public final class MemoryBound implements AutoCloseable {
      */
     public long copy() {
         destination();
-        if (!parallel) {
-            for (List<Part> t : tasks) {
-                copyTask(t);
-            }
-        } else {
-            runAll(this::copyTask);
-        }
+        runAll(this::copyTask);
         return dst.get(ValueLayout.JAVA_LONG, 0);
     }
 
@@ -331,16 +293,22 @@ public final class MemoryBound implements AutoCloseable {
         long run(List<Part> task);
     }
 
-    private long[] runAll(TaskBody body) {
+    /** {@return the sum of {@code body} over the tasks: on the calling thread, or one pool task each when parallel} */
+    private long runAll(TaskBody body) {
+        long s = 0;
+        if (!parallel) {
+            for (List<Part> t : tasks) {
+                s += body.run(t);
+            }
+            return s;
+        }
         List<Callable<Long>> calls = new ArrayList<>(tasks.size());
         for (List<Part> t : tasks) {
             calls.add(() -> body.run(t));
         }
-        long[] out = new long[tasks.size()];
         try {
-            int i = 0;
             for (Future<Long> f : pool.invokeAll(calls)) {
-                out[i++] = f.get();
+                s += f.get();
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -348,7 +316,7 @@ public final class MemoryBound implements AutoCloseable {
         } catch (ExecutionException e) {
             throw new IllegalStateException(e.getCause());
         }
-        return out;
+        return s;
     }
 
     private long copyTask(List<Part> task) {
@@ -369,18 +337,6 @@ public final class MemoryBound implements AutoCloseable {
             };
         }
         return s;
-    }
-
-    /**
-     * {@return the wrapping sum of the little-endian words of {@code s[offset, offset+length)}; a tail of under 8 bytes
-     * is not read}
-     *
-     * @param s the segment to read
-     * @param offset the first byte, within {@code s}
-     * @param length bytes to read from {@code offset}; the range must lie within {@code s}
-     */
-    public static long readPart(MemorySegment s, long offset, long length) {
-        return HAS_VECTOR ? VectorRead.readPart(s, offset, length) : scalarPart(s, offset, length);
     }
 
     /** Eight independent sums, so the loop waits on loads, not on one chain of adds. */
