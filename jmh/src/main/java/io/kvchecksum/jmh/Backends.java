@@ -22,8 +22,8 @@ public final class Backends {
      * 256, was measured and removed with the property: docs/bench-cpu.md, "What limits the ratios".)
      */
     public static final Map<String, List<String>> CPU_VARIANTS = Map.of(
-            "cpu-avx2", List.of(Jvm.VECTOR, Jvm.NATIVE, Jvm.HEAP, "-XX:UseAVX=2"),
-            "cpu-scalar", List.of(Jvm.NATIVE, Jvm.HEAP));
+            "cpu-avx2", List.of(Bench.VECTOR, Bench.NATIVE, Bench.HEAP, "-XX:UseAVX=2"),
+            "cpu-scalar", List.of(Bench.NATIVE, Bench.HEAP));
     /** Every row name of tables, in order: backends with the CPU variants after {@code cpu}. */
     public static final List<String> ROWS = List.of("reference", "cpu", "cpu-avx2", "cpu-scalar", "opencl", "cuda");
 
@@ -53,11 +53,7 @@ public final class Backends {
         if (CPU_VARIANTS.containsKey(name)) {
             KvChecksum k = open("cpu");
             String d = k.description();
-            boolean right = switch (name) {
-                case "cpu-avx2" -> d.contains("Vector API 256-bit, preferred width");
-                default -> d.contains("scalar");
-            };
-            if (!right) {
+            if (!d.contains(name.equals("cpu-avx2") ? "Vector API 256-bit, preferred width" : "scalar")) {
                 k.close();
                 throw new IllegalStateException("backend " + name + " skipped: this JVM runs " + d + "; start the fork with "
                         + CPU_VARIANTS.get(name) + " (the suite does)");

@@ -14,15 +14,23 @@ import java.util.Deque;
 import java.util.concurrent.TimeUnit;
 
 /**
- * What every benchmark here shares: the run settings (JMH reads these class annotations from the superclass), the
+ * What every benchmark here shares: the run settings (JMH reads these class annotations from the superclass) and the
+ * flags every forked JVM needs (constants, so that annotations and the suite share them), the
  * resources a trial's set-up opens, closed at its end in reverse order, and the checks set-up makes before timing.
  */
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
-@Fork(value = 1, jvmArgsAppend = {Jvm.VECTOR, Jvm.NATIVE, Jvm.HEAP})
+@Fork(value = 1, jvmArgsAppend = {Bench.VECTOR, Bench.NATIVE, Bench.HEAP})
 @Warmup(iterations = 3, time = 1)
 @Measurement(iterations = 5, time = 1)
 public abstract class Bench {
+    /** The fast CPU backend's Vector API loop; without it the backend silently runs its scalar fallback. */
+    static final String VECTOR = "--add-modules=jdk.incubator.vector";
+    /** The GPU backends call native drivers (JNA, JOCL, FFM). */
+    static final String NATIVE = "--enable-native-access=ALL-UNNAMED";
+    /** The KV lives off-heap in arenas; the heap holds only tables and results. */
+    static final String HEAP = "-Xmx2g";
+
     private final Deque<AutoCloseable> open = new ArrayDeque<>();
 
     /** {@return {@code c}, closed at the trial's end, before everything registered earlier} */

@@ -1,5 +1,6 @@
 package io.kvchecksum.jmh;
 
+import io.kvchecksum.jmh.Suite.Report.Row;
 import org.knowm.xchart.BitmapEncoder;
 import org.knowm.xchart.XYChart;
 import org.knowm.xchart.XYChartBuilder;
@@ -17,9 +18,12 @@ import java.awt.image.BufferedImage;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
 
 /**
  * The chart of a run: one panel per model shape, GB/s of KV (log) against tokens per request (log), a line per
@@ -36,21 +40,15 @@ final class Chart {
 
     static void draw(Suite.Report report, Path file, String title) throws IOException {
         System.setProperty("java.awt.headless", "true");
-        Map<String, List<Suite.Report.Row>> byShape = new LinkedHashMap<>();
-        for (Suite.Report.Row r : report.rows()) {
-            if (r.op().equals("blockChecksums") || r.op().equals("copy")) {
-                byShape.computeIfAbsent(r.shape(), k -> new ArrayList<>()).add(r);
-            }
-        }
-        for (Suite.Report.Row r : report.readBounds()) {
-            // the read bound is the fastest reader at each size: one dashed line, not one per reader
-            byShape.computeIfAbsent(r.shape(), k -> new ArrayList<>()).add(r);
-        }
+        // the read bound is the fastest reader at each size: one dashed line, not one per reader
+        Map<String, List<Row>> byShape = Stream.concat(report.rows().stream()
+                .filter(r -> r.op().equals("blockChecksums") || r.op().equals("copy")), report.readBounds().stream())
+                .collect(Collectors.groupingBy(Row::shape, LinkedHashMap::new, Collectors.toList()));
         if (byShape.isEmpty()) {
             return;
         }
         List<BufferedImage> panels = new ArrayList<>();
-        for (Map.Entry<String, List<Suite.Report.Row>> e : byShape.entrySet()) {
+        for (Map.Entry<String, List<Row>> e : byShape.entrySet()) {
             panels.add(BitmapEncoder.getBufferedImage(panel(e.getKey(), e.getValue())));
         }
         int cols = Math.min(2, panels.size());
@@ -70,28 +68,19 @@ final class Chart {
         ImageIO.write(img, "png", file.toFile());
     }
 
-    private static XYChart panel(String shape, List<Suite.Report.Row> rows) {
+    private static XYChart panel(String shape, List<Row> rows) {
         XYChart c = new XYChartBuilder().width(PANEL_W).height(PANEL_H).title(shape)
                 .xAxisTitle("tokens per request").yAxisTitle("GB/s of KV").build();
         c.getStyler().setXAxisLogarithmic(true);
         c.getStyler().setYAxisLogarithmic(true);
         c.getStyler().setLegendPosition(Styler.LegendPosition.InsideSE);
         c.getStyler().setChartBackgroundColor(Color.WHITE);
-        Map<String, List<Suite.Report.Row>> series = new LinkedHashMap<>();
-        for (Suite.Report.Row r : rows) {
-            String name = r.backend().equals("bound") ? (r.op().startsWith("read") ? "read" : r.op()) + " bound" : r.backend();
-            series.computeIfAbsent(name, k -> new ArrayList<>()).add(r);
-        }
-        for (Map.Entry<String, List<Suite.Report.Row>> e : series.entrySet()) {
-            List<Suite.Report.Row> pts = new ArrayList<>(e.getValue());
-            pts.sort(java.util.Comparator.comparingLong(Suite.Report.Row::tokens));
-            double[] x = new double[pts.size()];
-            double[] y = new double[pts.size()];
-            for (int i = 0; i < pts.size(); i++) {
-                x[i] = pts.get(i).tokens();
-                y[i] = pts.get(i).gbps();
-            }
-            XYSeries s = c.addSeries(e.getKey(), x, y);
+        Map<String, List<Row>> series = rows.stream().collect(Collectors.groupingBy(r -> r.backend().equals("bound")
+                ? (r.op().startsWith("read") ? "read" : r.op()) + " bound" : r.backend(), LinkedHashMap::new, Collectors.toList()));
+        for (Map.Entry<String, List<Row>> e : series.entrySet()) {
+            List<Row> pts = e.getValue().stream().sorted(Comparator.comparingLong(Row::tokens)).toList();
+            XYSeries s = c.addSeries(e.getKey(), pts.stream().mapToDouble(Row::tokens).toArray(),
+                    pts.stream().mapToDouble(Row::gbps).toArray());
             s.setMarker(SeriesMarkers.CIRCLE);
             if (e.getKey().endsWith("bound")) {
                 s.setLineStyle(SeriesLines.DASH_DASH);

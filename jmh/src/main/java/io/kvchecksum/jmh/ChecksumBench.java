@@ -32,9 +32,6 @@ import org.openjdk.jmh.annotations.TearDown;
  */
 @State(Scope.Benchmark)
 public class ChecksumBench extends Bench {
-    /** Largest request the reference backend is given: it reads one piece at a time, tens of MB/s. */
-    public static final long REFERENCE_MAX_BYTES = 16L << 20;
-
     /** A backend name for {@link io.kvchecksum.KvChecksums#byName}; an unavailable one fails set-up with the reason. */
     @Param({"reference", "cpu", "opencl", "cuda"})
     public String backend;
@@ -115,9 +112,9 @@ public class ChecksumBench extends Bench {
 
     @Setup(Level.Trial)
     public void setUp() {
-        check(!backend.equals("reference") || ModelShape.of(shape).kvBytes(size) <= REFERENCE_MAX_BYTES,
+        check(!backend.equals("reference") || ModelShape.of(shape).kvBytes(size) <= Oracle.REFERENCE_BYTES,
                 "backend reference skipped at " + size + ": it is given only requests up to "
-                        + (REFERENCE_MAX_BYTES >> 20) + " MiB");
+                        + (Oracle.REFERENCE_BYTES >> 20) + " MiB");
         kc = Backends.open(backend);
         fx = closing(KvFixture.of(shape, size));
         closing(kc); // the backend closes before the fixture's memory

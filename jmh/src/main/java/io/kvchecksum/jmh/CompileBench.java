@@ -8,22 +8,19 @@ import io.kvchecksum.KvLayouts.PagedShape;
 import io.kvchecksum.KvMemory;
 import io.kvchecksum.RequestBlocks;
 import org.openjdk.jmh.annotations.Benchmark;
-import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
-import org.openjdk.jmh.annotations.Measurement;
-import org.openjdk.jmh.annotations.Mode;
 import org.openjdk.jmh.annotations.OutputTimeUnit;
 import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
-import org.openjdk.jmh.annotations.Warmup;
 
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.IntStream;
 
 /**
  * What compiling one engine step costs when the page tables change every step (the engine's real case): a step's
@@ -34,12 +31,9 @@ import java.util.concurrent.TimeUnit;
  * (as an engine does) from one of 64 pre-drawn table sets.
  */
 @State(Scope.Thread)
-@BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.MICROSECONDS)
-@Fork(value = 1, jvmArgsAppend = {"--enable-native-access=ALL-UNNAMED"})
-@Warmup(iterations = 3, time = 1)
-@Measurement(iterations = 5, time = 1)
-public class CompileBench {
+@Fork(value = 1, jvmArgsAppend = Bench.NATIVE)
+public class CompileBench extends Bench {
     /** Requests in one step. */
     @Param({"1", "32", "256"})
     public int requests;
@@ -58,16 +52,11 @@ public class CompileBench {
     public void setUp() {
         PagedShape shape = new PagedShape(PAGES, 16, 8, 128, 2);
         long layerBytes = 2L * PAGES * 16 * 8 * 128 * 2;
-        List<KvMemory> layers = new ArrayList<>();
-        for (int l = 0; l < 32; l++) {
-            layers.add(KvMemory.device(0x7000_0000_0000L + l * layerBytes, layerBytes));
-        }
+        List<KvMemory> layers = IntStream.range(0, 32)
+                .<KvMemory>mapToObj(l -> KvMemory.device(0x7000_0000_0000L + l * layerBytes, layerBytes)).toList();
         group = KvLayouts.vllmFlash(shape, 0, null, layers);
         Random rnd = new Random(KvFixture.SEED);
-        List<Integer> free = new ArrayList<>();
-        for (int p = 0; p < PAGES; p++) {
-            free.add(p);
-        }
+        List<Integer> free = new ArrayList<>(IntStream.range(0, PAGES).boxed().toList());
         int pagesPerRequest = tokens / 16;
         tables = new int[64][requests][pagesPerRequest];
         for (int[][] set : tables) {

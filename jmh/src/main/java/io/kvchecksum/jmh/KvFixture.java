@@ -11,8 +11,10 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.List;
 import java.util.Random;
+import java.util.SplittableRandom;
 import java.util.stream.IntStream;
 
 /**
@@ -22,70 +24,39 @@ import java.util.stream.IntStream;
  * <p>The cache holds exactly the request's pages, one segment per layer, and the block table is a seeded shuffle of
  * the page ids, as in an engine whose free list has been churned: the checksum reads pages out of order while the
  * read bound reads the same bytes in address order.
+ *
+ * @param shape the model shape
+ * @param tokens the request's tokens
+ * @param arena the shared arena holding the memory, closed by {@link #close()}
+ * @param segments the layers' memory, one segment per layer, each read whole by the bounds
+ * @param group the cache over the segments
+ * @param table the block table: the page ids in a seeded shuffle
+ * @param request the whole request: blocks {@code 0 .. tokens/16 - 1}
  */
-public final class KvFixture implements AutoCloseable {
+public record KvFixture(ModelShape shape, long tokens, Arena arena, List<MemorySegment> segments, KvCacheGroup group,
+        int[] table, RequestBlocks request) implements AutoCloseable {
     /** The seed of the KV bytes and of the block table; recorded so any mismatch can be reproduced. */
     public static final long SEED = 0x6b76636865636bL;
 
-    private final ModelShape shape;
-    private final long tokens;
-    private final Arena arena;
-    private final List<MemorySegment> segments;
-    private final KvCacheGroup group;
-    private final int[] table;
-    private final RequestBlocks request;
-
-    private KvFixture(ModelShape shape, long tokens) {
-        this.shape = shape;
-        this.tokens = tokens;
+    /** Allocates and fills the cache of a request of {@code tokens} tokens (a multiple of the block size). */
+    public static KvFixture create(ModelShape shape, long tokens) {
         int pages = Math.toIntExact(Math.ceilDiv(tokens, (long) ModelShape.BLOCK_SIZE));
         PagedShape ps = new PagedShape(pages, ModelShape.BLOCK_SIZE, shape.heads(), shape.headDim(), shape.elemBytes());
         long layerBytes = shape.bytesPerToken() / shape.layers() * pages * ModelShape.BLOCK_SIZE;
-        this.arena = Arena.ofShared();
-        List<MemorySegment> segs = new ArrayList<>();
-        for (int l = 0; l < shape.layers(); l++) {
-            segs.add(arena.allocate(layerBytes, 64));
-        }
-        this.segments = List.copyOf(segs);
+        Arena arena = Arena.ofShared();
+        List<MemorySegment> segs = IntStream.range(0, shape.layers()).mapToObj(l -> arena.allocate(layerBytes, 64)).toList();
         // Filling 1 GiB on one core takes seconds: spread the layers over the cores.
         IntStream.range(0, segs.size()).parallel().forEach(l -> fill(segs.get(l), SEED + l));
         List<KvMemory> mem = segs.stream().map(KvMemory::host).map(KvMemory.class::cast).toList();
-        this.group = shape.mla() ? KvLayouts.vllmMla(ps, null, mem) : KvLayouts.vllmFlash(ps, 0, null, mem);
-        this.table = shuffledPages(pages, new Random(SEED));
-        this.request = RequestBlocks.of(table, tokens, ModelShape.BLOCK_SIZE);
-    }
-
-    /** Allocates and fills the cache of a request of {@code tokens} tokens (a multiple of the block size). */
-    public static KvFixture create(ModelShape shape, long tokens) {
-        return new KvFixture(shape, tokens);
+        KvCacheGroup group = shape.mla() ? KvLayouts.vllmMla(ps, null, mem) : KvLayouts.vllmFlash(ps, 0, null, mem);
+        int[] table = shuffledPages(pages, new Random(SEED));
+        return new KvFixture(shape, tokens, arena, segs, group, table, RequestBlocks.of(table, tokens, ModelShape.BLOCK_SIZE));
     }
 
     /** {@link #create} for a {@link ModelShape#id()} and a size as {@link ModelShape#tokens} reads it. */
     public static KvFixture of(String shape, String size) {
         ModelShape s = ModelShape.of(shape);
         return create(s, s.tokens(size));
-    }
-
-    public ModelShape shape() {
-        return shape;
-    }
-
-    public long tokens() {
-        return tokens;
-    }
-
-    /** The layers' memory, one segment per layer, each read whole by the bounds. */
-    public List<MemorySegment> segments() {
-        return segments;
-    }
-
-    public KvCacheGroup group() {
-        return group;
-    }
-
-    /** The whole request: blocks {@code 0 .. tokens/16 - 1}. */
-    public RequestBlocks request() {
-        return request;
     }
 
     /** The first {@code n} tokens of the same request (same pages, same bytes), for checking one oracle against another. */
@@ -105,30 +76,21 @@ public final class KvFixture implements AutoCloseable {
         arena.close();
     }
 
-    /** SplitMix64 of the word index: every byte differs between words, layers and runs of different seeds. */
+    /**
+     * SplitMix64 ({@link SplittableRandom}) of the word index, from {@code seed} times its gamma: every byte differs
+     * between words, layers and runs of different seeds.
+     */
     private static void fill(MemorySegment s, long seed) {
-        long n = s.byteSize() / 8;
-        long z0 = seed * 0x9E3779B97F4A7C15L;
-        for (long i = 0; i < n; i++) {
-            long z = z0 + (i + 1) * 0x9E3779B97F4A7C15L;
-            z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
-            z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
-            s.setAtIndex(ValueLayout.JAVA_LONG, i, z ^ (z >>> 31));
+        SplittableRandom rnd = new SplittableRandom(seed * 0x9E3779B97F4A7C15L);
+        for (long i = 0; i < s.byteSize() / 8; i++) {
+            s.setAtIndex(ValueLayout.JAVA_LONG, i, rnd.nextLong());
         }
     }
 
     /** The page ids {@code 0 .. pages-1} in a Fisher-Yates shuffle drawn from {@code rnd}. */
     static int[] shuffledPages(int pages, Random rnd) {
-        int[] t = new int[pages];
-        for (int i = 0; i < pages; i++) {
-            t[i] = i;
-        }
-        for (int i = pages - 1; i > 0; i--) {
-            int j = rnd.nextInt(i + 1);
-            int x = t[i];
-            t[i] = t[j];
-            t[j] = x;
-        }
-        return t;
+        List<Integer> t = new ArrayList<>(IntStream.range(0, pages).boxed().toList());
+        Collections.shuffle(t, rnd);
+        return t.stream().mapToInt(Integer::intValue).toArray();
     }
 }

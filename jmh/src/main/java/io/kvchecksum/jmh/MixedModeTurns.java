@@ -6,8 +6,10 @@ import io.kvchecksum.KvChecksums;
 import io.kvchecksum.SlicePlan;
 import io.kvchecksum.bench.MemoryBound;
 
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.function.LongSupplier;
 
 /**
  * {@link MixedModeBench}'s three operations in turn, in one JVM, on a machine too loaded for separate forks to be
@@ -42,10 +44,25 @@ public final class MixedModeTurns {
         }
     }
 
-    private static long call(KvChecksum cpu, MemoryBound bound, List<MemoryBound.Reader> readers, int op, SlicePlan standard,
-            SlicePlan mixed) {
-        return op < readers.size() ? bound.read(readers.get(op))
-                : cpu.blockChecksums(op == readers.size() ? standard : mixed)[0];
+    /** The timed calls' results, so that none is dead code; the reports print its low bit. */
+    static long sink;
+
+    /**
+     * Runs each of {@code ops} in turn, {@code batch} calls per timing, {@code reps} rounds, so that a load spike hits
+     * all of them alike. {@return each op's time per call in each round, in nanoseconds: {@code [op][round]}}
+     */
+    static long[][] inTurns(List<LongSupplier> ops, int reps, int batch) {
+        long[][] t = new long[ops.size()][reps];
+        for (int r = 0; r < reps; r++) {
+            for (int op = 0; op < ops.size(); op++) {
+                long start = System.nanoTime();
+                for (int b = 0; b < batch; b++) {
+                    sink += ops.get(op).getAsLong();
+                }
+                t[op][r] = (System.nanoTime() - start) / batch;
+            }
+        }
+        return t;
     }
 
     private static void run(KvChecksum cpu, KvFixture fx, MemoryBound bound, String label, int reps) {
@@ -53,28 +70,19 @@ public final class MixedModeTurns {
         SlicePlan mixed = SlicePlan.of(fx.group(), fx.request(), ChecksumMode.MIXED);
         Oracle.verifyMixed(cpu, fx, standard, cpu.blockChecksums(mixed));
         List<MemoryBound.Reader> readers = MemoryBound.readers();
-        int ops = readers.size() + 2;
-        long[][] t = new long[ops][reps];
-        long sink = 0;
+        List<String> names = new ArrayList<>();
+        List<LongSupplier> ops = new ArrayList<>();
+        for (MemoryBound.Reader reader : readers) {
+            names.add("read:" + reader.id());
+            ops.add(() -> bound.read(reader));
+        }
+        names.addAll(List.of("standard", "mixed"));
+        ops.add(() -> cpu.blockChecksums(standard)[0]);
+        ops.add(() -> cpu.blockChecksums(mixed)[0]);
         // Warm-up (every op compiled), then calls per timing so that one timing is at least ~2 ms.
-        long fastest = Long.MAX_VALUE;
-        for (int warm = 0; warm < 20; warm++) {
-            for (int op = 0; op < ops; op++) {
-                long start = System.nanoTime();
-                sink += call(cpu, bound, readers, op, standard, mixed);
-                fastest = Math.min(fastest, System.nanoTime() - start);
-            }
-        }
+        long fastest = Arrays.stream(inTurns(ops, 20, 1)).flatMapToLong(Arrays::stream).min().orElseThrow();
         int batch = (int) Math.max(1, Math.min(2000, 2_000_000 / Math.max(1, fastest)));
-        for (int r = 0; r < reps; r++) {
-            for (int op = 0; op < ops; op++) {
-                long start = System.nanoTime();
-                for (int b = 0; b < batch; b++) {
-                    sink += call(cpu, bound, readers, op, standard, mixed);
-                }
-                t[op][r] = (System.nanoTime() - start) / batch;
-            }
-        }
+        long[][] t = inTurns(ops, reps, batch);
         for (long[] x : t) {
             Arrays.sort(x);
         }
@@ -86,10 +94,9 @@ public final class MixedModeTurns {
         }
         double mb = fx.kvBytes() / 1e6;
         System.out.printf("%s (%.2f MB, batch %d, checksum bit %d)%n", label, mb, batch, sink & 1);
-        for (int op = 0; op < ops; op++) {
-            String name = op < readers.size() ? "read:" + readers.get(op).id() : op == readers.size() ? "standard" : "mixed";
-            System.out.printf("  %-12s min %10.1f us  median %10.1f us  %6.1f GB/s (min)%n", name, t[op][0] / 1e3,
-                    t[op][reps / 2] / 1e3, fx.kvBytes() / (double) t[op][0]);
+        for (int op = 0; op < ops.size(); op++) {
+            System.out.printf("  %-12s min %10.1f us  median %10.1f us  %6.1f GB/s (min)%n",
+                    names.get(op), t[op][0] / 1e3, t[op][reps / 2] / 1e3, fx.kvBytes() / (double) t[op][0]);
         }
         int std = readers.size();
         int mix = std + 1;

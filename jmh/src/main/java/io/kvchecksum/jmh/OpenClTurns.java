@@ -4,7 +4,11 @@ import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvChecksums;
 import io.kvchecksum.bench.MemoryBound;
 
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
+import java.util.function.LongSupplier;
+import java.util.stream.IntStream;
 
 /**
  * The OpenCL backend and the read bound in turn on a noisy machine: per shape at 256 MiB, the read bound and the
@@ -34,26 +38,20 @@ public final class OpenClTurns {
                  KvChecksum backend = KvChecksums.byName("opencl")) {
                 Oracle.expectEqual("opencl", KvChecksums.cpu().blockChecksums(fx.group(), fx.request()),
                         backend.blockChecksums(fx.group(), fx.request()));
-                long[][] t = new long[2][reps];
-                long sink = 0;
-                for (int r = 0; r < reps; r++) {
-                    // the honest read bound: the fastest reader of this round (MemoryBound's definition)
-                    long best = Long.MAX_VALUE;
-                    for (MemoryBound.Reader reader : MemoryBound.readers()) {
-                        long t0 = System.nanoTime();
-                        sink += bound.read(reader);
-                        best = Math.min(best, System.nanoTime() - t0);
-                    }
-                    t[0][r] = best;
-                    long t0 = System.nanoTime();
-                    sink += backend.blockChecksums(fx.group(), fx.request())[0];
-                    t[1][r] = System.nanoTime() - t0;
+                List<LongSupplier> ops = new ArrayList<>();
+                for (MemoryBound.Reader reader : MemoryBound.readers()) {
+                    ops.add(() -> bound.read(reader));
                 }
+                ops.add(() -> backend.blockChecksums(fx.group(), fx.request())[0]);
+                long[][] each = MixedModeTurns.inTurns(ops, reps, 1);
+                // the honest read bound: the fastest reader of each round (MemoryBound's definition)
+                long[][] t = {new long[reps], each[ops.size() - 1]};
+                Arrays.setAll(t[0], r -> IntStream.range(0, ops.size() - 1).mapToLong(i -> each[i][r]).min().orElseThrow());
                 for (long[] x : t) {
                     Arrays.sort(x);
                 }
                 System.out.printf("%s, %d MiB, %d rounds (checksum bit %d)%n  %s%n", shape, fx.kvBytes() >> 20, reps,
-                        sink & 1, backend.description());
+                        MixedModeTurns.sink & 1, backend.description());
                 System.out.printf("  %-10s min %7.2f ms  median %7.2f ms%n", "read bound", t[0][0] / 1e6, t[0][reps / 2] / 1e6);
                 System.out.printf("  %-10s min %7.2f ms  median %7.2f ms  ratio of mins %.2f  of medians %.2f%n",
                         "opencl", t[1][0] / 1e6, t[1][reps / 2] / 1e6, (double) t[0][0] / t[1][0],

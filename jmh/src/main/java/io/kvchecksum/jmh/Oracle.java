@@ -18,24 +18,21 @@ import java.util.Arrays;
  * take minutes, so they come from the CPU backend on one thread, which is first checked against the reference on the
  * request's first {@link #PREFIX_TOKENS} tokens (same pages, same bytes). The single-threaded CPU backend splits no
  * work, so the multi-threaded split, the part that differs with size, is still checked against an independent path.
+ *
+ * @param source where the expected values came from, for messages
+ * @param blocks expected block checksums of the whole request
+ * @param slices expected slice sums of the whole request
  */
-public final class Oracle {
-    /** The largest request whose expected values the reference backend computes. */
+public record Oracle(String source, long[] blocks, SliceSums slices) {
+    /**
+     * The largest request whose expected values the reference backend computes, and the largest it is benchmarked on
+     * ({@link ChecksumBench}): it reads one piece at a time, tens of MB/s.
+     */
     public static final long REFERENCE_BYTES = 16L << 20;
     /** The prefix on which the one-thread CPU oracle is checked against the reference. */
     public static final long PREFIX_TOKENS = 64;
     /** Consecutive 16-token blocks summed by the rechunk benchmark: a consumer with 64-token blocks. */
     public static final int RECHUNK_FACTOR = 4;
-
-    private final String source;
-    private final long[] blocks;
-    private final SliceSums slices;
-
-    private Oracle(String source, long[] blocks, SliceSums slices) {
-        this.source = source;
-        this.blocks = blocks;
-        this.slices = slices;
-    }
 
     /** Computes the expected values of the fixture's whole request. */
     public static Oracle of(KvFixture f) {
@@ -61,21 +58,6 @@ public final class Oracle {
     public void verifyPlan(KvChecksum backend, SlicePlan plan) {
         expectEqual(backend.description() + ": blockChecksums(plan)", blocks, backend.blockChecksums(plan));
         expectEqual(backend.description() + ": sliceSums(plan)", slices.values(), backend.sliceSums(plan).values());
-    }
-
-    /** Where the expected values came from, for messages. */
-    public String source() {
-        return source;
-    }
-
-    /** Expected block checksums of the whole request. */
-    public long[] blocks() {
-        return blocks.clone();
-    }
-
-    /** Expected slice sums of the whole request. */
-    public SliceSums slices() {
-        return slices;
     }
 
     /**
@@ -122,11 +104,10 @@ public final class Oracle {
         if (expected.length != actual.length) {
             throw new IllegalStateException(what + ": " + actual.length + " values, expected " + expected.length);
         }
-        for (int i = 0; i < expected.length; i++) {
-            if (expected[i] != actual[i]) {
-                throw new IllegalStateException(what + ": value " + i + " is " + Long.toUnsignedString(actual[i])
-                        + ", expected " + Long.toUnsignedString(expected[i]) + " (seed " + KvFixture.SEED + ")");
-            }
+        int i = Arrays.mismatch(expected, actual);
+        if (i >= 0) {
+            throw new IllegalStateException(what + ": value " + i + " is " + Long.toUnsignedString(actual[i])
+                    + ", expected " + Long.toUnsignedString(expected[i]) + " (seed " + KvFixture.SEED + ")");
         }
     }
 }

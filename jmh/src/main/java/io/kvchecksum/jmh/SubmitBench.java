@@ -18,11 +18,12 @@ import org.openjdk.jmh.annotations.TearDown;
 import java.lang.foreign.MemorySegment;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Consumer;
+import java.util.function.Function;
+import java.util.function.UnaryOperator;
 
 /**
  * Host-sync-free behaviour of an asynchronous backend: the host time of one {@code submit} (enqueue) as the request
@@ -73,9 +74,8 @@ public class SubmitBench extends Bench {
     public void setUp() {
         check(Backends.ASYNC.contains(backend),
                 "backend " + backend + " skipped: its submit computes on the calling thread");
-        SyncRecorder.Counted counted = SyncRecorder.open(backend);
-        kc = counted != null ? counted.backend() : Backends.open(backend);
-        recorder = counted;
+        recorder = SyncRecorder.open(backend);
+        kc = recorder != null ? recorder.backend() : Backends.open(backend);
         fx = closing(KvFixture.of(shape, size));
         closing(kc); // closed before the fixture's memory, after the device copies
         Oracle oracle = Oracle.of(fx);
@@ -104,18 +104,7 @@ public class SubmitBench extends Bench {
             throw new IllegalStateException("backend " + cuda.name() + " skipped: its module has no public upload to "
                     + "device memory (CudaBackend.upload), and host memory would time the copy, not the kernel", e);
         }
-        Map<MemorySegment, KvMemory> moved = new HashMap<>();
-        List<CacheLayer> layers = new ArrayList<>();
-        for (CacheLayer l : g.layers()) {
-            layers.add(new CacheLayer(l.layer(), l.firstHead(), l.numHeads(), onDevice(l.k(), moved, cuda, upload, memory, buffers),
-                    l.v() == null ? null : onDevice(l.v(), moved, cuda, upload, memory, buffers)));
-        }
-        return new KvCacheGroup(layers, g.pageSize(), g.numPages());
-    }
-
-    private static KvRegion onDevice(KvRegion r, Map<MemorySegment, KvMemory> moved, KvChecksum cuda, Method upload,
-            Method memory, Consumer<AutoCloseable> buffers) {
-        KvMemory m = r.memory() instanceof KvMemory.Host h ? moved.computeIfAbsent(h.segment(), seg -> {
+        Function<MemorySegment, KvMemory> toDevice = seg -> {
             try {
                 Object buffer = upload.invoke(cuda.backend(), seg);
                 buffers.accept((AutoCloseable) buffer);
@@ -125,8 +114,15 @@ public class SubmitBench extends Bench {
             } catch (IllegalAccessException e) {
                 throw new IllegalStateException(e);
             }
-        }) : r.memory();
-        return new KvRegion(m, r.offset(), r.pageStride(), r.tokenStride(), r.headStride(), r.cellBytes());
+        };
+        Map<MemorySegment, KvMemory> moved = new HashMap<>();  // each distinct segment once
+        UnaryOperator<KvRegion> move = r -> r == null ? null : new KvRegion(r.memory() instanceof KvMemory.Host h
+                ? moved.computeIfAbsent(h.segment(), toDevice) : r.memory(), r.offset(), r.pageStride(), r.tokenStride(),
+                r.headStride(), r.cellBytes());
+        List<CacheLayer> layers = g.layers().stream()
+                .map(l -> new CacheLayer(l.layer(), l.firstHead(), l.numHeads(), move.apply(l.k()), move.apply(l.v())))
+                .toList();
+        return new KvCacheGroup(layers, g.pageSize(), g.numPages());
     }
 
     /** The timed part: one enqueue. */
@@ -151,5 +147,4 @@ public class SubmitBench extends Bench {
             pending = null;
         }
     }
-
 }

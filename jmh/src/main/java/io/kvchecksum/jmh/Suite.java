@@ -2,10 +2,11 @@ package io.kvchecksum.jmh;
 
 import org.openjdk.jmh.results.Result;
 import org.openjdk.jmh.results.RunResult;
+import org.openjdk.jmh.results.format.ResultFormatFactory;
 import org.openjdk.jmh.results.format.ResultFormatType;
 import org.openjdk.jmh.runner.Runner;
 import org.openjdk.jmh.runner.RunnerException;
-import org.openjdk.jmh.runner.options.ChainedOptionsBuilder;
+import org.openjdk.jmh.runner.options.Options;
 import org.openjdk.jmh.runner.options.OptionsBuilder;
 import org.openjdk.jmh.runner.options.TimeValue;
 import org.openjdk.jmh.runner.options.VerboseMode;
@@ -19,7 +20,7 @@ import java.time.LocalDate;
 import java.time.ZonedDateTime;
 import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
-import java.util.Collection;
+import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -41,24 +42,19 @@ import java.util.stream.Collectors;
  */
 public final class Suite {
     private static final String PKG = Suite.class.getPackageName() + ".";
-    private static final List<String> SHAPES = List.of("llama3-8b-tp1", "llama3-70b-tp8", "deepseek-mla-bf16",
-            "deepseek-mla-fp8");
+    private static final List<String> SHAPES = ModelShape.ALL.stream().map(ModelShape::id).toList();
+    /** The forks' flags, but for the CPU variants' ({@link Backends#CPU_VARIANTS}). */
+    private static final List<String> FORK = List.of(Bench.VECTOR, Bench.NATIVE, Bench.HEAP);
 
     /**
-     * One JMH run: the benchmarks matching {@code include} over the cross product of {@code params}, in forks started
-     * with {@code jvmArgs}.
+     * One JMH run: the benchmarks matching {@code include} with the parameter {@code key} over {@code values}, on one
+     * shape at each of {@code sizes}, in forks started with {@code jvmArgs}.
      */
-    private record Plan(String include, Map<String, List<String>> params, List<String> jvmArgs) {
-        Plan(String include, Map<String, List<String>> params) {
-            this(include, params, List.of(Jvm.VECTOR, Jvm.NATIVE, Jvm.HEAP));
-        }
-
-        int count(int methods) {
-            int n = methods;
-            for (List<String> v : params.values()) {
-                n *= v.size();
-            }
-            return n;
+    private record Plan(String include, String key, List<String> values, String shape, List<String> sizes,
+            List<String> jvmArgs) {
+        /** {@return the results the run should give: one per method, value and size} */
+        int count() {
+            return include.split("\\|").length * values.size() * sizes.size();
         }
     }
 
@@ -78,29 +74,28 @@ public final class Suite {
         Path md = Path.of(opt.getOrDefault("md", chart.toString().replaceFirst("\\.(png|svg)$", "") + ".md"));
         long maxBytes = opt.containsKey("max-bytes") ? parseBytes(opt.get("max-bytes")) : defaultMaxBytes();
 
-        System.out.println("kvchecksum benchmark suite: " + mode + " on " + Machine.describe());
+        System.out.println("kvchecksum benchmark suite: " + mode + " on " + machine());
         System.out.println("  caches: " + io.kvchecksum.bench.Caches.machine() + "; read bound: "
                 + io.kvchecksum.bench.MemoryBound.DEFINITION);
         Map<String, String> status = Backends.probe();
-        List<String> wanted = opt.containsKey("backends") ? List.of(opt.get("backends").split(",")) : Backends.ALL;
+        // every backend and CPU variant unless --backends names some
+        List<String> wanted = opt.containsKey("backends") ? List.of(opt.get("backends").split(",")) : Backends.ROWS;
         List<String> backends = new ArrayList<>();
         for (Map.Entry<String, String> e : status.entrySet()) {
             if (!wanted.contains(e.getKey())) {
                 continue;
             }
-            if (e.getValue() == null) {
-                backends.add(e.getKey());
-                System.out.println("  backend " + e.getKey() + ": available");
-                if (e.getKey().equals("cpu")) {
-                    for (String v : Backends.CPU_VARIANTS.keySet().stream().sorted().toList()) {
-                        if (wanted.contains(v) || !opt.containsKey("backends")) {
-                            backends.add(v);
-                            System.out.println("  backend " + v + ": forks with " + Backends.CPU_VARIANTS.get(v));
-                        }
-                    }
-                }
-            } else {
+            if (e.getValue() != null) {
                 System.out.println("  backend " + e.getKey() + ": skipped: " + e.getValue());
+                continue;
+            }
+            backends.add(e.getKey());
+            System.out.println("  backend " + e.getKey() + ": available");
+            if (e.getKey().equals("cpu")) {
+                for (String v : Backends.CPU_VARIANTS.keySet().stream().sorted().filter(wanted::contains).toList()) {
+                    backends.add(v);
+                    System.out.println("  backend " + v + ": forks with " + Backends.CPU_VARIANTS.get(v));
+                }
             }
         }
 
@@ -128,14 +123,14 @@ public final class Suite {
         String date = LocalDate.now().toString();
         Path json = out.resolve(date + "-" + mode + (opt.containsKey("label") ? "-" + opt.get("label") : "") + ".json");
         List<RunResult> results = new ArrayList<>();
-        List<String> jsonParts = new ArrayList<>();
         int expected = 0;
         for (Plan p : plans) {
-            int methods = p.include.contains("|") ? p.include.split("\\|").length : 1;
-            expected += p.count(methods);
-            Path part = Files.createTempFile("kvchecksum-jmh-", ".json");
-            ChainedOptionsBuilder b = new OptionsBuilder()
+            expected += p.count();
+            Options o = new OptionsBuilder()
                     .include(p.include)
+                    .param(p.key, p.values.toArray(String[]::new))
+                    .param("shape", p.shape)
+                    .param("size", p.sizes.toArray(String[]::new))
                     .forks(p.include.contains("ChecksumBench") ? passForks : 1)
                     .threads(1)
                     .warmupIterations(timing.warmups).warmupTime(timing.warmupTime)
@@ -144,29 +139,21 @@ public final class Suite {
                     // must not get the vector module)
                     .jvmArgs()
                     .jvmArgsAppend(p.jvmArgs.toArray(String[]::new))
-                    .resultFormat(ResultFormatType.JSON).result(part.toString())
                     .shouldFailOnError(false)
-                    .verbosity(VerboseMode.NORMAL);
-            for (Map.Entry<String, List<String>> e : p.params.entrySet()) {
-                b.param(e.getKey(), e.getValue().toArray(String[]::new));
-            }
+                    .verbosity(VerboseMode.NORMAL)
+                    .build();
             try {
-                Collection<RunResult> r = new Runner(b.build()).run();
-                results.addAll(r);
+                results.addAll(new Runner(o).run());
             } catch (RunnerException e) {
                 System.err.println("benchmark run failed: " + e);
             }
-            String text = Files.exists(part) ? Files.readString(part).strip() : "";
-            if (text.length() > 2) {
-                jsonParts.add(text.substring(1, text.length() - 1).strip());
-            }
-            Files.deleteIfExists(part);
         }
-        Files.writeString(json, "[\n" + String.join(",\n", jsonParts) + "\n]\n", StandardCharsets.UTF_8);
+        // the whole run in one file, as JMH writes one run's (-rf json)
+        ResultFormatFactory.getInstance(ResultFormatType.JSON, json.toString()).writeOut(results);
 
         Report report = new Report(results);
         String table = report.table();
-        String header = "Machine: " + Machine.describe() + "\nJDK: " + Runtime.version() + " (" + System.getProperty("java.vm.name")
+        String header = "Machine: " + machine() + "\nJDK: " + Runtime.version() + " (" + System.getProperty("java.vm.name")
                 + ")\nDate: " + ZonedDateTime.now().format(DateTimeFormatter.ISO_OFFSET_DATE_TIME) + "\nSuite: " + mode
                 + ", " + timing.warmups + "x" + timing.warmupTime + " warm-up, " + timing.measurements + "x"
                 + timing.measurementTime + " measurement, " + passForks + " fork" + (passForks == 1 ? "" : "s")
@@ -181,7 +168,7 @@ public final class Suite {
         if (chart.getParent() != null) {
             Files.createDirectories(chart.getParent());
         }
-        Chart.draw(report, chart, "kvchecksum fused block checksums vs memory bounds: " + Machine.shortName() + ", JDK "
+        Chart.draw(report, chart, "kvchecksum fused block checksums vs memory bounds: " + machineName() + ", JDK "
                 + Runtime.version().feature() + ", " + date);
         System.out.println("chart: " + chart);
         String generated = "```\n" + header + "Command: java -cp jmh/target/benchmarks.jar io.kvchecksum.jmh.Suite "
@@ -234,69 +221,51 @@ public final class Suite {
         List<String> async = backends.stream().filter(Backends.ASYNC::contains).toList();
         boolean reference = backends.contains("reference");
         String fused = PKG + "ChecksumBench.blockChecksums$";
-        String separate = PKG + "ChecksumBench.(sliceSums|combine|rechunk)$";
         String all = PKG + "ChecksumBench.(blockChecksums|sliceSums|combine|rechunk)$";
         List<Plan> plans = new ArrayList<>();
         for (String shape : SHAPES) {
             ModelShape s = ModelShape.of(shape);
-            List<String> fits = fit(s, sizes, maxBytes, "");
-            List<String> small = fit(s, sizes, Math.min(maxBytes, ChecksumBench.REFERENCE_MAX_BYTES), "reference backend ");
-            boolean separateHere = !fusedOnly && (full || shape.equals("llama3-8b-tp1"));
-            if (!fits.isEmpty()) {
-                plans.add(new Plan(PKG + "BoundsBench.read$", params("reader", readers, "shape", List.of(shape), "size", fits)));
-                plans.add(new Plan(PKG + "BoundsBench.copy$", params("reader", List.of("vector"), "shape", List.of(shape),
-                        "size", fits)));
+            List<String> fits = fit(s, sizes, maxBytes, true);
+            List<String> small = fit(s, sizes, Math.min(maxBytes, Oracle.REFERENCE_BYTES), false);
+            String passes = !fusedOnly && (full || shape.equals("llama3-8b-tp1")) ? all : fused;
+            plans.add(new Plan(PKG + "BoundsBench.read$", "reader", readers, shape, fits, FORK));
+            plans.add(new Plan(PKG + "BoundsBench.copy$", "reader", List.of("vector"), shape, fits, FORK));
+            plans.add(new Plan(passes, "backend", fast, shape, fits, FORK));
+            if (fast.contains("cpu") && !fusedOnly) {
+                plans.add(new Plan(PKG + "ChecksumBench.plan$", "backend", List.of("cpu"), shape, fits, FORK));
             }
-            if (!fast.isEmpty() && !fits.isEmpty()) {
-                plans.add(new Plan(separateHere ? all : fused, params("backend", fast, "shape", List.of(shape), "size", fits)));
+            for (String v : variants) {
+                plans.add(new Plan(fused, "backend", List.of(v), shape, fits, Backends.CPU_VARIANTS.get(v)));
             }
-            if (fast.contains("cpu") && !fits.isEmpty() && !fusedOnly) {
-                plans.add(new Plan(PKG + "ChecksumBench.plan$", params("backend", List.of("cpu"), "shape", List.of(shape),
-                        "size", fits)));
-            }
-            for (String v : fits.isEmpty() ? List.<String>of() : variants) {
-                plans.add(new Plan(fused, params("backend", List.of(v), "shape", List.of(shape), "size", fits),
-                        Backends.CPU_VARIANTS.get(v)));
-            }
-            if (reference && !small.isEmpty()) {
-                plans.add(new Plan(separateHere ? all : fused,
-                        params("backend", List.of("reference"), "shape", List.of(shape), "size", small)));
+            if (reference) {
+                plans.add(new Plan(passes, "backend", List.of("reference"), shape, small, FORK));
             }
             if (!async.isEmpty() && (full || shape.equals("llama3-8b-tp1"))) {
-                List<String> as = fit(s, asyncSizes, maxBytes, "");
-                if (!as.isEmpty()) {
-                    plans.add(new Plan(PKG + "SubmitBench.submit$", params("backend", async, "shape", List.of(shape), "size", as)));
-                }
+                plans.add(new Plan(PKG + "SubmitBench.submit$", "backend", async, shape, fit(s, asyncSizes, maxBytes, true),
+                        FORK));
             }
         }
+        // nothing to run where no size fits or no backend runs
+        plans.removeIf(p -> p.values.isEmpty() || p.sizes.isEmpty());
         if (async.isEmpty()) {
             System.out.println("  host-sync-free benchmark skipped: no asynchronous backend (opencl, cuda) is available");
         }
         return plans;
     }
 
-    private static List<String> fit(ModelShape s, List<String> sizes, long maxBytes, String who) {
+    /** The sizes whose KV fits {@code maxBytes}; with {@code say}, each one that does not is listed as skipped. */
+    private static List<String> fit(ModelShape s, List<String> sizes, long maxBytes, boolean say) {
         List<String> out = new ArrayList<>();
         for (String size : sizes) {
             long bytes = s.kvBytes(size);
             if (bytes <= maxBytes) {
                 out.add(size);
-            } else if (who.isEmpty()) {
+            } else if (say) {
                 System.out.println("  " + s.id() + " at " + size + " skipped: " + (bytes >> 20) + " MiB of KV exceeds the "
                         + (maxBytes >> 20) + " MiB limit (--max-bytes; default 60% of physical memory)");
             }
         }
         return out;
-    }
-
-    private static Map<String, List<String>> params(Object... kv) {
-        Map<String, List<String>> m = new LinkedHashMap<>();
-        for (int i = 0; i < kv.length; i += 2) {
-            @SuppressWarnings("unchecked")
-            List<String> v = (List<String>) kv[i + 1];
-            m.put((String) kv[i], v);
-        }
-        return m;
     }
 
     private static Map<String, String> parse(String[] args) {
@@ -324,30 +293,31 @@ public final class Suite {
         System.exit(2);
     }
 
+    /** {@code 8GiB}, {@code 512MiB}, {@code 64KiB} or a count of bytes. */
     static long parseBytes(String s) {
-        String t = s.trim().toLowerCase(Locale.ROOT);
-        long mul = t.endsWith("gib") ? 1L << 30 : t.endsWith("mib") ? 1L << 20 : t.endsWith("kib") ? 1L << 10 : 1;
-        return Long.parseLong(mul == 1 ? t : t.substring(0, t.length() - 3)) * mul;
+        long b = ModelShape.bytes(s);
+        return b != -1 ? b : Long.parseLong(s.trim());
     }
 
     /** 60% of physical memory: the KV, the copy destination (up to 1 GiB) and the JVMs must fit. */
     private static long defaultMaxBytes() {
-        if (ManagementFactory.getOperatingSystemMXBean() instanceof com.sun.management.OperatingSystemMXBean os) {
-            return Math.max(256L << 20, (long) (os.getTotalMemorySize() * 0.6) - (1L << 30));
-        }
-        return 4L << 30;
+        long mem = totalMemory();
+        return mem == 0 ? 4L << 30 : Math.max(256L << 20, (long) (mem * 0.6) - (1L << 30));
     }
 
     /** Rows of the run, joined with the read and copy bounds of the same shape and size. */
     static final class Report {
-        /** One measured benchmark. */
+        /** One measured benchmark, with JMH's secondary results ({@code aux}). */
         record Row(String backend, String op, String shape, String size, long tokens, long kvBytes, double nsPerOp,
-                double nsError, Map<String, Double> aux, List<Double> forkRatios) {
+                Map<String, Result> aux, List<Double> forkRatios) {
             double gbps() {
                 return kvBytes / nsPerOp;
             }
         }
 
+        /** Ops in table order. */
+        private static final List<String> OPS = List.of("read:vector", "read:vector256", "read:scalar", "read:native",
+                "copy", "blockChecksums", "sliceSums", "plan", "combine", "rechunk", "submit");
         private final List<Row> rows = new ArrayList<>();
         private final Map<String, Row> reads = new LinkedHashMap<>();
         private final Map<String, Row> copies = new LinkedHashMap<>();
@@ -364,13 +334,8 @@ public final class Suite {
                 if (cls.equals("BoundsBench") && op.equals("read")) {
                     op = "read:" + r.getParams().getParam("reader");
                 }
-                Result<?> p = r.getPrimaryResult();
-                Map<String, Double> aux = new LinkedHashMap<>();
-                for (Map.Entry<String, Result> e : r.getSecondaryResults().entrySet()) {
-                    aux.put(e.getKey(), e.getValue().getScore());
-                }
                 Row row = new Row(backend, cls.equals("SubmitBench") ? "submit" : op, shape, size, s.tokens(size),
-                        s.kvBytes(size), p.getScore(), p.getScoreError(), aux, forkRatios(r));
+                        s.kvBytes(size), r.getPrimaryResult().getScore(), r.getSecondaryResults(), forkRatios(r));
                 rows.add(row);
                 if (backend.equals("bound") && op.equals("copy")) {
                     copies.put(shape + "/" + size, row);
@@ -379,12 +344,9 @@ public final class Suite {
                     reads.merge(shape + "/" + size, row, (x, y) -> x.nsPerOp <= y.nsPerOp ? x : y);
                 }
             }
-            rows.sort((a, b) -> {
-                int c = Integer.compare(order(a.backend), order(b.backend));
-                c = c != 0 ? c : Integer.compare(opOrder(a.op), opOrder(b.op));
-                c = c != 0 ? c : Integer.compare(SHAPES.indexOf(a.shape), SHAPES.indexOf(b.shape));
-                return c != 0 ? c : Long.compare(a.kvBytes, b.kvBytes);
-            });
+            // the bounds first (no backend), then the backends' rows in table order
+            rows.sort(Comparator.comparingInt((Row r) -> Backends.ROWS.indexOf(r.backend)).thenComparingInt(r -> OPS.indexOf(r.op))
+                    .thenComparingInt(r -> SHAPES.indexOf(r.shape)).thenComparingLong(Row::kvBytes));
         }
 
         List<Row> rows() {
@@ -394,12 +356,6 @@ public final class Suite {
         /** The read bound of a row's shape and size: the fastest reader's row. */
         Row read(Row r) {
             return reads.get(r.shape + "/" + r.size);
-        }
-
-        /** The reader that set the read bound of a row's shape and size, or {@code n/a}. */
-        String reader(Row r) {
-            Row b = read(r);
-            return b == null ? "n/a" : b.op.substring("read:".length());
         }
 
         /** The read bounds, one per shape and size, for the chart. */
@@ -420,14 +376,8 @@ public final class Suite {
 
         /** The checksum rows measured faster than the read bound of the same bytes: failed measurements. */
         List<String> implausible() {
-            List<String> out = new ArrayList<>();
-            for (Row r : rows) {
-                if (failed(r)) {
-                    out.add(String.format(Locale.ROOT, "%s %s %s %s at %.3f of the read bound", r.backend, r.op, r.shape,
-                            r.size, verdictRatio(r)));
-                }
-            }
-            return out;
+            return rows.stream().filter(this::failed).map(r -> String.format(Locale.ROOT, "%s %s %s %s at %.3f of the read "
+                    + "bound", r.backend, r.op, r.shape, r.size, verdictRatio(r))).toList();
         }
 
         /**
@@ -464,24 +414,10 @@ public final class Suite {
             return Double.isNaN(same) ? ratio(r) : same;
         }
 
-        Row copy(Row r) {
-            return copies.get(r.shape + "/" + r.size);
-        }
-
         /** Ratio of a row's GB/s to the read bound of the same bytes, or NaN when the bound is missing. */
         double ratio(Row r) {
             Row b = read(r);
             return b == null ? Double.NaN : r.gbps() / b.gbps();
-        }
-
-        private static int order(String backend) {
-            int i = Backends.ROWS.indexOf(backend);
-            return i < 0 ? -1 : i;
-        }
-
-        private static int opOrder(String op) {
-            return List.of("read:vector", "read:vector256", "read:scalar", "read:native", "copy", "blockChecksums", "sliceSums", "plan",
-                    "combine", "rechunk", "submit").indexOf(op);
         }
 
         private List<String[]> cells() {
@@ -490,15 +426,15 @@ public final class Suite {
                 "bound by", "ratio", "ratio, same fork (best [range] of forks)", "copy GB/s"});
             for (Row r : rows) {
                 Row rd = read(r);
-                Row cp = copy(r);
+                Row cp = copies.get(r.shape + "/" + r.size);
                 String time = r.nsPerOp >= 1e6 ? String.format(Locale.ROOT, "%.2f ms", r.nsPerOp / 1e6)
                         : r.nsPerOp >= 1e3 ? String.format(Locale.ROOT, "%.1f us", r.nsPerOp / 1e3)
                         : String.format(Locale.ROOT, "%.0f ns", r.nsPerOp);
                 if (r.op.equals("submit")) {
-                    Double syncs = r.aux.get("syncCalls");
-                    Double recorded = r.aux.get("recordedSubmits");
-                    String perOp = recorded == null || recorded == 0 ? "syncs/op n/a (no recorder)"
-                            : String.format(Locale.ROOT, "syncs/op %.3f", syncs / recorded);
+                    Result<?> syncs = r.aux.get("syncCalls");
+                    Result<?> recorded = r.aux.get("recordedSubmits");
+                    String perOp = recorded == null || recorded.getScore() == 0 ? "syncs/op n/a (no recorder)"
+                            : String.format(Locale.ROOT, "syncs/op %.3f", syncs.getScore() / recorded.getScore());
                     out.add(new String[] {r.backend, "submit (host)", r.shape, r.size, Long.toString(r.tokens), mib(r.kvBytes),
                         time, "-", "-", "-", perOp, "-", "-"});
                     continue;
@@ -514,7 +450,8 @@ public final class Suite {
                     sameRatio += " FAILED (faster than the bound)";
                 }
                 out.add(new String[] {r.backend, r.op, r.shape, r.size, Long.toString(r.tokens), mib(r.kvBytes), time,
-                    gb(r.gbps()), rd == null ? "n/a" : gb(rd.gbps()), reader(r), ratio, sameRatio,
+                    gb(r.gbps()), rd == null ? "n/a" : gb(rd.gbps()),
+                    rd == null ? "n/a" : rd.op.substring("read:".length()), ratio, sameRatio,
                     cp == null ? "n/a" : gb(cp.gbps())});
             }
             return out;
@@ -556,9 +493,6 @@ public final class Suite {
             for (String backend : Backends.ROWS) {
                 List<Row> fused = rows.stream().filter(r -> r.backend.equals(backend) && r.op.equals("blockChecksums"))
                         .toList();
-                if (fused.isEmpty()) {
-                    continue;
-                }
                 Map<String, List<Row>> bySize = fused.stream().collect(Collectors.groupingBy(Row::size, LinkedHashMap::new,
                         Collectors.toList()));
                 for (Map.Entry<String, List<Row>> e : bySize.entrySet()) {
@@ -584,32 +518,31 @@ public final class Suite {
         }
     }
 
-    /** The machine in words, for the table and the chart. */
-    static final class Machine {
-        private Machine() {
-        }
-
-        static String shortName() {
-            String cpu = "unknown CPU";
-            try {
-                for (String line : Files.readAllLines(Path.of("/proc/cpuinfo"))) {
-                    if (line.startsWith("model name")) {
-                        cpu = line.substring(line.indexOf(':') + 1).strip();
-                        break;
-                    }
+    /** The machine in short, for the chart: the CPU and its cores. */
+    static String machineName() {
+        String cpu = "unknown CPU";
+        try {
+            for (String line : Files.readAllLines(Path.of("/proc/cpuinfo"))) {
+                if (line.startsWith("model name")) {
+                    cpu = line.substring(line.indexOf(':') + 1).strip();
+                    break;
                 }
-            } catch (IOException | RuntimeException e) {
-                cpu = System.getProperty("os.arch");
             }
-            return cpu + ", " + Runtime.getRuntime().availableProcessors() + " cores";
+        } catch (IOException | RuntimeException e) {
+            cpu = System.getProperty("os.arch");
         }
+        return cpu + ", " + Runtime.getRuntime().availableProcessors() + " cores";
+    }
 
-        static String describe() {
-            long mem = 0;
-            if (ManagementFactory.getOperatingSystemMXBean() instanceof com.sun.management.OperatingSystemMXBean os) {
-                mem = os.getTotalMemorySize();
-            }
-            return shortName() + ", " + (mem >> 30) + " GiB, " + System.getProperty("os.name") + " " + System.getProperty("os.version");
-        }
+    /** The machine in words, for the table: the CPU, its cores, the memory and the OS. */
+    static String machine() {
+        return machineName() + ", " + (totalMemory() >> 30) + " GiB, " + System.getProperty("os.name") + " "
+                + System.getProperty("os.version");
+    }
+
+    /** {@return the physical memory, or 0 where the JVM does not say} */
+    private static long totalMemory() {
+        return ManagementFactory.getOperatingSystemMXBean() instanceof com.sun.management.OperatingSystemMXBean os
+                ? os.getTotalMemorySize() : 0;
     }
 }

@@ -13,18 +13,15 @@ import java.util.concurrent.atomic.LongAdder;
  * {@code io.kvchecksum.cuda.SyncCounting.open(int, LongAdder)}. They are looked up by reflection, so this module
  * keeps no compile-time dependency on the kernel modules; they live in the modules' test-jars (not in the production
  * jars), which the {@code gpu-backends} profile puts on the run-time class path with the modules.
+ *
+ * @param backend a backend opened through its module's counting entry
+ * @param counter its count of synchronizing calls
  */
-public interface SyncRecorder {
+public record SyncRecorder(KvChecksum backend, LongAdder counter) {
 
     /** Synchronizing calls made so far by the recorded backend, from any thread. */
-    long syncCalls();
-
-    /** A backend opened through its module's counting entry, and its count. */
-    record Counted(KvChecksum backend, LongAdder counter) implements SyncRecorder {
-        @Override
-        public long syncCalls() {
-            return counter.sum();
-        }
+    long syncCalls() {
+        return counter.sum();
     }
 
     /**
@@ -35,34 +32,22 @@ public interface SyncRecorder {
      * @throws IllegalStateException when the module has the entry but the backend cannot run here (the reason, as
      *     {@link Backends#open} says it)
      */
-    static Counted open(String name) {
-        String type;
-        Class<?> specType;
-        Object spec;
-        switch (name) {
-            case "opencl" -> {
-                type = "io.kvchecksum.opencl.SyncCounting";
-                specType = String.class;
-                spec = null;  // the configured device, as KvChecksums.byName("opencl")
-            }
-            case "cuda" -> {
-                type = "io.kvchecksum.cuda.SyncCounting";
-                specType = int.class;
-                spec = 0;     // device 0, as KvChecksums.byName("cuda")
-            }
-            default -> {
-                return null;
-            }
+    static SyncRecorder open(String name) {
+        if (!Backends.ASYNC.contains(name)) {
+            return null;
         }
+        boolean cl = name.equals("opencl");
+        String type = "io.kvchecksum." + name + ".SyncCounting";
         Method open;
         try {
-            open = Class.forName(type).getMethod("open", specType, LongAdder.class);
+            open = Class.forName(type).getMethod("open", cl ? String.class : int.class, LongAdder.class);
         } catch (ClassNotFoundException | NoSuchMethodException | LinkageError e) {
             return null;
         }
         LongAdder counter = new LongAdder();
         try {
-            return new Counted((KvChecksum) open.invoke(null, spec, counter), counter);
+            // OpenCL: the configured device; CUDA: device 0; as KvChecksums.byName does
+            return new SyncRecorder((KvChecksum) open.invoke(null, cl ? null : 0, counter), counter);
         } catch (InvocationTargetException e) {
             Throwable cause = e.getCause();
             throw new IllegalStateException("backend " + name + " skipped: " + cause.getMessage(), cause);

@@ -81,7 +81,7 @@ class HarnessTest {
 
     @Test
     void readBoundSumsEveryWordWithAndWithoutThreads() {
-        for (ModelShape s : ModelShape.values()) {
+        for (ModelShape s : ModelShape.ALL) {
             try (KvFixture f = KvFixture.create(s, s.tokens("6MiB"))) {
                 for (int threads : new int[] {1, 3}) {
                     try (MemoryBound b = new MemoryBound(f.segments(), threads)) {
