@@ -20,12 +20,14 @@ import java.time.LocalDate;
 import java.time.ZonedDateTime;
 import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.stream.Collectors;
+import java.util.stream.IntStream;
 
 /**
  * Runs the benchmarks programmatically and reports them against the read bound.
@@ -225,8 +227,8 @@ public final class Suite {
         List<Plan> plans = new ArrayList<>();
         for (String shape : SHAPES) {
             ModelShape s = ModelShape.of(shape);
-            List<String> fits = fit(s, sizes, maxBytes, true);
-            List<String> small = fit(s, sizes, Math.min(maxBytes, Oracle.REFERENCE_BYTES), false);
+            List<String> fits = fit(s, sizes, maxBytes);
+            List<String> small = fits.stream().filter(size -> s.kvBytes(size) <= Oracle.REFERENCE_BYTES).toList();
             String passes = !fusedOnly && (full || shape.equals("llama3-8b-tp1")) ? all : fused;
             plans.add(new Plan(PKG + "BoundsBench.read$", "reader", readers, shape, fits, FORK));
             plans.add(new Plan(PKG + "BoundsBench.copy$", "reader", List.of("vector"), shape, fits, FORK));
@@ -241,7 +243,7 @@ public final class Suite {
                 plans.add(new Plan(passes, "backend", List.of("reference"), shape, small, FORK));
             }
             if (!async.isEmpty() && (full || shape.equals("llama3-8b-tp1"))) {
-                plans.add(new Plan(PKG + "SubmitBench.submit$", "backend", async, shape, fit(s, asyncSizes, maxBytes, true),
+                plans.add(new Plan(PKG + "SubmitBench.submit$", "backend", async, shape, fit(s, asyncSizes, maxBytes),
                         FORK));
             }
         }
@@ -253,14 +255,14 @@ public final class Suite {
         return plans;
     }
 
-    /** The sizes whose KV fits {@code maxBytes}; with {@code say}, each one that does not is listed as skipped. */
-    private static List<String> fit(ModelShape s, List<String> sizes, long maxBytes, boolean say) {
+    /** The sizes whose KV fits {@code maxBytes}; each one that does not is listed as skipped. */
+    private static List<String> fit(ModelShape s, List<String> sizes, long maxBytes) {
         List<String> out = new ArrayList<>();
         for (String size : sizes) {
             long bytes = s.kvBytes(size);
             if (bytes <= maxBytes) {
                 out.add(size);
-            } else if (say) {
+            } else {
                 System.out.println("  " + s.id() + " at " + size + " skipped: " + (bytes >> 20) + " MiB of KV exceeds the "
                         + (maxBytes >> 20) + " MiB limit (--max-bytes; default 60% of physical memory)");
             }
@@ -443,8 +445,8 @@ public final class Suite {
                 double same = sameForkRatio(r);
                 String sameRatio = Double.isNaN(same) ? "-" : String.format(Locale.ROOT, "%.3f", same);
                 if (r.forkRatios.size() > 1) {
-                    sameRatio += String.format(Locale.ROOT, " [%.3f-%.3f]", r.forkRatios.stream().mapToDouble(x -> x).min()
-                            .orElse(Double.NaN), r.forkRatios.stream().mapToDouble(x -> x).max().orElse(Double.NaN));
+                    sameRatio += String.format(Locale.ROOT, " [%.3f-%.3f]", Collections.min(r.forkRatios),
+                            Collections.max(r.forkRatios));
                 }
                 if (failed(r)) {
                     sameRatio += " FAILED (faster than the bound)";
@@ -459,12 +461,9 @@ public final class Suite {
 
         String table() {
             List<String[]> c = cells();
-            int[] w = new int[c.get(0).length];
-            for (String[] row : c) {
-                for (int i = 0; i < row.length; i++) {
-                    w[i] = Math.max(w[i], row[i].length());
-                }
-            }
+            // each column as wide as its widest cell
+            int[] w = IntStream.range(0, c.get(0).length).map(i -> c.stream().mapToInt(row -> row[i].length()).max().orElse(0))
+                    .toArray();
             StringBuilder sb = new StringBuilder();
             for (String[] row : c) {
                 for (int i = 0; i < row.length; i++) {
