@@ -3,10 +3,8 @@ package io.kvchecksum.opencl;
 import io.kvchecksum.RequestBlocks;
 import io.kvchecksum.SlicePlan;
 import org.jocl.CL;
-import org.jocl.Pointer;
 import org.jocl.Sizeof;
 import org.jocl.cl_device_id;
-import org.jocl.cl_kernel;
 import org.jocl.cl_program;
 
 import java.util.Arrays;
@@ -45,15 +43,10 @@ final class LaunchGeometry {
         this.unitPieces = tuning.unitPieces();
         this.contiguous = tuning.contiguousUnits();
         computeUnits = Math.max(1, OpenClDevices.deviceInt(device, CL.CL_DEVICE_MAX_COMPUTE_UNITS));
-        long local = Math.min(tuning.maxLocal(), OpenClDevices.deviceSize(device, CL.CL_DEVICE_MAX_WORK_GROUP_SIZE));
+        long local = Math.min(tuning.maxLocal(), OpenClDevices.deviceLong(device, CL.CL_DEVICE_MAX_WORK_GROUP_SIZE));
         local = Math.min(local, OpenClDevices.deviceLong(device, CL.CL_DEVICE_LOCAL_MEM_SIZE) / 2 / Sizeof.cl_ulong);
         for (String k : CHECKSUM_KERNELS) {
-            cl_kernel kernel = JoclApi.INSTANCE.createKernel(program, k);
-            long[] v = new long[1];
-            JoclApi.check(CL.clGetKernelWorkGroupInfo(kernel, device, CL.CL_KERNEL_WORK_GROUP_SIZE, Sizeof.size_t,
-                    Pointer.to(v), null), "clGetKernelWorkGroupInfo");
-            JoclApi.INSTANCE.releaseKernel(kernel);
-            local = Math.min(local, v[0]);
+            local = Math.min(local, ClPrograms.workGroupSize(program, device, k));
         }
         // The kernels' tree reduction needs a power of two.
         localSize = Integer.highestOneBit((int) Math.max(1, local));

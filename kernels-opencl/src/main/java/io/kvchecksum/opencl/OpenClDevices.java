@@ -174,22 +174,33 @@ public final class OpenClDevices {
         return out;
     }
 
-    static String platformString(cl_platform_id p, int param) {
+    /** One {@code clGet*Info} call for one parameter: (bytes, where to write them, size returned) to its return code. */
+    interface InfoQuery {
+        int query(long size, Pointer value, long[] sizeReturned);
+    }
+
+    /** The string an info call answers (up to its first NUL, trimmed), asked twice: for its size, then its bytes. */
+    static String infoString(InfoQuery q, String call) {
         long[] size = new long[1];
-        JoclApi.check(CL.clGetPlatformInfo(p, param, 0, null, size), "clGetPlatformInfo");
+        JoclApi.check(q.query(0, null, size), call);
         byte[] b = new byte[(int) size[0]];
-        JoclApi.check(CL.clGetPlatformInfo(p, param, b.length, Pointer.to(b), null), "clGetPlatformInfo");
-        return cString(b);
+        JoclApi.check(q.query(b.length, Pointer.to(b), null), call);
+        int n = 0;
+        while (n < b.length && b[n] != 0) {
+            n++;
+        }
+        return new String(b, 0, n, StandardCharsets.UTF_8).trim();
+    }
+
+    static String platformString(cl_platform_id p, int param) {
+        return infoString((size, value, ret) -> CL.clGetPlatformInfo(p, param, size, value, ret), "clGetPlatformInfo");
     }
 
     static String deviceString(cl_device_id d, int param) {
-        long[] size = new long[1];
-        JoclApi.check(CL.clGetDeviceInfo(d, param, 0, null, size), "clGetDeviceInfo");
-        byte[] b = new byte[(int) size[0]];
-        JoclApi.check(CL.clGetDeviceInfo(d, param, b.length, Pointer.to(b), null), "clGetDeviceInfo");
-        return cString(b);
+        return infoString((size, value, ret) -> CL.clGetDeviceInfo(d, param, size, value, ret), "clGetDeviceInfo");
     }
 
+    /** A {@code cl_ulong} parameter, or a {@code size_t} one (at most 8 bytes, written from the first). */
     static long deviceLong(cl_device_id d, int param) {
         long[] v = new long[1];
         JoclApi.check(CL.clGetDeviceInfo(d, param, Sizeof.cl_ulong, Pointer.to(v), null), "clGetDeviceInfo");
@@ -200,19 +211,5 @@ public final class OpenClDevices {
         int[] v = new int[1];
         JoclApi.check(CL.clGetDeviceInfo(d, param, Sizeof.cl_uint, Pointer.to(v), null), "clGetDeviceInfo");
         return v[0];
-    }
-
-    static long deviceSize(cl_device_id d, int param) {
-        long[] v = new long[1];
-        JoclApi.check(CL.clGetDeviceInfo(d, param, Sizeof.size_t, Pointer.to(v), null), "clGetDeviceInfo");
-        return v[0];
-    }
-
-    private static String cString(byte[] b) {
-        int n = 0;
-        while (n < b.length && b[n] != 0) {
-            n++;
-        }
-        return new String(b, 0, n, StandardCharsets.UTF_8).trim();
     }
 }
