@@ -27,9 +27,9 @@ import java.util.List;
  * half-way.
  */
 final class Enqueuer {
-    /** How the kernels' {@code ulong} and {@code int} arrays lie in host memory (also {@link OpenClPageDigest}'s). */
-    static final ValueLayout.OfLong U64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
-    static final ValueLayout.OfInt I32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    /** How the kernels' {@code ulong} and {@code int} arrays lie in host memory. */
+    private static final ValueLayout.OfLong U64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    private static final ValueLayout.OfInt I32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
     private final ClApi cl;
     private final cl_context context;

@@ -71,10 +71,7 @@ final class LaunchGeometry {
      * compute unit overall, never more than the column has work items for.
      */
     int partsPerColumn(long columns, Descriptors d, int blockSize) {
-        long target = 4L * computeUnits;
-        long wanted = Math.ceilDiv(target, columns);
-        long useful = Math.ceilDiv((long) blockSize * d.maxPieces, localSize);
-        return (int) Math.max(1, Math.min(MAX_PARTS_PER_COLUMN, Math.min(wanted, useful)));
+        return parts(columns, (long) blockSize * d.maxPieces);
     }
 
     /**
@@ -82,9 +79,13 @@ final class LaunchGeometry {
      * (slice, unit) sequence: a few work-groups per compute unit overall, never more than there are units to take.
      */
     int unitParts(long columns, Descriptors d) {
-        long target = 4L * computeUnits;
-        long wanted = Math.ceilDiv(target, columns);
-        long useful = Math.ceilDiv(units(d), localSize);
+        return parts(columns, units(d));
+    }
+
+    /** Work-groups per column: {@code 4 x} compute units over all columns, at most one per {@code items} of a column. */
+    private int parts(long columns, long items) {
+        long wanted = Math.ceilDiv(4L * computeUnits, columns);
+        long useful = Math.ceilDiv(items, localSize);
         return (int) Math.max(1, Math.min(MAX_PARTS_PER_COLUMN, Math.min(wanted, useful)));
     }
 
