@@ -59,10 +59,13 @@ public final class CudaBackend implements Backend {
     public static final String NAME = "cuda";
 
     /**
-     * The kernels, named as OpenCL's: what they compute, then the load width: 16- or 8-byte aligned loads, or
-     * {@code _1b}, pieces at any byte address assembled from aligned words (a misaligned load would be a sticky
-     * {@code CUDA_ERROR_MISALIGNED_ADDRESS} that kills the caller's context, so the variant follows the alignment
-     * class of every part, {@link SlicePlan.Part#alignmentAt}).
+     * The kernels. The whole-piece ones are named as OpenCL's: what they compute, then the load width: 16- or 8-byte
+     * aligned loads, or {@code _1b}, pieces at any byte address assembled from aligned words (a misaligned load would
+     * be a sticky {@code CUDA_ERROR_MISALIGNED_ADDRESS} that kills the caller's context, so the variant follows the
+     * alignment class of every part, {@link SlicePlan.Part#alignmentAt}). Then the byte-assembling kernels of
+     * {@code kvchecksum_byte_cells_kernels.cuh} for byte-cell launches, the device-memory fill and read kernels for
+     * measurements ({@code DeviceCheck}), and SGLang's page digest: the Adler-32 of each piece of the stream
+     * ({@link CudaPageDigest}).
      */
     static final String BLOCK_CHECKSUMS_1B = "kvc_block_checksums_1b";
     static final String BLOCK_CHECKSUMS_8B = "kvc_block_checksums_8b";
@@ -70,13 +73,10 @@ public final class CudaBackend implements Backend {
     static final String SLICE_SUMS_1B = "kvc_slice_sums_1b";
     static final String SLICE_SUMS_8B = "kvc_slice_sums_8b";
     static final String SLICE_SUMS_16B = "kvc_slice_sums_16b";
-    /** The byte-assembling kernels of {@code kvchecksum_byte_cells_kernels.cuh}, for byte-cell launches. */
     static final String BYTE_CELL_BLOCK_CHECKSUMS = "kvc_byte_cells_block_checksums";
     static final String BYTE_CELL_SLICE_SUMS = "kvc_byte_cells_slice_sums";
-    /** Device-memory fill and read kernels, for measurements ({@code DeviceCheck}). */
     static final String FILL = "kvc_fill_u64";
     static final String SUM = "kvc_sum_u64";
-    /** SGLang's page digest: the Adler-32 of each piece of the stream ({@link CudaPageDigest}). */
     static final String PAGE_DIGEST = "kvc_page_digest";
     /** The mixed mode's variant of a checksum kernel: the same kernel with every piece through the mixer. */
     static final String MIXED_SUFFIX = "_mixed";
