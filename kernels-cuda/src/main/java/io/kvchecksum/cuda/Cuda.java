@@ -140,26 +140,15 @@ final class Cuda {
         }
     }
 
-    private static volatile Availability cached;
+    private static Availability cached;
     private static volatile CudaDriver driver;
 
     /** {@link #probe} with the real driver, computed once per JVM. */
-    static Availability availability() {
-        Availability a = cached;
-        if (a == null) {
-            synchronized (Cuda.class) {
-                a = cached;
-                if (a == null) {
-                    a = probe(() -> {
-                        CudaDriver d = loadDriver();
-                        driver = d;
-                        return d;
-                    });
-                    cached = a;
-                }
-            }
+    static synchronized Availability availability() {
+        if (cached == null) {
+            cached = probe(() -> driver = loadDriver());
         }
-        return a;
+        return cached;
     }
 
     /** The real driver binding, once {@link #availability()} said yes. */

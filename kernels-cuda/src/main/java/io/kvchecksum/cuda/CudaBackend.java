@@ -2,14 +2,12 @@ package io.kvchecksum.cuda;
 
 import com.sun.jna.Memory;
 import io.kvchecksum.BackendUnavailableException;
-import io.kvchecksum.CacheLayer;
 import io.kvchecksum.ChecksumMode;
 import io.kvchecksum.CompiledPlan;
 import io.kvchecksum.InvalidLayoutException;
-import io.kvchecksum.KvCacheGroup;
 import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvMemory;
-import io.kvchecksum.KvRegion;
+import io.kvchecksum.PageDigestPlan;
 import io.kvchecksum.PendingChecksums;
 import io.kvchecksum.RequestBlocks;
 import io.kvchecksum.SlicePlan;
@@ -19,7 +17,6 @@ import io.kvchecksum.spi.BackendProvider.Availability;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -28,6 +25,7 @@ import java.util.OptionalLong;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.ToLongFunction;
+import java.util.stream.Stream;
 
 import static io.kvchecksum.cuda.Cuda.check;
 
@@ -61,10 +59,13 @@ public final class CudaBackend implements Backend {
     public static final String NAME = "cuda";
 
     /**
-     * The kernels, named as OpenCL's: what they compute, then the load width: 16- or 8-byte aligned loads, or
-     * {@code _1b}, pieces at any byte address assembled from aligned words (a misaligned load would be a sticky
-     * {@code CUDA_ERROR_MISALIGNED_ADDRESS} that kills the caller's context, so the variant follows the alignment
-     * class of every part, {@link SlicePlan.Part#alignmentAt}).
+     * The kernels. The whole-piece ones are named as OpenCL's: what they compute, then the load width: 16- or 8-byte
+     * aligned loads, or {@code _1b}, pieces at any byte address assembled from aligned words (a misaligned load would
+     * be a sticky {@code CUDA_ERROR_MISALIGNED_ADDRESS} that kills the caller's context, so the variant follows the
+     * alignment class of every part, {@link SlicePlan.Part#alignmentAt}). Then the byte-assembling kernels of
+     * {@code kvchecksum_byte_cells_kernels.cuh} for byte-cell launches, the device-memory fill and read kernels for
+     * measurements ({@code DeviceCheck}), and SGLang's page digest: the Adler-32 of each piece of the stream
+     * ({@link CudaPageDigest}).
      */
     static final String BLOCK_CHECKSUMS_1B = "kvc_block_checksums_1b";
     static final String BLOCK_CHECKSUMS_8B = "kvc_block_checksums_8b";
@@ -72,25 +73,25 @@ public final class CudaBackend implements Backend {
     static final String SLICE_SUMS_1B = "kvc_slice_sums_1b";
     static final String SLICE_SUMS_8B = "kvc_slice_sums_8b";
     static final String SLICE_SUMS_16B = "kvc_slice_sums_16b";
-    static final String SUM_PARTS = "kvc_sum_parts";
+    static final String BYTE_CELL_BLOCK_CHECKSUMS = "kvc_byte_cells_block_checksums";
+    static final String BYTE_CELL_SLICE_SUMS = "kvc_byte_cells_slice_sums";
     static final String FILL = "kvc_fill_u64";
     static final String SUM = "kvc_sum_u64";
-    /** SGLang's page digest: the Adler-32 of each piece of the stream ({@link CudaPageDigest}). */
     static final String PAGE_DIGEST = "kvc_page_digest";
     /** The mixed mode's variant of a checksum kernel: the same kernel with every piece through the mixer. */
     static final String MIXED_SUFFIX = "_mixed";
     static final List<String> KERNELS = List.of(BLOCK_CHECKSUMS_1B, BLOCK_CHECKSUMS_8B, BLOCK_CHECKSUMS_16B, SLICE_SUMS_1B,
             SLICE_SUMS_8B, SLICE_SUMS_16B, BLOCK_CHECKSUMS_1B + MIXED_SUFFIX, BLOCK_CHECKSUMS_8B + MIXED_SUFFIX,
             BLOCK_CHECKSUMS_16B + MIXED_SUFFIX, SLICE_SUMS_1B + MIXED_SUFFIX, SLICE_SUMS_8B + MIXED_SUFFIX,
-            SLICE_SUMS_16B + MIXED_SUFFIX, SUM_PARTS, FILL, SUM, ByteCellLaunch.BLOCK_CHECKSUMS, ByteCellLaunch.SLICE_SUMS,
-            ByteCellLaunch.BLOCK_CHECKSUMS + MIXED_SUFFIX, ByteCellLaunch.SLICE_SUMS + MIXED_SUFFIX, PAGE_DIGEST);
+            SLICE_SUMS_16B + MIXED_SUFFIX, FILL, SUM, BYTE_CELL_BLOCK_CHECKSUMS, BYTE_CELL_SLICE_SUMS,
+            BYTE_CELL_BLOCK_CHECKSUMS + MIXED_SUFFIX, BYTE_CELL_SLICE_SUMS + MIXED_SUFFIX, PAGE_DIGEST);
 
     /**
      * Any memory on the own stream (host memory is copied to the device first); device memory only on an engine's; the
      * byte-cell kernels take a warp per slice in a grid of at most {@link LaunchPlanner#MAX_GRID_Y} rows of warps.
      */
     private static final BackendLimits LIMITS = new BackendLimits(EnumSet.allOf(SlicePlan.Residency.class),
-            Set.of(SlicePlan.Residency.DEVICE), ByteCellLaunch.MAX_SLICES,
+            Set.of(SlicePlan.Residency.DEVICE), LaunchPlanner.MAX_GRID_Y * LaunchPlanner.WARPS,
             "; use the backend's own stream (submit without a stream) for host memory");
 
     /** {@code CUstreamCaptureStatus}: not capturing. */
@@ -232,7 +233,7 @@ public final class CudaBackend implements Backend {
             if (plan.launches().stream().allMatch(l -> l.memory() == SlicePlan.Residency.DEVICE)) {
                 return plan.startAll(output, l -> launch(resources, resources.ownStream, l, CudaBackend::deviceAddress, slices));
             }
-            return fromHost(resources, plan, output);
+            return fromHost(resources, plan, output, slices);
         } finally {
             leave(previous, primaryContext);
         }
@@ -252,33 +253,13 @@ public final class CudaBackend implements Backend {
      * A plan reading host memory, on the own stream: each distinct host segment of all its launches copied to the device
      * once (a step's requests over one cache share its memory), every launch computed, waited for, the copies freed.
      */
-    private PendingChecksums fromHost(ContextResources resources, CompiledPlan plan, CompiledPlan.Output output) {
-        List<KvMemory> memories = new ArrayList<>();
-        for (CompiledPlan.Launch l : plan.launches()) {
-            for (SlicePlan.Slice s : l.slices().slices()) {
-                memories.add(s.k().memory());
-                if (s.v() != null) {
-                    memories.add(s.v().memory());
-                }
-            }
-        }
-        boolean slices = output == CompiledPlan.Output.SLICE_SUMS;
+    private PendingChecksums fromHost(ContextResources resources, CompiledPlan plan, CompiledPlan.Output output, boolean slices) {
+        List<KvMemory> memories = plan.launches().stream().flatMap(l -> l.slices().slices().stream())
+                .flatMap(s -> s.v() == null ? Stream.of(s.k().memory()) : Stream.of(s.k().memory(), s.v().memory())).toList();
         try (Placed placed = new Placed(memories, resources);
              PendingChecksums p = plan.startAll(output, l -> launch(resources, resources.ownStream, l, placed::address, slices))) {
             return PendingChecksums.completed(p.get());
         }
-    }
-
-    /**
-     * Enqueues one launch on {@code stream}: whole pieces through the {@code kvc_block_checksums}/{@code kvc_slice_sums}
-     * kernels, byte cells through {@link ByteCellLaunch}; {@code address} gives the device address of each memory.
-     */
-    private CudaPending launch(ContextResources resources, long stream, CompiledPlan.Launch l, ToLongFunction<KvMemory> address,
-            boolean slices) {
-        return switch (l.cellKind()) {
-            case WHOLE_PIECES -> launchPlan(resources, stream, l.slices(), address, slices);
-            case BYTE_CELLS -> ByteCellLaunch.launch(this, resources, stream, l.slices(), address, slices);
-        };
     }
 
     /**
@@ -287,16 +268,12 @@ public final class CudaBackend implements Backend {
      * Host memory is copied to the device first, as for runs on the own stream; blocks until done.
      */
     @Override
-    public long pageDigest(io.kvchecksum.PageDigestPlan plan) {
+    public long pageDigest(PageDigestPlan plan) {
         ensureOpen();
         long previous = enter(primaryContext);
         try {
             ContextResources resources = resources(primaryContext);
-            List<KvMemory> memories = new ArrayList<>();
-            for (io.kvchecksum.PageDigestPlan.Run r : plan.runs()) {
-                memories.add(r.memory());
-            }
-            try (Placed placed = new Placed(memories, resources)) {
+            try (Placed placed = new Placed(plan.runs().stream().map(PageDigestPlan.Run::memory).toList(), resources)) {
                 return CudaPageDigest.digest(this, resources, plan, placed::address);
             }
         } finally {
@@ -337,12 +314,9 @@ public final class CudaBackend implements Backend {
         check(driver, driver.cuMemAlloc(p, Math.max(16, size)), "cuMemAlloc(" + size + " bytes for upload)");
         boolean done = false;
         try {
+            copyToDevice(p[0], bytes, resources.ownStream, "upload");
             if (size > 0) {
-                try (Arena arena = Arena.ofConfined()) {
-                    MemorySegment src = bytes.isNative() ? bytes : arena.allocate(size, 16).copyFrom(bytes);
-                    check(driver, driver.cuMemcpyHtoDAsync(p[0], src.address(), size, resources.ownStream), "cuMemcpyHtoDAsync(upload)");
-                    check(driver, driver.cuStreamSynchronize(resources.ownStream), "cuStreamSynchronize(upload)");
-                }
+                check(driver, driver.cuStreamSynchronize(resources.ownStream), "cuStreamSynchronize(upload)");
             }
             DeviceBuffer b = new DeviceBuffer(this, p[0], size);
             uploads.add(b);
@@ -352,6 +326,19 @@ public final class CudaBackend implements Backend {
             if (!done) {
                 driver.cuStreamSynchronize(resources.ownStream);
                 driver.cuMemFree(p[0]);
+            }
+        }
+    }
+
+    /**
+     * Enqueues the copy of host {@code bytes} to {@code dst} on {@code stream} (a heap segment staged through native
+     * memory; from pageable memory the driver stages the bytes before returning, so the source may go away after).
+     */
+    private void copyToDevice(long dst, MemorySegment bytes, long stream, String what) {
+        if (bytes.byteSize() > 0) {
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment src = bytes.isNative() ? bytes : arena.allocate(bytes.byteSize(), 16).copyFrom(bytes);
+                check(driver, driver.cuMemcpyHtoDAsync(dst, src.address(), bytes.byteSize(), stream), "cuMemcpyHtoDAsync(" + what + ")");
             }
         }
     }
@@ -408,7 +395,7 @@ public final class CudaBackend implements Backend {
 
     /** The resources of the primary context of this backend's device, made current on this thread. */
     ContextResources primaryResources() {
-        makeCurrent(primaryContext);
+        enter(primaryContext);
         return resources(primaryContext);
     }
 
@@ -422,10 +409,6 @@ public final class CudaBackend implements Backend {
             }
             return resources;
         });
-    }
-
-    private void makeCurrent(long ctx) {
-        enter(ctx);
     }
 
     /** Makes {@code ctx} current on this thread and returns the context that was current before, for {@link #leave}. */
@@ -455,7 +438,7 @@ public final class CudaBackend implements Backend {
     @FunctionalInterface
     interface JobBody {
         /** {@code uploadCached}: the slot's device buffer already holds this job's upload; write nothing into it. */
-        Runnable prepare(MemorySegment host, long dUpload, long dScratch, long dOut, boolean uploadCached);
+        Runnable prepare(MemorySegment host, long dUpload, long dOut, boolean uploadCached);
     }
 
     private static long align(long n, long a) {
@@ -469,16 +452,14 @@ public final class CudaBackend implements Backend {
     /**
      * One asynchronous computation on {@code stream}: upload {@code uploadBytes} from pinned memory, run the
      * launches, record an event, and copy {@code results} values back on a side stream that waits on it.
-     * Pinned layout: [upload | kernel params (256) | results]; device layout: [upload | scratch | results].
+     * Pinned layout: [upload | kernel params (256) | results]; device layout: [upload | results].
      */
     // reinterpret: the pinned buffer comes from cuMemAllocHost, whose size the slot records.
     @SuppressWarnings("restricted")
-    CudaPending job(ContextResources resources, long stream, long uploadBytes, long scratchBytes, int results, Object uploadKey,
-            JobBody body) {
+    CudaPending job(ContextResources resources, long stream, long uploadBytes, int results, Object uploadKey, JobBody body) {
         long paramsOff = paramsOffset(uploadBytes);
         long resultOff = align(paramsOff + PARAMS_BYTES, 256);
-        long scratchOff = align(Math.max(uploadBytes, 1), 256);
-        long outOff = align(scratchOff + scratchBytes, 256);
+        long outOff = align(Math.max(uploadBytes, 1), 256);
         ContextResources.Slot slot = resources.acquire(resultOff + 8L * results, outOff + 8L * results);
         boolean enqueued = false;
         long side = 0;
@@ -491,7 +472,7 @@ public final class CudaBackend implements Backend {
             if (!cached) {
                 slot.uploadKey = null;
             }
-            Runnable launches = body.prepare(host, slot.device, slot.device + scratchOff, slot.device + outOff, cached);
+            Runnable launches = body.prepare(host, slot.device, slot.device + outOff, cached);
             if (uploadBytes > 0 && !cached) {
                 check(driver, driver.cuMemcpyHtoDAsync(slot.device, slot.pinned, uploadBytes, stream), "cuMemcpyHtoDAsync(descriptor)");
                 slot.uploadKey = uploadKey;
@@ -529,53 +510,49 @@ public final class CudaBackend implements Backend {
     }
 
     /**
-     * Serializes a whole-piece launch's plan into the kernel ABI and enqueues the block-checksums kernel
-     * ({@code slices == false}) or the slice-sums kernel; {@code address} gives the device address of each region's memory.
+     * Serializes one launch's plan into the kernel ABI ({@code KvcSlice}s, or for byte cells {@code KvcByteCellSlice}s:
+     * the same layout with byte counts, then the page table) and enqueues it on {@code stream}: whole pieces through
+     * the fused {@code kvc_block_checksums} kernel or {@code kvc_slice_sums} (16-, 8- or 1-byte loads by the parts'
+     * alignment), byte cells through the kernels of {@code kvchecksum_byte_cells_kernels.cuh}, a warp per slice;
+     * {@code address} gives the device address of each region's memory.
      */
-    private CudaPending launchPlan(ContextResources resources, long stream, SlicePlan plan, ToLongFunction<KvMemory> address,
+    private CudaPending launch(ContextResources resources, long stream, CompiledPlan.Launch l, ToLongFunction<KvMemory> address,
             boolean slices) {
+        SlicePlan plan = l.slices();
+        boolean byteCells = l.cellKind() == CompiledPlan.CellKind.BYTE_CELLS;
+        boolean fused = !slices && !byteCells;
         int ns = plan.numSlices();
         int nb = plan.numBlocks();
         int pages = plan.numPages();
         RequestBlocks r = plan.request();
         long tableOff = (long) ns * KernelAbi.SLICE_BYTES;
         long upload = tableOff + 4L * pages;
-        LaunchPlanner.BlockPlan blockPlan = slices ? null : resources.planner.blocks(ns, nb);
-        List<LaunchPlanner.SliceLaunch> sliced = slices ? resources.planner.slices(ns, nb) : null;
-        long scratch = 0;
-        int results = slices ? ns * nb : nb;
+        // The fused kernel's grid is (blocks x parts); the others' (blocks x groups of a warp's slices).
+        List<LaunchPlanner.BlockLaunch> grids = fused ? resources.planner.blocks(ns, nb) : resources.planner.slices(ns, nb);
+        String name = (byteCells ? (slices ? BYTE_CELL_SLICE_SUMS : BYTE_CELL_BLOCK_CHECKSUMS)
+                : slices ? byAlignment(alignmentOf(plan, address), SLICE_SUMS_16B, SLICE_SUMS_8B, SLICE_SUMS_1B)
+                : byAlignment(alignmentOf(plan, address), BLOCK_CHECKSUMS_16B, BLOCK_CHECKSUMS_8B, BLOCK_CHECKSUMS_1B))
+                + (plan.mode() == ChecksumMode.MIXED ? MIXED_SUFFIX : "");
         // Device plans hold fixed addresses, so a plan instance always serializes to the same bytes: it keys the upload.
         Object uploadKey = plan.residency() == SlicePlan.Residency.DEVICE ? plan : null;
-        return job(resources, stream, upload, scratch, results, uploadKey, (host, dUpload, dScratch, dOut, cached) -> {
-            int alignment = alignmentOf(plan, address);
+        return job(resources, stream, upload, slices ? ns * nb : nb, uploadKey, (host, dUpload, dOut, cached) -> {
             if (!cached) {
-                KernelAbi.slices(host, plan, address, false);
+                KernelAbi.slices(host, plan, address, byteCells);
                 for (int i = 0; i < pages; i++) {
                     host.set(KernelAbi.U32, tableOff + 4L * i, plan.page(i));
                 }
             }
-            long dTable = dUpload + tableOff;
             long params = paramsOffset(upload);
-            String mode = plan.mode() == ChecksumMode.MIXED ? MIXED_SUFFIX : "";
             return () -> {
-                if (slices) {
-                    for (LaunchPlanner.SliceLaunch s : sliced) {
-                        KernelAbi.checksumParams(host, params, dUpload, dTable, dOut + 8L * s.blockOffset(), r.startToken(),
-                                r.firstBlock() + s.blockOffset(), r.numTokens(), r.blockSize(), plan.pageSize(), s.numBlocks(),
-                                ns, 0, 0, nb);
-                        launch(byAlignment(alignment, SLICE_SUMS_16B, SLICE_SUMS_8B, SLICE_SUMS_1B) + mode, s.numBlocks(), s.sliceGroups(),
-                                stream, host, upload);
-                    }
-                    return;
+                if (!slices) {
+                    // The parts (warps) of a block add into its output word atomically: zero it first, on the same stream.
+                    check(driver, driver.cuMemsetD8Async(dOut, 0, 8L * nb, stream), "cuMemsetD8Async(results)");
                 }
-                // The parts of a block add into its output word atomically: zero it first, on the same stream.
-                check(driver, driver.cuMemsetD8Async(dOut, 0, 8L * nb, stream), "cuMemsetD8Async(results)");
-                for (LaunchPlanner.BlockLaunch f : blockPlan.launches()) {
-                    KernelAbi.checksumParams(host, params, dUpload, dTable, dOut + 8L * f.blockOffset(), r.startToken(),
-                            r.firstBlock() + f.blockOffset(), r.numTokens(), r.blockSize(), plan.pageSize(), f.numBlocks(), ns,
-                            f.slicesPerPart(), f.numParts(), 0);
-                    launch(byAlignment(alignment, BLOCK_CHECKSUMS_16B, BLOCK_CHECKSUMS_8B, BLOCK_CHECKSUMS_1B) + mode, f.numBlocks(),
-                            f.numParts(), stream, host, upload);
+                for (LaunchPlanner.BlockLaunch g : grids) {
+                    KernelAbi.checksumParams(host, params, dUpload, dUpload + tableOff, dOut + 8L * g.blockOffset(),
+                            r.startToken(), r.firstBlock() + g.blockOffset(), r.numTokens(), r.blockSize(), plan.pageSize(),
+                            g.numBlocks(), ns, g.slicesPerPart(), fused ? g.numParts() : 0, fused ? 0 : nb);
+                    launch(name, g.numBlocks(), g.numParts(), stream, host, upload);
                 }
             };
         });
@@ -629,13 +606,7 @@ public final class CudaBackend implements Backend {
             long[] p = new long[1];
             check(driver, driver.cuMemAlloc(p, Math.max(16, s.byteSize())), "cuMemAlloc(" + s.byteSize() + " bytes for host KV)");
             moved.put(s, p[0]);
-            if (s.byteSize() > 0) {
-                try (Arena arena = Arena.ofConfined()) {
-                    MemorySegment src = s.isNative() ? s : arena.allocate(s.byteSize(), 16).copyFrom(s);
-                    // From pageable memory the driver stages the bytes before returning, so src may go away after.
-                    check(driver, driver.cuMemcpyHtoDAsync(p[0], src.address(), s.byteSize(), resources.ownStream), "cuMemcpyHtoDAsync(host KV)");
-                }
-            }
+            copyToDevice(p[0], s, resources.ownStream, "host KV");
         }
 
         @Override
@@ -646,18 +617,5 @@ public final class CudaBackend implements Backend {
             }
             moved.clear();
         }
-    }
-
-    /** The same layout with every region's memory mapped through {@code f} (offsets and strides unchanged). */
-    static KvCacheGroup relocate(KvCacheGroup g, java.util.function.UnaryOperator<KvMemory> f) {
-        List<CacheLayer> layers = new ArrayList<>();
-        for (CacheLayer l : g.layers()) {
-            layers.add(new CacheLayer(l.layer(), l.firstHead(), l.numHeads(), relocate(l.k(), f), l.v() == null ? null : relocate(l.v(), f)));
-        }
-        return new KvCacheGroup(layers, g.pageSize(), g.numPages());
-    }
-
-    private static KvRegion relocate(KvRegion r, java.util.function.UnaryOperator<KvMemory> f) {
-        return new KvRegion(f.apply(r.memory()), r.offset(), r.pageStride(), r.tokenStride(), r.headStride(), r.cellBytes());
     }
 }

@@ -37,7 +37,7 @@ final class CudaPageDigest {
         long upload = (long) n * KernelAbi.DIGEST_PIECE_BYTES;
         int grid = (n + LaunchPlanner.THREADS / 32 - 1) / (LaunchPlanner.THREADS / 32);
         long stream = resources.ownStream;
-        try (CudaPending p = backend.job(resources, stream, upload, 0, n, null, (host, dUpload, dScratch, dOut, cached) -> {
+        try (CudaPending p = backend.job(resources, stream, upload, n, null, (host, dUpload, dOut, cached) -> {
             int i = 0;
             for (PageDigestPlan.Run r : plan.runs()) {
                 long base = address.applyAsLong(r.memory()) + r.offset();

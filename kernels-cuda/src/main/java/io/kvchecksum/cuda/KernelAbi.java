@@ -18,9 +18,6 @@ final class KernelAbi {
 
     static final int SLICE_BYTES = 64;
     static final int CHECKSUM_PARAMS_BYTES = 80;
-    static final int REDUCE_PARAMS_BYTES = 24;
-    static final int FILL_PARAMS_BYTES = 24;
-    static final int SUM_PARAMS_BYTES = 24;
     static final int DIGEST_PIECE_BYTES = 16;
     static final int DIGEST_PARAMS_BYTES = 24;
 
@@ -48,11 +45,6 @@ final class KernelAbi {
     static final int PARAMS_SLICES_PER_PART = 64;
     static final int PARAMS_NUM_PARTS = 68;
     static final int PARAMS_OUT_STRIDE = 72;
-    // KvcReduceParams
-    static final int REDUCE_IN = 0;
-    static final int REDUCE_OUT = 8;
-    static final int REDUCE_N = 16;
-    static final int REDUCE_PARTS = 20;
     // KvcDigestPiece, KvcDigestParams (kvchecksum_digest.cuh)
     static final int DIGEST_PIECE_ADDR = 0;
     static final int DIGEST_PIECE_LEN = 8;
@@ -73,26 +65,17 @@ final class KernelAbi {
         for (SlicePlan.Slice s : plan.slices()) {
             SlicePlan.Part k = s.k();
             SlicePlan.Part v = s.v();
-            long kAddr = address.applyAsLong(k.memory());
-            long vAddr = v == null ? 0 : address.applyAsLong(v.memory());
-            slice(host, at, s.factor(), kAddr + k.base(), k.pageStride(), k.tokenStride(),
-                    v == null ? 0 : vAddr + v.base(), v == null ? 0 : v.pageStride(), v == null ? 0 : v.tokenStride(),
-                    byteCells ? k.bytes() : k.pieces(), byteCells ? (v == null ? 0 : v.bytes()) : s.vPieces());
+            host.set(U64, at + SLICE_FACTOR, s.factor());
+            host.set(U64, at + SLICE_K_BASE, address.applyAsLong(k.memory()) + k.base());
+            host.set(U64, at + SLICE_K_PAGE_STRIDE, k.pageStride());
+            host.set(U64, at + SLICE_K_TOKEN_STRIDE, k.tokenStride());
+            host.set(U64, at + SLICE_V_BASE, v == null ? 0 : address.applyAsLong(v.memory()) + v.base());
+            host.set(U64, at + SLICE_V_PAGE_STRIDE, v == null ? 0 : v.pageStride());
+            host.set(U64, at + SLICE_V_TOKEN_STRIDE, v == null ? 0 : v.tokenStride());
+            host.set(U32, at + SLICE_K_PIECES, byteCells ? k.bytes() : k.pieces());
+            host.set(U32, at + SLICE_V_PIECES, byteCells ? (v == null ? 0 : v.bytes()) : s.vPieces());
             at += SLICE_BYTES;
         }
-    }
-
-    private static void slice(MemorySegment m, long at, long factor, long kBase, long kPageStride, long kTokenStride,
-            long vBase, long vPageStride, long vTokenStride, int kPieces, int vPieces) {
-        m.set(U64, at + SLICE_FACTOR, factor);
-        m.set(U64, at + SLICE_K_BASE, kBase);
-        m.set(U64, at + SLICE_K_PAGE_STRIDE, kPageStride);
-        m.set(U64, at + SLICE_K_TOKEN_STRIDE, kTokenStride);
-        m.set(U64, at + SLICE_V_BASE, vBase);
-        m.set(U64, at + SLICE_V_PAGE_STRIDE, vPageStride);
-        m.set(U64, at + SLICE_V_TOKEN_STRIDE, vTokenStride);
-        m.set(U32, at + SLICE_K_PIECES, kPieces);
-        m.set(U32, at + SLICE_V_PIECES, vPieces);
     }
 
     @SuppressWarnings("checkstyle:ParameterNumber")
@@ -114,13 +97,6 @@ final class KernelAbi {
         m.set(U64, at + PARAMS_OUT_STRIDE, outStride);
     }
 
-    static void reduce(MemorySegment m, long at, long in, long out, int n, int parts) {
-        m.set(U64, at + REDUCE_IN, in);
-        m.set(U64, at + REDUCE_OUT, out);
-        m.set(U32, at + REDUCE_N, n);
-        m.set(U32, at + REDUCE_PARTS, parts);
-    }
-
     static void digestPiece(MemorySegment m, long at, long addr, int len) {
         m.set(U64, at + DIGEST_PIECE_ADDR, addr);
         m.set(U32, at + DIGEST_PIECE_LEN, len);
@@ -132,17 +108,5 @@ final class KernelAbi {
         m.set(U64, at + DIGEST_OUT, out);
         m.set(U32, at + DIGEST_NUM_PIECES, numPieces);
         m.set(U32, at + DIGEST_NUM_PIECES + 4, 0);
-    }
-
-    static void fill(MemorySegment m, long at, long p, long n, long seed) {
-        m.set(U64, at, p);
-        m.set(U64, at + 8, n);
-        m.set(U64, at + 16, seed);
-    }
-
-    static void sum(MemorySegment m, long at, long p, long n16, long partials) {
-        m.set(U64, at, p);
-        m.set(U64, at + 8, n16);
-        m.set(U64, at + 16, partials);
     }
 }

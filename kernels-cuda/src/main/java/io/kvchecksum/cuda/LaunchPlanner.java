@@ -12,7 +12,7 @@ import java.util.List;
  * its 8 warps one slice at a time, and adds its partial to the block's output word atomically (one launch, no
  * reduce kernel). Parts are whole warps (multiples of 8 slices) and there are enough of them for about
  * {@link #CTAS_PER_SM} CTAs per SM, or one part per block once the blocks alone give that many. Requests of more
- * than {@link #maxBlocksPerLaunch()} blocks are cut into several launches.
+ * than the planner's {@code maxBlocksPerLaunch} blocks are cut into several launches.
  */
 final class LaunchPlanner {
     static final int THREADS = 256;
@@ -45,30 +45,19 @@ final class LaunchPlanner {
         return smCount;
     }
 
-    int maxBlocksPerLaunch() {
-        return maxBlocksPerLaunch;
-    }
-
     /**
-     * One launch of the fused kernel.
+     * One launch of the request's blocks {@code [blockOffset, blockOffset + numBlocks)}.
      *
      * @param blockOffset index of this launch's first block among the request's checksummed blocks (its output offset)
      * @param numBlocks gridDim.x
-     * @param numParts gridDim.y
-     * @param slicesPerPart slices per CTA
+     * @param numParts gridDim.y: the fused kernel's parts, or the slices kernels' groups of a warp's slices
+     * @param slicesPerPart slices per CTA of the fused kernel; 0 for the slices kernels
      */
     record BlockLaunch(int blockOffset, int numBlocks, int numParts, int slicesPerPart) {
     }
 
-    /** All launches of one fused checksum. */
-    record BlockPlan(List<BlockLaunch> launches) {
-    }
-
-    /** One launch of the slices kernel: grid (numBlocks, sliceGroups). */
-    record SliceLaunch(int blockOffset, int numBlocks, int sliceGroups) {
-    }
-
-    BlockPlan blocks(int numSlices, int numBlocks) {
+    /** The launches of the fused kernel. */
+    List<BlockLaunch> blocks(int numSlices, int numBlocks) {
         requirePositive(numSlices, "slices");
         requirePositive(numBlocks, "blocks");
         List<BlockLaunch> out = new ArrayList<>();
@@ -85,12 +74,12 @@ final class LaunchPlanner {
             }
             parts = Math.ceilDiv(numSlices, perPart);
             out.add(new BlockLaunch(off, n, (int) parts, perPart));
-
         }
-        return new BlockPlan(List.copyOf(out));
+        return out;
     }
 
-    List<SliceLaunch> slices(int numSlices, int numBlocks) {
+    /** The launches of a slices kernel (and of the byte-cell kernels): a warp per slice. */
+    List<BlockLaunch> slices(int numSlices, int numBlocks) {
         requirePositive(numSlices, "slices");
         requirePositive(numBlocks, "blocks");
         long groups = Math.ceilDiv(numSlices, WARPS);
@@ -98,21 +87,11 @@ final class LaunchPlanner {
             throw new InvalidLayoutException("the group has " + numSlices + " (layer, head) slices; per-slice sums on CUDA "
                     + "support at most " + (long) MAX_GRID_Y * WARPS);
         }
-        List<SliceLaunch> out = new ArrayList<>();
+        List<BlockLaunch> out = new ArrayList<>();
         for (int off = 0; off < numBlocks; off += Math.min(maxBlocksPerLaunch, numBlocks - off)) {
-            out.add(new SliceLaunch(off, Math.min(maxBlocksPerLaunch, numBlocks - off), (int) groups));
+            out.add(new BlockLaunch(off, Math.min(maxBlocksPerLaunch, numBlocks - off), (int) groups, 0));
         }
-        return List.copyOf(out);
-    }
-
-    /** CTAs for a one-thread-per-element kernel over {@code n} elements. */
-    static int grid1d(long n) {
-        requirePositive(n, "elements");
-        long g = Math.ceilDiv(n, THREADS);
-        if (g > Integer.MAX_VALUE) {
-            throw new InvalidLayoutException(n + " elements are more than one launch can cover");
-        }
-        return (int) g;
+        return out;
     }
 
     private static void requirePositive(long n, String what) {

@@ -89,7 +89,7 @@ final class BandwidthModel {
         long tokens = Math.max(1, requestBytes / s.bytesPerToken());
         long blocks = Math.ceilDiv(tokens, BLOCK);
         LaunchPlanner.BlockLaunch f = new LaunchPlanner(SMS, LaunchPlanner.DEFAULT_MAX_BLOCKS_PER_LAUNCH)
-                .blocks(s.slices(), (int) blocks).launches().get(0);
+                .blocks(s.slices(), (int) blocks).get(0);
         long ctas = blocks * f.numParts();
         int activeWarps = Math.min(LaunchPlanner.WARPS, f.slicesPerPart());
         double ctasPerSm = Math.min(RESIDENT_CTAS, (double) ctas / SMS);

@@ -66,6 +66,24 @@ public final class DeviceCheck {
 
     private static final long[] QUICK_SIZES = {16, 4096, 32768};
 
+    /** sizeof(KvcFillParams) and sizeof(KvcSumParams) ({@code kvchecksum.cuh}; checked by {@code KernelAbiTest}). */
+    static final int FILL_PARAMS_BYTES = 24;
+    static final int SUM_PARAMS_BYTES = 24;
+
+    /** KvcFillParams of {@code kvc_fill_u64}: {@code n} words at {@code p} set to splitmix64(seed + i). */
+    static void fill(MemorySegment m, long at, long p, long n, long seed) {
+        m.set(KernelAbi.U64, at, p);
+        m.set(KernelAbi.U64, at + 8, n);
+        m.set(KernelAbi.U64, at + 16, seed);
+    }
+
+    /** KvcSumParams of {@code kvc_sum_u64}: {@code n16} 16-byte units at {@code p} read, partial sums to {@code partials}. */
+    static void sum(MemorySegment m, long at, long p, long n16, long partials) {
+        m.set(KernelAbi.U64, at, p);
+        m.set(KernelAbi.U64, at + 8, n16);
+        m.set(KernelAbi.U64, at + 16, partials);
+    }
+
     private final PrintWriter file;
     private final PrintWriter json;
     private final PrintWriter md;
@@ -372,7 +390,7 @@ public final class DeviceCheck {
             MemorySegment params = arena.allocate(256, 16);
             params.set(KernelAbi.U64, 128, params.address());
             long argv = params.address() + 128;
-            KernelAbi.fill(params, 0, base, bytesAll / 8, SEED);
+            fill(params, 0, base, bytesAll / 8, SEED);
             check(d, d.cuLaunchKernel(b.kernel(CudaBackend.FILL), sumGrid, 1, 1, LaunchPlanner.THREADS, 1, 1, 0, stream, argv, 0),
                     "cuLaunchKernel(fill)");
             check(d, d.cuStreamSynchronize(stream), "cuStreamSynchronize");
@@ -450,7 +468,7 @@ public final class DeviceCheck {
                 }
                 Arrays.sort(hostNs);
                 Arrays.sort(planNs);
-                KernelAbi.sum(params, 0, base, bytes / 16, partials);
+                sum(params, 0, base, bytes / 16, partials);
                 check(d, d.cuEventRecord(start, stream), "cuEventRecord");
                 for (int i = 0; i < reps; i++) {
                     check(d, d.cuLaunchKernel(b.kernel(CudaBackend.SUM), sumGrid, 1, 1, LaunchPlanner.THREADS, 1, 1, 0, stream, argv, 0),
@@ -467,7 +485,7 @@ public final class DeviceCheck {
                 double fusedGbs = bytes / fusedUs / 1e3;
                 double sumGbs = bytes / sumUs / 1e3;
                 double copyGbs = 2.0 * bytes / copyUs / 1e3;
-                LaunchPlanner.BlockLaunch f = cr.planner.blocks(g.numSlices(), req.numBlocks()).launches().get(0);
+                LaunchPlanner.BlockLaunch f = cr.planner.blocks(g.numSlices(), req.numBlocks()).get(0);
                 line(String.format(Locale.ROOT, "%8d %12d %10.1f %10.1f %10.1f %12.1f %8.3f %8.3f %11.1f %dx%d%s", tokens, bytes,
                         fusedUs, fusedGbs, sumGbs, copyGbs, fusedGbs / sumGbs, fusedGbs / copyGbs, hostNs[hostNs.length / 2] / 1e3,
                         f.numBlocks(), f.numParts(), ok ? "" : "  MISMATCH fused vs slices+combine"));
@@ -537,9 +555,9 @@ public final class DeviceCheck {
             MemorySegment params = arena.allocate(256, 16);
             params.set(KernelAbi.U64, 128, params.address());
             long argv = params.address() + 128;
-            KernelAbi.fill(params, 0, kv, bytesAll / 8, SEED);
+            fill(params, 0, kv, bytesAll / 8, SEED);
             check(d, d.cuLaunchKernel(b.kernel(CudaBackend.FILL), grid, 1, 1, LaunchPlanner.THREADS, 1, 1, 0, es, argv, 0), "fill");
-            KernelAbi.fill(params, 0, engine, engineBytes / 8, SEED + 1);
+            fill(params, 0, engine, engineBytes / 8, SEED + 1);
             check(d, d.cuLaunchKernel(b.kernel(CudaBackend.FILL), grid, 1, 1, LaunchPlanner.THREADS, 1, 1, 0, es, argv, 0), "fill");
             check(d, d.cuStreamSynchronize(es), "cuStreamSynchronize");
             KvLayouts.PagedShape shape = new KvLayouts.PagedShape(pages, PAGE, m.heads(), m.headDim(), m.elemBytes());
@@ -552,7 +570,7 @@ public final class DeviceCheck {
             int[] table = new int[(int) pages];
             Arrays.setAll(table, i -> i);
             io.kvchecksum.SlicePlan plan = io.kvchecksum.SlicePlan.of(g, RequestBlocks.of(table, tokens, BLOCK));
-            KernelAbi.sum(params, 0, engine, engineBytes / 16, partials);
+            sum(params, 0, engine, engineBytes / 16, partials);
             int engineReps = dry ? 2 : 40;
             int sumReps = dry ? 2 : 40;
             double[] alone = new double[2];

@@ -59,7 +59,7 @@ class EmulatedGoldenTest {
         requireVectors();
         return GoldenSuite.tests(chunked, c -> {
             Map<MemorySegment, KvMemory> moved = new LinkedHashMap<>();
-            return CudaBackend.relocate(c.group(), m -> moved.computeIfAbsent(((KvMemory.Host) m).segment(),
+            return Relocation.relocate(c.group(), m -> moved.computeIfAbsent(((KvMemory.Host) m).segment(),
                     s -> fake.onDevice(m)));
         });
     }

@@ -77,7 +77,7 @@ class GpuTest {
 
     static KvCacheGroup onDevice(CudaBackend b, KvCacheGroup g, List<Long> keep) {
         Map<MemorySegment, KvMemory> moved = new LinkedHashMap<>();
-        return CudaBackend.relocate(g, m -> moved.computeIfAbsent(((KvMemory.Host) m).segment(), s -> {
+        return Relocation.relocate(g, m -> moved.computeIfAbsent(((KvMemory.Host) m).segment(), s -> {
             long p = upload(b, s);
             keep.add(p);
             return KvMemory.device(p, s.byteSize());

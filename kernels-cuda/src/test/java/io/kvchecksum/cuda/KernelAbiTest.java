@@ -12,9 +12,8 @@ class KernelAbiTest {
         HostLibrary lib = HostLibrary.load();
         assertEquals(KernelAbi.SLICE_BYTES, lib.kvc_abi(0), "sizeof(KvcSlice)");
         assertEquals(KernelAbi.CHECKSUM_PARAMS_BYTES, lib.kvc_abi(1), "sizeof(KvcChecksumParams)");
-        assertEquals(KernelAbi.REDUCE_PARAMS_BYTES, lib.kvc_abi(2), "sizeof(KvcReduceParams)");
-        assertEquals(KernelAbi.FILL_PARAMS_BYTES, lib.kvc_abi(5), "sizeof(KvcFillParams)");
-        assertEquals(KernelAbi.SUM_PARAMS_BYTES, lib.kvc_abi(6), "sizeof(KvcSumParams)");
+        assertEquals(DeviceCheck.FILL_PARAMS_BYTES, lib.kvc_abi(5), "sizeof(KvcFillParams)");
+        assertEquals(DeviceCheck.SUM_PARAMS_BYTES, lib.kvc_abi(6), "sizeof(KvcSumParams)");
         assertEquals(KernelAbi.DIGEST_PIECE_BYTES, lib.kvc_abi(7), "sizeof(KvcDigestPiece)");
         assertEquals(KernelAbi.DIGEST_PARAMS_BYTES, lib.kvc_abi(8), "sizeof(KvcDigestParams)");
         assertEquals(KernelAbi.DIGEST_PIECE_ADDR, lib.kvc_abi(400), "KvcDigestPiece.addr");
@@ -44,10 +43,6 @@ class KernelAbiTest {
         assertEquals(KernelAbi.PARAMS_SLICES_PER_PART, lib.kvc_abi(210), "KvcChecksumParams.slices_per_part");
         assertEquals(KernelAbi.PARAMS_NUM_PARTS, lib.kvc_abi(211), "KvcChecksumParams.num_parts");
         assertEquals(KernelAbi.PARAMS_OUT_STRIDE, lib.kvc_abi(212), "KvcChecksumParams.out_stride");
-        assertEquals(KernelAbi.REDUCE_IN, lib.kvc_abi(300), "KvcReduceParams.in");
-        assertEquals(KernelAbi.REDUCE_OUT, lib.kvc_abi(301), "KvcReduceParams.out");
-        assertEquals(KernelAbi.REDUCE_N, lib.kvc_abi(302), "KvcReduceParams.n");
-        assertEquals(KernelAbi.REDUCE_PARTS, lib.kvc_abi(303), "KvcReduceParams.parts");
     }
 
     @Test

@@ -5,6 +5,7 @@ import io.kvchecksum.KvMemory;
 import io.kvchecksum.SlicePlan;
 import org.junit.jupiter.api.Test;
 
+import java.util.List;
 import java.util.Random;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -18,9 +19,9 @@ class LaunchPlannerTest {
     @Test
     void singleBlockOfLlama8bSpreadsSlicesOverManyCtas() {
         // 32 layers x 8 KV heads, one 16-token block: one CTA per 8 slices (one per warp), adding atomically.
-        LaunchPlanner.BlockPlan p = new LaunchPlanner(H200_SMS, 1 << 20).blocks(256, 1);
-        assertEquals(1, p.launches().size());
-        LaunchPlanner.BlockLaunch f = p.launches().get(0);
+        List<LaunchPlanner.BlockLaunch> p = new LaunchPlanner(H200_SMS, 1 << 20).blocks(256, 1);
+        assertEquals(1, p.size());
+        LaunchPlanner.BlockLaunch f = p.get(0);
         assertEquals(32, f.numParts());
         assertEquals(8, f.slicesPerPart());
     }
@@ -28,20 +29,20 @@ class LaunchPlannerTest {
     @Test
     void longRequestsUseOneCtaPerBlock() {
         // 128k tokens in 16-token blocks: 8192 CTAs already give 8 waves of 2 resident CTAs on 132 SMs.
-        LaunchPlanner.BlockPlan p = new LaunchPlanner(H200_SMS, 1 << 20).blocks(256, 8192);
-        LaunchPlanner.BlockLaunch f = p.launches().get(0);
+        List<LaunchPlanner.BlockLaunch> p = new LaunchPlanner(H200_SMS, 1 << 20).blocks(256, 8192);
+        LaunchPlanner.BlockLaunch f = p.get(0);
         assertEquals(1, f.numParts());
         assertEquals(256, f.slicesPerPart());
     }
 
     @Test
     void veryLongRequestsAreChunked() {
-        LaunchPlanner.BlockPlan p = new LaunchPlanner(H200_SMS, 1000).blocks(80, 2500);
-        assertEquals(3, p.launches().size());
-        assertEquals(0, p.launches().get(0).blockOffset());
-        assertEquals(1000, p.launches().get(1).blockOffset());
-        assertEquals(2000, p.launches().get(2).blockOffset());
-        assertEquals(500, p.launches().get(2).numBlocks());
+        List<LaunchPlanner.BlockLaunch> p = new LaunchPlanner(H200_SMS, 1000).blocks(80, 2500);
+        assertEquals(3, p.size());
+        assertEquals(0, p.get(0).blockOffset());
+        assertEquals(1000, p.get(1).blockOffset());
+        assertEquals(2000, p.get(2).blockOffset());
+        assertEquals(500, p.get(2).numBlocks());
         assertEquals(2, new LaunchPlanner(1, 3).slices(9, 4).size());
     }
 
@@ -56,9 +57,9 @@ class LaunchPlannerTest {
             int slices = 1 + rnd.nextInt(i % 10 == 0 ? 1_000_000 : 700);
             int blocks = 1 + rnd.nextInt(i % 3 == 0 ? 100_000 : 40);
             LaunchPlanner pl = new LaunchPlanner(sms, maxBlocks);
-            LaunchPlanner.BlockPlan p = pl.blocks(slices, blocks);
+            List<LaunchPlanner.BlockLaunch> p = pl.blocks(slices, blocks);
             int next = 0;
-            for (LaunchPlanner.BlockLaunch f : p.launches()) {
+            for (LaunchPlanner.BlockLaunch f : p) {
                 String who = "sms " + sms + " maxBlocks " + maxBlocks + " slices " + slices + " blocks " + blocks + ": " + f;
                 assertEquals(next, f.blockOffset(), who);
                 assertTrue(f.numBlocks() >= 1 && f.numBlocks() <= maxBlocks, who);
@@ -81,15 +82,6 @@ class LaunchPlannerTest {
                 () -> new LaunchPlanner(1, 1).slices(LaunchPlanner.MAX_GRID_Y * LaunchPlanner.WARPS + 1, 1));
         assertTrue(e.getMessage().contains("slices"), e.getMessage());
         assertEquals(1, new LaunchPlanner(1, 1).slices(LaunchPlanner.MAX_GRID_Y * LaunchPlanner.WARPS, 1).size());
-    }
-
-    @Test
-    void gridsForElementKernels() {
-        assertEquals(1, LaunchPlanner.grid1d(1));
-        assertEquals(1, LaunchPlanner.grid1d(256));
-        assertEquals(2, LaunchPlanner.grid1d(257));
-        assertThrows(IllegalArgumentException.class, () -> LaunchPlanner.grid1d(0));
-        assertThrows(InvalidLayoutException.class, () -> LaunchPlanner.grid1d(256L * Integer.MAX_VALUE + 1));
     }
 
     @Test

@@ -167,7 +167,7 @@ class SyncCountingTest {
     /** The group with each distinct host segment uploaded once, same offsets and strides. */
     static KvCacheGroup upload(CudaBackend cuda, KvCacheGroup g, List<DeviceBuffer> buffers) {
         Map<MemorySegment, KvMemory> moved = new LinkedHashMap<>();
-        return CudaBackend.relocate(g, m -> moved.computeIfAbsent(((KvMemory.Host) m).segment(), s -> {
+        return Relocation.relocate(g, m -> moved.computeIfAbsent(((KvMemory.Host) m).segment(), s -> {
             DeviceBuffer b = cuda.upload(s);
             buffers.add(b);
             return b.memory();

@@ -127,7 +127,7 @@ class UnalignedLayoutTest {
                 List<Long> uploads = new ArrayList<>();
                 final int s = skew;
                 java.util.Map<MemorySegment, KvMemory> moved = new java.util.LinkedHashMap<>();
-                KvCacheGroup dev = CudaBackend.relocate(g, m -> moved.computeIfAbsent(((KvMemory.Host) m).segment(), seg -> {
+                KvCacheGroup dev = Relocation.relocate(g, m -> moved.computeIfAbsent(((KvMemory.Host) m).segment(), seg -> {
                     MemorySegment padded = arena.allocate(seg.byteSize() + s, 16);
                     MemorySegment.copy(seg, 0, padded, s, seg.byteSize());
                     long p = fake.upload(padded);

@@ -28,7 +28,7 @@ record ChecksumKernels(Enqueuer enqueuer, MemoryPlacement memory, LaunchGeometry
         boolean blocks = output == CompiledPlan.Output.BLOCK_CHECKSUMS;
         return switch (launch.cellKind()) {
             case WHOLE_PIECES -> blocks ? blockChecksums(plan) : sliceSums(plan);
-            case BYTE_CELLS -> blocks ? byteCellBlockChecksums(plan) : byteCellSliceSums(plan);
+            case BYTE_CELLS -> byteCells(plan, blocks);
         };
     }
 
@@ -91,32 +91,13 @@ record ChecksumKernels(Enqueuer enqueuer, MemoryPlacement memory, LaunchGeometry
     // ---- Cells that are not whole pieces (SlicePlan.Slice.byteCells()): the kernels of kvchecksum_byte_cells.cl, over
     // the same memory paths (device buffer, zero-copy window, packed copy) and descriptors as the whole-piece kernels.
 
-    /** Block checksums of a byte-cell launch: m*s per (block, slice), then each block's row summed. */
-    private PendingChecksums byteCellBlockChecksums(SlicePlan plan) {
+    /**
+     * A byte-cell launch: its slice sums, or for block checksums m*s per (block, slice) ({@code weighted}), each block's
+     * row then summed.
+     */
+    private PendingChecksums byteCells(SlicePlan plan, boolean blocks) {
         int nb = plan.numBlocks();
         Descriptors d = memory.layout(plan).d();
-        int ns = d.numSlices;
-        long n = (long) nb * ns;
-        return enqueuer.enqueue(nb, op -> {
-            cl_mem weighted = op.buffer(n * Sizeof.cl_ulong);
-            launchByteCells(op, plan, d, weighted, true);
-            return sumParts(op, weighted, ns, nb);
-        });
-    }
-
-    /** Slice sums of a byte-cell launch. */
-    private PendingChecksums byteCellSliceSums(SlicePlan plan) {
-        int nb = plan.numBlocks();
-        Descriptors d = memory.layout(plan).d();
-        int n = Math.multiplyExact(d.numSlices, nb);
-        return enqueuer.enqueue(n, op -> {
-            cl_mem out = op.buffer((long) n * Sizeof.cl_ulong);
-            launchByteCells(op, plan, d, out, false);
-            return out;
-        });
-    }
-
-    private void launchByteCells(Enqueuer.Op op, SlicePlan plan, Descriptors d, cl_mem out, boolean weighted) {
         int ns = d.numSlices;
         int[] bytes = new int[2 * ns];
         for (int i = 0; i < ns; i++) {
@@ -124,14 +105,18 @@ record ChecksumKernels(Enqueuer enqueuer, MemoryPlacement memory, LaunchGeometry
             bytes[2 * i] = s.k().bytes();
             bytes[2 * i + 1] = s.v() == null ? 0 : s.v().bytes();
         }
-        cl_kernel k = op.kernel("byte_cell_sums" + modeSuffix(plan));
-        int a = setLayoutArgs(op, k, d, plan, null);
-        op.arg(k, a++, op.upload(bytes));
-        op.arg(k, a++, ns);
-        op.arg(k, a++, plan.numBlocks());
-        op.arg(k, a++, weighted ? 1 : 0);
-        op.arg(k, a, out);
-        op.launch(k, new long[] {plan.numBlocks(), ns}, null);
+        return enqueuer.enqueue(blocks ? nb : Math.multiplyExact(ns, nb), op -> {
+            cl_mem out = op.buffer((long) ns * nb * Sizeof.cl_ulong);
+            cl_kernel k = op.kernel("byte_cell_sums" + modeSuffix(plan));
+            int a = setLayoutArgs(op, k, d, plan, null);
+            op.arg(k, a++, op.upload(bytes));
+            op.arg(k, a++, ns);
+            op.arg(k, a++, nb);
+            op.arg(k, a++, blocks ? 1 : 0);
+            op.arg(k, a, out);
+            op.launch(k, new long[] {nb, ns}, null);
+            return blocks ? sumParts(op, out, ns, nb) : out;
+        });
     }
 
     private static String modeSuffix(SlicePlan plan) {

@@ -2,8 +2,10 @@ package io.kvchecksum.opencl;
 
 import org.jocl.CL;
 import org.jocl.Pointer;
+import org.jocl.Sizeof;
 import org.jocl.cl_context;
 import org.jocl.cl_device_id;
+import org.jocl.cl_kernel;
 import org.jocl.cl_program;
 
 import java.io.IOException;
@@ -64,15 +66,20 @@ final class ClPrograms {
     }
 
     private static String buildLog(cl_program p, cl_device_id device) {
-        long[] size = new long[1];
-        JoclApi.check(CL.clGetProgramBuildInfo(p, device, CL.CL_PROGRAM_BUILD_LOG, 0, null, size), "clGetProgramBuildInfo");
-        byte[] b = new byte[(int) size[0]];
-        JoclApi.check(CL.clGetProgramBuildInfo(p, device, CL.CL_PROGRAM_BUILD_LOG, b.length, Pointer.to(b), null),
-                "clGetProgramBuildInfo");
-        int n = 0;
-        while (n < b.length && b[n] != 0) {
-            n++;
+        return OpenClDevices.infoString((size, value, ret) -> CL.clGetProgramBuildInfo(p, device, CL.CL_PROGRAM_BUILD_LOG,
+                size, value, ret), "clGetProgramBuildInfo");
+    }
+
+    /** {@return the largest work-group {@code kernel} of {@code program} may run on {@code device}} */
+    static long workGroupSize(cl_program program, cl_device_id device, String kernel) {
+        cl_kernel k = JoclApi.INSTANCE.createKernel(program, kernel);
+        try {
+            long[] v = new long[1];
+            JoclApi.check(CL.clGetKernelWorkGroupInfo(k, device, CL.CL_KERNEL_WORK_GROUP_SIZE, Sizeof.size_t,
+                    Pointer.to(v), null), "clGetKernelWorkGroupInfo");
+            return v[0];
+        } finally {
+            JoclApi.INSTANCE.releaseKernel(k);
         }
-        return new String(b, 0, n, StandardCharsets.UTF_8).strip();
     }
 }

@@ -27,9 +27,9 @@ import java.util.List;
  * half-way.
  */
 final class Enqueuer {
-    /** How the kernels' {@code ulong} and {@code int} arrays lie in host memory (also {@link OpenClPageDigest}'s). */
-    static final ValueLayout.OfLong U64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
-    static final ValueLayout.OfInt I32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    /** How the kernels' {@code ulong} and {@code int} arrays lie in host memory. */
+    private static final ValueLayout.OfLong U64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    private static final ValueLayout.OfInt I32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
     private final ClApi cl;
     private final cl_context context;
@@ -106,18 +106,14 @@ final class Enqueuer {
         /** A new buffer holding {@code values} as little-endian 64-bit words. */
         cl_mem upload(long[] values) {
             MemorySegment s = arena.allocate(Math.max(8, 8L * values.length), 64);
-            for (int i = 0; i < values.length; i++) {
-                s.setAtIndex(U64, i, values[i]);
-            }
+            MemorySegment.copy(values, 0, s, U64, 0, values.length);
             return upload(s);
         }
 
         /** A new buffer holding {@code values} as little-endian 32-bit words. */
         cl_mem upload(int[] values) {
             MemorySegment s = arena.allocate(Math.max(8, 4L * values.length), 64);
-            for (int i = 0; i < values.length; i++) {
-                s.setAtIndex(I32, i, values[i]);
-            }
+            MemorySegment.copy(values, 0, s, I32, 0, values.length);
             return upload(s);
         }
 
@@ -206,9 +202,7 @@ final class Enqueuer {
                                 + CL.stringFor_errorCode(status) + " (" + status + ")", status, true);
                     }
                     long[] v = new long[n];
-                    for (int i = 0; i < n; i++) {
-                        v[i] = result.getAtIndex(U64, i);
-                    }
+                    MemorySegment.copy(result, U64, 0, v, 0, n);
                     values = v;
                 } finally {
                     release();

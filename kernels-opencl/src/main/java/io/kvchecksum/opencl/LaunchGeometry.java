@@ -3,10 +3,8 @@ package io.kvchecksum.opencl;
 import io.kvchecksum.RequestBlocks;
 import io.kvchecksum.SlicePlan;
 import org.jocl.CL;
-import org.jocl.Pointer;
 import org.jocl.Sizeof;
 import org.jocl.cl_device_id;
-import org.jocl.cl_kernel;
 import org.jocl.cl_program;
 
 import java.util.Arrays;
@@ -45,15 +43,10 @@ final class LaunchGeometry {
         this.unitPieces = tuning.unitPieces();
         this.contiguous = tuning.contiguousUnits();
         computeUnits = Math.max(1, OpenClDevices.deviceInt(device, CL.CL_DEVICE_MAX_COMPUTE_UNITS));
-        long local = Math.min(tuning.maxLocal(), OpenClDevices.deviceSize(device, CL.CL_DEVICE_MAX_WORK_GROUP_SIZE));
+        long local = Math.min(tuning.maxLocal(), OpenClDevices.deviceLong(device, CL.CL_DEVICE_MAX_WORK_GROUP_SIZE));
         local = Math.min(local, OpenClDevices.deviceLong(device, CL.CL_DEVICE_LOCAL_MEM_SIZE) / 2 / Sizeof.cl_ulong);
         for (String k : CHECKSUM_KERNELS) {
-            cl_kernel kernel = JoclApi.INSTANCE.createKernel(program, k);
-            long[] v = new long[1];
-            JoclApi.check(CL.clGetKernelWorkGroupInfo(kernel, device, CL.CL_KERNEL_WORK_GROUP_SIZE, Sizeof.size_t,
-                    Pointer.to(v), null), "clGetKernelWorkGroupInfo");
-            JoclApi.INSTANCE.releaseKernel(kernel);
-            local = Math.min(local, v[0]);
+            local = Math.min(local, ClPrograms.workGroupSize(program, device, k));
         }
         // The kernels' tree reduction needs a power of two.
         localSize = Integer.highestOneBit((int) Math.max(1, local));
@@ -78,10 +71,7 @@ final class LaunchGeometry {
      * compute unit overall, never more than the column has work items for.
      */
     int partsPerColumn(long columns, Descriptors d, int blockSize) {
-        long target = 4L * computeUnits;
-        long wanted = Math.ceilDiv(target, columns);
-        long useful = Math.ceilDiv((long) blockSize * d.maxPieces, localSize);
-        return (int) Math.max(1, Math.min(MAX_PARTS_PER_COLUMN, Math.min(wanted, useful)));
+        return parts(columns, (long) blockSize * d.maxPieces);
     }
 
     /**
@@ -89,9 +79,13 @@ final class LaunchGeometry {
      * (slice, unit) sequence: a few work-groups per compute unit overall, never more than there are units to take.
      */
     int unitParts(long columns, Descriptors d) {
-        long target = 4L * computeUnits;
-        long wanted = Math.ceilDiv(target, columns);
-        long useful = Math.ceilDiv(units(d), localSize);
+        return parts(columns, units(d));
+    }
+
+    /** Work-groups per column: {@code 4 x} compute units over all columns, at most one per {@code items} of a column. */
+    private int parts(long columns, long items) {
+        long wanted = Math.ceilDiv(4L * computeUnits, columns);
+        long useful = Math.ceilDiv(items, localSize);
         return (int) Math.max(1, Math.min(MAX_PARTS_PER_COLUMN, Math.min(wanted, useful)));
     }
 

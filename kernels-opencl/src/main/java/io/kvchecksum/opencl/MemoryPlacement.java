@@ -6,6 +6,7 @@ import org.jocl.Pointer;
 import org.jocl.cl_mem;
 
 import java.lang.foreign.MemorySegment;
+import java.util.List;
 
 /**
  * How a launch's KV reaches the kernels, which read one OpenCL buffer per operation: a registered {@code cl_mem}
@@ -63,30 +64,39 @@ final class MemoryPlacement {
     }
 
     /**
-     * The KV buffer of {@code op}, as {@code d} (the plan's {@link #layout}) describes it: the registered cl_mem, a
-     * {@code USE_HOST_PTR} buffer over the window, or a new buffer the host spans are written into (non-blocking;
-     * heap memory is staged in the operation's arena first).
+     * The KV buffer of {@code op}, as {@code d} (the plan's {@link #layout}) describes it: the registered cl_mem, or the
+     * {@link #hostBuffer} of its spans.
      */
     cl_mem kvBuffer(Enqueuer.Op op, SlicePlan plan, Descriptors d) {
         if (plan.residency() == SlicePlan.Residency.DEVICE) {
             return registered.of(plan);
         }
-        if (d.windowStart != 0) {
+        return hostBuffer(op, d.spans, d.packedBytes, d.windowStart != 0, "the request's KV");
+    }
+
+    /**
+     * A buffer of {@code op} over host {@code spans} ({@code bytes} long): with {@code window}, a {@code USE_HOST_PTR}
+     * buffer over the window their packed offsets are relative to; else a new buffer the spans are written into at
+     * their packed offsets (non-blocking; heap memory is staged in the operation's arena first), refused when larger
+     * than one buffer may be ({@code what} names the bytes in the message).
+     */
+    cl_mem hostBuffer(Enqueuer.Op op, List<Descriptors.Span> spans, long bytes, boolean window, String what) {
+        if (window) {
             // The window starts up to windowAlign-1 bytes before the lowest span: an address, never read.
-            Descriptors.Span low = d.spans.getFirst();
-            for (Descriptors.Span s : d.spans) {
+            Descriptors.Span low = spans.getFirst();
+            for (Descriptors.Span s : spans) {
                 low = s.packedOffset() < low.packedOffset() ? s : low;
             }
             Pointer host = Pointer.to(low.segment().asSlice(low.from(), Math.min(low.length(), MAX_WRITE)).asByteBuffer())
                     .withByteOffset(-low.packedOffset());
-            return op.hostBuffer(d.packedBytes, host);
+            return op.hostBuffer(bytes, host);
         }
-        if (d.packedBytes > maxAlloc) {
-            throw new InvalidLayoutException("the request's KV spans " + d.packedBytes + " bytes of host memory, more "
-                    + "than one buffer of " + info + " may hold (" + maxAlloc + " bytes): split the request");
+        if (bytes > maxAlloc) {
+            throw new InvalidLayoutException(what + " spans " + bytes + " bytes of host memory, more than one buffer of "
+                    + info + " may hold (" + maxAlloc + " bytes): split the request");
         }
-        cl_mem kv = op.buffer(d.packedBytes);
-        for (Descriptors.Span s : d.spans) {
+        cl_mem kv = op.buffer(bytes);
+        for (Descriptors.Span s : spans) {
             MemorySegment src = s.segment().asSlice(s.from(), s.length());
             if (!src.isNative()) {
                 // JOCL writes non-blocking only from direct buffers; heap memory is staged.
@@ -107,16 +117,12 @@ final class MemoryPlacement {
         return layout(plan).path();
     }
 
-    /** Host memory is used in place (for the page digest, which follows the same rules). */
-    boolean zeroCopy() {
-        return zeroCopy;
-    }
-
-    long windowAlignment() {
-        return windowAlign;
-    }
-
-    long maxAllocBytes() {
-        return maxAlloc;
+    /**
+     * The start of a window over host bytes {@code [lo, hi)} of the address space (for the page digest, which follows
+     * the checksums' rules), or -1 where host memory is not used in place or the window would be larger than a buffer.
+     */
+    long windowStart(long lo, long hi) {
+        long start = lo & -windowAlign;
+        return zeroCopy && hi - start <= maxAlloc ? start : -1;
     }
 }

@@ -10,8 +10,6 @@ import io.kvchecksum.SlicePlan.Residency;
 import io.kvchecksum.spi.Backend;
 import io.kvchecksum.spi.BackendLimits;
 import org.jocl.CL;
-import org.jocl.Pointer;
-import org.jocl.Sizeof;
 import org.jocl.cl_command_queue;
 import org.jocl.cl_context;
 import org.jocl.cl_context_properties;
@@ -68,6 +66,7 @@ public final class OpenClBackend implements Backend {
 
     private final ClApi cl;
     private final OpenClDevice info;
+    private final cl_device_id device;
     private final Tuning tuning;
     private final cl_context context;
     private final cl_command_queue queue;
@@ -87,7 +86,7 @@ public final class OpenClBackend implements Backend {
         this.cl = cl;
         this.info = found.info();
         this.tuning = tuning == null ? Tuning.of(info) : tuning;
-        cl_device_id device = found.device();
+        this.device = found.device();
         int[] err = new int[1];
         if (engineContext != null) {
             JoclApi.check(CL.clRetainContext(engineContext), "clRetainContext");
@@ -317,39 +316,12 @@ public final class OpenClBackend implements Backend {
         return digester().digest(plan, serial);
     }
 
-    private OpenClPageDigest digester() {
+    private synchronized OpenClPageDigest digester() {
         requireOpen();
-        OpenClPageDigest d = pageDigest;
-        if (d == null) {
-            synchronized (this) {
-                d = pageDigest;
-                if (d == null) {
-                    d = new OpenClPageDigest(this, cl, tuning.serialDigest());
-                    pageDigest = d;
-                }
-            }
+        if (pageDigest == null) {
+            pageDigest = new OpenClPageDigest(cl, context, queue, device, info, memory, registered, tuning.serialDigest());
         }
-        return d;
-    }
-
-    // For OpenClPageDigest: the same queue, context, buffers and memory rules as the checksums.
-    cl_command_queue queueHandle() {
-        return queue;
-    }
-
-    cl_device_id deviceId() {
-        cl_device_id dev = new cl_device_id();
-        JoclApi.check(CL.clGetCommandQueueInfo(queue, CL.CL_QUEUE_DEVICE, Sizeof.cl_device_id, Pointer.to(dev), null),
-                "clGetCommandQueueInfo(CL_QUEUE_DEVICE)");
-        return dev;
-    }
-
-    MemoryPlacement memory() {
-        return memory;
-    }
-
-    RegisteredBuffers registered() {
-        return registered;
+        return pageDigest;
     }
 
     @Override

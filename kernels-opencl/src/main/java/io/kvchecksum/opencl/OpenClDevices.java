@@ -10,6 +10,8 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.function.Predicate;
+import java.util.stream.Stream;
 
 /**
  * Finding OpenCL devices and choosing one.
@@ -77,38 +79,18 @@ public final class OpenClDevices {
         if (all.isEmpty()) {
             throw new OpenClException("no OpenCL device: the platforms found have no devices");
         }
-        Found chosen = null;
         if (spec == null) {
-            chosen = first(all, "GPU");
-            if (chosen == null) {
-                chosen = first(all, "CPU");
-            }
-            if (chosen == null) {
-                throw new OpenClException("no usable OpenCL GPU or CPU device; found: " + all.stream().map(Found::info).toList()
-                        + " (name one with -D" + DEVICE_PROPERTY + ")");
-            }
-            return chosen;
+            return Stream.of("GPU", "CPU").flatMap(type -> all.stream()
+                            .filter(f -> f.info().type().equals(type) && f.info().problem() == null)).findFirst()
+                    .orElseThrow(() -> new OpenClException("no usable OpenCL GPU or CPU device; found: "
+                            + all.stream().map(Found::info).toList() + " (name one with -D" + DEVICE_PROPERTY + ")"));
         }
-        if (spec.matches("\\d+:\\d+")) {
-            for (Found f : all) {
-                if (f.info().index().equals(spec)) {
-                    chosen = f;
-                }
-            }
-        } else {
-            String needle = spec.toLowerCase(Locale.ROOT);
-            for (Found f : all) {
-                String hay = (f.info().platformName() + " / " + f.info().deviceName()).toLowerCase(Locale.ROOT);
-                if (hay.contains(needle)) {
-                    chosen = f;
-                    break;
-                }
-            }
-        }
-        if (chosen == null) {
-            throw new OpenClException("no OpenCL device matches '" + spec + "' (" + DEVICE_PROPERTY + "/" + DEVICE_ENV
-                    + "); found: " + all.stream().map(Found::info).toList());
-        }
+        String needle = spec.toLowerCase(Locale.ROOT);
+        Predicate<Found> named = spec.matches("\\d+:\\d+") ? f -> f.info().index().equals(spec)
+                : f -> (f.info().platformName() + " / " + f.info().deviceName()).toLowerCase(Locale.ROOT).contains(needle);
+        Found chosen = all.stream().filter(named).findFirst().orElseThrow(() -> new OpenClException("no OpenCL device "
+                + "matches '" + spec + "' (" + DEVICE_PROPERTY + "/" + DEVICE_ENV + "); found: "
+                + all.stream().map(Found::info).toList()));
         if (chosen.info().problem() != null) {
             throw new OpenClException("OpenCL device " + chosen.info() + " cannot run the kernels: " + chosen.info().problem());
         }
@@ -123,15 +105,6 @@ public final class OpenClDevices {
                 + System.getProperty("os.arch") + " (JOCL opens 'libOpenCL.so', the unversioned name: install an ICD "
                 + "loader with that link, e.g. Debian's ocl-icd-opencl-dev, plus a driver such as pocl-opencl-icd, or put a "
                 + "link libOpenCL.so -> libOpenCL.so.1 on LD_LIBRARY_PATH): " + e;
-    }
-
-    private static Found first(List<Found> all, String type) {
-        for (Found f : all) {
-            if (f.info().type().equals(type) && f.info().problem() == null) {
-                return f;
-            }
-        }
-        return null;
     }
 
     private static List<Found> discover() {
@@ -174,22 +147,33 @@ public final class OpenClDevices {
         return out;
     }
 
-    static String platformString(cl_platform_id p, int param) {
+    /** One {@code clGet*Info} call for one parameter: (bytes, where to write them, size returned) to its return code. */
+    interface InfoQuery {
+        int query(long size, Pointer value, long[] sizeReturned);
+    }
+
+    /** The string an info call answers (up to its first NUL, trimmed), asked twice: for its size, then its bytes. */
+    static String infoString(InfoQuery q, String call) {
         long[] size = new long[1];
-        JoclApi.check(CL.clGetPlatformInfo(p, param, 0, null, size), "clGetPlatformInfo");
+        JoclApi.check(q.query(0, null, size), call);
         byte[] b = new byte[(int) size[0]];
-        JoclApi.check(CL.clGetPlatformInfo(p, param, b.length, Pointer.to(b), null), "clGetPlatformInfo");
-        return cString(b);
+        JoclApi.check(q.query(b.length, Pointer.to(b), null), call);
+        int n = 0;
+        while (n < b.length && b[n] != 0) {
+            n++;
+        }
+        return new String(b, 0, n, StandardCharsets.UTF_8).trim();
+    }
+
+    static String platformString(cl_platform_id p, int param) {
+        return infoString((size, value, ret) -> CL.clGetPlatformInfo(p, param, size, value, ret), "clGetPlatformInfo");
     }
 
     static String deviceString(cl_device_id d, int param) {
-        long[] size = new long[1];
-        JoclApi.check(CL.clGetDeviceInfo(d, param, 0, null, size), "clGetDeviceInfo");
-        byte[] b = new byte[(int) size[0]];
-        JoclApi.check(CL.clGetDeviceInfo(d, param, b.length, Pointer.to(b), null), "clGetDeviceInfo");
-        return cString(b);
+        return infoString((size, value, ret) -> CL.clGetDeviceInfo(d, param, size, value, ret), "clGetDeviceInfo");
     }
 
+    /** A {@code cl_ulong} parameter, or a {@code size_t} one (at most 8 bytes, written from the first). */
     static long deviceLong(cl_device_id d, int param) {
         long[] v = new long[1];
         JoclApi.check(CL.clGetDeviceInfo(d, param, Sizeof.cl_ulong, Pointer.to(v), null), "clGetDeviceInfo");
@@ -200,19 +184,5 @@ public final class OpenClDevices {
         int[] v = new int[1];
         JoclApi.check(CL.clGetDeviceInfo(d, param, Sizeof.cl_uint, Pointer.to(v), null), "clGetDeviceInfo");
         return v[0];
-    }
-
-    static long deviceSize(cl_device_id d, int param) {
-        long[] v = new long[1];
-        JoclApi.check(CL.clGetDeviceInfo(d, param, Sizeof.size_t, Pointer.to(v), null), "clGetDeviceInfo");
-        return v[0];
-    }
-
-    private static String cString(byte[] b) {
-        int n = 0;
-        while (n < b.length && b[n] != 0) {
-            n++;
-        }
-        return new String(b, 0, n, StandardCharsets.UTF_8).trim();
     }
 }

@@ -5,18 +5,16 @@ import io.kvchecksum.InvalidLayoutException;
 import io.kvchecksum.KvMemory;
 import io.kvchecksum.PageDigestPlan;
 import org.jocl.CL;
-import org.jocl.Pointer;
-import org.jocl.Sizeof;
+import org.jocl.cl_command_queue;
+import org.jocl.cl_context;
 import org.jocl.cl_device_id;
-import org.jocl.cl_event;
 import org.jocl.cl_kernel;
 import org.jocl.cl_mem;
 import org.jocl.cl_program;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -28,50 +26,44 @@ import java.util.Map;
  * {@code page_digest_serial} (a work-item per piece on 16-byte vectors, no barriers: on PoCL the work-group form
  * ran at 0.06 of the read bound at 256 MiB). The choice is the backend's {@link Tuning#serialDigest}.
  *
- * <p>Memory as for the checksums: host memory in place on a CPU device that shares it (one {@code USE_HOST_PTR}
- * window over the runs' native segments), otherwise the stream packed into one device buffer; device memory must be
- * {@code cl_mem}s registered with {@link OpenClBackend#buffer}. Blocking: waits for its one read.
+ * <p>Memory as for the checksums ({@link MemoryPlacement#hostBuffer}): host memory in place on a CPU device that
+ * shares it (one {@code USE_HOST_PTR} window over the runs' native segments), otherwise the stream packed into one
+ * device buffer; device memory must be {@code cl_mem}s registered with {@link OpenClBackend#buffer}. Enqueued as the
+ * checksums are ({@link Enqueuer}); blocking: waits for its one read.
  */
 final class OpenClPageDigest {
     static final String RESOURCE = "/io/kvchecksum/opencl/page_digest.cl";
     /** Bytes per piece: the kernel's sums fit 32 bits up to 4096 (page_digest.cl). */
     static final int PIECE = 4096;
-    private static final long MAX_WRITE = 1L << 30;
 
-    private final OpenClBackend backend;
-    private final ClApi cl;
     private final cl_program program;
+    private final Enqueuer enqueuer;
+    private final MemoryPlacement memory;
+    private final RegisteredBuffers registered;
     private final int local;
     private final boolean serialByDefault;
 
     /** {@code serial}: {@code page_digest_serial} by default, else {@code page_digest_parts} ({@link Tuning#serialDigest}). */
-    OpenClPageDigest(OpenClBackend backend, ClApi cl, boolean serial) {
-        this.backend = backend;
-        this.cl = cl;
-        cl_device_id device = backend.deviceId();
-        program = ClPrograms.build(backend.context(), device, backend.device(), source(), "");
+    OpenClPageDigest(ClApi cl, cl_context context, cl_command_queue queue, cl_device_id device, OpenClDevice info,
+            MemoryPlacement memory, RegisteredBuffers registered, boolean serial) {
+        program = ClPrograms.build(context, device, info, ClPrograms.resourceText(RESOURCE), "");
+        enqueuer = new Enqueuer(cl, context, queue, program, info);
+        this.memory = memory;
+        this.registered = registered;
         serialByDefault = serial;
-        cl_kernel k = JoclApi.INSTANCE.createKernel(program, "page_digest_parts");
-        try {
-            long[] v = new long[1];
-            JoclApi.check(CL.clGetKernelWorkGroupInfo(k, device, CL.CL_KERNEL_WORK_GROUP_SIZE, Sizeof.size_t,
-                    Pointer.to(v), null), "clGetKernelWorkGroupInfo");
-            local = Integer.highestOneBit((int) Math.max(1, Math.min(64, v[0])));
-        } finally {
-            JoclApi.INSTANCE.releaseKernel(k);
-        }
-    }
-
-    static String source() {
-        return ClPrograms.resourceText(RESOURCE);
+        local = Integer.highestOneBit((int) Math.max(1, Math.min(64,
+                ClPrograms.workGroupSize(program, device, "page_digest_parts"))));
     }
 
     void release() {
         CL.clReleaseProgram(program);
     }
 
-    /** One buffer the kernel reads and the pieces in it, in stream order from global piece {@code base}. */
-    private record Target(cl_mem mem, int base, List<long[]> pieces) {
+    /**
+     * One buffer the kernel reads ({@code null}: the host spans' buffer, {@code bytes} long, a window or a packed copy)
+     * and the {offset, length} of its pieces in it, in stream order.
+     */
+    private record Target(cl_mem mem, List<Descriptors.Span> spans, long bytes, boolean window, List<long[]> pieces) {
     }
 
     long digest(PageDigestPlan plan) {
@@ -80,86 +72,60 @@ final class OpenClPageDigest {
 
     /** With the kernel chosen: {@code serial} a work-item per piece, else a work-group per piece. */
     long digest(PageDigestPlan plan, boolean serial) {
-        List<Long> lengths = new ArrayList<>();
-        List<cl_mem> created = new ArrayList<>();
-        List<cl_kernel> kernels = new ArrayList<>();
-        try (Arena arena = Arena.ofShared()) {
-            List<Target> targets = targets(plan, arena, created);
-            int total = 0;
+        List<Target> targets = targets(plan);
+        int total = 0;
+        for (Target t : targets) {
+            total += t.pieces().size();
+        }
+        if (total == 0) {
+            return Adler32Parts.EMPTY;
+        }
+        // The kernels write a uint per piece; the results are read two to a ulong (little-endian: piece 2i low).
+        int words = Math.ceilDiv(total, 2);
+        long[] parts = enqueuer.enqueue(words, op -> {
+            cl_mem out = op.buffer(8L * words);
+            int base = 0;
             for (Target t : targets) {
-                total += t.pieces.size();
-                for (long[] p : t.pieces) {
-                    lengths.add(p[1]);
-                }
+                cl_mem data = t.mem() != null ? t.mem()
+                        : memory.hostBuffer(op, t.spans(), t.bytes(), t.window(), "the page digest's stream");
+                launch(op, serial, data, t.pieces(), base, out);
+                base += t.pieces().size();
             }
-            if (total == 0) {
-                return Adler32Parts.EMPTY;
-            }
-            cl_mem out = cl.createBuffer(backend.context(), CL.CL_MEM_READ_WRITE, 4L * total);
-            created.add(out);
-            for (Target t : targets) {
-                int n = t.pieces.size();
-                MemorySegment off = arena.allocate(8L * n, 64);
-                MemorySegment len = arena.allocate(4L * n, 64);
-                for (int i = 0; i < n; i++) {
-                    off.setAtIndex(Enqueuer.U64, i, t.pieces.get(i)[0]);
-                    len.setAtIndex(Enqueuer.I32, i, (int) t.pieces.get(i)[1]);
-                }
-                cl_mem offBuf = upload(off, created);
-                cl_mem lenBuf = upload(len, created);
-                cl_kernel k = cl.createKernel(program, serial ? "page_digest_serial" : "page_digest_parts");
-                kernels.add(k);
-                cl.setKernelArg(k, 0, Sizeof.cl_mem, Pointer.to(t.mem));
-                cl.setKernelArg(k, 1, Sizeof.cl_mem, Pointer.to(offBuf));
-                cl.setKernelArg(k, 2, Sizeof.cl_mem, Pointer.to(lenBuf));
-                cl.setKernelArg(k, 3, Sizeof.cl_uint, Pointer.to(new int[] {t.base}));
-                if (serial) {
-                    cl.setKernelArg(k, 4, Sizeof.cl_uint, Pointer.to(new int[] {n}));
-                    cl.setKernelArg(k, 5, Sizeof.cl_mem, Pointer.to(out));
-                    cl.enqueueKernel(backend.queueHandle(), k, new long[] {n}, null);
-                } else {
-                    cl.setKernelArg(k, 4, Sizeof.cl_mem, Pointer.to(out));
-                    cl.setKernelArg(k, 5, 4L * local, null);
-                    cl.setKernelArg(k, 6, 4L * local, null);
-                    cl.enqueueKernel(backend.queueHandle(), k, new long[] {(long) local * n}, new long[] {local});
-                }
-            }
-            MemorySegment result = arena.allocate(4L * total, 64);
-            cl_event done = cl.enqueueRead(backend.queueHandle(), out, result.asByteBuffer());
-            try {
-                cl.flush(backend.queueHandle());
-                cl.waitForEvent(done);
-                int status = cl.eventStatus(done);
-                if (status != CL.CL_COMPLETE) {
-                    throw new OpenClException("the page digest on " + backend.device() + " ended with "
-                            + CL.stringFor_errorCode(status) + " (" + status + ")", status, true);
-                }
-            } finally {
-                cl.releaseEvent(done);
-            }
-            long acc = Adler32Parts.EMPTY;
-            for (int i = 0; i < total; i++) {
-                acc = Adler32Parts.combine(acc, Integer.toUnsignedLong(result.getAtIndex(Enqueuer.I32, i)), lengths.get(i));
-            }
-            return acc;
-        } catch (RuntimeException e) {
-            cl.finish(backend.queueHandle());
-            throw e;
-        } finally {
-            for (cl_kernel k : kernels) {
-                cl.releaseKernel(k);
-            }
-            for (cl_mem m : created) {
-                cl.releaseBuffer(m);
+            return out;
+        }).get();
+        long acc = Adler32Parts.EMPTY;
+        int i = 0;
+        for (PageDigestPlan.Run r : plan.runs()) {
+            for (long o = 0; o < r.length(); o += PIECE, i++) {
+                acc = Adler32Parts.combine(acc, parts[i >> 1] >>> ((i & 1) * 32) & 0xFFFF_FFFFL, Math.min(PIECE, r.length() - o));
             }
         }
+        return acc;
     }
 
-    private cl_mem upload(MemorySegment host, List<cl_mem> created) {
-        cl_mem m = cl.createBuffer(backend.context(), CL.CL_MEM_READ_ONLY, Math.max(8, host.byteSize()));
-        created.add(m);
-        cl.enqueueWrite(backend.queueHandle(), m, 0, host.asByteBuffer());
-        return m;
+    private void launch(Enqueuer.Op op, boolean serial, cl_mem data, List<long[]> pieces, int base, cl_mem out) {
+        int n = pieces.size();
+        long[] off = new long[n];
+        int[] len = new int[n];
+        for (int i = 0; i < n; i++) {
+            off[i] = pieces.get(i)[0];
+            len[i] = (int) pieces.get(i)[1];
+        }
+        cl_kernel k = op.kernel(serial ? "page_digest_serial" : "page_digest_parts");
+        op.arg(k, 0, data);
+        op.arg(k, 1, op.upload(off));
+        op.arg(k, 2, op.upload(len));
+        op.arg(k, 3, base);
+        if (serial) {
+            op.arg(k, 4, n);
+            op.arg(k, 5, out);
+            op.launch(k, new long[] {n}, null);
+        } else {
+            op.arg(k, 4, out);
+            op.local(k, 5, 4L * local);
+            op.local(k, 6, 4L * local);
+            op.launch(k, new long[] {(long) local * n}, new long[] {local});
+        }
     }
 
     private static void cut(List<long[]> pieces, long at, long length) {
@@ -168,110 +134,57 @@ final class OpenClPageDigest {
         }
     }
 
-    /** Where the kernel reads each run: a registered cl_mem, a window over host memory, or a packed copy. */
-    private List<Target> targets(PageDigestPlan plan, Arena arena, List<cl_mem> created) {
+    /**
+     * Where the kernel reads the runs that have bytes: one target per registered cl_mem (a new one each time the
+     * stream moves to another), or one over the host runs.
+     */
+    private List<Target> targets(PageDigestPlan plan) {
         List<PageDigestPlan.Run> runs = plan.runs();
-        boolean device = false;
-        boolean host = false;
-        for (PageDigestPlan.Run r : runs) {
-            device |= r.memory() instanceof KvMemory.Device;
-            host |= r.memory() instanceof KvMemory.Host;
-        }
-        if (device && host) {
+        long device = runs.stream().filter(r -> r.memory() instanceof KvMemory.Device).count();
+        if (device > 0 && device < runs.size()) {
             throw new InvalidLayoutException("the page digest's runs mix host and device memory; opencl reads one kind");
         }
-        if (device) {
-            // one launch per registered cl_mem, each over its runs' pieces, keeping global stream order
-            List<Target> out = new ArrayList<>();
-            Map<Long, cl_mem> seen = new LinkedHashMap<>();
-            int base = 0;
-            cl_mem cur = null;
-            List<long[]> pieces = null;
+        List<Target> out = new ArrayList<>();
+        if (device > 0) {
+            Map<Long, cl_mem> seen = new HashMap<>();
             for (PageDigestPlan.Run r : runs) {
                 KvMemory.Device d = (KvMemory.Device) r.memory();
-                cl_mem m = seen.computeIfAbsent(d.address(), a -> backend.registered().lookup(d, "a page-digest run"));
-                if (m != cur) {
-                    if (pieces != null && !pieces.isEmpty()) {
-                        out.add(new Target(cur, base, pieces));
-                        base += pieces.size();
-                    }
-                    cur = m;
-                    pieces = new ArrayList<>();
+                cl_mem m = seen.computeIfAbsent(d.address(), a -> registered.lookup(d, "a page-digest run's " + d));
+                if (r.length() == 0) {
+                    continue;
                 }
-                cut(pieces, r.offset(), r.length());
-            }
-            if (pieces != null && !pieces.isEmpty()) {
-                out.add(new Target(cur, base, pieces));
+                if (out.isEmpty() || out.getLast().mem() != m) {
+                    out.add(new Target(m, null, 0, false, new ArrayList<>()));
+                }
+                cut(out.getLast().pieces(), r.offset(), r.length());
             }
             return out;
         }
-        if (plan.totalBytes() == 0) {
-            return List.of();
+        // In place where every run is native and one window spans them all, else packed one after another.
+        boolean isNative = true;
+        long lo = Long.MAX_VALUE;
+        long hi = 0;
+        for (PageDigestPlan.Run r : runs) {
+            MemorySegment s = ((KvMemory.Host) r.memory()).segment();
+            isNative &= s.isNative();
+            if (r.length() > 0) {
+                lo = Math.min(lo, s.address() + r.offset());
+                hi = Math.max(hi, s.address() + r.offset() + r.length());
+            }
         }
-        Target window = backend.memory().zeroCopy() ? window(runs, created) : null;
-        if (window != null) {
-            return List.of(window);
-        }
-        if (plan.totalBytes() > backend.memory().maxAllocBytes()) {
-            throw new InvalidLayoutException("the page digest's stream of " + plan.totalBytes() + " bytes is more than one "
-                    + "buffer of " + backend.device() + " may hold (" + backend.memory().maxAllocBytes() + " bytes)");
-        }
-        MemorySegment staged = arena.allocate(plan.totalBytes(), 64);
+        long start = isNative && lo < hi ? memory.windowStart(lo, hi) : -1;
+        List<Descriptors.Span> spans = new ArrayList<>();
         List<long[]> pieces = new ArrayList<>();
         long at = 0;
         for (PageDigestPlan.Run r : runs) {
-            MemorySegment.copy(((KvMemory.Host) r.memory()).segment(), r.offset(), staged, at, r.length());
-            cut(pieces, at, r.length());
-            at += r.length();
-        }
-        cl_mem packed = cl.createBuffer(backend.context(), CL.CL_MEM_READ_ONLY, plan.totalBytes());
-        created.add(packed);
-        for (long off = 0; off < staged.byteSize(); off += MAX_WRITE) {
-            cl.enqueueWrite(backend.queueHandle(), packed, off,
-                    staged.asSlice(off, Math.min(MAX_WRITE, staged.byteSize() - off)).asByteBuffer());
-        }
-        return List.of(new Target(packed, 0, pieces));
-    }
-
-    /**
-     * A {@code USE_HOST_PTR} buffer from the lowest run's address (rounded down to the device's alignment: an
-     * address, never read) to the end of the highest, if every run is native memory and the span fits one buffer.
-     */
-    private Target window(List<PageDigestPlan.Run> runs, List<cl_mem> created) {
-        long lo = Long.MAX_VALUE;
-        long hi = 0;
-        PageDigestPlan.Run low = null;
-        for (PageDigestPlan.Run r : runs) {
             MemorySegment s = ((KvMemory.Host) r.memory()).segment();
-            if (!s.isNative()) {
-                return null;
+            long offset = start >= 0 ? s.address() + r.offset() - start : at;
+            if (r.length() > 0) {
+                spans.add(new Descriptors.Span(s, r.offset(), r.offset() + r.length(), offset));
+                cut(pieces, offset, r.length());
+                at += r.length();
             }
-            if (r.length() == 0) {
-                continue;
-            }
-            long a = s.address() + r.offset();
-            if (a < lo) {
-                lo = a;
-                low = r;
-            }
-            hi = Math.max(hi, a + r.length());
         }
-        if (low == null) {
-            return null;
-        }
-        long start = lo & -backend.memory().windowAlignment();
-        if (hi - start > backend.memory().maxAllocBytes()) {
-            return null;
-        }
-        List<long[]> pieces = new ArrayList<>();
-        for (PageDigestPlan.Run r : runs) {
-            cut(pieces, ((KvMemory.Host) r.memory()).segment().address() + r.offset() - start, r.length());
-        }
-        MemorySegment ls = ((KvMemory.Host) low.memory()).segment();
-        Pointer host = Pointer.to(ls.asSlice(low.offset(), Math.min(low.length(), MAX_WRITE)).asByteBuffer())
-                .withByteOffset(-(lo - start));
-        cl_mem m = cl.createHostBuffer(backend.context(), CL.CL_MEM_READ_ONLY | CL.CL_MEM_USE_HOST_PTR, hi - start, host);
-        created.add(m);
-        return new Target(m, 0, pieces);
+        return List.of(new Target(null, spans, start >= 0 ? hi - start : at, start >= 0, pieces));
     }
 }

@@ -52,18 +52,8 @@ final class RegisteredBuffers {
         for (CacheLayer l : plan.group().layers()) {
             for (KvRegion r : l.v() == null ? List.of(l.k()) : List.of(l.k(), l.v())) {
                 KvMemory.Device dm = (KvMemory.Device) r.memory();
-                cl_mem m = registered.get(dm.address());
                 String where = "layer " + l.layer() + " " + (r == l.k() ? "K" : "V") + " region's " + dm;
-                if (m == null) {
-                    throw new InvalidLayoutException(where + " is not a cl_mem registered with buffer(cl_mem) of this "
-                            + "backend (opencl reads OpenCL buffers of its own context, not CUDA pointers)");
-                }
-                requireOwnContext(m);
-                long size = size(m);
-                if (dm.byteSize() > size) {
-                    throw new InvalidLayoutException(where + " claims " + dm.byteSize() + " bytes, but the cl_mem's "
-                            + "CL_MEM_SIZE is " + size);
-                }
+                cl_mem m = lookup(dm, where);
                 if (mem != null && m != mem) {
                     throw new InvalidLayoutException(where + " is another cl_mem than the first region's (0x"
                             + Long.toHexString(mem.getNativePointer()) + "): the kernels read one buffer per operation");
@@ -74,18 +64,21 @@ final class RegisteredBuffers {
         return mem;
     }
 
-    /** The registered cl_mem behind {@code dm}, its size checked; throws {@link InvalidLayoutException} otherwise. */
+    /**
+     * The registered cl_mem behind {@code dm}, its size checked; throws {@link InvalidLayoutException} otherwise,
+     * {@code what} (naming {@code dm}) leading the message.
+     */
     cl_mem lookup(KvMemory.Device dm, String what) {
         cl_mem m = registered.get(dm.address());
         if (m == null) {
-            throw new InvalidLayoutException(what + " lies in " + dm + ", not a cl_mem registered with buffer(cl_mem) "
-                    + "of this backend (opencl reads OpenCL buffers of its own context, not CUDA pointers)");
+            throw new InvalidLayoutException(what + " is not a cl_mem registered with buffer(cl_mem) of this backend "
+                    + "(opencl reads OpenCL buffers of its own context, not CUDA pointers)");
         }
         requireOwnContext(m);
         long size = size(m);
         if (dm.byteSize() > size) {
-            throw new InvalidLayoutException(what + ": " + dm + " claims " + dm.byteSize() + " bytes, but the cl_mem's "
-                    + "CL_MEM_SIZE is " + size);
+            throw new InvalidLayoutException(what + " claims " + dm.byteSize() + " bytes, but the cl_mem's CL_MEM_SIZE is "
+                    + size);
         }
         return m;
     }
