@@ -3,7 +3,6 @@ package io.kvchecksum.cuda;
 import com.sun.jna.Memory;
 import io.kvchecksum.BackendUnavailableException;
 import io.kvchecksum.CacheLayer;
-import io.kvchecksum.ChecksumMode;
 import io.kvchecksum.CompiledPlan;
 import io.kvchecksum.InvalidLayoutException;
 import io.kvchecksum.KvCacheGroup;
@@ -11,7 +10,6 @@ import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvMemory;
 import io.kvchecksum.KvRegion;
 import io.kvchecksum.PendingChecksums;
-import io.kvchecksum.RequestBlocks;
 import io.kvchecksum.SlicePlan;
 import io.kvchecksum.spi.Backend;
 import io.kvchecksum.spi.BackendLimits;
@@ -82,15 +80,16 @@ public final class CudaBackend implements Backend {
     static final List<String> KERNELS = List.of(BLOCK_CHECKSUMS_1B, BLOCK_CHECKSUMS_8B, BLOCK_CHECKSUMS_16B, SLICE_SUMS_1B,
             SLICE_SUMS_8B, SLICE_SUMS_16B, BLOCK_CHECKSUMS_1B + MIXED_SUFFIX, BLOCK_CHECKSUMS_8B + MIXED_SUFFIX,
             BLOCK_CHECKSUMS_16B + MIXED_SUFFIX, SLICE_SUMS_1B + MIXED_SUFFIX, SLICE_SUMS_8B + MIXED_SUFFIX,
-            SLICE_SUMS_16B + MIXED_SUFFIX, SUM_PARTS, FILL, SUM, ByteCellLaunch.BLOCK_CHECKSUMS, ByteCellLaunch.SLICE_SUMS,
-            ByteCellLaunch.BLOCK_CHECKSUMS + MIXED_SUFFIX, ByteCellLaunch.SLICE_SUMS + MIXED_SUFFIX, PAGE_DIGEST);
+            SLICE_SUMS_16B + MIXED_SUFFIX, SUM_PARTS, FILL, SUM, BatchLaunch.BYTE_CELLS_BLOCK_CHECKSUMS, BatchLaunch.BYTE_CELLS_SLICE_SUMS,
+            BatchLaunch.BYTE_CELLS_BLOCK_CHECKSUMS + MIXED_SUFFIX, BatchLaunch.BYTE_CELLS_SLICE_SUMS + MIXED_SUFFIX,
+            PAGE_DIGEST);
 
     /**
      * Any memory on the own stream (host memory is copied to the device first); device memory only on an engine's; the
      * byte-cell kernels take a warp per slice in a grid of at most {@link LaunchPlanner#MAX_GRID_Y} rows of warps.
      */
     private static final BackendLimits LIMITS = new BackendLimits(EnumSet.allOf(SlicePlan.Residency.class),
-            Set.of(SlicePlan.Residency.DEVICE), ByteCellLaunch.MAX_SLICES,
+            Set.of(SlicePlan.Residency.DEVICE), BatchLaunch.MAX_BYTE_CELL_SLICES,
             "; use the backend's own stream (submit without a stream) for host memory");
 
     /** {@code CUstreamCaptureStatus}: not capturing. */
@@ -195,9 +194,9 @@ public final class CudaBackend implements Backend {
      * context current on this thread): the stream's context is made current for the call and the caller's restored
      * after it; a stream that is capturing a CUDA graph (vLLM and SGLang capture decode steps) is refused with
      * {@link IllegalStateException} before anything is enqueued (the upload, launch and result copy would be recorded
-     * into the graph instead of running, and the values would never arrive); then every launch uploads its
-     * descriptors and block table from pinned memory (nothing, when the slot's device buffer already holds this plan's),
-     * runs on the stream, and has its results copied to pinned memory on a side stream that waits on an event. Nothing
+     * into the graph instead of running, and the values would never arrive); then every batch of the plan (a step's
+     * requests over one group: one kernel launch for all of them, {@link BatchLaunch}) uploads its descriptors and page
+     * tables from pinned memory (nothing, when the slot's device buffer already holds this plan's), runs on the stream, and has its results copied to pinned memory on a side stream that waits on an event. Nothing
      * in it synchronizes the device, the context or the caller's stream; the first call in a context, and one larger
      * than any before it, allocates its buffers (cuMemAlloc, cuMemAllocHost), steady-state calls allocate nothing.
      *
@@ -221,7 +220,7 @@ public final class CudaBackend implements Backend {
             try {
                 refuseCapture(s);  // first: creating the context's streams and events is no business of a capture either
                 ContextResources resources = resources(ctx[0]);
-                return plan.startAll(output, l -> launch(resources, s, l, CudaBackend::deviceAddress, slices));
+                return plan.startBatches(output, b -> BatchLaunch.launch(this, resources, s, b, CudaBackend::deviceAddress, slices));
             } finally {
                 leave(previous, ctx[0]);
             }
@@ -230,7 +229,8 @@ public final class CudaBackend implements Backend {
         try {
             ContextResources resources = resources(primaryContext);
             if (plan.launches().stream().allMatch(l -> l.memory() == SlicePlan.Residency.DEVICE)) {
-                return plan.startAll(output, l -> launch(resources, resources.ownStream, l, CudaBackend::deviceAddress, slices));
+                return plan.startBatches(output,
+                        b -> BatchLaunch.launch(this, resources, resources.ownStream, b, CudaBackend::deviceAddress, slices));
             }
             return fromHost(resources, plan, output);
         } finally {
@@ -264,21 +264,10 @@ public final class CudaBackend implements Backend {
         }
         boolean slices = output == CompiledPlan.Output.SLICE_SUMS;
         try (Placed placed = new Placed(memories, resources);
-             PendingChecksums p = plan.startAll(output, l -> launch(resources, resources.ownStream, l, placed::address, slices))) {
+             PendingChecksums p = plan.startBatches(output,
+                     b -> BatchLaunch.launch(this, resources, resources.ownStream, b, placed::address, slices))) {
             return PendingChecksums.completed(p.get());
         }
-    }
-
-    /**
-     * Enqueues one launch on {@code stream}: whole pieces through the {@code kvc_block_checksums}/{@code kvc_slice_sums}
-     * kernels, byte cells through {@link ByteCellLaunch}; {@code address} gives the device address of each memory.
-     */
-    private CudaPending launch(ContextResources resources, long stream, CompiledPlan.Launch l, ToLongFunction<KvMemory> address,
-            boolean slices) {
-        return switch (l.cellKind()) {
-            case WHOLE_PIECES -> launchPlan(resources, stream, l.slices(), address, slices);
-            case BYTE_CELLS -> ByteCellLaunch.launch(this, resources, stream, l.slices(), address, slices);
-        };
     }
 
     /**
@@ -528,65 +517,12 @@ public final class CudaBackend implements Backend {
                 "cuLaunchKernel(" + name + ", grid " + gridX + "x" + gridY + ")");
     }
 
-    /**
-     * Serializes a whole-piece launch's plan into the kernel ABI and enqueues the block-checksums kernel
-     * ({@code slices == false}) or the slice-sums kernel; {@code address} gives the device address of each region's memory.
-     */
-    private CudaPending launchPlan(ContextResources resources, long stream, SlicePlan plan, ToLongFunction<KvMemory> address,
-            boolean slices) {
-        int ns = plan.numSlices();
-        int nb = plan.numBlocks();
-        int pages = plan.numPages();
-        RequestBlocks r = plan.request();
-        long tableOff = (long) ns * KernelAbi.SLICE_BYTES;
-        long upload = tableOff + 4L * pages;
-        LaunchPlanner.BlockPlan blockPlan = slices ? null : resources.planner.blocks(ns, nb);
-        List<LaunchPlanner.SliceLaunch> sliced = slices ? resources.planner.slices(ns, nb) : null;
-        long scratch = 0;
-        int results = slices ? ns * nb : nb;
-        // Device plans hold fixed addresses, so a plan instance always serializes to the same bytes: it keys the upload.
-        Object uploadKey = plan.residency() == SlicePlan.Residency.DEVICE ? plan : null;
-        return job(resources, stream, upload, scratch, results, uploadKey, (host, dUpload, dScratch, dOut, cached) -> {
-            int alignment = alignmentOf(plan, address);
-            if (!cached) {
-                KernelAbi.slices(host, plan, address, false);
-                for (int i = 0; i < pages; i++) {
-                    host.set(KernelAbi.U32, tableOff + 4L * i, plan.page(i));
-                }
-            }
-            long dTable = dUpload + tableOff;
-            long params = paramsOffset(upload);
-            String mode = plan.mode() == ChecksumMode.MIXED ? MIXED_SUFFIX : "";
-            return () -> {
-                if (slices) {
-                    for (LaunchPlanner.SliceLaunch s : sliced) {
-                        KernelAbi.checksumParams(host, params, dUpload, dTable, dOut + 8L * s.blockOffset(), r.startToken(),
-                                r.firstBlock() + s.blockOffset(), r.numTokens(), r.blockSize(), plan.pageSize(), s.numBlocks(),
-                                ns, 0, 0, nb);
-                        launch(byAlignment(alignment, SLICE_SUMS_16B, SLICE_SUMS_8B, SLICE_SUMS_1B) + mode, s.numBlocks(), s.sliceGroups(),
-                                stream, host, upload);
-                    }
-                    return;
-                }
-                // The parts of a block add into its output word atomically: zero it first, on the same stream.
-                check(driver, driver.cuMemsetD8Async(dOut, 0, 8L * nb, stream), "cuMemsetD8Async(results)");
-                for (LaunchPlanner.BlockLaunch f : blockPlan.launches()) {
-                    KernelAbi.checksumParams(host, params, dUpload, dTable, dOut + 8L * f.blockOffset(), r.startToken(),
-                            r.firstBlock() + f.blockOffset(), r.numTokens(), r.blockSize(), plan.pageSize(), f.numBlocks(), ns,
-                            f.slicesPerPart(), f.numParts(), 0);
-                    launch(byAlignment(alignment, BLOCK_CHECKSUMS_16B, BLOCK_CHECKSUMS_8B, BLOCK_CHECKSUMS_1B) + mode, f.numBlocks(),
-                            f.numParts(), stream, host, upload);
-                }
-            };
-        });
-    }
-
     static String byAlignment(int alignment, String k16, String k8, String k1) {
         return alignment >= 16 ? k16 : alignment >= 8 ? k8 : k1;
     }
 
     /** The smallest alignment class of the plan's parts at their absolute addresses. */
-    private static int alignmentOf(SlicePlan plan, ToLongFunction<KvMemory> address) {
+    static int alignmentOf(SlicePlan plan, ToLongFunction<KvMemory> address) {
         int alignment = 16;
         for (SlicePlan.Slice s : plan.slices()) {
             alignment = Math.min(alignment, s.k().alignmentAt(address.applyAsLong(s.k().memory())));

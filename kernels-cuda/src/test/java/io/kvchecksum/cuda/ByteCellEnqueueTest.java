@@ -61,8 +61,8 @@ class ByteCellEnqueueTest {
             // indexk-bf16 is whole pieces throughout: the whole-piece kernels only
             List<CompiledPlan.CellKind> kinds = CompiledPlan.of(plan).launches().stream().map(CompiledPlan.Launch::cellKind).toList();
             boolean byteCells = kinds.contains(CompiledPlan.CellKind.BYTE_CELLS);
-            assertEquals(byteCells, launched.contains(ByteCellLaunch.BLOCK_CHECKSUMS), kinds + " " + launched);
-            assertEquals(byteCells, launched.contains(ByteCellLaunch.BLOCK_CHECKSUMS + CudaBackend.MIXED_SUFFIX),
+            assertEquals(byteCells, launched.contains(BatchLaunch.BYTE_CELLS_BLOCK_CHECKSUMS), kinds + " " + launched);
+            assertEquals(byteCells, launched.contains(BatchLaunch.BYTE_CELLS_BLOCK_CHECKSUMS + CudaBackend.MIXED_SUFFIX),
                     kinds + " " + launched);
             boolean wholeToo = kinds.contains(CompiledPlan.CellKind.WHOLE_PIECES);
             assertEquals(wholeToo, launched.stream().anyMatch(k -> k.startsWith("kvc_block_checksums")), kinds + " " + launched);
