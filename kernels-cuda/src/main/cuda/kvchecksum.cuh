@@ -38,7 +38,22 @@ struct KvcSlice {
     uint32_t v_pieces;        // 8-byte pieces of V per cell (0: the cell is K only, e.g. MLA)
 };
 
-// Parameters of kvc_block_checksums_{8b,16b} and kvc_slice_sums_{8b,16b}, passed by value. 80 bytes.
+// One request of a batched launch (several requests of one engine step over the same slices, one kernel launch):
+// where its blocks and page ids lie in the batch's. The same for both outputs, so one upload serves both. 40 bytes.
+struct KvcRequest {
+    uint64_t start_token;     // as KvcChecksumParams.start_token, for this request
+    uint64_t first_block;     // request block position of the request's first block in the batch
+    uint64_t num_tokens;      // as KvcChecksumParams.num_tokens, for this request
+    uint64_t block_begin;     // batch block index of the request's first block (ascending over the requests)
+    uint32_t table_offset;    // entries of the batch's table before this request's page ids
+    uint32_t num_blocks;      // the request's blocks: its slice sums' row stride
+};
+
+// Parameters of kvc_block_checksums_{8b,16b} and kvc_slice_sums_{8b,16b}, passed by value. 96 bytes.
+// Batched (num_requests > 0): table, out and first_block are the batch's (first_block: the batch block index of
+// blockIdx.x == 0) and out_stride is the values per block of the batch's output (1 for block checksums, num_slices
+// for slice sums: each request's values follow the previous request's); each CTA takes its request's fields from
+// `requests` (kvc_request_params) before anything else.
 struct KvcChecksumParams {
     const KvcSlice* slices;   // [num_slices], device
     const int32_t* table;     // device page ids; entry i holds request positions start_token + i*page_size ..
@@ -54,7 +69,33 @@ struct KvcChecksumParams {
     uint32_t slices_per_part; // block checksums: slices summed by one CTA (gridDim.y parts cover all slices)
     uint32_t num_parts;       // block checksums: gridDim.y
     uint64_t out_stride;      // slice sums: elements between rows of out
+    const KvcRequest* requests; // [num_requests], device; unused when num_requests == 0 (one request)
+    uint32_t num_requests;    // 0: a launch of one request, fields as above
+    uint32_t reserved;
 };
+
+// The parameters of CTA column bx of a batched launch as a launch of its request alone: the request holding batch
+// block first_block + bx (the last whose block_begin is at most it), with table, out and first_block shifted so that
+// the kernels' `p.first_block + bx`, `p.out + bx` and `p.out + i*out_stride + bx` address that request's block, output
+// word and slice-sum row. Shifts wrap modulo 2^64 like every position here.
+KVC_HD KvcChecksumParams kvc_request_params(KvcChecksumParams p, uint32_t bx) {
+    const uint64_t g = p.first_block + bx;
+    uint32_t lo = 0, hi = p.num_requests - 1;
+    while (lo < hi) {
+        const uint32_t mid = (lo + hi + 1) / 2;
+        if (p.requests[mid].block_begin <= g) lo = mid; else hi = mid - 1;
+    }
+    const KvcRequest q = p.requests[lo];
+    const uint64_t shift = p.first_block - q.block_begin;  // request-relative index of column 0 (may wrap)
+    p.table += q.table_offset;
+    p.start_token = q.start_token;
+    p.first_block = q.first_block + shift;
+    p.num_tokens = q.num_tokens;
+    p.out = reinterpret_cast<uint64_t*>(reinterpret_cast<uintptr_t>(p.out) + 8 * (q.block_begin * p.out_stride + shift));
+    p.out_stride = q.num_blocks;
+    p.num_requests = 0;
+    return p;
+}
 
 // kvc_sum_parts: out[i] = sum_k in[i*parts + k], i < n.
 struct KvcReduceParams {

@@ -33,7 +33,15 @@ __device__ __forceinline__ void kvc_byte_cells_slice_sums_body(const KvcChecksum
     if (lane == 0) p.out[(uint64_t)i * p.out_stride + blockIdx.x] = v;
 }
 
-extern "C" __global__ void __launch_bounds__(KVC_THREADS) kvc_byte_cells_block_checksums(const KvcChecksumParams p) { kvc_byte_cells_block_checksums_body<0>(p); }
-extern "C" __global__ void __launch_bounds__(KVC_THREADS) kvc_byte_cells_slice_sums(const KvcChecksumParams p) { kvc_byte_cells_slice_sums_body<0>(p); }
-extern "C" __global__ void __launch_bounds__(KVC_THREADS) kvc_byte_cells_block_checksums_mixed(const KvcChecksumParams p) { kvc_byte_cells_block_checksums_body<1>(p); }
-extern "C" __global__ void __launch_bounds__(KVC_THREADS) kvc_byte_cells_slice_sums_mixed(const KvcChecksumParams p) { kvc_byte_cells_slice_sums_body<1>(p); }
+extern "C" __global__ void __launch_bounds__(KVC_THREADS) kvc_byte_cells_block_checksums(const KvcChecksumParams p) {
+    if (p.num_requests == 0) kvc_byte_cells_block_checksums_body<0>(p); else kvc_byte_cells_block_checksums_body<0>(kvc_request_params(p, blockIdx.x));
+}
+extern "C" __global__ void __launch_bounds__(KVC_THREADS) kvc_byte_cells_slice_sums(const KvcChecksumParams p) {
+    if (p.num_requests == 0) kvc_byte_cells_slice_sums_body<0>(p); else kvc_byte_cells_slice_sums_body<0>(kvc_request_params(p, blockIdx.x));
+}
+extern "C" __global__ void __launch_bounds__(KVC_THREADS) kvc_byte_cells_block_checksums_mixed(const KvcChecksumParams p) {
+    if (p.num_requests == 0) kvc_byte_cells_block_checksums_body<1>(p); else kvc_byte_cells_block_checksums_body<1>(kvc_request_params(p, blockIdx.x));
+}
+extern "C" __global__ void __launch_bounds__(KVC_THREADS) kvc_byte_cells_slice_sums_mixed(const KvcChecksumParams p) {
+    if (p.num_requests == 0) kvc_byte_cells_slice_sums_body<1>(p); else kvc_byte_cells_slice_sums_body<1>(kvc_request_params(p, blockIdx.x));
+}

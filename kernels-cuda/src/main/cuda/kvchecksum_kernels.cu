@@ -7,8 +7,10 @@
 #include "kvchecksum_byte_cells_kernels.cuh"  // cells that are not whole pieces: their own kernels
 
 static_assert(sizeof(KvcSlice) == 64, "KvcSlice ABI");
-static_assert(sizeof(KvcChecksumParams) == 80, "KvcChecksumParams ABI");
+static_assert(sizeof(KvcChecksumParams) == 96, "KvcChecksumParams ABI");
 static_assert(offsetof(KvcChecksumParams, out_stride) == 72, "KvcChecksumParams ABI");
+static_assert(offsetof(KvcChecksumParams, requests) == 80, "KvcChecksumParams ABI");
+static_assert(sizeof(KvcRequest) == 40, "KvcRequest ABI");
 
 __device__ __forceinline__ uint64_t kvc_warp_sum(uint64_t v) {
 #pragma unroll
@@ -93,8 +95,10 @@ __device__ __forceinline__ void kvc_slice_sums_body(const KvcChecksumParams& p) 
 //   8b: 8-byte loads: bases and strides multiples of 8;
 //   1b: pieces assembled from aligned 8-byte words: any layout (offsets and strides of any byte count);
 //   _mixed: the mixed mode, the same kernels with every loaded piece through kvc_feistel3 first.
+// A batched launch (num_requests > 0) first resolves the CTA's request (kvc_request_params), then runs the same body.
 #define KVC_CHECKSUM_KERNEL(NAME, BODY, VEC, MIX) \
-    extern "C" __global__ void __launch_bounds__(KVC_THREADS, 2) NAME(const KvcChecksumParams p) { BODY<VEC, MIX>(p); }
+    extern "C" __global__ void __launch_bounds__(KVC_THREADS, 2) NAME(const KvcChecksumParams p) { \
+        if (p.num_requests == 0) BODY<VEC, MIX>(p); else BODY<VEC, MIX>(kvc_request_params(p, blockIdx.x)); }
 #define KVC_CHECKSUM_KERNELS(SUFFIX, MIX) \
     KVC_CHECKSUM_KERNEL(kvc_block_checksums_16b##SUFFIX, kvc_block_checksums_body, 2, MIX) \
     KVC_CHECKSUM_KERNEL(kvc_block_checksums_8b##SUFFIX, kvc_block_checksums_body, 1, MIX) \

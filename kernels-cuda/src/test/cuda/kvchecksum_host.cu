@@ -13,7 +13,8 @@
 #include <string.h>
 
 static_assert(sizeof(KvcSlice) == 64, "KvcSlice ABI");
-static_assert(sizeof(KvcChecksumParams) == 80, "KvcChecksumParams ABI");
+static_assert(sizeof(KvcChecksumParams) == 96, "KvcChecksumParams ABI");
+static_assert(sizeof(KvcRequest) == 40, "KvcRequest ABI");
 
 // Set by the host build of the load functions on a misaligned address (see kvc_ld8 in kvchecksum.cuh).
 thread_local int kvc_host_fault = 0;
@@ -26,15 +27,21 @@ const int KVC_INVALID_VALUE = 1;
 const int KVC_NOT_FOUND = 500;
 const int KVC_MISALIGNED_ADDRESS = 716;
 
+// The parameters CTA column bx works with, as the kernels' entry points choose them: a batched launch's request.
+KvcChecksumParams cta_params(const KvcChecksumParams& p, uint32_t bx) {
+    return p.num_requests == 0 ? p : kvc_request_params(p, bx);
+}
+
 template <int VEC, int MIX = 0>
 int block_checksums(uint32_t gx, uint32_t gy, const KvcChecksumParams& p) {
     if (gx != p.num_blocks || gy != p.num_parts || p.slices_per_part == 0) return KVC_INVALID_VALUE;
     for (uint32_t by = 0; by < gy; ++by) {
         for (uint32_t bx = 0; bx < gx; ++bx) {
+            const KvcChecksumParams q = cta_params(p, bx);
             uint64_t s = 0;
             for (uint32_t w = 0; w < KVC_WARPS; ++w)
-                for (uint32_t l = 0; l < 32; ++l) s += kvc_block_thread<VEC, MIX>(p, bx, by, w, l);
-            p.out[bx] += s;  // the kernel's atomicAdd into the output the host zeroed
+                for (uint32_t l = 0; l < 32; ++l) s += kvc_block_thread<VEC, MIX>(q, bx, by, w, l);
+            q.out[bx] += s;  // the kernel's atomicAdd into the output the host zeroed
         }
     }
     return KVC_SUCCESS;
@@ -45,12 +52,13 @@ int slice_sums(uint32_t gx, uint32_t gy, const KvcChecksumParams& p) {
     if (gx != p.num_blocks || (uint64_t)gy * KVC_WARPS < p.num_slices) return KVC_INVALID_VALUE;
     for (uint32_t by = 0; by < gy; ++by) {
         for (uint32_t bx = 0; bx < gx; ++bx) {
+            const KvcChecksumParams q = cta_params(p, bx);
             for (uint32_t w = 0; w < KVC_WARPS; ++w) {
-                const int64_t i = kvc_slice_sums_slice(p, by, w);
+                const int64_t i = kvc_slice_sums_slice(q, by, w);
                 if (i < 0) continue;
                 uint64_t s = 0;
-                for (uint32_t l = 0; l < 32; ++l) s += kvc_lane_slice_sum<VEC, MIX>(p, p.slices[i], p.table, 0, p.first_block + bx, l);
-                p.out[(uint64_t)i * p.out_stride + bx] = s;
+                for (uint32_t l = 0; l < 32; ++l) s += kvc_lane_slice_sum<VEC, MIX>(q, q.slices[i], q.table, 0, q.first_block + bx, l);
+                q.out[(uint64_t)i * q.out_stride + bx] = s;
             }
         }
     }
@@ -64,15 +72,16 @@ int byte_cells(uint32_t gx, uint32_t gy, const KvcChecksumParams& p, bool slices
     const KvcByteCellSlice* sl = reinterpret_cast<const KvcByteCellSlice*>(p.slices);
     for (uint32_t by = 0; by < gy; ++by) {
         for (uint32_t bx = 0; bx < gx; ++bx) {
+            const KvcChecksumParams q = cta_params(p, bx);
             for (uint32_t w = 0; w < KVC_WARPS; ++w) {
-                const int64_t i = kvc_byte_cell_slice(p, by, w);
+                const int64_t i = kvc_byte_cell_slice(q, by, w);
                 if (i < 0) continue;
                 uint64_t s = 0;
-                for (uint32_t l = 0; l < 32; ++l) s += kvc_byte_cell_lane_sum<MIX>(p, sl[i], p.first_block + bx, l);
+                for (uint32_t l = 0; l < 32; ++l) s += kvc_byte_cell_lane_sum<MIX>(q, sl[i], q.first_block + bx, l);
                 if (slices) {
-                    p.out[(uint64_t)i * p.out_stride + bx] = s;
+                    q.out[(uint64_t)i * q.out_stride + bx] = s;
                 } else {
-                    p.out[bx] += sl[i].factor * s;  // the kernel's atomicAdd
+                    q.out[bx] += sl[i].factor * s;  // the kernel's atomicAdd
                 }
             }
         }
@@ -155,7 +164,7 @@ int kvc_emulate(const char* name, uint32_t gx, uint32_t gy, uint32_t gz, uint32_
 }
 
 // The ABI facts Java must agree with: 0..6 the structs' sizes, then the offset of every field Java writes, in
-// declaration order: 100+ KvcSlice, 200+ KvcChecksumParams, 300+ KvcReduceParams, 400+ KvcDigestPiece and
+// declaration order: 100+ KvcSlice, 200+ KvcChecksumParams, 250+ KvcRequest (size: 9), 300+ KvcReduceParams, 400+ KvcDigestPiece and
 // KvcDigestParams; 7, 8 their sizes (see KernelAbi); -1 for an
 // unknown query.
 long long kvc_abi(int which) {
@@ -189,6 +198,15 @@ long long kvc_abi(int which) {
         case 210: return offsetof(KvcChecksumParams, slices_per_part);
         case 211: return offsetof(KvcChecksumParams, num_parts);
         case 212: return offsetof(KvcChecksumParams, out_stride);
+        case 213: return offsetof(KvcChecksumParams, requests);
+        case 214: return offsetof(KvcChecksumParams, num_requests);
+        case 9: return sizeof(KvcRequest);
+        case 250: return offsetof(KvcRequest, start_token);
+        case 251: return offsetof(KvcRequest, first_block);
+        case 252: return offsetof(KvcRequest, num_tokens);
+        case 253: return offsetof(KvcRequest, block_begin);
+        case 254: return offsetof(KvcRequest, table_offset);
+        case 255: return offsetof(KvcRequest, num_blocks);
         case 300: return offsetof(KvcReduceParams, in);
         case 301: return offsetof(KvcReduceParams, out);
         case 302: return offsetof(KvcReduceParams, n);

@@ -7,6 +7,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Set;
+import java.util.function.Function;
 
 /**
  * The one compiled form of every checksum: a source ({@link KvCacheGroup} or {@link KvSegments}), one or more requests
@@ -73,10 +74,69 @@ public final class CompiledPlan {
         }
     }
 
+    /**
+     * Launches that one kernel launch can run: the same slices (a step's requests over one group share them), cell
+     * kind, memory, block size and page size; they differ only in their request's blocks and page table. A backend with
+     * a cost per launch runs a batch as one ({@link #startBatches}); its values are its launches' values concatenated
+     * in order, each in its own layout ({@link Launch#numBlocks} block checksums, or its slices x {@code numBlocks}
+     * slice sums, slice-major).
+     *
+     * @param launches the launches, at least one, in plan order
+     * @param indices each launch's index in {@link #launches()} of the plan
+     */
+    public record Batch(List<Launch> launches, int[] indices) {
+        /** Validates and keeps immutable copies. */
+        public Batch {
+            launches = List.copyOf(launches);
+            indices = indices.clone();
+            if (launches.isEmpty() || indices.length != launches.size()) {
+                throw new IllegalArgumentException("a batch needs at least one launch, and an index for each");
+            }
+        }
+
+        /** {@return each launch's index among the plan's launches (a copy)} */
+        @Override
+        public int[] indices() {
+            return indices.clone();
+        }
+
+        /** {@return the first launch: its slices, kinds and sizes are every launch's} */
+        public Launch first() {
+            return launches.get(0);
+        }
+
+        /** {@return the blocks of all launches} */
+        public int numBlocks() {
+            int n = 0;
+            for (Launch l : launches) {
+                n += l.numBlocks();
+            }
+            return n;
+        }
+
+        /**
+         * {@return how many values the batch produces}
+         *
+         * @param output the kind of values
+         */
+        public int numValues(Output output) {
+            return output == Output.BLOCK_CHECKSUMS ? numBlocks() : first().slices().numSlices() * numBlocks();
+        }
+
+        static boolean joinable(Launch a, Launch b) {
+            SlicePlan x = a.slices();
+            SlicePlan y = b.slices();
+            return x.slices() == y.slices() && a.cellKind() == b.cellKind() && x.residency() == y.residency()
+                    && x.request().blockSize() == y.request().blockSize() && x.pageSize() == y.pageSize()
+                    && x.mode() == y.mode();
+        }
+    }
+
     private final KvSource source;
     private final ChecksumSpec spec;
     private final List<RequestBlocks> requests;
     private final List<Launch> launches;
+    private final List<Batch> batches;
     private final int numRows;
     /** Per request and one past the last: where its block checksums start in a run's concatenated values. */
     private final int[] blockOffsets;
@@ -112,6 +172,28 @@ public final class CompiledPlan {
             blockOffsets[i + 1] = (int) total;
         }
         passThrough = launches.size() == 1 && requests.size() == 1 && identity(launches.get(0));
+        // Each launch joins the first batch it is joinable with (a request of a group with whole-piece and byte-cell
+        // layers has one launch of each kind: a step of them is two batches), else starts one.
+        List<List<Integer>> joined = new ArrayList<>();
+        for (int i = 0; i < launches.size(); i++) {
+            List<Integer> home = null;
+            for (List<Integer> b : joined) {
+                if (Batch.joinable(launches.get(b.get(0)), launches.get(i))) {
+                    home = b;
+                    break;
+                }
+            }
+            if (home == null) {
+                home = new ArrayList<>();
+                joined.add(home);
+            }
+            home.add(i);
+        }
+        List<Batch> out = new ArrayList<>(joined.size());
+        for (List<Integer> b : joined) {
+            out.add(new Batch(b.stream().map(launches::get).toList(), b.stream().mapToInt(Integer::intValue).toArray()));
+        }
+        batches = List.copyOf(out);
     }
 
     /**
@@ -251,6 +333,14 @@ public final class CompiledPlan {
     }
 
     /**
+     * {@return the launches joined into batches (in the order of their first launch): a step's requests over one group
+     * make one batch per cell kind}
+     */
+    public List<Batch> batches() {
+        return batches;
+    }
+
+    /**
      * {@return the number of blocks of request {@code r}}
      *
      * @param r a request index
@@ -329,8 +419,7 @@ public final class CompiledPlan {
      * @return the pending per-request values
      */
     public PendingChecksums gather(Output output, List<PendingChecksums> perLaunch) {
-        return passThrough ? perLaunch.get(0)
-                : new Gathered(this, output, List.copyOf(perLaunch));
+        return passThrough ? perLaunch.get(0) : new Gathered(this, output, null, List.copyOf(perLaunch));
     }
 
     /**
@@ -341,17 +430,52 @@ public final class CompiledPlan {
      * @param start starts one launch and returns its pending values
      * @return the pending per-request values
      */
-    public PendingChecksums startAll(Output output, java.util.function.Function<Launch, PendingChecksums> start) {
-        List<PendingChecksums> started = new ArrayList<>(launches.size());
+    public PendingChecksums startAll(Output output, Function<Launch, PendingChecksums> start) {
+        return gather(output, startEach(launches, start));
+    }
+
+    /**
+     * Starts every {@link #batches() batch} through {@code start} (one kernel launch each, on a backend that joins a
+     * batch's launches) and gathers their handles; if starting one fails, those already started are closed before the
+     * failure goes on.
+     *
+     * @param output the kind of values
+     * @param start starts one batch and returns its pending values ({@link Batch#numValues} of them, in the batch's
+     *     layout)
+     * @return the pending per-request values
+     */
+    public PendingChecksums startBatches(Output output, Function<Batch, PendingChecksums> start) {
+        List<PendingChecksums> started = startEach(batches, start);
+        return passThrough ? started.get(0) : new Gathered(this, output, batches, started);
+    }
+
+    private static <T> List<PendingChecksums> startEach(List<T> units, Function<T, PendingChecksums> start) {
+        List<PendingChecksums> started = new ArrayList<>(units.size());
         try {
-            for (Launch l : launches) {
-                started.add(start.apply(l));
+            for (T u : units) {
+                started.add(start.apply(u));
             }
         } catch (RuntimeException | Error e) {
             closeAll(started, e);
             throw e;
         }
-        return gather(output, started);
+        return started;
+    }
+
+    /** Each launch's values out of its batch's, for {@link #gather(Output, long[][])}. */
+    private long[][] perLaunch(Output output, long[][] perBatch) {
+        long[][] each = new long[launches.size()][];
+        for (int b = 0; b < perBatch.length; b++) {
+            Batch batch = batches.get(b);
+            int at = 0;
+            for (int k = 0; k < batch.launches().size(); k++) {
+                Launch l = batch.launches().get(k);
+                int n = output == Output.BLOCK_CHECKSUMS ? l.numBlocks() : l.slices().numSlices() * l.numBlocks();
+                each[batch.indices[k]] = batch.launches().size() == 1 ? perBatch[b] : Arrays.copyOfRange(perBatch[b], at, at + n);
+                at += n;
+            }
+        }
+        return each;
     }
 
     private boolean identity(Launch l) {
@@ -401,16 +525,19 @@ public final class CompiledPlan {
         }
     }
 
-    /** Launch handles placed into per-request values when read. */
+    /** Launch (or batch) handles placed into per-request values when read. */
     private static final class Gathered implements PendingChecksums {
         private final CompiledPlan plan;
         private final Output output;
+        /** The batches the handles are of, or null: one handle per launch. */
+        private final List<Batch> batches;
         private final List<PendingChecksums> pending;
         private long[] values;
 
-        Gathered(CompiledPlan plan, Output output, List<PendingChecksums> pending) {
+        Gathered(CompiledPlan plan, Output output, List<Batch> batches, List<PendingChecksums> pending) {
             this.plan = plan;
             this.output = output;
+            this.batches = batches;
             this.pending = pending;
         }
 
@@ -421,7 +548,7 @@ public final class CompiledPlan {
                 for (int i = 0; i < each.length; i++) {
                     each[i] = pending.get(i).get();
                 }
-                values = plan.gather(output, each);
+                values = plan.gather(output, batches == null ? each : plan.perLaunch(output, each));
             }
             return values.clone();
         }
@@ -448,7 +575,8 @@ public final class CompiledPlan {
 
     @Override
     public String toString() {
-        return "CompiledPlan[" + requests.size() + " request(s), " + launches.size() + " launch(es), "
+        return "CompiledPlan[" + requests.size() + " request(s), " + launches.size() + " launch(es) in " + batches.size()
+                + " batch(es), "
                 + spec.mode().wireName() + ", padding " + spec.padding() + "]";
     }
 }

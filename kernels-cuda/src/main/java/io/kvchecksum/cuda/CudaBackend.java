@@ -196,9 +196,9 @@ public final class CudaBackend implements Backend {
      * context current on this thread): the stream's context is made current for the call and the caller's restored
      * after it; a stream that is capturing a CUDA graph (vLLM and SGLang capture decode steps) is refused with
      * {@link IllegalStateException} before anything is enqueued (the upload, launch and result copy would be recorded
-     * into the graph instead of running, and the values would never arrive); then every launch uploads its
-     * descriptors and block table from pinned memory (nothing, when the slot's device buffer already holds this plan's),
-     * runs on the stream, and has its results copied to pinned memory on a side stream that waits on an event. Nothing
+     * into the graph instead of running, and the values would never arrive); then every batch of the plan (a step's
+     * requests over one group: one kernel launch for all of them) uploads its descriptors and page
+     * tables from pinned memory (nothing, when the slot's device buffer already holds this plan's), runs on the stream, and has its results copied to pinned memory on a side stream that waits on an event. Nothing
      * in it synchronizes the device, the context or the caller's stream; the first call in a context, and one larger
      * than any before it, allocates its buffers (cuMemAlloc, cuMemAllocHost), steady-state calls allocate nothing.
      *
@@ -222,7 +222,7 @@ public final class CudaBackend implements Backend {
             try {
                 refuseCapture(s);  // first: creating the context's streams and events is no business of a capture either
                 ContextResources resources = resources(ctx[0]);
-                return plan.startAll(output, l -> launch(resources, s, l, CudaBackend::deviceAddress, slices));
+                return plan.startBatches(output, b -> launch(resources, s, b, CudaBackend::deviceAddress, slices));
             } finally {
                 leave(previous, ctx[0]);
             }
@@ -231,7 +231,8 @@ public final class CudaBackend implements Backend {
         try {
             ContextResources resources = resources(primaryContext);
             if (plan.launches().stream().allMatch(l -> l.memory() == SlicePlan.Residency.DEVICE)) {
-                return plan.startAll(output, l -> launch(resources, resources.ownStream, l, CudaBackend::deviceAddress, slices));
+                return plan.startBatches(output,
+                        b -> launch(resources, resources.ownStream, b, CudaBackend::deviceAddress, slices));
             }
             return fromHost(resources, plan, output, slices);
         } finally {
@@ -257,7 +258,8 @@ public final class CudaBackend implements Backend {
         List<KvMemory> memories = plan.launches().stream().flatMap(l -> l.slices().slices().stream())
                 .flatMap(s -> s.v() == null ? Stream.of(s.k().memory()) : Stream.of(s.k().memory(), s.v().memory())).toList();
         try (Placed placed = new Placed(memories, resources);
-             PendingChecksums p = plan.startAll(output, l -> launch(resources, resources.ownStream, l, placed::address, slices))) {
+             PendingChecksums p = plan.startBatches(output,
+                     b -> launch(resources, resources.ownStream, b, placed::address, slices))) {
             return PendingChecksums.completed(p.get());
         }
     }
@@ -510,36 +512,56 @@ public final class CudaBackend implements Backend {
     }
 
     /**
-     * Serializes one launch's plan into the kernel ABI ({@code KvcSlice}s, or for byte cells {@code KvcByteCellSlice}s:
-     * the same layout with byte counts, then the page table) and enqueues it on {@code stream}: whole pieces through
-     * the fused {@code kvc_block_checksums} kernel or {@code kvc_slice_sums} (16-, 8- or 1-byte loads by the parts'
-     * alignment), byte cells through the kernels of {@code kvchecksum_byte_cells_kernels.cuh}, a warp per slice;
-     * {@code address} gives the device address of each region's memory.
+     * Serializes one batch of the plan ({@link CompiledPlan#batches()}: one launch, or a step's requests over one group)
+     * into the kernel ABI and enqueues it on {@code stream} as one kernel launch (cut only where a grid would exceed
+     * {@link LaunchPlanner#maxBlocksPerLaunch()}): the slices once ({@code KvcSlice}s, or for byte cells
+     * {@code KvcByteCellSlice}s: the same layout with byte counts), the launches' page tables one after the other and,
+     * for several, one {@code KvcRequest} each, from which every CTA takes its request's fields
+     * ({@code kvc_request_params}). Whole pieces go through the fused {@code kvc_block_checksums} kernel or
+     * {@code kvc_slice_sums} (16-, 8- or 1-byte loads by the parts' alignment), byte cells through the kernels of
+     * {@code kvchecksum_byte_cells_kernels.cuh}, a warp per slice; {@code address} gives the device address of each
+     * region's memory. The values come back in the batch's layout ({@link CompiledPlan.Batch#numValues}).
      */
-    private CudaPending launch(ContextResources resources, long stream, CompiledPlan.Launch l, ToLongFunction<KvMemory> address,
-            boolean slices) {
-        SlicePlan plan = l.slices();
-        boolean byteCells = l.cellKind() == CompiledPlan.CellKind.BYTE_CELLS;
+    private CudaPending launch(ContextResources resources, long stream, CompiledPlan.Batch batch,
+            ToLongFunction<KvMemory> address, boolean slices) {
+        List<CompiledPlan.Launch> launches = batch.launches();
+        SlicePlan plan = batch.first().slices();
+        boolean byteCells = batch.first().cellKind() == CompiledPlan.CellKind.BYTE_CELLS;
         boolean fused = !slices && !byteCells;
+        boolean batched = launches.size() > 1;
         int ns = plan.numSlices();
-        int nb = plan.numBlocks();
-        int pages = plan.numPages();
+        int nb = batch.numBlocks();
+        int pages = launches.stream().mapToInt(l -> l.slices().numPages()).sum();
         RequestBlocks r = plan.request();
         long tableOff = (long) ns * KernelAbi.SLICE_BYTES;
-        long upload = tableOff + 4L * pages;
+        long requestsOff = tableOff + 8 * Math.ceilDiv(4L * pages, 8);
+        long upload = batched ? requestsOff + (long) launches.size() * KernelAbi.REQUEST_BYTES : tableOff + 4L * pages;
         // The fused kernel's grid is (blocks x parts); the others' (blocks x groups of a warp's slices).
         List<LaunchPlanner.BlockLaunch> grids = fused ? resources.planner.blocks(ns, nb) : resources.planner.slices(ns, nb);
         String name = (byteCells ? (slices ? BYTE_CELL_SLICE_SUMS : BYTE_CELL_BLOCK_CHECKSUMS)
                 : slices ? byAlignment(alignmentOf(plan, address), SLICE_SUMS_16B, SLICE_SUMS_8B, SLICE_SUMS_1B)
                 : byAlignment(alignmentOf(plan, address), BLOCK_CHECKSUMS_16B, BLOCK_CHECKSUMS_8B, BLOCK_CHECKSUMS_1B))
                 + (plan.mode() == ChecksumMode.MIXED ? MIXED_SUFFIX : "");
-        // Device plans hold fixed addresses, so a plan instance always serializes to the same bytes: it keys the upload.
-        Object uploadKey = plan.residency() == SlicePlan.Residency.DEVICE ? plan : null;
-        return job(resources, stream, upload, slices ? ns * nb : nb, uploadKey, (host, dUpload, dOut, cached) -> {
+        // Device plans hold fixed addresses, so a plan (a batch of a reused compiled plan) always serializes to the same
+        // bytes: it keys the upload, which serves both outputs.
+        Object uploadKey = plan.residency() != SlicePlan.Residency.DEVICE ? null : batched ? batch : plan;
+        int results = batch.numValues(slices ? CompiledPlan.Output.SLICE_SUMS : CompiledPlan.Output.BLOCK_CHECKSUMS);
+        return job(resources, stream, upload, results, uploadKey, (host, dUpload, dOut, cached) -> {
             if (!cached) {
                 KernelAbi.slices(host, plan, address, byteCells);
-                for (int i = 0; i < pages; i++) {
-                    host.set(KernelAbi.U32, tableOff + 4L * i, plan.page(i));
+                long entry = 0;
+                long begin = 0;
+                for (int k = 0; k < launches.size(); k++) {
+                    SlicePlan p = launches.get(k).slices();
+                    if (batched) {
+                        RequestBlocks q = p.request();
+                        KernelAbi.request(host, requestsOff + (long) k * KernelAbi.REQUEST_BYTES, q.startToken(),
+                                q.firstBlock(), q.numTokens(), begin, (int) entry, p.numBlocks());
+                    }
+                    for (int i = 0; i < p.numPages(); i++) {
+                        host.set(KernelAbi.U32, tableOff + 4L * entry++, p.page(i));
+                    }
+                    begin += p.numBlocks();
                 }
             }
             long params = paramsOffset(upload);
@@ -549,9 +571,15 @@ public final class CudaBackend implements Backend {
                     check(driver, driver.cuMemsetD8Async(dOut, 0, 8L * nb, stream), "cuMemsetD8Async(results)");
                 }
                 for (LaunchPlanner.BlockLaunch g : grids) {
-                    KernelAbi.checksumParams(host, params, dUpload, dUpload + tableOff, dOut + 8L * g.blockOffset(),
-                            r.startToken(), r.firstBlock() + g.blockOffset(), r.numTokens(), r.blockSize(), plan.pageSize(),
-                            g.numBlocks(), ns, g.slicesPerPart(), fused ? g.numParts() : 0, fused ? 0 : nb);
+                    // One request: its fields, column 0 at its block. Several: column 0 is batch block blockOffset,
+                    // out_stride the values per block of the batch's output, and each CTA takes its request's fields
+                    // from the descriptors (which serve both outputs: a cached upload may have been written for the other).
+                    int b0 = g.blockOffset();
+                    KernelAbi.checksumParams(host, params, dUpload, dUpload + tableOff, batched ? dOut : dOut + 8L * b0,
+                            batched ? 0 : r.startToken(), batched ? b0 : r.firstBlock() + b0, batched ? 0 : r.numTokens(),
+                            r.blockSize(), plan.pageSize(), g.numBlocks(), ns, g.slicesPerPart(), fused ? g.numParts() : 0,
+                            batched ? (slices ? ns : 1) : fused ? 0 : nb, batched ? dUpload + requestsOff : 0,
+                            batched ? launches.size() : 0);
                     launch(name, g.numBlocks(), g.numParts(), stream, host, upload);
                 }
             };
@@ -563,7 +591,7 @@ public final class CudaBackend implements Backend {
     }
 
     /** The smallest alignment class of the plan's parts at their absolute addresses. */
-    private static int alignmentOf(SlicePlan plan, ToLongFunction<KvMemory> address) {
+    static int alignmentOf(SlicePlan plan, ToLongFunction<KvMemory> address) {
         int alignment = 16;
         for (SlicePlan.Slice s : plan.slices()) {
             alignment = Math.min(alignment, s.k().alignmentAt(address.applyAsLong(s.k().memory())));

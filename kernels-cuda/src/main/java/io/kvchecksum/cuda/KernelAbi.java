@@ -17,7 +17,8 @@ final class KernelAbi {
     static final ValueLayout.OfInt U32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
     static final int SLICE_BYTES = 64;
-    static final int CHECKSUM_PARAMS_BYTES = 80;
+    static final int CHECKSUM_PARAMS_BYTES = 96;
+    static final int REQUEST_BYTES = 40;
     static final int DIGEST_PIECE_BYTES = 16;
     static final int DIGEST_PARAMS_BYTES = 24;
 
@@ -45,6 +46,15 @@ final class KernelAbi {
     static final int PARAMS_SLICES_PER_PART = 64;
     static final int PARAMS_NUM_PARTS = 68;
     static final int PARAMS_OUT_STRIDE = 72;
+    static final int PARAMS_REQUESTS = 80;
+    static final int PARAMS_NUM_REQUESTS = 88;
+    // KvcRequest
+    static final int REQUEST_START_TOKEN = 0;
+    static final int REQUEST_FIRST_BLOCK = 8;
+    static final int REQUEST_NUM_TOKENS = 16;
+    static final int REQUEST_BLOCK_BEGIN = 24;
+    static final int REQUEST_TABLE_OFFSET = 32;
+    static final int REQUEST_NUM_BLOCKS = 36;
     // KvcDigestPiece, KvcDigestParams (kvchecksum_digest.cuh)
     static final int DIGEST_PIECE_ADDR = 0;
     static final int DIGEST_PIECE_LEN = 8;
@@ -81,7 +91,7 @@ final class KernelAbi {
     @SuppressWarnings("checkstyle:ParameterNumber")
     static void checksumParams(MemorySegment m, long at, long slices, long table, long out, long startToken, long firstBlock,
             long numTokens, int blockSize, int pageSize, int numBlocks, int numSlices, int slicesPerPart, int numParts,
-            long outStride) {
+            long outStride, long requests, int numRequests) {
         m.set(U64, at + PARAMS_SLICES, slices);
         m.set(U64, at + PARAMS_TABLE, table);
         m.set(U64, at + PARAMS_OUT, out);
@@ -95,6 +105,20 @@ final class KernelAbi {
         m.set(U32, at + PARAMS_SLICES_PER_PART, slicesPerPart);
         m.set(U32, at + PARAMS_NUM_PARTS, numParts);
         m.set(U64, at + PARAMS_OUT_STRIDE, outStride);
+        m.set(U64, at + PARAMS_REQUESTS, requests);
+        m.set(U32, at + PARAMS_NUM_REQUESTS, numRequests);
+        m.set(U32, at + PARAMS_NUM_REQUESTS + 4, 0);
+    }
+
+    /** One KvcRequest of a batched launch at {@code at}. */
+    static void request(MemorySegment m, long at, long startToken, long firstBlock, long numTokens, long blockBegin,
+            int tableOffset, int numBlocks) {
+        m.set(U64, at + REQUEST_START_TOKEN, startToken);
+        m.set(U64, at + REQUEST_FIRST_BLOCK, firstBlock);
+        m.set(U64, at + REQUEST_NUM_TOKENS, numTokens);
+        m.set(U64, at + REQUEST_BLOCK_BEGIN, blockBegin);
+        m.set(U32, at + REQUEST_TABLE_OFFSET, tableOffset);
+        m.set(U32, at + REQUEST_NUM_BLOCKS, numBlocks);
     }
 
     static void digestPiece(MemorySegment m, long at, long addr, int len) {

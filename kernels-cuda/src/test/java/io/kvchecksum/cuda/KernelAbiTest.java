@@ -43,6 +43,15 @@ class KernelAbiTest {
         assertEquals(KernelAbi.PARAMS_SLICES_PER_PART, lib.kvc_abi(210), "KvcChecksumParams.slices_per_part");
         assertEquals(KernelAbi.PARAMS_NUM_PARTS, lib.kvc_abi(211), "KvcChecksumParams.num_parts");
         assertEquals(KernelAbi.PARAMS_OUT_STRIDE, lib.kvc_abi(212), "KvcChecksumParams.out_stride");
+        assertEquals(KernelAbi.PARAMS_REQUESTS, lib.kvc_abi(213), "KvcChecksumParams.requests");
+        assertEquals(KernelAbi.PARAMS_NUM_REQUESTS, lib.kvc_abi(214), "KvcChecksumParams.num_requests");
+        assertEquals(KernelAbi.REQUEST_BYTES, lib.kvc_abi(9), "sizeof(KvcRequest)");
+        assertEquals(KernelAbi.REQUEST_START_TOKEN, lib.kvc_abi(250), "KvcRequest.start_token");
+        assertEquals(KernelAbi.REQUEST_FIRST_BLOCK, lib.kvc_abi(251), "KvcRequest.first_block");
+        assertEquals(KernelAbi.REQUEST_NUM_TOKENS, lib.kvc_abi(252), "KvcRequest.num_tokens");
+        assertEquals(KernelAbi.REQUEST_BLOCK_BEGIN, lib.kvc_abi(253), "KvcRequest.block_begin");
+        assertEquals(KernelAbi.REQUEST_TABLE_OFFSET, lib.kvc_abi(254), "KvcRequest.table_offset");
+        assertEquals(KernelAbi.REQUEST_NUM_BLOCKS, lib.kvc_abi(255), "KvcRequest.num_blocks");
     }
 
     @Test
