@@ -12,15 +12,4 @@ public class BackendUnavailableException extends RuntimeException {
     public BackendUnavailableException(String message) {
         super(message);
     }
-
-    /**
-     * A backend that cannot run here because of an underlying failure (a library that did not load, a driver call that
-     * failed).
-     *
-     * @param message why, in words a user can act on
-     * @param cause the failure that made it unavailable
-     */
-    public BackendUnavailableException(String message, Throwable cause) {
-        super(message, cause);
-    }
 }
