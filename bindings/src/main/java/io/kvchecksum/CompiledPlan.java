@@ -5,7 +5,9 @@ import io.kvchecksum.spi.BackendLimits;
 
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.IdentityHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.function.Function;
 
@@ -174,10 +176,14 @@ public final class CompiledPlan {
         passThrough = launches.size() == 1 && requests.size() == 1 && identity(launches.get(0));
         // Each launch joins the first batch it is joinable with (a request of a group with whole-piece and byte-cell
         // layers has one launch of each kind: a step of them is two batches), else starts one.
+        // Candidates are looked up by the identity of the slices (a group's launches share one list), so a step of many
+        // requests over many segments stays linear.
         List<List<Integer>> joined = new ArrayList<>();
+        Map<List<SlicePlan.Slice>, List<List<Integer>>> bySlices = new IdentityHashMap<>();
         for (int i = 0; i < launches.size(); i++) {
+            List<List<Integer>> candidates = bySlices.computeIfAbsent(launches.get(i).slices().slices(), k -> new ArrayList<>());
             List<Integer> home = null;
-            for (List<Integer> b : joined) {
+            for (List<Integer> b : candidates) {
                 if (Batch.joinable(launches.get(b.get(0)), launches.get(i))) {
                     home = b;
                     break;
@@ -186,6 +192,7 @@ public final class CompiledPlan {
             if (home == null) {
                 home = new ArrayList<>();
                 joined.add(home);
+                candidates.add(home);
             }
             home.add(i);
         }

@@ -168,6 +168,64 @@ class CompiledPlanTest {
     }
 
     @Test
+    void aStepsRequestsOverOneGroupAreOneBatchPerCellKindAndABatchsValuesPlaceLikeItsLaunches() {
+        try (Arena arena = Arena.ofConfined()) {
+            Random rnd = new Random(SEED + 2);
+            KvChecksum reference = KvChecksums.reference();
+            List<RequestBlocks> requests = List.of(RequestBlocks.of(new int[] {1, 0}, 7, 2),
+                    RequestBlocks.of(new int[0], 0, 2), RequestBlocks.of(new int[] {2, 2, 0}, 11, 1, 2),
+                    RequestBlocks.of(new int[] {0}, 3, 2));
+            // whole pieces only: one batch of the three requests with blocks; K 12 + V 20 bytes: byte cells, one batch too;
+            // two layers, one of each kind: two batches of three launches each
+            for (KvCacheGroup g : List.of(group(arena, rnd, 2, 16, 16, 3), group(arena, rnd, 2, 12, 20, 3),
+                    KvCacheGroup.of(4, 3, List.of(group(arena, rnd, 2, 16, 16, 3).layers().get(0),
+                            relayer(group(arena, rnd, 1, 12, 20, 3).layers().get(0), 9))))) {
+                for (ChecksumSpec spec : List.of(ChecksumSpec.STANDARD, new ChecksumSpec(ChecksumMode.MIXED, CellPadding.NONE))) {
+                    CompiledPlan plan = reference.compile(g, requests, spec);
+                    long kinds = plan.launches().stream().map(CompiledPlan.Launch::cellKind).distinct().count();
+                    assertEquals(kinds, plan.batches().size(), plan.toString());
+                    for (CompiledPlan.Batch b : plan.batches()) {
+                        assertEquals(3, b.launches().size(), plan.toString());
+                    }
+                    for (CompiledPlan.Output output : CompiledPlan.Output.values()) {
+                        // a batch's values: its launches' values, concatenated in order (what one batched launch returns)
+                        long[][] perLaunch = new long[plan.launches().size()][];
+                        for (int i = 0; i < perLaunch.length; i++) {
+                            CompiledPlan one = CompiledPlan.of(plan.launches().get(i).slices());
+                            perLaunch[i] = output == CompiledPlan.Output.BLOCK_CHECKSUMS
+                                    ? reference.blockChecksums(one).get(0) : reference.sliceSums(one).get(0).values();
+                        }
+                        long[] expected = plan.gather(output, perLaunch);
+                        try (PendingChecksums p = plan.startBatches(output, b -> {
+                            long[] values = new long[b.numValues(output)];
+                            int at = 0;
+                            for (int i : b.indices()) {
+                                System.arraycopy(perLaunch[i], 0, values, at, perLaunch[i].length);
+                                at += perLaunch[i].length;
+                            }
+                            return PendingChecksums.completed(values);
+                        })) {
+                            assertArrayEquals(expected, p.get(), plan + " " + output);
+                        }
+                        if (output == CompiledPlan.Output.BLOCK_CHECKSUMS) {
+                            List<long[]> each = reference.blockChecksums(plan);
+                            for (int r = 0; r < requests.size(); r++) {
+                                assertArrayEquals(reference.blockChecksums(reference.compile(g, List.of(requests.get(r)), spec)).get(0),
+                                        each.get(r), "request " + r);
+                                assertArrayEquals(each.get(r), plan.blockChecksums(expected, r), "request " + r);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    private static CacheLayer relayer(CacheLayer l, int layer) {
+        return new CacheLayer(layer, l.firstHead(), l.numHeads(), l.k(), l.v());
+    }
+
+    @Test
     void segmentsMustHaveTheSameCellBytesAndPadLikeAGroup() {
         try (Arena arena = Arena.ofConfined()) {
             Random rnd = new Random(SEED + 2);
