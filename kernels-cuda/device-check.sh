@@ -33,7 +33,18 @@ say "# kvchecksum CUDA device check $stamp (quick=$quick, dry-run=$dry); $(git r
 java=.device/jre/bin/java
 if [[ ! -x $java && -f .device/jre.tar.xz ]]; then  # prepare-device.sh carries the runtime compressed
   jre=${TMPDIR:-/tmp}/kvchecksum-jre-$(cksum < .device/jre.tar.xz | cut -d' ' -f1)
-  [[ -x $jre/jre/bin/java ]] || { mkdir -p "$jre" && tar -C "$jre" -xJf .device/jre.tar.xz; }
+  # without an xz binary (tar -J needs one), Python's tarfile reads the .xz itself (its lzma module)
+  if [[ ! -x $jre/jre/bin/java ]]; then
+    mkdir -p "$jre"
+    if command -v xz >/dev/null 2>&1; then
+      tar -C "$jre" -xJf .device/jre.tar.xz
+    else
+      python3 -c 'import sys, tarfile
+t = tarfile.open(sys.argv[1], "r:xz")
+t.extractall(sys.argv[2], **({"filter": "fully_trusted"} if hasattr(tarfile, "fully_trusted_filter") else {}))' \
+        .device/jre.tar.xz "$jre"
+    fi
+  fi
   java=$jre/jre/bin/java
   say "java runtime unpacked from .device/jre.tar.xz into $jre ($((SECONDS))s)"
 fi

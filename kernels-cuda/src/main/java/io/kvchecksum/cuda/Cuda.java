@@ -25,8 +25,12 @@ final class Cuda {
     static final int ATTR_MULTIPROCESSOR_COUNT = 16;
     static final int ATTR_COMPUTE_CAPABILITY_MAJOR = 75;
     static final int ATTR_COMPUTE_CAPABILITY_MINOR = 76;
-    /** cuLibraryLoadData and launching a CUkernel need a CUDA 12.0 driver. */
-    static final int MIN_DRIVER_VERSION = 12000;
+    /**
+     * The fatbin is built by CUDA 13's nvcc: its machine code and PTX load on a driver of CUDA 13.0 (the 580 series,
+     * driver API 13000) or newer. An older driver would load the library and fail later, at cuLibraryLoadData, with a
+     * less clear error; it is refused here, when availability is probed.
+     */
+    static final int MIN_DRIVER_VERSION = 13000;
 
     /** The kernel image built by nvcc at build time (see pom.xml and src/main/cuda). */
     static final String FATBIN_RESOURCE = "/io/kvchecksum/cuda/kvchecksum.fatbin";
@@ -123,7 +127,7 @@ final class Cuda {
             check(d, d.cuDriverGetVersion(v), "cuDriverGetVersion");
             if (v[0] < MIN_DRIVER_VERSION) {
                 return Availability.no("insufficient driver: it supports CUDA " + v[0] / 1000 + "." + v[0] % 1000 / 10
-                        + ", the backend needs 12.0 or newer (cuLibraryLoadData)");
+                        + ", the backend's kernels were built with CUDA 13 and need a CUDA 13.0 driver (580 series) or newer");
             }
             check(d, d.cuDeviceGetCount(v), "cuDeviceGetCount");
             if (v[0] == 0) {

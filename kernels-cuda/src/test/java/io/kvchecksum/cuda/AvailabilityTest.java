@@ -47,10 +47,12 @@ class AvailabilityTest {
         f.deviceCount = 0;
         assertTrue(Cuda.probe(() -> f).reason().contains("no CUDA device"));
         FakeCudaDriver old = fake();
-        old.driverVersion = 11080;
+        // a CUDA 12.8 driver loads the library but not a CUDA 13 fatbin: refused when probed, naming both versions
+        old.driverVersion = 12080;
         Availability a = Cuda.probe(() -> old);
         assertFalse(a.available());
-        assertTrue(a.reason().contains("insufficient driver") && a.reason().contains("11.8"), a.reason());
+        assertTrue(a.reason().contains("insufficient driver") && a.reason().contains("12.8")
+                && a.reason().contains("CUDA 13.0"), a.reason());
     }
 
     @Test
