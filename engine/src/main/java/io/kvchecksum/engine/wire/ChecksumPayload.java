@@ -9,7 +9,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.Objects;
-import java.util.regex.Pattern;
 
 /**
  * What a producer sends with a request: every group's block checksums, summed over its workers. The consumer builds
@@ -38,7 +37,6 @@ public record ChecksumPayload(int version, Integer tpSize, long numTokens, List<
     public static final int CURRENT_VERSION = 2;
     /** The version written for every other mode, and the first with a mode field and named sections. */
     public static final int MODE_VERSION = 3;
-    private static final Pattern MODE_NAME = Pattern.compile("[a-z0-9-]{1,32}");
 
     /**
      * Validates the payload as {@link PayloadCodec} would accept it; {@code groups} and {@code sections} are copied
@@ -70,7 +68,7 @@ public record ChecksumPayload(int version, Integer tpSize, long numTokens, List<
         if (version < 3 && !mode.equals(ChecksumMode.STANDARD.wireName())) {
             throw new IllegalArgumentException("a version-" + version + " payload is in the standard mode, not '" + mode + "'");
         }
-        if (!MODE_NAME.matcher(mode).matches()) {
+        if (!WireValues.MODE.matcher(mode).matches()) {
             throw new IllegalArgumentException("mode '" + mode + "' is not 1..32 lower-case letters, digits and '-'");
         }
         if (numTokens < 0) {
