@@ -4,9 +4,7 @@ import io.kvchecksum.engine.verdict.SectionVerdict;
 
 import org.msgpack.value.Value;
 
-import java.util.Collections;
 import java.util.Map;
-import java.util.TreeMap;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 
@@ -64,13 +62,11 @@ public final class PayloadSections {
     }
 
     /** Every known section, by name: one line per section, {@code new Known(name, decoder, comparison)}. */
-    static final Map<String, Known> KNOWN = Collections.unmodifiableMap(Stream.of(
+    static final Map<String, Known> KNOWN = Stream.of(
             new Known(SglangDigestSection.NAME, SglangDigestSection::decode, SglangDigestSection::compare),
             new Known(StateDigestsSection.NAME, StateDigestsSection::decode, StateDigestsSection::compare),
             new Known(PageProbeSection.NAME, PageProbeSection::decode, PageProbeSection::compare))
-            .collect(Collectors.toMap(Known::name, k -> k, (a, b) -> {
-                throw new IllegalStateException("section " + a.name() + " registered twice");
-            }, TreeMap::new)));
+            .collect(Collectors.toUnmodifiableMap(Known::name, k -> k)); // a name registered twice fails here
 
     private PayloadSections() {
     }

@@ -1,6 +1,7 @@
 package io.kvchecksum.engine.wire;
 
 import io.kvchecksum.engine.verdict.SectionVerdict;
+import io.kvchecksum.engine.verdict.Status;
 import io.kvchecksum.engine.verdict.UnverifiedReason;
 
 import org.msgpack.core.MessagePacker;
@@ -9,12 +10,14 @@ import org.msgpack.value.Value;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.EnumMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
+import java.util.TreeSet;
 import java.util.stream.Collectors;
 
 /**
@@ -195,11 +198,9 @@ public record SglangDigestSection(List<Entry> entries) implements PayloadSection
         }
         Map<String, Entry> p = byKey(((SglangDigestSection) producer).entries());
         Map<String, Entry> c = byKey(((SglangDigestSection) consumer).entries());
-        List<String> mismatched = new ArrayList<>();
-        List<String> matched = new ArrayList<>();
+        Map<Status, List<String>> lines = new EnumMap<>(Status.class);
         UnverifiedReason firstReason = null;
-        List<String> unverified = new ArrayList<>();
-        Set<String> keys = new java.util.TreeSet<>(p.keySet());
+        Set<String> keys = new TreeSet<>(p.keySet());
         keys.addAll(c.keySet());
         for (String k : keys) {
             Entry a = p.get(k);
@@ -217,26 +218,20 @@ public record SglangDigestSection(List<Entry> entries) implements PayloadSection
                 r = UnverifiedReason.NO_COMMON_POSITION;
                 why = k + ": other pages covered (" + a.numPages() + " pages from token " + a.firstToken() + " vs "
                         + b.numPages() + " from " + b.firstToken() + ")";
-            } else if (a.digest() != b.digest()) {
-                why = k + ": digest " + hex(a.digest()) + " != " + hex(b.digest());
-                mismatched.add(why);
-                continue;
             } else {
-                matched.add(k + ": digest " + hex(a.digest()));
-                continue;
+                why = k + ": digest " + hex(a.digest()) + (a.digest() != b.digest() ? " != " + hex(b.digest()) : "");
             }
-            if (firstReason == null) {
-                firstReason = r;
-            }
-            unverified.add(why);
+            firstReason = firstReason != null ? firstReason : r;
+            Status s = r != null ? Status.UNVERIFIED : a.digest() != b.digest() ? Status.MISMATCH : Status.MATCH;
+            lines.computeIfAbsent(s, x -> new ArrayList<>()).add(why);
         }
-        if (!mismatched.isEmpty()) {
-            return SectionVerdict.mismatch(NAME, String.join("; ", mismatched));
+        if (lines.containsKey(Status.MISMATCH)) {
+            return SectionVerdict.mismatch(NAME, String.join("; ", lines.get(Status.MISMATCH)));
         }
         if (firstReason != null) {
-            return SectionVerdict.unverified(NAME, firstReason, String.join("; ", unverified));
+            return SectionVerdict.unverified(NAME, firstReason, String.join("; ", lines.get(Status.UNVERIFIED)));
         }
-        return SectionVerdict.match(NAME, String.join("; ", matched));
+        return SectionVerdict.match(NAME, String.join("; ", lines.getOrDefault(Status.MATCH, List.of())));
     }
 
     private static Map<String, Entry> byKey(List<Entry> entries) {

@@ -359,10 +359,7 @@ public final class WorkerChecksummer {
             boolean reportFailures) {
         Objects.requireNonNull(side, "side");
         long started = System.nanoTime();
-        scheduled.stream().filter(s -> !s.isExcluded() && s.numTokens() != numTokens).findFirst().ifPresent(s -> {
-            throw new IllegalArgumentException("group " + s.groupId() + " was selected for " + s.numTokens()
-                    + " tokens, the request has " + numTokens);
-        });
+        BlockSelection.requireTokens(scheduled.stream().filter(s -> !s.isExcluded()).toList(), numTokens);
         Map<Integer, String> skippedHere = new LinkedHashMap<>();
         List<Part> parts = new ArrayList<>();
         try {
