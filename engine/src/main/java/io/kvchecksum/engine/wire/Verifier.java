@@ -9,7 +9,6 @@ import io.kvchecksum.engine.verdict.Status;
 import io.kvchecksum.engine.verdict.UnverifiedReason;
 
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -17,6 +16,7 @@ import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.function.Supplier;
 import java.util.stream.Collectors;
+import java.util.stream.IntStream;
 import java.util.stream.LongStream;
 
 /**
@@ -125,13 +125,13 @@ public final class Verifier {
             List<GroupChecksums> p = producer.get(id);
             List<GroupChecksums> c = consumer.get(id);
             if (p == null) {
-                verdicts.add(new GroupVerdict(id, Status.UNVERIFIED, null, UnverifiedReason.ONE_SIDE_ONLY,
+                verdicts.add(GroupVerdict.unverified(id, UnverifiedReason.ONE_SIDE_ONLY,
                         "checksummed by the consumer only: the producer skipped or does not have it"));
             } else if (c == null) {
-                verdicts.add(new GroupVerdict(id, Status.UNVERIFIED, null, UnverifiedReason.ONE_SIDE_ONLY,
+                verdicts.add(GroupVerdict.unverified(id, UnverifiedReason.ONE_SIDE_ONLY,
                         "checksummed by the producer only: the consumer skipped it"));
             } else if (p.size() != 1) {
-                verdicts.add(new GroupVerdict(id, Status.UNVERIFIED, null, UnverifiedReason.MALFORMED_PAYLOAD,
+                verdicts.add(GroupVerdict.unverified(id, UnverifiedReason.MALFORMED_PAYLOAD,
                         "the producer's payload lists the group " + p.size() + " times"));
             } else {
                 verdicts.add(compareGroup(id, p.get(0), expected.numTokens(), c, actual.numTokens()));
@@ -155,28 +155,22 @@ public final class Verifier {
     }
 
     private static GroupVerdict compareGroup(int id, GroupChecksums e, long nE, List<GroupChecksums> checks, long nA) {
-        TreeSet<Long> mismatched = new TreeSet<>();
-        TreeSet<Long> notCompared = new TreeSet<>();
-        Map<Integer, Check> results = new LinkedHashMap<>();
-        for (int k = 0; k < checks.size(); k++) {
-            Check r = compareCheck(e, nE, checks.get(k), nA);
-            results.put(k, r);
-            mismatched.addAll(r.mismatched);
-            notCompared.addAll(r.notCompared);
-        }
-        long[] left = notCompared.stream().mapToLong(Long::longValue).toArray();
+        List<Check> results = checks.stream().map(a -> compareCheck(e, nE, a, nA)).toList();
+        long[] mismatched = results.stream().flatMap(r -> r.mismatched.stream()).mapToLong(Long::longValue).sorted()
+                .distinct().toArray();
+        long[] left = results.stream().flatMap(r -> r.notCompared.stream()).mapToLong(Long::longValue).sorted().distinct()
+                .toArray();
         String of = checks.size() > 1 ? " of " + checks.size() + " replica checks" : "";
-        if (!mismatched.isEmpty()) {
-            String d = results.entrySet().stream().filter(r -> !r.getValue().mismatched.isEmpty())
-                    .map(r -> (checks.size() > 1 ? "check " + r.getKey() + ": " : "") + r.getValue().detail)
+        if (mismatched.length > 0) {
+            String d = IntStream.range(0, results.size()).filter(k -> !results.get(k).mismatched.isEmpty())
+                    .mapToObj(k -> (checks.size() > 1 ? "check " + k + ": " : "") + results.get(k).detail)
                     .collect(Collectors.joining("; "));
-            long[] blocks = mismatched.stream().mapToLong(Long::longValue).toArray();
-            return new GroupVerdict(id, Status.MISMATCH, blocks, left, null, d);
+            return new GroupVerdict(id, Status.MISMATCH, mismatched, left, null, d);
         }
-        for (Map.Entry<Integer, Check> r : results.entrySet()) {
-            if (r.getValue().reason != null) {
-                return new GroupVerdict(id, Status.UNVERIFIED, null, left, r.getValue().reason,
-                        (checks.size() > 1 ? "check " + r.getKey() + of + ": " : "") + r.getValue().detail);
+        for (int k = 0; k < results.size(); k++) {
+            if (results.get(k).reason != null) {
+                return new GroupVerdict(id, Status.UNVERIFIED, null, left, results.get(k).reason,
+                        (checks.size() > 1 ? "check " + k + of + ": " : "") + results.get(k).detail);
             }
         }
         return new GroupVerdict(id, Status.MATCH, null, left, null,
