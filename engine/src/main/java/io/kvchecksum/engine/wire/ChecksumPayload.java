@@ -51,14 +51,12 @@ public record ChecksumPayload(int version, Integer tpSize, long numTokens, List<
     public ChecksumPayload {
         groups = List.copyOf(Objects.requireNonNull(groups, "groups"));
         Objects.requireNonNull(mode, "mode");
-        Map<String, PayloadSection> sorted = new TreeMap<>();
-        for (Map.Entry<String, PayloadSection> e : Objects.requireNonNull(sections, "sections").entrySet()) {
-            if (!e.getKey().equals(e.getValue().name())) {
-                throw new IllegalArgumentException("section '" + e.getValue().name() + "' filed under '" + e.getKey() + "'");
+        sections = Collections.unmodifiableMap(new TreeMap<>(Objects.requireNonNull(sections, "sections")));
+        sections.forEach((name, s) -> {
+            if (!name.equals(s.name())) {
+                throw new IllegalArgumentException("section '" + s.name() + "' filed under '" + name + "'");
             }
-            sorted.put(e.getKey(), e.getValue());
-        }
-        sections = Collections.unmodifiableMap(sorted);
+        });
         if (!sections.isEmpty() && version != 3) {
             throw new IllegalArgumentException("sections need payload version 3, not " + version);
         }

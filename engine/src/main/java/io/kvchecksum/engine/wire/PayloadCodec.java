@@ -234,7 +234,7 @@ public final class PayloadCodec {
                     this.field = "sections." + name;
                     PayloadSection s;
                     try {
-                        s = k.decoder().decode(read(from));
+                        s = k.decoder().apply(read(from));
                     } catch (MalformedPayloadException e) {
                         throw e;
                     } catch (RuntimeException e) {

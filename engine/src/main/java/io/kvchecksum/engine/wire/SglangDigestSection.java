@@ -186,7 +186,7 @@ public record SglangDigestSection(List<Entry> entries) implements PayloadSection
     }
 
     /**
-     * The comparison rule of this section ({@link PayloadSections.Comparison}); either side may be absent.
+     * The comparison rule of this section ({@link PayloadSections.Known#comparison()}); either side may be absent.
      *
      * @param producer the producer's {@code SglangDigestSection}, or {@code null} when it has none
      * @param consumer the consumer's {@code SglangDigestSection}, or {@code null} when it has none

@@ -14,6 +14,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.stream.Collectors;
 
 /**
  * The {@code "state-digests"} section: one digest per state buffer of the request (Mamba/SSM state rows), as
@@ -154,16 +155,13 @@ public record StateDigestsSection(String mode, Map<String, Long> digests) implem
      * @return a new list of the names of the buffers with different digests
      */
     public static List<String> differingBuffers(PayloadSection producer, PayloadSection consumer) {
-        List<String> out = new ArrayList<>();
-        if (producer instanceof StateDigestsSection p && consumer instanceof StateDigestsSection c && p.mode().equals(c.mode())) {
-            p.digests().forEach((k, v) -> {
-                Long other = c.digests().get(k);
-                if (other != null && other.longValue() != v.longValue()) {
-                    out.add(k);
-                }
-            });
+        if (!(producer instanceof StateDigestsSection p && consumer instanceof StateDigestsSection c
+                && p.mode().equals(c.mode()))) {
+            return new ArrayList<>();
         }
-        return out;
+        return p.digests().keySet().stream()
+                .filter(k -> c.digests().containsKey(k) && !c.digests().get(k).equals(p.digests().get(k)))
+                .collect(Collectors.toCollection(ArrayList::new));
     }
 
     /** The comparison registered in {@link PayloadSections} (see the class comment). */

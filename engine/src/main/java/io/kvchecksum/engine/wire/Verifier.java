@@ -140,13 +140,13 @@ public final class Verifier {
         return LoadVerdict.of(verdicts).withSections(compareSections(expected, actual, PayloadSections.KNOWN));
     }
 
-    /** Each known section either side carries, compared by its own rule ({@link PayloadSections.Comparison}). */
+    /** Each known section either side carries, compared by its own rule ({@link PayloadSections.Known#comparison()}). */
     static List<SectionVerdict> compareSections(ChecksumPayload expected, ChecksumPayload actual,
             Map<String, PayloadSections.Known> known) {
         TreeSet<String> names = new TreeSet<>(expected.sections().keySet());
         names.addAll(actual.sections().keySet());
         return names.stream().filter(known::containsKey)
-                .map(name -> known.get(name).comparison().compare(expected.section(name), actual.section(name)))
+                .map(name -> known.get(name).comparison().apply(expected.section(name), actual.section(name)))
                 .filter(Objects::nonNull).toList();
     }
 
