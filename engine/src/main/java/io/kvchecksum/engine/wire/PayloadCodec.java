@@ -18,6 +18,7 @@ import org.msgpack.core.MessagePack;
 import org.msgpack.core.MessagePackException;
 import org.msgpack.core.MessageUnpacker;
 import org.msgpack.value.Value;
+import org.msgpack.value.ValueFactory;
 import org.msgpack.value.ValueType;
 
 /**
@@ -283,12 +284,15 @@ public final class PayloadCodec {
             }
         }
 
-        /** The next value, of type {@code type}, its sizes checked against the input. */
+        /** The next integer, string or bin, its size checked against the bytes left. */
         private Value value(String field, ValueType type) throws IOException {
             next(field, type);
-            long from = u.getTotalReadBytes();
-            skip(field, 0);
-            return read(from);
+            if (type == ValueType.INTEGER) {
+                return u.unpackValue();
+            }
+            byte[] raw = u.readPayload(claimed(field, type == ValueType.STRING ? u.unpackRawStringHeader()
+                    : u.unpackBinaryHeader(), 1, "bytes"));
+            return type == ValueType.STRING ? ValueFactory.newString(raw, true) : ValueFactory.newBinary(raw, true);
         }
 
         /**
@@ -321,13 +325,13 @@ public final class PayloadCodec {
                 long fingerprint = WireValues.unsigned64(value(at + ".fingerprint", ValueType.INTEGER), at + ".fingerprint");
                 Integer blockSize = v2 ? (int) integer(at + ".block_size", 1, MAX_INT) : null;
                 long start = integer(at + ".start", 0, Long.MAX_VALUE);
-                byte[] raw = value(at + ".values", ValueType.BINARY).asBinaryValue().asByteArray();
-                if (raw.length % 8 != 0) {
-                    throw new MalformedPayloadException(at + ".values: " + raw.length
+                ByteBuffer raw = value(at + ".values", ValueType.BINARY).asBinaryValue().asByteBuffer();
+                if (raw.remaining() % 8 != 0) {
+                    throw new MalformedPayloadException(at + ".values: " + raw.remaining()
                             + " bytes is not a whole number of 8-byte words");
                 }
-                long[] values = new long[raw.length / 8];
-                ByteBuffer.wrap(raw).order(ByteOrder.LITTLE_ENDIAN).asLongBuffer().get(values);
+                long[] values = new long[raw.remaining() / 8];
+                raw.order(ByteOrder.LITTLE_ENDIAN).asLongBuffer().get(values);
                 GroupChecksums g = new GroupChecksums(groupId, fingerprint, blockSize, start, values);
                 if (v2) {
                     String problem = ChecksumPayload.rangeProblem(g, numTokens);

@@ -18,6 +18,7 @@ import java.util.function.Supplier;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 import java.util.stream.LongStream;
+import java.util.stream.Stream;
 
 /**
  * Compares a producer's checksums with the consumer's checksums of the same load. Stateless and thread-safe; it
@@ -233,16 +234,10 @@ public final class Verifier {
         }
         String sizes = be == ba ? "block size " + be : "chunks of " + large + " tokens (producer blocks " + be
                 + ", consumer blocks " + ba + ")";
-        StringBuilder leftOut = new StringBuilder();
-        if (!notCovered.isEmpty()) {
-            leftOut.append("; not compared: consumer blocks ").append(notCovered).append(" (the producer sent no checksum for them)");
-        }
-        if (!otherCount.isEmpty()) {
-            leftOut.append("; not compared: consumer blocks ").append(otherCount).append(" (").append(nA)
-                    .append(" tokens on the consumer, ").append(nE).append(" on the producer)");
-        }
-        List<Long> notCompared = new ArrayList<>(notCovered);
-        notCompared.addAll(otherCount);
+        String leftOut = (notCovered.isEmpty() ? "" : "; not compared: consumer blocks " + notCovered
+                + " (the producer sent no checksum for them)") + (otherCount.isEmpty() ? "" : "; not compared: consumer blocks "
+                + otherCount + " (" + nA + " tokens on the consumer, " + nE + " on the producer)");
+        List<Long> notCompared = Stream.concat(notCovered.stream(), otherCount.stream()).toList();
         if (!mismatched.isEmpty()) {
             return new Check(mismatched, notCompared, null, "blocks " + mismatched + " differ (" + sizes + ")" + leftOut);
         }

@@ -41,7 +41,8 @@ final class WireValues {
         if (!v.isIntegerValue()) {
             throw new MalformedPayloadException(field + ": expected an unsigned 64-bit integer, got " + v.getValueType());
         }
-        BigInteger b = v.asIntegerValue().toBigInteger();
+        BigInteger b = v.asIntegerValue().isInLongRange() ? BigInteger.valueOf(v.asIntegerValue().toLong())
+                : v.asIntegerValue().toBigInteger();
         if (b.signum() < 0) {
             throw new MalformedPayloadException(field + ": " + b + " is negative");
         }
