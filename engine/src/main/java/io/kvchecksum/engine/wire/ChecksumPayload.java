@@ -113,14 +113,10 @@ public record ChecksumPayload(int version, Integer tpSize, long numTokens, List<
      * @throws IllegalArgumentException when {@code version} is not 1 or 2, and as the canonical constructor does
      */
     public ChecksumPayload(int version, Integer tpSize, long numTokens, List<GroupChecksums> groups) {
-        this(requireOneOrTwo(version), tpSize, numTokens, groups, ChecksumMode.STANDARD.wireName());
-    }
-
-    private static int requireOneOrTwo(int version) {
         if (version != 1 && version != 2) {
             throw new IllegalArgumentException("payload version " + version + " without a mode (versions 1 and 2 have none)");
         }
-        return version;
+        this(version, tpSize, numTokens, groups, ChecksumMode.STANDARD.wireName());
     }
 
     /**
