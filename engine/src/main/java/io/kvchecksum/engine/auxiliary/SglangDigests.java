@@ -73,10 +73,7 @@ public final class SglangDigests {
      * @throws IllegalArgumentException when a (group, worker) appears twice, or the payload is version 1
      */
     public static Aggregator.Result attach(Aggregator.Result result, List<SglangDigestSection.Entry> entries) {
-        if (result instanceof Aggregator.Complete c && !entries.isEmpty()) {
-            return new Aggregator.Complete(attach(c.payload(), entries), c.skippedGroups());
-        }
-        return result;
+        return entries.isEmpty() ? result : AuxiliaryChecks.attach(result, List.of(new SglangDigestSection(entries)));
     }
 
     /**

@@ -8,7 +8,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.EnumSet;
-import java.util.LinkedHashMap;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -16,6 +16,7 @@ import java.util.Objects;
 import java.util.Set;
 import java.util.SplittableRandom;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Function;
 
 /**
  * Fault injection for engines' end-to-end tests (what SGLang has as {@code SGLANG_TEST_DISAGG_KV_CHECKSUM_MISMATCH_PROB}
@@ -151,11 +152,11 @@ public final class FaultInjector {
         if (spec == null || spec.isBlank() || spec.strip().equalsIgnoreCase("off")) {
             return null;
         }
-        Map<String, String> kv = new LinkedHashMap<>();
+        Map<String, String> kv = new HashMap<>();
         for (String part : spec.split(",")) {
-            int colon = part.indexOf(':');
-            String key = colon < 0 ? part.strip() : part.substring(0, colon).strip().toLowerCase(Locale.ROOT);
-            if (colon < 0 || !List.of("p", "kinds", "seed").contains(key) || kv.put(key, part.substring(colon + 1).strip()) != null) {
+            String[] pair = part.split(":", 2);
+            String key = pair[0].strip().toLowerCase(Locale.ROOT);
+            if (pair.length < 2 || !List.of("p", "kinds", "seed").contains(key) || kv.put(key, pair[1].strip()) != null) {
                 throw new IllegalArgumentException(source + ": '" + part.strip() + "' is not one of p:<0..1>, kinds:flip|xor,"
                         + " seed:<integer> (each at most once), in '" + spec + "'");
             }
@@ -163,35 +164,26 @@ public final class FaultInjector {
         if (!kv.containsKey("p")) {
             throw new IllegalArgumentException(source + ": no p:<probability> in '" + spec + "'");
         }
-        double p;
-        try {
-            p = Double.parseDouble(kv.get("p"));
-        } catch (NumberFormatException e) {
-            throw new IllegalArgumentException(source + ": p '" + kv.get("p") + "' is not a number", e);
-        }
+        double p = parsed(source, "p", kv.get("p"), "a number", Double::parseDouble);
         if (!(p >= 0 && p <= 1)) {
             throw new IllegalArgumentException(source + ": p " + kv.get("p") + " is not in [0, 1]");
         }
         Set<Kind> kinds = EnumSet.noneOf(Kind.class);
         for (String k : kv.getOrDefault("kinds", "flip|xor").split("\\|")) {
-            switch (k.strip().toLowerCase(Locale.ROOT)) {
-                case "flip" -> kinds.add(Kind.FLIP);
-                case "xor" -> kinds.add(Kind.XOR);
-                default -> throw new IllegalArgumentException(source + ": fault kind '" + k.strip()
-                        + "' is not flip or xor");
-            }
+            kinds.add(parsed(source, "fault kind", k.strip(), "flip or xor", x -> Kind.valueOf(x.toUpperCase(Locale.ROOT))));
         }
-        long seed;
-        if (kv.containsKey("seed")) {
-            try {
-                seed = Long.parseLong(kv.get("seed"));
-            } catch (NumberFormatException e) {
-                throw new IllegalArgumentException(source + ": seed '" + kv.get("seed") + "' is not a 64-bit integer", e);
-            }
-        } else {
-            seed = System.nanoTime();
-        }
+        long seed = kv.containsKey("seed") ? parsed(source, "seed", kv.get("seed"), "a 64-bit integer", Long::parseLong)
+                : System.nanoTime();
         return new Config(p, kinds, seed);
+    }
+
+    /** {@code parse} of {@code text}, or an exception saying that the {@code what} text is not {@code expected}. */
+    private static <T> T parsed(String source, String what, String text, String expected, Function<String, T> parse) {
+        try {
+            return parse.apply(text);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException(source + ": " + what + " '" + text + "' is not " + expected, e);
+        }
     }
 
     /**

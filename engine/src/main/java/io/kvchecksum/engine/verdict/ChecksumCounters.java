@@ -1,7 +1,7 @@
 package io.kvchecksum.engine.verdict;
 
-import java.util.EnumMap;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
 
 /** {@link ChecksumMetrics} as plain in-memory counts, for engines without a registry and for tests. Thread-safe. */
@@ -11,15 +11,11 @@ public final class ChecksumCounters implements ChecksumMetrics {
     private final LongAdder mismatchedBlocks = new LongAdder();
     private final LongAdder malformed = new LongAdder();
     private final LongAdder nanos = new LongAdder();
-    private final Map<UnverifiedReason, LongAdder> unverified = new EnumMap<>(UnverifiedReason.class);
-    private final Map<UnverifiedReason, LongAdder> withheld = new EnumMap<>(UnverifiedReason.class);
+    private final Map<UnverifiedReason, LongAdder> unverified = new ConcurrentHashMap<>();
+    private final Map<UnverifiedReason, LongAdder> withheld = new ConcurrentHashMap<>();
 
     /** All counts start at zero. */
     public ChecksumCounters() {
-        for (UnverifiedReason r : UnverifiedReason.values()) {
-            unverified.put(r, new LongAdder());
-            withheld.put(r, new LongAdder());
-        }
     }
 
     @Override
@@ -35,7 +31,7 @@ public final class ChecksumCounters implements ChecksumMetrics {
 
     @Override
     public void unverified(UnverifiedReason reason) {
-        unverified.get(reason).increment();
+        unverified.computeIfAbsent(reason, r -> new LongAdder()).increment();
     }
 
     @Override
@@ -45,7 +41,7 @@ public final class ChecksumCounters implements ChecksumMetrics {
 
     @Override
     public void payloadWithheld(UnverifiedReason reason) {
-        withheld.get(reason).increment();
+        withheld.computeIfAbsent(reason, r -> new LongAdder()).increment();
     }
 
     @Override
@@ -82,7 +78,7 @@ public final class ChecksumCounters implements ChecksumMetrics {
      * @param reason the reason asked about; not null
      */
     public long unverifiedLoads(UnverifiedReason reason) {
-        return unverified.get(reason).sum();
+        return unverified.getOrDefault(reason, new LongAdder()).sum();
     }
 
     /** {@return payload copies that could not be decoded} */
@@ -96,7 +92,7 @@ public final class ChecksumCounters implements ChecksumMetrics {
      * @param reason the reason asked about; not null
      */
     public long withheldPayloads(UnverifiedReason reason) {
-        return withheld.get(reason).sum();
+        return withheld.getOrDefault(reason, new LongAdder()).sum();
     }
 
     /** {@return total checksum time reported, in nanoseconds} */

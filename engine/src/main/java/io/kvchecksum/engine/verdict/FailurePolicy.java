@@ -198,7 +198,6 @@ public final class FailurePolicy {
                 }
                 log.log(Level.DEBUG, () -> "KV load of request " + requestId + " unverified (" + then + "): " + verdict);
             }
-            default -> throw new AssertionError(verdict.status());
         }
         if (!failClosed) {
             return new Decision(requestId, Action.USE_LOAD, verdict);

@@ -57,7 +57,15 @@ public record GroupVerdict(int groupId, Status status, long[] mismatchedBlocks, 
         this(groupId, status, mismatchedBlocks, null, reason, detail);
     }
 
-    static GroupVerdict unverified(int groupId, UnverifiedReason reason, String detail) {
+    /**
+     * {@return a group that could not be compared at all}
+     *
+     * @param groupId the group
+     * @param reason why; not null
+     * @param detail the specifics, for logs; may be null
+     * @throws IllegalArgumentException when {@code reason} is null
+     */
+    public static GroupVerdict unverified(int groupId, UnverifiedReason reason, String detail) {
         return new GroupVerdict(groupId, Status.UNVERIFIED, null, null, reason, detail);
     }
 

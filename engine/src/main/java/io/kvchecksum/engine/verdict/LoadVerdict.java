@@ -117,12 +117,8 @@ public record LoadVerdict(Status status, List<GroupVerdict> groups, UnverifiedRe
 
     /** {@return every reason this load is (partly) unverified: the load-level one or its groups'} */
     public Set<UnverifiedReason> reasons() {
-        Set<UnverifiedReason> out = EnumSet.noneOf(UnverifiedReason.class);
-        if (reason != null) {
-            out.add(reason);
-        }
-        groups.stream().map(GroupVerdict::reason).filter(Objects::nonNull).forEach(out::add);
-        return out;
+        return Stream.concat(Stream.ofNullable(reason), groups.stream().map(GroupVerdict::reason)).filter(Objects::nonNull)
+                .collect(Collectors.toCollection(() -> EnumSet.noneOf(UnverifiedReason.class)));
     }
 
     /**

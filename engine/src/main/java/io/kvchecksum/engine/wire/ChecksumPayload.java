@@ -9,7 +9,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.Objects;
-import java.util.regex.Pattern;
 
 /**
  * What a producer sends with a request: every group's block checksums, summed over its workers. The consumer builds
@@ -38,7 +37,6 @@ public record ChecksumPayload(int version, Integer tpSize, long numTokens, List<
     public static final int CURRENT_VERSION = 2;
     /** The version written for every other mode, and the first with a mode field and named sections. */
     public static final int MODE_VERSION = 3;
-    private static final Pattern MODE_NAME = Pattern.compile("[a-z0-9-]{1,32}");
 
     /**
      * Validates the payload as {@link PayloadCodec} would accept it; {@code groups} and {@code sections} are copied
@@ -53,14 +51,12 @@ public record ChecksumPayload(int version, Integer tpSize, long numTokens, List<
     public ChecksumPayload {
         groups = List.copyOf(Objects.requireNonNull(groups, "groups"));
         Objects.requireNonNull(mode, "mode");
-        Map<String, PayloadSection> sorted = new TreeMap<>();
-        for (Map.Entry<String, PayloadSection> e : Objects.requireNonNull(sections, "sections").entrySet()) {
-            if (!e.getKey().equals(e.getValue().name())) {
-                throw new IllegalArgumentException("section '" + e.getValue().name() + "' filed under '" + e.getKey() + "'");
+        sections = Collections.unmodifiableMap(new TreeMap<>(Objects.requireNonNull(sections, "sections")));
+        sections.forEach((name, s) -> {
+            if (!name.equals(s.name())) {
+                throw new IllegalArgumentException("section '" + s.name() + "' filed under '" + name + "'");
             }
-            sorted.put(e.getKey(), e.getValue());
-        }
-        sections = Collections.unmodifiableMap(sorted);
+        });
         if (!sections.isEmpty() && version != 3) {
             throw new IllegalArgumentException("sections need payload version 3, not " + version);
         }
@@ -70,7 +66,7 @@ public record ChecksumPayload(int version, Integer tpSize, long numTokens, List<
         if (version < 3 && !mode.equals(ChecksumMode.STANDARD.wireName())) {
             throw new IllegalArgumentException("a version-" + version + " payload is in the standard mode, not '" + mode + "'");
         }
-        if (!MODE_NAME.matcher(mode).matches()) {
+        if (!WireValues.MODE.matcher(mode).matches()) {
             throw new IllegalArgumentException("mode '" + mode + "' is not 1..32 lower-case letters, digits and '-'");
         }
         if (numTokens < 0) {
@@ -117,14 +113,10 @@ public record ChecksumPayload(int version, Integer tpSize, long numTokens, List<
      * @throws IllegalArgumentException when {@code version} is not 1 or 2, and as the canonical constructor does
      */
     public ChecksumPayload(int version, Integer tpSize, long numTokens, List<GroupChecksums> groups) {
-        this(requireOneOrTwo(version), tpSize, numTokens, groups, ChecksumMode.STANDARD.wireName());
-    }
-
-    private static int requireOneOrTwo(int version) {
         if (version != 1 && version != 2) {
             throw new IllegalArgumentException("payload version " + version + " without a mode (versions 1 and 2 have none)");
         }
-        return version;
+        this(version, tpSize, numTokens, groups, ChecksumMode.STANDARD.wireName());
     }
 
     /**

@@ -138,16 +138,16 @@ public record PageProbeSection(int pageSize, int probeBytes, long firstToken, lo
     /** Reads the section's value (registered in {@link PayloadSections}). */
     static PayloadSection decode(Value v) {
         String f = "sections." + NAME;
-        List<Value> a = SectionValues.array(v, f, 5, 5);
-        int ps = (int) SectionValues.integer(a.get(0), f + ".page_size", 1, Integer.MAX_VALUE);
-        int pb = (int) SectionValues.integer(a.get(1), f + ".probe_bytes", 8, Integer.MAX_VALUE);
+        List<Value> a = WireValues.array(v, f, 5, 5);
+        int ps = (int) WireValues.integer(a.get(0), f + ".page_size", 1, Integer.MAX_VALUE);
+        int pb = (int) WireValues.integer(a.get(1), f + ".probe_bytes", 8, Integer.MAX_VALUE);
         if (pb % 8 != 0) {
             throw new MalformedPayloadException(f + ".probe_bytes: " + pb + " is not a multiple of 8");
         }
-        long first = SectionValues.integer(a.get(2), f + ".first_token", 0, Long.MAX_VALUE);
-        long n = SectionValues.integer(a.get(3), f + ".num_tokens", first, Long.MAX_VALUE);
+        long first = WireValues.integer(a.get(2), f + ".first_token", 0, Long.MAX_VALUE);
+        long n = WireValues.integer(a.get(3), f + ".num_tokens", first, Long.MAX_VALUE);
         long pages = Math.ceilDiv(n - first, (long) ps);
-        byte[] bin = SectionValues.bin(a.get(4), f + ".probes");
+        byte[] bin = WireValues.bin(a.get(4), f + ".probes");
         if (pages > MAX_PAGES || bin.length != 8 * pages) {
             throw new MalformedPayloadException(f + ".probes: " + bin.length + " bytes, but " + pages + " pages of "
                     + ps + " tokens from " + first + " to " + n + " need " + (8 * pages) + " (at most " + MAX_PAGES + " pages)");
@@ -223,7 +223,7 @@ public record PageProbeSection(int pageSize, int probeBytes, long firstToken, lo
     /** The comparison registered in {@link PayloadSections} (see the class comment). */
     static SectionVerdict compare(PayloadSection producer, PayloadSection consumer) {
         if (producer == null || consumer == null) {
-            return SectionValues.oneSideOnly(NAME, "page probes", producer);
+            return WireValues.oneSideOnly(NAME, "page probes", producer);
         }
         PageProbeSection p = (PageProbeSection) producer;
         PageProbeSection c = (PageProbeSection) consumer;

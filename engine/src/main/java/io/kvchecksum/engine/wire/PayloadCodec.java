@@ -3,22 +3,22 @@ package io.kvchecksum.engine.wire;
 import io.kvchecksum.ChecksumMode;
 
 import java.io.IOException;
-import java.math.BigInteger;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.Base64;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
-import java.util.stream.Collectors;
 
 import org.msgpack.core.MessageBufferPacker;
-import org.msgpack.core.MessageFormat;
 import org.msgpack.core.MessagePack;
 import org.msgpack.core.MessagePackException;
 import org.msgpack.core.MessageUnpacker;
 import org.msgpack.value.Value;
+import org.msgpack.value.ValueFactory;
 import org.msgpack.value.ValueType;
 
 /**
@@ -81,7 +81,7 @@ public final class PayloadCodec {
             for (GroupChecksums g : payload.groups()) {
                 p.packArrayHeader(v2 ? 5 : 4);
                 p.packInt(g.groupId());
-                SectionValues.packUnsigned(p, g.fingerprint());
+                WireValues.packUnsigned(p, g.fingerprint());
                 if (v2) {
                     p.packInt(g.blockSize());
                 }
@@ -190,7 +190,7 @@ public final class PayloadCodec {
                 throw new MalformedPayloadException("payload: an array of " + n
                         + " elements; expected 6 (version 3), 4 (version 2) or 3 (version 1)");
             }
-            long version = unsigned("version", MAX_INT);
+            long version = integer("version", 0, MAX_INT);
             // The seed names no version number for the final form: a writer may tag it 1. Only a version-1 tag with
             // exactly the final form's shape (four elements, five-field groups, which carry the block size only the
             // final revision has) is read as the final form; no other tag is ever dispatched by shape.
@@ -203,29 +203,13 @@ public final class PayloadCodec {
             if (n != elements) {
                 throw new MalformedPayloadException("payload: version " + readAs + " has " + elements + " elements, got " + n);
             }
-            Integer tp = readAs >= 2 ? (int) positive("tp_size") : null;
-            long numTokens = unsigned("num_tokens", Long.MAX_VALUE);
-            String mode = readAs == 3 ? modeName() : ChecksumMode.STANDARD.wireName();
+            Integer tp = readAs >= 2 ? (int) integer("tp_size", 1, MAX_INT) : null;
+            long numTokens = integer("num_tokens", 0, Long.MAX_VALUE);
+            String mode = readAs == 3 ? WireValues.mode(value("mode", ValueType.STRING), "mode")
+                    : ChecksumMode.STANDARD.wireName();
             List<GroupChecksums> groups = groups(readAs >= 2, numTokens, finalFormTaggedOne);
             Map<String, PayloadSection> sections = readAs == 3 ? sections() : Map.of();
             return new ChecksumPayload(readAs, tp, numTokens, groups, mode, sections);
-        }
-
-        /** A positive integer up to {@code Integer.MAX_VALUE}. */
-        private long positive(String field) throws IOException {
-            long v = unsigned(field, MAX_INT);
-            if (v == 0) {
-                throw new MalformedPayloadException(field + ": must be positive, got 0");
-            }
-            return v;
-        }
-
-        private String modeName() throws IOException {
-            String m = string("mode", 32);
-            if (!m.matches("[a-z0-9-]{1,32}")) {
-                throw new MalformedPayloadException("mode: '" + printable(m) + "' is not 1..32 of a-z, 0-9 and '-'");
-            }
-            return m;
         }
 
         /**
@@ -234,35 +218,29 @@ public final class PayloadCodec {
          */
         private Map<String, PayloadSection> sections() throws IOException {
             next("sections", ValueType.MAP);
-            int n = mapHeader("sections");
+            // Every entry takes at least two bytes.
+            int n = claimed("sections", u.unpackMapHeader(), 2, "entries");
             Map<String, PayloadSection> out = new TreeMap<>();
-            java.util.Set<String> names = new java.util.HashSet<>();
+            Set<String> names = new HashSet<>();
             for (int i = 0; i < n; i++) {
-                String name = string("sections[" + i + "].name", 64);
-                if (name.isEmpty()) {
-                    throw new MalformedPayloadException("sections[" + i + "].name: empty");
-                }
+                String at = "sections[" + i + "].name";
+                String name = WireValues.text(value(at, ValueType.STRING), at, 64);
                 if (!names.add(name)) {
-                    throw new MalformedPayloadException("sections: '" + printable(name) + "' appears twice");
+                    throw new MalformedPayloadException("sections: '" + WireValues.printable(name) + "' appears twice");
                 }
                 long from = u.getTotalReadBytes();
-                skip("sections." + printable(name), 0);
+                skip("sections." + WireValues.printable(name), 0);
                 PayloadSections.Known k = known.get(name);
                 if (k != null) {
                     this.field = "sections." + name;
-                    Value value;
-                    try (MessageUnpacker one = MessagePack.newDefaultUnpacker(input, (int) from,
-                            (int) (u.getTotalReadBytes() - from))) {
-                        value = one.unpackValue();
-                    }
                     PayloadSection s;
                     try {
-                        s = k.decoder().decode(value);
+                        s = k.decoder().apply(read(from));
                     } catch (MalformedPayloadException e) {
                         throw e;
                     } catch (RuntimeException e) {
                         // A decoder's own slip (a type it did not check) is still a malformed section, never a crash.
-                        throw new MalformedPayloadException("sections." + printable(name) + ": " + e, e);
+                        throw new MalformedPayloadException("sections." + WireValues.printable(name) + ": " + e, e);
                     }
                     if (s == null || !s.name().equals(name)) {
                         throw new IllegalStateException("the decoder of section " + name + " returned " + s);
@@ -283,28 +261,38 @@ public final class PayloadCodec {
                 throw new MalformedPayloadException(field + ": truncated, the input ends before it");
             }
             ValueType t = u.getNextFormat().getValueType();
-            if (t == ValueType.ARRAY) {
-                int n = arrayHeader(field);
+            if (t == ValueType.ARRAY || t == ValueType.MAP) {
+                // Every element takes at least one byte, every entry two.
+                int n = t == ValueType.ARRAY ? claimed(field, u.unpackArrayHeader(), 1, "elements")
+                        : 2 * claimed(field, u.unpackMapHeader(), 2, "entries");
                 for (int i = 0; i < n; i++) {
-                    skip(field, depth + 1);
-                }
-            } else if (t == ValueType.MAP) {
-                int n = mapHeader(field);
-                for (int i = 0; i < 2 * n; i++) {
                     skip(field, depth + 1);
                 }
             } else if (t == ValueType.STRING || t == ValueType.BINARY || t == ValueType.EXTENSION) {
                 int len = t == ValueType.STRING ? u.unpackRawStringHeader()
                         : t == ValueType.BINARY ? u.unpackBinaryHeader() : u.unpackExtensionTypeHeader().getLength();
-                u.readPayload(claimed(field, len, 1, "bytes"));
+                u.readPayloadAsReference(claimed(field, len, 1, "bytes"));
             } else {
                 u.skipValue();
             }
         }
 
-        private int mapHeader(String field) throws IOException {
-            // Every entry takes at least two bytes.
-            return claimed(field, header(field, ValueType.MAP), 2, "entries");
+        /** The value that starts at input offset {@code from} and was just skipped, so its sizes are checked. */
+        private Value read(long from) throws IOException {
+            try (MessageUnpacker one = MessagePack.newDefaultUnpacker(input, (int) from, (int) (u.getTotalReadBytes() - from))) {
+                return one.unpackValue();
+            }
+        }
+
+        /** The next integer, string or bin, its size checked against the bytes left. */
+        private Value value(String field, ValueType type) throws IOException {
+            next(field, type);
+            if (type == ValueType.INTEGER) {
+                return u.unpackValue();
+            }
+            byte[] raw = u.readPayload(claimed(field, type == ValueType.STRING ? u.unpackRawStringHeader()
+                    : u.unpackBinaryHeader(), 1, "bytes"));
+            return type == ValueType.STRING ? ValueFactory.newString(raw, true) : ValueFactory.newBinary(raw, true);
         }
 
         /**
@@ -317,26 +305,6 @@ public final class PayloadCodec {
                         + " but only " + remaining() + (unit.equals("bytes") ? "" : " bytes") + " follow");
             }
             return n;
-        }
-
-        private String string(String field, int maxBytes) throws IOException {
-            next(field, ValueType.STRING);
-            int len;
-            try {
-                len = u.unpackRawStringHeader();
-            } catch (MessagePackException e) {
-                throw new MalformedPayloadException(field + ": size not readable (" + e.getClass().getSimpleName() + ")", e);
-            }
-            claimed(field, len, 1, "bytes");
-            if (len > maxBytes) {
-                throw new MalformedPayloadException(field + ": " + len + " bytes, at most " + maxBytes);
-            }
-            return new String(u.readPayload(len), java.nio.charset.StandardCharsets.UTF_8);
-        }
-
-        private static String printable(String s) {
-            return s.codePoints().mapToObj(c -> c >= 0x20 && c < 0x7f && c != '\\' ? Character.toString(c)
-                    : String.format("\\u%04x", c)).collect(Collectors.joining());
         }
 
         private List<GroupChecksums> groups(boolean v2, long numTokens, boolean taggedOne) throws IOException {
@@ -353,11 +321,17 @@ public final class PayloadCodec {
                             + (taggedOne ? "a version-1-tagged payload of the final form (4 elements)" : "version " + (v2 ? "2 and 3" : "1"))
                             + ", got " + fields);
                 }
-                int groupId = (int) unsigned(at + ".group_id", MAX_INT);
-                long fingerprint = unsigned64(at + ".fingerprint");
-                Integer blockSize = v2 ? (int) positive(at + ".block_size") : null;
-                long start = unsigned(at + ".start", Long.MAX_VALUE);
-                long[] values = words(at + ".values");
+                int groupId = (int) integer(at + ".group_id", 0, MAX_INT);
+                long fingerprint = WireValues.unsigned64(value(at + ".fingerprint", ValueType.INTEGER), at + ".fingerprint");
+                Integer blockSize = v2 ? (int) integer(at + ".block_size", 1, MAX_INT) : null;
+                long start = integer(at + ".start", 0, Long.MAX_VALUE);
+                ByteBuffer raw = value(at + ".values", ValueType.BINARY).asBinaryValue().asByteBuffer();
+                if (raw.remaining() % 8 != 0) {
+                    throw new MalformedPayloadException(at + ".values: " + raw.remaining()
+                            + " bytes is not a whole number of 8-byte words");
+                }
+                long[] values = new long[raw.remaining() / 8];
+                raw.order(ByteOrder.LITTLE_ENDIAN).asLongBuffer().get(values);
                 GroupChecksums g = new GroupChecksums(groupId, fingerprint, blockSize, start, values);
                 if (v2) {
                     String problem = ChecksumPayload.rangeProblem(g, numTokens);
@@ -370,79 +344,26 @@ public final class PayloadCodec {
             return groups;
         }
 
-        private MessageFormat next(String field, ValueType type) throws IOException {
+        private void next(String field, ValueType type) throws IOException {
             this.field = field;
             if (!u.hasNext()) {
                 throw new MalformedPayloadException(field + ": truncated, the input ends before it");
             }
-            MessageFormat f = u.getNextFormat();
-            if (f.getValueType() != type) {
+            ValueType t = u.getNextFormat().getValueType();
+            if (t != type) {
                 throw new MalformedPayloadException(field + ": expected " + type.name().toLowerCase() + ", got "
-                        + f.getValueType().name().toLowerCase());
+                        + t.name().toLowerCase());
             }
-            return f;
         }
 
         private int arrayHeader(String field) throws IOException {
             next(field, ValueType.ARRAY);
             // Every element takes at least one byte.
-            return claimed(field, header(field, ValueType.ARRAY), 1, "elements");
+            return claimed(field, u.unpackArrayHeader(), 1, "elements");
         }
 
-        /**
-         * An array, map or bin header; a size past what msgpack-java can represent is rejected as a lie, naming the
-         * field.
-         */
-        private int header(String field, ValueType type) throws IOException {
-            try {
-                return type == ValueType.ARRAY ? u.unpackArrayHeader()
-                        : type == ValueType.MAP ? u.unpackMapHeader() : u.unpackBinaryHeader();
-            } catch (MessagePackException e) {
-                throw new MalformedPayloadException(field + ": size not readable or larger than the input ("
-                        + e.getClass().getSimpleName() + ")", e);
-            }
-        }
-
-        private long unsigned(String field, long max) throws IOException {
-            MessageFormat f = next(field, ValueType.INTEGER);
-            if (f == MessageFormat.UINT64) {
-                // Encoders may write a small value in the widest form; only its magnitude matters.
-                BigInteger b = u.unpackBigInteger();
-                if (b.bitLength() > 63 || b.longValue() > max) {
-                    throw new MalformedPayloadException(field + ": " + b + " is out of range (at most " + max + ")");
-                }
-                return b.longValue();
-            }
-            long v = u.unpackLong();
-            if (v < 0 || v > max) {
-                throw new MalformedPayloadException(field + ": " + v + " is out of range (0.." + max + ")");
-            }
-            return v;
-        }
-
-        private long unsigned64(String field) throws IOException {
-            MessageFormat f = next(field, ValueType.INTEGER);
-            if (f == MessageFormat.UINT64) {
-                // Two's complement bits of an unsigned value in 0..2^64-1.
-                return u.unpackBigInteger().longValue();
-            }
-            long v = u.unpackLong();
-            if (v < 0) {
-                throw new MalformedPayloadException(field + ": negative (" + v + "); an unsigned 64-bit value was expected");
-            }
-            return v;
-        }
-
-        private long[] words(String field) throws IOException {
-            next(field, ValueType.BINARY);
-            int len = claimed(field, header(field, ValueType.BINARY), 1, "bytes");
-            if (len % 8 != 0) {
-                throw new MalformedPayloadException(field + ": " + len + " bytes is not a whole number of 8-byte words");
-            }
-            byte[] raw = u.readPayload(len);
-            long[] out = new long[len / 8];
-            ByteBuffer.wrap(raw).order(ByteOrder.LITTLE_ENDIAN).asLongBuffer().get(out);
-            return out;
+        private long integer(String field, long min, long max) throws IOException {
+            return WireValues.integer(value(field, ValueType.INTEGER), field, min, max);
         }
     }
 }

@@ -4,9 +4,9 @@ import io.kvchecksum.engine.verdict.SectionVerdict;
 
 import org.msgpack.value.Value;
 
-import java.util.Collections;
 import java.util.Map;
-import java.util.TreeMap;
+import java.util.function.BiFunction;
+import java.util.function.Function;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 
@@ -26,51 +26,23 @@ public final class PayloadSections {
      * How one known section is read and compared.
      *
      * @param name the section's key in the payload's map, as {@link PayloadSection#name()} gives it
-     * @param decoder reads the section's value into a {@link PayloadSection}
-     * @param comparison compares the producer's section with the consumer's
+     * @param decoder reads the section's value into a {@link PayloadSection} filed under {@code name}: the value is
+     *     already checked to be well-formed msgpack of bounded size and depth, untrusted otherwise; a wrong type or
+     *     range throws {@link MalformedPayloadException} naming the field ({@code sections.<name>.<field>})
+     * @param comparison compares the producer's section with the consumer's by the section's own rule: either may be
+     *     {@code null} (absent on that side), not both; returns the section's verdict, or {@code null} when there is
+     *     nothing to report
      */
-    public record Known(String name, Decoder decoder, Comparison comparison) {
-    }
-
-    /** Reads one section's value. */
-    @FunctionalInterface
-    public interface Decoder {
-        /**
-         * Decodes the section.
-         *
-         * @param value the section's value, already checked to be well-formed msgpack of bounded size and depth,
-         *     untrusted otherwise
-         * @return the section, with the name it is filed under
-         * @throws MalformedPayloadException naming the field ({@code sections.<name>.<field>}) when a type or range is
-         *     wrong
-         */
-        PayloadSection decode(Value value);
-    }
-
-    /**
-     * Compares the producer's section with the consumer's; either may be {@code null} (absent on that side), not both.
-     * Returns {@code null} when there is nothing to report.
-     */
-    @FunctionalInterface
-    public interface Comparison {
-        /**
-         * Compares the two sides' sections by the section's own rule.
-         *
-         * @param producer the producer's section, or {@code null} when its payload did not carry it
-         * @param consumer the consumer's section, or {@code null} when its payload did not carry it
-         * @return the section's verdict, or {@code null} when there is nothing to report
-         */
-        SectionVerdict compare(PayloadSection producer, PayloadSection consumer);
+    public record Known(String name, Function<Value, PayloadSection> decoder,
+            BiFunction<PayloadSection, PayloadSection, SectionVerdict> comparison) {
     }
 
     /** Every known section, by name: one line per section, {@code new Known(name, decoder, comparison)}. */
-    static final Map<String, Known> KNOWN = Collections.unmodifiableMap(Stream.of(
+    static final Map<String, Known> KNOWN = Stream.of(
             new Known(SglangDigestSection.NAME, SglangDigestSection::decode, SglangDigestSection::compare),
             new Known(StateDigestsSection.NAME, StateDigestsSection::decode, StateDigestsSection::compare),
             new Known(PageProbeSection.NAME, PageProbeSection::decode, PageProbeSection::compare))
-            .collect(Collectors.toMap(Known::name, k -> k, (a, b) -> {
-                throw new IllegalStateException("section " + a.name() + " registered twice");
-            }, TreeMap::new)));
+            .collect(Collectors.toUnmodifiableMap(Known::name, k -> k)); // a name registered twice fails here
 
     private PayloadSections() {
     }

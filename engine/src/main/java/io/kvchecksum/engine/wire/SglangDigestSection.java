@@ -1,23 +1,23 @@
 package io.kvchecksum.engine.wire;
 
 import io.kvchecksum.engine.verdict.SectionVerdict;
+import io.kvchecksum.engine.verdict.Status;
 import io.kvchecksum.engine.verdict.UnverifiedReason;
 
 import org.msgpack.core.MessagePacker;
-import org.msgpack.value.ArrayValue;
-import org.msgpack.value.IntegerValue;
 import org.msgpack.value.Value;
 
 import java.io.IOException;
-import java.math.BigInteger;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.EnumMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
+import java.util.TreeSet;
 import java.util.stream.Collectors;
 
 /**
@@ -132,7 +132,7 @@ public record SglangDigestSection(List<Entry> entries) implements PayloadSection
             p.packArrayHeader(7);
             p.packInt(e.groupId());
             p.packInt(e.worker());
-            SectionValues.packUnsigned(p, e.signature());
+            WireValues.packUnsigned(p, e.signature());
             p.packInt(e.pageSize());
             p.packLong(e.firstToken());
             p.packInt(e.numPages());
@@ -151,13 +151,7 @@ public record SglangDigestSection(List<Entry> entries) implements PayloadSection
      */
     public static SglangDigestSection decode(Value v) {
         String at = "sections." + NAME;
-        if (!v.isArrayValue()) {
-            throw new MalformedPayloadException(at + ": expected an array of entries, got " + v.getValueType());
-        }
-        ArrayValue a = v.asArrayValue();
-        if (a.size() > MAX_ENTRIES) {
-            throw new MalformedPayloadException(at + ": " + a.size() + " entries, more than " + MAX_ENTRIES);
-        }
+        List<Value> a = WireValues.array(v, at, 0, MAX_ENTRIES);
         List<Entry> out = new ArrayList<>();
         Set<Long> seen = new HashSet<>();
         for (int i = 0; i < a.size(); i++) {
@@ -167,14 +161,14 @@ public record SglangDigestSection(List<Entry> entries) implements PayloadSection
                 throw new MalformedPayloadException(ei + ": expected [group_id, worker, signature, page_size, first_token,"
                         + " num_pages, digest], got " + (e.isArrayValue() ? e.asArrayValue().size() + " elements" : e.getValueType()));
             }
-            ArrayValue f = e.asArrayValue();
-            int group = (int) ranged(f.get(0), ei + ".group_id", 0, Integer.MAX_VALUE);
-            int worker = (int) ranged(f.get(1), ei + ".worker", 0, Integer.MAX_VALUE);
-            long signature = unsigned64(f.get(2), ei + ".signature");
-            int pageSize = (int) ranged(f.get(3), ei + ".page_size", 1, Integer.MAX_VALUE);
-            long first = ranged(f.get(4), ei + ".first_token", 0, Long.MAX_VALUE);
-            int pages = (int) ranged(f.get(5), ei + ".num_pages", 0, Integer.MAX_VALUE);
-            long digest = ranged(f.get(6), ei + ".digest", 0, 0xffffffffL);
+            List<Value> f = e.asArrayValue().list();
+            int group = (int) WireValues.integer(f.get(0), ei + ".group_id", 0, Integer.MAX_VALUE);
+            int worker = (int) WireValues.integer(f.get(1), ei + ".worker", 0, Integer.MAX_VALUE);
+            long signature = WireValues.unsigned64(f.get(2), ei + ".signature");
+            int pageSize = (int) WireValues.integer(f.get(3), ei + ".page_size", 1, Integer.MAX_VALUE);
+            long first = WireValues.integer(f.get(4), ei + ".first_token", 0, Long.MAX_VALUE);
+            int pages = (int) WireValues.integer(f.get(5), ei + ".num_pages", 0, Integer.MAX_VALUE);
+            long digest = WireValues.integer(f.get(6), ei + ".digest", 0, 0xffffffffL);
             if (!isAdler32(digest)) {
                 throw new MalformedPayloadException(ei + ".digest: " + digest + " is not an Adler-32 value (each 16-bit"
                         + " half must be below 65521)");
@@ -191,39 +185,8 @@ public record SglangDigestSection(List<Entry> entries) implements PayloadSection
         return new SglangDigestSection(out);
     }
 
-    private static long ranged(Value v, String field, long min, long max) {
-        if (!v.isIntegerValue() || !v.asIntegerValue().isInLongRange()) {
-            throw new MalformedPayloadException(field + ": expected an integer in " + min + ".." + max + ", got "
-                    + (v.isIntegerValue() ? v.toString() : v.getValueType().toString()));
-        }
-        long x = v.asIntegerValue().toLong();
-        if (x < min || x > max) {
-            throw new MalformedPayloadException(field + ": " + x + " is outside " + min + ".." + max);
-        }
-        return x;
-    }
-
-    private static long unsigned64(Value v, String field) {
-        if (!v.isIntegerValue()) {
-            throw new MalformedPayloadException(field + ": expected an unsigned 64-bit integer, got " + v.getValueType());
-        }
-        IntegerValue i = v.asIntegerValue();
-        if (i.isInLongRange()) {
-            long x = i.toLong();
-            if (x < 0) {
-                throw new MalformedPayloadException(field + ": " + x + " is negative");
-            }
-            return x;
-        }
-        BigInteger b = i.toBigInteger();
-        if (b.signum() < 0 || b.bitLength() > 64) {
-            throw new MalformedPayloadException(field + ": " + b + " is not an unsigned 64-bit integer");
-        }
-        return b.longValue();
-    }
-
     /**
-     * The comparison rule of this section ({@link PayloadSections.Comparison}); either side may be absent.
+     * The comparison rule of this section ({@link PayloadSections.Known#comparison()}); either side may be absent.
      *
      * @param producer the producer's {@code SglangDigestSection}, or {@code null} when it has none
      * @param consumer the consumer's {@code SglangDigestSection}, or {@code null} when it has none
@@ -231,15 +194,13 @@ public record SglangDigestSection(List<Entry> entries) implements PayloadSection
      */
     public static SectionVerdict compare(PayloadSection producer, PayloadSection consumer) {
         if (producer == null || consumer == null) {
-            return SectionValues.oneSideOnly(NAME, "the page digest was", producer);
+            return WireValues.oneSideOnly(NAME, "the page digest was", producer);
         }
         Map<String, Entry> p = byKey(((SglangDigestSection) producer).entries());
         Map<String, Entry> c = byKey(((SglangDigestSection) consumer).entries());
-        List<String> mismatched = new ArrayList<>();
-        List<String> matched = new ArrayList<>();
+        Map<Status, List<String>> lines = new EnumMap<>(Status.class);
         UnverifiedReason firstReason = null;
-        List<String> unverified = new ArrayList<>();
-        Set<String> keys = new java.util.TreeSet<>(p.keySet());
+        Set<String> keys = new TreeSet<>(p.keySet());
         keys.addAll(c.keySet());
         for (String k : keys) {
             Entry a = p.get(k);
@@ -257,26 +218,20 @@ public record SglangDigestSection(List<Entry> entries) implements PayloadSection
                 r = UnverifiedReason.NO_COMMON_POSITION;
                 why = k + ": other pages covered (" + a.numPages() + " pages from token " + a.firstToken() + " vs "
                         + b.numPages() + " from " + b.firstToken() + ")";
-            } else if (a.digest() != b.digest()) {
-                why = k + ": digest " + hex(a.digest()) + " != " + hex(b.digest());
-                mismatched.add(why);
-                continue;
             } else {
-                matched.add(k + ": digest " + hex(a.digest()));
-                continue;
+                why = k + ": digest " + hex(a.digest()) + (a.digest() != b.digest() ? " != " + hex(b.digest()) : "");
             }
-            if (firstReason == null) {
-                firstReason = r;
-            }
-            unverified.add(why);
+            firstReason = firstReason != null ? firstReason : r;
+            Status s = r != null ? Status.UNVERIFIED : a.digest() != b.digest() ? Status.MISMATCH : Status.MATCH;
+            lines.computeIfAbsent(s, x -> new ArrayList<>()).add(why);
         }
-        if (!mismatched.isEmpty()) {
-            return SectionVerdict.mismatch(NAME, String.join("; ", mismatched));
+        if (lines.containsKey(Status.MISMATCH)) {
+            return SectionVerdict.mismatch(NAME, String.join("; ", lines.get(Status.MISMATCH)));
         }
         if (firstReason != null) {
-            return SectionVerdict.unverified(NAME, firstReason, String.join("; ", unverified));
+            return SectionVerdict.unverified(NAME, firstReason, String.join("; ", lines.get(Status.UNVERIFIED)));
         }
-        return SectionVerdict.match(NAME, String.join("; ", matched));
+        return SectionVerdict.match(NAME, String.join("; ", lines.getOrDefault(Status.MATCH, List.of())));
     }
 
     private static Map<String, Entry> byKey(List<Entry> entries) {

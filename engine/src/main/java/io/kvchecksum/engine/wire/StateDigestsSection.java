@@ -14,7 +14,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.regex.Pattern;
+import java.util.stream.Collectors;
 
 /**
  * The {@code "state-digests"} section: one digest per state buffer of the request (Mamba/SSM state rows), as
@@ -38,7 +38,6 @@ public record StateDigestsSection(String mode, Map<String, Long> digests) implem
     public static final String NAME = "state-digests";
     /** The most buffers one section carries (a reader refuses more). */
     public static final int MAX_BUFFERS = 1 << 16;
-    private static final Pattern MODE = Pattern.compile("[a-z0-9-]{1,32}");
 
     /**
      * Validates the mode and the buffer names and copies the digests, keeping their order.
@@ -49,7 +48,7 @@ public record StateDigestsSection(String mode, Map<String, Long> digests) implem
      */
     public StateDigestsSection {
         Objects.requireNonNull(mode, "mode");
-        if (!MODE.matcher(mode).matches()) {
+        if (!WireValues.MODE.matcher(mode).matches()) {
             throw new IllegalArgumentException("mode '" + mode + "' is not 1..32 of a-z, 0-9 and '-'");
         }
         digests = java.util.Collections.unmodifiableMap(new LinkedHashMap<>(digests));
@@ -125,25 +124,22 @@ public record StateDigestsSection(String mode, Map<String, Long> digests) implem
         for (Map.Entry<String, Long> e : digests.entrySet()) {
             p.packArrayHeader(2);
             p.packString(e.getKey());
-            SectionValues.packUnsigned(p, e.getValue());
+            WireValues.packUnsigned(p, e.getValue());
         }
     }
 
     /** Reads the section's value (registered in {@link PayloadSections}). */
     static PayloadSection decode(Value v) {
         String f = "sections." + NAME;
-        List<Value> top = SectionValues.array(v, f, 2, 2);
-        String mode = SectionValues.name(top.get(0), f + ".mode", 32);
-        if (!MODE.matcher(mode).matches()) {
-            throw new MalformedPayloadException(f + ".mode: '" + mode + "' is not 1..32 of a-z, 0-9 and '-'");
-        }
-        List<Value> entries = SectionValues.array(top.get(1), f + ".digests", 0, MAX_BUFFERS);
+        List<Value> top = WireValues.array(v, f, 2, 2);
+        String mode = WireValues.mode(top.get(0), f + ".mode");
+        List<Value> entries = WireValues.array(top.get(1), f + ".digests", 0, MAX_BUFFERS);
         Map<String, Long> m = new LinkedHashMap<>();
         for (int i = 0; i < entries.size(); i++) {
             String at = f + ".digests[" + i + "]";
-            List<Value> e = SectionValues.array(entries.get(i), at, 2, 2);
-            String name = SectionValues.name(e.get(0), at + ".name", 64);
-            if (m.put(name, SectionValues.unsigned64(e.get(1), at + ".digest")) != null) {
+            List<Value> e = WireValues.array(entries.get(i), at, 2, 2);
+            String name = WireValues.name(e.get(0), at + ".name", 64);
+            if (m.put(name, WireValues.unsigned64(e.get(1), at + ".digest")) != null) {
                 throw new MalformedPayloadException(at + ".name: '" + name + "' appears twice");
             }
         }
@@ -159,22 +155,19 @@ public record StateDigestsSection(String mode, Map<String, Long> digests) implem
      * @return a new list of the names of the buffers with different digests
      */
     public static List<String> differingBuffers(PayloadSection producer, PayloadSection consumer) {
-        List<String> out = new ArrayList<>();
-        if (producer instanceof StateDigestsSection p && consumer instanceof StateDigestsSection c && p.mode().equals(c.mode())) {
-            p.digests().forEach((k, v) -> {
-                Long other = c.digests().get(k);
-                if (other != null && other.longValue() != v.longValue()) {
-                    out.add(k);
-                }
-            });
+        if (!(producer instanceof StateDigestsSection p && consumer instanceof StateDigestsSection c
+                && p.mode().equals(c.mode()))) {
+            return new ArrayList<>();
         }
-        return out;
+        return p.digests().keySet().stream()
+                .filter(k -> c.digests().containsKey(k) && !c.digests().get(k).equals(p.digests().get(k)))
+                .collect(Collectors.toCollection(ArrayList::new));
     }
 
     /** The comparison registered in {@link PayloadSections} (see the class comment). */
     static SectionVerdict compare(PayloadSection producer, PayloadSection consumer) {
         if (producer == null || consumer == null) {
-            return SectionValues.oneSideOnly(NAME, "state digests", producer);
+            return WireValues.oneSideOnly(NAME, "state digests", producer);
         }
         StateDigestsSection p = (StateDigestsSection) producer;
         StateDigestsSection c = (StateDigestsSection) consumer;

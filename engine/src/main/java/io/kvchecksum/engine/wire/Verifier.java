@@ -9,7 +9,6 @@ import io.kvchecksum.engine.verdict.Status;
 import io.kvchecksum.engine.verdict.UnverifiedReason;
 
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -17,7 +16,9 @@ import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.function.Supplier;
 import java.util.stream.Collectors;
+import java.util.stream.IntStream;
 import java.util.stream.LongStream;
+import java.util.stream.Stream;
 
 /**
  * Compares a producer's checksums with the consumer's checksums of the same load. Stateless and thread-safe; it
@@ -125,13 +126,13 @@ public final class Verifier {
             List<GroupChecksums> p = producer.get(id);
             List<GroupChecksums> c = consumer.get(id);
             if (p == null) {
-                verdicts.add(new GroupVerdict(id, Status.UNVERIFIED, null, UnverifiedReason.ONE_SIDE_ONLY,
+                verdicts.add(GroupVerdict.unverified(id, UnverifiedReason.ONE_SIDE_ONLY,
                         "checksummed by the consumer only: the producer skipped or does not have it"));
             } else if (c == null) {
-                verdicts.add(new GroupVerdict(id, Status.UNVERIFIED, null, UnverifiedReason.ONE_SIDE_ONLY,
+                verdicts.add(GroupVerdict.unverified(id, UnverifiedReason.ONE_SIDE_ONLY,
                         "checksummed by the producer only: the consumer skipped it"));
             } else if (p.size() != 1) {
-                verdicts.add(new GroupVerdict(id, Status.UNVERIFIED, null, UnverifiedReason.MALFORMED_PAYLOAD,
+                verdicts.add(GroupVerdict.unverified(id, UnverifiedReason.MALFORMED_PAYLOAD,
                         "the producer's payload lists the group " + p.size() + " times"));
             } else {
                 verdicts.add(compareGroup(id, p.get(0), expected.numTokens(), c, actual.numTokens()));
@@ -140,13 +141,13 @@ public final class Verifier {
         return LoadVerdict.of(verdicts).withSections(compareSections(expected, actual, PayloadSections.KNOWN));
     }
 
-    /** Each known section either side carries, compared by its own rule ({@link PayloadSections.Comparison}). */
+    /** Each known section either side carries, compared by its own rule ({@link PayloadSections.Known#comparison()}). */
     static List<SectionVerdict> compareSections(ChecksumPayload expected, ChecksumPayload actual,
             Map<String, PayloadSections.Known> known) {
         TreeSet<String> names = new TreeSet<>(expected.sections().keySet());
         names.addAll(actual.sections().keySet());
         return names.stream().filter(known::containsKey)
-                .map(name -> known.get(name).comparison().compare(expected.section(name), actual.section(name)))
+                .map(name -> known.get(name).comparison().apply(expected.section(name), actual.section(name)))
                 .filter(Objects::nonNull).toList();
     }
 
@@ -155,28 +156,22 @@ public final class Verifier {
     }
 
     private static GroupVerdict compareGroup(int id, GroupChecksums e, long nE, List<GroupChecksums> checks, long nA) {
-        TreeSet<Long> mismatched = new TreeSet<>();
-        TreeSet<Long> notCompared = new TreeSet<>();
-        Map<Integer, Check> results = new LinkedHashMap<>();
-        for (int k = 0; k < checks.size(); k++) {
-            Check r = compareCheck(e, nE, checks.get(k), nA);
-            results.put(k, r);
-            mismatched.addAll(r.mismatched);
-            notCompared.addAll(r.notCompared);
-        }
-        long[] left = notCompared.stream().mapToLong(Long::longValue).toArray();
+        List<Check> results = checks.stream().map(a -> compareCheck(e, nE, a, nA)).toList();
+        long[] mismatched = results.stream().flatMap(r -> r.mismatched.stream()).mapToLong(Long::longValue).sorted()
+                .distinct().toArray();
+        long[] left = results.stream().flatMap(r -> r.notCompared.stream()).mapToLong(Long::longValue).sorted().distinct()
+                .toArray();
         String of = checks.size() > 1 ? " of " + checks.size() + " replica checks" : "";
-        if (!mismatched.isEmpty()) {
-            String d = results.entrySet().stream().filter(r -> !r.getValue().mismatched.isEmpty())
-                    .map(r -> (checks.size() > 1 ? "check " + r.getKey() + ": " : "") + r.getValue().detail)
+        if (mismatched.length > 0) {
+            String d = IntStream.range(0, results.size()).filter(k -> !results.get(k).mismatched.isEmpty())
+                    .mapToObj(k -> (checks.size() > 1 ? "check " + k + ": " : "") + results.get(k).detail)
                     .collect(Collectors.joining("; "));
-            long[] blocks = mismatched.stream().mapToLong(Long::longValue).toArray();
-            return new GroupVerdict(id, Status.MISMATCH, blocks, left, null, d);
+            return new GroupVerdict(id, Status.MISMATCH, mismatched, left, null, d);
         }
-        for (Map.Entry<Integer, Check> r : results.entrySet()) {
-            if (r.getValue().reason != null) {
-                return new GroupVerdict(id, Status.UNVERIFIED, null, left, r.getValue().reason,
-                        (checks.size() > 1 ? "check " + r.getKey() + of + ": " : "") + r.getValue().detail);
+        for (int k = 0; k < results.size(); k++) {
+            if (results.get(k).reason != null) {
+                return new GroupVerdict(id, Status.UNVERIFIED, null, left, results.get(k).reason,
+                        (checks.size() > 1 ? "check " + k + of + ": " : "") + results.get(k).detail);
             }
         }
         return new GroupVerdict(id, Status.MATCH, null, left, null,
@@ -239,16 +234,10 @@ public final class Verifier {
         }
         String sizes = be == ba ? "block size " + be : "chunks of " + large + " tokens (producer blocks " + be
                 + ", consumer blocks " + ba + ")";
-        StringBuilder leftOut = new StringBuilder();
-        if (!notCovered.isEmpty()) {
-            leftOut.append("; not compared: consumer blocks ").append(notCovered).append(" (the producer sent no checksum for them)");
-        }
-        if (!otherCount.isEmpty()) {
-            leftOut.append("; not compared: consumer blocks ").append(otherCount).append(" (").append(nA)
-                    .append(" tokens on the consumer, ").append(nE).append(" on the producer)");
-        }
-        List<Long> notCompared = new ArrayList<>(notCovered);
-        notCompared.addAll(otherCount);
+        String leftOut = (notCovered.isEmpty() ? "" : "; not compared: consumer blocks " + notCovered
+                + " (the producer sent no checksum for them)") + (otherCount.isEmpty() ? "" : "; not compared: consumer blocks "
+                + otherCount + " (" + nA + " tokens on the consumer, " + nE + " on the producer)");
+        List<Long> notCompared = Stream.concat(notCovered.stream(), otherCount.stream()).toList();
         if (!mismatched.isEmpty()) {
             return new Check(mismatched, notCompared, null, "blocks " + mismatched + " differ (" + sizes + ")" + leftOut);
         }

@@ -6,13 +6,13 @@ import io.kvchecksum.engine.wire.ChecksumPayload;
 import io.kvchecksum.engine.wire.GroupChecksums;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.TreeMap;
-import java.util.function.BiConsumer;
 
 /**
  * Sums the workers' records of one request into the side's checksums: the scheduler's step, the only place that
@@ -145,8 +145,8 @@ public final class Aggregator {
                             + " PP stage " + s + " (" + records.size() + " of " + tpSize * ppSize + " workers reported)");
                 }
                 if (grid[s][t].numTokens() != numTokens) {
-                    return new Incomplete(UnverifiedReason.OTHER_BLOCKS_THAN_SCHEDULED, "TP rank " + t + " PP stage " + s
-                            + " checksummed " + grid[s][t].numTokens() + " tokens, " + numTokens + " were scheduled");
+                    return otherBlocks("TP rank " + t + " PP stage " + s + " checksummed " + grid[s][t].numTokens()
+                            + " tokens, " + numTokens + " were scheduled");
                 }
                 if (grid[s][t].mode() != grid[0][0].mode()) {
                     return new Incomplete(UnverifiedReason.MODE_DIFFERS, "TP rank " + t + " PP stage " + s + " checksummed in the "
@@ -156,16 +156,9 @@ public final class Aggregator {
             }
         }
         io.kvchecksum.ChecksumMode mode = grid[0][0].mode();
+        BlockSelection.requireTokens(scheduled, numTokens);
         Map<Integer, BlockRange> ranges = new TreeMap<>();
-        for (BlockSelection sel : scheduled) {
-            if (sel.numTokens() != numTokens) {
-                throw new IllegalArgumentException("group " + sel.groupId() + " was selected for " + sel.numTokens()
-                        + " tokens, the request has " + numTokens);
-            }
-            if (!sel.isExcluded()) {
-                ranges.put(sel.groupId(), sel.range());
-            }
-        }
+        scheduled.stream().filter(sel -> !sel.isExcluded()).forEach(sel -> ranges.put(sel.groupId(), sel.range()));
         Map<Integer, String> skipped = new TreeMap<>();
         // Per group, per stage, per rank: the partial group.
         Map<Integer, PartialGroup[][]> parts = new TreeMap<>();
@@ -175,21 +168,18 @@ public final class Aggregator {
             for (PartialGroup g : r.groups()) {
                 BlockRange want = ranges.get(g.groupId());
                 if (want == null) {
-                    return new Incomplete(UnverifiedReason.OTHER_BLOCKS_THAN_SCHEDULED, who + " checksummed group "
-                            + g.groupId() + ", which was not scheduled");
+                    return otherBlocks(who + " checksummed group " + g.groupId() + ", which was not scheduled");
                 }
                 if (mine.put(g.groupId(), g) != null) {
-                    return new Incomplete(UnverifiedReason.OTHER_BLOCKS_THAN_SCHEDULED, who + " reported group "
-                            + g.groupId() + " twice");
+                    return otherBlocks(who + " reported group " + g.groupId() + " twice");
                 }
                 if (!g.range().equals(want)) {
-                    return new Incomplete(UnverifiedReason.OTHER_BLOCKS_THAN_SCHEDULED, who + " checksummed " + g.range()
-                            + " of group " + g.groupId() + ", " + want + " were scheduled");
+                    return otherBlocks(who + " checksummed " + g.range() + " of group " + g.groupId() + ", " + want
+                            + " were scheduled");
                 }
-                for (Map.Entry<ReplicaKey, long[]> c : g.columns().entrySet()) {
-                    if (c.getValue().length != want.length()) {
-                        return new Incomplete(UnverifiedReason.OTHER_BLOCKS_THAN_SCHEDULED, who + " sent "
-                                + c.getValue().length + " values for " + want + " of group " + g.groupId());
+                for (long[] c : g.columns().values()) {
+                    if (c.length != want.length()) {
+                        return otherBlocks(who + " sent " + c.length + " values for " + want + " of group " + g.groupId());
                     }
                 }
                 parts.computeIfAbsent(g.groupId(), k -> new PartialGroup[ppSize][tpSize])[r.ppStage()][r.tpRank()] = g;
@@ -198,13 +188,11 @@ public final class Aggregator {
                 String reason = r.skippedGroups().get(id);
                 if (reason != null) {
                     if (mine.containsKey(id)) {
-                        return new Incomplete(UnverifiedReason.OTHER_BLOCKS_THAN_SCHEDULED, who
-                                + " both checksummed and skipped group " + id);
+                        return otherBlocks(who + " both checksummed and skipped group " + id);
                     }
                     skipped.putIfAbsent(id, who + ": " + reason);
                 } else if (!mine.containsKey(id)) {
-                    return new Incomplete(UnverifiedReason.OTHER_BLOCKS_THAN_SCHEDULED, who + " reported nothing for group "
-                            + id + ", which was scheduled");
+                    return otherBlocks(who + " reported nothing for group " + id + ", which was scheduled");
                 }
             }
         }
@@ -219,39 +207,32 @@ public final class Aggregator {
             for (int s = 0; s < ppSize; s++) {
                 for (int t = 1; t < tpSize; t++) {
                     if (g[s][t].fingerprint() != g[s][0].fingerprint()) {
-                        return new Incomplete(UnverifiedReason.OTHER_BLOCKS_THAN_SCHEDULED, "group " + id + ": TP rank " + t
-                                + " of PP stage " + s + " holds other layers than rank 0 (fingerprints differ)");
+                        return otherBlocks("group " + id + ": TP rank " + t + " of PP stage " + s
+                                + " holds other layers than rank 0 (fingerprints differ)");
                     }
                 }
                 fingerprint += g[s][0].fingerprint();
             }
             BlockRange range = e.getValue();
-            int n = (int) range.length();
+            List<Map.Entry<ReplicaKey, long[]>> columns = Arrays.stream(g).flatMap(Arrays::stream)
+                    .flatMap(p -> p.columns().entrySet().stream()).toList();
             // The producer sends copy 0 only; the consumer one check per copy of the most replicated layers.
-            int[] maxR = {1};
-            if (side == Side.CONSUMER) {
-                forEachColumn(g, (key, col) -> maxR[0] = Math.max(maxR[0], key.replicas()));
-            }
-            for (int k = 0; k < maxR[0]; k++) {
-                long[] sum = new long[n];
-                int check = k;
-                forEachColumn(g, (key, col) -> {
-                    if (key.index() == check % key.replicas()) {
-                        add(sum, col);
+            int checks = side == Side.PRODUCER ? 1 : columns.stream().mapToInt(c -> c.getKey().replicas()).max().orElse(1);
+            for (int k = 0; k < checks; k++) {
+                long[] sum = new long[(int) range.length()];
+                for (Map.Entry<ReplicaKey, long[]> c : columns) {
+                    if (c.getKey().index() == k % c.getKey().replicas()) {
+                        add(sum, c.getValue());
                     }
-                });
+                }
                 groups.add(new GroupChecksums(id, fingerprint, range.blockSize(), range.start(), sum));
             }
         }
         return new Complete(ChecksumPayload.of(mode, tpSize, numTokens, groups), skipped);
     }
 
-    private static void forEachColumn(PartialGroup[][] g, BiConsumer<ReplicaKey, long[]> v) {
-        for (PartialGroup[] stage : g) {
-            for (PartialGroup p : stage) {
-                p.columns().forEach(v);
-            }
-        }
+    private static Incomplete otherBlocks(String detail) {
+        return new Incomplete(UnverifiedReason.OTHER_BLOCKS_THAN_SCHEDULED, detail);
     }
 
     static void add(long[] sum, long[] col) {

@@ -3,6 +3,7 @@ package io.kvchecksum.engine.worker;
 import io.kvchecksum.RequestBlocks;
 
 import java.util.Arrays;
+import java.util.Collection;
 import java.util.Objects;
 
 /**
@@ -118,6 +119,14 @@ public record BlockSelection(int groupId, int blockSize, long numTokens, long fi
         }
         int[] ids = Arrays.copyOfRange(table, (int) first, (int) blocks);
         return new BlockSelection(groupId, blockSize, numTokens, first, ids, null);
+    }
+
+    /** Throws when a selection (excluded or not) is for another token count than the request's {@code numTokens}. */
+    static void requireTokens(Collection<BlockSelection> selection, long numTokens) {
+        selection.stream().filter(s -> s.numTokens() != numTokens).findFirst().ifPresent(s -> {
+            throw new IllegalArgumentException("group " + s.groupId() + " was selected for " + s.numTokens()
+                    + " tokens, the request has " + numTokens);
+        });
     }
 
     /** {@return true when the group is left out on this side} */

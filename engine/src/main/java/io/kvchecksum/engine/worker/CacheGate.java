@@ -407,20 +407,20 @@ public final class CacheGate implements WorkerChecksummer.GatedLayout {
         List<Long> hashes = new ArrayList<>();
         Map<Integer, Integer> nextHead = new HashMap<>();
         // Parts by (replica, kernel block size): a KvCacheGroup shares one paging.
-        Map<List<Integer>, List<CacheLayer>> parts = new LinkedHashMap<>();
-        Map<List<Integer>, ReplicaKey> keys = new HashMap<>();
+        record Paging(ReplicaKey replica, int pageSize) {
+        }
+        Map<Paging, List<CacheLayer>> parts = new LinkedHashMap<>();
         for (CacheSpec c : distinct(all)) {
             int layer = layerNumber(c.layerName());
             int base = nextHead.getOrDefault(layer, 0);
             nextHead.put(layer, base + c.cacheHeads());
             hashes.add(Fingerprints.ofLayer(c.layerName(), c.specType(), c.dtype()));
-            List<Integer> k = List.of(c.replica().replicas(), c.replica().index(), c.kernelBlockSize());
-            keys.put(k, c.replica());
-            parts.computeIfAbsent(k, x -> new ArrayList<>()).add(c.factory().layer(layer, base + c.firstHead()));
+            parts.computeIfAbsent(new Paging(c.replica(), c.kernelBlockSize()), x -> new ArrayList<>())
+                    .add(c.factory().layer(layer, base + c.firstHead()));
         }
         List<WorkerChecksummer.ReplicaPart> out = new ArrayList<>();
-        parts.forEach((k, layers) -> out.add(new WorkerChecksummer.ReplicaPart(keys.get(k),
-                KvCacheGroup.of(k.get(2), numBlocks * (all.get(0).blockSize() / k.get(2)), layers))));
+        parts.forEach((k, layers) -> out.add(new WorkerChecksummer.ReplicaPart(k.replica(),
+                KvCacheGroup.of(k.pageSize(), numBlocks * (all.get(0).blockSize() / k.pageSize()), layers))));
         return new WorkerChecksummer.WorkerGroup(id, Fingerprints.ofGroup(hashes), out);
     }
 }

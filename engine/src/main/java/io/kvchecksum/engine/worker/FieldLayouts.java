@@ -7,6 +7,8 @@ import io.kvchecksum.KvMemory;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.stream.Collectors;
+import java.util.stream.IntStream;
 
 /**
  * A worker's {@link CacheGate.CacheSpec}s for the KV layouts in the field, so that a producer's layout is one line
@@ -158,14 +160,10 @@ public final class FieldLayouts {
     private static List<CacheGate.CacheSpec> specs(String type, String dtype, PagedShape s, int kvHeads, int vBytes,
             int tpRank, int tpSize, List<String> names, int n, Layer layer) {
         sameSize(names.size(), n);
-        List<CacheGate.CacheSpec> out = new ArrayList<>(n);
-        for (int i = 0; i < n; i++) {
-            int at = i;
-            out.add(CacheGate.CacheSpec.builder(names.get(i)).fingerprint(type, dtype)
-                    .cells(Math.multiplyExact(s.headDim(), s.elemBytes()), vBytes).heads(kvHeads).tp(tpRank, tpSize)
-                    .blockSize(s.pageSize()).layer((l, h) -> layer.of(l, h, at)).build());
-        }
-        return out;
+        return IntStream.range(0, n).mapToObj(i -> CacheGate.CacheSpec.builder(names.get(i)).fingerprint(type, dtype)
+                .cells(Math.multiplyExact(s.headDim(), s.elemBytes()), vBytes).heads(kvHeads).tp(tpRank, tpSize)
+                .blockSize(s.pageSize()).layer((l, h) -> layer.of(l, h, i)).build())
+                .collect(Collectors.toCollection(ArrayList::new));
     }
 
     private static void sameSize(int a, int b) {

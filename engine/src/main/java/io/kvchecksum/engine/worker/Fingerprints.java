@@ -64,21 +64,14 @@ public final class Fingerprints {
     static String pyRepr(String s) {
         char q = s.indexOf('\'') >= 0 && s.indexOf('"') < 0 ? '"' : '\'';
         StringBuilder b = new StringBuilder().append(q);
-        for (int i = 0; i < s.length(); i++) {
-            char c = s.charAt(i);
-            if (c == '\\' || c == q) {
-                b.append('\\').append(c);
-            } else if (c == '\n') {
-                b.append("\\n");
-            } else if (c == '\r') {
-                b.append("\\r");
-            } else if (c == '\t') {
-                b.append("\\t");
-            } else if (c < 0x20 || c == 0x7f) {
-                b.append(String.format("\\x%02x", (int) c));
-            } else {
-                b.append(c);
-            }
+        for (char c : s.toCharArray()) {
+            b.append(switch (c) {
+                case '\n' -> "\\n";
+                case '\r' -> "\\r";
+                case '\t' -> "\\t";
+                default -> c == '\\' || c == q ? "\\" + c
+                        : c < 0x20 || c == 0x7f ? String.format("\\x%02x", (int) c) : String.valueOf(c);
+            });
         }
         return b.append(q).toString();
     }

@@ -34,7 +34,7 @@ public final class PayloadSender {
      * @throws NullPointerException when {@code metrics} is null
      */
     public PayloadSender(ChecksumMetrics metrics) {
-        this(System.getLogger(PayloadSender.class.getName()), metrics);
+        this(metrics, System.getLogger(PayloadSender.class.getName()));
     }
 
     /**
@@ -45,10 +45,6 @@ public final class PayloadSender {
      * @throws NullPointerException when an argument is null
      */
     public PayloadSender(ChecksumMetrics metrics, Logger log) {
-        this(log, metrics);
-    }
-
-    PayloadSender(Logger log, ChecksumMetrics metrics) {
         this.log = Objects.requireNonNull(log, "log");
         this.metrics = Objects.requireNonNull(metrics, "metrics");
     }

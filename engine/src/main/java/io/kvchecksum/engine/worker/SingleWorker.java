@@ -211,13 +211,9 @@ public final class SingleWorker {
         return WorkerChecksummer.builder(backend).groups(layout).spec(spec).metrics(metrics).build();
     }
 
+    /** The first selection's token count: the worker and the aggregator refuse selections of any other. */
     private static long numTokens(List<BlockSelection> selection) {
-        BlockSelection first = selection.stream().findFirst()
-                .orElseThrow(() -> new IllegalArgumentException("no group was selected"));
-        selection.stream().filter(s -> s.numTokens() != first.numTokens()).findFirst().ifPresent(s -> {
-            throw new IllegalArgumentException("group " + s.groupId() + " was selected for " + s.numTokens()
-                    + " tokens, group " + first.groupId() + " for " + first.numTokens());
-        });
-        return first.numTokens();
+        return selection.stream().findFirst().orElseThrow(() -> new IllegalArgumentException("no group was selected"))
+                .numTokens();
     }
 }

@@ -359,17 +359,12 @@ public final class WorkerChecksummer {
             boolean reportFailures) {
         Objects.requireNonNull(side, "side");
         long started = System.nanoTime();
-        scheduled.stream().filter(s -> !s.isExcluded() && s.numTokens() != numTokens).findFirst().ifPresent(s -> {
-            throw new IllegalArgumentException("group " + s.groupId() + " was selected for " + s.numTokens()
-                    + " tokens, the request has " + numTokens);
-        });
+        List<BlockSelection> selected = scheduled.stream().filter(s -> !s.isExcluded()).toList();
+        BlockSelection.requireTokens(selected, numTokens);
         Map<Integer, String> skippedHere = new LinkedHashMap<>();
         List<Part> parts = new ArrayList<>();
         try {
-            for (BlockSelection s : scheduled) {
-                if (s.isExcluded()) {
-                    continue;
-                }
+            for (BlockSelection s : selected) {
                 String reason = skipped.get(s.groupId());
                 if (reason != null) {
                     skippedHere.put(s.groupId(), reason);

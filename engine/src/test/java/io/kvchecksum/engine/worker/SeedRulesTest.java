@@ -383,7 +383,7 @@ class SeedRulesTest {
     void theProducerWarnsOncePerReasonWhenItSendsNoChecksums() {
         PolicyTest.Recording log = new PolicyTest.Recording();
         ChecksumCounters counters = new ChecksumCounters();
-        PayloadSender s = new PayloadSender(log, counters);
+        PayloadSender s = new PayloadSender(counters, log);
         Aggregator.Incomplete missing = new Aggregator.Incomplete(UnverifiedReason.NOT_EVERY_WORKER_REPORTED, "3 of 4");
         assertEquals(Optional.empty(), s.base64("a", missing));
         assertEquals(Optional.empty(), s.bytes("b", missing));
@@ -518,7 +518,7 @@ class SeedRulesTest {
                 + "blocks [3]: block 3"), log.lines.toString());
 
         PolicyTest.Recording slog = new PolicyTest.Recording();
-        PayloadSender s = new PayloadSender(slog, ChecksumMetrics.NONE);
+        PayloadSender s = new PayloadSender(ChecksumMetrics.NONE, slog);
         Aggregator.Incomplete i = new Aggregator.Incomplete(UnverifiedReason.NOT_EVERY_WORKER_REPORTED, "3 of 4");
         s.base64("a", i);
         s.base64("b", i);
