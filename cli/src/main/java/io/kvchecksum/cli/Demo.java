@@ -2,6 +2,7 @@ package io.kvchecksum.cli;
 
 import io.kvchecksum.CacheLayer;
 import io.kvchecksum.KvCacheGroup;
+import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvLayouts;
 import io.kvchecksum.KvMemory;
 import io.kvchecksum.KvRegion;
@@ -115,7 +116,7 @@ final class Demo {
     }
 
     private final Config c;
-    private final ChosenBackend backend;
+    private final KvChecksum backend;
     private final SplittableRandom rng;
     private final int[] pTable;
     private final int[] cTable;
@@ -124,7 +125,7 @@ final class Demo {
     private final int cell;
     private final long numBlocks;
 
-    private Demo(Config c, ChosenBackend backend, Arena arena) {
+    private Demo(Config c, KvChecksum backend, Arena arena) {
         this.c = c;
         this.backend = backend;
         this.rng = new SplittableRandom(c.seed());
@@ -158,7 +159,7 @@ final class Demo {
     }
 
     /** Runs the demo; the text goes to {@code log} as it happens. */
-    static Result run(Config c, ChosenBackend backend, java.io.PrintWriter log) {
+    static Result run(Config c, KvChecksum backend, java.io.PrintWriter log) {
         try (Arena arena = Arena.ofShared()) {
             return new Demo(c, backend, arena).run(log);
         }
@@ -177,15 +178,15 @@ final class Demo {
                 producer.numPages());
         log.printf("consumer  vllm-flashinfer-hnd, page %d, %d of %d pages, another random block table%n", c.consumerPage(),
                 cTable.length, consumer.numPages());
-        log.printf("backend   %s%n", backend.backend().description());
+        log.printf("backend   %s%n", backend.description());
         log.flush();
 
         // producer: checksum (best of three after a warm-up run), payload as the engine sends it
-        long[] produced = backend.backend().blockChecksums(producer, pReq);
+        long[] produced = backend.blockChecksums(producer, pReq);
         long pNanos = Long.MAX_VALUE;
         for (int i = 0; i < 3; i++) {
             long t = System.nanoTime();
-            produced = backend.backend().blockChecksums(producer, pReq);
+            produced = backend.blockChecksums(producer, pReq);
             pNanos = Math.min(pNanos, System.nanoTime() - t);
         }
         long fingerprint = fingerprint();
@@ -249,11 +250,11 @@ final class Demo {
                 new long[] {neverWritten}, payload, cReq, cNanos, log));
         copyBlock(neverWritten);
 
-        Result r = new Result(c, backend.backend().description(), clean.status(), faults, kvBytes, pNanos, cNanos[0],
+        Result r = new Result(c, backend.description(), clean.status(), faults, kvBytes, pNanos, cNanos[0],
                 payload.length());
         log.printf("%nthroughput  producer %s in %.1f ms = %s; consumer (HND, page %d) %s; backend %s%n", Units.bytes(kvBytes),
                 pNanos / 1e6, Units.gbps(kvBytes, pNanos), c.consumerPage(), Units.gbps(kvBytes, cNanos[0]),
-                backend.backend().name());
+                backend.name());
         long ok = faults.stream().filter(Outcome::localized).count();
         log.printf("result      %s; %d of %d faults detected at the injected blocks%n",
                 clean.status() == Status.MATCH ? "clean transfer verified" : "CLEAN TRANSFER NOT VERIFIED", ok, faults.size());
@@ -275,7 +276,7 @@ final class Demo {
         long[] values = null;
         for (int i = 0; i < (time ? 3 : 1); i++) {
             long t = System.nanoTime();
-            values = backend.backend().blockChecksums(consumer, cReq);
+            values = backend.blockChecksums(consumer, cReq);
             cNanos[0] = Math.min(cNanos[0], System.nanoTime() - t);
         }
         ChecksumPayload actual = ChecksumPayload.of(1, c.tokens(),

@@ -1,5 +1,6 @@
 package io.kvchecksum.cli;
 
+import io.kvchecksum.KvChecksum;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Mixin;
@@ -76,8 +77,8 @@ final class DemoCommand implements Callable<Integer> {
         PrintWriter log = json ? new PrintWriter(OutputStream.nullOutputStream()) : out;
         Demo.Result r;
         String name;
-        try (ChosenBackend b = backend.open(spec.commandLine())) {
-            name = b.backend().name();
+        try (KvChecksum b = backend.open(spec.commandLine())) {
+            name = b.name();
             r = Demo.run(c, b, log);
         }
         if (json) {
