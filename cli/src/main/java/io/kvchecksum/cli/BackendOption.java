@@ -8,10 +8,10 @@ import picocli.CommandLine.Option;
 
 /**
  * The {@code --backend} option every computing command shares: the backend a command runs on, chosen once.
- * {@code auto} is the CPU backend: a dump is in host memory, where a CPU pass runs at memory bandwidth and a GPU backend
- * would first have to copy every byte (and probing GPU drivers costs start-up time and, for OpenCL, prints on stdout
- * where no library is installed). A backend asked for by name runs or the command fails with the reason: never a
- * silent substitute.
+ * {@code auto} is the CPU backend: a dump is in host memory, where a CPU pass runs at memory bandwidth and a GPU
+ * backend would first have to copy every byte (and probing GPU drivers costs start-up time and, for OpenCL, prints on
+ * stdout where no library is installed). A backend asked for by name runs or the command fails with the reason: never
+ * a silent substitute.
  */
 final class BackendOption {
     @Option(names = "--backend", paramLabel = "NAME", defaultValue = "auto",

@@ -21,7 +21,7 @@ final class ChunkedChecksums {
     private ChunkedChecksums() {
     }
 
-    /** The block checksums of {@code dump} in {@code mode}, with a progress bar labelled {@code label} when {@code shown}. */
+    /** The block checksums of {@code dump} in {@code mode}; a progress bar named {@code label} when {@code shown}. */
     static long[] blockChecksums(KvChecksum backend, KvDump dump, ChecksumMode mode, PrintWriter err, boolean shown,
             String label) {
         try (Progress progress = new Progress(err, shown, label, dump.kvBytes())) {

@@ -226,7 +226,7 @@ final class Demo {
         int stale = pickBlock((int) numBlocks, neverWritten, -1, -1);
         int spare = spareProducerPage();
         for (long o = 0; o < tokensIn(stale); o++) {
-            copyFrom(producerTokenAt(spare, o % c.producerPage()), stale * (long) c.blockSize() + o);
+            copyFrom(spare, o % c.producerPage(), stale * (long) c.blockSize() + o);
         }
         faults.add(outcome("stale block", "block " + stale + ": another request's KV", new long[] {stale}, payload, cReq,
                 cNanos, log));
@@ -301,14 +301,11 @@ final class Demo {
 
     /** Copies request token {@code from} of the producer into the consumer's slot of request token {@code to}. */
     private void copyToken(long from, long to) {
-        copyFrom(producerTokenAt(pTable[(int) (from / c.producerPage())], from % c.producerPage()), to);
+        copyFrom(pTable[(int) (from / c.producerPage())], from % c.producerPage(), to);
     }
 
-    private long[] producerTokenAt(int page, long slot) {
-        return new long[] {page, slot};
-    }
-
-    private void copyFrom(long[] pageSlot, long to) {
+    /** Copies the producer's cells of {@code slot} in {@code page} into the consumer's slot of request token {@code to}. */
+    private void copyFrom(int page, long slot, long to) {
         int cp = cTable[(int) (to / c.consumerPage())];
         long cs = to % c.consumerPage();
         for (int l = 0; l < c.layers(); l++) {
@@ -319,7 +316,7 @@ final class Demo {
                 KvRegion sr = region(producer, l, v);
                 KvRegion dr = region(consumer, l, v);
                 for (int h = 0; h < c.heads(); h++) {
-                    MemorySegment.copy(src, sr.cellOffset(pageSlot[0], pageSlot[1], h), dst, dr.cellOffset(cp, cs, h), cell);
+                    MemorySegment.copy(src, sr.cellOffset(page, slot, h), dst, dr.cellOffset(cp, cs, h), cell);
                 }
             }
         }

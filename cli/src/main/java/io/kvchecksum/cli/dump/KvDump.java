@@ -302,23 +302,44 @@ public final class KvDump {
 
     /**
      * The request's token count: {@code --num-tokens}, else the dump's {@code num_tokens} tensor (one integer past
-     * {@code start}), else every slot the dump holds from {@code start}. The caller checks it against what it holds.
+     * {@code start}), else every slot the dump holds from {@code start}; refused when the {@code held} slots from
+     * {@code start} (described by {@code heldText} in the message) do not hold it.
      */
-    static long requestedTokens(DumpFile file, Options o, long start, long held, String where) {
-        Long n = o.numTokens();
-        if (n != null) {
-            return n;
-        }
-        Tensor nt = scalar(file, "num_tokens", where);
-        if (nt == null) {
-            return start + held;
-        }
-        long v = nt.integerAt(0);
-        if (v <= start) {
+    static long requestedTokens(DumpFile file, Options o, long start, long held, String where, String heldText) {
+        Tensor nt = o.numTokens() != null ? null : scalar(file, "num_tokens", where);
+        long n = o.numTokens() != null ? o.numTokens() : nt == null ? start + held : nt.integerAt(0);
+        if (nt != null && n <= start) {
             throw new InvalidInputException(where + ": the request holds no tokens from position " + start
                     + " (num_tokens = " + nt.integerText(0) + ")");
         }
-        return v;
+        if (n < start || n - start > held) {
+            throw new InvalidInputException(where + ": --num-tokens " + n + " needs request positions " + start + ".."
+                    + (n - 1) + " but " + heldText + " from position " + start);
+        }
+        return n;
+    }
+
+    /**
+     * The dump's 1-D integer tensor {@code name} of 1 to 2^31 entries, listing {@code what} for the request; {@code
+     * shapeNote} follows "must be a 1-D integer tensor" in the message when it is not one.
+     */
+    static Tensor list(DumpFile file, String name, String what, String shapeNote, String layout, String where) {
+        Tensor t = file.get(name);
+        if (t == null) {
+            throw new InvalidInputException(where + ": no " + name + " tensor (" + what + ", a 1-D integer tensor; layout "
+                    + layout + ")");
+        }
+        if (!t.dtype().integer() || t.shape().length != 1) {
+            throw new InvalidInputException(where + ": " + name + " must be a 1-D integer tensor" + shapeNote + ", got "
+                    + t.dtype() + " " + t.shapeText());
+        }
+        if (t.shape()[0] > Integer.MAX_VALUE) {
+            throw new InvalidInputException(where + ": " + name + " has more than 2^31 entries");
+        }
+        if (t.shape()[0] == 0) {
+            throw new InvalidInputException(where + ": the request holds no tokens (" + name + " is empty)");
+        }
+        return t;
     }
 
     /** The dump's tensor {@code name}, which must hold one integer, or {@code null} when the dump has none. */
@@ -413,21 +434,7 @@ public final class KvDump {
             throw new InvalidInputException(where + ": --block-size " + o.blockSize() + " is not a multiple of the page size "
                     + pageSize + " of " + shapeFrom);
         }
-        Tensor bt = file.get("block_table");
-        if (bt == null) {
-            throw new InvalidInputException(where + ": no block_table tensor (the request's physical page ids, a 1-D"
-                    + " integer tensor; layout " + layout + ")");
-        }
-        if (!bt.dtype().integer() || bt.shape().length != 1) {
-            throw new InvalidInputException(where + ": block_table must be a 1-D integer tensor, got " + bt.dtype() + " "
-                    + bt.shapeText());
-        }
-        if (bt.shape()[0] > Integer.MAX_VALUE) {
-            throw new InvalidInputException(where + ": block_table has more than 2^31 entries");
-        }
-        if (bt.shape()[0] == 0) {
-            throw new InvalidInputException(where + ": the request holds no tokens (block_table is empty)");
-        }
+        Tensor bt = list(file, "block_table", "the request's physical page ids", "", layout, where);
         int[] table = new int[(int) bt.shape()[0]];
         for (int i = 0; i < table.length; i++) {
             long p = bt.integerAt(i);
@@ -438,12 +445,8 @@ public final class KvDump {
             table[i] = (int) p;
         }
         long held = (long) table.length * pageSize;
-        long n = requestedTokens(file, o, start, held, where);
-        if (n < start || n - start > held) {
-            throw new InvalidInputException(where + ": --num-tokens " + n + " needs request positions " + start + ".."
-                    + (n - 1) + " but block_table lists " + table.length + " pages of " + pageSize + " slots ("
-                    + held + " tokens) from position " + start);
-        }
+        long n = requestedTokens(file, o, start, held, where, "block_table lists " + table.length + " pages of " + pageSize
+                + " slots (" + held + " tokens)");
         KvCacheGroup group = KvCacheGroup.of(pageSize, numPages, layers.stream().map(Layer::cache).toList());
         // the table was checked entry by entry above, with the tensors' names: the backend's own check is the only other
         RequestBlocks request = RequestBlocks.of(table, n, o.firstBlock(), o.blockSize());

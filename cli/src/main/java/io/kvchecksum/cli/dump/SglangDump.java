@@ -160,27 +160,10 @@ public final class SglangDump {
                     + o.firstBlock() + " x --block-size " + o.blockSize() + "), inside a page of " + pageSize
                     + " tokens: SGLang's pages start at multiples of the page size");
         }
-        Tensor rt = file.get("req_to_token");
-        if (rt == null) {
-            throw new InvalidInputException(where + ": no req_to_token tensor (the request's token slot indices, a 1-D"
-                    + " integer tensor; layout sglang)");
-        }
-        if (!rt.dtype().integer() || rt.shape().length != 1) {
-            throw new InvalidInputException(where + ": req_to_token must be a 1-D integer tensor (one row of SGLang's"
-                    + " req_to_token pool), got " + rt.dtype() + " " + rt.shapeText());
-        }
-        if (rt.shape()[0] == 0) {
-            throw new InvalidInputException(where + ": the request holds no tokens (req_to_token is empty)");
-        }
-        if (rt.shape()[0] > Integer.MAX_VALUE) {
-            throw new InvalidInputException(where + ": req_to_token has more than 2^31 entries");
-        }
+        Tensor rt = KvDump.list(file, "req_to_token", "the request's token slot indices",
+                " (one row of SGLang's req_to_token pool)", "sglang", where);
         long held = rt.shape()[0];
-        long n = KvDump.requestedTokens(file, o, start, held, where);
-        if (n < start || n - start > held) {
-            throw new InvalidInputException(where + ": --num-tokens " + n + " needs request positions " + start + ".."
-                    + (n - 1) + " but req_to_token lists " + held + " slots from position " + start);
-        }
+        long n = KvDump.requestedTokens(file, o, start, held, where, "req_to_token lists " + held + " slots");
         int count = (int) (n - start);
         int[] slotOf = new int[count];
         int[] pages = new int[(int) Math.ceilDiv(count, (long) pageSize)];
