@@ -352,22 +352,29 @@ public final class KvDump {
         return t;
     }
 
+    /** A paged layout: its kv_cache shape, as messages print it, and the layer it describes. */
+    private record Paged(String shape, LayerOf layer) {
+    }
+
+    private interface LayerOf {
+        CacheLayer of(int layer, int firstHead, KvMemory cache, KvLayouts.PagedShape s);
+    }
+
+    private static final Map<String, Paged> PAGED = Map.of(
+            "vllm-flash", new Paged("(2, num_pages, page_size, heads, head_dim)", KvLayouts::vllmFlashLayer),
+            "vllm-flashinfer-nhd", new Paged("(num_pages, 2, page_size, heads, head_dim)", KvLayouts::flashInferNhdLayer),
+            "vllm-flashinfer-hnd", new Paged("(num_pages, 2, heads, page_size, head_dim)", KvLayouts::flashInferHndLayer),
+            "vllm-mla", new Paged("(num_pages, page_size, head_dim)", KvLayouts::vllmMlaLayer));
+
     private static KvDump paged(DumpFile file, Options o, long start, Map<Integer, Tensor[]> byLayer) {
         String where = file.path().toString();
         String layout = o.layout();
-        String expected = switch (layout) {
-            case "vllm-flash" -> "(2, num_pages, page_size, heads, head_dim)";
-            case "vllm-flashinfer-nhd" -> "(num_pages, 2, page_size, heads, head_dim)";
-            case "vllm-flashinfer-hnd" -> "(num_pages, 2, heads, page_size, head_dim)";
-            default -> "(num_pages, page_size, head_dim)";
-        };
+        Paged kind = PAGED.get(layout);
+        String expected = kind.shape();
         // where the shape holds the page count, the page size, the heads and the K/V pair (MLA: one head, no pair)
-        int[] at = switch (layout) {
-            case "vllm-flash" -> new int[] {1, 2, 3, 0};
-            case "vllm-flashinfer-nhd" -> new int[] {0, 2, 3, 1};
-            case "vllm-flashinfer-hnd" -> new int[] {0, 3, 2, 1};
-            default -> new int[] {0, 1, -1, -1};
-        };
+        List<String> dims = List.of(expected.substring(1, expected.length() - 1).split(", "));
+        int kvAt = dims.indexOf("2");
+        int headsAt = dims.indexOf("heads");
         List<Layer> layers = new ArrayList<>();
         long numPages = -1;
         int pageSize = -1;
@@ -382,7 +389,7 @@ public final class KvDump {
                 continue;
             }
             long[] s = t.shape();
-            boolean ok = at[3] < 0 ? s.length == 3 : s.length == 5 && s[at[3]] == 2;
+            boolean ok = s.length == dims.size() && (kvAt < 0 || s[kvAt] == 2);
             for (long d : s) {
                 ok &= d > 0 && d <= Integer.MAX_VALUE;
             }
@@ -390,9 +397,9 @@ public final class KvDump {
                 throw new InvalidInputException(where + ": " + t.name() + " shape " + t.shapeText() + " does not match layout "
                         + layout + " " + expected);
             }
-            long pages = s[at[0]];
-            int page = (int) s[at[1]];
-            int heads = at[2] < 0 ? 1 : (int) s[at[2]];
+            long pages = s[dims.indexOf("num_pages")];
+            int page = (int) s[dims.indexOf("page_size")];
+            int heads = headsAt < 0 ? 1 : (int) s[headsAt];
             int headDim = (int) s[s.length - 1];
             if (numPages >= 0 && (pages != numPages || page != pageSize)) {
                 throw new InvalidInputException(where + ": " + t.name() + " shape " + t.shapeText() + " has " + pages
@@ -404,14 +411,8 @@ public final class KvDump {
             shapeFrom = t.name();
             cell(where, t);
             KvLayouts.PagedShape shape = new KvLayouts.PagedShape(pages, page, heads, headDim, t.dtype().size());
-            KvMemory mem = KvMemory.host(t.data());
             int layer = e.getKey();
-            CacheLayer cl = switch (layout) {
-                case "vllm-flash" -> KvLayouts.vllmFlashLayer(layer, o.headOffset(), mem, shape);
-                case "vllm-flashinfer-nhd" -> KvLayouts.flashInferNhdLayer(layer, o.headOffset(), mem, shape);
-                case "vllm-flashinfer-hnd" -> KvLayouts.flashInferHndLayer(layer, o.headOffset(), mem, shape);
-                default -> KvLayouts.vllmMlaLayer(layer, o.headOffset(), mem, shape);
-            };
+            CacheLayer cl = kind.layer().of(layer, o.headOffset(), KvMemory.host(t.data()), shape);
             layers.add(new Layer(layer, t, cl.v() == null ? null : t, cl));
             Tensor ik = e.getValue()[3];
             if (ik != null) {
