@@ -50,9 +50,9 @@ final class Demo {
      */
     record Config(long seed, int layers, int heads, int headDim, int elemBytes, int tokens, int blockSize, int producerPage,
             int consumerPage) {
-        /** Llama-3-8B: 32 layers, 8 KV heads of 128 bf16 elements, about 2,000 tokens in 16-token blocks. */
-        static Config llama3_8b(long seed) {
-            return new Config(seed, 32, 8, 128, 2, 2011, 16, 16, 8);
+        /** Llama-3-8B's KV heads (8 of 128 bf16 elements) and paging, with {@code layers} layers (the model's: 32). */
+        static Config llama3_8b(long seed, int layers, int tokens) {
+            return new Config(seed, layers, 8, 128, 2, tokens, 16, 16, 8);
         }
 
         /**

@@ -63,9 +63,7 @@ final class DemoCommand implements Callable<Integer> {
         if (layers < 1 || layers > MAX_LAYERS) {
             throw new ParameterException(spec.commandLine(), "--layers " + layers + ": must be 1.." + MAX_LAYERS);
         }
-        Demo.Config c = Demo.Config.llama3_8b(seed);
-        c = new Demo.Config(seed, layers, c.heads(), c.headDim(), c.elemBytes(), tokens, c.blockSize(), c.producerPage(),
-                c.consumerPage());
+        Demo.Config c = Demo.Config.llama3_8b(seed, layers, tokens);
         long need = c.memoryEstimate();
         long limit = memoryLimit();
         if (need > limit) {

@@ -50,9 +50,6 @@ public final class DumpFile implements AutoCloseable {
 
     /** Opens a dump, choosing the format from its first bytes (or directory-ness), not from its name. */
     public static DumpFile open(Path path) {
-        if (!Files.isDirectory(path)) {
-            requireRegularFile(path);
-        }
         Arena arena = Arena.ofShared();
         try {
             DumpFile d = openIn(path, arena);

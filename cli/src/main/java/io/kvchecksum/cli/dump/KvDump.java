@@ -108,13 +108,17 @@ public final class KvDump {
     private final RequestBlocks request;
     private final int[] table;
     private final int pageSize;
-    private SglangDump.Pages sglang;
-    private String paging;
+    private final SglangDump.Pages sglang;
+    private final String paging;
     private final CellPadding padding;
     private final String skipReason;
 
-    private KvDump(DumpFile file, String layout, List<Layer> layers, KvCacheGroup group, RequestBlocks request,
-            int[] table, int pageSize, CellPadding padding) {
+    /**
+     * A dump read in {@code layout}; {@code paging} describes its pages for {@link #describe()}, {@code sglang} is the
+     * paged view of an SGLang dump (else {@code null}).
+     */
+    KvDump(DumpFile file, String layout, String paging, List<Layer> layers, KvCacheGroup group, RequestBlocks request,
+            int[] table, int pageSize, CellPadding padding, SglangDump.Pages sglang) {
         this.padding = padding;
         this.skipReason = padding != CellPadding.NONE ? null : layers.stream().map(l -> {
             String p = SlicePlan.unpaddedCellProblem(l.cache());
@@ -127,6 +131,8 @@ public final class KvDump {
         this.request = request;
         this.table = table;
         this.pageSize = pageSize;
+        this.paging = paging;
+        this.sglang = sglang;
     }
 
     /** Reads {@code file} with the given options, or throws {@link InvalidInputException} naming the problem. */
@@ -157,11 +163,11 @@ public final class KvDump {
             throw new InvalidOptionException("--first-block " + o.firstBlock() + " x --block-size " + o.blockSize()
                     + " overflows a 64-bit position");
         }
-        if (o.layout().equals("sglang")) {
-            return SglangDump.read(file, o, start);
-        }
-        Map<Integer, Tensor[]> byLayer = byLayer(file, LAYER, List.of("k", "v", "kv_cache", "index_k"));
         try {
+            if (o.layout().equals("sglang")) {
+                return SglangDump.read(file, o, start);
+            }
+            Map<Integer, Tensor[]> byLayer = byLayer(file, LAYER, List.of("k", "v", "kv_cache", "index_k"));
             return o.layout().equals("gathered") ? gathered(file, o, start, byLayer) : paged(file, o, start, byLayer);
         } catch (InvalidLayoutException e) {
             throw new InvalidInputException(file.path() + ": " + e.getMessage());
@@ -283,21 +289,12 @@ public final class KvDump {
         int[] table = IntStream.range(0, (int) (n - start)).toArray();
         KvCacheGroup group = KvCacheGroup.of(1, tokens, layers.stream().map(Layer::cache).toList());
         RequestBlocks request = RequestBlocks.of(table, n, o.firstBlock(), o.blockSize());
-        return new KvDump(file, "gathered", layers, group, request, table, 1, o.padding());
+        return new KvDump(file, "gathered", "gathered", layers, group, request, table, 1, o.padding(), null);
     }
 
     /** The global head of a layer's index-K cache: the option, else right after the layer's KV heads in the dump. */
     private static int indexHead(Options o, int kvHeads) {
         return o.indexKHead() != null ? o.indexKHead() : o.headOffset() + kvHeads;
-    }
-
-    /** An SGLang dump: the token view the weighted sum reads (pages of one slot) and the paged view of its digest. */
-    static KvDump sglang(DumpFile file, List<Layer> layers, KvCacheGroup group, RequestBlocks request, int[] slots,
-            SglangDump.Pages pages, String paging, CellPadding padding) {
-        KvDump d = new KvDump(file, "sglang", layers, group, request, slots, 1, padding);
-        d.sglang = pages;
-        d.paging = paging;
-        return d;
     }
 
     /**
@@ -451,7 +448,8 @@ public final class KvDump {
         KvCacheGroup group = KvCacheGroup.of(pageSize, numPages, layers.stream().map(Layer::cache).toList());
         // the table was checked entry by entry above, with the tensors' names: the backend's own check is the only other
         RequestBlocks request = RequestBlocks.of(table, n, o.firstBlock(), o.blockSize());
-        return new KvDump(file, layout, layers, group, request, table, pageSize, o.padding());
+        return new KvDump(file, layout, layout + ", page " + pageSize + ", " + numPages + " pages", layers, group, request,
+                table, pageSize, o.padding(), null);
     }
 
     private static int cell(String where, Tensor t) {
@@ -551,8 +549,6 @@ public final class KvDump {
         Layer first = layers.getFirst();
         CacheLayer c = first.cache();
         String kv = c.v() == null ? "K only" : "K+V";
-        String paging = this.paging != null ? this.paging : layout.equals("gathered") ? "gathered" : layout + ", page " + pageSize + ", " + group.numPages()
-                + " pages";
         long kvLayers = layers.stream().filter(l -> !l.indexK()).count();
         String index = layers.stream().filter(Layer::indexK).findFirst().map(l -> ", index-K " + l.cache().cellBytes()
                 + "-byte cells of " + l.kTensor().dtype() + (padding == CellPadding.ZEROS ? " (padded)" : "")).orElse("");

@@ -94,15 +94,8 @@ public final class SglangDump {
         }
     }
 
+    /** Reads {@code file} as an SGLang dump; KvDump.of turns a layout the bindings refuse into an input error. */
     static KvDump read(DumpFile file, KvDump.Options o, long start) {
-        try {
-            return readChecked(file, o, start);
-        } catch (InvalidLayoutException e) {
-            throw new InvalidInputException(file.path() + ": " + e.getMessage());
-        }
-    }
-
-    private static KvDump readChecked(DumpFile file, KvDump.Options o, long start) {
         String where = file.path().toString();
         Map<Integer, Tensor[]> byLayer = KvDump.byLayer(file, LAYER, List.of("k_buffer", "v_buffer", "kv_buffer"));
         int pageSize = pageSize(file, where);
@@ -194,8 +187,9 @@ public final class SglangDump {
         RequestBlocks request = RequestBlocks.of(slotOf, n, o.firstBlock(), o.blockSize());
         List<StateRow> rows = stateRows(file);
         Pages p = new Pages(pageSize, pagedGroup, pages, start, rows);
-        return KvDump.sglang(file, tokenView, tokens, request, slotOf, p, "sglang, page " + pageSize + ", " + slots
-                + " slots" + (rows.isEmpty() ? "" : ", state rows " + String.join(" ", rows.stream().map(StateRow::name).toList())), o.padding());
+        return new KvDump(file, "sglang", "sglang, page " + pageSize + ", " + slots + " slots" + (rows.isEmpty() ? ""
+                : ", state rows " + String.join(" ", rows.stream().map(StateRow::name).toList())), tokenView, tokens,
+                request, slotOf, 1, o.padding(), p);
     }
 
     private static CacheLayer pagedLayer(int layer, int headOffset, Tensor k, Tensor v, int heads, int pageSize) {
