@@ -10,7 +10,6 @@ import io.kvchecksum.KvRegion;
 import io.kvchecksum.RequestBlocks;
 import io.kvchecksum.SlicePlan;
 import io.kvchecksum.StateRow;
-import io.kvchecksum.engine.auxiliary.LayoutSignature;
 import io.kvchecksum.engine.auxiliary.SglangDigests;
 import io.kvchecksum.engine.wire.SglangDigestSection;
 
@@ -47,35 +46,17 @@ public final class SglangDump {
     /**
      * The paged view of an SGLang dump that SGLang's page digest reads: the pool as pages of {@code pageSize} slots and
      * the request's pages from its first token on.
+     *
+     * @param pageSize tokens per page
+     * @param group the pool as pages of {@code pageSize} slots
+     * @param pages the request's pages, from the page holding position {@code start}
+     * @param start the request position of the dump's first token, a multiple of {@code pageSize}
+     * @param stateRows the state rows digested after the pages, in name order
      */
-    public static final class Pages {
-        private final int pageSize;
-        private final KvCacheGroup group;
-        private final int[] pages;
-        private final long start;
-        private final List<StateRow> stateRows;
-
-        Pages(int pageSize, KvCacheGroup group, int[] pages, long start, List<StateRow> stateRows) {
-            this.pageSize = pageSize;
-            this.group = group;
-            this.pages = pages;
-            this.start = start;
-            this.stateRows = List.copyOf(stateRows);
-        }
-
-        /** Tokens per page. */
-        public int pageSize() {
-            return pageSize;
-        }
-
-        /** The state rows digested after the pages, in name order. */
-        public List<StateRow> stateRows() {
-            return stateRows;
-        }
-
-        /** The layout signature of the pages and state rows ({@link LayoutSignature}). */
-        public long signature() {
-            return LayoutSignature.of(group, stateRows);
+    public record Pages(int pageSize, KvCacheGroup group, int[] pages, long start, List<StateRow> stateRows) {
+        /** Copies the list of state rows. */
+        public Pages {
+            stateRows = List.copyOf(stateRows);
         }
 
         /**
