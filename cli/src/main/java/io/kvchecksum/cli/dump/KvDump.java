@@ -45,8 +45,21 @@ import java.util.stream.IntStream;
  * Cells that are not whole 8-byte pieces (K plus V bytes, or the index-K row, not a multiple of 8) leave the group
  * {@link #skipReason() skipped with the reason} unless the options pad cells ({@link CellPadding#ZEROS}).
  * Tensors with other names are ignored. Everything is checked here, before any checksum runs.
+ *
+ * @param file the file
+ * @param layout the layout name
+ * @param paging the dump's pages, in words, for {@link #describe()}
+ * @param layers the layers, by layer number
+ * @param group the cache group over the dump's memory
+ * @param request the request: block size, first block, token count and the table (starting at the first block)
+ * @param table the page of each of the request's pages, from its first token on
+ * @param pageSize tokens per page (1 for gathered and SGLang dumps, whose pages are single tokens)
+ * @param padding what the checksum does with cells that are not whole pieces: the options' padding
+ * @param sglang the paged view SGLang's page digest reads, for an {@code sglang} dump; {@code null} for every other
+ *     layout
  */
-public final class KvDump {
+public record KvDump(DumpFile file, String layout, String paging, List<Layer> layers, KvCacheGroup group,
+        RequestBlocks request, int[] table, int pageSize, CellPadding padding, SglangDump.Pages sglang) {
     /** The layout names {@code --layout} accepts. */
     public static final List<String> LAYOUTS = List.of("gathered", "vllm-flash", "vllm-flashinfer-nhd",
             "vllm-flashinfer-hnd", "vllm-mla", "sglang");
@@ -101,38 +114,9 @@ public final class KvDump {
         }
     }
 
-    private final DumpFile file;
-    private final String layout;
-    private final List<Layer> layers;
-    private final KvCacheGroup group;
-    private final RequestBlocks request;
-    private final int[] table;
-    private final int pageSize;
-    private final SglangDump.Pages sglang;
-    private final String paging;
-    private final CellPadding padding;
-    private final String skipReason;
-
-    /**
-     * A dump read in {@code layout}; {@code paging} describes its pages for {@link #describe()}, {@code sglang} is the
-     * paged view of an SGLang dump (else {@code null}).
-     */
-    KvDump(DumpFile file, String layout, String paging, List<Layer> layers, KvCacheGroup group, RequestBlocks request,
-            int[] table, int pageSize, CellPadding padding, SglangDump.Pages sglang) {
-        this.padding = padding;
-        this.skipReason = padding != CellPadding.NONE ? null : layers.stream().map(l -> {
-            String p = SlicePlan.unpaddedCellProblem(l.cache());
-            return p == null ? null : l.kTensor().name() + ": " + p;
-        }).filter(Objects::nonNull).findFirst().orElse(null);
-        this.file = file;
-        this.layout = layout;
-        this.layers = List.copyOf(layers);
-        this.group = group;
-        this.request = request;
-        this.table = table;
-        this.pageSize = pageSize;
-        this.paging = paging;
-        this.sglang = sglang;
+    /** Copies the list of layers. */
+    public KvDump {
+        layers = List.copyOf(layers);
     }
 
     /** Reads {@code file} with the given options, or throws {@link InvalidInputException} naming the problem. */
@@ -470,52 +454,15 @@ public final class KvDump {
         return n.size() <= 6 ? String.join(", ", n) : String.join(", ", n.subList(0, 6)) + ", ... (" + n.size() + " tensors)";
     }
 
-    /** The paged view SGLang's page digest reads, for an {@code sglang} dump; {@code null} for every other layout. */
-    public SglangDump.Pages sglang() {
-        return sglang;
-    }
-
     /**
      * Why the dump's group cannot be checksummed, or {@code null}: a layer whose cells are not whole 8-byte pieces
      * while cells are not padded. Commands report the group skipped with this reason instead of computing anything.
      */
     public String skipReason() {
-        return skipReason;
-    }
-
-    /** What the checksum does with cells that are not whole pieces: the options' padding. */
-    public CellPadding padding() {
-        return padding;
-    }
-
-    /** The file. */
-    public DumpFile file() {
-        return file;
-    }
-
-    /** The layout name. */
-    public String layout() {
-        return layout;
-    }
-
-    /** The layers, by layer number. */
-    public List<Layer> layers() {
-        return layers;
-    }
-
-    /** The cache group over the dump's memory. */
-    public KvCacheGroup group() {
-        return group;
-    }
-
-    /** The request: block size, first block, token count and the table (starting at the first block). */
-    public RequestBlocks request() {
-        return request;
-    }
-
-    /** Tokens per page (1 for gathered dumps, whose pages are single tokens). */
-    public int pageSize() {
-        return pageSize;
+        return padding != CellPadding.NONE ? null : layers.stream().map(l -> {
+            String p = SlicePlan.unpaddedCellProblem(l.cache());
+            return p == null ? null : l.kTensor().name() + ": " + p;
+        }).filter(Objects::nonNull).findFirst().orElse(null);
     }
 
     /** The KV bytes the checksum reads: every cell of every checksummed token. */
