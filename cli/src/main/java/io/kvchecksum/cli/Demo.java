@@ -407,7 +407,8 @@ final class Demo {
         return p;
     }
 
-    private static void fill(MemorySegment s, long seed) {
+    /** Fills {@code s} with 64-bit words drawn from {@code seed}. */
+    static void fill(MemorySegment s, long seed) {
         SplittableRandom r = new SplittableRandom(seed);
         long n = s.byteSize() / 8;
         for (long i = 0; i < n; i++) {

@@ -139,12 +139,9 @@ final class VerifyCommand implements Callable<Integer> {
                             : PayloadCommand.summary(actual.groups().getFirst()) + " (" + r.numTokens() + " tokens)"));
                     out.println("backend:  " + be.description());
                     for (GroupVerdict g : v.groups()) {
-                        if (g.groupId() == groupId && Verdict.INCOMPLETE_DUMP.equals(verdict.reason())) {
-                            out.println("group " + g.groupId() + ": " + verdict.status() + " " + verdict.reason() + ": "
-                                    + verdict.detail());
-                        } else {
-                            out.println("group " + g.groupId() + ": " + g.status() + describe(g));
-                        }
+                        boolean mine = g.groupId() == groupId && Verdict.INCOMPLETE_DUMP.equals(verdict.reason());
+                        out.println("group " + g.groupId() + ": " + (mine ? verdict.status() + " " + verdict.reason()
+                                + ": " + verdict.detail() : g.status() + describe(g)));
                         if (g.reason() == UnverifiedReason.FINGERPRINT_DIFFERS) {
                             out.println("  the fingerprint hashes the engine's layer names, spec type and dtype, which a dump"
                                     + " does not record: see --layer-name, --spec-type, --kv-dtype, or pass the producer's"
