@@ -17,7 +17,6 @@ import picocli.CommandLine.Spec;
 import java.io.PrintWriter;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -95,9 +94,7 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
             List<KvMemory> mems = new ArrayList<>();
             for (int l = 0; l < LAYERS; l++) {
                 MemorySegment m = arena.allocate(2L * pages * PAGE * HEADS * HEAD_DIM * 2, 64);
-                for (long i = 0; i < m.byteSize() / 8; i++) {
-                    m.setAtIndex(ValueLayout.JAVA_LONG, i, rng.nextLong());
-                }
+                Demo.fill(m, rng.nextLong());
                 layers.add(m);
                 mems.add(KvMemory.host(m));
             }

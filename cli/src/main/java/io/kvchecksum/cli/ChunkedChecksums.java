@@ -7,6 +7,8 @@ import io.kvchecksum.RequestBlocks;
 import io.kvchecksum.SlicePlan;
 import io.kvchecksum.cli.dump.KvDump;
 
+import java.io.PrintWriter;
+
 /**
  * Block checksums of a dump, computed in pieces of whole blocks so a long run can show progress: each piece is a
  * request of its own blocks (same block size, a later first block, its own pages of the table), and block checksums
@@ -19,7 +21,15 @@ final class ChunkedChecksums {
     private ChunkedChecksums() {
     }
 
-    static long[] blockChecksums(KvChecksum backend, KvDump dump, Progress progress, ChecksumMode mode) {
+    /** The block checksums of {@code dump} in {@code mode}; a progress bar named {@code label} when {@code shown}. */
+    static long[] blockChecksums(KvChecksum backend, KvDump dump, ChecksumMode mode, PrintWriter err, boolean shown,
+            String label) {
+        try (Progress progress = new Progress(err, shown, label, dump.kvBytes())) {
+            return blockChecksums(backend, dump, mode, progress);
+        }
+    }
+
+    private static long[] blockChecksums(KvChecksum backend, KvDump dump, ChecksumMode mode, Progress progress) {
         RequestBlocks r = dump.request();
         long perToken = dump.group().bytesPerToken();
         if (dump.kvBytes() <= chunkBytes || !progress.enabled()) {

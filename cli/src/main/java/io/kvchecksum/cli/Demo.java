@@ -2,6 +2,7 @@ package io.kvchecksum.cli;
 
 import io.kvchecksum.CacheLayer;
 import io.kvchecksum.KvCacheGroup;
+import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvLayouts;
 import io.kvchecksum.KvMemory;
 import io.kvchecksum.KvRegion;
@@ -49,9 +50,9 @@ final class Demo {
      */
     record Config(long seed, int layers, int heads, int headDim, int elemBytes, int tokens, int blockSize, int producerPage,
             int consumerPage) {
-        /** Llama-3-8B: 32 layers, 8 KV heads of 128 bf16 elements, about 2,000 tokens in 16-token blocks. */
-        static Config llama3_8b(long seed) {
-            return new Config(seed, 32, 8, 128, 2, 2011, 16, 16, 8);
+        /** Llama-3-8B's KV heads (8 of 128 bf16 elements) and paging, with {@code layers} layers (the model's: 32). */
+        static Config llama3_8b(long seed, int layers, int tokens) {
+            return new Config(seed, layers, 8, 128, 2, tokens, 16, 16, 8);
         }
 
         /**
@@ -115,7 +116,7 @@ final class Demo {
     }
 
     private final Config c;
-    private final ChosenBackend backend;
+    private final KvChecksum backend;
     private final SplittableRandom rng;
     private final int[] pTable;
     private final int[] cTable;
@@ -124,7 +125,7 @@ final class Demo {
     private final int cell;
     private final long numBlocks;
 
-    private Demo(Config c, ChosenBackend backend, Arena arena) {
+    private Demo(Config c, KvChecksum backend, Arena arena) {
         this.c = c;
         this.backend = backend;
         this.rng = new SplittableRandom(c.seed());
@@ -158,7 +159,7 @@ final class Demo {
     }
 
     /** Runs the demo; the text goes to {@code log} as it happens. */
-    static Result run(Config c, ChosenBackend backend, java.io.PrintWriter log) {
+    static Result run(Config c, KvChecksum backend, java.io.PrintWriter log) {
         try (Arena arena = Arena.ofShared()) {
             return new Demo(c, backend, arena).run(log);
         }
@@ -177,15 +178,15 @@ final class Demo {
                 producer.numPages());
         log.printf("consumer  vllm-flashinfer-hnd, page %d, %d of %d pages, another random block table%n", c.consumerPage(),
                 cTable.length, consumer.numPages());
-        log.printf("backend   %s%n", backend.backend().description());
+        log.printf("backend   %s%n", backend.description());
         log.flush();
 
         // producer: checksum (best of three after a warm-up run), payload as the engine sends it
-        long[] produced = backend.backend().blockChecksums(producer, pReq);
+        long[] produced = backend.blockChecksums(producer, pReq);
         long pNanos = Long.MAX_VALUE;
         for (int i = 0; i < 3; i++) {
             long t = System.nanoTime();
-            produced = backend.backend().blockChecksums(producer, pReq);
+            produced = backend.blockChecksums(producer, pReq);
             pNanos = Math.min(pNanos, System.nanoTime() - t);
         }
         long fingerprint = fingerprint();
@@ -225,7 +226,7 @@ final class Demo {
         int stale = pickBlock((int) numBlocks, neverWritten, -1, -1);
         int spare = spareProducerPage();
         for (long o = 0; o < tokensIn(stale); o++) {
-            copyFrom(producerTokenAt(spare, o % c.producerPage()), stale * (long) c.blockSize() + o);
+            copyFrom(spare, o % c.producerPage(), stale * (long) c.blockSize() + o);
         }
         faults.add(outcome("stale block", "block " + stale + ": another request's KV", new long[] {stale}, payload, cReq,
                 cNanos, log));
@@ -249,11 +250,11 @@ final class Demo {
                 new long[] {neverWritten}, payload, cReq, cNanos, log));
         copyBlock(neverWritten);
 
-        Result r = new Result(c, backend.backend().description(), clean.status(), faults, kvBytes, pNanos, cNanos[0],
+        Result r = new Result(c, backend.description(), clean.status(), faults, kvBytes, pNanos, cNanos[0],
                 payload.length());
         log.printf("%nthroughput  producer %s in %.1f ms = %s; consumer (HND, page %d) %s; backend %s%n", Units.bytes(kvBytes),
                 pNanos / 1e6, Units.gbps(kvBytes, pNanos), c.consumerPage(), Units.gbps(kvBytes, cNanos[0]),
-                backend.backend().name());
+                backend.name());
         long ok = faults.stream().filter(Outcome::localized).count();
         log.printf("result      %s; %d of %d faults detected at the injected blocks%n",
                 clean.status() == Status.MATCH ? "clean transfer verified" : "CLEAN TRANSFER NOT VERIFIED", ok, faults.size());
@@ -275,7 +276,7 @@ final class Demo {
         long[] values = null;
         for (int i = 0; i < (time ? 3 : 1); i++) {
             long t = System.nanoTime();
-            values = backend.backend().blockChecksums(consumer, cReq);
+            values = backend.blockChecksums(consumer, cReq);
             cNanos[0] = Math.min(cNanos[0], System.nanoTime() - t);
         }
         ChecksumPayload actual = ChecksumPayload.of(1, c.tokens(),
@@ -300,14 +301,11 @@ final class Demo {
 
     /** Copies request token {@code from} of the producer into the consumer's slot of request token {@code to}. */
     private void copyToken(long from, long to) {
-        copyFrom(producerTokenAt(pTable[(int) (from / c.producerPage())], from % c.producerPage()), to);
+        copyFrom(pTable[(int) (from / c.producerPage())], from % c.producerPage(), to);
     }
 
-    private long[] producerTokenAt(int page, long slot) {
-        return new long[] {page, slot};
-    }
-
-    private void copyFrom(long[] pageSlot, long to) {
+    /** Copies the producer's cells of {@code slot} in {@code page} into the consumer's slot of request token {@code to}. */
+    private void copyFrom(int page, long slot, long to) {
         int cp = cTable[(int) (to / c.consumerPage())];
         long cs = to % c.consumerPage();
         for (int l = 0; l < c.layers(); l++) {
@@ -318,7 +316,7 @@ final class Demo {
                 KvRegion sr = region(producer, l, v);
                 KvRegion dr = region(consumer, l, v);
                 for (int h = 0; h < c.heads(); h++) {
-                    MemorySegment.copy(src, sr.cellOffset(pageSlot[0], pageSlot[1], h), dst, dr.cellOffset(cp, cs, h), cell);
+                    MemorySegment.copy(src, sr.cellOffset(page, slot, h), dst, dr.cellOffset(cp, cs, h), cell);
                 }
             }
         }
@@ -409,7 +407,8 @@ final class Demo {
         return p;
     }
 
-    private static void fill(MemorySegment s, long seed) {
+    /** Fills {@code s} with 64-bit words drawn from {@code seed}. */
+    static void fill(MemorySegment s, long seed) {
         SplittableRandom r = new SplittableRandom(seed);
         long n = s.byteSize() / 8;
         for (long i = 0; i < n; i++) {

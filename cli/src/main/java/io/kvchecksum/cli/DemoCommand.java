@@ -1,5 +1,6 @@
 package io.kvchecksum.cli;
 
+import io.kvchecksum.KvChecksum;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Mixin;
@@ -62,9 +63,7 @@ final class DemoCommand implements Callable<Integer> {
         if (layers < 1 || layers > MAX_LAYERS) {
             throw new ParameterException(spec.commandLine(), "--layers " + layers + ": must be 1.." + MAX_LAYERS);
         }
-        Demo.Config c = Demo.Config.llama3_8b(seed);
-        c = new Demo.Config(seed, layers, c.heads(), c.headDim(), c.elemBytes(), tokens, c.blockSize(), c.producerPage(),
-                c.consumerPage());
+        Demo.Config c = Demo.Config.llama3_8b(seed, layers, tokens);
         long need = c.memoryEstimate();
         long limit = memoryLimit();
         if (need > limit) {
@@ -76,8 +75,8 @@ final class DemoCommand implements Callable<Integer> {
         PrintWriter log = json ? new PrintWriter(OutputStream.nullOutputStream()) : out;
         Demo.Result r;
         String name;
-        try (ChosenBackend b = backend.open(spec.commandLine())) {
-            name = b.backend().name();
+        try (KvChecksum b = backend.open(spec.commandLine())) {
+            name = b.name();
             r = Demo.run(c, b, log);
         }
         if (json) {

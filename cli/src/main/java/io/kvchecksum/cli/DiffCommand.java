@@ -1,6 +1,7 @@
 package io.kvchecksum.cli;
 
 import io.kvchecksum.CacheLayer;
+import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvMemory;
 import io.kvchecksum.RequestBlocks;
 import io.kvchecksum.cli.dump.DumpFile;
@@ -130,10 +131,10 @@ final class DiffCommand implements Callable<Integer> {
             Result r;
             String desc;
             String name;
-            try (ChosenBackend be = backend.open(spec.commandLine())) {
+            try (KvChecksum be = backend.open(spec.commandLine())) {
                 r = compare(da, db, be, err, Progress.shown(quiet), mode);
-                desc = be.backend().description();
-                name = be.backend().name();
+                desc = be.description();
+                name = be.name();
             }
             if (json) {
                 Json.print(out, Json.object("identical", r.changes.isEmpty() && r.numTokensA == r.numTokensB,
@@ -212,7 +213,7 @@ final class DiffCommand implements Callable<Integer> {
     }
 
     /** Compares two dumps: their block checksums in {@code mode}, then every cell's bytes. */
-    static Result compare(KvDump da, KvDump db, ChosenBackend be, PrintWriter err, boolean progress,
+    static Result compare(KvDump da, KvDump db, KvChecksum be, PrintWriter err, boolean progress,
             io.kvchecksum.ChecksumMode mode) {
         Map<Long, KvDump.Layer> sa = slices(da);
         Map<Long, KvDump.Layer> sb = slices(db);
@@ -234,14 +235,8 @@ final class DiffCommand implements Callable<Integer> {
                         + vA + " bytes (K+V), B " + cb.k().cellBytes() + "+" + vB);
             }
         }
-        long[] va;
-        long[] vb;
-        try (Progress p = new Progress(err, progress, "diff A", da.kvBytes())) {
-            va = be.blockChecksums(da, p, mode);
-        }
-        try (Progress p = new Progress(err, progress, "diff B", db.kvBytes())) {
-            vb = be.blockChecksums(db, p, mode);
-        }
+        long[] va = ChunkedChecksums.blockChecksums(be, da, mode, err, progress, "diff A");
+        long[] vb = ChunkedChecksums.blockChecksums(be, db, mode, err, progress, "diff B");
         RequestBlocks r = da.request();
         long n = Math.min(da.request().numTokens(), db.request().numTokens());
         long start = r.startToken();

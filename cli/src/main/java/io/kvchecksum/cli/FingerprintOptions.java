@@ -6,6 +6,9 @@ import io.kvchecksum.engine.worker.Fingerprints;
 import picocli.CommandLine.Option;
 
 import java.util.Locale;
+import java.util.Map;
+
+import static java.util.Map.entry;
 
 /**
  * The group fingerprint a payload carries: the sum of one hash per layer of (layer name, spec type, dtype), as the
@@ -64,21 +67,13 @@ final class FingerprintOptions {
         }).toList());
     }
 
+    /** The dtype as the engine names it: BF16 is torch.bfloat16; one torch has no other name for is in lower case. */
     static String torchName(String dtype) {
-        return switch (dtype) {
-            case "BF16" -> "torch.bfloat16";
-            case "F16" -> "torch.float16";
-            case "F32" -> "torch.float32";
-            case "F64" -> "torch.float64";
-            case "F8_E4M3" -> "torch.float8_e4m3fn";
-            case "F8_E5M2" -> "torch.float8_e5m2";
-            case "U8" -> "torch.uint8";
-            case "I8" -> "torch.int8";
-            case "I16" -> "torch.int16";
-            case "I32" -> "torch.int32";
-            case "I64" -> "torch.int64";
-            case "BOOL" -> "torch.bool";
-            default -> "torch." + dtype.toLowerCase(Locale.ROOT);
-        };
+        return "torch." + TORCH.getOrDefault(dtype, dtype.toLowerCase(Locale.ROOT));
     }
+
+    private static final Map<String, String> TORCH = Map.ofEntries(entry("BF16", "bfloat16"), entry("F16", "float16"),
+            entry("F32", "float32"), entry("F64", "float64"), entry("F8_E4M3", "float8_e4m3fn"),
+            entry("F8_E5M2", "float8_e5m2"), entry("U8", "uint8"), entry("I8", "int8"), entry("I16", "int16"),
+            entry("I32", "int32"), entry("I64", "int64"), entry("BOOL", "bool"));
 }

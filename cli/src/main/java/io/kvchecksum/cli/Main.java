@@ -266,15 +266,10 @@ public final class Main implements Callable<Integer> {
             if (java == null || !jar.isFile()) {
                 return null;
             }
-            List<String> cmd = new ArrayList<>();
-            cmd.add(java);
+            List<String> cmd = new ArrayList<>(List.of(java));
             cmd.addAll(jvmArguments());
-            cmd.add("--add-modules=jdk.incubator.vector");
-            cmd.add("--enable-native-access=ALL-UNNAMED");
-            cmd.add("-D" + PARENT_PROPERTY + "=" + ProcessHandle.current().pid());
-            cmd.add("-cp");
-            cmd.add(jar.getPath());
-            cmd.add(Main.class.getName());
+            cmd.addAll(List.of("--add-modules=jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED",
+                    "-D" + PARENT_PROPERTY + "=" + ProcessHandle.current().pid(), "-cp", jar.getPath(), Main.class.getName()));
             cmd.addAll(List.of(args));
             Process p = new ProcessBuilder(cmd).inheritIO().start();
             Runtime.getRuntime().addShutdownHook(new Thread(() -> {

@@ -93,11 +93,9 @@ final class SumCommand implements Callable<Integer> {
                 err.flush();
                 return Main.UNVERIFIED;
             }
-            try (ChosenBackend b = backend.open(spec.commandLine());
-                    Progress p = new Progress(err, Progress.shown(quiet), "sum", d.kvBytes())) {
-                long[] values = b.blockChecksums(d, p, mode);
-                p.close();
-                print(d, mode, b.backend(), values, pageDigest.entry(d, b.backend(), groupId), out);
+            try (KvChecksum b = backend.open(spec.commandLine())) {
+                long[] values = ChunkedChecksums.blockChecksums(b, d, mode, err, Progress.shown(quiet), "sum");
+                print(d, mode, b, values, pageDigest.entry(d, b, groupId), out);
             }
         }
         return Main.OK;

@@ -1,6 +1,7 @@
 package io.kvchecksum.cli;
 
 import io.kvchecksum.ChecksumMode;
+import io.kvchecksum.KvChecksum;
 import io.kvchecksum.RequestBlocks;
 import io.kvchecksum.cli.dump.DumpFile;
 import io.kvchecksum.cli.dump.InvalidInputException;
@@ -100,17 +101,16 @@ final class VerifyCommand implements Callable<Integer> {
             // The payload's mode; a mode this build does not know is computed in the standard mode and reported by the
             // comparison as MODE_DIFFERS.
             ChecksumMode mode = exp.checksumMode() == null ? ChecksumMode.STANDARD : exp.checksumMode();
-            try (ChosenBackend be = backend.open(spec.commandLine());
-                    Progress p = new Progress(err, Progress.shown(quiet), "verify", d.kvBytes())) {
+            try (KvChecksum be = backend.open(spec.commandLine())) {
                 // A group that cannot be checksummed without padding is skipped, as an engine skips it: nothing is
                 // computed, and the comparison says the group was checksummed on one side only (or on neither).
                 String skip = d.skipReason();
-                long[] values = skip != null ? new long[0] : be.blockChecksums(d, p, mode);
-                p.close();
+                long[] values = skip != null ? new long[0]
+                        : ChunkedChecksums.blockChecksums(be, d, mode, err, Progress.shown(quiet), "verify");
                 ChecksumPayload actual = PageDigestOption.withConsumerDigest(ChecksumPayload.of(mode,
                         exp.tpSize() == null ? 1 : exp.tpSize(), r.numTokens(), skip != null ? List.of()
                                 : List.of(new GroupChecksums(groupId, fingerprint.of(d), r.blockSize(), r.firstBlock(),
-                                        values))), exp, d, be.backend(), groupId);
+                                        values))), exp, d, be, groupId);
                 ChecksumPayload expOne = new ChecksumPayload(exp.version(), exp.tpSize(), exp.numTokens(),
                         exp.groups().stream().filter(g -> g.groupId() == groupId).toList(), exp.mode(),
                         PageDigestOption.expectedSections(exp, groupId));
@@ -126,7 +126,7 @@ final class VerifyCommand implements Callable<Integer> {
                     }).toList();
                     Json.print(out, Json.object("status", verdict.status().name(), "reason", verdict.reason(), "detail",
                             verdict.detail(), "note", verdict.note(), "hint", verdict.hint(), "backend",
-                            be.backend().name(), "backend_description", be.backend().description(), "block_size",
+                            be.name(), "backend_description", be.description(), "block_size",
                             r.blockSize(), "first_block", r.firstBlock(), "num_tokens", r.numTokens(), "mode", exp.mode(),
                             "skipped", skip, "groups", gs, "sections",
                             v.sections().stream().map(PageDigestOption::json).toList(), "groups_not_checked", others));
@@ -137,14 +137,11 @@ final class VerifyCommand implements Callable<Integer> {
                             + (eg == null ? "no group " + groupId : PayloadCommand.summary(eg)));
                     out.println("actual:   " + (skip != null ? "group " + groupId + " skipped: " + skip
                             : PayloadCommand.summary(actual.groups().getFirst()) + " (" + r.numTokens() + " tokens)"));
-                    out.println("backend:  " + be.backend().description());
+                    out.println("backend:  " + be.description());
                     for (GroupVerdict g : v.groups()) {
-                        if (g.groupId() == groupId && Verdict.INCOMPLETE_DUMP.equals(verdict.reason())) {
-                            out.println("group " + g.groupId() + ": " + verdict.status() + " " + verdict.reason() + ": "
-                                    + verdict.detail());
-                        } else {
-                            out.println("group " + g.groupId() + ": " + g.status() + describe(g));
-                        }
+                        boolean mine = g.groupId() == groupId && Verdict.INCOMPLETE_DUMP.equals(verdict.reason());
+                        out.println("group " + g.groupId() + ": " + (mine ? verdict.status() + " " + verdict.reason()
+                                + ": " + verdict.detail() : g.status() + describe(g)));
                         if (g.reason() == UnverifiedReason.FINGERPRINT_DIFFERS) {
                             out.println("  the fingerprint hashes the engine's layer names, spec type and dtype, which a dump"
                                     + " does not record: see --layer-name, --spec-type, --kv-dtype, or pass the producer's"

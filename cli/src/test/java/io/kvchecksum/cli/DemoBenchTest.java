@@ -1,6 +1,7 @@
 package io.kvchecksum.cli;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvChecksums;
 import io.kvchecksum.engine.verdict.Status;
 import io.kvchecksum.spi.BackendProvider.Availability;
@@ -26,7 +27,7 @@ class DemoBenchTest {
         Demo.Config c = new Demo.Config(7, 4, 8, 128, 2, 301, 16, 16, 8);
         StringWriter log = new StringWriter();
         Demo.Result r;
-        try (ChosenBackend b = ChosenBackend.open("cpu", Main.commandLine())) {
+        try (KvChecksum b = BackendOption.open("cpu", Main.commandLine())) {
             r = Demo.run(c, b, new PrintWriter(log));
         }
         assertEquals(Status.MATCH, r.clean(), log.toString());

@@ -1,5 +1,7 @@
 package io.kvchecksum.cli;
 
+import io.kvchecksum.ChecksumMode;
+import io.kvchecksum.KvChecksum;
 import io.kvchecksum.cli.dump.DumpFile;
 import io.kvchecksum.cli.dump.KvDump;
 import org.junit.jupiter.api.BeforeAll;
@@ -403,8 +405,9 @@ class HostileInputTest {
                 ch.truncate(0);
             }
             Throwable t = assertThrows(Throwable.class, () -> {
-                try (ChosenBackend b = ChosenBackend.open("reference", Main.commandLine())) {
-                    b.blockChecksums(d, new Progress(new PrintWriter(java.io.Writer.nullWriter()), false, "sum", 1));
+                try (KvChecksum b = BackendOption.open("reference", Main.commandLine())) {
+                    ChunkedChecksums.blockChecksums(b, d, ChecksumMode.STANDARD, new PrintWriter(java.io.Writer.nullWriter()),
+                            false, "sum");
                 }
             });
             StringWriter err = new StringWriter();
@@ -574,8 +577,8 @@ class HostileInputTest {
 
     @Test
     void backendAutoIsTheCpu() {
-        try (ChosenBackend b = ChosenBackend.open("auto", Main.commandLine())) {
-            assertEquals("cpu", b.backend().name());
+        try (KvChecksum b = BackendOption.open("auto", Main.commandLine())) {
+            assertEquals("cpu", b.name());
         }
     }
 

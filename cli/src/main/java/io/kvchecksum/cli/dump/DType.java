@@ -2,7 +2,6 @@ package io.kvchecksum.cli.dump;
 
 import java.util.Collections;
 import java.util.LinkedHashMap;
-import java.util.Locale;
 import java.util.Map;
 import java.util.stream.Stream;
 
@@ -61,21 +60,17 @@ public record DType(String name, int size, boolean integer, boolean signed) {
         if (order != '<' && order != '|' && order != '=' && order != '>') {
             throw new InvalidInputException(where + ": unsupported dtype '" + descr + "'");
         }
-        String name = switch (kind) {
-            case 'f' -> size == 2 ? "F16" : size == 4 ? "F32" : size == 8 ? "F64" : null;
-            case 'i' -> size == 1 ? "I8" : size == 2 ? "I16" : size == 4 ? "I32" : size == 8 ? "I64" : null;
-            case 'u' -> size == 1 ? "U8" : size == 2 ? "U16" : size == 4 ? "U32" : size == 8 ? "U64" : null;
-            case 'b' -> size == 1 ? "BOOL" : null;
-            // raw void items: how ml_dtypes' bfloat16 and fp8 arrays come out of NumPy
-            case 'V' -> size == 1 || size == 2 || size == 4 || size == 8 ? "V" + size : null;
-            default -> null;
-        };
-        if (name == null) {
+        // raw void items: how ml_dtypes' bfloat16 and fp8 arrays come out of NumPy
+        String name = kind == 'b' ? "BOOL" : kind == 'V' ? "V" + size : Character.toUpperCase(kind) + "" + 8L * size;
+        if (kind == 'V' && (size == 1 || size == 2 || size == 4 || size == 8)) {
+            return new DType(name, size, false, false);
+        }
+        DType known = "fiub".indexOf(kind) >= 0 ? SAFETENSORS.get(name) : null;
+        if (known == null || known.size() != size) {
             throw new InvalidInputException(where + ": unsupported dtype '" + descr + "' (supported: little-endian"
                     + " float, int, uint, bool and raw items of 1, 2, 4 or 8 bytes)");
         }
-        DType known = SAFETENSORS.get(name);
-        return known != null ? known : new DType(name.toUpperCase(Locale.ROOT), size, false, false);
+        return known;
     }
 
     @Override

@@ -29,30 +29,25 @@ import java.util.stream.Stream;
  * <p>Every size read from a file is checked against the file's length before it is used, so a malformed or hostile
  * dump produces an {@link InvalidInputException} naming the problem, never a read past the mapping or an allocation
  * larger than the file. The mappings live until {@link #close()}; they are shared, so backend threads may read them.
+ *
+ * @param path the dump's path as given
+ * @param format {@code safetensors}, {@code npz}, {@code npy} or {@code npy directory}
+ * @param arena the arena of the mappings (and of the files npz members were inflated into)
+ * @param tensors the tensors by name, sorted by name
  */
-public final class DumpFile implements AutoCloseable {
+public record DumpFile(Path path, String format, Arena arena, Map<String, Tensor> tensors) implements AutoCloseable {
     /** The largest safetensors JSON header read (the format's own reader refuses more than 100 MB). */
     static final long MAX_HEADER = 100L << 20;
 
     private static final ValueLayout.OfLong LE_LONG = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
-    private final Path path;
-    private final String format;
-    private final Arena arena;
-    private final Map<String, Tensor> tensors;
-
-    private DumpFile(Path path, String format, Arena arena, Map<String, Tensor> tensors) {
-        this.path = path;
-        this.format = format;
-        this.arena = arena;
-        this.tensors = Collections.unmodifiableMap(tensors);
+    /** Takes the tensors as an unmodifiable view. */
+    public DumpFile {
+        tensors = Collections.unmodifiableMap(tensors);
     }
 
     /** Opens a dump, choosing the format from its first bytes (or directory-ness), not from its name. */
     public static DumpFile open(Path path) {
-        if (!Files.isDirectory(path)) {
-            requireRegularFile(path);
-        }
         Arena arena = Arena.ofShared();
         try {
             DumpFile d = openIn(path, arena);
@@ -242,21 +237,6 @@ public final class DumpFile implements AutoCloseable {
 
     private static boolean startsWith(MemorySegment m, byte[] magic) {
         return m.byteSize() >= magic.length && m.asSlice(0, magic.length).mismatch(MemorySegment.ofArray(magic)) < 0;
-    }
-
-    /** The dump's path as given. */
-    public Path path() {
-        return path;
-    }
-
-    /** {@code safetensors}, {@code npz}, {@code npy} or {@code npy directory}. */
-    public String format() {
-        return format;
-    }
-
-    /** The tensors by name, sorted by name. */
-    public Map<String, Tensor> tensors() {
-        return tensors;
     }
 
     /** The tensor of that name, or {@code null}. */

@@ -45,8 +45,21 @@ import java.util.stream.IntStream;
  * Cells that are not whole 8-byte pieces (K plus V bytes, or the index-K row, not a multiple of 8) leave the group
  * {@link #skipReason() skipped with the reason} unless the options pad cells ({@link CellPadding#ZEROS}).
  * Tensors with other names are ignored. Everything is checked here, before any checksum runs.
+ *
+ * @param file the file
+ * @param layout the layout name
+ * @param paging the dump's pages, in words, for {@link #describe()}
+ * @param layers the layers, by layer number
+ * @param group the cache group over the dump's memory
+ * @param request the request: block size, first block, token count and the table (starting at the first block)
+ * @param table the page of each of the request's pages, from its first token on
+ * @param pageSize tokens per page (1 for gathered and SGLang dumps, whose pages are single tokens)
+ * @param padding what the checksum does with cells that are not whole pieces: the options' padding
+ * @param sglang the paged view SGLang's page digest reads, for an {@code sglang} dump; {@code null} for every other
+ *     layout
  */
-public final class KvDump {
+public record KvDump(DumpFile file, String layout, String paging, List<Layer> layers, KvCacheGroup group,
+        RequestBlocks request, int[] table, int pageSize, CellPadding padding, SglangDump.Pages sglang) {
     /** The layout names {@code --layout} accepts. */
     public static final List<String> LAYOUTS = List.of("gathered", "vllm-flash", "vllm-flashinfer-nhd",
             "vllm-flashinfer-hnd", "vllm-mla", "sglang");
@@ -101,32 +114,9 @@ public final class KvDump {
         }
     }
 
-    private final DumpFile file;
-    private final String layout;
-    private final List<Layer> layers;
-    private final KvCacheGroup group;
-    private final RequestBlocks request;
-    private final int[] table;
-    private final int pageSize;
-    private SglangDump.Pages sglang;
-    private String paging;
-    private final CellPadding padding;
-    private final String skipReason;
-
-    private KvDump(DumpFile file, String layout, List<Layer> layers, KvCacheGroup group, RequestBlocks request,
-            int[] table, int pageSize, CellPadding padding) {
-        this.padding = padding;
-        this.skipReason = padding != CellPadding.NONE ? null : layers.stream().map(l -> {
-            String p = SlicePlan.unpaddedCellProblem(l.cache());
-            return p == null ? null : l.kTensor().name() + ": " + p;
-        }).filter(Objects::nonNull).findFirst().orElse(null);
-        this.file = file;
-        this.layout = layout;
-        this.layers = List.copyOf(layers);
-        this.group = group;
-        this.request = request;
-        this.table = table;
-        this.pageSize = pageSize;
+    /** Copies the list of layers. */
+    public KvDump {
+        layers = List.copyOf(layers);
     }
 
     /** Reads {@code file} with the given options, or throws {@link InvalidInputException} naming the problem. */
@@ -157,11 +147,11 @@ public final class KvDump {
             throw new InvalidOptionException("--first-block " + o.firstBlock() + " x --block-size " + o.blockSize()
                     + " overflows a 64-bit position");
         }
-        if (o.layout().equals("sglang")) {
-            return SglangDump.read(file, o, start);
-        }
-        Map<Integer, Tensor[]> byLayer = byLayer(file, LAYER, List.of("k", "v", "kv_cache", "index_k"));
         try {
+            if (o.layout().equals("sglang")) {
+                return SglangDump.read(file, o, start);
+            }
+            Map<Integer, Tensor[]> byLayer = byLayer(file, LAYER, List.of("k", "v", "kv_cache", "index_k"));
             return o.layout().equals("gathered") ? gathered(file, o, start, byLayer) : paged(file, o, start, byLayer);
         } catch (InvalidLayoutException e) {
             throw new InvalidInputException(file.path() + ": " + e.getMessage());
@@ -283,7 +273,7 @@ public final class KvDump {
         int[] table = IntStream.range(0, (int) (n - start)).toArray();
         KvCacheGroup group = KvCacheGroup.of(1, tokens, layers.stream().map(Layer::cache).toList());
         RequestBlocks request = RequestBlocks.of(table, n, o.firstBlock(), o.blockSize());
-        return new KvDump(file, "gathered", layers, group, request, table, 1, o.padding());
+        return new KvDump(file, "gathered", "gathered", layers, group, request, table, 1, o.padding(), null);
     }
 
     /** The global head of a layer's index-K cache: the option, else right after the layer's KV heads in the dump. */
@@ -291,34 +281,46 @@ public final class KvDump {
         return o.indexKHead() != null ? o.indexKHead() : o.headOffset() + kvHeads;
     }
 
-    /** An SGLang dump: the token view the weighted sum reads (pages of one slot) and the paged view of its digest. */
-    static KvDump sglang(DumpFile file, List<Layer> layers, KvCacheGroup group, RequestBlocks request, int[] slots,
-            SglangDump.Pages pages, String paging, CellPadding padding) {
-        KvDump d = new KvDump(file, "sglang", layers, group, request, slots, 1, padding);
-        d.sglang = pages;
-        d.paging = paging;
-        return d;
-    }
-
     /**
      * The request's token count: {@code --num-tokens}, else the dump's {@code num_tokens} tensor (one integer past
-     * {@code start}), else every slot the dump holds from {@code start}. The caller checks it against what it holds.
+     * {@code start}), else every slot the dump holds from {@code start}; refused when the {@code held} slots from
+     * {@code start} (described by {@code heldText} in the message) do not hold it.
      */
-    static long requestedTokens(DumpFile file, Options o, long start, long held, String where) {
-        Long n = o.numTokens();
-        if (n != null) {
-            return n;
-        }
-        Tensor nt = scalar(file, "num_tokens", where);
-        if (nt == null) {
-            return start + held;
-        }
-        long v = nt.integerAt(0);
-        if (v <= start) {
+    static long requestedTokens(DumpFile file, Options o, long start, long held, String where, String heldText) {
+        Tensor nt = o.numTokens() != null ? null : scalar(file, "num_tokens", where);
+        long n = o.numTokens() != null ? o.numTokens() : nt == null ? start + held : nt.integerAt(0);
+        if (nt != null && n <= start) {
             throw new InvalidInputException(where + ": the request holds no tokens from position " + start
                     + " (num_tokens = " + nt.integerText(0) + ")");
         }
-        return v;
+        if (n < start || n - start > held) {
+            throw new InvalidInputException(where + ": --num-tokens " + n + " needs request positions " + start + ".."
+                    + (n - 1) + " but " + heldText + " from position " + start);
+        }
+        return n;
+    }
+
+    /**
+     * The dump's 1-D integer tensor {@code name} of 1 to 2^31 entries, listing {@code what} for the request; {@code
+     * shapeNote} follows "must be a 1-D integer tensor" in the message when it is not one.
+     */
+    static Tensor list(DumpFile file, String name, String what, String shapeNote, String layout, String where) {
+        Tensor t = file.get(name);
+        if (t == null) {
+            throw new InvalidInputException(where + ": no " + name + " tensor (" + what + ", a 1-D integer tensor; layout "
+                    + layout + ")");
+        }
+        if (!t.dtype().integer() || t.shape().length != 1) {
+            throw new InvalidInputException(where + ": " + name + " must be a 1-D integer tensor" + shapeNote + ", got "
+                    + t.dtype() + " " + t.shapeText());
+        }
+        if (t.shape()[0] > Integer.MAX_VALUE) {
+            throw new InvalidInputException(where + ": " + name + " has more than 2^31 entries");
+        }
+        if (t.shape()[0] == 0) {
+            throw new InvalidInputException(where + ": the request holds no tokens (" + name + " is empty)");
+        }
+        return t;
     }
 
     /** The dump's tensor {@code name}, which must hold one integer, or {@code null} when the dump has none. */
@@ -331,22 +333,29 @@ public final class KvDump {
         return t;
     }
 
+    /** A paged layout: its kv_cache shape, as messages print it, and the layer it describes. */
+    private record Paged(String shape, LayerOf layer) {
+    }
+
+    private interface LayerOf {
+        CacheLayer of(int layer, int firstHead, KvMemory cache, KvLayouts.PagedShape s);
+    }
+
+    private static final Map<String, Paged> PAGED = Map.of(
+            "vllm-flash", new Paged("(2, num_pages, page_size, heads, head_dim)", KvLayouts::vllmFlashLayer),
+            "vllm-flashinfer-nhd", new Paged("(num_pages, 2, page_size, heads, head_dim)", KvLayouts::flashInferNhdLayer),
+            "vllm-flashinfer-hnd", new Paged("(num_pages, 2, heads, page_size, head_dim)", KvLayouts::flashInferHndLayer),
+            "vllm-mla", new Paged("(num_pages, page_size, head_dim)", KvLayouts::vllmMlaLayer));
+
     private static KvDump paged(DumpFile file, Options o, long start, Map<Integer, Tensor[]> byLayer) {
         String where = file.path().toString();
         String layout = o.layout();
-        String expected = switch (layout) {
-            case "vllm-flash" -> "(2, num_pages, page_size, heads, head_dim)";
-            case "vllm-flashinfer-nhd" -> "(num_pages, 2, page_size, heads, head_dim)";
-            case "vllm-flashinfer-hnd" -> "(num_pages, 2, heads, page_size, head_dim)";
-            default -> "(num_pages, page_size, head_dim)";
-        };
+        Paged kind = PAGED.get(layout);
+        String expected = kind.shape();
         // where the shape holds the page count, the page size, the heads and the K/V pair (MLA: one head, no pair)
-        int[] at = switch (layout) {
-            case "vllm-flash" -> new int[] {1, 2, 3, 0};
-            case "vllm-flashinfer-nhd" -> new int[] {0, 2, 3, 1};
-            case "vllm-flashinfer-hnd" -> new int[] {0, 3, 2, 1};
-            default -> new int[] {0, 1, -1, -1};
-        };
+        List<String> dims = List.of(expected.substring(1, expected.length() - 1).split(", "));
+        int kvAt = dims.indexOf("2");
+        int headsAt = dims.indexOf("heads");
         List<Layer> layers = new ArrayList<>();
         long numPages = -1;
         int pageSize = -1;
@@ -361,7 +370,7 @@ public final class KvDump {
                 continue;
             }
             long[] s = t.shape();
-            boolean ok = at[3] < 0 ? s.length == 3 : s.length == 5 && s[at[3]] == 2;
+            boolean ok = s.length == dims.size() && (kvAt < 0 || s[kvAt] == 2);
             for (long d : s) {
                 ok &= d > 0 && d <= Integer.MAX_VALUE;
             }
@@ -369,9 +378,9 @@ public final class KvDump {
                 throw new InvalidInputException(where + ": " + t.name() + " shape " + t.shapeText() + " does not match layout "
                         + layout + " " + expected);
             }
-            long pages = s[at[0]];
-            int page = (int) s[at[1]];
-            int heads = at[2] < 0 ? 1 : (int) s[at[2]];
+            long pages = s[dims.indexOf("num_pages")];
+            int page = (int) s[dims.indexOf("page_size")];
+            int heads = headsAt < 0 ? 1 : (int) s[headsAt];
             int headDim = (int) s[s.length - 1];
             if (numPages >= 0 && (pages != numPages || page != pageSize)) {
                 throw new InvalidInputException(where + ": " + t.name() + " shape " + t.shapeText() + " has " + pages
@@ -383,14 +392,8 @@ public final class KvDump {
             shapeFrom = t.name();
             cell(where, t);
             KvLayouts.PagedShape shape = new KvLayouts.PagedShape(pages, page, heads, headDim, t.dtype().size());
-            KvMemory mem = KvMemory.host(t.data());
             int layer = e.getKey();
-            CacheLayer cl = switch (layout) {
-                case "vllm-flash" -> KvLayouts.vllmFlashLayer(layer, o.headOffset(), mem, shape);
-                case "vllm-flashinfer-nhd" -> KvLayouts.flashInferNhdLayer(layer, o.headOffset(), mem, shape);
-                case "vllm-flashinfer-hnd" -> KvLayouts.flashInferHndLayer(layer, o.headOffset(), mem, shape);
-                default -> KvLayouts.vllmMlaLayer(layer, o.headOffset(), mem, shape);
-            };
+            CacheLayer cl = kind.layer().of(layer, o.headOffset(), KvMemory.host(t.data()), shape);
             layers.add(new Layer(layer, t, cl.v() == null ? null : t, cl));
             Tensor ik = e.getValue()[3];
             if (ik != null) {
@@ -413,21 +416,7 @@ public final class KvDump {
             throw new InvalidInputException(where + ": --block-size " + o.blockSize() + " is not a multiple of the page size "
                     + pageSize + " of " + shapeFrom);
         }
-        Tensor bt = file.get("block_table");
-        if (bt == null) {
-            throw new InvalidInputException(where + ": no block_table tensor (the request's physical page ids, a 1-D"
-                    + " integer tensor; layout " + layout + ")");
-        }
-        if (!bt.dtype().integer() || bt.shape().length != 1) {
-            throw new InvalidInputException(where + ": block_table must be a 1-D integer tensor, got " + bt.dtype() + " "
-                    + bt.shapeText());
-        }
-        if (bt.shape()[0] > Integer.MAX_VALUE) {
-            throw new InvalidInputException(where + ": block_table has more than 2^31 entries");
-        }
-        if (bt.shape()[0] == 0) {
-            throw new InvalidInputException(where + ": the request holds no tokens (block_table is empty)");
-        }
+        Tensor bt = list(file, "block_table", "the request's physical page ids", "", layout, where);
         int[] table = new int[(int) bt.shape()[0]];
         for (int i = 0; i < table.length; i++) {
             long p = bt.integerAt(i);
@@ -438,16 +427,13 @@ public final class KvDump {
             table[i] = (int) p;
         }
         long held = (long) table.length * pageSize;
-        long n = requestedTokens(file, o, start, held, where);
-        if (n < start || n - start > held) {
-            throw new InvalidInputException(where + ": --num-tokens " + n + " needs request positions " + start + ".."
-                    + (n - 1) + " but block_table lists " + table.length + " pages of " + pageSize + " slots ("
-                    + held + " tokens) from position " + start);
-        }
+        long n = requestedTokens(file, o, start, held, where, "block_table lists " + table.length + " pages of " + pageSize
+                + " slots (" + held + " tokens)");
         KvCacheGroup group = KvCacheGroup.of(pageSize, numPages, layers.stream().map(Layer::cache).toList());
         // the table was checked entry by entry above, with the tensors' names: the backend's own check is the only other
         RequestBlocks request = RequestBlocks.of(table, n, o.firstBlock(), o.blockSize());
-        return new KvDump(file, layout, layers, group, request, table, pageSize, o.padding());
+        return new KvDump(file, layout, layout + ", page " + pageSize + ", " + numPages + " pages", layers, group, request,
+                table, pageSize, o.padding(), null);
     }
 
     private static int cell(String where, Tensor t) {
@@ -468,52 +454,15 @@ public final class KvDump {
         return n.size() <= 6 ? String.join(", ", n) : String.join(", ", n.subList(0, 6)) + ", ... (" + n.size() + " tensors)";
     }
 
-    /** The paged view SGLang's page digest reads, for an {@code sglang} dump; {@code null} for every other layout. */
-    public SglangDump.Pages sglang() {
-        return sglang;
-    }
-
     /**
      * Why the dump's group cannot be checksummed, or {@code null}: a layer whose cells are not whole 8-byte pieces
      * while cells are not padded. Commands report the group skipped with this reason instead of computing anything.
      */
     public String skipReason() {
-        return skipReason;
-    }
-
-    /** What the checksum does with cells that are not whole pieces: the options' padding. */
-    public CellPadding padding() {
-        return padding;
-    }
-
-    /** The file. */
-    public DumpFile file() {
-        return file;
-    }
-
-    /** The layout name. */
-    public String layout() {
-        return layout;
-    }
-
-    /** The layers, by layer number. */
-    public List<Layer> layers() {
-        return layers;
-    }
-
-    /** The cache group over the dump's memory. */
-    public KvCacheGroup group() {
-        return group;
-    }
-
-    /** The request: block size, first block, token count and the table (starting at the first block). */
-    public RequestBlocks request() {
-        return request;
-    }
-
-    /** Tokens per page (1 for gathered dumps, whose pages are single tokens). */
-    public int pageSize() {
-        return pageSize;
+        return padding != CellPadding.NONE ? null : layers.stream().map(l -> {
+            String p = SlicePlan.unpaddedCellProblem(l.cache());
+            return p == null ? null : l.kTensor().name() + ": " + p;
+        }).filter(Objects::nonNull).findFirst().orElse(null);
     }
 
     /** The KV bytes the checksum reads: every cell of every checksummed token. */
@@ -547,8 +496,6 @@ public final class KvDump {
         Layer first = layers.getFirst();
         CacheLayer c = first.cache();
         String kv = c.v() == null ? "K only" : "K+V";
-        String paging = this.paging != null ? this.paging : layout.equals("gathered") ? "gathered" : layout + ", page " + pageSize + ", " + group.numPages()
-                + " pages";
         long kvLayers = layers.stream().filter(l -> !l.indexK()).count();
         String index = layers.stream().filter(Layer::indexK).findFirst().map(l -> ", index-K " + l.cache().cellBytes()
                 + "-byte cells of " + l.kTensor().dtype() + (padding == CellPadding.ZEROS ? " (padded)" : "")).orElse("");

@@ -10,7 +10,6 @@ import io.kvchecksum.KvRegion;
 import io.kvchecksum.RequestBlocks;
 import io.kvchecksum.SlicePlan;
 import io.kvchecksum.StateRow;
-import io.kvchecksum.engine.auxiliary.LayoutSignature;
 import io.kvchecksum.engine.auxiliary.SglangDigests;
 import io.kvchecksum.engine.wire.SglangDigestSection;
 
@@ -47,35 +46,17 @@ public final class SglangDump {
     /**
      * The paged view of an SGLang dump that SGLang's page digest reads: the pool as pages of {@code pageSize} slots and
      * the request's pages from its first token on.
+     *
+     * @param pageSize tokens per page
+     * @param group the pool as pages of {@code pageSize} slots
+     * @param pages the request's pages, from the page holding position {@code start}
+     * @param start the request position of the dump's first token, a multiple of {@code pageSize}
+     * @param stateRows the state rows digested after the pages, in name order
      */
-    public static final class Pages {
-        private final int pageSize;
-        private final KvCacheGroup group;
-        private final int[] pages;
-        private final long start;
-        private final List<StateRow> stateRows;
-
-        Pages(int pageSize, KvCacheGroup group, int[] pages, long start, List<StateRow> stateRows) {
-            this.pageSize = pageSize;
-            this.group = group;
-            this.pages = pages;
-            this.start = start;
-            this.stateRows = List.copyOf(stateRows);
-        }
-
-        /** Tokens per page. */
-        public int pageSize() {
-            return pageSize;
-        }
-
-        /** The state rows digested after the pages, in name order. */
-        public List<StateRow> stateRows() {
-            return stateRows;
-        }
-
-        /** The layout signature of the pages and state rows ({@link LayoutSignature}). */
-        public long signature() {
-            return LayoutSignature.of(group, stateRows);
+    public record Pages(int pageSize, KvCacheGroup group, int[] pages, long start, List<StateRow> stateRows) {
+        /** Copies the list of state rows. */
+        public Pages {
+            stateRows = List.copyOf(stateRows);
         }
 
         /**
@@ -94,15 +75,8 @@ public final class SglangDump {
         }
     }
 
+    /** Reads {@code file} as an SGLang dump; KvDump.of turns a layout the bindings refuse into an input error. */
     static KvDump read(DumpFile file, KvDump.Options o, long start) {
-        try {
-            return readChecked(file, o, start);
-        } catch (InvalidLayoutException e) {
-            throw new InvalidInputException(file.path() + ": " + e.getMessage());
-        }
-    }
-
-    private static KvDump readChecked(DumpFile file, KvDump.Options o, long start) {
         String where = file.path().toString();
         Map<Integer, Tensor[]> byLayer = KvDump.byLayer(file, LAYER, List.of("k_buffer", "v_buffer", "kv_buffer"));
         int pageSize = pageSize(file, where);
@@ -160,27 +134,10 @@ public final class SglangDump {
                     + o.firstBlock() + " x --block-size " + o.blockSize() + "), inside a page of " + pageSize
                     + " tokens: SGLang's pages start at multiples of the page size");
         }
-        Tensor rt = file.get("req_to_token");
-        if (rt == null) {
-            throw new InvalidInputException(where + ": no req_to_token tensor (the request's token slot indices, a 1-D"
-                    + " integer tensor; layout sglang)");
-        }
-        if (!rt.dtype().integer() || rt.shape().length != 1) {
-            throw new InvalidInputException(where + ": req_to_token must be a 1-D integer tensor (one row of SGLang's"
-                    + " req_to_token pool), got " + rt.dtype() + " " + rt.shapeText());
-        }
-        if (rt.shape()[0] == 0) {
-            throw new InvalidInputException(where + ": the request holds no tokens (req_to_token is empty)");
-        }
-        if (rt.shape()[0] > Integer.MAX_VALUE) {
-            throw new InvalidInputException(where + ": req_to_token has more than 2^31 entries");
-        }
+        Tensor rt = KvDump.list(file, "req_to_token", "the request's token slot indices",
+                " (one row of SGLang's req_to_token pool)", "sglang", where);
         long held = rt.shape()[0];
-        long n = KvDump.requestedTokens(file, o, start, held, where);
-        if (n < start || n - start > held) {
-            throw new InvalidInputException(where + ": --num-tokens " + n + " needs request positions " + start + ".."
-                    + (n - 1) + " but req_to_token lists " + held + " slots from position " + start);
-        }
+        long n = KvDump.requestedTokens(file, o, start, held, where, "req_to_token lists " + held + " slots");
         int count = (int) (n - start);
         int[] slotOf = new int[count];
         int[] pages = new int[(int) Math.ceilDiv(count, (long) pageSize)];
@@ -211,8 +168,9 @@ public final class SglangDump {
         RequestBlocks request = RequestBlocks.of(slotOf, n, o.firstBlock(), o.blockSize());
         List<StateRow> rows = stateRows(file);
         Pages p = new Pages(pageSize, pagedGroup, pages, start, rows);
-        return KvDump.sglang(file, tokenView, tokens, request, slotOf, p, "sglang, page " + pageSize + ", " + slots
-                + " slots" + (rows.isEmpty() ? "" : ", state rows " + String.join(" ", rows.stream().map(StateRow::name).toList())), o.padding());
+        return new KvDump(file, "sglang", "sglang, page " + pageSize + ", " + slots + " slots" + (rows.isEmpty() ? ""
+                : ", state rows " + String.join(" ", rows.stream().map(StateRow::name).toList())), tokenView, tokens,
+                request, slotOf, 1, o.padding(), p);
     }
 
     private static CacheLayer pagedLayer(int layer, int headOffset, Tensor k, Tensor v, int heads, int pageSize) {
