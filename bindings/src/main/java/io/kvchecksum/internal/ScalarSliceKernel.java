@@ -3,8 +3,13 @@ package io.kvchecksum.internal;
 import java.lang.foreign.MemorySegment;
 
 /**
- * The fallback when the JVM lacks {@code jdk.incubator.vector}: the direct form with the weight stepped by 2 per
- * piece instead of recomputed.
+ * The scalar loops, the fallback when the JVM lacks {@code jdk.incubator.vector}: the direct form with the weight
+ * stepped by 2 per piece instead of recomputed, and the running-sum form.
+ *
+ * <p>The build generates the mixed mode's scalar kernel, {@code MixedScalarSliceKernel}, from this file, with every
+ * piece passed through {@link io.kvchecksum.Definition#feistel3} as it is read (bindings/pom.xml rewrites each read of
+ * a piece); the closing formulas are linear in the piece values, so they serve both. Edit this file, and read pieces
+ * only in that one form.
  */
 final class ScalarSliceKernel implements SliceKernel {
     /** Regions up to this many pieces take the direct form in {@link #sumAffine}. */
