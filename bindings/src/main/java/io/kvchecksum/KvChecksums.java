@@ -6,7 +6,6 @@ import io.kvchecksum.internal.SelfTest;
 import io.kvchecksum.spi.BackendProvider;
 import io.kvchecksum.spi.BackendProvider.Availability;
 
-import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -107,9 +106,7 @@ public final class KvChecksums {
      * fast CPU backend} Backends that fail the self-test are skipped (and listed with the reason by {@link #status()}).
      */
     public static KvChecksum fastest() {
-        List<BackendProvider> ps = new ArrayList<>(providers());
-        ps.sort(Comparator.comparingInt(BackendProvider::priority).reversed());
-        for (BackendProvider p : ps) {
+        for (BackendProvider p : providers()) {
             if (p.priority() <= BackendProvider.CPU_PRIORITY || !p.availability().available()) {
                 continue;
             }
@@ -134,9 +131,7 @@ public final class KvChecksums {
      */
     public static Map<String, Availability> status() {
         Map<String, Availability> out = new LinkedHashMap<>();
-        List<BackendProvider> ps = new ArrayList<>(providers());
-        ps.sort(Comparator.comparingInt(BackendProvider::priority).reversed());
-        for (BackendProvider p : ps) {
+        for (BackendProvider p : providers()) {
             out.put(p.name(), selfTested(p));
         }
         for (Map.Entry<String, String> e : MODULES.entrySet()) {
@@ -160,11 +155,11 @@ public final class KvChecksums {
         }
     }
 
+    /** The providers on the class path, highest priority first. */
     private static List<BackendProvider> providers() {
-        List<BackendProvider> ps = new ArrayList<>();
-        for (BackendProvider p : ServiceLoader.load(BackendProvider.class, KvChecksums.class.getClassLoader())) {
-            ps.add(p);
-        }
-        return ps;
+        return ServiceLoader.load(BackendProvider.class, KvChecksums.class.getClassLoader()).stream()
+                .map(ServiceLoader.Provider::get)
+                .sorted(Comparator.comparingInt(BackendProvider::priority).reversed())
+                .toList();
     }
 }

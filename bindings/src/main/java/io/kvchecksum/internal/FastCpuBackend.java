@@ -87,11 +87,6 @@ public final class FastCpuBackend implements Backend {
         return "cpu (" + kernel.describe() + ", " + threads + " thread" + (threads == 1 ? "" : "s") + ")";
     }
 
-    /** Whether this JVM runs the Vector API loop; false means {@code --add-modules jdk.incubator.vector} is missing. */
-    public static boolean vectorized() {
-        return KERNEL instanceof VectorSliceKernel;
-    }
-
     @Override
     public BackendLimits limits() {
         return BackendLimits.HOST_ONLY;
