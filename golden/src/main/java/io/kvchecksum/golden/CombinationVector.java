@@ -1,7 +1,6 @@
 package io.kvchecksum.golden;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import io.kvchecksum.CacheLayer;
 import io.kvchecksum.ChecksumMode;
 import io.kvchecksum.KvCacheGroup;
 import io.kvchecksum.KvSegments;
@@ -10,7 +9,6 @@ import io.kvchecksum.SliceSums;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.util.ArrayList;
 import java.util.List;
 
 /**
@@ -56,18 +54,9 @@ public final class CombinationVector {
         return json.get("pad_cells").asBoolean();
     }
 
-    /** {@return the number of requests} */
-    public int numRequests() {
-        return json.get("requests").size();
-    }
-
     /** {@return the requests, in the vector's order (a segmented cache's with empty page tables)} */
     public List<RequestBlocks> requests() {
-        List<RequestBlocks> out = new ArrayList<>();
-        for (JsonNode r : json.get("requests")) {
-            out.add(VectorJson.request(r));
-        }
-        return out;
+        return json.get("requests").valueStream().map(VectorJson::request).toList();
     }
 
     /**
@@ -109,17 +98,8 @@ public final class CombinationVector {
      * @param buffers the vector's buffers, as {@link #buffers} returns them
      */
     public List<KvCacheGroup> groups(List<MemorySegment> buffers) {
-        List<KvCacheGroup> out = new ArrayList<>();
-        for (JsonNode g : json.get("groups")) {
-            List<CacheLayer> layers = new ArrayList<>();
-            for (JsonNode l : g.get("layers")) {
-                JsonNode v = l.get("v");
-                layers.add(new CacheLayer(l.get("layer").asInt(), l.get("first_head").asInt(), l.get("num_heads").asInt(),
-                        VectorJson.region(l.get("k"), buffers), VectorJson.optionalRegion(v, buffers)));
-            }
-            out.add(KvCacheGroup.of(g.get("page_size").asInt(), g.get("num_pages").asLong(), layers));
-        }
-        return out;
+        return json.get("groups").valueStream().map(g -> KvCacheGroup.of(g.get("page_size").asInt(),
+                g.get("num_pages").asLong(), VectorJson.layers(g.get("layers"), buffers))).toList();
     }
 
     private JsonNode request(int r) {

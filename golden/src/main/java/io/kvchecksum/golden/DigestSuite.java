@@ -7,7 +7,6 @@ import org.junit.jupiter.api.DynamicNode;
 import org.junit.jupiter.api.DynamicTest;
 
 import java.lang.foreign.Arena;
-import java.util.List;
 import java.util.function.UnaryOperator;
 import java.util.stream.Stream;
 
@@ -43,8 +42,7 @@ public final class DigestSuite {
      * @return one dynamic test per vector
      */
     public static Stream<DynamicNode> tests(KvChecksum backend, UnaryOperator<KvMemory> placement) {
-        List<DigestVector> all = DigestVector.all();
-        return all.stream().map(v -> DynamicTest.dynamicTest(backend.name() + " · digest · " + v.name(), () -> {
+        return DigestVector.all().stream().map(v -> DynamicTest.dynamicTest(backend.name() + " · digest · " + v.name(), () -> {
             try (Arena arena = Arena.ofShared()) {
                 PageDigestPlan plan = v.plan(arena, placement);
                 assertEquals(v.streamBytes(), plan.totalBytes(), v.name() + ": stream length");

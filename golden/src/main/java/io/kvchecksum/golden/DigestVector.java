@@ -1,7 +1,6 @@
 package io.kvchecksum.golden;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import io.kvchecksum.KvCacheGroup;
 import io.kvchecksum.KvLayouts;
 import io.kvchecksum.KvMemory;
@@ -10,13 +9,9 @@ import io.kvchecksum.RequestBlocks;
 import io.kvchecksum.SlicePlan;
 import io.kvchecksum.StateRow;
 
-import java.io.IOException;
-import java.io.InputStream;
-import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
-import java.util.ArrayList;
 import java.util.List;
+import java.util.function.Supplier;
 import java.util.function.UnaryOperator;
 
 /**
@@ -25,7 +20,8 @@ import java.util.function.UnaryOperator;
  * a request, and the Adler-32 of the request's stream that Python's {@code zlib.adler32} computed.
  */
 public final class DigestVector {
-    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final Supplier<List<DigestVector>> ALL =
+            VectorJson.once(() -> List.copyOf(VectorJson.vectors("vectors-digest", DigestVector::new).values()));
 
     private final String name;
     private final JsonNode json;
@@ -37,20 +33,9 @@ public final class DigestVector {
         this.data = data;
     }
 
-    /** {@return every vector of {@code vectors-digest/}, in the generator's order} */
+    /** {@return every vector of {@code vectors-digest/}, in the generator's order} Read once from the class path. */
     public static List<DigestVector> all() {
-        List<DigestVector> out = new ArrayList<>();
-        try (InputStream in = resource("index.json")) {
-            for (JsonNode n : JSON.readTree(in).get("vectors")) {
-                String name = n.asText();
-                try (InputStream j = resource(name + ".json"); InputStream b = resource(name + ".bin")) {
-                    out.add(new DigestVector(name, JSON.readTree(j), b.readAllBytes()));
-                }
-            }
-        } catch (IOException e) {
-            throw new UncheckedIOException("reading the page-digest vectors", e);
-        }
-        return out;
+        return ALL.get();
     }
 
     /** {@return whether this jar carries the page-digest vectors} */
@@ -87,50 +72,23 @@ public final class DigestVector {
      * @return the validated plan of the vector's stream
      */
     public PageDigestPlan plan(Arena arena, UnaryOperator<KvMemory> placement) {
-        int[] layers = ints(json.get("layers"));
+        int[] layers = VectorJson.ints(json.get("layers"));
         List<KvMemory> ks = memories(arena, json.get("k_buffers"), placement);
         List<KvMemory> vs = json.get("mla").asBoolean() ? null : memories(arena, json.get("v_buffers"), placement);
         int pageSize = json.get("page_size").asInt();
         KvLayouts.PagedShape shape = new KvLayouts.PagedShape(json.get("num_slots").asLong() / pageSize, pageSize,
                 json.get("heads").asInt(), json.get("head_dim").asInt(), json.get("elem_bytes").asInt());
         KvCacheGroup g = KvLayouts.sglang(shape, 0, layers, ks, vs);
-        RequestBlocks r = RequestBlocks.of(ints(json.get("page_table")), json.get("num_tokens").asLong(),
+        RequestBlocks r = RequestBlocks.of(VectorJson.ints(json.get("page_table")), json.get("num_tokens").asLong(),
                 json.get("first_block").asLong(), json.get("block_size").asInt());
         List<KvMemory> states = memories(arena, json.get("state_buffers"), placement);
-        List<StateRow> rows = new ArrayList<>();
-        for (JsonNode s : json.get("state_rows")) {
-            rows.add(new StateRow(s.get("name").asText(), states.get(s.get("buffer").asInt()), s.get("offset").asLong(),
-                    s.get("length").asLong()));
-        }
+        List<StateRow> rows = json.get("state_rows").valueStream().map(s -> new StateRow(s.get("name").asText(),
+                states.get(s.get("buffer").asInt()), s.get("offset").asLong(), s.get("length").asLong())).toList();
         return PageDigestPlan.of(SlicePlan.of(g, r), rows);
     }
 
     private List<KvMemory> memories(Arena arena, JsonNode buffers, UnaryOperator<KvMemory> placement) {
-        List<KvMemory> out = new ArrayList<>();
-        for (JsonNode b : buffers) {
-            int off = b.get("offset").asInt();
-            int n = b.get("bytes").asInt();
-            MemorySegment s = arena.allocate(n, 64);
-            MemorySegment.copy(MemorySegment.ofArray(data), off, s, 0, n);
-            out.add(placement.apply(KvMemory.host(s)));
-        }
-        return out;
-    }
-
-    private static int[] ints(JsonNode a) {
-        int[] out = new int[a.size()];
-        for (int i = 0; i < out.length; i++) {
-            out[i] = a.get(i).asInt();
-        }
-        return out;
-    }
-
-    private static InputStream resource(String name) {
-        InputStream in = DigestVector.class.getResourceAsStream("/vectors-digest/" + name);
-        if (in == null) {
-            throw new IllegalStateException("page-digest resource vectors-digest/" + name + " is missing from the class path");
-        }
-        return in;
+        return VectorJson.buffers(buffers, data, arena).stream().map(s -> placement.apply(KvMemory.host(s))).toList();
     }
 
     @Override

@@ -1,7 +1,6 @@
 package io.kvchecksum.golden;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.annotation.JsonDeserialize;
 import io.kvchecksum.CacheLayer;
 import io.kvchecksum.ChecksumMode;
 import io.kvchecksum.KvCacheGroup;
@@ -13,14 +12,13 @@ import org.junit.jupiter.api.DynamicContainer;
 import org.junit.jupiter.api.DynamicNode;
 import org.junit.jupiter.api.DynamicTest;
 
-import java.io.IOException;
-import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.Function;
+import java.util.function.Supplier;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -32,8 +30,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
  * whole file) where the backend's other vectors go, and the rows follow it.
  */
 public final class GoldenStateRows {
-    private static final ObjectMapper JSON = new ObjectMapper();
-    private static volatile Loaded loaded;
+    private static final Supplier<Loaded> LOADED = VectorJson.once(GoldenStateRows::load);
 
     private GoldenStateRows() {
     }
@@ -47,7 +44,8 @@ public final class GoldenStateRows {
      * @param standard NumPy's digest in the standard mode (unsigned 64-bit, held in a {@code long})
      * @param mixed NumPy's digest in the mixed mode (unsigned 64-bit, held in a {@code long})
      */
-    public record Row(String name, long offset, long length, long standard, long mixed) {
+    public record Row(String name, long offset, long length, @JsonDeserialize(using = VectorJson.Unsigned.class) long standard,
+            @JsonDeserialize(using = VectorJson.Unsigned.class) long mixed) {
     }
 
     /**
@@ -58,9 +56,14 @@ public final class GoldenStateRows {
      * @param rows the rows passed in one {@link KvChecksum#stateDigests} call, in order
      */
     public record Case(String name, String description, List<Row> rows) {
+        /** Holds a copy of {@code rows}. */
+        public Case {
+            rows = List.copyOf(rows);
+        }
     }
 
-    private record Loaded(byte[] bytes, List<Case> cases) {
+    /** {@code state.json}, and {@code state.bin} whose length it gives. */
+    private record Loaded(long bytes, List<Case> cases, byte[] data) {
     }
 
     /**
@@ -71,7 +74,7 @@ public final class GoldenStateRows {
      *     {@code state.json}'s
      */
     public static List<Case> cases() {
-        return load().cases();
+        return LOADED.get().cases();
     }
 
     /**
@@ -82,19 +85,16 @@ public final class GoldenStateRows {
      *     {@code state.json}'s
      */
     public static byte[] bytes() {
-        return load().bytes().clone();
+        return LOADED.get().data().clone();
     }
 
     static DynamicNode tests(KvChecksum backend, Function<GoldenSuite.HostCase, KvCacheGroup> placement) {
-        List<DynamicNode> nodes = new ArrayList<>();
-        for (Case c : cases()) {
-            nodes.add(DynamicTest.dynamicTest(backend.name() + " · state rows · " + c.name(), () -> check(backend, c, placement)));
-        }
-        return DynamicContainer.dynamicContainer(backend.name() + " · state rows", nodes);
+        return DynamicContainer.dynamicContainer(backend.name() + " · state rows", DynamicTest.stream(cases().stream(),
+                c -> backend.name() + " · state rows · " + c.name(), c -> check(backend, c, placement)));
     }
 
     private static void check(KvChecksum k, Case c, Function<GoldenSuite.HostCase, KvCacheGroup> placement) {
-        byte[] bytes = load().bytes();
+        byte[] bytes = LOADED.get().data();
         try (Arena arena = Arena.ofShared()) {
             MemorySegment seg = arena.allocate(bytes.length, 64);
             MemorySegment.copy(MemorySegment.ofArray(bytes), 0, seg, 0, bytes.length);
@@ -121,38 +121,12 @@ public final class GoldenStateRows {
     }
 
     private static Loaded load() {
-        Loaded l = loaded;
-        if (l == null) {
-            try (InputStream j = resource("state.json"); InputStream b = resource("state.bin")) {
-                JsonNode doc = JSON.readTree(j);
-                byte[] bytes = b.readAllBytes();
-                if (doc.get("bytes").asLong() != bytes.length) {
-                    throw new IllegalStateException("vectors-state/state.bin has " + bytes.length + " bytes, state.json says "
-                            + doc.get("bytes"));
-                }
-                List<Case> cases = new ArrayList<>();
-                for (JsonNode c : doc.get("cases")) {
-                    List<Row> rows = new ArrayList<>();
-                    for (JsonNode r : c.get("rows")) {
-                        rows.add(new Row(r.get("name").asText(), r.get("offset").asLong(), r.get("length").asLong(),
-                                Long.parseUnsignedLong(r.get("standard").asText()), Long.parseUnsignedLong(r.get("mixed").asText())));
-                    }
-                    cases.add(new Case(c.get("name").asText(), c.get("description").asText(), List.copyOf(rows)));
-                }
-                l = new Loaded(bytes, List.copyOf(cases));
-                loaded = l;
-            } catch (IOException e) {
-                throw new UncheckedIOException("reading vectors-state/", e);
-            }
+        Loaded json = VectorJson.JSON.convertValue(VectorJson.tree("vectors-state", "state.json"), Loaded.class);
+        byte[] data = VectorJson.bytes("vectors-state", "state.bin");
+        if (json.bytes() != data.length) {
+            throw new IllegalStateException("vectors-state/state.bin has " + data.length + " bytes, state.json says "
+                    + json.bytes());
         }
-        return l;
-    }
-
-    private static InputStream resource(String name) {
-        InputStream in = GoldenStateRows.class.getResourceAsStream("/vectors-state/" + name);
-        if (in == null) {
-            throw new IllegalStateException("golden resource vectors-state/" + name + " is missing from the class path");
-        }
-        return in;
+        return new Loaded(json.bytes(), List.copyOf(json.cases()), data);
     }
 }

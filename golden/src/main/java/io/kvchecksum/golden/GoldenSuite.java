@@ -24,6 +24,7 @@ import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.function.BiConsumer;
 import java.util.function.Function;
 import java.util.stream.Stream;
 
@@ -56,7 +57,7 @@ public final class GoldenSuite {
      * @param backend the backend under test, reading each vector's cache in host memory
      */
     public static Stream<DynamicNode> tests(KvChecksum backend) {
-        return tests(backend, GoldenSuite::hostLayout);
+        return tests(backend, HostCase::group);
     }
 
     /**
@@ -70,73 +71,75 @@ public final class GoldenSuite {
      *     and the state rows
      */
     public static Stream<DynamicNode> tests(KvChecksum backend, Function<HostCase, KvCacheGroup> placement) {
-        List<DynamicNode> nodes = new ArrayList<>();
-        for (GoldenVector v : GoldenVectors.all()) {
-            nodes.add(DynamicTest.dynamicTest(backend.name() + " · " + v.name(), () -> checkVector(backend, v, placement)));
-        }
-        List<DynamicNode> rel = new ArrayList<>();
-        for (JsonNode r : GoldenVectors.relations()) {
-            String kind = r.get("kind").asText();
-            String label = switch (kind) {
-                case "sum" -> r.get("whole").asText() + " = sum of " + r.get("parts").size() + " parts";
-                case "rechunk" -> r.get("small").asText() + " x" + r.get("factor").asInt() + " = " + r.get("large").asText();
-                default -> r.get("a").asText() + " != " + r.get("b").asText();
-            };
-            rel.add(DynamicTest.dynamicTest(backend.name() + " · " + kind + " · " + label, () -> checkRelation(backend, r, placement)));
-        }
-        nodes.add(DynamicContainer.dynamicContainer(backend.name() + " · relations", rel));
-        List<DynamicNode> mixed = new ArrayList<>();
-        for (GoldenVector v : GoldenVectors.all()) {
-            mixed.add(DynamicTest.dynamicTest(backend.name() + " · mixed · " + v.name(),
-                    () -> checkMixed(backend, GoldenVectors.mixed(v.name()), placement)));
-        }
-        nodes.add(DynamicContainer.dynamicContainer(backend.name() + " · mixed mode", mixed));
-        List<DynamicNode> cells = new ArrayList<>();
-        for (GoldenVector v : GoldenVectors.cells()) {
-            cells.add(DynamicTest.dynamicTest(backend.name() + " · cells · " + v.name(), () -> checkCells(backend, v, placement)));
-        }
-        nodes.add(DynamicContainer.dynamicContainer(backend.name() + " · cells (straddling, index-K, padded)", cells));
-        List<DynamicNode> combinations = new ArrayList<>();
-        for (CombinationVector v : GoldenVectors.combinations()) {
-            combinations.add(DynamicTest.dynamicTest(backend.name() + " · combinations · " + v.name(),
-                    () -> checkCombination(backend, v, placement)));
-        }
-        nodes.add(DynamicContainer.dynamicContainer(
-                backend.name() + " · combinations (padded segments, mixed byte cells, several requests)", combinations));
-        nodes.add(GoldenStateRows.tests(backend, placement));
-        return nodes.stream();
+        String b = backend.name() + " · ";
+        Stream<DynamicTest> vectors = each(b, GoldenVectors.all(),
+                (v, who) -> checkVector(backend, v, ChecksumMode.STANDARD, who, placement));
+        Stream<DynamicTest> relations = DynamicTest.stream(GoldenVectors.relations().stream(),
+                r -> b + r.get("kind").asText() + " · " + label(r), r -> checkRelation(backend, r, placement));
+        Stream<DynamicTest> mixed = each(b + "mixed · ", GoldenVectors.all(),
+                (v, who) -> checkVector(backend, GoldenVectors.mixed(v.name()), ChecksumMode.MIXED, who, placement));
+        Stream<DynamicTest> cells = each(b + "cells · ", GoldenVectors.cells(), (v, who) -> {
+            checkVector(backend, v, ChecksumMode.STANDARD, who, placement);
+            checkVector(backend, GoldenVectors.mixedOf(v), ChecksumMode.MIXED, who + " (mixed)", placement);
+        });
+        Stream<DynamicTest> combinations = each(b + "combinations · ", GoldenVectors.combinations(),
+                (v, who) -> checkCombination(backend, v, who, placement));
+        return Stream.concat(vectors, Stream.of(DynamicContainer.dynamicContainer(b + "relations", relations),
+                DynamicContainer.dynamicContainer(b + "mixed mode", mixed),
+                DynamicContainer.dynamicContainer(b + "cells (straddling, index-K, padded)", cells),
+                DynamicContainer.dynamicContainer(b + "combinations (padded segments, mixed byte cells, several requests)",
+                        combinations),
+                GoldenStateRows.tests(backend, placement)));
+    }
+
+    /** One test per item, named {@code prefix} and the item, that name passed to {@code check} for its messages. */
+    private static <T> Stream<DynamicTest> each(String prefix, List<T> items, BiConsumer<T, String> check) {
+        return items.stream().map(t -> {
+            String who = prefix + t;
+            return DynamicTest.dynamicTest(who, () -> check.accept(t, who));
+        });
     }
 
     /**
-     * A cell vector ({@code vectors-cells}): the standard values through every operation, then the mixed ones; a padded
-     * vector is refused without {@link CellPadding#ZEROS} before anything is read.
+     * One golden vector in {@code mode}, compared exactly with NumPy's values: the combine of NumPy's slice sums, one
+     * plan's block checksums (twice), slice sums and submitted values, and the family's ready-made constructor where
+     * the vector has one; in the standard mode also the group's own entry points, which refuse a padded vector (one
+     * whose expectations need {@link CellPadding#ZEROS}) before anything is read.
      */
-    private static void checkCells(KvChecksum k, GoldenVector v, Function<HostCase, KvCacheGroup> placement) {
+    private static void checkVector(KvChecksum k, GoldenVector v, ChecksumMode mode, String who,
+            Function<HostCase, KvCacheGroup> placement) {
         try (Arena arena = Arena.ofShared()) {
             List<MemorySegment> buffers = v.buffers(arena);
             KvCacheGroup g = placement.apply(new HostCase(v, v.group(buffers), buffers));
             RequestBlocks r = v.request();
-            String who = k.name() + " · cells · " + v.name();
-            CellPadding padding = v.padCells() ? CellPadding.ZEROS : CellPadding.NONE;
-            if (v.padCells()) {
+            long[] expected = v.expected();
+            SliceSums expectedSlices = v.expectedSlices();
+            assertArrayEquals(expected, expectedSlices.combine(), who + " (combine of NumPy's slice sums)");
+            if (mode == ChecksumMode.STANDARD && v.padCells()) {
                 InvalidLayoutException e = assertThrows(InvalidLayoutException.class, () -> k.blockChecksums(g, r),
                         who + ": computed without padding");
                 assertTrue(e.getMessage().contains("not whole 8-byte pieces"), e.getMessage());
+            } else if (mode == ChecksumMode.STANDARD) {
+                assertArrayEquals(expected, k.blockChecksums(g, r), who + " (fused, generic layout)");
+                assertEquals(expectedSlices, k.sliceSums(g, r), who + " (slice sums, generic layout)");
+                try (PendingChecksums p = k.submit(g, r)) {
+                    assertArrayEquals(expected, p.get(), who + " (submit, generic layout)");
+                }
             }
-            SlicePlan plan = SlicePlan.of(g, r, new ChecksumSpec(ChecksumMode.STANDARD, padding));
-            long[] expected = v.expected();
-            assertArrayEquals(expected, v.expectedSlices().combine(), who + " (combine of NumPy's slice sums)");
+            SlicePlan plan = SlicePlan.of(g, r, mode, v.padCells() ? CellPadding.ZEROS : CellPadding.NONE);
             for (int call = 0; call < 2; call++) {
-                assertArrayEquals(expected, k.blockChecksums(plan), who + " (fused, call " + call + ")");
+                assertArrayEquals(expected, k.blockChecksums(plan), who + " (one plan, call " + call + ")");
             }
-            assertEquals(v.expectedSlices(), k.sliceSums(plan), who + " (slice sums)");
+            assertEquals(expectedSlices, k.sliceSums(plan), who + " (slice sums)");
             try (PendingChecksums p = k.submit(plan)) {
-                assertArrayEquals(expected, p.get(), who + " (submit)");
+                assertArrayEquals(expected, p.get(), who + " (submit of a reused plan)");
             }
-            GoldenVector m = GoldenVectors.mixedOf(v);
-            SlicePlan mixed = plan.withMode(ChecksumMode.MIXED);
-            assertArrayEquals(m.expected(), k.blockChecksums(mixed), who + " (mixed, fused)");
-            assertEquals(m.expectedSlices(), k.sliceSums(mixed), who + " (mixed, slice sums)");
+            GoldenVector.FamilyLayout f = v.familyLayout(buffers);
+            if (f != null) {
+                KvCacheGroup fg = placement.apply(new HostCase(v, f.group(), buffers));
+                assertArrayEquals(expected, k.blockChecksums(SlicePlan.of(fg, f.request(), mode)),
+                        who + " (fused, " + v.family() + " constructor)");
+            }
         }
     }
 
@@ -147,7 +150,8 @@ public final class GoldenSuite {
      * source ({@link SlicePlan} for a group, {@link KvSegments#plan} for segments), which must give the same values. A
      * vector with padded cells is first refused without {@link CellPadding#ZEROS}, before anything is read.
      */
-    private static void checkCombination(KvChecksum k, CombinationVector v, Function<HostCase, KvCacheGroup> placement) {
+    private static void checkCombination(KvChecksum k, CombinationVector v, String who,
+            Function<HostCase, KvCacheGroup> placement) {
         try (Arena arena = Arena.ofShared()) {
             List<MemorySegment> buffers = v.buffers(arena);
             List<KvCacheGroup> groups = new ArrayList<>();
@@ -157,7 +161,6 @@ public final class GoldenSuite {
             KvSource source = v.segmented() ? KvSegments.of(groups) : groups.get(0);
             List<RequestBlocks> requests = v.requests();
             int n = requests.size();
-            String who = k.name() + " · combinations · " + v.name();
             CellPadding padding = v.padCells() ? CellPadding.ZEROS : CellPadding.NONE;
             if (v.padCells()) {
                 InvalidLayoutException e = assertThrows(InvalidLayoutException.class,
@@ -222,61 +225,6 @@ public final class GoldenSuite {
     public record HostCase(GoldenVector vector, KvCacheGroup group, List<MemorySegment> buffers) {
     }
 
-    private static KvCacheGroup hostLayout(HostCase c) {
-        return c.group();
-    }
-
-    private static void checkVector(KvChecksum k, GoldenVector v, Function<HostCase, KvCacheGroup> placement) {
-        try (Arena arena = Arena.ofShared()) {
-            List<MemorySegment> buffers = v.buffers(arena);
-            KvCacheGroup host = v.group(buffers);
-            KvCacheGroup g = placement.apply(new HostCase(v, host, buffers));
-            RequestBlocks r = v.request();
-            String who = k.name() + " · " + v.name();
-            long[] expected = v.expected();
-            assertArrayEquals(expected, k.blockChecksums(g, r), who + " (fused, generic layout)");
-            assertEquals(v.expectedSlices(), k.sliceSums(g, r), who + " (slice sums)");
-            assertArrayEquals(expected, v.expectedSlices().combine(), who + " (combine of NumPy's slice sums)");
-            try (PendingChecksums p = k.submit(g, r)) {
-                assertArrayEquals(expected, p.get(), who + " (submit)");
-            }
-            SlicePlan plan = SlicePlan.of(g, r);
-            for (int call = 0; call < 2; call++) {
-                assertArrayEquals(expected, k.blockChecksums(plan), who + " (one plan, call " + call + ")");
-            }
-            try (PendingChecksums p = k.submit(plan)) {
-                assertArrayEquals(expected, p.get(), who + " (submit of a reused plan)");
-            }
-            GoldenVector.FamilyLayout f = v.familyLayout(buffers);
-            if (f != null) {
-                KvCacheGroup fg = placement.apply(new HostCase(v, f.group(), buffers));
-                assertArrayEquals(expected, k.blockChecksums(fg, f.request()), who + " (fused, " + v.family() + " constructor)");
-            }
-        }
-    }
-
-    private static void checkMixed(KvChecksum k, GoldenVector v, Function<HostCase, KvCacheGroup> placement) {
-        try (Arena arena = Arena.ofShared()) {
-            List<MemorySegment> buffers = v.buffers(arena);
-            KvCacheGroup g = placement.apply(new HostCase(v, v.group(buffers), buffers));
-            String who = k.name() + " · mixed · " + v.name();
-            long[] expected = v.expected();
-            SlicePlan plan = SlicePlan.of(g, v.request(), ChecksumMode.MIXED);
-            assertArrayEquals(expected, k.blockChecksums(plan), who + " (fused)");
-            assertEquals(v.expectedSlices(), k.sliceSums(plan), who + " (slice sums)");
-            assertArrayEquals(expected, v.expectedSlices().combine(), who + " (combine of NumPy's slice sums)");
-            try (PendingChecksums p = k.submit(plan)) {
-                assertArrayEquals(expected, p.get(), who + " (submit)");
-            }
-            GoldenVector.FamilyLayout f = v.familyLayout(buffers);
-            if (f != null) {
-                KvCacheGroup fg = placement.apply(new HostCase(v, f.group(), buffers));
-                assertArrayEquals(expected, k.blockChecksums(SlicePlan.of(fg, f.request(), ChecksumMode.MIXED)),
-                        who + " (fused, " + v.family() + " constructor)");
-            }
-        }
-    }
-
     private static long[] compute(KvChecksum k, String name, Function<HostCase, KvCacheGroup> placement) {
         GoldenVector v = GoldenVectors.get(name);
         try (Arena arena = Arena.ofShared()) {
@@ -284,6 +232,14 @@ public final class GoldenSuite {
             KvCacheGroup g = placement.apply(new HostCase(v, v.group(buffers), buffers));
             return k.blockChecksums(g, v.request());
         }
+    }
+
+    private static String label(JsonNode r) {
+        return switch (r.get("kind").asText()) {
+            case "sum" -> r.get("whole").asText() + " = sum of " + r.get("parts").size() + " parts";
+            case "rechunk" -> r.get("small").asText() + " x" + r.get("factor").asInt() + " = " + r.get("large").asText();
+            default -> r.get("a").asText() + " != " + r.get("b").asText();
+        };
     }
 
     private static void checkRelation(KvChecksum k, JsonNode r, Function<HostCase, KvCacheGroup> placement) {

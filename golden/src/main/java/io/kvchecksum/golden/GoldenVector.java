@@ -5,13 +5,13 @@ import io.kvchecksum.CacheLayer;
 import io.kvchecksum.KvCacheGroup;
 import io.kvchecksum.KvLayouts;
 import io.kvchecksum.KvMemory;
-import io.kvchecksum.KvRegion;
 import io.kvchecksum.RequestBlocks;
 import io.kvchecksum.SliceSums;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 
 /**
@@ -60,8 +60,7 @@ public final class GoldenVector {
 
     /** {@return the layout family ({@code vllm-flash}, {@code sglang}, ...) or {@code generic}} */
     public String family() {
-        JsonNode f = json.get("family");
-        return f == null || f.isNull() ? "generic" : f.get("name").asText();
+        return json.path("family").path("name").asText("generic");
     }
 
     /** {@return tokens per checksum block of the vector's request} */
@@ -109,17 +108,9 @@ public final class GoldenVector {
      * @param buffers the vector's buffers, as {@link #buffers} returns them (or copies in the same order)
      */
     public KvCacheGroup group(List<MemorySegment> buffers) {
-        List<CacheLayer> layers = new ArrayList<>();
-        long numPages = 0;
-        for (int t : request().pageTable()) {
-            numPages = Math.max(numPages, t + 1L);
-        }
-        for (JsonNode l : json.get("layers")) {
-            KvRegion k = VectorJson.region(l.get("k"), buffers);
-            KvRegion v = VectorJson.optionalRegion(l.get("v"), buffers);
-            layers.add(new CacheLayer(l.get("layer").asInt(), l.get("first_head").asInt(), l.get("num_heads").asInt(), k, v));
-        }
+        List<CacheLayer> layers = VectorJson.layers(json.get("layers"), buffers);
         // The vector does not say how many pages each region holds; the pages its table uses are the ones read.
+        long numPages = Arrays.stream(request().pageTable()).max().orElse(-1) + 1L;
         return KvCacheGroup.of(json.get("page_size").asInt(), Math.max(1, numPages), layers);
     }
 
@@ -131,21 +122,16 @@ public final class GoldenVector {
      * @throws IllegalStateException when the vector names a family this code does not know
      */
     public FamilyLayout familyLayout(List<MemorySegment> buffers) {
-        JsonNode f = json.get("family");
-        if (f == null || f.isNull()) {
+        JsonNode f = json.path("family");
+        if (!f.isObject()) {
             return null;
         }
-        int n = json.get("layers").size();
-        int[] numbers = new int[n];
-        for (int i = 0; i < n; i++) {
-            numbers[i] = json.get("layers").get(i).get("layer").asInt();
-        }
-        int firstHead = json.get("layers").get(0).get("first_head").asInt();
+        JsonNode layers = json.get("layers");
+        int n = layers.size();
+        int[] numbers = layers.valueStream().mapToInt(l -> l.get("layer").asInt()).toArray();
+        int firstHead = layers.get(0).get("first_head").asInt();
         String name = f.get("name").asText();
-        List<KvMemory> mem = new ArrayList<>();
-        for (MemorySegment s : buffers) {
-            mem.add(KvMemory.host(s));
-        }
+        List<KvMemory> mem = buffers.stream().<KvMemory>map(KvMemory::host).toList();
         RequestBlocks r = request();
         switch (name) {
             case "vllm-flash", "flashinfer-nhd", "flashinfer-hnd", "vllm-mla" -> {

@@ -1,33 +1,33 @@
 package io.kvchecksum.golden;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 
-import java.io.IOException;
-import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Supplier;
 
 /**
  * The committed golden vectors, read from this jar's {@code vectors/} resources. Every backend module runs all of
  * them; the values were written by NumPy, never by our Java code.
  */
 public final class GoldenVectors {
-    private static final ObjectMapper JSON = new ObjectMapper();
-    private static volatile Map<String, GoldenVector> all;
-    private static volatile JsonNode mixed;
-    private static volatile List<GoldenVector> cells;
-    private static volatile List<CombinationVector> combinations;
+    private static final Supplier<Map<String, GoldenVector>> ALL =
+            VectorJson.once(() -> VectorJson.vectors("vectors", (name, json, data) -> new GoldenVector(json, data)));
+    private static final Supplier<JsonNode> INDEX = VectorJson.once(() -> VectorJson.tree("vectors", "index.json"));
+    private static final Supplier<JsonNode> MIXED = VectorJson.once(GoldenVectors::readMixed);
+    private static final Supplier<List<GoldenVector>> CELLS = VectorJson.once(() -> List.copyOf(
+            VectorJson.vectors("vectors-cells", (name, json, data) -> new GoldenVector(json, data)).values()));
+    private static final Supplier<List<CombinationVector>> COMBINATIONS = VectorJson.once(() -> List.copyOf(
+            VectorJson.vectors("vectors-combinations", (name, json, data) -> new CombinationVector(json, data)).values()));
 
     private GoldenVectors() {
     }
 
     /** {@return every vector, in the generator's order} */
     public static List<GoldenVector> all() {
-        return new ArrayList<>(load().values());
+        return new ArrayList<>(ALL.get().values());
     }
 
     /**
@@ -37,7 +37,7 @@ public final class GoldenVectors {
      * @throws IllegalArgumentException when no vector has that name
      */
     public static GoldenVector get(String name) {
-        GoldenVector v = load().get(name);
+        GoldenVector v = ALL.get().get(name);
         if (v == null) {
             throw new IllegalArgumentException("no golden vector named " + name);
         }
@@ -48,9 +48,7 @@ public final class GoldenVectors {
      * {@return the relations between vectors the generator asserted ({@code sum}, {@code rechunk}, {@code differs})}
      */
     public static List<JsonNode> relations() {
-        List<JsonNode> out = new ArrayList<>();
-        index().get("relations").forEach(out::add);
-        return out;
+        return INDEX.get().get("relations").valueStream().toList();
     }
 
     /**
@@ -62,7 +60,7 @@ public final class GoldenVectors {
      * @throws IllegalArgumentException when the mixed expectations have no vector of that name
      */
     public static GoldenVector mixed(String name) {
-        JsonNode m = mixedJson().get("vectors").get(name);
+        JsonNode m = MIXED.get().get("vectors").get(name);
         if (m == null) {
             throw new IllegalArgumentException("vectors-mixed/mixed.json has no vector named " + name);
         }
@@ -71,10 +69,10 @@ public final class GoldenVectors {
 
     /** {@return the mixer's {x, MIX(x)} examples NumPy wrote beside the mixed vectors} */
     public static long[][] mixerExamples() {
-        JsonNode e = mixedJson().get("mixer_examples");
+        JsonNode e = MIXED.get().get("mixer_examples");
         long[][] out = new long[e.size()][];
         for (int i = 0; i < out.length; i++) {
-            out[i] = new long[] {Long.parseUnsignedLong(e.get(i).get(0).asText()), Long.parseUnsignedLong(e.get(i).get(1).asText())};
+            out[i] = VectorJson.unsigned(e.get(i));
         }
         return out;
     }
@@ -89,23 +87,7 @@ public final class GoldenVectors {
      * @throws IllegalStateException when a resource is missing from the class path
      */
     public static List<GoldenVector> cells() {
-        List<GoldenVector> c = cells;
-        if (c == null) {
-            List<GoldenVector> out = new ArrayList<>();
-            try (InputStream in = cellResource("index.json")) {
-                for (JsonNode n : JSON.readTree(in).get("vectors")) {
-                    String name = n.asText();
-                    try (InputStream j = cellResource(name + ".json"); InputStream b = cellResource(name + ".bin")) {
-                        out.add(new GoldenVector(JSON.readTree(j), b.readAllBytes()));
-                    }
-                }
-            } catch (IOException e) {
-                throw new UncheckedIOException("reading vectors-cells", e);
-            }
-            c = List.copyOf(out);
-            cells = c;
-        }
-        return c;
+        return CELLS.get();
     }
 
     /**
@@ -128,97 +110,15 @@ public final class GoldenVectors {
      * @throws IllegalStateException when a resource is missing from the class path
      */
     public static List<CombinationVector> combinations() {
-        List<CombinationVector> c = combinations;
-        if (c == null) {
-            List<CombinationVector> out = new ArrayList<>();
-            try (InputStream in = combinationResource("index.json")) {
-                for (JsonNode n : JSON.readTree(in).get("vectors")) {
-                    String name = n.asText();
-                    try (InputStream j = combinationResource(name + ".json");
-                         InputStream b = combinationResource(name + ".bin")) {
-                        out.add(new CombinationVector(JSON.readTree(j), b.readAllBytes()));
-                    }
-                }
-            } catch (IOException e) {
-                throw new UncheckedIOException("reading vectors-combinations", e);
-            }
-            c = List.copyOf(out);
-            combinations = c;
-        }
-        return c;
+        return COMBINATIONS.get();
     }
 
-    private static InputStream combinationResource(String name) {
-        InputStream in = GoldenVectors.class.getResourceAsStream("/vectors-combinations/" + name);
-        if (in == null) {
-            throw new IllegalStateException("golden resource vectors-combinations/" + name + " is missing from the class path");
-        }
-        return in;
-    }
-
-    private static InputStream cellResource(String name) {
-        InputStream in = GoldenVectors.class.getResourceAsStream("/vectors-cells/" + name);
-        if (in == null) {
-            throw new IllegalStateException("golden resource vectors-cells/" + name + " is missing from the class path");
-        }
-        return in;
-    }
-
-    private static JsonNode mixedJson() {
-        JsonNode m = mixed;
-        if (m == null) {
-            try (InputStream in = GoldenVectors.class.getResourceAsStream("/vectors-mixed/mixed.json")) {
-                if (in == null) {
-                    throw new IllegalStateException("golden resource vectors-mixed/mixed.json is missing from the class path");
-                }
-                m = JSON.readTree(in);
-            } catch (IOException e) {
-                throw new UncheckedIOException("reading vectors-mixed/mixed.json", e);
-            }
-            if (!"mixed".equals(m.path("mode").asText()) || !"feistel3".equals(m.path("mixer").asText())) {
-                throw new IllegalStateException("vectors-mixed/mixed.json is for mode " + m.path("mode") + ", mixer "
-                        + m.path("mixer") + "; this suite implements mixed/feistel3");
-            }
-            mixed = m;
+    private static JsonNode readMixed() {
+        JsonNode m = VectorJson.tree("vectors-mixed", "mixed.json");
+        if (!"mixed".equals(m.path("mode").asText()) || !"feistel3".equals(m.path("mixer").asText())) {
+            throw new IllegalStateException("vectors-mixed/mixed.json is for mode " + m.path("mode") + ", mixer "
+                    + m.path("mixer") + "; this suite implements mixed/feistel3");
         }
         return m;
-    }
-
-    private static JsonNode index() {
-        try (InputStream in = resource("index.json")) {
-            return JSON.readTree(in);
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
-    }
-
-    private static Map<String, GoldenVector> load() {
-        Map<String, GoldenVector> m = all;
-        if (m == null) {
-            synchronized (GoldenVectors.class) {
-                m = all;
-                if (m == null) {
-                    m = new LinkedHashMap<>();
-                    for (JsonNode n : index().get("vectors")) {
-                        String name = n.asText();
-                        try (InputStream j = resource(name + ".json"); InputStream b = resource(name + ".bin")) {
-                            m.put(name, new GoldenVector(JSON.readTree(j), b.readAllBytes()));
-                        } catch (IOException e) {
-                            throw new UncheckedIOException("reading golden vector " + name, e);
-                        }
-                    }
-                    all = m;
-                }
-            }
-        }
-        return m;
-    }
-
-    private static InputStream resource(String name) {
-        InputStream in = GoldenVectors.class.getResourceAsStream("/vectors/" + name);
-        if (in == null) {
-            throw new IllegalStateException("golden vector resource vectors/" + name + " is missing from the class path");
-        }
-        return in;
     }
 }

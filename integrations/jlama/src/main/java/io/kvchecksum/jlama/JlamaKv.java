@@ -10,8 +10,11 @@ import io.kvchecksum.KvMemory;
 import io.kvchecksum.KvRegion;
 import io.kvchecksum.KvSegments;
 import java.lang.foreign.MemorySegment;
+import java.math.BigInteger;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.Function;
+import java.util.stream.IntStream;
 
 /**
  * A zero-copy view of one Jlama session's KV cache as {@link KvSegments}: one {@link KvCacheGroup} per Jlama context
@@ -108,31 +111,21 @@ public final class JlamaKv {
                         + pages[0].length);
             }
         }
-        int checksumPage = gcd(perPage, blockSize);
+        int checksumPage = BigInteger.valueOf(perPage).gcd(BigInteger.valueOf(blockSize)).intValueExact();
         long pageStride = checksumPage * rowBytes;
+        Function<MemorySegment, KvRegion> region = s -> new KvRegion(KvMemory.host(s), 0, pageStride, rowBytes,
+                (long) headDim * elem, headDim * elem);
         List<KvCacheGroup> groups = new ArrayList<>(pages[0].length);
         for (int p = 0; p < pages[0].length; p++) {
             List<CacheLayer> ls = new ArrayList<>(layers);
             for (int l = 0; l < layers; l++) {
-                KvRegion kr = new KvRegion(KvMemory.host(pages[l][p][0]), 0, pageStride, rowBytes, (long) headDim * elem,
-                        headDim * elem);
-                KvRegion vr = new KvRegion(KvMemory.host(pages[l][p][1]), 0, pageStride, rowBytes, (long) headDim * elem,
-                        headDim * elem);
                 // Jlama's layer index is the number in the weights' names (model.layers.<l>.self_attn).
-                ls.add(CacheLayer.of(c.dctx().layerStart + l, c.dctx().kvSegmentStart / headDim, kvHeads, kr, vr));
+                ls.add(CacheLayer.of(c.dctx().layerStart + l, c.dctx().kvSegmentStart / headDim, kvHeads,
+                        region.apply(pages[l][p][0]), region.apply(pages[l][p][1])));
             }
             groups.add(KvCacheGroup.of(checksumPage, perPage / checksumPage, ls));
         }
         return new JlamaKv(KvSegments.of(groups), pages, pages[0].length * perPage, perPage, rowBytes);
-    }
-
-    private static int gcd(int a, int b) {
-        while (b != 0) {
-            int t = a % b;
-            a = b;
-            b = t;
-        }
-        return a;
     }
 
     /** The session's KV: one segment per Jlama context page, in position order. */
@@ -146,12 +139,7 @@ public final class JlamaKv {
      * {@code BlockSelection} needs the table, a segmented cache does not read it.
      */
     public static int[] blockTable(long numTokens, int blockSize) {
-        int n = Math.toIntExact(Math.ceilDiv(numTokens, (long) blockSize));
-        int[] t = new int[n];
-        for (int i = 0; i < n; i++) {
-            t[i] = i;
-        }
-        return t;
+        return IntStream.range(0, Math.toIntExact(Math.ceilDiv(numTokens, (long) blockSize))).toArray();
     }
 
     /** Layers in the session. */

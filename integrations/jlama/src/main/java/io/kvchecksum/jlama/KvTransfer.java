@@ -16,36 +16,30 @@ public final class KvTransfer {
     /** Fault classes (seeds/004 and the detection campaign). */
     public enum Fault {
         /** No fault. */
-        NONE(false),
+        NONE,
         /** One bit of one landed byte flipped. */
-        BIT_FLIP(false),
+        BIT_FLIP,
         /** One block holds another request's KV from the same positions (a read after the producer reused a page). */
-        STALE_PAGE(false),
+        STALE_PAGE,
         /** Two full blocks landed at each other's positions. */
-        SWAPPED_PAGES(false),
+        SWAPPED_PAGES,
         /** One block was never written: the consumer's page keeps what it held (zeros of a fresh page). */
-        PAGE_NEVER_WRITTEN(false),
+        PAGE_NEVER_WRITTEN,
         /** The second half of one block lands only after the consumer has verified (a read before the write ended). */
-        LATE_TAIL_WRITE(false),
+        LATE_TAIL_WRITE,
         /** The producer's checksums never arrive. */
-        DROPPED_PAYLOAD(true),
+        DROPPED_PAYLOAD,
         /** The producer's checksums arrive cut short. */
-        MALFORMED_PAYLOAD(true);
-
-        private final boolean payloadFault;
-
-        Fault(boolean payloadFault) {
-            this.payloadFault = payloadFault;
-        }
+        MALFORMED_PAYLOAD;
 
         /** True for faults of the payload rather than of the KV. */
         public boolean payloadFault() {
-            return payloadFault;
+            return this == DROPPED_PAYLOAD || this == MALFORMED_PAYLOAD;
         }
 
         /** True for faults that change the KV the consumer holds when it verifies. */
         public boolean kvFault() {
-            return this != NONE && !payloadFault;
+            return this != NONE && !payloadFault();
         }
     }
 
@@ -101,11 +95,11 @@ public final class KvTransfer {
             }
             if (b == target && fault == Fault.LATE_TAIL_WRITE) {
                 long now = tokens / 2;
-                copy(from, dst, fromToken, t0, now);
-                late.add(() -> copy(src, dst, t0 + now, t0 + now, tokens - now));
+                JlamaKv.copy(from, fromToken, dst, t0, now);
+                late.add(() -> JlamaKv.copy(src, t0 + now, dst, t0 + now, tokens - now));
                 continue;
             }
-            copy(from, dst, fromToken, t0, tokens);
+            JlamaKv.copy(from, fromToken, dst, t0, tokens);
         }
         if (fault == Fault.BIT_FLIP) {
             long t = target * blockSize + rnd.nextLong(Math.min(blockSize, numTokens - target * blockSize));
@@ -117,9 +111,5 @@ public final class KvTransfer {
         long[] faulted = target < 0 ? new long[0]
                 : other < 0 ? new long[] {target} : new long[] {Math.min(target, other), Math.max(target, other)};
         return new Landed(fault, faulted, () -> late.forEach(Runnable::run));
-    }
-
-    private static void copy(JlamaKv from, JlamaKv to, long fromToken, long toToken, long tokens) {
-        JlamaKv.copy(from, fromToken, to, toToken, tokens);
     }
 }

@@ -8,8 +8,8 @@ import io.kvchecksum.engine.worker.PayloadSender;
 import io.kvchecksum.engine.worker.PendingLoads;
 import io.kvchecksum.engine.worker.SingleWorker;
 import io.kvchecksum.engine.worker.WorkerChecksummer;
-import java.util.ArrayList;
 import java.util.List;
+import java.util.stream.IntStream;
 
 /**
  * Everything this example takes from {@code kvchecksum-engine}, in one place: the producer's payload after prefill,
@@ -38,11 +38,8 @@ final class PdChecks {
     PdChecks(KvChecksum backend, int blockSize, int layers, String dtype, PayloadSender sender) {
         this.worker = SingleWorker.builder(backend).sender(sender).build();
         this.blockSize = blockSize;
-        List<Long> hashes = new ArrayList<>();
-        for (int l = 0; l < layers; l++) {
-            hashes.add(Fingerprints.ofLayer("model.layers." + l + ".self_attn", "JlamaKvBuffer", dtype));
-        }
-        this.fingerprint = Fingerprints.ofGroup(hashes);
+        this.fingerprint = Fingerprints.ofGroup(IntStream.range(0, layers)
+                .mapToObj(l -> Fingerprints.ofLayer("model.layers." + l + ".self_attn", "JlamaKvBuffer", dtype)).toList());
     }
 
     /** The producer's checksums of tokens {@code [0, numTokens)} as wire-format-2 base64, or null if none. */

@@ -51,15 +51,15 @@ public final class Soak {
     /** The counts. Thread-safe while the run goes on. */
     public static final class Report {
         public final AtomicLong requests = new AtomicLong();
-        public final Map<KvTransfer.Fault, AtomicLong> injected = counters();
-        public final Map<KvTransfer.Fault, AtomicLong> detected = counters();
-        public final Map<KvTransfer.Fault, AtomicLong> missed = counters();
+        public final Map<KvTransfer.Fault, AtomicLong> injected = counters(KvTransfer.Fault.class);
+        public final Map<KvTransfer.Fault, AtomicLong> detected = counters(KvTransfer.Fault.class);
+        public final Map<KvTransfer.Fault, AtomicLong> missed = counters(KvTransfer.Fault.class);
         /** A mismatch on a clean transfer. */
         public final AtomicLong falseMismatches = new AtomicLong();
         /** A mismatch, but not at exactly the faulted blocks. */
         public final AtomicLong wrongBlocks = new AtomicLong();
         /** Unverified loads by reason, whatever their cause. */
-        public final Map<UnverifiedReason, AtomicLong> unverified = new EnumMap<>(UnverifiedReason.class);
+        public final Map<UnverifiedReason, AtomicLong> unverified = counters(UnverifiedReason.class);
         /** Unverified loads of a clean transfer, or of a KV fault: nothing but a payload fault should be unverified. */
         public final AtomicLong unexpectedUnverified = new AtomicLong();
         /** Requests whose served tokens differ from one instance's. */
@@ -80,15 +80,9 @@ public final class Soak {
          * Lines the policy and the sender logged, by level: the soak hands them a counting logger (a fail-closed
          * policy logs every mismatch as an error, thousands of expected lines here; the counts are the log).
          */
-        public final Map<System.Logger.Level, AtomicLong> logged = new EnumMap<>(System.Logger.Level.class);
+        public final Map<System.Logger.Level, AtomicLong> logged = counters(System.Logger.Level.class);
 
         Report() {
-            for (UnverifiedReason r : UnverifiedReason.values()) {
-                unverified.put(r, new AtomicLong());
-            }
-            for (System.Logger.Level l : System.Logger.Level.values()) {
-                logged.put(l, new AtomicLong());
-            }
         }
 
         /** A logger that counts each line at its level into {@link #logged} and writes nothing. */
@@ -116,10 +110,11 @@ public final class Soak {
             };
         }
 
-        private static Map<KvTransfer.Fault, AtomicLong> counters() {
-            Map<KvTransfer.Fault, AtomicLong> m = new EnumMap<>(KvTransfer.Fault.class);
-            for (KvTransfer.Fault f : KvTransfer.Fault.values()) {
-                m.put(f, new AtomicLong());
+        /** A zero counter for each constant of {@code type}. */
+        private static <E extends Enum<E>> Map<E, AtomicLong> counters(Class<E> type) {
+            Map<E, AtomicLong> m = new EnumMap<>(type);
+            for (E e : type.getEnumConstants()) {
+                m.put(e, new AtomicLong());
             }
             return m;
         }

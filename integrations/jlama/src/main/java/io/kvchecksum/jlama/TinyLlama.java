@@ -1,5 +1,7 @@
 package io.kvchecksum.jlama;
 
+import com.fasterxml.jackson.annotation.JsonProperty;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
@@ -9,6 +11,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.SplittableRandom;
@@ -121,21 +124,14 @@ public final class TinyLlama {
         shapes.put("model.norm.weight", new int[] {HIDDEN});
         shapes.put("lm_head.weight", new int[] {VOCAB, HIDDEN});
 
-        StringBuilder header = new StringBuilder("{");
+        Map<String, Tensor> tensors = new LinkedHashMap<>();
         long offset = 0;
         for (Map.Entry<String, int[]> e : shapes.entrySet()) {
             long bytes = 4L * count(e.getValue());
-            if (header.length() > 1) {
-                header.append(',');
-            }
-            header.append('"').append(e.getKey()).append("\":{\"dtype\":\"F32\",\"shape\":[");
-            for (int i = 0; i < e.getValue().length; i++) {
-                header.append(i == 0 ? "" : ",").append(e.getValue()[i]);
-            }
-            header.append("],\"data_offsets\":[").append(offset).append(',').append(offset + bytes).append("]}");
+            tensors.put(e.getKey(), new Tensor("F32", e.getValue(), new long[] {offset, offset + bytes}));
             offset += bytes;
         }
-        header.append('}');
+        StringBuilder header = new StringBuilder(new ObjectMapper().writeValueAsString(tensors));
         while ((8 + header.length()) % 8 != 0) {
             header.append(' ');
         }
@@ -165,10 +161,10 @@ public final class TinyLlama {
     }
 
     private static long count(int[] shape) {
-        long n = 1;
-        for (int d : shape) {
-            n *= d;
-        }
-        return n;
+        return Arrays.stream(shape).asLongStream().reduce(1, (a, b) -> a * b);
+    }
+
+    /** A tensor's entry in the safetensors header. */
+    private record Tensor(String dtype, int[] shape, @JsonProperty("data_offsets") long[] dataOffsets) {
     }
 }
