@@ -70,21 +70,22 @@ public final class CudaBackend implements Backend {
     static final String BLOCK_CHECKSUMS_1B = "kvc_block_checksums_1b";
     static final String BLOCK_CHECKSUMS_8B = "kvc_block_checksums_8b";
     static final String BLOCK_CHECKSUMS_16B = "kvc_block_checksums_16b";
-    static final String SLICE_SUMS_1B = "kvc_slice_sums_1b";
-    static final String SLICE_SUMS_8B = "kvc_slice_sums_8b";
-    static final String SLICE_SUMS_16B = "kvc_slice_sums_16b";
     static final String BYTE_CELL_BLOCK_CHECKSUMS = "kvc_byte_cells_block_checksums";
-    static final String BYTE_CELL_SLICE_SUMS = "kvc_byte_cells_slice_sums";
     static final String FILL = "kvc_fill_u64";
     static final String SUM = "kvc_sum_u64";
     static final String PAGE_DIGEST = "kvc_page_digest";
     /** The mixed mode's variant of a checksum kernel: the same kernel with every piece through the mixer. */
     static final String MIXED_SUFFIX = "_mixed";
-    static final List<String> KERNELS = List.of(BLOCK_CHECKSUMS_1B, BLOCK_CHECKSUMS_8B, BLOCK_CHECKSUMS_16B, SLICE_SUMS_1B,
-            SLICE_SUMS_8B, SLICE_SUMS_16B, BLOCK_CHECKSUMS_1B + MIXED_SUFFIX, BLOCK_CHECKSUMS_8B + MIXED_SUFFIX,
-            BLOCK_CHECKSUMS_16B + MIXED_SUFFIX, SLICE_SUMS_1B + MIXED_SUFFIX, SLICE_SUMS_8B + MIXED_SUFFIX,
-            SLICE_SUMS_16B + MIXED_SUFFIX, FILL, SUM, BYTE_CELL_BLOCK_CHECKSUMS, BYTE_CELL_SLICE_SUMS,
-            BYTE_CELL_BLOCK_CHECKSUMS + MIXED_SUFFIX, BYTE_CELL_SLICE_SUMS + MIXED_SUFFIX, PAGE_DIGEST);
+    /** Every checksum kernel in both outputs ({@link #sliceSums}) and both modes, then the others. */
+    static final List<String> KERNELS = Stream.concat(
+            Stream.of(BLOCK_CHECKSUMS_1B, BLOCK_CHECKSUMS_8B, BLOCK_CHECKSUMS_16B, BYTE_CELL_BLOCK_CHECKSUMS)
+                    .flatMap(k -> Stream.of(k, sliceSums(k))).flatMap(k -> Stream.of(k, k + MIXED_SUFFIX)),
+            Stream.of(FILL, SUM, PAGE_DIGEST)).toList();
+
+    /** {@return the slice-sums kernel of the same load width (or cell kind) as block-checksums kernel {@code blockKernel}} */
+    static String sliceSums(String blockKernel) {
+        return blockKernel.replace("block_checksums", "slice_sums");
+    }
 
     /**
      * Any memory on the own stream (host memory is copied to the device first); device memory only on an engine's; the
@@ -538,10 +539,9 @@ public final class CudaBackend implements Backend {
         long upload = batched ? requestsOff + (long) launches.size() * KernelAbi.REQUEST_BYTES : tableOff + 4L * pages;
         // The fused kernel's grid is (blocks x parts); the others' (blocks x groups of a warp's slices).
         List<LaunchPlanner.BlockLaunch> grids = fused ? resources.planner.blocks(ns, nb) : resources.planner.slices(ns, nb);
-        String name = (byteCells ? (slices ? BYTE_CELL_SLICE_SUMS : BYTE_CELL_BLOCK_CHECKSUMS)
-                : slices ? byAlignment(alignmentOf(plan, address), SLICE_SUMS_16B, SLICE_SUMS_8B, SLICE_SUMS_1B)
-                : byAlignment(alignmentOf(plan, address), BLOCK_CHECKSUMS_16B, BLOCK_CHECKSUMS_8B, BLOCK_CHECKSUMS_1B))
-                + (plan.mode() == ChecksumMode.MIXED ? MIXED_SUFFIX : "");
+        String blockKernel = byteCells ? BYTE_CELL_BLOCK_CHECKSUMS
+                : byAlignment(alignmentOf(plan, address), BLOCK_CHECKSUMS_16B, BLOCK_CHECKSUMS_8B, BLOCK_CHECKSUMS_1B);
+        String name = (slices ? sliceSums(blockKernel) : blockKernel) + (plan.mode() == ChecksumMode.MIXED ? MIXED_SUFFIX : "");
         // Device plans hold fixed addresses, so a plan (a batch of a reused compiled plan) always serializes to the same
         // bytes: it keys the upload, which serves both outputs.
         Object uploadKey = plan.residency() != SlicePlan.Residency.DEVICE ? null : batched ? batch : plan;

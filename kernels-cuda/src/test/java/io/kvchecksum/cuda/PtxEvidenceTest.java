@@ -184,7 +184,8 @@ class PtxEvidenceTest {
     void noSpillsAndRegistersWithinTheLaunchBounds() throws IOException {
         String report = Files.readString(evidence("ptxas_sm90.txt"));
         for (String k : List.of(CudaBackend.BLOCK_CHECKSUMS_16B, CudaBackend.BLOCK_CHECKSUMS_8B, CudaBackend.BLOCK_CHECKSUMS_1B,
-                CudaBackend.SLICE_SUMS_16B, CudaBackend.SLICE_SUMS_8B, CudaBackend.SLICE_SUMS_1B)) {
+                CudaBackend.sliceSums(CudaBackend.BLOCK_CHECKSUMS_16B), CudaBackend.sliceSums(CudaBackend.BLOCK_CHECKSUMS_8B),
+                CudaBackend.sliceSums(CudaBackend.BLOCK_CHECKSUMS_1B))) {
             Ptxas r = ptxas(report, k);
             int ctas = ctasPerSmByRegisters(r.registers());
             long inFlight = (long) ctas * LaunchPlanner.THREADS * MIN_LOADS_IN_FLIGHT * 16;
