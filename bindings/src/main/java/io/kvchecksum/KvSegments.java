@@ -169,7 +169,7 @@ public final class KvSegments implements KvSource {
      */
     public Plan plan(long numTokens, long firstBlock, int blockSize, ChecksumSpec spec) {
         RequestBlocks request = request(numTokens, firstBlock, blockSize);
-        return new Plan(this, request, CompiledPlan.compile(this, List.of(request), spec));
+        return new Plan(CompiledPlan.compile(this, List.of(request), spec));
     }
 
     /**
@@ -279,19 +279,17 @@ public final class KvSegments implements KvSource {
      * shares, from any backend. Immutable; reusable for as long as the memory stays the same.
      */
     public static final class Plan {
-        private final KvSegments segments;
-        private final RequestBlocks request;
         private final CompiledPlan compiled;
+        private final RequestBlocks request;
 
-        private Plan(KvSegments segments, RequestBlocks request, CompiledPlan compiled) {
-            this.segments = segments;
-            this.request = request;
+        private Plan(CompiledPlan compiled) {
             this.compiled = compiled;
+            this.request = compiled.requests().get(0);
         }
 
         /** {@return the segments the plan reads} */
         public KvSegments segments() {
-            return segments;
+            return (KvSegments) compiled.source();
         }
 
         /** {@return the compiled plan: one request over the segments} */
@@ -371,7 +369,7 @@ public final class KvSegments implements KvSource {
 
         @Override
         public String toString() {
-            return "KvSegments.Plan[segments=" + segments.segments().size() + ", launches=" + compiled.launches().size()
+            return "KvSegments.Plan[segments=" + segments().segments().size() + ", launches=" + compiled.launches().size()
                     + ", blocks=" + numBlocks() + " from " + firstBlock() + " of " + blockSize() + ", numTokens="
                     + numTokens() + ", " + mode().wireName() + "]";
         }
