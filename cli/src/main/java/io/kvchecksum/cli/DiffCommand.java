@@ -84,8 +84,8 @@ final class DiffCommand implements Callable<Integer> {
     @Option(names = "--json", description = "Print one JSON object on stdout.")
     boolean json;
 
-    @Option(names = {"-q", "--quiet"}, description = "No progress bar.")
-    boolean quiet;
+    @Mixin
+    QuietOption quiet;
 
     @Option(names = "--max-blocks", paramLabel = "K", defaultValue = "20",
             description = "Print the differences of at most K blocks, then a line with the total (default ${DEFAULT-VALUE};"
@@ -132,7 +132,7 @@ final class DiffCommand implements Callable<Integer> {
             String desc;
             String name;
             try (KvChecksum be = backend.open(spec.commandLine())) {
-                r = compare(da, db, be, err, Progress.shown(quiet), mode);
+                r = compare(da, db, be, err, quiet.progressShown(), mode);
                 desc = be.description();
                 name = be.name();
             }

@@ -68,8 +68,8 @@ final class SumCommand implements Callable<Integer> {
     @Mixin
     PageDigestOption pageDigest;
 
-    @Option(names = {"-q", "--quiet"}, description = "No progress bar.")
-    boolean quiet;
+    @Mixin
+    QuietOption quiet;
 
     @Override
     public Integer call() {
@@ -94,7 +94,7 @@ final class SumCommand implements Callable<Integer> {
                 return Main.UNVERIFIED;
             }
             try (KvChecksum b = backend.open(spec.commandLine())) {
-                long[] values = ChunkedChecksums.blockChecksums(b, d, mode, err, Progress.shown(quiet), "sum");
+                long[] values = ChunkedChecksums.blockChecksums(b, d, mode, err, quiet.progressShown(), "sum");
                 print(d, mode, b, values, pageDigest.entry(d, b, groupId), out);
             }
         }

@@ -65,8 +65,8 @@ final class VerifyCommand implements Callable<Integer> {
     @Option(names = "--json", description = "Print one JSON object on stdout.")
     boolean json;
 
-    @Option(names = {"-q", "--quiet"}, description = "No progress bar.")
-    boolean quiet;
+    @Mixin
+    QuietOption quiet;
 
     @Override
     public Integer call() {
@@ -106,7 +106,7 @@ final class VerifyCommand implements Callable<Integer> {
                 // computed, and the comparison says the group was checksummed on one side only (or on neither).
                 String skip = d.skipReason();
                 long[] values = skip != null ? new long[0]
-                        : ChunkedChecksums.blockChecksums(be, d, mode, err, Progress.shown(quiet), "verify");
+                        : ChunkedChecksums.blockChecksums(be, d, mode, err, quiet.progressShown(), "verify");
                 ChecksumPayload actual = PageDigestOption.withConsumerDigest(ChecksumPayload.of(mode,
                         exp.tpSize() == null ? 1 : exp.tpSize(), r.numTokens(), skip != null ? List.of()
                                 : List.of(new GroupChecksums(groupId, fingerprint.of(d), r.blockSize(), r.firstBlock(),
