@@ -10,36 +10,42 @@ import org.jocl.cl_kernel;
 import org.jocl.cl_mem;
 
 import java.util.Arrays;
+import java.util.List;
 
 /**
- * One launch of a compiled plan through the kernels of {@code kvchecksum.cl}: the whole-piece launches through
- * {@code block_checksums} or {@code slice_sums} (the GPU or the CPU build, {@link LaunchGeometry}), the byte-cell ones
- * through {@code byte_cell_sums} of {@code kvchecksum_byte_cells.cl}, partial sums added by {@code sum_parts}; each
- * over its memory as {@link MemoryPlacement} places it, enqueued without waiting ({@link Enqueuer}).
+ * One batch of a compiled plan ({@link CompiledPlan#batches()}: one launch, or a step's requests over one group) as one
+ * launch of the kernels of {@code kvchecksum.cl}: whole pieces through {@code block_checksums} or {@code slice_sums}
+ * (the GPU or the CPU build, {@link LaunchGeometry}), byte cells through {@code byte_cell_sums} of
+ * {@code kvchecksum_byte_cells.cl}, partial sums added by {@code sum_parts}; over its memory as {@link MemoryPlacement}
+ * places it, enqueued without waiting ({@link Enqueuer}). A batch of several launches gives the kernels its page tables
+ * one after the other and each launch's request words ({@link Descriptors#requests}), from which each work item takes
+ * the fields of its block's request.
  */
 record ChecksumKernels(Enqueuer enqueuer, MemoryPlacement memory, LaunchGeometry geometry) {
 
     /**
-     * Enqueues one launch and returns without waiting: its {@code numBlocks} block checksums, or its slices x
-     * {@code numBlocks} slice sums (slice-major), as {@link CompiledPlan#gather} places them.
+     * Enqueues one batch and returns without waiting: its {@link CompiledPlan.Batch#numValues} values, each launch's
+     * ({@code numBlocks} block checksums, or its slices x {@code numBlocks} slice sums, slice-major) one after the
+     * other, as {@link CompiledPlan#startBatches} places them.
      */
-    PendingChecksums start(CompiledPlan.Launch launch, CompiledPlan.Output output) {
-        SlicePlan plan = launch.slices();
+    PendingChecksums start(CompiledPlan.Batch batch, CompiledPlan.Output output) {
+        List<SlicePlan> plans = batch.launches().stream().map(CompiledPlan.Launch::slices).toList();
+        Descriptors d = memory.layout(plans).d();
         boolean blocks = output == CompiledPlan.Output.BLOCK_CHECKSUMS;
-        return switch (launch.cellKind()) {
-            case WHOLE_PIECES -> blocks ? blockChecksums(plan) : sliceSums(plan);
-            case BYTE_CELLS -> byteCells(plan, blocks);
+        int nb = batch.numBlocks();
+        return switch (batch.first().cellKind()) {
+            case WHOLE_PIECES -> blocks ? blockChecksums(plans, d, nb) : sliceSums(plans, d, nb);
+            case BYTE_CELLS -> byteCells(plans, d, nb, blocks);
         };
     }
 
     /** The fused pass: every KV byte of a block read once, weighted in registers. */
-    private PendingChecksums blockChecksums(SlicePlan plan) {
-        int nb = plan.numBlocks();
-        Descriptors d = memory.layout(plan).d();
+    private PendingChecksums blockChecksums(List<SlicePlan> plans, Descriptors d, int nb) {
+        SlicePlan plan = plans.getFirst();
         if (geometry.contiguous()) {
             // CPU build: one work item per part, every block in address order.
             int items = geometry.cpuItems(d);
-            return launch(plan, "block_checksums", d, LaunchGeometry.addressOrder(plan), d.numSlices, nb, items, 1,
+            return launch(plan, "block_checksums", d, LaunchGeometry.addressOrder(plans), d.numSlices, nb, items, 1,
                     new long[] {items});
         }
         int parts = geometry.unitParts((long) nb, d);
@@ -48,14 +54,13 @@ record ChecksumKernels(Enqueuer enqueuer, MemoryPlacement memory, LaunchGeometry
                 new long[] {(long) localSize * parts, nb});
     }
 
-    private PendingChecksums sliceSums(SlicePlan plan) {
-        int nb = plan.numBlocks();
-        Descriptors d = memory.layout(plan).d();
+    private PendingChecksums sliceSums(List<SlicePlan> plans, Descriptors d, int nb) {
+        SlicePlan plan = plans.getFirst();
         int n = Math.multiplyExact(d.numSlices, nb);
         if (geometry.contiguous()) {
             // CPU build: a work item per slice (those of a slice group but the first return at once), every block in
             // address order; the output (one part) is the slice sums.
-            return launch(plan, "slice_sums", d, LaunchGeometry.addressOrder(plan), nb, n, 1, 1,
+            return launch(plan, "slice_sums", d, LaunchGeometry.addressOrder(plans), nb, n, 1, 1,
                     new long[] {1, 1, d.numSlices});
         }
         int parts = geometry.partsPerColumn((long) n, d, plan.request().blockSize());
@@ -95,9 +100,8 @@ record ChecksumKernels(Enqueuer enqueuer, MemoryPlacement memory, LaunchGeometry
      * A byte-cell launch: its slice sums, or for block checksums m*s per (block, slice) ({@code weighted}), each block's
      * row then summed.
      */
-    private PendingChecksums byteCells(SlicePlan plan, boolean blocks) {
-        int nb = plan.numBlocks();
-        Descriptors d = memory.layout(plan).d();
+    private PendingChecksums byteCells(List<SlicePlan> plans, Descriptors d, int nb, boolean blocks) {
+        SlicePlan plan = plans.getFirst();
         int ns = d.numSlices;
         int[] bytes = new int[2 * ns];
         for (int i = 0; i < ns; i++) {
@@ -124,12 +128,13 @@ record ChecksumKernels(Enqueuer enqueuer, MemoryPlacement memory, LaunchGeometry
     }
 
     /**
-     * Makes the KV buffer (in place or a copy), uploads the descriptors and the page table (followed by {@code after},
-     * if not null: the CPU build's block order) and sets the eight layout arguments every checksum kernel starts with;
-     * returns the next index.
+     * Makes the KV buffer (in place or a copy), uploads the descriptors and the page tables (followed by {@code after},
+     * if not null: the CPU build's block order) and sets the ten layout arguments every checksum kernel starts with
+     * ({@code KVC_LAYOUT_ARGS}): one request's fields, or a batch's request words; returns the next index.
      */
     private int setLayoutArgs(Enqueuer.Op op, cl_kernel k, Descriptors d, SlicePlan plan, int[] after) {
         RequestBlocks request = plan.request();
+        boolean one = d.requests == null;
         op.arg(k, 0, memory.kvBuffer(op, plan, d));
         op.arg(k, 1, op.upload(d.desc));
         int[] table = d.table;
@@ -138,12 +143,14 @@ record ChecksumKernels(Enqueuer enqueuer, MemoryPlacement memory, LaunchGeometry
             System.arraycopy(after, 0, table, d.table.length, after.length);
         }
         op.arg(k, 2, op.upload(table));
-        op.arg(k, 3, request.startToken());
+        op.arg(k, 3, one ? request.startToken() : 0);
         op.arg(k, 4, (long) plan.pageSize());
-        op.arg(k, 5, request.firstBlock());
+        op.arg(k, 5, one ? request.firstBlock() : 0);
         op.arg(k, 6, (long) request.blockSize());
-        op.arg(k, 7, request.numTokens());
-        return 8;
+        op.arg(k, 7, one ? request.numTokens() : 0);
+        op.arg(k, 8, one ? null : op.upload(d.requests));
+        op.arg(k, 9, one ? 0 : d.requests.length / Descriptors.REQ_WORDS - 1);
+        return 10;
     }
 
     /** Adds the {@code parts} partial sums of each of {@code n} columns ({@code sum_parts}); one part needs nothing. */

@@ -77,12 +77,13 @@ public interface ClApi {
     cl_kernel createKernel(cl_program program, String name);
 
     /**
-     * {@code clSetKernelArg}; a {@code null} value reserves {@code size} bytes of local memory.
+     * {@code clSetKernelArg}; a {@code null} value reserves {@code size} bytes of local memory (for a {@code __local}
+     * argument) or passes a NULL pointer (for a {@code __global} one, {@code size} that of a {@code cl_mem}).
      *
      * @param kernel the kernel
      * @param index the argument's position, from 0
      * @param size the argument's size in bytes
-     * @param value the argument's bytes (copied by the call), or {@code null} for a local-memory argument
+     * @param value the argument's bytes (copied by the call), or {@code null} (local memory, or a NULL buffer)
      * @throws OpenClException when the call fails, naming it and the OpenCL error
      */
     void setKernelArg(cl_kernel kernel, int index, long size, Pointer value);

@@ -1,6 +1,7 @@
 package io.kvchecksum.opencl;
 
 import io.kvchecksum.KvMemory;
+import io.kvchecksum.RequestBlocks;
 import io.kvchecksum.SlicePlan;
 
 import java.lang.foreign.MemorySegment;
@@ -10,12 +11,16 @@ import java.util.List;
 import java.util.Map;
 import java.util.function.Predicate;
 import java.util.function.ToLongFunction;
+import java.util.stream.IntStream;
 
 /**
- * A {@link SlicePlan} serialized for the OpenCL kernels: which bytes of which host segments to copy, where they land
- * in one packed device buffer, and the descriptor words of every slice ({@code kvchecksum.cl} documents them; the
- * word offsets below must equal its {@code DESC_*} macros, which {@code DescriptorAbiTest} checks on a device).
- * Nothing is validated here: the plan was. Pure Java, so it is tested without a device.
+ * The {@link SlicePlan}s of one kernel launch serialized for the OpenCL kernels: one plan, or a batch of plans over the
+ * same slices that differ only in their request ({@link io.kvchecksum.CompiledPlan.Batch}). Which bytes of which host
+ * segments to copy (those any plan's pages can reach), where they land in one packed device buffer, the descriptor
+ * words of every slice, the plans' page tables one after the other and, for a batch, the request words of each plan
+ * ({@code kvchecksum.cl} documents them; the word offsets below must equal its {@code DESC_*} and {@code REQ_*}
+ * macros, which {@code DescriptorAbiTest} checks on a device). Nothing is validated here: the plans were. Pure Java,
+ * so it is tested without a device.
  */
 final class Descriptors {
     /** Descriptor words of one slice, and the offset of each field ({@code DESC_*} in {@code kvchecksum.cl}). */
@@ -33,6 +38,13 @@ final class Descriptors {
     /** {@link #FLAGS} bits: every K (V) piece address is a multiple of 8. */
     static final long K_ALIGNED = 1;
     static final long V_ALIGNED = 2;
+    /** Words of one request of a batch, and the offset of each field ({@code REQ_*} in {@code kvchecksum.cl}). */
+    static final int REQ_WORDS = 5;
+    static final int REQ_START_TOKEN = 0;
+    static final int REQ_FIRST_BLOCK = 1;
+    static final int REQ_NUM_TOKENS = 2;
+    static final int REQ_BLOCK_BEGIN = 3;
+    static final int REQ_TABLE_OFFSET = 4;
     /** Where each copied span starts in the packed buffer: a multiple of 64, so offsets keep their value mod 8. */
     private static final long SPAN_ALIGN = 64;
 
@@ -46,7 +58,13 @@ final class Descriptors {
     final List<Span> spans;
     final long packedBytes;
     final long[] desc;
+    /** The plans' page tables (their pages in use) one after the other. */
     final int[] table;
+    /**
+     * A batch's request words ({@link #REQ_WORDS} per plan, then the end entry: the batch's blocks and table entries),
+     * or {@code null} for one plan.
+     */
+    final long[] requests;
     final int numSlices;
     /** Largest pieces-per-cell of any slice: bounds how many work items one slice's block can use. */
     final int maxPieces;
@@ -56,20 +74,22 @@ final class Descriptors {
      */
     final long windowStart;
 
-    private Descriptors(List<Span> spans, long packedBytes, long[] desc, int[] table, int numSlices, int maxPieces,
+    private Descriptors(List<SlicePlan> plans, int[] table, List<Span> spans, long packedBytes, long[] desc,
                         long windowStart) {
+        SlicePlan plan = plans.getFirst();
         this.windowStart = windowStart;
         this.spans = spans;
         this.packedBytes = packedBytes;
         this.desc = desc;
         this.table = table;
-        this.numSlices = numSlices;
-        this.maxPieces = maxPieces;
+        this.requests = plans.size() == 1 ? null : requests(plans);
+        this.numSlices = plan.numSlices();
+        this.maxPieces = maxPieces(plan);
     }
 
-    /** The copies and descriptors of a plan over host memory with at least one page in use. */
-    static Descriptors of(SlicePlan plan) {
-        return of(plan, 0);
+    /** The copies and descriptors of plans over host memory (the same slices), each with at least one page in use. */
+    static Descriptors of(List<SlicePlan> plans) {
+        return of(plans, 0);
     }
 
     /**
@@ -80,33 +100,34 @@ final class Descriptors {
      *
      * @return the descriptors, or {@code null} when a segment is on the Java heap (it has no stable address)
      */
-    static Descriptors window(SlicePlan plan, long align) {
-        for (SlicePlan.Slice s : plan.slices()) {
+    static Descriptors window(List<SlicePlan> plans, long align) {
+        for (SlicePlan.Slice s : plans.getFirst().slices()) {
             if (!segment(s.k()).isNative() || (s.v() != null && !segment(s.v()).isNative())) {
                 return null;
             }
         }
-        return of(plan, align);
+        return of(plans, align);
     }
 
     /**
      * Device-resident KV: every region lies in one {@code cl_mem} of {@code bytes} bytes (the caller checked), whose
      * offsets are the regions' own; OpenCL aligns a buffer's start, so alignment classes are the regions' own.
      */
-    static Descriptors device(SlicePlan plan, long bytes) {
-        long[] desc = words(plan, SlicePlan.Part::base, p -> p.alignment() >= 8);
-        return new Descriptors(List.of(), bytes, desc, plan.pageTable(), plan.numSlices(), maxPieces(plan), 0);
+    static Descriptors device(List<SlicePlan> plans, long bytes) {
+        long[] desc = words(plans.getFirst(), SlicePlan.Part::base, p -> p.alignment() >= 8);
+        return new Descriptors(plans, table(plans), List.of(), bytes, desc, 0);
     }
 
-    private static Descriptors of(SlicePlan plan, long windowAlign) {
-        int[] table = plan.pageTable();
+    private static Descriptors of(List<SlicePlan> plans, long windowAlign) {
+        SlicePlan plan = plans.getFirst();
+        int[] table = table(plans);
         long minPage = Long.MAX_VALUE;
         long maxPage = -1;
         for (int page : table) {
             minPage = Math.min(minPage, page);
             maxPage = Math.max(maxPage, page);
         }
-        // Every segment's bytes between the lowest and the highest byte any used page can reach; the plan's
+        // Every segment's bytes between the lowest and the highest byte any used page can reach; the plans'
         // validation already proved those lie inside the segment.
         Map<MemorySegment, Range> ranges = new LinkedHashMap<>();
         for (SlicePlan.Slice s : plan.slices()) {
@@ -153,7 +174,33 @@ final class Descriptors {
             Span span = bySegment.get(segment(p));
             return span.packedOffset() - span.from() + p.base();
         }, p -> (absolute ? p.alignmentAt(segment(p).address()) : p.alignment()) >= 8);
-        return new Descriptors(List.copyOf(spans), packed, desc, table, plan.numSlices(), maxPieces(plan), windowStart);
+        return new Descriptors(plans, table, List.copyOf(spans), packed, desc, windowStart);
+    }
+
+    private static int[] table(List<SlicePlan> plans) {
+        return plans.size() == 1 ? plans.getFirst().pageTable()
+                : plans.stream().flatMapToInt(p -> IntStream.of(p.pageTable())).toArray();
+    }
+
+    /** Each plan's request fields, where its blocks start among the batch's and its page ids in {@link #table}. */
+    private static long[] requests(List<SlicePlan> plans) {
+        long[] words = new long[(plans.size() + 1) * REQ_WORDS];
+        long blocks = 0;
+        long entries = 0;
+        for (int i = 0; i < plans.size(); i++) {
+            RequestBlocks r = plans.get(i).request();
+            int at = i * REQ_WORDS;
+            words[at + REQ_START_TOKEN] = r.startToken();
+            words[at + REQ_FIRST_BLOCK] = r.firstBlock();
+            words[at + REQ_NUM_TOKENS] = r.numTokens();
+            words[at + REQ_BLOCK_BEGIN] = blocks;
+            words[at + REQ_TABLE_OFFSET] = entries;
+            blocks += plans.get(i).numBlocks();
+            entries += plans.get(i).numPages();
+        }
+        words[plans.size() * REQ_WORDS + REQ_BLOCK_BEGIN] = blocks;
+        words[plans.size() * REQ_WORDS + REQ_TABLE_OFFSET] = entries;
+        return words;
     }
 
     /** The bytes needed from one segment; segments are equal when they start at the same place, whatever their size. */

@@ -123,8 +123,9 @@ final class Enqueuer {
             return k;
         }
 
+        /** A buffer argument; {@code null}: a NULL {@code __global} pointer. */
         void arg(cl_kernel k, int index, cl_mem m) {
-            cl.setKernelArg(k, index, Sizeof.cl_mem, Pointer.to(m));
+            cl.setKernelArg(k, index, Sizeof.cl_mem, m == null ? null : Pointer.to(m));
         }
 
         void arg(cl_kernel k, int index, long v) {

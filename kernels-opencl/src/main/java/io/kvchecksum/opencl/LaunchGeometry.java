@@ -8,6 +8,7 @@ import org.jocl.cl_device_id;
 import org.jocl.cl_program;
 
 import java.util.Arrays;
+import java.util.List;
 
 /**
  * How the checksum kernels split their work on one device, fixed when the backend is opened from its {@link Tuning}:
@@ -110,23 +111,25 @@ final class LaunchGeometry {
     }
 
     /**
-     * The plan's blocks sorted by the page id of their first token (ties in block order): the order in which the CPU
-     * build visits them, so that every layer's pages are read in address order (a layer's page {@code p} lies at
-     * {@code base + p * pageStride}), whatever the order of the block table.
+     * The blocks of the plans (one launch's: a batch's plans, their blocks one after the other) sorted by the page id
+     * of their first token (ties in block order): the order in which the CPU build visits them, so that every layer's
+     * pages are read in address order (a layer's page {@code p} lies at {@code base + p * pageStride}), whatever the
+     * order of the block tables.
      */
-    static int[] addressOrder(SlicePlan plan) {
-        RequestBlocks r = plan.request();
-        int nb = plan.numBlocks();
-        int[] table = plan.pageTable();
-        long[] keys = new long[nb];
-        for (int b = 0; b < nb; b++) {
-            long t0 = Math.max(r.startToken(), (r.firstBlock() + (long) b) * r.blockSize());
-            long page = table[(int) ((t0 - r.startToken()) / plan.pageSize())];
-            keys[b] = page << 32 | b;
+    static int[] addressOrder(List<SlicePlan> plans) {
+        long[] keys = new long[plans.stream().mapToInt(SlicePlan::numBlocks).sum()];
+        int b = 0;
+        for (SlicePlan plan : plans) {
+            RequestBlocks r = plan.request();
+            for (int k = 0; k < plan.numBlocks(); k++, b++) {
+                long t0 = Math.max(r.startToken(), (r.firstBlock() + (long) k) * r.blockSize());
+                long page = plan.page((int) ((t0 - r.startToken()) / plan.pageSize()));
+                keys[b] = page << 32 | b;
+            }
         }
         Arrays.sort(keys);
-        int[] order = new int[nb];
-        for (int k = 0; k < nb; k++) {
+        int[] order = new int[keys.length];
+        for (int k = 0; k < keys.length; k++) {
             order[k] = (int) keys[k];
         }
         return order;

@@ -9,10 +9,11 @@ import java.lang.foreign.MemorySegment;
 import java.util.List;
 
 /**
- * How a launch's KV reaches the kernels, which read one OpenCL buffer per operation: a registered {@code cl_mem}
- * (device memory, read in place), a zero-copy window ({@code CL_MEM_USE_HOST_PTR} over the native host segments, on a
- * CPU device that shares host memory), or a packed copy of the host spans the request's pages can reach. Chosen per
- * operation ({@link #layout}, which also says why); {@link #kvBuffer} makes the buffer in the operation.
+ * How a launch's KV reaches the kernels, which read one OpenCL buffer per operation (a batch's launches read the same
+ * regions: one buffer serves them all): a registered {@code cl_mem} (device memory, read in place), a zero-copy window
+ * ({@code CL_MEM_USE_HOST_PTR} over the native host segments, on a CPU device that shares host memory), or a packed
+ * copy of the host spans the requests' pages can reach. Chosen per operation ({@link #layout}, which also says why);
+ * {@link #kvBuffer} makes the buffer in the operation.
  */
 final class MemoryPlacement {
     /** Largest single host-to-device write: {@code ByteBuffer} views of a segment stop at 2 GiB. */
@@ -38,34 +39,38 @@ final class MemoryPlacement {
         this.maxAlloc = maxAlloc;
     }
 
-    /** The descriptors of a launch and how its memory reaches the kernels ({@code "zero-copy"}, {@code "copy: "} and why, or {@code "device: "}). */
+    /** The descriptors of a launch (or batch) and how its memory reaches the kernels ({@code "zero-copy"}, {@code "copy: "} and why, or {@code "device: "}). */
     record Layout(Descriptors d, String path) {
     }
 
-    /** Zero copy where the device shares host memory and the segments allow it; else the packed copy, with the reason. */
-    Layout layout(SlicePlan plan) {
+    /**
+     * Zero copy where the device shares host memory and the segments allow it; else the packed copy, with the reason.
+     * The plans share their slices ({@link io.kvchecksum.CompiledPlan.Batch}); the first's are the regions.
+     */
+    Layout layout(List<SlicePlan> plans) {
+        SlicePlan plan = plans.getFirst();
         if (plan.residency() == SlicePlan.Residency.DEVICE) {
             cl_mem mem = registered.of(plan);
-            return new Layout(Descriptors.device(plan, RegisteredBuffers.size(mem)), "device: cl_mem 0x"
+            return new Layout(Descriptors.device(plans, RegisteredBuffers.size(mem)), "device: cl_mem 0x"
                     + Long.toHexString(mem.getNativePointer()));
         }
         if (!zeroCopy) {
-            return new Layout(Descriptors.of(plan), "copy: " + noZeroCopy);
+            return new Layout(Descriptors.of(plans), "copy: " + noZeroCopy);
         }
-        Descriptors w = Descriptors.window(plan, windowAlign);
+        Descriptors w = Descriptors.window(plans, windowAlign);
         if (w == null) {
-            return new Layout(Descriptors.of(plan), "copy: a segment is on the Java heap (no stable address)");
+            return new Layout(Descriptors.of(plans), "copy: a segment is on the Java heap (no stable address)");
         }
         if (w.packedBytes > maxAlloc) {
-            return new Layout(Descriptors.of(plan), "copy: the segments lie " + w.packedBytes + " bytes apart, more "
+            return new Layout(Descriptors.of(plans), "copy: the segments lie " + w.packedBytes + " bytes apart, more "
                     + "than one buffer of the device may span (" + maxAlloc + ")");
         }
         return new Layout(w, "zero-copy");
     }
 
     /**
-     * The KV buffer of {@code op}, as {@code d} (the plan's {@link #layout}) describes it: the registered cl_mem, or the
-     * {@link #hostBuffer} of its spans.
+     * The KV buffer of {@code op}, as {@code d} (the {@link #layout} of {@code plan}'s batch) describes it: the
+     * registered cl_mem, or the {@link #hostBuffer} of its spans.
      */
     cl_mem kvBuffer(Enqueuer.Op op, SlicePlan plan, Descriptors d) {
         if (plan.residency() == SlicePlan.Residency.DEVICE) {
@@ -114,7 +119,7 @@ final class MemoryPlacement {
 
     /** How the plan's memory reaches the kernels: {@link Layout#path()} of its {@link #layout}. */
     String memoryPath(SlicePlan plan) {
-        return layout(plan).path();
+        return layout(List.of(plan)).path();
     }
 
     /**

@@ -40,7 +40,7 @@ import java.util.Set;
  * each work item takes a run of units in every block, visits the blocks in address order ({@code addressOrder}) and
  * reads its units row by row; see the module's README for why and what it measured.
  *
- * <p><b>Asynchrony.</b> {@link #run} enqueues the copies, the kernels and the read of the results of every launch
+ * <p><b>Asynchrony.</b> {@link #run} enqueues the copies, the kernels and the read of the results of every batch
  * without waiting (no {@code clFinish}, no blocking transfer, no {@code clWaitForEvents}; see {@link ClApi}) and
  * returns; the returned handle's {@code get()} waits on the reads' events. The host segments must stay alive and
  * unchanged until {@code get()} or {@code close()} of the handle returns.
@@ -150,11 +150,11 @@ public final class OpenClBackend implements Backend {
     }
 
     /**
-     * As {@link #open(String)} with {@code tuning} instead of the one the device's type chooses: for tests, which run
-     * the golden suite through every {@link Tuning} on whatever device they have (on PoCL, the GPU tuning too).
+     * As {@link #open(String, ClApi)} with {@code tuning} instead of the one the device's type chooses: for tests, which
+     * run the golden suite through every {@link Tuning} on whatever device they have (on PoCL, the GPU tuning too).
      */
-    static OpenClBackend open(String spec, Tuning tuning) {
-        return new OpenClBackend(JoclApi.INSTANCE, OpenClDevices.select(spec), kernelSource(), null,
+    static OpenClBackend open(String spec, Tuning tuning, ClApi calls) {
+        return new OpenClBackend(calls, OpenClDevices.select(spec), kernelSource(), null,
                 java.util.Objects.requireNonNull(tuning, "tuning"));
     }
 
@@ -273,8 +273,9 @@ public final class OpenClBackend implements Backend {
     }
 
     /**
-     * Enqueues every launch (whole-piece launches through {@code block_checksums} or {@code slice_sums}, byte-cell
-     * launches through {@code byte_cell_sums}) on this backend's in-order queue and returns without waiting. The host
+     * Enqueues every batch of the plan ({@link CompiledPlan#batches()}: a step's requests over one group are one kernel
+     * launch for all of them; whole pieces through {@code block_checksums} or {@code slice_sums}, byte cells through
+     * {@code byte_cell_sums}) on this backend's in-order queue and returns without waiting. The host
      * segments of the plan must stay alive and unchanged until the handle's {@code get()} or {@code close()} returns.
      *
      * @param stream empty, 0 or {@link #commandQueue()}: this backend's buffers and program belong to its own context,
@@ -291,7 +292,7 @@ public final class OpenClBackend implements Backend {
                     + "), not 0x" + Long.toHexString(stream.getAsLong()) + ": pass 0 or commandQueue()");
         }
         requireOpen();
-        return plan.startAll(output, launch -> kernels.start(launch, output));
+        return plan.startBatches(output, batch -> kernels.start(batch, output));
     }
 
     /**

@@ -16,7 +16,7 @@ package io.kvchecksum.opencl;
  *       device: for every device that is not a CPU.</li>
  * </ul>
  *
- * <p>Tests open the backend with each of them on PoCL ({@link OpenClBackend#open(String, Tuning)}), so the golden suite
+ * <p>Tests open the backend with each of them on PoCL ({@link OpenClBackend#open(String, Tuning, ClApi)}), so the golden suite
  * runs through every choice the selector can make on whatever device CI has.
  *
  * @param name what the description calls it

@@ -19,6 +19,10 @@
  *   [9] flags      bit 0: every K address is a multiple of 8; bit 1: the same for V
  * `table` [pages] holds the physical page of each page-sized run of tokens from `start`; in the CPU build
  * (KVC_CONTIGUOUS_UNITS) it is followed by the order in which to visit the blocks (block indices, by address).
+ * A batched launch (num_requests > 0: several requests of one engine step over the same slices, one kernel launch)
+ * reads `table` as the requests' page tables one after the other (then, CPU build, the order of all their blocks)
+ * and finds each request's fields in `requests` (REQ_*): its blocks are the requests' blocks one after the other, its
+ * values each request's values in their own layout one after the other; start, first_block and num_tokens are unused.
  * Work-group reductions assume a power-of-two local size (the host guarantees it).
  */
 
@@ -36,6 +40,72 @@
 #define DESC_WORDS 10
 #define DESC_K_ALIGNED 1u
 #define DESC_V_ALIGNED 2u
+
+/*
+ * Word offsets of a batched launch's request fields; io.kvchecksum.opencl.Descriptors writes them (DescriptorAbiTest).
+ * Per request in batch order: what start, first_block and num_tokens would be for it alone, the launch block of its
+ * first block (ascending) and the entries of `table` before its page ids; then one entry more whose REQ_BLOCK_BEGIN
+ * and REQ_TABLE_OFFSET are the launch's blocks and table entries.
+ */
+#define REQ_START_TOKEN 0
+#define REQ_FIRST_BLOCK 1
+#define REQ_NUM_TOKENS 2
+#define REQ_BLOCK_BEGIN 3
+#define REQ_TABLE_OFFSET 4
+#define REQ_WORDS 5
+
+/*
+ * The ten arguments every checksum kernel starts with (ChecksumKernels.setLayoutArgs), and their names to pass on.
+ * num_requests == 0: one request, given by start, first_block and num_tokens (requests may be NULL); else a batch.
+ */
+#define KVC_LAYOUT_ARGS __global const uchar *kv, __global const ulong *desc, __global const int *table, ulong start, \
+    ulong page_size, ulong first_block, ulong block_size, ulong num_tokens, __global const ulong *requests, \
+    uint num_requests
+#define KVC_LAYOUT kv, desc, table, start, page_size, first_block, block_size, num_tokens, requests, num_requests
+
+/* A request of a launch: where its page ids start in `table`, its fields, and its blocks among the launch's. */
+typedef struct {
+    ulong table, start, first_block, num_tokens, begin, num_blocks;
+} kvc_request;
+
+/*
+ * The request of launch block b: in a batch, the last whose REQ_BLOCK_BEGIN is at most b; else the launch's own, of
+ * num_blocks blocks (whose fields are the arguments, in the scope of KVC_LAYOUT_ARGS through REQUEST_OF).
+ */
+inline kvc_request request_of(ulong start, ulong first_block, ulong num_tokens, ulong num_blocks,
+                              __global const ulong *requests, uint num_requests, ulong b) {
+    kvc_request q = {0, start, first_block, num_tokens, 0, num_blocks};
+    if (num_requests > 0) {
+        uint lo = 0, hi = num_requests - 1;
+        while (lo < hi) {
+            uint mid = (lo + hi + 1) / 2;
+            if (requests[(ulong) mid * REQ_WORDS + REQ_BLOCK_BEGIN] <= b) {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        __global const ulong *r = requests + (ulong) lo * REQ_WORDS;
+        q.table = r[REQ_TABLE_OFFSET];
+        q.start = r[REQ_START_TOKEN];
+        q.first_block = r[REQ_FIRST_BLOCK];
+        q.num_tokens = r[REQ_NUM_TOKENS];
+        q.begin = r[REQ_BLOCK_BEGIN];
+        q.num_blocks = r[REQ_WORDS + REQ_BLOCK_BEGIN] - q.begin;
+    }
+    return q;
+}
+#define REQUEST_OF(num_blocks, b) request_of(start, first_block, num_tokens, (num_blocks), requests, num_requests, (b))
+
+/* The first request position of launch block b of request q. */
+inline ulong block_t0(kvc_request q, ulong b, ulong block_size) {
+    return (q.first_block + b - q.begin) * block_size;
+}
+
+/* Where the slice sum of slice i and launch block b of request q goes: each request's slices x blocks, slice-major. */
+inline ulong slice_sum_at(kvc_request q, ulong num_slices, ulong i, ulong b) {
+    return num_slices * q.begin + i * q.num_blocks + (b - q.begin);
+}
 
 /* The mixed mode's mixer, exactly Definition.feistel3 (docs/detection.md): three Feistel rounds on the 32-bit halves. */
 inline ulong feistel3(ulong x) {
@@ -464,6 +534,12 @@ inline ulong chunk_sum(__global const uchar *kv, __global const ulong *desc, __g
     return c + hsum8(C1) + 2 * hsum8(C2 * LANES8);
 }
 
+/* The order in which the CPU build visits the blocks: after the page table (a batch's: after all its requests'). */
+inline __global const int *block_order(KVC_LAYOUT_ARGS) {
+    return table + (num_requests > 0 ? requests[(ulong) num_requests * REQ_WORDS + REQ_TABLE_OFFSET]
+                                     : (num_tokens - start + page_size - 1) / page_size);
+}
+
 /*
  * The fused single pass, CPU build. NDRange (items), any local size: work item g takes the same contiguous run of
  * units, [total*g/items, total*(g+1)/items) of the (slice, unit) sequence, in every block, in chunks of ROW_CHUNK
@@ -474,13 +550,12 @@ inline ulong chunk_sum(__global const uchar *kv, __global const ulong *desc, __g
  * entry and prefetch stream at every block. It writes partials[b*items + g] for every block b (parts == items);
  * sum_parts adds them.
  */
-inline void block_checksums_body(__global const uchar *kv, __global const ulong *desc, __global const int *table,
-                                 ulong start, ulong page_size, ulong first_block, ulong block_size, ulong num_tokens,
-                                 uint num_slices, uint parts, __global ulong *partials, __local ulong *scratch,
-                                 uint mixed) {
+inline void block_checksums_body(KVC_LAYOUT_ARGS, uint num_slices, uint parts, __global ulong *partials,
+                                 __local ulong *scratch, uint mixed) {
     ulong g = get_global_id(0);
-    ulong nb = (num_tokens + block_size - 1) / block_size - first_block;
-    __global const int *order = table + (num_tokens - start + page_size - 1) / page_size;
+    ulong nb = num_requests > 0 ? requests[(ulong) num_requests * REQ_WORDS + REQ_BLOCK_BEGIN]
+                                : (num_tokens + block_size - 1) / block_size - first_block;
+    __global const int *order = block_order(KVC_LAYOUT);
     ulong total = 0;
     for (uint k = 0; k < num_slices; k++) {
         total += slice_units(desc + (ulong) k * DESC_WORDS);
@@ -509,11 +584,12 @@ inline void block_checksums_body(__global const uchar *kv, __global const ulong 
         cnt = max(cnt, (ulong) 1);
         for (ulong k = 0; k < nb; k++) {
             ulong b = (ulong) order[k];
-            ulong t0 = (first_block + b) * block_size;
-            ulong t1 = min(t0 + block_size, num_tokens);
+            kvc_request q = REQUEST_OF(nb, b);
+            ulong t0 = block_t0(q, b, block_size);
+            ulong t1 = min(t0 + block_size, q.num_tokens);
             if (t1 > t0) {
-                partials[b * parts + g] += chunk_sum(kv, desc, table, start, page_size, t0, t1 - t0, i, u, cnt,
-                                                     num_slices, 1, mixed);
+                partials[b * parts + g] += chunk_sum(kv, desc, table + q.table, q.start, page_size, t0, t1 - t0, i, u,
+                                                     cnt, num_slices, 1, mixed);
             }
         }
         at += cnt;
@@ -599,12 +675,11 @@ inline void group_slice_sums(__global const uchar *kv, __global const ulong *des
  * ROW_CHUNK together (e.g. the 8 heads of a Llama-3-8B layer, side by side in 2 KiB rows), else single slices. The
  * work item of a group's first slice sums the group over every block, the blocks in address order (the order after
  * the page table, as in block_checksums), reading the group's rows front to back (group_slice_sums; a single
- * irregular slice through chunk_sum, unweighted); the others return at once. It writes partials[i*num_blocks + b],
- * the slice sums.
+ * irregular slice through chunk_sum, unweighted); the others return at once. It writes the slice sums,
+ * partials[i*num_blocks + b] (a batch: slice_sum_at).
  */
-inline void slice_sums_body(__global const uchar *kv, __global const ulong *desc, __global const int *table,
-                            ulong start, ulong page_size, ulong first_block, ulong block_size, ulong num_tokens,
-                            uint num_blocks, uint parts, __global ulong *partials, __local ulong *scratch, uint mixed) {
+inline void slice_sums_body(KVC_LAYOUT_ARGS, uint num_blocks, uint parts, __global ulong *partials,
+                            __local ulong *scratch, uint mixed) {
     uint num_slices = (uint) get_global_size(2);
     uint me = (uint) get_global_id(2);
     uint i0 = 0;
@@ -618,46 +693,48 @@ inline void slice_sums_body(__global const uchar *kv, __global const ulong *desc
     }
     int rows = row_slice(desc + (ulong) i0 * DESC_WORDS);
     ulong units = slice_units(desc + (ulong) i0 * DESC_WORDS);
-    __global const int *order = table + (num_tokens - start + page_size - 1) / page_size;
+    __global const int *order = block_order(KVC_LAYOUT);
     ulong sums[ROW_CHUNK];
     for (ulong k = 0; k < num_blocks; k++) {
         ulong b = (ulong) order[k];
-        ulong t0 = (first_block + b) * block_size;
-        ulong t1 = min(t0 + block_size, num_tokens);
+        kvc_request q = REQUEST_OF(num_blocks, b);
+        ulong t0 = block_t0(q, b, block_size);
+        ulong t1 = min(t0 + block_size, q.num_tokens);
         if (rows) {
-            group_slice_sums(kv, desc, table, start, page_size, t0, t1 - t0, i0, i1, mixed, sums);
+            group_slice_sums(kv, desc, table + q.table, q.start, page_size, t0, t1 - t0, i0, i1, mixed, sums);
             for (uint i = i0; i < i1; i++) {
-                partials[(ulong) i * num_blocks + b] = sums[i - i0];
+                partials[slice_sum_at(q, num_slices, i, b)] = sums[i - i0];
             }
         } else {
             ulong s = 0;
             for (ulong u = 0; u < units; u += ROW_CHUNK) {
-                s += chunk_sum(kv, desc, table, start, page_size, t0, t1 - t0, i0, u, min((ulong) ROW_CHUNK, units - u),
-                               i0 + 1, 0, mixed);
+                s += chunk_sum(kv, desc, table + q.table, q.start, page_size, t0, t1 - t0, i0, u,
+                               min((ulong) ROW_CHUNK, units - u), i0 + 1, 0, mixed);
             }
-            partials[(ulong) i0 * num_blocks + b] = s;
+            partials[slice_sum_at(q, num_slices, i0, b)] = s;
         }
     }
 }
 #else
 /*
  * Per-slice weighted sums. NDRange (local*parts, num_blocks, num_slices), local (local, 1, 1): work-group g of
- * column b of slice i writes partials[(i*num_blocks + b)*parts + g]; with parts == 1 that is the slice sum.
+ * column b of slice i writes partials[(i*num_blocks + b)*parts + g] (a batch: slice_sum_at for i*num_blocks + b);
+ * with parts == 1 that is the slice sum.
  */
-inline void slice_sums_body(__global const uchar *kv, __global const ulong *desc, __global const int *table,
-                            ulong start, ulong page_size, ulong first_block, ulong block_size, ulong num_tokens,
-                            uint num_blocks, uint parts, __global ulong *partials, __local ulong *scratch, uint mixed) {
+inline void slice_sums_body(KVC_LAYOUT_ARGS, uint num_blocks, uint parts, __global ulong *partials,
+                            __local ulong *scratch, uint mixed) {
     uint g = get_group_id(0);
     ulong wg = get_local_size(0);
     ulong b = get_global_id(1);
     ulong slice = get_global_id(2);
-    ulong t0 = (first_block + b) * block_size;
-    ulong t1 = min(t0 + block_size, num_tokens);
-    ulong s = slice_partial(kv, desc + slice * DESC_WORDS, table, start, page_size, t0, t1,
+    kvc_request q = REQUEST_OF(num_blocks, b);
+    ulong t0 = block_t0(q, b, block_size);
+    ulong t1 = min(t0 + block_size, q.num_tokens);
+    ulong s = slice_partial(kv, desc + slice * DESC_WORDS, table + q.table, q.start, page_size, t0, t1,
                             g * wg + get_local_id(0), parts * wg, mixed);
     s = group_sum(scratch, s);
     if (get_local_id(0) == 0) {
-        partials[(slice * num_blocks + b) * parts + g] = s;
+        partials[slice_sum_at(q, get_global_size(2), slice, b) * parts + g] = s;
     }
 }
 
@@ -667,15 +744,14 @@ inline void slice_sums_body(__global const uchar *kv, __global const ulong *desc
  * Work item k of the column takes units k, k + step, ... of the block's (slice, unit) sequence (neighbouring work
  * items take neighbouring units: coalesced loads) and walks the block's tokens with each (unit_sum).
  */
-inline void block_checksums_body(__global const uchar *kv, __global const ulong *desc, __global const int *table,
-                                 ulong start, ulong page_size, ulong first_block, ulong block_size, ulong num_tokens,
-                                 uint num_slices, uint parts, __global ulong *partials, __local ulong *scratch,
-                                 uint mixed) {
+inline void block_checksums_body(KVC_LAYOUT_ARGS, uint num_slices, uint parts, __global ulong *partials,
+                                 __local ulong *scratch, uint mixed) {
     uint g = get_group_id(0);
     ulong wg = get_local_size(0);
     ulong b = get_global_id(1);
-    ulong t0 = (first_block + b) * block_size;
-    ulong t1 = min(t0 + block_size, num_tokens);
+    kvc_request q = REQUEST_OF(get_global_size(1), b);
+    ulong t0 = block_t0(q, b, block_size);
+    ulong t1 = min(t0 + block_size, q.num_tokens);
     ulong ntok = t1 > t0 ? t1 - t0 : 0;
     ulong u = g * wg + get_local_id(0);
     ulong step = parts * wg;
@@ -684,7 +760,7 @@ inline void block_checksums_body(__global const uchar *kv, __global const ulong 
     next_unit(desc, num_slices, &i, &u);
     while (i < num_slices && ntok > 0) {
         __global const ulong *d = desc + (ulong) i * DESC_WORDS;
-        c += d[DESC_FACTOR] * unit_sum(kv, d, table, start, page_size, t0, ntok, u, mixed);
+        c += d[DESC_FACTOR] * unit_sum(kv, d, table + q.table, q.start, page_size, t0, ntok, u, mixed);
         u += step;
         next_unit(desc, num_slices, &i, &u);
     }
@@ -695,28 +771,24 @@ inline void block_checksums_body(__global const uchar *kv, __global const ulong 
 }
 #endif
 
-/* The kernels: each body in the standard mode and, as *_mixed, in the mixed mode (every piece through feistel3). */
-#define KVC_SLICE_SUMS_ARGS __global const uchar *kv, __global const ulong *desc, __global const int *table, \
-    ulong start, ulong page_size, ulong first_block, ulong block_size, ulong num_tokens, uint num_blocks, uint parts, \
-    __global ulong *partials, __local ulong *scratch
-#define KVC_BLOCK_ARGS __global const uchar *kv, __global const ulong *desc, __global const int *table, \
-    ulong start, ulong page_size, ulong first_block, ulong block_size, ulong num_tokens, uint num_slices, uint parts, \
-    __global ulong *partials, __local ulong *scratch
+/*
+ * The kernels: each body in the standard mode and, as *_mixed, in the mixed mode (every piece through feistel3).
+ * Arguments: KVC_LAYOUT_ARGS, then num_blocks (slice_sums: the launch's blocks) or num_slices (block_checksums),
+ * parts, partials [outputs x parts] and local scratch [local size].
+ */
+#define KVC_SLICE_SUMS_ARGS KVC_LAYOUT_ARGS, uint num_blocks, uint parts, __global ulong *partials, __local ulong *scratch
+#define KVC_BLOCK_ARGS KVC_LAYOUT_ARGS, uint num_slices, uint parts, __global ulong *partials, __local ulong *scratch
 __kernel void slice_sums(KVC_SLICE_SUMS_ARGS) {
-    slice_sums_body(kv, desc, table, start, page_size, first_block, block_size, num_tokens, num_blocks, parts, partials,
-                    scratch, 0);
+    slice_sums_body(KVC_LAYOUT, num_blocks, parts, partials, scratch, 0);
 }
 __kernel void slice_sums_mixed(KVC_SLICE_SUMS_ARGS) {
-    slice_sums_body(kv, desc, table, start, page_size, first_block, block_size, num_tokens, num_blocks, parts, partials,
-                    scratch, 1);
+    slice_sums_body(KVC_LAYOUT, num_blocks, parts, partials, scratch, 1);
 }
 __kernel void block_checksums(KVC_BLOCK_ARGS) {
-    block_checksums_body(kv, desc, table, start, page_size, first_block, block_size, num_tokens, num_slices, parts,
-                         partials, scratch, 0);
+    block_checksums_body(KVC_LAYOUT, num_slices, parts, partials, scratch, 0);
 }
 __kernel void block_checksums_mixed(KVC_BLOCK_ARGS) {
-    block_checksums_body(kv, desc, table, start, page_size, first_block, block_size, num_tokens, num_slices, parts,
-                         partials, scratch, 1);
+    block_checksums_body(KVC_LAYOUT, num_slices, parts, partials, scratch, 1);
 }
 
 /* out[i] = sum of partials[i*parts .. i*parts + parts - 1]. NDRange (n). */

@@ -32,7 +32,7 @@ class AddressOrderTest {
     void onePagePerBlockSortedByPageId() {
         try (Arena arena = Arena.ofConfined()) {
             // blocks 0..4 on pages 7, 2, 9, 0, 5
-            int[] order = LaunchGeometry.addressOrder(plan(arena, RequestBlocks.of(new int[] {7, 2, 9, 0, 5}, 20, 4)));
+            int[] order = LaunchGeometry.addressOrder(List.of(plan(arena, RequestBlocks.of(new int[] {7, 2, 9, 0, 5}, 20, 4))));
             assertArrayEquals(new int[] {3, 1, 4, 0, 2}, order);
         }
     }
@@ -41,7 +41,7 @@ class AddressOrderTest {
     void blocksSharingAPageKeepTheirOrder() {
         try (Arena arena = Arena.ofConfined()) {
             // blocks of 2 tokens: blocks 0, 1 on page 5, blocks 2, 3 on page 1, block 4 (partial, 1 token) on page 3
-            int[] order = LaunchGeometry.addressOrder(plan(arena, RequestBlocks.of(new int[] {5, 1, 3}, 9, 2)));
+            int[] order = LaunchGeometry.addressOrder(List.of(plan(arena, RequestBlocks.of(new int[] {5, 1, 3}, 9, 2))));
             assertArrayEquals(new int[] {2, 3, 4, 0, 1}, order);
         }
     }
@@ -50,8 +50,18 @@ class AddressOrderTest {
     void aLaterFirstBlockIndexesTheTableFromItsStart() {
         try (Arena arena = Arena.ofConfined()) {
             // blocks 3, 4, 5 of 4 tokens (request positions 12..23), table from block 3: pages 8, 6, 4
-            int[] order = LaunchGeometry.addressOrder(plan(arena, RequestBlocks.of(new int[] {8, 6, 4}, 24, 3, 4)));
+            int[] order = LaunchGeometry.addressOrder(List.of(plan(arena, RequestBlocks.of(new int[] {8, 6, 4}, 24, 3, 4))));
             assertArrayEquals(new int[] {2, 1, 0}, order);
+        }
+    }
+
+    @Test
+    void aBatchsBlocksAreSortedTogether() {
+        try (Arena arena = Arena.ofConfined()) {
+            // batch blocks 0, 1 (first request) on pages 7, 2; blocks 2, 3, 4 (second) on pages 9, 0, 5
+            SlicePlan a = plan(arena, RequestBlocks.of(new int[] {7, 2}, 8, 4));
+            SlicePlan b = plan(arena, RequestBlocks.of(new int[] {9, 0, 5}, 12, 4));
+            assertArrayEquals(new int[] {3, 1, 4, 0, 2}, LaunchGeometry.addressOrder(List.of(a, b)));
         }
     }
 }

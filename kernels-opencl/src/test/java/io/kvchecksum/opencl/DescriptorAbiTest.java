@@ -29,9 +29,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 
 /**
  * The descriptor words' ABI on both sides: {@link Descriptors} (Java) writes each field at its word offset, and the
- * kernels' {@code DESC_*} macros read each field from the same word. A hand-built slice plan whose every field has a
- * distinct value is serialized; the Java side is checked word by word against values worked out by hand, and on an
- * OpenCL device a kernel compiled together with the shipped source reads the fields back through the macros.
+ * kernels' {@code DESC_*} macros read each field from the same word (a batch's request words: the {@code REQ_*}
+ * macros, against the same offsets). A hand-built slice plan whose every field has a distinct value is serialized;
+ * the Java side is checked word by word against values worked out by hand, and on an OpenCL device a kernel compiled
+ * together with the shipped source reads the fields back through the macros.
  */
 class DescriptorAbiTest {
     /** Fields in the order the echo kernel writes them. */
@@ -70,7 +71,7 @@ class DescriptorAbiTest {
         KvMemory m = KvMemory.host(arena.allocate(4096, 64));
         KvCacheGroup g = KvCacheGroup.of(2, 4, List.of(CacheLayer.of(3, 5, 2, new KvRegion(m, 8, 512, 128, 48, 16),
                 new KvRegion(m, 2061, 400, 96, 24, 24))));
-        return Descriptors.of(SlicePlan.of(g, RequestBlocks.of(new int[] {2, 1}, 4, 2)));
+        return Descriptors.of(List.of(SlicePlan.of(g, RequestBlocks.of(new int[] {2, 1}, 4, 2))));
     }
 
     /** The fields of head {@code h} (0 or 1), worked out by hand from the layout above, in {@link #FIELDS} order. */
@@ -130,6 +131,19 @@ class DescriptorAbiTest {
         java.put("K_ALIGNED", Descriptors.K_ALIGNED);
         java.put("V_ALIGNED", Descriptors.V_ALIGNED);
         assertEquals(java, defined, "DESC_* macros of kvchecksum.cl against Descriptors");
+    }
+
+    @Test
+    void kernelSourceDefinesTheSameRequestWords() {
+        Map<String, Long> defined = new LinkedHashMap<>();
+        Matcher m = Pattern.compile("#define REQ_(\\w+) (\\d+)").matcher(OpenClBackend.kernelSource());
+        while (m.find()) {
+            defined.put(m.group(1), Long.parseLong(m.group(2)));
+        }
+        assertEquals(Map.of("START_TOKEN", (long) Descriptors.REQ_START_TOKEN, "FIRST_BLOCK",
+                (long) Descriptors.REQ_FIRST_BLOCK, "NUM_TOKENS", (long) Descriptors.REQ_NUM_TOKENS, "BLOCK_BEGIN",
+                (long) Descriptors.REQ_BLOCK_BEGIN, "TABLE_OFFSET", (long) Descriptors.REQ_TABLE_OFFSET, "WORDS",
+                (long) Descriptors.REQ_WORDS), defined, "REQ_* macros of kvchecksum.cl against Descriptors");
     }
 
     @Test

@@ -55,11 +55,14 @@ class DeviceBufferTest {
         return m;
     }
 
-    /** The host case's segments packed (64-byte aligned, so alignment classes stay) into one new cl_mem. */
-    private static KvCacheGroup onDevice(OpenClBackend cl, GoldenSuite.HostCase c) {
+    /**
+     * The group's segments packed (64-byte aligned, so alignment classes stay) into one new cl_mem registered with
+     * {@code cl} (released by {@link #release()}).
+     */
+    static KvCacheGroup onDevice(OpenClBackend cl, KvCacheGroup g) {
         Map<MemorySegment, Long> at = new LinkedHashMap<>();
         long size = 0;
-        for (CacheLayer l : c.group().layers()) {
+        for (CacheLayer l : g.layers()) {
             for (KvRegion r : l.v() == null ? List.of(l.k()) : List.of(l.k(), l.v())) {
                 MemorySegment s = ((KvMemory.Host) r.memory()).segment();
                 if (!at.containsKey(s)) {
@@ -73,11 +76,11 @@ class DeviceBufferTest {
             at.forEach((s, off) -> MemorySegment.copy(s, 0, packed, off, s.byteSize()));
             KvMemory dev = cl.buffer(create(cl.context(), packed));
             List<CacheLayer> layers = new ArrayList<>();
-            for (CacheLayer l : c.group().layers()) {
+            for (CacheLayer l : g.layers()) {
                 layers.add(new CacheLayer(l.layer(), l.firstHead(), l.numHeads(), moved(l.k(), dev, at),
                         l.v() == null ? null : moved(l.v(), dev, at)));
             }
-            return new KvCacheGroup(layers, c.group().pageSize(), c.group().numPages());
+            return new KvCacheGroup(layers, g.pageSize(), g.numPages());
         }
     }
 
@@ -90,7 +93,7 @@ class DeviceBufferTest {
     Stream<? extends DynamicNode> goldenThroughAClMem() {
         return OpenClTests.dynamic("opencl golden suite, cl_mem", () -> {
             OpenClBackend cl = OpenClTests.backend();
-            return GoldenSuite.tests(OpenClTests.checksum(), c -> onDevice(cl, c));
+            return GoldenSuite.tests(OpenClTests.checksum(), c -> onDevice(cl, c.group()));
         });
     }
 

@@ -10,12 +10,20 @@ import org.jocl.cl_program;
 
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
+import java.util.Collections;
+import java.util.IdentityHashMap;
 import java.util.List;
+import java.util.Map;
 
-/** Passes every call on and records its name, per thread, between {@link #start()} and {@link #stop()}. */
+/**
+ * Passes every call on and records its name, per thread, between {@link #start()} and {@link #stop()}, and the names
+ * of the kernels it launches ({@link #launched()}).
+ */
 final class RecordingClApi implements ClApi {
     private final ClApi next;
     private final ThreadLocal<List<String>> calls = new ThreadLocal<>();
+    private final ThreadLocal<List<String>> launched = new ThreadLocal<>();
+    private final Map<cl_kernel, String> kernelNames = Collections.synchronizedMap(new IdentityHashMap<>());
 
     RecordingClApi(ClApi next) {
         this.next = next;
@@ -23,12 +31,19 @@ final class RecordingClApi implements ClApi {
 
     void start() {
         calls.set(new ArrayList<>());
+        launched.set(new ArrayList<>());
     }
 
     List<String> stop() {
         List<String> c = calls.get();
         calls.remove();
+        launched.remove();
         return c;
+    }
+
+    /** {@return the names of the kernels enqueued on this thread since {@link #start()}, in order} */
+    List<String> launched() {
+        return List.copyOf(launched.get());
     }
 
     private void record(String name) {
@@ -59,7 +74,9 @@ final class RecordingClApi implements ClApi {
     @Override
     public cl_kernel createKernel(cl_program program, String name) {
         record("createKernel");
-        return next.createKernel(program, name);
+        cl_kernel k = next.createKernel(program, name);
+        kernelNames.put(k, name);
+        return k;
     }
 
     @Override
@@ -71,6 +88,10 @@ final class RecordingClApi implements ClApi {
     @Override
     public void enqueueKernel(cl_command_queue queue, cl_kernel kernel, long[] global, long[] local) {
         record("enqueueKernel");
+        List<String> l = launched.get();
+        if (l != null) {
+            l.add(kernelNames.get(kernel));
+        }
         next.enqueueKernel(queue, kernel, global, local);
     }
 
@@ -107,6 +128,7 @@ final class RecordingClApi implements ClApi {
     @Override
     public void releaseKernel(cl_kernel kernel) {
         record("releaseKernel");
+        kernelNames.remove(kernel);
         next.releaseKernel(kernel);
     }
 

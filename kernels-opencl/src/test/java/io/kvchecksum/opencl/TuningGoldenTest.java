@@ -17,7 +17,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * The golden suite through every {@link Tuning} the backend can choose, each opened on the test device through the
- * test-only {@link OpenClBackend#open(String, Tuning)}: on PoCL (CI) the CPU tuning is the one the device's type
+ * test-only {@link OpenClBackend#open(String, Tuning, ClApi)}: on PoCL (CI) the CPU tuning is the one the device's type
  * chooses, and the GPU tuning (strided units of 8 pieces, work-groups of up to 256, the work-group page digest, host
  * memory copied) runs there too, so a GPU's choice is checked on every build, not only on a machine with a GPU.
  */
@@ -25,7 +25,7 @@ class TuningGoldenTest {
     private static final List<OpenClBackend> OPENED = new ArrayList<>();
 
     private static synchronized KvChecksum with(Tuning tuning) {
-        OpenClBackend b = OpenClBackend.open(OpenClTests.backend().device().index(), tuning);
+        OpenClBackend b = OpenClBackend.open(OpenClTests.backend().device().index(), tuning, ClApi.jocl());
         OPENED.add(b);
         assertSame(tuning, b.tuning());
         assertTrue(b.description().endsWith(", " + tuning.name() + ")"), b.description());

@@ -60,7 +60,7 @@ class ZeroCopyTest {
     @Test
     void theGpuTuningCopiesHostMemoryWithTheReason() {
         OpenClBackend cl = OpenClTests.backend();
-        try (OpenClBackend gpu = OpenClBackend.open(cl.device().index(), Tuning.GPU); Arena arena = Arena.ofShared()) {
+        try (OpenClBackend gpu = OpenClBackend.open(cl.device().index(), Tuning.GPU, ClApi.jocl()); Arena arena = Arena.ofShared()) {
             SlicePlan p = plan(arena.allocate(1024, 64), arena.allocate(1024, 64));
             assertEquals("copy: the GPU tuning reads device memory (a " + cl.device().type() + " device)",
                     gpu.memoryPath(p), gpu.description());
