@@ -418,30 +418,6 @@ public final class CompiledPlan {
     }
 
     /**
-     * {@link #gather(Output, long[][])} of pending launch values: one handle whose {@code get()} places them and whose
-     * {@code close()} closes every launch's handle.
-     *
-     * @param output the kind of values
-     * @param perLaunch for each launch, in order, its pending values; owned by the returned handle
-     * @return the pending per-request values
-     */
-    public PendingChecksums gather(Output output, List<PendingChecksums> perLaunch) {
-        return passThrough ? perLaunch.get(0) : new Gathered(this, output, null, List.copyOf(perLaunch));
-    }
-
-    /**
-     * Starts every launch through {@code start} and gathers their handles; if starting one fails, those already
-     * started are closed before the failure goes on.
-     *
-     * @param output the kind of values
-     * @param start starts one launch and returns its pending values
-     * @return the pending per-request values
-     */
-    public PendingChecksums startAll(Output output, Function<Launch, PendingChecksums> start) {
-        return gather(output, startEach(launches, start));
-    }
-
-    /**
      * Starts every {@link #batches() batch} through {@code start} (one kernel launch each, on a backend that joins a
      * batch's launches) and gathers their handles; if starting one fails, those already started are closed before the
      * failure goes on.
@@ -452,21 +428,16 @@ public final class CompiledPlan {
      * @return the pending per-request values
      */
     public PendingChecksums startBatches(Output output, Function<Batch, PendingChecksums> start) {
-        List<PendingChecksums> started = startEach(batches, start);
-        return passThrough ? started.get(0) : new Gathered(this, output, batches, started);
-    }
-
-    private static <T> List<PendingChecksums> startEach(List<T> units, Function<T, PendingChecksums> start) {
-        List<PendingChecksums> started = new ArrayList<>(units.size());
+        List<PendingChecksums> started = new ArrayList<>(batches.size());
         try {
-            for (T u : units) {
-                started.add(start.apply(u));
+            for (Batch b : batches) {
+                started.add(start.apply(b));
             }
         } catch (RuntimeException | Error e) {
             closeAll(started, e);
             throw e;
         }
-        return started;
+        return passThrough ? started.get(0) : new Gathered(this, output, started);
     }
 
     /** Each launch's values out of its batch's, for {@link #gather(Output, long[][])}. */
@@ -532,19 +503,16 @@ public final class CompiledPlan {
         }
     }
 
-    /** Launch (or batch) handles placed into per-request values when read. */
+    /** Batch handles placed into per-request values when read. */
     private static final class Gathered implements PendingChecksums {
         private final CompiledPlan plan;
         private final Output output;
-        /** The batches the handles are of, or null: one handle per launch. */
-        private final List<Batch> batches;
         private final List<PendingChecksums> pending;
         private long[] values;
 
-        Gathered(CompiledPlan plan, Output output, List<Batch> batches, List<PendingChecksums> pending) {
+        Gathered(CompiledPlan plan, Output output, List<PendingChecksums> pending) {
             this.plan = plan;
             this.output = output;
-            this.batches = batches;
             this.pending = pending;
         }
 
@@ -555,7 +523,7 @@ public final class CompiledPlan {
                 for (int i = 0; i < each.length; i++) {
                     each[i] = pending.get(i).get();
                 }
-                values = plan.gather(output, batches == null ? each : plan.perLaunch(output, each));
+                values = plan.gather(output, plan.perLaunch(output, each));
             }
             return values.clone();
         }
