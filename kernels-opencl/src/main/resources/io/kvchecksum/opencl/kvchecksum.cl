@@ -97,6 +97,19 @@ inline kvc_request request_of(ulong start, ulong first_block, ulong num_tokens, 
 }
 #define REQUEST_OF(num_blocks, b) request_of(start, first_block, num_tokens, (num_blocks), requests, num_requests, (b))
 
+/*
+ * In the scope of KVC_LAYOUT_ARGS, in a batch: q, the request of launch block b, and the arguments made its own, as
+ * a launch of that request alone whose blocks keep their launch indices: its table, start and tokens, first_block
+ * shifted by its first launch block (wrapping, like every position) so that first_block + b is its block. The kernels
+ * with a work item per block (GPU build, byte cells) run their one-request code after it.
+ */
+#define TAKE_REQUEST(q, b) \
+    kvc_request q = REQUEST_OF(0, (b)); \
+    table += q.table; \
+    start = q.start; \
+    first_block = q.first_block - q.begin; \
+    num_tokens = q.num_tokens
+
 /* The first request position of launch block b of request q. */
 inline ulong block_t0(kvc_request q, ulong b, ulong block_size) {
     return (q.first_block + b - q.begin) * block_size;
@@ -718,8 +731,9 @@ inline void slice_sums_body(KVC_LAYOUT_ARGS, uint num_blocks, uint parts, __glob
 #else
 /*
  * Per-slice weighted sums. NDRange (local*parts, num_blocks, num_slices), local (local, 1, 1): work-group g of
- * column b of slice i writes partials[(i*num_blocks + b)*parts + g] (a batch: slice_sum_at for i*num_blocks + b);
- * with parts == 1 that is the slice sum.
+ * column b of slice i writes partials[(i*num_blocks + b)*parts + g] (a batch: at slice_sum_at instead of
+ * i*num_blocks + b); with parts == 1 that is the slice sum. Only the place is live across group_sum's barriers, not
+ * the request's fields (PoCL keeps such values per work item: the GPU tuning there ran ~30% slower with them).
  */
 inline void slice_sums_body(KVC_LAYOUT_ARGS, uint num_blocks, uint parts, __global ulong *partials,
                             __local ulong *scratch, uint mixed) {
@@ -727,14 +741,18 @@ inline void slice_sums_body(KVC_LAYOUT_ARGS, uint num_blocks, uint parts, __glob
     ulong wg = get_local_size(0);
     ulong b = get_global_id(1);
     ulong slice = get_global_id(2);
-    kvc_request q = REQUEST_OF(num_blocks, b);
-    ulong t0 = block_t0(q, b, block_size);
-    ulong t1 = min(t0 + block_size, q.num_tokens);
-    ulong s = slice_partial(kv, desc + slice * DESC_WORDS, table + q.table, q.start, page_size, t0, t1,
+    ulong at = slice * num_blocks + b;
+    if (num_requests > 0) {
+        TAKE_REQUEST(q, b);
+        at = slice_sum_at(q, get_global_size(2), slice, b);
+    }
+    ulong t0 = (first_block + b) * block_size;
+    ulong t1 = min(t0 + block_size, num_tokens);
+    ulong s = slice_partial(kv, desc + slice * DESC_WORDS, table, start, page_size, t0, t1,
                             g * wg + get_local_id(0), parts * wg, mixed);
     s = group_sum(scratch, s);
     if (get_local_id(0) == 0) {
-        partials[slice_sum_at(q, get_global_size(2), slice, b) * parts + g] = s;
+        partials[at * parts + g] = s;
     }
 }
 
@@ -749,9 +767,11 @@ inline void block_checksums_body(KVC_LAYOUT_ARGS, uint num_slices, uint parts, _
     uint g = get_group_id(0);
     ulong wg = get_local_size(0);
     ulong b = get_global_id(1);
-    kvc_request q = REQUEST_OF(get_global_size(1), b);
-    ulong t0 = block_t0(q, b, block_size);
-    ulong t1 = min(t0 + block_size, q.num_tokens);
+    if (num_requests > 0) {
+        TAKE_REQUEST(q, b);
+    }
+    ulong t0 = (first_block + b) * block_size;
+    ulong t1 = min(t0 + block_size, num_tokens);
     ulong ntok = t1 > t0 ? t1 - t0 : 0;
     ulong u = g * wg + get_local_id(0);
     ulong step = parts * wg;
@@ -760,7 +780,7 @@ inline void block_checksums_body(KVC_LAYOUT_ARGS, uint num_slices, uint parts, _
     next_unit(desc, num_slices, &i, &u);
     while (i < num_slices && ntok > 0) {
         __global const ulong *d = desc + (ulong) i * DESC_WORDS;
-        c += d[DESC_FACTOR] * unit_sum(kv, d, table + q.table, q.start, page_size, t0, ntok, u, mixed);
+        c += d[DESC_FACTOR] * unit_sum(kv, d, table, start, page_size, t0, ntok, u, mixed);
         u += step;
         next_unit(desc, num_slices, &i, &u);
     }

@@ -22,7 +22,7 @@ inline ulong byte_cell_byte(__global const uchar *kv, ulong k_cell, ulong v_cell
  * NDRange (num_blocks, num_slices): work item (b, i) sums slice i over launch block b (of one request: its block
  * first_block + b), every (token, piece) of it, j = t*P + p with P = ceil((K bytes + V bytes) / 8). bytes[2i],
  * bytes[2i+1]: the slice's K and V bytes per cell. weighted != 0: out[b*num_slices + i] = m*s (sum_parts then adds
- * each block's row); else out[i*num_blocks + b] = s (a batch: out[slice_sum_at(...)]).
+ * each block's row); else out[i*num_blocks + b] = s (a batch: out[slice_sum_at]).
  */
 inline void byte_cell_sums_body(KVC_LAYOUT_ARGS, __global const uint *bytes, uint num_slices, uint num_blocks,
                                 uint weighted, __global ulong *out, uint mixed) {
@@ -35,15 +35,19 @@ inline void byte_cell_sums_body(KVC_LAYOUT_ARGS, __global const uint *bytes, uin
     uint kb = bytes[2 * i];
     uint vb = bytes[2 * i + 1];
     ulong P = (kb + vb + 7) / 8;
-    kvc_request q = REQUEST_OF(num_blocks, b);
-    ulong t0 = block_t0(q, b, block_size);
-    ulong t1 = min(t0 + block_size, q.num_tokens);
+    ulong at = i * num_blocks + b;
+    if (num_requests > 0) {
+        TAKE_REQUEST(q, b);
+        at = slice_sum_at(q, num_slices, i, b);
+    }
+    ulong t0 = (first_block + b) * block_size;
+    ulong t1 = min(t0 + block_size, num_tokens);
     ulong s = 0;
     for (ulong t = t0; t < t1; t++) {
-        ulong rel = t - q.start;
+        ulong rel = t - start;
         ulong pi = rel / page_size;
         ulong slot = rel - pi * page_size;
-        ulong page = (ulong) table[q.table + pi];
+        ulong page = (ulong) table[pi];
         ulong k_cell = d[DESC_K_BASE] + page * d[DESC_K_PAGE_STRIDE] + slot * d[DESC_K_TOKEN_STRIDE];
         ulong v_cell = d[DESC_V_BASE] + page * d[DESC_V_PAGE_STRIDE] + slot * d[DESC_V_TOKEN_STRIDE];
         for (ulong p = 0; p < P; p++) {
@@ -58,7 +62,7 @@ inline void byte_cell_sums_body(KVC_LAYOUT_ARGS, __global const uint *bytes, uin
     if (weighted) {
         out[b * num_slices + i] = d[DESC_FACTOR] * s;
     } else {
-        out[slice_sum_at(q, num_slices, i, b)] = s;
+        out[at] = s;
     }
 }
 
