@@ -77,6 +77,30 @@ public final class Combinations {
     }
 
     /**
+     * {@return {@code n} requests of one engine step over {@code g}: random token counts, first blocks and page tables;
+     * each has blocks but the second, which has no tokens} The GPU backends' batched-launch tests draw their steps here.
+     *
+     * @param rnd the test's seeded random source
+     * @param g the group the page tables address
+     * @param blockSize tokens per block of every request
+     * @param n how many requests, at least 2
+     */
+    public static List<RequestBlocks> step(Random rnd, KvCacheGroup g, int blockSize, int n) {
+        List<RequestBlocks> out = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            long tokens = i == 1 ? 0 : 1 + rnd.nextInt(100);
+            long firstBlock = tokens > 0 && rnd.nextInt(3) == 0 ? rnd.nextLong(Math.ceilDiv(tokens, blockSize)) : 0;
+            int pages = (int) Math.max(0, Math.ceilDiv(tokens - firstBlock * blockSize, (long) g.pageSize()));
+            int[] table = new int[pages];
+            for (int p = 0; p < pages; p++) {
+                table[p] = (int) rnd.nextLong(g.numPages());
+            }
+            out.add(RequestBlocks.of(table, tokens, firstBlock, blockSize));
+        }
+        return out;
+    }
+
+    /**
      * {@return the combination test of {@code backend} as one dynamic test, with the seed and case count from the
      * system properties (defaults {@link #DEFAULT_SEED}, {@link #DEFAULT_CASES})}
      *

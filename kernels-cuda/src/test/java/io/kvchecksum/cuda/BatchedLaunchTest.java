@@ -9,12 +9,12 @@ import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvChecksums;
 import io.kvchecksum.PendingChecksums;
 import io.kvchecksum.RequestBlocks;
+import io.kvchecksum.golden.Combinations;
 import io.kvchecksum.golden.GoldenVector;
 import io.kvchecksum.golden.GoldenVectors;
 import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.Arena;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
 
@@ -40,7 +40,7 @@ class BatchedLaunchTest {
         for (int c = 0; c < 40; c++) {
             try (Arena arena = Arena.ofConfined()) {
                 RandomCase rc = RandomCase.make(rnd, arena, c % 2 == 0);
-                List<RequestBlocks> requests = requests(rnd, rc.group(), rc.request().blockSize(), 2 + rnd.nextInt(8));
+                List<RequestBlocks> requests = Combinations.step(rnd, rc.group(), rc.request().blockSize(), 2 + rnd.nextInt(8));
                 check("case " + c + " (" + rc.label() + ")", rc.group(), requests, CellPadding.NONE, reference);
             }
         }
@@ -53,27 +53,12 @@ class BatchedLaunchTest {
         for (GoldenVector v : GoldenVectors.cells()) {
             try (Arena arena = Arena.ofConfined()) {
                 KvCacheGroup g = v.group(v.buffers(arena));
-                List<RequestBlocks> requests = requests(rnd, g, v.request().blockSize(), 3 + rnd.nextInt(4));
+                List<RequestBlocks> requests = Combinations.step(rnd, g, v.request().blockSize(), 3 + rnd.nextInt(4));
                 check(v.name(), g, requests, v.padCells() ? CellPadding.ZEROS : CellPadding.NONE, reference);
             }
         }
     }
 
-    /** {@code n} requests over {@code g}: random token counts (one with none), first blocks and page tables. */
-    private static List<RequestBlocks> requests(Random rnd, KvCacheGroup g, int blockSize, int n) {
-        List<RequestBlocks> out = new ArrayList<>();
-        for (int i = 0; i < n; i++) {
-            long tokens = i == 1 ? 0 : 1 + rnd.nextInt(100);
-            long firstBlock = rnd.nextInt(3) == 0 ? rnd.nextLong(tokens / blockSize + 1) : 0;
-            int pages = (int) Math.max(0, Math.ceilDiv(tokens - firstBlock * blockSize, (long) g.pageSize()));
-            int[] table = new int[pages];
-            for (int p = 0; p < pages; p++) {
-                table[p] = (int) rnd.nextLong(g.numPages());
-            }
-            out.add(RequestBlocks.of(table, tokens, firstBlock, blockSize));
-        }
-        return out;
-    }
 
     private static void check(String label, KvCacheGroup host, List<RequestBlocks> requests, CellPadding padding,
             KvChecksum reference) {

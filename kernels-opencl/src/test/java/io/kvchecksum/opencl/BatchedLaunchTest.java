@@ -9,6 +9,7 @@ import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvChecksums;
 import io.kvchecksum.PendingChecksums;
 import io.kvchecksum.RequestBlocks;
+import io.kvchecksum.golden.Combinations;
 import io.kvchecksum.golden.GoldenVector;
 import io.kvchecksum.golden.GoldenVectors;
 import org.junit.jupiter.api.AfterAll;
@@ -49,14 +50,14 @@ class BatchedLaunchTest {
             for (int c = 0; c < 16; c++) {
                 try (Arena arena = Arena.ofShared()) {
                     RandomLayouts.Case rc = RandomLayouts.random(rnd.nextLong(), arena);
-                    List<RequestBlocks> requests = requests(rnd, rc.group(), rc.request().blockSize(), 3 + rnd.nextInt(7));
+                    List<RequestBlocks> requests = Combinations.step(rnd, rc.group(), rc.request().blockSize(), 3 + rnd.nextInt(7));
                     check(tuning.name() + ", " + rc.label(), cl, rec, rc.group(), requests, CellPadding.NONE, reference);
                 }
             }
             for (GoldenVector v : GoldenVectors.cells()) {
                 try (Arena arena = Arena.ofShared()) {
                     KvCacheGroup g = v.group(v.buffers(arena));
-                    List<RequestBlocks> requests = requests(rnd, g, v.request().blockSize(), 3 + rnd.nextInt(4));
+                    List<RequestBlocks> requests = Combinations.step(rnd, g, v.request().blockSize(), 3 + rnd.nextInt(4));
                     check(tuning.name() + ", " + v.name(), cl, rec, g, requests, v.padCells() ? CellPadding.ZEROS : CellPadding.NONE,
                             reference);
                 }
@@ -70,24 +71,6 @@ class BatchedLaunchTest {
         return b;
     }
 
-    /**
-     * {@code n} requests over {@code g}: random token counts, first blocks and page tables; each has blocks but the
-     * second, which has no tokens.
-     */
-    private static List<RequestBlocks> requests(Random rnd, KvCacheGroup g, int blockSize, int n) {
-        List<RequestBlocks> out = new ArrayList<>();
-        for (int i = 0; i < n; i++) {
-            long tokens = i == 1 ? 0 : 1 + rnd.nextInt(100);
-            long firstBlock = tokens > 0 && rnd.nextInt(3) == 0 ? rnd.nextLong(Math.ceilDiv(tokens, blockSize)) : 0;
-            int pages = (int) Math.max(0, Math.ceilDiv(tokens - firstBlock * blockSize, (long) g.pageSize()));
-            int[] table = new int[pages];
-            for (int p = 0; p < pages; p++) {
-                table[p] = (int) rnd.nextLong(g.numPages());
-            }
-            out.add(RequestBlocks.of(table, tokens, firstBlock, blockSize));
-        }
-        return out;
-    }
 
     /** The requests over the host group and over a copy of it in a registered cl_mem, both modes, both outputs. */
     private static void check(String label, OpenClBackend backend, RecordingClApi rec, KvCacheGroup host,
