@@ -53,6 +53,10 @@ import org.msgpack.value.ValueType;
  * <p>Stateless and thread-safe.
  */
 public final class PayloadCodec {
+    static {
+        MsgpackBuffers.ensure();   // before msgpack's first buffer: no sun.misc.Unsafe warning on JDK 24+
+    }
+
     private static final long MAX_INT = Integer.MAX_VALUE;
 
     private PayloadCodec() {
