@@ -19,6 +19,11 @@ import java.util.OptionalLong;
  * {@link Long#toUnsignedString}). The dtype of the KV does not matter: bytes are bytes. Results are exact: two
  * backends agree bit for bit or one of them is wrong.
  *
+ * <p><b>Stream-ordered operations.</b> Every computation has a form for an engine's worker that enqueues it on the
+ * engine's stream, ordered after the engine's writes, and returns a pending result without waiting for the device:
+ * {@link #submit(CompiledPlan, long)} (block checksums), {@link #submitSliceSums}, {@link #submitStateDigests},
+ * {@link #submitPageDigest} and {@link PageProbe#submit}.
+ *
  * <p><b>The three operations.</b> The per-slice weighted sum ({@link #sliceSums}), the per-layer/head combination
  * ({@link SliceSums#combine()}, a pure function) and block-size rechunking ({@link Rechunked#of}, a pure function);
  * {@link #blockChecksums} fuses the first two into one pass over the KV.
@@ -277,9 +282,10 @@ public final class KvChecksum implements AutoCloseable {
      * {@link Definition#feistel3} ({@code MIXED}); an empty row gives 0. This is the slice sum of a one-token request
      * whose cell is the row; no layer/head factor, no blocks (state is per request).
      *
-     * <p>Computed with this backend's own {@link #sliceSums(SlicePlan)} over one-token cells, so every backend reads
-     * the rows where they live (host or device memory), on the calling thread, synchronously; it may read up to 7
-     * bytes of a row's memory outside the row, never outside the memory ({@link StateDigests}).
+     * <p>Computed with this backend's own slice sums over one-token cells, all rows in one plan (one launch on a GPU
+     * backend, on its own stream), so every backend reads the rows where they live (host or device memory); waits for
+     * the values. It may read up to 7 bytes of a row's memory outside the row, never outside the memory
+     * ({@link StateDigests}). An engine's worker uses {@link #submitStateDigests} instead.
      *
      * @param rows the state rows, none null; may be empty (then the result is empty)
      * @param mode the checksum mode, not null
@@ -288,6 +294,59 @@ public final class KvChecksum implements AutoCloseable {
      */
     public long[] stateDigests(List<StateRow> rows, ChecksumMode mode) {
         return StateDigests.compute(this, rows, mode);
+    }
+
+    /**
+     * Stream-ordered {@link #stateDigests}: the same digests, computed in one plan enqueued on {@code stream} after
+     * the work already on it (the engine's writes of the rows), without waiting for the device; {@code stream} as
+     * {@link #submit(CompiledPlan, long)} describes it (a {@code CUstream} for {@code cuda}, whose rows must be in
+     * device memory; ignored on CPU backends, which compute on the calling thread and return completed values).
+     *
+     * @param rows the state rows, none null; may be empty (then the result is empty); their memory must stay alive
+     *     and unchanged until the handle is done
+     * @param mode the checksum mode, not null
+     * @param stream the engine's stream or queue handle, as the backend documents it
+     * @return the pending digests, {@code rows.size()} of them, {@code [i]} for {@code rows.get(i)}; call
+     *     {@code get()} or {@code close()}
+     * @throws InvalidLayoutException when a row's memory is of a kind this backend cannot read on a stream, before
+     *     anything is enqueued
+     * @throws IllegalStateException when the backend refuses the stream (a CUDA stream capturing a graph)
+     */
+    public PendingChecksums submitStateDigests(List<StateRow> rows, ChecksumMode mode, long stream) {
+        return StateDigests.start(this, rows, mode, OptionalLong.of(stream));
+    }
+
+    /**
+     * Stream-ordered {@link #sliceSums(SlicePlan)}, enqueued as {@link #submit(CompiledPlan, long)} describes it.
+     *
+     * @param plan the validated group and request; its memory must stay alive and unchanged until the handle is done
+     * @param stream the engine's stream or queue handle, as the backend documents it
+     * @return the pending slice sums, equal to {@link #sliceSums(SlicePlan)}'s; call {@code get()} or {@code close()}
+     * @throws InvalidLayoutException when the plan's memory is of a kind this backend cannot read on a stream
+     * @throws IllegalStateException when the backend refuses the stream (a CUDA stream capturing a graph)
+     */
+    public Pending<SliceSums> submitSliceSums(SlicePlan plan, long stream) {
+        CompiledPlan c = plan.compiled();
+        return Pending.of(start(c, CompiledPlan.Output.SLICE_SUMS, OptionalLong.of(stream)), v -> c.sliceSums(v, 0));
+    }
+
+    /**
+     * Stream-ordered {@link #pageDigest}: the same Adler-32, enqueued on {@code stream} after the work already on it,
+     * without waiting for the device ({@code stream} as {@link #submit(CompiledPlan, long)} describes it; a
+     * {@code cuda} stream reads device memory only). CPU backends compute it on the calling thread and return it
+     * completed.
+     *
+     * @param plan the resolved byte stream; its memory must stay alive and unchanged until the handle is done
+     * @param stream the engine's stream or queue handle, as the backend documents it
+     * @return the pending digest, in {@code [0, 2^32)}; call {@code get()} or {@code close()}
+     * @throws InvalidLayoutException when the plan's memory is of a kind this backend cannot read on a stream
+     * @throws IllegalStateException when the backend refuses the stream (a CUDA stream capturing a graph)
+     */
+    public Pending<Long> submitPageDigest(PageDigestPlan plan, long stream) {
+        if (plan == null) {
+            throw new NullPointerException("plan");
+        }
+        return backend.submitPageDigest(plan, stream);
     }
 
     /** Releases the backend's native resources; the pure-Java backends hold none. */
@@ -306,6 +365,11 @@ public final class KvChecksum implements AutoCloseable {
         try (PendingChecksums p = start(plan, output, OptionalLong.empty())) {
             return p.get();
         }
+    }
+
+    /** Starts the slice sums of {@code plan} on {@code stream} (empty: the backend's own), for {@link StateDigests}. */
+    PendingChecksums startSliceSums(CompiledPlan plan, OptionalLong stream) {
+        return start(plan, CompiledPlan.Output.SLICE_SUMS, stream);
     }
 
     private PendingChecksums start(CompiledPlan plan, CompiledPlan.Output output, OptionalLong stream) {

@@ -6,6 +6,7 @@ import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.OptionalLong;
 
 /**
  * The head/tail probe of a request's pages: a check that every page a request touched was completely written
@@ -29,8 +30,9 @@ import java.util.Objects;
  * <p><b>Where it runs.</b> On host memory the windows are read directly: on the calling thread, or for requests of
  * 2^14 page-slices or more spread by page over the common {@code ForkJoinPool} (see {@code docs/bench-cpu.md} for
  * its cost against the full checksum). On device memory every window becomes a
- * {@link StateRow} digested by the backend's {@link KvChecksum#stateDigests} (one-token slices, one call): correct on
- * every backend, not tuned.
+ * {@link StateRow} digested by the backend's {@link KvChecksum#stateDigests} (one-token slices, one plan: one launch on
+ * a GPU backend): correct on every backend, not tuned. {@link #submit} enqueues that launch on an engine's stream and
+ * returns {@link PendingProbes} without waiting.
  */
 public final class PageProbe {
     /** The probe bytes per cell end when an engine does not choose. */
@@ -155,6 +157,95 @@ public final class PageProbe {
      *     backend cannot read the plan's memory
      */
     public static Probes compute(KvChecksum backend, SlicePlan plan, int probeBytes) {
+        try (PendingProbes p = start(backend, plan, probeBytes, OptionalLong.empty())) {
+            return p.get();
+        }
+    }
+
+    /**
+     * Stream-ordered {@link #compute}, for an engine's worker: the same probes, with the device reads enqueued on
+     * {@code stream} after the work already on it (the engine's writes of the pages) and no wait for the device. On
+     * host memory the windows are read at once, on the calling thread, and the result is completed; on device memory
+     * they are digested by one {@link KvChecksum#submitStateDigests} on {@code stream} and folded into the head and
+     * tail values when {@link PendingProbes#get()} is called.
+     *
+     * @param backend the backend that digests the windows when the plan's memory is not all host memory, not null
+     * @param plan the request's validated plan, not null; its memory must stay alive and unchanged until the handle
+     *     is done
+     * @param probeBytes the bytes probed at each end of each cell, a positive multiple of 8
+     * @param stream the engine's stream or queue handle, as {@link KvChecksum#submit(CompiledPlan, long)} describes it
+     *     (ignored on host memory and by CPU backends)
+     * @return the pending probes; call {@code get()} or {@code close()}
+     * @throws NullPointerException when {@code backend} or {@code plan} is null
+     * @throws InvalidLayoutException when {@code probeBytes} is not a positive multiple of 8, or (device memory) the
+     *     backend cannot read the plan's memory on a stream, before anything is enqueued
+     * @throws IllegalStateException when the backend refuses the stream (a CUDA stream capturing a graph)
+     */
+    public static PendingProbes submit(KvChecksum backend, SlicePlan plan, int probeBytes, long stream) {
+        return start(backend, plan, probeBytes, OptionalLong.of(stream));
+    }
+
+    /**
+     * Probes that may still be computing: returned by {@link #submit}. Only {@link #get()} waits (on a GPU backend, for
+     * the window digests' result copy). Not thread-safe; {@link #close()} releases what the computation holds and must
+     * be called once the probes are no longer needed, or after {@code get()}.
+     */
+    public static final class PendingProbes implements Pending<Probes> {
+        private final SlicePlan plan;
+        private final int probeBytes;
+        private final PendingChecksums digests;
+        private final long[][] where;
+        private Probes probes;
+
+        private PendingProbes(Probes probes) {
+            this(null, 0, null, null);
+            this.probes = probes;
+        }
+
+        private PendingProbes(SlicePlan plan, int probeBytes, PendingChecksums digests, long[][] where) {
+            this.plan = plan;
+            this.probeBytes = probeBytes;
+            this.digests = digests;
+            this.where = where;
+        }
+
+        /**
+         * Waits for the window digests (device memory) and returns the probes; later calls return the same probes.
+         *
+         * @return one head and one tail value per page of the plan, as {@link #compute} returns them
+         * @throws IllegalStateException when the handle was closed before the probes were read
+         */
+        @Override
+        public Probes get() {
+            if (probes == null) {
+                long[] d = digests.get();
+                digests.close();
+                Pages f = new Pages(plan);
+                for (int k = 0; k < d.length; k++) {
+                    long[] at = where[k];
+                    (at[1] == 0 ? f.head : f.tail)[(int) at[0]] += at[2] * d[k];
+                }
+                probes = f.probes(probeBytes);
+            }
+            return probes;
+        }
+
+        /** {@return true when {@link #get()} would not block} */
+        @Override
+        public boolean isDone() {
+            return probes != null || digests.isDone();
+        }
+
+        /** Releases the window digests' resources (on a GPU backend, once their result copy is done). */
+        @Override
+        public void close() {
+            if (digests != null) {
+                digests.close();
+            }
+        }
+    }
+
+    private static PendingProbes start(KvChecksum backend, SlicePlan plan, int probeBytes, OptionalLong stream) {
         Objects.requireNonNull(backend, "backend");
         Objects.requireNonNull(plan, "plan");
         if (probeBytes <= 0 || probeBytes % 8 != 0) {
@@ -213,13 +304,23 @@ public final class PageProbe {
             // request has enough of them to pay for the hand-off (~30 us per thread).
             java.util.stream.IntStream range = java.util.stream.IntStream.range(0, f.head.length);
             ((long) f.head.length * seg.length >= PARALLEL_WINDOWS ? range.parallel() : range).forEach(one);
-            return f.probes(probeBytes);
+            return new PendingProbes(f.probes(probeBytes));
         }
-        return throughBackend(backend, plan, probeBytes);
+        return throughBackend(backend, plan, probeBytes, stream);
     }
 
-    /** The device path: every window a {@link StateRow}, digested by the backend in one call (any memory). */
+    /** {@link #throughBackend(KvChecksum, SlicePlan, int, OptionalLong)} on the backend's own stream, waited for. */
     static Probes throughBackend(KvChecksum backend, SlicePlan plan, int probeBytes) {
+        try (PendingProbes p = throughBackend(backend, plan, probeBytes, OptionalLong.empty())) {
+            return p.get();
+        }
+    }
+
+    /**
+     * The device path: every window a {@link StateRow}, digested by the backend in one plan (any memory) on
+     * {@code stream} (empty: its own), folded into the pages' values when read.
+     */
+    private static PendingProbes throughBackend(KvChecksum backend, SlicePlan plan, int probeBytes, OptionalLong stream) {
         Pages f = new Pages(plan);
         List<StateRow> rows = new ArrayList<>();
         List<long[]> where = new ArrayList<>(); // {page index, 0 head | 1 tail, weight}
@@ -242,12 +343,8 @@ public final class PageProbe {
                 }
             }
         }
-        long[] d = backend.stateDigests(rows, ChecksumMode.STANDARD);
-        for (int k = 0; k < d.length; k++) {
-            long[] at = where.get(k);
-            (at[1] == 0 ? f.head : f.tail)[(int) at[0]] += at[2] * d[k];
-        }
-        return f.probes(probeBytes);
+        PendingChecksums d = StateDigests.start(backend, rows, ChecksumMode.STANDARD, stream);
+        return new PendingProbes(plan, probeBytes, d, where.toArray(new long[0][]));
     }
 
     /** The probes of a plan as they are filled: a head and a tail value per page, in the page table's order. */

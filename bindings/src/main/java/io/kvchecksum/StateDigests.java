@@ -6,6 +6,7 @@ import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.OptionalLong;
 
 /**
  * Per-request digests of state rows (Mamba/SSM state, SGLang's state buffers), computed by any backend through its
@@ -18,13 +19,15 @@ import java.util.Objects;
  * whose one cell is the row. An empty row has digest 0. There is no layer/head factor and no block: a state row is
  * per request, so the block, TP/PP and rechunking laws do not apply to it; two digests are compared as a whole.
  *
- * <p><b>How every backend computes it.</b> The whole pieces of all rows form one {@link KvCacheGroup} of one-token
- * cells (row {@code i} is layer {@code i}, head 0, cell = the row's first {@code 8*floor(L/8)} bytes), checksummed in
- * the requested mode by the backend's {@link KvChecksum#sliceSums}: slice {@code i} is the row's sum over its whole
- * pieces. The tail of a row with {@code L mod 8 = r != 0} is read through a second one-token group in the standard
- * mode, whose cell is the 8-byte window of the row's memory ending at the row's end (bytes 0..7 of the memory for a
- * row that ends before byte 8): with weight 1 that slice sum is the window's piece itself, from which the {@code r}
- * tail bytes are taken, zero-padded, mixed where the mode says, and weighted {@code 2*floor(L/8)+1}. The window may therefore read up to 7 bytes of the row's memory
+ * <p><b>How every backend computes it.</b> All rows form one {@link KvCacheGroup} of one-token cells, checksummed in
+ * the requested mode by the backend's slice sums in one plan (one launch on a GPU backend, on the caller's stream for
+ * {@link KvChecksum#submitStateDigests}): row {@code i}'s whole pieces are layer {@code i}, head 0 (cell = the row's
+ * first {@code 8*floor(L/8)} bytes), whose slice sum is the row's sum over its whole pieces. The tail of a row with
+ * {@code L mod 8 = r != 0} is layer {@code i}, head 1, whose cell is the 8-byte window of the row's memory ending at
+ * the row's end (bytes 0..7 of the memory for a row that ends before byte 8): with weight 1 that slice sum is the
+ * window's piece itself (through the mixer in the mixed mode, which is a bijection and is undone on the host), from
+ * which the {@code r} tail bytes are taken, zero-padded, mixed where the mode says, and weighted
+ * {@code 2*floor(L/8)+1}. The window may therefore read up to 7 bytes of the row's memory
  * outside the row (never outside the memory); they never enter the digest. A row in a memory of fewer than 8 bytes
  * has no such window: its tail is read directly on host memory and refused on device memory.
  */
@@ -33,7 +36,7 @@ public final class StateDigests {
     }
 
     /**
-     * The digest of every row, in order, computed by {@code backend} in {@code mode}.
+     * The digest of every row, in order, computed by {@code backend} in {@code mode} on its own stream; waits for them.
      *
      * @param backend the backend whose {@link KvChecksum#sliceSums(SlicePlan)} reads the rows, not null
      * @param rows the state rows, none null; may be empty (then the result is empty)
@@ -44,17 +47,29 @@ public final class StateDigests {
      *     (before anything is read), or a row's tail cannot be windowed on device memory
      */
     public static long[] compute(KvChecksum backend, List<StateRow> rows, ChecksumMode mode) {
+        try (PendingChecksums p = start(backend, rows, mode, OptionalLong.empty())) {
+            return p.get();
+        }
+    }
+
+    /**
+     * Starts the digests of {@code rows}: one one-token slice-sums plan of every row's whole pieces and every tail's
+     * window (one launch on a GPU backend), run on {@code stream} (as {@link KvChecksum#submit(CompiledPlan, long)}
+     * describes it) or, when empty, on the backend's own; the digests are assembled when the pending values are read.
+     *
+     * <p>The plan is in the requested mode, tails included: a tail window is one piece of weight 1, so its slice sum in
+     * the mixed mode is {@code feistel3(window)}, and the mixer is undone ({@link #unmix}) to take the tail bytes out.
+     */
+    static PendingChecksums start(KvChecksum backend, List<StateRow> rows, ChecksumMode mode, OptionalLong stream) {
         Objects.requireNonNull(backend, "backend");
         Objects.requireNonNull(rows, "rows");
         if (mode == null) {
             throw new InvalidLayoutException("mode must not be null");
         }
         long[] out = new long[rows.size()];
-        List<CacheLayer> whole = new ArrayList<>();
-        List<Integer> wholeRow = new ArrayList<>();
-        List<CacheLayer> tails = new ArrayList<>();
-        List<Integer> tailRow = new ArrayList<>();
-        List<Integer> tailShift = new ArrayList<>();
+        List<CacheLayer> cells = new ArrayList<>();
+        // Per cell of the plan: its row, and for a tail window the bit where the tail's bytes start (-1: whole pieces).
+        List<int[]> what = new ArrayList<>();
         for (int i = 0; i < rows.size(); i++) {
             StateRow s = Objects.requireNonNull(rows.get(i), "rows[" + i + "]");
             long full = s.length() & ~7L;
@@ -64,8 +79,8 @@ public final class StateDigests {
                         + " bytes exceed the largest cell a plan describes (2^31 - 8 bytes)");
             }
             if (full > 0) {
-                whole.add(CacheLayer.kOnly(i, 0, 1, new KvRegion(s.memory(), s.offset(), 0, 0, 0, (int) full)));
-                wholeRow.add(i);
+                cells.add(CacheLayer.kOnly(i, 0, 1, new KvRegion(s.memory(), s.offset(), 0, 0, 0, (int) full)));
+                what.add(new int[] {i, -1});
             }
             if (r == 0) {
                 continue;
@@ -80,33 +95,69 @@ public final class StateDigests {
                 out[i] = tail(s, h.segment(), mode, full, r);
                 continue;
             }
-            // The tail bytes [end - r, end) sit at bytes (end - r - start).. of the window's little-endian piece.
+            // The tail bytes [end - r, end) sit at bytes (end - r - start).. of the window's little-endian piece. The
+            // window is head 1 of the row's layer, so a row's two cells are distinct slices of one group.
             long start = Math.max(0, end - 8);
-            tails.add(CacheLayer.kOnly(i, 0, 1, new KvRegion(s.memory(), start, 0, 0, 0, 8)));
-            tailRow.add(i);
-            tailShift.add((int) (8 * (end - r - start)));
+            cells.add(CacheLayer.kOnly(i, 1, 1, new KvRegion(s.memory(), start, 0, 0, 0, 8)));
+            what.add(new int[] {i, (int) (8 * (end - r - start))});
         }
-        if (!whole.isEmpty()) {
-            SliceSums sums = backend.sliceSums(oneToken(whole, mode));
-            for (int k = 0; k < wholeRow.size(); k++) {
-                out[wholeRow.get(k)] += sums.get(k, 0);
+        if (cells.isEmpty()) {
+            return PendingChecksums.completed(out);
+        }
+        CompiledPlan plan = SlicePlan.of(new KvCacheGroup(cells, 1, 1), RequestBlocks.of(new int[] {0}, 1, 1), mode).compiled();
+        PendingChecksums sums = backend.startSliceSums(plan, stream);
+        return new PendingChecksums() {
+            private long[] digests;
+
+            @Override
+            public long[] get() {
+                if (digests == null) {
+                    SliceSums s = plan.sliceSums(sums.get(), 0);
+                    sums.close();
+                    long[] d = out.clone();
+                    for (int k = 0; k < what.size(); k++) {
+                        int i = what.get(k)[0];
+                        int shift = what.get(k)[1];
+                        if (shift < 0) {
+                            d[i] += s.get(k, 0);
+                            continue;
+                        }
+                        long window = mode == ChecksumMode.MIXED ? unmix(s.get(k, 0)) : s.get(k, 0);
+                        long length = rows.get(i).length();
+                        long piece = (window >>> shift) & ((1L << (8 * (length & 7))) - 1);
+                        d[i] += Definition.pieceValue(piece, mode) * Definition.weight(length >>> 3);
+                    }
+                    digests = d;
+                }
+                return digests.clone();
             }
-        }
-        if (!tails.isEmpty()) {
-            SliceSums sums = backend.sliceSums(oneToken(tails, ChecksumMode.STANDARD));
-            for (int k = 0; k < tailRow.size(); k++) {
-                int i = tailRow.get(k);
-                StateRow s = rows.get(i);
-                int r = (int) (s.length() & 7);
-                long piece = (sums.get(k, 0) >>> tailShift.get(k)) & ((1L << (8 * r)) - 1);
-                out[i] += Definition.pieceValue(piece, mode) * Definition.weight(s.length() >>> 3);
+
+            @Override
+            public boolean isDone() {
+                return digests != null || sums.isDone();
             }
-        }
-        return out;
+
+            @Override
+            public void close() {
+                sums.close();
+            }
+        };
     }
 
-    private static SlicePlan oneToken(List<CacheLayer> layers, ChecksumMode mode) {
-        return SlicePlan.of(new KvCacheGroup(layers, 1, 1), RequestBlocks.of(new int[] {0}, 1, 1), mode);
+    /**
+     * {@return {@code y}'s preimage under {@link Definition#feistel3}: its three rounds in reverse order} Each round
+     * changes one 32-bit half by a function of the other, which it leaves alone, so applying it again undoes it.
+     *
+     * @param y a value of {@code feistel3}
+     */
+    static long unmix(long y) {
+        long p = (y & 0xFFFFFFFFL) * 0xC2B2AE35L;
+        y ^= (p ^ (p >>> 32)) << 32;
+        p = (y >>> 32) * 0x85EBCA6BL;
+        y ^= (p ^ (p >>> 32)) & 0xFFFFFFFFL;
+        p = (y & 0xFFFFFFFFL) * 0x9E3779B9L;
+        y ^= (p ^ (p >>> 32)) << 32;
+        return y;
     }
 
     private static long tail(StateRow s, MemorySegment seg, ChecksumMode mode, long full, int r) {

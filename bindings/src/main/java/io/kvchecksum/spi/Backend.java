@@ -2,13 +2,14 @@ package io.kvchecksum.spi;
 
 import io.kvchecksum.CompiledPlan;
 import io.kvchecksum.PageDigestPlan;
+import io.kvchecksum.Pending;
 import io.kvchecksum.PendingChecksums;
 
 import java.util.OptionalLong;
 
 /**
  * What differs per backend, and nothing else: running a {@link CompiledPlan} (on the backend's own stream, or on an
- * engine's), and the Adler-32 page digest primitive. Everything the same for every backend (validation, the
+ * engine's), and the Adler-32 page digest primitive (on the backend's own stream, or on an engine's). Everything the same for every backend (validation, the
  * empty-request shortcut, combination, rechunking, closing on failure) is done once by {@link io.kvchecksum.KvChecksum},
  * which wraps a backend ({@link io.kvchecksum.KvChecksum#of}); a backend never sees a plan compiled against limits
  * other than its own {@link #limits()}, nor a launch without blocks.
@@ -46,6 +47,20 @@ public interface Backend extends AutoCloseable {
      * @throws io.kvchecksum.InvalidLayoutException when the plan's memory is of a kind this backend cannot read
      */
     long pageDigest(PageDigestPlan plan);
+
+    /**
+     * {@return {@link #pageDigest} enqueued on the engine's {@code stream} (as the backend documents it), ordered after
+     * the work already on it, without waiting for the device} GPU backends override it; this default, for CPU
+     * backends (which have no stream), computes the digest on the calling thread and returns it completed.
+     *
+     * @param plan the resolved byte stream, not null; its memory must stay alive and unchanged until the handle is done
+     * @param stream the engine's stream or queue handle
+     * @throws io.kvchecksum.InvalidLayoutException when the plan's memory is of a kind this backend cannot read on a
+     *     stream
+     */
+    default Pending<Long> submitPageDigest(PageDigestPlan plan, long stream) {
+        return Pending.completed(pageDigest(plan));
+    }
 
     /** Releases native resources; the pure-Java backends hold none. */
     @Override

@@ -8,6 +8,7 @@ import io.kvchecksum.InvalidLayoutException;
 import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvMemory;
 import io.kvchecksum.PageDigestPlan;
+import io.kvchecksum.Pending;
 import io.kvchecksum.PendingChecksums;
 import io.kvchecksum.RequestBlocks;
 import io.kvchecksum.SlicePlan;
@@ -281,6 +282,37 @@ public final class CudaBackend implements Backend {
             }
         } finally {
             leave(previous, primaryContext);
+        }
+    }
+
+    /**
+     * SGLang's page digest on an engine's stream ({@code stream} a {@code CUstream}, as for {@link #run}): the stream's
+     * context made current for the call and the caller's restored after it, a stream capturing a CUDA graph refused
+     * before anything is enqueued, then the piece table's upload, {@code kvc_page_digest} and the result copy enqueued
+     * exactly as a checksum's are, nothing waited for; the pieces are joined when the digest is read. Device memory
+     * only.
+     *
+     * @throws InvalidLayoutException when a run of the plan is in host memory, before anything is enqueued
+     * @throws IllegalStateException when {@code stream} is capturing a CUDA graph, or the backend is closed
+     * @throws CudaException when a driver call fails
+     */
+    @Override
+    public Pending<Long> submitPageDigest(PageDigestPlan plan, long stream) {
+        ensureOpen();
+        for (PageDigestPlan.Run r : plan.runs()) {
+            if (!(r.memory() instanceof KvMemory.Device)) {
+                throw new InvalidLayoutException("backend 'cuda' reads device memory only on an engine's stream, but a "
+                        + "page-digest run is " + r.memory() + "; use pageDigest (the backend's own stream) for host memory");
+            }
+        }
+        long[] ctx = new long[1];
+        check(driver, driver.cuStreamGetCtx(stream, ctx), "cuStreamGetCtx(stream 0x" + Long.toHexString(stream) + ")");
+        long previous = enter(ctx[0]);
+        try {
+            refuseCapture(stream);
+            return CudaPageDigest.start(this, resources(ctx[0]), stream, plan, CudaBackend::deviceAddress);
+        } finally {
+            leave(previous, ctx[0]);
         }
     }
 

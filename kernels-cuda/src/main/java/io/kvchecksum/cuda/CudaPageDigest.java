@@ -3,6 +3,7 @@ package io.kvchecksum.cuda;
 import io.kvchecksum.Adler32Parts;
 import io.kvchecksum.KvMemory;
 import io.kvchecksum.PageDigestPlan;
+import io.kvchecksum.Pending;
 
 import java.lang.foreign.MemorySegment;
 import java.util.function.ToLongFunction;
@@ -11,7 +12,7 @@ import java.util.function.ToLongFunction;
  * SGLang's page digest on the GPU: the plan's stream cut into pieces of at most {@value #PIECE} bytes (never across
  * runs), each piece's Adler-32 computed by one warp of {@code kvc_page_digest} ({@code kvchecksum_digest.cuh}), the
  * values copied back and joined in stream order with {@link Adler32Parts#combine}. One upload (the piece table), one
- * launch, one result copy, on the backend's own stream.
+ * launch, one result copy, on the backend's own stream or on an engine's ({@link CudaBackend#submitPageDigest}).
  */
 final class CudaPageDigest {
     /** KVC_DIGEST_PIECE: the kernel's 32-bit lane sums are exact up to this size. */
@@ -20,13 +21,25 @@ final class CudaPageDigest {
     private CudaPageDigest() {
     }
 
+    /** The digest on the backend's own stream, waited for. */
     static long digest(CudaBackend backend, ContextResources resources, PageDigestPlan plan, ToLongFunction<KvMemory> address) {
+        try (Pending<Long> p = start(backend, resources, resources.ownStream, plan, address)) {
+            return p.get();
+        }
+    }
+
+    /**
+     * Enqueues the piece table's upload, the launch and the result copy on {@code stream} and returns at once; the
+     * pieces are joined when the digest is read.
+     */
+    static Pending<Long> start(CudaBackend backend, ContextResources resources, long stream, PageDigestPlan plan,
+            ToLongFunction<KvMemory> address) {
         long count = 0;
         for (PageDigestPlan.Run r : plan.runs()) {
             count += (r.length() + PIECE - 1) / PIECE;
         }
         if (count == 0) {
-            return Adler32Parts.EMPTY;
+            return Pending.completed(Adler32Parts.EMPTY);
         }
         if (count > Integer.MAX_VALUE / KernelAbi.DIGEST_PIECE_BYTES) {
             throw new io.kvchecksum.InvalidLayoutException("the page digest's stream of " + plan.totalBytes()
@@ -36,8 +49,7 @@ final class CudaPageDigest {
         long[] lengths = new long[n];
         long upload = (long) n * KernelAbi.DIGEST_PIECE_BYTES;
         int grid = (n + LaunchPlanner.THREADS / 32 - 1) / (LaunchPlanner.THREADS / 32);
-        long stream = resources.ownStream;
-        try (CudaPending p = backend.job(resources, stream, upload, n, null, (host, dUpload, dOut, cached) -> {
+        CudaPending p = backend.job(resources, stream, upload, n, null, (host, dUpload, dOut, cached) -> {
             int i = 0;
             for (PageDigestPlan.Run r : plan.runs()) {
                 long base = address.applyAsLong(r.memory()) + r.offset();
@@ -50,13 +62,13 @@ final class CudaPageDigest {
             KernelAbi.digestParams(host, CudaBackend.paramsOffset(upload), dUpload, dOut, n);
             MemorySegment h = host;
             return () -> backend.launch(CudaBackend.PAGE_DIGEST, grid, 1, stream, h, upload);
-        })) {
-            long[] parts = p.get();
+        });
+        return Pending.of(p, parts -> {
             long acc = Adler32Parts.EMPTY;
             for (int i = 0; i < n; i++) {
                 acc = Adler32Parts.combine(acc, parts[i], lengths[i]);
             }
             return acc;
-        }
+        });
     }
 }

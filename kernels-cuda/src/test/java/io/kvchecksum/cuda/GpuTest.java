@@ -23,6 +23,7 @@ import java.util.Random;
 import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
@@ -154,6 +155,65 @@ class GpuTest {
                 assertFalse(RecordedCallsTest.SYNCHRONIZING.contains(call.name()), call.name());
             }
             assertArrayEquals(expected, p.get());
+            b.driver().cuStreamDestroy(s[0]);
+            mine.forEach(b.driver()::cuMemFree);
+        }
+    }
+
+    /** The stream-ordered auxiliary operations on the real driver: values exact, no synchronizing call once warm. */
+    @Test
+    void realAuxiliaryEnqueuesOnACallerStreamAreFreeOfSynchronizingCalls() {
+        CudaBackend plain = gpu();
+        RecordingDriver rec = new RecordingDriver(plain.driver());
+        try (Arena arena = Arena.ofShared(); CudaBackend b = new CudaBackend(rec.driver, 0, Cuda.fatbin(), 1 << 20)) {
+            KvChecksum k = KvChecksum.of(b);
+            RandomCase c = RandomCase.make(new Random(26), arena, true);
+            List<Long> mine = new ArrayList<>();
+            KvCacheGroup dev = onDevice(b, c.group(), mine);
+            io.kvchecksum.SlicePlan host = io.kvchecksum.SlicePlan.of(c.group(), c.request());
+            io.kvchecksum.SlicePlan plan = io.kvchecksum.SlicePlan.of(dev, c.request());
+            byte[] bytes = io.kvchecksum.golden.GoldenStateRows.bytes();
+            MemorySegment seg = arena.allocate(bytes.length, 64).copyFrom(MemorySegment.ofArray(bytes));
+            long state = upload(b, seg);
+            mine.add(state);
+            List<io.kvchecksum.StateRow> rows = new ArrayList<>();
+            List<Long> mixed = new ArrayList<>();
+            for (io.kvchecksum.golden.GoldenStateRows.Case gc : io.kvchecksum.golden.GoldenStateRows.cases()) {
+                for (io.kvchecksum.golden.GoldenStateRows.Row r : gc.rows()) {
+                    rows.add(new io.kvchecksum.StateRow(r.name(), KvMemory.device(state, bytes.length), r.offset(), r.length()));
+                    mixed.add(r.mixed());
+                }
+            }
+            io.kvchecksum.golden.DigestVector v = io.kvchecksum.golden.DigestVector.all().getFirst();
+            io.kvchecksum.PageDigestPlan digest = v.plan(arena, m -> {
+                long p = upload(b, ((KvMemory.Host) m).segment());
+                mine.add(p);
+                return KvMemory.device(p, m.byteSize());
+            });
+            long[] s = new long[1];
+            Cuda.check(b.driver(), b.driver().cuStreamCreate(s, Cuda.STREAM_NON_BLOCKING), "cuStreamCreate");
+            for (int round = 0; round < 2; round++) {
+                rec.take();
+                PendingChecksums d = k.submitStateDigests(rows, io.kvchecksum.ChecksumMode.MIXED, s[0]);
+                io.kvchecksum.Pending<io.kvchecksum.SliceSums> sums = k.submitSliceSums(plan, s[0]);
+                io.kvchecksum.Pending<Long> pd = k.submitPageDigest(digest, s[0]);
+                io.kvchecksum.PageProbe.PendingProbes probes = io.kvchecksum.PageProbe.submit(k, plan, 64, s[0]);
+                List<RecordingDriver.Call> calls = rec.take();
+                for (RecordingDriver.Call call : calls) {
+                    assertFalse(RecordedCallsTest.SYNCHRONIZING.contains(call.name()), "an auxiliary enqueue called " + call.name());
+                    if (round > 0) {
+                        assertTrue(RecordedCallsTest.STEADY.contains(call.name()), "a steady-state auxiliary enqueue called " + call.name());
+                    }
+                }
+                assertArrayEquals(mixed.stream().mapToLong(Long::longValue).toArray(), d.get(), "state digests");
+                assertEquals(KvChecksums.reference().sliceSums(host), sums.get(), "slice sums");
+                assertEquals(v.expectedDigest(), pd.get(), "page digest");
+                assertEquals(io.kvchecksum.PageProbe.compute(KvChecksums.reference(), host, 64), probes.get(), "probes");
+                d.close();
+                sums.close();
+                pd.close();
+                probes.close();
+            }
             b.driver().cuStreamDestroy(s[0]);
             mine.forEach(b.driver()::cuMemFree);
         }

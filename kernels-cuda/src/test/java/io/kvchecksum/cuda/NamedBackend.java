@@ -3,6 +3,7 @@ package io.kvchecksum.cuda;
 import io.kvchecksum.CompiledPlan;
 import io.kvchecksum.KvChecksum;
 import io.kvchecksum.PageDigestPlan;
+import io.kvchecksum.Pending;
 import io.kvchecksum.PendingChecksums;
 import io.kvchecksum.spi.Backend;
 import io.kvchecksum.spi.BackendLimits;
@@ -23,6 +24,8 @@ record NamedBackend(String name, String description, Backend delegate) implement
     }
 
     @Override public long pageDigest(PageDigestPlan p) { return delegate.pageDigest(p); }
+
+    @Override public Pending<Long> submitPageDigest(PageDigestPlan p, long stream) { return delegate.submitPageDigest(p, stream); }
 
     @Override public void close() { delegate.close(); }
 

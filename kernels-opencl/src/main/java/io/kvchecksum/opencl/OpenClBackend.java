@@ -4,6 +4,7 @@ import io.kvchecksum.CompiledPlan;
 import io.kvchecksum.InvalidLayoutException;
 import io.kvchecksum.KvMemory;
 import io.kvchecksum.PageDigestPlan;
+import io.kvchecksum.Pending;
 import io.kvchecksum.PendingChecksums;
 import io.kvchecksum.SlicePlan;
 import io.kvchecksum.SlicePlan.Residency;
@@ -287,9 +288,8 @@ public final class OpenClBackend implements Backend {
      */
     @Override
     public PendingChecksums run(CompiledPlan plan, CompiledPlan.Output output, OptionalLong stream) {
-        if (stream.isPresent() && stream.getAsLong() != 0 && stream.getAsLong() != commandQueue()) {
-            throw new IllegalArgumentException("opencl runs on its own command queue (0x" + Long.toHexString(commandQueue())
-                    + "), not 0x" + Long.toHexString(stream.getAsLong()) + ": pass 0 or commandQueue()");
+        if (stream.isPresent()) {
+            requireOwnQueue(stream.getAsLong());
         }
         requireOpen();
         return plan.startBatches(output, batch -> kernels.start(batch, output));
@@ -310,6 +310,29 @@ public final class OpenClBackend implements Backend {
     @Override
     public long pageDigest(PageDigestPlan plan) {
         return digester().digest(plan);
+    }
+
+    /**
+     * The page digest enqueued on this backend's in-order queue, after everything enqueued on it before, returned
+     * without waiting; the pieces are joined when the digest is read. The host segments of the plan must stay alive
+     * and unchanged until the handle's {@code get()} or {@code close()} returns.
+     *
+     * @param stream 0 or {@link #commandQueue()}, as for {@link #run}
+     * @throws IllegalArgumentException for any other queue handle, before anything is enqueued
+     * @throws InvalidLayoutException when device memory is not registered, or the runs mix host and device memory
+     * @throws IllegalStateException when the backend is closed
+     */
+    @Override
+    public Pending<Long> submitPageDigest(PageDigestPlan plan, long stream) {
+        requireOwnQueue(stream);
+        return digester().start(plan);
+    }
+
+    private void requireOwnQueue(long stream) {
+        if (stream != 0 && stream != commandQueue()) {
+            throw new IllegalArgumentException("opencl runs on its own command queue (0x" + Long.toHexString(commandQueue())
+                    + "), not 0x" + Long.toHexString(stream) + ": pass 0 or commandQueue()");
+        }
     }
 
     /** The page digest with the kernel chosen (tests run both on one device). */

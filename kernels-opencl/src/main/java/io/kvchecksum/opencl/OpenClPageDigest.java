@@ -4,6 +4,8 @@ import io.kvchecksum.Adler32Parts;
 import io.kvchecksum.InvalidLayoutException;
 import io.kvchecksum.KvMemory;
 import io.kvchecksum.PageDigestPlan;
+import io.kvchecksum.Pending;
+import io.kvchecksum.PendingChecksums;
 import org.jocl.CL;
 import org.jocl.cl_command_queue;
 import org.jocl.cl_context;
@@ -29,7 +31,7 @@ import java.util.Map;
  * <p>Memory as for the checksums ({@link MemoryPlacement#hostBuffer}): host memory in place on a CPU device that
  * shares it (one {@code USE_HOST_PTR} window over the runs' native segments), otherwise the stream packed into one
  * device buffer; device memory must be {@code cl_mem}s registered with {@link OpenClBackend#buffer}. Enqueued as the
- * checksums are ({@link Enqueuer}); blocking: waits for its one read.
+ * checksums are ({@link Enqueuer}); {@link #digest} waits for its one read, {@link #start} returns without waiting.
  */
 final class OpenClPageDigest {
     static final String RESOURCE = "/io/kvchecksum/opencl/page_digest.cl";
@@ -72,17 +74,28 @@ final class OpenClPageDigest {
 
     /** With the kernel chosen: {@code serial} a work-item per piece, else a work-group per piece. */
     long digest(PageDigestPlan plan, boolean serial) {
+        try (Pending<Long> p = start(plan, serial)) {
+            return p.get();
+        }
+    }
+
+    /** Enqueues the digest's pieces on the backend's queue without waiting; they are joined when the digest is read. */
+    Pending<Long> start(PageDigestPlan plan) {
+        return start(plan, serialByDefault);
+    }
+
+    private Pending<Long> start(PageDigestPlan plan, boolean serial) {
         List<Target> targets = targets(plan);
         int total = 0;
         for (Target t : targets) {
             total += t.pieces().size();
         }
         if (total == 0) {
-            return Adler32Parts.EMPTY;
+            return Pending.completed(Adler32Parts.EMPTY);
         }
         // The kernels write a uint per piece; the results are read two to a ulong (little-endian: piece 2i low).
         int words = Math.ceilDiv(total, 2);
-        long[] parts = enqueuer.enqueue(words, op -> {
+        PendingChecksums pending = enqueuer.enqueue(words, op -> {
             cl_mem out = op.buffer(8L * words);
             int base = 0;
             for (Target t : targets) {
@@ -92,15 +105,17 @@ final class OpenClPageDigest {
                 base += t.pieces().size();
             }
             return out;
-        }).get();
-        long acc = Adler32Parts.EMPTY;
-        int i = 0;
-        for (PageDigestPlan.Run r : plan.runs()) {
-            for (long o = 0; o < r.length(); o += PIECE, i++) {
-                acc = Adler32Parts.combine(acc, parts[i >> 1] >>> ((i & 1) * 32) & 0xFFFF_FFFFL, Math.min(PIECE, r.length() - o));
+        });
+        return Pending.of(pending, parts -> {
+            long acc = Adler32Parts.EMPTY;
+            int i = 0;
+            for (PageDigestPlan.Run r : plan.runs()) {
+                for (long o = 0; o < r.length(); o += PIECE, i++) {
+                    acc = Adler32Parts.combine(acc, parts[i >> 1] >>> ((i & 1) * 32) & 0xFFFF_FFFFL, Math.min(PIECE, r.length() - o));
+                }
             }
-        }
-        return acc;
+            return acc;
+        });
     }
 
     private void launch(Enqueuer.Op op, boolean serial, cl_mem data, List<long[]> pieces, int base, cl_mem out) {
