@@ -61,5 +61,14 @@ public enum UnverifiedReason {
      * another page size, probe size, or first pages not aligned to each other. The probe depends on the pages, so it is
      * not compared.
      */
-    PROBE_PAGES_DIFFER
+    PROBE_PAGES_DIFFER,
+    /**
+     * The load wrote no block of the group (a load of 0 tokens, a local prefix hit covering the whole request, a
+     * group whose loaded positions are all null blocks): no KV crossed, so there is nothing that could be wrong and
+     * nothing to verify. Unlike the other reasons, a load whose only reason this is passes both {@link FailurePolicy}
+     * modes without a recompute or a warning (debug only), and is counted by {@link ChecksumMetrics#nothingLoaded()},
+     * never as verified. A group giving it next to compared groups leaves the load's status to them ({@link
+     * LoadVerdict#of}). See {@code docs/conformance.md} (V9) for how this departs from seed 003.
+     */
+    NOTHING_LOADED
 }
