@@ -70,5 +70,14 @@ public enum UnverifiedReason {
      * never as verified. A group giving it next to compared groups leaves the load's status to them ({@link
      * LoadVerdict#of}). See {@code docs/conformance.md} (V9) for how this departs from seed 003.
      */
-    NOTHING_LOADED
+    NOTHING_LOADED,
+    /**
+     * A worker refused the request's layout before reading anything ({@link io.kvchecksum.InvalidLayoutException}: the
+     * request's tokens past the end of a segmented cache, a selection in blocks of another size than the worker was
+     * configured for, a page id past the cache): the request cannot be read as given, which is a configuration or
+     * scheduling problem, not a failing backend ({@link #BACKEND_FAILED}). Layouts that some request could never read
+     * are refused when the worker is built ({@link io.kvchecksum.engine.worker.WorkerChecksummer.Builder#blockSize});
+     * the detail names the worker and the refusal ({@link io.kvchecksum.engine.worker.WorkerRecord#refused}).
+     */
+    LAYOUT_REFUSED
 }
