@@ -34,6 +34,12 @@ import java.util.Objects;
  * divides both the segment's length and the block size always satisfies it. Otherwise {@link #plan} throws
  * {@link InvalidLayoutException} saying so.
  *
+ * <p><b>Checked at configuration.</b> Whether a request may start at a block boundary depends only on the segments'
+ * page sizes and the block size, never on the request: {@link #blockBoundaryProblem} and
+ * {@link #requireBlockBoundaries} answer it once, when an engine configures its caches, for every block boundary at
+ * once, so that a layout some consumer load could not read is refused there rather than in the middle of a request.
+ * Segments that pass are planned by {@link #plan} from any first block, for any token count they hold.
+ *
  * <p>Immutable and thread-safe, like the groups it holds; the memory they describe must outlive every computation.
  */
 public final class KvSegments implements KvSource {
@@ -105,6 +111,63 @@ public final class KvSegments implements KvSource {
             start = s.endToken();
         }
         return new KvSegments(List.copyOf(out));
+    }
+
+    /**
+     * Why some request over these segments in blocks of {@code blockSize} tokens could not be planned: a block boundary
+     * strictly inside a segment that is not one of the segment's page boundaries, where a consumer's load (after a
+     * local prefix hit, or a sliding window's clip) may start. A segment's boundaries are all page boundaries when its
+     * page size divides both the distance from its start to its first block boundary and, if it holds a second one,
+     * the block size. O(segments).
+     *
+     * @param blockSize tokens per block, positive
+     * @return the first offending segment and boundary, in words, or {@code null} when {@link #plan} accepts every
+     *     first block for this block size (for every token count up to {@link #endToken()})
+     * @throws InvalidLayoutException when {@code blockSize} is not positive
+     */
+    public String blockBoundaryProblem(int blockSize) {
+        if (blockSize <= 0) {
+            throw new InvalidLayoutException("blockSize must be positive, got " + blockSize);
+        }
+        for (int i = 0; i < segments.size(); i++) {
+            Segment s = segments.get(i);
+            long end = s.endToken();
+            int p = s.group().pageSize();
+            // The first block boundary after the segment's start (its start itself is a page boundary).
+            long first = (s.startToken() / blockSize + 1) * blockSize;
+            long bad;
+            if (first >= end) {
+                continue;
+            } else if ((first - s.startToken()) % p != 0) {
+                bad = first;
+            } else if (first + blockSize < end && blockSize % p != 0) {
+                bad = first + blockSize;
+            } else {
+                continue;
+            }
+            return "segment " + i + " (positions " + s.startToken() + ".." + (end - 1) + ", pages of " + p + ") holds block "
+                    + "boundary " + bad + " (block " + bad / blockSize + " of " + blockSize + " tokens) " + (bad - s.startToken())
+                    + " slots into it, which is not a page boundary: a load starting at that block could not be read; give"
+                    + " segments a page size that divides both the block size and the distance from their start to their"
+                    + " first block boundary";
+        }
+        return null;
+    }
+
+    /**
+     * {@link #blockBoundaryProblem} as a refusal: for an engine's configuration, once, before any request.
+     *
+     * @param blockSize tokens per block, positive
+     * @return these segments, which {@link #plan} accepts from every first block for this block size
+     * @throws InvalidLayoutException naming the first segment and block boundary that is not a page boundary, or when
+     *     {@code blockSize} is not positive
+     */
+    public KvSegments requireBlockBoundaries(int blockSize) {
+        String problem = blockBoundaryProblem(blockSize);
+        if (problem != null) {
+            throw new InvalidLayoutException(problem);
+        }
+        return this;
     }
 
     /** {@return the segments, in position order: an unmodifiable list of at least one} */

@@ -201,4 +201,67 @@ class KvSegmentsTest {
             assertTrue(e.getMessage().contains("segment 1") && e.getMessage().contains("same geometry"), e.getMessage());
         }
     }
+
+    @Test
+    void blockBoundariesAreCheckedOnceForEveryRequest() {
+        long seed = SEED + 3;
+        System.out.println("KvSegmentsTest block boundaries seed " + seed);
+        Random rnd = new Random(seed);
+        int refused = 0;
+        int cases = 300;
+        try (Arena arena = Arena.ofConfined()) {
+            Single s = single(arena, rnd, 96);
+            for (int c = 0; c < cases; c++) {
+                int blockSize = 1 + rnd.nextInt(20);
+                int cap = 1 + rnd.nextInt(96);
+                List<KvCacheGroup> groups = new ArrayList<>();
+                StringBuilder label = new StringBuilder();
+                for (int at = 0; at < cap; ) {
+                    int len = Math.min(cap - at, 1 + rnd.nextInt(24));
+                    List<Integer> pages = new ArrayList<>();
+                    for (int p = 1; p <= len; p++) {
+                        if (len % p == 0) {
+                            pages.add(p);
+                        }
+                    }
+                    int page = pages.get(rnd.nextInt(pages.size()));
+                    groups.add(copy(arena, rnd, s, at, len, page));
+                    label.append(at).append('+').append(len).append("/p").append(page).append(' ');
+                    at += len;
+                }
+                KvSegments seg = KvSegments.of(groups);
+                String what = "case " + c + ": B" + blockSize + " segments " + label;
+                // What plan says from every first block, over every position the segments hold.
+                long firstBad = -1;
+                long blocks = Math.ceilDiv(cap, (long) blockSize);
+                for (long f = 0; f < blocks; f++) {
+                    try {
+                        seg.plan(cap, f, blockSize);
+                    } catch (InvalidLayoutException e) {
+                        assertTrue(e.getMessage().contains("not a page boundary"), what + ": " + e.getMessage());
+                        firstBad = firstBad < 0 ? f : firstBad;
+                    }
+                }
+                String problem = seg.blockBoundaryProblem(blockSize);
+                assertEquals(firstBad < 0, problem == null, what + ": " + problem);
+                if (problem != null) {
+                    refused++;
+                    assertTrue(problem.contains("block boundary " + firstBad * blockSize + " "), what + ": " + problem);
+                    var e = assertThrows(InvalidLayoutException.class, () -> seg.requireBlockBoundaries(blockSize));
+                    assertEquals(problem, e.getMessage());
+                } else {
+                    assertTrue(seg == seg.requireBlockBoundaries(blockSize));
+                    // Accepted: any first block, any token count the segments hold.
+                    for (long f = 0; f < blocks; f++) {
+                        long n = f * blockSize + 1 + rnd.nextInt((int) (cap - f * blockSize));
+                        assertEquals(Math.ceilDiv(n, (long) blockSize) - f, seg.plan(n, f, blockSize).numBlocks(), what);
+                    }
+                }
+            }
+            KvSegments one = KvSegments.of(List.of(copy(arena, rnd, s, 0, 4, 2)));
+            assertThrows(InvalidLayoutException.class, () -> one.blockBoundaryProblem(0));
+        }
+        System.out.println("KvSegmentsTest: " + refused + " of " + cases + " layouts refused by blockBoundaryProblem");
+        assertTrue(refused > 0 && refused < cases, refused + " refused");
+    }
 }

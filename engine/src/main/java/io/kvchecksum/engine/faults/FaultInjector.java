@@ -28,7 +28,8 @@ import java.util.function.Function;
  * {@link #rankSeed}{@code (baseSeed, rank)}: a generator seeded alike on every rank would inject into the same requests
  * on all ranks and never exercise a rank-local mismatch. Each call of an enabled kind draws exactly once (whether or
  * not it injects; a disabled kind draws nothing), so a rank's injections depend only on the seed and its sequence of
- * calls.
+ * calls. A draw that hits but finds nothing to alter (a failed record, a record without values, an empty row) alters
+ * nothing and is not counted: {@link #injected()} and {@link #maybeCorrupt}'s result report only what really changed.
  *
  * <p><b>Configuration</b>: system property {@value #PROPERTY} (wins) or environment variable {@value #ENV}, e.g.
  * {@code p:0.3,kinds:flip|xor,seed:42}: {@code p} in {@code [0, 1]} (required), {@code kinds} any of {@code flip} and
@@ -216,27 +217,32 @@ public final class FaultInjector {
         return rank;
     }
 
-    /** {@return how many injections this injector made so far} */
+    /**
+     * {@return how many injections this injector made so far: calls that changed a value or a byte (a draw that hit
+     * but found nothing to alter is not one)}
+     */
     public synchronized long injected() {
         return injected;
     }
 
+    /** One draw of an enabled kind; counts nothing, since the hit may find nothing to alter. */
     private synchronized boolean draw(Kind kind) {
         if (config == null || !config.kinds().contains(kind)) {
             return false;
         }
-        boolean hit = rnd.nextDouble() < config.p();
-        if (hit) {
-            injected++;
-        }
-        return hit;
+        return rnd.nextDouble() < config.p();
+    }
+
+    /** Counts one injection that changed something. */
+    private synchronized void count() {
+        injected++;
     }
 
     /**
      * With probability {@code p} (kind {@code flip} enabled), {@code record} with the first value of its first
      * non-empty column inverted (every bit), as if this rank had computed a wrong checksum; otherwise {@code record}
      * itself. One draw per call (none when the kind is not enabled); a record without values (failed, or nothing
-     * scheduled) is returned unchanged.
+     * scheduled, only empty columns) is returned unchanged and not counted.
      *
      * @param record a consumer rank's record, not null; it is not modified
      * @return a new record with one value inverted, or {@code record} itself
@@ -255,6 +261,7 @@ public final class FaultInjector {
                 if (e.getValue().length > 0) {
                     e.getValue()[0] = ~e.getValue()[0];
                     groups.set(g, new PartialGroup(pg.groupId(), pg.fingerprint(), pg.range(), cols));
+                    count();
                     return new WorkerRecord(record.tpRank(), record.ppStage(), record.numTokens(), groups,
                             record.skippedGroups(), null, record.mode());
                 }
@@ -267,17 +274,19 @@ public final class FaultInjector {
      * With probability {@code p} (kind {@code xor} enabled), XORs 0xFF into every byte of {@code row} (a landed row of
      * the consumer's cache that the engine names, e.g. one token's K bytes of one layer) and returns {@code true}; else
      * leaves it and returns {@code false}. One draw per call (none when the kind is not enabled). The XOR changes every
-     * byte whatever the dtype.
+     * byte whatever the dtype; a row of 0 bytes has nothing to change, so it is left, not counted, and gives
+     * {@code false} even when the draw hits.
      *
      * @param row the landed row, writable (host memory), not null
-     * @return whether the row was corrupted
+     * @return whether the row was corrupted: {@code true} exactly when its bytes changed
      * @throws NullPointerException when {@code row} is null
      */
     public boolean maybeCorrupt(MemorySegment row) {
         Objects.requireNonNull(row, "row");
-        if (!draw(Kind.XOR)) {
+        if (!draw(Kind.XOR) || row.byteSize() == 0) {
             return false;
         }
+        count();
         for (long i = 0; i < row.byteSize(); i++) {
             row.set(ValueLayout.JAVA_BYTE, i, (byte) (row.get(ValueLayout.JAVA_BYTE, i) ^ 0xFF));
         }

@@ -10,6 +10,7 @@ public final class ChecksumCounters implements ChecksumMetrics {
     private final LongAdder mismatchedLoads = new LongAdder();
     private final LongAdder mismatchedBlocks = new LongAdder();
     private final LongAdder malformed = new LongAdder();
+    private final LongAdder nothingLoaded = new LongAdder();
     private final LongAdder nanos = new LongAdder();
     private final Map<UnverifiedReason, LongAdder> unverified = new ConcurrentHashMap<>();
     private final Map<UnverifiedReason, LongAdder> withheld = new ConcurrentHashMap<>();
@@ -32,6 +33,11 @@ public final class ChecksumCounters implements ChecksumMetrics {
     @Override
     public void unverified(UnverifiedReason reason) {
         unverified.computeIfAbsent(reason, r -> new LongAdder()).increment();
+    }
+
+    @Override
+    public void nothingLoaded() {
+        nothingLoaded.increment();
     }
 
     @Override
@@ -79,6 +85,11 @@ public final class ChecksumCounters implements ChecksumMetrics {
      */
     public long unverifiedLoads(UnverifiedReason reason) {
         return unverified.getOrDefault(reason, new LongAdder()).sum();
+    }
+
+    /** {@return loads that wrote no block, reported through {@link #nothingLoaded()}: counted in no other count} */
+    public long nothingLoadedLoads() {
+        return nothingLoaded.sum();
     }
 
     /** {@return payload copies that could not be decoded} */

@@ -25,11 +25,19 @@ public interface ChecksumMetrics {
     }
 
     /**
-     * A load that could not be verified, once per reason it gives.
+     * A load that could not be verified, once per reason it gives (not a load that wrote nothing: {@link
+     * #nothingLoaded()}).
      *
      * @param reason one reason the load gives; not null
      */
     default void unverified(UnverifiedReason reason) {
+    }
+
+    /**
+     * A load that wrote no block ({@link UnverifiedReason#NOTHING_LOADED}: 0 tokens, a full local prefix hit): used,
+     * counted here only, neither as verified nor as unverified.
+     */
+    default void nothingLoaded() {
     }
 
     /** A copy of a producer's payload that could not be decoded (counted even if a later good copy was used). */

@@ -2,6 +2,7 @@ package io.kvchecksum.engine.verdict;
 
 import java.lang.System.Logger;
 import java.lang.System.Logger.Level;
+import java.util.EnumSet;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -19,6 +20,11 @@ import java.util.concurrent.ConcurrentHashMap;
  * Either way a mismatch is logged as an error with the groups and block positions, and an unverified load is warned
  * about once per {@link UnverifiedReason} for the life of this policy, every occurrence's detail at debug level. Each
  * verdict is counted in the policy's {@link ChecksumMetrics}.
+ *
+ * <p><b>A load that wrote nothing</b> (its only reason {@link UnverifiedReason#NOTHING_LOADED}: 0 tokens, a local
+ * prefix hit covering the request) is {@link Action#USE_LOAD} under both modes: no KV crossed, so failing it would
+ * only recompute a prompt the consumer already holds. It is logged at debug level only and counted by
+ * {@link ChecksumMetrics#nothingLoaded()}, neither as verified nor as unverified.
  *
  * <p><b>One instance per engine</b>, made at startup: "once per reason" is per instance. Thread-safe.
  *
@@ -176,6 +182,12 @@ public final class FailurePolicy {
      * @param verdict the load's verdict; not null
      */
     public Decision decide(String requestId, LoadVerdict verdict) {
+        if (verdict.status() == Status.UNVERIFIED && verdict.reasons().equals(EnumSet.of(UnverifiedReason.NOTHING_LOADED))) {
+            metrics.nothingLoaded();
+            log.log(Level.DEBUG, () -> "KV load of request " + requestId + " wrote no block: nothing to verify, the load is"
+                    + " used: " + verdict);
+            return new Decision(requestId, Action.USE_LOAD, verdict);
+        }
         String then = failClosed ? "failing the load, then " + onFailure : "fail-open: the load is used";
         switch (verdict.status()) {
             case MATCH -> {

@@ -12,7 +12,9 @@ import java.util.stream.Stream;
  *
  * <p>{@link Status#MISMATCH} if any group mismatches (even when others are unverified: a detected corruption is
  * reported as such); else {@link Status#UNVERIFIED} if any group is unverified or the load could not be compared at
- * all; else {@link Status#MATCH}, which requires at least one compared group.
+ * all; else {@link Status#MATCH}, which requires at least one compared group. A group the load wrote no block of
+ * ({@link UnverifiedReason#NOTHING_LOADED}) counts for neither: the other groups decide, and a load all of whose groups
+ * are such is UNVERIFIED with that reason only, which {@link FailurePolicy} passes.
  *
  * @param status the combined status
  * @param groups one verdict per group that either side checksummed, by group id; groups skipped on both sides are
@@ -101,14 +103,16 @@ public record LoadVerdict(Status status, List<GroupVerdict> groups, UnverifiedRe
      * Combines group verdicts; no groups at all is {@link UnverifiedReason#NOTHING_TO_COMPARE}.
      *
      * @param groups one verdict per group either side checksummed; not null
-     * @return MISMATCH if any group mismatches, else UNVERIFIED if any group is, else MATCH; the non-matching groups
-     *     are named in the detail
+     * @return MISMATCH if any group mismatches, else UNVERIFIED if any group is, else MATCH, leaving out groups the
+     *     load wrote nothing of ({@link UnverifiedReason#NOTHING_LOADED}) unless every group is one (then UNVERIFIED
+     *     with only that reason); the non-matching groups are named in the detail
      */
     public static LoadVerdict of(List<GroupVerdict> groups) {
         if (groups.isEmpty()) {
             return unverified(UnverifiedReason.NOTHING_TO_COMPARE, "every group was skipped on both sides");
         }
-        Set<Status> all = groups.stream().map(GroupVerdict::status).collect(Collectors.toSet());
+        List<GroupVerdict> loaded = groups.stream().filter(g -> g.reason() != UnverifiedReason.NOTHING_LOADED).toList();
+        Set<Status> all = (loaded.isEmpty() ? groups : loaded).stream().map(GroupVerdict::status).collect(Collectors.toSet());
         Status s = all.contains(Status.MISMATCH) ? Status.MISMATCH : all.contains(Status.UNVERIFIED) ? Status.UNVERIFIED
                 : Status.MATCH;
         return new LoadVerdict(s, groups, null, groups.stream().filter(g -> g.status() != Status.MATCH)

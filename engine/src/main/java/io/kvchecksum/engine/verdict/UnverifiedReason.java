@@ -61,5 +61,23 @@ public enum UnverifiedReason {
      * another page size, probe size, or first pages not aligned to each other. The probe depends on the pages, so it is
      * not compared.
      */
-    PROBE_PAGES_DIFFER
+    PROBE_PAGES_DIFFER,
+    /**
+     * The load wrote no block of the group (a load of 0 tokens, a local prefix hit covering the whole request, a
+     * group whose loaded positions are all null blocks): no KV crossed, so there is nothing that could be wrong and
+     * nothing to verify. Unlike the other reasons, a load whose only reason this is passes both {@link FailurePolicy}
+     * modes without a recompute or a warning (debug only), and is counted by {@link ChecksumMetrics#nothingLoaded()},
+     * never as verified. A group giving it next to compared groups leaves the load's status to them ({@link
+     * LoadVerdict#of}). See {@code docs/conformance.md} (V9) for how this departs from seed 003.
+     */
+    NOTHING_LOADED,
+    /**
+     * A worker refused the request's layout before reading anything ({@link io.kvchecksum.InvalidLayoutException}: the
+     * request's tokens past the end of a segmented cache, a selection in blocks of another size than the worker was
+     * configured for, a page id past the cache): the request cannot be read as given, which is a configuration or
+     * scheduling problem, not a failing backend ({@link #BACKEND_FAILED}). Layouts that some request could never read
+     * are refused when the worker is built ({@link io.kvchecksum.engine.worker.WorkerChecksummer.Builder#blockSize});
+     * the detail names the worker and the refusal ({@link io.kvchecksum.engine.worker.WorkerRecord#refused}).
+     */
+    LAYOUT_REFUSED
 }

@@ -42,6 +42,9 @@ import java.util.stream.Stream;
  *       in {@link GroupVerdict#notComparedBlocks()} and the detail, and the group can still match. An operator tool
  *       that wants every loaded block checked treats a non-empty list as unverified. Nothing compared at all is
  *       {@link UnverifiedReason#NO_COMMON_POSITION};</li>
+ *   <li>a consumer that wrote no block of the group (0 tokens loaded, a full local prefix hit) is
+ *       {@link UnverifiedReason#NOTHING_LOADED}, whatever else differs: nothing crossed, so nothing can be wrong, and
+ *       the load's other groups decide its status ({@link LoadVerdict#of});</li>
  *   <li>the <b>unaligned-prefix rule</b>: a consumer whose first loaded block starts inside a larger producer block
  *       is {@link UnverifiedReason#UNALIGNED_CHUNK}, never skipped: that chunk also holds tokens the consumer did not
  *       load, and skipping it would leave loaded KV unchecked while reporting a match;</li>
@@ -186,6 +189,10 @@ public final class Verifier {
     }
 
     private static Check compareCheck(GroupChecksums e, long nE, GroupChecksums a, long nA) {
+        // First: a load that wrote no block of the group moved no KV, so no other difference can make it wrong.
+        if (a.numBlocks() == 0) {
+            return Check.unverified(UnverifiedReason.NOTHING_LOADED, "the load wrote no block of this group");
+        }
         if (e.fingerprint() != a.fingerprint()) {
             return Check.unverified(UnverifiedReason.FINGERPRINT_DIFFERS, "fingerprint " + Long.toUnsignedString(e.fingerprint())
                     + " (producer) vs " + Long.toUnsignedString(a.fingerprint()) + " (consumer): other layers or dtypes");
@@ -199,9 +206,6 @@ public final class Verifier {
         }
         int fe = large / be;
         int fa = large / ba;
-        if (a.numBlocks() == 0) {
-            return Check.unverified(UnverifiedReason.NO_COMMON_POSITION, "the load wrote no block of this group");
-        }
         if (a.start() % fa != 0) {
             return Check.unverified(UnverifiedReason.UNALIGNED_CHUNK, "the first loaded block " + a.start() + " (size " + ba
                     + ") starts inside producer block " + a.start() / fa + " (size " + be + ")");

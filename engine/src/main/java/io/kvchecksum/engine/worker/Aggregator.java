@@ -25,7 +25,8 @@ import java.util.TreeMap;
  * {@link UnverifiedReason#NOT_EVERY_WORKER_REPORTED}; a worker that reports other blocks, another token count, a group
  * it was not scheduled, no word on a scheduled group, or a fingerprint its TP peers do not share is
  * {@link UnverifiedReason#OTHER_BLOCKS_THAN_SCHEDULED}; a worker whose backend failed ({@link WorkerRecord#failed}) is
- * {@link UnverifiedReason#BACKEND_FAILED}, with the failure in the detail; workers in different checksum modes are
+ * {@link UnverifiedReason#BACKEND_FAILED}, with the failure in the detail (one that refused the request's layout,
+ * {@link WorkerRecord#refused}, is {@link UnverifiedReason#LAYOUT_REFUSED}); workers in different checksum modes are
  * {@link UnverifiedReason#MODE_DIFFERS}. The payload is in the workers' mode. A producer with such a result sends no
  * checksums (the consumer
  * then sees {@link UnverifiedReason#MISSING_PAYLOAD}); a consumer reports the load with that reason.
@@ -133,6 +134,10 @@ public final class Aggregator {
         // Before the missing-worker check: a worker that reported its backend's failure did report, and why it has
         // no checksums is the more useful account.
         for (WorkerRecord r : records) {
+            if (r.isLayoutRefused()) {
+                return new Incomplete(UnverifiedReason.LAYOUT_REFUSED, "TP rank " + r.tpRank() + " PP stage " + r.ppStage()
+                        + " refused the request's layout: " + r.backendFailure().substring(WorkerRecord.LAYOUT_REFUSED.length()));
+            }
             if (r.isFailed()) {
                 return new Incomplete(UnverifiedReason.BACKEND_FAILED, "the checksum backend of TP rank " + r.tpRank()
                         + " PP stage " + r.ppStage() + " failed: " + r.backendFailure());

@@ -18,6 +18,10 @@ import java.util.Objects;
  *   <li>Leading null blocks (already out of the window) are dropped; a null block after a non-null one leaves the
  *       group out entirely on this side ({@link #excludedReason()}), which the other side then sees as a group
  *       checksummed by one side only, or by neither.</li>
+ *   <li>A page id other than the null block's that appears at two positions of the request's table (within the
+ *       window for a sliding-window group) is a block-table bug, refused with an {@link IllegalArgumentException}
+ *       naming the id and both positions before any kernel runs: two blocks in one page would checksum the same
+ *       bytes twice, and the same bug on both sides would even match.</li>
  * </ul>
  * A connector that carries checksums must load exactly these blocks.
  *
@@ -54,8 +58,9 @@ public record BlockSelection(int groupId, int blockSize, long numTokens, long fi
      * @param groupId the group's id in the engine's KV cache config
      * @param numComputedTokens the request's computed tokens after prefill, non-negative
      * @param blockSize tokens per block, positive
-     * @throws IllegalArgumentException when a number is out of range, the table is shorter than the request's blocks or
-     *     the window is not positive
+     * @throws IllegalArgumentException when a number is out of range, the table is shorter than the request's blocks,
+     *     the window is not positive, or a page id other than {@code nullBlockId} appears twice among the request's
+     *     blocks (within the window)
      * @throws NullPointerException when {@code blockTable} is null
      */
     public static BlockSelection producer(int groupId, int[] blockTable, int nullBlockId, long numComputedTokens,
@@ -76,7 +81,9 @@ public record BlockSelection(int groupId, int blockSize, long numTokens, long fi
      * @param blockSize tokens per block, positive
      * @param slidingWindow the group's window in tokens, or {@code null} for full attention
      * @throws IllegalArgumentException when the local prefix is not whole blocks, a number is out of range, the table
-     *     is shorter than the request's blocks or the window is not positive
+     *     is shorter than the request's blocks, the window is not positive, or a page id other than
+     *     {@code nullBlockId} appears twice among the request's blocks (within the window; the local prefix's blocks
+     *     included)
      * @throws NullPointerException when {@code blockTable} is null
      */
     public static BlockSelection consumer(int groupId, int[] blockTable, int nullBlockId, long numLocalComputedTokens,
@@ -102,12 +109,15 @@ public record BlockSelection(int groupId, int blockSize, long numTokens, long fi
         if (table.length < blocks) {
             throw new IllegalArgumentException("the block table has " + table.length + " entries for " + blocks + " blocks");
         }
+        long live = 0;
         if (window != null) {
             if (window <= 0) {
                 throw new IllegalArgumentException("sliding window must be positive, got " + window);
             }
-            first = Math.max(first, blocks - (Math.ceilDiv((long) window, blockSize) + 1));
+            live = Math.max(0, blocks - (Math.ceilDiv((long) window, blockSize) + 1));
+            first = Math.max(first, live);
         }
+        requireDistinctPages(groupId, table, (int) live, (int) blocks, nullId);
         while (first < blocks && table[(int) first] == nullId) {
             first++;
         }
@@ -119,6 +129,43 @@ public record BlockSelection(int groupId, int blockSize, long numTokens, long fi
         }
         int[] ids = Arrays.copyOfRange(table, (int) first, (int) blocks);
         return new BlockSelection(groupId, blockSize, numTokens, first, ids, null);
+    }
+
+    /**
+     * Throws when a page id other than {@code nullId} appears twice in {@code table[from, to)}: two positions of one
+     * request in one page, which a kernel would read (and a load write) as if they were different memory, so the same
+     * bug on both sides would even match. An open-addressing set sized to the range, so O(range) per request whatever
+     * the ids. Positions before {@code from} (out of a sliding window) are never read, so their ids are not checked.
+     */
+    static void requireDistinctPages(int groupId, int[] table, int from, int to, int nullId) {
+        int n = to - from;
+        if (n < 2) {
+            return;
+        }
+        // Each slot holds (position + 1) << 32 | id, 0 when empty: the first position of each id seen.
+        long[] slots = new long[Integer.highestOneBit(Math.max(2, n - 1)) << 2];
+        int mask = slots.length - 1;
+        int shift = Integer.numberOfLeadingZeros(mask);   // Fibonacci hashing: the product's top bits
+        for (int i = from; i < to; i++) {
+            int id = table[i];
+            if (id == nullId) {
+                continue;
+            }
+            int h = (id * 0x9E3779B9) >>> shift;
+            while (true) {
+                long slot = slots[h & mask];
+                if (slot == 0) {
+                    slots[h & mask] = ((long) (i + 1) << 32) | (id & 0xFFFFFFFFL);
+                    break;
+                }
+                if ((int) slot == id) {
+                    throw new IllegalArgumentException("group " + groupId + ": page id " + id + " appears at block positions "
+                            + ((slot >>> 32) - 1) + " and " + i + " of one request's block table; a page other than the"
+                            + " null page (" + nullId + ") holds one block of a request");
+                }
+                h++;
+            }
+        }
     }
 
     /** Throws when a selection (excluded or not) is for another token count than the request's {@code numTokens}. */

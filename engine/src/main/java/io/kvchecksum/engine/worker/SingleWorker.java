@@ -32,8 +32,11 @@ import java.util.Optional;
  *
  * <p><b>Nothing is thrown for a backend failure</b>: a consumer's load is then {@link UnverifiedReason#BACKEND_FAILED}
  * with the failure in the detail; a producer sends no checksums (warned and counted by its {@link PayloadSender}), so
- * its consumer sees {@link UnverifiedReason#MISSING_PAYLOAD}. A selection of mixed token counts, or none, is a caller
- * bug and throws {@link IllegalArgumentException}.
+ * its consumer sees {@link UnverifiedReason#MISSING_PAYLOAD}; a request whose layout is refused before anything is read
+ * (tokens past a segmented cache's end) is {@link UnverifiedReason#LAYOUT_REFUSED} instead. Segmented KV that a load
+ * starting at some block boundary could not read ({@link KvSegments#blockBoundaryProblem} for the selection's block
+ * size) skips its group, with the reason, on that side. A selection of mixed token counts, or none, is a caller bug and
+ * throws {@link IllegalArgumentException}.
  *
  * <p>The checksums are computed with the backend's own {@code submit} and waited for: right for CPU backends; a GPU
  * engine that must not wait in its step uses {@link WorkerChecksummer#trySubmit} on its stream. The layout is passed
@@ -136,6 +139,8 @@ public final class SingleWorker {
     /**
      * One group whose layers this worker holds whole, once, in several allocations per request (Jlama's pages): its
      * layout entry. The selection's block ids are not used: segmented KV is addressed by position ({@link KvSegments}).
+     * Its pages are checked against the selection's block size before anything is computed: segments some block
+     * boundary of which is not a page boundary skip the group with the reason.
      *
      * @param groupId the group's id, as the selections name it
      * @param fingerprint the group's fingerprint ({@link Fingerprints#ofGroup}), the same on both sides for a match
@@ -156,7 +161,7 @@ public final class SingleWorker {
      */
     public Aggregator.Result producer(List<WorkerChecksummer.WorkerGroup> layout, List<BlockSelection> selection) {
         long n = numTokens(selection);
-        WorkerRecord r = checksummer(layout).tryCompute(Side.PRODUCER, n, selection);
+        WorkerRecord r = checksummer(layout, selection).tryCompute(Side.PRODUCER, n, selection);
         return Aggregator.producer(1, 1, n, selection, List.of(r));
     }
 
@@ -183,7 +188,7 @@ public final class SingleWorker {
      */
     public Aggregator.Result consumer(List<WorkerChecksummer.WorkerGroup> layout, List<BlockSelection> selection) {
         long n = numTokens(selection);
-        WorkerRecord r = checksummer(layout).tryCompute(Side.CONSUMER, n, selection);
+        WorkerRecord r = checksummer(layout, selection).tryCompute(Side.CONSUMER, n, selection);
         return Aggregator.consumer(1, 1, n, selection, List.of(r));
     }
 
@@ -207,8 +212,14 @@ public final class SingleWorker {
         return pending.verify(requestId, consumer(layout, selection));
     }
 
-    private WorkerChecksummer checksummer(List<WorkerChecksummer.WorkerGroup> layout) {
-        return WorkerChecksummer.builder(backend).groups(layout).spec(spec).metrics(metrics).build();
+    /**
+     * The worker for this request's layout, its groups declared with the selection's block sizes: segmented KV that a
+     * load could not read from some block boundary skips its group with the reason ({@link WorkerChecksummer.Builder#blockSize}).
+     */
+    private WorkerChecksummer checksummer(List<WorkerChecksummer.WorkerGroup> layout, List<BlockSelection> selection) {
+        WorkerChecksummer.Builder b = WorkerChecksummer.builder(backend).groups(layout).spec(spec).metrics(metrics);
+        selection.forEach(s -> b.blockSize(s.groupId(), s.blockSize()));
+        return b.build();
     }
 
     /** The first selection's token count: the worker and the aggregator refuse selections of any other. */

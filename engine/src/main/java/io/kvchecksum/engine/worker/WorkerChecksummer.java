@@ -2,6 +2,7 @@ package io.kvchecksum.engine.worker;
 
 import io.kvchecksum.CellPadding;
 import io.kvchecksum.ChecksumSpec;
+import io.kvchecksum.InvalidLayoutException;
 import io.kvchecksum.KvCacheGroup;
 import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvSegments;
@@ -43,6 +44,14 @@ import java.util.stream.Stream;
  * acts on it); on the producer {@link PayloadSender} sends no checksums, with its warning, and the consumer sees
  * {@link UnverifiedReason#MISSING_PAYLOAD}. {@link #submit} and {@link #compute} throw the backend's exception
  * instead, for tools and tests that want it. Errors ({@code OutOfMemoryError} of the JVM, ...) propagate either way.
+ * A request whose layout is refused before anything is read ({@link InvalidLayoutException}: tokens past a segmented
+ * cache's end, a selection in blocks of another size than configured) is {@link WorkerRecord#refused refused} instead,
+ * which the side reports as {@link UnverifiedReason#LAYOUT_REFUSED}: not the backend's failure.
+ *
+ * <p><b>Segmented KV</b> ({@link ReplicaPart#segmented}) is checked when the worker is built, against the block size
+ * its group is declared with ({@link Builder#blockSize}): segments some block boundary of which is not a page boundary
+ * ({@link KvSegments#blockBoundaryProblem}) could not be read by a load starting there, so their group is skipped with
+ * that reason, in every record, instead of failing request by request.
  *
  * <p>The worker's layout (its layers per group, by replica) and the groups it cannot checksum are fixed at startup
  * ({@link CacheGate}). Thread-safe if the backend is (every {@link KvChecksum} is); the caches must not be written
@@ -90,7 +99,8 @@ public final class WorkerChecksummer {
         }
 
         /**
-         * A request's KV in several allocations, addressed by position ({@link KvSegments}).
+         * A request's KV in several allocations, addressed by position ({@link KvSegments}). A worker holding one needs
+         * its group's block size ({@link Builder#blockSize}), against which it checks the segments when it is built.
          *
          * @param key the replica this part belongs to ({@link ReplicaKey#NONE} when the layers are not replicated)
          * @param segments the request's allocations in position order, not null
@@ -146,6 +156,7 @@ public final class WorkerChecksummer {
     private final Map<Integer, String> skipped;
     private final ChecksumMetrics metrics;
     private final ChecksumSpec spec;
+    private final Map<Integer, Integer> blockSizes;
 
     private WorkerChecksummer(Builder b) {
         this.backend = b.backend;
@@ -172,14 +183,35 @@ public final class WorkerChecksummer {
                 throw new IllegalArgumentException("group " + g.groupId() + " is described twice");
             }
             String cells = padding == CellPadding.NONE ? unpaddedCells(g) : null;
-            if (cells != null) {
+            String pages = cells == null ? unreadableSegments(g, b.blockSizes.get(g.groupId())) : null;
+            if (cells != null || pages != null) {
                 byId.remove(g.groupId());
-                skips.putIfAbsent(g.groupId(), cells);
+                skips.putIfAbsent(g.groupId(), cells != null ? cells : pages);
             }
         }
         this.layout = Map.copyOf(byId);
         this.skipped = Map.copyOf(skips);
         this.metrics = b.metrics;
+        this.blockSizes = Map.copyOf(b.blockSizes);
+    }
+
+    /**
+     * Why the segmented parts of {@code g} could not be read at some block boundary, as a skip reason, or {@code null}.
+     *
+     * @throws IllegalArgumentException when {@code g} has segmented parts but no declared block size
+     */
+    private static String unreadableSegments(WorkerGroup g, Integer blockSize) {
+        List<KvSegments> segmented = g.parts().stream().map(ReplicaPart::segments).filter(Objects::nonNull).toList();
+        if (segmented.isEmpty()) {
+            return null;
+        }
+        if (blockSize == null) {
+            throw new IllegalArgumentException("group " + g.groupId() + " holds segmented KV: declare its block size"
+                    + " (Builder.blockSize(" + g.groupId() + ", tokens)) so that its segments' pages are checked against"
+                    + " its block boundaries when the worker is built");
+        }
+        return segmented.stream().map(k -> k.blockBoundaryProblem(blockSize)).filter(Objects::nonNull).findFirst()
+                .map(p -> "segmented KV in blocks of " + blockSize + " tokens: " + p).orElse(null);
     }
 
     /**
@@ -208,6 +240,7 @@ public final class WorkerChecksummer {
         private Map<Integer, String> skipped;
         private ChecksumSpec spec;
         private ChecksumMetrics metrics = ChecksumMetrics.NONE;
+        private final Map<Integer, Integer> blockSizes = new HashMap<>();
 
         private Builder(KvChecksum backend) {
             this.backend = Objects.requireNonNull(backend, "backend");
@@ -286,6 +319,25 @@ public final class WorkerChecksummer {
         }
 
         /**
+         * {@return this builder, declaring group {@code groupId}'s block size} Required for a group holding segmented
+         * KV ({@link ReplicaPart#segmented}), whose segments {@link #build} checks against every block boundary
+         * ({@link KvSegments#blockBoundaryProblem}): segments a load starting at some block could not read skip the
+         * group, with the reason, in every record. A request selecting the group in blocks of another size is then
+         * {@link UnverifiedReason#LAYOUT_REFUSED}. Optional for other groups (not used).
+         *
+         * @param groupId the group
+         * @param tokens tokens per block of the group, as its selections give it; positive
+         * @throws IllegalArgumentException when {@code tokens} is not positive
+         */
+        public Builder blockSize(int groupId, int tokens) {
+            if (tokens <= 0) {
+                throw new IllegalArgumentException("group " + groupId + ": block size must be positive, got " + tokens);
+            }
+            blockSizes.put(groupId, tokens);
+            return this;
+        }
+
+        /**
          * {@return this builder, counting checksum time in {@code metrics}} Default {@link ChecksumMetrics#NONE}.
          *
          * @param metrics where checksum time is counted; not null
@@ -298,10 +350,12 @@ public final class WorkerChecksummer {
 
         /**
          * {@return the worker} Groups whose cells are not whole 8-byte pieces are skipped with the reason unless the
-         * padding pads them: decided here, at startup, never an exception mid-request.
+         * padding pads them, and groups of segmented KV some block boundary of which is not a page boundary are
+         * skipped with the reason: decided here, at startup, never an exception mid-request.
          *
          * @throws IllegalArgumentException when a rank or stage is negative, a group is described twice, both a gated
-         *     layout and explicit groups or skipped groups were given, or the spec's padding is not the gate's
+         *     layout and explicit groups or skipped groups were given, the spec's padding is not the gate's, or a
+         *     group holding segmented KV has no declared {@link #blockSize}
          */
         public WorkerChecksummer build() {
             return new WorkerChecksummer(this);
@@ -312,6 +366,14 @@ public final class WorkerChecksummer {
     private static String unpaddedCells(WorkerGroup g) {
         return g.parts().stream().flatMap(p -> p.cache().layers().stream()).map(SlicePlan::unpaddedCellProblem)
                 .filter(Objects::nonNull).findFirst().orElse(null);
+    }
+
+    /**
+     * {@return the groups this worker skips in every record, with the reasons, as decided when it was built (by a gate,
+     * by the caller, or by the worker: cells not whole pieces, segments not readable at every block boundary)}
+     */
+    public Map<Integer, String> skippedGroups() {
+        return skipped;
     }
 
     /** {@return the mode this worker computes in and what it does with cells that are not whole 8-byte pieces} */
@@ -336,7 +398,8 @@ public final class WorkerChecksummer {
 
     /**
      * As {@link #submit}, but a backend failure is reported, never thrown: if enqueueing fails, the returned record is
-     * already done and {@link WorkerRecord#isFailed failed}; if polling or reading the results fails,
+     * already done and {@link WorkerRecord#isFailed failed} ({@link WorkerRecord#refused refused} when the request's
+     * layout was refused before anything was read); if polling or reading the results fails,
      * {@link PendingRecord#poll}/{@link PendingRecord#record} return the failed record. What an engine's step calls.
      *
      * @param side a producer checksums copy 0 only; a consumer every copy
@@ -382,6 +445,11 @@ public final class WorkerChecksummer {
                     }
                     List<PendingChecksums> list = part.pending().computeIfAbsent(p.key(), k -> new ArrayList<>());
                     if (p.segments() != null) {
+                        int configured = blockSizes.get(s.groupId());
+                        if (s.blockSize() != configured) {
+                            throw new InvalidLayoutException("group " + s.groupId() + " was selected in blocks of "
+                                    + s.blockSize() + " tokens; its segmented KV was checked for blocks of " + configured);
+                        }
                         KvSegments.Plan plan = p.segments().plan(s.numTokens(), s.firstBlock(), s.blockSize(), spec);
                         list.add(stream == null ? plan.submit(backend) : plan.submit(backend, stream));
                         continue;
@@ -481,10 +549,14 @@ public final class WorkerChecksummer {
             this.reportFailures = reportFailures;
         }
 
-        /** Ends this record as failed: handles released, the failure its record. */
+        /**
+         * Ends this record as failed: handles released, the failure its record; a refused layout (nothing read) is a
+         * {@link WorkerRecord#refused refused} record, not the backend's failure.
+         */
         private WorkerRecord fail(RuntimeException e) {
             close(e);
-            record = WorkerRecord.failed(tpRank, ppStage, numTokens, e);
+            record = e instanceof InvalidLayoutException refusal ? WorkerRecord.refused(tpRank, ppStage, numTokens, refusal)
+                    : WorkerRecord.failed(tpRank, ppStage, numTokens, e);
             return record;
         }
 

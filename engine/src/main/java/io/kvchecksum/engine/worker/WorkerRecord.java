@@ -1,6 +1,7 @@
 package io.kvchecksum.engine.worker;
 
 import io.kvchecksum.ChecksumMode;
+import io.kvchecksum.InvalidLayoutException;
 import io.kvchecksum.engine.verdict.UnverifiedReason;
 
 import java.util.List;
@@ -22,11 +23,19 @@ import java.util.TreeMap;
  * @param backendFailure what the backend threw, as text ({@code Throwable.toString()}), or {@code null} when the
  *     checksums were computed. A record carries text, not the exception, because engines ship records from worker
  *     processes to the scheduler. The side aggregates a failed record into
- *     {@link UnverifiedReason#BACKEND_FAILED}.
+ *     {@link UnverifiedReason#BACKEND_FAILED}, or, when the text starts with {@value #LAYOUT_REFUSED} (a
+ *     {@link #refused} record: the layout was refused before anything was read), into
+ *     {@link UnverifiedReason#LAYOUT_REFUSED}.
  * @param mode the checksum mode the worker computed in (the engine's configuration)
  */
 public record WorkerRecord(int tpRank, int ppStage, long numTokens, List<PartialGroup> groups,
         Map<Integer, String> skippedGroups, String backendFailure, ChecksumMode mode) {
+
+    /**
+     * How the failure text of a {@link #refused} record starts: the marker travels with the text, so a record shipped
+     * between processes keeps it.
+     */
+    public static final String LAYOUT_REFUSED = "layout refused: ";
 
     /**
      * Validates the record and copies its collections (the skipped groups sorted by group id).
@@ -91,8 +100,28 @@ public record WorkerRecord(int tpRank, int ppStage, long numTokens, List<Partial
                 Objects.requireNonNull(failure, "failure").toString(), ChecksumMode.STANDARD);
     }
 
+    /**
+     * {@return the record of a worker that refused the request's layout before reading anything: failed, its text
+     * {@value #LAYOUT_REFUSED} and the refusal's message}
+     *
+     * @param refusal what refused the layout; its message is kept
+     * @param tpRank the worker's TP rank, non-negative
+     * @param ppStage the worker's PP stage, non-negative
+     * @param numTokens the request's token count the worker was asked to checksum
+     * @throws NullPointerException when {@code refusal} is null
+     */
+    public static WorkerRecord refused(int tpRank, int ppStage, long numTokens, InvalidLayoutException refusal) {
+        return new WorkerRecord(tpRank, ppStage, numTokens, List.of(), Map.of(),
+                LAYOUT_REFUSED + Objects.requireNonNull(refusal, "refusal").getMessage(), ChecksumMode.STANDARD);
+    }
+
     /** {@return true when the backend failed and the record carries no checksums} */
     public boolean isFailed() {
         return backendFailure != null;
+    }
+
+    /** {@return true for a failed record whose worker refused the layout ({@link #refused}), not a failing backend} */
+    public boolean isLayoutRefused() {
+        return backendFailure != null && backendFailure.startsWith(LAYOUT_REFUSED);
     }
 }

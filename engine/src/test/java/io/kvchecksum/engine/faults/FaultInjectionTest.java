@@ -210,4 +210,31 @@ class FaultInjectionTest {
         assertEquals(~42L, flip.maybeFlip(rec).groups().get(0).columns().get(ReplicaKey.NONE)[0]);
         assertSame(rec, FaultInjector.OFF.maybeFlip(rec));
     }
+
+    @Test
+    void onlyWhatReallyChangedIsCountedAndReported() {
+        // p = 1: every draw hits, so only "was there anything to alter" decides.
+        FaultInjector both = FaultInjector.of(new FaultInjector.Config(1, java.util.Set.of(FaultInjector.Kind.FLIP,
+                FaultInjector.Kind.XOR), SEED), 0);
+        WorkerRecord failed = WorkerRecord.failed(0, 0, 16, new IllegalStateException("device lost"));
+        WorkerRecord empty = new WorkerRecord(0, 0, 16, List.of(), Map.of());
+        WorkerRecord noBlocks = new WorkerRecord(0, 0, 16, List.of(new PartialGroup(0, 1, new BlockRange(16, 1, 1),
+                Map.of(ReplicaKey.NONE, new long[0]))), Map.of());
+        assertSame(failed, both.maybeFlip(failed));
+        assertSame(empty, both.maybeFlip(empty));
+        assertSame(noBlocks, both.maybeFlip(noBlocks));
+        try (Arena arena = Arena.ofConfined()) {
+            assertFalse(both.maybeCorrupt(arena.allocate(0)), "a 0-byte row cannot be corrupted");
+            assertEquals(0, both.injected(), "four hits that altered nothing are no injections");
+
+            MemorySegment row = arena.allocate(8);
+            row.set(java.lang.foreign.ValueLayout.JAVA_LONG, 0, 0x0102030405060708L);
+            assertTrue(both.maybeCorrupt(row));
+            assertEquals(~0x0102030405060708L, row.get(java.lang.foreign.ValueLayout.JAVA_LONG, 0));
+        }
+        WorkerRecord rec = new WorkerRecord(0, 0, 16, List.of(new PartialGroup(0, 1, new BlockRange(16, 0, 1),
+                Map.of(ReplicaKey.NONE, new long[] {42}))), Map.of());
+        assertEquals(~42L, both.maybeFlip(rec).groups().get(0).columns().get(ReplicaKey.NONE)[0]);
+        assertEquals(2, both.injected(), "one row and one value changed");
+    }
 }

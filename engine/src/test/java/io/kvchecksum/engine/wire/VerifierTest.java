@@ -95,8 +95,11 @@ class VerifierTest {
                 payload(150, new GroupChecksums(0, 9, 24, 0, new long[7]))).group(0).reason());
         assertEquals(UnverifiedReason.UNALIGNED_CHUNK, Verifier.compare(payload(150, new GroupChecksums(0, 9, 32, 0, new long[5])),
                 payload(150, slice(v16, 16, 3))).group(0).reason());
-        assertEquals(UnverifiedReason.NO_COMMON_POSITION, Verifier.compare(prod,
+        // A consumer that wrote no block of the group (a full prefix hit): nothing loaded, not "no position in common".
+        assertEquals(UnverifiedReason.NOTHING_LOADED, Verifier.compare(prod,
                 payload(150, new GroupChecksums(0, 9, 16, 10, new long[0]))).group(0).reason());
+        assertEquals(UnverifiedReason.NO_COMMON_POSITION, Verifier.compare(payload(150, slice(v16, 16, 8)),
+                payload(120, new GroupChecksums(0, 9, 16, 0, Arrays.copyOf(v16, 8)))).group(0).reason());
         // The producer dropped leading blocks the consumer loaded: the common positions are compared, the others
         // listed as not compared.
         GroupVerdict window = Verifier.compare(payload(150, slice(v16, 16, 4)), payload(150, slice(v16, 16, 2))).group(0);

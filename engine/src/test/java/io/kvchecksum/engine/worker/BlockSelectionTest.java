@@ -100,4 +100,51 @@ class BlockSelectionTest {
         assertThrows(IllegalArgumentException.class, () -> a.request(5));
         assertEquals(3, a.request(8).numBlocks());
     }
+
+    @Test
+    void aPageRepeatedInOneRequestsTableIsRefusedNamingTheIdAndBothPositions() {
+        // The table: page 3 twice (null page 0). Accepted, and with the same table on both sides it matched.
+        var e = assertThrows(IllegalArgumentException.class, () -> BlockSelection.producer(0, new int[] {3, 3, 5}, 0, 48, 16, null));
+        assertTrue(e.getMessage().contains("page id 3 appears at block positions 0 and 1"), e.getMessage());
+        e = assertThrows(IllegalArgumentException.class, () -> BlockSelection.consumer(2, new int[] {3, 3, 5}, 0, 0, 48, 16, null));
+        assertTrue(e.getMessage().startsWith("group 2: page id 3"), e.getMessage());
+        // A loaded block in a page of the local prefix: the load would overwrite the prefix.
+        e = assertThrows(IllegalArgumentException.class, () -> BlockSelection.consumer(0, new int[] {4, 7, 4}, 0, 16, 48, 16, null));
+        assertTrue(e.getMessage().contains("page id 4 appears at block positions 0 and 2"), e.getMessage());
+        // Without a null page (Jlama), page 0 is a page like any other.
+        e = assertThrows(IllegalArgumentException.class, () -> BlockSelection.producer(0, new int[] {0, 1, 0}, BlockSelection.NO_NULL_BLOCK,
+                48, 16, null));
+        assertTrue(e.getMessage().contains("page id 0 appears at block positions 0 and 2"), e.getMessage());
+
+        // The null page may repeat; entries past the request's blocks and positions out of the window are never read.
+        assertEquals(new BlockRange(16, 2, 4), BlockSelection.producer(0, new int[] {0, 0, 4, 3}, 0, 64, 16, null).range());
+        assertEquals(new BlockRange(16, 0, 3), BlockSelection.producer(0, new int[] {1, 2, 3, 1, 1}, 0, 48, 16, null).range());
+        // 96 tokens, window 40: cdiv(40, 16) + 1 = 4 blocks, positions 2..5; page 9 at 0 and 5 is not a repeat in it.
+        assertEquals(new BlockRange(16, 2, 6), BlockSelection.producer(0, new int[] {9, 9, 1, 2, 3, 9}, 0, 96, 16, 40).range());
+        e = assertThrows(IllegalArgumentException.class, () -> BlockSelection.producer(0, new int[] {5, 5, 9, 1, 9, 3}, 0, 96, 16, 40));
+        assertTrue(e.getMessage().contains("page id 9 appears at block positions 2 and 4"), e.getMessage());
+    }
+
+    @Test
+    void repeatsAreFoundInLongTablesOfAnyIds() {
+        long seed = 0xB10C_7AB1EL;
+        System.out.println("BlockSelectionTest seed " + seed);
+        java.util.Random rnd = new java.util.Random(seed);
+        for (int c = 0; c < 200; c++) {
+            int n = 2 + rnd.nextInt(c < 100 ? 40 : 20_000);
+            // Distinct ids spread over the whole int range (negative ones included), as an engine's may be.
+            int[] table = rnd.ints().filter(x -> x != 0).distinct().limit(n).toArray();
+            long tokens = (long) n * 16;
+            assertEquals(n, BlockSelection.producer(0, table, 0, tokens, 16, null).range().length(), "case " + c);
+            int a = rnd.nextInt(n);
+            int b = rnd.nextInt(n - 1);
+            b = b >= a ? b + 1 : b;
+            table[b] = table[a];
+            int id = table[a];
+            var e = assertThrows(IllegalArgumentException.class, () -> BlockSelection.producer(0, table, 0, tokens, 16, null),
+                    "case " + c);
+            assertTrue(e.getMessage().contains("page id " + id + " appears at block positions " + Math.min(a, b) + " and "
+                    + Math.max(a, b)), "case " + c + ": " + e.getMessage());
+        }
+    }
 }
