@@ -256,7 +256,7 @@ public final class FaultInjector {
                     e.getValue()[0] = ~e.getValue()[0];
                     groups.set(g, new PartialGroup(pg.groupId(), pg.fingerprint(), pg.range(), cols));
                     return new WorkerRecord(record.tpRank(), record.ppStage(), record.numTokens(), groups,
-                            record.skippedGroups(), null, record.mode());
+                            record.skippedGroups(), null, record.mode(), record.stateDigests(), record.probes());
                 }
             }
         }
