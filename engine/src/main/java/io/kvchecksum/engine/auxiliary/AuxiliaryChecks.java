@@ -16,8 +16,9 @@ import java.util.List;
 import java.util.Objects;
 
 /**
- * An engine's opt-in checks beside the block checksums, carried as version-3 sections: the state-row digests
- * ({@link StateDigestsSection}) and the head/tail page probe ({@link PageProbeSection}). Both sides use the same
+ * A single-worker engine's opt-in checks beside the block checksums, carried as payload sections: the state-row
+ * digests ({@link StateDigestsSection}) and the head/tail page probe ({@link PageProbeSection}). Engines of several
+ * workers configure them on each {@code WorkerChecksummer} instead, and {@link Aggregator} builds the sections. Both sides use the same
  * configuration: the producer attaches the sections when it sends, the consumer when it consumes, and the verifier
  * compares them ({@link Verifier#compare}); a peer without them sees them UNVERIFIED {@code ONE_SIDE_ONLY}, never a
  * mismatch.
@@ -48,8 +49,10 @@ public record AuxiliaryChecks(boolean stateDigests, int probeBytes) {
     }
 
     /**
-     * This side's sections for one request (one worker: TP1 x PP1; under TP add the workers' {@code PageProbe.Probes}
-     * and {@link StateDigestsSection#merge merge} their digests instead).
+     * This side's sections for one request, for one worker (TP1 x PP1). Under TP or PP the workers compute their
+     * parts themselves ({@code WorkerChecksummer.Builder.stateDigests} and {@code pageProbe}) and {@link Aggregator}
+     * combines them, probing replicated heads copy by copy; adding every worker's probes here would count replicated
+     * heads once per copy.
      *
      * @param backend the backend that computes the digests and, on device memory, the probes
      * @param mode the mode the state rows are digested in (the probe is always standard); not null when

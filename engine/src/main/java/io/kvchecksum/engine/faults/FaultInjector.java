@@ -263,7 +263,7 @@ public final class FaultInjector {
                     groups.set(g, new PartialGroup(pg.groupId(), pg.fingerprint(), pg.range(), cols));
                     count();
                     return new WorkerRecord(record.tpRank(), record.ppStage(), record.numTokens(), groups,
-                            record.skippedGroups(), null, record.mode());
+                            record.skippedGroups(), null, record.mode(), record.stateDigests(), record.probes());
                 }
             }
         }

@@ -12,7 +12,8 @@ import java.util.stream.Stream;
  *
  * <p>{@link Status#MISMATCH} if any group mismatches (even when others are unverified: a detected corruption is
  * reported as such); else {@link Status#UNVERIFIED} if any group is unverified or the load could not be compared at
- * all; else {@link Status#MATCH}, which requires at least one compared group. A group the load wrote no block of
+ * all; else {@link Status#MATCH}, which requires at least one compared group, or, for a load with no group to compare
+ * (a pure-state model), a matching section ({@link #withSections}). A group the load wrote no block of
  * ({@link UnverifiedReason#NOTHING_LOADED}) counts for neither: the other groups decide, and a load all of whose groups
  * are such is UNVERIFIED with that reason only, which {@link FailurePolicy} passes.
  *
@@ -63,7 +64,10 @@ public record LoadVerdict(Status status, List<GroupVerdict> groups, UnverifiedRe
 
     /**
      * {@return this verdict with the sections' verdicts added: a section's MISMATCH makes it a MISMATCH (named in the
-     * detail); other section verdicts are listed without changing the status}
+     * detail); other section verdicts are listed without changing the status} One exception: a load with no group to
+     * compare ({@link UnverifiedReason#NOTHING_TO_COMPARE}: a pure-state model, or every group skipped on both sides)
+     * takes its status from the sections that compared, MATCH when one matched and none mismatched, so state digests
+     * alone verify such a load; with no section compared it stays as it is.
      *
      * @param more the section verdicts to add; not null (empty returns this verdict)
      */
@@ -71,8 +75,14 @@ public record LoadVerdict(Status status, List<GroupVerdict> groups, UnverifiedRe
         if (more.isEmpty()) {
             return this;
         }
-        Status s = more.stream().anyMatch(v -> v.status() == Status.MISMATCH) ? Status.MISMATCH : status;
-        String d = Stream.concat(Stream.of(detail).filter(x -> !x.isEmpty()), more.stream()
+        boolean mismatch = more.stream().anyMatch(v -> v.status() == Status.MISMATCH);
+        boolean onlySections = groups.isEmpty() && reason == UnverifiedReason.NOTHING_TO_COMPARE
+                && more.stream().anyMatch(v -> v.status() == Status.MATCH);
+        Status s = mismatch ? Status.MISMATCH : onlySections ? Status.MATCH : status;
+        // Without groups the "nothing to compare" detail is no longer true once a section compared.
+        String own = onlySections || (mismatch && groups.isEmpty() && reason == UnverifiedReason.NOTHING_TO_COMPARE)
+                ? "" : detail;
+        String d = Stream.concat(Stream.of(own).filter(x -> !x.isEmpty()), more.stream()
                 .filter(v -> v.status() != Status.MATCH).map(SectionVerdict::toString)).collect(Collectors.joining("; "));
         // A load-level reason means "not compared": it stays only while the status is still UNVERIFIED.
         UnverifiedReason r = s == Status.UNVERIFIED ? reason : null;

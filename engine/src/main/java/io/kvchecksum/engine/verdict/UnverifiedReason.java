@@ -49,11 +49,13 @@ public enum UnverifiedReason {
     /** Every group was skipped on both sides: nothing of the load was compared. */
     NOTHING_TO_COMPARE,
     /**
-     * SGLang's page digest only ({@link io.kvchecksum.engine.wire.SglangDigestSection}): the peers' layout signatures
-     * differ (page size, buffer count or per-page item lengths, {@link
-     * io.kvchecksum.engine.auxiliary.LayoutSignature}), so their Adler-32 digests over pages are not comparable. The
+     * The two sides cut or lay out what a section covers differently, so its values are not comparable (a layout
+     * difference, not a corruption). SGLang's page digest ({@link io.kvchecksum.engine.wire.SglangDigestSection}): the
+     * peers' layout signatures differ (page size, buffer count or per-page item lengths, {@link
+     * io.kvchecksum.engine.auxiliary.LayoutSignature}), so their Adler-32 digests over pages are not comparable; the
      * weighted sum does not depend on the layout and is compared as usual; engines warn once per peer ({@link
-     * SectionWarnings}).
+     * SectionWarnings}). State digests ({@link io.kvchecksum.engine.wire.StateDigestsSection}): a buffer sharded
+     * differently on the two sides (another TP size: shards 0/2 and 1/2 against 0/1), or a shard of another length.
      */
     LAYOUT_DIFFERS,
     /**

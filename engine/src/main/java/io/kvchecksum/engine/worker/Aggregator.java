@@ -4,6 +4,10 @@ import io.kvchecksum.engine.verdict.LoadVerdict;
 import io.kvchecksum.engine.verdict.UnverifiedReason;
 import io.kvchecksum.engine.wire.ChecksumPayload;
 import io.kvchecksum.engine.wire.GroupChecksums;
+import io.kvchecksum.engine.wire.PageProbeSection;
+import io.kvchecksum.engine.wire.PayloadSection;
+import io.kvchecksum.engine.wire.StateDigestsSection;
+import io.kvchecksum.PageProbe;
 
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -33,6 +37,13 @@ import java.util.TreeMap;
  *
  * <p>A group any worker skipped is skipped by the whole side and left out of the payload: the other side sees it as
  * checksummed by one side only, or, if it skipped the group too, leaves it out of the verdict.
+ *
+ * <p><b>Auxiliary parts.</b> The workers' state digests become the side's {@link StateDigestsSection} (the producer's
+ * of copy 0 only; an entry reported twice, or a side where some workers digest state and others do not, is
+ * {@link UnverifiedReason#OTHER_BLOCKS_THAN_SCHEDULED}). The workers' page-probe partials become its
+ * {@link PageProbeSection} the way block checksums are summed: the producer's one probe adds copy 0 of every worker's
+ * partials; the consumer's check {@code k} adds copy {@code k % r} of partials replicated {@code r} times. Partials over
+ * other pages, or a side where only some workers probe, are {@link UnverifiedReason#OTHER_BLOCKS_THAN_SCHEDULED}.
  */
 public final class Aggregator {
 
@@ -233,7 +244,72 @@ public final class Aggregator {
                 groups.add(new GroupChecksums(id, fingerprint, range.blockSize(), range.start(), sum));
             }
         }
-        return new Complete(ChecksumPayload.of(mode, tpSize, numTokens, groups), skipped);
+        ChecksumPayload payload = ChecksumPayload.of(mode, tpSize, numTokens, groups);
+        List<PayloadSection> sections = new ArrayList<>();
+        Incomplete bad = auxiliary(side, mode, records, sections);
+        if (bad != null) {
+            return bad;
+        }
+        for (PayloadSection s : sections) {
+            payload = payload.withSection(s);
+        }
+        return new Complete(payload, skipped);
+    }
+
+    /** Adds the side's auxiliary sections to {@code out}; returns why they cannot be combined, or {@code null}. */
+    private static Incomplete auxiliary(Side side, io.kvchecksum.ChecksumMode mode, Collection<WorkerRecord> records,
+            List<PayloadSection> out) {
+        long digesting = records.stream().filter(r -> r.stateDigests() != null).count();
+        if (digesting != 0 && digesting != records.size()) {
+            return otherBlocks(digesting + " of " + records.size() + " workers sent state digests");
+        }
+        if (digesting > 0) {
+            List<StateDigestsSection.Entry> entries = new ArrayList<>();
+            java.util.Set<List<Object>> seen = new java.util.HashSet<>();
+            for (WorkerRecord r : records) {
+                for (StateDigestsSection.Entry e : r.stateDigests()) {
+                    if (side == Side.PRODUCER && e.copy() != 0) {
+                        continue;
+                    }
+                    if (!seen.add(List.of(e.name(), e.shard(), e.shards(), e.copy()))) {
+                        return otherBlocks("TP rank " + r.tpRank() + " PP stage " + r.ppStage() + " sent state buffer "
+                                + e.name() + " shard " + e.shard() + "/" + e.shards() + " copy " + e.copy()
+                                + ", which another worker sent too");
+                    }
+                    entries.add(e);
+                }
+            }
+            out.add(new StateDigestsSection(mode.wireName(), entries));
+        }
+        long probing = records.stream().filter(r -> r.probes() != null).count();
+        if (probing != 0 && probing != records.size()) {
+            return otherBlocks(probing + " of " + records.size() + " workers sent page probes");
+        }
+        List<Map.Entry<ReplicaKey, PageProbe.Probes>> partials = records.stream().filter(r -> r.probes() != null)
+                .flatMap(r -> r.probes().entrySet().stream()).toList();
+        if (partials.isEmpty()) {
+            return null;
+        }
+        int checks = side == Side.PRODUCER ? 1 : partials.stream().mapToInt(p -> p.getKey().replicas()).max().orElse(1);
+        List<PageProbe.Probes> sums = new ArrayList<>();
+        try {
+            for (int k = 0; k < checks; k++) {
+                int check = k;
+                List<PageProbe.Probes> in = partials.stream()
+                        .filter(p -> p.getKey().index() == check % p.getKey().replicas()).map(Map.Entry::getValue).toList();
+                // Only copies other than 0 (a producer's stray partials): the pages come from the others.
+                sums.add(in.isEmpty() ? zero(partials.get(0).getValue()) : PageProbe.Probes.sum(in));
+            }
+            out.add(PageProbeSection.ofChecks(sums));
+        } catch (IllegalArgumentException e) {
+            return otherBlocks("workers probed other pages: " + e.getMessage());
+        }
+        return null;
+    }
+
+    private static PageProbe.Probes zero(PageProbe.Probes like) {
+        return new PageProbe.Probes(like.pageSize(), like.probeBytes(), like.firstToken(), like.numTokens(),
+                new long[like.head().length], new long[like.tail().length]);
     }
 
     private static Incomplete otherBlocks(String detail) {

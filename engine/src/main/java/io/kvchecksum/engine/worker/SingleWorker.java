@@ -35,8 +35,13 @@ import java.util.Optional;
  * its consumer sees {@link UnverifiedReason#MISSING_PAYLOAD}; a request whose layout is refused before anything is read
  * (tokens past a segmented cache's end) is {@link UnverifiedReason#LAYOUT_REFUSED} instead. Segmented KV that a load
  * starting at some block boundary could not read ({@link KvSegments#blockBoundaryProblem} for the selection's block
- * size) skips its group, with the reason, on that side. A selection of mixed token counts, or none, is a caller bug and
- * throws {@link IllegalArgumentException}.
+ * size) skips its group, with the reason, on that side. A selection of mixed token counts is a caller bug and throws
+ * {@link IllegalArgumentException}; so is no selection where the token count is taken from it.
+ *
+ * <p><b>Auxiliary checks.</b> Built with {@link Builder#stateDigests} the worker digests the request's state rows,
+ * passed per request ({@link #producer(List, List, long, List)}); with {@link Builder#pageProbe} it probes one group's
+ * pages; both travel as payload sections. A pure-state model (no KV group) passes no selection and its token count,
+ * and its load reaches MATCH or MISMATCH on its state digests alone.
  *
  * <p>The checksums are computed with the backend's own {@code submit} and waited for: right for CPU backends; a GPU
  * engine that must not wait in its step uses {@link WorkerChecksummer#trySubmit} on its stream. The layout is passed
@@ -49,9 +54,15 @@ public final class SingleWorker {
     private final ChecksumMetrics metrics;
     private final PayloadSender sender;
     private final ChecksumSpec spec;
+    private final boolean stateDigests;
+    private final Integer probeGroup;
+    private final int probeBytes;
 
     private SingleWorker(Builder b) {
         this.backend = b.backend;
+        this.stateDigests = b.stateDigests;
+        this.probeGroup = b.probeGroup;
+        this.probeBytes = b.probeBytes;
         this.metrics = b.metrics;
         this.sender = b.sender != null ? b.sender : new PayloadSender(b.metrics);
         this.spec = b.spec;
@@ -75,9 +86,36 @@ public final class SingleWorker {
         private ChecksumMetrics metrics = ChecksumMetrics.NONE;
         private PayloadSender sender;
         private ChecksumSpec spec = ChecksumSpec.STANDARD;
+        private boolean stateDigests;
+        private Integer probeGroup;
+        private int probeBytes;
 
         private Builder(KvChecksum backend) {
             this.backend = Objects.requireNonNull(backend, "backend");
+        }
+
+        /**
+         * {@return this builder, digesting each request's state rows} Default off; see
+         * {@link WorkerChecksummer.Builder#stateDigests}.
+         *
+         * @param on whether to digest the state rows passed with each request
+         */
+        public Builder stateDigests(boolean on) {
+            this.stateDigests = on;
+            return this;
+        }
+
+        /**
+         * {@return this builder, probing group {@code groupId}'s pages} Default off; see
+         * {@link WorkerChecksummer.Builder#pageProbe}.
+         *
+         * @param groupId the probed group
+         * @param probeBytes bytes probed at each end of each cell, a positive multiple of 8 (checked by {@link #build})
+         */
+        public Builder pageProbe(int groupId, int probeBytes) {
+            this.probeGroup = groupId;
+            this.probeBytes = probeBytes;
+            return this;
         }
 
         /**
@@ -118,8 +156,16 @@ public final class SingleWorker {
             return this;
         }
 
-        /** {@return the worker} */
+        /**
+         * {@return the worker}
+         *
+         * @throws IllegalArgumentException when a page probe was asked for with probe bytes that are not a positive
+         *     multiple of 8
+         */
         public SingleWorker build() {
+            if (probeGroup != null && (probeBytes <= 0 || probeBytes % 8 != 0)) {
+                throw new IllegalArgumentException("probe bytes must be a positive multiple of 8, got " + probeBytes);
+            }
             return new SingleWorker(this);
         }
     }
@@ -160,9 +206,22 @@ public final class SingleWorker {
      * @throws IllegalArgumentException when {@code selection} is empty or its token counts differ
      */
     public Aggregator.Result producer(List<WorkerChecksummer.WorkerGroup> layout, List<BlockSelection> selection) {
-        long n = numTokens(selection);
-        WorkerRecord r = checksummer(layout, selection).tryCompute(Side.PRODUCER, n, selection);
-        return Aggregator.producer(1, 1, n, selection, List.of(r));
+        return producer(layout, selection, numTokens(selection), List.of());
+    }
+
+    /**
+     * {@return the producer's checksums and sections of one request, or why there are none}
+     *
+     * @param layout the request's caches, one entry per group; may be empty (a pure-state model)
+     * @param selection the producer's blocks, one selection per group, each of {@code numTokens}; may be empty
+     * @param numTokens the request's token count
+     * @param state the request's state rows (digested when built with {@link Builder#stateDigests}); not null
+     * @throws IllegalArgumentException when a selection's token count is not {@code numTokens}
+     */
+    public Aggregator.Result producer(List<WorkerChecksummer.WorkerGroup> layout, List<BlockSelection> selection,
+            long numTokens, List<StateShard> state) {
+        WorkerRecord r = checksummer(layout, selection).tryCompute(Side.PRODUCER, numTokens, selection, state);
+        return Aggregator.producer(1, 1, numTokens, selection, List.of(r));
     }
 
     /**
@@ -180,6 +239,21 @@ public final class SingleWorker {
     }
 
     /**
+     * {@return the producer's payload (checksums and sections) as base64 text, or empty when there is none to send}
+     *
+     * @param requestId the request, for the sender's warning; not null
+     * @param layout the request's caches, one entry per group; may be empty
+     * @param selection the producer's blocks, one selection per group, each of {@code numTokens}; may be empty
+     * @param numTokens the request's token count
+     * @param state the request's state rows; not null
+     * @throws IllegalArgumentException when a selection's token count is not {@code numTokens}
+     */
+    public Optional<String> producerBase64(String requestId, List<WorkerChecksummer.WorkerGroup> layout,
+            List<BlockSelection> selection, long numTokens, List<StateShard> state) {
+        return sender.base64(requestId, producer(layout, selection, numTokens, state));
+    }
+
+    /**
      * {@return the consumer's checksums of the loaded blocks, or why there are none}
      *
      * @param layout the request's caches, one entry per group
@@ -187,9 +261,22 @@ public final class SingleWorker {
      * @throws IllegalArgumentException when {@code selection} is empty or its token counts differ
      */
     public Aggregator.Result consumer(List<WorkerChecksummer.WorkerGroup> layout, List<BlockSelection> selection) {
-        long n = numTokens(selection);
-        WorkerRecord r = checksummer(layout, selection).tryCompute(Side.CONSUMER, n, selection);
-        return Aggregator.consumer(1, 1, n, selection, List.of(r));
+        return consumer(layout, selection, numTokens(selection), List.of());
+    }
+
+    /**
+     * {@return the consumer's checksums and sections of the loaded blocks and state, or why there are none}
+     *
+     * @param layout the request's caches, one entry per group; may be empty (a pure-state model)
+     * @param selection the blocks the load wrote, one selection per group, each of {@code numTokens}; may be empty
+     * @param numTokens the request's token count
+     * @param state the request's state rows (digested when built with {@link Builder#stateDigests}); not null
+     * @throws IllegalArgumentException when a selection's token count is not {@code numTokens}
+     */
+    public Aggregator.Result consumer(List<WorkerChecksummer.WorkerGroup> layout, List<BlockSelection> selection,
+            long numTokens, List<StateShard> state) {
+        WorkerRecord r = checksummer(layout, selection).tryCompute(Side.CONSUMER, numTokens, selection, state);
+        return Aggregator.consumer(1, 1, numTokens, selection, List.of(r));
     }
 
     /**
@@ -213,12 +300,36 @@ public final class SingleWorker {
     }
 
     /**
+     * As {@link #verify(PendingLoads, String, List, List)}, with the token count given and the request's state rows.
+     *
+     * @param pending the engine's pending loads, holding the producer's payload; not null
+     * @param requestId the request; not null
+     * @param layout the request's caches, one entry per group; may be empty
+     * @param selection the blocks the load wrote, one selection per group, each of {@code numTokens}; may be empty
+     * @param numTokens the request's token count
+     * @param state the request's state rows; not null
+     * @return the load's verdict, or empty when it was not pending
+     * @throws IllegalArgumentException when a selection's token count is not {@code numTokens}
+     * @throws NullPointerException when {@code pending} or {@code requestId} is null
+     */
+    public Optional<LoadVerdict> verify(PendingLoads pending, String requestId, List<WorkerChecksummer.WorkerGroup> layout,
+            List<BlockSelection> selection, long numTokens, List<StateShard> state) {
+        Objects.requireNonNull(pending, "pending");
+        Objects.requireNonNull(requestId, "requestId");
+        return pending.verify(requestId, consumer(layout, selection, numTokens, state));
+    }
+
+    /**
      * The worker for this request's layout, its groups declared with the selection's block sizes: segmented KV that a
      * load could not read from some block boundary skips its group with the reason ({@link WorkerChecksummer.Builder#blockSize}).
      */
     private WorkerChecksummer checksummer(List<WorkerChecksummer.WorkerGroup> layout, List<BlockSelection> selection) {
-        WorkerChecksummer.Builder b = WorkerChecksummer.builder(backend).groups(layout).spec(spec).metrics(metrics);
+        WorkerChecksummer.Builder b = WorkerChecksummer.builder(backend).groups(layout).spec(spec).metrics(metrics)
+                .stateDigests(stateDigests);
         selection.forEach(s -> b.blockSize(s.groupId(), s.blockSize()));
+        if (probeGroup != null) {
+            b.pageProbe(probeGroup, probeBytes);
+        }
         return b.build();
     }
 

@@ -157,6 +157,9 @@ public final class WorkerChecksummer {
     private final ChecksumMetrics metrics;
     private final ChecksumSpec spec;
     private final Map<Integer, Integer> blockSizes;
+    private final boolean stateDigests;
+    private final Integer probeGroup;
+    private final int probeBytes;
 
     private WorkerChecksummer(Builder b) {
         this.backend = b.backend;
@@ -193,6 +196,19 @@ public final class WorkerChecksummer {
         this.skipped = Map.copyOf(skips);
         this.metrics = b.metrics;
         this.blockSizes = Map.copyOf(b.blockSizes);
+        this.stateDigests = b.stateDigests;
+        this.probeGroup = b.probeGroup;
+        this.probeBytes = b.probeBytes;
+        if (probeGroup != null) {
+            if (probeBytes <= 0 || probeBytes % 8 != 0) {
+                throw new IllegalArgumentException("probe bytes must be a positive multiple of 8, got " + probeBytes);
+            }
+            WorkerGroup g = byId.get(probeGroup);
+            if (g != null && g.parts().stream().anyMatch(p -> p.segments() != null)) {
+                throw new IllegalArgumentException("group " + probeGroup + " is segmented: the page probe reads one"
+                        + " allocation per part (probe another group, or use AuxiliaryChecks per segment engine)");
+            }
+        }
     }
 
     /**
@@ -241,9 +257,43 @@ public final class WorkerChecksummer {
         private ChecksumSpec spec;
         private ChecksumMetrics metrics = ChecksumMetrics.NONE;
         private final Map<Integer, Integer> blockSizes = new HashMap<>();
+        private boolean stateDigests;
+        private Integer probeGroup;
+        private int probeBytes;
 
         private Builder(KvChecksum backend) {
             this.backend = Objects.requireNonNull(backend, "backend");
+        }
+
+        /**
+         * {@return this builder, digesting each request's state rows} Default off. The rows are passed per request
+         * ({@link WorkerChecksummer#submit(Side, long, List, List, long)}); the record carries one
+         * {@link io.kvchecksum.engine.wire.StateDigestsSection.Entry} per row (a producer: copy 0 rows only), and the
+         * aggregated payload a {@link io.kvchecksum.engine.wire.StateDigestsSection}. Every worker of a side, and both
+         * sides, use the same setting.
+         *
+         * @param on whether to digest the request's state rows
+         */
+        public Builder stateDigests(boolean on) {
+            this.stateDigests = on;
+            return this;
+        }
+
+        /**
+         * {@return this builder, probing the pages of group {@code groupId}} Default off. The record carries this
+         * worker's probe partials by copy ({@link io.kvchecksum.PageProbe}: a producer copy 0 only, a consumer every
+         * copy) and the aggregated payload a {@link io.kvchecksum.engine.wire.PageProbeSection}. One group is probed
+         * because the probe's pages are one page table's; choose the group whose pages a transfer writes last, the
+         * same on both sides.
+         *
+         * @param groupId the probed group
+         * @param probeBytes bytes probed at each end of each cell, a positive multiple of 8 (checked by {@link #build};
+         *     {@link io.kvchecksum.PageProbe#DEFAULT_PROBE_BYTES} when the engine does not choose)
+         */
+        public Builder pageProbe(int groupId, int probeBytes) {
+            this.probeGroup = groupId;
+            this.probeBytes = probeBytes;
+            return this;
         }
 
         /**
@@ -354,8 +404,9 @@ public final class WorkerChecksummer {
          * skipped with the reason: decided here, at startup, never an exception mid-request.
          *
          * @throws IllegalArgumentException when a rank or stage is negative, a group is described twice, both a gated
-         *     layout and explicit groups or skipped groups were given, the spec's padding is not the gate's, or a
-         *     group holding segmented KV has no declared {@link #blockSize}
+         *     layout and explicit groups or skipped groups were given, the spec's padding is not the gate's, a group
+         *     holding segmented KV has no declared {@link #blockSize}, or the page probe's bytes are not a positive
+         *     multiple of 8 or its group is segmented
          */
         public WorkerChecksummer build() {
             return new WorkerChecksummer(this);
@@ -393,7 +444,24 @@ public final class WorkerChecksummer {
      *     this request is released first
      */
     public PendingRecord submit(Side side, long numTokens, List<BlockSelection> scheduled, long stream) {
-        return enqueue(side, numTokens, scheduled, stream, false);
+        return enqueue(side, numTokens, scheduled, List.of(), stream, false);
+    }
+
+    /**
+     * As {@link #submit(Side, long, List, long)}, with the request's state rows on this worker (digested when the
+     * worker was built with {@link Builder#stateDigests}; a producer digests copy 0 rows only).
+     *
+     * @param side a producer checksums copy 0 only; a consumer every copy
+     * @param numTokens the request's token count on this side
+     * @param scheduled the scheduler's selection per group; excluded groups are not computed
+     * @param state this worker's state rows of the request, with their shard and copy; not null, may be empty
+     * @param stream the engine's stream or queue handle
+     * @return the pending record; poll it, take its record, or close it
+     * @throws RuntimeException what the backend throws; whatever was already enqueued is released first
+     */
+    public PendingRecord submit(Side side, long numTokens, List<BlockSelection> scheduled, List<StateShard> state,
+            long stream) {
+        return enqueue(side, numTokens, scheduled, state, stream, false);
     }
 
     /**
@@ -411,21 +479,39 @@ public final class WorkerChecksummer {
      *     scheduler bug, found before anything is enqueued)
      */
     public PendingRecord trySubmit(Side side, long numTokens, List<BlockSelection> scheduled, long stream) {
-        return enqueue(side, numTokens, scheduled, stream, true);
+        return enqueue(side, numTokens, scheduled, List.of(), stream, true);
+    }
+
+    /**
+     * As {@link #trySubmit(Side, long, List, long)}, with the request's state rows on this worker.
+     *
+     * @param side a producer checksums copy 0 only; a consumer every copy
+     * @param numTokens the request's token count on this side
+     * @param scheduled the scheduler's selection per group; excluded groups are not computed
+     * @param state this worker's state rows of the request, with their shard and copy; not null, may be empty
+     * @param stream the engine's stream or queue handle
+     * @return the pending record, possibly already failed
+     * @throws IllegalArgumentException only for a selection of another token count than {@code numTokens}
+     */
+    public PendingRecord trySubmit(Side side, long numTokens, List<BlockSelection> scheduled, List<StateShard> state,
+            long stream) {
+        return enqueue(side, numTokens, scheduled, state, stream, true);
     }
 
     /**
      * {@code stream} null: the backend's own {@link KvChecksum#submit(KvCacheGroup, RequestBlocks)}.
      * {@code reportFailures}: a backend failure becomes a failed record instead of an exception.
      */
-    private PendingRecord enqueue(Side side, long numTokens, List<BlockSelection> scheduled, Long stream,
-            boolean reportFailures) {
+    private PendingRecord enqueue(Side side, long numTokens, List<BlockSelection> scheduled, List<StateShard> state,
+            Long stream, boolean reportFailures) {
         Objects.requireNonNull(side, "side");
+        Objects.requireNonNull(state, "state");
         long started = System.nanoTime();
         List<BlockSelection> selected = scheduled.stream().filter(s -> !s.isExcluded()).toList();
         BlockSelection.requireTokens(selected, numTokens);
         Map<Integer, String> skippedHere = new LinkedHashMap<>();
         List<Part> parts = new ArrayList<>();
+        AuxiliaryParts.Pending aux = AuxiliaryParts.NONE;
         try {
             for (BlockSelection s : selected) {
                 String reason = skipped.get(s.groupId());
@@ -459,17 +545,45 @@ public final class WorkerChecksummer {
                     list.add(stream == null ? backend.submit(plan) : backend.submit(plan, stream));
                 }
             }
+            aux = AuxiliaryParts.submit(backend, spec.mode(), ppStage, stateDigests ? state.stream()
+                    .filter(r -> side == Side.CONSUMER || r.copy() == 0).toList() : null,
+                    probePlans(side, selected), probeBytes, stream);
         } catch (RuntimeException e) {
             closeAll(parts, e);
+            aux.close();
             if (!reportFailures) {
                 throw e;
             }
-            PendingRecord failed = new PendingRecord(numTokens, List.of(), Map.of(), started, true);
+            PendingRecord failed = new PendingRecord(numTokens, List.of(), Map.of(), AuxiliaryParts.NONE, started, true);
             failed.fail(e);
             return failed;
         }
         skipped.forEach(skippedHere::putIfAbsent);
-        return new PendingRecord(numTokens, parts, skippedHere, started, reportFailures);
+        return new PendingRecord(numTokens, parts, skippedHere, aux, started, reportFailures);
+    }
+
+    /**
+     * The probed group's plans on this worker, by copy (a producer: copy 0 only); empty when this worker holds none of
+     * it or it is skipped or not scheduled; {@code null} when the probe is off.
+     */
+    private Map<ReplicaKey, List<SlicePlan>> probePlans(Side side, List<BlockSelection> selected) {
+        if (probeGroup == null) {
+            return null;
+        }
+        Map<ReplicaKey, List<SlicePlan>> out = new LinkedHashMap<>();
+        WorkerGroup g = layout.get(probeGroup);
+        BlockSelection s = selected.stream().filter(x -> x.groupId() == probeGroup).findFirst().orElse(null);
+        if (g == null || s == null || skipped.containsKey(probeGroup)) {
+            return out;
+        }
+        for (ReplicaPart p : g.parts()) {
+            if (side == Side.PRODUCER && p.key().index() != 0) {
+                continue;
+            }
+            out.computeIfAbsent(p.key(), k -> new ArrayList<>())
+                    .add(SlicePlan.of(p.cache(), s.request(p.cache().pageSize()), spec));
+        }
+        return out;
     }
 
     /**
@@ -485,7 +599,22 @@ public final class WorkerChecksummer {
      * @throws RuntimeException what the backend throws (bad layout, device error), after releasing what was enqueued
      */
     public WorkerRecord compute(Side side, long numTokens, List<BlockSelection> scheduled) {
-        try (PendingRecord p = enqueue(side, numTokens, scheduled, null, false)) {
+        return compute(side, numTokens, scheduled, List.of());
+    }
+
+    /**
+     * As {@link #compute(Side, long, List)}, with the request's state rows on this worker.
+     *
+     * @param side a producer checksums copy 0 only; a consumer every copy
+     * @param numTokens the request's token count on this side
+     * @param scheduled the scheduler's selection per group; excluded groups are not computed
+     * @param state this worker's state rows of the request, with their shard and copy; not null, may be empty
+     * @return this worker's record of the request
+     * @throws IllegalArgumentException for a selection of another token count than {@code numTokens}
+     * @throws RuntimeException what the backend throws, after releasing what was enqueued
+     */
+    public WorkerRecord compute(Side side, long numTokens, List<BlockSelection> scheduled, List<StateShard> state) {
+        try (PendingRecord p = enqueue(side, numTokens, scheduled, state, null, false)) {
             return p.record();
         }
     }
@@ -501,7 +630,21 @@ public final class WorkerChecksummer {
      * @throws IllegalArgumentException only for a selection of another token count than {@code numTokens}
      */
     public WorkerRecord tryCompute(Side side, long numTokens, List<BlockSelection> scheduled) {
-        try (PendingRecord p = enqueue(side, numTokens, scheduled, null, true)) {
+        return tryCompute(side, numTokens, scheduled, List.of());
+    }
+
+    /**
+     * As {@link #tryCompute(Side, long, List)}, with the request's state rows on this worker.
+     *
+     * @param side a producer checksums copy 0 only; a consumer every copy
+     * @param numTokens the request's token count on this side
+     * @param scheduled the scheduler's selection per group; excluded groups are not computed
+     * @param state this worker's state rows of the request, with their shard and copy; not null, may be empty
+     * @return this worker's record of the request, {@link WorkerRecord#isFailed failed} when the backend failed
+     * @throws IllegalArgumentException only for a selection of another token count than {@code numTokens}
+     */
+    public WorkerRecord tryCompute(Side side, long numTokens, List<BlockSelection> scheduled, List<StateShard> state) {
+        try (PendingRecord p = enqueue(side, numTokens, scheduled, state, null, true)) {
             return p.record();
         }
     }
@@ -535,16 +678,18 @@ public final class WorkerChecksummer {
         private final long numTokens;
         private final List<Part> parts;
         private final Map<Integer, String> skipped;
+        private final AuxiliaryParts.Pending aux;
         private final long started;
         private final boolean reportFailures;
         private WorkerRecord record;
         private boolean closed;
 
-        private PendingRecord(long numTokens, List<Part> parts, Map<Integer, String> skipped, long started,
-                boolean reportFailures) {
+        private PendingRecord(long numTokens, List<Part> parts, Map<Integer, String> skipped, AuxiliaryParts.Pending aux,
+                long started, boolean reportFailures) {
             this.numTokens = numTokens;
             this.parts = parts;
             this.skipped = skipped;
+            this.aux = aux;
             this.started = started;
             this.reportFailures = reportFailures;
         }
@@ -567,7 +712,7 @@ public final class WorkerChecksummer {
             }
             ensureOpen();
             try {
-                if (!Part.handles(parts).allMatch(PendingChecksums::isDone)) {
+                if (!Part.handles(parts).allMatch(PendingChecksums::isDone) || !aux.isDone()) {
                     return false;
                 }
             } catch (RuntimeException e) {
@@ -594,6 +739,7 @@ public final class WorkerChecksummer {
             }
             ensureOpen();
             List<PartialGroup> out = new ArrayList<>();
+            AuxiliaryParts.Result extra;
             try {
                 for (Part p : parts) {
                     Map<ReplicaKey, long[]> columns = new LinkedHashMap<>();
@@ -606,6 +752,7 @@ public final class WorkerChecksummer {
                     }
                     out.add(new PartialGroup(p.selection.groupId(), p.fingerprint, p.selection.range(), columns));
                 }
+                extra = aux.get();
             } catch (RuntimeException e) {
                 if (reportFailures) {
                     return fail(e);
@@ -614,7 +761,8 @@ public final class WorkerChecksummer {
                 throw e;
             }
             close(null);
-            record = new WorkerRecord(tpRank, ppStage, numTokens, out, skipped, null, spec.mode());
+            record = new WorkerRecord(tpRank, ppStage, numTokens, out, skipped, null, spec.mode(), extra.stateDigests(),
+                    extra.probes());
             metrics.checksumNanos(System.nanoTime() - started);
             return record;
         }
@@ -642,7 +790,13 @@ public final class WorkerChecksummer {
                 return;
             }
             closed = true;
-            closeAll(parts, failure != null ? failure : new RuntimeException());
+            RuntimeException f = failure != null ? failure : new RuntimeException();
+            closeAll(parts, f);
+            try {
+                aux.close();
+            } catch (RuntimeException e) {
+                f.addSuppressed(e);
+            }
         }
     }
 }

@@ -2,8 +2,12 @@ package io.kvchecksum.engine.worker;
 
 import io.kvchecksum.ChecksumMode;
 import io.kvchecksum.InvalidLayoutException;
+import io.kvchecksum.PageProbe;
 import io.kvchecksum.engine.verdict.UnverifiedReason;
+import io.kvchecksum.engine.wire.StateDigestsSection;
 
+import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -12,7 +16,9 @@ import java.util.TreeMap;
 /**
  * What one worker (one TP rank of one PP stage) reports for one request: its partial checksums of every group it was
  * scheduled, and the groups it could not checksum, with the reason; or, when its checksum backend failed, that failure
- * ({@link #failed}). {@link Aggregator} combines the records of all workers of a side. Immutable.
+ * ({@link #failed}); and, when the side runs them, its auxiliary parts: the digests of its state rows and its page
+ * probe partials by copy. {@link Aggregator} combines the records of all workers of a side. Immutable. Engines ship
+ * records from worker processes to the aggregating rank as bytes with {@link WorkerRecordCodec}.
  *
  * @param tpRank the worker's TP rank
  * @param ppStage the worker's PP stage
@@ -27,9 +33,15 @@ import java.util.TreeMap;
  *     {@link #refused} record: the layout was refused before anything was read), into
  *     {@link UnverifiedReason#LAYOUT_REFUSED}.
  * @param mode the checksum mode the worker computed in (the engine's configuration)
+ * @param stateDigests the digests of this worker's state rows, in {@code mode}, each entry's stage this worker's
+ *     stage; empty when it holds none; {@code null} when the side does not digest state (or the record failed)
+ * @param probes this worker's page-probe partials of the probed group, by the copy of the heads they cover (a producer:
+ *     copy 0 only); empty when it holds none of the group; {@code null} when the side runs no probe (or the record
+ *     failed)
  */
 public record WorkerRecord(int tpRank, int ppStage, long numTokens, List<PartialGroup> groups,
-        Map<Integer, String> skippedGroups, String backendFailure, ChecksumMode mode) {
+        Map<Integer, String> skippedGroups, String backendFailure, ChecksumMode mode,
+        List<StateDigestsSection.Entry> stateDigests, Map<ReplicaKey, PageProbe.Probes> probes) {
 
     /**
      * How the failure text of a {@link #refused} record starts: the marker travels with the text, so a record shipped
@@ -40,9 +52,10 @@ public record WorkerRecord(int tpRank, int ppStage, long numTokens, List<Partial
     /**
      * Validates the record and copies its collections (the skipped groups sorted by group id).
      *
-     * @throws IllegalArgumentException when a rank or stage is negative, or a failed record carries groups or skipped
-     *     groups
-     * @throws NullPointerException when {@code mode}, {@code groups} or {@code skippedGroups} is null
+     * @throws IllegalArgumentException when a rank or stage is negative, a failed record carries groups, skipped
+     *     groups or auxiliary parts, or a state digest names another stage than the record's
+     * @throws NullPointerException when {@code mode}, {@code groups} or {@code skippedGroups} is null, or an element
+     *     of a collection is null
      */
     public WorkerRecord {
         Objects.requireNonNull(mode, "mode");
@@ -51,9 +64,53 @@ public record WorkerRecord(int tpRank, int ppStage, long numTokens, List<Partial
         }
         groups = List.copyOf(groups);
         skippedGroups = Map.copyOf(new TreeMap<>(skippedGroups));
-        if (backendFailure != null && (!groups.isEmpty() || !skippedGroups.isEmpty())) {
-            throw new IllegalArgumentException("a failed record carries no groups");
+        stateDigests = stateDigests == null ? null : List.copyOf(stateDigests);
+        if (probes != null) {
+            Map<ReplicaKey, PageProbe.Probes> copy = new LinkedHashMap<>();
+            probes.forEach((k, v) -> copy.put(Objects.requireNonNull(k, "replica key"), Objects.requireNonNull(v, "probes")));
+            probes = Collections.unmodifiableMap(copy);
         }
+        if (backendFailure != null && (!groups.isEmpty() || !skippedGroups.isEmpty() || stateDigests != null
+                || probes != null)) {
+            throw new IllegalArgumentException("a failed record carries no groups and no auxiliary parts");
+        }
+        if (stateDigests != null) {
+            for (StateDigestsSection.Entry e : stateDigests) {
+                if (e.stage() != ppStage) {
+                    throw new IllegalArgumentException("state buffer " + e.name() + " of stage " + e.stage()
+                            + " in the record of PP stage " + ppStage);
+                }
+            }
+        }
+    }
+
+    /**
+     * A record without auxiliary parts.
+     *
+     * @param tpRank the worker's TP rank, non-negative
+     * @param ppStage the worker's PP stage, non-negative
+     * @param numTokens the request's token count the worker checksummed for
+     * @param groups partial checksums, one per group computed; empty when failed
+     * @param skippedGroups groups the worker could not checksum, with the reason; empty when failed
+     * @param backendFailure what the backend threw, as text, or {@code null} when the checksums were computed
+     * @param mode the checksum mode the worker computed in
+     * @throws IllegalArgumentException as the canonical constructor does
+     */
+    public WorkerRecord(int tpRank, int ppStage, long numTokens, List<PartialGroup> groups, Map<Integer, String> skippedGroups,
+            String backendFailure, ChecksumMode mode) {
+        this(tpRank, ppStage, numTokens, groups, skippedGroups, backendFailure, mode, null, null);
+    }
+
+    /**
+     * {@return this record with auxiliary parts} A failed record stays as it is.
+     *
+     * @param stateDigests the digests of this worker's state rows, or {@code null} when the side digests no state
+     * @param probes the page-probe partials by copy, or {@code null} when the side runs no probe
+     * @throws IllegalArgumentException as the canonical constructor does
+     */
+    public WorkerRecord withAuxiliary(List<StateDigestsSection.Entry> stateDigests, Map<ReplicaKey, PageProbe.Probes> probes) {
+        return isFailed() ? this : new WorkerRecord(tpRank, ppStage, numTokens, groups, skippedGroups, null, mode,
+                stateDigests, probes);
     }
 
     /**
@@ -67,7 +124,7 @@ public record WorkerRecord(int tpRank, int ppStage, long numTokens, List<Partial
      * @throws IllegalArgumentException as the canonical constructor does
      */
     public WorkerRecord(int tpRank, int ppStage, long numTokens, List<PartialGroup> groups, Map<Integer, String> skippedGroups) {
-        this(tpRank, ppStage, numTokens, groups, skippedGroups, null, ChecksumMode.STANDARD);
+        this(tpRank, ppStage, numTokens, groups, skippedGroups, null, ChecksumMode.STANDARD, null, null);
     }
 
     /**
@@ -83,7 +140,7 @@ public record WorkerRecord(int tpRank, int ppStage, long numTokens, List<Partial
      */
     public WorkerRecord(int tpRank, int ppStage, long numTokens, List<PartialGroup> groups, Map<Integer, String> skippedGroups,
             String backendFailure) {
-        this(tpRank, ppStage, numTokens, groups, skippedGroups, backendFailure, ChecksumMode.STANDARD);
+        this(tpRank, ppStage, numTokens, groups, skippedGroups, backendFailure, ChecksumMode.STANDARD, null, null);
     }
 
     /**
@@ -97,7 +154,7 @@ public record WorkerRecord(int tpRank, int ppStage, long numTokens, List<Partial
      */
     public static WorkerRecord failed(int tpRank, int ppStage, long numTokens, Throwable failure) {
         return new WorkerRecord(tpRank, ppStage, numTokens, List.of(), Map.of(),
-                Objects.requireNonNull(failure, "failure").toString(), ChecksumMode.STANDARD);
+                Objects.requireNonNull(failure, "failure").toString(), ChecksumMode.STANDARD, null, null);
     }
 
     /**

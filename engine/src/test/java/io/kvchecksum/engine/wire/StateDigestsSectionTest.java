@@ -63,7 +63,7 @@ class StateDigestsSectionTest {
                 LoadVerdict v = Verifier.compare(expected, base().withSection(seen));
                 assertEquals(Status.MISMATCH, v.status(), mode + ": " + v);
                 assertTrue(v.section(StateDigestsSection.NAME).detail().contains("l0.ssm"), v.toString());
-                assertEquals(List.of("l0.ssm"), StateDigestsSection.differingBuffers(sent, seen));
+                assertEquals(List.of("l0.ssm shard 0/1"), StateDigestsSection.differingBuffers(sent, seen));
                 MemorySegment.copy(prod, 0, cons, 0, 4096);
             }
         }
@@ -85,7 +85,8 @@ class StateDigestsSectionTest {
         assertEquals(UnverifiedReason.ONE_SIDE_ONLY, extra.reason());
         assertTrue(extra.detail().contains("ssm (consumer)"), extra.detail());
         assertThrows(IllegalArgumentException.class, () -> StateDigestsSection.merge(List.of(a, a)));
-        assertEquals(more, StateDigestsSection.merge(List.of(a, new StateDigestsSection("standard", Map.of("ssm", 5L)))).digests());
+        assertEquals(new StateDigestsSection("standard", more),
+                StateDigestsSection.merge(List.of(a, new StateDigestsSection("standard", Map.of("ssm", 5L)))));
     }
 
     @Test
@@ -103,9 +104,91 @@ class StateDigestsSectionTest {
         byte[] twice = HexFormat.of().parseHex("96030214a87374616e64617264" + "90" + "81" + "ad" + "73746174652d64696765737473"
                 + "92" + "a8" + "7374616e64617264" + "92" + "92a4636f6e7601" + "92a4636f6e7602");
         MalformedPayloadException e = assertThrows(MalformedPayloadException.class, () -> PayloadCodec.decode(twice));
-        assertEquals("sections.state-digests.digests[1].name: 'conv' appears twice", e.getMessage());
-        assertEquals(Map.of("conv", 1L, "con", -1L),
-                ((StateDigestsSection) PayloadCodec.decode(dup).section(StateDigestsSection.NAME)).digests());
+        assertEquals("sections.state-digests.digests[1].name: 'conv shard 0/1' appears twice", e.getMessage());
+        assertEquals(List.of(StateDigestsSection.Entry.unsharded("conv", 1L), StateDigestsSection.Entry.unsharded("con", -1L)),
+                ((StateDigestsSection) PayloadCodec.decode(dup).section(StateDigestsSection.NAME)).entries());
+    }
+
+    private static StateDigestsSection.Entry entry(String name, int shard, int shards, int copy, int copies, long length,
+            long digest) {
+        return new StateDigestsSection.Entry(name, shard, shards, 0, copy, copies, length, digest);
+    }
+
+    private static SectionVerdict compare(List<StateDigestsSection.Entry> producer, List<StateDigestsSection.Entry> consumer) {
+        // Through the bytes, so the entries' wire form is what is compared.
+        ChecksumPayload sent = PayloadCodec.decode(PayloadCodec.encode(base().withSection(new StateDigestsSection("standard", producer))));
+        LoadVerdict v = Verifier.compare(sent, base().withSection(new StateDigestsSection("standard", consumer)));
+        return v.section(StateDigestsSection.NAME);
+    }
+
+    /** Issue 26: a TP2 producer's two shards of l0.ssm against a TP1 consumer's one row of the same bytes. */
+    @Test
+    void otherShardsAreALayoutDifferenceNeverAMismatch() {
+        SectionVerdict v = compare(List.of(entry("l0.ssm", 0, 2, 0, 1, 64, 11), entry("l0.ssm", 1, 2, 0, 1, 64, 12)),
+                List.of(entry("l0.ssm", 0, 1, 0, 1, 128, 99)));
+        assertEquals(Status.UNVERIFIED, v.status(), v.toString());
+        assertEquals(UnverifiedReason.LAYOUT_DIFFERS, v.reason());
+        assertTrue(v.detail().contains("l0.ssm in 2 shards (producer) and 1 shards (consumer)"), v.detail());
+        // The load keeps its groups' status: the KV group matched.
+        LoadVerdict load = Verifier.compare(base().withSection(new StateDigestsSection("standard",
+                List.of(entry("l0.ssm", 0, 2, 0, 1, 64, 11), entry("l0.ssm", 1, 2, 0, 1, 64, 12)))),
+                base().withSection(new StateDigestsSection("standard", List.of(entry("l0.ssm", 0, 1, 0, 1, 128, 99)))));
+        assertEquals(Status.MATCH, load.status(), load.toString());
+    }
+
+    /** Issue 26: a 64-byte row against a 128-byte row of the same name is not corruption. */
+    @Test
+    void aLengthDifferenceIsUnverifiedNeverAMismatch() {
+        SectionVerdict v = compare(List.of(entry("l0.ssm", 0, 1, 0, 1, 64, 5)), List.of(entry("l0.ssm", 0, 1, 0, 1, 128, 6)));
+        assertEquals(UnverifiedReason.LAYOUT_DIFFERS, v.reason(), v.toString());
+        assertTrue(v.detail().contains("length differs: 64 bytes (producer), 128 (consumer)"), v.detail());
+        // Same length, same digest: a match; one digest off: a mismatch naming the shard.
+        assertEquals(Status.MATCH, compare(List.of(entry("l0.ssm", 1, 2, 0, 1, 64, 5)),
+                List.of(entry("l0.ssm", 1, 2, 0, 1, 64, 5))).status());
+        SectionVerdict bad = compare(List.of(entry("l0.ssm", 1, 2, 0, 1, 64, 5), entry("l0.ssm", 0, 2, 0, 1, 64, 7)),
+                List.of(entry("l0.ssm", 0, 2, 0, 1, 64, 7), entry("l0.ssm", 1, 2, 0, 1, 64, 6)));
+        assertEquals(Status.MISMATCH, bad.status(), bad.toString());
+        assertEquals("state buffers differ: l0.ssm shard 1/2", bad.detail());
+    }
+
+    /** Replicated rows: the producer sends copy 0, the consumer checks each of its copies against it. */
+    @Test
+    void eachConsumerCopyIsCheckedAgainstTheProducersCopyZero() {
+        List<StateDigestsSection.Entry> producer = List.of(entry("l0.conv", 0, 1, 0, 2, 32, 3));
+        assertEquals(Status.MATCH, compare(producer, List.of(entry("l0.conv", 0, 1, 0, 2, 32, 3),
+                entry("l0.conv", 0, 1, 1, 2, 32, 3))).status());
+        SectionVerdict v = compare(producer, List.of(entry("l0.conv", 0, 1, 0, 2, 32, 3), entry("l0.conv", 0, 1, 1, 2, 32, 4)));
+        assertEquals(Status.MISMATCH, v.status(), v.toString());
+        assertEquals("state buffers differ: l0.conv shard 0/1 copy 1/2", v.detail());
+        // A producer with 4 copies and a consumer with 1 compare alike: the copy count is not the layout.
+        assertEquals(Status.MATCH, compare(List.of(entry("l0.conv", 0, 1, 0, 4, 32, 3)),
+                List.of(entry("l0.conv", 0, 1, 0, 1, 32, 3))).status());
+    }
+
+    /** Rolling upgrades: an old producer's [name, digest] entries are shard 0 of 1, copy 0 of 1, length not compared. */
+    @Test
+    void oldTwoElementEntriesStillDecodeAndCompare() {
+        List<StateDigestsSection.Entry> old = List.of(StateDigestsSection.Entry.unsharded("ssm", 9));
+        assertEquals(Status.MATCH, compare(old, List.of(entry("ssm", 0, 1, 0, 1, 4096, 9))).status());
+        assertEquals(Status.MISMATCH, compare(old, List.of(entry("ssm", 0, 1, 0, 1, 4096, 8))).status());
+        // The new form: [name, digest, shard, shards, stage, copy, copies, length].
+        ChecksumPayload p = ChecksumPayload.of(2, 20, List.of()).withSection(new StateDigestsSection("standard",
+                List.of(new StateDigestsSection.Entry("ssm", 1, 2, 1, 0, 1, 64, 7))));
+        String section = "ad" + "73746174652d64696765737473" + "92" + "a8" + "7374616e64617264" + "91"
+                + "98" + "a3" + "73736d" + "07" + "01" + "02" + "01" + "00" + "01" + "40";
+        assertEquals("96030214a87374616e64617264" + "90" + "81" + section, HexFormat.of().formatHex(PayloadCodec.encode(p)));
+        assertEquals(p, PayloadCodec.decode(PayloadCodec.encode(p)));
+        // Malformed: a shard outside its count, a 3-element entry, the same copy twice.
+        byte[] bad = HexFormat.of().parseHex(("96030214a87374616e64617264" + "90" + "81" + section).replace("0701020100", "0702020100"));
+        assertEquals("sections.state-digests.digests[0].shard: 2 is outside 0..1",
+                assertThrows(MalformedPayloadException.class, () -> PayloadCodec.decode(bad)).getMessage());
+        byte[] three = HexFormat.of().parseHex("96030214a87374616e64617264" + "90" + "81" + "ad" + "73746174652d64696765737473"
+                + "92" + "a8" + "7374616e64617264" + "91" + "93a373736d0701");
+        assertEquals("sections.state-digests.digests[0]: 3 elements, expected 2 or 8",
+                assertThrows(MalformedPayloadException.class, () -> PayloadCodec.decode(three)).getMessage());
+        assertThrows(IllegalArgumentException.class, () -> new StateDigestsSection("standard",
+                List.of(entry("a", 0, 1, 0, 1, 1, 1), entry("a", 0, 1, 0, 1, 2, 2))));
+        assertThrows(IllegalArgumentException.class, () -> new StateDigestsSection.Entry("a", 0, 2, 0, 0, 1, -1, 0));
     }
 
     @Test
@@ -114,7 +197,7 @@ class StateDigestsSectionTest {
             List<StateRow> rows = List.of(new StateRow("ssm", KvMemory.host(arena.allocate(40)), 0, 40));
             AuxiliaryChecks aux = new AuxiliaryChecks(true, 0);
             List<PayloadSection> mine = aux.compute(cpu, ChecksumMode.STANDARD, rows, null);
-            assertEquals(List.of(new StateDigestsSection("standard", Map.of("ssm", 0L))), mine);
+            assertEquals(List.of(new StateDigestsSection("standard", List.of(entry("ssm", 0, 1, 0, 1, 40, 0)))), mine);
             Aggregator.Result done = AuxiliaryChecks.attach(new Aggregator.Complete(base(), Map.of()), mine);
             assertEquals(mine.get(0), ((Aggregator.Complete) done).payload().section(StateDigestsSection.NAME));
             Aggregator.Result incomplete = new Aggregator.Incomplete(UnverifiedReason.NOT_EVERY_WORKER_REPORTED, "1 of 2");
