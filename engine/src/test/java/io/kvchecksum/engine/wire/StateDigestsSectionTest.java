@@ -52,7 +52,8 @@ class StateDigestsSectionTest {
                     new StateRow("l0.ssm", KvMemory.host(cons), 1024, 2053));
             for (ChecksumMode mode : ChecksumMode.values()) {
                 StateDigestsSection sent = StateDigestsSection.compute(cpu, p, mode);
-                ChecksumPayload expected = PayloadCodec.decode(PayloadCodec.encode(base().withSection(sent)));
+                ChecksumPayload expected = PayloadCodec.decode(PayloadCodec.encode(base().withSection(sent)),
+                        PayloadCodec.encodeSections(base().withSection(sent)));
                 assertEquals(sent, expected.section(StateDigestsSection.NAME));
                 LoadVerdict same = Verifier.compare(expected, base().withSection(StateDigestsSection.compute(cpu, c, mode)));
                 assertEquals(Status.MATCH, same.status(), same.toString());
@@ -97,15 +98,21 @@ class StateDigestsSectionTest {
         // {"state-digests": ["standard", [["conv", 1], ["ssm", 2^64-1]]]}
         String section = "ad" + "73746174652d64696765737473" + "92" + "a8" + "7374616e64617264" + "92" + "92" + "a4"
                 + "636f6e76" + "01" + "92" + "a3" + "73736d" + "cf" + "ffffffffffffffff";
-        assertEquals("96030214a87374616e64617264" + "90" + "81" + section, HexFormat.of().formatHex(PayloadCodec.encode(p)));
-        byte[] dup = HexFormat.of().parseHex(("96030214a87374616e64617264" + "90" + "81" + section).replace("a373736d", "a3636f6e"));
+        // The checksums are the plain version-2 bytes; the section travels in the sections value [1, {...}].
+        assertEquals("94020214" + "90", HexFormat.of().formatHex(PayloadCodec.encode(p)));
+        assertEquals("92" + "01" + "81" + section, HexFormat.of().formatHex(PayloadCodec.encodeSections(p)));
+        byte[] checksums = PayloadCodec.encode(p);
+        byte[] dup = HexFormat.of().parseHex(("9201" + "81" + section).replace("a373736d", "a3636f6e"));
         // "ssm" -> "con": still distinct; now make it "conv" twice by editing the length and bytes.
-        byte[] twice = HexFormat.of().parseHex("96030214a87374616e64617264" + "90" + "81" + "ad" + "73746174652d64696765737473"
+        byte[] twice = HexFormat.of().parseHex("9201" + "81" + "ad" + "73746174652d64696765737473"
                 + "92" + "a8" + "7374616e64617264" + "92" + "92a4636f6e7601" + "92a4636f6e7602");
-        MalformedPayloadException e = assertThrows(MalformedPayloadException.class, () -> PayloadCodec.decode(twice));
+        MalformedPayloadException e = assertThrows(MalformedPayloadException.class, () -> PayloadCodec.decode(checksums, twice));
         assertEquals("sections.state-digests.digests[1].name: 'conv' appears twice", e.getMessage());
         assertEquals(Map.of("conv", 1L, "con", -1L),
-                ((StateDigestsSection) PayloadCodec.decode(dup).section(StateDigestsSection.NAME)).digests());
+                ((StateDigestsSection) PayloadCodec.decode(checksums, dup).section(StateDigestsSection.NAME)).digests());
+        // An earlier release's version 3 with the section inline still decodes to it.
+        ChecksumPayload inline = PayloadCodec.decode(HexFormat.of().parseHex("96030214a87374616e64617264" + "90" + "81" + section));
+        assertEquals(p.section(StateDigestsSection.NAME), inline.section(StateDigestsSection.NAME));
     }
 
     @Test
