@@ -368,8 +368,9 @@ public final class PayloadCodec {
         }
 
         /**
-         * A map of named sections (version 3's inline one, or the separate value's): every value is first checked to be well-formed msgpack within the input and at
-         * most 32 levels deep; the known ones are then decoded from exactly their own bytes, the others dropped.
+         * A map of named sections (version 3's inline one, or the separate value's): every value is first checked
+         * to be well-formed msgpack within the input and at most 32 levels deep; the known ones are then decoded from
+         * exactly their own bytes, the others dropped.
          */
         private Sections sections() throws IOException {
             next("sections", ValueType.MAP);
