@@ -5,12 +5,15 @@ that shares no code with the Java codec.
   python3 golden/generator/payloads.py [--out DIR]       writes NAME.msgpack + NAME.txt per case
                                                          (default: engine/src/test/resources/interop)
   python3 golden/generator/payloads.py --decode FILE...  decodes payloads (e.g. written by Java) and prints
-                                                         each in the NAME.txt form
+                                                         each in the NAME.txt form; FILE,SECTIONS_FILE decodes
+                                                         the sections value beside the checksums too
 
 Wire format (seeds/003, final form; the project tags it 2):
   [2, tp_size, num_tokens, [[group_id, fingerprint, block_size, start, values], ...]]
-version 3 (a checksum mode other than the standard one, and named sections a reader skips if it does not know them):
+version 3 (a checksum mode other than the standard one; earlier releases also put named sections inline there):
   [3, tp_size, num_tokens, mode, [[group_id, fingerprint, block_size, start, values], ...], {name: any, ...}]
+the sections value, carried beside the checksums (kv_transfer_params["kv_checksum_sections"]):
+  [1, {name: any, ...}]
 the earlier revision's version 1:
   [1, num_tokens, [[group_id, fingerprint, start, values], ...]]
 and the final form tagged 1 (the seed names no version number for it):
@@ -25,12 +28,16 @@ The NAME.txt form, one field per line, every number in decimal (unsigned):
   mode M           (v3 only)
   group G fingerprint F block_size B start S values V1 V2 ...   (block_size absent for v1)
   reencoded NAME   the file holding what a reader that writes the final form as version 2 must write back
+  reencoded_sections NAME   the file holding the sections value a Java reader writes back (absent: none, as it
+                   keeps only the sections it knows)
+  input_sections NAME       the sections value that travels beside NAME.msgpack (absent: none travels)
   identical true   (--decode only) packing the decoded object again gives the same bytes
   section sglang-digest group G worker W signature S page_size P first_token F num_pages N digest D
                    (--decode only, one line per entry of a known sglang-digest section, before `identical`)
 
-Sections this release knows (KNOWN_SECTIONS) are kept by a Java reader, so a payload carrying only those is written
-back byte for byte; for them NAME.sections lists the entries in the `section ...` form above.
+Sections this release knows (KNOWN_SECTIONS) are kept by a Java reader, which writes them back beside the checksums
+(NAME.sections-value.msgpack), never inline; for them NAME.sections lists the entries in the `section ...` form above.
+The inline cases (v3-sections, v3-sglang-digest) are what earlier releases wrote: still read, written back split.
 
 Deterministic: every case draws from np.random.default_rng(crc32(name)).
 """
@@ -114,7 +121,28 @@ def cases():
     out['v3-sglang-digest'] = ('v3', 2, 40, [group(r, 0, 40, 16, start=0), group(r, 1, 40, 8, start=0)], 'standard',
                                {'sglang-digest': [[0, 0, sigs[0], 16, 0, 3, digests[0]], [0, 1, sigs[0], 16, 0, 3, digests[1]],
                                                   [1, 0, sigs[1] | (1 << 63), 8, 0, 5, digests[2]]]})
+    # Sections beside the checksums (the current form): the checksums are the plain version-2 (or mixed-mode
+    # version-3, with an empty map) bytes, the sections a value of their own.
+    r = rng('v2-sglang-digest-separate')
+    digests = [zlib.adler32(r.bytes(int(r.integers(1, 4096)))) for _ in range(2)]
+    sigs = draw_u64(r, 1)
+    out['v2-sglang-digest-separate'] = ('v2', 2, 48, [group(r, 0, 48, 16, start=0)], None, None,
+                                        {'sglang-digest': [[0, 0, sigs[0] | (1 << 63), 16, 0, 3, digests[0]],
+                                                           [0, 1, sigs[0] | (1 << 63), 16, 0, 3, digests[1]]]})
+    r = rng('v2-unknown-sections-separate')
+    out['v2-unknown-sections-separate'] = ('v2', 4, 70, [group(r, 1, 70, 32, start=1)], None, None,
+                                           {'later-extension': [1, -2, 3.5, None, {'k': b'\x00\xff'}], 'z': 'text'})
+    r = rng('v3-mixed-sections-separate')
+    digests = [zlib.adler32(r.bytes(int(r.integers(1, 4096))))]
+    sigs = draw_u64(r, 1)
+    out['v3-mixed-sections-separate'] = ('v3', 8, 33, [group(r, 0, 33, 8, start=2)], 'mixed', {},
+                                         {'sglang-digest': [[0, 0, sigs[0], 8, 16, 3, digests[0]]]})
     return out
+
+
+def sections_value(sections):
+    """The sections value: [1, {name: any, ...}]."""
+    return [1, sections]
 
 
 def sections_text(sections):
@@ -197,7 +225,8 @@ def write(out):
             os.remove(os.path.join(out, f))
     for name, case in sorted(cases().items()):
         form, tp, n, groups = case[:4]
-        mode, sections = case[4:] if len(case) == 6 else (None, None)
+        mode, sections = case[4:6] if len(case) >= 6 else (None, None)
+        separate = case[6] if len(case) == 7 else None
         if form == 'v1':
             groups = [dict(g, block_size=None) for g in groups]   # version 1 carries no block size
         data = pack(to_object(form, tp, n, groups, mode, sections))
@@ -205,15 +234,29 @@ def write(out):
         back = from_object(msgpack.unpackb(data, raw=False, strict_map_key=False))
         assert back == (form, tp, n, groups, mode, sections), name
         reencoded = name
-        if sections and set(sections) <= set(KNOWN_SECTIONS):
-            # A reader that knows every section keeps them: the same bytes back. NAME.sections lists their entries.
+        extra = []
+        every = dict(sections or {}, **(separate or {}))
+        known = {k: v for k, v in every.items() if k in KNOWN_SECTIONS}
+        if known and set(every) <= set(KNOWN_SECTIONS):
+            # NAME.sections lists the known sections' entries.
             with open(os.path.join(out, name + '.sections'), 'w') as fh:
-                fh.write('\n'.join(sections_text(sections)) + '\n')
-        elif sections:
-            # A reader that knows none of the sections skips them and writes the payload back without them.
+                fh.write('\n'.join(sections_text(known)) + '\n')
+        if sections:
+            # A Java reader writes the checksums back without inline sections: its sections travel beside them.
             reencoded = name + '.no-sections'
             with open(os.path.join(out, reencoded + '.msgpack'), 'wb') as fh:
                 fh.write(pack(to_object(form, tp, n, groups, mode, {})))
+        if separate is not None:
+            with open(os.path.join(out, name + '.sections-value.msgpack'), 'wb') as fh:
+                fh.write(pack(sections_value(separate)))
+            extra.append('input_sections ' + name + '.sections-value')
+        if known:
+            # A reader keeps the sections it knows and writes them as the sections value.
+            rs = name + '.sections-value' if separate is not None and set(separate) == set(known) else name + '.known-sections-value'
+            if rs != name + '.sections-value':
+                with open(os.path.join(out, rs + '.msgpack'), 'wb') as fh:
+                    fh.write(pack(sections_value(known)))
+            extra.append('reencoded_sections ' + rs)
         if form == 'v1-tagged-final':
             # A reader of the final form writes it back tagged 2: the same fields, the tag changed.
             reencoded = name + '.as-v2'
@@ -222,16 +265,28 @@ def write(out):
         with open(os.path.join(out, name + '.msgpack'), 'wb') as fh:
             fh.write(data)
         with open(os.path.join(out, name + '.txt'), 'w') as fh:
-            fh.write(to_text(form, tp, n, groups, mode, ['reencoded ' + reencoded]))
+            fh.write(to_text(form, tp, n, groups, mode, extra + ['reencoded ' + reencoded]))
 
 
 def decode(files):
-    for path in files:
+    for arg in files:
+        # FILE, or FILE,SECTIONS_FILE: the checksums and the sections value that travelled beside them.
+        path, _, spath = arg.partition(',')
         with open(path, 'rb') as fh:
             data = fh.read()
         obj = msgpack.unpackb(data, raw=False, strict_map_key=False)
         form, tp, n, groups, mode, sections = from_object(obj)
         identical = pack(obj) == data
+        if spath:
+            with open(spath, 'rb') as fh:
+                sdata = fh.read()
+            sobj = msgpack.unpackb(sdata, raw=False, strict_map_key=False)
+            if not isinstance(sobj, list) or len(sobj) != 2 or sobj[0] != 1 or not isinstance(sobj[1], dict):
+                raise ValueError('not a sections value [1, {...}]: %r' % (sobj,))
+            if set(sobj[1]) & set(sections or {}):
+                raise ValueError('sections both inline and beside: %r' % sorted(set(sobj[1]) & set(sections or {})))
+            sections = dict(sections or {}, **sobj[1])
+            identical = identical and pack(sobj) == sdata
         sys.stdout.write('file %s\n' % os.path.basename(path))
         sys.stdout.write(to_text(form, tp, n, groups, mode,
                                  sections_text(sections) + ['identical %s' % ('true' if identical else 'false')]))

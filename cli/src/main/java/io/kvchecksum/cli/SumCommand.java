@@ -29,7 +29,8 @@ import java.util.concurrent.Callable;
 @Command(name = "sum", mixinStandardHelpOptions = true, sortOptions = false,
         description = {"The block checksums of a KV dump, or its payload.",
                 "Dumps: safetensors, .npz, .npy, or a directory of .npy files.",
-                "With --payload: the base64 checksum payload a producer would send for it.",
+                "With --payload: the checksum payload a producer would send for it (base64; with sections, a JSON object of"
+                        + " the kv_transfer_params entries).",
                 "Exit 2 when the group is skipped (cells not whole 8-byte pieces without --pad-cells), with the reason."})
 final class SumCommand implements Callable<Integer> {
     @Spec
@@ -53,8 +54,13 @@ final class SumCommand implements Callable<Integer> {
     @Mixin
     ModeOption modeOption;
 
-    @Option(names = "--payload", description = "Print the base64 payload (version 2; 3 with --mode mixed or SGLang's page digest) instead of the values.")
+    @Option(names = "--payload", description = "Print the base64 payload (version 2; 3 with --mode mixed) instead of the values;"
+            + " with sections (SGLang's page digest) the kv_transfer_params entries as one JSON object,"
+            + " {\"kv_checksums\": ..., \"kv_checksum_sections\": ...}.")
     boolean payload;
+
+    /** What {@code --payload} prints, set by {@link #print}. */
+    private String payloadText;
 
     @Option(names = "--tp-size", paramLabel = "T", defaultValue = "1", description = "The TP size the payload names (default 1).")
     int tpSize;
@@ -113,9 +119,14 @@ final class SumCommand implements Callable<Integer> {
         RequestBlocks r = d.request();
         Map<String, Object> o = new LinkedHashMap<>();
         if (payload) {
-            o.put("payload", PayloadCodec.encodeBase64(SglangDigests.attach(ChecksumPayload.of(mode, tpSize,
-                    r.numTokens(), be == null ? List.of() : List.of(new GroupChecksums(groupId, fingerprint.of(d),
-                            r.blockSize(), r.firstBlock(), values))), digest == null ? List.of() : List.of(digest))));
+            ChecksumPayload p = SglangDigests.attach(ChecksumPayload.of(mode, tpSize, r.numTokens(), be == null ? List.of()
+                    : List.of(new GroupChecksums(groupId, fingerprint.of(d), r.blockSize(), r.firstBlock(), values))),
+                    digest == null ? List.of() : List.of(digest));
+            o.put("payload", PayloadCodec.encodeBase64(p));
+            if (!p.sections().isEmpty()) {
+                o.put("payload_sections", PayloadCodec.encodeSectionsBase64(p));
+            }
+            payloadText = PayloadCommand.text(p);
         } else if (json) {
             o.put("block_size", r.blockSize());
             o.put("first_block", r.firstBlock());
@@ -137,7 +148,7 @@ final class SumCommand implements Callable<Integer> {
             }
             Json.print(out, o);
         } else if (payload) {
-            out.println(o.get("payload"));
+            out.println(payloadText);
         } else if (be == null) {
             out.println("dump:    " + d.describe());
             out.println("skipped: " + d.skipReason());

@@ -42,8 +42,13 @@ final class VerifyCommand implements Callable<Integer> {
     Path dump;
 
     @Option(names = "--expected", paramLabel = "PAYLOAD", required = true,
-            description = "The producer's base64 payload, or @FILE to read it from a file.")
+            description = "The producer's base64 payload (kv_checksums), or a JSON object with \"kv_checksums\" and"
+                    + " \"kv_checksum_sections\" (its kv_transfer_params), or @FILE to read either from a file.")
     String expected;
+
+    @Option(names = "--expected-sections", paramLabel = "SECTIONS",
+            description = "The producer's sections (kv_checksum_sections) when given apart: base64 or @FILE.")
+    String expectedSections;
 
     @Option(names = "--block-size", paramLabel = "B",
             description = "Tokens per checksum block of the dump (default: the payload group's block size).")
@@ -76,7 +81,7 @@ final class VerifyCommand implements Callable<Integer> {
         if (groupId < 0) {
             throw new picocli.CommandLine.ParameterException(spec.commandLine(), "--group-id " + groupId + ": must be 0 or more");
         }
-        ChecksumPayload exp = PayloadCommand.read(expected, null);
+        ChecksumPayload exp = PayloadCommand.read(expected, null, expectedSections);
         GroupChecksums eg = exp.groups().stream().filter(g -> g.groupId() == groupId).findFirst().orElse(null);
         List<Integer> others = exp.groups().stream().map(GroupChecksums::groupId).filter(g -> g != groupId).distinct().toList();
         int b;

@@ -9,6 +9,7 @@ import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestFactory;
 
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -86,8 +87,8 @@ class SglangCliTest {
                         p.add("--payload");
                         Cli.Run pr = Cli.run(p.toArray(String[]::new));
                         assertEquals(0, pr.code(), pr.err());
-                        ChecksumPayload payload = PayloadCodec.decodeBase64(pr.out().strip());
-                        assertEquals(3, payload.version());
+                        ChecksumPayload payload = fromParams(pr.out().strip());
+                        assertEquals(2, payload.version(), "the checksums stay seed 003's version 2");
                         assertEquals(Cli.strings(c.get("values")), java.util.Arrays.stream(payload.groups().getFirst().values())
                                 .mapToObj(Long::toUnsignedString).toList());
                         SglangDigestSection s = (SglangDigestSection) payload.section(SglangDigestSection.NAME);
@@ -144,6 +145,13 @@ class SglangCliTest {
             }));
         }
         return tests.stream();
+    }
+
+    /** {@code sum --payload}'s output with a section: the kv_transfer_params entries, decoded. */
+    static ChecksumPayload fromParams(String json) throws Exception {
+        JsonNode j = new com.fasterxml.jackson.databind.ObjectMapper().readTree(json);
+        assertEquals(2, j.size(), json);
+        return PayloadCodec.decodeBase64(j.get("kv_checksums").asText(), j.get("kv_checksum_sections").asText());
     }
 
     private static String producerPayload(String file, int blockSize) {
@@ -225,6 +233,75 @@ class SglangCliTest {
         Cli.Run r = verify("sglang-bf16-page16.safetensors", plain.out().strip(), "--json");
         assertEquals(Main.OK, r.code(), r.out() + r.err());
         assertEquals(0, r.json().get("sections").size());
+    }
+
+    @Test
+    void theSectionsTravelUnderTheirOwnKeyAndEveryFormReadsThem() throws Exception {
+        String p = producerPayload("sglang-bf16-page16.safetensors", 16);
+        ChecksumPayload both = fromParams(p);
+        JsonNode j = new com.fasterxml.jackson.databind.ObjectMapper().readTree(p);
+        String checksums = j.get("kv_checksums").asText();
+        String sections = j.get("kv_checksum_sections").asText();
+        // The checksums alone are what a seed-003 reader reads: version 2, without the section.
+        ChecksumPayload plain = PayloadCodec.decodeBase64(checksums);
+        assertEquals(2, plain.version());
+        assertNull(plain.section(SglangDigestSection.NAME));
+        assertEquals(both.groups(), plain.groups());
+        // sum --payload --json gives both parts apart.
+        Cli.Run sj = Cli.run("sum", dump("sglang-bf16-page16.safetensors"), "--layout", "sglang", "--block-size", "16",
+                "--payload", "--json", "--backend", "cpu", "-q");
+        assertEquals(0, sj.code(), sj.err());
+        assertEquals(checksums, sj.json().get("payload").asText());
+        assertEquals(sections, sj.json().get("payload_sections").asText());
+        // verify: the JSON object, the two parts apart, or kv_transfer_params with other keys from a file.
+        Path params = Files.createTempFile("kv-transfer-params", ".json");
+        Files.writeString(params, "{\"do_remote_prefill\": true, \"remote_block_ids\": [4, 5], \"kv_checksums\": \""
+                + checksums + "\", \"kv_checksum_sections\": \"" + sections + "\"}");
+        Path sectionsFile = Files.createTempFile("kv-checksum-sections", ".b64");
+        Files.writeString(sectionsFile, sections + "\n");
+        try {
+            for (List<String> expected : List.of(List.of(p), List.of(checksums, "--expected-sections", sections),
+                    List.of(checksums, "--expected-sections", "@" + sectionsFile), List.of("@" + params))) {
+                Cli.Run r = verify("sglang-bf16-page16.safetensors", expected.get(0),
+                        java.util.stream.Stream.concat(expected.stream().skip(1), java.util.stream.Stream.of("--json"))
+                                .toArray(String[]::new));
+                assertEquals(Main.OK, r.code(), expected + ": " + r.out() + r.err());
+                assertEquals("sglang-digest", r.json().get("sections").get(0).get("section").asText(), expected.toString());
+                assertEquals("MATCH", r.json().get("sections").get(0).get("status").asText(), expected.toString());
+            }
+            // Only the checksums: nothing to compare the consumer's digest with, no section verdict.
+            Cli.Run alone = verify("sglang-bf16-page16.safetensors", checksums, "--json");
+            assertEquals(Main.OK, alone.code(), alone.out() + alone.err());
+            assertEquals(0, alone.json().get("sections").size());
+            // payload decode reads the same forms and names the sections.
+            for (List<String> given : List.of(List.of(p), List.of(checksums, "--sections", sections), List.of("@" + params))) {
+                List<String> args = new ArrayList<>(List.of("payload", "decode"));
+                args.addAll(given);
+                Cli.Run d = Cli.run(args.toArray(String[]::new));
+                assertEquals(0, d.code(), given + ": " + d.err());
+                assertTrue(d.out().startsWith("version 2, "), d.out());
+                assertTrue(d.out().contains("sections: sglang-digest\n"), d.out());
+                args.add("--json");
+                Cli.Run dj = Cli.run(args.toArray(String[]::new));
+                assertEquals("sglang-digest", dj.json().get("sections").get(0).asText(), given.toString());
+            }
+            // Mistakes are named: the sections twice, a JSON object without the checksums, sections that are not.
+            Cli.Run twice = Cli.run("payload", "decode", p, "--sections", sections);
+            assertEquals(Main.INVALID_INPUT, twice.code(), twice.out() + twice.err());
+            assertTrue(twice.errorLine().contains("given twice"), twice.err());
+            Cli.Run noKey = Cli.run("payload", "decode", "{\"kv_checksum_sections\": \"" + sections + "\"}");
+            assertEquals(Main.INVALID_INPUT, noKey.code(), noKey.out() + noKey.err());
+            assertTrue(noKey.errorLine().contains("no string \"kv_checksums\""), noKey.err());
+            Cli.Run badSections = Cli.run("payload", "decode", checksums, "--sections", checksums);
+            assertEquals(Main.INVALID_INPUT, badSections.code(), badSections.out() + badSections.err());
+            assertTrue(badSections.errorLine().contains("sections_value"), badSections.err());
+            Cli.Run notJson = Cli.run("payload", "decode", "{\"kv_checksums\": ");
+            assertEquals(Main.INVALID_INPUT, notJson.code(), notJson.out() + notJson.err());
+            assertTrue(notJson.errorLine().contains("not a JSON object"), notJson.err());
+        } finally {
+            Files.delete(params);
+            Files.delete(sectionsFile);
+        }
     }
 
     @Test

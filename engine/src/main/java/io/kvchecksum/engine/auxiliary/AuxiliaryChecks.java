@@ -16,9 +16,11 @@ import java.util.List;
 import java.util.Objects;
 
 /**
- * A single-worker engine's opt-in checks beside the block checksums, carried as payload sections: the state-row
- * digests ({@link StateDigestsSection}) and the head/tail page probe ({@link PageProbeSection}). Engines of several
- * workers configure them on each {@code WorkerChecksummer} instead, and {@link Aggregator} builds the sections. Both sides use the same
+ * A single-worker engine's opt-in checks beside the block checksums, carried as sections beside the checksums
+ * ({@code kv_transfer_params["kv_checksum_sections"]}, {@link io.kvchecksum.engine.worker.PayloadSender#wire}): the
+ * state-row digests ({@link StateDigestsSection}) and the head/tail page probe ({@link PageProbeSection}). Engines of
+ * several workers configure them on each {@code WorkerChecksummer} instead, and {@link Aggregator} builds the sections.
+ * Both sides use the same
  * configuration: the producer attaches the sections when it sends, the consumer when it consumes, and the verifier
  * compares them ({@link Verifier#compare}); a peer without them sees them UNVERIFIED {@code ONE_SIDE_ONLY}, never a
  * mismatch.
@@ -26,7 +28,9 @@ import java.util.Objects;
  * <pre>{@code
  * AuxiliaryChecks aux = new AuxiliaryChecks(true, PageProbe.DEFAULT_PROBE_BYTES);     // at startup
  * List<PayloadSection> mine = aux.compute(backend, mode, stateRows, plan);             // per request, per side
- * sender.base64(reqId, AuxiliaryChecks.attach(Aggregator.producer(...), mine));        // producer
+ * sender.wire(reqId, AuxiliaryChecks.attach(Aggregator.producer(...), mine))          // producer
+ *         .ifPresent(w -> kvTransferParams.putAll(w.params()));
+ * pending.expect(reqId, params.get("kv_checksums"), params.get("kv_checksum_sections"));
  * pending.verify(reqId, AuxiliaryChecks.attach(Aggregator.consumer(...), mine));       // consumer
  * }</pre>
  *
@@ -34,7 +38,7 @@ import java.util.Objects;
  * @param probeBytes bytes probed at each end of each cell (a positive multiple of 8), or 0 for no page probe
  */
 public record AuxiliaryChecks(boolean stateDigests, int probeBytes) {
-    /** No auxiliary check: the payload stays what it was (version 2 in the standard mode). */
+    /** No auxiliary check: the payload carries no sections. */
     public static final AuxiliaryChecks OFF = new AuxiliaryChecks(false, 0);
 
     /**
@@ -81,7 +85,7 @@ public record AuxiliaryChecks(boolean stateDigests, int probeBytes) {
      *
      * @param result the aggregator's result for the request, not null
      * @param sections the sections to add (each replaces one of the same name), not null; may be empty
-     * @return a new {@link Aggregator.Complete} with a version-3 payload carrying the sections and the same skipped
+     * @return a new {@link Aggregator.Complete} with the payload (same version) carrying the sections and the same skipped
      *     groups, or {@code result} itself when it is incomplete or {@code sections} is empty
      * @throws NullPointerException when {@code result} is null
      * @throws IllegalArgumentException when the payload is version 1, which has no sections

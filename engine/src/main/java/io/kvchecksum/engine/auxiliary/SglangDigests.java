@@ -18,13 +18,14 @@ import java.util.Objects;
 
 /**
  * The opt-in SGLang page digest of an engine: computes one worker's {@link SglangDigestSection.Entry} and attaches the
- * workers' entries to the side's payload. Off unless the engine calls it: payloads without the section are exactly
- * what they were (version 2 in the standard mode), and a peer that does not know the section skips it.
+ * workers' entries to the side's payload. Off unless the engine calls it; either way the checksums are the same bytes
+ * (version 2 in the standard mode), the section travels beside them, and a peer that does not know it skips it.
  *
  * <p>Where it fits: each worker, after its checksums, calls {@link #entry} over its own buffers (the digest reads the
  * bytes of whole pages, so on a GPU it runs on the backend's {@link KvChecksum#pageDigest}); the scheduler collects the
- * entries with the records and wraps the {@link Aggregator} result: {@code sender.base64(reqId,
- * SglangDigests.attach(Aggregator.producer(...), entries))}. The consumer does the same for the pages it loaded:
+ * entries with the records and wraps the {@link Aggregator} result: {@code sender.wire(reqId,
+ * SglangDigests.attach(Aggregator.producer(...), entries))}, whose {@code params()} go into
+ * {@code kv_transfer_params} (the section under {@code kv_checksum_sections}). The consumer does the same for the pages it loaded:
  * {@code pending.verify(reqId, SglangDigests.attach(Aggregator.consumer(...), entries)).map(v -> policy.decide(reqId,
  * peer, v))}, which warns about a {@link UnverifiedReason#LAYOUT_DIFFERS} once per peer
  * ({@link FailurePolicy#decide(String, String, LoadVerdict)}).
@@ -77,7 +78,7 @@ public final class SglangDigests {
     }
 
     /**
-     * {@code payload} with the section of {@code entries} (version 3), or unchanged when there are none.
+     * {@code payload} with the section of {@code entries} (its version unchanged), or unchanged when there are none.
      *
      * @param payload the side's payload, not null
      * @param entries every worker's entries, each (group, worker) once; may be empty, not null

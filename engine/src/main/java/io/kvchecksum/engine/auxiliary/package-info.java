@@ -1,5 +1,6 @@
 /**
- * An engine's opt-in checks beside the block checksums, attached to the aggregated payload as version-3 sections:
+ * An engine's opt-in checks beside the block checksums, attached to the aggregated payload as sections (they travel
+ * beside the checksums, {@code kv_checksum_sections}):
  * {@link io.kvchecksum.engine.auxiliary.AuxiliaryChecks} (state-row digests and the head/tail page probe) and
  * {@link io.kvchecksum.engine.auxiliary.SglangDigests} (SGLang's page digest, gated by the
  * {@link io.kvchecksum.engine.auxiliary.LayoutSignature}).

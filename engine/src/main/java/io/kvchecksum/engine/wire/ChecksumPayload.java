@@ -16,10 +16,15 @@ import java.util.Objects;
  * {@link Verifier#compare}.
  *
  * <p>Version 2 carries the producer's TP size and each group's block size, and is what the standard mode writes;
- * version 3 adds the checksum mode (and named sections a reader skips when it does not know them, see
- * {@link PayloadCodec}), and is what any other mode writes; version 1, an earlier revision's form, carries neither and
- * is only read. Versions 1 and 2 are in the standard mode. A consumer-side payload may list a group several times: one
- * entry per replica check (see {@link io.kvchecksum.engine.worker.Aggregator}).
+ * version 3 adds the checksum mode, and is what any other mode writes; version 1, an earlier revision's form, carries
+ * neither and is only read. Versions 1 and 2 are in the standard mode. A consumer-side payload may list a group several
+ * times: one entry per replica check (see {@link io.kvchecksum.engine.worker.Aggregator}).
+ *
+ * <p><b>Sections</b> (the auxiliary checks, {@link PayloadSections}) do not change the version: a standard-mode payload
+ * with sections is still version 2. On the wire they travel beside the checksums, never inside them
+ * ({@link PayloadCodec#encodeSections}), so a reader of seed 003's version 2 reads the checksums of a payload that has
+ * sections. A payload that an earlier release wrote as version 3 with its sections inline decodes to version 3 with
+ * those sections.
  *
  * @param version 1, 2 or 3
  * @param tpSize the producer's TP size, informational; {@code null} exactly in version 1
@@ -28,14 +33,14 @@ import java.util.Objects;
  * @param mode the checksum mode's wire name ({@link ChecksumMode#wireName()}): {@code standard} in versions 1 and 2;
  *     in version 3 any name of 1..32 lower-case letters, digits and {@code -}, so that a mode this reader does not know
  *     still decodes and is reported as {@link UnverifiedReason#MODE_DIFFERS} rather than as a malformed payload
- * @param sections the version-3 sections this library knows ({@link PayloadSections}), by name; empty in versions 1
- *     and 2. Sections a reader does not know are skipped when decoding and are not kept.
+ * @param sections the sections this library knows ({@link PayloadSections}), by name; empty in version 1. Sections a
+ *     reader does not know are skipped when decoding and are not kept.
  */
 public record ChecksumPayload(int version, Integer tpSize, long numTokens, List<GroupChecksums> groups, String mode,
         Map<String, PayloadSection> sections) {
     /** The version {@link PayloadCodec} writes for the standard mode: byte-identical to what earlier releases wrote. */
     public static final int CURRENT_VERSION = 2;
-    /** The version written for every other mode, and the first with a mode field and named sections. */
+    /** The version written for every other mode: the first with a mode field. */
     public static final int MODE_VERSION = 3;
 
     /**
@@ -45,7 +50,7 @@ public record ChecksumPayload(int version, Integer tpSize, long numTokens, List<
      * @throws IllegalArgumentException when the version is not 1, 2 or 3; a version-1 payload has a {@code tpSize} or a
      *     block size; a version-2 or 3 payload has no positive {@code tpSize} or a group's block range does not fit
      *     {@code numTokens}; {@code numTokens} is negative; the mode is not a valid name or, below version 3, not
-     *     {@code standard}; or a section is filed under another name or present below version 3
+     *     {@code standard}; or a section is filed under another name or present in version 1
      * @throws NullPointerException when {@code groups}, {@code mode} or {@code sections} is null
      */
     public ChecksumPayload {
@@ -57,8 +62,8 @@ public record ChecksumPayload(int version, Integer tpSize, long numTokens, List<
                 throw new IllegalArgumentException("section '" + s.name() + "' filed under '" + name + "'");
             }
         });
-        if (!sections.isEmpty() && version != 3) {
-            throw new IllegalArgumentException("sections need payload version 3, not " + version);
+        if (!sections.isEmpty() && version == 1) {
+            throw new IllegalArgumentException("a version-1 payload cannot carry sections");
         }
         if (version != 1 && version != 2 && version != 3) {
             throw new IllegalArgumentException("unknown payload version " + version + " (known: 1, 2, 3)");
@@ -147,9 +152,9 @@ public record ChecksumPayload(int version, Integer tpSize, long numTokens, List<
     }
 
     /**
-     * {@return this payload with {@code section} added (replacing one of the same name): version 3, since only version
-     * 3 has sections (a standard-mode payload then names its mode, {@code "standard"})} A version-1 payload has no
-     * sections.
+     * {@return this payload with {@code section} added (replacing one of the same name), in the same version} The
+     * section travels beside the checksums ({@link PayloadCodec#encodeSections}), so the checksums' bytes stay what
+     * they are without it. A version-1 payload has no sections.
      *
      * @param section the section to carry; not null
      * @throws IllegalArgumentException when this payload is version 1
@@ -162,7 +167,7 @@ public record ChecksumPayload(int version, Integer tpSize, long numTokens, List<
         }
         Map<String, PayloadSection> m = new TreeMap<>(sections);
         m.put(section.name(), section);
-        return new ChecksumPayload(MODE_VERSION, tpSize, numTokens, groups, mode, m);
+        return new ChecksumPayload(version, tpSize, numTokens, groups, mode, m);
     }
 
     /**

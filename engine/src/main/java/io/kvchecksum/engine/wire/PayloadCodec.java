@@ -22,14 +22,18 @@ import org.msgpack.value.ValueFactory;
 import org.msgpack.value.ValueType;
 
 /**
- * The wire format of a {@link ChecksumPayload}: msgpack arrays, base64 for text carriers (an HTTP field such as
- * vLLM's {@code kv_transfer_params["kv_checksums"]}), raw bytes for carriers that move bytes.
+ * The wire format of a {@link ChecksumPayload}: two msgpack values, the checksums and (when the payload has any) its
+ * sections; base64 for text carriers, raw bytes for carriers that move bytes. In vLLM's {@code kv_transfer_params}
+ * the checksums go under {@value #CHECKSUMS_KEY} and the sections under {@value #SECTIONS_KEY} (seed 003: proxies
+ * forward keys they do not know); a connector that carries checksums in its own messages carries the sections as a
+ * second byte string beside them.
  *
  * <pre>
- * version 3: [3, tp_size, num_tokens, mode, [[group_id, fingerprint, block_size, start, values], ...], sections]
- * version 2: [2, tp_size, num_tokens, [[group_id, fingerprint, block_size, start, values], ...]]
- * version 1: [1, num_tokens, [[group_id, fingerprint, start, values], ...]]      (read only)
- * final form tagged 1: [1, tp_size, num_tokens, [[group_id, fingerprint, block_size, start, values], ...]]
+ * checksums, version 3: [3, tp_size, num_tokens, mode, [[group_id, fingerprint, block_size, start, values], ...], {}]
+ * checksums, version 2: [2, tp_size, num_tokens, [[group_id, fingerprint, block_size, start, values], ...]]
+ * checksums, version 1: [1, num_tokens, [[group_id, fingerprint, start, values], ...]]      (read only)
+ * final form tagged 1:  [1, tp_size, num_tokens, [[group_id, fingerprint, block_size, start, values], ...]]
+ * sections:             [1, {name: value, ...}]
  * </pre>
  * The seed defines the final form without naming its version number, so a writer may tag it 1: a version-1 tag on
  * exactly the final form's shape (four elements whose groups have five fields) is read as the final form, and its
@@ -37,18 +41,25 @@ import org.msgpack.value.ValueType;
  * {@code values} is a msgpack bin of little-endian unsigned 64-bit block checksums; {@code fingerprint} is an unsigned
  * 64-bit integer (msgpack uint64 when its top bit is set); every other number is a non-negative integer.
  *
- * <p><b>Version 3</b> is defined once for all later extensions. {@code mode} is a msgpack str, the checksum mode's
- * name ({@code "standard"}, {@code "mixed"}; 1..32 of {@code a-z 0-9 -}): a name this reader does not know still
- * decodes, and the verifier reports it as {@code MODE_DIFFERS}. {@code sections} is a msgpack map from section name
- * (str, 1..64 bytes, each name once) to any msgpack value; every section is optional, and a reader skips the sections
- * it does not know (the known ones: {@link PayloadSections}). New information goes into new sections, never
- * into new positions. The standard mode keeps writing version 2, byte for byte as before; other modes write version 3.
+ * <p><b>The checksums never change with the sections.</b> The standard mode writes version 2, byte for byte seed
+ * 003's final form, with or without sections; other modes write version 3, whose sixth element this writer leaves
+ * empty. {@code mode} is a msgpack str, the checksum mode's name ({@code "standard"}, {@code "mixed"}; 1..32 of
+ * {@code a-z 0-9 -}): a name this reader does not know still decodes, and the verifier reports it as
+ * {@code MODE_DIFFERS}.
+ *
+ * <p><b>Sections</b>: {@code [1, map]}, the map from section name (str, 1..64 bytes, each name once) to any msgpack
+ * value. Every section is optional, and a reader skips the sections it does not know (the known ones:
+ * {@link PayloadSections}). New information goes into new sections, never into new positions; the leading 1 is the
+ * sections value's own version, which only an incompatible change would raise (a reader rejects any other). Earlier
+ * releases wrote sections inline, as version 3's sixth element: that form is still read (rolling upgrades), and a
+ * section present both inline and in the separate value is malformed.
  *
  * <p><b>Decoding treats the input as hostile</b> (it arrives from the network, through proxies): every length is
  * checked against the bytes actually present before anything is allocated, so no input makes it allocate more than
  * about the input's size; unknown versions, wrong types, negative or out-of-range numbers, values that are not whole
- * 8-byte words, a section nested deeper than 32 levels, a version-2 or -3 group whose values do not end at the request's last block, and trailing bytes are all
- * rejected with {@link MalformedPayloadException} naming the field. No other exception escapes the decoder.
+ * 8-byte words, a section nested deeper than 32 levels, a version-2 or -3 group whose values do not end at the
+ * request's last block, and trailing bytes are all rejected with {@link MalformedPayloadException} naming the field.
+ * No other exception escapes the decoder.
  *
  * <p>Stateless and thread-safe.
  */
@@ -57,14 +68,22 @@ public final class PayloadCodec {
         MsgpackBuffers.ensure();   // before msgpack's first buffer: no sun.misc.Unsafe warning on JDK 24+
     }
 
+    /** The {@code kv_transfer_params} key of the checksums, as seed 003 names it. */
+    public static final String CHECKSUMS_KEY = "kv_checksums";
+    /** The {@code kv_transfer_params} key of the sections, beside {@value #CHECKSUMS_KEY}. */
+    public static final String SECTIONS_KEY = "kv_checksum_sections";
+    /** The version of the sections value this release writes and reads. */
+    public static final int SECTIONS_VERSION = 1;
+
     private static final long MAX_INT = Integer.MAX_VALUE;
 
     private PayloadCodec() {
     }
 
     /**
-     * {@return the payload as msgpack bytes, in the payload's own version (a version-1 payload is written as version
-     * 1)}
+     * {@return the payload's checksums as msgpack bytes, in the payload's own version (a version-1 payload is written
+     * as version 1), without its sections} The bytes are the same whether or not the payload has sections; the
+     * sections are {@link #encodeSections}.
      *
      * @param payload the payload to write; not null (it was validated when built)
      */
@@ -96,11 +115,8 @@ public final class PayloadCodec {
                 p.writePayload(buf.array());
             }
             if (v3) {
-                p.packMapHeader(payload.sections().size());
-                for (PayloadSection section : payload.sections().values()) {
-                    p.packString(section.name());
-                    section.pack(p);
-                }
+                // Sections travel beside the checksums; the position stays for readers of the earlier inline form.
+                p.packMapHeader(0);
             }
             return p.toByteArray();
         } catch (IOException e) {
@@ -110,7 +126,32 @@ public final class PayloadCodec {
     }
 
     /**
-     * {@return the payload as base64 (RFC 4648, with padding) of {@link #encode}}
+     * {@return the payload's sections as msgpack bytes, {@code [1, {name: value, ...}]} in name order, or {@code null}
+     * when it has none}
+     *
+     * @param payload the payload whose sections to write; not null
+     */
+    public static byte[] encodeSections(ChecksumPayload payload) {
+        if (payload.sections().isEmpty()) {
+            return null;
+        }
+        try (MessageBufferPacker p = MessagePack.newDefaultBufferPacker()) {
+            p.packArrayHeader(2);
+            p.packInt(SECTIONS_VERSION);
+            p.packMapHeader(payload.sections().size());
+            for (PayloadSection section : payload.sections().values()) {
+                p.packString(section.name());
+                section.pack(p);
+            }
+            return p.toByteArray();
+        } catch (IOException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /**
+     * {@return the payload's checksums as base64 (RFC 4648, with padding) of {@link #encode}: the value of
+     * {@value #CHECKSUMS_KEY}}
      *
      * @param payload the payload to write; not null
      */
@@ -119,30 +160,140 @@ public final class PayloadCodec {
     }
 
     /**
-     * Decodes version 3, 2 or 1 bytes.
+     * {@return the payload's sections as base64 of {@link #encodeSections}, the value of {@value #SECTIONS_KEY}, or
+     * {@code null} when it has none (then the key is left out)}
      *
-     * @param bytes exactly one msgpack-encoded payload, untrusted; null is rejected as malformed
-     * @return the payload, validated as {@link ChecksumPayload} validates; version-3 sections this library does not
-     *     know are skipped
+     * @param payload the payload whose sections to write; not null
+     */
+    public static String encodeSectionsBase64(ChecksumPayload payload) {
+        byte[] b = encodeSections(payload);
+        return b == null ? null : Base64.getEncoder().encodeToString(b);
+    }
+
+    /**
+     * Decodes the checksums alone: {@code decode(bytes, null)}.
+     *
+     * @param bytes exactly one msgpack-encoded checksum payload (version 3, 2 or 1), untrusted; null is rejected as
+     *     malformed
+     * @return the payload, validated as {@link ChecksumPayload} validates; sections inline in a version-3 payload of
+     *     an earlier release are read, those this library does not know skipped
      * @throws MalformedPayloadException for anything but exactly one well-formed payload
      */
     public static ChecksumPayload decode(byte[] bytes) {
-        return decode(bytes, PayloadSections.KNOWN);
+        return decode(bytes, null, PayloadSections.KNOWN);
     }
 
-    /** {@link #decode(byte[])} knowing the sections {@code known} (for tests of the section mechanism). */
+    /**
+     * Decodes the checksums and, when there are any, the sections that travelled beside them.
+     *
+     * @param checksums exactly one msgpack-encoded checksum payload (version 3, 2 or 1), untrusted; null is rejected
+     *     as malformed
+     * @param sectionsOrNull exactly one msgpack-encoded sections value ({@code [1, {...}]}), untrusted, or {@code null}
+     *     when none came
+     * @return the payload in the checksums' version, with the sections of both values (inline ones from an earlier
+     *     release's version 3, and the separate ones); sections this library does not know are skipped
+     * @throws MalformedPayloadException for anything but one well-formed payload and, if given, one well-formed sections
+     *     value; also when a section is both inline and in the separate value, or the payload is version 1 (which has
+     *     no sections) and sections came with it
+     */
+    public static ChecksumPayload decode(byte[] checksums, byte[] sectionsOrNull) {
+        return decode(checksums, sectionsOrNull, PayloadSections.KNOWN);
+    }
+
+    /** {@link #decode(byte[], byte[])} knowing the sections {@code known} (for tests of the section mechanism). */
     static ChecksumPayload decode(byte[] bytes, Map<String, PayloadSections.Known> known) {
-        if (bytes == null) {
+        return decode(bytes, null, known);
+    }
+
+    /** {@link #decode(byte[], byte[])} knowing the sections {@code known}. */
+    static ChecksumPayload decode(byte[] checksums, byte[] sectionsOrNull, Map<String, PayloadSections.Known> known) {
+        if (checksums == null) {
             throw new MalformedPayloadException("payload: no bytes (null)");
         }
+        Decoded decoded = read(checksums, known, "payload", Reader::payload);
+        ChecksumPayload payload = decoded.payload();
+        if (sectionsOrNull == null) {
+            return payload;
+        }
+        Sections separate = read(sectionsOrNull, known, "sections_value", Reader::sectionsValue);
+        if (payload.version() == 1 && !separate.names().isEmpty()) {
+            throw new MalformedPayloadException("sections_value: a version-1 payload has no sections, got "
+                    + separate.names().size());
+        }
+        Map<String, PayloadSection> all = new TreeMap<>(payload.sections());
+        for (Map.Entry<String, PayloadSection> e : separate.known().entrySet()) {
+            if (all.putIfAbsent(e.getKey(), e.getValue()) != null) {
+                throw inlineAndSeparate(e.getKey());
+            }
+        }
+        // A section neither side knows may still be in both places: the writer is wrong either way.
+        for (String name : separate.names()) {
+            if (decoded.inlineNames().contains(name)) {
+                throw inlineAndSeparate(name);
+            }
+        }
+        return new ChecksumPayload(payload.version(), payload.tpSize(), payload.numTokens(), payload.groups(),
+                payload.mode(), all);
+    }
+
+    private static MalformedPayloadException inlineAndSeparate(String name) {
+        return new MalformedPayloadException("sections." + WireValues.printable(name)
+                + ": both inline in the version-3 payload and in the separate sections value");
+    }
+
+    /**
+     * Decodes base64 text (standard alphabet; padding optional) of the checksums alone.
+     *
+     * @param text base64 of one payload, untrusted; surrounding white space is ignored, null is rejected as malformed
+     * @return the payload, as {@link #decode(byte[])} returns it
+     * @throws MalformedPayloadException for text that is not base64 or bytes {@link #decode(byte[])} rejects
+     */
+    public static ChecksumPayload decodeBase64(String text) {
+        return decodeBase64(text, null);
+    }
+
+    /**
+     * Decodes the base64 texts of {@value #CHECKSUMS_KEY} and {@value #SECTIONS_KEY}.
+     *
+     * @param checksums base64 of one payload, untrusted; surrounding white space is ignored, null is rejected as
+     *     malformed
+     * @param sectionsOrNull base64 of one sections value, untrusted, or {@code null} when none came (an empty text is
+     *     malformed: a writer leaves the key out instead)
+     * @return the payload, as {@link #decode(byte[], byte[])} returns it
+     * @throws MalformedPayloadException for text that is not base64 or bytes {@link #decode(byte[], byte[])} rejects
+     */
+    public static ChecksumPayload decodeBase64(String checksums, String sectionsOrNull) {
+        if (checksums == null) {
+            throw new MalformedPayloadException("payload: no text (null)");
+        }
+        return decode(base64(checksums, "payload"), sectionsOrNull == null ? null : base64(sectionsOrNull, "sections_value"));
+    }
+
+    private static byte[] base64(String text, String field) {
+        try {
+            return Base64.getDecoder().decode(text.strip());
+        } catch (IllegalArgumentException e) {
+            throw new MalformedPayloadException(field + ": not base64: " + e.getMessage(), e);
+        }
+    }
+
+    /** A value read by {@link Reader}. */
+    private interface Read<T> {
+        T apply(Reader r) throws IOException;
+    }
+
+    /** Reads exactly one value of {@code bytes} with {@code what}; msgpack-java's own errors become malformed. */
+    private static <T> T read(byte[] bytes, Map<String, PayloadSections.Known> known, String top, Read<T> what) {
         MessageUnpacker u = MessagePack.newDefaultUnpacker(bytes);
         Reader r = new Reader(u, bytes, known);
+        r.field = top;
         try (u) {
-            ChecksumPayload payload = r.payload();
+            T value = what.apply(r);
             if (u.hasNext()) {
-                throw new MalformedPayloadException("payload: " + r.remaining() + " trailing bytes after the payload");
+                throw new MalformedPayloadException(top + ": " + r.remaining() + " trailing bytes after the "
+                        + (top.equals("payload") ? "payload" : "sections value"));
             }
-            return payload;
+            return value;
         } catch (IOException | MessagePackException e) {
             // msgpack-java's own errors (a value cut short, a size it cannot represent) carry no field name.
             throw new MalformedPayloadException(r.field + ": not valid msgpack (" + e.getClass().getSimpleName()
@@ -150,24 +301,13 @@ public final class PayloadCodec {
         }
     }
 
-    /**
-     * Decodes base64 text (standard alphabet; padding optional).
-     *
-     * @param text base64 of one payload, untrusted; surrounding white space is ignored, null is rejected as malformed
-     * @return the payload, as {@link #decode} returns it
-     * @throws MalformedPayloadException for text that is not base64 or bytes {@link #decode} rejects
-     */
-    public static ChecksumPayload decodeBase64(String text) {
-        if (text == null) {
-            throw new MalformedPayloadException("payload: no text (null)");
-        }
-        byte[] bytes;
-        try {
-            bytes = Base64.getDecoder().decode(text.strip());
-        } catch (IllegalArgumentException e) {
-            throw new MalformedPayloadException("payload: not base64: " + e.getMessage(), e);
-        }
-        return decode(bytes);
+    /** Sections read from one map: the known ones decoded, and every name (known or not). */
+    private record Sections(Map<String, PayloadSection> known, Set<String> names) {
+        static final Sections NONE = new Sections(Map.of(), Set.of());
+    }
+
+    /** A payload as read, with the names of its inline sections (known or not), for the check against the others. */
+    private record Decoded(ChecksumPayload payload, Set<String> inlineNames) {
     }
 
     /** Reads one payload, checking each field's type and size against the bytes left before using it. */
@@ -188,7 +328,7 @@ public final class PayloadCodec {
             return input.length - u.getTotalReadBytes();
         }
 
-        ChecksumPayload payload() throws IOException {
+        Decoded payload() throws IOException {
             int n = arrayHeader("payload");
             if (n < 3) {
                 throw new MalformedPayloadException("payload: an array of " + n
@@ -212,15 +352,31 @@ public final class PayloadCodec {
             String mode = readAs == 3 ? WireValues.mode(value("mode", ValueType.STRING), "mode")
                     : ChecksumMode.STANDARD.wireName();
             List<GroupChecksums> groups = groups(readAs >= 2, numTokens, finalFormTaggedOne);
-            Map<String, PayloadSection> sections = readAs == 3 ? sections() : Map.of();
-            return new ChecksumPayload(readAs, tp, numTokens, groups, mode, sections);
+            Sections sections = readAs == 3 ? sections() : Sections.NONE;
+            return new Decoded(new ChecksumPayload(readAs, tp, numTokens, groups, mode, sections.known()), sections.names());
+        }
+
+        /** The separate sections value: {@code [1, {name: value, ...}]}. */
+        Sections sectionsValue() throws IOException {
+            int n = arrayHeader("sections_value");
+            if (n != 2) {
+                throw new MalformedPayloadException("sections_value: an array of " + n
+                        + " elements; expected 2 ([version, sections])");
+            }
+            long version = integer("sections_value.version", 0, MAX_INT);
+            if (version != SECTIONS_VERSION) {
+                throw new MalformedPayloadException("sections_value.version: unknown sections version " + version
+                        + " (this reader knows " + SECTIONS_VERSION + ")");
+            }
+            return sections();
         }
 
         /**
-         * Version 3's named sections: every value is first checked to be well-formed msgpack within the input and at
-         * most 32 levels deep; the known ones are then decoded from exactly their own bytes, the others dropped.
+         * A map of named sections (version 3's inline one, or the separate value's): every value is first checked
+         * to be well-formed msgpack within the input and at most 32 levels deep; the known ones are then decoded from
+         * exactly their own bytes, the others dropped.
          */
-        private Map<String, PayloadSection> sections() throws IOException {
+        private Sections sections() throws IOException {
             next("sections", ValueType.MAP);
             // Every entry takes at least two bytes.
             int n = claimed("sections", u.unpackMapHeader(), 2, "entries");
@@ -252,7 +408,7 @@ public final class PayloadCodec {
                     out.put(name, s);
                 }
             }
-            return out;
+            return new Sections(out, names);
         }
 
         /** Skips one value of any type, checking every count against the bytes left, at most 32 levels deep. */

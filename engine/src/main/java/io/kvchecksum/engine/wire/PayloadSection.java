@@ -5,11 +5,12 @@ import org.msgpack.core.MessagePacker;
 import java.io.IOException;
 
 /**
- * A named section of a version-3 payload that this library knows (see {@link PayloadSections} for the list and
+ * A named section of a payload that this library knows (see {@link PayloadSections} for the list and
  * {@code docs/wire-format.md} for each one's layout). A payload carries each section at most once; a reader that does
  * not know a section skips it, so a section is always optional and never changes what the groups' values mean.
  *
- * <p>Implementations are immutable values with {@code equals}; the name is the section's key in the payload's map.
+ * <p>Implementations are immutable values with {@code equals}; the name is the section's key in the sections map
+ * ({@link PayloadCodec#encodeSections}).
  */
 public interface PayloadSection {
 
@@ -21,7 +22,7 @@ public interface PayloadSection {
     /**
      * Writes the section's value, exactly one msgpack value.
      *
-     * @param packer the payload's packer, positioned after the section's name
+     * @param packer the sections value's packer, positioned after the section's name
      * @throws IOException when the packer fails to write (an in-memory packer does not)
      */
     void pack(MessagePacker packer) throws IOException;

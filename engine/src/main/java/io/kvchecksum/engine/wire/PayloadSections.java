@@ -11,9 +11,10 @@ import java.util.stream.Collectors;
 import java.util.stream.Stream;
 
 /**
- * The version-3 payload sections this library knows: how each is decoded and how the producer's and the consumer's
- * are compared. A section not listed here is skipped when read (checked only to be well-formed msgpack) and left out
- * when the payload is written again.
+ * The payload sections this library knows: how each is decoded and how the producer's and the consumer's are
+ * compared. Sections travel beside the checksums ({@link PayloadCodec#encodeSections}; inline in version 3 from earlier
+ * releases). A section not listed here is skipped when read (checked only to be well-formed msgpack) and left out when
+ * the payload is written again.
  *
  * <p>Adding a section: an immutable {@link PayloadSection} value, a decoder and a comparison, and one entry in
  * {@link #KNOWN}. Decoders receive the section's value already checked to be well-formed msgpack of bounded size and
@@ -25,7 +26,7 @@ public final class PayloadSections {
     /**
      * How one known section is read and compared.
      *
-     * @param name the section's key in the payload's map, as {@link PayloadSection#name()} gives it
+     * @param name the section's key in the sections map, as {@link PayloadSection#name()} gives it
      * @param decoder reads the section's value into a {@link PayloadSection} filed under {@code name}: the value is
      *     already checked to be well-formed msgpack of bounded size and depth, untrusted otherwise; a wrong type or
      *     range throws {@link MalformedPayloadException} naming the field ({@code sections.<name>.<field>})

@@ -21,7 +21,7 @@ import java.util.TreeSet;
 import java.util.stream.Collectors;
 
 /**
- * The {@value #NAME} section of a version-3 payload: SGLang's page digest (Adler-32 over the request's pages, see
+ * The {@value #NAME} section of a payload: SGLang's page digest (Adler-32 over the request's pages, see
  * {@link io.kvchecksum.PageDigestPlan}) with the {@link io.kvchecksum.engine.auxiliary.LayoutSignature layout
  * signature} that says whether two peers' digests are comparable at all. One entry per (group, worker): a digest is not
  * additive, so TP ranks and PP stages each carry their own.

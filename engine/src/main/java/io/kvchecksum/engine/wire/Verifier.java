@@ -71,8 +71,7 @@ public final class Verifier {
      * @return the load's verdict
      */
     public static LoadVerdict verify(String producerBase64, ChecksumPayload actual) {
-        boolean missing = producerBase64 == null || producerBase64.isBlank();
-        return decodeAndCompare(missing, () -> PayloadCodec.decodeBase64(producerBase64), actual);
+        return verify(producerBase64, null, actual);
     }
 
     /**
@@ -83,7 +82,34 @@ public final class Verifier {
      * @return the load's verdict
      */
     public static LoadVerdict verify(byte[] producerBytes, ChecksumPayload actual) {
-        return decodeAndCompare(producerBytes == null, () -> PayloadCodec.decode(producerBytes), actual);
+        return verify(producerBytes, null, actual);
+    }
+
+    /**
+     * As {@link #verify(String, ChecksumPayload)} for the two texts of {@code kv_transfer_params}: the checksums
+     * ({@code kv_checksums}) and the sections beside them ({@code kv_checksum_sections}).
+     *
+     * @param checksumsBase64 the producer's checksums as they arrived, untrusted; {@code null} or blank when none did
+     * @param sectionsBase64 the producer's sections as they arrived, untrusted; {@code null} or blank when none did
+     * @param actual the consumer's checksums (and sections) of the blocks its load wrote; not null
+     * @return the load's verdict
+     */
+    public static LoadVerdict verify(String checksumsBase64, String sectionsBase64, ChecksumPayload actual) {
+        boolean missing = checksumsBase64 == null || checksumsBase64.isBlank();
+        String sections = sectionsBase64 == null || sectionsBase64.isBlank() ? null : sectionsBase64;
+        return decodeAndCompare(missing, () -> PayloadCodec.decodeBase64(checksumsBase64, sections), actual);
+    }
+
+    /**
+     * As {@link #verify(byte[], ChecksumPayload)} for a connector carrier's two byte strings.
+     *
+     * @param checksums the producer's checksums as they arrived, untrusted; {@code null} when none did
+     * @param sections the producer's sections as they arrived, untrusted; {@code null} when none did
+     * @param actual the consumer's checksums (and sections) of the blocks its load wrote; not null
+     * @return the load's verdict
+     */
+    public static LoadVerdict verify(byte[] checksums, byte[] sections, ChecksumPayload actual) {
+        return decodeAndCompare(checksums == null, () -> PayloadCodec.decode(checksums, sections), actual);
     }
 
     /** {@link #compare}s what {@code decode} makes of the producer's payload; {@code missing}: there was none. */

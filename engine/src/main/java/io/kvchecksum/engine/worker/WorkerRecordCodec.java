@@ -48,6 +48,16 @@ public final class WorkerRecordCodec {
     /** The longest text (failure, reason) a record carries, in bytes. */
     public static final int MAX_TEXT_BYTES = 1 << 16;
 
+    static {
+        // A worker may send its record before anything loads PayloadCodec, whose initializer makes msgpack use its
+        // ByteBuffer-based buffers (no sun.misc.Unsafe warning on JDK 24+): initialize it before msgpack's first buffer.
+        try {
+            Class.forName(io.kvchecksum.engine.wire.PayloadCodec.class.getName(), true, WorkerRecordCodec.class.getClassLoader());
+        } catch (ClassNotFoundException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
     private WorkerRecordCodec() {
     }
 

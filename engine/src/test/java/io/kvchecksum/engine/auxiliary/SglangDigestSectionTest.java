@@ -49,8 +49,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * comparison (LAYOUT_DIFFERS gates the digest only), the once-per-peer warning, and the engine's opt-in helper.
  */
 class SglangDigestSectionTest {
-    private static final String SECTION_HEX_PREFIX = "96030214a87374616e64617264919503cfffffffffffffffff1001c4080807060504030201"
-            + "81ad73676c616e672d646967657374";
+    /** The sections value {@code [1, {"sglang-digest": ...}]} up to the section's value. */
+    private static final String SECTION_HEX_PREFIX = "9201" + "81ad73676c616e672d646967657374";
 
     /** Expected values computed by the Python lines of docs/sglang.md (FNV-1a 64 over little-endian words). */
     @Test
@@ -87,9 +87,10 @@ class SglangDigestSectionTest {
         SglangDigestSection s = new SglangDigestSection(List.of(
                 new SglangDigestSection.Entry(1, 3, 0x43b9365510146df1L, 16, 32, 2, 1),
                 new SglangDigestSection.Entry(0, 0, 0xea15055285d4de69L, 8, 0, 7, 0x16f70435L)));
-        byte[] bytes = PayloadCodec.encode(base().withSection(s));
+        byte[] bytes = PayloadCodec.encodeSections(base().withSection(s));
         assertEquals(SECTION_HEX_PREFIX + value, HexFormat.of().formatHex(bytes));
-        ChecksumPayload back = PayloadCodec.decode(bytes);
+        assertArrayEquals(PayloadCodec.encode(base()), PayloadCodec.encode(base().withSection(s)), "the checksums' bytes");
+        ChecksumPayload back = PayloadCodec.decode(PayloadCodec.encode(base()), bytes);
         assertEquals(s, back.section(SglangDigestSection.NAME), "a known section decodes to the same value");
     }
 
@@ -114,12 +115,12 @@ class SglangDigestSectionTest {
         };
         for (String[] c : cases) {
             byte[] bytes = withValue(c[0]);
-            MalformedPayloadException e = assertThrows(MalformedPayloadException.class, () -> PayloadCodec.decode(bytes),
-                    c[0]);
+            MalformedPayloadException e = assertThrows(MalformedPayloadException.class,
+                    () -> PayloadCodec.decode(PayloadCodec.encode(base()), bytes), c[0]);
             assertTrue(e.getMessage().startsWith(c[1]), c[0] + ": " + e.getMessage());
         }
         // The one well-formed value among them decodes.
-        assertEquals(1, ((SglangDigestSection) PayloadCodec.decode(withValue("919700000010000001"))
+        assertEquals(1, ((SglangDigestSection) PayloadCodec.decode(PayloadCodec.encode(base()), withValue("919700000010000001"))
                 .section(SglangDigestSection.NAME)).entries().size());
     }
 
@@ -216,7 +217,7 @@ class SglangDigestSectionTest {
                     List.of(new GroupChecksums(0, 1, 4, 0, cpu.blockChecksums(p4)))), List.of(e4));
             ChecksumPayload cons = SglangDigests.attach(ChecksumPayload.of(1, 12,
                     List.of(new GroupChecksums(0, 1, 4, 0, cpu.blockChecksums(p2)))), List.of(e2));
-            LoadVerdict v = Verifier.compare(PayloadCodec.decode(PayloadCodec.encode(prod)), cons);
+            LoadVerdict v = Verifier.compare(PayloadCodec.decode(PayloadCodec.encode(prod), PayloadCodec.encodeSections(prod)), cons);
             assertEquals(Status.MATCH, v.status());
             assertEquals(UnverifiedReason.LAYOUT_DIFFERS, v.section(SglangDigestSection.NAME).reason());
             // Through the engine's own path: sender, pending loads, policy with the peer's name.
@@ -225,10 +226,10 @@ class SglangDigestSectionTest {
             PayloadSender sender = new PayloadSender(ChecksumMetrics.NONE);
             PendingLoads pending = new PendingLoads();
             for (int i = 0; i < 3; i++) {
-                String b64 = sender.base64("r" + i, SglangDigests.attach(new Aggregator.Complete(ChecksumPayload.of(1, 12,
+                var wire = sender.wire("r" + i, SglangDigests.attach(new Aggregator.Complete(ChecksumPayload.of(1, 12,
                         List.of(new GroupChecksums(0, 1, 4, 0, cpu.blockChecksums(p4)))), java.util.Map.of()), List.of(e4)))
                         .orElseThrow();
-                pending.expect("r" + i, b64);
+                pending.expect("r" + i, wire.checksumsBase64(), wire.sectionsBase64());
                 Decision d = pending.verify("r" + i, SglangDigests.attach(new Aggregator.Complete(ChecksumPayload.of(1, 12,
                         List.of(new GroupChecksums(0, 1, 4, 0, cpu.blockChecksums(p2)))), java.util.Map.of()), List.of(e2)))
                         .map(x -> policy.decide("r", "prefill-7", x)).orElseThrow();

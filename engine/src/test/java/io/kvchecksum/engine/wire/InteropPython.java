@@ -14,9 +14,13 @@ import java.util.stream.Stream;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** The Python side of the wire-format interop tests: {@code golden/generator/payloads.py} with Python's msgpack. */
+/**
+ * The Python side of the wire-format interop tests: {@code golden/generator/payloads.py} with Python's msgpack, and
+ * {@code golden/generator/seed003_reader.py}, a reader of seed 003's final form only.
+ */
 final class InteropPython {
     private static final Path SCRIPT = Path.of("..", "golden", "generator", "payloads.py");
+    private static final Path SEED_READER = Path.of("..", "golden", "generator", "seed003_reader.py");
 
     private InteropPython() {
     }
@@ -42,8 +46,22 @@ final class InteropPython {
      * {@code expected}; then deletes {@code dir}, where the files were written.
      */
     static void assertDecodes(String python, List<Path> files, String expected, Path dir) throws Exception {
-        List<String> cmd = new ArrayList<>(List.of(python, SCRIPT.toString(), "--decode"));
-        files.forEach(f -> cmd.add(f.toString()));
+        assertPrints(python, List.of(SCRIPT.toString(), "--decode"), files.stream().map(Path::toString).toList(), expected, dir);
+    }
+
+    /**
+     * Runs {@code golden/generator/seed003_reader.py} (seed 003's plain reader of {@code kv_transfer_params}) on
+     * {@code files} and asserts that it prints exactly {@code expected}; then deletes {@code dir}.
+     */
+    static void assertSeedReaderPrints(String python, List<Path> files, String expected, Path dir) throws Exception {
+        assertPrints(python, List.of(SEED_READER.toString()), files.stream().map(Path::toString).toList(), expected, dir);
+    }
+
+    private static void assertPrints(String python, List<String> script, List<String> args, String expected, Path dir)
+            throws Exception {
+        List<String> cmd = new ArrayList<>(List.of(python));
+        cmd.addAll(script);
+        cmd.addAll(args);
         Process proc = new ProcessBuilder(cmd).redirectErrorStream(true).start();
         String out = new String(proc.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         assertTrue(proc.waitFor(60, TimeUnit.SECONDS));

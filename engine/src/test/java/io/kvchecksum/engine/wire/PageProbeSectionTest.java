@@ -109,8 +109,8 @@ class PageProbeSectionTest {
             PageProbeSection seen = PageProbeSection.compute(cpu, consumer.plan(), PageProbe.DEFAULT_PROBE_BYTES);
             assertEquals(5, sent.numPages());
 
-            byte[] wire = PayloadCodec.encode(payload(cpu, producer.plan(), sent));
-            ChecksumPayload expected = PayloadCodec.decode(wire);
+            ChecksumPayload sentPayload = payload(cpu, producer.plan(), sent);
+            ChecksumPayload expected = PayloadCodec.decode(PayloadCodec.encode(sentPayload), PayloadCodec.encodeSections(sentPayload));
             assertEquals(sent, expected.section(PageProbeSection.NAME), "the section survives the wire");
             LoadVerdict v = Verifier.compare(expected, payload(cpu, consumer.plan(), seen));
             SectionVerdict probe = v.section(PageProbeSection.NAME);
@@ -165,10 +165,12 @@ class PageProbeSectionTest {
     void oneSideOnlyOtherPagesAndTheWireForm() {
         PageProbeSection a = new PageProbeSection(16, 64, 0, 20, new int[] {1, 2}, new int[] {3, -1});
         // [16, 64, 0, 20, bin(8 * 2)]: heads and tails interleaved per page, little-endian uint32.
-        assertEquals("96030214a87374616e64617264" + "90" + "81" + "aa706167652d70726f6265" + "95" + "10" + "40" + "00"
-                + "14" + "c410" + "01000000" + "03000000" + "02000000" + "ffffffff",
-                HexFormat.of().formatHex(PayloadCodec.encode(ChecksumPayload.of(2, 20, List.of()).withSection(a))));
         ChecksumPayload with = ChecksumPayload.of(2, 20, List.of()).withSection(a);
+        // The checksums stay version 2; the section travels in the sections value [1, {...}].
+        assertEquals("9402021490", HexFormat.of().formatHex(PayloadCodec.encode(with)));
+        assertEquals("9201" + "81" + "aa706167652d70726f6265" + "95" + "10" + "40" + "00"
+                + "14" + "c410" + "01000000" + "03000000" + "02000000" + "ffffffff",
+                HexFormat.of().formatHex(PayloadCodec.encodeSections(with)));
         ChecksumPayload without = ChecksumPayload.of(2, 20, List.of());
         SectionVerdict one = Verifier.compareSections(with, without, PayloadSections.KNOWN).get(0);
         assertEquals(UnverifiedReason.ONE_SIDE_ONLY, one.reason());
@@ -181,10 +183,11 @@ class PageProbeSectionTest {
         PageProbeSection laterBad = new PageProbeSection(16, 64, 16, 20, new int[] {2}, new int[] {0});
         assertEquals(List.of(new PageProbeSection.PageDifference(1, 16, false, true)), PageProbeSection.differences(a, laterBad));
         // Malformed: a bin that does not hold 8 bytes per page (num_tokens 20 -> 40: three pages, 16 bytes).
-        byte[] bytes = PayloadCodec.encode(with);
+        byte[] bytes = PayloadCodec.encodeSections(with);
         assertEquals(0x14, bytes[bytes.length - 19]);
         bytes[bytes.length - 19] = 0x28;
-        MalformedPayloadException e = assertThrows(MalformedPayloadException.class, () -> PayloadCodec.decode(bytes));
+        MalformedPayloadException e = assertThrows(MalformedPayloadException.class,
+                () -> PayloadCodec.decode(PayloadCodec.encode(with), bytes));
         assertTrue(e.getMessage().startsWith("sections.page-probe.probes"), e.getMessage());
     }
 }

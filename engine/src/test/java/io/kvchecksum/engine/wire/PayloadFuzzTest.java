@@ -11,18 +11,22 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HexFormat;
 import java.util.List;
+import java.util.Map;
 import java.util.Random;
+import java.util.TreeMap;
 
 import org.junit.jupiter.api.Test;
 
 /**
- * A seeded mutation fuzzer for the decoder, bounded in time: bit flips, byte replacements, truncations, insertions,
- * duplicated spans and tampered length fields applied to valid payloads. Any outcome but a valid payload or
+ * A seeded mutation fuzzer for the decoders, bounded in time: bit flips, byte replacements, truncations, insertions,
+ * duplicated spans and tampered length fields applied to valid payloads, and to valid sections values beside valid
+ * checksums. Any outcome but a valid payload or
  * {@link MalformedPayloadException} fails, printing the input as hex: add it to {@code fuzz-regressions.txt}.
  */
 class PayloadFuzzTest {
     private static final long SEED = Long.getLong("kvchecksum.fuzz.seed", 0xF022_2026L);
     private static final long BUDGET_MS = Long.getLong("kvchecksum.fuzz.ms", 8_000L);
+    private static final long SECTIONS_BUDGET_MS = BUDGET_MS / 2;
 
     @Test
     void survivesMutatedPayloads() {
@@ -48,6 +52,64 @@ class PayloadFuzzTest {
         assertTrue(iterations > 1000, "the fuzz loop ran only " + iterations + " times");
     }
 
+    /** A random sections value's payload: the known sections, each present or not, with random contents. */
+    static ChecksumPayload withRandomSections(ChecksumPayload p, Random rnd) {
+        if (rnd.nextBoolean()) {
+            Map<String, Long> d = new TreeMap<>();
+            for (int i = rnd.nextInt(4); i > 0; i--) {
+                d.put("l" + rnd.nextInt(40) + ".ssm.r" + rnd.nextInt(4), rnd.nextLong());
+            }
+            p = p.withSection(new StateDigestsSection(rnd.nextBoolean() ? "standard" : "mixed", d));
+        }
+        if (rnd.nextBoolean()) {
+            List<SglangDigestSection.Entry> entries = new ArrayList<>();
+            for (int w = rnd.nextInt(3); w > 0; w--) {
+                entries.add(new SglangDigestSection.Entry(w, w, rnd.nextLong(), 16, 16L * rnd.nextInt(100), rnd.nextInt(50),
+                        ((long) rnd.nextInt(65521) << 16) | rnd.nextInt(65521)));
+            }
+            p = p.withSection(new SglangDigestSection(entries));
+        }
+        if (rnd.nextBoolean()) {
+            int pages = rnd.nextInt(4);
+            int[] heads = rnd.ints(pages).toArray();
+            p = p.withSection(new PageProbeSection(16, 64, 0, 16L * pages, heads, rnd.ints(pages).toArray()));
+        }
+        return p;
+    }
+
+    /** The sections value decoder, in the same way: mutated sections values beside valid checksums. */
+    @Test
+    void survivesMutatedSectionsValues() {
+        Random rnd = new Random(SEED + 1);
+        List<byte[][]> corpus = new ArrayList<>();
+        while (corpus.size() < 64) {
+            // Small checksums: the time goes to the sections value.
+            ChecksumPayload p = ChecksumPayload.of(rnd.nextBoolean() ? io.kvchecksum.ChecksumMode.STANDARD
+                    : io.kvchecksum.ChecksumMode.MIXED, 1 + rnd.nextInt(8), 16, List.of(new GroupChecksums(0, rnd.nextLong(),
+                    16, 0, new long[] {rnd.nextLong()})));
+            p = withRandomSections(p, rnd);
+            if (!p.sections().isEmpty()) {
+                corpus.add(new byte[][] {PayloadCodec.encode(p), PayloadCodec.encodeSections(p)});
+            }
+        }
+        long deadline = System.nanoTime() + SECTIONS_BUDGET_MS * 1_000_000;
+        long iterations = 0;
+        long accepted = 0;
+        while (System.nanoTime() < deadline) {
+            byte[][] one = corpus.get(rnd.nextInt(corpus.size()));
+            byte[] input = mutate(one[1], rnd);
+            if (decodeSafely(one[0], input)) {
+                accepted++;
+                if (corpus.size() < 4096) {
+                    corpus.add(new byte[][] {one[0], input});
+                }
+            }
+            iterations++;
+        }
+        System.out.println("PayloadFuzzTest sections seed " + (SEED + 1) + ": " + iterations + " inputs, " + accepted + " decoded");
+        assertTrue(iterations > 500, "the fuzz loop ran only " + iterations + " times");
+    }
+
     @Test
     void regressionInputs() throws IOException {
         try (InputStream in = getClass().getResourceAsStream("/fuzz-regressions.txt")) {
@@ -67,15 +129,21 @@ class PayloadFuzzTest {
 
     /** True when decoded; false when rejected as malformed; fails on anything else. */
     static boolean decodeSafely(byte[] input) {
+        return decodeSafely(input, null);
+    }
+
+    /** {@link #decodeSafely(byte[])} for checksums and the sections value beside them. */
+    static boolean decodeSafely(byte[] checksums, byte[] sections) {
+        String hex = HexFormat.of().formatHex(checksums) + (sections == null ? "" : " / " + HexFormat.of().formatHex(sections));
         try {
-            ChecksumPayload p = PayloadCodec.decode(input);
+            ChecksumPayload p = PayloadCodec.decode(checksums, sections);
             // A decoded payload must survive a round trip unchanged.
-            assertEquals(p, PayloadCodec.decode(PayloadCodec.encode(p)), HexFormat.of().formatHex(input));
+            assertEquals(p, PayloadCodec.decode(PayloadCodec.encode(p), PayloadCodec.encodeSections(p)), hex);
             return true;
         } catch (MalformedPayloadException e) {
             return false;
         } catch (Throwable t) {
-            fail("decoder threw " + t + " for input " + HexFormat.of().formatHex(input), t);
+            fail("decoder threw " + t + " for input " + hex, t);
             return false;
         }
     }

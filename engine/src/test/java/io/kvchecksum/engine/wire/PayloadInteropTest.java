@@ -8,7 +8,10 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Base64;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Random;
 import java.util.stream.Stream;
 
@@ -65,17 +68,29 @@ class PayloadInteropTest {
         try (Stream<Path> s = Files.list(DIR)) {
             txt = s.filter(p -> p.toString().endsWith(".txt")).sorted().toList();
         }
-        assertTrue(txt.size() >= 11, "expected the committed interop cases in " + DIR + ", found " + txt);
+        assertTrue(txt.size() >= 14, "expected the committed interop cases in " + DIR + ", found " + txt);
         return txt.stream().map(t -> DynamicTest.dynamicTest(t.getFileName().toString(), () -> {
             String name = t.getFileName().toString().replace(".txt", "");
             List<String> lines = Files.readAllLines(t);
-            String reencoded = lines.getLast().substring("reencoded ".length());
-            String expected = String.join("\n", lines.subList(0, lines.size() - 1)) + "\n";
+            // The trailing lines name files: "input_sections", "reencoded_sections", then "reencoded".
+            Map<String, String> files = new HashMap<>();
+            int values = lines.size();
+            while (values > 0 && lines.get(values - 1).matches("(input_sections|reencoded_sections|reencoded) .*")) {
+                String[] kv = lines.get(--values).split(" ", 2);
+                files.put(kv[0], kv[1]);
+            }
+            String expected = String.join("\n", lines.subList(0, values)) + "\n";
             byte[] bytes = Files.readAllBytes(DIR.resolve(name + ".msgpack"));
-            ChecksumPayload p = PayloadCodec.decode(bytes);
+            byte[] sections = files.containsKey("input_sections")
+                    ? Files.readAllBytes(DIR.resolve(files.get("input_sections") + ".msgpack")) : null;
+            ChecksumPayload p = PayloadCodec.decode(bytes, sections);
             boolean taggedOne = lines.contains("form v1-tagged-final");
             assertEquals(expected, text(p, taggedOne), name);
-            assertArrayEquals(Files.readAllBytes(DIR.resolve(reencoded + ".msgpack")), PayloadCodec.encode(p), name);
+            assertArrayEquals(Files.readAllBytes(DIR.resolve(files.get("reencoded") + ".msgpack")), PayloadCodec.encode(p), name);
+            // The sections Java knows are written back beside the checksums, never inline; unknown ones are dropped.
+            byte[] expectedSections = files.containsKey("reencoded_sections")
+                    ? Files.readAllBytes(DIR.resolve(files.get("reencoded_sections") + ".msgpack")) : null;
+            assertArrayEquals(expectedSections, PayloadCodec.encodeSections(p), name + " sections");
         }));
     }
 
@@ -97,6 +112,67 @@ class PayloadInteropTest {
         return version == 1 ? new ChecksumPayload(1, null, n, groups)
                 : version == 3 ? ChecksumPayload.of(io.kvchecksum.ChecksumMode.MIXED, tp, n, groups)
                 : ChecksumPayload.of(tp, n, groups);
+    }
+
+    /** The text {@code seed003_reader.py} prints for a standard-mode payload, from the payload's own values. */
+    static String seedText(ChecksumPayload p) {
+        StringBuilder b = new StringBuilder("version ").append(p.version()).append(" tp_size ").append(p.tpSize())
+                .append(" num_tokens ").append(p.numTokens()).append('\n');
+        for (GroupChecksums g : p.groups()) {
+            b.append("group ").append(g.groupId()).append(" fingerprint ").append(Long.toUnsignedString(g.fingerprint()))
+                    .append(" block_size ").append(g.blockSize()).append(" start ").append(g.start()).append(" values");
+            for (long v : g.values()) {
+                b.append(' ').append(Long.toUnsignedString(v));
+            }
+            b.append('\n');
+        }
+        return b.toString();
+    }
+
+    /** {@code kv_transfer_params} as a proxy forwards it: the payload's entries among the connector's own keys. */
+    static String params(WirePayload w, int request) {
+        StringBuilder b = new StringBuilder("{\"do_remote_prefill\": true, \"remote_block_ids\": [1, 2, 3], ");
+        b.append("\"remote_request_id\": \"req-").append(request).append('"');
+        w.params().forEach((k, v) -> b.append(", \"").append(k).append("\": \"").append(v).append('"'));
+        return b.append('}').toString();
+    }
+
+    /**
+     * Seed 003's plain reader ({@code golden/generator/seed003_reader.py}: {@code version, tp_size, num_tokens, groups
+     * = msgpack.unpackb(...)}, no version 3, no sections) reads the checksums of standard-mode loads that carry every
+     * known section as version 2, with their values; the earlier inline form is what it could not read.
+     */
+    @Test
+    void seedThreesPlainReaderReadsTheChecksumsOfALoadWithSections() throws Exception {
+        String python = InteropPython.require();
+        Random rnd = new Random(SEED + 3);
+        System.out.println("PayloadInteropTest seed-003 reader seed " + (SEED + 3) + ", " + python);
+        Path dir = Files.createTempDirectory("kvchecksum-seed003");
+        List<Path> files = new ArrayList<>();
+        StringBuilder expected = new StringBuilder();
+        for (int i = 0; i < 12; i++) {
+            ChecksumPayload p = random(rnd, 2);
+            if (i % 4 != 3) {
+                p = p.withSection(new StateDigestsSection("standard", Map.of("l0.ssm.r" + i, rnd.nextLong())))
+                        .withSection(new SglangDigestSection(List.of(new SglangDigestSection.Entry(0, 0, rnd.nextLong(), 16,
+                                0, 1 + rnd.nextInt(9), rnd.nextInt(65521)))))
+                        .withSection(new PageProbeSection(16, 64, 0, 20, new int[] {rnd.nextInt(), 2}, new int[] {3, -1}));
+            }
+            assertEquals(2, p.version(), "sections leave a standard-mode payload version 2");
+            WirePayload w = WirePayload.of(p);
+            assertEquals(i % 4 != 3, w.sections() != null);
+            Path f = dir.resolve("params-" + i + ".json");
+            Files.writeString(f, params(w, i));
+            files.add(f);
+            expected.append("file ").append(f.getFileName()).append('\n').append(seedText(p));
+        }
+        // The earlier release's form, sections inline in version 3 (written by Python's msgpack): not readable there.
+        byte[] inline = Files.readAllBytes(DIR.resolve("v3-sglang-digest.msgpack"));
+        Path f = dir.resolve("params-inline.json");
+        Files.writeString(f, "{\"kv_checksums\": \"" + Base64.getEncoder().encodeToString(inline) + "\"}");
+        files.add(f);
+        expected.append("file params-inline.json\nerror ValueError: too many values to unpack (expected 4)\n");
+        InteropPython.assertSeedReaderPrints(python, files, expected.toString(), dir);
     }
 
     @Test

@@ -13,9 +13,10 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 /**
- * The sglang-digest section against Python's msgpack ({@code golden/generator/payloads.py}): Python's payload with the
- * section decodes to the entries of its {@code NAME.sections} and is written back byte for byte; payloads with the
- * section written by Java decode in Python to the same entries, and Python packs them back to Java's bytes.
+ * The sglang-digest section against Python's msgpack ({@code golden/generator/payloads.py}): Python's payloads with the
+ * section (beside the checksums, and inline as earlier releases wrote it) decode to the entries of their
+ * {@code NAME.sections} and are written back as the current form; payloads with the section written by Java decode in
+ * Python to the same entries, and Python packs them back to Java's bytes.
  */
 class SglangDigestInteropTest {
     private static final long SEED = 0x5C1A_26L;
@@ -35,11 +36,22 @@ class SglangDigestInteropTest {
 
     @Test
     void pythonsSectionDecodesToItsEntriesAndIsWrittenBackByteForByte() throws IOException {
+        // An earlier release's inline form: read, and written back split (checksums, then the sections beside them).
         byte[] bytes = Files.readAllBytes(DIR.resolve("v3-sglang-digest.msgpack"));
         ChecksumPayload p = PayloadCodec.decode(bytes);
         assertEquals(Files.readAllLines(DIR.resolve("v3-sglang-digest.sections")), lines(p));
         assertEquals(3, ((SglangDigestSection) p.section(SglangDigestSection.NAME)).entries().size());
-        assertArrayEquals(bytes, PayloadCodec.encode(p));
+        assertArrayEquals(Files.readAllBytes(DIR.resolve("v3-sglang-digest.no-sections.msgpack")), PayloadCodec.encode(p));
+        assertArrayEquals(Files.readAllBytes(DIR.resolve("v3-sglang-digest.known-sections-value.msgpack")),
+                PayloadCodec.encodeSections(p));
+        // The current form: version-2 checksums with the section beside them, read and written back byte for byte.
+        byte[] checksums = Files.readAllBytes(DIR.resolve("v2-sglang-digest-separate.msgpack"));
+        byte[] sections = Files.readAllBytes(DIR.resolve("v2-sglang-digest-separate.sections-value.msgpack"));
+        ChecksumPayload q = PayloadCodec.decode(checksums, sections);
+        assertEquals(2, q.version());
+        assertEquals(Files.readAllLines(DIR.resolve("v2-sglang-digest-separate.sections")), lines(q));
+        assertArrayEquals(checksums, PayloadCodec.encode(q));
+        assertArrayEquals(sections, PayloadCodec.encodeSections(q));
     }
 
     @Test
@@ -63,7 +75,9 @@ class SglangDigestInteropTest {
             ChecksumPayload p = base.withSection(new SglangDigestSection(entries));
             Path f = dir.resolve("java-sglang-" + i + ".msgpack");
             Files.write(f, PayloadCodec.encode(p));
-            files.add(f);
+            Path s = dir.resolve("java-sglang-" + i + ".sections.msgpack");
+            Files.write(s, PayloadCodec.encodeSections(p));
+            files.add(Path.of(f + "," + s));
             expected.append("file ").append(f.getFileName()).append('\n').append(PayloadInteropTest.text(p, false));
             for (String l : lines(p)) {
                 expected.append(l).append('\n');

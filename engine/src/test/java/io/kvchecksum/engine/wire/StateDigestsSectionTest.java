@@ -52,7 +52,8 @@ class StateDigestsSectionTest {
                     new StateRow("l0.ssm", KvMemory.host(cons), 1024, 2053));
             for (ChecksumMode mode : ChecksumMode.values()) {
                 StateDigestsSection sent = StateDigestsSection.compute(cpu, p, mode);
-                ChecksumPayload expected = PayloadCodec.decode(PayloadCodec.encode(base().withSection(sent)));
+                ChecksumPayload expected = PayloadCodec.decode(PayloadCodec.encode(base().withSection(sent)),
+                        PayloadCodec.encodeSections(base().withSection(sent)));
                 assertEquals(sent, expected.section(StateDigestsSection.NAME));
                 LoadVerdict same = Verifier.compare(expected, base().withSection(StateDigestsSection.compute(cpu, c, mode)));
                 assertEquals(Status.MATCH, same.status(), same.toString());
@@ -98,15 +99,21 @@ class StateDigestsSectionTest {
         // {"state-digests": ["standard", [["conv", 1], ["ssm", 2^64-1]]]}
         String section = "ad" + "73746174652d64696765737473" + "92" + "a8" + "7374616e64617264" + "92" + "92" + "a4"
                 + "636f6e76" + "01" + "92" + "a3" + "73736d" + "cf" + "ffffffffffffffff";
-        assertEquals("96030214a87374616e64617264" + "90" + "81" + section, HexFormat.of().formatHex(PayloadCodec.encode(p)));
-        byte[] dup = HexFormat.of().parseHex(("96030214a87374616e64617264" + "90" + "81" + section).replace("a373736d", "a3636f6e"));
+        // The checksums are the plain version-2 bytes; the section travels in the sections value [1, {...}].
+        assertEquals("94020214" + "90", HexFormat.of().formatHex(PayloadCodec.encode(p)));
+        assertEquals("92" + "01" + "81" + section, HexFormat.of().formatHex(PayloadCodec.encodeSections(p)));
+        byte[] checksums = PayloadCodec.encode(p);
+        byte[] dup = HexFormat.of().parseHex(("9201" + "81" + section).replace("a373736d", "a3636f6e"));
         // "ssm" -> "con": still distinct; now make it "conv" twice by editing the length and bytes.
-        byte[] twice = HexFormat.of().parseHex("96030214a87374616e64617264" + "90" + "81" + "ad" + "73746174652d64696765737473"
+        byte[] twice = HexFormat.of().parseHex("9201" + "81" + "ad" + "73746174652d64696765737473"
                 + "92" + "a8" + "7374616e64617264" + "92" + "92a4636f6e7601" + "92a4636f6e7602");
-        MalformedPayloadException e = assertThrows(MalformedPayloadException.class, () -> PayloadCodec.decode(twice));
+        MalformedPayloadException e = assertThrows(MalformedPayloadException.class, () -> PayloadCodec.decode(checksums, twice));
         assertEquals("sections.state-digests.digests[1].name: 'conv shard 0/1' appears twice", e.getMessage());
         assertEquals(List.of(StateDigestsSection.Entry.unsharded("conv", 1L), StateDigestsSection.Entry.unsharded("con", -1L)),
-                ((StateDigestsSection) PayloadCodec.decode(dup).section(StateDigestsSection.NAME)).entries());
+                ((StateDigestsSection) PayloadCodec.decode(checksums, dup).section(StateDigestsSection.NAME)).entries());
+        // An earlier release's version 3 with the section inline still decodes to it.
+        ChecksumPayload inline = PayloadCodec.decode(HexFormat.of().parseHex("96030214a87374616e64617264" + "90" + "81" + section));
+        assertEquals(p.section(StateDigestsSection.NAME), inline.section(StateDigestsSection.NAME));
     }
 
     private static StateDigestsSection.Entry entry(String name, int shard, int shards, int copy, int copies, long length,
@@ -116,7 +123,8 @@ class StateDigestsSectionTest {
 
     private static SectionVerdict compare(List<StateDigestsSection.Entry> producer, List<StateDigestsSection.Entry> consumer) {
         // Through the bytes, so the entries' wire form is what is compared.
-        ChecksumPayload sent = PayloadCodec.decode(PayloadCodec.encode(base().withSection(new StateDigestsSection("standard", producer))));
+        ChecksumPayload withSection = base().withSection(new StateDigestsSection("standard", producer));
+        ChecksumPayload sent = PayloadCodec.decode(PayloadCodec.encode(withSection), PayloadCodec.encodeSections(withSection));
         LoadVerdict v = Verifier.compare(sent, base().withSection(new StateDigestsSection("standard", consumer)));
         return v.section(StateDigestsSection.NAME);
     }
@@ -176,16 +184,17 @@ class StateDigestsSectionTest {
                 List.of(new StateDigestsSection.Entry("ssm", 1, 2, 1, 0, 1, 64, 7))));
         String section = "ad" + "73746174652d64696765737473" + "92" + "a8" + "7374616e64617264" + "91"
                 + "98" + "a3" + "73736d" + "07" + "01" + "02" + "01" + "00" + "01" + "40";
-        assertEquals("96030214a87374616e64617264" + "90" + "81" + section, HexFormat.of().formatHex(PayloadCodec.encode(p)));
-        assertEquals(p, PayloadCodec.decode(PayloadCodec.encode(p)));
+        assertEquals("9201" + "81" + section, HexFormat.of().formatHex(PayloadCodec.encodeSections(p)));
+        byte[] checksums = PayloadCodec.encode(p);
+        assertEquals(p, PayloadCodec.decode(checksums, PayloadCodec.encodeSections(p)));
         // Malformed: a shard outside its count, a 3-element entry, the same copy twice.
-        byte[] bad = HexFormat.of().parseHex(("96030214a87374616e64617264" + "90" + "81" + section).replace("0701020100", "0702020100"));
+        byte[] bad = HexFormat.of().parseHex(("9201" + "81" + section).replace("0701020100", "0702020100"));
         assertEquals("sections.state-digests.digests[0].shard: 2 is outside 0..1",
-                assertThrows(MalformedPayloadException.class, () -> PayloadCodec.decode(bad)).getMessage());
-        byte[] three = HexFormat.of().parseHex("96030214a87374616e64617264" + "90" + "81" + "ad" + "73746174652d64696765737473"
+                assertThrows(MalformedPayloadException.class, () -> PayloadCodec.decode(checksums, bad)).getMessage());
+        byte[] three = HexFormat.of().parseHex("9201" + "81" + "ad" + "73746174652d64696765737473"
                 + "92" + "a8" + "7374616e64617264" + "91" + "93a373736d0701");
         assertEquals("sections.state-digests.digests[0]: 3 elements, expected 2 or 8",
-                assertThrows(MalformedPayloadException.class, () -> PayloadCodec.decode(three)).getMessage());
+                assertThrows(MalformedPayloadException.class, () -> PayloadCodec.decode(checksums, three)).getMessage());
         assertThrows(IllegalArgumentException.class, () -> new StateDigestsSection("standard",
                 List.of(entry("a", 0, 1, 0, 1, 1, 1), entry("a", 0, 1, 0, 1, 2, 2))));
         assertThrows(IllegalArgumentException.class, () -> new StateDigestsSection.Entry("a", 0, 2, 0, 0, 1, -1, 0));

@@ -62,7 +62,8 @@ class AuxiliarySectionsTest {
         PageProbe.Probes same = probes(11, 12, 13);
         List<WorkerRecord> tp2 = List.of(rec(0, Map.of(new ReplicaKey(2, 0), same), null),
                 rec(1, Map.of(new ReplicaKey(2, 1), same), null));
-        ChecksumPayload producer = PayloadCodec.decode(PayloadCodec.encode(payload(Aggregator.producer(2, 1, 48, List.of(), tp2))));
+        ChecksumPayload built = payload(Aggregator.producer(2, 1, 48, List.of(), tp2));
+        ChecksumPayload producer = PayloadCodec.decode(PayloadCodec.encode(built), PayloadCodec.encodeSections(built));
         PageProbeSection sent = (PageProbeSection) producer.section(PageProbeSection.NAME);
         assertEquals(PageProbeSection.of(same), sent);
         ChecksumPayload tp1 = payload(Aggregator.consumer(1, 1, 48, List.of(), List.of(rec(0, Map.of(ReplicaKey.NONE, same), null))));
@@ -146,21 +147,23 @@ class AuxiliarySectionsTest {
             List<StateShard> c = List.of(StateShard.whole(new StateRow("l0.ssm", KvMemory.host(cons), 0, 256)),
                     StateShard.whole(new StateRow("l0.conv", KvMemory.host(cons), 256, 40)));
             SingleWorker w = SingleWorker.builder(cpu).stateDigests(true).pageProbe(0, 64).build();
-            String sent = PayloadCodec.encodeBase64(payload(w.producer(List.of(), List.of(), 30, p)));
-            LoadVerdict ok = Verifier.verify(sent, payload(w.consumer(List.of(), List.of(), 30, c)));
+            ChecksumPayload produced = payload(w.producer(List.of(), List.of(), 30, p));
+            String sent = PayloadCodec.encodeBase64(produced);
+            String sections = PayloadCodec.encodeSectionsBase64(produced);
+            LoadVerdict ok = Verifier.verify(sent, sections, payload(w.consumer(List.of(), List.of(), 30, c)));
             assertEquals(Status.MATCH, ok.status(), ok.toString());
             assertNull(ok.reason());
             assertTrue(ok.groups().isEmpty());
             assertNull(ok.section(PageProbeSection.NAME), "no group, no probe");
 
             cons.set(ValueLayout.JAVA_BYTE, 270, (byte) ~cons.get(ValueLayout.JAVA_BYTE, 270));
-            LoadVerdict bad = Verifier.verify(sent, payload(w.consumer(List.of(), List.of(), 30, c)));
+            LoadVerdict bad = Verifier.verify(sent, sections, payload(w.consumer(List.of(), List.of(), 30, c)));
             assertEquals(Status.MISMATCH, bad.status(), bad.toString());
             assertEquals("state-digests MISMATCH: state buffers differ: l0.conv shard 0/1", bad.detail());
 
             // Without state digests on the consumer there is nothing to compare: unchanged from before.
             SingleWorker plain = SingleWorker.builder(cpu).build();
-            LoadVerdict none = Verifier.verify(sent, payload(plain.consumer(List.of(), List.of(), 30, c)));
+            LoadVerdict none = Verifier.verify(sent, sections, payload(plain.consumer(List.of(), List.of(), 30, c)));
             assertEquals(Status.UNVERIFIED, none.status(), none.toString());
             assertEquals(UnverifiedReason.NOTHING_TO_COMPARE, none.reason());
         }

@@ -149,9 +149,13 @@ class TpPpMatrixTest {
         assertTrue(all.size() >= 45, "cases drawn: " + all.size());
     }
 
-    /** The producer's payload as the consumer receives it: the one place the bytes between the sides are chosen. */
+    /**
+     * The producer's payload as the consumer receives it, through {@code kv_transfer_params}: the checksums under
+     * {@code kv_checksums} (seed 003's version 2), the sections under {@code kv_checksum_sections}.
+     */
     private static ChecksumPayload overTheWire(ChecksumPayload producer) {
-        return PayloadCodec.decode(PayloadCodec.encode(producer));
+        Map<String, String> params = io.kvchecksum.engine.wire.WirePayload.of(producer).params();
+        return PayloadCodec.decodeBase64(params.get(PayloadCodec.CHECKSUMS_KEY), params.get(PayloadCodec.SECTIONS_KEY));
     }
 
     /** Every worker's record as the aggregating rank receives it: bytes. */
