@@ -243,8 +243,6 @@ fi
 qflag=(); [[ $quick -eq 1 ]] && qflag=(--quick)
 # a stage of io.kvchecksum.cuda.DeviceCheck, in its own JVM: whatever it appended stays when it is stopped
 step() {
-  begin "$1"
-  if [[ $limit -eq 0 ]]; then end skipped skipped "no time left in the run's ${total}s"; return; fi
   local said=${TMPDIR:-/tmp}/kvchecksum-device-check-$$.out
   limited "${jvm[@]}" io.kvchecksum.cuda.DeviceCheck "$report" "$1" "${qflag[@]}" >"$said" 2>>"$base.err"
   local rc=$?
@@ -256,20 +254,23 @@ step() {
 }
 for p in "${plan[@]}"; do
   name=${p%%:*}
+  [[ $name == preflight || $name == unpack ]] && continue
+  begin "$name"
+  if [[ $limit -eq 0 ]]; then  # only where the stages before overran the slack between them
+    end skipped skipped "no time left in the run's ${total}s" "$([[ $name == opencl || $name == readbound ]] && echo 0 || echo 1)"
+    continue
+  fi
   case $name in
-    preflight | unpack) ;;
     opencl)
-      begin opencl
       say "the golden suite through the OpenCL backend on this machine's OpenCL driver (not gating)"
       JAVA=$java KVCHECKSUM_OPENCL_CP="golden/src/main/resources:$rt/lib/*" limited sh kernels-opencl/device-check.sh >>"$report" 2>&1
       rc=$?
       case $rc in
         0) end 0 "" "" 0 ;;
         2) end 2 skipped "no OpenCL on this machine" 0 ;;
-        *) end $rc "" "exit 1: a vector failed; 3: set-up failed" 0 ;;
+        *) end $rc "" "$([[ $rc -eq 124 || $rc -eq 137 ]] || echo 'exit 1: a vector failed; 3: set-up failed')" 0 ;;
       esac ;;
     readbound)
-      begin readbound
       if [[ $dry -eq 1 ]]; then
         end - skipped "dry run" 0
       elif ! command -v python3 >/dev/null; then
