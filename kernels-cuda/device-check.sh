@@ -1,17 +1,26 @@
 #!/usr/bin/env bash
 # The CUDA backend's device check, for a lent GPU machine (H100/H200) with a driver but no JDK or Maven.
-# Prepare on a build machine first: kernels-cuda/prepare-device.sh (writes .device/, carried to the device).
+# Prepare on a build machine first: kernels-cuda/prepare-device.sh (writes .device/device.tar.xz, carried to the device).
 #
 # Usage: kernels-cuda/device-check.sh [--quick] [--dry-run]
-#   full check at most 5 minutes, --quick at most 2; every step has its own timeout, and the report is written line
-#   by line from the first second into $OUT (device tool) or else kernels-cuda/results/, so a timeout still returns
-#   everything measured so far. --dry-run runs the same program on the CPU-simulated driver (CI: timings meaningless).
-# Steps: golden suite through the real CUDA backend (host and device memory); random layouts against the reference;
-# a recorded enqueue on the real driver (no synchronizing call); the sweep of the fused kernel per shape and size
-# against a read kernel of the same bytes and cudaMemcpy device-to-device, with the host time of one enqueue and the
-# synchronizing calls it made; the interference with a memory-bound kernel on another stream; the OpenCL golden
-# suite on the GPU's OpenCL driver (full mode); an independent torch/cupy read bound when python has one (full mode).
-# Writes device-check-<UTC date>.txt (the log), .json (GPU, driver, clocks and every measurement) and .md (the table).
+#   A full run takes at most 4 minutes, --quick at most 2: every stage runs under `timeout` with its own budget (the
+#   table below; a stage never runs past the run's total either), so one hung stage cannot eat the run. --dry-run runs
+#   the same program on the CPU-simulated driver (CI; timings meaningless).
+# Stages: preflight (no JVM: the carried runtime is there, it can be unpacked, and the driver can run the fatbin:
+# CUDA 13 driver, a GPU of compute capability 8.0+; where it cannot, the run stops within seconds with one line
+# "device-check: CANNOT RUN: <why>" and exit 2); unpack (the runtime, with xz or Python's tarfile/lzma); golden (the
+# golden suite and the page-digest vectors through the real backend, host and device memory); random (layouts
+# against the reference); recorded (an enqueue on the real driver, every call recorded: no synchronizing call);
+# sweep (the fused kernel per shape and size against the read bound, with the host time of one enqueue);
+# interference (the checksum next to a memory-bound kernel on another stream); full mode only: opencl (the golden
+# suite on the GPU's OpenCL driver) and readbound (torch/cupy, when Python has one). Each stage's time is printed.
+# Files, in $OUT (device tool) or else kernels-cuda/results/: device-check-<UTC date>.txt (the log), .json (schema:
+# kernels-cuda/device-check.schema.json) and .md (stage times and the table), the .json and .md rewritten after every
+# stage, so a run stopped from outside still returns everything measured until then.
+# Exit: 0 every gating stage passed; 1 a stage failed or timed out; 2 cannot run here (the line says why); 64 usage.
+# Test hooks: KVCHECKSUM_DEVICE_DIR (default .device), KVCHECKSUM_LIBCUDA (the driver library the preflight loads),
+# KVCHECKSUM_BUDGET (lower budgets, e.g. golden:3) and KVCHECKSUM_UNPACK (xz or python): ci-device-dry-run.sh checks
+# the CANNOT RUN lines, a timed-out stage and the unpacking without xz with them.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -23,93 +32,259 @@ for a in "$@"; do
     *) echo "device-check: unknown argument $a (use --quick, --dry-run)" >&2; exit 64 ;;
   esac
 done
+# Cuda.MIN_DRIVER_VERSION: the fatbin is built with CUDA 13 (ci-device-dry-run.sh checks that the two agree)
+MIN_DRIVER=13000
+devdir=${KVCHECKSUM_DEVICE_DIR:-.device}
+archive=$devdir/device.tar.xz
+
+# Stage budgets in seconds (the expected time is well inside each: preflight 1-3 s, unpack 1-3 s, golden 5-15 s,
+# JVM start and CUDA context ~2 s per JVM stage). They add up to the run's budget; with the machine's start (~1-2
+# minutes) a full run leaves room for a rerun within 15 minutes of device time.
+if [[ $quick -eq 1 ]]; then
+  total=120
+  plan=(preflight:10 unpack:15 golden:30 random:10 recorded:10 sweep:35 interference:10)
+else
+  total=240
+  plan=(preflight:10 unpack:15 golden:40 random:20 recorded:10 sweep:90 interference:25 opencl:15 readbound:15)
+fi
+declare -A budget
+for p in "${plan[@]}"; do budget[${p%%:*}]=${p##*:}; done
+# test hook: KVCHECKSUM_BUDGET="golden:3,sweep:5" lowers stages' budgets (ci-device-dry-run.sh times a stage out)
+for o in ${KVCHECKSUM_BUDGET:+${KVCHECKSUM_BUDGET//,/ }}; do
+  [[ -n ${budget[${o%%:*}]:-} && ${o##*:} =~ ^[0-9]+$ && ${o##*:} -le ${budget[${o%%:*}]} ]] \
+    || { echo "device-check: KVCHECKSUM_BUDGET: $o is not a lower budget for a stage of ${plan[*]}" >&2; exit 64; }
+  budget[${o%%:*}]=${o##*:}
+done
+sum=0
+for p in "${plan[@]}"; do sum=$((sum + budget[${p%%:*}])); done
+if [[ $sum -gt $total ]]; then
+  echo "device-check: internal error: the stage budgets add up to ${sum}s, over the run's ${total}s" >&2
+  exit 70
+fi
+
 stamp=$(date -u +%Y-%m-%dT%H%M%SZ)
 dir=${OUT:-kernels-cuda/results}
 mkdir -p "$dir"
 base=$dir/device-check-$stamp
 report=$base.txt
+start=$SECONDS
+start_ms=$(date +%s%3N)
+# seconds since T_MS (milliseconds since the epoch), one decimal
+since() { local d=$(( $(date +%s%3N) - $1 )); printf '%d.%d' $((d / 1000)) $((d % 1000 / 100)); }
+deadline=$((start + total))
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo 'no git')
 say() { echo "$*" | tee -a "$report"; }
-say "# kvchecksum CUDA device check $stamp (quick=$quick, dry-run=$dry); $(git rev-parse --short HEAD 2>/dev/null || echo 'no git')"
-java=.device/jre/bin/java
-if [[ ! -x $java && -f .device/jre.tar.xz ]]; then  # prepare-device.sh carries the runtime compressed
-  jre=${TMPDIR:-/tmp}/kvchecksum-jre-$(cksum < .device/jre.tar.xz | cut -d' ' -f1)
-  # without an xz binary (tar -J needs one), Python's tarfile reads the .xz itself (its lzma module)
-  if [[ ! -x $jre/jre/bin/java ]]; then
-    mkdir -p "$jre"
-    if command -v xz >/dev/null 2>&1; then
-      tar -C "$jre" -xJf .device/jre.tar.xz
-    else
-      python3 -c 'import sys, tarfile
-t = tarfile.open(sys.argv[1], "r:xz")
-t.extractall(sys.argv[2], **({"filter": "fully_trusted"} if hasattr(tarfile, "fully_trusted_filter") else {}))' \
-        .device/jre.tar.xz "$jre"
-    fi
-  fi
-  java=$jre/jre/bin/java
-  say "java runtime unpacked from .device/jre.tar.xz into $jre ($((SECONDS))s)"
-fi
-if [[ ! -x $java ]]; then
-  say "device-check: no Java runtime in .device: run kernels-cuda/prepare-device.sh on a build machine and carry .device"
-  exit 2
-fi
-t0=$SECONDS
-gpu="(dry run: no GPU)" smi="" drv="" clocks=""
-if [[ $dry -eq 0 ]]; then
-  smi=$(timeout 15 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.memory,clocks.sm,clocks.mem \
-    --format=csv,noheader 2>&1 | head -n 1) || smi="(nvidia-smi unavailable)"
-  say "nvidia-smi: $smi"
-  IFS=, read -r gpu drv _ c1 c2 c3 c4 <<<"$smi"
-  clocks="max sm$c1, max mem$c2, now sm$c3, now mem$c4"
-fi
-jvm=("$java" --enable-native-access=ALL-UNNAMED --add-modules=jdk.incubator.vector -Xmx8g -cp "golden/src/main/resources:.device/lib/*")
-if [[ $dry -eq 1 ]]; then
-  jvm+=(-Dkvchecksum.deviceCheck.fake=kernels-cuda/target/native/libkvchecksum_host.so -Dkvchecksum.deviceCheck.maxTokens=512)
-fi
-qflag=() ; [[ $quick -eq 1 ]] && qflag=(--quick)
-failed=0
-step() {  # name timeout-seconds
-  local name=$1 limit=$2 s=$SECONDS rc
-  say ""
-  say "## step $name (timeout ${limit}s, $((SECONDS - t0))s into the check)"
-  timeout -k 5 "$limit" "${jvm[@]}" io.kvchecksum.cuda.DeviceCheck "$report" "$name" "${qflag[@]}" >/dev/null 2>>"$base.err"
-  rc=$?
-  say "step $name: exit $rc$([[ $rc -eq 124 || $rc -eq 137 ]] && echo ' (TIMED OUT)') after $((SECONDS - s))s"
-  [[ $rc -eq 0 ]] || failed=$((failed + 1))
-}
-if [[ $quick -eq 1 ]]; then
-  step golden 40; step random 10; step recorded 10; step sweep 45; step interference 15
-else
-  step golden 75; step random 30; step recorded 20; step sweep 110; step interference 30
-  say ""
-  say "## step opencl (timeout 20s): the golden suite through the OpenCL backend on this machine's OpenCL driver"
-  JAVA=$java KVCHECKSUM_OPENCL_CP="golden/src/main/resources:.device/lib/*" timeout -k 5 20 sh kernels-opencl/device-check.sh >>"$report" 2>&1
-  say "step opencl: exit $? (0 passed, 1 a vector failed, 2 no OpenCL here, 3 set-up failed, 124 timed out)"
-  if [[ $dry -eq 0 ]] && command -v python3 >/dev/null; then
-    say "## step python read bound (timeout 15s)"
-    timeout -k 5 15 python3 kernels-cuda/src/build/readbound.py >>"$report" 2>&1 || say "(python read bound: failed or unavailable)"
-  fi
-fi
+say "# kvchecksum CUDA device check $stamp (quick=$quick, dry-run=$dry); $commit; budget ${total}s: $(for p in "${plan[@]}"; do printf '%s %ss, ' "${p%%:*}" "${budget[${p%%:*}]}"; done | sed 's/, $//')"
 
-# The dated JSON and markdown, from the rows the steps appended.
-json_str() { printf '"%s"' "$(printf '%s' "$1" | sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^ *//')"; }
-{
-  printf '{"date":%s,"gpu":%s,"driver":%s,"clocks":%s,"nvidiaSmi":%s,"quick":%d,"dryRun":%d,"failedSteps":%d,"seconds":%d,"rows":[\n' \
-    "$(json_str "$stamp")" "$(json_str "$gpu")" "$(json_str "$drv")" "$(json_str "$clocks")" "$(json_str "$smi")" \
-    "$quick" "$dry" "$failed" "$((SECONDS - t0))"
-  [[ -f $base.jsonl ]] && paste -sd, "$base.jsonl"
-  printf ']}\n'
-} > "$base.json"
-{
-  echo "# kvchecksum CUDA device check, $stamp"
-  echo
-  echo "GPU: $gpu; driver: $drv; clocks: $clocks$([[ $dry -eq 1 ]] && echo ' (DRY RUN on the CPU-simulated driver: timings meaningless)')"
-  echo
-  echo "| shape | tokens | KV | fused us | fused GB/s | read GB/s | copy GB/s (r+w) | fused/read | fused/copy | enqueue us | enqueue us (reused plan) | sync calls in enqueues |"
-  echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-  [[ -f $base.md.rows ]] && cat "$base.md.rows"
-  echo
-  grep -E '^(golden suite|random layouts|recorded enqueue|engine kernel|checksum: |step .*: exit|RESULT)' "$report" | sed 's/^/    /'
-} > "$base.md"
+# ---- results, rewritten after every stage ----------------------------------------------------------------------
+gpu="" drv="" cudaver=null smi="" clocks="" preflight="" cannot="" complete=0 failed=0
+names=() limits=() secs=() exits=() statuses=() gating=() notes=()
+# q VALUE: sets $q to VALUE as a JSON string, without a fork (this runs after every stage)
+q() {
+  local v=$1
+  v=${v//\\/\\\\}; v=${v//\"/\\\"}; v=${v//[$'\001'-$'\037']/ }; v=${v#"${v%%[! ]*}"}
+  q="\"$v\""
+}
+write_results() {
+  local i
+  {
+    q "$stamp"; printf '{"schema":"kvchecksum-device-check/1","date":%s,' "$q"
+    q "$commit"; printf '"commit":%s,"quick":%d,"dryRun":%d,"budgetSeconds":%d,"complete":%d,' "$q" "$quick" "$dry" "$total" "$complete"
+    q "$cannot"; [[ -n $cannot ]] || q=null; printf '"cannotRun":%s,' "$q"
+    q "$gpu"; printf '"gpu":%s,' "$q"
+    q "$drv"; printf '"driver":%s,"cudaDriverVersion":%s,' "$q" "$cudaver"
+    q "$clocks"; printf '"clocks":%s,' "$q"
+    q "$smi"; printf '"nvidiaSmi":%s,' "$q"
+    q "$preflight"; printf '"preflight":%s,"failedStages":%d,"seconds":%s,"stages":[' "$q" "$failed" "$(since "$start_ms")"
+    for i in "${!names[@]}"; do
+      [[ $i -gt 0 ]] && printf ','
+      q "${notes[$i]}"
+      printf '{"name":"%s","budgetSeconds":%d,"limitSeconds":%d,"seconds":%s,"exit":%s,"status":"%s","gating":%d,"note":%s}' \
+        "${names[$i]}" "${budget[${names[$i]}]}" "${limits[$i]}" "${secs[$i]}" "${exits[$i]}" "${statuses[$i]}" "${gating[$i]}" "$q"
+    done
+    printf '],"rows":[\n'
+    # whole lines only: a stage stopped by its timeout may leave half a line
+    [[ -f $base.jsonl ]] && grep -E '^\{.*\}$' "$base.jsonl" | paste -sd, -
+    printf ']}\n'
+  } > "$base.json.tmp"
+  mv "$base.json.tmp" "$base.json"
+  {
+    echo "# kvchecksum CUDA device check, $stamp ($commit)"
+    echo
+    echo "GPU: ${gpu:-?}; driver: ${drv:-?}; clocks: ${clocks:-?}$([[ $dry -eq 1 ]] && echo ' (DRY RUN on the CPU-simulated driver: timings meaningless)')"
+    [[ -n $cannot ]] && { echo; echo "**CANNOT RUN: $cannot**"; }
+    [[ $complete -eq 1 ]] || { echo; echo "(incomplete: written after stage ${stage:-none}, $((SECONDS - start))s into the run)"; }
+    echo
+    echo "| stage | budget s | took s | status |"
+    echo "|---|---:|---:|---|"
+    for i in "${!names[@]}"; do
+      echo "| ${names[$i]} | ${budget[${names[$i]}]} | ${secs[$i]} | ${statuses[$i]}${notes[$i]:+: ${notes[$i]}} |"
+    done
+    echo
+    echo "| shape | tokens | KV | fused us | fused GB/s | read GB/s | copy GB/s (r+w) | fused/read | fused/copy | enqueue us | enqueue us (reused plan) | sync calls in enqueues |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    [[ -f $base.md.rows ]] && cat "$base.md.rows"
+    echo
+    grep -E '^(golden suite|random layouts|unaligned layouts|recorded enqueue|engine kernel|checksum: |RESULT)' "$report" | sed 's/^/    /'
+  } > "$base.md.tmp"
+  mv "$base.md.tmp" "$base.md"
+}
+
+# ---- stages ------------------------------------------------------------------------------------------------------
+# begin NAME: prints the header and sets $limit (the stage's budget, or what is left of the run if less; 0: skip)
+begin() {
+  local left=$((deadline - SECONDS))
+  stage=$1 limit=${budget[$1]} t_stage=$(date +%s%3N)
+  [[ $left -lt $limit ]] && limit=$left
+  [[ $limit -lt 3 ]] && limit=0
+  say ""
+  say "## stage $stage (budget ${budget[$1]}s, $(since "$start_ms")s into the run)"
+}
+# end RC [STATUS] [NOTE] [GATING]: records the stage, prints its time, rewrites the results
+end() {
+  local rc=$1 status=${2:-} note=${3:-} g=${4:-1}
+  if [[ -z $status ]]; then
+    case $rc in
+      0) status=pass ;;
+      124 | 137) status=timeout; note=${note:-"stopped at its ${limit}s limit"} ;;
+      *) status=fail ;;
+    esac
+  fi
+  names+=("$stage"); limits+=("$limit"); secs+=("$(since "$t_stage")"); gating+=("$g"); notes+=("$note")
+  exits+=("$([[ $rc =~ ^[0-9]+$ ]] && echo "$rc" || echo null)"); statuses+=("$status")
+  [[ $g -eq 1 && ($status == fail || $status == timeout) ]] && failed=$((failed + 1))
+  say "stage $stage: $status$([[ $rc =~ ^[0-9]+$ ]] && echo " (exit $rc)") in ${secs[-1]}s (budget ${budget[$stage]}s)${note:+; $note}"
+  write_results
+}
+# the run cannot work here: one line, the results written, exit 2
+cannot_run() {
+  cannot=$1
+  end 2 fail "$1"
+  say "device-check: CANNOT RUN: $1"
+  complete=1
+  write_results
+  exit 2
+}
+# run a command under the stage's limit (the kill after 2 more seconds is inside the limit)
+limited() { timeout -k 2 $((limit - 2)) "$@"; }
+
+# preflight: nothing long, no JVM
+begin preflight
+command -v timeout >/dev/null || cannot_run "no \`timeout\` command (coreutils): the stages' time limits cannot be enforced"
+[[ -s $archive ]] || cannot_run "carried runtime missing: $archive not found (run kernels-cuda/prepare-device.sh on a build machine and carry .device)"
+[[ -d golden/src/main/resources/vectors ]] || cannot_run "golden vectors missing: golden/src/main/resources/vectors is not in the tree"
+unpacker=${KVCHECKSUM_UNPACK:-}
+if [[ -n $unpacker ]]; then
+  [[ $unpacker == xz || $unpacker == python ]] || cannot_run "KVCHECKSUM_UNPACK=$unpacker: use xz or python"
+elif command -v xz >/dev/null 2>&1; then
+  unpacker=xz
+elif command -v python3 >/dev/null 2>&1 && python3 -c 'import lzma, tarfile' >/dev/null 2>&1; then
+  unpacker=python
+else
+  cannot_run "cannot unpack $archive: neither an xz binary nor python3 with the lzma module"
+fi
+if [[ $dry -eq 1 ]]; then
+  fake=kernels-cuda/target/native/libkvchecksum_host.so
+  [[ -f $fake ]] || cannot_run "dry run: $fake missing (build kernels-cuda first)"
+  gpu="(dry run: no GPU)" preflight="dry run: the CPU-simulated driver ($fake)"
+else
+  if command -v python3 >/dev/null 2>&1; then
+    IFS=$'\t' read -r pf_status pf_a pf_b < <(limited python3 kernels-cuda/src/build/device_preflight.py "$MIN_DRIVER" 2>&1 | tail -n 1)
+    case ${pf_status:-} in
+      ok) cudaver=$pf_a preflight=$pf_b ;;
+      fail) cannot_run "$pf_a" ;;
+      *) cannot_run "the driver probe (kernels-cuda/src/build/device_preflight.py) failed or hung: ${pf_status:-no output} ${pf_a:-}" ;;
+    esac
+  else
+    preflight="no python3: the driver is probed by the JVM (golden stage)"
+  fi
+  if command -v nvidia-smi >/dev/null 2>&1; then
+    smi=$(timeout 5 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.memory,clocks.sm,clocks.mem \
+      --format=csv,noheader 2>&1 | head -n 1) || smi="(nvidia-smi failed)"
+    IFS=, read -r gpu drv _ c1 c2 c3 c4 <<<"$smi"
+    clocks="max sm$c1, max mem$c2, now sm$c3, now mem$c4"
+    say "nvidia-smi: $smi"
+  fi
+fi
+say "preflight: $preflight"
+end 0
+
+# unpack the carried runtime once per archive content (a rerun on a warm machine skips it)
+begin unpack
+rt=${TMPDIR:-/tmp}/kvchecksum-device-$(cksum < "$archive" | cut -d' ' -f1)
+note="into $rt with $unpacker"
+rc=0
+if [[ -x $rt/jre/bin/java ]]; then
+  note="already unpacked in $rt"
+else
+  rm -rf "$rt.part" && mkdir -p "$rt.part"
+  if [[ $unpacker == xz ]]; then
+    limited tar -C "$rt.part" -xJf "$archive"
+  else
+    limited python3 -c 'import sys, tarfile
+t = tarfile.open(sys.argv[1], "r:xz")
+t.extractall(sys.argv[2], **({"filter": "fully_trusted"} if hasattr(tarfile, "fully_trusted_filter") else {}))' "$archive" "$rt.part"
+  fi
+  rc=$?
+  [[ $rc -eq 0 ]] && { rm -rf "$rt"; mv "$rt.part" "$rt"; }
+fi
+java=$rt/jre/bin/java
+if [[ $rc -eq 0 ]] && ! limited "$java" -version >/dev/null 2>&1; then
+  cannot_run "the carried runtime does not start ($java -version failed): rerun kernels-cuda/prepare-device.sh"
+fi
+[[ $rc -eq 124 || $rc -eq 137 ]] && cannot_run "unpacking $archive did not finish within ${limit}s"
+[[ $rc -eq 0 ]] || cannot_run "unpacking $archive failed (exit $rc)"
+end 0 "" "$note"
+
+jvm=("$java" --enable-native-access=ALL-UNNAMED --add-modules=jdk.incubator.vector -Xmx8g -cp "golden/src/main/resources:$rt/lib/*")
+if [[ $dry -eq 1 ]]; then
+  jvm+=(-Dkvchecksum.deviceCheck.fake="$fake" -Dkvchecksum.deviceCheck.maxTokens=512)
+fi
+qflag=(); [[ $quick -eq 1 ]] && qflag=(--quick)
+# a stage of io.kvchecksum.cuda.DeviceCheck, in its own JVM: whatever it appended stays when it is stopped
+step() {
+  local said=${TMPDIR:-/tmp}/kvchecksum-device-check-$$.out
+  limited "${jvm[@]}" io.kvchecksum.cuda.DeviceCheck "$report" "$1" "${qflag[@]}" >"$said" 2>>"$base.err"
+  local rc=$?
+  if [[ $rc -eq 2 ]]; then  # DeviceCheck: CUDA unavailable, the reason on its standard output
+    cannot_run "$(grep -m 1 'CUDA unavailable' "$said" || echo "DeviceCheck exited 2 (CUDA unavailable)")"
+  fi
+  rm -f "$said"
+  end $rc
+}
+for p in "${plan[@]}"; do
+  name=${p%%:*}
+  [[ $name == preflight || $name == unpack ]] && continue
+  begin "$name"
+  if [[ $limit -eq 0 ]]; then  # only where the stages before overran the slack between them
+    end skipped skipped "no time left in the run's ${total}s" "$([[ $name == opencl || $name == readbound ]] && echo 0 || echo 1)"
+    continue
+  fi
+  case $name in
+    opencl)
+      say "the golden suite through the OpenCL backend on this machine's OpenCL driver (not gating)"
+      JAVA=$java KVCHECKSUM_OPENCL_CP="golden/src/main/resources:$rt/lib/*" limited sh kernels-opencl/device-check.sh >>"$report" 2>&1
+      rc=$?
+      case $rc in
+        0) end 0 "" "" 0 ;;
+        2) end 2 skipped "no OpenCL on this machine" 0 ;;
+        *) end $rc "" "$([[ $rc -eq 124 || $rc -eq 137 ]] || echo 'exit 1: a vector failed; 3: set-up failed')" 0 ;;
+      esac ;;
+    readbound)
+      if [[ $dry -eq 1 ]]; then
+        end - skipped "dry run" 0
+      elif ! command -v python3 >/dev/null; then
+        end - skipped "no python3" 0
+      else
+        limited python3 kernels-cuda/src/build/readbound.py >>"$report" 2>&1
+        end $? "" "torch or cupy read bound (not gating)" 0
+      fi ;;
+    *) step "$name" ;;
+  esac
+done
+
+complete=1
+write_results
 rm -f "$base.jsonl" "$base.md.rows"
 # stderr of the steps, less the JVM's notice about the incubator module
 if [[ -f $base.err ]]; then
@@ -117,8 +292,12 @@ if [[ -f $base.err ]]; then
   mv "$base.err.tmp" "$base.err"
   [[ -s $base.err ]] || rm -f "$base.err"
 fi
+times=""
+for i in "${!names[@]}"; do times+="${names[$i]} ${secs[$i]}s, "; done
+say ""
+say "device-check: stage times: ${times%, }"
 if [[ -n "${OUT:-}" ]]; then
   say "device-check: results in \$OUT; copy them into kernels-cuda/results/ of the repository"
 fi
-say "device-check: $failed failed step(s), $((SECONDS - t0))s; report $report, $base.json, $base.md"
+say "device-check: $failed failed stage(s), $(since "$start_ms")s of ${total}s; report $report, $base.json, $base.md"
 [[ $failed -eq 0 ]]

@@ -4,7 +4,7 @@
 # (DeviceCheck is one) and target/lib/.
 # Usage: kernels-opencl/device-check.sh [device]   device: "platform:device" index or a name substring
 # Env:   JAVA (default $JAVA_HOME/bin/java, else java on PATH); KVCHECKSUM_OPENCL_CP replaces the class path
-#        (the CUDA device script passes the jars it carries in .device/lib)
+#        (the CUDA device script passes the jars it unpacked from .device/device.tar.xz)
 # Exit:  0 passed, 1 a vector failed, 2 no OpenCL on this machine (said plainly), 3 setup failed
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
