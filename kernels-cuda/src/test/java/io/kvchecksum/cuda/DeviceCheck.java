@@ -166,6 +166,7 @@ public final class DeviceCheck {
                 if (!a.available()) {
                     w.println("CUDA unavailable: " + a.reason());
                     System.out.println("CUDA unavailable: " + a.reason());
+                    w.flush(); // System.exit skips the try-with-resources close: the reason must reach the report
                     System.exit(2);
                     return;
                 }
