@@ -334,6 +334,70 @@ inline ulong hsum16(ulong16 v) {
         s = 2 * P * (t0 * sa + ntok * sa - st) + (2 * q + 1) * sa + 2 * sl; \
     } while (0)
 
+#if defined(KVC_ROWS_IN_FLIGHT) && !defined(KVC_UNIT32)
+/*
+ * The GPU build's whole-unit path (KVC_ROWS_IN_FLIGHT = R, set by the GPU tuning): the unit's rows of R tokens are
+ * all loaded before the first is added, so each work item has R x 64 bytes of loads in flight (R = 2: eight 16-byte
+ * loads, 128 bytes) where VECTOR_UNIT has one row's. A row whose address is a multiple of 16 for every token
+ * (kv starts at least 16-aligned: a buffer's or a window's start) is read as four aligned ulong2 loads, the widest
+ * a GPU issues per work item (vload8 promises only 8-byte alignment, so it may become eight 8-byte loads); an 8-byte
+ * aligned one by vload8. The sums are the same additions in the same order as VECTOR_UNIT (wrapping, so any order
+ * would give the same bits).
+ */
+#define LOAD_UNIT16(a) ((ulong8) (*(__global const ulong2 *) (kv + (a)), *(__global const ulong2 *) (kv + (a) + 16), \
+                                  *(__global const ulong2 *) (kv + (a) + 32), *(__global const ulong2 *) (kv + (a) + 48)))
+#define LOAD_UNIT8(a) vload8(0, (__global const ulong *) (kv + (a)))
+
+/*
+ * In ROWS_UNIT's scope: the byte address of the next token's row into a, stepping to the next page (one table
+ * read) only when a token needs it, so a block's last page run never reads past the request's page table.
+ */
+#define NEXT_ROW(a) \
+    if (slot == page_size) { \
+        slot = 0; \
+        pi++; \
+        row = base + (ulong) table[pi] * ps; \
+    } \
+    a = row; \
+    row += ts; \
+    slot++
+
+/* As VECTOR_UNIT for a whole unit of 8 pieces, ROWS_IN_FLIGHT tokens' rows loaded (LOAD) before any is added. */
+#define ROWS_UNIT(LOAD) \
+    do { \
+        ulong8 A = 0, T = 0; \
+        ulong rel = t0 - start; \
+        ulong pi = rel / page_size; \
+        ulong slot = rel - pi * page_size; \
+        ulong row = base + (ulong) table[pi] * ps + slot * ts; \
+        ulong t = 0; \
+        for (; t + KVC_ROWS_IN_FLIGHT <= ntok; t += KVC_ROWS_IN_FLIGHT) { \
+            ulong at[KVC_ROWS_IN_FLIGHT]; \
+            ulong8 x[KVC_ROWS_IN_FLIGHT]; \
+            for (uint r = 0; r < KVC_ROWS_IN_FLIGHT; r++) { \
+                NEXT_ROW(at[r]); \
+            } \
+            for (uint r = 0; r < KVC_ROWS_IN_FLIGHT; r++) { \
+                x[r] = LOAD(at[r]); \
+            } \
+            for (uint r = 0; r < KVC_ROWS_IN_FLIGHT; r++) { \
+                A += PIECE_VALUE_V(ulong8, x[r]); \
+                T += A; \
+            } \
+        } \
+        for (; t < ntok; t++) { \
+            ulong a; \
+            NEXT_ROW(a); \
+            A += PIECE_VALUE_V(ulong8, LOAD(a)); \
+            T += A; \
+        } \
+        ulong sa = hsum8(A); \
+        ulong st = hsum8(T); \
+        ulong sl = hsum8(A * LANES8); \
+        s = 2 * P * (t0 * sa + ntok * sa - st) + (2 * q + 1) * sa + 2 * sl; \
+    } while (0)
+#endif
+
 /*
  * Unit u of slice d summed over one block's tokens [t0, t0 + ntok): sum x * (2j+1) over the unit's pieces, without the
  * slice factor. One vector load per token where the unit is whole (or a half unit) and 8-byte aligned, else piece by
@@ -362,6 +426,12 @@ inline ulong unit_sum(__global const uchar *kv, __global const ulong *d, __globa
         VECTOR_UNIT2(ulong16, load16, LANES16, hsum16);
     } else if (n == 16 && aligned) {
         VECTOR_UNIT(ulong16, load16, LANES16, hsum16);
+#elif defined(KVC_ROWS_IN_FLIGHT)
+        if (((base | ps | ts) & 15) == 0) {
+            ROWS_UNIT(LOAD_UNIT16);
+        } else {
+            ROWS_UNIT(LOAD_UNIT8);
+        }
 #else
         VECTOR_UNIT(unit_vec, unit_load, UNIT_LANES, unit_hsum);
 #endif

@@ -51,7 +51,7 @@ class TuningGoldenTest {
             assertSame(Tuning.GPU, Tuning.of(new OpenClDevice(0, 0, "p", "d", type, "OpenCL 1.2", null)), type);
         }
         assertEquals(" -D KVC_CONTIGUOUS_UNITS -D KVC_UNIT32", Tuning.CPU.defines());
-        assertEquals("", Tuning.GPU.defines());
+        assertEquals(" -D KVC_ROWS_IN_FLIGHT=2", Tuning.GPU.defines());
     }
 
     @AfterAll
