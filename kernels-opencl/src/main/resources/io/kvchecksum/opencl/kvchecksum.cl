@@ -362,7 +362,23 @@ inline ulong hsum16(ulong16 v) {
     row += ts; \
     slot++
 
-/* As VECTOR_UNIT for a whole unit of 8 pieces, ROWS_IN_FLIGHT tokens' rows loaded (LOAD) before any is added. */
+/* M(r, L) for r = 0 .. n-1 (n: 1 to 8, a literal), statements written out, no loop and no array (a loop over an array
+ * of rows that the compiler keeps rolled, e.g. around the mixed mode's mixer, would put the rows in local memory). */
+#define KVC_EACH1(M, L) M(0, L)
+#define KVC_EACH2(M, L) KVC_EACH1(M, L) M(1, L)
+#define KVC_EACH3(M, L) KVC_EACH2(M, L) M(2, L)
+#define KVC_EACH4(M, L) KVC_EACH3(M, L) M(3, L)
+#define KVC_EACH5(M, L) KVC_EACH4(M, L) M(4, L)
+#define KVC_EACH6(M, L) KVC_EACH5(M, L) M(5, L)
+#define KVC_EACH7(M, L) KVC_EACH6(M, L) M(6, L)
+#define KVC_EACH8(M, L) KVC_EACH7(M, L) M(7, L)
+#define KVC_EACH_(n, M, L) KVC_EACH##n(M, L)
+#define KVC_EACH(n, M, L) KVC_EACH_(n, M, L)
+#define ROW_ADDR(r, LOAD) ulong at##r; NEXT_ROW(at##r);
+#define ROW_LOAD(r, LOAD) ulong8 x##r = LOAD(at##r);
+#define ROW_ADD(r, LOAD) A += PIECE_VALUE_V(ulong8, x##r); T += A;
+
+/* As VECTOR_UNIT for a whole unit of 8 pieces, KVC_ROWS_IN_FLIGHT tokens' rows loaded (LOAD) before any is added. */
 #define ROWS_UNIT(LOAD) \
     do { \
         ulong8 A = 0, T = 0; \
@@ -372,24 +388,14 @@ inline ulong hsum16(ulong16 v) {
         ulong row = base + (ulong) table[pi] * ps + slot * ts; \
         ulong t = 0; \
         for (; t + KVC_ROWS_IN_FLIGHT <= ntok; t += KVC_ROWS_IN_FLIGHT) { \
-            ulong at[KVC_ROWS_IN_FLIGHT]; \
-            ulong8 x[KVC_ROWS_IN_FLIGHT]; \
-            for (uint r = 0; r < KVC_ROWS_IN_FLIGHT; r++) { \
-                NEXT_ROW(at[r]); \
-            } \
-            for (uint r = 0; r < KVC_ROWS_IN_FLIGHT; r++) { \
-                x[r] = LOAD(at[r]); \
-            } \
-            for (uint r = 0; r < KVC_ROWS_IN_FLIGHT; r++) { \
-                A += PIECE_VALUE_V(ulong8, x[r]); \
-                T += A; \
-            } \
+            KVC_EACH(KVC_ROWS_IN_FLIGHT, ROW_ADDR, LOAD) \
+            KVC_EACH(KVC_ROWS_IN_FLIGHT, ROW_LOAD, LOAD) \
+            KVC_EACH(KVC_ROWS_IN_FLIGHT, ROW_ADD, LOAD) \
         } \
         for (; t < ntok; t++) { \
-            ulong a; \
-            NEXT_ROW(a); \
-            A += PIECE_VALUE_V(ulong8, LOAD(a)); \
-            T += A; \
+            ROW_ADDR(0, LOAD) \
+            ROW_LOAD(0, LOAD) \
+            ROW_ADD(0, LOAD) \
         } \
         ulong sa = hsum8(A); \
         ulong st = hsum8(T); \
