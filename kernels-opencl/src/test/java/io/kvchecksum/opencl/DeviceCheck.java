@@ -73,6 +73,7 @@ public final class DeviceCheck {
             runAll(GoldenSuite.tests(checksum), counts, failures);
             failures.forEach(f -> System.out.println("FAIL " + f));
             timing(checksum);
+            gpuPaths(backend);
             System.out.println("opencl golden suite on '" + backend.device().deviceName() + "': " + counts[0] + " passed, "
                     + counts[1] + " failed");
             return counts[1] == 0 && counts[0] > 0 ? 0 : 1;
@@ -133,6 +134,94 @@ public final class DeviceCheck {
         } catch (RuntimeException e) {
             System.out.println("timing: skipped (" + e + ")");
         }
+    }
+
+    /**
+     * The GPU build with 1 (the build before {@code KVC_ROWS_IN_FLIGHT}), 2 (the GPU tuning) and 4 rows in flight,
+     * timed against each other on a GPU, not gating: a 512 MiB FlashAttention-layout cache (over 8x the L2 of an
+     * H100/H200) in a {@code cl_mem} of each build's context (nothing crosses PCIe in the timed region), the builds in
+     * turn in each of 5 samples after a checked warm-up, each sample 20 calls submitted back to back and then awaited.
+     * Skipped with the reason on other devices (PoCL runs these builds in the tests, not for time).
+     */
+    private static void gpuPaths(OpenClBackend shipped) {
+        OpenClDevice dev = shipped.device();
+        if (!"GPU".equals(dev.type())) {
+            System.out.println("gpu paths: skipped (" + dev.type() + " device '" + dev.deviceName()
+                    + "': the GPU build's rows in flight are timed on a GPU only, e.g. through NVIDIA's OpenCL)");
+            return;
+        }
+        int[] rows = {1, Tuning.GPU.rowsInFlight(), 4};
+        List<OpenClBackend> opened = new ArrayList<>();
+        KvLayouts.PagedShape s = new KvLayouts.PagedShape(4096, 16, 8, 128, 2); // 256 MiB per layer (K and V)
+        try (Arena arena = Arena.ofShared()) {
+            KvCacheGroup host = cache(arena, s, 2);
+            int[] table = new int[(int) s.numPages()];
+            Arrays.setAll(table, i -> (int) ((i * 97L) % s.numPages()));
+            RequestBlocks r = RequestBlocks.of(table, s.numPages() * s.pageSize(), 16);
+            long[] expected = KvChecksums.cpu().blockChecksums(host, r);
+            double bytes = host.bytesPerToken() * (double) r.numTokens();
+            List<KvChecksum> builds = new ArrayList<>();
+            List<io.kvchecksum.CompiledPlan> plans = new ArrayList<>();
+            for (int n : rows) {
+                OpenClBackend b = OpenClBackend.open(dev.index(), Tuning.GPU.withRowsInFlight(n), ClApi.jocl());
+                opened.add(b);
+                KvChecksum k = KvChecksum.of(b);
+                io.kvchecksum.CompiledPlan plan = k.compile(DeviceBufferTest.onDevice(b, host), List.of(r),
+                        io.kvchecksum.ChecksumSpec.STANDARD);
+                if (!Arrays.equals(expected, k.blockChecksums(plan).getFirst())) {
+                    System.out.println("gpu paths: " + n + " rows in flight DIFFERENT FROM the CPU backend");
+                    return;
+                }
+                builds.add(k);
+                plans.add(plan);
+            }
+            int calls = 20;
+            long[][] ns = new long[rows.length][5];
+            for (int sample = 0; sample < 5; sample++) {
+                for (int k = 0; k < rows.length; k++) {
+                    List<io.kvchecksum.PendingChecksums> pending = new ArrayList<>();
+                    long t0 = System.nanoTime();
+                    for (int c = 0; c < calls; c++) {
+                        pending.add(builds.get(k).submit(plans.get(k)));
+                    }
+                    for (io.kvchecksum.PendingChecksums p : pending) {
+                        p.get();
+                        p.close();
+                    }
+                    ns[k][sample] = (System.nanoTime() - t0) / calls;
+                }
+            }
+            StringBuilder line = new StringBuilder(String.format("gpu paths: fused pass over %.0f MiB in a cl_mem, %d calls"
+                    + " per sample, 5 samples, builds in turn; GB/s median (best):", bytes / (1 << 20), calls));
+            for (int k = 0; k < rows.length; k++) {
+                long[] t = ns[k].clone();
+                Arrays.sort(t);
+                line.append(String.format(" %d row%s %.0f (%.0f)%s", rows[k], rows[k] == 1 ? "" : "s", bytes / t[2], bytes / t[0],
+                        k + 1 < rows.length ? "," : ""));
+            }
+            System.out.println(line.append("; results equal to the CPU backend"));
+        } catch (RuntimeException | OutOfMemoryError e) {
+            System.out.println("gpu paths: skipped (" + e + ")");
+        } finally {
+            opened.forEach(OpenClBackend::close);
+            DeviceBufferTest.release();
+        }
+    }
+
+    /** {@code layers} FlashAttention-layout layers of shape {@code s} in native memory, filled with a fixed pattern. */
+    private static KvCacheGroup cache(Arena arena, KvLayouts.PagedShape s, int layers) {
+        List<KvMemory> caches = new ArrayList<>();
+        int[] numbers = new int[layers];
+        for (int l = 0; l < layers; l++) {
+            long bytes = 2L * s.numPages() * s.pageSize() * s.heads() * s.headDim() * s.elemBytes();
+            MemorySegment seg = arena.allocate(bytes, 64);
+            for (long i = 0; i < bytes / 8; i++) {
+                seg.setAtIndex(ValueLayout.JAVA_LONG, i, 0x9E3779B97F4A7C15L * (i + 31L * l + 1));
+            }
+            caches.add(KvMemory.host(seg));
+            numbers[l] = l;
+        }
+        return KvLayouts.vllmFlash(s, 0, numbers, caches);
     }
 
     private static String icdHint() {
