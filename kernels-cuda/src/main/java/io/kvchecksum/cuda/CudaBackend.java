@@ -209,12 +209,16 @@ public final class CudaBackend implements Backend {
      * buffers first and are computed before this returns (it allocates and synchronizes: a convenience for tests and
      * tools; engines pass their own device pointers).
      *
+     * @throws InvalidLayoutException when the plan holds what the kernels' 64-bit addresses and 32-bit table offsets
+     *     cannot represent (device memory reaching past the end of the 64-bit address space, a batch of more than
+     *     {@code 2^31 - 1} page-table entries), before anything is enqueued
      * @throws IllegalStateException when {@code stream} is capturing a CUDA graph, or the backend is closed
      * @throws CudaException when a driver call fails
      */
     @Override
     public PendingChecksums run(CompiledPlan plan, CompiledPlan.Output output, OptionalLong stream) {
         ensureOpen();
+        KernelAbi.requireRepresentable(plan);
         boolean slices = output == CompiledPlan.Output.SLICE_SUMS;
         if (stream.isPresent()) {
             long s = stream.getAsLong();
@@ -564,7 +568,7 @@ public final class CudaBackend implements Backend {
         boolean batched = launches.size() > 1;
         int ns = plan.numSlices();
         int nb = batch.numBlocks();
-        int pages = launches.stream().mapToInt(l -> l.slices().numPages()).sum();
+        int pages = KernelAbi.tableEntries(launches.stream().mapToLong(l -> l.slices().numPages()).sum());
         RequestBlocks r = plan.request();
         long tableOff = (long) ns * KernelAbi.SLICE_BYTES;
         long requestsOff = tableOff + 8 * Math.ceilDiv(4L * pages, 8);

@@ -1,5 +1,7 @@
 package io.kvchecksum.cuda;
 
+import io.kvchecksum.CompiledPlan;
+import io.kvchecksum.InvalidLayoutException;
 import io.kvchecksum.KvMemory;
 import io.kvchecksum.SlicePlan;
 
@@ -63,6 +65,50 @@ final class KernelAbi {
     static final int DIGEST_NUM_PIECES = 16;
 
     private KernelAbi() {
+    }
+
+    /**
+     * Refuses, before anything is enqueued, a plan whose numbers the structs cannot carry. Every byte offset, stride,
+     * token position and block index is a 64-bit field (KvcSlice, KvcChecksumParams, KvcRequest) that the kernels
+     * compute in 64-bit arithmetic, so those need no check; what can break is device memory whose end lies past 2^64
+     * (its cells' absolute addresses would wrap, and the kernel would read somewhere else) and a batch's page table
+     * beyond what the 32-bit {@code KvcRequest.table_offset} and the upload's int sizes hold ({@link #tableEntries}).
+     *
+     * @throws InvalidLayoutException naming the memory or the batch
+     */
+    static void requireRepresentable(CompiledPlan plan) {
+        for (CompiledPlan.Launch l : plan.launches()) {
+            for (SlicePlan.Slice s : l.slices().slices()) {
+                requireAddressable(s.k().memory());
+                if (s.v() != null) {
+                    requireAddressable(s.v().memory());
+                }
+            }
+        }
+        for (CompiledPlan.Batch b : plan.batches()) {
+            tableEntries(b.launches().stream().mapToLong(x -> x.slices().numPages()).sum());
+        }
+    }
+
+    private static void requireAddressable(KvMemory m) {
+        if (m instanceof KvMemory.Device d && Long.compareUnsigned(d.address() + d.byteSize(), d.address()) < 0) {
+            throw new InvalidLayoutException("device memory at 0x" + Long.toHexString(d.address()) + " of " + d.byteSize()
+                    + " bytes reaches past the end of the 64-bit address space: the kernels' cell addresses would wrap");
+        }
+    }
+
+    /**
+     * {@return {@code entries}, the page ids of one launch's table, as an int} A batch's table is uploaded in one piece
+     * and each request finds its ids at a 32-bit {@code KvcRequest.table_offset}.
+     *
+     * @throws InvalidLayoutException when there are more than {@link Integer#MAX_VALUE}
+     */
+    static int tableEntries(long entries) {
+        if (entries < 0 || entries > Integer.MAX_VALUE) {
+            throw new InvalidLayoutException("a batch of requests has " + entries + " page-table entries; one CUDA launch "
+                    + "takes at most " + Integer.MAX_VALUE + " (32-bit KvcRequest.table_offset): submit fewer requests at once");
+        }
+        return (int) entries;
     }
 
     /**

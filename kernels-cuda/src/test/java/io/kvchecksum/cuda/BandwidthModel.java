@@ -1,36 +1,94 @@
 package io.kvchecksum.cuda;
 
+import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
+import java.util.Set;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * The Little's-law model of docs/gpu-performance.md: what fraction of HBM bandwidth the fused kernel can reach, from
  * the bytes its threads keep in flight, before any GPU has run it. Expectations, not measurements.
  *
- * <p>Fixed inputs (not tuned): 132 SMs; HBM 3.35 TB/s (H100 SXM) and 4.8 TB/s (H200); loaded DRAM latency 1.0 us,
- * 0.65 us as the optimistic case. From the kernel (kvchecksum.cuh, mirrored here): a warp sums one slice of one block
- * at a time in 16-byte units; a lane loads {@code KVC_BATCH} = 8 tokens back to back, so a warp's bytes per DRAM
- * round trip are its (slice, block) bytes over its round trips ({@link #warpBytesPerRoundTrip}). Two CTAs of 8 warps per SM (launch bounds; PtxEvidenceTest checks ptxas allows it). Grid from
- * {@link LaunchPlanner}; wave efficiency = waves / ceil(waves) of the CTAs over the resident slots. Staging: before
- * its first data load a CTA stages the block's page ids, then its first chunk of slice descriptors, in shared
- * memory (two dependent round trips, one more per further chunk of 64 slices), counted pessimistically at the
- * full DRAM latency (they are mostly L2 hits: every part of a block and every block read the same words); a warp's
- * loads are in flight for its work round trips out of work + staging.
+ * <p>Two kinds of input, neither tuned to pass:
+ * <ul>
+ *   <li><b>The GPUs, from cited sources</b> ({@link #GPUS}, {@link #LATENCIES}): SM counts and HBM bandwidth from
+ *       NVIDIA's datasheets and whitepaper; the loaded DRAM latency as a bracket above the unloaded latency that
+ *       microbenchmark studies measure (see the constants).
+ *   <li><b>The kernel, from the compiled module</b> ({@link #evidence}): the bytes of global loads a thread issues
+ *       before it uses the first of them, read from the compute_90 PTX the build writes ({@link #bytesBeforeFirstUse}:
+ *       any {@code ld.global} of any width, counted generically), and the CTAs per SM that the kernel's register count
+ *       in the sm_90 {@code ptxas -v} report allows.
+ * </ul>
+ * A warp sums one slice of one block at a time in units of the kernel's widest load; a lane loads
+ * {@code bytesInFlight / unit} tokens of its unit back to back, so a warp's bytes per DRAM round trip are its
+ * (slice, block) bytes over its round trips ({@link #warpBytesPerRoundTrip}). Grid from {@link LaunchPlanner} with the
+ * GPU's SM count; wave efficiency = waves / ceil(waves) of the CTAs over the resident slots. Staging: before its first
+ * data load a CTA stages the block's page ids, then its first chunk of slice descriptors, in shared memory (two
+ * dependent round trips, one more per further chunk of 64 slices), counted pessimistically at the full DRAM latency;
+ * a warp's loads are in flight for its work round trips out of work + staging.
  */
 final class BandwidthModel {
-    static final int SMS = 132;
-    static final int RESIDENT_CTAS = 2;
-    static final int BATCH = 8;
-    static final int UNIT = 16;
     static final int BLOCK = 16;
     static final double GOAL = 0.9;
 
-    record Gpu(String name, double bytesPerSecond) {
+    /**
+     * A GPU as its vendor specifies it.
+     *
+     * @param sms streaming multiprocessors
+     * @param bytesPerSecond peak HBM bandwidth
+     * @param source where the two numbers come from
+     */
+    record Gpu(String name, int sms, double bytesPerSecond, String source) {
     }
 
-    static final List<Gpu> GPUS = List.of(new Gpu("H100", 3.35e12), new Gpu("H200", 4.8e12));
-    static final double LATENCY = 1.0e-6;
-    static final double LATENCY_OPTIMISTIC = 0.65e-6;
+    /**
+     * H100 SXM5: 132 SMs (NVIDIA H100 Tensor Core GPU Architecture whitepaper, 2022, "H100 SXM5": 66 TPCs, 132 SMs),
+     * 3.35 TB/s HBM3 (NVIDIA H100 Tensor Core GPU datasheet, SXM column). H200 SXM: 4.8 TB/s HBM3e (NVIDIA H200 Tensor
+     * Core GPU datasheet, SXM column) on the same GH100 die in the same SXM5 configuration, hence 132 SMs. The device
+     * check reads the real SM count with cuDeviceGetAttribute and reports fractions of the bandwidth it measures.
+     */
+    static final List<Gpu> GPUS = List.of(
+            new Gpu("H100", 132, 3.35e12, "NVIDIA H100 whitepaper (132 SMs, SXM5) and datasheet (3.35 TB/s, SXM)"),
+            new Gpu("H200", 132, 4.8e12, "NVIDIA H200 datasheet (4.8 TB/s, SXM; GH100 SXM5: 132 SMs)"));
+
+    /**
+     * A DRAM latency the model is evaluated at.
+     *
+     * @param seconds the latency a load sees under the kernel's own full-bandwidth load
+     */
+    record Latency(double seconds, String label) {
+    }
+
+    /**
+     * Loaded latency. NVIDIA publishes none. Microbenchmarks measure the unloaded one by pointer chasing (Luo et al.,
+     * "Benchmarking and Dissecting the Nvidia Hopper GPU Architecture", IPDPS 2024, arXiv:2402.13499; Chips and Cheese,
+     * "Nvidia's H100: Funny L2, and Tons of Bandwidth", 2023): a lower bound, since queueing at full bandwidth adds to
+     * it. The model takes 1.0 us as the pessimistic loaded latency (the gate) and 0.65 us as the optimistic one, and
+     * prints the latency at which each row would fall below the goal, so a reader with another figure can judge.
+     */
+    static final Latency LATENCY = new Latency(1.0e-6, "1.0us");
+    static final Latency LATENCY_OPTIMISTIC = new Latency(0.65e-6, "0.65us");
+    static final List<Latency> LATENCIES = List.of(LATENCY, LATENCY_OPTIMISTIC);
+
+    /** sm_90 limits (CUDA C++ Programming Guide, compute capability 9.0): registers and threads per SM. */
+    static final int REGISTERS_PER_SM = 65536;
+    static final int THREADS_PER_SM = 2048;
+
+    /**
+     * What the compiled kernel gives the model.
+     *
+     * @param bytesInFlight bytes of global loads a thread issues before it uses the first (PTX)
+     * @param unit the widest single global load in that run, in bytes: the kernel's unit of a cell
+     * @param residentCtas CTAs of {@link LaunchPlanner#THREADS} threads per SM its registers allow (ptxas)
+     */
+    record Kernel(String name, int bytesInFlight, int unit, int residentCtas, int registers) {
+        int tokensPerRoundTrip() {
+            return Math.max(1, bytesInFlight / unit);
+        }
+    }
 
     /** A KV cache group as one GPU holds it: slices = layers x KV heads on this GPU, bytes of K and V per token and head. */
     record Shape(String name, int layers, int heads, int kBytes, int vBytes) {
@@ -49,70 +107,252 @@ final class BandwidthModel {
             new Shape("DeepSeek-V3 MLA bf16", 61, 1, 1152, 0),
             new Shape("DeepSeek-V3 MLA fp8", 61, 1, 656, 0));
 
+    // ---- the compiled evidence ------------------------------------------------------------------------------------
+
+    /** The body of {@code .entry name} in a PTX file, one instruction or label per element, comments and directives dropped. */
+    static List<String> ptxEntry(String ptx, String name) {
+        int at = ptx.indexOf(".entry " + name + "(");
+        if (at < 0) {
+            throw new IllegalArgumentException("no .entry " + name + " in the PTX");
+        }
+        int open = ptx.indexOf('{', at);
+        int depth = 0;
+        int end = ptx.length();
+        for (int i = open; i < ptx.length(); i++) {
+            char c = ptx.charAt(i);
+            if (c == '{') {
+                depth++;
+            } else if (c == '}' && --depth == 0) {
+                end = i;
+                break;
+            }
+        }
+        List<String> out = new ArrayList<>();
+        for (String line : ptx.substring(open + 1, end).split("\n")) {
+            String l = line.strip();
+            int comment = l.indexOf("//");
+            if (comment >= 0) {
+                l = l.substring(0, comment).strip();
+            }
+            if (!l.isEmpty() && !l.startsWith(".") && !l.equals("{") && !l.equals("}")) {
+                out.add(l);
+            }
+        }
+        return out;
+    }
+
+    private static final Pattern PREDICATE = Pattern.compile("^@!?%\\w+\\s+");
+    private static final Pattern LD_GLOBAL = Pattern.compile("^ld\\.global((?:\\.[A-Za-z0-9_:]+)*)\\s");
+    private static final Pattern REG = Pattern.compile("%[A-Za-z]+\\d+");
+
+    /** Bytes one {@code ld.global} moves: the element type's width times the vector count, from its suffixes. */
+    static int loadBytes(String suffixes) {
+        int vector = 1;
+        int element = 0;
+        for (String s : suffixes.substring(1).split("\\.")) {
+            if (s.equals("v2")) {
+                vector = 2;
+            } else if (s.equals("v4")) {
+                vector = 4;
+            } else if (s.equals("v8")) {
+                vector = 8;
+            } else if (s.matches("[busf](8|16|32|64|128)")) {
+                element = Integer.parseInt(s.substring(1)) / 8;
+            }
+        }
+        if (element == 0) {
+            throw new IllegalArgumentException("ld.global" + suffixes + ": no element type");
+        }
+        return vector * element;
+    }
+
+    /**
+     * A run of global loads a thread issues in straight-line code before it reads a register one of them wrote.
+     *
+     * @param bytes the run's bytes
+     * @param loads the run's load instructions
+     * @param widest the widest load of the run, in bytes
+     */
+    record Run(int bytes, int loads, int widest) {
+    }
+
+    /**
+     * The run of {@code ld.global} instructions (any state space qualifier, cache operator or width, predicated or
+     * not) with the most bytes issued before any instruction reads a register one of them wrote. A label, branch,
+     * return or barrier ends a run (what follows may not execute, or waits anyway); instructions in between that touch
+     * other registers (address arithmetic, shared-memory page-id reads) are allowed. A load whose address depends on
+     * a pending load starts a new run.
+     */
+    static Run bytesBeforeFirstUse(List<String> body) {
+        Run best = new Run(0, 0, 0);
+        int bytes = 0;
+        int loads = 0;
+        int widest = 0;
+        Set<String> pending = new HashSet<>();
+        for (String raw : body) {
+            String ins = PREDICATE.matcher(raw).replaceFirst("");
+            boolean predicateUsesPending = !ins.equals(raw) && reads(raw.substring(0, raw.length() - ins.length()), pending);
+            if (ins.endsWith(":") || ins.startsWith("bra") || ins.startsWith("ret") || ins.startsWith("exit")
+                    || ins.startsWith("bar.") || ins.startsWith("barrier")) {
+                bytes = loads = widest = 0;
+                pending.clear();
+                continue;
+            }
+            Matcher ld = LD_GLOBAL.matcher(ins);
+            if (ld.find()) {
+                int bracket = ins.indexOf('[');
+                if (predicateUsesPending || reads(ins.substring(bracket), pending)) {
+                    bytes = loads = widest = 0;
+                    pending.clear();
+                }
+                Matcher m = REG.matcher(ins.substring(0, bracket));
+                while (m.find()) {
+                    pending.add(m.group());
+                }
+                int b = loadBytes(ld.group(1));
+                bytes += b;
+                loads++;
+                widest = Math.max(widest, b);
+                if (bytes > best.bytes()) {
+                    best = new Run(bytes, loads, widest);
+                }
+                continue;
+            }
+            // Any other instruction: its sources are everything after its first operand (stores read all operands).
+            int space = ins.indexOf(' ');
+            int comma = ins.indexOf(',');
+            String sources = ins.startsWith("st.") ? ins : comma > 0 ? ins.substring(comma) : space > 0 ? ins.substring(space) : "";
+            if (predicateUsesPending || reads(sources, pending)) {
+                bytes = loads = widest = 0;
+                pending.clear();
+            }
+        }
+        return best;
+    }
+
+    private static boolean reads(String operands, Set<String> regs) {
+        Matcher m = REG.matcher(operands);
+        while (m.find()) {
+            if (regs.contains(m.group())) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** Registers of {@code kernel} in a {@code ptxas -v} report. */
+    static int registers(String report, String kernel) {
+        int at = report.indexOf("Function properties for " + kernel + "\n");
+        Matcher regs = Pattern.compile("Used (\\d+) registers").matcher(report);
+        if (at < 0 || !regs.find(at)) {
+            throw new IllegalArgumentException("no ptxas register count for " + kernel);
+        }
+        return Integer.parseInt(regs.group(1));
+    }
+
+    /** CTAs of 256 threads that fit one SM by registers (allocated per warp in units of 256, per thread in 8s) and threads. */
+    static int ctasPerSm(int registers) {
+        int perThread = (registers + 7) / 8 * 8;
+        return Math.min(REGISTERS_PER_SM / (perThread * LaunchPlanner.THREADS), THREADS_PER_SM / LaunchPlanner.THREADS);
+    }
+
+    /** {@return the model's view of {@code kernel}, read from the compiled PTX and the ptxas report} */
+    static Kernel evidence(String ptx, String ptxasReport, String kernel) {
+        Run run = bytesBeforeFirstUse(ptxEntry(ptx, kernel));
+        int regs = registers(ptxasReport, kernel);
+        return new Kernel(kernel, run.bytes(), Math.max(1, run.widest()), ctasPerSm(regs), regs);
+    }
+
+    // ---- the model ------------------------------------------------------------------------------------------------
+
     /**
      * Bytes one warp has in flight per DRAM round trip while it sums one slice of a full block. Cells of fewer than 32
-     * units: (token lane, unit lane) grid, each lane 8 tokens per round trip, then one at a time; 32 units or more:
-     * (unit, batch of 8 tokens) items dealt to the 32 lanes in turn, one round trip per 32 items.
+     * units: (token lane, unit lane) grid, each lane {@code batch} tokens per round trip, then one at a time; 32 units
+     * or more: (unit, batch of tokens) items dealt to the 32 lanes in turn, one round trip per 32 items.
      */
-    static double warpBytesPerRoundTrip(Shape s) {
-        int units = (s.kBytes() + s.vBytes()) / UNIT;
-        double bytes = (double) units * BLOCK * UNIT;
+    static double warpBytesPerRoundTrip(Shape s, Kernel k) {
+        int unit = k.unit();
+        int batch = k.tokensPerRoundTrip();
+        int units = (s.kBytes() + s.vBytes()) / unit;
+        double bytes = (double) units * BLOCK * unit;
         if (units >= 32) {
-            int items = units * Math.ceilDiv(BLOCK, BATCH);
+            int items = units * Math.ceilDiv(BLOCK, batch);
             return bytes / Math.ceilDiv(items, 32);
         }
         int tokenLanes = Integer.highestOneBit(32 / units);
         int tokensPerLane = BLOCK / tokenLanes;
-        return bytes / (tokensPerLane / BATCH + tokensPerLane % BATCH);
+        return bytes / (tokensPerLane / batch + tokensPerLane % batch);
     }
 
     /** Round trips a warp spends loading: its slices of the part times the round trips of one slice. */
-    static double warpWorkRoundTrips(Shape s, int slicesPerPart) {
-        int units = (s.kBytes() + s.vBytes()) / UNIT;
+    static double warpWorkRoundTrips(Shape s, Kernel k, int slicesPerPart) {
+        int units = (s.kBytes() + s.vBytes()) / k.unit();
         double slicesPerWarp = (double) slicesPerPart / LaunchPlanner.WARPS;
-        return slicesPerWarp * (units * BLOCK * UNIT) / warpBytesPerRoundTrip(s);
+        return slicesPerWarp * (units * BLOCK * k.unit()) / warpBytesPerRoundTrip(s, k);
     }
 
     static int stagingRoundTrips(int slicesPerPart) {
         return 1 + Math.ceilDiv(slicesPerPart, 64);
     }
 
-    record Row(Shape shape, long requestBytes, long blocks, int parts, long ctas, double inFlightPerSm, double waveEfficiency) {
+    record Row(Shape shape, Gpu gpu, long requestBytes, long blocks, int parts, long ctas, double inFlightPerSm,
+            double waveEfficiency) {
         /** Fraction of peak Little's law allows (capped at 1), times the wave efficiency. */
-        double expected(Gpu g, double latency) {
-            double littles = Math.min(1.0, SMS * inFlightPerSm / latency / g.bytesPerSecond());
+        double expected(Latency latency) {
+            double littles = Math.min(1.0, gpu.sms() * inFlightPerSm / latency.seconds() / gpu.bytesPerSecond());
             return littles * waveEfficiency;
+        }
+
+        /** The loaded latency above which this row falls below {@link #GOAL} (infinite where the waves alone do). */
+        double breakEvenLatency() {
+            if (waveEfficiency < GOAL) {
+                return 0;
+            }
+            return gpu.sms() * inFlightPerSm / (gpu.bytesPerSecond() * GOAL / waveEfficiency);
         }
     }
 
-    static Row row(Shape s, long requestBytes) {
+    static Row row(Shape s, long requestBytes, Gpu g, Kernel k) {
         long tokens = Math.max(1, requestBytes / s.bytesPerToken());
         long blocks = Math.ceilDiv(tokens, BLOCK);
-        LaunchPlanner.BlockLaunch f = new LaunchPlanner(SMS, LaunchPlanner.DEFAULT_MAX_BLOCKS_PER_LAUNCH)
+        LaunchPlanner.BlockLaunch f = new LaunchPlanner(g.sms(), LaunchPlanner.DEFAULT_MAX_BLOCKS_PER_LAUNCH)
                 .blocks(s.slices(), (int) blocks).get(0);
         long ctas = blocks * f.numParts();
         int activeWarps = Math.min(LaunchPlanner.WARPS, f.slicesPerPart());
-        double ctasPerSm = Math.min(RESIDENT_CTAS, (double) ctas / SMS);
-        double work = warpWorkRoundTrips(s, Math.max(f.slicesPerPart(), LaunchPlanner.WARPS));
+        double ctasPerSm = Math.min(k.residentCtas(), (double) ctas / g.sms());
+        double work = warpWorkRoundTrips(s, k, Math.max(f.slicesPerPart(), LaunchPlanner.WARPS));
         double busy = work / (work + stagingRoundTrips(f.slicesPerPart()));
-        double inFlight = ctasPerSm * activeWarps * warpBytesPerRoundTrip(s) * busy;
-        double waves = (double) ctas / (SMS * RESIDENT_CTAS);
+        double inFlight = ctasPerSm * activeWarps * warpBytesPerRoundTrip(s, k) * busy;
+        double waves = (double) ctas / ((long) g.sms() * k.residentCtas());
         double eff = waves / Math.ceil(waves);
-        return new Row(s, requestBytes, blocks, f.numParts(), ctas, inFlight, eff);
+        return new Row(s, g, requestBytes, blocks, f.numParts(), ctas, inFlight, eff);
     }
 
-    /** The table of docs/gpu-performance.md, markdown. */
-    static String table(List<Long> sizes) {
+    /** The table of docs/gpu-performance.md, markdown, for {@code k}. */
+    static String table(List<Long> sizes, Kernel k) {
         StringBuilder b = new StringBuilder();
-        b.append("| shape | request | blocks x parts = CTAs | KiB in flight per SM | waves eff. | H100 @1.0us | H100 @0.65us | H200 @1.0us | H200 @0.65us |\n");
-        b.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+        b.append("| shape | request | blocks x parts = CTAs | KiB in flight per SM | waves eff. |");
+        for (Gpu g : GPUS) {
+            for (Latency l : LATENCIES) {
+                b.append(' ').append(g.name()).append(" @").append(l.label()).append(" |");
+            }
+            b.append(' ').append(g.name()).append(" < 0.9 above |");
+        }
+        b.append("\n|---|---:|---:|---:|---:|").append("---:|".repeat(GPUS.size() * (LATENCIES.size() + 1))).append('\n');
         for (Shape s : SHAPES) {
             for (long size : sizes) {
-                Row r = row(s, size);
-                b.append(String.format(Locale.ROOT, "| %s | %s | %d x %d = %d | %.0f | %.2f | %.2f | %.2f | %.2f | %.2f |%n", s.name(),
-                        human(size), r.blocks(), r.parts(), r.ctas(), r.inFlightPerSm() / 1024, r.waveEfficiency(),
-                        r.expected(GPUS.get(0), LATENCY), r.expected(GPUS.get(0), LATENCY_OPTIMISTIC),
-                        r.expected(GPUS.get(1), LATENCY), r.expected(GPUS.get(1), LATENCY_OPTIMISTIC)));
+                Row first = row(s, size, GPUS.get(0), k);
+                b.append(String.format(Locale.ROOT, "| %s | %s | %d x %d = %d | %.0f | %.2f |", s.name(), human(size),
+                        first.blocks(), first.parts(), first.ctas(), first.inFlightPerSm() / 1024, first.waveEfficiency()));
+                for (Gpu g : GPUS) {
+                    Row r = row(s, size, g, k);
+                    for (Latency l : LATENCIES) {
+                        b.append(String.format(Locale.ROOT, " %.2f |", r.expected(l)));
+                    }
+                    double be = r.breakEvenLatency();
+                    b.append(be == 0 ? " - |" : String.format(Locale.ROOT, " %.2fus |", be * 1e6));
+                }
+                b.append('\n');
             }
         }
         return b.toString();
