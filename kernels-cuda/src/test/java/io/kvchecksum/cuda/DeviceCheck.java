@@ -540,7 +540,7 @@ public final class DeviceCheck {
                 RecordingDriver rec = new RecordingDriver(d);
                 cap = new CudaBackend(rec.driver, 0, Cuda.fatbin(), LaunchPlanner.DEFAULT_MAX_BLOCKS_PER_LAUNCH);
                 String reported = reportedVariant(main);
-                if (!v.equals("default") && !v.equals(reported)) {
+                if (!v.equals("default") && !v.equals(normalized(reported))) {
                     notes.add("variant " + v + " unavailable: this build's CudaBackend does not report " + VARIANT_PROPERTY + "=" + v
                             + " (reports " + (reported == null ? "no variant" : reported) + "); timed: default only");
                     cap.close();
@@ -567,6 +567,11 @@ public final class DeviceCheck {
         return out;
     }
 
+    /** {@code OCCUPANCY_3}, {@code Occupancy3} and {@code occupancy3} name the same variant (an enum's name, a property value). */
+    static String normalized(String variant) {
+        return variant == null ? null : variant.toLowerCase(Locale.ROOT).replaceAll("[^a-z0-9]", "");
+    }
+
     /** The variant a backend says it runs: its {@code variant()} if it has one, else a known name in its description. */
     static String reportedVariant(CudaBackend backend) {
         try {
@@ -575,7 +580,7 @@ public final class DeviceCheck {
             return String.valueOf(m.invoke(backend));
         } catch (ReflectiveOperationException e) {
             for (String v : VARIANTS) {
-                if (!v.equals("default") && backend.description().contains(v)) {
+                if (!v.equals("default") && normalized(backend.description()).contains(v)) {
                     return v;
                 }
             }

@@ -40,6 +40,14 @@ class DeviceCheckTest {
     }
 
     @Test
+    void variantNamesCompareAsTheBackendMaySpellThem() {
+        assertEquals("occupancy3", DeviceCheck.normalized("OCCUPANCY_3"));
+        assertEquals("occupancy3", DeviceCheck.normalized("Occupancy3"));
+        assertEquals("default", DeviceCheck.normalized("DEFAULT"));
+        assertNull(DeviceCheck.normalized(null));
+    }
+
+    @Test
     void medianOfEvenAndOddCounts() {
         assertEquals(2.0, DeviceCheck.median(new double[] {1, 2, 9}));
         assertEquals(2.5, DeviceCheck.median(new double[] {1, 2, 3, 9}));
