@@ -79,9 +79,31 @@ for ext in txt json md; do
   ls "$tmp"/out/device-check-*."$ext" >/dev/null 2>&1 || fail "no .$ext report" "$tmp/out"
 done
 json=$(ls "$tmp"/out/device-check-*.json)
-python3 "$checker" "$schema" "$json" --complete --kinds run,golden,random,unaligned,recorded,sweep,interference,result \
+python3 "$checker" "$schema" "$json" --complete --kinds run,golden,random,unaligned,recorded,device,sweep,interference,result \
   --stages preflight,unpack,golden,random,recorded,sweep,interference || fail "the JSON report does not conform" "$tmp/out"
 grep -q '^| llama3-8b-tp1 |' "$tmp"/out/device-check-*.md || fail "the markdown table has no rows" "$tmp/out"
+# every layout row there (vLLM's 656-byte fp8_ds_mla cell too), each size's results checked against the host, no
+# synchronizing call in an enqueue, one launch per call; both interference configurations, checked
+python3 - "$json" <<'PY' || fail "the sweep or interference rows" "$tmp/out"
+import json, sys
+d = json.load(open(sys.argv[1]))
+sweep = [r for r in d["rows"] if r["kind"] == "sweep"]
+inter = [r for r in d["rows"] if r["kind"] == "interference"]
+shapes = {r["shape"].split(" ")[0] for r in sweep}
+want = {"llama3-8b-tp1", "llama3-70b-tp8", "deepseek-v3-mla-bf16", "deepseek-v3-mla-fp8", "deepseek-v3-fp8_ds_mla"}
+problems = [f"no sweep row for {s}" for s in sorted(want - shapes)]
+problems += [f"{r['shape']} {r['tokens']} tokens: exact {r['exact']}, syncs per enqueue {r['syncsPerEnqueue']}, launches per call "
+             f"{r['launchesPerCall']}" for r in sweep if r["exact"] != 1 or r["syncsPerEnqueue"] != 0 or r["launchesPerCall"] != 1]
+problems += [f"sweep {r['shape']} {r['tokens']}: {k} is null" for r in sweep for k in ("fusedGBs", "fusedNewTableGBs", "readGBs",
+             "readIdentityGBs", "readContiguousGBs", "copyGBs", "fusedOverRead", "enqueueUsReused", "enqueueUsNewTable") if r[k] is None]
+problems += [f"interference {r['config']}: exact {r['exact']}" for r in inter if r["exact"] != 1]
+if len(inter) != 2:
+    problems.append(f"{len(inter)} interference rows, expected 2 (decode at the greatest and at the default priority)")
+print("sweep rows:", len(sweep), "shapes:", sorted(shapes), "interference rows:", len(inter))
+for p in problems:
+    print("PROBLEM:", p)
+sys.exit(1 if problems else 0)
+PY
 # the checker can fail: a report without its stages, and one with a row that is not flat, are refused
 python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); del d["stages"]; json.dump(d, open(sys.argv[2], "w"))' \
   "$json" "$tmp/bad1.json"

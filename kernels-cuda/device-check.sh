@@ -11,8 +11,12 @@
 # "device-check: CANNOT RUN: <why>" and exit 2); unpack (the runtime, with xz or Python's tarfile/lzma); golden (the
 # golden suite and the page-digest vectors through the real backend, host and device memory); random (layouts
 # against the reference); recorded (an enqueue on the real driver, every call recorded: no synchronizing call);
-# sweep (the fused kernel per shape and size against the read bound, with the host time of one enqueue);
-# interference (the checksum next to a memory-bound kernel on another stream); full mode only: opencl (the golden
+# sweep (per shape, 656-byte fp8_ds_mla included, and size up to 16x the L2: the fused kernel alone from a reused
+# plan, engine calls with a reused plan and with a new page table each, the read bound over the same page tables, a
+# contiguous read and a copy; CUDA events around 20 launches per sample, a warm-up, 5 samples, median and minimum,
+# every result checked against the host; enqueue time, synchronizing calls per enqueue, launches per call; each
+# occupancy variant the backend offers); interference (a decode-like kernel on the engine's stream and the checksum on
+# a least-priority stream: the decode kernel's slowdown); full mode only: opencl (the golden
 # suite on the GPU's OpenCL driver) and readbound (torch/cupy, when Python has one). Each stage's time is printed.
 # Files, in $OUT (device tool) or else kernels-cuda/results/: device-check-<UTC date>.txt (the log), .json (schema:
 # kernels-cuda/device-check.schema.json) and .md (stage times and the table), the .json and .md rewritten after every
@@ -88,7 +92,7 @@ q() {
 write_results() {
   local i
   {
-    q "$stamp"; printf '{"schema":"kvchecksum-device-check/1","date":%s,' "$q"
+    q "$stamp"; printf '{"schema":"kvchecksum-device-check/2","date":%s,' "$q"
     q "$commit"; printf '"commit":%s,"quick":%d,"dryRun":%d,"budgetSeconds":%d,"complete":%d,' "$q" "$quick" "$dry" "$total" "$complete"
     q "$cannot"; [[ -n $cannot ]] || q=null; printf '"cannotRun":%s,' "$q"
     q "$gpu"; printf '"gpu":%s,' "$q"
@@ -121,11 +125,13 @@ write_results() {
       echo "| ${names[$i]} | ${budget[${names[$i]}]} | ${secs[$i]} | ${statuses[$i]}${notes[$i]:+: ${notes[$i]}} |"
     done
     echo
-    echo "| shape | tokens | KV | fused us | fused GB/s | read GB/s | copy GB/s (r+w) | fused/read | fused/copy | enqueue us | enqueue us (reused plan) | sync calls in enqueues |"
-    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    echo "GB/s from the median of 5 samples of 20 launches (CUDA events, after a warm-up); fused: the kernel alone as a reused plan launches it; read: \`kvcb_gather_sum\` over the same scattered page table (identity: both over the identity table); enqueue: host median per call. Bandwidth rows: KV at least 8x L2."
+    echo
+    echo "| shape | tokens | KV | x L2 | variant | fused GB/s (reused plan) | fused GB/s (new table per call) | read GB/s (same table) | fused/read | fused/read (identity) | read GB/s (contiguous) | copy GB/s (r+w) | of spec HBM | enqueue us (reused plan) | enqueue us (new table) | syncs per enqueue | launches per call | exact |"
+    echo "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
     [[ -f $base.md.rows ]] && cat "$base.md.rows"
     echo
-    grep -E '^(golden suite|random layouts|unaligned layouts|recorded enqueue|engine kernel|checksum: |RESULT)' "$report" | sed 's/^/    /'
+    grep -E '^(golden suite|random layouts|unaligned layouts|recorded enqueue|device: |variants timed|## interference|decode at |RESULT)' "$report" | sed 's/^/    /'
   } > "$base.md.tmp"
   mv "$base.md.tmp" "$base.md"
 }
@@ -238,7 +244,8 @@ end 0 "" "$note"
 
 jvm=("$java" --enable-native-access=ALL-UNNAMED --add-modules=jdk.incubator.vector -Xmx8g -cp "golden/src/main/resources:$rt/lib/*")
 if [[ $dry -eq 1 ]]; then
-  jvm+=(-Dkvchecksum.deviceCheck.fake="$fake" -Dkvchecksum.deviceCheck.maxTokens=512)
+  # the simulated driver runs kernels thread by thread on the CPU: tiny sizes and 2 launches per sample (5 samples)
+  jvm+=(-Dkvchecksum.deviceCheck.fake="$fake" -Dkvchecksum.deviceCheck.maxTokens=32 -Dkvchecksum.deviceCheck.launches=2)
 fi
 qflag=(); [[ $quick -eq 1 ]] && qflag=(--quick)
 # a stage of io.kvchecksum.cuda.DeviceCheck, in its own JVM: whatever it appended stays when it is stopped

@@ -1,6 +1,6 @@
 """Checks a device-check .json against kernels-cuda/device-check.schema.json, standard library only (CI has no
 jsonschema package). Implements the JSON Schema keywords that schema uses: type, const, enum, required, properties,
-additionalProperties, items, minimum, minLength, pattern; any other keyword in the schema is an error here, so the
+additionalProperties, items, minimum, minLength, pattern, allOf, if/then (a row kind's required fields); any other keyword in the schema is an error here, so the
 schema cannot silently outgrow this checker.
 
 Usage: python3 check_device_json.py SCHEMA RESULT.json [--complete] [--kinds k1,k2,...] [--stages s1,s2,...]
@@ -14,7 +14,7 @@ import re
 import sys
 
 KNOWN = {"$schema", "$id", "title", "description", "type", "const", "enum", "required", "properties",
-         "additionalProperties", "items", "minimum", "minLength", "pattern"}
+         "additionalProperties", "items", "minimum", "minLength", "pattern", "allOf", "if", "then"}
 TYPES = {
     "object": lambda v: isinstance(v, dict),
     "array": lambda v: isinstance(v, list),
@@ -59,6 +59,13 @@ def validate(schema, v, path, errors):
                 errors.append(f"{path}: property {k!r} is not in the schema")
             elif isinstance(extra, dict):
                 validate(extra, x, f"{path}.{k}", errors)
+    for sub in schema.get("allOf", []):
+        validate(sub, v, path, errors)
+    if "if" in schema:
+        probe = []
+        validate(schema["if"], v, path, probe)
+        if not probe and "then" in schema:
+            validate(schema["then"], v, path, errors)
     if isinstance(v, list) and "items" in schema:
         for i, x in enumerate(v):
             validate(schema["items"], x, f"{path}[{i}]", errors)
