@@ -209,22 +209,87 @@ KVC_HD uint64_t kvc_ld8_any(const char* a) {
     return (lo >> sh) | (hi << (64 - sh));
 }
 
-template <int VEC> KVC_HD void kvc_load(const char* a, uint64_t& x0, uint64_t& x1) {
-    if (VEC == 2) {
+// Loads that may be switched off (a null address: no allocation is at 0): off, they read nothing and give 0 (a zero piece adds nothing to any sum, and
+// kvc_feistel3(0) == 0). On the GPU one predicated instruction each, so a batch of them stays one basic block with
+// every load issued before any is used (PtxEvidenceTest counts them); the outputs are written only after the address
+// is read, so the compiler may give an output the address's register.
+#if defined(__CUDA_ARCH__)
+__device__ __forceinline__ void kvc_ld16_if(const char* a, uint64_t& x0, uint64_t& x1) {
+    asm("{\n\t.reg .pred q;\n\tsetp.ne.u64 q, %2, 0;\n\t@q ld.global.cs.v2.u64 {%0, %1}, [%2];\n\t"
+        "@!q mov.b64 %0, 0;\n\t@!q mov.b64 %1, 0;\n\t}"
+        : "=l"(x0), "=l"(x1) : "l"(a));
+}
+__device__ __forceinline__ uint64_t kvc_ld8_if(const char* a) {
+    uint64_t x;
+    asm("{\n\t.reg .pred q;\n\tsetp.ne.u64 q, %1, 0;\n\t@q ld.global.cs.u64 %0, [%1];\n\t@!q mov.b64 %0, 0;\n\t}"
+        : "=l"(x) : "l"(a));
+    return x;
+}
+#else
+inline void kvc_ld16_if(const char* a, uint64_t& x0, uint64_t& x1) {
+    if (a != nullptr) {
         kvc_ld16(a, x0, x1);
+    } else {
+        x0 = x1 = 0;
+    }
+}
+inline uint64_t kvc_ld8_if(const char* a) { return a != nullptr ? kvc_ld8(a) : 0; }
+#endif
+
+// The aligned words of the 8 bytes at a (any address; null: off): lo holds a, hi the next word, read only when a is
+// not aligned (the next word may then lie past the allocation); 0 where not read. One predicated pair on the GPU.
+#if defined(__CUDA_ARCH__)
+__device__ __forceinline__ void kvc_ld8_words_if(const char* a, uint64_t& lo, uint64_t& hi) {
+    asm("{\n\t.reg .pred q, r;\n\t.reg .b64 w, m;\n\t"
+        "and.b64 w, %2, -8;\n\tand.b64 m, %2, 7;\n\t"
+        "setp.ne.u64 q, %2, 0;\n\tsetp.ne.and.u64 r, m, 0, q;\n\t"
+        "@q ld.global.cs.u64 %0, [w];\n\t@r ld.global.cs.u64 %1, [w+8];\n\t"
+        "@!q mov.b64 %0, 0;\n\t@!r mov.b64 %1, 0;\n\t}"
+        : "=l"(lo), "=l"(hi) : "l"(a));
+}
+#else
+inline void kvc_ld8_words_if(const char* a, uint64_t& lo, uint64_t& hi) {
+    const uintptr_t u = (uintptr_t)a;
+    const char* w = reinterpret_cast<const char*>(u & ~(uintptr_t)7);
+    lo = kvc_ld8_if(a != nullptr ? w : nullptr);
+    hi = kvc_ld8_if(a != nullptr && (u & 7) != 0 ? w + 8 : nullptr);
+}
+#endif
+
+// The 8 bytes at a (any address) from the aligned words lo (holding a) and hi (the next; 0 when a is aligned),
+// sh = 8 * (a mod 8). Without a branch (hi shifted in two steps, so sh == 0 shifts it out): a branch here would end
+// the batch's basic block after its first load.
+KVC_HD uint64_t kvc_join8(uint64_t lo, uint64_t hi, uint32_t sh) {
+    return (lo >> sh) | ((hi << 1) << (63 - sh));
+}
+
+// One load of width VEC (see above) that may be off (a null). VEC 0 reads the aligned word holding the piece's first byte and,
+// when the piece is not aligned, the next one: both hold a byte of the piece, so both lie in its allocation.
+template <int VEC> KVC_HD void kvc_load_if(const char* a, uint64_t& x0, uint64_t& x1) {
+    if (VEC == 2) {
+        kvc_ld16_if(a, x0, x1);
     } else if (VEC == 1) {
-        x0 = kvc_ld8(a);
+        x0 = kvc_ld8_if(a);
         x1 = 0;
     } else {
-        x0 = kvc_ld8_any(a);
+        kvc_ld8_words_if(a, x0, x1);  // the words: kvc_loaded joins them once the whole batch is issued
+    }
+}
+
+// A loaded slot's pieces: VEC 0's two words joined into its piece (after all the batch's loads, so no load waits on
+// an earlier one's data), the others as loaded.
+template <int VEC> KVC_HD void kvc_loaded(const char* a, uint64_t& x0, uint64_t& x1) {
+    if (VEC == 0) {
+        x0 = kvc_join8(x0, x1, (uint32_t)((uintptr_t)a & 7) * 8);
         x1 = 0;
     }
 }
 
-// Tokens a lane loads back to back before it consumes the first: 8 independent 16-byte loads in flight per thread
-// (kvc_ptx_check in the tests asserts it on the PTX), about 128 bytes x 256 threads x CTAs per SM; see
-// docs/gpu-performance.md for what Little's law makes of that.
+// Loads a lane issues back to back before it consumes the first: KVC_BATCH of them, 128 bytes per thread for 16-byte
+// loads, 8-byte loads and the two words of VEC 0 alike (PtxEvidenceTest counts the bytes in the PTX of every kernel);
+// about 128 bytes x 256 threads x CTAs per SM in flight; see docs/gpu-performance.md for what Little's law makes of it.
 #define KVC_BATCH 8
+#define KVC_BATCH_SLOTS(VEC) ((VEC) == 1 ? 2 * KVC_BATCH : KVC_BATCH)
 #if defined(__CUDA_ARCH__)
 #define KVC_UNROLL _Pragma("unroll")
 #else
@@ -239,124 +304,151 @@ KVC_HD uint32_t kvc_page_shift(uint32_t page_size) {
     return s;
 }
 
+// Entry i of a page table: the CTA's staged copy in shared memory, or the table itself in global memory, which nothing
+// writes while a kernel runs, read through the read-only (non-coherent) path.
+KVC_HD int32_t kvc_page_id(const int32_t* tab, uint64_t i) {
+#if defined(__CUDA_ARCH__)
+    return __isShared(tab) ? tab[i] : __ldg(tab + i);
+#else
+    return tab[i];
+#endif
+}
+
 // The cell address of request-table index idx (table space: 0 is start_token). `tab` holds the page ids from
-// table-space page tab0 on (the CTA's staged copy on the GPU, the whole table on the host).
+// table-space page tab0 on (the CTA's staged copy, or the table).
 KVC_HD const char* kvc_cell(uint64_t base, int64_t ps, int64_t ts, const int32_t* tab, uint64_t tab0, uint64_t idx,
                             uint32_t page_size, uint32_t shift) {
     const uint64_t page_idx = shift < 32 ? idx >> shift : kvc_udiv(idx, page_size);
     const uint64_t slot = idx - page_idx * page_size;
-    return reinterpret_cast<const char*>(base + (uint64_t)(int64_t)tab[page_idx - tab0] * (uint64_t)ps + slot * (uint64_t)ts);
+    return reinterpret_cast<const char*>(base + (uint64_t)(int64_t)kvc_page_id(tab, page_idx - tab0) * (uint64_t)ps + slot * (uint64_t)ts);
 }
 
-// Unit u of slice s (K units 0..kU-1, then V units): where its bytes start, its part's strides, and its first piece
-// in the cell. Inlined into the lane's loop like the expressions it stands for.
+// A lane's walk over the items of one slice of a block. The slice's items are its (token, unit) pairs in order,
+// item = t*U + u (U units of VEC: K units, then V units); lane l takes items l, l + 32, l + 64, ..., so the warp's
+// lanes read consecutive units whatever the cell size (short cells: several tokens per warp row; long ones: a row
+// per part of a cell), every lane is busy, and each lane has the same number of items, `rem` (the last may lie past
+// the block's tokens: then it is off). The piece index of an item is j = bs*P + item*PPL, so a lane's weights 2j+1
+// form an arithmetic progression of step 64*PPL whatever U is: the sums need no multiply per piece (see below).
 template <int VEC>
-struct KvcUnit {
-    uint64_t base, piece;
-    int64_t ps, ts;
-    KVC_HD KvcUnit(const KvcSlice& s, uint32_t u, uint32_t kU) {
+struct KvcWalk {
+    const KvcSlice* s;    // the slice (its strides and bases are read where an address needs them)
+    uint32_t kU, U;       // K units, all units
+    uint32_t dq, dr;      // 32 items = dq tokens and dr units
+    uint32_t t, u;        // the lane's next item
+    uint32_t rem;         // items left to the lane in this slice (warp-uniform)
+    KVC_HD void begin(const KvcSlice* sp, uint32_t ntok, uint32_t lane) {
+        s = sp;
+        kU = sp->k_pieces / KVC_PIECES_PER_LOAD(VEC);
+        U = kU + sp->v_pieces / KVC_PIECES_PER_LOAD(VEC);
+        dq = 32 / U;
+        dr = 32 - dq * U;
+        t = lane / U;
+        u = lane - t * U;
+        rem = (uint32_t)(((uint64_t)ntok * U + 31) / 32);
+    }
+    KVC_HD void next() {
+        u += dr;
+        t += dq;
+        if (u >= U) {
+            u -= U;
+            ++t;
+        }
+        --rem;
+    }
+    // The address of the next item; of the block's last token for an item past it (read by nobody: its load is off,
+    // but the page id read stays within the block's pages).
+    KVC_HD const char* address(const int32_t* tab, uint64_t tab0, uint64_t idx0, uint32_t ntok, uint32_t page_size,
+                               uint32_t shift) const {
         const bool isK = u < kU;
-        const uint32_t uu = isK ? u : u - kU;
-        base = (isK ? s.k_base : s.v_base) + (uint64_t)uu * KVC_LOAD_BYTES(VEC);
-        ps = isK ? s.k_page_stride : s.v_page_stride;
-        ts = isK ? s.k_token_stride : s.v_token_stride;
-        piece = (isK ? 0 : (uint64_t)s.k_pieces) + (uint64_t)uu * KVC_PIECES_PER_LOAD(VEC);
+        const uint32_t tt = t < ntok ? t : ntok - 1;
+        const uint64_t base = isK ? s->k_base + (uint64_t)u * KVC_LOAD_BYTES(VEC) : s->v_base + (uint64_t)(u - kU) * KVC_LOAD_BYTES(VEC);
+        return kvc_cell(base, isK ? s->k_page_stride : s->v_page_stride, isK ? s->k_token_stride : s->v_token_stride,
+                        tab, tab0, idx0 + tt, page_size, shift);
     }
 };
 
-// The checksum contribution of one lane (0..31) of the warp that sums slice s over request block `block`.
+// The weight of lane `lane`'s first item of slice s in block start bs: 2j+1 for j = bs*P + lane*PPL.
+template <int VEC>
+KVC_HD uint64_t kvc_first_weight(const KvcSlice& s, uint64_t bs, uint32_t lane) {
+    const uint64_t P = (uint64_t)s.k_pieces + s.v_pieces;
+    return 2 * (bs * P + (uint64_t)lane * KVC_PIECES_PER_LOAD(VEC)) + 1;
+}
+
+// The contribution of one lane (0..31) of a warp to slices i0, i0 + di, ... (< i1) of request block `block`, each
+// slice's sum times its factor (weighted) or not; slice i is sl[i - sl0] (the CTA's staged descriptors, or the array).
 //
-// Lanes form a (token lane, unit lane) grid: unit lanes cover the cell's units (VEC pieces = 8*VEC bytes each,
-// K units then V units), token lanes split the block's tokens (a power of two, so a warp reads several short
-// cells at once). A lane keeps its unit fixed and visits tokens pos0, pos0+dt, ...: the weight of its pieces
-// is then an arithmetic progression, and the weighted sum needs no multiply per piece:
-//   sum_k x_k*pos_k = pos0*A + dt*(n*A - T),  A = sum_k x_k,  T = sum_k (x_0 + .. + x_k)
-// The steady-state loop takes KVC_BATCH tokens at a time: first all their addresses (page ids from `tab`, which
-// the kernel stages in shared memory), then all their loads into separate registers, then the adds, so the memory
-// system sees KVC_BATCH independent loads per thread at once instead of one load and its use. The remaining
-// tokens (fewer than KVC_BATCH per lane) go one at a time. Tokens past num_tokens are never read.
-template <int VEC, int MIX = 0>
-KVC_HD uint64_t kvc_lane_slice_sum(const KvcChecksumParams& p, const KvcSlice& s, const int32_t* tab, uint64_t tab0,
-                                   uint64_t block, uint32_t lane) {
+// The lane walks its items slice after slice (KvcWalk) in batches of KVC_BATCH_SLOTS: first the batch's addresses
+// (page ids from `tab`), then all its loads into separate registers (off past the block's tokens and past the last
+// slice), then the adds. So every thread has 128 bytes of independent loads in flight whatever the cell size: a batch
+// runs on into the next slices where one slice holds fewer items per lane (short cells, short or partial blocks).
+// Within a slice the lane's weights are w0, w0 + D, w0 + 2D, ... (D = 64*PPL), so its weighted sum is
+//   sum_k y_k*(w0 + k*D) = w0*A + D*(n*A - T),  A = sum_k y_k,  T = sum_k (y_0 + .. + y_k)
+// plus 2*A1 (the second piece of a 16-byte load weighs 2 more). Items that are off add zeros at the end of a slice's
+// run, which leaves n*A - T unchanged. Tokens past num_tokens are never read.
+template <int VEC, int MIX>
+KVC_HD uint64_t kvc_lane_slices_sum(const KvcChecksumParams& p, const KvcSlice* sl, uint32_t sl0, uint32_t i0, uint32_t i1,
+                                    uint32_t di, bool weighted, const int32_t* tab, uint64_t tab0, uint64_t block,
+                                    uint32_t lane) {
     const uint64_t bs = block * p.block_size;
     uint64_t be = bs + p.block_size;
     if (be > p.num_tokens) be = p.num_tokens;
-    if (be <= bs) return 0;
+    if (be <= bs || i0 >= i1) return 0;
     const uint32_t ntok = (uint32_t)(be - bs);
-    const uint32_t kU = s.k_pieces / KVC_PIECES_PER_LOAD(VEC);
-    const uint32_t U = kU + s.v_pieces / KVC_PIECES_PER_LOAD(VEC);
-    const uint64_t P = (uint64_t)s.k_pieces + s.v_pieces;
     const uint32_t shift = kvc_page_shift(p.page_size);
     const uint64_t idx0 = bs - p.start_token;  // table-space index of the block's first token
-    if (U >= 32) {
-        // Wide cells (MLA: 72 or 41 units): the warp's lanes take (unit, batch of KVC_BATCH tokens) items in turn,
-        // so lanes stay busy when U is not a multiple of 32 (41 units as 2 x 32 lanes would idle 23 of 64).
-        const uint32_t nb = (ntok + KVC_BATCH - 1) / KVC_BATCH;
-        uint32_t u = lane, b = 0;
-        uint64_t acc = 0;
-        for (uint32_t i = lane; i < U * nb; i += 32) {
-            const KvcUnit<VEC> c(s, u, kU);
-            const uint32_t t0 = b * KVC_BATCH;
-            uint64_t A = 0, T = 0, A1 = 0;
-            uint32_t n = 0;
-            if (t0 + KVC_BATCH <= ntok) {
-                const char* a[KVC_BATCH];
-                uint64_t x0[KVC_BATCH], x1[KVC_BATCH];
-                KVC_UNROLL
-                for (int k = 0; k < KVC_BATCH; ++k) a[k] = kvc_cell(c.base, c.ps, c.ts, tab, tab0, idx0 + t0 + k, p.page_size, shift);
-                KVC_UNROLL
-                for (int k = 0; k < KVC_BATCH; ++k) kvc_load<VEC>(a[k], x0[k], x1[k]);
-                KVC_UNROLL
-                for (int k = 0; k < KVC_BATCH; ++k) kvc_accumulate<VEC, MIX>(x0[k], x1[k], A, A1, T);
-                n = KVC_BATCH;
-            } else {
-                for (uint32_t t = t0; t < ntok; ++t) {
-                    uint64_t x0, x1;
-                    kvc_load<VEC>(kvc_cell(c.base, c.ps, c.ts, tab, tab0, idx0 + t, p.page_size, shift), x0, x1);
-                    kvc_accumulate<VEC, MIX>(x0, x1, A, A1, T);
-                    ++n;
+    const uint64_t D = 64 * KVC_PIECES_PER_LOAD(VEC);
+    constexpr int N = KVC_BATCH_SLOTS(VEC);
+    KvcWalk<VEC> w;
+    w.begin(&sl[i0 - sl0], ntok, lane);
+    uint32_t iw = i0;                     // the walk's slice
+    uint32_t ia = i0;                     // the slice the sums A, T, A1 belong to
+    uint64_t F = weighted ? sl[i0 - sl0].factor : 1, w0 = kvc_first_weight<VEC>(sl[i0 - sl0], bs, lane);
+    uint64_t acc = 0, A = 0, T = 0, A1 = 0;
+    uint32_t n = 0;
+    bool live = true;
+    while (live) {
+        const char* a[N];
+        uint32_t starts = 0;  // bit k: slot k is the first item of the next slice
+        KVC_UNROLL
+        for (int k = 0; k < N; ++k) {
+            if (live && w.rem == 0) {
+                iw += di;
+                if (iw < i1) {
+                    w.begin(&sl[iw - sl0], ntok, lane);
+                    starts |= 1u << k;
+                } else {
+                    live = false;
                 }
             }
-            const uint64_t pos0 = bs + t0;
-            acc += 2 * P * (pos0 * A + ((uint64_t)n * A - T)) + (2 * c.piece + 1) * A + 2 * A1;
-            u += 32;  // next item: U >= 32, so one wrap at most
-            if (u >= U) { u -= U; ++b; }
+            a[k] = live && w.t < ntok ? w.address(tab, tab0, idx0, ntok, p.page_size, shift) : nullptr;
+            if (live) w.next();
         }
-        return acc;
-    }
-    const uint32_t unit_lanes = U;
-    const uint32_t token_lanes = kvc_pow2_floor(32 / unit_lanes);
-    const uint32_t tl = lane / unit_lanes;
-    const uint32_t ul = lane - tl * unit_lanes;
-    if (tl >= token_lanes) return 0;
-    uint64_t acc = 0;
-    for (uint32_t u = ul; u < U; u += unit_lanes) {
-        const KvcUnit<VEC> c(s, u, kU);
-        uint64_t A = 0, T = 0, A1 = 0;
-        uint32_t n = 0;
-        uint32_t t = tl;
-        for (; t + (KVC_BATCH - 1) * token_lanes < ntok; t += KVC_BATCH * token_lanes) {
-            const char* a[KVC_BATCH];
-            uint64_t x0[KVC_BATCH], x1[KVC_BATCH];
-            KVC_UNROLL
-            for (int k = 0; k < KVC_BATCH; ++k) a[k] = kvc_cell(c.base, c.ps, c.ts, tab, tab0, idx0 + t + k * token_lanes, p.page_size, shift);
-            KVC_UNROLL
-            for (int k = 0; k < KVC_BATCH; ++k) kvc_load<VEC>(a[k], x0[k], x1[k]);
-            KVC_UNROLL
-            for (int k = 0; k < KVC_BATCH; ++k) kvc_accumulate<VEC, MIX>(x0[k], x1[k], A, A1, T);
-            n += KVC_BATCH;
-        }
-        for (; t < ntok; t += token_lanes) {
-            uint64_t x0, x1;
-            kvc_load<VEC>(kvc_cell(c.base, c.ps, c.ts, tab, tab0, idx0 + t, p.page_size, shift), x0, x1);
-            kvc_accumulate<VEC, MIX>(x0, x1, A, A1, T);
+        if (live && w.rem == 0 && iw + di >= i1) live = false;
+        uint64_t x0[N], x1[N];
+        KVC_UNROLL
+        for (int k = 0; k < N; ++k) kvc_load_if<VEC>(a[k], x0[k], x1[k]);
+        KVC_UNROLL
+        for (int k = 0; k < N; ++k) {
+            if (starts & (1u << k)) {
+                acc += F * (w0 * A + D * ((uint64_t)n * A - T) + 2 * A1);
+                A = T = A1 = n = 0;
+                ia += di;
+                F = weighted ? sl[ia - sl0].factor : 1;
+                w0 = kvc_first_weight<VEC>(sl[ia - sl0], bs, lane);
+            }
+            kvc_loaded<VEC>(a[k], x0[k], x1[k]);
+            kvc_accumulate<VEC, MIX>(x0[k], x1[k], A, A1, T);
             ++n;
         }
-        const uint64_t pos0 = bs + tl;
-        const uint64_t sxpos = pos0 * A + (uint64_t)token_lanes * ((uint64_t)n * A - T);
-        acc += 2 * P * sxpos + (2 * c.piece + 1) * A + 2 * A1;
     }
-    return acc;
+    return acc + F * (w0 * A + D * ((uint64_t)n * A - T) + 2 * A1);
+}
+
+// The sum of slice s over request block `block`, as lane `lane` contributes it (the slices kernels: a warp per slice).
+template <int VEC, int MIX = 0>
+KVC_HD uint64_t kvc_lane_slice_sum(const KvcChecksumParams& p, const KvcSlice& s, const int32_t* tab, uint64_t tab0,
+                                   uint64_t block, uint32_t lane) {
+    return kvc_lane_slices_sum<VEC, MIX>(p, &s, 0, 0, 1, 1, false, tab, tab0, block, lane);
 }
 
 // One thread's share of the fused checksum of slices [i0, i1) of request block `block`: warp `warp` sums slices
@@ -365,12 +457,7 @@ KVC_HD uint64_t kvc_lane_slice_sum(const KvcChecksumParams& p, const KvcSlice& s
 template <int VEC, int MIX = 0>
 KVC_HD uint64_t kvc_block_thread_range(const KvcChecksumParams& p, const KvcSlice* sl, uint32_t sl0, uint32_t i0, uint32_t i1,
                                        const int32_t* tab, uint64_t tab0, uint64_t block, uint32_t warp, uint32_t lane) {
-    uint64_t acc = 0;
-    for (uint32_t i = i0 + warp; i < i1; i += KVC_WARPS) {
-        const KvcSlice& s = sl[i - sl0];
-        acc += s.factor * kvc_lane_slice_sum<VEC, MIX>(p, s, tab, tab0, block, lane);
-    }
-    return acc;
+    return kvc_lane_slices_sum<VEC, MIX>(p, sl, sl0, i0 + warp, i1, KVC_WARPS, true, tab, tab0, block, lane);
 }
 
 // The slices of part `by` of the fused kernel: [s0, s1).
@@ -392,13 +479,71 @@ KVC_HD void kvc_block_pages(const KvcChecksumParams& p, uint64_t block, uint64_t
     count = (shift < 32 ? b >> shift : kvc_udiv(b, p.page_size)) - first + 1;
 }
 
-// One thread's share of the fused checksum of CTA (bx, by) read straight from the parameters (the host emulation).
-// The CTA's threads' values add up to its partial.
-template <int VEC, int MIX = 0>
-KVC_HD uint64_t kvc_block_thread(const KvcChecksumParams& p, uint32_t bx, uint32_t by, uint32_t warp, uint32_t lane) {
-    uint32_t s0, s1;
-    kvc_part_slices(p, by, s0, s1);
-    return kvc_block_thread_range<VEC, MIX>(p, p.slices, 0, s0, s1, p.table, 0, p.first_block + bx, warp, lane);
+// The staging of a CTA, as phases that the kernels separate with barriers and the host emulation runs for every
+// thread of the CTA in turn, phase after phase (so CI runs the staging too): the block's page ids (up to
+// KVC_TABLE_STAGE of them, 1 KiB) and the descriptors of the slices the CTA reads (in chunks of KVC_SLICE_CHUNK,
+// 4 KiB) go to shared memory once, so the dependent small loads before a slice's first data load are shared-memory
+// reads, not L2 round trips. Both come through the read-only path: nothing writes them while a kernel runs.
+#define KVC_SLICE_CHUNK 64
+#define KVC_TABLE_STAGE 256
+
+// What the host emulation counts of the staging (kvc_stage_counts of the host library): page ids and descriptor words
+// copied. Nothing on the GPU.
+#if defined(__CUDA_ARCH__)
+#define KVC_HOST_COUNT(which, n)
+#else
+extern void kvc_host_count(int which, uint64_t n);
+#define KVC_HOST_COUNT(which, n) kvc_host_count(which, n)
+#endif
+
+KVC_HD uint64_t kvc_ldg64(const uint64_t* a) {
+#if defined(__CUDA_ARCH__)
+    return __ldg(reinterpret_cast<const unsigned long long*>(a));
+#else
+    return *a;
+#endif
+}
+
+// Phase "table" of thread tid: its share of the copy of block `block`'s page ids into stage (none when the block spans
+// more than KVC_TABLE_STAGE pages: kvc_table_view then reads the table in global memory).
+KVC_HD void kvc_stage_table_phase(const KvcChecksumParams& p, uint64_t block, uint32_t tid, int32_t* stage) {
+    uint64_t first, count;
+    kvc_block_pages(p, block, first, count);
+    if (count > KVC_TABLE_STAGE) return;
+    for (uint32_t i = tid; i < count; i += KVC_THREADS) {
+        stage[i] = kvc_page_id(p.table, first + i);
+        KVC_HOST_COUNT(0, 1);
+    }
+}
+
+// After the table phase and a barrier: where the lanes find the page ids (tab[i - tab0] holds table-space page i).
+KVC_HD void kvc_table_view(const KvcChecksumParams& p, uint64_t block, const int32_t* stage, const int32_t*& tab, uint64_t& tab0) {
+    uint64_t first, count;
+    kvc_block_pages(p, block, first, count);
+    if (count <= KVC_TABLE_STAGE) {
+        tab = stage;
+        tab0 = first;
+    } else {
+        tab = p.table;
+        tab0 = 0;
+    }
+}
+
+// Phase "slices" of thread tid: its share of the copy of descriptors [c0, c1) (at most KVC_SLICE_CHUNK) into stage.
+KVC_HD void kvc_stage_slices_phase(const KvcChecksumParams& p, uint32_t c0, uint32_t c1, uint32_t tid, KvcSlice* stage) {
+    const uint64_t* src = reinterpret_cast<const uint64_t*>(p.slices + c0);
+    uint64_t* dst = reinterpret_cast<uint64_t*>(stage);
+    for (uint32_t w = tid; w < (c1 - c0) * (sizeof(KvcSlice) / 8); w += KVC_THREADS) {
+        dst[w] = kvc_ldg64(src + w);
+        KVC_HOST_COUNT(1, 1);
+    }
+}
+
+// The slices CTA row `by` of the slices kernels reads: [by*KVC_WARPS, +KVC_WARPS) clipped to the slices.
+KVC_HD void kvc_slice_sums_chunk(const KvcChecksumParams& p, uint32_t by, uint32_t& c0, uint32_t& c1) {
+    const uint64_t a = (uint64_t)by * KVC_WARPS, b = a + KVC_WARPS;
+    c0 = a < p.num_slices ? (uint32_t)a : p.num_slices;
+    c1 = b < p.num_slices ? (uint32_t)b : p.num_slices;
 }
 
 // The slice a warp of the slices kernel sums: CTA (bx, by), warp w -> slice by*KVC_WARPS + w, or -1 if none.

@@ -18,51 +18,28 @@ __device__ __forceinline__ uint64_t kvc_warp_sum(uint64_t v) {
     return v;
 }
 
-// Descriptors and page ids a CTA stages in shared memory: 64 x 64 B + 1 KiB.
-#define KVC_SLICE_CHUNK 64
-#define KVC_TABLE_STAGE 256
-
-// The page ids of request block `block`, copied once into shared memory (tab, tab0 then index them as the table does);
-// a block spanning more than KVC_TABLE_STAGE pages reads the table in global memory. Ends with a barrier.
-__device__ __forceinline__ void kvc_stage_table(const KvcChecksumParams& p, uint64_t block, int32_t* stage,
-                                                const int32_t*& tab, uint64_t& tab0) {
-    uint64_t first, count;
-    kvc_block_pages(p, block, first, count);
-    if (count <= KVC_TABLE_STAGE) {
-        for (uint32_t i = threadIdx.x; i < count; i += KVC_THREADS) stage[i] = p.table[first + i];
-        tab = stage;
-        tab0 = first;
-    } else {
-        tab = p.table;
-        tab0 = 0;
-    }
-    __syncthreads();
-}
-
 // The fused single pass: CTA (bx, by) reads part `by` of the slices of block first_block + bx, once, and adds its
 // partial to out[bx] with a 64-bit atomic (the host zeroes out on the same stream first). Wrapping addition is
 // order-free, so the result is deterministic whatever order the parts land in, and one launch does it all (no
-// reduce kernel); gridDim.y CTAs per word is a light contention (at most ceil(slices/8)). The part's
-// slice descriptors (in chunks of KVC_SLICE_CHUNK) and the block's page ids are staged in shared memory, so the
-// dependent small loads before a slice's first data load are shared-memory reads, not L2 round trips.
+// reduce kernel); gridDim.y CTAs per word is a light contention (at most ceil(slices/8)). The staging phases
+// (kvchecksum.cuh) put the block's page ids and the part's descriptors in shared memory first.
 template <int VEC, int MIX>
 __device__ __forceinline__ void kvc_block_checksums_body(const KvcChecksumParams& p) {
     __shared__ KvcSlice stage_slices[KVC_SLICE_CHUNK];
     __shared__ int32_t stage_table[KVC_TABLE_STAGE];
     const uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const uint64_t block = p.first_block + blockIdx.x;
+    kvc_stage_table_phase(p, block, threadIdx.x, stage_table);
     const int32_t* tab;
     uint64_t tab0;
-    kvc_stage_table(p, block, stage_table, tab, tab0);
+    kvc_table_view(p, block, stage_table, tab, tab0);
     uint32_t s0, s1;
     kvc_part_slices(p, blockIdx.y, s0, s1);
     uint64_t acc = 0;
     for (uint32_t c0 = s0; c0 < s1; c0 += KVC_SLICE_CHUNK) {
         const uint32_t c1 = c0 + KVC_SLICE_CHUNK < s1 ? c0 + KVC_SLICE_CHUNK : s1;
-        if (c0 != s0) __syncthreads();  // the previous chunk is no longer read
-        const uint64_t* src = reinterpret_cast<const uint64_t*>(p.slices + c0);
-        uint64_t* dst = reinterpret_cast<uint64_t*>(stage_slices);
-        for (uint32_t w = threadIdx.x; w < (c1 - c0) * (sizeof(KvcSlice) / 8); w += KVC_THREADS) dst[w] = src[w];
+        __syncthreads();  // the table is staged; the previous chunk is no longer read
+        kvc_stage_slices_phase(p, c0, c1, threadIdx.x, stage_slices);
         __syncthreads();
         acc += kvc_block_thread_range<VEC, MIX>(p, stage_slices, c0, c0, c1, tab, tab0, block, warp, lane);
     }
@@ -78,26 +55,42 @@ __device__ __forceinline__ void kvc_block_checksums_body(const KvcChecksumParams
     }
 }
 
-// Per-slice sums: warp w of CTA (bx, by) sums slice by*KVC_WARPS + w over block first_block + bx.
+// Per-slice sums: warp w of CTA (bx, by) sums slice by*KVC_WARPS + w over block first_block + bx, after the same
+// staging as the fused kernel (the block's page ids, the CTA's descriptors).
 template <int VEC, int MIX>
 __device__ __forceinline__ void kvc_slice_sums_body(const KvcChecksumParams& p) {
+    __shared__ KvcSlice stage_slices[KVC_WARPS];
+    __shared__ int32_t stage_table[KVC_TABLE_STAGE];
     const uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const uint64_t block = p.first_block + blockIdx.x;
+    uint32_t c0, c1;
+    kvc_slice_sums_chunk(p, blockIdx.y, c0, c1);
+    kvc_stage_table_phase(p, block, threadIdx.x, stage_table);
+    kvc_stage_slices_phase(p, c0, c1, threadIdx.x, stage_slices);
+    __syncthreads();
     const int64_t i = kvc_slice_sums_slice(p, blockIdx.y, warp);
-    if (i < 0) return;  // whole warp leaves together: the shuffle below stays full-warp
-    uint64_t v = kvc_warp_sum(kvc_lane_slice_sum<VEC, MIX>(p, p.slices[i], p.table, 0, p.first_block + blockIdx.x, lane));
+    if (i < 0) return;  // whole warp leaves together, after the barrier: the shuffle below stays full-warp
+    const int32_t* tab;
+    uint64_t tab0;
+    kvc_table_view(p, block, stage_table, tab, tab0);
+    uint64_t v = kvc_warp_sum(kvc_lane_slice_sum<VEC, MIX>(p, stage_slices[i - c0], tab, tab0, block, lane));
     if (lane == 0) p.out[(uint64_t)i * p.out_stride + blockIdx.x] = v;
 }
 
-// At most 128 registers (2 CTAs of 256 per SM): KVC_BATCH 16-byte loads per thread in flight (64 KiB per SM) with
-// no spills; ptxas reports 90-96 (PtxEvidenceTest reads the report).
-// Twelve kernels, kvc_{block_checksums,slice_sums}_{16b,8b,1b}[_mixed]:
+// Twelve kernels, kvc_{block_checksums,slice_sums}_{16b,8b,1b}[_mixed], each in two occupancy variants:
 //   16b: 16-byte loads: every slice's bases and strides are 16-byte aligned and its K and V piece counts are even;
 //   8b: 8-byte loads: bases and strides multiples of 8;
 //   1b: pieces assembled from aligned 8-byte words: any layout (offsets and strides of any byte count);
 //   _mixed: the mixed mode, the same kernels with every loaded piece through kvc_feistel3 first.
+// The default variant asks for 2 CTAs of 256 per SM (at most 128 registers: a batch's 128 bytes of loads per thread
+// in flight with no spills; PtxEvidenceTest reads ptxas' report); the _occ3 variant, the same code, for 3 (at most
+// 80 registers), more bytes in flight per SM if ptxas fits the batch without spills. CudaBackend loads one variant
+// (system property kvchecksum.cuda.variant, kernels-cuda/README.md); the default changes only after a device run.
 // A batched launch (num_requests > 0) first resolves the CTA's request (kvc_request_params), then runs the same body.
 #define KVC_CHECKSUM_KERNEL(NAME, BODY, VEC, MIX) \
     extern "C" __global__ void __launch_bounds__(KVC_THREADS, 2) NAME(const KvcChecksumParams p) { \
+        if (p.num_requests == 0) BODY<VEC, MIX>(p); else BODY<VEC, MIX>(kvc_request_params(p, blockIdx.x)); } \
+    extern "C" __global__ void __launch_bounds__(KVC_THREADS, 3) NAME##_occ3(const KvcChecksumParams p) { \
         if (p.num_requests == 0) BODY<VEC, MIX>(p); else BODY<VEC, MIX>(kvc_request_params(p, blockIdx.x)); }
 #define KVC_CHECKSUM_KERNELS(SUFFIX, MIX) \
     KVC_CHECKSUM_KERNEL(kvc_block_checksums_16b##SUFFIX, kvc_block_checksums_body, 2, MIX) \

@@ -12,6 +12,7 @@
 #include "kvchecksum_digest.cuh"
 #include "kvchecksum_bench.cuh"
 #include <string.h>
+#include <atomic>
 
 static_assert(sizeof(KvcSlice) == 64, "KvcSlice ABI");
 static_assert(sizeof(KvcChecksumParams) == 96, "KvcChecksumParams ABI");
@@ -19,6 +20,10 @@ static_assert(sizeof(KvcRequest) == 40, "KvcRequest ABI");
 
 // Set by the host build of the load functions on a misaligned address (see kvc_ld8 in kvchecksum.cuh).
 thread_local int kvc_host_fault = 0;
+
+// What the staging phases copied (KVC_HOST_COUNT in kvchecksum.cuh): [0] page ids, [1] descriptor words.
+static std::atomic<unsigned long long> kvc_host_counts[2];
+void kvc_host_count(int which, uint64_t n) { kvc_host_counts[which] += n; }
 
 namespace {
 
@@ -33,32 +38,68 @@ KvcChecksumParams cta_params(const KvcChecksumParams& p, uint32_t bx) {
     return p.num_requests == 0 ? p : kvc_request_params(p, bx);
 }
 
+// Fills a stage with a pattern before its phase, so a compute phase that read it without the staging would fail.
+template <class T, size_t N> void poison(T (&a)[N]) { memset(a, 0xA5, sizeof(a)); }
+
+// A CTA of the fused kernel, phase by phase as its barriers separate them: every thread's table phase, then per chunk
+// of descriptors every thread's slices phase, then every thread's sum over the staged copies.
 template <int VEC, int MIX = 0>
 int block_checksums(uint32_t gx, uint32_t gy, const KvcChecksumParams& p) {
     if (gx != p.num_blocks || gy != p.num_parts || p.slices_per_part == 0) return KVC_INVALID_VALUE;
+    KvcSlice stage_slices[KVC_SLICE_CHUNK];
+    int32_t stage_table[KVC_TABLE_STAGE];
     for (uint32_t by = 0; by < gy; ++by) {
         for (uint32_t bx = 0; bx < gx; ++bx) {
             const KvcChecksumParams q = cta_params(p, bx);
+            const uint64_t block = q.first_block + bx;
+            poison(stage_table);
+            for (uint32_t tid = 0; tid < KVC_THREADS; ++tid) kvc_stage_table_phase(q, block, tid, stage_table);
+            const int32_t* tab;
+            uint64_t tab0;
+            kvc_table_view(q, block, stage_table, tab, tab0);
+            uint32_t s0, s1;
+            kvc_part_slices(q, by, s0, s1);
             uint64_t s = 0;
-            for (uint32_t w = 0; w < KVC_WARPS; ++w)
-                for (uint32_t l = 0; l < 32; ++l) s += kvc_block_thread<VEC, MIX>(q, bx, by, w, l);
+            for (uint32_t c0 = s0; c0 < s1; c0 += KVC_SLICE_CHUNK) {
+                const uint32_t c1 = c0 + KVC_SLICE_CHUNK < s1 ? c0 + KVC_SLICE_CHUNK : s1;
+                poison(stage_slices);
+                for (uint32_t tid = 0; tid < KVC_THREADS; ++tid) kvc_stage_slices_phase(q, c0, c1, tid, stage_slices);
+                for (uint32_t w = 0; w < KVC_WARPS; ++w)
+                    for (uint32_t l = 0; l < 32; ++l)
+                        s += kvc_block_thread_range<VEC, MIX>(q, stage_slices, c0, c0, c1, tab, tab0, block, w, l);
+            }
             q.out[bx] += s;  // the kernel's atomicAdd into the output the host zeroed
         }
     }
     return KVC_SUCCESS;
 }
 
+// A CTA of the slices kernels: the same staging phases (the block's page ids, the CTA's descriptors), then its warps.
 template <int VEC, int MIX = 0>
 int slice_sums(uint32_t gx, uint32_t gy, const KvcChecksumParams& p) {
     if (gx != p.num_blocks || (uint64_t)gy * KVC_WARPS < p.num_slices) return KVC_INVALID_VALUE;
+    KvcSlice stage_slices[KVC_WARPS];
+    int32_t stage_table[KVC_TABLE_STAGE];
     for (uint32_t by = 0; by < gy; ++by) {
         for (uint32_t bx = 0; bx < gx; ++bx) {
             const KvcChecksumParams q = cta_params(p, bx);
+            const uint64_t block = q.first_block + bx;
+            uint32_t c0, c1;
+            kvc_slice_sums_chunk(q, by, c0, c1);
+            poison(stage_table);
+            poison(stage_slices);
+            for (uint32_t tid = 0; tid < KVC_THREADS; ++tid) {
+                kvc_stage_table_phase(q, block, tid, stage_table);
+                kvc_stage_slices_phase(q, c0, c1, tid, stage_slices);
+            }
+            const int32_t* tab;
+            uint64_t tab0;
+            kvc_table_view(q, block, stage_table, tab, tab0);
             for (uint32_t w = 0; w < KVC_WARPS; ++w) {
                 const int64_t i = kvc_slice_sums_slice(q, by, w);
                 if (i < 0) continue;
                 uint64_t s = 0;
-                for (uint32_t l = 0; l < 32; ++l) s += kvc_lane_slice_sum<VEC, MIX>(q, q.slices[i], q.table, 0, q.first_block + bx, l);
+                for (uint32_t l = 0; l < 32; ++l) s += kvc_lane_slice_sum<VEC, MIX>(q, stage_slices[i - c0], tab, tab0, block, l);
                 q.out[(uint64_t)i * q.out_stride + bx] = s;
             }
         }
@@ -96,8 +137,14 @@ extern "C" {
 
 // One launch of kernel `name` with grid (gx, gy, gz) and block (bx, by, bz); `params` points at the kernel's
 // single by-value parameter struct. Returns a CUresult-like code.
-static int emulate(const char* name, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t bx, uint32_t by, uint32_t bz,
+static int emulate(const char* full, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t bx, uint32_t by, uint32_t bz,
                 const void* params) {
+    // The occupancy variants (_occ3) run the same code as the default: only their launch bounds differ.
+    char name[128];
+    const size_t len = strlen(full);
+    if (len >= sizeof(name)) return KVC_NOT_FOUND;
+    memcpy(name, full, len + 1);
+    if (len > 5 && !strcmp(name + len - 5, "_occ3")) name[len - 5] = 0;
     if (bx != KVC_THREADS || by != 1 || bz != 1 || gz != 1 || gx == 0 || gy == 0) return KVC_INVALID_VALUE;
     const uint64_t threads = (uint64_t)gx * KVC_THREADS;
     if (!strcmp(name, "kvc_block_checksums_16b")) return block_checksums<2>(gx, gy, *static_cast<const KvcChecksumParams*>(params));
@@ -231,6 +278,13 @@ long long kvc_abi(int which) {
         case 404: return offsetof(KvcDigestParams, num_pieces);
         default: return -1;
     }
+}
+
+// The staging phases' copies since the last call (page ids, descriptor words), then reset: the tests show the staging
+// ran, and how much of it.
+void kvc_stage_counts(long long* out) {
+    out[0] = (long long)kvc_host_counts[0].exchange(0);
+    out[1] = (long long)kvc_host_counts[1].exchange(0);
 }
 
 // The factor of a (layer, head) slice, as the kernels' descriptors expect (checked against Definition.factor).

@@ -83,6 +83,32 @@ public final class CudaBackend implements Backend {
                     .flatMap(k -> Stream.of(k, sliceSums(k))).flatMap(k -> Stream.of(k, k + MIXED_SUFFIX)),
             Stream.of(FILL, SUM, PAGE_DIGEST)).toList();
 
+    /**
+     * The system property that picks the occupancy variant of the whole-piece checksum kernels when a backend is
+     * constructed: {@value #VARIANT_DEFAULT} (their default, {@code __launch_bounds__(256, 2)}) or
+     * {@value #VARIANT_OCCUPANCY3} (the same code for 3 CTAs of 256 per SM, the {@code _occ3} kernels of the fatbin).
+     */
+    static final String VARIANT_PROPERTY = "kvchecksum.cuda.variant";
+    static final String VARIANT_DEFAULT = "default";
+    static final String VARIANT_OCCUPANCY3 = "occupancy3";
+    /** The kernels that come in both variants: the whole-piece checksum kernels, all widths, outputs and modes. */
+    static final List<String> VARIANT_KERNELS = KERNELS.stream()
+            .filter(k -> k.matches("kvc_(block_checksums|slice_sums)_(16b|8b|1b)(_mixed)?")).toList();
+
+    /**
+     * {@return the kernel suffix of a variant name}
+     *
+     * @throws IllegalArgumentException naming the property and the accepted values for any other name
+     */
+    static String variantSuffix(String variant) {
+        return switch (variant) {
+            case VARIANT_DEFAULT -> "";
+            case VARIANT_OCCUPANCY3 -> "_occ3";
+            default -> throw new IllegalArgumentException("-D" + VARIANT_PROPERTY + "=" + variant + " is not a kernel variant; use "
+                    + VARIANT_DEFAULT + " or " + VARIANT_OCCUPANCY3);
+        };
+    }
+
     /** {@return the slice-sums kernel of the same load width (or cell kind) as block-checksums kernel {@code blockKernel}} */
     static String sliceSums(String blockKernel) {
         return blockKernel.replace("block_checksums", "slice_sums");
@@ -111,6 +137,7 @@ public final class CudaBackend implements Backend {
     private final Map<String, Long> kernels = new LinkedHashMap<>();
     private final int maxBlocksPerLaunch;
     private final String description;
+    private final String variant;
     private final Map<Long, ContextResources> contexts = new ConcurrentHashMap<>();
     private final Set<DeviceBuffer> uploads = ConcurrentHashMap.newKeySet();
     private volatile boolean closed;
@@ -142,6 +169,12 @@ public final class CudaBackend implements Backend {
     }
 
     CudaBackend(CudaDriver driver, int ordinal, byte[] fatbin, int maxBlocksPerLaunch) {
+        this(driver, ordinal, fatbin, maxBlocksPerLaunch, System.getProperty(VARIANT_PROPERTY, VARIANT_DEFAULT));
+    }
+
+    /** As above with the occupancy variant named ({@link #VARIANT_PROPERTY}); the kernels keep their default names. */
+    CudaBackend(CudaDriver driver, int ordinal, byte[] fatbin, int maxBlocksPerLaunch, String variant) {
+        String suffix = variantSuffix(variant);
         if (fatbin == null) {
             throw new BackendUnavailableException("backend 'cuda' is unavailable: this jar was built without kernels "
                     + "(-Dkvchecksum.skipCuda=true)");
@@ -162,14 +195,22 @@ public final class CudaBackend implements Backend {
             check(driver, driver.cuLibraryLoadData(h, image, null, null, 0, null, null, 0), "cuLibraryLoadData(kvchecksum.fatbin)");
             this.library = h[0];
             for (String k : KERNELS) {
-                check(driver, driver.cuLibraryGetKernel(h, library, k), "cuLibraryGetKernel(" + k + ")");
+                String loaded = VARIANT_KERNELS.contains(k) ? k + suffix : k;
+                check(driver, driver.cuLibraryGetKernel(h, library, loaded), "cuLibraryGetKernel(" + loaded + ")");
                 kernels.put(k, h[0]);
             }
-            this.description = NAME + " (" + Cuda.describeDevice(driver, device) + "; hand-written kernels, fatbin sm_80+sm_90+compute_90)";
+            this.variant = variant;
+            this.description = NAME + " (" + Cuda.describeDevice(driver, device) + "; hand-written kernels, fatbin sm_80+sm_90+compute_90"
+                    + (suffix.isEmpty() ? "" : ", variant " + variant) + ")";
         } catch (RuntimeException e) {
             driver.cuDevicePrimaryCtxRelease(device);
             throw e;
         }
+    }
+
+    /** {@return the occupancy variant of the checksum kernels this backend launches ({@link #VARIANT_PROPERTY})} */
+    String variant() {
+        return variant;
     }
 
     @Override

@@ -22,6 +22,12 @@ interface HostLibrary extends Library {
     long kvc_factor_host(int layer, int head);
 
     /**
+     * What the staging phases of the emulated checksum kernels copied since the last call, then reset: {@code out[0]}
+     * page ids, {@code out[1]} 8-byte words of slice descriptors.
+     */
+    void kvc_stage_counts(long[] out);
+
+    /**
      * The library, or a test abort naming why: built with {@code -Dkvchecksum.skipCuda=true}. If the build was not
      * told to skip CUDA, a missing library is a build failure and the test fails.
      */
