@@ -49,7 +49,8 @@ if [[ $quick -eq 1 ]]; then
   plan=(preflight:10 unpack:15 golden:30 random:10 recorded:10 sweep:35 interference:10)
 else
   total=240
-  plan=(preflight:10 unpack:15 golden:40 random:20 recorded:10 sweep:90 interference:25 opencl:15 readbound:15)
+  # opencl: three builds of the GPU path (1, 2, 4 rows in flight) over 512 MiB each besides its goldens
+  plan=(preflight:10 unpack:15 golden:40 random:20 recorded:10 sweep:75 interference:25 opencl:30 readbound:15)
 fi
 declare -A budget
 for p in "${plan[@]}"; do budget[${p%%:*}]=${p##*:}; done

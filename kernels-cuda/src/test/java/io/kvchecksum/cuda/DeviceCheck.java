@@ -369,8 +369,8 @@ public final class DeviceCheck {
     // the minimum per launch are reported, GB/s from the median. Every result is checked against the host's own sum
     // or checksum of the same bytes, downloaded from the device (see each kernel).
 
-    /** The system property k1's backend reads at construction to pick its occupancy variant. */
-    static final String VARIANT_PROPERTY = "kvchecksum.cuda.variant";
+    /** The system property the backend reads at construction to pick its occupancy variant. */
+    static final String VARIANT_PROPERTY = CudaBackend.VARIANT_PROPERTY;
     static final List<String> VARIANTS = List.of("default", "occupancy3");
     /** Test-side reference kernels (src/test/cuda/kvchecksum_bench.cu), in the device-check jar. */
     static final String BENCH_FATBIN = "kvchecksum_bench.fatbin";
@@ -572,20 +572,9 @@ public final class DeviceCheck {
         return variant == null ? null : variant.toLowerCase(Locale.ROOT).replaceAll("[^a-z0-9]", "");
     }
 
-    /** The variant a backend says it runs: its {@code variant()} if it has one, else a known name in its description. */
+    /** The variant a backend says it runs ({@link CudaBackend#VARIANT_PROPERTY}). */
     static String reportedVariant(CudaBackend backend) {
-        try {
-            java.lang.reflect.Method m = CudaBackend.class.getDeclaredMethod("variant");
-            m.setAccessible(true);
-            return String.valueOf(m.invoke(backend));
-        } catch (ReflectiveOperationException e) {
-            for (String v : VARIANTS) {
-                if (!v.equals("default") && normalized(backend.description()).contains(v)) {
-                    return v;
-                }
-            }
-            return "default";
-        }
+        return backend.variant();
     }
 
     private void closeVariants(List<Variant> vs) {
