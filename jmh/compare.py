@@ -12,7 +12,10 @@ The read bound is the fastest reader of the same bytes (BoundsBench.read has a "
 vector, vector256, scalar, native); from v4 on, each pass is divided by the bound measured in its
 own fork before each iteration (secondary results boundNanos / boundIterations), not by the bound's
 forks minutes away. Files written before that (one Vector API reader, no "reader" parameter: v1;
-no 256-bit reader: v2; no same-fork bound: v3) have another bound: their ratios are not comparable,
+no 256-bit reader: v2; no same-fork bound: v3; a same-fork bound that was a best time against JMH's mean
+time of the pass, mixed statistics, and in-cache sizes rounded past the L2: v4; v5 is the best of N
+reads of the bound against the best of N passes, sampled in turn, secondary results boundBestNanos /
+passBestNanos) have another bound: their ratios are not comparable,
 and the output says so instead of flagging regressions.
 A pass measured faster than its read bound (ratio above 1, the suite's FAILED verdict) is a failed
 measurement, not a result: such a row is shown and not compared; in the new file it is a failure.
@@ -60,6 +63,10 @@ def bound_definition(entries):
     if readers == ["vector (only)"]:
         return "v1: one Vector API reader"
     passes = [e for e in entries if e["benchmark"].endswith(("ChecksumBench.blockChecksums", "ChecksumBench.sliceSums"))]
+    if passes and all(interleaved_ratio(e) for e in passes):
+        # v5: best of N reads of the bound over best of N passes, sampled in turn in the pass's fork; in-cache
+        # sizes rounded down to the L2 (fewer layers where one block is larger)
+        return "v5 (interleaved best/best): fastest of " + ", ".join(readers)
     if passes and all(same_fork_bound(e) for e in passes):
         # v4: each pass against the bound measured in its own fork, seconds before each iteration
         return "v4 (same fork): fastest of " + ", ".join(readers)
@@ -75,6 +82,17 @@ def same_fork_bound(entry):
     if not nanos or not iterations:
         return None
     return nanos / iterations
+
+
+def interleaved_ratio(entry):
+    """v5: the bound's best sample over the pass's best sample, over every iteration of every fork
+    (ChecksumBench.Interleaved: boundBestNanos / passBestNanos), or None. One statistic on both sides."""
+    sec = entry.get("secondaryMetrics", {})
+    bound = [v for fork in sec.get("boundBestNanos", {}).get("rawData") or [] for v in fork if v > 0]
+    passes = [v for fork in sec.get("passBestNanos", {}).get("rawData") or [] for v in fork if v > 0]
+    if not bound or not passes:
+        return None
+    return min(bound) / min(passes)
 
 
 def same_fork_ratio(entry):
@@ -102,7 +120,9 @@ def ratios(results):
             reads[(k[3], k[4])] = min(t, reads.get((k[3], k[4]), t))
     out = {}
     for k, e in results.items():
-        if k[0] == "ChecksumBench" and same_fork_ratio(e) is not None:
+        if k[0] == "ChecksumBench" and interleaved_ratio(e) is not None:
+            out[k] = interleaved_ratio(e)
+        elif k[0] == "ChecksumBench" and same_fork_ratio(e) is not None:
             out[k] = same_fork_ratio(e)
         elif k[0] == "ChecksumBench" or (k[0] == "BoundsBench" and k[1] == "copy"):
             read = reads.get((k[3], k[4]))

@@ -51,15 +51,28 @@ public final class Backends {
      */
     public static KvChecksum open(String name) {
         if (CPU_VARIANTS.containsKey(name)) {
-            KvChecksum k = open("cpu");
-            String d = k.description();
-            if (!d.contains(name.equals("cpu-avx2") ? "Vector API 256-bit, preferred width" : "scalar")) {
+            KvChecksum k = openByName("cpu");
+            if (!k.description().contains(name.equals("cpu-avx2") ? "Vector API 256-bit, preferred width" : "scalar")) {
                 k.close();
-                throw new IllegalStateException("backend " + name + " skipped: this JVM runs " + d + "; start the fork with "
-                        + CPU_VARIANTS.get(name) + " (the suite does)");
+                throw new IllegalStateException("backend " + name + " skipped: this JVM runs " + k.description()
+                        + "; start the fork with " + CPU_VARIANTS.get(name) + " (the suite does)");
             }
             return k;
         }
+        KvChecksum k = openByName(name);
+        if (name.equals("cpu") && loop(k.description()).equals("scalar")) {
+            // a row named cpu is the Vector API loop; the scalar loop has its own row, cpu-scalar
+            String d = k.description();
+            k.close();
+            throw new IllegalStateException("backend cpu refused: this JVM runs " + d + ", the scalar fallback, because "
+                    + "it lacks the module jdk.incubator.vector. Passing -jvmArgsAppend (or -jvmArgs) on the JMH command "
+                    + "line replaces the @Fork flags: append " + Bench.VECTOR + " " + Bench.NATIVE + " " + Bench.HEAP
+                    + " to it as well, or ask for -p backend=cpu-scalar to time the scalar loop under its own name");
+        }
+        return k;
+    }
+
+    private static KvChecksum openByName(String name) {
         String why = unbenchmarkable(name);
         if (why != null) {
             throw new IllegalStateException("backend " + name + " skipped: " + why);
@@ -69,6 +82,38 @@ public final class Backends {
         } catch (BackendUnavailableException | IllegalArgumentException e) {
             throw new IllegalStateException("backend " + name + " skipped: " + e.getMessage(), e);
         }
+    }
+
+    private static final java.util.regex.Pattern VECTOR_LOOP = java.util.regex.Pattern.compile("Vector API (\\d+)-bit");
+
+    /**
+     * The loop a CPU backend runs, from its {@link KvChecksum#description()}: {@code 512-bit} or {@code 256-bit} (the
+     * Vector API loop at that width), {@code scalar}, or {@code n/a} for a backend that names neither (reference,
+     * GPU). Benchmarks put it in their output, so a row says which loop it timed.
+     *
+     * @param description the backend's description
+     * @return the loop's name
+     */
+    static String loop(String description) {
+        java.util.regex.Matcher m = VECTOR_LOOP.matcher(description);
+        if (m.find()) {
+            return m.group(1) + "-bit";
+        }
+        return description.contains("scalar") ? "scalar" : "n/a";
+    }
+
+    /**
+     * {@link #loop} as a number for JMH's secondary results (which hold numbers only): the vector width in bits, 0 for
+     * the scalar loop, -1 for none.
+     */
+    static long loopBits(String description) {
+        String l = loop(description);
+        return l.endsWith("-bit") ? Long.parseLong(l.substring(0, l.length() - 4)) : l.equals("scalar") ? 0 : -1;
+    }
+
+    /** The inverse of {@link #loopBits}, for tables. */
+    static String loopName(double bits) {
+        return bits > 0 ? (long) bits + "-bit" : bits == 0 ? "scalar" : "n/a";
     }
 
     /** For each of {@link #ALL}: {@code null} when it runs here and can be benchmarked, else why not. */

@@ -1,6 +1,7 @@
 package io.kvchecksum.jmh;
 
 import io.kvchecksum.bench.MemoryBound;
+import org.openjdk.jmh.annotations.AuxCounters;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.Level;
 import org.openjdk.jmh.annotations.Param;
@@ -36,6 +37,34 @@ public class BoundsBench extends Bench {
 
     private MemoryBound bound;
     private MemoryBound.Reader how;
+    private long loop;
+
+    /**
+     * The loop the reader ran, as a JMH secondary result {@code loopBits}: the vector width in bits ({@code vector}:
+     * the JVM's preferred width; {@code vector256}: 256), 0 for {@code scalar}, -1 for {@code native} (the C library's
+     * own loop).
+     */
+    @AuxCounters(AuxCounters.Type.EVENTS)
+    @State(Scope.Thread)
+    public static class Loop {
+        /** The reader's loop: {@link Backends#loopBits}'s numbers. */
+        public long loopBits;
+    }
+
+    /** {@return the vector width in bits of a reader's loop, 0 for the scalar one, -1 for the native one} */
+    static long loopBits(MemoryBound.Reader r) {
+        return switch (r) {
+            case VECTOR -> Preferred.BITS;
+            case VECTOR256 -> 256;
+            case SCALAR -> 0;
+            case NATIVE -> -1;
+        };
+    }
+
+    /** Loaded only where the Vector API module is present (the vector readers are unavailable otherwise). */
+    private static final class Preferred {
+        static final long BITS = jdk.incubator.vector.LongVector.SPECIES_PREFERRED.vectorBitSize();
+    }
 
     @Setup(Level.Trial)
     public void setUp() {
@@ -49,11 +78,17 @@ public class BoundsBench extends Bench {
         check(got == expected, "read bound: " + reader + " reader returned " + Long.toUnsignedString(got)
                 + ", expected " + Long.toUnsignedString(expected));
         bound.verifyCopy();
+        loop = loopBits(how);
+        System.out.println("# read bound reader " + reader + ": loop "
+                + (how == MemoryBound.Reader.NATIVE ? "the C library's memcmp" : Backends.loopName(loop)) + ", "
+                + (bound.parallel() ? t + " threads" : "the calling thread") + "; case " + shape + " "
+                + ModelShape.of(shape).at(size).label(size) + ", " + fx.kvBytes() + " bytes");
     }
 
     /** Reads every KV byte once with one reader: the fastest reader is the speed limit of any checksum of it. */
     @Benchmark
-    public long read() {
+    public long read(Loop named) {
+        named.loopBits = loop;
         return bound.read(how);
     }
 

@@ -5,6 +5,7 @@ import io.kvchecksum.Rechunked;
 import io.kvchecksum.SlicePlan;
 import io.kvchecksum.SliceSums;
 import io.kvchecksum.bench.MemoryBound;
+import java.util.List;
 import org.openjdk.jmh.annotations.AuxCounters;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.Level;
@@ -25,10 +26,11 @@ import org.openjdk.jmh.annotations.TearDown;
  * <p>Every operation's result is checked in set-up before anything is timed (see {@link Oracle}); all four are checked
  * whichever one is timed, so a run of one method still proves the backend right.
  *
- * <p>The passes over the KV ({@code blockChecksums}, {@code sliceSums}) also measure the read bound of the same bytes
- * in their own fork, before every iteration ({@link SameForkBound}): the bound and the pass a second apart, not minutes
- * apart in other forks, on a machine whose memory bandwidth drifts by tens of percent between minutes. The passes run
- * for half a second in set-up before the bound's readers first do ({@link #warmPasses}).
+ * <p>The passes over the KV ({@code blockChecksums}, {@code sliceSums}) also sample the read bound of the same bytes
+ * and the pass itself in turn, in their own fork, before every iteration ({@link Interleaved}): one statistic (the best)
+ * over the same number of samples on both sides, taken alternately, on a machine whose memory bandwidth drifts by tens
+ * of percent between minutes. The passes run for half a second in set-up before the bound's readers first do
+ * ({@link #warmPasses}). Set-up prints the backend and the loop it runs.
  */
 @State(Scope.Benchmark)
 public class ChecksumBench extends Bench {
@@ -45,50 +47,83 @@ public class ChecksumBench extends Bench {
     public String size;
 
     /**
-     * The read bound measured in this fork before each iteration, as JMH secondary results: {@code boundNanos}, the
-     * fastest reader's best time of one whole read ({@link MemoryBound#measure}: every reader, best of
-     * {@value #BOUND_READS} reads, the same threads as the backend), summed over iterations, and
-     * {@code boundIterations}, how many were summed. Their quotient over the primary score is the ratio to the bound.
+     * The read bound and the pass, sampled alternately in this fork before each iteration, as JMH secondary results
+     * with one statistic on both sides: {@code boundBestNanos}, the best of {@value #SAMPLES} reads of the fastest
+     * reader ({@link MemoryBound.Reader}: every reader of this JVM, each read once per round, the same threads as the
+     * backend), and {@code passBestNanos}, the best of {@value #SAMPLES} calls of the timed pass, the two taken in turn
+     * (round {@code i}: the pass then every reader, or every reader then the pass, alternating), so that the
+     * machine's drift hits both alike. Their quotient is the ratio to the bound; the suite pools it over iterations
+     * and forks (best over all samples on each side). {@code loopBits} names the loop the backend ran (the vector
+     * width in bits, 0 for the scalar loop, -1 for a backend that names none: {@link Backends#loopBits}).
+     * JMH's own score (the mean time per call) is printed beside it, but no ratio mixes it with the best.
      */
     @AuxCounters(AuxCounters.Type.EVENTS)
     @State(Scope.Thread)
-    public static class SameForkBound {
-        /** Sum over iterations of the bound's best time of one read, in nanoseconds. */
-        public long boundNanos;
-        /** Iterations summed in {@link #boundNanos}. */
-        public long boundIterations;
+    public static class Interleaved {
+        /** This iteration's bound: the fastest reader's best read, in nanoseconds. */
+        public long boundBestNanos;
+        /** This iteration's pass: the best call of the pass, in nanoseconds. */
+        public long passBestNanos;
+        /** The samples on each side behind them. */
+        public long samples;
+        /** The loop the backend ran: {@link Backends#loopBits}. */
+        public long loopBits;
         private MemoryBound bound;
-        private long measured;
+        private long bestBound;
+        private long bestPass;
+        private long loop;
         private long sink;
 
-        /** Times every reader on the benchmark's fixture; JMH calls it before each iteration, outside the timing. */
+        /** Samples bound and pass in turn on the benchmark's fixture; JMH calls it before each iteration, untimed. */
         @Setup(Level.Iteration)
-        public void measure(ChecksumBench b) {
-            boolean first = bound == null;
-            if (first) {
+        public void measure(ChecksumBench b, org.openjdk.jmh.infra.BenchmarkParams params) {
+            boolean slices = params.getBenchmark().endsWith(".sliceSums");
+            java.util.function.LongSupplier pass = slices ? () -> b.kc.sliceSums(b.plan).values().length
+                    : () -> b.kc.blockChecksums(b.plan)[0];
+            List<MemoryBound.Reader> readers = MemoryBound.readers();
+            if (bound == null) {
                 bound = new MemoryBound(b.fx.segments(), Runtime.getRuntime().availableProcessors());
-            }
-            MemoryBound.Measurement m = bound.measure(work -> {
-                // the first time, each reader runs for a while so that the JIT compiles it, as JMH's warm-up does
-                long until = System.nanoTime() + (first ? BOUND_WARMUP_NANOS : 0);
-                long best = Long.MAX_VALUE;
-                for (int i = 0; i < BOUND_READS || System.nanoTime() < until; i++) {
-                    long t = System.nanoTime();
-                    sink ^= work.getAsLong();
-                    best = Math.min(best, System.nanoTime() - t);
+                // each reader runs for a while so that the JIT compiles it, as JMH's warm-up does for the pass
+                for (MemoryBound.Reader r : readers) {
+                    long until = System.nanoTime() + BOUND_WARMUP_NANOS;
+                    do {
+                        sink ^= bound.read(r);
+                    } while (System.nanoTime() < until);
                 }
-                return best;
-            });
-            measured = Math.round(m.nanos());
+            }
+            long boundBest = Long.MAX_VALUE;
+            long passBest = Long.MAX_VALUE;
+            for (int i = 0; i < SAMPLES; i++) {
+                if (i % 2 == 0) {
+                    passBest = Math.min(passBest, time(pass));
+                }
+                for (MemoryBound.Reader r : readers) {
+                    boundBest = Math.min(boundBest, time(() -> bound.read(r)));
+                }
+                if (i % 2 == 1) {
+                    passBest = Math.min(passBest, time(pass));
+                }
+            }
+            bestBound = boundBest;
+            bestPass = passBest;
+            loop = Backends.loopBits(b.kc.description());
+        }
+
+        private long time(java.util.function.LongSupplier work) {
+            long t = System.nanoTime();
+            sink ^= work.getAsLong();
+            return System.nanoTime() - t;
         }
 
         /**
-         * Publishes this iteration's bound; called by the timed methods (two stores), since JMH clears the counters
+         * Publishes this iteration's samples; called by the timed methods (four stores), since JMH clears the counters
          * after iteration set-up.
          */
         void publish() {
-            boundNanos = measured;
-            boundIterations = 1;
+            boundBestNanos = bestBound;
+            passBestNanos = bestPass;
+            samples = SAMPLES;
+            loopBits = loop;
         }
 
         @TearDown(Level.Trial)
@@ -99,9 +134,9 @@ public class ChecksumBench extends Bench {
         }
     }
 
-    /** Reads per reader and iteration for {@link SameForkBound}: the best of them is the bound's time. */
-    static final int BOUND_READS = 10;
-    /** How long each reader runs before the first measurement of {@link SameForkBound}, for the JIT. */
+    /** Samples per side and iteration for {@link Interleaved}: the best of them is each side's time. */
+    static final int SAMPLES = 10;
+    /** How long each reader runs before the first measurement of {@link Interleaved}, for the JIT. */
     static final long BOUND_WARMUP_NANOS = 300_000_000L;
 
     private KvChecksum kc;
@@ -124,11 +159,14 @@ public class ChecksumBench extends Bench {
         plan = SlicePlan.of(fx.group(), fx.request());
         oracle.verifyPlan(kc, plan);
         blocks = oracle.blocks();
+        ModelShape.Case c = ModelShape.of(shape).at(size);
+        System.out.println("# " + kc.description() + ": loop " + Backends.loop(kc.description()) + "; case "
+                + shape + " " + c.label(size) + ", " + fx.kvBytes() + " bytes");
         warmPasses();
     }
 
     /**
-     * Runs both passes for {@value #PASS_WARMUP_NANOS} ns (at least once each) before {@link SameForkBound}'s readers
+     * Runs both passes for {@value #PASS_WARMUP_NANOS} ns (at least once each) before {@link Interleaved}'s readers
      * first run, so that the passes are compiled the way they are in a JVM without the bound's readers. Measured: with
      * the readers warmed first, 5 of 14 JVMs ran Llama-3-70B TP8 at 1 MiB 1.3x slower (3 of 8 Llama-3-8B, 1.4x) and
      * JFR had their samples in bounds and session checks inside the loop; with the passes first, 0 of 14 and 0 of 8, the
@@ -154,14 +192,14 @@ public class ChecksumBench extends Bench {
      * immutable and reusable (an engine builds it once per request layout); building it is {@link #plan()}.
      */
     @Benchmark
-    public long[] blockChecksums(SameForkBound bound) {
+    public long[] blockChecksums(Interleaved bound) {
         bound.publish();
         return kc.blockChecksums(plan);
     }
 
     /** The per-slice sums, the first of the separate steps; reads the same KV as the fused pass. */
     @Benchmark
-    public SliceSums sliceSums(SameForkBound bound) {
+    public SliceSums sliceSums(Interleaved bound) {
         bound.publish();
         return kc.sliceSums(plan);
     }

@@ -53,10 +53,10 @@ public record KvFixture(ModelShape shape, long tokens, Arena arena, List<MemoryS
         return new KvFixture(shape, tokens, arena, segs, group, table, RequestBlocks.of(table, tokens, ModelShape.BLOCK_SIZE));
     }
 
-    /** {@link #create} for a {@link ModelShape#id()} and a size as {@link ModelShape#tokens} reads it. */
+    /** {@link #create} for a {@link ModelShape#id()} and a size as {@link ModelShape#at} reads it (fewer layers in cache where a block of all of them is larger). */
     public static KvFixture of(String shape, String size) {
-        ModelShape s = ModelShape.of(shape);
-        return create(s, s.tokens(size));
+        ModelShape.Case c = ModelShape.of(shape).at(size);
+        return create(c.shape(), c.tokens());
     }
 
     /** The first {@code n} tokens of the same request (same pages, same bytes), for checking one oracle against another. */

@@ -46,26 +46,78 @@ public record ModelShape(String id, int layers, int heads, int headDim, int elem
     }
 
     /**
-     * The request length for a size parameter: a token count ({@code "16"}, {@code "131072"}) or a KV size
-     * ({@code "1MiB"}, {@code "256MiB"}, {@code "1GiB"}) or a size relative to this machine's caches ({@code "L2"},
-     * {@code "LLC"}, {@code "4xLLC"}: {@link io.kvchecksum.bench.Caches#bytesOf}), rounded to the nearest whole block
-     * and at least one block,
-     * so every page is full and the read bound reads exactly the checksummed bytes.
+     * One benchmark case: the shape actually read and the request's tokens. In-cache sizes (at most the L2 of one core)
+     * never round up past the size asked for: where even one 16-token block of every layer is larger, the case reads
+     * fewer layers of the same per-layer layout ({@link #layers()} below the model's), so that "1MiB" of Llama-3-8B is
+     * 16 of its 32 layers (1 MiB), not one whole block (2 MiB, twice a 1 MiB L2, partly read from L3).
+     *
+     * @param shape the shape read: the model's, or the same layout with fewer layers
+     * @param tokens the request's tokens, a positive multiple of {@link #BLOCK_SIZE}
+     * @param model the model's whole shape
      */
-    public long tokens(String size) {
-        long cacheBytes = io.kvchecksum.bench.Caches.machine().bytesOf(size);
-        long bytes = cacheBytes > 0 ? cacheBytes : bytes(size);
-        long tokens = bytes == -1 ? Long.parseLong(size.trim())
-                : Math.round((double) bytes / bytesPerToken() / BLOCK_SIZE) * BLOCK_SIZE;
-        if (tokens % BLOCK_SIZE != 0 || tokens < 0) {
-            throw new IllegalArgumentException("size " + size + ": a token count must be a positive multiple of " + BLOCK_SIZE);
+    public record Case(ModelShape shape, long tokens, ModelShape model) {
+        /** {@return the KV bytes the case reads} */
+        public long kvBytes() {
+            return tokens * shape.bytesPerToken();
         }
-        return Math.max(BLOCK_SIZE, tokens);
+
+        /** {@return whether the case reads fewer layers than the model has} */
+        public boolean partial() {
+            return shape.layers() < model.layers();
+        }
+
+        /**
+         * {@return the size parameter with the bytes read and, for a partial case, its layers: {@code 1MiB = 1 MiB, 16
+         * of 32 layers}}
+         *
+         * @param size the size parameter the case was made from
+         */
+        public String label(String size) {
+            long b = kvBytes();
+            String bytes = b % (1L << 20) == 0 ? (b >> 20) + " MiB" : b % 1024 == 0 ? (b >> 10) + " KiB" : b + " B";
+            return size + " = " + bytes + (partial() ? ", " + shape.layers() + " of " + model.layers() + " layers" : "");
+        }
     }
 
-    /** KV bytes of a request of that size parameter. */
+    /**
+     * The case for a size parameter: a token count ({@code "16"}, {@code "131072"}, every layer) or a KV size
+     * ({@code "1MiB"}, {@code "256MiB"}, {@code "1GiB"}) or a size relative to this machine's caches ({@code "L2"},
+     * {@code "LLC"}, {@code "4xLLC"}: {@link io.kvchecksum.bench.Caches#bytesOf}). A size above the L2 of one core
+     * ({@link io.kvchecksum.bench.Caches#l2()}: {@code /sys/devices/system/cpu/cpu0/cache}, 1 MiB assumed where Linux
+     * does not list it) is rounded to the nearest whole block, at least one; a size within it is rounded down to whole
+     * blocks, and where not even one block fits, to one block of as many whole layers as fit (at least one), so the
+     * in-cache case fits L2 on every shape. Every page is full and the read bound reads exactly the checksummed bytes.
+     */
+    public Case at(String size) {
+        long cacheBytes = io.kvchecksum.bench.Caches.machine().bytesOf(size);
+        long bytes = cacheBytes > 0 ? cacheBytes : bytes(size);
+        if (bytes == -1) {
+            long tokens = Long.parseLong(size.trim());
+            if (tokens % BLOCK_SIZE != 0 || tokens <= 0) {
+                throw new IllegalArgumentException("size " + size + ": a token count must be a positive multiple of "
+                        + BLOCK_SIZE);
+            }
+            return new Case(this, tokens, this);
+        }
+        long block = bytesPerToken() * BLOCK_SIZE;
+        if (bytes > io.kvchecksum.bench.Caches.machine().l2()) {
+            return new Case(this, Math.max(1, Math.round((double) bytes / block)) * BLOCK_SIZE, this);
+        }
+        if (bytes >= block) {
+            return new Case(this, bytes / block * BLOCK_SIZE, this);
+        }
+        int fit = (int) Math.max(1, bytes / (block / layers));
+        return new Case(new ModelShape(id, fit, heads, headDim, elemBytes, mla), BLOCK_SIZE, this);
+    }
+
+    /** The request length of a size parameter: {@link #at}'s tokens. */
+    public long tokens(String size) {
+        return at(size).tokens();
+    }
+
+    /** KV bytes of a request of that size parameter: {@link #at}'s bytes, fewer layers where it reads fewer. */
     public long kvBytes(String size) {
-        return tokens(size) * bytesPerToken();
+        return at(size).kvBytes();
     }
 
     /** The bytes of a size with a {@code KiB}, {@code MiB} or {@code GiB} suffix (any case), or -1 without one. */

@@ -114,7 +114,8 @@ public final class Suite {
         // --ops fused: only the fused op (and the bounds) at every size, the separate ops and the plan not at all
         boolean fusedOnly = opt.getOrDefault("ops", "all").equals("fused");
         // --forks N: forks per pass benchmark (the short suite 3, the full sweep 1). From memory the bandwidth drifts
-        // within a fork's iterations (docs/bench-cpu.md), so a row is its best fork's ratio, with the range beside it
+        // within a fork's iterations (docs/bench-cpu.md); a row pools the interleaved samples of all its forks (best of
+        // each side), with the forks' range beside it
         int passForks = Integer.parseInt(opt.getOrDefault("forks", full ? "1" : "3"));
         if (passForks < 1) {
             usage("--forks must be at least 1");
@@ -160,8 +161,9 @@ public final class Suite {
                 + ", " + timing.warmups + "x" + timing.warmupTime + " warm-up, " + timing.measurements + "x"
                 + timing.measurementTime + " measurement, " + passForks + " fork" + (passForks == 1 ? "" : "s")
                 + " per pass, 1 per bound\nCaches: " + io.kvchecksum.bench.Caches.machine()
-                + "\nRead bound: " + io.kvchecksum.bench.MemoryBound.DEFINITION + "\nRatio, same fork: against the same "
-                + "bound measured in the pass's own fork before each iteration (targets and verdicts use it)\n";
+                + "\nRead bound: " + io.kvchecksum.bench.MemoryBound.DEFINITION + "\nRatio, interleaved: " + INTERLEAVED
+                + " (targets and verdicts use it)\nIn cache: sizes up to the L2 are rounded down, to fewer layers of the "
+                + "same layout where one block is larger (the size column names the bytes and layers)\n";
         System.out.println();
         System.out.print(header);
         System.out.println(table);
@@ -186,7 +188,8 @@ public final class Suite {
         }
         List<String> impossible = report.implausible();
         if (!impossible.isEmpty()) {
-            System.out.println("FAILED MEASUREMENT: faster than the read bound of the same bytes, so not a result: "
+            System.out.println("FAILED MEASUREMENT (BROKEN BOUND): faster than the read bound of the same bytes, so not "
+                    + "a result: "
                     + String.join("; ", impossible));
             failed = true;
         }
@@ -194,6 +197,14 @@ public final class Suite {
             System.exit(1);
         }
     }
+
+    /**
+     * How the ratio that targets and verdicts use is measured ({@link ChecksumBench.Interleaved}); compare.py's v5
+     * bound.
+     */
+    static final String INTERLEAVED = "best of " + ChecksumBench.SAMPLES + " reads of the fastest reader over best of "
+            + ChecksumBench.SAMPLES + " passes per iteration, sampled in turn in the pass's own fork, best over every "
+            + "iteration and fork on each side";
 
     static final String BEGIN = "<!-- suite:begin (written by io.kvchecksum.jmh.Suite; edit outside the markers) -->";
     static final String END = "<!-- suite:end -->";
@@ -311,7 +322,7 @@ public final class Suite {
     static final class Report {
         /** One measured benchmark, with JMH's secondary results ({@code aux}). */
         record Row(String backend, String op, String shape, String size, long tokens, long kvBytes, double nsPerOp,
-                Map<String, Result> aux, List<Double> forkRatios) {
+                Map<String, Result> aux, List<Double> forkRatios, double pooledRatio, String loop, String label) {
             double gbps() {
                 return kvBytes / nsPerOp;
             }
@@ -336,8 +347,10 @@ public final class Suite {
                 if (cls.equals("BoundsBench") && op.equals("read")) {
                     op = "read:" + r.getParams().getParam("reader");
                 }
-                Row row = new Row(backend, cls.equals("SubmitBench") ? "submit" : op, shape, size, s.tokens(size),
-                        s.kvBytes(size), r.getPrimaryResult().getScore(), r.getSecondaryResults(), forkRatios(r));
+                ModelShape.Case c = s.at(size);
+                Row row = new Row(backend, cls.equals("SubmitBench") ? "submit" : op, shape, size, c.tokens(),
+                        c.kvBytes(), r.getPrimaryResult().getScore(), r.getSecondaryResults(), forkRatios(r),
+                        pooledRatio(r), loop(r), c.label(size));
                 rows.add(row);
                 if (backend.equals("bound") && op.equals("copy")) {
                     copies.put(shape + "/" + size, row);
@@ -382,29 +395,65 @@ public final class Suite {
                     + "bound", r.backend, r.op, r.shape, r.size, verdictRatio(r))).toList();
         }
 
+        /** The best (least) value of a secondary result over every iteration of the given forks, or NaN. */
+        private static double best(List<org.openjdk.jmh.results.BenchmarkResult> forks, String name) {
+            double best = Double.NaN;
+            for (org.openjdk.jmh.results.BenchmarkResult fork : forks) {
+                for (org.openjdk.jmh.results.IterationResult it : fork.getIterationResults()) {
+                    Result<?> v = it.getSecondaryResults().get(name);
+                    if (v != null && v.getScore() > 0 && !(v.getScore() >= best)) {
+                        best = v.getScore();
+                    }
+                }
+            }
+            return best;
+        }
+
         /**
-         * Per fork, the bound measured in that fork before each iteration ({@link ChecksumBench.SameForkBound}) over the
-         * fork's time per operation; empty for benchmarks without one.
+         * Per fork, the interleaved ratio ({@link ChecksumBench.Interleaved}): the bound's best sample over the pass's
+         * best sample, both over that fork's iterations; empty for benchmarks without one.
          */
         private static List<Double> forkRatios(RunResult r) {
             List<Double> out = new ArrayList<>();
             for (org.openjdk.jmh.results.BenchmarkResult fork : r.getBenchmarkResults()) {
-                Result<?> nanos = fork.getSecondaryResults().get("boundNanos");
-                Result<?> iterations = fork.getSecondaryResults().get("boundIterations");
-                if (nanos == null || iterations == null || iterations.getScore() == 0) {
+                double ratio = best(List.of(fork), "boundBestNanos") / best(List.of(fork), "passBestNanos");
+                if (Double.isNaN(ratio)) {
                     return List.of();
                 }
-                out.add(nanos.getScore() / iterations.getScore() / fork.getPrimaryResult().getScore());
+                out.add(ratio);
             }
             return out;
         }
 
         /**
-         * Ratio of a row's GB/s to the read bound measured in its own fork before each iteration: the best of the row's
-         * forks (the bound too is a best time), or NaN for rows without a same-fork bound. The table shows the range.
+         * The interleaved ratio over the whole row: the bound's best sample over every iteration of every fork, over the
+         * pass's best sample over the same (as many samples on each side, taken in turn); NaN without one.
          */
+        private static double pooledRatio(RunResult r) {
+            List<org.openjdk.jmh.results.BenchmarkResult> forks = new ArrayList<>(r.getBenchmarkResults());
+            return best(forks, "boundBestNanos") / best(forks, "passBestNanos");
+        }
+
+        /** The loop a row ran, from its secondary result {@code loopBits}; {@code -} where the benchmark names none. */
+        private static String loop(RunResult r) {
+            String bench = r.getParams().getBenchmark();
+            if (bench.endsWith("BoundsBench.read") && "native".equals(r.getParams().getParam("reader"))) {
+                return "C memcmp";
+            }
+            for (org.openjdk.jmh.results.BenchmarkResult fork : r.getBenchmarkResults()) {
+                for (org.openjdk.jmh.results.IterationResult it : fork.getIterationResults()) {
+                    Result<?> v = it.getSecondaryResults().get("loopBits");
+                    if (v != null) {
+                        return Backends.loopName(v.getScore());
+                    }
+                }
+            }
+            return "-";
+        }
+
+        /** The interleaved ratio of a row (best sample of the bound over best sample of the pass), or NaN. */
         double sameForkRatio(Row r) {
-            return r.forkRatios.stream().mapToDouble(x -> x).max().orElse(Double.NaN);
+            return r.pooledRatio;
         }
 
         /**
@@ -424,8 +473,8 @@ public final class Suite {
 
         private List<String[]> cells() {
             List<String[]> out = new ArrayList<>();
-            out.add(new String[] {"backend", "op", "shape", "size", "tokens", "KV MiB", "time/op", "GB/s", "read GB/s",
-                "bound by", "ratio", "ratio, same fork (best [range] of forks)", "copy GB/s"});
+            out.add(new String[] {"backend", "loop", "op", "shape", "size", "tokens", "KV MiB", "time/op", "GB/s",
+                "read GB/s", "bound by", "ratio", "ratio, interleaved (best/best, all forks [range of forks])", "copy GB/s"});
             for (Row r : rows) {
                 Row rd = read(r);
                 Row cp = copies.get(r.shape + "/" + r.size);
@@ -437,26 +486,35 @@ public final class Suite {
                     Result<?> recorded = r.aux.get("recordedSubmits");
                     String perOp = recorded == null || recorded.getScore() == 0 ? "syncs/op n/a (no recorder)"
                             : String.format(Locale.ROOT, "syncs/op %.3f", syncs.getScore() / recorded.getScore());
-                    out.add(new String[] {r.backend, "submit (host)", r.shape, r.size, Long.toString(r.tokens), mib(r.kvBytes),
+                    out.add(new String[] {r.backend, r.loop, "submit (host)", r.shape, r.label, Long.toString(r.tokens),
+                        mib(r.kvBytes),
                         time, "-", "-", "-", perOp, "-", "-"});
                     continue;
                 }
-                String ratio = rd == null ? "n/a" : String.format(Locale.ROOT, "%.3f", ratio(r));
+                String ratio = rd == null ? "n/a" : shown(ratio(r), readsKv(r));
                 double same = sameForkRatio(r);
-                String sameRatio = Double.isNaN(same) ? "-" : String.format(Locale.ROOT, "%.3f", same);
+                String sameRatio = Double.isNaN(same) ? "-" : shown(same, true);
                 if (r.forkRatios.size() > 1) {
                     sameRatio += String.format(Locale.ROOT, " [%.3f-%.3f]", Collections.min(r.forkRatios),
                             Collections.max(r.forkRatios));
                 }
-                if (failed(r)) {
-                    sameRatio += " FAILED (faster than the bound)";
-                }
-                out.add(new String[] {r.backend, r.op, r.shape, r.size, Long.toString(r.tokens), mib(r.kvBytes), time,
+                out.add(new String[] {r.backend, r.loop, r.op, r.shape, r.label, Long.toString(r.tokens), mib(r.kvBytes), time,
                     gb(r.gbps()), rd == null ? "n/a" : gb(rd.gbps()),
                     rd == null ? "n/a" : rd.op.substring("read:".length()), ratio, sameRatio,
                     cp == null ? "n/a" : gb(cp.gbps())});
             }
             return out;
+        }
+
+        /**
+         * A ratio as the table shows it: a pass over the KV measured faster than the read bound of the same bytes is
+         * not a result but a broken bound (the bound measured too slow, or the pass skipped bytes), so it is printed as
+         * such, never as a bare number.
+         */
+        static String shown(double ratio, boolean pass) {
+            String v = String.format(Locale.ROOT, "%.3f", ratio);
+            return pass && !io.kvchecksum.bench.MemoryBound.plausible(ratio, 0) ? "BROKEN BOUND (" + v + ", pass faster "
+                    + "than the read bound)" : v;
         }
 
         String table() {
@@ -467,7 +525,7 @@ public final class Suite {
             StringBuilder sb = new StringBuilder();
             for (String[] row : c) {
                 for (int i = 0; i < row.length; i++) {
-                    sb.append(i < 4 ? String.format("%-" + w[i] + "s", row[i]) : String.format("%" + w[i] + "s", row[i]));
+                    sb.append(i < 5 ? String.format("%-" + w[i] + "s", row[i]) : String.format("%" + w[i] + "s", row[i]));
                     sb.append(i + 1 < row.length ? "  " : "\n");
                 }
             }
@@ -487,8 +545,8 @@ public final class Suite {
 
         /** The target lines: fast CPU against the read bound at 256 MiB and 1 MiB, the reference alongside. */
         String summary() {
-            StringBuilder sb = new StringBuilder("Targets (fused blockChecksums, ratio to the read bound measured in the same "
-                    + "fork):\n");
+            StringBuilder sb = new StringBuilder("Targets (fused blockChecksums, interleaved ratio to the read "
+                    + "bound, best/best):\n");
             for (String backend : Backends.ROWS) {
                 List<Row> fused = rows.stream().filter(r -> r.backend.equals(backend) && r.op.equals("blockChecksums"))
                         .toList();

@@ -93,4 +93,37 @@ class CompareScriptTest {
         assertTrue(r.out().contains("NOT COMPARABLE"), r.out());
         assertFalse(r.out().contains("REGRESSION"), r.out());
     }
+
+    /** A v5 file: the pass's best sample {@code pass} ns against the bound's best sample {@code bound} ns, one fork. */
+    private static String interleaved(double bound, double pass) {
+        String read = """
+                {"benchmark": "io.kvchecksum.jmh.BoundsBench.read",
+                 "params": {"reader": "vector256", "shape": "llama3-8b-tp1", "size": "1MiB"},
+                 "primaryMetric": {"score": 100.0, "scoreUnit": "ns/op", "rawData": [[100.0, 100.0]]},
+                 "secondaryMetrics": {}}""";
+        // the pass's mean (500 ns) is far from its best sample: a v5 ratio must use the best on both sides
+        String pass5 = String.format(Locale.ROOT, """
+                {"benchmark": "io.kvchecksum.jmh.ChecksumBench.blockChecksums",
+                 "params": {"backend": "cpu", "shape": "llama3-8b-tp1", "size": "1MiB"},
+                 "primaryMetric": {"score": 500.0, "scoreUnit": "ns/op", "rawData": [[500.0, 500.0]]},
+                 "secondaryMetrics": {"boundBestNanos": {"score": %1$.1f, "rawData": [[%2$.1f, %1$.1f]]},
+                                      "passBestNanos": {"score": %3$.1f, "rawData": [[%4$.1f, %3$.1f]]}}}""",
+                bound, bound + 7, pass, pass + 9);
+        return "[" + read + ",\n" + pass5 + "]\n";
+    }
+
+    @Test
+    void interleavedFilesCompareBestAgainstBestAndFlagABrokenBound() throws Exception {
+        Run same = compare(interleaved(80, 100), interleaved(80, 100));
+        assertEquals(0, same.exit(), same.out());
+        assertTrue(same.out().contains("v5"), same.out());
+        Run fell = compare(interleaved(80, 100), interleaved(60, 100));
+        assertEquals(1, fell.exit(), fell.out());
+        assertTrue(fell.out().contains("REGRESSION"), fell.out());
+        Run broken = compare(interleaved(80, 100), interleaved(110, 100));
+        assertEquals(1, broken.exit(), broken.out());
+        Run mixed = compare(file(80, true), interleaved(80, 100));
+        assertEquals(2, mixed.exit(), mixed.out());
+        assertTrue(mixed.out().contains("NOT COMPARABLE"), mixed.out());
+    }
 }

@@ -25,7 +25,7 @@ class HarnessTest {
         assertEquals(16, ModelShape.LLAMA3_8B_TP1.tokens("1MiB"), "at least one block");
         assertEquals(2048, ModelShape.LLAMA3_8B_TP1.tokens("256MiB"));
         assertEquals(131072, ModelShape.LLAMA3_70B_TP8.tokens("131072"));
-        assertEquals(32, ModelShape.LLAMA3_70B_TP8.tokens("1MiB"));
+        assertEquals(512, ModelShape.LLAMA3_70B_TP8.tokens("20MiB"), "32 blocks of 640 KiB");
         assertThrows(IllegalArgumentException.class, () -> ModelShape.LLAMA3_8B_TP1.tokens("17"));
         assertThrows(IllegalArgumentException.class, () -> ModelShape.of("llama2"));
     }
@@ -37,6 +37,73 @@ class HarnessTest {
         // rounded to whole 16-token blocks of 546 KiB
         assertTrue(Math.abs(bytes - 4 * llc) <= 8L * ModelShape.DEEPSEEK_MLA_FP8.bytesPerToken(), bytes + " vs 4x" + llc);
         assertTrue(ModelShape.LLAMA3_70B_TP8.kvBytes("L2") <= io.kvchecksum.bench.Caches.machine().l2());
+    }
+
+    @Test
+    void theInCacheCaseFitsL2OnEveryShapeWithTheSamePerLayerLayout() {
+        long l2 = io.kvchecksum.bench.Caches.machine().l2();
+        for (ModelShape s : ModelShape.ALL) {
+            for (String size : new String[] {"L2", "1MiB", "64KiB"}) {
+                ModelShape.Case c = s.at(size);
+                long asked = size.equals("L2") ? l2 / 2 : ModelShape.bytes(size);
+                if (asked > l2) {
+                    continue; // 1 MiB is beyond an L2 under 1 MiB: rounded to the nearest block, as from memory
+                }
+                assertTrue(c.kvBytes() <= asked && c.kvBytes() <= l2, s.id() + " " + c.label(size) + " vs L2 " + l2);
+                assertEquals(s.bytesPerToken() / s.layers(), c.shape().bytesPerToken() / c.shape().layers(), s.id());
+                assertEquals(s.heads(), c.shape().heads());
+                assertTrue(c.shape().layers() >= 1 && c.shape().layers() <= s.layers(), c.label(size));
+                try (KvFixture f = KvFixture.of(s.id(), size)) {
+                    assertEquals(c.kvBytes(), f.kvBytes(), c.label(size));
+                    assertEquals(c.shape().layers(), f.segments().size());
+                }
+            }
+        }
+    }
+
+    @Test
+    void llama3OneMibIsHalfItsLayersNotOneWholeBlock() {
+        // one 16-token block of all 32 layers is 2 MiB: twice a 1 MiB L2
+        org.junit.jupiter.api.Assumptions.assumeTrue(io.kvchecksum.bench.Caches.machine().l2() >= 1L << 20);
+        ModelShape.Case c = ModelShape.LLAMA3_8B_TP1.at("1MiB");
+        assertEquals(16, c.shape().layers());
+        assertEquals(16, c.tokens());
+        assertEquals(1L << 20, c.kvBytes());
+        assertEquals("1MiB = 1 MiB, 16 of 32 layers", c.label("1MiB"));
+        // above the L2 nothing changes: every layer, the nearest whole block
+        assertEquals(32, ModelShape.LLAMA3_8B_TP1.at("256MiB").shape().layers());
+        assertEquals("256MiB = 256 MiB", ModelShape.LLAMA3_8B_TP1.at("256MiB").label("256MiB"));
+    }
+
+    @Test
+    void theLoopIsNamedFromTheBackendsDescription() {
+        assertEquals("512-bit", Backends.loop("cpu (Vector API 512-bit, preferred width, 2 threads)"));
+        assertEquals("256-bit", Backends.loop("cpu (Vector API 256-bit, preferred width, 1 thread)"));
+        assertEquals("scalar", Backends.loop("cpu (scalar, 2 threads)"));
+        assertEquals("n/a", Backends.loop("reference (Java, one word at a time)"));
+        assertEquals(0, Backends.loopBits("cpu (scalar, 2 threads)"));
+        assertEquals("scalar", Backends.loopName(0));
+        assertEquals("512-bit", Backends.loopName(512));
+        // the tests' JVM has the vector module: the cpu row runs a vector loop, and names it
+        try (KvChecksum k = Backends.open("cpu")) {
+            assertTrue(Backends.loop(k.description()).endsWith("-bit"), k.description());
+        }
+    }
+
+    @Test
+    void aRatioAboveOneIsPrintedAsABrokenBoundNeverAsAResult() {
+        assertEquals("0.950", Suite.Report.shown(0.95, true));
+        String broken = Suite.Report.shown(1.02, true);
+        assertTrue(broken.startsWith("BROKEN BOUND") && broken.contains("1.020"), broken);
+        assertEquals("1.020", Suite.Report.shown(1.02, false), "a bound row against another bound is no pass");
+    }
+
+    @Test
+    void readBoundJsonGivesTheFastestVariantsBest() throws java.io.IOException {
+        String json = "{\"bytes\": 1048576, \"threads\": 1, \"kernel\": \"avx2\", \"best_gbps\": 101.500, "
+                + "\"median_gbps\": 90.0, \"variants\": [{\"kernel\": \"avx512\", \"best_gbps\": 99.000}]}";
+        assertEquals(101.5, ReadBoundCompare.parseBest(json, 1048576));
+        assertThrows(java.io.IOException.class, () -> ReadBoundCompare.parseBest(json, 2097152), "other bytes");
     }
 
     @Test
