@@ -1,10 +1,8 @@
 package io.kvchecksum.cuda;
 
 import java.util.ArrayList;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
-import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -18,8 +16,8 @@ import java.util.regex.Pattern;
  *       NVIDIA's datasheets and whitepaper; the loaded DRAM latency as a bracket above the unloaded latency that
  *       microbenchmark studies measure (see the constants).
  *   <li><b>The kernel, from the compiled module</b> ({@link #evidence}): the bytes of global loads a thread issues
- *       before it uses the first of them, read from the compute_90 PTX the build writes ({@link #bytesBeforeFirstUse}:
- *       any {@code ld.global} of any width, counted generically), and the CTAs per SM that the kernel's register count
+ *       before it uses the first of them, read from the compute_90 PTX the build writes (the worst basic block that
+ *       loads KV data, counted by the same parser as the PTX evidence gate, {@code PtxEvidenceTest}), and the CTAs per SM that the kernel's register count
  *       in the sm_90 {@code ptxas -v} report allows.
  * </ul>
  * A warp sums one slice of one block at a time in units of the kernel's widest load; a lane loads
@@ -141,105 +139,6 @@ final class BandwidthModel {
         return out;
     }
 
-    private static final Pattern PREDICATE = Pattern.compile("^@!?%\\w+\\s+");
-    private static final Pattern LD_GLOBAL = Pattern.compile("^ld\\.global((?:\\.[A-Za-z0-9_:]+)*)\\s");
-    private static final Pattern REG = Pattern.compile("%[A-Za-z]+\\d+");
-
-    /** Bytes one {@code ld.global} moves: the element type's width times the vector count, from its suffixes. */
-    static int loadBytes(String suffixes) {
-        int vector = 1;
-        int element = 0;
-        for (String s : suffixes.substring(1).split("\\.")) {
-            if (s.equals("v2")) {
-                vector = 2;
-            } else if (s.equals("v4")) {
-                vector = 4;
-            } else if (s.equals("v8")) {
-                vector = 8;
-            } else if (s.matches("[busf](8|16|32|64|128)")) {
-                element = Integer.parseInt(s.substring(1)) / 8;
-            }
-        }
-        if (element == 0) {
-            throw new IllegalArgumentException("ld.global" + suffixes + ": no element type");
-        }
-        return vector * element;
-    }
-
-    /**
-     * A run of global loads a thread issues in straight-line code before it reads a register one of them wrote.
-     *
-     * @param bytes the run's bytes
-     * @param loads the run's load instructions
-     * @param widest the widest load of the run, in bytes
-     */
-    record Run(int bytes, int loads, int widest) {
-    }
-
-    /**
-     * The run of {@code ld.global} instructions (any state space qualifier, cache operator or width, predicated or
-     * not) with the most bytes issued before any instruction reads a register one of them wrote. A label, branch,
-     * return or barrier ends a run (what follows may not execute, or waits anyway); instructions in between that touch
-     * other registers (address arithmetic, shared-memory page-id reads) are allowed. A load whose address depends on
-     * a pending load starts a new run.
-     */
-    static Run bytesBeforeFirstUse(List<String> body) {
-        Run best = new Run(0, 0, 0);
-        int bytes = 0;
-        int loads = 0;
-        int widest = 0;
-        Set<String> pending = new HashSet<>();
-        for (String raw : body) {
-            String ins = PREDICATE.matcher(raw).replaceFirst("");
-            boolean predicateUsesPending = !ins.equals(raw) && reads(raw.substring(0, raw.length() - ins.length()), pending);
-            if (ins.endsWith(":") || ins.startsWith("bra") || ins.startsWith("ret") || ins.startsWith("exit")
-                    || ins.startsWith("bar.") || ins.startsWith("barrier")) {
-                bytes = loads = widest = 0;
-                pending.clear();
-                continue;
-            }
-            Matcher ld = LD_GLOBAL.matcher(ins);
-            if (ld.find()) {
-                int bracket = ins.indexOf('[');
-                if (predicateUsesPending || reads(ins.substring(bracket), pending)) {
-                    bytes = loads = widest = 0;
-                    pending.clear();
-                }
-                Matcher m = REG.matcher(ins.substring(0, bracket));
-                while (m.find()) {
-                    pending.add(m.group());
-                }
-                int b = loadBytes(ld.group(1));
-                bytes += b;
-                loads++;
-                widest = Math.max(widest, b);
-                if (bytes > best.bytes()) {
-                    best = new Run(bytes, loads, widest);
-                }
-                continue;
-            }
-            // Any other instruction: its sources are everything after its first operand (stores read all operands).
-            int space = ins.indexOf(' ');
-            int comma = ins.indexOf(',');
-            String sources = ins.startsWith("st.") ? ins : comma > 0 ? ins.substring(comma) : space > 0 ? ins.substring(space) : "";
-            if (predicateUsesPending || reads(sources, pending)) {
-                bytes = loads = widest = 0;
-                pending.clear();
-            }
-        }
-        return best;
-    }
-
-    private static boolean reads(String operands, Set<String> regs) {
-        Matcher m = REG.matcher(operands);
-        while (m.find()) {
-            if (regs.contains(m.group())) {
-                return true;
-            }
-        }
-        return false;
-    }
-
     /** Registers of {@code kernel} in a {@code ptxas -v} report. */
     static int registers(String report, String kernel) {
         int at = report.indexOf("Function properties for " + kernel + "\n");
@@ -258,9 +157,12 @@ final class BandwidthModel {
 
     /** {@return the model's view of {@code kernel}, read from the compiled PTX and the ptxas report} */
     static Kernel evidence(String ptx, String ptxasReport, String kernel) {
-        Run run = bytesBeforeFirstUse(ptxEntry(ptx, kernel));
+        // The same parser as the PTX evidence gate (PtxEvidenceTest): the KV data loads' basic blocks, the worst of them.
+        List<String> body = ptxEntry(ptx, kernel);
+        int bytes = PtxEvidenceTest.dataBlocksBytesBeforeFirstUse(body).stream().mapToInt(Integer::intValue).min().orElse(0);
+        int widest = body.stream().filter(PtxEvidenceTest::isDataLoad).mapToInt(PtxEvidenceTest::ptxLoadBytes).max().orElse(1);
         int regs = registers(ptxasReport, kernel);
-        return new Kernel(kernel, run.bytes(), Math.max(1, run.widest()), ctasPerSm(regs), regs);
+        return new Kernel(kernel, bytes, widest, ctasPerSm(regs), regs);
     }
 
     // ---- the model ------------------------------------------------------------------------------------------------

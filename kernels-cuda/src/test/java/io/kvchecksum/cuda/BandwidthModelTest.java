@@ -112,46 +112,6 @@ class BandwidthModelTest {
         assertEquals(41.0 * 16 * 16 / 3, BandwidthModel.warpBytesPerRoundTrip(BandwidthModel.SHAPES.get(3), k));
     }
 
-    /** The PTX parser against hand-written PTX: widths, vectors, predicates, and what ends a run. */
-    @Test
-    void theParserCountsLoadBytesBeforeTheFirstUse() {
-        List<String> serial = new ArrayList<>();
-        List<String> batched = new ArrayList<>();
-        for (int k = 0; k < 8; k++) {
-            serial.add("ld.global.cs.v2.u64 {%rd" + (2 * k) + ", %rd" + (2 * k + 1) + "}, [%rd" + (100 + k) + "];");
-            serial.add("add.s64 %rd50, %rd50, %rd" + (2 * k) + ";");
-            batched.add("ld.global.cs.v2.u64 {%rd" + (2 * k) + ", %rd" + (2 * k + 1) + "}, [%rd" + (100 + k) + "];");
-            batched.add("add.s64 %rd" + (101 + k) + ", %rd" + (100 + k) + ", 16;");
-        }
-        for (int k = 0; k < 8; k++) {
-            batched.add("add.s64 %rd50, %rd50, %rd" + (2 * k) + ";");
-        }
-        assertEquals(new BandwidthModel.Run(16, 1, 16), BandwidthModel.bytesBeforeFirstUse(serial));
-        assertEquals(new BandwidthModel.Run(128, 8, 16), BandwidthModel.bytesBeforeFirstUse(batched));
-        // Mixed widths and qualifiers, a predicated load, a shared-memory load in between (not counted, not a use):
-        // 8 + 4 + 16 + 1 = 29 bytes; then a load addressed by a pending register starts a new run of 8.
-        List<String> mixed = List.of(
-                "ld.global.nc.u64 %rd1, [%rd10];",
-                "ld.shared.u32 %r5, [%r6];",
-                "@%p1 ld.global.L1::no_allocate.b32 %r1, [%rd11+4];",
-                "ld.global.v4.u32 {%r2, %r3, %r4, %r7}, [%rd12];",
-                "ld.global.u8 %rs1, [%rd13];",
-                "ld.global.u64 %rd2, [%rd1];",
-                "add.s64 %rd3, %rd2, 1;");
-        assertEquals(new BandwidthModel.Run(29, 4, 16), BandwidthModel.bytesBeforeFirstUse(mixed));
-        // A label or branch ends a run: two runs of 16 never add up to 32.
-        List<String> split = List.of(
-                "ld.global.v2.u64 {%rd1, %rd2}, [%rd10];", "$L__BB0_2:", "ld.global.v2.u64 {%rd3, %rd4}, [%rd11];",
-                "@%p2 bra $L__BB0_3;", "ld.global.v2.u64 {%rd5, %rd6}, [%rd12];");
-        assertEquals(16, BandwidthModel.bytesBeforeFirstUse(split).bytes());
-        // A store of a loaded value is a use.
-        List<String> stored = List.of("ld.global.u64 %rd1, [%rd10];", "st.global.u64 [%rd20], %rd1;", "ld.global.u64 %rd2, [%rd11];");
-        assertEquals(8, BandwidthModel.bytesBeforeFirstUse(stored).bytes());
-        assertEquals(16, BandwidthModel.loadBytes(".cs.v2.u64"));
-        assertEquals(16, BandwidthModel.loadBytes(".nc.v4.f32"));
-        assertEquals(1, BandwidthModel.loadBytes(".s8"));
-    }
-
     @Test
     void registersGiveTheResidentCtas() {
         assertEquals(2, BandwidthModel.ctasPerSm(96));   // 96 x 256 = 24576 registers a CTA: 2 in 65536
