@@ -238,8 +238,8 @@ class PtxEvidenceTest {
     }
 
     /**
-     * Every whole-piece kernel that reads KV data (the byte-cell kernels are printed only: not batched yet), every basic
-     * block of it that loads data: at least {@link #MIN_BYTES_BEFORE_FIRST_USE}
+     * Every kernel that reads KV data, the byte-cell kernels included, every basic block of it that loads data: at least
+     * {@link #MIN_BYTES_BEFORE_FIRST_USE}
      * bytes of loads issued before the first is used. There is no block with fewer, so no one-load-at-a-time loop
      * for short cells, partial blocks or tails either: one batched loop serves every cell size.
      */
@@ -252,8 +252,7 @@ class PtxEvidenceTest {
             int min = blocks.stream().mapToInt(Integer::intValue).min().orElse(0);
             System.out.printf("PTX compute_90 %-40s %d data-load blocks, bytes before first use per thread: %s (min %d)%n",
                     k, blocks.size(), blocks, min);
-            // The byte-cell kernels still assemble pieces byte by byte: printed, not yet held to the bound (issue 27).
-            if (!k.contains("byte_cells") && (blocks.isEmpty() || min < MIN_BYTES_BEFORE_FIRST_USE)) {
+            if (blocks.isEmpty() || min < MIN_BYTES_BEFORE_FIRST_USE) {
                 failures.add(k + ": " + blocks);
             }
         }
