@@ -1,6 +1,5 @@
 package io.kvchecksum.cuda;
 
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.regex.Matcher;
@@ -107,38 +106,6 @@ final class BandwidthModel {
 
     // ---- the compiled evidence ------------------------------------------------------------------------------------
 
-    /** The body of {@code .entry name} in a PTX file, one instruction or label per element, comments and directives dropped. */
-    static List<String> ptxEntry(String ptx, String name) {
-        int at = ptx.indexOf(".entry " + name + "(");
-        if (at < 0) {
-            throw new IllegalArgumentException("no .entry " + name + " in the PTX");
-        }
-        int open = ptx.indexOf('{', at);
-        int depth = 0;
-        int end = ptx.length();
-        for (int i = open; i < ptx.length(); i++) {
-            char c = ptx.charAt(i);
-            if (c == '{') {
-                depth++;
-            } else if (c == '}' && --depth == 0) {
-                end = i;
-                break;
-            }
-        }
-        List<String> out = new ArrayList<>();
-        for (String line : ptx.substring(open + 1, end).split("\n")) {
-            String l = line.strip();
-            int comment = l.indexOf("//");
-            if (comment >= 0) {
-                l = l.substring(0, comment).strip();
-            }
-            if (!l.isEmpty() && !l.startsWith(".") && !l.equals("{") && !l.equals("}")) {
-                out.add(l);
-            }
-        }
-        return out;
-    }
-
     /** Registers of {@code kernel} in a {@code ptxas -v} report. */
     static int registers(String report, String kernel) {
         int at = report.indexOf("Function properties for " + kernel + "\n");
@@ -158,7 +125,7 @@ final class BandwidthModel {
     /** {@return the model's view of {@code kernel}, read from the compiled PTX and the ptxas report} */
     static Kernel evidence(String ptx, String ptxasReport, String kernel) {
         // The same parser as the PTX evidence gate (PtxEvidenceTest): the KV data loads' basic blocks, the worst of them.
-        List<String> body = ptxEntry(ptx, kernel);
+        List<String> body = PtxEvidenceTest.ptxEntry(ptx, kernel);
         int bytes = PtxEvidenceTest.dataBlocksBytesBeforeFirstUse(body).stream().mapToInt(Integer::intValue).min().orElse(0);
         int widest = body.stream().filter(PtxEvidenceTest::isDataLoad).mapToInt(PtxEvidenceTest::ptxLoadBytes).max().orElse(1);
         int regs = registers(ptxasReport, kernel);

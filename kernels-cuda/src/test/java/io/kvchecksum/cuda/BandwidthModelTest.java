@@ -4,7 +4,6 @@ import org.junit.jupiter.api.Test;
 
 import java.io.IOException;
 import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -12,7 +11,6 @@ import java.util.Locale;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * The Little's-law model of docs/gpu-performance.md fed with the compiled kernels: the bytes in flight per thread
@@ -28,19 +26,9 @@ class BandwidthModelTest {
     /** The whole-piece kernels the shapes' 16-byte-aligned layouts run, in both modes. */
     static final List<String> GATED = List.of(CudaBackend.BLOCK_CHECKSUMS_16B, CudaBackend.BLOCK_CHECKSUMS_16B + CudaBackend.MIXED_SUFFIX);
 
-    private static Path evidence(String file) {
-        Path dir = Path.of(System.getProperty("kvchecksum.cuda.hostlib", "target/native/libkvchecksum_host.so")).getParent();
-        Path p = dir.resolve(file);
-        if (!Files.isRegularFile(p)) {
-            assumeTrue(!Boolean.getBoolean("kvchecksum.skipCuda"), "CUDA was skipped (-Dkvchecksum.skipCuda=true): no " + p);
-            fail(p + " is missing although CUDA was not skipped: build-cuda.sh did not write its evidence");
-        }
-        return p;
-    }
-
     private static List<BandwidthModel.Kernel> compiled(List<String> names) throws IOException {
-        String ptx = Files.readString(evidence("kvchecksum_sm90.ptx"));
-        String report = Files.readString(evidence("ptxas_sm90.txt"));
+        String ptx = Files.readString(PtxEvidenceTest.evidence("kvchecksum_sm90.ptx"));
+        String report = Files.readString(PtxEvidenceTest.evidence("ptxas_sm90.txt"));
         List<BandwidthModel.Kernel> out = new ArrayList<>();
         for (String n : names) {
             out.add(BandwidthModel.evidence(ptx, report, n));

@@ -38,7 +38,7 @@ class PtxEvidenceTest {
     /** What the issue asks of every shape large enough to fill the GPU. */
     static final long MIN_BYTES_IN_FLIGHT_PER_SM = 32 * 1024;
 
-    private static Path evidence(String file) {
+    static Path evidence(String file) {
         Path dir = Path.of(System.getProperty("kvchecksum.cuda.hostlib", "target/native/libkvchecksum_host.so")).getParent();
         Path p = dir.resolve(file);
         if (!Files.isRegularFile(p)) {
