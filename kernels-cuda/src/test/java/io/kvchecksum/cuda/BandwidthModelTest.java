@@ -10,7 +10,6 @@ import java.util.Locale;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
 
 /**
  * The Little's-law model of docs/gpu-performance.md fed with the compiled kernels: the bytes in flight per thread
