@@ -24,7 +24,8 @@ if [[ ! -x $bin || $src/readbound.c -nt $bin ]]; then
     "$src/build.sh" "$(dirname "$bin")" >&2
 fi
 jar=$root/jmh/target/benchmarks.jar
-if [[ ! -f $jar ]]; then
+# Rebuilt when missing or older than any of the sources it is built from (a jar left by an earlier checkout).
+if [[ ! -f $jar || -n $(find "$root/jmh/src" "$root/bindings/src/main" "$root/bench/src/main" -newer "$jar" -type f -print -quit 2>/dev/null) ]]; then
     echo "readbound-compare: building $jar" >&2
     (cd "$root" && JAVA_HOME=$java_home mvn -o -B -ntp -q -pl jmh -am package -DskipTests -Dkvchecksum.skipCuda=true \
         -Dexec.skip=true) >&2
