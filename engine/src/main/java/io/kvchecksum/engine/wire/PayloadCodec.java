@@ -104,7 +104,7 @@ public final class PayloadCodec {
             for (GroupChecksums g : payload.groups()) {
                 p.packArrayHeader(v2 ? 5 : 4);
                 p.packInt(g.groupId());
-                WireValues.packUnsigned(p, g.fingerprint());
+                PayloadSection.packUnsigned(p, g.fingerprint());
                 if (v2) {
                     p.packInt(g.blockSize());
                 }

@@ -3,6 +3,7 @@ package io.kvchecksum.engine.wire;
 import org.msgpack.core.MessagePacker;
 
 import java.io.IOException;
+import java.math.BigInteger;
 
 /**
  * A named section of a payload that this library knows (see {@link PayloadSections} for the list and
@@ -26,4 +27,16 @@ public interface PayloadSection {
      * @throws IOException when the packer fails to write (an in-memory packer does not)
      */
     void pack(MessagePacker packer) throws IOException;
+
+    /**
+     * Writes {@code v} as the wire's unsigned 64-bit integer: msgpack uint64 when its top bit is set, else the smallest
+     * form. Every checksum, digest and fingerprint on the wire, in sections and in worker records alike, is written so.
+     *
+     * @param p where to write
+     * @param v the value, read as unsigned
+     * @throws IOException when the packer fails
+     */
+    static void packUnsigned(MessagePacker p, long v) throws IOException {
+        p.packBigInteger(new BigInteger(Long.toUnsignedString(v)));
+    }
 }

@@ -132,7 +132,7 @@ public record SglangDigestSection(List<Entry> entries) implements PayloadSection
             p.packArrayHeader(7);
             p.packInt(e.groupId());
             p.packInt(e.worker());
-            WireValues.packUnsigned(p, e.signature());
+            PayloadSection.packUnsigned(p, e.signature());
             p.packInt(e.pageSize());
             p.packLong(e.firstToken());
             p.packInt(e.numPages());

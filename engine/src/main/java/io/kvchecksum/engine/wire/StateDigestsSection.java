@@ -105,6 +105,25 @@ public record StateDigestsSection(String mode, List<Entry> entries) implements P
             return new Entry(name, 0, 1, 0, 0, 1, UNKNOWN_LENGTH, digest);
         }
 
+        /**
+         * Writes the entry's eight-element form (name, digest, shard, shards, stage, copy, copies, length), the form
+         * this section writes for every entry but an old-form one and the form a worker's record always carries.
+         *
+         * @param p where to write
+         * @throws IOException when the packer fails
+         */
+        public void pack(MessagePacker p) throws IOException {
+            p.packArrayHeader(8);
+            p.packString(name);
+            PayloadSection.packUnsigned(p, digest);
+            p.packInt(shard);
+            p.packInt(shards);
+            p.packInt(stage);
+            p.packInt(copy);
+            p.packInt(copies);
+            p.packLong(length);
+        }
+
         private static boolean isLegacyShape(int shard, int shards, int stage, int copy, int copies) {
             return shard == 0 && shards == 1 && stage == 0 && copy == 0 && copies == 1;
         }
@@ -220,16 +239,12 @@ public record StateDigestsSection(String mode, List<Entry> entries) implements P
         p.packString(mode);
         p.packArrayHeader(entries.size());
         for (Entry e : entries) {
-            p.packArrayHeader(e.isLegacy() ? 2 : 8);
-            p.packString(e.name());
-            WireValues.packUnsigned(p, e.digest());
-            if (!e.isLegacy()) {
-                p.packInt(e.shard());
-                p.packInt(e.shards());
-                p.packInt(e.stage());
-                p.packInt(e.copy());
-                p.packInt(e.copies());
-                p.packLong(e.length());
+            if (e.isLegacy()) {
+                p.packArrayHeader(2);
+                p.packString(e.name());
+                PayloadSection.packUnsigned(p, e.digest());
+            } else {
+                e.pack(p);
             }
         }
     }

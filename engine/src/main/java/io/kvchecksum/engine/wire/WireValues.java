@@ -2,10 +2,8 @@ package io.kvchecksum.engine.wire;
 
 import io.kvchecksum.engine.verdict.SectionVerdict;
 import io.kvchecksum.engine.verdict.UnverifiedReason;
-import org.msgpack.core.MessagePacker;
 import org.msgpack.value.Value;
 
-import java.io.IOException;
 import java.math.BigInteger;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
@@ -115,10 +113,5 @@ final class WireValues {
     static SectionVerdict oneSideOnly(String section, String what, PayloadSection producer) {
         return SectionVerdict.unverified(section, UnverifiedReason.ONE_SIDE_ONLY, what + " sent by the "
                 + (producer == null ? "consumer" : "producer") + " only");
-    }
-
-    /** Writes {@code v} as an unsigned 64-bit integer: msgpack uint64 when its top bit is set, else the smallest form. */
-    static void packUnsigned(MessagePacker p, long v) throws IOException {
-        p.packBigInteger(new BigInteger(Long.toUnsignedString(v)));
     }
 }

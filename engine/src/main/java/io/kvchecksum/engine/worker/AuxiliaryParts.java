@@ -3,6 +3,7 @@ package io.kvchecksum.engine.worker;
 import io.kvchecksum.ChecksumMode;
 import io.kvchecksum.KvChecksum;
 import io.kvchecksum.PageProbe;
+import io.kvchecksum.Pending;
 import io.kvchecksum.PendingChecksums;
 import io.kvchecksum.SlicePlan;
 import io.kvchecksum.StateRow;
@@ -26,14 +27,14 @@ final class AuxiliaryParts {
     }
 
     /** The parts of one request while the device computes them. Not thread-safe, as {@code PendingRecord}. */
-    static final class Pending implements AutoCloseable {
+    static final class Started implements AutoCloseable {
         private final List<StateShard> state;
         private final int ppStage;
         private final PendingChecksums digests;
-        private final Map<ReplicaKey, List<io.kvchecksum.Pending<PageProbe.Probes>>> probes;
+        private final Map<ReplicaKey, List<Pending<PageProbe.Probes>>> probes;
 
-        private Pending(List<StateShard> state, int ppStage, PendingChecksums digests,
-                Map<ReplicaKey, List<io.kvchecksum.Pending<PageProbe.Probes>>> probes) {
+        private Started(List<StateShard> state, int ppStage, PendingChecksums digests,
+                Map<ReplicaKey, List<Pending<PageProbe.Probes>>> probes) {
             this.state = state;
             this.ppStage = ppStage;
             this.digests = digests;
@@ -42,7 +43,7 @@ final class AuxiliaryParts {
 
         boolean isDone() {
             return (digests == null || digests.isDone())
-                    && (probes == null || probes.values().stream().flatMap(List::stream).allMatch(io.kvchecksum.Pending::isDone));
+                    && (probes == null || probes.values().stream().flatMap(List::stream).allMatch(Pending::isDone));
         }
 
         /** Waits for the parts; what a handle throws propagates (the record turns it into its failure). */
@@ -60,7 +61,7 @@ final class AuxiliaryParts {
             Map<ReplicaKey, PageProbe.Probes> partials = null;
             if (probes != null) {
                 partials = new LinkedHashMap<>();
-                for (Map.Entry<ReplicaKey, List<io.kvchecksum.Pending<PageProbe.Probes>>> e : probes.entrySet()) {
+                for (Map.Entry<ReplicaKey, List<Pending<PageProbe.Probes>>> e : probes.entrySet()) {
                     partials.put(e.getKey(), PageProbe.Probes.sum(e.getValue().stream().map(p -> p.get()).toList()));
                 }
             }
@@ -91,7 +92,7 @@ final class AuxiliaryParts {
     }
 
     /** Nothing configured: both parts {@code null}. */
-    static final Pending NONE = new Pending(null, 0, null, null);
+    static final Started NONE = new Started(null, 0, null, null);
 
     private AuxiliaryParts() {
     }
@@ -103,10 +104,10 @@ final class AuxiliaryParts {
      * @param probes the probed group's plans on this worker by copy, or {@code null} when the probe is off
      * @param stream the engine's stream, or {@code null} for the backend's own synchronous calls
      */
-    static Pending submit(KvChecksum backend, ChecksumMode mode, int ppStage, List<StateShard> state,
+    static Started submit(KvChecksum backend, ChecksumMode mode, int ppStage, List<StateShard> state,
             Map<ReplicaKey, List<SlicePlan>> probes, int probeBytes, Long stream) {
         PendingChecksums digests = null;
-        Map<ReplicaKey, List<io.kvchecksum.Pending<PageProbe.Probes>>> pendingProbes = probes == null ? null : new LinkedHashMap<>();
+        Map<ReplicaKey, List<Pending<PageProbe.Probes>>> pendingProbes = probes == null ? null : new LinkedHashMap<>();
         try {
             if (state != null) {
                 List<StateRow> rows = state.stream().map(StateShard::row).toList();
@@ -116,22 +117,22 @@ final class AuxiliaryParts {
             }
             if (probes != null) {
                 for (Map.Entry<ReplicaKey, List<SlicePlan>> e : probes.entrySet()) {
-                    List<io.kvchecksum.Pending<PageProbe.Probes>> list = new ArrayList<>();
+                    List<Pending<PageProbe.Probes>> list = new ArrayList<>();
                     pendingProbes.put(e.getKey(), list);
                     for (SlicePlan plan : e.getValue()) {
-                        list.add(stream == null ? io.kvchecksum.Pending.completed(PageProbe.compute(backend, plan, probeBytes))
+                        list.add(stream == null ? Pending.completed(PageProbe.compute(backend, plan, probeBytes))
                                 : PageProbe.submit(backend, plan, probeBytes, stream));
                     }
                 }
             }
         } catch (RuntimeException e) {
             try {
-                new Pending(state, ppStage, digests, pendingProbes).close();
+                new Started(state, ppStage, digests, pendingProbes).close();
             } catch (RuntimeException closing) {
                 e.addSuppressed(closing);
             }
             throw e;
         }
-        return new Pending(state, ppStage, digests, pendingProbes);
+        return new Started(state, ppStage, digests, pendingProbes);
     }
 }

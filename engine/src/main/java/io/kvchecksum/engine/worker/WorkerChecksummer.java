@@ -511,7 +511,7 @@ public final class WorkerChecksummer {
         BlockSelection.requireTokens(selected, numTokens);
         Map<Integer, String> skippedHere = new LinkedHashMap<>();
         List<Part> parts = new ArrayList<>();
-        AuxiliaryParts.Pending aux = AuxiliaryParts.NONE;
+        AuxiliaryParts.Started aux = AuxiliaryParts.NONE;
         try {
             for (BlockSelection s : selected) {
                 String reason = skipped.get(s.groupId());
@@ -678,13 +678,13 @@ public final class WorkerChecksummer {
         private final long numTokens;
         private final List<Part> parts;
         private final Map<Integer, String> skipped;
-        private final AuxiliaryParts.Pending aux;
+        private final AuxiliaryParts.Started aux;
         private final long started;
         private final boolean reportFailures;
         private WorkerRecord record;
         private boolean closed;
 
-        private PendingRecord(long numTokens, List<Part> parts, Map<Integer, String> skipped, AuxiliaryParts.Pending aux,
+        private PendingRecord(long numTokens, List<Part> parts, Map<Integer, String> skipped, AuxiliaryParts.Started aux,
                 long started, boolean reportFailures) {
             this.numTokens = numTokens;
             this.parts = parts;

@@ -2,6 +2,7 @@ package io.kvchecksum.engine.worker;
 
 import io.kvchecksum.ChecksumMode;
 import io.kvchecksum.PageProbe;
+import io.kvchecksum.engine.wire.PayloadSection;
 import io.kvchecksum.engine.wire.StateDigestsSection;
 import org.msgpack.core.MessageBufferPacker;
 import org.msgpack.core.MessagePack;
@@ -85,7 +86,7 @@ public final class WorkerRecordCodec {
             for (PartialGroup g : r.groups()) {
                 p.packArrayHeader(6);
                 p.packInt(g.groupId());
-                packUnsigned(p, g.fingerprint());
+                PayloadSection.packUnsigned(p, g.fingerprint());
                 p.packInt(g.range().blockSize());
                 p.packLong(g.range().start());
                 p.packLong(g.range().end());
@@ -108,15 +109,7 @@ public final class WorkerRecordCodec {
             } else {
                 p.packArrayHeader(r.stateDigests().size());
                 for (StateDigestsSection.Entry e : r.stateDigests()) {
-                    p.packArrayHeader(8);
-                    p.packString(e.name());
-                    packUnsigned(p, e.digest());
-                    p.packInt(e.shard());
-                    p.packInt(e.shards());
-                    p.packInt(e.stage());
-                    p.packInt(e.copy());
-                    p.packInt(e.copies());
-                    p.packLong(e.length());
+                    e.pack(p);
                 }
             }
             if (r.probes() == null) {
@@ -186,10 +179,6 @@ public final class WorkerRecordCodec {
             s = s + "...";
         }
         p.packString(s);
-    }
-
-    private static void packUnsigned(MessagePacker p, long v) throws IOException {
-        p.packBigInteger(new BigInteger(Long.toUnsignedString(v)));
     }
 
     private static void packLongs(MessagePacker p, long[] v) throws IOException {
