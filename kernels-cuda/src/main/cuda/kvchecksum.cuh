@@ -296,6 +296,15 @@ template <int VEC> KVC_HD void kvc_loaded(const char* a, uint64_t& x0, uint64_t&
 #define KVC_UNROLL
 #endif
 
+// What the host emulation counts (kvc_stage_counts, kvc_batch_counts of the host library): page ids and descriptor words
+// the staging copied, and the loads on per batch of the walk. Nothing on the GPU.
+#if defined(__CUDA_ARCH__)
+#define KVC_HOST_COUNT(which, n)
+#else
+extern void kvc_host_count(int which, uint64_t n);
+#define KVC_HOST_COUNT(which, n) kvc_host_count(which, n)
+#endif
+
 // log2(page_size) for a power of two, else 32: page lookups become shifts for the usual page sizes.
 KVC_HD uint32_t kvc_page_shift(uint32_t page_size) {
     if (page_size == 0 || (page_size & (page_size - 1)) != 0) return 32;
@@ -374,8 +383,12 @@ KVC_HD uint64_t kvc_first_weight(const KvcSlice& s, uint64_t bs, uint32_t lane) 
     return 2 * (bs * P + (uint64_t)lane * KVC_PIECES_PER_LOAD(VEC)) + 1;
 }
 
-// The contribution of one lane (0..31) of a warp to slices i0, i0 + di, ... (< i1) of request block `block`, each
-// slice's sum times its factor (weighted) or not; slice i is sl[i - sl0] (the CTA's staged descriptors, or the array).
+// One lane's (0..31) walk of a warp over slices i0, i0 + di, ... (< i1) of request block `block`: when the walk leaves
+// slice i it hands emit(i, v) the lane's share v of the slice's sum, times its factor (weighted) or not; slice i is
+// sl[i - sl0] (the CTA's staged descriptors, or the array). Every slice is handed over exactly once, in order, and at
+// the same point of every lane's walk (the walk's slice boundaries are warp-uniform), so emit may shuffle across the
+// warp: the block checksums add the values up (kvc_lane_slices_sum), the slice sums reduce each over the warp and
+// write it (KvcSliceSumsEmit of the kernels, its host twin in the test library).
 //
 // The lane walks its items slice after slice (KvcWalk) in batches of KVC_BATCH_SLOTS: first the batch's addresses
 // (page ids from `tab`), then all its loads into separate registers (off past the block's tokens and past the last
@@ -385,14 +398,18 @@ KVC_HD uint64_t kvc_first_weight(const KvcSlice& s, uint64_t bs, uint32_t lane) 
 //   sum_k y_k*(w0 + k*D) = w0*A + D*(n*A - T),  A = sum_k y_k,  T = sum_k (y_0 + .. + y_k)
 // plus 2*A1 (the second piece of a 16-byte load weighs 2 more). Items that are off add zeros at the end of a slice's
 // run, which leaves n*A - T unchanged. Tokens past num_tokens are never read.
-template <int VEC, int MIX>
-KVC_HD uint64_t kvc_lane_slices_sum(const KvcChecksumParams& p, const KvcSlice* sl, uint32_t sl0, uint32_t i0, uint32_t i1,
-                                    uint32_t di, bool weighted, const int32_t* tab, uint64_t tab0, uint64_t block,
-                                    uint32_t lane) {
+template <int VEC, int MIX, class Emit>
+KVC_HD void kvc_lane_slices_walk(const KvcChecksumParams& p, const KvcSlice* sl, uint32_t sl0, uint32_t i0, uint32_t i1,
+                                 uint32_t di, bool weighted, const int32_t* tab, uint64_t tab0, uint64_t block,
+                                 uint32_t lane, Emit& emit) {
     const uint64_t bs = block * p.block_size;
     uint64_t be = bs + p.block_size;
     if (be > p.num_tokens) be = p.num_tokens;
-    if (be <= bs || i0 >= i1) return 0;
+    if (be <= bs || i0 >= i1) {
+        // An empty block: every slice's sum is 0 (written where the emit writes; adding zeros is nothing to do).
+        if (Emit::writes) for (uint32_t i = i0; i < i1; i += di) emit(i, 0);
+        return;
+    }
     const uint32_t ntok = (uint32_t)(be - bs);
     const uint32_t shift = kvc_page_shift(p.page_size);
     const uint64_t idx0 = bs - p.start_token;  // table-space index of the block's first token
@@ -403,7 +420,7 @@ KVC_HD uint64_t kvc_lane_slices_sum(const KvcChecksumParams& p, const KvcSlice* 
     uint32_t iw = i0;                     // the walk's slice
     uint32_t ia = i0;                     // the slice the sums A, T, A1 belong to
     uint64_t F = weighted ? sl[i0 - sl0].factor : 1, w0 = kvc_first_weight<VEC>(sl[i0 - sl0], bs, lane);
-    uint64_t acc = 0, A = 0, T = 0, A1 = 0;
+    uint64_t A = 0, T = 0, A1 = 0;
     uint32_t n = 0;
     bool live = true;
     while (live) {
@@ -424,13 +441,20 @@ KVC_HD uint64_t kvc_lane_slices_sum(const KvcChecksumParams& p, const KvcSlice* 
             if (live) w.next();
         }
         if (live && w.rem == 0 && iw + di >= i1) live = false;
+#if !defined(__CUDA_ARCH__)
+        // The host emulation counts the batch's loads that are on (kvc_batch_counts): how full batches run.
+        uint64_t on = 0;
+        for (int k = 0; k < N; ++k) on += a[k] != nullptr;
+        KVC_HOST_COUNT(2, on);
+        KVC_HOST_COUNT(3, 1);
+#endif
         uint64_t x0[N], x1[N];
         KVC_UNROLL
         for (int k = 0; k < N; ++k) kvc_load_if<VEC>(a[k], x0[k], x1[k]);
         KVC_UNROLL
         for (int k = 0; k < N; ++k) {
             if (starts & (1u << k)) {
-                acc += F * (w0 * A + D * ((uint64_t)n * A - T) + 2 * A1);
+                emit(ia, F * (w0 * A + D * ((uint64_t)n * A - T) + 2 * A1));
                 A = T = A1 = n = 0;
                 ia += di;
                 F = weighted ? sl[ia - sl0].factor : 1;
@@ -441,14 +465,34 @@ KVC_HD uint64_t kvc_lane_slices_sum(const KvcChecksumParams& p, const KvcSlice* 
             ++n;
         }
     }
-    return acc + F * (w0 * A + D * ((uint64_t)n * A - T) + 2 * A1);
+    emit(ia, F * (w0 * A + D * ((uint64_t)n * A - T) + 2 * A1));
 }
 
-// The sum of slice s over request block `block`, as lane `lane` contributes it (the slices kernels: a warp per slice).
-template <int VEC, int MIX = 0>
-KVC_HD uint64_t kvc_lane_slice_sum(const KvcChecksumParams& p, const KvcSlice& s, const int32_t* tab, uint64_t tab0,
-                                   uint64_t block, uint32_t lane) {
-    return kvc_lane_slices_sum<VEC, MIX>(p, &s, 0, 0, 1, 1, false, tab, tab0, block, lane);
+// The emit of the block checksums: the lane's values of all its slices added up.
+struct KvcAddEmit {
+    static constexpr bool writes = false;
+    uint64_t acc;
+    KVC_HD void operator()(uint32_t, uint64_t v) { acc += v; }
+};
+
+// The contribution of one lane of a warp to slices i0, i0 + di, ... (< i1) of request block `block`, as
+// kvc_lane_slices_walk hands them over, added up.
+template <int VEC, int MIX>
+KVC_HD uint64_t kvc_lane_slices_sum(const KvcChecksumParams& p, const KvcSlice* sl, uint32_t sl0, uint32_t i0, uint32_t i1,
+                                    uint32_t di, bool weighted, const int32_t* tab, uint64_t tab0, uint64_t block,
+                                    uint32_t lane) {
+    KvcAddEmit e{0};
+    kvc_lane_slices_walk<VEC, MIX>(p, sl, sl0, i0, i1, di, weighted, tab, tab0, block, lane, e);
+    return e.acc;
+}
+
+// The slice sums of one lane (0..31) of warp `warp` over request block `block`: its consecutive slices
+// (kvc_slice_sums_warp_slices) in one walk, each slice's unweighted sum handed to emit as the walk leaves it. Slice i is
+// sl[i - sl0] (the CTA's staged descriptors, or the array).
+template <int VEC, int MIX, class Emit>
+KVC_HD void kvc_lane_slice_sums(const KvcChecksumParams& p, const KvcSlice* sl, uint32_t sl0, uint32_t i0, uint32_t i1,
+                                const int32_t* tab, uint64_t tab0, uint64_t block, uint32_t lane, Emit& emit) {
+    kvc_lane_slices_walk<VEC, MIX>(p, sl, sl0, i0, i1, 1, false, tab, tab0, block, lane, emit);
 }
 
 // One thread's share of the fused checksum of slices [i0, i1) of request block `block`: warp `warp` sums slices
@@ -487,15 +531,6 @@ KVC_HD void kvc_block_pages(const KvcChecksumParams& p, uint64_t block, uint64_t
 #define KVC_SLICE_CHUNK 64
 #define KVC_TABLE_STAGE 256
 
-// What the host emulation counts of the staging (kvc_stage_counts of the host library): page ids and descriptor words
-// copied. Nothing on the GPU.
-#if defined(__CUDA_ARCH__)
-#define KVC_HOST_COUNT(which, n)
-#else
-extern void kvc_host_count(int which, uint64_t n);
-#define KVC_HOST_COUNT(which, n) kvc_host_count(which, n)
-#endif
-
 KVC_HD uint64_t kvc_ldg64(const uint64_t* a) {
 #if defined(__CUDA_ARCH__)
     return __ldg(reinterpret_cast<const unsigned long long*>(a));
@@ -529,7 +564,8 @@ KVC_HD void kvc_table_view(const KvcChecksumParams& p, uint64_t block, const int
     }
 }
 
-// Phase "slices" of thread tid: its share of the copy of descriptors [c0, c1) (at most KVC_SLICE_CHUNK) into stage.
+// Phase "slices" of thread tid: its share of the copy of descriptors [c0, c1) (at most the stage's: KVC_SLICE_CHUNK in
+// the fused kernel, KVC_WARPS * KVC_SLICE_SUMS_MAX_SPW in the slices kernels) into stage.
 KVC_HD void kvc_stage_slices_phase(const KvcChecksumParams& p, uint32_t c0, uint32_t c1, uint32_t tid, KvcSlice* stage) {
     const uint64_t* src = reinterpret_cast<const uint64_t*>(p.slices + c0);
     uint64_t* dst = reinterpret_cast<uint64_t*>(stage);
@@ -539,17 +575,29 @@ KVC_HD void kvc_stage_slices_phase(const KvcChecksumParams& p, uint32_t c0, uint
     }
 }
 
-// The slices CTA row `by` of the slices kernels reads: [by*KVC_WARPS, +KVC_WARPS) clipped to the slices.
+// Slices per warp of the slices kernels (KvcChecksumParams.slices_per_part; 0 means 1): LaunchPlanner picks enough
+// consecutive slices that a lane's batch of loads fills even where a slice holds only a few items per lane (short cells,
+// short or partial blocks), at most KVC_SLICE_SUMS_MAX_SPW so that a CTA's descriptors fit its shared-memory stage.
+#define KVC_SLICE_SUMS_MAX_SPW 16
+KVC_HD uint32_t kvc_slice_sums_spw(const KvcChecksumParams& p) {
+    return p.slices_per_part == 0 ? 1 : p.slices_per_part;
+}
+
+// The slices CTA row `by` of the slices kernels reads: [by*KVC_WARPS*spw, +KVC_WARPS*spw) clipped to the slices.
 KVC_HD void kvc_slice_sums_chunk(const KvcChecksumParams& p, uint32_t by, uint32_t& c0, uint32_t& c1) {
-    const uint64_t a = (uint64_t)by * KVC_WARPS, b = a + KVC_WARPS;
+    const uint64_t n = (uint64_t)KVC_WARPS * kvc_slice_sums_spw(p);
+    const uint64_t a = (uint64_t)by * n, b = a + n;
     c0 = a < p.num_slices ? (uint32_t)a : p.num_slices;
     c1 = b < p.num_slices ? (uint32_t)b : p.num_slices;
 }
 
-// The slice a warp of the slices kernel sums: CTA (bx, by), warp w -> slice by*KVC_WARPS + w, or -1 if none.
-KVC_HD int64_t kvc_slice_sums_slice(const KvcChecksumParams& p, uint32_t by, uint32_t warp) {
-    const uint64_t i = (uint64_t)by * KVC_WARPS + warp;
-    return i < p.num_slices ? (int64_t)i : -1;
+// The slices a warp of the slices kernel sums, one after the other in one walk: CTA (bx, by), warp w ->
+// [(by*KVC_WARPS + w)*spw, +spw) clipped to the slices (empty: i0 == i1).
+KVC_HD void kvc_slice_sums_warp_slices(const KvcChecksumParams& p, uint32_t by, uint32_t warp, uint32_t& i0, uint32_t& i1) {
+    const uint64_t spw = kvc_slice_sums_spw(p);
+    const uint64_t a = ((uint64_t)by * KVC_WARPS + warp) * spw, b = a + spw;
+    i0 = a < p.num_slices ? (uint32_t)a : p.num_slices;
+    i1 = b < p.num_slices ? (uint32_t)b : p.num_slices;
 }
 
 KVC_HD uint64_t kvc_reduce_one(const KvcReduceParams& p, uint32_t i) {

@@ -55,11 +55,26 @@ __device__ __forceinline__ void kvc_block_checksums_body(const KvcChecksumParams
     }
 }
 
-// Per-slice sums: warp w of CTA (bx, by) sums slice by*KVC_WARPS + w over block first_block + bx, after the same
-// staging as the fused kernel (the block's page ids, the CTA's descriptors).
+// The emit of the slices kernels (kvc_lane_slice_sums): as the walk leaves slice i, the warp's lanes add their shares
+// (every lane reaches this point together: slice boundaries are warp-uniform) and lane 0 writes the sum, once per slice
+// per block, row i column bx.
+struct KvcSliceSumsEmit {
+    static constexpr bool writes = true;
+    uint64_t* out;
+    uint64_t stride;
+    uint32_t bx, lane;
+    __device__ __forceinline__ void operator()(uint32_t i, uint64_t v) {
+        v = kvc_warp_sum(v);
+        if (lane == 0) out[(uint64_t)i * stride + bx] = v;
+    }
+};
+
+// Per-slice sums: warp w of CTA (bx, by) sums its consecutive slices (kvc_slice_sums_warp_slices: the planner's slices
+// per warp, enough to fill a lane's batch of loads) over block first_block + bx in one walk, after the same staging as
+// the fused kernel (the block's page ids, the CTA's descriptors).
 template <int VEC, int MIX>
 __device__ __forceinline__ void kvc_slice_sums_body(const KvcChecksumParams& p) {
-    __shared__ KvcSlice stage_slices[KVC_WARPS];
+    __shared__ KvcSlice stage_slices[KVC_WARPS * KVC_SLICE_SUMS_MAX_SPW];
     __shared__ int32_t stage_table[KVC_TABLE_STAGE];
     const uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const uint64_t block = p.first_block + blockIdx.x;
@@ -68,13 +83,14 @@ __device__ __forceinline__ void kvc_slice_sums_body(const KvcChecksumParams& p) 
     kvc_stage_table_phase(p, block, threadIdx.x, stage_table);
     kvc_stage_slices_phase(p, c0, c1, threadIdx.x, stage_slices);
     __syncthreads();
-    const int64_t i = kvc_slice_sums_slice(p, blockIdx.y, warp);
-    if (i < 0) return;  // whole warp leaves together, after the barrier: the shuffle below stays full-warp
+    uint32_t i0, i1;
+    kvc_slice_sums_warp_slices(p, blockIdx.y, warp, i0, i1);
+    if (i0 >= i1) return;  // whole warp leaves together, after the barrier: the shuffles stay full-warp
     const int32_t* tab;
     uint64_t tab0;
     kvc_table_view(p, block, stage_table, tab, tab0);
-    uint64_t v = kvc_warp_sum(kvc_lane_slice_sum<VEC, MIX>(p, stage_slices[i - c0], tab, tab0, block, lane));
-    if (lane == 0) p.out[(uint64_t)i * p.out_stride + blockIdx.x] = v;
+    KvcSliceSumsEmit emit{p.out, p.out_stride, blockIdx.x, lane};
+    kvc_lane_slice_sums<VEC, MIX>(p, stage_slices, c0, i0, i1, tab, tab0, block, lane, emit);
 }
 
 // Twelve kernels, kvc_{block_checksums,slice_sums}_{16b,8b,1b}[_mixed], each in two occupancy variants:

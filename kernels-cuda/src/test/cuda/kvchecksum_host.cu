@@ -21,8 +21,9 @@ static_assert(sizeof(KvcRequest) == 40, "KvcRequest ABI");
 // Set by the host build of the load functions on a misaligned address (see kvc_ld8 in kvchecksum.cuh).
 thread_local int kvc_host_fault = 0;
 
-// What the staging phases copied (KVC_HOST_COUNT in kvchecksum.cuh): [0] page ids, [1] descriptor words.
-static std::atomic<unsigned long long> kvc_host_counts[2];
+// What the emulated kernels counted (KVC_HOST_COUNT in kvchecksum.cuh): [0] page ids and [1] descriptor words the
+// staging phases copied, [2] loads that were on in the lanes' batches of the whole-piece walk and [3] those batches.
+static std::atomic<unsigned long long> kvc_host_counts[4];
 void kvc_host_count(int which, uint64_t n) { kvc_host_counts[which] += n; }
 
 namespace {
@@ -74,11 +75,28 @@ int block_checksums(uint32_t gx, uint32_t gy, const KvcChecksumParams& p) {
     return KVC_SUCCESS;
 }
 
-// A CTA of the slices kernels: the same staging phases (the block's page ids, the CTA's descriptors), then its warps.
+// The host twin of the slices kernels' emit (KvcSliceSumsEmit): lanes run one after another, so the warp's shuffle
+// reduction becomes lane 0's write of its share to the slice's output word (row i, column bx) and every later lane's add.
+struct HostSliceSumsEmit {
+    static constexpr bool writes = true;
+    uint64_t* out;
+    uint64_t stride;
+    uint32_t bx, lane;
+    void operator()(uint32_t i, uint64_t v) {
+        uint64_t& o = out[(uint64_t)i * stride + bx];
+        o = lane == 0 ? v : o + v;
+    }
+};
+
+// A CTA of the slices kernels: the same staging phases (the block's page ids, the CTA's descriptors), then its warps,
+// each walking its slices (the planner's slices per warp) lane by lane.
 template <int VEC, int MIX = 0>
 int slice_sums(uint32_t gx, uint32_t gy, const KvcChecksumParams& p) {
-    if (gx != p.num_blocks || (uint64_t)gy * KVC_WARPS < p.num_slices) return KVC_INVALID_VALUE;
-    KvcSlice stage_slices[KVC_WARPS];
+    if (gx != p.num_blocks || p.slices_per_part > KVC_SLICE_SUMS_MAX_SPW
+        || (uint64_t)gy * KVC_WARPS * kvc_slice_sums_spw(p) < p.num_slices) {
+        return KVC_INVALID_VALUE;
+    }
+    KvcSlice stage_slices[KVC_WARPS * KVC_SLICE_SUMS_MAX_SPW];
     int32_t stage_table[KVC_TABLE_STAGE];
     for (uint32_t by = 0; by < gy; ++by) {
         for (uint32_t bx = 0; bx < gx; ++bx) {
@@ -96,11 +114,13 @@ int slice_sums(uint32_t gx, uint32_t gy, const KvcChecksumParams& p) {
             uint64_t tab0;
             kvc_table_view(q, block, stage_table, tab, tab0);
             for (uint32_t w = 0; w < KVC_WARPS; ++w) {
-                const int64_t i = kvc_slice_sums_slice(q, by, w);
-                if (i < 0) continue;
-                uint64_t s = 0;
-                for (uint32_t l = 0; l < 32; ++l) s += kvc_lane_slice_sum<VEC, MIX>(q, stage_slices[i - c0], tab, tab0, block, l);
-                q.out[(uint64_t)i * q.out_stride + bx] = s;
+                uint32_t i0, i1;
+                kvc_slice_sums_warp_slices(q, by, w, i0, i1);
+                if (i0 >= i1) continue;
+                for (uint32_t l = 0; l < 32; ++l) {
+                    HostSliceSumsEmit emit{q.out, q.out_stride, bx, l};
+                    kvc_lane_slice_sums<VEC, MIX>(q, stage_slices, c0, i0, i1, tab, tab0, block, l, emit);
+                }
             }
         }
     }
@@ -225,8 +245,8 @@ int kvc_emulate(const char* name, uint32_t gx, uint32_t gy, uint32_t gz, uint32_
 
 // The ABI facts Java must agree with: 0..6 the structs' sizes, then the offset of every field Java writes, in
 // declaration order: 100+ KvcSlice, 200+ KvcChecksumParams, 250+ KvcRequest (size: 9), 300+ KvcReduceParams, 400+ KvcDigestPiece and
-// KvcDigestParams; 7, 8 their sizes (see KernelAbi); -1 for an
-// unknown query.
+// KvcDigestParams; 7, 8 their sizes (see KernelAbi); 10 the slices kernels' most slices per warp, 11..13 a lane's loads
+// per batch for 16-byte, 8-byte and byte-assembled pieces (LaunchPlanner's copies); -1 for an unknown query.
 long long kvc_abi(int which) {
     switch (which) {
         case 0: return sizeof(KvcSlice);
@@ -261,6 +281,10 @@ long long kvc_abi(int which) {
         case 213: return offsetof(KvcChecksumParams, requests);
         case 214: return offsetof(KvcChecksumParams, num_requests);
         case 9: return sizeof(KvcRequest);
+        case 10: return KVC_SLICE_SUMS_MAX_SPW;
+        case 11: return KVC_BATCH_SLOTS(2);
+        case 12: return KVC_BATCH_SLOTS(1);
+        case 13: return KVC_BATCH_SLOTS(0);
         case 250: return offsetof(KvcRequest, start_token);
         case 251: return offsetof(KvcRequest, first_block);
         case 252: return offsetof(KvcRequest, num_tokens);
@@ -285,6 +309,13 @@ long long kvc_abi(int which) {
 void kvc_stage_counts(long long* out) {
     out[0] = (long long)kvc_host_counts[0].exchange(0);
     out[1] = (long long)kvc_host_counts[1].exchange(0);
+}
+
+// The whole-piece walk's batches since the last call (loads on, batches of a lane), then reset: how full a lane's batch
+// of loads runs at run time, which the PTX (every slot of a batch, on or off) cannot show.
+void kvc_batch_counts(long long* out) {
+    out[0] = (long long)kvc_host_counts[2].exchange(0);
+    out[1] = (long long)kvc_host_counts[3].exchange(0);
 }
 
 // The factor of a (layer, head) slice, as the kernels' descriptors expect (checked against Definition.factor).

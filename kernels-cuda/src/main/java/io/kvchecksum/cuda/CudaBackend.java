@@ -614,10 +614,15 @@ public final class CudaBackend implements Backend {
         long tableOff = (long) ns * KernelAbi.SLICE_BYTES;
         long requestsOff = tableOff + 8 * Math.ceilDiv(4L * pages, 8);
         long upload = batched ? requestsOff + (long) launches.size() * KernelAbi.REQUEST_BYTES : tableOff + 4L * pages;
-        // The fused kernel's grid is (blocks x parts); the others' (blocks x groups of a warp's slices).
-        List<LaunchPlanner.BlockLaunch> grids = fused ? resources.planner.blocks(ns, nb) : resources.planner.slices(ns, nb);
+        int alignment = byteCells ? 1 : alignmentOf(plan, address);
+        // The fused kernel's grid is (blocks x parts); the slices kernels' (blocks x groups of 8 warps' slices, several
+        // per warp where one slice would not fill a lane's batch of loads); the byte-cell kernels' (blocks x groups of
+        // 8 slices).
+        List<LaunchPlanner.BlockLaunch> grids = fused ? resources.planner.blocks(ns, nb)
+                : byteCells ? resources.planner.slices(ns, nb)
+                : resources.planner.sliceSums(ns, nb, sliceSumsSlicesPerWarp(resources.planner, plan, nb, alignment));
         String blockKernel = byteCells ? BYTE_CELL_BLOCK_CHECKSUMS
-                : byAlignment(alignmentOf(plan, address), BLOCK_CHECKSUMS_16B, BLOCK_CHECKSUMS_8B, BLOCK_CHECKSUMS_1B);
+                : byAlignment(alignment, BLOCK_CHECKSUMS_16B, BLOCK_CHECKSUMS_8B, BLOCK_CHECKSUMS_1B);
         String name = (slices ? sliceSums(blockKernel) : blockKernel) + (plan.mode() == ChecksumMode.MIXED ? MIXED_SUFFIX : "");
         // Device plans hold fixed addresses, so a plan (a batch of a reused compiled plan) always serializes to the same
         // bytes: it keys the upload, which serves both outputs.
@@ -663,7 +668,22 @@ public final class CudaBackend implements Backend {
         });
     }
 
-    static String byAlignment(int alignment, String k16, String k8, String k1) {
+    /**
+     * Slices per warp of the whole-piece slices kernel that {@code alignment} selects for {@code plan} over
+     * {@code numBlocks} blocks ({@link LaunchPlanner#sliceSumsSlicesPerWarp}): from a full block of its smallest slice,
+     * in that kernel's load units (16 bytes, or 8-byte pieces), and that kernel's batch.
+     */
+    static int sliceSumsSlicesPerWarp(LaunchPlanner planner, SlicePlan plan, int numBlocks, int alignment) {
+        long units = Long.MAX_VALUE;
+        for (SlicePlan.Slice s : plan.slices()) {
+            int pieces = s.k().pieces() + (s.v() == null ? 0 : s.v().pieces());
+            units = Math.min(units, alignment >= 16 ? pieces / 2 : pieces);
+        }
+        int slots = byAlignment(alignment, LaunchPlanner.BATCH_SLOTS_16B, LaunchPlanner.BATCH_SLOTS_8B, LaunchPlanner.BATCH_SLOTS_1B);
+        return planner.sliceSumsSlicesPerWarp(plan.numSlices(), numBlocks, Math.max(1, units) * plan.request().blockSize(), slots);
+    }
+
+    static <T> T byAlignment(int alignment, T k16, T k8, T k1) {
         return alignment >= 16 ? k16 : alignment >= 8 ? k8 : k1;
     }
 

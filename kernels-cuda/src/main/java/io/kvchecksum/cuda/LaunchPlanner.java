@@ -26,6 +26,12 @@ final class LaunchPlanner {
      */
     static final int CTAS_PER_SM = 8 * RESIDENT_CTAS_PER_SM;
     static final int DEFAULT_MAX_BLOCKS_PER_LAUNCH = 1 << 20;
+    /** The most slices a warp of the slices kernels walks: KVC_SLICE_SUMS_MAX_SPW of kvchecksum.cuh (its stage). */
+    static final int MAX_SLICES_PER_WARP = 16;
+    /** Loads a lane issues per batch (KVC_BATCH_SLOTS of kvchecksum.cuh) for 16-byte, 8-byte and byte-assembled pieces. */
+    static final int BATCH_SLOTS_16B = 8;
+    static final int BATCH_SLOTS_8B = 16;
+    static final int BATCH_SLOTS_1B = 8;
 
     private final int smCount;
     private final int maxBlocksPerLaunch;
@@ -51,7 +57,8 @@ final class LaunchPlanner {
      * @param blockOffset index of this launch's first block among the request's checksummed blocks (its output offset)
      * @param numBlocks gridDim.x
      * @param numParts gridDim.y: the fused kernel's parts, or the slices kernels' groups of a warp's slices
-     * @param slicesPerPart slices per CTA of the fused kernel; 0 for the slices kernels
+     * @param slicesPerPart slices per CTA of the fused kernel; slices per warp of the whole-piece slices kernels; 0 for
+     *     the byte-cell kernels
      */
     record BlockLaunch(int blockOffset, int numBlocks, int numParts, int slicesPerPart) {
     }
@@ -78,20 +85,61 @@ final class LaunchPlanner {
         return out;
     }
 
-    /** The launches of a slices kernel (and of the byte-cell kernels): a warp per slice. */
+    /** The launches of the byte-cell kernels: a warp per slice ({@code slicesPerPart} 0). */
     List<BlockLaunch> slices(int numSlices, int numBlocks) {
+        return slices(numSlices, numBlocks, 1, 0);
+    }
+
+    /**
+     * The launches of a whole-piece slices kernel ({@code kvc_slice_sums_*}): each warp walks {@code slicesPerWarp}
+     * consecutive slices (from {@link #sliceSumsSlicesPerWarp}), so a CTA row covers {@code 8 * slicesPerWarp} slices
+     * and the grid has that many fewer rows; {@code slicesPerPart} carries the slices per warp to the kernel.
+     */
+    List<BlockLaunch> sliceSums(int numSlices, int numBlocks, int slicesPerWarp) {
+        if (slicesPerWarp < 1 || slicesPerWarp > MAX_SLICES_PER_WARP) {
+            throw new IllegalArgumentException("slices per warp must be 1.." + MAX_SLICES_PER_WARP + ", got " + slicesPerWarp);
+        }
+        return slices(numSlices, numBlocks, slicesPerWarp, slicesPerWarp);
+    }
+
+    private List<BlockLaunch> slices(int numSlices, int numBlocks, int slicesPerWarp, int slicesPerPart) {
         requirePositive(numSlices, "slices");
         requirePositive(numBlocks, "blocks");
-        long groups = Math.ceilDiv(numSlices, WARPS);
+        long groups = Math.ceilDiv(numSlices, (long) WARPS * slicesPerWarp);
         if (groups > MAX_GRID_Y) {
             throw new InvalidLayoutException("the group has " + numSlices + " (layer, head) slices; per-slice sums on CUDA "
-                    + "support at most " + (long) MAX_GRID_Y * WARPS);
+                    + "support at most " + (long) MAX_GRID_Y * WARPS * slicesPerWarp);
         }
         List<BlockLaunch> out = new ArrayList<>();
         for (int off = 0; off < numBlocks; off += Math.min(maxBlocksPerLaunch, numBlocks - off)) {
-            out.add(new BlockLaunch(off, Math.min(maxBlocksPerLaunch, numBlocks - off), (int) groups, 0));
+            out.add(new BlockLaunch(off, Math.min(maxBlocksPerLaunch, numBlocks - off), (int) groups, slicesPerPart));
         }
         return out;
+    }
+
+    /**
+     * Slices per warp of the whole-piece slices kernels: at least enough consecutive slices that a lane's batch of
+     * {@code batchSlots} loads (kvchecksum.cuh, {@code KVC_BATCH_SLOTS}: 128 bytes of loads per thread) fills, where one
+     * slice of a full block gives a lane fewer items than that (short cells, short blocks: fp8 with head size 64 gives 4
+     * of 8); the kernel's walk runs a batch on into the next slice, as the fused kernel's does. More where the blocks
+     * alone give the grid about {@link #CTAS_PER_SM} CTAs per SM (as {@link #blocks} takes fewer parts then), so that a
+     * CTA's staging is shared by more loads. Never more than keeps all 8 warps of a CTA busy (a warp with no slice issues
+     * nothing) nor more than the kernel stages ({@value #MAX_SLICES_PER_WARP}, {@code KVC_SLICE_SUMS_MAX_SPW}).
+     *
+     * @param numSlices slices of the group
+     * @param numBlocks blocks of the request (of the batch)
+     * @param itemsPerSlice a full block's items of the smallest slice: its load units per cell times the block size
+     * @param batchSlots loads of a lane's batch in the kernel variant that runs
+     */
+    int sliceSumsSlicesPerWarp(int numSlices, int numBlocks, long itemsPerSlice, int batchSlots) {
+        requirePositive(numSlices, "slices");
+        requirePositive(numBlocks, "blocks");
+        requirePositive(itemsPerSlice, "items per slice");
+        long perLane = Math.ceilDiv(itemsPerSlice, 32);
+        long fill = Math.ceilDiv(batchSlots, perLane);
+        long rows = Math.max(1, Math.ceilDiv((long) smCount * CTAS_PER_SM, Math.min(numBlocks, maxBlocksPerLaunch)));
+        long grid = Math.ceilDiv(numSlices, WARPS * rows);
+        return (int) Math.max(1, Math.min(Math.max(fill, grid), Math.min(MAX_SLICES_PER_WARP, numSlices / WARPS)));
     }
 
     private static void requirePositive(long n, String what) {

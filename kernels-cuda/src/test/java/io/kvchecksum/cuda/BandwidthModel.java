@@ -19,13 +19,18 @@ import java.util.regex.Pattern;
  *       loads KV data, counted by the same parser as the PTX evidence gate, {@code PtxEvidenceTest}), and the CTAs per SM that the kernel's register count
  *       in the sm_90 {@code ptxas -v} report allows.
  * </ul>
- * A warp sums one slice of one block at a time in units of the kernel's widest load; a lane loads
- * {@code bytesInFlight / unit} tokens of its unit back to back, so a warp's bytes per DRAM round trip are its
- * (slice, block) bytes over its round trips ({@link #warpBytesPerRoundTrip}). Grid from {@link LaunchPlanner} with the
- * GPU's SM count; wave efficiency = waves / ceil(waves) of the CTAs over the resident slots. Staging: before its first
- * data load a CTA stages the block's page ids, then its first chunk of slice descriptors, in shared memory (two
- * dependent round trips, one more per further chunk of 64 slices), counted pessimistically at the full DRAM latency;
- * a warp's loads are in flight for its work round trips out of work + staging.
+ * The lane mapping of kvchecksum.cuh ({@code kvc_lane_slices_walk}): a warp walks its slices of a block one after the
+ * other, each slice's (token, unit) items dealt to the 32 lanes in turn (units of the kernel's widest load), so every
+ * lane has {@code ceil(items / 32)} items of each slice (the last ones off where the slice's items end); a lane issues
+ * its items in batches of {@code bytesInFlight / unit} loads, one DRAM round trip each, and a batch runs on into the
+ * warp's next slice. A warp's bytes per round trip are the bytes of its walk over its round trips
+ * ({@link #warpBytesPerRoundTrip}). The walk: the fused kernel's warps take every 8th slice of a chunk of 64 staged
+ * descriptors (up to 8 slices a walk); the slices kernels' warps {@link LaunchPlanner#sliceSumsSlicesPerWarp}
+ * consecutive slices. Grid from {@link LaunchPlanner} with the GPU's SM count; wave efficiency = waves / ceil(waves) of
+ * the CTAs over the resident slots. Staging: before its first data load a fused CTA stages the block's page ids, then
+ * its first chunk of slice descriptors, in shared memory (two dependent round trips, one more per further chunk of 64
+ * slices); a slices CTA stages both at once (one round trip); counted pessimistically at the full DRAM latency. A
+ * warp's loads are in flight for its work round trips out of work + staging.
  */
 final class BandwidthModel {
     static final int BLOCK = 16;
@@ -82,8 +87,14 @@ final class BandwidthModel {
      * @param residentCtas CTAs of {@link LaunchPlanner#THREADS} threads per SM its registers allow (ptxas)
      */
     record Kernel(String name, int bytesInFlight, int unit, int residentCtas, int registers) {
-        int tokensPerRoundTrip() {
+        /** Loads of a lane's batch: its items per round trip. */
+        int batchSlots() {
             return Math.max(1, bytesInFlight / unit);
+        }
+
+        /** A slices kernel ({@code kvc_slice_sums_*}: a warp walks consecutive slices, one output per slice). */
+        boolean sliceSums() {
+            return name.contains("slice_sums");
         }
     }
 
@@ -102,7 +113,8 @@ final class BandwidthModel {
             new Shape("Llama-3-8B TP1 bf16", 32, 8, 256, 256),
             new Shape("Llama-3-70B TP8 bf16", 80, 1, 256, 256),
             new Shape("DeepSeek-V3 MLA bf16", 61, 1, 1152, 0),
-            new Shape("DeepSeek-V3 MLA fp8", 61, 1, 656, 0));
+            new Shape("DeepSeek-V3 MLA fp8", 61, 1, 656, 0),
+            new Shape("Qwen2.5-0.5B fp8 (head 64)", 24, 2, 64, 64));
 
     // ---- the compiled evidence ------------------------------------------------------------------------------------
 
@@ -134,30 +146,30 @@ final class BandwidthModel {
 
     // ---- the model ------------------------------------------------------------------------------------------------
 
-    /**
-     * Bytes one warp has in flight per DRAM round trip while it sums one slice of a full block. Cells of fewer than 32
-     * units: (token lane, unit lane) grid, each lane {@code batch} tokens per round trip, then one at a time; 32 units
-     * or more: (unit, batch of tokens) items dealt to the 32 lanes in turn, one round trip per 32 items.
-     */
-    static double warpBytesPerRoundTrip(Shape s, Kernel k) {
-        int unit = k.unit();
-        int batch = k.tokensPerRoundTrip();
-        int units = (s.kBytes() + s.vBytes()) / unit;
-        double bytes = (double) units * BLOCK * unit;
-        if (units >= 32) {
-            int items = units * Math.ceilDiv(BLOCK, batch);
-            return bytes / Math.ceilDiv(items, 32);
-        }
-        int tokenLanes = Integer.highestOneBit(32 / units);
-        int tokensPerLane = BLOCK / tokenLanes;
-        return bytes / (tokensPerLane / batch + tokensPerLane % batch);
+    /** Items (token, unit) of one slice of a full block: the cell's units of the kernel's widest load times the block. */
+    static long sliceItems(Shape s, Kernel k) {
+        return (long) (s.kBytes() + s.vBytes()) / k.unit() * BLOCK;
     }
 
-    /** Round trips a warp spends loading: its slices of the part times the round trips of one slice. */
-    static double warpWorkRoundTrips(Shape s, Kernel k, int slicesPerPart) {
-        int units = (s.kBytes() + s.vBytes()) / k.unit();
-        double slicesPerWarp = (double) slicesPerPart / LaunchPlanner.WARPS;
-        return slicesPerWarp * (units * BLOCK * k.unit()) / warpBytesPerRoundTrip(s, k);
+    /**
+     * Bytes one warp has in flight per DRAM round trip while it walks {@code walkSlices} slices of a full block: each
+     * lane {@code ceil(items / 32)} items per slice, in batches of {@link Kernel#batchSlots} that run on across slices.
+     */
+    static double warpBytesPerRoundTrip(Shape s, Kernel k, int walkSlices) {
+        long items = sliceItems(s, k);
+        long perLane = Math.ceilDiv(items, 32) * walkSlices;
+        long roundTrips = Math.ceilDiv(perLane, k.batchSlots());
+        return (double) walkSlices * items * k.unit() / roundTrips;
+    }
+
+    /** The slices of a fused warp's walk: every 8th slice of a chunk of 64 staged descriptors of its part. */
+    static int fusedWalkSlices(int slicesPerPart) {
+        return Math.max(1, Math.min(slicesPerPart, 64) / LaunchPlanner.WARPS);
+    }
+
+    /** Round trips a warp spends loading {@code slicesPerWarp} slices of a block in walks of {@code walkSlices}. */
+    static double warpWorkRoundTrips(Shape s, Kernel k, double slicesPerWarp, int walkSlices) {
+        return slicesPerWarp * sliceItems(s, k) * k.unit() / warpBytesPerRoundTrip(s, k, walkSlices);
     }
 
     static int stagingRoundTrips(int slicesPerPart) {
@@ -181,17 +193,50 @@ final class BandwidthModel {
         }
     }
 
+    /**
+     * The model's row for {@code k} over a request of {@code requestBytes} of shape {@code s}: the fused kernel's grid, or
+     * for a slices kernel the planner's slices per warp ({@link #row(Shape, long, Gpu, Kernel, int)}).
+     */
     static Row row(Shape s, long requestBytes, Gpu g, Kernel k) {
-        long tokens = Math.max(1, requestBytes / s.bytesPerToken());
-        long blocks = Math.ceilDiv(tokens, BLOCK);
-        LaunchPlanner.BlockLaunch f = new LaunchPlanner(g.sms(), LaunchPlanner.DEFAULT_MAX_BLOCKS_PER_LAUNCH)
-                .blocks(s.slices(), (int) blocks).get(0);
+        return row(s, requestBytes, g, k, k.sliceSums() ? slicesPerWarp(s, requestBytes, g, k) : 0);
+    }
+
+    /** The planner's slices per warp for a slices kernel over a request of {@code requestBytes} of shape {@code s}. */
+    static int slicesPerWarp(Shape s, long requestBytes, Gpu g, Kernel k) {
+        return new LaunchPlanner(g.sms(), LaunchPlanner.DEFAULT_MAX_BLOCKS_PER_LAUNCH)
+                .sliceSumsSlicesPerWarp(s.slices(), (int) blocks(s, requestBytes), sliceItems(s, k), k.batchSlots());
+    }
+
+    static long blocks(Shape s, long requestBytes) {
+        return Math.ceilDiv(Math.max(1, requestBytes / s.bytesPerToken()), BLOCK);
+    }
+
+    /** As {@link #row(Shape, long, Gpu, Kernel)}, a slices kernel with {@code slicesPerWarp} slices per warp. */
+    static Row row(Shape s, long requestBytes, Gpu g, Kernel k, int slicesPerWarp) {
+        long blocks = blocks(s, requestBytes);
+        LaunchPlanner planner = new LaunchPlanner(g.sms(), LaunchPlanner.DEFAULT_MAX_BLOCKS_PER_LAUNCH);
+        int activeWarps;
+        double work;
+        int staging;
+        LaunchPlanner.BlockLaunch f;
+        if (k.sliceSums()) {
+            f = planner.sliceSums(s.slices(), (int) blocks, slicesPerWarp).get(0);
+            // a CTA row's warps: all 8 but in a short last row; each walks its slices once
+            activeWarps = (int) Math.min(LaunchPlanner.WARPS, Math.ceilDiv(s.slices(), slicesPerWarp));
+            work = warpWorkRoundTrips(s, k, slicesPerWarp, slicesPerWarp);
+            staging = 1;
+        } else {
+            f = planner.blocks(s.slices(), (int) blocks).get(0);
+            activeWarps = Math.min(LaunchPlanner.WARPS, f.slicesPerPart());
+            int perPart = Math.max(f.slicesPerPart(), LaunchPlanner.WARPS);
+            work = warpWorkRoundTrips(s, k, (double) perPart / LaunchPlanner.WARPS, fusedWalkSlices(perPart));
+            staging = stagingRoundTrips(f.slicesPerPart());
+        }
+        int walk = k.sliceSums() ? slicesPerWarp : fusedWalkSlices(Math.max(f.slicesPerPart(), LaunchPlanner.WARPS));
         long ctas = blocks * f.numParts();
-        int activeWarps = Math.min(LaunchPlanner.WARPS, f.slicesPerPart());
         double ctasPerSm = Math.min(k.residentCtas(), (double) ctas / g.sms());
-        double work = warpWorkRoundTrips(s, k, Math.max(f.slicesPerPart(), LaunchPlanner.WARPS));
-        double busy = work / (work + stagingRoundTrips(f.slicesPerPart()));
-        double inFlight = ctasPerSm * activeWarps * warpBytesPerRoundTrip(s, k) * busy;
+        double busy = work / (work + staging);
+        double inFlight = ctasPerSm * activeWarps * warpBytesPerRoundTrip(s, k, walk) * busy;
         double waves = (double) ctas / ((long) g.sms() * k.residentCtas());
         double eff = waves / Math.ceil(waves);
         return new Row(s, g, requestBytes, blocks, f.numParts(), ctas, inFlight, eff);

@@ -16,14 +16,18 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * and the resident CTAs come from the PTX and ptxas report the build wrote ({@link BandwidthModel#evidence}), the GPU
  * figures from their cited sources. Its output is an EXPECTATION, labelled as one, until a device run replaces it.
  * The gate: every shape from 256 MiB up at or above the 0.9 goal on H100 and H200 at the pessimistic 1.0 us latency,
- * for the kernels these shapes run ({@code kvc_block_checksums_16b}, both modes). It fails when the compiled kernels
- * keep fewer bytes in flight (see {@link #halfTheBytesInFlightMissesTheGoal}), not when an input is retuned.
+ * for the kernels these shapes run ({@code kvc_block_checksums_16b} and {@code kvc_slice_sums_16b}, both modes). It
+ * fails when the compiled kernels keep fewer bytes in flight (see {@link #halfTheBytesInFlightMissesTheGoal}), or when
+ * the slices kernels' warps walk one tiny slice each ({@link #oneTinySlicePerWarpMissesTheGoal}), not when an input is
+ * retuned.
  */
 class BandwidthModelTest {
     static final List<Long> SIZES = List.of(1L << 20, 16L << 20, 256L << 20, 1L << 30, 4L << 30);
 
     /** The whole-piece kernels the shapes' 16-byte-aligned layouts run, in both modes. */
-    static final List<String> GATED = List.of(CudaBackend.BLOCK_CHECKSUMS_16B, CudaBackend.BLOCK_CHECKSUMS_16B + CudaBackend.MIXED_SUFFIX);
+    static final List<String> GATED = List.of(CudaBackend.BLOCK_CHECKSUMS_16B, CudaBackend.BLOCK_CHECKSUMS_16B + CudaBackend.MIXED_SUFFIX,
+            CudaBackend.sliceSums(CudaBackend.BLOCK_CHECKSUMS_16B),
+            CudaBackend.sliceSums(CudaBackend.BLOCK_CHECKSUMS_16B) + CudaBackend.MIXED_SUFFIX);
 
     private static List<BandwidthModel.Kernel> compiled(List<String> names) throws IOException {
         String ptx = Files.readString(PtxEvidenceTest.evidence("kvchecksum_sm90.ptx"));
@@ -70,10 +74,10 @@ class BandwidthModelTest {
     }
 
     /**
-     * The gate can fail: the same model with half of today's bytes in flight per thread (64 B, one 16-byte unit per
-     * token over 4 tokens, what a lane with 4 loads in flight would give) misses the goal for Llama-3-8B at 1 GiB on
-     * H200 at 1.0 us. The Little's-law bound by hand: 132 SMs x 2 CTAs x 8 warps x 2 KiB per round trip = 4.3 MB in
-     * flight / 1.0 us = 4.33 TB/s, 0.90 of 4.8 TB/s before staging and waves take their share.
+     * The gate can fail: the same model with half of today's bytes in flight per thread (64 B, 4 loads of 16 B a batch)
+     * misses the goal for Llama-3-8B at 1 GiB on H200 at 1.0 us. The Little's-law bound by hand: 132 SMs x 2 CTAs x
+     * 8 warps x 2 KiB per round trip = 4.3 MB in flight / 1.0 us = 4.33 TB/s, 0.90 of 4.8 TB/s before staging and
+     * waves take their share.
      */
     @Test
     void halfTheBytesInFlightMissesTheGoal() {
@@ -84,19 +88,47 @@ class BandwidthModelTest {
         double e = BandwidthModel.row(llama, 1L << 30, h200, half).expected(BandwidthModel.LATENCY);
         assertTrue(e < BandwidthModel.GOAL, "64 B per thread should miss the goal, the model gives " + e);
         assertTrue(BandwidthModel.row(llama, 1L << 30, h200, today).expected(BandwidthModel.LATENCY) >= BandwidthModel.GOAL);
-        assertEquals(2048.0, BandwidthModel.warpBytesPerRoundTrip(llama, half));
+        assertEquals(2048.0, BandwidthModel.warpBytesPerRoundTrip(llama, half, 1));
     }
 
-    /** The per-warp figure against hand counts (kvchecksum.cuh's lane mapping) at 128 B = 8 tokens x 16 B per lane. */
+    /**
+     * The slices kernels before their warps walked several slices: one fp8 head-64 slice of a 16-token block gives a lane
+     * 4 items, half its batch, so a warp has 2 KiB in flight per round trip instead of 4, in a single round trip after
+     * its CTA's staging; the model then misses the goal for that shape at 1 GiB on H200 at 1.0 us, and with the planner's
+     * slices per warp (6: every warp of a block's one CTA walks 6 slices, 3 full batches a lane) it reaches it.
+     */
+    @Test
+    void oneTinySlicePerWarpMissesTheGoal() {
+        BandwidthModel.Kernel k = new BandwidthModel.Kernel(CudaBackend.sliceSums(CudaBackend.BLOCK_CHECKSUMS_16B), 128, 16, 2, 110);
+        BandwidthModel.Shape tiny = BandwidthModel.SHAPES.get(4);
+        BandwidthModel.Gpu h200 = BandwidthModel.GPUS.get(1);
+        assertEquals(2048.0, BandwidthModel.warpBytesPerRoundTrip(tiny, k, 1));
+        assertEquals(4096.0, BandwidthModel.warpBytesPerRoundTrip(tiny, k, 2));
+        double one = BandwidthModel.row(tiny, 1L << 30, h200, k, 1).expected(BandwidthModel.LATENCY);
+        assertTrue(one < BandwidthModel.GOAL, "one fp8 head-64 slice per warp should miss the goal, the model gives " + one);
+        assertEquals(6, BandwidthModel.slicesPerWarp(tiny, 1L << 30, h200, k));
+        double planned = BandwidthModel.row(tiny, 1L << 30, h200, k).expected(BandwidthModel.LATENCY);
+        assertTrue(planned >= BandwidthModel.GOAL, "the planner's slices per warp: the model gives " + planned);
+    }
+
+    /** The per-warp figure against hand counts (kvchecksum.cuh's lane mapping) at 128 B = 8 loads x 16 B per lane. */
     @Test
     void warpBytesPerRoundTripMatchesHandCounts() {
         BandwidthModel.Kernel k = new BandwidthModel.Kernel("hypothetical", 128, 16, 2, 96);
-        // Llama: 32 units, one token lane, 16 tokens = 2 batches of 8: 32 lanes x 8 x 16 B per round trip.
-        assertEquals(4096.0, BandwidthModel.warpBytesPerRoundTrip(BandwidthModel.SHAPES.get(0), k));
-        // MLA bf16: 72 units x 2 batches = 144 items over 32 lanes: 5 round trips for 72 x 16 x 16 B.
-        assertEquals(72.0 * 16 * 16 / 5, BandwidthModel.warpBytesPerRoundTrip(BandwidthModel.SHAPES.get(2), k));
-        // MLA fp8 (656-byte rows): 41 units x 2 = 82 items: 3 round trips.
-        assertEquals(41.0 * 16 * 16 / 3, BandwidthModel.warpBytesPerRoundTrip(BandwidthModel.SHAPES.get(3), k));
+        // Llama: 32 units x 16 tokens = 512 items, 16 a lane = 2 batches of 8: 32 lanes x 8 x 16 B per round trip.
+        assertEquals(4096.0, BandwidthModel.warpBytesPerRoundTrip(BandwidthModel.SHAPES.get(0), k, 1));
+        assertEquals(4096.0, BandwidthModel.warpBytesPerRoundTrip(BandwidthModel.SHAPES.get(0), k, 8));
+        // MLA bf16: 72 units x 16 = 1152 items, 36 a lane: one slice in 5 round trips (the last half full); a walk of
+        // 8 slices, 288 a lane, in 36 (batches run on across slices).
+        assertEquals(72.0 * 16 * 16 / 5, BandwidthModel.warpBytesPerRoundTrip(BandwidthModel.SHAPES.get(2), k, 1));
+        assertEquals(4096.0, BandwidthModel.warpBytesPerRoundTrip(BandwidthModel.SHAPES.get(2), k, 8));
+        // MLA fp8 (656-byte rows): 41 units x 16 = 656 items, 21 a lane (the 21st of lanes 16..31 off): 3 round trips.
+        assertEquals(41.0 * 16 * 16 / 3, BandwidthModel.warpBytesPerRoundTrip(BandwidthModel.SHAPES.get(3), k, 1));
+        // fp8 head 64: 8 units x 16 = 128 items, 4 a lane: one slice half fills a batch, two fill it.
+        assertEquals(2048.0, BandwidthModel.warpBytesPerRoundTrip(BandwidthModel.SHAPES.get(4), k, 1));
+        assertEquals(4096.0, BandwidthModel.warpBytesPerRoundTrip(BandwidthModel.SHAPES.get(4), k, 2));
+        assertEquals(6, BandwidthModel.fusedWalkSlices(48));
+        assertEquals(8, BandwidthModel.fusedWalkSlices(256));
     }
 
     @Test

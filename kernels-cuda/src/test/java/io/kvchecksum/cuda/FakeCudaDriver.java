@@ -190,6 +190,13 @@ final class FakeCudaDriver implements CudaDriver {
     /** The name of every kernel launched, in order. */
     final java.util.List<String> launchedNames = new java.util.ArrayList<>();
 
+    /** A launch as the fake saw it: the kernel, its grid and, for the checksum kernels, the parameters' slices_per_part. */
+    record Launch(String name, int gridX, int gridY, int slicesPerPart) {
+    }
+
+    /** Every launch, in order (cleared by the tests that read it). */
+    final java.util.List<Launch> launchLog = new java.util.ArrayList<>();
+
     @Override public synchronized int cuLaunchKernel(long f, int gx, int gy, int gz, int bx, int by, int bz, int shared,
             long stream, long kernelParams, long extra) {
         String name = kernels.get(f);
@@ -199,6 +206,9 @@ final class FakeCudaDriver implements CudaDriver {
         launches++;
         launchedNames.add(name);
         long params = seg(kernelParams, 8).get(ValueLayout.JAVA_LONG, 0);
+        launchLog.add(new Launch(name, gx, gy, name.startsWith("kvc_block_checksums") || name.startsWith("kvc_slice_sums")
+                || name.startsWith("kvc_byte_cells") ? seg(params, KernelAbi.CHECKSUM_PARAMS_BYTES)
+                        .get(ValueLayout.JAVA_INT, KernelAbi.PARAMS_SLICES_PER_PART) : 0));
         return lib.kvc_emulate(name, gx, gy, gz, bx, by, bz, params);
     }
 

@@ -28,6 +28,13 @@ interface HostLibrary extends Library {
     void kvc_stage_counts(long[] out);
 
     /**
+     * The whole-piece walk's batches of the emulated checksum kernels since the last call, then reset: {@code out[0]}
+     * loads that were on (not past the block's tokens or the walk's last slice), {@code out[1]} batches of a lane. Their
+     * ratio is how many of a batch's {@code KVC_BATCH_SLOTS} loads a lane has in flight at run time.
+     */
+    void kvc_batch_counts(long[] out);
+
+    /**
      * The library, or a test abort naming why: built with {@code -Dkvchecksum.skipCuda=true}. If the build was not
      * told to skip CUDA, a missing library is a build failure and the test fails.
      */

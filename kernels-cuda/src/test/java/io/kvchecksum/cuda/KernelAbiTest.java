@@ -11,6 +11,10 @@ class KernelAbiTest {
     void everyFieldOffsetMatchesTheCompilers() {
         HostLibrary lib = HostLibrary.load();
         assertEquals(KernelAbi.SLICE_BYTES, lib.kvc_abi(0), "sizeof(KvcSlice)");
+        assertEquals(LaunchPlanner.MAX_SLICES_PER_WARP, lib.kvc_abi(10), "KVC_SLICE_SUMS_MAX_SPW");
+        assertEquals(LaunchPlanner.BATCH_SLOTS_16B, lib.kvc_abi(11), "KVC_BATCH_SLOTS(2)");
+        assertEquals(LaunchPlanner.BATCH_SLOTS_8B, lib.kvc_abi(12), "KVC_BATCH_SLOTS(1)");
+        assertEquals(LaunchPlanner.BATCH_SLOTS_1B, lib.kvc_abi(13), "KVC_BATCH_SLOTS(0)");
         assertEquals(KernelAbi.CHECKSUM_PARAMS_BYTES, lib.kvc_abi(1), "sizeof(KvcChecksumParams)");
         assertEquals(DeviceCheck.FILL_PARAMS_BYTES, lib.kvc_abi(5), "sizeof(KvcFillParams)");
         assertEquals(DeviceCheck.SUM_PARAMS_BYTES, lib.kvc_abi(6), "sizeof(KvcSumParams)");

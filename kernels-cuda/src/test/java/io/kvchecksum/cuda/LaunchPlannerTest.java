@@ -85,6 +85,57 @@ class LaunchPlannerTest {
     }
 
     @Test
+    void sliceSumsWarpsWalkEnoughSlicesToFillALanesBatch() {
+        // Per lane and batch: 8 loads of 16 bytes, 16 of 8, 8 byte-assembled pieces (two 8-byte words each): 128 B.
+        record Shape(String label, int unitsPerCell, int blockSize, int slots, int loadBytes) {
+        }
+        List<Shape> shapes = List.of(
+                new Shape("fp8 head 64 (64+64 B), 16-byte loads, block 16", 8, 16, LaunchPlanner.BATCH_SLOTS_16B, 16),
+                new Shape("fp8 head 64, 8-byte loads, block 16", 16, 16, LaunchPlanner.BATCH_SLOTS_8B, 8),
+                new Shape("fp8 head 64, byte-assembled, block 16", 16, 16, LaunchPlanner.BATCH_SLOTS_1B, 16),
+                new Shape("fp8 head 32 (32+32 B), 16-byte loads, block 16", 4, 16, LaunchPlanner.BATCH_SLOTS_16B, 16),
+                new Shape("fp8 head 32, 8-byte loads, block 16", 8, 16, LaunchPlanner.BATCH_SLOTS_8B, 8),
+                new Shape("fp8 head 64, block 4", 8, 4, LaunchPlanner.BATCH_SLOTS_16B, 16),
+                new Shape("MLA 576 B, block 1", 36, 1, LaunchPlanner.BATCH_SLOTS_16B, 16),
+                new Shape("MLA 576 B, block 2", 36, 2, LaunchPlanner.BATCH_SLOTS_16B, 16),
+                new Shape("MLA 656 B, block 1", 41, 1, LaunchPlanner.BATCH_SLOTS_16B, 16),
+                new Shape("bf16 head 128 (256+256 B), block 16", 32, 16, LaunchPlanner.BATCH_SLOTS_16B, 16));
+        for (Shape s : shapes) {
+            long items = (long) s.unitsPerCell() * s.blockSize();
+            long perLane = Math.ceilDiv(items, 32);
+            for (int slices : new int[] {8, 64, 256, 4096}) {
+                for (int blocks : new int[] {1, 40, 100_000}) {
+                    LaunchPlanner planner = new LaunchPlanner(H200_SMS, 1 << 20);
+                    int spw = planner.sliceSumsSlicesPerWarp(slices, blocks, items, s.slots());
+                    String who = s.label() + ", " + slices + " slices, " + blocks + " blocks: " + spw + " slices per warp";
+                    assertTrue(spw >= 1 && spw <= LaunchPlanner.MAX_SLICES_PER_WARP, who);
+                    assertTrue((long) spw * LaunchPlanner.WARPS <= Math.max(LaunchPlanner.WARPS, slices),
+                            who + ": every warp of a CTA has a slice");
+                    if (slices >= LaunchPlanner.WARPS * Math.ceilDiv(s.slots(), perLane)) {
+                        // the slice count allows it: a lane's walk holds a whole batch, 128 bytes of loads
+                        assertTrue(spw * perLane * s.loadBytes() >= 128, who + ": " + spw * perLane * s.loadBytes() + " B per lane");
+                    }
+                    if (blocks == 1) {
+                        // one block: no more slices per warp than the batch needs, the slices spread over CTAs
+                        assertTrue(spw == 1 || (spw - 1) * perLane < s.slots(), who + ": more than the batch needs");
+                    }
+                    if (blocks == 100_000 && slices >= LaunchPlanner.WARPS * LaunchPlanner.MAX_SLICES_PER_WARP) {
+                        // blocks enough for the grid: the most slices per warp, the staging shared by the most loads
+                        assertEquals(LaunchPlanner.MAX_SLICES_PER_WARP, spw, who);
+                    }
+                }
+            }
+        }
+        // the grid shrinks with the slices per warp: 256 slices of fp8 head 64, 2 per warp, 16 CTA rows instead of 32
+        List<LaunchPlanner.BlockLaunch> g = new LaunchPlanner(H200_SMS, 1 << 20).sliceSums(256, 10, 2);
+        assertEquals(16, g.get(0).numParts());
+        assertEquals(2, g.get(0).slicesPerPart());
+        assertEquals(32, new LaunchPlanner(H200_SMS, 1 << 20).slices(256, 10).get(0).numParts());
+        assertEquals(3, new LaunchPlanner(H200_SMS, 1 << 20).sliceSums(35, 1, 2).get(0).numParts());
+        assertThrows(IllegalArgumentException.class, () -> new LaunchPlanner(1, 1).sliceSums(8, 1, LaunchPlanner.MAX_SLICES_PER_WARP + 1));
+    }
+
+    @Test
     void alignmentClassOfAbsoluteAddresses() {
         // What picks the 16-byte kernels: the plan's alignment class at the device address of the memory.
         KvMemory m = KvMemory.device(0x7f0000001000L, 1 << 20);
