@@ -1,0 +1,277 @@
+package io.kvchecksum.internal;
+
+import io.kvchecksum.ChecksumMode;
+import io.kvchecksum.CompiledPlan;
+import io.kvchecksum.CopyPlan;
+import io.kvchecksum.Definition;
+import io.kvchecksum.KvMemory;
+import io.kvchecksum.SlicePlan;
+
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ForkJoinPool;
+import java.util.concurrent.Future;
+import java.util.function.IntFunction;
+
+/**
+ * The CPU backend's verifying copy ({@link CopyPlan}): one pass, each piece loaded from the source, stored to the
+ * destination and added into its slice sum ({@link CopyLoop}).
+ *
+ * <p>Each destination block is cut into <em>runs</em>: positions that stay within one source page and one destination
+ * page, so both sides are at a constant token stride and the loop needs no table. The work is (slice, run) pairs, cut
+ * into tasks of about {@code max(TASK_BYTES, bytes/4T)} for the pool from {@code PARALLEL_BYTES} on, like the checksum
+ * path; each task adds {@code factor * s} into its own block values, joined on the calling thread. Byte cells (a piece
+ * straddling K and V, or padded) are assembled in a scratch cell and copied from there, on the calling thread.
+ */
+final class CpuCopy {
+    private static final CopyLoop STANDARD = load();
+    private static final CopyLoop MIXED = new ScalarCopyLoop(true);
+
+    private CpuCopy() {
+    }
+
+    /** The standard mode's loop, for the backend's description. */
+    static String describe() {
+        return STANDARD.describe();
+    }
+
+    /**
+     * Runs every launch of {@code plan}, the whole-piece ones split over {@code pool} where given and large enough.
+     *
+     * @param pool the pool for {@code threads > 1}, asked for only when a launch is split
+     */
+    static long[] run(CopyPlan plan, int threads, IntFunction<ForkJoinPool> pool, Thread notTheCaller) {
+        long[] out = new long[plan.numBlocks()];
+        for (CopyPlan.Launch l : plan.launches()) {
+            Runs runs = Runs.of(l);
+            if (l.cellKind() == CompiledPlan.CellKind.BYTE_CELLS) {
+                byteCells(l, runs, out);
+                continue;
+            }
+            CopyLoop loop = l.mode() == ChecksumMode.MIXED ? MIXED : STANDARD;
+            long bytes = l.bytes();
+            if (threads > 1 && bytes >= CpuWorkSplit.PARALLEL && sharable(l, notTheCaller)) {
+                parallel(l, runs, loop, bytes, threads, pool.apply(threads), out);
+            } else {
+                wholePieces(l, runs, loop, 0, l.pairs().size(), 0, runs.count, out, 0);
+            }
+        }
+        return out;
+    }
+
+    /** The split sizes of the checksum path, without the SPI's class in this package's hot loop. */
+    private static final class CpuWorkSplit {
+        static final long PARALLEL = io.kvchecksum.spi.CpuWorkSplit.PARALLEL_BYTES;
+        static final long TASK = io.kvchecksum.spi.CpuWorkSplit.TASK_BYTES;
+    }
+
+    /**
+     * The launch's runs: positions {@code t0[r] .. t0[r]+n[r]-1} of destination block {@code block[r]} (relative to
+     * the first), within source page {@code srcPage[r]} from slot {@code srcSlot[r]} and destination page
+     * {@code dstPage[r]} from slot {@code dstSlot[r]}.
+     */
+    record Runs(int count, int[] block, long[] t0, int[] n, long[] srcPage, int[] srcSlot, long[] dstPage, int[] dstSlot) {
+        static Runs of(CopyPlan.Launch l) {
+            int ps = l.sourcePageSize();
+            int pd = l.destinationPageSize();
+            int bs = l.blockSize();
+            long start = l.startToken();
+            int cap = l.numBlocks() + 4;
+            List<long[]> rows = new ArrayList<>(cap);
+            for (int b = 0; b < l.numBlocks(); b++) {
+                long from = (l.firstBlock() + b) * (long) bs;
+                long end = Math.min(from + bs, l.numTokens());
+                for (long t = from; t < end; ) {
+                    long i = t - start;
+                    long sSlot = i % ps;
+                    long dSlot = i % pd;
+                    long n = Math.min(end - t, Math.min(ps - sSlot, pd - dSlot));
+                    rows.add(new long[] {b, t, n, l.sourcePage((int) (i / ps)), sSlot, l.destinationPage((int) (i / pd)), dSlot});
+                    t += n;
+                }
+            }
+            int c = rows.size();
+            int[] block = new int[c];
+            long[] t0 = new long[c];
+            int[] n = new int[c];
+            long[] sp = new long[c];
+            int[] ss = new int[c];
+            long[] dp = new long[c];
+            int[] ds = new int[c];
+            for (int r = 0; r < c; r++) {
+                long[] x = rows.get(r);
+                block[r] = (int) x[0];
+                t0[r] = x[1];
+                n[r] = (int) x[2];
+                sp[r] = x[3];
+                ss[r] = (int) x[4];
+                dp[r] = x[5];
+                ds[r] = (int) x[6];
+            }
+            return new Runs(c, block, t0, n, sp, ss, dp, ds);
+        }
+    }
+
+    /**
+     * Pairs {@code p0 .. p1-1} over runs {@code r0 .. r1-1}: each run's slice sum times the pair's factor added into
+     * {@code out[block - blockBase]}.
+     */
+    private static void wholePieces(CopyPlan.Launch l, Runs runs, CopyLoop loop, int p0, int p1, int r0, int r1, long[] out,
+            int blockBase) {
+        for (int pi = p0; pi < p1; pi++) {
+            CopyPlan.Pair pair = l.pairs().get(pi);
+            SlicePlan.Part sk = pair.source().k();
+            SlicePlan.Part dk = pair.destination().k();
+            SlicePlan.Part sv = pair.source().v();
+            SlicePlan.Part dv = pair.destination().v();
+            MemorySegment skSeg = host(sk);
+            MemorySegment dkSeg = host(dk);
+            MemorySegment svSeg = sv == null ? null : host(sv);
+            MemorySegment dvSeg = dv == null ? null : host(dv);
+            int cell = pair.pieces();
+            int kp = sk.pieces();
+            long factor = pair.factor();
+            for (int r = r0; r < r1; r++) {
+                long sPage = runs.srcPage[r];
+                long dPage = runs.dstPage[r];
+                int ss = runs.srcSlot[r];
+                int ds = runs.dstSlot[r];
+                int n = runs.n[r];
+                long t0 = runs.t0[r];
+                long s = loop.copy(skSeg, sk.cellOffset(sPage, ss), sk.tokenStride(), dkSeg, dk.cellOffset(dPage, ds),
+                        dk.tokenStride(), n, t0, cell, 0, kp);
+                if (sv != null) {
+                    s += loop.copy(svSeg, sv.cellOffset(sPage, ss), sv.tokenStride(), dvSeg, dv.cellOffset(dPage, ds),
+                            dv.tokenStride(), n, t0, cell, kp, sv.pieces());
+                }
+                out[runs.block[r] - blockBase] += factor * s;
+            }
+        }
+    }
+
+    /** A slice range over a run range, with its own block values from {@code blockBase} on. */
+    private record Task(int p0, int p1, int r0, int r1, int blockBase, int blocks) {
+    }
+
+    private static void parallel(CopyPlan.Launch l, Runs runs, CopyLoop loop, long bytes, int threads, ForkJoinPool pool,
+            long[] out) {
+        long target = Math.max(CpuWorkSplit.TASK, bytes / (4L * threads));
+        List<Task> tasks = new ArrayList<>();
+        int pairs = l.pairs().size();
+        long pairBytes = bytes / pairs;   // on average: the layers of one launch may have different cell sizes
+        if (pairBytes >= target) {
+            // a slice's request is more than a task: each slice cut into run ranges of about target bytes
+            long perRun = Math.max(1, pairBytes / Math.max(1, runs.count));
+            int step = (int) Math.max(1, Math.min(runs.count, target / perRun));
+            for (int p = 0; p < pairs; p++) {
+                for (int r0 = 0; r0 < runs.count; r0 += step) {
+                    int r1 = Math.min(runs.count, r0 + step);
+                    int base = runs.block[r0];
+                    tasks.add(new Task(p, p + 1, r0, r1, base, runs.block[r1 - 1] - base + 1));
+                }
+            }
+        } else {
+            int step = (int) Math.max(1, target / Math.max(1, pairBytes));
+            for (int p = 0; p < pairs; p += step) {
+                tasks.add(new Task(p, Math.min(pairs, p + step), 0, runs.count, 0, l.numBlocks()));
+            }
+        }
+        if (tasks.size() == 1) {
+            wholePieces(l, runs, loop, 0, pairs, 0, runs.count, out, 0);
+            return;
+        }
+        List<Callable<long[]>> calls = new ArrayList<>(tasks.size());
+        for (Task t : tasks) {
+            calls.add(() -> {
+                long[] part = new long[t.blocks];
+                wholePieces(l, runs, loop, t.p0, t.p1, t.r0, t.r1, part, t.blockBase);
+                return part;
+            });
+        }
+        try {
+            List<Future<long[]>> done = pool.invokeAll(calls);
+            for (int i = 0; i < done.size(); i++) {
+                long[] part = done.get(i).get();
+                int base = tasks.get(i).blockBase;
+                for (int k = 0; k < part.length; k++) {
+                    out[base + k] += part[k];
+                }
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while copying", e);
+        } catch (ExecutionException e) {
+            if (e.getCause() instanceof RuntimeException re) {
+                throw re;
+            }
+            throw new IllegalStateException(e.getCause());
+        }
+    }
+
+    /** Byte cells: each cell's K and V bytes assembled into a zeroed scratch of whole pieces, summed, and copied out. */
+    private static void byteCells(CopyPlan.Launch l, Runs runs, long[] out) {
+        ChecksumMode mode = l.mode();
+        for (CopyPlan.Pair pair : l.pairs()) {
+            SlicePlan.Part sk = pair.source().k();
+            SlicePlan.Part dk = pair.destination().k();
+            SlicePlan.Part sv = pair.source().v();
+            SlicePlan.Part dv = pair.destination().v();
+            int kb = sk.bytes();
+            int vb = sv == null ? 0 : sv.bytes();
+            int pieces = pair.pieces();
+            MemorySegment cell = MemorySegment.ofArray(new long[pieces]);   // bytes past kb + vb stay zero: the padding
+            for (int r = 0; r < runs.count; r++) {
+                long s = 0;
+                for (int i = 0; i < runs.n[r]; i++) {
+                    long t = runs.t0[r] + i;
+                    long sPage = runs.srcPage[r];
+                    long dPage = runs.dstPage[r];
+                    int ss = runs.srcSlot[r] + i;
+                    int ds = runs.dstSlot[r] + i;
+                    MemorySegment.copy(host(sk), sk.cellOffset(sPage, ss), cell, 0, kb);
+                    MemorySegment.copy(cell, 0, host(dk), dk.cellOffset(dPage, ds), kb);
+                    if (sv != null) {
+                        MemorySegment.copy(host(sv), sv.cellOffset(sPage, ss), cell, kb, vb);
+                        MemorySegment.copy(cell, kb, host(dv), dv.cellOffset(dPage, ds), vb);
+                    }
+                    long w = Definition.weight(t * pieces);
+                    for (int p = 0; p < pieces; p++, w += 2) {
+                        s += Definition.pieceValue(cell.getAtIndex(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED
+                                .withOrder(java.nio.ByteOrder.LITTLE_ENDIAN), p), mode) * w;
+                    }
+                }
+                out[runs.block[r]] += pair.factor() * s;
+            }
+        }
+    }
+
+    private static MemorySegment host(SlicePlan.Part p) {
+        return ((KvMemory.Host) p.memory()).segment();
+    }
+
+    /** Segments of a confined arena may only be used by their owner thread: such copies stay on the caller. */
+    private static boolean sharable(CopyPlan.Launch l, Thread notTheCaller) {
+        for (CopyPlan.Pair p : l.pairs()) {
+            for (SlicePlan.Slice s : List.of(p.source(), p.destination())) {
+                if (!host(s.k()).isAccessibleBy(notTheCaller) || (s.v() != null && !host(s.v()).isAccessibleBy(notTheCaller))) {
+                    return false;
+                }
+            }
+        }
+        return true;
+    }
+
+    private static CopyLoop load() {
+        if (ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent()) {
+            try {
+                return new VectorCopyLoop();
+            } catch (LinkageError e) {
+                // fall through to the scalar loop
+            }
+        }
+        return new ScalarCopyLoop(false);
+    }
+}
