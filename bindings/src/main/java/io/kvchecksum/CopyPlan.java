@@ -193,12 +193,13 @@ public final class CopyPlan {
     private final List<Launch> launches;
     private final List<Pair> pairs;
     private final KvCacheGroup copiedDestination;
+    private final KvCacheGroup copiedSource;
     /** Why source and destination memory overlap, or null when they do not. */
     private final String overlap;
 
     private CopyPlan(KvCacheGroup source, RequestBlocks sourceRequest, KvCacheGroup destination,
                      RequestBlocks destinationRequest, ChecksumSpec spec, List<Pair> pairs, List<Launch> launches,
-                     KvCacheGroup copiedDestination, String overlap) {
+                     KvCacheGroup copiedDestination, KvCacheGroup copiedSource, String overlap) {
         this.source = source;
         this.sourceRequest = sourceRequest;
         this.destination = destination;
@@ -207,6 +208,7 @@ public final class CopyPlan {
         this.pairs = pairs;
         this.launches = launches;
         this.copiedDestination = copiedDestination;
+        this.copiedSource = copiedSource;
         this.overlap = overlap;
     }
 
@@ -283,7 +285,7 @@ public final class CopyPlan {
                     destinationRequest.numTokens(), destinationRequest.firstBlock()));
         }
         return new CopyPlan(source, sourceRequest, destination, destinationRequest, spec, List.copyOf(pairs),
-                List.copyOf(launches), copied, overlap);
+                List.copyOf(launches), copied, restrict(source, pairs), overlap);
     }
 
     /**
@@ -370,6 +372,25 @@ public final class CopyPlan {
         return copiedDestination;
     }
 
+    /**
+     * {@return the source restricted to the copied slices} With the source's table and the destination's blocks
+     * ({@code RequestBlocks.of(sourceTable, N, firstBlock, B)}) its block checksums are the producer's record of the
+     * copied head range: what the copy's values must equal when source and copy are intact.
+     */
+    public KvCacheGroup copiedSource() {
+        return copiedSource;
+    }
+
+    /**
+     * {@return the source's request in the destination's blocks: the source's table from {@code S}, {@code N} tokens,
+     * the destination's first block and block size} With {@link #copiedSource()}, the producer's record to compare
+     * the copy's values with.
+     */
+    public RequestBlocks sourceInDestinationBlocks() {
+        return new RequestBlocks(sourceRequest.pageTable(), sourceRequest.numTokens(), destinationRequest.firstBlock(),
+                destinationRequest.blockSize());
+    }
+
     /** {@return whether the source and destination memory overlap (a copy only a staging backend may run)} */
     public boolean overlaps() {
         return overlap != null;
@@ -434,7 +455,7 @@ public final class CopyPlan {
         return host && device ? Residency.MIXED : device ? Residency.DEVICE : Residency.HOST;
     }
 
-    /** The destination group cut to the copied (layer, head) slices: per layer, one layer per run of copied heads. */
+    /** A group cut to the copied (layer, head) slices: per layer, one layer per run of copied heads. */
     private static KvCacheGroup restrict(KvCacheGroup destination, List<Pair> pairs) {
         Set<Long> copied = new HashSet<>();
         for (Pair p : pairs) {
