@@ -1,0 +1,62 @@
+package io.kvchecksum.jmh;
+
+import io.kvchecksum.KvChecksum;
+import io.kvchecksum.KvChecksums;
+
+import java.util.Arrays;
+import java.util.List;
+import java.util.function.LongSupplier;
+
+/**
+ * {@link CopyBench}'s two operations in turn, in one JVM, for a machine too loaded for separate forks to be compared:
+ * per shape, size and conversion, the baseline ({@link java.lang.foreign.MemorySegment#copy} of the same page runs,
+ * same threads) and the verifying copy run one after another, {@code reps} rounds; prints min and median times and
+ * the ratio baseline/copy of mins and of medians (issue 29's goal: at least 0.9). Results are checked first. Usage:
+ *
+ * <pre>java --enable-native-access=ALL-UNNAMED --add-modules=jdk.incubator.vector \
+ *     -cp jmh/target/benchmarks.jar io.kvchecksum.jmh.CopyTurns llama3-8b-tp1,deepseek-mla-bf16 1MiB,256MiB perm,hnd 21</pre>
+ */
+public final class CopyTurns {
+    private CopyTurns() {
+    }
+
+    public static void main(String[] args) {
+        if (args.length != 4) {
+            System.err.println("usage: CopyTurns SHAPE[,SHAPE..] SIZE[,SIZE..] CONVERSION[,..] REPS");
+            System.exit(2);
+        }
+        int reps = Integer.parseInt(args[3]);
+        KvChecksum cpu = KvChecksums.cpu();
+        int threads = Runtime.getRuntime().availableProcessors();
+        System.out.println(cpu.description() + "; " + Runtime.version() + "; " + reps + " rounds");
+        for (String shape : args[0].split(",")) {
+            for (String size : args[1].split(",")) {
+                for (String conversion : args[2].split(",")) {
+                    if (ModelShape.of(shape).mla() && conversion.equals("hnd")) {
+                        continue;
+                    }
+                    try (CopyFixture fx = CopyFixture.of(cpu, shape, size, conversion, threads)) {
+                        fx.verify(cpu, cpu.copyAndChecksum(fx.plan()));
+                        List<LongSupplier> ops = List.of(fx::baseline, () -> cpu.copyAndChecksum(fx.plan())[0]);
+                        long fastest = Arrays.stream(MixedModeTurns.inTurns(ops, 10, 1)).flatMapToLong(Arrays::stream)
+                                .min().orElseThrow();
+                        int batch = (int) Math.max(1, Math.min(2000, 2_000_000 / Math.max(1, fastest)));
+                        long[][] t = MixedModeTurns.inTurns(ops, reps, batch);
+                        for (long[] x : t) {
+                            Arrays.sort(x);
+                        }
+                        long bytes = fx.source().kvBytes();
+                        System.out.printf("%s %s %s (%.2f MB copied, batch %d)%n", shape, size, conversion, bytes / 1e6, batch);
+                        String[] names = {"baseline", "copy"};
+                        for (int op = 0; op < 2; op++) {
+                            System.out.printf("  %-9s min %10.1f us  median %10.1f us  %6.1f GB/s (min)%n", names[op],
+                                    t[op][0] / 1e3, t[op][reps / 2] / 1e3, bytes / (double) t[op][0]);
+                        }
+                        System.out.printf("  copy/baseline throughput %.3f (mins) %.3f (medians)%n",
+                                (double) t[0][0] / t[1][0], (double) t[0][reps / 2] / t[1][reps / 2]);
+                    }
+                }
+            }
+        }
+    }
+}
