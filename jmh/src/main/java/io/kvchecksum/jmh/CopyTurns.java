@@ -17,7 +17,35 @@ import java.util.function.LongSupplier;
  *     -cp jmh/target/benchmarks.jar io.kvchecksum.jmh.CopyTurns llama3-8b-tp1,deepseek-mla-bf16 1MiB,256MiB perm,hnd 21</pre>
  */
 public final class CopyTurns {
+    /**
+     * {@code -Dcopy.cpuTime=true}: time the calling thread's CPU time instead of the wall clock (with
+     * {@code -Dcopy.threads=1}), so that time the thread spends descheduled on a loaded machine does not count.
+     */
+    static final boolean CPU_TIME = Boolean.getBoolean("copy.cpuTime");
+    /** Warm-up per case: {@code -Dcopy.warmupSeconds}, 5 by default. */
+    static final long WARMUP_NANOS = Long.getLong("copy.warmupSeconds", 5) * 1_000_000_000L;
+    private static final java.lang.management.ThreadMXBean THREADS = java.lang.management.ManagementFactory.getThreadMXBean();
+
     private CopyTurns() {
+    }
+
+    private static long now() {
+        return CPU_TIME ? THREADS.getCurrentThreadCpuTime() : System.nanoTime();
+    }
+
+    /** {@link MixedModeTurns#inTurns} with this class's clock. */
+    static long[][] inTurns(List<LongSupplier> ops, int reps, int batch) {
+        long[][] t = new long[ops.size()][reps];
+        for (int r = 0; r < reps; r++) {
+            for (int op = 0; op < ops.size(); op++) {
+                long start = now();
+                for (int b = 0; b < batch; b++) {
+                    MixedModeTurns.sink += ops.get(op).getAsLong();
+                }
+                t[op][r] = (now() - start) / batch;
+            }
+        }
+        return t;
     }
 
     public static void main(String[] args) {
@@ -26,9 +54,13 @@ public final class CopyTurns {
             System.exit(2);
         }
         int reps = Integer.parseInt(args[3]);
-        KvChecksum cpu = KvChecksums.cpu();
-        int threads = Runtime.getRuntime().availableProcessors();
-        System.out.println(cpu.description() + "; " + Runtime.version() + "; " + reps + " rounds");
+        int threads = Integer.getInteger("copy.threads", Runtime.getRuntime().availableProcessors());
+        KvChecksum cpu = KvChecksums.cpu(threads);
+        if (CPU_TIME && threads != 1) {
+            throw new IllegalArgumentException("-Dcopy.cpuTime=true times the calling thread: use -Dcopy.threads=1");
+        }
+        System.out.println(cpu.description() + "; " + Runtime.version() + "; " + reps + " rounds; "
+                + (CPU_TIME ? "the calling thread's CPU time" : "wall clock"));
         for (String shape : args[0].split(",")) {
             for (String size : args[1].split(",")) {
                 for (String conversion : args[2].split(",")) {
@@ -38,10 +70,16 @@ public final class CopyTurns {
                     try (CopyFixture fx = CopyFixture.of(cpu, shape, size, conversion, threads)) {
                         fx.verify(cpu, cpu.copyAndChecksum(fx.plan()));
                         List<LongSupplier> ops = List.of(fx::baseline, () -> cpu.copyAndChecksum(fx.plan())[0]);
-                        long fastest = Arrays.stream(MixedModeTurns.inTurns(ops, 10, 1)).flatMapToLong(Arrays::stream)
+                        // Warm-up by time, not by count: C2 compiles the copy's loops only after a few seconds of calls
+                        // (measured: before that the loops run C1's code, half as fast).
+                        long until = System.nanoTime() + WARMUP_NANOS;
+                        while (System.nanoTime() < until) {
+                            inTurns(ops, 1, 1);
+                        }
+                        long fastest = Arrays.stream(inTurns(ops, 10, 1)).flatMapToLong(Arrays::stream)
                                 .min().orElseThrow();
                         int batch = (int) Math.max(1, Math.min(2000, 2_000_000 / Math.max(1, fastest)));
-                        long[][] t = MixedModeTurns.inTurns(ops, reps, batch);
+                        long[][] t = inTurns(ops, reps, batch);
                         for (long[] x : t) {
                             Arrays.sort(x);
                         }
