@@ -47,7 +47,8 @@ final class CpuCopy {
     static long[] run(CopyPlan plan, int threads, IntFunction<ForkJoinPool> pool, Thread notTheCaller) {
         long[] out = new long[plan.numBlocks()];
         for (CopyPlan.Launch l : plan.launches()) {
-            Runs runs = Runs.of(l);
+            Prepared prepared = prepared(l);
+            Runs runs = prepared.runs;
             if (l.cellKind() == CompiledPlan.CellKind.BYTE_CELLS) {
                 byteCells(l, runs, out);
                 continue;
@@ -55,12 +56,37 @@ final class CpuCopy {
             CopyLoop loop = l.mode() == ChecksumMode.MIXED ? MIXED : STANDARD;
             long bytes = l.bytes();
             if (threads > 1 && bytes >= CpuWorkSplit.PARALLEL && sharable(l, notTheCaller)) {
-                parallel(l, runs, loop, bytes, threads, pool.apply(threads), out);
+                parallel(l, prepared, loop, bytes, threads, pool.apply(threads), out);
             } else {
-                wholePieces(l, runs, loop, 0, l.pairs().size(), 0, runs.count, out, 0);
+                wholePieces(prepared, loop, 0, runs.count, out, 0);
             }
         }
         return out;
+    }
+
+    /** What a launch's copy needs besides the bytes: its runs, its groups of heads and the factors. */
+    private record Prepared(Runs runs, List<Group> groups, long[] factors) {
+    }
+
+    /**
+     * Each launch's runs and groups, made on its first copy and kept while the plan lives: a plan copied many times
+     * (an engine's step after step) pays for them once; keys are launches by identity, held weakly.
+     */
+    private static final java.util.Map<CopyPlan.Launch, Prepared> PREPARED =
+            java.util.Collections.synchronizedMap(new java.util.WeakHashMap<>());
+
+    private static Prepared prepared(CopyPlan.Launch l) {
+        Prepared p = PREPARED.get(l);
+        if (p == null) {
+            long[] factors = new long[l.pairs().size()];
+            for (int i = 0; i < factors.length; i++) {
+                factors[i] = l.pairs().get(i).factor();
+            }
+            p = new Prepared(Runs.of(l), l.cellKind() == CompiledPlan.CellKind.BYTE_CELLS ? List.of() : groups(l),
+                    factors);
+            PREPARED.put(l, p);
+        }
+        return p;
     }
 
     /** The split sizes of the checksum path, without the SPI's class in this package's hot loop. */
@@ -117,14 +143,37 @@ final class CpuCopy {
     }
 
     /**
-     * Pairs {@code p0 .. p1-1} over runs {@code r0 .. r1-1}: each run's slice sums times the pairs' factors added into
+     * Every pair over runs {@code r0 .. r1-1}: each run's slice sums times the pairs' factors added into
      * {@code out[block - blockBase]}. Run by run, every pair of the run: the pages of one run are read and written
      * together. Consecutive pairs whose K (or V) regions are at constant head strides on both sides (the heads of a layer in
      * every layout in the field) form one group, copied token by token across the heads ({@link CopyLoop#copyRows}): in
      * token-major layouts each token's row front to back.
      */
-    private static void wholePieces(CopyPlan.Launch l, Runs runs, CopyLoop loop, int p0, int p1, int r0, int r1, long[] out,
-            int blockBase) {
+    private static void wholePieces(Prepared prepared, CopyLoop loop, int r0, int r1, long[] out, int blockBase) {
+        Runs runs = prepared.runs;
+        long[] factors = prepared.factors;
+        List<Group> groups = prepared.groups;
+        for (int r = r0; r < r1; r++) {
+            long sPage = runs.srcPage[r];
+            long dPage = runs.dstPage[r];
+            int ss = runs.srcSlot[r];
+            int ds = runs.dstSlot[r];
+            int n = runs.n[r];
+            long t0 = runs.t0[r];
+            long value = 0;
+            for (Group g : groups) {
+                value += loop.copyRows(g.srcSeg, g.src.cellOffset(sPage, ss), g.src.tokenStride(), g.srcHeadStride,
+                        g.dstSeg, g.dst.cellOffset(dPage, ds), g.dst.tokenStride(), g.dstHeadStride, n, t0, g.cellPieces,
+                        g.pieceBase, g.regionPieces, g.heads, factors, g.firstPair);
+            }
+            out[runs.block[r] - blockBase] += value;
+        }
+    }
+
+    /** The launch's pairs cut into groups of one region kind at constant head strides on both sides. */
+    private static List<Group> groups(CopyPlan.Launch l) {
+        int p0 = 0;
+        int p1 = l.pairs().size();
         List<Group> groups = new ArrayList<>();
         for (boolean v : new boolean[] {false, true}) {
             int i = p0;
@@ -153,25 +202,7 @@ final class CpuCopy {
                 i = j;
             }
         }
-        long[] factors = new long[l.pairs().size()];
-        for (int i = p0; i < p1; i++) {
-            factors[i] = l.pairs().get(i).factor();
-        }
-        for (int r = r0; r < r1; r++) {
-            long sPage = runs.srcPage[r];
-            long dPage = runs.dstPage[r];
-            int ss = runs.srcSlot[r];
-            int ds = runs.dstSlot[r];
-            int n = runs.n[r];
-            long t0 = runs.t0[r];
-            long value = 0;
-            for (Group g : groups) {
-                value += loop.copyRows(g.srcSeg, g.src.cellOffset(sPage, ss), g.src.tokenStride(), g.srcHeadStride,
-                        g.dstSeg, g.dst.cellOffset(dPage, ds), g.dst.tokenStride(), g.dstHeadStride, n, t0, g.cellPieces,
-                        g.pieceBase, g.regionPieces, g.heads, factors, g.firstPair);
-            }
-            out[runs.block[r] - blockBase] += value;
-        }
+        return List.copyOf(groups);
     }
 
     /**
@@ -202,8 +233,9 @@ final class CpuCopy {
     private record Task(int p0, int p1, int r0, int r1, int blockBase, int blocks) {
     }
 
-    private static void parallel(CopyPlan.Launch l, Runs runs, CopyLoop loop, long bytes, int threads, ForkJoinPool pool,
-            long[] out) {
+    private static void parallel(CopyPlan.Launch l, Prepared prepared, CopyLoop loop, long bytes, int threads,
+            ForkJoinPool pool, long[] out) {
+        Runs runs = prepared.runs;
         long target = Math.max(CpuWorkSplit.TASK, bytes / (4L * threads));
         List<Task> tasks = new ArrayList<>();
         int pairs = l.pairs().size();
@@ -216,14 +248,14 @@ final class CpuCopy {
             tasks.add(new Task(0, pairs, r0, r1, base, runs.block[r1 - 1] - base + 1));
         }
         if (tasks.size() == 1) {
-            wholePieces(l, runs, loop, 0, pairs, 0, runs.count, out, 0);
+            wholePieces(prepared, loop, 0, runs.count, out, 0);
             return;
         }
         List<Callable<long[]>> calls = new ArrayList<>(tasks.size());
         for (Task t : tasks) {
             calls.add(() -> {
                 long[] part = new long[t.blocks];
-                wholePieces(l, runs, loop, t.p0, t.p1, t.r0, t.r1, part, t.blockBase);
+                wholePieces(prepared, loop, t.r0, t.r1, part, t.blockBase);
                 return part;
             });
         }
