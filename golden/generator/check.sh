@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates the golden vectors into a temporary folder and compares them with the committed ones
 # (golden/src/main/resources/vectors, the mixed-mode values in vectors-mixed, the state-row digests in
-# vectors-state, the page-digest vectors in vectors-digest, the combination vectors in vectors-combinations), then
+# vectors-state, the page-digest vectors in vectors-digest, the combination vectors in vectors-combinations, the
+# verifying copy's vectors in vectors-copy), then
 # re-verifies the committed files with verify.py, and runs the detection campaign's short run (docs/detection.md).
 # Exits non-zero, with a message, if anything differs.  Needs python3 with numpy (PYTHON=... to override).
 set -euo pipefail
@@ -64,6 +65,8 @@ same_as_committed generate_state.py "$root/golden/src/main/resources/vectors-sta
 same_as_committed generate_digest.py "$root/golden/src/main/resources/vectors-digest" "page-digest vectors"
 # Combinations: padded and straddling cells in segmented caches, mixed mode over both cell kinds, several requests.
 same_as_committed generate_combinations.py "$root/golden/src/main/resources/vectors-combinations" "combination vectors"
+# The verifying copy: layouts, tables and hashes of the buffers before and after (the bytes come from a fill rule).
+same_as_committed generate_copy.py "$root/golden/src/main/resources/vectors-copy" "copy vectors"
 
 # Detection campaign, short run (fixed seeds, a few seconds): fails if the mixed mode's mixer misses any fault
 # or a proved property of the standard mode (single changes always caught, its bit-63 blind spot) does not hold.

@@ -22,7 +22,11 @@ import java.util.OptionalLong;
  * <p><b>Stream-ordered operations.</b> Every computation has a form for an engine's worker that enqueues it on the
  * engine's stream, ordered after the engine's writes, and returns a pending result without waiting for the device:
  * {@link #submit(CompiledPlan, long)} (block checksums), {@link #submitSliceSums}, {@link #submitStateDigests},
- * {@link #submitPageDigest} and {@link PageProbe#submit}.
+ * {@link #submitPageDigest}, {@link PageProbe#submit} and {@link #submitCopy} (the verifying copy).
+ *
+ * <p><b>The verifying copy.</b> {@link #compileCopy} and {@link #copyAndChecksum} move KV from one cache into another
+ * (another layout, page size, page ids or head range) in one pass and return the destination's block checksums,
+ * computed from the bytes as they are copied; see {@link CopyPlan}.
  *
  * <p><b>The three operations.</b> The per-slice weighted sum ({@link #sliceSums}), the per-layer/head combination
  * ({@link SliceSums#combine()}, a pure function) and block-size rechunking ({@link Rechunked#of}, a pure function);
@@ -347,6 +351,68 @@ public final class KvChecksum implements AutoCloseable {
             throw new NullPointerException("plan");
         }
         return backend.submitPageDigest(plan, stream);
+    }
+
+    /**
+     * Compiles a verifying copy ({@link CopyPlan}: what is copied, what is returned, what is refused) and checks it
+     * against this backend's limits (the memory kinds it copies, overlapping memory): every refusal happens here,
+     * before any byte is read or written.
+     *
+     * @param source the cache read
+     * @param sourceRequest where the positions lie in the source (its page table from the first copied position)
+     * @param destination the cache written
+     * @param destinationRequest where the positions go in the destination, and the blocks of the returned checksums
+     * @param spec the mode and padding of the returned checksums
+     * @return the compiled copy, reusable while both caches' memory and tables stay the same
+     * @throws InvalidLayoutException as {@link CopyPlan#compile} and {@link CopyPlan#check} say
+     */
+    public CopyPlan compileCopy(KvCacheGroup source, RequestBlocks sourceRequest, KvCacheGroup destination,
+                                RequestBlocks destinationRequest, ChecksumSpec spec) {
+        CopyPlan plan = CopyPlan.compile(source, sourceRequest, destination, destinationRequest, spec);
+        plan.check(name(), backend.limits(), false);
+        return plan;
+    }
+
+    /**
+     * Copies the plan's cells from its source to its destination in one pass and returns the destination's block
+     * checksums over the copied slices, computed from the bytes as they pass: after a correct copy, equal to
+     * {@link #blockChecksums(KvCacheGroup, RequestBlocks) blockChecksums}{@code (plan.copiedDestination(),
+     * plan.destinationRequest())}. Waits for the copy. Writes to the destination after the copy are not covered.
+     *
+     * @param plan the compiled copy
+     * @return one value per block position of the destination request, from its {@code firstBlock}
+     * @throws InvalidLayoutException when the plan is beyond this backend's limits
+     */
+    public long[] copyAndChecksum(CopyPlan plan) {
+        try (PendingChecksums p = startCopy(plan, OptionalLong.empty())) {
+            return p.get();
+        }
+    }
+
+    /**
+     * Stream-ordered {@link #copyAndChecksum}: the copy is enqueued on {@code stream} after the work already on it (the
+     * transfer that filled the source) and before anything enqueued later (the engine's reads of the destination),
+     * without waiting for the device; {@code stream} as {@link #submit(CompiledPlan, long)} describes it. CPU backends
+     * copy on the calling thread and return completed values.
+     *
+     * @param plan the compiled copy; both caches' memory must stay alive until the handle is done
+     * @param stream the engine's stream or queue handle, as the backend documents it
+     * @return the pending block checksums; call {@code get()} or {@code close()}
+     * @throws InvalidLayoutException when the plan is beyond this backend's limits on a stream
+     */
+    public PendingChecksums submitCopy(CopyPlan plan, long stream) {
+        return startCopy(plan, OptionalLong.of(stream));
+    }
+
+    private PendingChecksums startCopy(CopyPlan plan, OptionalLong stream) {
+        if (plan == null) {
+            throw new NullPointerException("plan");
+        }
+        plan.check(name(), backend.limits(), stream.isPresent());
+        if (plan.isEmpty()) {
+            return PendingChecksums.completed(new long[plan.numBlocks()]);
+        }
+        return backend.runCopy(plan, stream);
     }
 
     /** Releases the backend's native resources; the pure-Java backends hold none. */

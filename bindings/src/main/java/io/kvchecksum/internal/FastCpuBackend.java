@@ -2,6 +2,7 @@ package io.kvchecksum.internal;
 
 import io.kvchecksum.ChecksumMode;
 import io.kvchecksum.CompiledPlan;
+import io.kvchecksum.CopyPlan;
 import io.kvchecksum.KvMemory;
 import io.kvchecksum.PageDigestPlan;
 import io.kvchecksum.PendingChecksums;
@@ -89,7 +90,7 @@ public final class FastCpuBackend implements Backend {
 
     @Override
     public BackendLimits limits() {
-        return BackendLimits.HOST_ONLY;
+        return BackendLimits.CPU;
     }
 
     /**
@@ -111,6 +112,15 @@ public final class FastCpuBackend implements Backend {
             };
         }
         return PendingChecksums.completed(plan.gather(output, values));
+    }
+
+    /**
+     * The verifying copy in one pass ({@link CpuCopy}): each piece loaded once, stored to the destination and summed,
+     * split over the pool like the checksums from {@link #PARALLEL_BYTES} on.
+     */
+    @Override
+    public PendingChecksums runCopy(CopyPlan plan, OptionalLong stream) {
+        return PendingChecksums.completed(CpuCopy.run(plan, threads, FastCpuBackend::pool, NOT_THE_CALLER));
     }
 
     private long[] blockChecksums(SlicePlan plan) {
@@ -518,7 +528,8 @@ public final class FastCpuBackend implements Backend {
         }
     }
 
-    private static ForkJoinPool pool(int threads) {
+    /** The pool shared by this class's computations, of at least {@code threads} threads. */
+    static ForkJoinPool pool(int threads) {
         ForkJoinPool p = pool;
         if (p == null || p.getParallelism() < threads) {
             synchronized (FastCpuBackend.class) {

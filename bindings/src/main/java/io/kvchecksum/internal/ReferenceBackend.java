@@ -3,6 +3,7 @@ package io.kvchecksum.internal;
 import io.kvchecksum.CacheLayer;
 import io.kvchecksum.ChecksumMode;
 import io.kvchecksum.CompiledPlan;
+import io.kvchecksum.CopyPlan;
 import io.kvchecksum.Definition;
 import io.kvchecksum.KvCacheGroup;
 import io.kvchecksum.KvMemory;
@@ -17,6 +18,7 @@ import io.kvchecksum.spi.BackendLimits;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
+import java.util.List;
 import java.util.OptionalLong;
 
 /**
@@ -40,7 +42,7 @@ public final class ReferenceBackend implements Backend {
 
     @Override
     public BackendLimits limits() {
-        return BackendLimits.HOST_ONLY;
+        return BackendLimits.CPU;
     }
 
     @Override
@@ -78,6 +80,57 @@ public final class ReferenceBackend implements Backend {
             }
         }
         return PendingChecksums.completed(out);
+    }
+
+    /**
+     * The copy read literally, in two steps: every cell of every destination (layer, head) that the source also holds
+     * is copied byte for byte, position by position, each position's source and destination cells found from the two
+     * requests' tables and the groups' regions (not from the plan's pairs or launches); then the destination is
+     * checksummed by this backend's own reading of the definition ({@link #run}) over the copied slices. A backend
+     * that computes the values while copying must agree with the checksum of what it wrote.
+     */
+    @Override
+    public PendingChecksums runCopy(CopyPlan plan, OptionalLong stream) {
+        KvCacheGroup src = plan.source();
+        KvCacheGroup dst = plan.destination();
+        RequestBlocks sq = plan.sourceRequest();
+        RequestBlocks dq = plan.destinationRequest();
+        for (CacheLayer d : dst.layers()) {
+            for (int h = 0; h < d.numHeads(); h++) {
+                int head = d.firstHead() + h;
+                for (CacheLayer s : src.layers()) {
+                    if (s.layer() != d.layer() || head < s.firstHead() || head >= s.firstHead() + s.numHeads()) {
+                        continue;
+                    }
+                    int sh = head - s.firstHead();
+                    for (long t = dq.startToken(); t < dq.numTokens(); t++) {
+                        long si = t - sq.startToken();
+                        long di = t - dq.startToken();
+                        long sp = sq.page((int) (si / src.pageSize()));
+                        long ss = si % src.pageSize();
+                        long dp = dq.page((int) (di / dst.pageSize()));
+                        long ds = di % dst.pageSize();
+                        copyCell(s.k(), sp, ss, sh, d.k(), dp, ds, h);
+                        if (d.v() != null) {
+                            copyCell(s.v(), sp, ss, sh, d.v(), dp, ds, h);
+                        }
+                    }
+                }
+            }
+        }
+        CompiledPlan check = CompiledPlan.compile(plan.copiedDestination(), List.of(dq), plan.spec());
+        return run(check, CompiledPlan.Output.BLOCK_CHECKSUMS, OptionalLong.empty());
+    }
+
+    private static void copyCell(KvRegion from, long fromPage, long fromSlot, int fromHead, KvRegion to, long toPage,
+            long toSlot, int toHead) {
+        MemorySegment a = ((KvMemory.Host) from.memory()).segment();
+        MemorySegment b = ((KvMemory.Host) to.memory()).segment();
+        long x = from.cellOffset(fromPage, fromSlot, fromHead);
+        long y = to.cellOffset(toPage, toSlot, toHead);
+        for (int i = 0; i < from.cellBytes(); i++) {
+            b.set(ValueLayout.JAVA_BYTE, y + i, a.get(ValueLayout.JAVA_BYTE, x + i));
+        }
     }
 
     /**

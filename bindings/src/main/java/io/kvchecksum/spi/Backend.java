@@ -1,6 +1,7 @@
 package io.kvchecksum.spi;
 
 import io.kvchecksum.CompiledPlan;
+import io.kvchecksum.CopyPlan;
 import io.kvchecksum.PageDigestPlan;
 import io.kvchecksum.Pending;
 import io.kvchecksum.PendingChecksums;
@@ -60,6 +61,26 @@ public interface Backend extends AutoCloseable {
      */
     default Pending<Long> submitPageDigest(PageDigestPlan plan, long stream) {
         return Pending.completed(pageDigest(plan));
+    }
+
+    /**
+     * Runs a verifying copy: every launch of {@code plan} copies its pairs' cells from the source to the destination
+     * and returns the destination's block checksums over them, {@link CopyPlan#numBlocks()} values (both launches'
+     * values added). GPU backends enqueue and return at once (stream-ordered, no host synchronization); CPU backends
+     * copy on the calling thread and return completed values. The front never calls it for an empty plan, nor for a
+     * plan outside {@link BackendLimits#copies()} (for this kind of stream).
+     *
+     * <p>This default, for backends without the copy (their limits declare no copy route, so the front refuses before
+     * calling it), refuses with the backend's name.
+     *
+     * @param plan the compiled copy, checked against {@link #limits()} for this kind of stream
+     * @param stream the engine's stream or queue handle (as the backend documents it), or empty for the backend's own
+     * @return the pending block checksums; the caller closes it
+     * @throws UnsupportedOperationException when the backend does not implement the copy
+     */
+    default PendingChecksums runCopy(CopyPlan plan, OptionalLong stream) {
+        throw new UnsupportedOperationException("backend '" + name() + "' does not implement the verifying copy"
+                + " (copyAndChecksum) yet");
     }
 
     /** Releases native resources; the pure-Java backends hold none. */

@@ -6,21 +6,72 @@ import java.util.Objects;
 import java.util.Set;
 
 /**
- * What a backend can run, as data: the compiler ({@link io.kvchecksum.CompiledPlan#compile}) refuses a case only for a
- * limit declared here, with a message naming it, before any kernel runs; a case within these limits the backend
- * accepts. Every backend implements both checksum modes and every cell kind (whole pieces, byte cells, padded cells),
- * so those are not limits.
+ * What a backend can run, as data: the compiler ({@link io.kvchecksum.CompiledPlan#compile}, and for copies
+ * {@link io.kvchecksum.CopyPlan#check}) refuses a case only for a limit declared here, with a message naming it, before
+ * any kernel runs; a case within these limits the backend accepts. Every backend implements both checksum modes and
+ * every cell kind (whole pieces, byte cells, padded cells), so those are not limits.
  *
  * @param reads where a launch's memory may live when the backend runs on its own stream (or on the calling thread)
  * @param readsOnStream where a launch's memory may live when it runs on an engine's stream or queue
  * @param maxByteCellSlices the most (layer, head) slices one launch of {@link io.kvchecksum.CompiledPlan.CellKind#BYTE_CELLS
  *     byte cells} may have ({@link Integer#MAX_VALUE}: no limit)
  * @param hint what to do instead of a refused memory kind, appended to that refusal (may be empty, not null)
+ * @param copies which (source, destination) memory kinds {@link Backend#runCopy} copies on the backend's own stream
+ *     (or on the calling thread); empty: the backend does not implement the verifying copy
+ * @param copiesOnStream which (source, destination) memory kinds it copies on an engine's stream or queue
+ * @param copiesInPlace whether the backend stages pages so that a copy's source and destination memory may overlap
+ *     (vLLM's in-place rearrangement); no backend does yet, and {@link io.kvchecksum.CopyPlan#check} refuses such
+ *     a copy otherwise
  */
-public record BackendLimits(Set<Residency> reads, Set<Residency> readsOnStream, int maxByteCellSlices, String hint) {
-    /** Host memory only, on the calling thread: the CPU backends (which have no stream and ignore one). */
+public record BackendLimits(Set<Residency> reads, Set<Residency> readsOnStream, int maxByteCellSlices, String hint,
+                            Set<CopyRoute> copies, Set<CopyRoute> copiesOnStream, boolean copiesInPlace) {
+    /** Host memory only, on the calling thread, and no verifying copy. */
     public static final BackendLimits HOST_ONLY = new BackendLimits(Set.of(Residency.HOST), Set.of(Residency.HOST),
             Integer.MAX_VALUE, "");
+
+    /** The CPU backends: host memory only, on the calling thread (they have no stream and ignore one); host-to-host copies. */
+    public static final BackendLimits CPU = HOST_ONLY.withCopies(Set.of(CopyRoute.HOST_TO_HOST), Set.of(CopyRoute.HOST_TO_HOST));
+
+    /**
+     * Where a verifying copy reads and where it writes: the residency of every source region and of every destination
+     * region of one launch ({@link Residency#MIXED} when a side has both kinds).
+     *
+     * @param source where the source regions live
+     * @param destination where the destination regions live
+     */
+    public record CopyRoute(Residency source, Residency destination) {
+        /** Host memory to host memory: the CPU backends' copy. */
+        public static final CopyRoute HOST_TO_HOST = new CopyRoute(Residency.HOST, Residency.HOST);
+        /** Device memory to device memory. */
+        public static final CopyRoute DEVICE_TO_DEVICE = new CopyRoute(Residency.DEVICE, Residency.DEVICE);
+        /** Host memory (a staging buffer) into device memory. */
+        public static final CopyRoute HOST_TO_DEVICE = new CopyRoute(Residency.HOST, Residency.DEVICE);
+        /** Device memory out to host memory (offload). */
+        public static final CopyRoute DEVICE_TO_HOST = new CopyRoute(Residency.DEVICE, Residency.HOST);
+
+        /**
+         * Checks the components.
+         *
+         * @throws NullPointerException when a component is null
+         */
+        public CopyRoute {
+            Objects.requireNonNull(source, "source");
+            Objects.requireNonNull(destination, "destination");
+        }
+
+        @Override
+        public String toString() {
+            return name(source) + " to " + name(destination);
+        }
+
+        private static String name(Residency r) {
+            return switch (r) {
+                case HOST -> "host memory";
+                case DEVICE -> "device memory";
+                case MIXED -> "host and device memory in one launch";
+            };
+        }
+    }
 
     /**
      * Copies the sets.
@@ -35,6 +86,30 @@ public record BackendLimits(Set<Residency> reads, Set<Residency> readsOnStream, 
         reads = Set.copyOf(Objects.requireNonNull(reads, "reads"));
         readsOnStream = Set.copyOf(Objects.requireNonNull(readsOnStream, "readsOnStream"));
         Objects.requireNonNull(hint, "hint");
+        copies = Set.copyOf(Objects.requireNonNull(copies, "copies"));
+        copiesOnStream = Set.copyOf(Objects.requireNonNull(copiesOnStream, "copiesOnStream"));
+    }
+
+    /**
+     * Limits of a backend without the verifying copy.
+     *
+     * @param reads where a launch's memory may live on the backend's own stream
+     * @param readsOnStream where a launch's memory may live on an engine's stream
+     * @param maxByteCellSlices the most byte-cell slices of one launch
+     * @param hint what to do instead of a refused memory kind
+     */
+    public BackendLimits(Set<Residency> reads, Set<Residency> readsOnStream, int maxByteCellSlices, String hint) {
+        this(reads, readsOnStream, maxByteCellSlices, hint, Set.of(), Set.of(), false);
+    }
+
+    /**
+     * {@return these limits with the given copy routes (and no in-place copies)}
+     *
+     * @param own the routes copied on the backend's own stream
+     * @param onStream the routes copied on an engine's stream
+     */
+    public BackendLimits withCopies(Set<CopyRoute> own, Set<CopyRoute> onStream) {
+        return new BackendLimits(reads, readsOnStream, maxByteCellSlices, hint, own, onStream, copiesInPlace);
     }
 
     /**
@@ -44,5 +119,14 @@ public record BackendLimits(Set<Residency> reads, Set<Residency> readsOnStream, 
      */
     public Set<Residency> allowed(boolean onStream) {
         return onStream ? readsOnStream : reads;
+    }
+
+    /**
+     * {@return the copy routes allowed}
+     *
+     * @param onStream whether the copy runs on an engine's stream
+     */
+    public Set<CopyRoute> copyRoutes(boolean onStream) {
+        return onStream ? copiesOnStream : copies;
     }
 }

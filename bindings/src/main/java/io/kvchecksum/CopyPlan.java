@@ -1,0 +1,604 @@
+package io.kvchecksum;
+
+import io.kvchecksum.SlicePlan.Residency;
+import io.kvchecksum.SlicePlan.Slice;
+import io.kvchecksum.spi.BackendLimits;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * A verifying copy, compiled: KV moved from a source cache to a destination cache in one pass over the bytes, with the
+ * destination's block checksums computed from the bytes as they pass ({@link KvChecksum#copyAndChecksum}). What an
+ * engine does after a transfer (a page permutation, NHD to HND, flash to FlashInfer, a block-size change, TP
+ * re-sharding, staging buffer to cache) becomes verified at the cost of the copy alone.
+ *
+ * <p><b>What is copied.</b> Request position {@code t} lies in the source at page {@code sourceTable[(t-S)/Ps]}, slot
+ * {@code (t-S)%Ps}, and in the destination at page {@code destinationTable[(t-S)/Pd]}, slot {@code (t-S)%Pd}
+ * ({@code S} the requests' common first position, {@code Ps}, {@code Pd} the groups' page sizes). For every position
+ * {@code S <= t < N} and every (layer, global head) slice present in both groups (the intersection: a producer rank's
+ * head range into a consumer's pages), the cell's K bytes and V bytes are copied from the source's cell to the
+ * destination's. Nothing else of the destination is written.
+ *
+ * <p><b>What is returned.</b> The destination's block checksums (block size {@code B} of the destination request,
+ * blocks {@code firstBlock ..}) over the copied slices: exactly {@link KvChecksum#blockChecksums(KvCacheGroup,
+ * RequestBlocks) blockChecksums}{@code (}{@link #copiedDestination()}{@code , destinationRequest)} after a correct
+ * copy, i.e. the consumer worker's record for that head range (the records of several copies into one cache add up as
+ * TP workers' do). Values are read from the source, weights come from the destination: each value's position is derived
+ * from the destination's own table, its layer and global head from the destination's layer. So a corrupted source byte,
+ * a source page paired with the wrong destination page, a copy into the wrong slot or layout, and a wrong head range
+ * all change the values. Writes to the destination after the copy are out of scope: the values describe what the copy
+ * wrote, not what the destination holds later.
+ *
+ * <p><b>Refused here, before anything runs</b> ({@link InvalidLayoutException} naming the problem): a null argument,
+ * requests of unequal token counts or first positions, a table too short or a page id out of range on either side
+ * (named "source" or "destination"), a destination page listed twice, cells that are not whole pieces without padding,
+ * a (layer, head) whose cell geometry (K bytes, V bytes) differs between the sides, no (layer, head) in common. The
+ * backend's limits are checked by {@link #check}: the memory kinds it copies ({@link BackendLimits#copies()}: host to
+ * host on the CPU backends, none yet on the GPU backends), and overlapping source and destination memory, which no
+ * backend stages yet ({@link BackendLimits#copiesInPlace()}).
+ *
+ * <p><b>The lowering</b>, for backends: {@link #launches()}, at most two (one per {@link CompiledPlan.CellKind cell
+ * kind}, like {@link CompiledPlan}'s), each a list of {@link Pair}s (source slice, destination slice: for each side the
+ * K and V {@link SlicePlan.Part}s, i.e. base offset, page stride, token stride, pieces, bytes, alignment class) plus
+ * everything a kernel needs: both page tables (validated, exactly the entries the positions need), {@code Ps},
+ * {@code Pd}, {@code B}, {@code S} (the start), {@code N}, the first destination block, the number of blocks, the cell
+ * kind and the checksum mode, and each side's memory kind. A kernel iterates the destination's blocks {@code b} (block
+ * {@code firstBlock + b} covers {@code [S + b*B, min(S + (b+1)*B, N))}) and their positions {@code t}; for each pair
+ * it finds the destination cell from {@code destinationTable}, the source cell from {@code sourceTable}, loads each
+ * 8-byte piece {@code p} from the source, stores it to the destination, and adds {@code x*(2(t*P+p)+1)} into the pair's
+ * slice sum exactly as the checksum kernels do ({@code P} the cell's pieces, the padded last piece counting with
+ * {@link CellPadding#ZEROS}); block {@code b}'s value is {@code sum factor*s} over the pairs ({@link Pair#factor()},
+ * the destination's). A launch's values are added into the plan's blocks: both launches cover every block.
+ *
+ * <p>Immutable and thread-safe; reusable for as long as both caches' memory and tables stay the same.
+ */
+public final class CopyPlan {
+
+    /**
+     * One copied (layer, global head) slice: where its cells are read and where they are written.
+     *
+     * @param source the slice in the source group: its K and V parts (bases, strides) in the source's memory
+     * @param destination the slice in the destination group, with the same layer, head and cell geometry
+     */
+    public record Pair(Slice source, Slice destination) {
+        /** {@return the layer number} */
+        public int layer() {
+            return destination.layer();
+        }
+
+        /** {@return the global head number} */
+        public int head() {
+            return destination.head();
+        }
+
+        /** {@return the slice's factor {@code m = 2*(layer*2^16 + head) + 1}, from the destination's coordinates} */
+        public long factor() {
+            return destination.factor();
+        }
+
+        /** {@return pieces per cell, {@code P = ceil(cellBytes / 8)}} */
+        public int pieces() {
+            return destination.pieces();
+        }
+    }
+
+    /**
+     * One homogeneous launch of the copy: pairs of one cell kind, and everything a kernel needs to run them.
+     * The tables are the plan's (shared by both launches); the accessors of the arrays copy them, {@link #sourcePage}
+     * and {@link #destinationPage} do not.
+     *
+     * @param pairs the copied slices, in the destination's order (its layers, then local heads), never empty
+     * @param cellKind how the cells are read: whole 8-byte pieces, or byte cells (a piece straddling K and V, or a
+     *     padded last piece)
+     * @param mode the checksum mode
+     * @param sourceMemory where the pairs' source parts live
+     * @param destinationMemory where the pairs' destination parts live
+     * @param sourceTable the source's page ids: entry {@code i} holds positions {@code [S + i*Ps, S + (i+1)*Ps)}
+     * @param destinationTable the destination's page ids: entry {@code i} holds positions {@code [S + i*Pd, ..)}
+     * @param sourcePageSize {@code Ps}, slots per source page
+     * @param destinationPageSize {@code Pd}, slots per destination page
+     * @param blockSize {@code B}, the destination request's block size: the output's
+     * @param startToken {@code S}, the first copied position ({@code firstBlock * B})
+     * @param numTokens {@code N}: positions {@code S .. N-1} are copied
+     * @param firstBlock the destination request's first block: the launch's value {@code b} is block
+     *     {@code firstBlock + b}'s
+     */
+    public record Launch(List<Pair> pairs, CompiledPlan.CellKind cellKind, ChecksumMode mode, Residency sourceMemory,
+                         Residency destinationMemory, int[] sourceTable, int[] destinationTable, int sourcePageSize,
+                         int destinationPageSize, int blockSize, long startToken, long numTokens, long firstBlock) {
+        /** Keeps the pairs immutable; the tables are the plan's own copies. */
+        public Launch {
+            pairs = List.copyOf(pairs);
+        }
+
+        /** {@return the number of values: blocks {@code firstBlock .. ceil(N/B)-1}} */
+        public int numBlocks() {
+            return (int) (Math.ceilDiv(numTokens, (long) blockSize) - firstBlock);
+        }
+
+        /** {@return the source table (a copy)} */
+        @Override
+        public int[] sourceTable() {
+            return sourceTable.clone();
+        }
+
+        /** {@return the destination table (a copy)} */
+        @Override
+        public int[] destinationTable() {
+            return destinationTable.clone();
+        }
+
+        /**
+         * {@return source table entry {@code i}, without a copy}
+         *
+         * @param i an index, {@code 0 <= i < ceil((N-S)/Ps)}
+         */
+        public int sourcePage(int i) {
+            return sourceTable[i];
+        }
+
+        /**
+         * {@return destination table entry {@code i}, without a copy}
+         *
+         * @param i an index, {@code 0 <= i < ceil((N-S)/Pd)}
+         */
+        public int destinationPage(int i) {
+            return destinationTable[i];
+        }
+
+        /** {@return the route: where the sources live and where the destinations live} */
+        public BackendLimits.CopyRoute route() {
+            return new BackendLimits.CopyRoute(sourceMemory, destinationMemory);
+        }
+
+        /** {@return the bytes the launch moves: every pair's cell for every copied position} */
+        public long bytes() {
+            long perToken = 0;
+            for (Pair p : pairs) {
+                perToken += p.destination().cellBytes();
+            }
+            return perToken * (numTokens - startToken);
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            return this == o;
+        }
+
+        @Override
+        public int hashCode() {
+            return System.identityHashCode(this);
+        }
+
+        @Override
+        public String toString() {
+            return "CopyPlan.Launch[" + pairs.size() + " pairs, " + cellKind + ", " + mode.wireName() + ", " + route()
+                    + ", Ps " + sourcePageSize + ", Pd " + destinationPageSize + ", B " + blockSize + ", tokens "
+                    + startToken + ".." + numTokens + "]";
+        }
+    }
+
+    private final KvCacheGroup source;
+    private final RequestBlocks sourceRequest;
+    private final KvCacheGroup destination;
+    private final RequestBlocks destinationRequest;
+    private final ChecksumSpec spec;
+    private final List<Launch> launches;
+    private final List<Pair> pairs;
+    private final KvCacheGroup copiedDestination;
+    private final KvCacheGroup copiedSource;
+    /** Why source and destination memory overlap, or null when they do not. */
+    private final String overlap;
+
+    private CopyPlan(KvCacheGroup source, RequestBlocks sourceRequest, KvCacheGroup destination,
+                     RequestBlocks destinationRequest, ChecksumSpec spec, List<Pair> pairs, List<Launch> launches,
+                     KvCacheGroup copiedDestination, KvCacheGroup copiedSource, String overlap) {
+        this.source = source;
+        this.sourceRequest = sourceRequest;
+        this.destination = destination;
+        this.destinationRequest = destinationRequest;
+        this.spec = spec;
+        this.pairs = pairs;
+        this.launches = launches;
+        this.copiedDestination = copiedDestination;
+        this.copiedSource = copiedSource;
+        this.overlap = overlap;
+    }
+
+    /**
+     * Validates a copy and compiles it; nothing is read or written. {@link KvChecksum#compileCopy} also checks it
+     * against the backend's limits.
+     *
+     * @param source the cache read, not null
+     * @param sourceRequest where the request's positions lie in the source: its page table (from {@code S}) and its
+     *     token count; its block size only sets {@code S = firstBlock*blockSize}
+     * @param destination the cache written, not null
+     * @param destinationRequest where the positions go: the destination's page table (from {@code S}), the token count
+     *     (equal to the source's), the first block and the block size of the returned checksums
+     * @param spec the mode and padding of the returned checksums, not null
+     * @return the compiled copy
+     * @throws InvalidLayoutException naming the problem, as the class documentation lists
+     */
+    public static CopyPlan compile(KvCacheGroup source, RequestBlocks sourceRequest, KvCacheGroup destination,
+                                   RequestBlocks destinationRequest, ChecksumSpec spec) {
+        if (source == null || sourceRequest == null || destination == null || destinationRequest == null || spec == null) {
+            throw new InvalidLayoutException("copy: source, sourceRequest, destination, destinationRequest and spec must not be null");
+        }
+        if (sourceRequest.numTokens() != destinationRequest.numTokens()) {
+            throw new InvalidLayoutException("copy: the source request has " + sourceRequest.numTokens()
+                    + " tokens but the destination request has " + destinationRequest.numTokens()
+                    + " (both must cover the same positions)");
+        }
+        if (sourceRequest.startToken() != destinationRequest.startToken()) {
+            throw new InvalidLayoutException("copy: the source request starts at position " + sourceRequest.startToken()
+                    + " but the destination request at " + destinationRequest.startToken()
+                    + " (firstBlock x blockSize must be equal: both tables start at the first copied position)");
+        }
+        SlicePlan src = side("source", source, sourceRequest, spec);
+        SlicePlan dst = side("destination", destination, destinationRequest, spec);
+        int[] dstTable = dst.pageTable();
+        requireDistinctPages(dstTable);
+
+        Map<Long, Slice> bySlice = new HashMap<>();
+        for (Slice s : src.slices()) {
+            bySlice.put(key(s.layer(), s.head()), s);
+        }
+        List<Pair> pairs = new ArrayList<>();
+        for (Slice d : dst.slices()) {
+            Slice s = bySlice.get(key(d.layer(), d.head()));
+            if (s == null) {
+                continue;
+            }
+            int sv = s.v() == null ? -1 : s.v().bytes();
+            int dv = d.v() == null ? -1 : d.v().bytes();
+            if (s.k().bytes() != d.k().bytes() || sv != dv) {
+                throw new InvalidLayoutException("copy: layer " + d.layer() + " head " + d.head() + " has cells of "
+                        + geometry(s) + " in the source but " + geometry(d) + " in the destination (the cell geometry"
+                        + " must be equal: a copy does not convert dtypes or head sizes)");
+            }
+            pairs.add(new Pair(s, d));
+        }
+        if (pairs.isEmpty()) {
+            throw new InvalidLayoutException("copy: no (layer, head) is in both groups: the source holds "
+                    + heads(source) + ", the destination " + heads(destination));
+        }
+        String overlap = overlap(pairs, src, dst);
+        KvCacheGroup copied = restrict(destination, pairs);
+
+        List<Launch> launches = new ArrayList<>(2);
+        int[] srcTable = src.pageTable();
+        for (boolean byteCells : new boolean[] {false, true}) {
+            List<Pair> mine = pairs.stream().filter(p -> p.destination().byteCells() == byteCells).toList();
+            if (mine.isEmpty() || destinationRequest.numBlocks() == 0) {
+                continue;
+            }
+            launches.add(new Launch(mine, byteCells ? CompiledPlan.CellKind.BYTE_CELLS : CompiledPlan.CellKind.WHOLE_PIECES,
+                    spec.mode(), residency(mine, true), residency(mine, false), srcTable, dstTable, source.pageSize(),
+                    destination.pageSize(), destinationRequest.blockSize(), destinationRequest.startToken(),
+                    destinationRequest.numTokens(), destinationRequest.firstBlock()));
+        }
+        return new CopyPlan(source, sourceRequest, destination, destinationRequest, spec, List.copyOf(pairs),
+                List.copyOf(launches), copied, restrict(source, pairs), overlap);
+    }
+
+    /**
+     * Refuses the copy, before anything runs, for a limit the backend declares: a launch whose (source, destination)
+     * memory kinds are not among the routes it copies, or source and destination memory that overlap where it does not
+     * stage pages.
+     *
+     * @param backend the backend's name, for the message
+     * @param limits what it copies
+     * @param onStream whether the copy is to run on an engine's stream or queue
+     * @throws InvalidLayoutException naming the limit and what is beyond it
+     */
+    public void check(String backend, BackendLimits limits, boolean onStream) {
+        Set<BackendLimits.CopyRoute> routes = limits.copyRoutes(onStream);
+        String where = onStream ? " on an engine's stream" : "";
+        if (limits.copies().isEmpty() && limits.copiesOnStream().isEmpty()) {
+            throw new InvalidLayoutException("backend '" + backend + "' does not implement the verifying copy"
+                    + " (copyAndChecksum) yet; use the cpu or reference backend, or copy and then checksum the destination");
+        }
+        for (Launch l : launches) {
+            if (!routes.contains(l.route())) {
+                throw new InvalidLayoutException("backend '" + backend + "' cannot copy " + l.route() + where
+                        + " (it copies: " + (routes.isEmpty() ? "nothing" : routes.stream().map(Object::toString).sorted().toList())
+                        + ")" + (l.route().source() == Residency.HOST || l.route().destination() == Residency.HOST
+                                ? limits.hint() : ""));
+            }
+        }
+        if (overlap != null && !limits.copiesInPlace()) {
+            throw new InvalidLayoutException("copy: " + overlap + "; backend '" + backend + "' does not stage pages for"
+                    + " an in-place copy: copy through separate memory");
+        }
+    }
+
+    /** {@return the cache read} */
+    public KvCacheGroup source() {
+        return source;
+    }
+
+    /** {@return where the positions lie in the source} */
+    public RequestBlocks sourceRequest() {
+        return sourceRequest;
+    }
+
+    /** {@return the cache written} */
+    public KvCacheGroup destination() {
+        return destination;
+    }
+
+    /** {@return where the positions go in the destination, and the blocks of the returned checksums} */
+    public RequestBlocks destinationRequest() {
+        return destinationRequest;
+    }
+
+    /** {@return the mode and padding of the returned checksums} */
+    public ChecksumSpec spec() {
+        return spec;
+    }
+
+    /** {@return the copied slices, in the destination's order} */
+    public List<Pair> pairs() {
+        return pairs;
+    }
+
+    /** {@return the launches: one per cell kind present, none when the destination request has no block} */
+    public List<Launch> launches() {
+        return launches;
+    }
+
+    /** {@return true when there is nothing to copy: the destination request has no block} */
+    public boolean isEmpty() {
+        return launches.isEmpty();
+    }
+
+    /** {@return the number of block checksums returned: the destination request's blocks} */
+    public int numBlocks() {
+        return destinationRequest.numBlocks();
+    }
+
+    /**
+     * {@return the destination restricted to the copied slices: the group whose block checksums over the destination
+     * request the copy returns} Its layers are the destination's, each cut to the runs of heads that are copied.
+     */
+    public KvCacheGroup copiedDestination() {
+        return copiedDestination;
+    }
+
+    /**
+     * {@return the source restricted to the copied slices} With the source's table and the destination's blocks
+     * ({@code RequestBlocks.of(sourceTable, N, firstBlock, B)}) its block checksums are the producer's record of the
+     * copied head range: what the copy's values must equal when source and copy are intact.
+     */
+    public KvCacheGroup copiedSource() {
+        return copiedSource;
+    }
+
+    /**
+     * {@return the source's request in the destination's blocks: the source's table from {@code S}, {@code N} tokens,
+     * the destination's first block and block size} With {@link #copiedSource()}, the producer's record to compare
+     * the copy's values with.
+     */
+    public RequestBlocks sourceInDestinationBlocks() {
+        return new RequestBlocks(sourceRequest.pageTable(), sourceRequest.numTokens(), destinationRequest.firstBlock(),
+                destinationRequest.blockSize());
+    }
+
+    /** {@return whether the source and destination memory overlap (a copy only a staging backend may run)} */
+    public boolean overlaps() {
+        return overlap != null;
+    }
+
+    @Override
+    public String toString() {
+        return "CopyPlan[" + pairs.size() + " slices, " + numBlocks() + " blocks of " + destinationRequest.blockSize()
+                + ", tokens " + destinationRequest.startToken() + ".." + destinationRequest.numTokens() + ", Ps "
+                + source.pageSize() + ", Pd " + destination.pageSize() + ", " + spec.mode().wireName() + "]";
+    }
+
+    private static SlicePlan side(String name, KvCacheGroup group, RequestBlocks request, ChecksumSpec spec) {
+        try {
+            return SlicePlan.of(group, request, spec);
+        } catch (InvalidLayoutException e) {
+            throw new InvalidLayoutException("copy: " + name + ": " + e.getMessage());
+        }
+    }
+
+    private static void requireDistinctPages(int[] table) {
+        Map<Integer, Integer> seen = new HashMap<>();
+        for (int i = 0; i < table.length; i++) {
+            Integer before = seen.putIfAbsent(table[i], i);
+            if (before != null) {
+                throw new InvalidLayoutException("copy: destination pageTable[" + before + "] and pageTable[" + i
+                        + "] are both page " + table[i] + ": two positions would be written to one slot");
+            }
+        }
+    }
+
+    private static long key(int layer, int head) {
+        return ((long) layer << 32) | head;
+    }
+
+    private static String geometry(Slice s) {
+        return s.v() == null ? s.k().bytes() + " bytes (K only)" : "K " + s.k().bytes() + " + V " + s.v().bytes() + " bytes";
+    }
+
+    private static String heads(KvCacheGroup g) {
+        List<String> out = new ArrayList<>();
+        for (CacheLayer l : g.layers()) {
+            out.add("layer " + l.layer() + " heads " + l.firstHead() + ".." + (l.firstHead() + l.numHeads() - 1));
+            if (out.size() == 4 && g.layers().size() > 4) {
+                out.add("...");
+                break;
+            }
+        }
+        return String.join(", ", out);
+    }
+
+    private static Residency residency(List<Pair> pairs, boolean source) {
+        boolean host = false;
+        boolean device = false;
+        for (Pair p : pairs) {
+            Slice s = source ? p.source() : p.destination();
+            for (SlicePlan.Part part : s.v() == null ? List.of(s.k()) : List.of(s.k(), s.v())) {
+                host |= part.memory() instanceof KvMemory.Host;
+                device |= part.memory() instanceof KvMemory.Device;
+            }
+        }
+        return host && device ? Residency.MIXED : device ? Residency.DEVICE : Residency.HOST;
+    }
+
+    /** A group cut to the copied (layer, head) slices: per layer, one layer per run of copied heads. */
+    private static KvCacheGroup restrict(KvCacheGroup destination, List<Pair> pairs) {
+        Set<Long> copied = new HashSet<>();
+        for (Pair p : pairs) {
+            copied.add(key(p.layer(), p.head()));
+        }
+        List<CacheLayer> layers = new ArrayList<>();
+        for (CacheLayer l : destination.layers()) {
+            int h = 0;
+            while (h < l.numHeads()) {
+                if (!copied.contains(key(l.layer(), l.firstHead() + h))) {
+                    h++;
+                    continue;
+                }
+                int from = h;
+                while (h < l.numHeads() && copied.contains(key(l.layer(), l.firstHead() + h))) {
+                    h++;
+                }
+                layers.add(new CacheLayer(l.layer(), l.firstHead() + from, h - from, shift(l.k(), from),
+                        l.v() == null ? null : shift(l.v(), from)));
+            }
+        }
+        return new KvCacheGroup(layers, destination.pageSize(), destination.numPages());
+    }
+
+    private static KvRegion shift(KvRegion r, int heads) {
+        return new KvRegion(r.memory(), r.offset() + heads * r.headStride(), r.pageStride(), r.tokenStride(),
+                r.headStride(), r.cellBytes());
+    }
+
+    // ---- overlap: the bytes read and the bytes written, per address space, at page granularity per slice ----
+
+    /**
+     * Why the source cells read and the destination cells written may share bytes, or null. Only memories whose address
+     * ranges intersect are compared in detail: per copied slice, part and used page, the span from the page's first
+     * cell to its last (an over-approximation for token-major layouts, where other heads' cells lie between).
+     */
+    private static String overlap(List<Pair> pairs, SlicePlan src, SlicePlan dst) {
+        Map<Object, List<long[]>> srcSpans = new IdentityHashMap<>();
+        Map<Object, List<long[]>> dstSpans = new IdentityHashMap<>();
+        Map<Object, long[]> srcRange = new IdentityHashMap<>();
+        Map<Object, long[]> dstRange = new IdentityHashMap<>();
+        for (Pair p : pairs) {
+            memoryRanges(p.source(), srcRange);
+            memoryRanges(p.destination(), dstRange);
+        }
+        boolean any = false;
+        for (Map.Entry<Object, long[]> e : dstRange.entrySet()) {
+            long[] s = srcRange.get(e.getKey());
+            if (s != null && intersects(s, e.getValue())) {
+                any = true;
+            }
+        }
+        if (!any) {
+            return null;
+        }
+        for (Pair p : pairs) {
+            spans(p.source(), src, srcSpans);
+            spans(p.destination(), dst, dstSpans);
+        }
+        for (Map.Entry<Object, List<long[]>> e : dstSpans.entrySet()) {
+            List<long[]> reads = srcSpans.get(e.getKey());
+            if (reads == null) {
+                continue;
+            }
+            long[][] r = reads.toArray(new long[0][]);
+            Arrays.sort(r, (a, b) -> Long.compare(a[0], b[0]));
+            long[] reach = new long[r.length];   // the furthest end among spans 0..i
+            for (int i = 0; i < r.length; i++) {
+                reach[i] = Math.max(r[i][1], i == 0 ? Long.MIN_VALUE : reach[i - 1]);
+            }
+            for (long[] w : e.getValue()) {
+                // the last read span starting before w's end: it or one before it reaches past w's start
+                int lo = 0;
+                int hi = r.length - 1;
+                int last = -1;
+                while (lo <= hi) {
+                    int mid = (lo + hi) >>> 1;
+                    if (r[mid][0] < w[1]) {
+                        last = mid;
+                        lo = mid + 1;
+                    } else {
+                        hi = mid - 1;
+                    }
+                }
+                if (last >= 0 && reach[last] > w[0]) {
+                    for (int i = last; i >= 0; i--) {
+                        if (r[i][1] > w[0] && r[i][0] < w[1]) {
+                            return "source and destination memory overlap: the source's cells of layer " + r[i][2]
+                                    + " head " + r[i][3] + " (page " + r[i][4] + ") share bytes with the destination's of"
+                                    + " layer " + w[2] + " head " + w[3] + " (page " + w[4] + ")";
+                        }
+                    }
+                }
+            }
+        }
+        return null;
+    }
+
+    private static boolean intersects(long[] a, long[] b) {
+        return a[0] < b[1] && b[0] < a[1];
+    }
+
+    /** The address space of a memory: the native host space, one heap array, or the device space. */
+    private static final Object NATIVE = new Object();
+    private static final Object DEVICE = new Object();
+
+    private static Object space(KvMemory m) {
+        return switch (m) {
+            case KvMemory.Host h -> h.segment().heapBase().isPresent() ? h.segment().heapBase().get() : NATIVE;
+            case KvMemory.Device d -> DEVICE;
+        };
+    }
+
+    private static long address(KvMemory m) {
+        return switch (m) {
+            case KvMemory.Host h -> h.segment().address();
+            case KvMemory.Device d -> d.address();
+        };
+    }
+
+    private static void memoryRanges(Slice s, Map<Object, long[]> into) {
+        for (SlicePlan.Part part : s.v() == null ? List.of(s.k()) : List.of(s.k(), s.v())) {
+            KvMemory m = part.memory();
+            long from = address(m);
+            long to = from + m.byteSize();
+            into.merge(space(m), new long[] {from, to}, (a, b) -> new long[] {Math.min(a[0], b[0]), Math.max(a[1], b[1])});
+        }
+    }
+
+    private static void spans(Slice s, SlicePlan side, Map<Object, List<long[]>> into) {
+        int pageSize = side.pageSize();
+        Set<Integer> pages = new HashSet<>();
+        for (int i = 0; i < side.numPages(); i++) {
+            pages.add(side.page(i));
+        }
+        for (SlicePlan.Part part : s.v() == null ? List.of(s.k()) : List.of(s.k(), s.v())) {
+            long at = address(part.memory());
+            List<long[]> list = into.computeIfAbsent(space(part.memory()), k -> new ArrayList<>());
+            for (int page : pages) {
+                long first = at + part.cellOffset(page, 0);
+                long last = at + part.cellOffset(page, pageSize - 1) + part.bytes();
+                list.add(new long[] {first, last, s.layer(), s.head(), page});
+            }
+        }
+    }
+}

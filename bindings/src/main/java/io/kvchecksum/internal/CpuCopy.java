@@ -1,0 +1,345 @@
+package io.kvchecksum.internal;
+
+import io.kvchecksum.ChecksumMode;
+import io.kvchecksum.CompiledPlan;
+import io.kvchecksum.CopyPlan;
+import io.kvchecksum.Definition;
+import io.kvchecksum.KvMemory;
+import io.kvchecksum.SlicePlan;
+
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ForkJoinPool;
+import java.util.concurrent.Future;
+import java.util.function.IntFunction;
+
+/**
+ * The CPU backend's verifying copy ({@link CopyPlan}): one pass, each piece loaded from the source, stored to the
+ * destination and added into its slice sum ({@link CopyLoop}).
+ *
+ * <p>Each destination block is cut into <em>runs</em>: positions that stay within one source page and one destination
+ * page, so both sides are at a constant token stride and the loop needs no table. Runs are copied one after another,
+ * every copied slice of a run before the next run (a run's pages are read and written together), cut into run ranges
+ * of about {@code max(TASK_BYTES, bytes/4T)} for the pool from {@code PARALLEL_BYTES} on, like the checksum path; each
+ * task adds {@code factor * s} into its own block values, joined on the calling thread. Byte cells (a piece
+ * straddling K and V, or padded) are assembled in a scratch cell and copied from there, on the calling thread.
+ */
+final class CpuCopy {
+    private static final CopyLoop STANDARD = load();
+    private static final CopyLoop MIXED = new ScalarCopyLoop(true);
+
+    private CpuCopy() {
+    }
+
+    /** The standard mode's loop, for the backend's description. */
+    static String describe() {
+        return STANDARD.describe();
+    }
+
+    /**
+     * Runs every launch of {@code plan}, the whole-piece ones split over {@code pool} where given and large enough.
+     *
+     * @param pool the pool for {@code threads > 1}, asked for only when a launch is split
+     */
+    static long[] run(CopyPlan plan, int threads, IntFunction<ForkJoinPool> pool, Thread notTheCaller) {
+        long[] out = new long[plan.numBlocks()];
+        for (CopyPlan.Launch l : plan.launches()) {
+            Prepared prepared = prepared(l);
+            Runs runs = prepared.runs;
+            if (l.cellKind() == CompiledPlan.CellKind.BYTE_CELLS) {
+                byteCells(l, runs, out);
+                continue;
+            }
+            CopyLoop loop = l.mode() == ChecksumMode.MIXED ? MIXED : STANDARD;
+            long bytes = l.bytes();
+            if (threads > 1 && bytes >= CpuWorkSplit.PARALLEL && sharable(l, notTheCaller)) {
+                parallel(l, prepared, loop, bytes, threads, pool.apply(threads), out);
+            } else {
+                wholePieces(prepared, loop, 0, runs.count, out, 0);
+            }
+        }
+        return out;
+    }
+
+    /** What a launch's copy needs besides the bytes: its runs, its groups of heads and the factors. */
+    private record Prepared(Runs runs, List<Group> groups, long[] factors) {
+    }
+
+    /**
+     * Each launch's runs and groups, made on its first copy and kept while the plan lives: a plan copied many times
+     * (an engine's step after step) pays for them once; keys are launches by identity, held weakly.
+     */
+    private static final java.util.Map<CopyPlan.Launch, Prepared> PREPARED =
+            java.util.Collections.synchronizedMap(new java.util.WeakHashMap<>());
+
+    private static Prepared prepared(CopyPlan.Launch l) {
+        Prepared p = PREPARED.get(l);
+        if (p == null) {
+            long[] factors = new long[l.pairs().size()];
+            for (int i = 0; i < factors.length; i++) {
+                factors[i] = l.pairs().get(i).factor();
+            }
+            p = new Prepared(Runs.of(l), l.cellKind() == CompiledPlan.CellKind.BYTE_CELLS ? List.of() : groups(l),
+                    factors);
+            PREPARED.put(l, p);
+        }
+        return p;
+    }
+
+    /** The split sizes of the checksum path, without the SPI's class in this package's hot loop. */
+    private static final class CpuWorkSplit {
+        static final long PARALLEL = io.kvchecksum.spi.CpuWorkSplit.PARALLEL_BYTES;
+        static final long TASK = io.kvchecksum.spi.CpuWorkSplit.TASK_BYTES;
+    }
+
+    /**
+     * The launch's runs: positions {@code t0[r] .. t0[r]+n[r]-1} of destination block {@code block[r]} (relative to
+     * the first), within source page {@code srcPage[r]} from slot {@code srcSlot[r]} and destination page
+     * {@code dstPage[r]} from slot {@code dstSlot[r]}.
+     */
+    record Runs(int count, int[] block, long[] t0, int[] n, long[] srcPage, int[] srcSlot, long[] dstPage, int[] dstSlot) {
+        static Runs of(CopyPlan.Launch l) {
+            int ps = l.sourcePageSize();
+            int pd = l.destinationPageSize();
+            int bs = l.blockSize();
+            long start = l.startToken();
+            int cap = l.numBlocks() + 4;
+            List<long[]> rows = new ArrayList<>(cap);
+            for (int b = 0; b < l.numBlocks(); b++) {
+                long from = (l.firstBlock() + b) * (long) bs;
+                long end = Math.min(from + bs, l.numTokens());
+                for (long t = from; t < end; ) {
+                    long i = t - start;
+                    long sSlot = i % ps;
+                    long dSlot = i % pd;
+                    long n = Math.min(end - t, Math.min(ps - sSlot, pd - dSlot));
+                    rows.add(new long[] {b, t, n, l.sourcePage((int) (i / ps)), sSlot, l.destinationPage((int) (i / pd)), dSlot});
+                    t += n;
+                }
+            }
+            int c = rows.size();
+            int[] block = new int[c];
+            long[] t0 = new long[c];
+            int[] n = new int[c];
+            long[] sp = new long[c];
+            int[] ss = new int[c];
+            long[] dp = new long[c];
+            int[] ds = new int[c];
+            for (int r = 0; r < c; r++) {
+                long[] x = rows.get(r);
+                block[r] = (int) x[0];
+                t0[r] = x[1];
+                n[r] = (int) x[2];
+                sp[r] = x[3];
+                ss[r] = (int) x[4];
+                dp[r] = x[5];
+                ds[r] = (int) x[6];
+            }
+            return new Runs(c, block, t0, n, sp, ss, dp, ds);
+        }
+    }
+
+    /**
+     * Every pair over runs {@code r0 .. r1-1}: each run's slice sums times the pairs' factors added into
+     * {@code out[block - blockBase]}. Run by run, every pair of the run: the pages of one run are read and written
+     * together. Consecutive pairs whose K (or V) regions are at constant head strides on both sides (the heads of a layer in
+     * every layout in the field) form one group, copied token by token across the heads ({@link CopyLoop#copyRows}): in
+     * token-major layouts each token's row front to back.
+     */
+    private static void wholePieces(Prepared prepared, CopyLoop loop, int r0, int r1, long[] out, int blockBase) {
+        Runs runs = prepared.runs;
+        long[] factors = prepared.factors;
+        List<Group> groups = prepared.groups;
+        for (int r = r0; r < r1; r++) {
+            long sPage = runs.srcPage[r];
+            long dPage = runs.dstPage[r];
+            int ss = runs.srcSlot[r];
+            int ds = runs.dstSlot[r];
+            int n = runs.n[r];
+            long t0 = runs.t0[r];
+            long value = 0;
+            for (Group g : groups) {
+                value += loop.copyRows(g.srcSeg, g.src.cellOffset(sPage, ss), g.src.tokenStride(), g.srcHeadStride,
+                        g.dstSeg, g.dst.cellOffset(dPage, ds), g.dst.tokenStride(), g.dstHeadStride, n, t0, g.cellPieces,
+                        g.pieceBase, g.regionPieces, g.heads, factors, g.firstPair);
+            }
+            out[runs.block[r] - blockBase] += value;
+        }
+    }
+
+    /** The launch's pairs cut into groups of one region kind at constant head strides on both sides. */
+    private static List<Group> groups(CopyPlan.Launch l) {
+        int p0 = 0;
+        int p1 = l.pairs().size();
+        List<Group> groups = new ArrayList<>();
+        for (boolean v : new boolean[] {false, true}) {
+            int i = p0;
+            while (i < p1) {
+                CopyPlan.Pair first = l.pairs().get(i);
+                SlicePlan.Part a = v ? first.source().v() : first.source().k();
+                if (a == null) {
+                    i++;
+                    continue;
+                }
+                SlicePlan.Part b = v ? first.destination().v() : first.destination().k();
+                int j = i + 1;
+                long sStep = 0;
+                long dStep = 0;
+                if (j < p1 && sameGeometry(first, l.pairs().get(j), v)) {
+                    sStep = part(l.pairs().get(j), true, v).base() - a.base();
+                    dStep = part(l.pairs().get(j), false, v).base() - b.base();
+                    while (j < p1 && sameGeometry(l.pairs().get(j - 1), l.pairs().get(j), v)
+                            && part(l.pairs().get(j), true, v).base() - part(l.pairs().get(j - 1), true, v).base() == sStep
+                            && part(l.pairs().get(j), false, v).base() - part(l.pairs().get(j - 1), false, v).base() == dStep) {
+                        j++;
+                    }
+                }
+                groups.add(new Group(host(a), a, sStep, host(b), b, dStep, first.pieces(),
+                        v ? first.source().k().pieces() : 0, a.pieces(), i, j - i));
+                i = j;
+            }
+        }
+        return List.copyOf(groups);
+    }
+
+    /**
+     * Pairs {@code firstPair ..} of one region kind (K or V) at constant head strides on both sides: the first pair's
+     * parts, their segments and the strides.
+     */
+    private record Group(MemorySegment srcSeg, SlicePlan.Part src, long srcHeadStride, MemorySegment dstSeg,
+                         SlicePlan.Part dst, long dstHeadStride, int cellPieces, int pieceBase, int regionPieces,
+                         int firstPair, int heads) {
+    }
+
+    private static SlicePlan.Part part(CopyPlan.Pair p, boolean source, boolean v) {
+        SlicePlan.Slice s = source ? p.source() : p.destination();
+        return v ? s.v() : s.k();
+    }
+
+    /** Whether pairs {@code a} and {@code b} have K (or V) regions of one geometry in the same memory on each side. */
+    private static boolean sameGeometry(CopyPlan.Pair a, CopyPlan.Pair b, boolean v) {
+        return a.pieces() == b.pieces() && same(part(a, true, v), part(b, true, v)) && same(part(a, false, v), part(b, false, v));
+    }
+
+    private static boolean same(SlicePlan.Part x, SlicePlan.Part y) {
+        return x != null && y != null && x.memory().equals(y.memory()) && x.pageStride() == y.pageStride()
+                && x.tokenStride() == y.tokenStride() && x.pieces() == y.pieces() && x.bytes() == y.bytes();
+    }
+
+    /** A slice range over a run range, with its own block values from {@code blockBase} on. */
+    private record Task(int p0, int p1, int r0, int r1, int blockBase, int blocks) {
+    }
+
+    private static void parallel(CopyPlan.Launch l, Prepared prepared, CopyLoop loop, long bytes, int threads,
+            ForkJoinPool pool, long[] out) {
+        Runs runs = prepared.runs;
+        long target = Math.max(CpuWorkSplit.TASK, bytes / (4L * threads));
+        List<Task> tasks = new ArrayList<>();
+        int pairs = l.pairs().size();
+        // runs of all pairs per task: a run's pages are read and written together
+        long perRun = Math.max(1, bytes / Math.max(1, runs.count));
+        int step = (int) Math.max(1, Math.min(runs.count, target / perRun));
+        for (int r0 = 0; r0 < runs.count; r0 += step) {
+            int r1 = Math.min(runs.count, r0 + step);
+            int base = runs.block[r0];
+            tasks.add(new Task(0, pairs, r0, r1, base, runs.block[r1 - 1] - base + 1));
+        }
+        if (tasks.size() == 1) {
+            wholePieces(prepared, loop, 0, runs.count, out, 0);
+            return;
+        }
+        List<Callable<long[]>> calls = new ArrayList<>(tasks.size());
+        for (Task t : tasks) {
+            calls.add(() -> {
+                long[] part = new long[t.blocks];
+                wholePieces(prepared, loop, t.r0, t.r1, part, t.blockBase);
+                return part;
+            });
+        }
+        try {
+            List<Future<long[]>> done = pool.invokeAll(calls);
+            for (int i = 0; i < done.size(); i++) {
+                long[] part = done.get(i).get();
+                int base = tasks.get(i).blockBase;
+                for (int k = 0; k < part.length; k++) {
+                    out[base + k] += part[k];
+                }
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while copying", e);
+        } catch (ExecutionException e) {
+            if (e.getCause() instanceof RuntimeException re) {
+                throw re;
+            }
+            throw new IllegalStateException(e.getCause());
+        }
+    }
+
+    /** Byte cells: each cell's K and V bytes assembled into a zeroed scratch of whole pieces, summed, and copied out. */
+    private static void byteCells(CopyPlan.Launch l, Runs runs, long[] out) {
+        ChecksumMode mode = l.mode();
+        for (CopyPlan.Pair pair : l.pairs()) {
+            SlicePlan.Part sk = pair.source().k();
+            SlicePlan.Part dk = pair.destination().k();
+            SlicePlan.Part sv = pair.source().v();
+            SlicePlan.Part dv = pair.destination().v();
+            int kb = sk.bytes();
+            int vb = sv == null ? 0 : sv.bytes();
+            int pieces = pair.pieces();
+            MemorySegment cell = MemorySegment.ofArray(new long[pieces]);   // bytes past kb + vb stay zero: the padding
+            for (int r = 0; r < runs.count; r++) {
+                long s = 0;
+                for (int i = 0; i < runs.n[r]; i++) {
+                    long t = runs.t0[r] + i;
+                    long sPage = runs.srcPage[r];
+                    long dPage = runs.dstPage[r];
+                    int ss = runs.srcSlot[r] + i;
+                    int ds = runs.dstSlot[r] + i;
+                    MemorySegment.copy(host(sk), sk.cellOffset(sPage, ss), cell, 0, kb);
+                    MemorySegment.copy(cell, 0, host(dk), dk.cellOffset(dPage, ds), kb);
+                    if (sv != null) {
+                        MemorySegment.copy(host(sv), sv.cellOffset(sPage, ss), cell, kb, vb);
+                        MemorySegment.copy(cell, kb, host(dv), dv.cellOffset(dPage, ds), vb);
+                    }
+                    long w = Definition.weight(t * pieces);
+                    for (int p = 0; p < pieces; p++, w += 2) {
+                        s += Definition.pieceValue(cell.getAtIndex(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED
+                                .withOrder(java.nio.ByteOrder.LITTLE_ENDIAN), p), mode) * w;
+                    }
+                }
+                out[runs.block[r]] += pair.factor() * s;
+            }
+        }
+    }
+
+    private static MemorySegment host(SlicePlan.Part p) {
+        return ((KvMemory.Host) p.memory()).segment();
+    }
+
+    /** Segments of a confined arena may only be used by their owner thread: such copies stay on the caller. */
+    private static boolean sharable(CopyPlan.Launch l, Thread notTheCaller) {
+        for (CopyPlan.Pair p : l.pairs()) {
+            for (SlicePlan.Slice s : List.of(p.source(), p.destination())) {
+                if (!host(s.k()).isAccessibleBy(notTheCaller) || (s.v() != null && !host(s.v()).isAccessibleBy(notTheCaller))) {
+                    return false;
+                }
+            }
+        }
+        return true;
+    }
+
+    private static CopyLoop load() {
+        if (ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent()) {
+            try {
+                return new VectorCopyLoop();
+            } catch (LinkageError e) {
+                // fall through to the scalar loop
+            }
+        }
+        return new ScalarCopyLoop(false);
+    }
+}

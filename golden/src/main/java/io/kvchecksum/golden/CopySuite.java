@@ -1,0 +1,298 @@
+package io.kvchecksum.golden;
+
+import io.kvchecksum.CellPadding;
+import io.kvchecksum.CopyPlan;
+import io.kvchecksum.InvalidLayoutException;
+import io.kvchecksum.KvCacheGroup;
+import io.kvchecksum.KvChecksum;
+import io.kvchecksum.KvMemory;
+import io.kvchecksum.PendingChecksums;
+import io.kvchecksum.RequestBlocks;
+import io.kvchecksum.spi.BackendLimits;
+import org.junit.jupiter.api.DynamicNode;
+import org.junit.jupiter.api.DynamicTest;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.function.Supplier;
+import java.util.stream.Stream;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The verifying copy through one backend: every vector of {@code vectors-copy/} (NumPy's layouts, values and the
+ * SHA-256 of every buffer after the copy), and the fault tests. A backend module runs it with
+ * <pre>{@code
+ * @TestFactory Stream<DynamicNode> copy() { return CopySuite.tests(backend); }
+ * @TestFactory Stream<DynamicNode> copyFaults() { return CopySuite.faults(backend); }
+ * }</pre>
+ * and a GPU backend with a {@link Placement} that puts each buffer into device memory and reads it back.
+ */
+public final class CopySuite {
+    /** The vectors the fault tests use: a page permutation, a block-size change, TP re-sharding, MLA, byte cells. */
+    private static final List<String> FAULT_VECTORS = List.of("perm-flash", "pages-16-to-4-b8", "tp-8-into-4-7",
+            "mla-576", "straddle-k12-v12", "mixed-nhd-to-hnd");
+
+    private CopySuite() {
+    }
+
+    /**
+     * Where a test's buffers live: host memory, or device memory a GPU backend copies. One placement per test, closed
+     * after it.
+     */
+    public interface Placement extends AutoCloseable {
+        /**
+         * {@return the memory the backend reads or writes for a buffer whose initial bytes are {@code host}}
+         *
+         * @param host the buffer's bytes in host memory (the generator's fill)
+         * @param destination whether the copy writes it
+         */
+        KvMemory place(MemorySegment host, boolean destination);
+
+        /**
+         * Copies the bytes of {@code placed} into {@code into} (nothing to do for host memory placed as itself).
+         *
+         * @param placed what {@link #place} returned
+         * @param into the host buffer it was placed from
+         */
+        void readBack(KvMemory placed, MemorySegment into);
+
+        /** Frees what the placement allocated. */
+        @Override
+        default void close() {
+        }
+    }
+
+    /** Host memory: each buffer as itself. */
+    public static final Supplier<Placement> HOST = () -> new Placement() {
+        @Override
+        public KvMemory place(MemorySegment host, boolean destination) {
+            return KvMemory.host(host);
+        }
+
+        @Override
+        public void readBack(KvMemory placed, MemorySegment into) {
+            MemorySegment s = ((KvMemory.Host) placed).segment();
+            if (!s.equals(into)) {
+                MemorySegment.copy(s, 0, into, 0, into.byteSize());
+            }
+        }
+    };
+
+    /**
+     * Every vector with its buffers in host memory.
+     *
+     * @param backend the backend under test
+     * @return one dynamic test per vector
+     */
+    public static Stream<DynamicNode> tests(KvChecksum backend) {
+        return tests(backend, HOST);
+    }
+
+    /**
+     * Every vector, each buffer placed by a fresh {@code placement}: the values compared exactly, every buffer's
+     * SHA-256 after the copy (the source unchanged, the destination changed in the copied cells only), the plan run
+     * twice, and {@code submitCopy} on stream 0 where the backend copies on a stream; a padded vector is first refused
+     * without padding.
+     *
+     * @param backend the backend under test
+     * @param placement makes a test's placement
+     * @return one dynamic test per vector, named {@code "<backend> · copy · <vector>"}
+     */
+    public static Stream<DynamicNode> tests(KvChecksum backend, Supplier<Placement> placement) {
+        return CopyVector.all().stream().map(v -> DynamicTest.dynamicTest(backend.name() + " · copy · " + v.name(), () -> {
+            String who = backend.name() + " · copy · " + v.name() + " (" + v.description() + ")";
+            try (Arena arena = Arena.ofShared(); Placement p = placement.get()) {
+                List<MemorySegment> host = v.buffers(arena);
+                for (int k = 0; k < host.size(); k++) {
+                    assertEquals(v.initialSha256(k), CopyVector.sha256(host.get(k)), who + ": buffer " + k
+                            + " filled differently from the generator's rule");
+                }
+                List<KvMemory> memory = place(v, host, p);
+                KvCacheGroup src = v.source(memory);
+                KvCacheGroup dst = v.destination(memory);
+                if (v.spec().padding() == CellPadding.ZEROS) {
+                    assertThrows(InvalidLayoutException.class, () -> backend.compileCopy(src, v.sourceRequest(), dst,
+                            v.destinationRequest(), v.spec().withPadding(CellPadding.NONE)), who + ": unpadded must be refused");
+                }
+                CopyPlan plan = backend.compileCopy(src, v.sourceRequest(), dst, v.destinationRequest(), v.spec());
+                long[] got = backend.copyAndChecksum(plan);
+                assertArrayEquals(v.expected(), got, () -> who + ": values " + Arrays.toString(unsigned(got)));
+                checkBuffers(v, host, memory, p, who);
+                assertArrayEquals(v.expected(), backend.copyAndChecksum(plan), who + ": the same plan again");
+                checkBuffers(v, host, memory, p, who + " (again)");
+                if (copiesOnStream(backend, plan)) {
+                    try (PendingChecksums pending = backend.submitCopy(plan, 0)) {
+                        assertArrayEquals(v.expected(), pending.get(), who + ": submitCopy");
+                    }
+                }
+            }
+        }));
+    }
+
+    /**
+     * The fault tests with host memory.
+     *
+     * @param backend the backend under test
+     * @return the dynamic tests
+     */
+    public static Stream<DynamicNode> faults(KvChecksum backend) {
+        return faults(backend, HOST);
+    }
+
+    /**
+     * Faults a verifying copy must reveal, each compared with the producer's record of the copied heads (the vector's
+     * expected values: the source's block checksums over those heads in the destination's blocks, which an intact
+     * copy returns): a corrupted source byte differs at exactly the block holding its position; two swapped
+     * source-table entries (two destination pages receive each other's data) at exactly the blocks those pages'
+     * positions fall in; a source described with the wrong head range at every block.
+     *
+     * @param backend the backend under test
+     * @param placement makes a test's placement
+     * @return one dynamic test per fault and vector, named {@code "<backend> · copy fault · <fault> · <vector>"}
+     */
+    public static Stream<DynamicNode> faults(KvChecksum backend, Supplier<Placement> placement) {
+        List<CopyVector> vs = CopyVector.all().stream().filter(v -> FAULT_VECTORS.contains(v.name())).toList();
+        if (vs.size() != FAULT_VECTORS.size()) {
+            throw new IllegalStateException("fault vectors missing from vectors-copy: " + FAULT_VECTORS);
+        }
+        List<DynamicNode> out = new ArrayList<>();
+        for (CopyVector v : vs) {
+            out.add(fault(backend, placement, v, "corrupted source byte", CopySuite::corruptSourceByte));
+            out.add(fault(backend, placement, v, "swapped source pages", CopySuite::swapSourcePages));
+            if (v.sourceHeadsPerLayer() > 1) {   // one head moved has nothing in common with the destination: refused
+                out.add(fault(backend, placement, v, "wrong head range", CopySuite::wrongHeads));
+            }
+        }
+        return out.stream();
+    }
+
+    /** A fault: changes the setting and returns the blocks (relative to the first) where the values must differ. */
+    private interface Fault {
+        Set<Integer> apply(Setting s);
+    }
+
+    /** A copy about to run: its host buffers (still changeable), then its source and request. */
+    private static final class Setting {
+        final CopyVector v;
+        final List<MemorySegment> host;
+        final RequestBlocks dq;
+        RequestBlocks sq;
+        int headShift;
+
+        Setting(CopyVector v, List<MemorySegment> host) {
+            this.v = v;
+            this.host = host;
+            this.dq = v.destinationRequest();
+            this.sq = v.sourceRequest();
+        }
+
+        int block(long t) {
+            return (int) ((t - dq.startToken()) / dq.blockSize());
+        }
+    }
+
+    private static DynamicNode fault(KvChecksum backend, Supplier<Placement> placement, CopyVector v, String what, Fault f) {
+        return DynamicTest.dynamicTest(backend.name() + " · copy fault · " + what + " · " + v.name(), () -> {
+            String who = backend.name() + " · copy fault · " + what + " · " + v.name();
+            try (Arena arena = Arena.ofShared(); Placement p = placement.get()) {
+                Setting s = new Setting(v, v.buffers(arena));
+                Set<Integer> expected = f.apply(s);
+                List<KvMemory> memory = place(v, s.host, p);
+                KvCacheGroup src = s.headShift == 0 ? v.source(memory) : v.sourceWithHeadsMoved(memory, s.headShift);
+                CopyPlan plan = backend.compileCopy(src, s.sq, v.destination(memory), s.dq, v.spec());
+                long[] got = backend.copyAndChecksum(plan);
+                long[] producer = v.expected();
+                Set<Integer> differ = new TreeSet<>();
+                for (int b = 0; b < producer.length; b++) {
+                    if (producer[b] != got[b]) {
+                        differ.add(b);
+                    }
+                }
+                assertTrue(!expected.isEmpty(), who + ": the fault touches no block");
+                assertEquals(new TreeSet<>(expected), differ, who + ": blocks whose values differ from the producer's record");
+            }
+        });
+    }
+
+    /** Flips one byte of the middle position's cell in the source, in the middle copied slice. */
+    private static Set<Integer> corruptSourceByte(Setting s) {
+        KvCacheGroup src = s.v.source(s.host.stream().map(KvMemory::host).map(m -> (KvMemory) m).toList());
+        CopyPlan plan = CopyPlan.compile(src, s.sq, s.v.destination(s.host.stream().map(m -> (KvMemory) KvMemory.host(m))
+                .toList()), s.dq, s.v.spec());
+        CopyPlan.Pair pair = plan.pairs().get(plan.pairs().size() / 2);
+        long t = (s.dq.startToken() + s.dq.numTokens()) / 2;
+        long i = t - s.sq.startToken();
+        int page = s.sq.page((int) (i / src.pageSize()));
+        long at = pair.source().k().cellOffset(page, i % src.pageSize()) + pair.source().k().bytes() - 1;
+        MemorySegment seg = ((KvMemory.Host) pair.source().k().memory()).segment();
+        seg.set(ValueLayout.JAVA_BYTE, at, (byte) (seg.get(ValueLayout.JAVA_BYTE, at) ^ 0x10));
+        return Set.of(s.block(t));
+    }
+
+    /** Swaps the first and the last entry of the source table: each page's data goes to the other's positions. */
+    private static Set<Integer> swapSourcePages(Setting s) {
+        int[] table = s.sq.pageTable();
+        int ps = s.v.source(s.host.stream().map(m -> (KvMemory) KvMemory.host(m)).toList()).pageSize();
+        int needed = (int) s.sq.pagesNeeded(ps);
+        int i = 0;
+        int j = needed - 1;
+        int x = table[i];
+        table[i] = table[j];
+        table[j] = x;
+        s.sq = new RequestBlocks(table, s.sq.numTokens(), s.sq.firstBlock(), s.sq.blockSize());
+        Set<Integer> blocks = new TreeSet<>();
+        for (int e : new int[] {i, j}) {
+            long from = s.sq.startToken() + (long) e * ps;
+            long to = Math.min(from + ps, s.sq.numTokens());
+            for (long t = from; t < to; t++) {
+                blocks.add(s.block(t));
+            }
+        }
+        return blocks;
+    }
+
+    /** Moves the source's head numbers by one: the copy writes each head's data into the next head's slot. */
+    private static Set<Integer> wrongHeads(Setting s) {
+        s.headShift = 1;
+        Set<Integer> all = new TreeSet<>();
+        for (int b = 0; b < s.dq.numBlocks(); b++) {
+            all.add(b);
+        }
+        return all;
+    }
+
+    private static List<KvMemory> place(CopyVector v, List<MemorySegment> host, Placement p) {
+        List<KvMemory> out = new ArrayList<>();
+        for (int k = 0; k < host.size(); k++) {
+            out.add(p.place(host.get(k), v.isDestination(k)));
+        }
+        return out;
+    }
+
+    private static void checkBuffers(CopyVector v, List<MemorySegment> host, List<KvMemory> memory, Placement p, String who) {
+        for (int k = 0; k < host.size(); k++) {
+            p.readBack(memory.get(k), host.get(k));
+            assertEquals(v.finalSha256(k), CopyVector.sha256(host.get(k)), who + ": " + (v.isDestination(k)
+                    ? "destination" : "source") + " buffer " + k + " after the copy");
+        }
+    }
+
+    private static boolean copiesOnStream(KvChecksum backend, CopyPlan plan) {
+        Set<BackendLimits.CopyRoute> routes = backend.backend().limits().copyRoutes(true);
+        return plan.launches().stream().allMatch(l -> routes.contains(l.route()));
+    }
+
+    private static String[] unsigned(long[] v) {
+        return Arrays.stream(v).mapToObj(Long::toUnsignedString).toArray(String[]::new);
+    }
+}
