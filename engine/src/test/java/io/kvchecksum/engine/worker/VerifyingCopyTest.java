@@ -234,6 +234,11 @@ class VerifyingCopyTest {
                             consumerWhere(), start(), N);
                 }
                 assertEquals(-1, consumer.get(r).memory().mismatch(ind.memory()), "rank " + r + ": destination bytes");
+                // The stream-ordered form (a CPU backend copies at once, the record is done): the same record.
+                try (WorkerChecksummer.PendingRecord p = w.tryCopyAndSubmit(N, List.of(selection), received, List.of(), 0)) {
+                    assertTrue(p.isDone());
+                    assertEquals(copied, p.record(), "rank " + r + ": tryCopyAndSubmit");
+                }
                 assertEquals(worker(backend, r, ind.group()).compute(Side.CONSUMER, N, List.of(selection)), copied,
                         "rank " + r + ": record of an independent copy");
                 out.add(copied);
@@ -410,6 +415,52 @@ class VerifyingCopyTest {
             assertEquals(Status.MISMATCH, v.status());
             assertArrayEquals(LongStream.range(LOCAL_BLOCKS, Math.ceilDiv(N, (long) B)).toArray(),
                     v.group(GROUP).mismatchedBlocks());
+        }
+    }
+
+    /** The cpu backend, with its limits and its copy replaced. */
+    static KvChecksum cpuWith(io.kvchecksum.spi.BackendLimits limits, RuntimeException copyFails) {
+        io.kvchecksum.spi.Backend inner = cpu.backend();
+        return KvChecksum.of((io.kvchecksum.spi.Backend) java.lang.reflect.Proxy.newProxyInstance(
+                io.kvchecksum.spi.Backend.class.getClassLoader(), new Class<?>[] {io.kvchecksum.spi.Backend.class},
+                (proxy, m, args) -> {
+                    if (m.getName().equals("limits")) {
+                        return limits;
+                    }
+                    if (m.getName().equals("runCopy") && copyFails != null) {
+                        throw copyFails;
+                    }
+                    if (m.getName().equals("close")) {
+                        return null;
+                    }
+                    try {
+                        return m.invoke(inner, args);
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                }));
+    }
+
+    @Test
+    void aBackendThatDoesNotCopyRefusesTheLayoutAndAFailingCopyIsABackendFailure() {
+        Request q = new Request(cpu, 1, 1, 16, false, SEED + 13);
+        try (q.arena) {
+            KvChecksum noCopy = cpuWith(io.kvchecksum.spi.BackendLimits.HOST_ONLY, null);
+            WorkerRecord r = worker(noCopy, 0, q.consumer.get(0).group()).tryCopyAndCompute(N, List.of(q.selection),
+                    q.received());
+            assertTrue(r.isLayoutRefused(), r.toString());
+            assertTrue(r.backendFailure().contains("does not implement the verifying copy"), r.backendFailure());
+            assertEquals(UnverifiedReason.LAYOUT_REFUSED, q.verdict(List.of(r)).reason());
+
+            q.pending.expect("req2", q.payload);
+            KvChecksum lost = cpuWith(cpu.backend().limits(), new IllegalStateException("device lost"));
+            WorkerRecord f = worker(lost, 0, q.consumer.get(0).group()).tryCopyAndCompute(N, List.of(q.selection),
+                    q.received());
+            assertTrue(f.isFailed() && !f.isLayoutRefused(), f.toString());
+            LoadVerdict v = q.pending.verify("req2", Aggregator.consumer(1, 1, N, List.of(q.selection), List.of(f)))
+                    .orElseThrow();
+            assertEquals(UnverifiedReason.BACKEND_FAILED, v.reason(), v.toString());
+            assertTrue(v.detail().contains("device lost"), v.detail());
         }
     }
 
