@@ -2,6 +2,7 @@ package io.kvchecksum.jlama;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 
 import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvChecksums;
@@ -12,6 +13,7 @@ import io.kvchecksum.engine.verdict.Status;
 import io.kvchecksum.engine.verdict.UnverifiedReason;
 import io.kvchecksum.engine.worker.PayloadSender;
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.SplittableRandom;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -111,6 +113,18 @@ class VerifyInCopyTest {
             assertEquals(reason, o.verdict().reason(), o.verdict().toString());
             assertEquals(Action.RECOMPUTE, o.action());
             assertArrayEquals(o.singleInstance(), o.tokens());
+        }
+    }
+
+    @Test
+    void failOpenUsesTheCorruptedCopyAndItsTokensDiffer() {
+        // The copy carries the transport's fault into the session: used anyway, the decode goes wrong.
+        try (Disaggregated pd = pair(producer, consumer, FailurePolicy.failOpen(), true)) {
+            var o = pd.serve("open", JlamaKvTest.prompt(SEED + 9, 96), 0, 16, KvTransfer.Fault.STALE_PAGE,
+                    new SplittableRandom(SEED));
+            assertEquals(Status.MISMATCH, o.verdict().status());
+            assertEquals(Action.USE_LOAD, o.action());
+            assertFalse(o.identicalTokens(), "tokens from a stale page: " + Arrays.toString(o.tokens()));
         }
     }
 
