@@ -97,6 +97,11 @@ class ReadmeJavaTest {
                     long numBlocks = $arg("numBlocks"); int tpRank = $arg("tpRank"); int tp = $arg("tp");
                     List<String> layerNames = $arg("layerNames"); List<KvMemory> caches = $arg("caches");
                     """).importing("io.kvchecksum.engine.worker.CacheGate"),
+            ENGINE + " #3", Preamble.declaring("""
+                    WorkerChecksummer worker = $arg("worker"); long numComputedTokens = $arg("numComputedTokens");
+                    List<BlockSelection> csel = $arg("csel"); KvCacheGroup staging = $arg("staging");
+                    int[] stagingTable = $arg("stagingTable"); long stream = $arg("stream");
+                    """).importing("io.kvchecksum.engine.worker.WorkerChecksummer", "io.kvchecksum.engine.worker.BlockSelection"),
             JLAMA + " #1", Preamble.declaring("""
                     KvBufferCache.KvBuffer kv = $arg("kv"); int numLayers = $arg("numLayers"); int kvHeads = $arg("kvHeads");
                     int headDim = $arg("headDim"); int jlamaPages = $arg("jlamaPages"); int perPage = $arg("perPage");

@@ -43,6 +43,10 @@ import java.util.Optional;
  * pages; both travel as payload sections. A pure-state model (no KV group) passes no selection and its token count,
  * and its load reaches MATCH or MISMATCH on its state digests alone.
  *
+ * <p><b>Verifying during the copy.</b> A consumer that moves received KV from a staging buffer into its caches lets
+ * the worker do that copy: {@link #copyAndVerify} copies with {@link io.kvchecksum.KvChecksum#copyAndChecksum} and
+ * verifies the copy's checksums, one pass over the bytes instead of a copy and a checksum; same verdicts.
+ *
  * <p>The checksums are computed with the backend's own {@code submit} and waited for: right for CPU backends; a GPU
  * engine that must not wait in its step uses {@link WorkerChecksummer#trySubmit} on its stream. The layout is passed
  * per request because an engine like Jlama holds each request's KV in memory of its own; an engine whose caches are
@@ -317,6 +321,48 @@ public final class SingleWorker {
         Objects.requireNonNull(pending, "pending");
         Objects.requireNonNull(requestId, "requestId");
         return pending.verify(requestId, consumer(layout, selection, numTokens, state));
+    }
+
+    /**
+     * {@return the consumer's checksums of the loaded blocks, computed while the received KV is copied into the
+     * request's caches, or why there are none} The worker moves {@code received} into {@code layout}'s pages with
+     * verifying copies ({@link WorkerChecksummer#tryCopyAndCompute}): the result is the one {@link #consumer} would
+     * give after a correct copy, so the verdict is the same. Writes into the caches after the copy are not covered.
+     *
+     * @param layout the request's caches (the copies' destination), one entry per group
+     * @param selection the blocks the load writes, one selection per group, all of one token count
+     * @param received the KV the load received (a staging buffer), any number per group; not null
+     * @throws IllegalArgumentException when {@code selection} is empty or its token counts differ, or as
+     *     {@link WorkerChecksummer#tryCopyAndSubmit} does for received KV of a group not copied
+     */
+    public Aggregator.Result consumerCopy(List<WorkerChecksummer.WorkerGroup> layout, List<BlockSelection> selection,
+            List<ReceivedKv> received) {
+        long numTokens = numTokens(selection);
+        WorkerRecord r = checksummer(layout, selection).tryCopyAndCompute(numTokens, selection, received);
+        return Aggregator.consumer(1, 1, numTokens, selection, List.of(r));
+    }
+
+    /**
+     * Copies the received KV into the request's caches, verifying it during the copy, and compares the copy's
+     * checksums with what {@code pending} holds for the request: the verdict {@link #verify(PendingLoads, String,
+     * List, List)} would give after a correct copy, or empty when the load was not pending. Call once the transfer
+     * has landed in {@code received}, before any step reads the caches. An {@link UnverifiedReason#BACKEND_FAILED}
+     * verdict means the caches may be partly written: recompute, never use the load.
+     *
+     * @param pending the engine's pending loads, holding the producer's payload; not null
+     * @param requestId the request; not null
+     * @param layout the request's caches (the copies' destination), one entry per group
+     * @param selection the blocks the load writes, one selection per group, all of one token count
+     * @param received the KV the load received, any number per group; not null
+     * @return the load's verdict, or empty when it was not pending
+     * @throws IllegalArgumentException as {@link #consumerCopy} does
+     * @throws NullPointerException when {@code pending} or {@code requestId} is null
+     */
+    public Optional<LoadVerdict> copyAndVerify(PendingLoads pending, String requestId,
+            List<WorkerChecksummer.WorkerGroup> layout, List<BlockSelection> selection, List<ReceivedKv> received) {
+        Objects.requireNonNull(pending, "pending");
+        Objects.requireNonNull(requestId, "requestId");
+        return pending.verify(requestId, consumerCopy(layout, selection, received));
     }
 
     /**

@@ -53,6 +53,14 @@ import java.util.stream.Stream;
  * ({@link KvSegments#blockBoundaryProblem}) could not be read by a load starting there, so their group is skipped with
  * that reason, in every record, instead of failing request by request.
  *
+ * <p><b>Verifying during the copy</b> (an option of the consumer path). A consumer that copies received KV into its
+ * pages anyway (a host staging buffer into the cache, a rearrangement into its own layout or block size, a TP
+ * re-shard of producer ranks' head ranges) hands the worker the received KV ({@link ReceivedKv}) and calls
+ * {@link #tryCopyAndSubmit} instead of {@link #trySubmit}: the worker makes that copy with
+ * {@link KvChecksum#submitCopy} and takes the copy's values as its record, one pass over the bytes. The record is
+ * exactly the one {@link #trySubmit} would compute after a correct copy, so verdicts, wire format and aggregation
+ * are unchanged; writes to the pages after the copy are not covered.
+ *
  * <p>The worker's layout (its layers per group, by replica) and the groups it cannot checksum are fixed at startup
  * ({@link CacheGate}). Thread-safe if the backend is (every {@link KvChecksum} is); the caches must not be written
  * before the pending record is done.
@@ -499,11 +507,143 @@ public final class WorkerChecksummer {
     }
 
     /**
+     * The consumer's record computed while its KV is copied into its pages: for every scheduled group with
+     * {@code received} KV, this worker moves that KV into its own pages with verifying copies
+     * ({@link KvChecksum#submitCopy} on {@code stream}) and takes the copies' values as its columns, instead of
+     * checksumming its pages after the engine's copy. The record is exactly the one {@link #submit} would compute
+     * after a correct copy into the same pages (the destination's block checksums, weighted by its own table), so
+     * verdicts, wire format and aggregation over TP/PP workers are unchanged, and a corrupted received byte, a page
+     * copied where another belongs, or a wrong head range is a mismatch at the blocks it touched.
+     *
+     * <p>What is copied: each part's (layer, head) slices that some received KV of the group holds (a TP re-shard
+     * passes one received KV per producer rank: their values add up); a slice no received KV holds is not written
+     * and is checksummed from the pages after the copies, as {@link #submit} would, and a slice two received KVs hold
+     * is refused. Groups without received KV are checksummed in place, as {@link #submit} does. Received KV of a group
+     * this call does not copy (not scheduled, excluded, skipped by this worker, or holding no layer here) is a caller
+     * bug, thrown before anything runs: the engine would be left to copy it itself.
+     *
+     * <p>Not covered: writes to the pages after the copy (the values describe what the copy wrote). When the backend
+     * fails, the pages may be partly written: the load is {@link UnverifiedReason#BACKEND_FAILED} and must not be
+     * used (recompute, as a fail-closed {@link FailurePolicy} does). The received memory must stay unchanged until the
+     * record is done; the received and destination memory must not overlap (refused).
+     *
+     * @param numTokens the request's token count on this side
+     * @param scheduled the scheduler's selection per group (the blocks the load writes); excluded groups are not
+     *     computed
+     * @param received the KV the load received, any number per group; not null
+     * @param state this worker's state rows of the request, with their shard and copy; not null, may be empty
+     * @param stream the engine's stream or queue handle ({@link KvChecksum#submitCopy})
+     * @return the pending record, possibly already failed ({@link WorkerRecord#refused refused} for a copy the
+     *     backend refuses before anything is written, such as unequal cell geometry)
+     * @throws IllegalArgumentException for a selection of another token count than {@code numTokens}, or received KV
+     *     of a group this call does not copy
+     */
+    public PendingRecord tryCopyAndSubmit(long numTokens, List<BlockSelection> scheduled, List<ReceivedKv> received,
+            List<StateShard> state, long stream) {
+        return enqueue(Side.CONSUMER, numTokens, scheduled, state, stream, true, byGroup(received, scheduled));
+    }
+
+    /**
+     * As {@link #tryCopyAndSubmit}, but what the backend throws propagates (after releasing what was enqueued).
+     *
+     * @param numTokens the request's token count on this side
+     * @param scheduled the scheduler's selection per group; excluded groups are not computed
+     * @param received the KV the load received, any number per group; not null
+     * @param state this worker's state rows of the request; not null, may be empty
+     * @param stream the engine's stream or queue handle
+     * @return the pending record
+     * @throws IllegalArgumentException as {@link #tryCopyAndSubmit} does
+     * @throws RuntimeException what the backend throws (a refused copy, a device error)
+     */
+    public PendingRecord copyAndSubmit(long numTokens, List<BlockSelection> scheduled, List<ReceivedKv> received,
+            List<StateShard> state, long stream) {
+        return enqueue(Side.CONSUMER, numTokens, scheduled, state, stream, false, byGroup(received, scheduled));
+    }
+
+    /**
+     * {@link #tryCopyAndSubmit} with the backend's synchronous copy ({@link KvChecksum#copyAndChecksum}), waited for:
+     * for CPU engines (Jlama) whose step copies and verifies synchronously. A backend failure is the worker's
+     * {@link WorkerRecord#failed failed record}, never an exception.
+     *
+     * @param numTokens the request's token count on this side
+     * @param scheduled the scheduler's selection per group; excluded groups are not computed
+     * @param received the KV the load received, any number per group; not null
+     * @return this worker's record of the load, {@link WorkerRecord#isFailed failed} when the backend failed
+     * @throws IllegalArgumentException as {@link #tryCopyAndSubmit} does
+     */
+    public WorkerRecord tryCopyAndCompute(long numTokens, List<BlockSelection> scheduled, List<ReceivedKv> received) {
+        return tryCopyAndCompute(numTokens, scheduled, received, List.of());
+    }
+
+    /**
+     * As {@link #tryCopyAndCompute(long, List, List)}, with the request's state rows on this worker.
+     *
+     * @param numTokens the request's token count on this side
+     * @param scheduled the scheduler's selection per group; excluded groups are not computed
+     * @param received the KV the load received, any number per group; not null
+     * @param state this worker's state rows of the request; not null, may be empty
+     * @return this worker's record of the load, {@link WorkerRecord#isFailed failed} when the backend failed
+     * @throws IllegalArgumentException as {@link #tryCopyAndSubmit} does
+     */
+    public WorkerRecord tryCopyAndCompute(long numTokens, List<BlockSelection> scheduled, List<ReceivedKv> received,
+            List<StateShard> state) {
+        try (PendingRecord p = enqueue(Side.CONSUMER, numTokens, scheduled, state, null, true, byGroup(received, scheduled))) {
+            return p.record();
+        }
+    }
+
+    /**
+     * As {@link #tryCopyAndCompute(long, List, List)}, but what the backend throws propagates: for tools and tests.
+     *
+     * @param numTokens the request's token count on this side
+     * @param scheduled the scheduler's selection per group; excluded groups are not computed
+     * @param received the KV the load received, any number per group; not null
+     * @return this worker's record of the load
+     * @throws IllegalArgumentException as {@link #tryCopyAndSubmit} does
+     * @throws RuntimeException what the backend throws, after releasing what was enqueued
+     */
+    public WorkerRecord copyAndCompute(long numTokens, List<BlockSelection> scheduled, List<ReceivedKv> received) {
+        try (PendingRecord p = enqueue(Side.CONSUMER, numTokens, scheduled, List.of(), null, false,
+                byGroup(received, scheduled))) {
+            return p.record();
+        }
+    }
+
+    /**
+     * {@code received} by group, each group one this worker copies for {@code scheduled}.
+     *
+     * @throws IllegalArgumentException naming a group it would not copy, and why
+     */
+    private Map<Integer, List<ReceivedKv>> byGroup(List<ReceivedKv> received, List<BlockSelection> scheduled) {
+        Objects.requireNonNull(received, "received");
+        Map<Integer, List<ReceivedKv>> out = new LinkedHashMap<>();
+        for (ReceivedKv r : received) {
+            int g = Objects.requireNonNull(r, "received KV").groupId();
+            BlockSelection s = scheduled.stream().filter(x -> x.groupId() == g).findFirst().orElse(null);
+            String why = s == null ? "it is not scheduled" : s.isExcluded() ? "it is excluded: " + s.excludedReason()
+                    : skipped.containsKey(g) ? "this worker skips it: " + skipped.get(g)
+                    : !layout.containsKey(g) ? "this worker holds none of its layers" : null;
+            if (why != null) {
+                throw new IllegalArgumentException("received KV of group " + g + " would not be copied: " + why
+                        + "; copy it without verification, or leave it out");
+            }
+            out.computeIfAbsent(g, k -> new ArrayList<>()).add(r);
+        }
+        return out;
+    }
+
+    /**
      * {@code stream} null: the backend's own {@link KvChecksum#submit(KvCacheGroup, RequestBlocks)}.
      * {@code reportFailures}: a backend failure becomes a failed record instead of an exception.
      */
     private PendingRecord enqueue(Side side, long numTokens, List<BlockSelection> scheduled, List<StateShard> state,
             Long stream, boolean reportFailures) {
+        return enqueue(side, numTokens, scheduled, state, stream, reportFailures, Map.of());
+    }
+
+    /** As above; the groups in {@code received} are copied into this worker's pages by verifying copies. */
+    private PendingRecord enqueue(Side side, long numTokens, List<BlockSelection> scheduled, List<StateShard> state,
+            Long stream, boolean reportFailures, Map<Integer, List<ReceivedKv>> received) {
         Objects.requireNonNull(side, "side");
         Objects.requireNonNull(state, "state");
         long started = System.nanoTime();
@@ -536,6 +676,13 @@ public final class WorkerChecksummer {
                             throw new InvalidLayoutException("group " + s.groupId() + " was selected in blocks of "
                                     + s.blockSize() + " tokens; its segmented KV was checked for blocks of " + configured);
                         }
+                    }
+                    List<ReceivedKv> copies = received.get(s.groupId());
+                    if (copies != null) {
+                        CopyParts.submit(backend, spec, s, p, copies, stream, list);
+                        continue;
+                    }
+                    if (p.segments() != null) {
                         KvSegments.Plan plan = p.segments().plan(s.numTokens(), s.firstBlock(), s.blockSize(), spec);
                         list.add(stream == null ? plan.submit(backend) : plan.submit(backend, stream));
                         continue;

@@ -9,6 +9,7 @@ import io.kvchecksum.engine.verdict.FailurePolicy;
 import io.kvchecksum.engine.verdict.LoadVerdict;
 import io.kvchecksum.engine.worker.PayloadSender;
 import io.kvchecksum.engine.worker.PendingLoads;
+import java.lang.foreign.Arena;
 import java.util.Arrays;
 import java.util.SplittableRandom;
 
@@ -16,6 +17,11 @@ import java.util.SplittableRandom;
  * Disaggregated serving over two Jlama instances: prefill on the producer, the KV moved into the consumer's session
  * by {@link KvTransfer}, verified before the consumer's first decode step, and acted on through a
  * {@link FailurePolicy} (recompute means: the consumer prefills the prompt itself).
+ *
+ * <p>Optionally ({@link #Disaggregated(JlamaInstance, JlamaInstance, KvChecksum, int, FailurePolicy, PayloadSender,
+ * int[], boolean) verifyInCopy}) the transport writes into a staging buffer and the consumer verifies inside the copy
+ * that moves the pages from there into its session ({@link StagedLoad}); the transport's faults land in the staging
+ * buffer, so the copy carries them into the session and its checksums reveal them, at the same blocks.
  *
  * <p>Thread-safe: requests may be served from many threads at once; they share the checksum backend, the verify-once
  * registry and the policy, as an engine's requests do.
@@ -29,6 +35,8 @@ public final class Disaggregated implements AutoCloseable {
     private final FailurePolicy policy;
     private final KvBufferCache.KvBuffer staleSession;
     private final JlamaKv stale;
+    /** Load through a staging buffer and verify inside the copy into the session (set once, before any request). */
+    private boolean verifyInCopy;
 
     /**
      * @param backend the checksum backend every request shares
@@ -53,6 +61,21 @@ public final class Disaggregated implements AutoCloseable {
         this.staleSession = producer.newSession();
         producer.prefill(staleSession, stalePrompt, 0);
         this.stale = JlamaKv.of(producer.model(), staleSession, blockSize, producer.model().getConfig().contextLength);
+    }
+
+    /**
+     * As {@link #Disaggregated(JlamaInstance, JlamaInstance, KvChecksum, int, FailurePolicy, PayloadSender, int[])},
+     * choosing where the consumer verifies.
+     *
+     * @param verifyInCopy {@code true}: the transport writes into a staging buffer ({@link StagedLoad}) and the
+     *     consumer verifies inside the copy that moves the pages from there into its session (issue 29: one pass over
+     *     the bytes instead of a copy and a checksum; writes into the session after that copy are not covered);
+     *     {@code false}: the transport writes into the session and the consumer checksums it afterwards
+     */
+    public Disaggregated(JlamaInstance producer, JlamaInstance consumer, KvChecksum backend, int blockSize,
+            FailurePolicy policy, PayloadSender sender, int[] stalePrompt, boolean verifyInCopy) {
+        this(producer, consumer, backend, blockSize, policy, sender, stalePrompt);
+        this.verifyInCopy = verifyInCopy;
     }
 
     /**
@@ -90,7 +113,7 @@ public final class Disaggregated implements AutoCloseable {
         long start = System.nanoTime();
         int n = prompt.length;
         long checksumNanos = 0;
-        try (var kvP = producer.newSession(); var kvD = consumer.newSession()) {
+        try (var kvP = producer.newSession(); var kvD = consumer.newSession(); Arena staging = Arena.ofConfined()) {
             // Producer: prefill, then the checksums of the prompt's KV, sent with the first token.
             int first = producer.prefill(kvP, prompt, 0);
             JlamaKv p = JlamaKv.of(producer.model(), kvP, blockSize, n);
@@ -110,9 +133,12 @@ public final class Disaggregated implements AutoCloseable {
             }
             pending.expect(requestId, payload);
             JlamaKv d = JlamaKv.of(consumer.model(), kvD, blockSize, n);
-            KvTransfer.Landed landed = KvTransfer.move(p, d, stale, blockSize, prefixBlocks, n, fault, rnd);
+            StagedLoad staged = verifyInCopy ? StagedLoad.allocate(d, n, staging) : null;
+            KvTransfer.Landed landed = KvTransfer.move(p, staged != null ? staged.kv() : d, stale, blockSize, prefixBlocks,
+                    n, fault, rnd);
             t = System.nanoTime();
-            LoadVerdict verdict = checks.consumerVerdict(pending, requestId, d, local, n);
+            LoadVerdict verdict = staged != null ? checks.consumerVerdictCopying(pending, requestId, staged, d, local, n)
+                    : checks.consumerVerdict(pending, requestId, d, local, n);
             checksumNanos += System.nanoTime() - t;
             landed.late().run();
 

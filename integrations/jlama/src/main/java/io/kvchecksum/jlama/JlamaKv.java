@@ -45,7 +45,7 @@ public final class JlamaKv {
     private final int positionsPerPage;
     private final long rowBytes;
 
-    private JlamaKv(KvSegments segments, MemorySegment[][][] pages, int positions, int positionsPerPage, long rowBytes) {
+    JlamaKv(KvSegments segments, MemorySegment[][][] pages, int positions, int positionsPerPage, long rowBytes) {
         this.segments = segments;
         this.pages = pages;
         this.positions = positions;

@@ -60,6 +60,22 @@ final class PdChecks {
                 () -> new IllegalStateException("request " + requestId + " was not expecting a load"));
     }
 
+    /**
+     * The consumer's verdict on a load the transport wrote into {@code staged}: the worker copies positions
+     * {@code [numLocal, numTokens)} from the staging buffer into {@code kv}'s pages and verifies the copy's checksums,
+     * one pass over the bytes; the same verdict {@link #consumerVerdict} gives after a correct copy. Call once the load
+     * has landed in the staging buffer and before the first decode step; an UNVERIFIED ({@code BACKEND_FAILED}) load
+     * may be partly copied and must be recomputed.
+     */
+    LoadVerdict consumerVerdictCopying(PendingLoads pending, String requestId, StagedLoad staged, JlamaKv kv,
+            long numLocal, long numTokens) {
+        var sel = BlockSelection.consumer(GROUP, JlamaKv.blockTable(numTokens, blockSize), BlockSelection.NO_NULL_BLOCK, numLocal, numTokens,
+                blockSize, null);
+        return worker.copyAndVerify(pending, requestId, layout(kv), List.of(sel),
+                List.of(staged.received(GROUP, numLocal, numTokens))).orElseThrow(
+                () -> new IllegalStateException("request " + requestId + " was not expecting a load"));
+    }
+
     /** A Jlama session holds its own KV, in pages of its own: the layout is the request's segments. */
     private List<WorkerChecksummer.WorkerGroup> layout(JlamaKv kv) {
         return List.of(SingleWorker.group(GROUP, fingerprint, kv.segments()));

@@ -164,6 +164,17 @@ public final class Soak {
     /** Runs the soak; prints a progress line every {@code progressSeconds} (0: none) to {@code progress}. */
     public static Report run(JlamaInstance producer, JlamaInstance consumer, KvChecksum backend, Settings s,
             PrintStream progress, double progressSeconds) throws InterruptedException {
+        return run(producer, consumer, backend, s, progress, progressSeconds, false);
+    }
+
+    /**
+     * As {@link #run(JlamaInstance, JlamaInstance, KvChecksum, Settings, PrintStream, double)}, choosing where the
+     * consumer verifies: {@code verifyInCopy} loads through a staging buffer and verifies inside the copy into the
+     * session ({@link Disaggregated#Disaggregated(JlamaInstance, JlamaInstance, KvChecksum, int, FailurePolicy,
+     * PayloadSender, int[], boolean)}).
+     */
+    public static Report run(JlamaInstance producer, JlamaInstance consumer, KvChecksum backend, Settings s,
+            PrintStream progress, double progressSeconds, boolean verifyInCopy) throws InterruptedException {
         Report rep = new Report();
         System.Logger log = rep.countingLogger();
         SplittableRandom master = new SplittableRandom(s.seed());
@@ -173,7 +184,8 @@ public final class Soak {
         long end = start + (long) (s.seconds() * 1e9);
         try (Disaggregated pd = new Disaggregated(producer, consumer, backend, s.blockSize(),
                 FailurePolicy.failClosed(FailurePolicy.OnFailure.RECOMPUTE, ChecksumMetrics.NONE, log),
-                new PayloadSender(ChecksumMetrics.NONE, log), prompt(master.split(), producer.model().getConfig().contextLength - 64))) {
+                new PayloadSender(ChecksumMetrics.NONE, log), prompt(master.split(), producer.model().getConfig().contextLength - 64),
+                verifyInCopy)) {
             ExecutorService pool = Executors.newFixedThreadPool(s.threads());
             List<Future<?>> workers = new ArrayList<>();
             AtomicLong ids = new AtomicLong();

@@ -11,7 +11,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The soak: short in CI ({@code soak.seconds}, 20 by default), long by one command:
- * {@code mvn -B -pl integrations/jlama -am verify -Dtest=SoakTest -Dsurefire.failIfNoSpecifiedTests=false -Dsoak.seconds=600}.
+ * {@code mvn -B -pl integrations/jlama -am verify -Dtest=SoakTest -Dsurefire.failIfNoSpecifiedTests=false -Dsoak.seconds=600};
+ * {@code -Dsoak.verifyInCopy=true} loads through a staging buffer and verifies inside the copy into the session.
  */
 class SoakTest {
     @TempDir
@@ -29,7 +30,7 @@ class SoakTest {
         try (JlamaInstance p = JlamaInstance.load("prefill", dir); JlamaInstance d = JlamaInstance.load("decode", dir);
                 KvChecksum backend = KvChecksums.fastest()) {
             backendName = backend.toString();
-            r = Soak.run(p, d, backend, s, System.out, Math.max(5, seconds / 20));
+            r = Soak.run(p, d, backend, s, System.out, Math.max(5, seconds / 20), Boolean.getBoolean("soak.verifyInCopy"));
         }
         r.print(System.out, s, backendName);
         assertEquals(0, r.thrown.get(), "thrown into the step: " + r.firstThrown);
