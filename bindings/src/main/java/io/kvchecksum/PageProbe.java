@@ -253,61 +253,126 @@ public final class PageProbe {
         }
         Pages f = new Pages(plan);
         if (plan.group().isHostResident()) {
-            // Every (kind, slice) part resolved once into flat arrays: the per-page loop is arithmetic and reads.
+            HostWindows.of(plan, probeBytes).probe(plan, f);
+            return new PendingProbes(f.probes(probeBytes));
+        }
+        return throughBackend(backend, plan, probeBytes, stream);
+    }
+
+    /**
+     * The host path: every (kind, slice) part resolved once into flat arrays, grouped in runs of one memory (a layer's
+     * heads of one kind), so the per-page loop is arithmetic and reads with the memory's checks hoisted per run.
+     *
+     * <p>Why it is shaped so (measured, {@code docs/bench-cpu.md} "Page probe cost"): a window is one or two cache lines
+     * far from the last, so the probe is bound by how many of its reads are in flight, not by its bytes. Before a
+     * page's windows are summed, one read of each window of the next page is issued (a loop of independent loads, as
+     * many in flight as the core allows), so the sums find their lines arriving or in cache; and pages are cut into
+     * chunks of about {@value #CHUNK_WINDOWS} windows spread over the common pool once a request has
+     * {@value #PARALLEL_WINDOWS} windows.
+     */
+    private record HostWindows(MemorySegment[] runSeg, int[] runStart, long[] base, long[] pageStride, long[] tokenStride,
+            long[] tailSkip, int[] pieces, long[] w) {
+        static HostWindows of(SlicePlan plan, int probeBytes) {
             List<SlicePlan.Slice> slices = plan.slices();
             int np = 0;
             for (SlicePlan.Slice s : slices) {
                 np += s.v() == null ? 1 : 2;
             }
-            MemorySegment[] seg = new MemorySegment[np];
             long[] base = new long[np];
             long[] pageStride = new long[np];
             long[] tokenStride = new long[np];
             long[] tailSkip = new long[np];
             int[] pieces = new int[np];
             long[] w = new long[np];
+            List<MemorySegment> runSeg = new ArrayList<>();
+            List<Integer> runStart = new ArrayList<>();
             int k = 0;
             for (int kind = 0; kind < 2; kind++) {
-                for (SlicePlan.Slice s : slices) {
-                    SlicePlan.Part part = kind == 0 ? s.k() : s.v();
-                    if (part == null) {
-                        continue;
+                for (SlicePlan.LayerRun run : plan.layerRuns()) {
+                    for (int h = 0; h < run.numHeads(); h++) {
+                        SlicePlan.Slice s = slices.get(run.firstSlice() + h);
+                        SlicePlan.Part part = kind == 0 ? s.k() : s.v();
+                        if (part == null) {
+                            continue;
+                        }
+                        MemorySegment seg = ((KvMemory.Host) part.memory()).segment();
+                        if (runSeg.isEmpty() || runSeg.get(runSeg.size() - 1) != seg) {
+                            runSeg.add(seg);
+                            runStart.add(k);
+                        }
+                        int n = Math.min(probeBytes, part.pieces() * 8);
+                        base[k] = part.base();
+                        pageStride[k] = part.pageStride();
+                        tokenStride[k] = part.tokenStride();
+                        tailSkip[k] = part.pieces() * 8L - n;
+                        pieces[k] = n >>> 3;
+                        w[k] = weight(s.layer(), s.head(), kind);
+                        k++;
                     }
-                    int n = Math.min(probeBytes, part.pieces() * 8);
-                    seg[k] = ((KvMemory.Host) part.memory()).segment();
-                    base[k] = part.base();
-                    pageStride[k] = part.pageStride();
-                    tokenStride[k] = part.tokenStride();
-                    tailSkip[k] = part.pieces() * 8L - n;
-                    pieces[k] = n >>> 3;
-                    w[k] = weight(s.layer(), s.head(), kind);
-                    k++;
                 }
             }
-            java.util.function.IntConsumer one = i -> {
-                long page = plan.page(i);
-                long lastSlot = f.lastSlot(i);
-                long h = 0;
-                long t = 0;
-                // First-token windows of every part, then last-token ones: each pass walks one token's cells in
-                // slice order, which in the common layouts is address order (the prefetcher follows it).
-                for (int j = 0; j < seg.length; j++) {
-                    h += w[j] * window(seg[j], base[j] + page * pageStride[j], pieces[j]);
-                }
-                for (int j = 0; j < seg.length; j++) {
-                    t += w[j] * window(seg[j], base[j] + page * pageStride[j] + lastSlot * tokenStride[j] + tailSkip[j], pieces[j]);
-                }
-                f.head[i] = h;
-                f.tail[i] = t;
-            };
-            // Each page is a few scattered cache lines per slice: latency-bound, so pages run on all cores once the
-            // request has enough of them to pay for the hand-off (~30 us per thread).
-            java.util.stream.IntStream range = java.util.stream.IntStream.range(0, f.head.length);
-            ((long) f.head.length * seg.length >= PARALLEL_WINDOWS ? range.parallel() : range).forEach(one);
-            return new PendingProbes(f.probes(probeBytes));
+            runStart.add(k);
+            return new HostWindows(runSeg.toArray(new MemorySegment[0]), runStart.stream().mapToInt(Integer::intValue).toArray(),
+                    base, pageStride, tokenStride, tailSkip, pieces, w);
         }
-        return throughBackend(backend, plan, probeBytes, stream);
+
+        void probe(SlicePlan plan, Pages f) {
+            int pages = f.head.length;
+            int perPage = 2 * base.length;
+            int chunk = Math.max(1, CHUNK_WINDOWS / Math.max(1, perPage));
+            int chunks = Math.ceilDiv(pages, chunk);
+            java.util.function.IntConsumer one = c -> {
+                int i0 = c * chunk;
+                int i1 = Math.min(pages, i0 + chunk);
+                long touched = touch(plan.page(i0), f.lastSlot(i0));
+                for (int i = i0; i < i1; i++) {
+                    if (i + 1 < i1) {
+                        touched += touch(plan.page(i + 1), f.lastSlot(i + 1));
+                    }
+                    sum(plan.page(i), f.lastSlot(i), f, i);
+                }
+                if (touched == 0x5EED_F00DL) {
+                    sink = touched;   // the touches must look used, or the JIT drops the loads
+                }
+            };
+            java.util.stream.IntStream range = java.util.stream.IntStream.range(0, chunks);
+            ((long) pages * perPage >= PARALLEL_WINDOWS ? range.parallel() : range).forEach(one);
+        }
+
+        /** One read of each window of page {@code page}: issued back to back, so many are in flight at once. */
+        private long touch(long page, long lastSlot) {
+            long t = 0;
+            for (int r = 0; r < runSeg.length; r++) {
+                MemorySegment m = runSeg[r];
+                for (int j = runStart[r]; j < runStart[r + 1]; j++) {
+                    long at = base[j] + page * pageStride[j];
+                    t += m.get(ValueLayout.JAVA_BYTE, at);
+                    t += m.get(ValueLayout.JAVA_BYTE, at + lastSlot * tokenStride[j] + tailSkip[j]);
+                }
+            }
+            return t;
+        }
+
+        /** Page {@code i}'s head and tail values; first-token windows, then last-token ones, each in part order. */
+        private void sum(long page, long lastSlot, Pages f, int i) {
+            long h = 0;
+            long t = 0;
+            for (int r = 0; r < runSeg.length; r++) {
+                MemorySegment m = runSeg[r];
+                for (int j = runStart[r]; j < runStart[r + 1]; j++) {
+                    long at = base[j] + page * pageStride[j];
+                    h += w[j] * window(m, at, pieces[j]);
+                    t += w[j] * window(m, at + lastSlot * tokenStride[j] + tailSkip[j], pieces[j]);
+                }
+            }
+            f.head[i] = h;
+            f.tail[i] = t;
+        }
     }
+
+    /** Windows per chunk of pages a thread of the host path takes at a time. */
+    private static final int CHUNK_WINDOWS = 1 << 12;
+    private static volatile long sink;
 
     /** {@link #throughBackend(KvChecksum, SlicePlan, int, OptionalLong)} on the backend's own stream, waited for. */
     static Probes throughBackend(KvChecksum backend, SlicePlan plan, int probeBytes) {
@@ -372,6 +437,12 @@ public final class PageProbe {
     }
 
     private static long window(MemorySegment m, long at, int pieces) {
+        if (pieces == 8) {
+            // the default 64 bytes: one cache line, unrolled
+            return m.get(PIECE, at) + 3 * m.get(PIECE, at + 8) + 5 * m.get(PIECE, at + 16) + 7 * m.get(PIECE, at + 24)
+                    + 9 * m.get(PIECE, at + 32) + 11 * m.get(PIECE, at + 40) + 13 * m.get(PIECE, at + 48)
+                    + 15 * m.get(PIECE, at + 56);
+        }
         long d = 0;
         for (int p = 0; p < pieces; p++) {
             d += m.get(PIECE, at + 8L * p) * (2L * p + 1);

@@ -93,24 +93,170 @@ public final class FastCpuBackend implements Backend {
     }
 
     /**
-     * Every launch on the calling thread (split over the pool when large), the whole-piece ones through the vector or
-     * scalar loops, the byte-cell ones through {@link ByteCellSums}; both modes through the same paths, only the
-     * kernel differs.
+     * The whole plan in one pass: its whole-piece launches through the vector or scalar loops (one launch split over
+     * the pool when large; several launches, a step's segments and requests, as one piece of work whose size decides
+     * the threads and the loops, see {@link #runTogether}), the byte-cell ones through {@link ByteCellSums}; both modes
+     * through the same paths, only the kernel differs.
      */
     @Override
     public PendingChecksums run(CompiledPlan plan, CompiledPlan.Output output, OptionalLong stream) {
         List<CompiledPlan.Launch> launches = plan.launches();
         long[][] values = new long[launches.size()][];
         boolean blocks = output == CompiledPlan.Output.BLOCK_CHECKSUMS;
+        List<SlicePlan> whole = new ArrayList<>();
+        List<Integer> wholeAt = new ArrayList<>();
         for (int i = 0; i < values.length; i++) {
             CompiledPlan.Launch l = launches.get(i);
             SlicePlan p = l.slices();
-            values[i] = switch (l.cellKind()) {
-                case WHOLE_PIECES -> blocks ? blockChecksums(p) : sliceValues(p);
-                case BYTE_CELLS -> blocks ? p.sliceSums(ByteCellSums.values(p)).combine() : ByteCellSums.values(p);
-            };
+            if (l.cellKind() == CompiledPlan.CellKind.WHOLE_PIECES) {
+                whole.add(p);
+                wholeAt.add(i);
+            } else {
+                values[i] = blocks ? p.sliceSums(ByteCellSums.values(p)).combine() : ByteCellSums.values(p);
+            }
+        }
+        if (whole.size() == 1) {
+            SlicePlan p = whole.get(0);
+            values[wholeAt.get(0)] = blocks ? blockChecksums(p) : sliceValues(p);
+        } else if (!whole.isEmpty()) {
+            long[][] out = runTogether(whole, blocks);
+            for (int k = 0; k < out.length; k++) {
+                values[wholeAt.get(k)] = out[k];
+            }
         }
         return PendingChecksums.completed(plan.gather(output, values));
+    }
+
+    /**
+     * Several whole-piece launches (a segmented cache's shares, a step's requests) as one piece of work: their bytes
+     * together decide, as one request's do, whether it runs on the calling thread or on the pool and whether its loops
+     * read from memory. On the pool every launch's layers are cut into block ranges of about
+     * {@code max(TASK_BYTES, total/4T)} bytes and consecutive small ranges (a Jlama page of a few positions is a launch
+     * of tens of KiB per layer) are packed into one task, so a session of hundreds of small segments is a few tasks,
+     * handed over in one {@code invokeAll}. Each launch keeps its own values, in its own layout.
+     *
+     * @return for each launch, in order, its block checksums ({@code blocks}) or slice sums
+     */
+    private long[][] runTogether(List<SlicePlan> plans, boolean blocks) {
+        int n = plans.size();
+        long[][] values = new long[n][];
+        long[][] factors = new long[n][];
+        long total = 0;
+        boolean sharable = threads > 1;
+        for (int k = 0; k < n; k++) {
+            SlicePlan p = plans.get(k);
+            values[k] = new long[blocks ? p.numBlocks() : p.numSlices() * p.numBlocks()];
+            factors[k] = blocks ? factors(p) : null;
+            total += kvBytes(p);
+        }
+        if (sharable && total >= PARALLEL_BYTES) {
+            for (int k = 0; k < n && sharable; k++) {
+                sharable = sharable(plans.get(k));
+            }
+        }
+        if (!sharable || total < PARALLEL_BYTES) {
+            boolean streaming = total >= streamingBytes;
+            Scratch scratch = new Scratch();
+            for (int k = 0; k < n; k++) {
+                SlicePlan p = plans.get(k);
+                int nb = p.numBlocks();
+                Blocks order = Blocks.of(p);
+                Sink sink = blocks ? Sink.blocks(values[k], factors[k]) : Sink.slices(values[k], nb);
+                for (SlicePlan.LayerRun layer : p.layerRuns()) {
+                    compute(p, layer, order, 0, nb, streaming, sink, scratch);
+                }
+            }
+            return values;
+        }
+        long target = Math.max(TASK_BYTES, total / (4L * threads));
+        List<List<Unit>> tasks = new ArrayList<>();
+        List<Unit> current = new ArrayList<>();
+        long currentBytes = 0;
+        for (int k = 0; k < n; k++) {
+            SlicePlan p = plans.get(k);
+            int nb = p.numBlocks();
+            Blocks order = Blocks.of(p);
+            long tokens = p.request().numTokens() - p.request().startToken();
+            for (SlicePlan.LayerRun run : p.layerRuns()) {
+                long layerBytes = run.numHeads() * 8L * p.slice(run.firstSlice()).pieces() * tokens;
+                long perBlock = Math.max(1, Math.ceilDiv(layerBytes, (long) nb));
+                int step = (int) Math.max(1, Math.min(nb, target / perBlock));
+                for (int p0 = 0; p0 < nb; p0 += step) {
+                    int p1 = Math.min(nb, p0 + step);
+                    current.add(new Unit(k, new Task(run, order, p0, p1)));
+                    currentBytes += perBlock * (p1 - p0);
+                    if (currentBytes >= target) {
+                        tasks.add(current);
+                        current = new ArrayList<>();
+                        currentBytes = 0;
+                    }
+                }
+            }
+        }
+        if (!current.isEmpty()) {
+            tasks.add(current);
+        }
+        List<Callable<Runnable>> calls = new ArrayList<>(tasks.size());
+        for (List<Unit> units : tasks) {
+            calls.add(() -> {
+                Scratch scratch = new Scratch();
+                List<Runnable> publish = new ArrayList<>(units.size());
+                for (Unit u : units) {
+                    SlicePlan p = plans.get(u.launch);
+                    Task t = u.task;
+                    if (!blocks) {
+                        // disjoint (slice, block) cells of the launch's matrix: written in place
+                        compute(p, t.run, t.blocks, t.p0, t.p1, true, Sink.slices(values[u.launch], p.numBlocks()), scratch);
+                        continue;
+                    }
+                    long[] part = new long[t.p1 - t.p0];
+                    compute(p, t.run, t.blocks, t.p0, t.p1, true, Sink.part(part, factors[u.launch], t.p0), scratch);
+                    long[] out = values[u.launch];
+                    publish.add(() -> {
+                        for (int i = 0; i < part.length; i++) {
+                            out[t.blocks.order[t.p0 + i]] += part[i];
+                        }
+                    });
+                }
+                return () -> publish.forEach(Runnable::run);
+            });
+        }
+        if (calls.size() == 1) {
+            try {
+                calls.get(0).call().run();
+            } catch (RuntimeException e) {
+                throw e;
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            }
+            return values;
+        }
+        try {
+            for (Future<Runnable> f : pool(threads).invokeAll(calls)) {
+                f.get().run();
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while checksumming", e);
+        } catch (ExecutionException e) {
+            if (e.getCause() instanceof RuntimeException re) {
+                throw re;
+            }
+            throw new IllegalStateException(e.getCause());
+        }
+        return values;
+    }
+
+    /** One launch's block range of one layer, within a task of {@link #runTogether}. */
+    private record Unit(int launch, Task task) {
+    }
+
+    private static long[] factors(SlicePlan plan) {
+        long[] factors = new long[plan.numSlices()];
+        for (int i = 0; i < factors.length; i++) {
+            factors[i] = plan.slice(i).factor();
+        }
+        return factors;
     }
 
     private long[] blockChecksums(SlicePlan plan) {
