@@ -1,5 +1,7 @@
 package io.kvchecksum;
 
+import io.kvchecksum.internal.ProbeWindows;
+
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
@@ -263,15 +265,18 @@ public final class PageProbe {
      * The host path: every (kind, slice) part resolved once into flat arrays, grouped in runs of one memory (a layer's
      * heads of one kind), so the per-page loop is arithmetic and reads with the memory's checks hoisted per run.
      *
-     * <p>Why it is shaped so (measured, {@code docs/bench-cpu.md} "Page probe cost"): a window is one or two cache lines
-     * far from the last, so the probe is bound by how many of its reads are in flight, not by its bytes. Before a
+     * <p>Why it is shaped so (measured, {@code docs/bench-cpu.md} "Page probe cost"): 64-byte windows (the default) go
+     * through {@link ProbeWindows}, on the Vector API where the JVM has it (a load and a multiply-add per window, the
+     * piece weights applied once per run: eight times fewer instructions than the scalar loop, which kept the probe
+     * compute-bound where it reads half of every cell, SGLang's page size 1). A window is one or two cache lines
+     * far from the last, so beyond that the probe is bound by how many of its reads are in flight. Before a
      * page's windows are summed, one read of each window of the next page is issued (a loop of independent loads, as
      * many in flight as the core allows), so the sums find their lines arriving or in cache; and pages are cut into
      * chunks of about {@value #CHUNK_WINDOWS} windows spread over the common pool once a request has
      * {@value #PARALLEL_WINDOWS} windows.
      */
-    private record HostWindows(MemorySegment[] runSeg, int[] runStart, long[] base, long[] pageStride, long[] tokenStride,
-            long[] tailSkip, int[] pieces, long[] w) {
+    private record HostWindows(MemorySegment[] runSeg, int[] runStart, boolean[] runOf8, long[] base, long[] pageStride,
+            long[] tokenStride, long[] tailSkip, int[] pieces, long[] w) {
         static HostWindows of(SlicePlan plan, int probeBytes) {
             List<SlicePlan.Slice> slices = plan.slices();
             int np = 0;
@@ -312,8 +317,16 @@ public final class PageProbe {
                 }
             }
             runStart.add(k);
-            return new HostWindows(runSeg.toArray(new MemorySegment[0]), runStart.stream().mapToInt(Integer::intValue).toArray(),
-                    base, pageStride, tokenStride, tailSkip, pieces, w);
+            int[] starts = runStart.stream().mapToInt(Integer::intValue).toArray();
+            boolean[] of8 = new boolean[runSeg.size()];
+            for (int r = 0; r < of8.length; r++) {
+                of8[r] = true;
+                for (int j = starts[r]; j < starts[r + 1]; j++) {
+                    of8[r] &= pieces[j] == 8;
+                }
+            }
+            return new HostWindows(runSeg.toArray(new MemorySegment[0]), starts, of8, base, pageStride, tokenStride, tailSkip,
+                    pieces, w);
         }
 
         void probe(SlicePlan plan, Pages f) {
@@ -321,14 +334,16 @@ public final class PageProbe {
             int perPage = 2 * base.length;
             int chunk = Math.max(1, CHUNK_WINDOWS / Math.max(1, perPage));
             int chunks = Math.ceilDiv(pages, chunk);
+            int[] order = addressOrder(plan, pages);
             java.util.function.IntConsumer one = c -> {
-                int i0 = c * chunk;
-                int i1 = Math.min(pages, i0 + chunk);
-                long touched = touch(plan.page(i0), f.lastSlot(i0));
-                for (int i = i0; i < i1; i++) {
-                    if (i + 1 < i1) {
-                        touched += touch(plan.page(i + 1), f.lastSlot(i + 1));
+                int p0 = c * chunk;
+                int p1 = Math.min(pages, p0 + chunk);
+                long touched = touch(plan.page(order[p0]), f.lastSlot(order[p0]));
+                for (int p = p0; p < p1; p++) {
+                    if (p + 1 < p1) {
+                        touched += touch(plan.page(order[p + 1]), f.lastSlot(order[p + 1]));
                     }
+                    int i = order[p];
                     sum(plan.page(i), f.lastSlot(i), f, i);
                 }
                 if (touched == 0x5EED_F00DL) {
@@ -337,6 +352,29 @@ public final class PageProbe {
             };
             java.util.stream.IntStream range = java.util.stream.IntStream.range(0, chunks);
             ((long) pages * perPage >= PARALLEL_WINDOWS ? range.parallel() : range).forEach(one);
+        }
+
+        /**
+         * The request's page indices in the order of their page ids: a churned table visits memory at random, and a
+         * page's windows are a few lines of each of many rows, each a TLB miss and a DRAM row opened in table order; in
+         * address order they are the same lines the prefetchers and the open rows already serve (measured: SGLang's
+         * page size 1 at 64 MiB, shuffled table, most of the probe's time was its first read of each window).
+         */
+        private static int[] addressOrder(SlicePlan plan, int pages) {
+            long[] keys = new long[pages];
+            boolean sorted = true;
+            for (int i = 0; i < pages; i++) {
+                keys[i] = (long) plan.page(i) << 32 | i;
+                sorted &= i == 0 || keys[i] > keys[i - 1];
+            }
+            int[] order = new int[pages];
+            if (!sorted) {
+                java.util.Arrays.sort(keys);
+            }
+            for (int p = 0; p < pages; p++) {
+                order[p] = (int) keys[p];
+            }
+            return order;
         }
 
         /** One read of each window of page {@code page}: issued back to back, so many are in flight at once. */
@@ -357,16 +395,26 @@ public final class PageProbe {
         private void sum(long page, long lastSlot, Pages f, int i) {
             long h = 0;
             long t = 0;
+            long[] ht = null;
             for (int r = 0; r < runSeg.length; r++) {
                 MemorySegment m = runSeg[r];
+                if (runOf8[r]) {
+                    // the default 64-byte windows: the Vector API loop where the JVM has it
+                    if (ht == null) {
+                        ht = new long[2];
+                    }
+                    ProbeWindows.INSTANCE.sum8(m, base, pageStride, tokenStride, tailSkip, w, runStart[r], runStart[r + 1],
+                            page, lastSlot, ht);
+                    continue;
+                }
                 for (int j = runStart[r]; j < runStart[r + 1]; j++) {
                     long at = base[j] + page * pageStride[j];
                     h += w[j] * window(m, at, pieces[j]);
                     t += w[j] * window(m, at + lastSlot * tokenStride[j] + tailSkip[j], pieces[j]);
                 }
             }
-            f.head[i] = h;
-            f.tail[i] = t;
+            f.head[i] = h + (ht == null ? 0 : ht[0]);
+            f.tail[i] = t + (ht == null ? 0 : ht[1]);
         }
     }
 
@@ -437,12 +485,6 @@ public final class PageProbe {
     }
 
     private static long window(MemorySegment m, long at, int pieces) {
-        if (pieces == 8) {
-            // the default 64 bytes: one cache line, unrolled
-            return m.get(PIECE, at) + 3 * m.get(PIECE, at + 8) + 5 * m.get(PIECE, at + 16) + 7 * m.get(PIECE, at + 24)
-                    + 9 * m.get(PIECE, at + 32) + 11 * m.get(PIECE, at + 40) + 13 * m.get(PIECE, at + 48)
-                    + 15 * m.get(PIECE, at + 56);
-        }
         long d = 0;
         for (int p = 0; p < pieces; p++) {
             d += m.get(PIECE, at + 8L * p) * (2L * p + 1);
