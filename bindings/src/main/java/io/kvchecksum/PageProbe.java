@@ -29,9 +29,10 @@ import java.util.OptionalLong;
  * <p>In a token-major page (SGLang {@code [slots, heads, dim]}, vLLM flash) the head windows are the page's first
  * bytes and the tail windows its last written bytes, which is where a transfer still in flight shows first.
  *
- * <p><b>Where it runs.</b> On host memory the windows are read directly: on the calling thread, or for requests of
- * 2^14 page-slices or more spread by page over the common {@code ForkJoinPool} (see {@code docs/bench-cpu.md} for
- * its cost against the full checksum). On device memory every window becomes a
+ * <p><b>Where it runs.</b> On host memory the windows are read directly, pages in the order of their page ids,
+ * 64-byte windows on the Vector API where the JVM has it: on the calling thread, or for requests of 2^14 windows or
+ * more in chunks of pages over the common {@code ForkJoinPool} (see {@code docs/bench-cpu.md}, "Page probe cost", for
+ * its cost against the full checksum: about its byte fraction of the full pass, plus a fixed cost per call). On device memory every window becomes a
  * {@link StateRow} digested by the backend's {@link KvChecksum#stateDigests} (one-token slices, one plan: one launch on
  * a GPU backend): correct on every backend, not tuned. {@link #submit} enqueues that launch on an engine's stream and
  * returns {@link PendingProbes} without waiting.
