@@ -184,8 +184,9 @@ public final class FastCpuBackend implements Backend {
                 int nb = p.numBlocks();
                 Blocks order = Blocks.of(p);
                 Sink sink = blocks ? Sink.blocks(values[k], factors[k]) : Sink.slices(values[k], nb);
+                boolean rows = streaming && kvBytes(p) / nb >= STREAM_BLOCK_BYTES;   // as on the pool, below
                 for (SlicePlan.LayerRun layer : p.layerRuns()) {
-                    compute(p, layer, order, 0, nb, streaming, sink, scratch);
+                    compute(p, layer, order, 0, nb, rows, sink, scratch);
                 }
             }
             return values;
