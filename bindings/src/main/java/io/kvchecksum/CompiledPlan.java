@@ -20,7 +20,7 @@ import java.util.function.Function;
  *
  * <p>What the compiler decides, once for every backend:
  * <ul>
- *   <li>every refusal ({@link #compile} for the request and the spec; {@link #check} for a backend's declared
+ *   <li>every refusal ({@link #compile(KvSource, List, ChecksumSpec)} for the request and the spec; {@link #check} for a backend's declared
  *       {@link BackendLimits}), before any kernel runs;</li>
  *   <li>cells that are not whole pieces: refused without padding, else a {@link CellKind#BYTE_CELLS} launch of their
  *       layers beside the {@link CellKind#WHOLE_PIECES} launch of the others;</li>
@@ -28,7 +28,9 @@ import java.util.function.Function;
  *       computed in smaller blocks that nest in the request's; see {@link KvSegments}), placed into the request's blocks;
  *       padding and mixed mode apply to segments exactly as to a group;</li>
  *   <li>several requests of one engine step: one plan, the launches of all of them, the results concatenated in
- *       request order ({@link #offset});</li>
+ *       request order ({@link #offset}); each request may read its own source of the same geometry (several segmented
+ *       sessions of one step: {@link #compile(List, List, ChecksumSpec)}), so one backend call covers every request and
+ *       every segment of the step (the CPU backend runs all launches as one pass over its threads);</li>
  *   <li>requests without blocks: no launch at all.</li>
  * </ul>
  *
@@ -135,6 +137,8 @@ public final class CompiledPlan {
     }
 
     private final KvSource source;
+    /** Per request, the source it reads (all {@link #source} unless compiled from one source per request). */
+    private final List<KvSource> sources;
     private final ChecksumSpec spec;
     private final List<RequestBlocks> requests;
     private final List<Launch> launches;
@@ -147,8 +151,9 @@ public final class CompiledPlan {
     /** One launch that is its request's whole result, in place: its values need no placing. */
     private final boolean passThrough;
 
-    private CompiledPlan(KvSource source, ChecksumSpec spec, List<RequestBlocks> requests, List<Launch> launches) {
-        this.source = source;
+    private CompiledPlan(List<KvSource> sources, ChecksumSpec spec, List<RequestBlocks> requests, List<Launch> launches) {
+        this.source = sources.get(0);
+        this.sources = sources;
         this.spec = spec;
         this.requests = requests;
         this.launches = launches;
@@ -219,6 +224,47 @@ public final class CompiledPlan {
         if (source == null || requests == null || spec == null) {
             throw new InvalidLayoutException("source, requests and spec must not be null");
         }
+        return compileEach(java.util.Collections.nCopies(requests.size(), source), requests, spec);
+    }
+
+    /**
+     * Validates and compiles the requests of one engine step, each over its own source (several sessions of an engine
+     * that keeps each session in its own allocations, as Jlama does; or requests over several groups of one
+     * geometry): one plan whose launches cover every request and every segment, run by one backend call. The sources
+     * must have the same geometry (layer numbers, heads and cell bytes, in order), so the requests' slice sums have the
+     * same rows. Nothing is read.
+     *
+     * @param sources for each request, in order, the cache it reads: a group or a segmented cache; the same object may
+     *     appear for several requests (their launches then batch as those of {@link #compile(KvSource, List,
+     *     ChecksumSpec)} do)
+     * @param requests the requests, as many as sources, at least one, none null (results come back in this order)
+     * @param spec the mode and padding
+     * @return the compiled plan; {@link #source()} is the first request's source, {@link #source(int)} each one's
+     * @throws InvalidLayoutException as {@link #compile(KvSource, List, ChecksumSpec)} says, and when the lists differ
+     *     in length, a source is null, or a source's geometry differs from the first's
+     */
+    public static CompiledPlan compile(List<? extends KvSource> sources, List<RequestBlocks> requests, ChecksumSpec spec) {
+        if (sources == null || requests == null || spec == null) {
+            throw new InvalidLayoutException("sources, requests and spec must not be null");
+        }
+        if (sources.size() != requests.size()) {
+            throw new InvalidLayoutException(sources.size() + " sources for " + requests.size() + " requests: give each"
+                    + " request its source");
+        }
+        for (int r = 0; r < sources.size(); r++) {
+            if (sources.get(r) == null) {
+                throw new InvalidLayoutException("the source of request " + r + " is null");
+            }
+            if (r > 0 && sources.get(r) != sources.get(0)) {
+                KvSegments.requireSameGeometry(sources.get(0).geometry(), sources.get(r).geometry(),
+                        "the source of request " + r, "the first request's");
+            }
+        }
+        return compileEach(List.copyOf(sources), requests, spec);
+    }
+
+    private static CompiledPlan compileEach(List<? extends KvSource> sources, List<RequestBlocks> requests,
+            ChecksumSpec spec) {
         if (requests.isEmpty()) {
             throw new InvalidLayoutException("a plan needs at least one request");
         }
@@ -229,19 +275,21 @@ public final class CompiledPlan {
         }
         List<RequestBlocks> reqs = List.copyOf(requests);
         List<Launch> launches = new ArrayList<>();
-        // A group's slices and their split by cell kind depend on the group alone: resolved for the first request, then
-        // shared by the others, whose page tables alone are validated.
-        List<SlicePlan.Split> groupParts = null;
+        // A group's slices and their split by cell kind depend on the group alone: resolved for its first request, then
+        // shared by the others, whose page tables alone are validated (and whose launches batch: the same slices).
+        Map<KvCacheGroup, List<SlicePlan.Split>> groupParts = new IdentityHashMap<>();
         for (int r = 0; r < reqs.size(); r++) {
             RequestBlocks q = reqs.get(r);
-            switch (source) {
+            switch (sources.get(r)) {
                 case KvCacheGroup g -> {
-                    if (groupParts == null) {
-                        groupParts = SlicePlan.of(g, q, spec).byCellKind();
-                        addLaunches(launches, r, groupParts, q.firstBlock(), q.blockSize());
+                    List<SlicePlan.Split> parts = groupParts.get(g);
+                    if (parts == null) {
+                        parts = SlicePlan.of(g, q, spec).byCellKind();
+                        groupParts.put(g, parts);
+                        addLaunches(launches, r, parts, q.firstBlock(), q.blockSize());
                     } else {
-                        List<SlicePlan.Split> mine = new ArrayList<>(groupParts.size());
-                        for (SlicePlan.Split part : groupParts) {
+                        List<SlicePlan.Split> mine = new ArrayList<>(parts.size());
+                        for (SlicePlan.Split part : parts) {
                             mine.add(new SlicePlan.Split(part.plan().withRequest(q), part.byteCells(), part.rows()));
                         }
                         addLaunches(launches, r, mine, q.firstBlock(), q.blockSize());
@@ -258,7 +306,7 @@ public final class CompiledPlan {
                 }
             }
         }
-        return new CompiledPlan(source, spec, reqs, List.copyOf(launches));
+        return new CompiledPlan(List.copyOf(sources), spec, reqs, List.copyOf(launches));
     }
 
     /**
@@ -269,8 +317,8 @@ public final class CompiledPlan {
     public static CompiledPlan of(SlicePlan plan) {
         List<Launch> launches = new ArrayList<>();
         addLaunches(launches, 0, plan.byCellKind(), plan.request().firstBlock(), plan.request().blockSize());
-        return new CompiledPlan(plan.group(), new ChecksumSpec(plan.mode(), plan.padding()), List.of(plan.request()),
-                List.copyOf(launches));
+        return new CompiledPlan(List.of(plan.group()), new ChecksumSpec(plan.mode(), plan.padding()),
+                List.of(plan.request()), List.copyOf(launches));
     }
 
     /** A plan's launches: its layers split by cell kind (a layer's slices share their regions, so one kind). */
@@ -319,9 +367,21 @@ public final class CompiledPlan {
         return "backend '" + backend + "' reads host memory only or device memory only, not both among the layers of one launch" + where;
     }
 
-    /** {@return the source the plan reads} */
+    /**
+     * {@return the source the plan reads: the first request's, every request's unless the plan was compiled with one
+     * source per request ({@link #compile(List, List, ChecksumSpec)})}
+     */
     public KvSource source() {
         return source;
+    }
+
+    /**
+     * {@return the source request {@code r} reads}
+     *
+     * @param r a request index
+     */
+    public KvSource source(int r) {
+        return sources.get(r);
     }
 
     /** {@return the mode and padding} */

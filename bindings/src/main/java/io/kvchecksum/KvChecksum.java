@@ -110,6 +110,24 @@ public final class KvChecksum implements AutoCloseable {
     }
 
     /**
+     * Compiles the requests of one engine step, each over its own source (several sessions of an engine that keeps
+     * each in its own allocations, as Jlama does), into one plan run by one call, and checks it against this backend's
+     * limits: every refusal happens here, before any kernel runs.
+     *
+     * @param sources each request's cache, in order, all of one geometry
+     * @param requests the requests, as many as sources (a segmented cache's requests have empty page tables)
+     * @param spec the mode and padding
+     * @return the compiled plan, reusable across calls
+     * @throws InvalidLayoutException as {@link CompiledPlan#compile(List, List, ChecksumSpec)} and
+     *     {@link CompiledPlan#check} say
+     */
+    public CompiledPlan compile(List<? extends KvSource> sources, List<RequestBlocks> requests, ChecksumSpec spec) {
+        CompiledPlan plan = CompiledPlan.compile(sources, requests, spec);
+        plan.check(name(), backend.limits(), false);
+        return plan;
+    }
+
+    /**
      * {@return the block checksums of every request of {@code plan}, one array per request in order}
      *
      * @param plan the compiled plan

@@ -105,7 +105,7 @@ public final class KvSegments implements KvSource {
             if (g == null) {
                 throw new InvalidLayoutException("segment " + i + " is null");
             }
-            requireSameGeometry(first, g, i);
+            requireSameGeometry(first, g, "segment " + i, "segment 0's");
             Segment s = new Segment(start, g);
             out.add(s);
             start = s.endToken();
@@ -304,10 +304,14 @@ public final class KvSegments implements KvSource {
         return BigInteger.valueOf(a).gcd(BigInteger.valueOf(b)).longValue();
     }
 
-    private static void requireSameGeometry(KvCacheGroup a, KvCacheGroup b, int index) {
+    /**
+     * Refuses {@code b} unless it has {@code a}'s geometry: the same layers, heads and cell bytes, in the same order.
+     * {@code what} names {@code b} and {@code first} names {@code a}'s in the message.
+     */
+    static void requireSameGeometry(KvCacheGroup a, KvCacheGroup b, String what, String first) {
         if (a.layers().size() != b.layers().size()) {
-            throw new InvalidLayoutException("segment " + index + " has " + b.layers().size() + " layers, segment 0 has "
-                    + a.layers().size() + ": every segment must hold the same layers");
+            throw new InvalidLayoutException(what + " has " + b.layers().size() + " layers, " + first + " "
+                    + a.layers().size() + ": every segment (every source of one plan) must hold the same layers");
         }
         for (int i = 0; i < a.layers().size(); i++) {
             CacheLayer x = a.layers().get(i);
@@ -316,10 +320,10 @@ public final class KvSegments implements KvSource {
                     && x.k().cellBytes() == y.k().cellBytes() && (x.v() == null) == (y.v() == null)
                     && (x.v() == null || x.v().cellBytes() == y.v().cellBytes());
             if (!same) {
-                throw new InvalidLayoutException("segment " + index + " layer entry " + i + " (layer " + y.layer() + ", heads "
-                        + y.firstHead() + "+" + y.numHeads() + ", " + bytes(y) + ") differs from segment 0's (layer "
+                throw new InvalidLayoutException(what + " layer entry " + i + " (layer " + y.layer() + ", heads "
+                        + y.firstHead() + "+" + y.numHeads() + ", " + bytes(y) + ") differs from " + first + " (layer "
                         + x.layer() + ", heads " + x.firstHead() + "+" + x.numHeads() + ", " + bytes(x) + "):"
-                        + " every segment must have the same geometry, in the same order");
+                        + " every segment (every source of one plan) must have the same geometry, in the same order");
             }
         }
     }

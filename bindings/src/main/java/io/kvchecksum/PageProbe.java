@@ -1,5 +1,7 @@
 package io.kvchecksum;
 
+import io.kvchecksum.internal.ProbeWindows;
+
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
@@ -27,9 +29,10 @@ import java.util.OptionalLong;
  * <p>In a token-major page (SGLang {@code [slots, heads, dim]}, vLLM flash) the head windows are the page's first
  * bytes and the tail windows its last written bytes, which is where a transfer still in flight shows first.
  *
- * <p><b>Where it runs.</b> On host memory the windows are read directly: on the calling thread, or for requests of
- * 2^14 page-slices or more spread by page over the common {@code ForkJoinPool} (see {@code docs/bench-cpu.md} for
- * its cost against the full checksum). On device memory every window becomes a
+ * <p><b>Where it runs.</b> On host memory the windows are read directly, pages in the order of their page ids,
+ * 64-byte windows on the Vector API where the JVM has it: on the calling thread, or for requests of 2^14 windows or
+ * more in chunks of pages over the common {@code ForkJoinPool} (see {@code docs/bench-cpu.md}, "Page probe cost", for
+ * its cost against the full checksum: about its byte fraction of the full pass, plus a fixed cost per call). On device memory every window becomes a
  * {@link StateRow} digested by the backend's {@link KvChecksum#stateDigests} (one-token slices, one plan: one launch on
  * a GPU backend): correct on every backend, not tuned. {@link #submit} enqueues that launch on an engine's stream and
  * returns {@link PendingProbes} without waiting.
@@ -253,61 +256,172 @@ public final class PageProbe {
         }
         Pages f = new Pages(plan);
         if (plan.group().isHostResident()) {
-            // Every (kind, slice) part resolved once into flat arrays: the per-page loop is arithmetic and reads.
+            HostWindows.of(plan, probeBytes).probe(plan, f);
+            return new PendingProbes(f.probes(probeBytes));
+        }
+        return throughBackend(backend, plan, probeBytes, stream);
+    }
+
+    /**
+     * The host path: every (kind, slice) part resolved once into flat arrays, grouped in runs of one memory (a layer's
+     * heads of one kind), so the per-page loop is arithmetic and reads with the memory's checks hoisted per run.
+     *
+     * <p>Why it is shaped so (measured, {@code docs/bench-cpu.md} "Page probe cost"): 64-byte windows (the default) go
+     * through {@link ProbeWindows}, on the Vector API where the JVM has it (a load and a multiply-add per window, the
+     * piece weights applied once per run: eight times fewer instructions than the scalar loop, which kept the probe
+     * compute-bound where it reads half of every cell, SGLang's page size 1). A window is one or two cache lines
+     * far from the last, so beyond that the probe is bound by how many of its reads are in flight. Before a
+     * page's windows are summed, one read of each window of the next page is issued (a loop of independent loads, as
+     * many in flight as the core allows), so the sums find their lines arriving or in cache; and pages are cut into
+     * chunks of about {@value #CHUNK_WINDOWS} windows spread over the common pool once a request has
+     * {@value #PARALLEL_WINDOWS} windows.
+     */
+    private record HostWindows(MemorySegment[] runSeg, int[] runStart, boolean[] runOf8, long[] base, long[] pageStride,
+            long[] tokenStride, long[] tailSkip, int[] pieces, long[] w) {
+        static HostWindows of(SlicePlan plan, int probeBytes) {
             List<SlicePlan.Slice> slices = plan.slices();
             int np = 0;
             for (SlicePlan.Slice s : slices) {
                 np += s.v() == null ? 1 : 2;
             }
-            MemorySegment[] seg = new MemorySegment[np];
             long[] base = new long[np];
             long[] pageStride = new long[np];
             long[] tokenStride = new long[np];
             long[] tailSkip = new long[np];
             int[] pieces = new int[np];
             long[] w = new long[np];
+            List<MemorySegment> runSeg = new ArrayList<>();
+            List<Integer> runStart = new ArrayList<>();
             int k = 0;
             for (int kind = 0; kind < 2; kind++) {
-                for (SlicePlan.Slice s : slices) {
-                    SlicePlan.Part part = kind == 0 ? s.k() : s.v();
-                    if (part == null) {
-                        continue;
+                for (SlicePlan.LayerRun run : plan.layerRuns()) {
+                    for (int h = 0; h < run.numHeads(); h++) {
+                        SlicePlan.Slice s = slices.get(run.firstSlice() + h);
+                        SlicePlan.Part part = kind == 0 ? s.k() : s.v();
+                        if (part == null) {
+                            continue;
+                        }
+                        MemorySegment seg = ((KvMemory.Host) part.memory()).segment();
+                        if (runSeg.isEmpty() || runSeg.get(runSeg.size() - 1) != seg) {
+                            runSeg.add(seg);
+                            runStart.add(k);
+                        }
+                        int n = Math.min(probeBytes, part.pieces() * 8);
+                        base[k] = part.base();
+                        pageStride[k] = part.pageStride();
+                        tokenStride[k] = part.tokenStride();
+                        tailSkip[k] = part.pieces() * 8L - n;
+                        pieces[k] = n >>> 3;
+                        w[k] = weight(s.layer(), s.head(), kind);
+                        k++;
                     }
-                    int n = Math.min(probeBytes, part.pieces() * 8);
-                    seg[k] = ((KvMemory.Host) part.memory()).segment();
-                    base[k] = part.base();
-                    pageStride[k] = part.pageStride();
-                    tokenStride[k] = part.tokenStride();
-                    tailSkip[k] = part.pieces() * 8L - n;
-                    pieces[k] = n >>> 3;
-                    w[k] = weight(s.layer(), s.head(), kind);
-                    k++;
                 }
             }
-            java.util.function.IntConsumer one = i -> {
-                long page = plan.page(i);
-                long lastSlot = f.lastSlot(i);
-                long h = 0;
-                long t = 0;
-                // First-token windows of every part, then last-token ones: each pass walks one token's cells in
-                // slice order, which in the common layouts is address order (the prefetcher follows it).
-                for (int j = 0; j < seg.length; j++) {
-                    h += w[j] * window(seg[j], base[j] + page * pageStride[j], pieces[j]);
+            runStart.add(k);
+            int[] starts = runStart.stream().mapToInt(Integer::intValue).toArray();
+            boolean[] of8 = new boolean[runSeg.size()];
+            for (int r = 0; r < of8.length; r++) {
+                of8[r] = true;
+                for (int j = starts[r]; j < starts[r + 1]; j++) {
+                    of8[r] &= pieces[j] == 8;
                 }
-                for (int j = 0; j < seg.length; j++) {
-                    t += w[j] * window(seg[j], base[j] + page * pageStride[j] + lastSlot * tokenStride[j] + tailSkip[j], pieces[j]);
-                }
-                f.head[i] = h;
-                f.tail[i] = t;
-            };
-            // Each page is a few scattered cache lines per slice: latency-bound, so pages run on all cores once the
-            // request has enough of them to pay for the hand-off (~30 us per thread).
-            java.util.stream.IntStream range = java.util.stream.IntStream.range(0, f.head.length);
-            ((long) f.head.length * seg.length >= PARALLEL_WINDOWS ? range.parallel() : range).forEach(one);
-            return new PendingProbes(f.probes(probeBytes));
+            }
+            return new HostWindows(runSeg.toArray(new MemorySegment[0]), starts, of8, base, pageStride, tokenStride, tailSkip,
+                    pieces, w);
         }
-        return throughBackend(backend, plan, probeBytes, stream);
+
+        void probe(SlicePlan plan, Pages f) {
+            int pages = f.head.length;
+            int perPage = 2 * base.length;
+            int chunk = Math.max(1, CHUNK_WINDOWS / Math.max(1, perPage));
+            int chunks = Math.ceilDiv(pages, chunk);
+            int[] order = addressOrder(plan, pages);
+            java.util.function.IntConsumer one = c -> {
+                int p0 = c * chunk;
+                int p1 = Math.min(pages, p0 + chunk);
+                long touched = touch(plan.page(order[p0]), f.lastSlot(order[p0]));
+                for (int p = p0; p < p1; p++) {
+                    if (p + 1 < p1) {
+                        touched += touch(plan.page(order[p + 1]), f.lastSlot(order[p + 1]));
+                    }
+                    int i = order[p];
+                    sum(plan.page(i), f.lastSlot(i), f, i);
+                }
+                if (touched == 0x5EED_F00DL) {
+                    sink = touched;   // the touches must look used, or the JIT drops the loads
+                }
+            };
+            java.util.stream.IntStream range = java.util.stream.IntStream.range(0, chunks);
+            ((long) pages * perPage >= PARALLEL_WINDOWS ? range.parallel() : range).forEach(one);
+        }
+
+        /**
+         * The request's page indices in the order of their page ids: a churned table visits memory at random, and a
+         * page's windows are a few lines of each of many rows, each a TLB miss and a DRAM row opened in table order; in
+         * address order they are the same lines the prefetchers and the open rows already serve (measured: SGLang's
+         * page size 1 at 64 MiB, shuffled table, most of the probe's time was its first read of each window).
+         */
+        private static int[] addressOrder(SlicePlan plan, int pages) {
+            long[] keys = new long[pages];
+            boolean sorted = true;
+            for (int i = 0; i < pages; i++) {
+                keys[i] = (long) plan.page(i) << 32 | i;
+                sorted &= i == 0 || keys[i] > keys[i - 1];
+            }
+            int[] order = new int[pages];
+            if (!sorted) {
+                java.util.Arrays.sort(keys);
+            }
+            for (int p = 0; p < pages; p++) {
+                order[p] = (int) keys[p];
+            }
+            return order;
+        }
+
+        /** One read of each window of page {@code page}: issued back to back, so many are in flight at once. */
+        private long touch(long page, long lastSlot) {
+            long t = 0;
+            for (int r = 0; r < runSeg.length; r++) {
+                MemorySegment m = runSeg[r];
+                for (int j = runStart[r]; j < runStart[r + 1]; j++) {
+                    long at = base[j] + page * pageStride[j];
+                    t += m.get(ValueLayout.JAVA_BYTE, at);
+                    t += m.get(ValueLayout.JAVA_BYTE, at + lastSlot * tokenStride[j] + tailSkip[j]);
+                }
+            }
+            return t;
+        }
+
+        /** Page {@code i}'s head and tail values; first-token windows, then last-token ones, each in part order. */
+        private void sum(long page, long lastSlot, Pages f, int i) {
+            long h = 0;
+            long t = 0;
+            long[] ht = null;
+            for (int r = 0; r < runSeg.length; r++) {
+                MemorySegment m = runSeg[r];
+                if (runOf8[r]) {
+                    // the default 64-byte windows: the Vector API loop where the JVM has it
+                    if (ht == null) {
+                        ht = new long[2];
+                    }
+                    ProbeWindows.INSTANCE.sum8(m, base, pageStride, tokenStride, tailSkip, w, runStart[r], runStart[r + 1],
+                            page, lastSlot, ht);
+                    continue;
+                }
+                for (int j = runStart[r]; j < runStart[r + 1]; j++) {
+                    long at = base[j] + page * pageStride[j];
+                    h += w[j] * window(m, at, pieces[j]);
+                    t += w[j] * window(m, at + lastSlot * tokenStride[j] + tailSkip[j], pieces[j]);
+                }
+            }
+            f.head[i] = h + (ht == null ? 0 : ht[0]);
+            f.tail[i] = t + (ht == null ? 0 : ht[1]);
+        }
     }
+
+    /** Windows per chunk of pages a thread of the host path takes at a time. */
+    private static final int CHUNK_WINDOWS = 1 << 12;
+    private static volatile long sink;
 
     /** {@link #throughBackend(KvChecksum, SlicePlan, int, OptionalLong)} on the backend's own stream, waited for. */
     static Probes throughBackend(KvChecksum backend, SlicePlan plan, int probeBytes) {

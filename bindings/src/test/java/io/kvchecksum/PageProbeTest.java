@@ -36,6 +36,48 @@ class PageProbeTest {
         }
     }
 
+    @Test
+    void theParallelPathAgreesWithTheDefinitionOnLargeRequests() {
+        // Over the size from which the host path spreads pages over the pool (a shared arena), vLLM flash pages of 16
+        // tokens and SGLang pages of one, shuffled tables and a request ending inside its last page.
+        Random rnd = new Random(SEED + 1);
+        for (int pageSize : new int[] {16, 1}) {
+            try (Arena arena = Arena.ofShared()) {
+                int pages = pageSize == 16 ? 150 : 700;   // 19200 and 89600 windows: over the parallel size
+                KvLayouts.PagedShape shape = new KvLayouts.PagedShape(pages, pageSize, 8, 64, 2);
+                List<KvMemory> ks = new ArrayList<>();
+                List<KvMemory> vs = new ArrayList<>();
+                for (int l = 0; l < 4; l++) {
+                    for (List<KvMemory> into : List.of(ks, vs)) {
+                        MemorySegment m = arena.allocate((long) pages * pageSize * 8 * 64 * 2 * (pageSize == 16 ? 2 : 1), 64);
+                        for (long o = 0; o < m.byteSize(); o += 8) {
+                            m.set(ValueLayout.JAVA_LONG, o, rnd.nextLong());
+                        }
+                        into.add(KvMemory.host(m));
+                    }
+                }
+                int[] layers = {0, 1, 2, 3};
+                KvCacheGroup g = pageSize == 16 ? KvLayouts.vllmFlash(shape, 0, layers, ks)
+                        : KvLayouts.sglang(shape, 0, layers, ks, vs);
+                int[] table = new int[pages];
+                for (int i = 0; i < pages; i++) {
+                    table[i] = i;
+                }
+                for (int i = pages - 1; i > 0; i--) {
+                    int j = rnd.nextInt(i + 1);
+                    int t = table[i];
+                    table[i] = table[j];
+                    table[j] = t;
+                }
+                SlicePlan plan = SlicePlan.of(g, RequestBlocks.of(table, (long) pages * pageSize - (pageSize == 16 ? 5 : 0), 16));
+                for (int probe : new int[] {64, 24, 256}) {
+                    assertEquals(expected(plan, probe), PageProbe.compute(KvChecksums.cpu(), plan, probe),
+                            "seed " + (SEED + 1) + " page size " + pageSize + " probe " + probe);
+                }
+            }
+        }
+    }
+
     private static PageProbe.Probes expected(SlicePlan plan, int probe) {
         RequestBlocks r = plan.request();
         int ps = plan.pageSize();

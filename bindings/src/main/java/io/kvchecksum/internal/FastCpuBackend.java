@@ -94,22 +94,36 @@ public final class FastCpuBackend implements Backend {
     }
 
     /**
-     * Every launch on the calling thread (split over the pool when large), the whole-piece ones through the vector or
-     * scalar loops, the byte-cell ones through {@link ByteCellSums}; both modes through the same paths, only the
-     * kernel differs.
+     * The whole plan in one pass: its whole-piece launches through the vector or scalar loops (one launch split over
+     * the pool when large; several launches, a step's segments and requests, as one piece of work whose size decides
+     * the threads and the loops, see {@link #runTogether}), the byte-cell ones through {@link ByteCellSums}; both modes
+     * through the same paths, only the kernel differs.
      */
     @Override
     public PendingChecksums run(CompiledPlan plan, CompiledPlan.Output output, OptionalLong stream) {
         List<CompiledPlan.Launch> launches = plan.launches();
         long[][] values = new long[launches.size()][];
         boolean blocks = output == CompiledPlan.Output.BLOCK_CHECKSUMS;
+        List<CompiledPlan.Launch> whole = new ArrayList<>();
+        List<Integer> wholeAt = new ArrayList<>();
         for (int i = 0; i < values.length; i++) {
             CompiledPlan.Launch l = launches.get(i);
             SlicePlan p = l.slices();
-            values[i] = switch (l.cellKind()) {
-                case WHOLE_PIECES -> blocks ? blockChecksums(p) : sliceValues(p);
-                case BYTE_CELLS -> blocks ? p.sliceSums(ByteCellSums.values(p)).combine() : ByteCellSums.values(p);
-            };
+            if (l.cellKind() == CompiledPlan.CellKind.WHOLE_PIECES) {
+                whole.add(l);
+                wholeAt.add(i);
+            } else {
+                values[i] = blocks ? p.sliceSums(ByteCellSums.values(p)).combine() : ByteCellSums.values(p);
+            }
+        }
+        if (whole.size() == 1) {
+            SlicePlan p = whole.get(0).slices();
+            values[wholeAt.get(0)] = blocks ? blockChecksums(p) : sliceValues(p);
+        } else if (!whole.isEmpty()) {
+            long[][] out = runTogether(whole, plan.numRows(), blocks);
+            for (int k = 0; k < out.length; k++) {
+                values[wholeAt.get(k)] = out[k];
+            }
         }
         return PendingChecksums.completed(plan.gather(output, values));
     }
@@ -121,6 +135,181 @@ public final class FastCpuBackend implements Backend {
     @Override
     public PendingChecksums runCopy(CopyPlan plan, OptionalLong stream) {
         return PendingChecksums.completed(CpuCopy.run(plan, threads, FastCpuBackend::pool, NOT_THE_CALLER));
+    }
+
+    /**
+     * Several whole-piece launches (a segmented cache's shares, a step's requests) as one piece of work: their bytes
+     * together decide, as one request's do, whether it runs on the calling thread or on the pool and whether its loops
+     * read from memory. On the pool every launch's layers are cut into block ranges of about
+     * {@code max(TASK_BYTES, total/4T)} bytes (a launch smaller than that is one range of all its layers) and
+     * consecutive small ranges (a Jlama page of a few positions is a launch of tens of KiB per layer) are packed into
+     * one task, so a session of hundreds of small segments is a few tasks, handed over in one {@code invokeAll}. Each
+     * launch keeps its own values, in its own layout; the slices' factors are resolved once per plan row.
+     *
+     * @return for each launch, in order, its block checksums ({@code blocks}) or slice sums
+     */
+    private long[][] runTogether(List<CompiledPlan.Launch> launches, int numRows, boolean blocks) {
+        int n = launches.size();
+        List<SlicePlan> plans = launches.stream().map(CompiledPlan.Launch::slices).toList();
+        long[][] values = new long[n][];
+        long[][] factors = new long[n][];
+        long[] rowFactors = new long[numRows];
+        boolean[] known = new boolean[numRows];
+        long total = 0;
+        boolean sharable = threads > 1;
+        for (int k = 0; k < n; k++) {
+            SlicePlan p = plans.get(k);
+            values[k] = new long[blocks ? p.numBlocks() : p.numSlices() * p.numBlocks()];
+            if (blocks) {
+                int[] rows = launches.get(k).rows();
+                boolean all = rows.length == numRows;
+                for (int i = 0; i < rows.length; i++) {
+                    if (!known[rows[i]]) {
+                        rowFactors[rows[i]] = p.slice(i).factor();
+                        known[rows[i]] = true;
+                    }
+                    all &= rows[i] == i;
+                }
+                if (all) {
+                    factors[k] = rowFactors;
+                } else {
+                    factors[k] = new long[rows.length];
+                    for (int i = 0; i < rows.length; i++) {
+                        factors[k][i] = rowFactors[rows[i]];
+                    }
+                }
+            }
+            total += kvBytes(p);
+        }
+        if (sharable && total >= PARALLEL_BYTES) {
+            for (int k = 0; k < n && sharable; k++) {
+                sharable = sharable(plans.get(k));
+            }
+        }
+        if (!sharable || total < PARALLEL_BYTES) {
+            boolean streaming = total >= streamingBytes;
+            Scratch scratch = new Scratch();
+            for (int k = 0; k < n; k++) {
+                SlicePlan p = plans.get(k);
+                int nb = p.numBlocks();
+                Blocks order = Blocks.of(p);
+                Sink sink = blocks ? Sink.blocks(values[k], factors[k]) : Sink.slices(values[k], nb);
+                boolean rows = streaming && kvBytes(p) / nb >= STREAM_BLOCK_BYTES;   // as on the pool, below
+                for (SlicePlan.LayerRun layer : p.layerRuns()) {
+                    compute(p, layer, order, 0, nb, rows, sink, scratch);
+                }
+            }
+            return values;
+        }
+        long target = Math.max(TASK_BYTES, total / (4L * threads));
+        List<List<Unit>> tasks = new ArrayList<>();
+        List<Unit> current = new ArrayList<>();
+        long currentBytes = 0;
+        for (int k = 0; k < n; k++) {
+            SlicePlan p = plans.get(k);
+            int nb = p.numBlocks();
+            Blocks order = Blocks.of(p);
+            long tokens = p.request().numTokens() - p.request().startToken();
+            long bytes = kvBytes(p);
+            if (bytes < target) {
+                // a small launch: all its layers, all its blocks, one range
+                current.add(new Unit(k, null, order, 0, nb));
+                currentBytes += bytes;
+                if (currentBytes >= target) {
+                    tasks.add(current);
+                    current = new ArrayList<>();
+                    currentBytes = 0;
+                }
+                continue;
+            }
+            for (SlicePlan.LayerRun run : p.layerRuns()) {
+                long layerBytes = run.numHeads() * 8L * p.slice(run.firstSlice()).pieces() * tokens;
+                long perBlock = Math.max(1, Math.ceilDiv(layerBytes, (long) nb));
+                int step = (int) Math.max(1, Math.min(nb, target / perBlock));
+                for (int p0 = 0; p0 < nb; p0 += step) {
+                    int p1 = Math.min(nb, p0 + step);
+                    current.add(new Unit(k, run, order, p0, p1));
+                    currentBytes += perBlock * (p1 - p0);
+                    if (currentBytes >= target) {
+                        tasks.add(current);
+                        current = new ArrayList<>();
+                        currentBytes = 0;
+                    }
+                }
+            }
+        }
+        if (!current.isEmpty()) {
+            tasks.add(current);
+        }
+        List<Callable<Runnable>> calls = new ArrayList<>(tasks.size());
+        for (List<Unit> units : tasks) {
+            calls.add(() -> {
+                Scratch scratch = new Scratch();
+                List<Runnable> publish = new ArrayList<>(units.size());
+                for (Unit u : units) {
+                    SlicePlan p = plans.get(u.launch);
+                    List<SlicePlan.LayerRun> runs = u.run == null ? p.layerRuns() : List.of(u.run);
+                    // The loops for memory read a block's rows front to back, worth it over rows of many tokens; a
+                    // launch of a few tokens per block (a Jlama page of one position) is cheaper through the
+                    // one-call-per-block loops, whose set-up is smaller.
+                    boolean streaming = u.run != null || kvBytes(p) / Math.max(1, p.numBlocks()) >= STREAM_BLOCK_BYTES;
+                    if (!blocks) {
+                        // disjoint (slice, block) cells of the launch's matrix: written in place
+                        Sink into = Sink.slices(values[u.launch], p.numBlocks());
+                        for (SlicePlan.LayerRun run : runs) {
+                            compute(p, run, u.blocks, u.p0, u.p1, streaming, into, scratch);
+                        }
+                        continue;
+                    }
+                    long[] part = new long[u.p1 - u.p0];
+                    Sink into = Sink.part(part, factors[u.launch], u.p0);
+                    for (SlicePlan.LayerRun run : runs) {
+                        compute(p, run, u.blocks, u.p0, u.p1, streaming, into, scratch);
+                    }
+                    long[] out = values[u.launch];
+                    publish.add(() -> {
+                        for (int i = 0; i < part.length; i++) {
+                            out[u.blocks.order[u.p0 + i]] += part[i];
+                        }
+                    });
+                }
+                return () -> publish.forEach(Runnable::run);
+            });
+        }
+        if (calls.size() == 1) {
+            try {
+                calls.get(0).call().run();
+            } catch (RuntimeException e) {
+                throw e;
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            }
+            return values;
+        }
+        try {
+            for (Future<Runnable> f : pool(threads).invokeAll(calls)) {
+                f.get().run();
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while checksumming", e);
+        } catch (ExecutionException e) {
+            if (e.getCause() instanceof RuntimeException re) {
+                throw re;
+            }
+            throw new IllegalStateException(e.getCause());
+        }
+        return values;
+    }
+
+    /** Bytes per block (all layers) from which a small launch of a step is read with the loops for memory. */
+    private static final long STREAM_BLOCK_BYTES = 256L << 10;
+
+    /**
+     * One launch's blocks {@code order[p0] .. order[p1-1]} of one layer ({@code run}) or of all its layers
+     * ({@code run} null), within a task of {@link #runTogether}.
+     */
+    private record Unit(int launch, SlicePlan.LayerRun run, Blocks blocks, int p0, int p1) {
     }
 
     private long[] blockChecksums(SlicePlan plan) {

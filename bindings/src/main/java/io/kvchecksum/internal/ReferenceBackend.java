@@ -9,6 +9,7 @@ import io.kvchecksum.KvCacheGroup;
 import io.kvchecksum.KvMemory;
 import io.kvchecksum.KvRegion;
 import io.kvchecksum.KvSegments;
+import io.kvchecksum.KvSource;
 import io.kvchecksum.PageDigestPlan;
 import io.kvchecksum.PendingChecksums;
 import io.kvchecksum.RequestBlocks;
@@ -64,7 +65,7 @@ public final class ReferenceBackend implements Backend {
                         long block = request.firstBlock() + b;
                         long s = 0;
                         for (long t = request.blockStart(block); t < request.blockEnd(block); t++) {
-                            Cell cell = Cell.of(plan, request, li, h, t);
+                            Cell cell = Cell.of(plan.source(r), request, li, h, t);
                             for (int p = 0; p < pieces; p++) {
                                 long x = Definition.pieceValue(cell.piece(p), mode);
                                 s += x * Definition.weight(t * pieces + p);
@@ -134,16 +135,16 @@ public final class ReferenceBackend implements Backend {
     }
 
     /**
-     * Where one token's cell of one head lies: its K bytes and V bytes, found from the source's regions and the
-     * request's page table (a segmented cache: the segment holding the position, its pages in order).
+     * Where one token's cell of one head lies: its K bytes and V bytes, found from the request's source's regions and
+     * its page table (a segmented cache: the segment holding the position, its pages in order).
      */
     private record Cell(MemorySegment k, long kAt, int kBytes, MemorySegment v, long vAt, int vBytes) {
         private static final ValueLayout.OfLong PIECE = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
-        static Cell of(CompiledPlan plan, RequestBlocks request, int layerIndex, int head, long t) {
+        static Cell of(KvSource source, RequestBlocks request, int layerIndex, int head, long t) {
             KvCacheGroup group;
             long index;
-            switch (plan.source()) {
+            switch (source) {
                 case KvCacheGroup g -> {
                     group = g;
                     long i = t - request.startToken();

@@ -50,7 +50,8 @@ import static org.junit.jupiter.api.Assertions.fail;
  * names a limit the backend declares ({@link BackendLimits}: its message starts with {@code "backend '<name>'"}).
  * Every case here lives in host memory, which every backend reads, so refusals are not expected; the test requires at
  * least 90 % accepted, and always accepted: padding with segments, the mixed mode with byte cells, several requests in
- * one plan. A compiled plan of several requests must reach the backend in exactly one call.
+ * one plan. A compiled plan of several requests must reach the backend in exactly one call, also when each request
+ * reads its own source ({@link KvChecksum#compile(List, List, io.kvchecksum.ChecksumSpec)}).
  *
  * <p>Reproducible: the seed is printed ({@value #SEED_PROPERTY} sets it, {@value #CASES_PROPERTY} the number of cases,
  * {@value #ONLY_PROPERTY} runs one case by its index); each case draws from its own {@code Random(seed + index)}.
@@ -212,6 +213,22 @@ public final class Combinations {
             for (int r = 0; r < expected.length; r++) {
                 long[] alone = k.blockChecksums(k.compile(c.source, List.of(c.requests.get(r)), c.spec)).get(0);
                 assertArrayEquals(expected[r], alone, who + " request " + r + " compiled alone");
+            }
+            // One source per request (several sessions of one step): every other request reads an equal source that is
+            // another object, so its launches are its own, yet the step is still one plan and one backend call.
+            List<KvSource> sources = new ArrayList<>();
+            for (int r = 0; r < expected.length; r++) {
+                sources.add(r % 2 == 0 ? c.source : switch (c.source) {
+                    case KvCacheGroup g -> KvCacheGroup.of(g.pageSize(), g.numPages(), g.layers());
+                    case KvSegments s -> KvSegments.of(s.segments().stream().map(KvSegments.Segment::group).toList());
+                });
+            }
+            CompiledPlan step = k.compile(sources, c.requests, c.spec);
+            before = counting.runs;
+            List<long[]> each = counted.blockChecksums(step);
+            assertEquals(step.isEmpty() ? before : before + 1, counting.runs, who + ": one backend call per step of sources");
+            for (int r = 0; r < expected.length; r++) {
+                assertArrayEquals(expected[r], each.get(r), who + " request " + r + " (one source per request)");
             }
         }
         return true;

@@ -5,10 +5,13 @@ import com.github.tjake.jlama.safetensors.Config;
 import com.github.tjake.jlama.tensor.AbstractTensor;
 import com.github.tjake.jlama.tensor.KvBufferCache;
 import io.kvchecksum.CacheLayer;
+import io.kvchecksum.ChecksumSpec;
 import io.kvchecksum.KvCacheGroup;
+import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvMemory;
 import io.kvchecksum.KvRegion;
 import io.kvchecksum.KvSegments;
+import io.kvchecksum.RequestBlocks;
 import java.lang.foreign.MemorySegment;
 import java.math.BigInteger;
 import java.util.ArrayList;
@@ -131,6 +134,32 @@ public final class JlamaKv {
     /** The session's KV: one segment per Jlama context page, in position order. */
     public KvSegments segments() {
         return segments;
+    }
+
+    /**
+     * The block checksums of one engine step over several sessions of one model, in one call: every session's
+     * segments compiled into one plan ({@link KvChecksum#compile(List, List, ChecksumSpec)}), so the backend makes one
+     * pass over all of them (on the CPU backend: one piece of work over its threads, however many Jlama pages there
+     * are), with exactly the values each session's own call gives.
+     *
+     * @param backend the backend
+     * @param sessions the step's sessions, views of one model
+     * @param numTokens each session's token count, as many as sessions
+     * @param blockSize tokens per block
+     * @param spec the mode and padding
+     * @return each session's block checksums, in order
+     * @throws io.kvchecksum.InvalidLayoutException as {@link KvChecksum#compile(List, List, ChecksumSpec)} says
+     */
+    public static List<long[]> blockChecksums(KvChecksum backend, List<JlamaKv> sessions, long[] numTokens, int blockSize,
+            ChecksumSpec spec) {
+        if (numTokens.length != sessions.size()) {
+            throw new IllegalArgumentException(numTokens.length + " token counts for " + sessions.size() + " sessions");
+        }
+        List<RequestBlocks> requests = new ArrayList<>(sessions.size());
+        for (long n : numTokens) {
+            requests.add(KvSegments.request(n, 0, blockSize));
+        }
+        return backend.blockChecksums(backend.compile(sessions.stream().map(JlamaKv::segments).toList(), requests, spec));
     }
 
     /**

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 
+import io.kvchecksum.ChecksumSpec;
 import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvChecksums;
 import io.kvchecksum.KvMemory;
@@ -12,7 +13,9 @@ import io.kvchecksum.cli.dump.DumpFile;
 import io.kvchecksum.cli.dump.KvDump;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 import java.util.EnumMap;
 import java.util.Map;
 import java.util.SplittableRandom;
@@ -151,6 +154,92 @@ class JlamaKvTest {
             // Positions past the request (later decode writes) are not read.
             view.row(2, true, 45).set(ValueLayout.JAVA_FLOAT_UNALIGNED, 0, 123f);
             assertArrayEquals(after, plan.blockChecksums(k));
+        }
+    }
+
+    @Test
+    void aStepOfSessionsIsOneCallGivingEachSessionsValues() {
+        // Three sessions of one position per Jlama page (hundreds of segments) checksummed as one engine step: one
+        // backend call, each session's values exactly those of its own call.
+        JlamaInstance j = jlama.get(Model.POSITION_PAGES);
+        int[] lengths = {100, 37, 256};
+        List<AutoCloseable> open = new ArrayList<>();
+        try (KvChecksum fast = KvChecksums.fastest()) {
+            Counting counting = new Counting(fast.backend());
+            KvChecksum counted = KvChecksum.of(counting);
+            List<JlamaKv> views = new ArrayList<>();
+            long[] tokens = new long[lengths.length];
+            for (int s = 0; s < lengths.length; s++) {
+                var kv = j.newSession();
+                open.add(kv);
+                j.prefill(kv, prompt(SEED + 7 * s, lengths[s]), 0);
+                views.add(JlamaKv.of(j.model(), kv, 16, lengths[s]));
+                tokens[s] = lengths[s];
+            }
+            for (ChecksumSpec spec : List.of(ChecksumSpec.STANDARD, ChecksumSpec.of(io.kvchecksum.ChecksumMode.MIXED))) {
+                int before = counting.runs;
+                List<long[]> step = JlamaKv.blockChecksums(counted, views, tokens, 16, spec);
+                assertEquals(before + 1, counting.runs, "one backend call for the step");
+                for (int s = 0; s < lengths.length; s++) {
+                    assertArrayEquals(views.get(s).segments().plan(lengths[s], 0, 16, spec).blockChecksums(fast), step.get(s),
+                            "session " + s + " " + spec);
+                }
+            }
+            // A producer's payload of one session: one call too, over its hundreds of segments.
+            int before = counting.runs;
+            new PdChecks(counted, 16, TinyLlama.Shape.POSITION_PAGES.layers(), "F32",
+                    new io.kvchecksum.engine.worker.PayloadSender(io.kvchecksum.engine.verdict.ChecksumMetrics.NONE))
+                    .producerPayload("r", views.get(2), lengths[2]);
+            assertEquals(before + 1, counting.runs, "one backend call for a producer's payload");
+        } finally {
+            for (AutoCloseable c : open) {
+                try {
+                    c.close();
+                } catch (Exception e) {
+                    throw new IllegalStateException(e);
+                }
+            }
+        }
+    }
+
+    /** A backend that counts its runs. */
+    private static final class Counting implements io.kvchecksum.spi.Backend {
+        private final io.kvchecksum.spi.Backend inner;
+        int runs;
+
+        Counting(io.kvchecksum.spi.Backend inner) {
+            this.inner = inner;
+        }
+
+        @Override
+        public String name() {
+            return inner.name();
+        }
+
+        @Override
+        public String description() {
+            return inner.description();
+        }
+
+        @Override
+        public io.kvchecksum.spi.BackendLimits limits() {
+            return inner.limits();
+        }
+
+        @Override
+        public io.kvchecksum.PendingChecksums run(io.kvchecksum.CompiledPlan plan, io.kvchecksum.CompiledPlan.Output output,
+                java.util.OptionalLong stream) {
+            runs++;
+            return inner.run(plan, output, stream);
+        }
+
+        @Override
+        public long pageDigest(io.kvchecksum.PageDigestPlan plan) {
+            return inner.pageDigest(plan);
+        }
+
+        @Override
+        public void close() {
         }
     }
 
