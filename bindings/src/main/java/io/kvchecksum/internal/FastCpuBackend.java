@@ -415,8 +415,10 @@ public final class FastCpuBackend implements Backend {
         boolean rows = streaming && heads > 1 && (run.kHeadStride() == 8L * kPieces
                 || (v != null && run.vHeadStride() == 8L * vPieces));
         // Streaming side-by-side heads head by head reads each block in strided passes; reading the next block's rows
-        // front to back first (one byte per cache line) lets the prefetchers stream it while this block is summed.
-        boolean touchAhead = streaming && heads > 1;
+        // front to back first (one byte per cache line) lets the prefetchers stream it while this block is summed. Not
+        // where the kernel reads the rows themselves front to back.
+        boolean touchAhead = streaming && heads > 1
+                && !kernel.rowsAffine(heads, kPieces, run.kHeadStride(), v == null ? 0 : vPieces, run.vHeadStride());
         long touched = 0;
         long[] headSums = scratch.headSums(heads);
         for (int p = p0; p < p1; p++) {
