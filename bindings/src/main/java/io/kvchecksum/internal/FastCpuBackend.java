@@ -28,7 +28,9 @@ import java.util.concurrent.Future;
  *
  * <p>Blocks are visited in the order of their cells' addresses, not of the block table, and a block that lies within
  * one page is read at a constant token stride, so the JIT checks bounds once per loop; MLA rows (the whole cell, back
- * to back) are one stream per block. What each of these is worth was measured: {@code docs/bench-cpu.md}.
+ * to back) are one stream per block, and from memory the 512-bit loops read side-by-side heads (Llama-3-8B's 2 KiB
+ * rows) a whole row per pass ({@link SliceKernel#rowsAffine}). What each of these is worth was measured:
+ * {@code docs/bench-cpu.md}.
  */
 public final class FastCpuBackend implements Backend {
     /** Below this many KV bytes a request runs on the calling thread (the read bound splits work the same way). */
