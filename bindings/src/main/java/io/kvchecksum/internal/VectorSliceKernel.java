@@ -273,6 +273,13 @@ final class VectorSliceKernel implements SliceKernel {
         if (fromMemory && rowsAffine(heads, kPieces, kHeadStride, vSeg == null ? 0 : vPieces, vHeadStride)) {
             int cell = kPieces + (vSeg == null ? 0 : vPieces);
             java.util.Arrays.fill(out, 0, heads, 0);
+            if (streams.narrow() && narrowRow(heads, kPieces) && (vSeg == null || narrowRow(heads, vPieces))) {
+                rowPass256(kSeg, kBase, kStride, n, t0, cell, 0, kPieces / 32, out);
+                if (vSeg != null) {
+                    rowPass256(vSeg, vBase, vStride, n, t0, cell, kPieces, vPieces / 32, out);
+                }
+                return;
+            }
             rowPass(kSeg, kBase, kStride, n, t0, cell, 0, kPieces, heads, out);
             if (vSeg != null) {
                 rowPass(vSeg, vBase, vStride, n, t0, cell, kPieces, vPieces, heads, out);
@@ -757,6 +764,119 @@ final class VectorSliceKernel implements SliceKernel {
         out[(u + 6) / perHead] += a6.mul(k.add(8L * L * ((u + 6) % perHead))).sub(w6.lanewise(VectorOperators.LSHL, SHIFT_2L))
                 .reduceLanes(VectorOperators.ADD);
         out[(u + 7) / perHead] += a7.mul(k.add(8L * L * ((u + 7) % perHead))).sub(w7.lanewise(VectorOperators.LSHL, SHIFT_2L))
+                .reduceLanes(VectorOperators.ADD);
+    }
+
+    /** Whether a row of {@code heads} cells of {@code pieces} is the 2 KiB row {@link #rowPass256} reads. */
+    private static boolean narrowRow(int heads, int pieces) {
+        return pieces % 32 == 0 && heads * pieces == 256;
+    }
+
+    /**
+     * {@link #rowPass} of a 2 KiB row in 256-bit vectors, for {@link KernelSpecies.Streams#NARROW} (AMD family 25,
+     * where 512-bit loads read memory slower): eight units of eight vectors ({@code perHead} units per head), two
+     * running sums each (sixteen accumulators: AVX-512's 32 registers hold them at 256 bits too). A unit's vectors
+     * {@code x_k}, {@code k < 8}: {@code A += sum_k x_k}, {@code T += (A << s) - sum_k k*x_k}, {@code 2^s = P/4}; the
+     * unit's sum is {@code sum_l (c0 + 2l + 8*2^s*n)*A_l - 8*T_l}. The loop body reads a quarter row (two units,
+     * sixteen loads, within C2's inlining budget) and rotates the four quarters' accumulators.
+     */
+    private static void rowPass256(MemorySegment seg, long base, long stride, int n, long t0, int cellPieces, int pieceBase,
+            int perHead, long[] out) {
+        final LongVector zero = LongVector.zero(S256);
+        final long vb = 32;
+        final int shift = Integer.numberOfTrailingZeros(cellPieces / 4);
+        LongVector a0 = zero, a1 = zero, a2 = zero, a3 = zero, a4 = zero, a5 = zero, a6 = zero, a7 = zero;
+        LongVector w0 = zero, w1 = zero, w2 = zero, w3 = zero, w4 = zero, w5 = zero, w6 = zero, w7 = zero;
+        for (int k = 0; k < 4 * n; k++) {
+            long p = base + (k >> 2) * stride + (k & 3) * 16 * vb;
+            LongVector x0, x1, x2, x3, x4, x5, x6, x7, r, kv, q;
+            x0 = LongVector.fromMemorySegment(S256, seg, p, LE);
+            x1 = LongVector.fromMemorySegment(S256, seg, p + vb, LE);
+            x2 = LongVector.fromMemorySegment(S256, seg, p + 2 * vb, LE);
+            x3 = LongVector.fromMemorySegment(S256, seg, p + 3 * vb, LE);
+            x4 = LongVector.fromMemorySegment(S256, seg, p + 4 * vb, LE);
+            x5 = LongVector.fromMemorySegment(S256, seg, p + 5 * vb, LE);
+            x6 = LongVector.fromMemorySegment(S256, seg, p + 6 * vb, LE);
+            x7 = LongVector.fromMemorySegment(S256, seg, p + 7 * vb, LE);
+            r = x7;
+            kv = r;
+            r = r.add(x6);
+            kv = kv.add(r);
+            r = r.add(x5);
+            kv = kv.add(r);
+            r = r.add(x4);
+            kv = kv.add(r);
+            r = r.add(x3);
+            kv = kv.add(r);
+            r = r.add(x2);
+            kv = kv.add(r);
+            r = r.add(x1);
+            kv = kv.add(r);
+            a0 = a0.add(r.add(x0));
+            w0 = w0.add(a0.lanewise(VectorOperators.LSHL, shift).sub(kv));
+            x0 = LongVector.fromMemorySegment(S256, seg, p + 8 * vb, LE);
+            x1 = LongVector.fromMemorySegment(S256, seg, p + 9 * vb, LE);
+            x2 = LongVector.fromMemorySegment(S256, seg, p + 10 * vb, LE);
+            x3 = LongVector.fromMemorySegment(S256, seg, p + 11 * vb, LE);
+            x4 = LongVector.fromMemorySegment(S256, seg, p + 12 * vb, LE);
+            x5 = LongVector.fromMemorySegment(S256, seg, p + 13 * vb, LE);
+            x6 = LongVector.fromMemorySegment(S256, seg, p + 14 * vb, LE);
+            x7 = LongVector.fromMemorySegment(S256, seg, p + 15 * vb, LE);
+            r = x7;
+            kv = r;
+            r = r.add(x6);
+            kv = kv.add(r);
+            r = r.add(x5);
+            kv = kv.add(r);
+            r = r.add(x4);
+            kv = kv.add(r);
+            r = r.add(x3);
+            kv = kv.add(r);
+            r = r.add(x2);
+            kv = kv.add(r);
+            r = r.add(x1);
+            kv = kv.add(r);
+            a1 = a1.add(r.add(x0));
+            w1 = w1.add(a1.lanewise(VectorOperators.LSHL, shift).sub(kv));
+            q = a0;
+            a0 = a2;
+            a2 = a4;
+            a4 = a6;
+            a6 = q;
+            q = a1;
+            a1 = a3;
+            a3 = a5;
+            a5 = a7;
+            a7 = q;
+            q = w0;
+            w0 = w2;
+            w2 = w4;
+            w4 = w6;
+            w6 = q;
+            q = w1;
+            w1 = w3;
+            w3 = w5;
+            w5 = w7;
+            w7 = q;
+        }
+        // unit j: piece base pieceBase + 32*(j % perHead), so c0 grows by 64 per unit within a head
+        long c0 = 2 * (t0 * cellPieces + pieceBase) + 1 + ((long) n << shift << 3);
+        LongVector c = TWO_IOTA_256.add(c0);
+        out[0 / perHead] += a0.mul(c.add(64L * (0 % perHead))).sub(w0.lanewise(VectorOperators.LSHL, 3))
+                .reduceLanes(VectorOperators.ADD);
+        out[1 / perHead] += a1.mul(c.add(64L * (1 % perHead))).sub(w1.lanewise(VectorOperators.LSHL, 3))
+                .reduceLanes(VectorOperators.ADD);
+        out[2 / perHead] += a2.mul(c.add(64L * (2 % perHead))).sub(w2.lanewise(VectorOperators.LSHL, 3))
+                .reduceLanes(VectorOperators.ADD);
+        out[3 / perHead] += a3.mul(c.add(64L * (3 % perHead))).sub(w3.lanewise(VectorOperators.LSHL, 3))
+                .reduceLanes(VectorOperators.ADD);
+        out[4 / perHead] += a4.mul(c.add(64L * (4 % perHead))).sub(w4.lanewise(VectorOperators.LSHL, 3))
+                .reduceLanes(VectorOperators.ADD);
+        out[5 / perHead] += a5.mul(c.add(64L * (5 % perHead))).sub(w5.lanewise(VectorOperators.LSHL, 3))
+                .reduceLanes(VectorOperators.ADD);
+        out[6 / perHead] += a6.mul(c.add(64L * (6 % perHead))).sub(w6.lanewise(VectorOperators.LSHL, 3))
+                .reduceLanes(VectorOperators.ADD);
+        out[7 / perHead] += a7.mul(c.add(64L * (7 % perHead))).sub(w7.lanewise(VectorOperators.LSHL, 3))
                 .reduceLanes(VectorOperators.ADD);
     }
 

@@ -176,6 +176,7 @@ class SliceKernelTest {
         System.out.println("row pass seed " + (SEED + 5));
         VectorSliceKernel rows = new VectorSliceKernel(KernelSpecies.Streams.PREFERRED, true);
         VectorSliceKernel headByHead = new VectorSliceKernel(KernelSpecies.Streams.PREFERRED, false);
+        VectorSliceKernel narrowRows = new VectorSliceKernel(KernelSpecies.Streams.NARROW, true);
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment s = randomSegment(arena, rnd);
             int cases = 0;
@@ -198,7 +199,7 @@ class SliceKernelTest {
                             }
                             String what = heads + " heads of " + pieces + " pieces" + (kOnly ? " (K only)" : "") + ", n " + n
                                     + ", stride " + tokenStride + ", t0 " + t0;
-                            for (VectorSliceKernel k : List.of(rows, headByHead)) {
+                            for (VectorSliceKernel k : List.of(rows, headByHead, narrowRows)) {
                                 long[] out = new long[heads + 1];
                                 java.util.Arrays.fill(out, 7);
                                 k.headsAffine(s, kBase, tokenStride, 8L * pieces, pieces, kOnly ? null : s, vBase, tokenStride,
@@ -221,7 +222,8 @@ class SliceKernelTest {
 
     /**
      * The widths come from data only: the JVM's preferred width (set it with JVM flags, e.g. {@code -XX:UseAVX=2}, as
-     * the pom's {@code vector-avx2} execution does), and 256-bit MLA streams from memory on AMD family 25 with more.
+     * the pom's {@code vector-avx2} execution does), and 256-bit MLA streams and head rows from memory on AMD family 25
+     * with more.
      */
     @Test
     void theWidthIsTheJvmsPreferredOneAndTheStreamsFollowTheCpuFamily() {
@@ -239,7 +241,7 @@ class SliceKernelTest {
         assertEquals(KernelSpecies.Streams.PREFERRED, KernelSpecies.choose(512, zen5));
         assertEquals(KernelSpecies.Streams.PREFERRED, KernelSpecies.choose(512, List.of()), "no /proc/cpuinfo");
         assertTrue(new VectorSliceKernel(KernelSpecies.Streams.NARROW).describe()
-                .endsWith("-bit, preferred width; MLA streams from memory 256-bit (AMD family 25)"));
+                .endsWith("-bit, preferred width; MLA streams and 2 KiB head rows from memory 256-bit (AMD family 25)"));
     }
 
     @Test
