@@ -251,6 +251,7 @@ final class VectorSliceKernel implements SliceKernel {
      * 2 KiB rows at 512 bits). Measured from memory (docs/bench-cpu.md), the one-pass row read beat the head-by-head
      * passes with the next block touched ahead; rows cut into several strided passes (Llama-3-8B at 256 bits: four
      * passes of 512 bytes) lost to them, and in cache the head-by-head loops were as fast or faster, so those stay.
+     * With {@link KernelSpecies.Streams#NARROW} (AMD family 25) a 2 KiB row is read at 256 bits ({@link #rowPass256}).
      */
     @Override
     public boolean rowsAffine(int heads, int kPieces, long kHeadStride, int vPieces, long vHeadStride) {
