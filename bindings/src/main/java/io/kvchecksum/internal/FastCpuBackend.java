@@ -29,7 +29,9 @@ import java.util.concurrent.Future;
  *
  * <p>Blocks are visited in the order of their cells' addresses, not of the block table, and a block that lies within
  * one page is read at a constant token stride, so the JIT checks bounds once per loop; MLA rows (the whole cell, back
- * to back) are one stream per block. What each of these is worth was measured: {@code docs/bench-cpu.md}.
+ * to back) are one stream per block, and from memory the 512-bit loops read side-by-side heads (Llama-3-8B's 2 KiB
+ * rows) a whole row per pass ({@link SliceKernel#rowsAffine}). What each of these is worth was measured:
+ * {@code docs/bench-cpu.md}.
  */
 public final class FastCpuBackend implements Backend {
     /** Below this many KV bytes a request runs on the calling thread (the read bound splits work the same way). */
@@ -614,8 +616,10 @@ public final class FastCpuBackend implements Backend {
         boolean rows = streaming && heads > 1 && (run.kHeadStride() == 8L * kPieces
                 || (v != null && run.vHeadStride() == 8L * vPieces));
         // Streaming side-by-side heads head by head reads each block in strided passes; reading the next block's rows
-        // front to back first (one byte per cache line) lets the prefetchers stream it while this block is summed.
-        boolean touchAhead = streaming && heads > 1;
+        // front to back first (one byte per cache line) lets the prefetchers stream it while this block is summed. Not
+        // where the kernel reads the rows themselves front to back.
+        boolean touchAhead = streaming && heads > 1
+                && !kernel.rowsAffine(heads, kPieces, run.kHeadStride(), v == null ? 0 : vPieces, run.vHeadStride());
         long touched = 0;
         long[] headSums = scratch.headSums(heads);
         for (int p = p0; p < p1; p++) {

@@ -18,7 +18,9 @@ import java.util.List;
  * ({@link Streams#NARROW}): there a 512-bit load is two 256-bit halves, and a plain 512-bit read loop runs at about
  * half the rate of a 256-bit one from memory on one core (11 against 21 GB/s), while in cache the 512-bit loops are the
  * faster ones; MLA bf16 at 4x LLC read 0.885 of the bound with it against 0.764 with every loop at 512 bits
- * (docs/bench-cpu.md, "What limits the ratios"). Tests give the kernels each choice through
+ * (docs/bench-cpu.md, "What limits the ratios"). Llama-3-8B's 2 KiB rows of side-by-side heads from memory likewise
+ * ({@code VectorSliceKernel.rowPass256}: medians 1.11-1.18 of the 512-bit row pass's, docs/bench-cpu.md, "Side-by-side
+ * heads from memory"). Tests give the kernels each choice through
  * {@link VectorSliceKernel#VectorSliceKernel(Streams)} and {@code FastCpuBackend.withStreams}.
  */
 final class KernelSpecies {
@@ -37,8 +39,9 @@ final class KernelSpecies {
     record Streams(boolean narrow, String why) {
         /** Every loop at the preferred width. */
         static final Streams PREFERRED = new Streams(false, "preferred width");
-        /** The choice on AMD family 25 with AVX-512: MLA streams from memory at 256 bits. */
-        static final Streams NARROW = new Streams(true, "preferred width; MLA streams from memory 256-bit (AMD family 25)");
+        /** The choice on AMD family 25 with AVX-512: MLA streams and 2 KiB rows of side-by-side heads from memory at 256 bits. */
+        static final Streams NARROW = new Streams(true,
+                "preferred width; MLA streams and 2 KiB head rows from memory 256-bit (AMD family 25)");
     }
 
     /** The choice for this JVM on this CPU. */

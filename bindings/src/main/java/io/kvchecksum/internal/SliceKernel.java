@@ -91,6 +91,15 @@ interface SliceKernel {
     }
 
     /**
+     * Whether {@link #headsAffine} with {@code fromMemory} reads {@code heads} side-by-side heads (head stride = cell
+     * bytes) a whole row of heads per pass rather than head by head ({@code vPieces} 0: no V region); the caller
+     * then does not touch the next block ahead, since the rows already reach the prefetchers front to back.
+     */
+    default boolean rowsAffine(int heads, int kPieces, long kHeadStride, int vPieces, long vHeadStride) {
+        return false;
+    }
+
+    /**
      * Whether side-by-side heads streamed from memory are read row by row ({@link #sumRows}) rather than head by head
      * at a constant stride: the scalar loops' row-wise form is the faster one from memory (docs/bench-cpu.md).
      */

@@ -32,9 +32,21 @@ final class VectorSliceKernel implements SliceKernel {
         this(KernelSpecies.CHOSEN);
     }
 
+    /** Whether side-by-side heads from memory may be read a row per pass ({@link #rowsAffine}); false only in tests. */
+    private final boolean rows;
+
     /** The kernel with {@code streams}: tests run every choice the selector can make on any machine. */
     VectorSliceKernel(KernelSpecies.Streams streams) {
+        this(streams, true);
+    }
+
+    /**
+     * The kernel with {@code streams}, and with side-by-side heads read head by head instead of in row passes when
+     * {@code rowPass} is false: the previous loops, kept so tests and the A/B measurement can run both forms.
+     */
+    VectorSliceKernel(KernelSpecies.Streams streams, boolean rowPass) {
         this.streams = java.util.Objects.requireNonNull(streams, "streams");
+        this.rows = rowPass;
     }
 
     @Override
@@ -233,10 +245,48 @@ final class VectorSliceKernel implements SliceKernel {
         return SliceKernel.super.headAffine(kSeg, kBase, kStride, kPieces, vSeg, vBase, vStride, vPieces, n, t0);
     }
 
+    /**
+     * Side-by-side heads from memory are read a row per pass where the whole row is one pass: four units of four
+     * vectors (a row of 1 KiB at 512 bits, 512 bytes at 256), or eight with AVX-512's registers (Llama-3-8B TP1's
+     * 2 KiB rows at 512 bits). Measured from memory (docs/bench-cpu.md), the one-pass row read beat the head-by-head
+     * passes with the next block touched ahead; rows cut into several strided passes (Llama-3-8B at 256 bits: four
+     * passes of 512 bytes) lost to them, and in cache the head-by-head loops were as fast or faster, so those stay.
+     * With {@link KernelSpecies.Streams#NARROW} (AMD family 25) a 2 KiB row is read at 256 bits ({@link #rowPass256}).
+     */
+    @Override
+    public boolean rowsAffine(int heads, int kPieces, long kHeadStride, int vPieces, long vHeadStride) {
+        int cell = kPieces + vPieces;
+        return rows && heads > 1 && kHeadStride == 8L * kPieces && onePass(heads, kPieces)
+                && (vPieces == 0 || (vHeadStride == 8L * vPieces && onePass(heads, vPieces)))
+                && cell % L == 0 && Integer.bitCount(cell / L) == 1;
+    }
+
+    /** Whether a row of {@code heads} cells of {@code pieces} is one pass of {@link #rowPass}. */
+    private static boolean onePass(int heads, int pieces) {
+        int units = heads * pieces / (4 * L);
+        return pieces % (4 * L) == 0 && (units == 4 || (units == 8 && KernelSpecies.WIDE_REGISTER_FILE));
+    }
+
     @Override
     public void headsAffine(MemorySegment kSeg, long kBase, long kStride, long kHeadStride, int kPieces, MemorySegment vSeg,
             long vBase, long vStride, long vHeadStride, int vPieces, int heads, int n, long t0, boolean fromMemory,
             long[] out) {
+        if (fromMemory && rowsAffine(heads, kPieces, kHeadStride, vSeg == null ? 0 : vPieces, vHeadStride)) {
+            int cell = kPieces + (vSeg == null ? 0 : vPieces);
+            java.util.Arrays.fill(out, 0, heads, 0);
+            if (streams.narrow() && narrowRow(heads, kPieces) && (vSeg == null || narrowRow(heads, vPieces))) {
+                rowPass256(kSeg, kBase, kStride, n, t0, cell, 0, kPieces / 32, out);
+                if (vSeg != null) {
+                    rowPass256(vSeg, vBase, vStride, n, t0, cell, kPieces, vPieces / 32, out);
+                }
+                return;
+            }
+            rowPass(kSeg, kBase, kStride, n, t0, cell, 0, kPieces, heads, out);
+            if (vSeg != null) {
+                rowPass(vSeg, vBase, vStride, n, t0, cell, kPieces, vPieces, heads, out);
+            }
+            return;
+        }
         if (vSeg == null && fromMemory && streams.narrow() && kStride == 8L * kPieces) {
             for (int h = 0; h < heads; h++) {
                 out[h] = stream256(kSeg, kBase + h * kHeadStride, (long) n * kPieces, t0, kPieces);
@@ -542,6 +592,293 @@ final class VectorSliceKernel implements SliceKernel {
                 .sub(s.lanewise(VectorOperators.LSHL, SHIFT_8L))
                 .add(sets.lanewise(VectorOperators.LSHL, SHIFT_2L));
         return g.reduceLanes(VectorOperators.ADD);
+    }
+
+    /**
+     * One region of {@code heads} cells side by side (token-major rows: vLLM flash, FlashInfer NHD, SGLang) read a whole
+     * row per token in one pass ({@link #rowsAffine}): the row is cut into units of four vectors (a head of bf16 head
+     * dim 128 is one unit at 512 bits), four or eight units per row, so a Llama-3-8B row of 2 KiB is read front to
+     * back instead of in eight strided passes of 256 bytes.
+     *
+     * <p>Each unit keeps two running sums per lane instead of three: with the unit's vectors {@code x_k}, {@code k <
+     * 4}, of token {@code i}, {@code A += sum_k x_k} and {@code T += (A << s) - sum_k k*x_k} where {@code 2^s = P/L}
+     * ({@code P} the cell's pieces). Then {@code T = 2^s * sum_i (n-i) X_i - sum_{i,k} k x_{i,k}}, so
+     * {@code W = 2^s*n*A - T = sum_{i,k} (2^s*i + k) x_{i,k}}, and as piece {@code kL + l} of token {@code i} has weight
+     * {@code c0 + 2l + 2L(2^s*i + k)}, {@code c0 = 2(t0*P + base) + 1}, the unit's sum is
+     * {@code sum_l (c0 + 2l + 2L*2^s*n)*A_l - 2L*T_l}: exact mod 2^64 like every other form, and sixteen accumulators
+     * for eight units leave AVX-512's 32 registers room for the loads. A unit's sum goes to its head's {@code out}.
+     */
+    private static void rowPass(MemorySegment seg, long base, long stride, int n, long t0, int cellPieces, int pieceBase,
+            int regionPieces, int heads, long[] out) {
+        int perHead = regionPieces / (4 * L);
+        int shift = Integer.numberOfTrailingZeros(cellPieces / L);
+        if (heads * perHead == 8) {
+            rowEight(seg, base, stride, n, t0, cellPieces, pieceBase, perHead, 0, shift, out);
+        } else {
+            rowFour(seg, base, stride, n, t0, cellPieces, pieceBase, perHead, 0, shift, out);
+        }
+    }
+
+    /** Four units of {@link #rowPass}, the first unit {@code u}. */
+    private static void rowFour(MemorySegment seg, long base, long stride, int n, long t0, int cellPieces, int pieceBase,
+            int perHead, int u, int shift, long[] out) {
+        final LongVector zero = LongVector.zero(S);
+        final long vb = 8L * L;
+        LongVector a0 = zero, a1 = zero, a2 = zero, a3 = zero;
+        LongVector w0 = zero, w1 = zero, w2 = zero, w3 = zero;
+        for (int i = 0; i < n; i++) {
+            long p = base + i * stride;
+            LongVector x0, x1, x2, x3, r1, r2;
+            x0 = LongVector.fromMemorySegment(S, seg, p, LE);
+            x1 = LongVector.fromMemorySegment(S, seg, p + vb, LE);
+            x2 = LongVector.fromMemorySegment(S, seg, p + 2 * vb, LE);
+            x3 = LongVector.fromMemorySegment(S, seg, p + 3 * vb, LE);
+            r2 = x2.add(x3);
+            r1 = x1.add(r2);
+            a0 = a0.add(x0.add(r1));
+            w0 = w0.add(a0.lanewise(VectorOperators.LSHL, shift).sub(r1.add(r2).add(x3)));
+            x0 = LongVector.fromMemorySegment(S, seg, p + 4 * vb, LE);
+            x1 = LongVector.fromMemorySegment(S, seg, p + 5 * vb, LE);
+            x2 = LongVector.fromMemorySegment(S, seg, p + 6 * vb, LE);
+            x3 = LongVector.fromMemorySegment(S, seg, p + 7 * vb, LE);
+            r2 = x2.add(x3);
+            r1 = x1.add(r2);
+            a1 = a1.add(x0.add(r1));
+            w1 = w1.add(a1.lanewise(VectorOperators.LSHL, shift).sub(r1.add(r2).add(x3)));
+            x0 = LongVector.fromMemorySegment(S, seg, p + 8 * vb, LE);
+            x1 = LongVector.fromMemorySegment(S, seg, p + 9 * vb, LE);
+            x2 = LongVector.fromMemorySegment(S, seg, p + 10 * vb, LE);
+            x3 = LongVector.fromMemorySegment(S, seg, p + 11 * vb, LE);
+            r2 = x2.add(x3);
+            r1 = x1.add(r2);
+            a2 = a2.add(x0.add(r1));
+            w2 = w2.add(a2.lanewise(VectorOperators.LSHL, shift).sub(r1.add(r2).add(x3)));
+            x0 = LongVector.fromMemorySegment(S, seg, p + 12 * vb, LE);
+            x1 = LongVector.fromMemorySegment(S, seg, p + 13 * vb, LE);
+            x2 = LongVector.fromMemorySegment(S, seg, p + 14 * vb, LE);
+            x3 = LongVector.fromMemorySegment(S, seg, p + 15 * vb, LE);
+            r2 = x2.add(x3);
+            r1 = x1.add(r2);
+            a3 = a3.add(x0.add(r1));
+            w3 = w3.add(a3.lanewise(VectorOperators.LSHL, shift).sub(r1.add(r2).add(x3)));
+        }
+        // unit j's sum: sum_l (c0_j + 2l)*A + 2L*(2^s*n*A - T), c0_j = c0 + 8L*((u + j) % perHead)
+        long c0 = 2 * (t0 * cellPieces + pieceBase) + 1 + ((long) n << shift << SHIFT_2L);
+        LongVector k = TWO_IOTA.add(c0);
+        out[u / perHead] += a0.mul(k.add(8L * L * (u % perHead))).sub(w0.lanewise(VectorOperators.LSHL, SHIFT_2L))
+                .reduceLanes(VectorOperators.ADD);
+        out[(u + 1) / perHead] += a1.mul(k.add(8L * L * ((u + 1) % perHead))).sub(w1.lanewise(VectorOperators.LSHL, SHIFT_2L))
+                .reduceLanes(VectorOperators.ADD);
+        out[(u + 2) / perHead] += a2.mul(k.add(8L * L * ((u + 2) % perHead))).sub(w2.lanewise(VectorOperators.LSHL, SHIFT_2L))
+                .reduceLanes(VectorOperators.ADD);
+        out[(u + 3) / perHead] += a3.mul(k.add(8L * L * ((u + 3) % perHead))).sub(w3.lanewise(VectorOperators.LSHL, SHIFT_2L))
+                .reduceLanes(VectorOperators.ADD);
+    }
+
+    /**
+     * Eight units of {@link #rowPass}, the first unit {@code u}, in one pass over the rows: AVX-512 only (sixteen
+     * accumulators). Iteration {@code k} reads the half row {@code k & 1} of token {@code k >> 1} into the first four
+     * units' sums and then swaps them with the last four's, so the loop body has sixteen loads, not thirty-two: C2
+     * stops inlining the Vector API's methods past a node budget (NodeCountInliningCutoff), and a body of thirty-two
+     * loads with its closing crossed it (measured: the vector operations fell back to Java, 50 times slower).
+     */
+    private static void rowEight(MemorySegment seg, long base, long stride, int n, long t0, int cellPieces, int pieceBase,
+            int perHead, int u, int shift, long[] out) {
+        final LongVector zero = LongVector.zero(S);
+        final long vb = 8L * L;
+        LongVector a0 = zero, a1 = zero, a2 = zero, a3 = zero, a4 = zero, a5 = zero, a6 = zero, a7 = zero;
+        LongVector w0 = zero, w1 = zero, w2 = zero, w3 = zero, w4 = zero, w5 = zero, w6 = zero, w7 = zero;
+        for (int k = 0; k < 2 * n; k++) {
+            long p = base + (k >> 1) * stride + (k & 1) * 16 * vb;
+            LongVector x0, x1, x2, x3, r1, r2, q;
+            x0 = LongVector.fromMemorySegment(S, seg, p, LE);
+            x1 = LongVector.fromMemorySegment(S, seg, p + vb, LE);
+            x2 = LongVector.fromMemorySegment(S, seg, p + 2 * vb, LE);
+            x3 = LongVector.fromMemorySegment(S, seg, p + 3 * vb, LE);
+            r2 = x2.add(x3);
+            r1 = x1.add(r2);
+            a0 = a0.add(x0.add(r1));
+            w0 = w0.add(a0.lanewise(VectorOperators.LSHL, shift).sub(r1.add(r2).add(x3)));
+            x0 = LongVector.fromMemorySegment(S, seg, p + 4 * vb, LE);
+            x1 = LongVector.fromMemorySegment(S, seg, p + 5 * vb, LE);
+            x2 = LongVector.fromMemorySegment(S, seg, p + 6 * vb, LE);
+            x3 = LongVector.fromMemorySegment(S, seg, p + 7 * vb, LE);
+            r2 = x2.add(x3);
+            r1 = x1.add(r2);
+            a1 = a1.add(x0.add(r1));
+            w1 = w1.add(a1.lanewise(VectorOperators.LSHL, shift).sub(r1.add(r2).add(x3)));
+            x0 = LongVector.fromMemorySegment(S, seg, p + 8 * vb, LE);
+            x1 = LongVector.fromMemorySegment(S, seg, p + 9 * vb, LE);
+            x2 = LongVector.fromMemorySegment(S, seg, p + 10 * vb, LE);
+            x3 = LongVector.fromMemorySegment(S, seg, p + 11 * vb, LE);
+            r2 = x2.add(x3);
+            r1 = x1.add(r2);
+            a2 = a2.add(x0.add(r1));
+            w2 = w2.add(a2.lanewise(VectorOperators.LSHL, shift).sub(r1.add(r2).add(x3)));
+            x0 = LongVector.fromMemorySegment(S, seg, p + 12 * vb, LE);
+            x1 = LongVector.fromMemorySegment(S, seg, p + 13 * vb, LE);
+            x2 = LongVector.fromMemorySegment(S, seg, p + 14 * vb, LE);
+            x3 = LongVector.fromMemorySegment(S, seg, p + 15 * vb, LE);
+            r2 = x2.add(x3);
+            r1 = x1.add(r2);
+            a3 = a3.add(x0.add(r1));
+            w3 = w3.add(a3.lanewise(VectorOperators.LSHL, shift).sub(r1.add(r2).add(x3)));
+            q = a0;
+            a0 = a4;
+            a4 = q;
+            q = w0;
+            w0 = w4;
+            w4 = q;
+            q = a1;
+            a1 = a5;
+            a5 = q;
+            q = w1;
+            w1 = w5;
+            w5 = q;
+            q = a2;
+            a2 = a6;
+            a6 = q;
+            q = w2;
+            w2 = w6;
+            w6 = q;
+            q = a3;
+            a3 = a7;
+            a7 = q;
+            q = w3;
+            w3 = w7;
+            w7 = q;
+        }
+        long c0 = 2 * (t0 * cellPieces + pieceBase) + 1 + ((long) n << shift << SHIFT_2L);
+        LongVector k = TWO_IOTA.add(c0);
+        out[u / perHead] += a0.mul(k.add(8L * L * (u % perHead))).sub(w0.lanewise(VectorOperators.LSHL, SHIFT_2L))
+                .reduceLanes(VectorOperators.ADD);
+        out[(u + 1) / perHead] += a1.mul(k.add(8L * L * ((u + 1) % perHead))).sub(w1.lanewise(VectorOperators.LSHL, SHIFT_2L))
+                .reduceLanes(VectorOperators.ADD);
+        out[(u + 2) / perHead] += a2.mul(k.add(8L * L * ((u + 2) % perHead))).sub(w2.lanewise(VectorOperators.LSHL, SHIFT_2L))
+                .reduceLanes(VectorOperators.ADD);
+        out[(u + 3) / perHead] += a3.mul(k.add(8L * L * ((u + 3) % perHead))).sub(w3.lanewise(VectorOperators.LSHL, SHIFT_2L))
+                .reduceLanes(VectorOperators.ADD);
+        out[(u + 4) / perHead] += a4.mul(k.add(8L * L * ((u + 4) % perHead))).sub(w4.lanewise(VectorOperators.LSHL, SHIFT_2L))
+                .reduceLanes(VectorOperators.ADD);
+        out[(u + 5) / perHead] += a5.mul(k.add(8L * L * ((u + 5) % perHead))).sub(w5.lanewise(VectorOperators.LSHL, SHIFT_2L))
+                .reduceLanes(VectorOperators.ADD);
+        out[(u + 6) / perHead] += a6.mul(k.add(8L * L * ((u + 6) % perHead))).sub(w6.lanewise(VectorOperators.LSHL, SHIFT_2L))
+                .reduceLanes(VectorOperators.ADD);
+        out[(u + 7) / perHead] += a7.mul(k.add(8L * L * ((u + 7) % perHead))).sub(w7.lanewise(VectorOperators.LSHL, SHIFT_2L))
+                .reduceLanes(VectorOperators.ADD);
+    }
+
+    /** Whether a row of {@code heads} cells of {@code pieces} is the 2 KiB row {@link #rowPass256} reads. */
+    private static boolean narrowRow(int heads, int pieces) {
+        return pieces % 32 == 0 && heads * pieces == 256;
+    }
+
+    /**
+     * {@link #rowPass} of a 2 KiB row in 256-bit vectors, for {@link KernelSpecies.Streams#NARROW} (AMD family 25,
+     * where 512-bit loads read memory slower): eight units of eight vectors ({@code perHead} units per head), two
+     * running sums each (sixteen accumulators: AVX-512's 32 registers hold them at 256 bits too). A unit's vectors
+     * {@code x_k}, {@code k < 8}: {@code A += sum_k x_k}, {@code T += (A << s) - sum_k k*x_k}, {@code 2^s = P/4}; the
+     * unit's sum is {@code sum_l (c0 + 2l + 8*2^s*n)*A_l - 8*T_l}. The loop body reads a quarter row (two units,
+     * sixteen loads, within C2's inlining budget) and rotates the four quarters' accumulators.
+     */
+    private static void rowPass256(MemorySegment seg, long base, long stride, int n, long t0, int cellPieces, int pieceBase,
+            int perHead, long[] out) {
+        final LongVector zero = LongVector.zero(S256);
+        final long vb = 32;
+        final int shift = Integer.numberOfTrailingZeros(cellPieces / 4);
+        LongVector a0 = zero, a1 = zero, a2 = zero, a3 = zero, a4 = zero, a5 = zero, a6 = zero, a7 = zero;
+        LongVector w0 = zero, w1 = zero, w2 = zero, w3 = zero, w4 = zero, w5 = zero, w6 = zero, w7 = zero;
+        for (int k = 0; k < 4 * n; k++) {
+            long p = base + (k >> 2) * stride + (k & 3) * 16 * vb;
+            LongVector x0, x1, x2, x3, x4, x5, x6, x7, r, kv, q;
+            x0 = LongVector.fromMemorySegment(S256, seg, p, LE);
+            x1 = LongVector.fromMemorySegment(S256, seg, p + vb, LE);
+            x2 = LongVector.fromMemorySegment(S256, seg, p + 2 * vb, LE);
+            x3 = LongVector.fromMemorySegment(S256, seg, p + 3 * vb, LE);
+            x4 = LongVector.fromMemorySegment(S256, seg, p + 4 * vb, LE);
+            x5 = LongVector.fromMemorySegment(S256, seg, p + 5 * vb, LE);
+            x6 = LongVector.fromMemorySegment(S256, seg, p + 6 * vb, LE);
+            x7 = LongVector.fromMemorySegment(S256, seg, p + 7 * vb, LE);
+            r = x7;
+            kv = r;
+            r = r.add(x6);
+            kv = kv.add(r);
+            r = r.add(x5);
+            kv = kv.add(r);
+            r = r.add(x4);
+            kv = kv.add(r);
+            r = r.add(x3);
+            kv = kv.add(r);
+            r = r.add(x2);
+            kv = kv.add(r);
+            r = r.add(x1);
+            kv = kv.add(r);
+            a0 = a0.add(r.add(x0));
+            w0 = w0.add(a0.lanewise(VectorOperators.LSHL, shift).sub(kv));
+            x0 = LongVector.fromMemorySegment(S256, seg, p + 8 * vb, LE);
+            x1 = LongVector.fromMemorySegment(S256, seg, p + 9 * vb, LE);
+            x2 = LongVector.fromMemorySegment(S256, seg, p + 10 * vb, LE);
+            x3 = LongVector.fromMemorySegment(S256, seg, p + 11 * vb, LE);
+            x4 = LongVector.fromMemorySegment(S256, seg, p + 12 * vb, LE);
+            x5 = LongVector.fromMemorySegment(S256, seg, p + 13 * vb, LE);
+            x6 = LongVector.fromMemorySegment(S256, seg, p + 14 * vb, LE);
+            x7 = LongVector.fromMemorySegment(S256, seg, p + 15 * vb, LE);
+            r = x7;
+            kv = r;
+            r = r.add(x6);
+            kv = kv.add(r);
+            r = r.add(x5);
+            kv = kv.add(r);
+            r = r.add(x4);
+            kv = kv.add(r);
+            r = r.add(x3);
+            kv = kv.add(r);
+            r = r.add(x2);
+            kv = kv.add(r);
+            r = r.add(x1);
+            kv = kv.add(r);
+            a1 = a1.add(r.add(x0));
+            w1 = w1.add(a1.lanewise(VectorOperators.LSHL, shift).sub(kv));
+            q = a0;
+            a0 = a2;
+            a2 = a4;
+            a4 = a6;
+            a6 = q;
+            q = a1;
+            a1 = a3;
+            a3 = a5;
+            a5 = a7;
+            a7 = q;
+            q = w0;
+            w0 = w2;
+            w2 = w4;
+            w4 = w6;
+            w6 = q;
+            q = w1;
+            w1 = w3;
+            w3 = w5;
+            w5 = w7;
+            w7 = q;
+        }
+        // unit j: piece base pieceBase + 32*(j % perHead), so c0 grows by 64 per unit within a head
+        long c0 = 2 * (t0 * cellPieces + pieceBase) + 1 + ((long) n << shift << 3);
+        LongVector c = TWO_IOTA_256.add(c0);
+        out[0 / perHead] += a0.mul(c.add(64L * (0 % perHead))).sub(w0.lanewise(VectorOperators.LSHL, 3))
+                .reduceLanes(VectorOperators.ADD);
+        out[1 / perHead] += a1.mul(c.add(64L * (1 % perHead))).sub(w1.lanewise(VectorOperators.LSHL, 3))
+                .reduceLanes(VectorOperators.ADD);
+        out[2 / perHead] += a2.mul(c.add(64L * (2 % perHead))).sub(w2.lanewise(VectorOperators.LSHL, 3))
+                .reduceLanes(VectorOperators.ADD);
+        out[3 / perHead] += a3.mul(c.add(64L * (3 % perHead))).sub(w3.lanewise(VectorOperators.LSHL, 3))
+                .reduceLanes(VectorOperators.ADD);
+        out[4 / perHead] += a4.mul(c.add(64L * (4 % perHead))).sub(w4.lanewise(VectorOperators.LSHL, 3))
+                .reduceLanes(VectorOperators.ADD);
+        out[5 / perHead] += a5.mul(c.add(64L * (5 % perHead))).sub(w5.lanewise(VectorOperators.LSHL, 3))
+                .reduceLanes(VectorOperators.ADD);
+        out[6 / perHead] += a6.mul(c.add(64L * (6 % perHead))).sub(w6.lanewise(VectorOperators.LSHL, 3))
+                .reduceLanes(VectorOperators.ADD);
+        out[7 / perHead] += a7.mul(c.add(64L * (7 % perHead))).sub(w7.lanewise(VectorOperators.LSHL, 3))
+                .reduceLanes(VectorOperators.ADD);
     }
 
     @Override

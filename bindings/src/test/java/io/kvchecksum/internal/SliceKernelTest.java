@@ -165,8 +165,65 @@ class SliceKernelTest {
     }
 
     /**
+     * Side-by-side heads read a whole row per pass from memory ({@code VectorSliceKernel.rowsAffine}): every head count,
+     * cell size and token count the row pass takes at this JVM's width, K alone and K with V, padded token strides,
+     * against the definition and the head-by-head loops; the Llama-3-8B TP1 row (8 heads of 32 pieces, V beside) is
+     * among them at 512 bits, four heads of 16 pieces at 256.
+     */
+    @Test
+    void rowsReadInOnePassMatchTheDefinition() {
+        SplittableRandom rnd = new SplittableRandom(SEED + 5);
+        System.out.println("row pass seed " + (SEED + 5));
+        VectorSliceKernel rows = new VectorSliceKernel(KernelSpecies.Streams.PREFERRED, true);
+        VectorSliceKernel headByHead = new VectorSliceKernel(KernelSpecies.Streams.PREFERRED, false);
+        VectorSliceKernel narrowRows = new VectorSliceKernel(KernelSpecies.Streams.NARROW, true);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment s = randomSegment(arena, rnd);
+            int cases = 0;
+            for (int pieces : new int[] {16, 32, 64, 8, 72}) {
+                for (int heads = 2; heads <= 8; heads++) {
+                    for (boolean kOnly : new boolean[] {false, true}) {
+                        int cell = kOnly ? pieces : 2 * pieces;
+                        if (!rows.rowsAffine(heads, pieces, 8L * pieces, kOnly ? 0 : pieces, 8L * pieces)) {
+                            continue;
+                        }
+                        for (int n : new int[] {1, 2, 7, 16}) {
+                            long tokenStride = 8L * pieces * heads + (rnd.nextBoolean() ? 0 : 64);
+                            long kBase = rnd.nextInt(64);
+                            long vBase = 400_000 + rnd.nextInt(64);
+                            long t0 = rnd.nextLong(1L << 40);
+                            long[] expected = new long[heads];
+                            for (int h = 0; h < heads; h++) {
+                                expected[h] = definition(s, kBase + 8L * pieces * h, tokenStride, n, t0, cell, 0, pieces)
+                                        + (kOnly ? 0 : definition(s, vBase + 8L * pieces * h, tokenStride, n, t0, cell, pieces, pieces));
+                            }
+                            String what = heads + " heads of " + pieces + " pieces" + (kOnly ? " (K only)" : "") + ", n " + n
+                                    + ", stride " + tokenStride + ", t0 " + t0;
+                            for (VectorSliceKernel k : List.of(rows, headByHead, narrowRows)) {
+                                long[] out = new long[heads + 1];
+                                java.util.Arrays.fill(out, 7);
+                                k.headsAffine(s, kBase, tokenStride, 8L * pieces, pieces, kOnly ? null : s, vBase, tokenStride,
+                                        8L * pieces, kOnly ? 0 : pieces, heads, n, t0, true, out);
+                                assertArrayEquals(expected, java.util.Arrays.copyOf(out, heads), what);
+                                assertEquals(7, out[heads], "nothing written past the heads: " + what);
+                            }
+                            cases++;
+                        }
+                    }
+                }
+            }
+            System.out.println(cases + " row-pass cases at " + KernelSpecies.S.vectorBitSize() + " bits");
+            assertTrue(cases >= 8, "too few row-pass cases ran: " + cases);
+            int bits = KernelSpecies.S.vectorBitSize();
+            assertEquals(bits == 512, rows.rowsAffine(8, 32, 256, 32, 256), "Llama-3-8B TP1's row in one pass at 512 bits only");
+            assertEquals(false, headByHead.rowsAffine(8, 32, 256, 32, 256));
+        }
+    }
+
+    /**
      * The widths come from data only: the JVM's preferred width (set it with JVM flags, e.g. {@code -XX:UseAVX=2}, as
-     * the pom's {@code vector-avx2} execution does), and 256-bit MLA streams from memory on AMD family 25 with more.
+     * the pom's {@code vector-avx2} execution does), and 256-bit MLA streams and head rows from memory on AMD family 25
+     * with more.
      */
     @Test
     void theWidthIsTheJvmsPreferredOneAndTheStreamsFollowTheCpuFamily() {
@@ -184,7 +241,7 @@ class SliceKernelTest {
         assertEquals(KernelSpecies.Streams.PREFERRED, KernelSpecies.choose(512, zen5));
         assertEquals(KernelSpecies.Streams.PREFERRED, KernelSpecies.choose(512, List.of()), "no /proc/cpuinfo");
         assertTrue(new VectorSliceKernel(KernelSpecies.Streams.NARROW).describe()
-                .endsWith("-bit, preferred width; MLA streams from memory 256-bit (AMD family 25)"));
+                .endsWith("-bit, preferred width; MLA streams and 2 KiB head rows from memory 256-bit (AMD family 25)"));
     }
 
     @Test
