@@ -17,30 +17,56 @@ import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * The engine buffers registered with {@link OpenClBackend#buffer(cl_mem)}, by handle, and the runtime checks of device
+ * The engine buffers registered with {@link OpenClBackend#buffer(cl_mem)}, and the runtime checks of device
  * memory (registrations change at runtime, so these are not limits the compiler knows): a handle must be registered,
  * of the backend's context, no smaller than described, and one operation reads one buffer. The checks query OpenCL
  * directly ({@code clGetMemObjectInfo}), not through {@link ClApi}: they enqueue nothing.
+ *
+ * <p>A {@code cl_mem} is a handle, not an address, and buffers' handles lie a few hundred bytes apart; the library
+ * compares device addresses (the verifying copy refuses a source and a destination whose byte ranges overlap). So each
+ * registration is described by an address of its own, in a space of this backend's from 2^62 up where registrations'
+ * ranges never overlap, and buffers are found by that address.
  */
 final class RegisteredBuffers {
     private final cl_context context;
+    /** The first address of the registrations' space; each range ends at least {@link #GAP} before the next. */
+    private static final long SPACE = 1L << 62;
+    private static final long GAP = 1L << 16;
+
+    /** Registered buffers by their address. */
     private final Map<Long, cl_mem> registered = new ConcurrentHashMap<>();
+    /** The address of each registered buffer, by handle. */
+    private final Map<Long, Long> addresses = new ConcurrentHashMap<>();
+    private long next = SPACE;
 
     RegisteredBuffers(cl_context context) {
         this.context = context;
     }
 
-    /** Registers {@code mem} (of this context) and describes it as device memory of its {@code CL_MEM_SIZE}. */
-    KvMemory register(cl_mem mem) {
+    /**
+     * Registers {@code mem} (of this context) and describes it as device memory of its {@code CL_MEM_SIZE} at its
+     * address (the same while it stays registered).
+     */
+    synchronized KvMemory register(cl_mem mem) {
         Objects.requireNonNull(mem, "mem");
         requireOwnContext(mem);
-        registered.put(mem.getNativePointer(), mem);
-        return KvMemory.device(mem.getNativePointer(), size(mem));
+        long size = size(mem);
+        Long address = addresses.get(mem.getNativePointer());
+        if (address == null) {
+            address = next;
+            next = Math.addExact(next, (Math.ceilDiv(Math.max(1, size), GAP) + 1) * GAP);
+            addresses.put(mem.getNativePointer(), address);
+        }
+        registered.put(address, mem);
+        return KvMemory.device(address, size);
     }
 
     /** Ends a registration; one never made is ignored. */
-    void forget(cl_mem mem) {
-        registered.remove(mem.getNativePointer(), mem);
+    synchronized void forget(cl_mem mem) {
+        Long address = addresses.remove(mem.getNativePointer());
+        if (address != null) {
+            registered.remove(address, mem);
+        }
     }
 
     /**
