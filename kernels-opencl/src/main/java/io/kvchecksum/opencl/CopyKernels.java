@@ -145,8 +145,7 @@ final class CopyKernels {
                 for (CopyPlan.Pair p : l.pairs()) {
                     pieces += p.pieces();
                 }
-                long tokens = Math.min(l.blockSize(), l.numTokens() - l.startToken());
-                parts[i] = geometry.copyParts(nb, tokens * pieces, local);
+                parts[i] = geometry.copyParts(nb, pieces, local);
             } else {
                 parts[i] = l.pairs().size();
             }

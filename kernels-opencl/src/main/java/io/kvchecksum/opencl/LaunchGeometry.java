@@ -84,8 +84,9 @@ final class LaunchGeometry {
     }
 
     /**
-     * Work-groups per block of {@code copy_pieces} (work-groups of {@code local} items, each item a piece of the
-     * block's (pair, token, piece) sequence of {@code items}): as for the checksums, a few per compute unit overall.
+     * Work-groups per block of {@code copy_pieces} (work-groups of {@code local} items, each item taking pieces of the
+     * block's (pair, piece) sequence of {@code items} and walking the block's tokens with each): as for the checksums,
+     * a few per compute unit overall, never more than there are pieces to take.
      */
     int copyParts(long columns, long items, int local) {
         long wanted = Math.ceilDiv(4L * computeUnits, columns);

@@ -40,77 +40,77 @@ inline ulong cell_at(__global const ulong *d, uint base_word, ulong page, ulong 
 
 /*
  * Whole pieces. NDRange (local*parts, num_blocks), local (local, 1): work item k of block b's column (k = g*local +
- * lid) takes items k, k + parts*local, ... of the block's (pair, token, piece) sequence, piece fastest, so neighbouring
- * work items load and store neighbouring pieces (coalesced). Work-group g writes partials[b*stride + offset + g].
- * Within a pair the (token, piece) position is stepped, not divided out, and both tables are read again only when the
- * token changes.
+ * lid) takes pieces k, k + parts*local, ... of the block's (pair, piece) sequence, so neighbouring work items load and
+ * store neighbouring pieces of a cell (coalesced), and walks the block's tokens with each: page run by page run (both
+ * tables read and the position divided once per run, where neither page changes), COPY_ROWS tokens' pieces loaded
+ * before the first is stored (src and dst may be one buffer, so no compiler may hoist a load above a store itself).
+ * Work-group g writes partials[b*stride + offset + g].
  */
+#define COPY_ROWS 4
 inline void copy_pieces_body(KVC_COPY_ARGS, uint parts, __local ulong *scratch, uint mixed) {
     uint g = get_group_id(0);
     ulong b = get_global_id(1);
     ulong step = (ulong) parts * get_local_size(0);
     ulong t0 = (first_block + b) * block_size;
     ulong t1 = min(t0 + block_size, num_tokens);
-    ulong ntok = t1 > t0 ? t1 - t0 : 0;
-    ulong idx = (ulong) g * get_local_size(0) + get_local_id(0);
-    ulong pair_base = 0;
     ulong c = 0;
-    for (uint i = 0; i < num_pairs && ntok > 0; i++) {
-        __global const ulong *sd = sdesc + (ulong) i * DESC_WORDS;
+    uint i = 0;
+    ulong u = (ulong) g * get_local_size(0) + get_local_id(0);
+    while (t1 > t0 && i < num_pairs) {
         __global const ulong *dd = ddesc + (ulong) i * DESC_WORDS;
         ulong P = dd[DESC_PIECES];
-        ulong pk = dd[DESC_K_PIECES];
-        ulong items = ntok * P;
-        if (idx >= pair_base + items) {
-            pair_base += items;
+        if (u >= P) {
+            u -= P;
+            i++;
             continue;
         }
-        uint sflags = (uint) sd[DESC_FLAGS];
-        uint dflags = (uint) dd[DESC_FLAGS];
-        ulong local_idx = idx - pair_base;
-        ulong tt = local_idx / P;
-        ulong p = local_idx - tt * P;
-        ulong dq = step / P;
-        ulong dr = step - dq * P;
-        ulong cur = ~(ulong) 0;
-        ulong sk = 0, sv = 0, dk = 0, dv = 0, j0 = 0;
+        __global const ulong *sd = sdesc + (ulong) i * DESC_WORDS;
+        ulong pk = dd[DESC_K_PIECES];
+        uint k_part = u < pk;
+        uint word = k_part ? DESC_K_BASE : DESC_V_BASE;
+        ulong off = 8 * (k_part ? u : u - pk);
+        uint bit = k_part ? DESC_K_ALIGNED : DESC_V_ALIGNED;
+        uint sal = (uint) sd[DESC_FLAGS] & bit;
+        uint dal = (uint) dd[DESC_FLAGS] & bit;
+        ulong sts = sd[word + 2];
+        ulong dts = dd[word + 2];
         ulong s = 0;
-        for (; local_idx < items; local_idx += step) {
-            if (tt != cur) {
-                cur = tt;
-                ulong t = t0 + tt;
-                ulong rel = t - start;
-                ulong spi = rel / src_page;
-                ulong sslot = rel - spi * src_page;
-                ulong dpi = rel / dst_page;
-                ulong dslot = rel - dpi * dst_page;
-                ulong spage = (ulong) stable[spi];
-                ulong dpage = (ulong) dtable[dpi];
-                sk = cell_at(sd, DESC_K_BASE, spage, sslot);
-                sv = cell_at(sd, DESC_V_BASE, spage, sslot);
-                dk = cell_at(dd, DESC_K_BASE, dpage, dslot);
-                dv = cell_at(dd, DESC_V_BASE, dpage, dslot);
-                j0 = t * P;
+        for (ulong t = t0; t < t1;) {
+            ulong rel = t - start;
+            ulong spi = rel / src_page;
+            ulong sslot = rel - spi * src_page;
+            ulong dpi = rel / dst_page;
+            ulong dslot = rel - dpi * dst_page;
+            ulong run = min(t1 - t, min(src_page - sslot, dst_page - dslot));
+            ulong sa = cell_at(sd, word, (ulong) stable[spi], sslot) + off;
+            ulong da = cell_at(dd, word, (ulong) dtable[dpi], dslot) + off;
+            ulong w = 2 * (t * P + u) + 1;
+            ulong r = 0;
+            for (; r + COPY_ROWS <= run; r += COPY_ROWS) {
+                ulong x[COPY_ROWS];
+                for (uint q = 0; q < COPY_ROWS; q++) {
+                    x[q] = load_piece(src, sa + q * sts, sal);
+                }
+                for (uint q = 0; q < COPY_ROWS; q++) {
+                    store_piece(dst, da + q * dts, x[q], dal);
+                    s += piece_value(x[q], mixed) * w;
+                    w += 2 * P;
+                }
+                sa += COPY_ROWS * sts;
+                da += COPY_ROWS * dts;
             }
-            ulong x;
-            if (p < pk) {
-                x = load_piece(src, sk + 8 * p, sflags & DESC_K_ALIGNED);
-                store_piece(dst, dk + 8 * p, x, dflags & DESC_K_ALIGNED);
-            } else {
-                x = load_piece(src, sv + 8 * (p - pk), sflags & DESC_V_ALIGNED);
-                store_piece(dst, dv + 8 * (p - pk), x, dflags & DESC_V_ALIGNED);
+            for (; r < run; r++) {
+                ulong x = load_piece(src, sa, sal);
+                store_piece(dst, da, x, dal);
+                s += piece_value(x, mixed) * w;
+                w += 2 * P;
+                sa += sts;
+                da += dts;
             }
-            s += piece_value(x, mixed) * (2 * (j0 + p) + 1);
-            p += dr;
-            tt += dq;
-            if (p >= P) {
-                p -= P;
-                tt++;
-            }
+            t += run;
         }
         c += dd[DESC_FACTOR] * s;
-        idx = pair_base + local_idx;
-        pair_base += items;
+        u += step;
     }
     c = group_sum(scratch, c);
     if (get_local_id(0) == 0) {

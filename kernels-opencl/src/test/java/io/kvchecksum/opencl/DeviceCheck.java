@@ -285,8 +285,8 @@ public final class DeviceCheck {
                     Arrays.sort(copy);
                     Arrays.sort(plain);
                     System.out.printf("copy paths: %.0f MiB cl_mem to cl_mem (pages permuted), %d calls per sample, 5"
-                            + " samples in turn; GB/s median (best): verifying copy %.0f (%.0f), clEnqueueCopyBuffer"
-                            + " %.0f (%.0f); ratio of medians %.2f; values equal to the CPU backend%n",
+                            + " samples in turn; GB/s median (best): verifying copy %.1f (%.1f), clEnqueueCopyBuffer"
+                            + " %.1f (%.1f); ratio of medians %.2f; values equal to the CPU backend%n",
                             bytes / (double) (1 << 20), calls, bytes / (double) copy[2], bytes / (double) copy[0],
                             bytes / (double) plain[2], bytes / (double) plain[0], plain[2] / (double) copy[2]);
                 } finally {
