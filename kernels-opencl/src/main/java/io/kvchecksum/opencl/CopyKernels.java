@@ -28,7 +28,8 @@ import java.util.function.ToLongFunction;
  *
  * <p><b>Memory.</b> The kernels read one buffer ({@code src}) and write one ({@code dst}), which may be the same:
  * <ul>
- *   <li>device memory: the registered {@code cl_mem} every region of that side lies in, used in place;</li>
+ *   <li>device memory: the registered {@code cl_mem} every region of that side lies in, used in place (registered
+ *       sub-buffers of one {@code cl_mem} through that buffer, each region at its sub-buffer's origin);</li>
  *   <li>host memory on a device that shares it (the CPU tuning): a window ({@code CL_MEM_USE_HOST_PTR}) over the
  *       native segments, one window for both sides when their bytes fit one buffer (two windows over overlapping host
  *       memory would be undefined in OpenCL), and after the kernels each destination span is mapped and unmapped, so
@@ -68,8 +69,10 @@ final class CopyKernels {
     private static final class Side {
         final String name;
         final boolean destination;
-        /** The registered buffer of device memory, or null for host memory. */
-        cl_mem device;
+        /** Device memory: a registration of the buffer every region lies in (its root read), or null for host memory. */
+        RegisteredBuffers.Registration device;
+        /** Device memory: each region memory's offset in the root buffer, by its address. */
+        final Map<Long, Long> origins = new java.util.HashMap<>();
         /** Host memory: the bytes the side's pages reach, per segment. */
         Map<MemorySegment, Descriptors.Range> ranges;
         /** Host memory: lowest and highest absolute address of those bytes (meaningful when every segment is native). */
@@ -94,7 +97,7 @@ final class CopyKernels {
 
         long base(SlicePlan.Part p) {
             if (device != null) {
-                return p.base();
+                return origins.get(((KvMemory.Device) p.memory()).address()) + p.base();
             }
             MemorySegment seg = Descriptors.segment(p);
             if (window) {
@@ -219,19 +222,21 @@ final class CopyKernels {
             }
         }
         if (parts.getFirst().memory() instanceof KvMemory.Device) {
-            for (int i = 0; i < slices.size(); i++) {
-                SlicePlan.Slice s = slices.get(i);
+            // Every region in one buffer: one cl_mem, or sub-buffers of one (read through their parent).
+            for (SlicePlan.Slice s : slices) {
                 for (SlicePlan.Part p : s.v() == null ? List.of(s.k()) : List.of(s.k(), s.v())) {
                     KvMemory.Device dm = (KvMemory.Device) p.memory();
                     String where = "the copy's " + side.name + ": layer " + s.layer() + " head " + s.head() + " "
                             + (p == s.k() ? "K" : "V") + " region's " + dm;
-                    cl_mem m = memory.registered().lookup(dm, where);
-                    if (side.device != null && m != side.device) {
-                        throw new InvalidLayoutException(where + " is another cl_mem than the first region's (0x"
-                                + Long.toHexString(side.device.getNativePointer()) + "): the copy kernels read one buffer"
-                                + " and write one");
+                    RegisteredBuffers.Registration r = memory.registered().registration(dm, where);
+                    if (side.device == null) {
+                        side.device = r;
+                    } else if (r.root() != side.device.root()) {
+                        throw new InvalidLayoutException(where + " lies in another cl_mem than the first region's (0x"
+                                + Long.toHexString(side.device.root()) + "): the copy kernels read one buffer and write"
+                                + " one (sub-buffers of one buffer count as that buffer)");
                     }
-                    side.device = m;
+                    side.origins.put(dm.address(), r.origin());
                 }
             }
             return side;
@@ -335,7 +340,7 @@ final class CopyKernels {
      */
     private cl_mem buffer(Enqueuer.Op op, Side side, cl_mem other) {
         if (side.device != null) {
-            return side.device;
+            return side.device.rootMem();
         }
         if (side.window) {
             Descriptors.Range any = side.ranges.values().iterator().next();

@@ -234,9 +234,10 @@ public final class OpenClBackend implements Backend {
      * reads the buffer in place} Its size is the buffer's {@code CL_MEM_SIZE}, so regions reaching past the buffer are
      * refused when the plan is built. The buffer must stay alive while operations that read it run; every region of one
      * operation must lie in the same buffer (the kernels read one; a verifying copy's source in one and its destination
-     * in one, the same or another). Its {@link KvMemory.Device#address()} is not the handle but an address of this
-     * backend's own (the same while the buffer stays registered), so that different buffers never seem to overlap
-     * where the library compares device addresses (a verifying copy's source and destination).
+     * in one, the same or another, where sub-buffers of one buffer count as that buffer). Its
+     * {@link KvMemory.Device#address()} is not the handle but an address of this backend's own (the same while the
+     * buffer stays registered; a sub-buffer's lies at its origin within its parent's), so that the library's comparison
+     * of device addresses (a verifying copy's source and destination must not overlap) sees exactly the bytes shared.
      *
      * @param mem the engine's buffer, of this backend's context; not null
      * @throws InvalidLayoutException when the buffer belongs to another context

@@ -24,20 +24,31 @@ import java.util.concurrent.ConcurrentHashMap;
  *
  * <p>A {@code cl_mem} is a handle, not an address, and buffers' handles lie a few hundred bytes apart; the library
  * compares device addresses (the verifying copy refuses a source and a destination whose byte ranges overlap). So each
- * registration is described by an address of its own, in a space of this backend's from 2^62 up where registrations'
- * ranges never overlap, and buffers are found by that address.
+ * buffer is described by an address of its own: every buffer that is not a sub-buffer (a "root") gets a slot of 2^44
+ * bytes in a space of this backend's from 2^62 up, and a sub-buffer ({@code clCreateSubBuffer}) lies in its parent's
+ * slot at its origin, so that sub-buffers of one buffer overlap exactly where their bytes do. Buffers are found by
+ * that address.
  */
 final class RegisteredBuffers {
-    private final cl_context context;
-    /** The first address of the registrations' space; each range ends at least {@link #GAP} before the next. */
+    /** The first address of the registrations' space, and the bytes of each root's slot (larger than any buffer). */
     private static final long SPACE = 1L << 62;
-    private static final long GAP = 1L << 16;
+    private static final int SLOT_BITS = 44;
 
+    private final cl_context context;
     /** Registered buffers by their address. */
-    private final Map<Long, cl_mem> registered = new ConcurrentHashMap<>();
+    private final Map<Long, Registration> registered = new ConcurrentHashMap<>();
     /** The address of each registered buffer, by handle. */
     private final Map<Long, Long> addresses = new ConcurrentHashMap<>();
-    private long next = SPACE;
+    /** The slot of each root buffer (registered, or the parent of a registered sub-buffer), by handle. */
+    private final Map<Long, Long> slots = new ConcurrentHashMap<>();
+    private long nextSlot;
+
+    /**
+     * A registered buffer: its handle, the buffer it lies in ({@code root}, {@code rootMem}: itself, or a sub-buffer's
+     * parent, which lives at least as long as the sub-buffer) and its first byte's offset there.
+     */
+    record Registration(cl_mem mem, long root, cl_mem rootMem, long origin) {
+    }
 
     RegisteredBuffers(cl_context context) {
         this.context = context;
@@ -45,19 +56,33 @@ final class RegisteredBuffers {
 
     /**
      * Registers {@code mem} (of this context) and describes it as device memory of its {@code CL_MEM_SIZE} at its
-     * address (the same while it stays registered).
+     * address (the same while it stays registered; a sub-buffer's within its parent's slot).
      */
     synchronized KvMemory register(cl_mem mem) {
         Objects.requireNonNull(mem, "mem");
         requireOwnContext(mem);
         long size = size(mem);
-        Long address = addresses.get(mem.getNativePointer());
+        long handle = mem.getNativePointer();
+        cl_mem rootMem = new cl_mem();
+        JoclApi.check(CL.clGetMemObjectInfo(mem, CL.CL_MEM_ASSOCIATED_MEMOBJECT, Sizeof.cl_mem, Pointer.to(rootMem), null),
+                "clGetMemObjectInfo(CL_MEM_ASSOCIATED_MEMOBJECT)");
+        long parent = rootMem.getNativePointer();
+        rootMem = parent == 0 ? mem : rootMem;
+        long root = parent == 0 ? handle : parent;
+        long origin = parent == 0 ? 0 : info(mem, CL.CL_MEM_OFFSET, "CL_MEM_OFFSET");
+        Long address = addresses.get(handle);
         if (address == null) {
-            address = next;
-            next = Math.addExact(next, (Math.ceilDiv(Math.max(1, size), GAP) + 1) * GAP);
-            addresses.put(mem.getNativePointer(), address);
+            Long slot = slots.get(root);
+            if (slot == null) {
+                slot = SPACE + (nextSlot++ << SLOT_BITS);
+                slots.put(root, slot);
+            }
+            address = slot + origin;
+            addresses.put(handle, address);
         }
-        registered.put(address, mem);
+        // A sub-buffer at origin 0 shares its parent's address: the larger stays (both start at the same byte).
+        Registration r = new Registration(mem, root, rootMem, origin);
+        registered.merge(address, r, (old, now) -> old.mem() != now.mem() && size(old.mem()) >= size ? old : now);
         return KvMemory.device(address, size);
     }
 
@@ -65,7 +90,10 @@ final class RegisteredBuffers {
     synchronized void forget(cl_mem mem) {
         Long address = addresses.remove(mem.getNativePointer());
         if (address != null) {
-            registered.remove(address, mem);
+            Registration r = registered.get(address);
+            if (r != null && r.mem() == mem) {
+                registered.remove(address);
+            }
         }
     }
 
@@ -95,18 +123,34 @@ final class RegisteredBuffers {
      * {@code what} (naming {@code dm}) leading the message.
      */
     cl_mem lookup(KvMemory.Device dm, String what) {
-        cl_mem m = registered.get(dm.address());
-        if (m == null) {
+        return registration(dm, what).mem();
+    }
+
+    /**
+     * The registration behind {@code dm} (which buffer, and where it lies in its root), its size checked; throws
+     * {@link InvalidLayoutException} otherwise, {@code what} (naming {@code dm}) leading the message.
+     */
+    Registration registration(KvMemory.Device dm, String what) {
+        Registration r = registered.get(dm.address());
+        if (r == null) {
             throw new InvalidLayoutException(what + " is not a cl_mem registered with buffer(cl_mem) of this backend "
                     + "(opencl reads OpenCL buffers of its own context, not CUDA pointers)");
         }
-        requireOwnContext(m);
-        long size = size(m);
+        requireOwnContext(r.mem());
+        long size = size(r.mem());
         if (dm.byteSize() > size) {
             throw new InvalidLayoutException(what + " claims " + dm.byteSize() + " bytes, but the cl_mem's CL_MEM_SIZE is "
                     + size);
         }
-        return m;
+        return r;
+    }
+
+    /** A pointer-sized {@code clGetMemObjectInfo} answer (a handle or an offset) of {@code mem}. */
+    private static long info(cl_mem mem, int param, String name) {
+        long[] v = new long[1];
+        JoclApi.check(CL.clGetMemObjectInfo(mem, param, Sizeof.size_t, Pointer.to(v), null),
+                "clGetMemObjectInfo(" + name + ")");
+        return v[0];
     }
 
     private void requireOwnContext(cl_mem mem) {

@@ -73,6 +73,46 @@ class OpenClCopyTest {
         });
     }
 
+    /** The suite with every buffer a sub-buffer of one cl_mem per side (an engine's pool): every vector and fault. */
+    @TestFactory
+    Stream<? extends DynamicNode> subBuffersOfOneClMem() {
+        return OpenClTests.dynamic("opencl copy, sub-buffers", () -> {
+            OpenClBackend cl = OpenClTests.backend();
+            KvChecksum c = OpenClTests.checksum();
+            return Stream.concat(CopySuite.tests(c, () -> new SubBuffers(cl)), CopySuite.faults(c, () -> new SubBuffers(cl)));
+        });
+    }
+
+    /** The same on the GPU tuning (cl_mem to cl_mem, where host memory is not shared). */
+    @TestFactory
+    Stream<? extends DynamicNode> subBuffersGpuTuning() {
+        return OpenClTests.dynamic("opencl copy, sub-buffers, GPU tuning", () -> {
+            OpenClBackend cl = gpuTuned();
+            KvChecksum c = KvChecksum.of(cl);
+            return Stream.concat(CopySuite.tests(c, () -> new SubBuffers(cl)), CopySuite.faults(c, () -> new SubBuffers(cl)));
+        });
+    }
+
+    /** Two sub-buffers of one buffer that share bytes are overlapping memory: refused like host memory. */
+    @Test
+    void overlappingSubBuffersRefused() {
+        OpenClTests.requireOpenCl();
+        OpenClBackend cl = OpenClTests.backend();
+        try (SubBuffers p = new SubBuffers(cl); Arena arena = Arena.ofShared()) {
+            MemorySegment bytes = arena.allocate(1 << 16, 64);
+            KvMemory a = p.place(bytes, false);
+            KvMemory b = p.alias(a);
+            KvCacheGroup ga = KvCacheGroup.of(4, 4, List.of(CacheLayer.of(0, 0, 1, new KvRegion(a, 0, 256, 64, 64, 32),
+                    new KvRegion(a, 32, 256, 64, 64, 32))));
+            KvCacheGroup gb = KvCacheGroup.of(4, 4, List.of(CacheLayer.of(0, 0, 1, new KvRegion(b, 0, 256, 64, 64, 32),
+                    new KvRegion(b, 32, 256, 64, 64, 32))));
+            InvalidLayoutException e = assertThrows(InvalidLayoutException.class, () -> OpenClTests.checksum()
+                    .compileCopy(ga, RequestBlocks.of(new int[] {0, 1}, 8, 4), gb, RequestBlocks.of(new int[] {1, 0}, 8, 4),
+                            ChecksumSpec.STANDARD));
+            assertTrue(e.getMessage().contains("overlap") && e.getMessage().contains("backend 'opencl'"), e.getMessage());
+        }
+    }
+
     @TestFactory
     Stream<? extends DynamicNode> betweenClMems() {
         return OpenClTests.dynamic("opencl copy, cl_mem", () -> {
@@ -220,6 +260,89 @@ class OpenClCopyTest {
                 }
             }
         });
+    }
+
+    /**
+     * A {@link CopySuite.Placement}: each buffer a sub-buffer ({@code clCreateSubBuffer}) of one cl_mem per side, as an
+     * engine's pool, at origins aligned to the device's {@code CL_DEVICE_MEM_BASE_ADDR_ALIGN}, filled and read back with
+     * blocking transfers on a queue of its own.
+     */
+    static final class SubBuffers implements CopySuite.Placement {
+        private static final long POOL = 4 << 20;
+        private final OpenClBackend cl;
+        private final cl_command_queue queue;
+        private final long align;
+        private final cl_mem[] pools = new cl_mem[2];
+        private final long[] used = new long[2];
+        private final Map<KvMemory, cl_mem> subs = new LinkedHashMap<>();
+
+        SubBuffers(OpenClBackend cl) {
+            this.cl = cl;
+            this.queue = Pool.queue(cl);
+            cl_device_id[] devices = new cl_device_id[1];
+            JoclApi.check(CL.clGetContextInfo(cl.context(), CL.CL_CONTEXT_DEVICES, Sizeof.cl_device_id,
+                    Pointer.to(devices), null), "clGetContextInfo");
+            this.align = Math.max(64, OpenClDevices.deviceInt(devices[0], CL.CL_DEVICE_MEM_BASE_ADDR_ALIGN) / 8);
+        }
+
+        @Override
+        public KvMemory place(MemorySegment host, boolean destination) {
+            int side = destination ? 1 : 0;
+            int[] err = new int[1];
+            if (pools[side] == null) {
+                pools[side] = CL.clCreateBuffer(cl.context(), CL.CL_MEM_READ_WRITE, POOL, null, err);
+                JoclApi.check(err[0], "clCreateBuffer");
+            }
+            long origin = used[side];
+            used[side] = Math.ceilDiv(origin + host.byteSize(), align) * align;
+            assertTrue(used[side] <= POOL, "the test's pool is too small");
+            cl_mem sub = sub(pools[side], origin, host.byteSize());
+            JoclApi.check(CL.clEnqueueWriteBuffer(queue, sub, CL.CL_TRUE, 0, host.byteSize(),
+                    Pointer.to(host.asByteBuffer()), 0, null, null), "clEnqueueWriteBuffer");
+            return register(sub);
+        }
+
+        /**
+         * A second sub-buffer of the source pool, over the bytes of the first source buffer placed from one alignment
+         * unit on (for the overlap test; {@code placed} must be that buffer and longer than the unit).
+         */
+        KvMemory alias(KvMemory placed) {
+            return register(sub(pools[0], align, placed.byteSize() - align));
+        }
+
+        private cl_mem sub(cl_mem pool, long origin, long size) {
+            int[] err = new int[1];
+            cl_mem sub = CL.clCreateSubBuffer(pool, CL.CL_MEM_READ_WRITE, CL.CL_BUFFER_CREATE_TYPE_REGION,
+                    new org.jocl.cl_buffer_region(origin, size), err);
+            JoclApi.check(err[0], "clCreateSubBuffer");
+            return sub;
+        }
+
+        private KvMemory register(cl_mem sub) {
+            KvMemory m = cl.buffer(sub);
+            subs.put(m, sub);
+            return m;
+        }
+
+        @Override
+        public void readBack(KvMemory placed, MemorySegment into) {
+            JoclApi.check(CL.clEnqueueReadBuffer(queue, subs.get(placed), CL.CL_TRUE, 0, into.byteSize(),
+                    Pointer.to(into.asByteBuffer()), 0, null, null), "clEnqueueReadBuffer");
+        }
+
+        @Override
+        public void close() {
+            subs.values().forEach(m -> {
+                cl.forget(m);
+                CL.clReleaseMemObject(m);
+            });
+            for (cl_mem p : pools) {
+                if (p != null) {
+                    CL.clReleaseMemObject(p);
+                }
+            }
+            CL.clReleaseCommandQueue(queue);
+        }
     }
 
     /**
