@@ -11,6 +11,7 @@ import org.jocl.Sizeof;
 import org.jocl.cl_context;
 import org.jocl.cl_mem;
 
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -35,8 +36,11 @@ final class RegisteredBuffers {
     private static final int SLOT_BITS = 44;
 
     private final cl_context context;
-    /** Registered buffers by their address. */
-    private final Map<Long, Registration> registered = new ConcurrentHashMap<>();
+    /**
+     * Registered buffers by their address, the latest first (a sub-buffer at origin 0 shares its parent's address;
+     * an entry of a buffer released without {@link #forget} may linger until its handle is registered again).
+     */
+    private final Map<Long, List<Registration>> registered = new ConcurrentHashMap<>();
     /** The address of each registered buffer, by handle. */
     private final Map<Long, Long> addresses = new ConcurrentHashMap<>();
     /** The slot of each root buffer (registered, or the parent of a registered sub-buffer), by handle. */
@@ -47,7 +51,7 @@ final class RegisteredBuffers {
      * A registered buffer: its handle, the buffer it lies in ({@code root}, {@code rootMem}: itself, or a sub-buffer's
      * parent, which lives at least as long as the sub-buffer) and its first byte's offset there.
      */
-    record Registration(cl_mem mem, long root, cl_mem rootMem, long origin) {
+    record Registration(cl_mem mem, long root, cl_mem rootMem, long origin, long size) {
     }
 
     RegisteredBuffers(cl_context context) {
@@ -70,29 +74,35 @@ final class RegisteredBuffers {
         rootMem = parent == 0 ? mem : rootMem;
         long root = parent == 0 ? handle : parent;
         long origin = parent == 0 ? 0 : info(mem, CL.CL_MEM_OFFSET, "CL_MEM_OFFSET");
-        Long address = addresses.get(handle);
-        if (address == null) {
-            Long slot = slots.get(root);
-            if (slot == null) {
-                slot = SPACE + (nextSlot++ << SLOT_BITS);
-                slots.put(root, slot);
-            }
-            address = slot + origin;
-            addresses.put(handle, address);
+        // Placed afresh on every registration: a handle may be reused by a new buffer after the old one's release.
+        forget(handle);
+        Long slot = slots.get(root);
+        if (slot == null) {
+            slot = SPACE + (nextSlot++ << SLOT_BITS);
+            slots.put(root, slot);
         }
-        // A sub-buffer at origin 0 shares its parent's address: the larger stays (both start at the same byte).
-        Registration r = new Registration(mem, root, rootMem, origin);
-        registered.merge(address, r, (old, now) -> old.mem() != now.mem() && size(old.mem()) >= size ? old : now);
+        long address = slot + origin;
+        addresses.put(handle, address);
+        List<Registration> at = new ArrayList<>(registered.getOrDefault(address, List.of()));
+        at.addFirst(new Registration(mem, root, rootMem, origin, size));
+        registered.put(address, List.copyOf(at));
         return KvMemory.device(address, size);
     }
 
     /** Ends a registration; one never made is ignored. */
     synchronized void forget(cl_mem mem) {
-        Long address = addresses.remove(mem.getNativePointer());
+        forget(mem.getNativePointer());
+    }
+
+    private void forget(long handle) {
+        Long address = addresses.remove(handle);
         if (address != null) {
-            Registration r = registered.get(address);
-            if (r != null && r.mem() == mem) {
+            List<Registration> at = new ArrayList<>(registered.getOrDefault(address, List.of()));
+            at.removeIf(r -> r.mem().getNativePointer() == handle);
+            if (at.isEmpty()) {
                 registered.remove(address);
+            } else {
+                registered.put(address, List.copyOf(at));
             }
         }
     }
@@ -131,7 +141,12 @@ final class RegisteredBuffers {
      * {@link InvalidLayoutException} otherwise, {@code what} (naming {@code dm}) leading the message.
      */
     Registration registration(KvMemory.Device dm, String what) {
-        Registration r = registered.get(dm.address());
+        Registration r = null;
+        for (Registration c : registered.getOrDefault(dm.address(), List.of())) {
+            if (r == null || (c.size() >= dm.byteSize() && r.size() < dm.byteSize())) {
+                r = c;
+            }
+        }
         if (r == null) {
             throw new InvalidLayoutException(what + " is not a cl_mem registered with buffer(cl_mem) of this backend "
                     + "(opencl reads OpenCL buffers of its own context, not CUDA pointers)");
