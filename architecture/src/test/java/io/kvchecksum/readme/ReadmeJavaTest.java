@@ -49,6 +49,7 @@ class ReadmeJavaTest {
     private static final long SEED = 0x2EAD_3E26L;
 
     private static final String QUICK = "Quick start";
+    private static final String COPY = "Verify while copying";
     private static final String ENGINE = "End to end in an engine (`kvchecksum-engine`)";
     private static final String JLAMA = "Worked example: Jlama (`integrations/jlama`)";
 
@@ -72,6 +73,11 @@ class ReadmeJavaTest {
                     long layerBytes = $arg("layerBytes"); int tpRank = $arg("tpRank"); int kvHeads = $arg("kvHeads");
                     int[] layerNumbers = $arg("layerNumbers"); int[] pageTable = $arg("pageTable");
                     long numTokens = $arg("numTokens"); long cudaStream = $arg("cudaStream");
+                    """),
+            COPY + " #1", Preamble.declaring("""
+                    KvChecksum k = $arg("k"); KvCacheGroup staging = $arg("staging"); KvCacheGroup group = $arg("group");
+                    int[] stagingTable = $arg("stagingTable"); int[] pageTable = $arg("pageTable");
+                    long numTokens = $arg("numTokens"); long[] producerChecksums = $arg("producerChecksums");
                     """),
             ENGINE + " #1", Preamble.declaring("""
                     String connectorName = $arg("connectorName");

@@ -16,6 +16,23 @@ interface CopyLoop {
     long copy(MemorySegment src, long srcBase, long srcStride, MemorySegment dst, long dstBase, long dstStride, int n,
             long t0, int cellPieces, int pieceBase, int regionPieces);
 
+    /**
+     * {@code sum_h factors[f0 + h] * copy(...)} over {@code heads} heads at constant head strides on both sides (head
+     * {@code h}'s region at {@code srcBase + h*srcHeadStride} and {@code dstBase + h*dstHeadStride}): a loop may go token
+     * by token across the heads (a token's row of all heads is one contiguous run in token-major layouts). This default
+     * copies head by head.
+     */
+    default long copyRows(MemorySegment src, long srcBase, long srcStride, long srcHeadStride, MemorySegment dst,
+            long dstBase, long dstStride, long dstHeadStride, int n, long t0, int cellPieces, int pieceBase, int regionPieces,
+            int heads, long[] factors, int f0) {
+        long sum = 0;
+        for (int h = 0; h < heads; h++) {
+            sum += factors[f0 + h] * copy(src, srcBase + h * srcHeadStride, srcStride, dst, dstBase + h * dstHeadStride,
+                    dstStride, n, t0, cellPieces, pieceBase, regionPieces);
+        }
+        return sum;
+    }
+
     /** What the loop is, for the backend's description. */
     String describe();
 }

@@ -21,9 +21,10 @@ import java.util.function.IntFunction;
  * destination and added into its slice sum ({@link CopyLoop}).
  *
  * <p>Each destination block is cut into <em>runs</em>: positions that stay within one source page and one destination
- * page, so both sides are at a constant token stride and the loop needs no table. The work is (slice, run) pairs, cut
- * into tasks of about {@code max(TASK_BYTES, bytes/4T)} for the pool from {@code PARALLEL_BYTES} on, like the checksum
- * path; each task adds {@code factor * s} into its own block values, joined on the calling thread. Byte cells (a piece
+ * page, so both sides are at a constant token stride and the loop needs no table. Runs are copied one after another,
+ * every copied slice of a run before the next run (a run's pages are read and written together), cut into run ranges
+ * of about {@code max(TASK_BYTES, bytes/4T)} for the pool from {@code PARALLEL_BYTES} on, like the checksum path; each
+ * task adds {@code factor * s} into its own block values, joined on the calling thread. Byte cells (a piece
  * straddling K and V, or padded) are assembled in a scratch cell and copied from there, on the calling thread.
  */
 final class CpuCopy {
@@ -46,7 +47,8 @@ final class CpuCopy {
     static long[] run(CopyPlan plan, int threads, IntFunction<ForkJoinPool> pool, Thread notTheCaller) {
         long[] out = new long[plan.numBlocks()];
         for (CopyPlan.Launch l : plan.launches()) {
-            Runs runs = Runs.of(l);
+            Prepared prepared = prepared(l);
+            Runs runs = prepared.runs;
             if (l.cellKind() == CompiledPlan.CellKind.BYTE_CELLS) {
                 byteCells(l, runs, out);
                 continue;
@@ -54,12 +56,37 @@ final class CpuCopy {
             CopyLoop loop = l.mode() == ChecksumMode.MIXED ? MIXED : STANDARD;
             long bytes = l.bytes();
             if (threads > 1 && bytes >= CpuWorkSplit.PARALLEL && sharable(l, notTheCaller)) {
-                parallel(l, runs, loop, bytes, threads, pool.apply(threads), out);
+                parallel(l, prepared, loop, bytes, threads, pool.apply(threads), out);
             } else {
-                wholePieces(l, runs, loop, 0, l.pairs().size(), 0, runs.count, out, 0);
+                wholePieces(prepared, loop, 0, runs.count, out, 0);
             }
         }
         return out;
+    }
+
+    /** What a launch's copy needs besides the bytes: its runs, its groups of heads and the factors. */
+    private record Prepared(Runs runs, List<Group> groups, long[] factors) {
+    }
+
+    /**
+     * Each launch's runs and groups, made on its first copy and kept while the plan lives: a plan copied many times
+     * (an engine's step after step) pays for them once; keys are launches by identity, held weakly.
+     */
+    private static final java.util.Map<CopyPlan.Launch, Prepared> PREPARED =
+            java.util.Collections.synchronizedMap(new java.util.WeakHashMap<>());
+
+    private static Prepared prepared(CopyPlan.Launch l) {
+        Prepared p = PREPARED.get(l);
+        if (p == null) {
+            long[] factors = new long[l.pairs().size()];
+            for (int i = 0; i < factors.length; i++) {
+                factors[i] = l.pairs().get(i).factor();
+            }
+            p = new Prepared(Runs.of(l), l.cellKind() == CompiledPlan.CellKind.BYTE_CELLS ? List.of() : groups(l),
+                    factors);
+            PREPARED.put(l, p);
+        }
+        return p;
     }
 
     /** The split sizes of the checksum path, without the SPI's class in this package's hot loop. */
@@ -116,78 +143,119 @@ final class CpuCopy {
     }
 
     /**
-     * Pairs {@code p0 .. p1-1} over runs {@code r0 .. r1-1}: each run's slice sum times the pair's factor added into
-     * {@code out[block - blockBase]}.
+     * Every pair over runs {@code r0 .. r1-1}: each run's slice sums times the pairs' factors added into
+     * {@code out[block - blockBase]}. Run by run, every pair of the run: the pages of one run are read and written
+     * together. Consecutive pairs whose K (or V) regions are at constant head strides on both sides (the heads of a layer in
+     * every layout in the field) form one group, copied token by token across the heads ({@link CopyLoop#copyRows}): in
+     * token-major layouts each token's row front to back.
      */
-    private static void wholePieces(CopyPlan.Launch l, Runs runs, CopyLoop loop, int p0, int p1, int r0, int r1, long[] out,
-            int blockBase) {
-        for (int pi = p0; pi < p1; pi++) {
-            CopyPlan.Pair pair = l.pairs().get(pi);
-            SlicePlan.Part sk = pair.source().k();
-            SlicePlan.Part dk = pair.destination().k();
-            SlicePlan.Part sv = pair.source().v();
-            SlicePlan.Part dv = pair.destination().v();
-            MemorySegment skSeg = host(sk);
-            MemorySegment dkSeg = host(dk);
-            MemorySegment svSeg = sv == null ? null : host(sv);
-            MemorySegment dvSeg = dv == null ? null : host(dv);
-            int cell = pair.pieces();
-            int kp = sk.pieces();
-            long factor = pair.factor();
-            for (int r = r0; r < r1; r++) {
-                long sPage = runs.srcPage[r];
-                long dPage = runs.dstPage[r];
-                int ss = runs.srcSlot[r];
-                int ds = runs.dstSlot[r];
-                int n = runs.n[r];
-                long t0 = runs.t0[r];
-                long s = loop.copy(skSeg, sk.cellOffset(sPage, ss), sk.tokenStride(), dkSeg, dk.cellOffset(dPage, ds),
-                        dk.tokenStride(), n, t0, cell, 0, kp);
-                if (sv != null) {
-                    s += loop.copy(svSeg, sv.cellOffset(sPage, ss), sv.tokenStride(), dvSeg, dv.cellOffset(dPage, ds),
-                            dv.tokenStride(), n, t0, cell, kp, sv.pieces());
+    private static void wholePieces(Prepared prepared, CopyLoop loop, int r0, int r1, long[] out, int blockBase) {
+        Runs runs = prepared.runs;
+        long[] factors = prepared.factors;
+        List<Group> groups = prepared.groups;
+        for (int r = r0; r < r1; r++) {
+            long sPage = runs.srcPage[r];
+            long dPage = runs.dstPage[r];
+            int ss = runs.srcSlot[r];
+            int ds = runs.dstSlot[r];
+            int n = runs.n[r];
+            long t0 = runs.t0[r];
+            long value = 0;
+            for (Group g : groups) {
+                value += loop.copyRows(g.srcSeg, g.src.cellOffset(sPage, ss), g.src.tokenStride(), g.srcHeadStride,
+                        g.dstSeg, g.dst.cellOffset(dPage, ds), g.dst.tokenStride(), g.dstHeadStride, n, t0, g.cellPieces,
+                        g.pieceBase, g.regionPieces, g.heads, factors, g.firstPair);
+            }
+            out[runs.block[r] - blockBase] += value;
+        }
+    }
+
+    /** The launch's pairs cut into groups of one region kind at constant head strides on both sides. */
+    private static List<Group> groups(CopyPlan.Launch l) {
+        int p0 = 0;
+        int p1 = l.pairs().size();
+        List<Group> groups = new ArrayList<>();
+        for (boolean v : new boolean[] {false, true}) {
+            int i = p0;
+            while (i < p1) {
+                CopyPlan.Pair first = l.pairs().get(i);
+                SlicePlan.Part a = v ? first.source().v() : first.source().k();
+                if (a == null) {
+                    i++;
+                    continue;
                 }
-                out[runs.block[r] - blockBase] += factor * s;
+                SlicePlan.Part b = v ? first.destination().v() : first.destination().k();
+                int j = i + 1;
+                long sStep = 0;
+                long dStep = 0;
+                if (j < p1 && sameGeometry(first, l.pairs().get(j), v)) {
+                    sStep = part(l.pairs().get(j), true, v).base() - a.base();
+                    dStep = part(l.pairs().get(j), false, v).base() - b.base();
+                    while (j < p1 && sameGeometry(l.pairs().get(j - 1), l.pairs().get(j), v)
+                            && part(l.pairs().get(j), true, v).base() - part(l.pairs().get(j - 1), true, v).base() == sStep
+                            && part(l.pairs().get(j), false, v).base() - part(l.pairs().get(j - 1), false, v).base() == dStep) {
+                        j++;
+                    }
+                }
+                groups.add(new Group(host(a), a, sStep, host(b), b, dStep, first.pieces(),
+                        v ? first.source().k().pieces() : 0, a.pieces(), i, j - i));
+                i = j;
             }
         }
+        return List.copyOf(groups);
+    }
+
+    /**
+     * Pairs {@code firstPair ..} of one region kind (K or V) at constant head strides on both sides: the first pair's
+     * parts, their segments and the strides.
+     */
+    private record Group(MemorySegment srcSeg, SlicePlan.Part src, long srcHeadStride, MemorySegment dstSeg,
+                         SlicePlan.Part dst, long dstHeadStride, int cellPieces, int pieceBase, int regionPieces,
+                         int firstPair, int heads) {
+    }
+
+    private static SlicePlan.Part part(CopyPlan.Pair p, boolean source, boolean v) {
+        SlicePlan.Slice s = source ? p.source() : p.destination();
+        return v ? s.v() : s.k();
+    }
+
+    /** Whether pairs {@code a} and {@code b} have K (or V) regions of one geometry in the same memory on each side. */
+    private static boolean sameGeometry(CopyPlan.Pair a, CopyPlan.Pair b, boolean v) {
+        return a.pieces() == b.pieces() && same(part(a, true, v), part(b, true, v)) && same(part(a, false, v), part(b, false, v));
+    }
+
+    private static boolean same(SlicePlan.Part x, SlicePlan.Part y) {
+        return x != null && y != null && x.memory().equals(y.memory()) && x.pageStride() == y.pageStride()
+                && x.tokenStride() == y.tokenStride() && x.pieces() == y.pieces() && x.bytes() == y.bytes();
     }
 
     /** A slice range over a run range, with its own block values from {@code blockBase} on. */
     private record Task(int p0, int p1, int r0, int r1, int blockBase, int blocks) {
     }
 
-    private static void parallel(CopyPlan.Launch l, Runs runs, CopyLoop loop, long bytes, int threads, ForkJoinPool pool,
-            long[] out) {
+    private static void parallel(CopyPlan.Launch l, Prepared prepared, CopyLoop loop, long bytes, int threads,
+            ForkJoinPool pool, long[] out) {
+        Runs runs = prepared.runs;
         long target = Math.max(CpuWorkSplit.TASK, bytes / (4L * threads));
         List<Task> tasks = new ArrayList<>();
         int pairs = l.pairs().size();
-        long pairBytes = bytes / pairs;   // on average: the layers of one launch may have different cell sizes
-        if (pairBytes >= target) {
-            // a slice's request is more than a task: each slice cut into run ranges of about target bytes
-            long perRun = Math.max(1, pairBytes / Math.max(1, runs.count));
-            int step = (int) Math.max(1, Math.min(runs.count, target / perRun));
-            for (int p = 0; p < pairs; p++) {
-                for (int r0 = 0; r0 < runs.count; r0 += step) {
-                    int r1 = Math.min(runs.count, r0 + step);
-                    int base = runs.block[r0];
-                    tasks.add(new Task(p, p + 1, r0, r1, base, runs.block[r1 - 1] - base + 1));
-                }
-            }
-        } else {
-            int step = (int) Math.max(1, target / Math.max(1, pairBytes));
-            for (int p = 0; p < pairs; p += step) {
-                tasks.add(new Task(p, Math.min(pairs, p + step), 0, runs.count, 0, l.numBlocks()));
-            }
+        // runs of all pairs per task: a run's pages are read and written together
+        long perRun = Math.max(1, bytes / Math.max(1, runs.count));
+        int step = (int) Math.max(1, Math.min(runs.count, target / perRun));
+        for (int r0 = 0; r0 < runs.count; r0 += step) {
+            int r1 = Math.min(runs.count, r0 + step);
+            int base = runs.block[r0];
+            tasks.add(new Task(0, pairs, r0, r1, base, runs.block[r1 - 1] - base + 1));
         }
         if (tasks.size() == 1) {
-            wholePieces(l, runs, loop, 0, pairs, 0, runs.count, out, 0);
+            wholePieces(prepared, loop, 0, runs.count, out, 0);
             return;
         }
         List<Callable<long[]>> calls = new ArrayList<>(tasks.size());
         for (Task t : tasks) {
             calls.add(() -> {
                 long[] part = new long[t.blocks];
-                wholePieces(l, runs, loop, t.p0, t.p1, t.r0, t.r1, part, t.blockBase);
+                wholePieces(prepared, loop, t.r0, t.r1, part, t.blockBase);
                 return part;
             });
         }

@@ -27,7 +27,8 @@ import java.util.concurrent.Future;
  * ({@code perm}: the page permutation of an engine's receive path) or FlashInfer HND ({@code hnd}: a layout
  * conversion; MLA has one layout, so {@code hnd} is {@code perm} there).
  *
- * <p>The baseline is {@link MemorySegment#copy} of the same page runs with the same threads: for every layer, K and
+ * <p>The baseline is {@link MemorySegment#copy} of the same page runs with the same threads (and, as a second
+ * baseline, a Vector API copy loop of the same runs, {@link #baselineVector}: the faster of the two is the bound): for every layer, K and
  * V, and table entry, the source page's bytes of that region into the destination page's, split over a pool of as many
  * threads as the CPU backend uses from {@link CpuWorkSplit#PARALLEL_BYTES} on, in tasks of about
  * {@code max(TASK_BYTES, total/4T)}, as the backend splits its work. In the {@code hnd} conversion the baseline
@@ -102,15 +103,59 @@ record CopyFixture(KvFixture source, KvCacheGroup destination, RequestBlocks des
 
     /** The baseline: every page run copied with {@link MemorySegment#copy}. {@return a word of the destination} */
     long baseline() {
+        return each(CopyFixture::copy);
+    }
+
+    /**
+     * The second baseline: every page run copied by a Vector API loop (four vectors loaded, then stored, at the JVM's
+     * preferred width), which in this JVM can be faster than {@link MemorySegment#copy}; the bound of the verifying
+     * copy is the faster of the two. {@return a word of the destination}
+     */
+    long baselineVector() {
+        return each(VectorCopy::copy);
+    }
+
+    /** Loaded only where the Vector API module is present. */
+    private static final class VectorCopy {
+        private static final jdk.incubator.vector.VectorSpecies<Long> S = jdk.incubator.vector.LongVector.SPECIES_PREFERRED;
+        private static final java.nio.ByteOrder LE = java.nio.ByteOrder.LITTLE_ENDIAN;
+
+        static void copy(List<Object[]> t) {
+            long vb = 8L * S.length();
+            for (Object[] r : t) {
+                MemorySegment s = (MemorySegment) r[0];
+                MemorySegment d = (MemorySegment) r[2];
+                long sa = (long) r[1];
+                long da = (long) r[3];
+                long n = (long) r[4];
+                long o = 0;
+                for (; o + 4 * vb <= n; o += 4 * vb) {
+                    var x0 = jdk.incubator.vector.LongVector.fromMemorySegment(S, s, sa + o, LE);
+                    var x1 = jdk.incubator.vector.LongVector.fromMemorySegment(S, s, sa + o + vb, LE);
+                    var x2 = jdk.incubator.vector.LongVector.fromMemorySegment(S, s, sa + o + 2 * vb, LE);
+                    var x3 = jdk.incubator.vector.LongVector.fromMemorySegment(S, s, sa + o + 3 * vb, LE);
+                    x0.intoMemorySegment(d, da + o, LE);
+                    x1.intoMemorySegment(d, da + o + vb, LE);
+                    x2.intoMemorySegment(d, da + o + 2 * vb, LE);
+                    x3.intoMemorySegment(d, da + o + 3 * vb, LE);
+                }
+                if (o < n) {
+                    MemorySegment.copy(s, sa + o, d, da + o, n - o);
+                }
+            }
+        }
+    }
+
+    private long each(java.util.function.Consumer<List<Object[]>> copier) {
         if (pool == null) {
             for (List<Object[]> t : runs) {
-                copy(t);
+                copier.accept(t);
             }
         } else {
             List<Callable<Void>> calls = new ArrayList<>(runs.size());
             for (List<Object[]> t : runs) {
                 calls.add(() -> {
-                    copy(t);
+                    copier.accept(t);
                     return null;
                 });
             }
