@@ -151,6 +151,43 @@ class OpenClCopyTest {
         assertFalse(OpenClTests.backend().limits().copiesInPlace());
     }
 
+    /**
+     * submitCopy enqueues without waiting (no synchronizing call; the destination's host memory mapped back in queue
+     * order), get() waits exactly once; another queue than the backend's is refused before anything is enqueued.
+     */
+    @Test
+    void submitCopyNeverWaits() {
+        OpenClTests.requireOpenCl();
+        KvChecksum c = OpenClTests.recordedChecksum();
+        CopyVector v = CopyVector.all().getFirst();
+        try (Arena arena = Arena.ofShared()) {
+            List<MemorySegment> host = v.buffers(arena);
+            List<KvMemory> hm = host.stream().map(s -> (KvMemory) KvMemory.host(s)).toList();
+            CopyPlan plan = c.compileCopy(v.source(hm), v.sourceRequest(), v.destination(hm), v.destinationRequest(),
+                    v.spec());
+            assertThrows(IllegalArgumentException.class, () -> c.submitCopy(plan, 0x1234));
+            RecordingClApi rec = OpenClTests.recorder();
+            rec.start();
+            PendingChecksums p = c.submitCopy(plan, 0);
+            List<String> enqueue = rec.stop();
+            for (String sync : ClApi.SYNCHRONIZING) {
+                assertFalse(enqueue.contains(sync), "submitCopy called " + sync + ": " + enqueue);
+            }
+            assertTrue(enqueue.indexOf("enqueueMapUnmap") > enqueue.indexOf("enqueueKernel")
+                    && enqueue.indexOf("enqueueMapUnmap") < enqueue.indexOf("enqueueRead"), enqueue.toString());
+            assertEquals("flush", enqueue.getLast(), enqueue.toString());
+            rec.start();
+            long[] values = p.get();
+            p.close();
+            List<String> get = rec.stop();
+            assertEquals(1, get.stream().filter(ClApi.SYNCHRONIZING::contains).count(), "get() waits once: " + get);
+            assertArrayEquals(v.expected(), values);
+            for (int k = 0; k < host.size(); k++) {
+                assertEquals(v.finalSha256(k), CopyVector.sha256(host.get(k)), "buffer " + k);
+            }
+        }
+    }
+
     /** On the GPU tuning a host destination is refused at compile time, naming the backend and the route. */
     @Test
     void hostDestinationRefusedWhereHostMemoryIsNotShared() {
