@@ -154,7 +154,7 @@ record ChecksumKernels(Enqueuer enqueuer, MemoryPlacement memory, LaunchGeometry
     }
 
     /** Adds the {@code parts} partial sums of each of {@code n} columns ({@code sum_parts}); one part needs nothing. */
-    private static cl_mem sumParts(Enqueuer.Op op, cl_mem partials, int parts, int n) {
+    static cl_mem sumParts(Enqueuer.Op op, cl_mem partials, int parts, int n) {
         if (parts == 1) {
             return partials;
         }

@@ -111,6 +111,20 @@ public interface ClApi {
     cl_event enqueueRead(cl_command_queue queue, cl_mem buffer, ByteBuffer target);
 
     /**
+     * Non-blocking {@code clEnqueueMapBuffer} ({@code CL_MAP_READ}) of bytes {@code [offset, offset + size)} of a buffer
+     * over host memory ({@code CL_MEM_USE_HOST_PTR}), then {@code clEnqueueUnmapMemObject} of the mapping: once the
+     * queue has run them, that host memory holds what the kernels enqueued before wrote to the buffer, as OpenCL
+     * requires of such buffers (on a CPU device sharing host memory both are nearly free). Waits for nothing.
+     *
+     * @param queue the backend's in-order queue
+     * @param buffer a buffer created over host memory
+     * @param offset the first byte to make current, within {@code buffer}
+     * @param size how many bytes, positive and below 2^31 (a Java buffer's limit)
+     * @throws OpenClException when a call fails, naming it and the OpenCL error
+     */
+    void enqueueMapUnmap(cl_command_queue queue, cl_mem buffer, long offset, long size);
+
+    /**
      * {@code clFlush}: hands the queued commands to the device; does not wait.
      *
      * @param queue the queue to flush

@@ -114,7 +114,7 @@ final class Descriptors {
      * offsets are the regions' own; OpenCL aligns a buffer's start, so alignment classes are the regions' own.
      */
     static Descriptors device(List<SlicePlan> plans, long bytes) {
-        long[] desc = words(plans.getFirst(), SlicePlan.Part::base, p -> p.alignment() >= 8);
+        long[] desc = words(plans.getFirst().slices(), SlicePlan.Part::base, p -> p.alignment() >= 8);
         return new Descriptors(plans, table(plans), List.of(), bytes, desc, 0);
     }
 
@@ -170,7 +170,7 @@ final class Descriptors {
         // alignment class; in a window the buffer starts at an aligned host address, so the class is that of the
         // absolute addresses.
         boolean absolute = windowAlign > 0;
-        long[] desc = words(plan, p -> {
+        long[] desc = words(plan.slices(), p -> {
             Span span = bySegment.get(segment(p));
             return span.packedOffset() - span.from() + p.base();
         }, p -> (absolute ? p.alignmentAt(segment(p).address()) : p.alignment()) >= 8);
@@ -204,13 +204,13 @@ final class Descriptors {
     }
 
     /** The bytes needed from one segment; segments are equal when they start at the same place, whatever their size. */
-    private static final class Range {
+    static final class Range {
         MemorySegment segment;
         long lo;
         long hi;
     }
 
-    private static void addRange(Map<MemorySegment, Range> ranges, SlicePlan.Part p, int pageSize, long minPage, long maxPage) {
+    static void addRange(Map<MemorySegment, Range> ranges, SlicePlan.Part p, int pageSize, long minPage, long maxPage) {
         MemorySegment seg = segment(p);
         long lo = p.cellOffset(minPage, 0);
         long hi = p.cellOffset(maxPage, pageSize - 1) + p.bytes();
@@ -236,11 +236,11 @@ final class Descriptors {
      * base (where {@code base} puts page 0 in the buffer the kernels read), page stride and token stride (three
      * consecutive words, the same for K and V), and the flags saying which parts {@code aligned} finds 8-byte aligned.
      */
-    private static long[] words(SlicePlan plan, ToLongFunction<SlicePlan.Part> base, Predicate<SlicePlan.Part> aligned) {
-        int ns = plan.numSlices();
+    static long[] words(List<SlicePlan.Slice> slices, ToLongFunction<SlicePlan.Part> base, Predicate<SlicePlan.Part> aligned) {
+        int ns = slices.size();
         long[] desc = new long[ns * WORDS];
         for (int i = 0; i < ns; i++) {
-            SlicePlan.Slice s = plan.slice(i);
+            SlicePlan.Slice s = slices.get(i);
             int d = i * WORDS;
             desc[d + FACTOR] = s.factor();
             desc[d + PIECES] = s.pieces();
@@ -270,7 +270,7 @@ final class Descriptors {
         return max;
     }
 
-    private static MemorySegment segment(SlicePlan.Part p) {
+    static MemorySegment segment(SlicePlan.Part p) {
         return ((KvMemory.Host) p.memory()).segment();
     }
 }

@@ -87,9 +87,24 @@ final class Enqueuer {
         }
 
         cl_mem hostBuffer(long bytes, Pointer host) {
-            cl_mem m = cl.createHostBuffer(context, CL.CL_MEM_READ_ONLY | CL.CL_MEM_USE_HOST_PTR, bytes, host);
+            return hostBuffer(bytes, host, CL.CL_MEM_READ_ONLY);
+        }
+
+        /** A buffer over host memory ({@code CL_MEM_USE_HOST_PTR} added to {@code flags}). */
+        cl_mem hostBuffer(long bytes, Pointer host, long flags) {
+            cl_mem m = cl.createHostBuffer(context, flags | CL.CL_MEM_USE_HOST_PTR, bytes, host);
             buffers.add(m);
             return m;
+        }
+
+        /**
+         * Makes bytes {@code [offset, offset + size)} of the host memory under {@code m} (a {@link #hostBuffer}) current
+         * with what the kernels enqueued before wrote ({@link ClApi#enqueueMapUnmap}, in pieces a Java buffer can span).
+         */
+        void syncToHost(cl_mem m, long offset, long size) {
+            for (long at = 0; at < size; at += 1L << 30) {
+                cl.enqueueMapUnmap(queue, m, offset + at, Math.min(1L << 30, size - at));
+            }
         }
 
         /** A non-blocking write of {@code source} at {@code offset} of {@code m}. */

@@ -76,6 +76,14 @@ final class JoclApi implements ClApi {
     }
 
     @Override
+    public void enqueueMapUnmap(cl_command_queue queue, cl_mem buffer, long offset, long size) {
+        int[] err = new int[1];
+        ByteBuffer mapped = CL.clEnqueueMapBuffer(queue, buffer, false, CL.CL_MAP_READ, offset, size, 0, null, null, err);
+        check(err[0], "clEnqueueMapBuffer");
+        check(CL.clEnqueueUnmapMemObject(queue, buffer, mapped, 0, null, null), "clEnqueueUnmapMemObject");
+    }
+
+    @Override
     public void flush(cl_command_queue queue) {
         check(CL.clFlush(queue), "clFlush");
     }

@@ -83,6 +83,17 @@ final class LaunchGeometry {
         return parts(columns, units(d));
     }
 
+    /**
+     * Work-groups per block of {@code copy_pieces} (work-groups of {@code local} items, each item taking pieces of the
+     * block's (pair, piece) sequence of {@code items} and walking the block's tokens with each): as for the checksums,
+     * a few per compute unit overall, never more than there are pieces to take.
+     */
+    int copyParts(long columns, long items, int local) {
+        long wanted = Math.ceilDiv(4L * computeUnits, columns);
+        long useful = Math.ceilDiv(items, local);
+        return (int) Math.max(1, Math.min(MAX_PARTS_PER_COLUMN, Math.min(wanted, useful)));
+    }
+
     /** Work-groups per column: {@code 4 x} compute units over all columns, at most one per {@code items} of a column. */
     private int parts(long columns, long items) {
         long wanted = Math.ceilDiv(4L * computeUnits, columns);

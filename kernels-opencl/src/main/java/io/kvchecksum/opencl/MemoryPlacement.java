@@ -117,6 +117,31 @@ final class MemoryPlacement {
         return kv;
     }
 
+    /** {@return whether host memory is used in place (a CPU device sharing the host's memory, the CPU tuning)} */
+    boolean zeroCopy() {
+        return zeroCopy;
+    }
+
+    /** {@return the alignment of a zero-copy window's start} */
+    long windowAlign() {
+        return windowAlign;
+    }
+
+    /** {@return the largest buffer the device allocates ({@code CL_DEVICE_MAX_MEM_ALLOC_SIZE})} */
+    long maxAlloc() {
+        return maxAlloc;
+    }
+
+    /** {@return the engine buffers registered with the backend} */
+    RegisteredBuffers registered() {
+        return registered;
+    }
+
+    /** {@return why host memory is copied when it is not used in place} */
+    String noZeroCopy() {
+        return noZeroCopy;
+    }
+
     /** How the plan's memory reaches the kernels: {@link Layout#path()} of its {@link #layout}. */
     String memoryPath(SlicePlan plan) {
         return layout(List.of(plan)).path();

@@ -1,6 +1,7 @@
 package io.kvchecksum.opencl;
 
 import io.kvchecksum.CompiledPlan;
+import io.kvchecksum.CopyPlan;
 import io.kvchecksum.InvalidLayoutException;
 import io.kvchecksum.KvMemory;
 import io.kvchecksum.PageDigestPlan;
@@ -34,7 +35,9 @@ import java.util.Set;
  * are copied, per operation, into one device buffer (the reason is given by {@code memoryPath}).
  * {@link KvMemory.Device} regions must lie in one {@code cl_mem} registered with {@link #buffer(cl_mem)}, read in
  * place; anything else is rejected with {@link InvalidLayoutException} before anything is enqueued. Host and device
- * memory are not mixed in one plan ({@link #limits()}).
+ * memory are not mixed in one plan ({@link #limits()}). The verifying copy ({@link #runCopy}) reads one buffer and
+ * writes one: registered cl_mems in place, source host memory as above, destination host memory only in place (on a
+ * device sharing host memory; on GPUs its limits do not declare host memory as a copy's destination).
  *
  * <p><b>Work split.</b> Chosen by the device's type ({@code Tuning}), never by a setting: on GPUs neighbouring work
  * items read neighbouring 64-byte units of a block (coalesced loads); on CPU devices ({@code KVC_CONTIGUOUS_UNITS})
@@ -55,6 +58,8 @@ public final class OpenClBackend implements Backend {
     public static final String KERNEL_RESOURCE = "/io/kvchecksum/opencl/kvchecksum.cl";
     /** The byte-cell kernels' source, appended to the main source (they use its descriptor words and mixer). */
     public static final String BYTE_CELL_RESOURCE = "/io/kvchecksum/opencl/kvchecksum_byte_cells.cl";
+    /** The verifying copy's kernels, appended after the byte-cell source (they use the main source's helpers). */
+    public static final String COPY_RESOURCE = "/io/kvchecksum/opencl/kvchecksum_copy.cl";
     /**
      * Host memory or device memory (registered {@code cl_mem}s), not both among the layers of one launch, on this backend's own queue
      * and on the "engine's" (which must be that same queue: {@link #run}). Whether device memory is a registered
@@ -64,6 +69,20 @@ public final class OpenClBackend implements Backend {
     private static final BackendLimits LIMITS = new BackendLimits(Set.of(Residency.HOST, Residency.DEVICE),
             Set.of(Residency.HOST, Residency.DEVICE), Integer.MAX_VALUE, ", or every region a cl_mem registered with buffer(cl_mem) (device "
             + "memory); use the 'cuda' backend for CUDA pointers");
+    /**
+     * The verifying copy where the device shares host memory (a CPU device, the CPU tuning): host memory is read and
+     * written in place, so every route between host memory and registered cl_mems.
+     */
+    private static final Set<BackendLimits.CopyRoute> SHARED_MEMORY_COPIES = Set.of(BackendLimits.CopyRoute.HOST_TO_HOST,
+            BackendLimits.CopyRoute.HOST_TO_DEVICE, BackendLimits.CopyRoute.DEVICE_TO_HOST,
+            BackendLimits.CopyRoute.DEVICE_TO_DEVICE);
+    /**
+     * The verifying copy on other devices (GPUs): cl_mem to cl_mem, and host memory (a staging buffer) into a cl_mem,
+     * uploaded as the checksums upload it. Writing host memory would need the destination's spans uploaded and read
+     * back around the kernel, so it is not declared (compileCopy refuses it naming the route).
+     */
+    private static final Set<BackendLimits.CopyRoute> DEVICE_MEMORY_COPIES = Set.of(BackendLimits.CopyRoute.DEVICE_TO_DEVICE,
+            BackendLimits.CopyRoute.HOST_TO_DEVICE);
 
     private final ClApi cl;
     private final OpenClDevice info;
@@ -76,6 +95,8 @@ public final class OpenClBackend implements Backend {
     private final RegisteredBuffers registered;
     private final MemoryPlacement memory;
     private final ChecksumKernels kernels;
+    private final CopyKernels copies;
+    private final BackendLimits limits;
     private volatile boolean closed;
     private volatile OpenClPageDigest pageDigest;
 
@@ -126,7 +147,11 @@ public final class OpenClBackend implements Backend {
         }
         queue = q;
         program = p;
-        kernels = new ChecksumKernels(new Enqueuer(cl, context, queue, program, info), memory, geometry);
+        Enqueuer enqueuer = new Enqueuer(cl, context, queue, program, info);
+        kernels = new ChecksumKernels(enqueuer, memory, geometry);
+        copies = new CopyKernels(enqueuer, memory, geometry, kernel -> ClPrograms.workGroupSize(program, device, kernel));
+        Set<BackendLimits.CopyRoute> routes = memory.zeroCopy() ? SHARED_MEMORY_COPIES : DEVICE_MEMORY_COPIES;
+        limits = LIMITS.withCopies(routes, routes);
     }
 
     /**
@@ -194,9 +219,13 @@ public final class OpenClBackend implements Backend {
         return new OpenClBackend(JoclApi.INSTANCE, OpenClDevices.select(spec), source, null, null);
     }
 
-    /** {@return the kernel source shipped in the jar: {@value #KERNEL_RESOURCE}, then {@value #BYTE_CELL_RESOURCE}} */
+    /**
+     * {@return the kernel source shipped in the jar: {@value #KERNEL_RESOURCE}, then {@value #BYTE_CELL_RESOURCE}, then
+     * {@value #COPY_RESOURCE}}
+     */
     public static String kernelSource() {
-        return ClPrograms.resourceText(KERNEL_RESOURCE) + "\n" + ClPrograms.resourceText(BYTE_CELL_RESOURCE);
+        return ClPrograms.resourceText(KERNEL_RESOURCE) + "\n" + ClPrograms.resourceText(BYTE_CELL_RESOURCE) + "\n"
+                + ClPrograms.resourceText(COPY_RESOURCE);
     }
 
     /**
@@ -204,7 +233,11 @@ public final class OpenClBackend implements Backend {
      * whose byte offsets are offsets into the buffer, so nothing is copied: a {@link io.kvchecksum.KvRegion} over it
      * reads the buffer in place} Its size is the buffer's {@code CL_MEM_SIZE}, so regions reaching past the buffer are
      * refused when the plan is built. The buffer must stay alive while operations that read it run; every region of one
-     * operation must lie in the same buffer (the kernels read one).
+     * operation must lie in the same buffer (the kernels read one; a verifying copy's source in one and its destination
+     * in one, the same or another, where sub-buffers of one buffer count as that buffer). Its
+     * {@link KvMemory.Device#address()} is not the handle but an address of this backend's own (the same while the
+     * buffer stays registered; a sub-buffer's lies at its origin within its parent's), so that the library's comparison
+     * of device addresses (a verifying copy's source and destination must not overlap) sees exactly the bytes shared.
      *
      * @param mem the engine's buffer, of this backend's context; not null
      * @throws InvalidLayoutException when the buffer belongs to another context
@@ -266,11 +299,14 @@ public final class OpenClBackend implements Backend {
 
     /**
      * {@inheritDoc} Host memory or registered device memory ({@link #buffer(cl_mem)}), not both among the layers of one launch, whether
-     * the plan runs on this backend's queue or is handed this queue's handle as the engine's.
+     * the plan runs on this backend's queue or is handed this queue's handle as the engine's. The verifying copy: on a
+     * device that shares host memory (the CPU tuning on a CPU device) every route between host memory and registered
+     * cl_mems; on other devices cl_mem to cl_mem and host memory into a cl_mem (never into host memory). Source and
+     * destination must not overlap (no in-place staging).
      */
     @Override
     public BackendLimits limits() {
-        return LIMITS;
+        return limits;
     }
 
     /**
@@ -293,6 +329,32 @@ public final class OpenClBackend implements Backend {
         }
         requireOpen();
         return plan.startBatches(output, batch -> kernels.start(batch, output));
+    }
+
+    /**
+     * Enqueues the verifying copy ({@link CopyPlan}: {@code copy_pieces} and {@code copy_byte_cells} of
+     * {@code kvchecksum_copy.cl}, one pass over the bytes: each piece loaded from the source, stored to the destination
+     * and weighted by its destination coordinates) on this backend's in-order queue and returns without waiting; the
+     * handle's values are the destination's block checksums. Host memory is read in place or copied as for
+     * {@link #run}; destination host memory is written in place (a CPU device sharing host memory) and made current
+     * for the host before the values are ready ({@code clEnqueueMapBuffer}/{@code clEnqueueUnmapMemObject}). Host
+     * segments and cl_mems must stay alive, and the source unchanged, until the handle's {@code get()} or
+     * {@code close()} returns; the destination holds the copy once {@code get()} has returned.
+     *
+     * @param stream empty, 0 or {@link #commandQueue()}, as for {@link #run}
+     * @throws IllegalArgumentException for any other queue handle, before anything is enqueued
+     * @throws InvalidLayoutException when device memory of a side is not one registered {@code cl_mem} of this context,
+     *     or host destination memory cannot be written in place (a segment on the Java heap, segments further apart
+     *     than one buffer may span), before anything is enqueued
+     * @throws IllegalStateException when the backend is closed
+     */
+    @Override
+    public PendingChecksums runCopy(CopyPlan plan, OptionalLong stream) {
+        if (stream.isPresent()) {
+            requireOwnQueue(stream.getAsLong());
+        }
+        requireOpen();
+        return copies.start(plan);
     }
 
     /**

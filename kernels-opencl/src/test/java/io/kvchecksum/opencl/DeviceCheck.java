@@ -71,9 +71,16 @@ public final class DeviceCheck {
             int[] counts = new int[2];
             List<String> failures = new ArrayList<>();
             runAll(GoldenSuite.tests(checksum), counts, failures);
+            runAll(OpenClCopyTest.intoClMems(checksum, backend), counts, failures);
             failures.forEach(f -> System.out.println("FAIL " + f));
             timing(checksum);
             gpuPaths(backend);
+            if ("GPU".equals(backend.device().type())) {
+                copyPaths(checksum, backend, new KvLayouts.PagedShape(2048, 16, 8, 128, 2), 2, 20);
+            } else {
+                System.out.println("copy paths: skipped (" + backend.device().type() + " device: the verifying copy is"
+                        + " timed against clEnqueueCopyBuffer on a GPU only)");
+            }
             System.out.println("opencl golden suite on '" + backend.device().deviceName() + "': " + counts[0] + " passed, "
                     + counts[1] + " failed");
             return counts[1] == 0 && counts[0] > 0 ? 0 : 1;
@@ -205,6 +212,89 @@ public final class DeviceCheck {
         } finally {
             opened.forEach(OpenClBackend::close);
             DeviceBufferTest.release();
+        }
+    }
+
+    /**
+     * The verifying copy timed against {@code clEnqueueCopyBuffer} of the same bytes, not gating: {@code layers}
+     * FlashAttention-layout layers of shape {@code s} (2 x 128 MiB on a GPU: 256 MiB, over 4x the L2 of an H100/H200)
+     * in one cl_mem copied into another with the destination's pages permuted (a page permutation of the same layout,
+     * every byte of both buffers moved), the values checked against the CPU backend's producer record first; then 5
+     * samples, the two in turn, each {@code calls} operations submitted back to back and then awaited. A ratio (copy
+     * over plain copy) above 1.0 would mean the baseline is wrong.
+     */
+    static void copyPaths(KvChecksum k, OpenClBackend b, KvLayouts.PagedShape s, int layers, int calls) {
+        try (Arena arena = Arena.ofShared()) {
+            KvCacheGroup host = cache(arena, s, layers);
+            List<MemorySegment> segments = new ArrayList<>();
+            for (io.kvchecksum.CacheLayer l : host.layers()) {
+                MemorySegment seg = ((KvMemory.Host) l.k().memory()).segment();
+                if (!segments.contains(seg)) {
+                    segments.add(seg);
+                }
+            }
+            int n = segments.size();
+            for (int i = 0; i < n; i++) {
+                segments.add(arena.allocate(segments.get(i).byteSize(), 64));
+            }
+            int pages = (int) s.numPages();
+            int[] srcTable = new int[pages];
+            int[] dstTable = new int[pages];
+            Arrays.setAll(srcTable, i -> i);
+            Arrays.setAll(dstTable, i -> (int) ((i * 97L) % pages));
+            long tokens = (long) pages * s.pageSize();
+            RequestBlocks sr = RequestBlocks.of(srcTable, tokens, 16);
+            RequestBlocks dr = RequestBlocks.of(dstTable, tokens, 16);
+            long[] expected = KvChecksums.cpu().blockChecksums(host, sr);
+            List<KvMemory> hostDst = new ArrayList<>();
+            segments.subList(n, 2 * n).forEach(seg -> hostDst.add(KvMemory.host(seg)));
+            KvCacheGroup dstHost = KvLayouts.vllmFlash(s, 0, java.util.stream.IntStream.range(0, layers).toArray(), hostDst);
+            try (OpenClCopyTest.Pool src = new OpenClCopyTest.Pool(b, segments, i -> i < n);
+                 OpenClCopyTest.Pool dst = new OpenClCopyTest.Pool(b, segments, i -> i >= n)) {
+                io.kvchecksum.CopyPlan plan = k.compileCopy(src.moved(host), sr, dst.moved(dstHost), dr,
+                        io.kvchecksum.ChecksumSpec.STANDARD);
+                if (!Arrays.equals(expected, k.copyAndChecksum(plan))) {
+                    System.out.println("copy paths: the verifying copy DIFFERENT FROM the CPU backend's record");
+                    return;
+                }
+                long bytes = src.size();
+                org.jocl.cl_command_queue q = OpenClCopyTest.Pool.queue(b);
+                try {
+                    long[][] ns = new long[2][5];
+                    for (int sample = 0; sample < 5; sample++) {
+                        List<io.kvchecksum.PendingChecksums> pending = new ArrayList<>();
+                        long t0 = System.nanoTime();
+                        for (int c = 0; c < calls; c++) {
+                            pending.add(k.submitCopy(plan, b.commandQueue()));
+                        }
+                        for (io.kvchecksum.PendingChecksums p : pending) {
+                            p.get();
+                            p.close();
+                        }
+                        ns[0][sample] = (System.nanoTime() - t0) / calls;
+                        t0 = System.nanoTime();
+                        for (int c = 0; c < calls; c++) {
+                            JoclApi.check(org.jocl.CL.clEnqueueCopyBuffer(q, src.mem(), dst.mem(), 0, 0, bytes, 0, null,
+                                    null), "clEnqueueCopyBuffer");
+                        }
+                        JoclApi.check(org.jocl.CL.clFinish(q), "clFinish");
+                        ns[1][sample] = (System.nanoTime() - t0) / calls;
+                    }
+                    long[] copy = ns[0].clone();
+                    long[] plain = ns[1].clone();
+                    Arrays.sort(copy);
+                    Arrays.sort(plain);
+                    System.out.printf("copy paths: %.0f MiB cl_mem to cl_mem (pages permuted), %d calls per sample, 5"
+                            + " samples in turn; GB/s median (best): verifying copy %.1f (%.1f), clEnqueueCopyBuffer"
+                            + " %.1f (%.1f); ratio of medians %.2f; values equal to the CPU backend%n",
+                            bytes / (double) (1 << 20), calls, bytes / (double) copy[2], bytes / (double) copy[0],
+                            bytes / (double) plain[2], bytes / (double) plain[0], plain[2] / (double) copy[2]);
+                } finally {
+                    org.jocl.CL.clReleaseCommandQueue(q);
+                }
+            }
+        } catch (RuntimeException | OutOfMemoryError e) {
+            System.out.println("copy paths: skipped (" + e + ")");
         }
     }
 

@@ -102,6 +102,12 @@ final class RecordingClApi implements ClApi {
     }
 
     @Override
+    public void enqueueMapUnmap(cl_command_queue queue, cl_mem buffer, long offset, long size) {
+        record("enqueueMapUnmap");
+        next.enqueueMapUnmap(queue, buffer, offset, size);
+    }
+
+    @Override
     public void flush(cl_command_queue queue) {
         record("flush");
         next.flush(queue);

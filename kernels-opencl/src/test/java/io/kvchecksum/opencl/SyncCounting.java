@@ -92,6 +92,11 @@ public final class SyncCounting {
         }
 
         @Override
+        public void enqueueMapUnmap(cl_command_queue queue, cl_mem buffer, long offset, long size) {
+            next.enqueueMapUnmap(queue, buffer, offset, size);
+        }
+
+        @Override
         public void flush(cl_command_queue queue) {
             next.flush(queue);
         }
