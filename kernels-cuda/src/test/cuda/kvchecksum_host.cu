@@ -248,6 +248,13 @@ static int emulate(const char* full, uint32_t gx, uint32_t gy, uint32_t gz, uint
         for (uint32_t b = 0; b < gx; ++b) p.partials[b] = b == 0 ? s : 0;
         return KVC_SUCCESS;
     }
+    if (!strcmp(name, "kvcb_page_copy")) {
+        // The device check's batched page copy (kvchecksum_bench.cuh): every chunk to its table position's page.
+        const KvcbGatherParams& p = *static_cast<const KvcbGatherParams*>(params);
+        if (p.page_units == 0 || ((p.region_stride | p.page_stride | (uintptr_t)p.base | (uintptr_t)p.partials) & 15) != 0) return KVC_INVALID_VALUE;
+        for (uint64_t c = 0; c < (uint64_t)p.num_regions * p.num_pages; ++c) memcpy(kvcb_copy_target(p, c), kvcb_chunk(p, c), 16ull * p.page_units);
+        return KVC_SUCCESS;
+    }
     return KVC_NOT_FOUND;
 }
 
