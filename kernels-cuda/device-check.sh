@@ -13,7 +13,8 @@
 # against the reference); recorded (an enqueue on the real driver, every call recorded: no synchronizing call);
 # sweep (per shape, 656-byte fp8_ds_mla included, and size up to 16x the L2: the fused kernel alone from a reused
 # plan, engine calls with a reused plan and with a new page table each, the read bound over the same page tables, a
-# contiguous read and a copy; CUDA events around 20 launches per sample, a warm-up, 5 samples, median and minimum,
+# contiguous read, a copy and the verifying copy of the same pages (issue 29); CUDA events around 20 launches per
+# sample, a warm-up, 5 samples, median and minimum,
 # every result checked against the host; enqueue time, synchronizing calls per enqueue, launches per call; each
 # occupancy variant the backend offers); interference (a decode-like kernel on the engine's stream and the checksum on
 # a least-priority stream: the decode kernel's slowdown); full mode only: opencl (the golden
@@ -128,8 +129,8 @@ write_results() {
     echo
     echo "GB/s from the median of 5 samples of 20 launches (CUDA events, after a warm-up); fused: the kernel alone as a reused plan launches it; read: \`kvcb_gather_sum\` over the same scattered page table (identity: both over the identity table); enqueue: host median per call. Bandwidth rows: KV at least 8x L2."
     echo
-    echo "| shape | tokens | KV | x L2 | variant | fused GB/s (reused plan) | fused GB/s (new table per call) | read GB/s (same table) | fused/read | fused/read (identity) | read GB/s (contiguous) | copy GB/s (r+w) | of spec HBM | enqueue us (reused plan) | enqueue us (new table) | syncs per enqueue | launches per call | exact |"
-    echo "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+    echo "| shape | tokens | KV | x L2 | variant | fused GB/s (reused plan) | fused GB/s (new table per call) | read GB/s (same table) | fused/read | fused/read (identity) | read GB/s (contiguous) | copy GB/s (r+w) | page copy GB/s (r+w) | verifying copy GB/s (r+w) | verifying copy / copy | verifying copy / page copy | of spec HBM | enqueue us (reused plan) | enqueue us (new table) | syncs per enqueue | launches per call | exact |"
+    echo "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
     [[ -f $base.md.rows ]] && cat "$base.md.rows"
     echo
     grep -E '^(golden suite|random layouts|unaligned layouts|recorded enqueue|device: |variants timed|## interference|decode at |RESULT)' "$report" | sed 's/^/    /'

@@ -173,3 +173,8 @@ extern "C" __global__ void __launch_bounds__(KVC_THREADS) kvc_page_digest(const 
     const uint64_t ts = kvc_warp_sum(s), tw = kvc_warp_sum(w);
     if (lane == 0) p.out[i] = kvc_digest_finish(ts, tw, piece.len);
 }
+
+// The verifying copy (issue 29): kvc_copy_checksums_{16b,8b}[_mixed] and kvc_copy_byte_cells[_mixed].
+#define KVC_COPY_KERNELS
+#include "kvchecksum_copy.cuh"
+static_assert(sizeof(KvcCopyParams) == 88, "KvcCopyParams ABI");

@@ -9,6 +9,11 @@
 // base + r*region_stride, its page q at + q*page_stride, page_units 16-byte units long. A warp takes one (region,
 // page) chunk at a time; one partial per CTA, so the total can be checked against the host's sum of the same words.
 // The same kernel over a buffer of its own is the device check's decode-like load (the interference step).
+//
+// kvcb_page_copy: the batched page copy the verifying copy is compared with (what an engine's block-copy kernel
+// does): the same chunks, each copied with 16-byte loads and stores to the page of its table position in a second
+// buffer (chunk (r, i) to base2 + r*region_stride + i*page_stride: the pages in table order), 8 loads per lane in
+// flight before the first store. Its parameters are KvcbGatherParams with `partials` the destination's base.
 #pragma once
 #include "kvchecksum.cuh"
 
@@ -29,4 +34,11 @@ KVC_HD const uint64_t* kvcb_chunk(const KvcbGatherParams& p, uint64_t c) {
     const uint64_t r = c / p.num_pages;
     const uint32_t i = (uint32_t)(c - r * p.num_pages);
     return p.base + (r * p.region_stride + (uint64_t)p.table[i] * p.page_stride) / 8;
+}
+
+// The first word of chunk c's destination in kvcb_page_copy: page i (its table position) of region r at `dst`.
+KVC_HD uint64_t* kvcb_copy_target(const KvcbGatherParams& p, uint64_t c) {
+    const uint64_t r = c / p.num_pages;
+    const uint32_t i = (uint32_t)(c - r * p.num_pages);
+    return p.partials + (r * p.region_stride + (uint64_t)i * p.page_stride) / 8;
 }

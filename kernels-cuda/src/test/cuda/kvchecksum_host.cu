@@ -11,12 +11,14 @@
 #include "kvchecksum_byte_cells.cuh"
 #include "kvchecksum_digest.cuh"
 #include "kvchecksum_bench.cuh"
+#include "kvchecksum_copy.cuh"
 #include <string.h>
 #include <atomic>
 
 static_assert(sizeof(KvcSlice) == 64, "KvcSlice ABI");
 static_assert(sizeof(KvcChecksumParams) == 96, "KvcChecksumParams ABI");
 static_assert(sizeof(KvcRequest) == 40, "KvcRequest ABI");
+static_assert(sizeof(KvcCopyParams) == 88, "KvcCopyParams ABI");
 
 // Set by the host build of the load functions on a misaligned address (see kvc_ld8 in kvchecksum.cuh).
 thread_local int kvc_host_fault = 0;
@@ -151,6 +153,30 @@ int byte_cells(uint32_t gx, uint32_t gy, const KvcChecksumParams& p, bool slices
     return KVC_SUCCESS;
 }
 
+// The verifying copy's kernels (kvchecksum_copy.cuh): warp w of CTA (bx, by) copies pair by*KVC_WARPS + w over block
+// first_block + bx, lane after lane (source and destination never overlap, so the order of the stores is free), and
+// adds factor * its lanes' sum into out[bx] (the kernel's atomicAdd). W: 16, 8 (whole pieces) or 0 (byte cells).
+template <int W, int MIX>
+int copy_kernel(uint32_t gx, uint32_t gy, const KvcCopyParams& p) {
+    if (gx != p.num_blocks || (uint64_t)gy * KVC_WARPS < p.num_pairs) return KVC_INVALID_VALUE;
+    for (uint32_t by = 0; by < gy; ++by) {
+        for (uint32_t bx = 0; bx < gx; ++bx) {
+            const uint64_t block = p.first_block + bx;
+            for (uint32_t w = 0; w < KVC_WARPS; ++w) {
+                const int64_t i = kvc_copy_pair(p, by, w);
+                if (i < 0) continue;
+                uint64_t s = 0;
+                for (uint32_t l = 0; l < 32; ++l) {
+                    s += W == 0 ? kvc_copy_byte_cell_lane_sum<MIX>(p, (uint32_t)i, block, l)
+                                : kvc_copy_whole_lane_sum<W == 0 ? 8 : W, MIX>(p, (uint32_t)i, block, l);
+                }
+                p.out[bx] += kvc_copy_factor(p, (uint32_t)i) * s;
+            }
+        }
+    }
+    return KVC_SUCCESS;
+}
+
 }  // namespace
 
 extern "C" {
@@ -183,6 +209,16 @@ static int emulate(const char* full, uint32_t gx, uint32_t gy, uint32_t gz, uint
     if (!strcmp(name, "kvc_byte_cells_slice_sums")) return byte_cells<0>(gx, gy, *static_cast<const KvcChecksumParams*>(params), true);
     if (!strcmp(name, "kvc_byte_cells_block_checksums_mixed")) return byte_cells<1>(gx, gy, *static_cast<const KvcChecksumParams*>(params), false);
     if (!strcmp(name, "kvc_byte_cells_slice_sums_mixed")) return byte_cells<1>(gx, gy, *static_cast<const KvcChecksumParams*>(params), true);
+    if (!strncmp(name, "kvc_copy_", 9)) {
+        const KvcCopyParams& p = *static_cast<const KvcCopyParams*>(params);
+        if (!strcmp(name, "kvc_copy_checksums_16b")) return copy_kernel<16, 0>(gx, gy, p);
+        if (!strcmp(name, "kvc_copy_checksums_8b")) return copy_kernel<8, 0>(gx, gy, p);
+        if (!strcmp(name, "kvc_copy_byte_cells")) return copy_kernel<0, 0>(gx, gy, p);
+        if (!strcmp(name, "kvc_copy_checksums_16b_mixed")) return copy_kernel<16, 1>(gx, gy, p);
+        if (!strcmp(name, "kvc_copy_checksums_8b_mixed")) return copy_kernel<8, 1>(gx, gy, p);
+        if (!strcmp(name, "kvc_copy_byte_cells_mixed")) return copy_kernel<0, 1>(gx, gy, p);
+        return KVC_NOT_FOUND;
+    }
     if (gy != 1) return KVC_INVALID_VALUE;
     if (!strcmp(name, "kvc_sum_parts")) {
         const KvcReduceParams& p = *static_cast<const KvcReduceParams*>(params);
@@ -232,6 +268,13 @@ static int emulate(const char* full, uint32_t gx, uint32_t gy, uint32_t gz, uint
         for (uint32_t b = 0; b < gx; ++b) p.partials[b] = b == 0 ? s : 0;
         return KVC_SUCCESS;
     }
+    if (!strcmp(name, "kvcb_page_copy")) {
+        // The device check's batched page copy (kvchecksum_bench.cuh): every chunk to its table position's page.
+        const KvcbGatherParams& p = *static_cast<const KvcbGatherParams*>(params);
+        if (p.page_units == 0 || ((p.region_stride | p.page_stride | (uintptr_t)p.base | (uintptr_t)p.partials) & 15) != 0) return KVC_INVALID_VALUE;
+        for (uint64_t c = 0; c < (uint64_t)p.num_regions * p.num_pages; ++c) memcpy(kvcb_copy_target(p, c), kvcb_chunk(p, c), 16ull * p.page_units);
+        return KVC_SUCCESS;
+    }
     return KVC_NOT_FOUND;
 }
 
@@ -246,7 +289,8 @@ int kvc_emulate(const char* name, uint32_t gx, uint32_t gy, uint32_t gz, uint32_
 // The ABI facts Java must agree with: 0..6 the structs' sizes, then the offset of every field Java writes, in
 // declaration order: 100+ KvcSlice, 200+ KvcChecksumParams, 250+ KvcRequest (size: 9), 300+ KvcReduceParams, 400+ KvcDigestPiece and
 // KvcDigestParams; 7, 8 their sizes (see KernelAbi); 10 the slices kernels' most slices per warp, 11..13 a lane's loads
-// per batch for 16-byte, 8-byte and byte-assembled pieces (LaunchPlanner's copies); -1 for an unknown query.
+// per batch for 16-byte, 8-byte and byte-assembled pieces (LaunchPlanner's copies); 14 and 500+ KvcCopyParams;
+// -1 for an unknown query.
 long long kvc_abi(int which) {
     switch (which) {
         case 0: return sizeof(KvcSlice);
@@ -300,6 +344,20 @@ long long kvc_abi(int which) {
         case 402: return offsetof(KvcDigestParams, pieces);
         case 403: return offsetof(KvcDigestParams, out);
         case 404: return offsetof(KvcDigestParams, num_pieces);
+        case 14: return sizeof(KvcCopyParams);
+        case 500: return offsetof(KvcCopyParams, src);
+        case 501: return offsetof(KvcCopyParams, dst);
+        case 502: return offsetof(KvcCopyParams, src_table);
+        case 503: return offsetof(KvcCopyParams, dst_table);
+        case 504: return offsetof(KvcCopyParams, out);
+        case 505: return offsetof(KvcCopyParams, start_token);
+        case 506: return offsetof(KvcCopyParams, first_block);
+        case 507: return offsetof(KvcCopyParams, num_tokens);
+        case 508: return offsetof(KvcCopyParams, block_size);
+        case 509: return offsetof(KvcCopyParams, src_page_size);
+        case 510: return offsetof(KvcCopyParams, dst_page_size);
+        case 511: return offsetof(KvcCopyParams, num_pairs);
+        case 512: return offsetof(KvcCopyParams, num_blocks);
         default: return -1;
     }
 }

@@ -4,6 +4,7 @@ import com.sun.jna.Memory;
 import io.kvchecksum.BackendUnavailableException;
 import io.kvchecksum.ChecksumMode;
 import io.kvchecksum.CompiledPlan;
+import io.kvchecksum.CopyPlan;
 import io.kvchecksum.InvalidLayoutException;
 import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvMemory;
@@ -77,11 +78,21 @@ public final class CudaBackend implements Backend {
     static final String PAGE_DIGEST = "kvc_page_digest";
     /** The mixed mode's variant of a checksum kernel: the same kernel with every piece through the mixer. */
     static final String MIXED_SUFFIX = "_mixed";
-    /** Every checksum kernel in both outputs ({@link #sliceSums}) and both modes, then the others. */
-    static final List<String> KERNELS = Stream.concat(
+    /**
+     * The verifying copy's kernels ({@code kvchecksum_copy.cuh}): whole pieces with 16- or 8-byte loads and stores (both
+     * sides' parts aligned, even piece counts), and byte cells, which also take whole pieces at any other alignment.
+     */
+    static final String COPY_16B = "kvc_copy_checksums_16b";
+    static final String COPY_8B = "kvc_copy_checksums_8b";
+    static final String COPY_BYTE_CELLS = "kvc_copy_byte_cells";
+    /** The copy kernels in both modes. */
+    static final List<String> COPY_KERNELS = Stream.of(COPY_16B, COPY_8B, COPY_BYTE_CELLS)
+            .flatMap(k -> Stream.of(k, k + MIXED_SUFFIX)).toList();
+    /** Every checksum kernel in both outputs ({@link #sliceSums}) and both modes, then the others, then the copy's. */
+    static final List<String> KERNELS = Stream.concat(Stream.concat(
             Stream.of(BLOCK_CHECKSUMS_1B, BLOCK_CHECKSUMS_8B, BLOCK_CHECKSUMS_16B, BYTE_CELL_BLOCK_CHECKSUMS)
                     .flatMap(k -> Stream.of(k, sliceSums(k))).flatMap(k -> Stream.of(k, k + MIXED_SUFFIX)),
-            Stream.of(FILL, SUM, PAGE_DIGEST)).toList();
+            Stream.of(FILL, SUM, PAGE_DIGEST)), COPY_KERNELS.stream()).toList();
 
     /**
      * The system property that picks the occupancy variant of the whole-piece checksum kernels when a backend is
@@ -116,11 +127,17 @@ public final class CudaBackend implements Backend {
 
     /**
      * Any memory on the own stream (host memory is copied to the device first); device memory only on an engine's; the
-     * byte-cell kernels take a warp per slice in a grid of at most {@link LaunchPlanner#MAX_GRID_Y} rows of warps.
+     * byte-cell kernels take a warp per slice in a grid of at most {@link LaunchPlanner#MAX_GRID_Y} rows of warps. The
+     * verifying copy: device memory to device memory, on the own stream and on an engine's. Host memory is not copied:
+     * the kernels could read and write it only where it is pinned or registered (mapped into the device's address
+     * space), which {@link KvMemory} does not describe yet, and a pageable buffer staged through a temporary device copy
+     * would be a second copy, not a verified one. The hint (appended to every refusal of host memory) says both.
      */
     private static final BackendLimits LIMITS = new BackendLimits(EnumSet.allOf(SlicePlan.Residency.class),
             Set.of(SlicePlan.Residency.DEVICE), LaunchPlanner.MAX_GRID_Y * LaunchPlanner.WARPS,
-            "; use the backend's own stream (submit without a stream) for host memory");
+            "; the verifying copy on CUDA copies device memory only (pinned host memory is not modelled yet: move host "
+                    + "pages with cuMemcpy first); use the backend's own stream (submit without a stream) for host memory")
+            .withCopies(Set.of(BackendLimits.CopyRoute.DEVICE_TO_DEVICE), Set.of(BackendLimits.CopyRoute.DEVICE_TO_DEVICE));
 
     /** {@code CUstreamCaptureStatus}: not capturing. */
     static final int CAPTURE_STATUS_NONE = 0;
@@ -295,6 +312,128 @@ public final class CudaBackend implements Backend {
                     + (status[0] == 1 ? "capturing a CUDA graph" : "in an invalidated CUDA graph capture")
                     + ": it would be recorded into the graph, not run; submit it outside the captured region");
         }
+    }
+
+    /**
+     * The verifying copy ({@link CopyPlan}), device memory to device memory: one job on {@code stream} (an engine's
+     * {@code CUstream}, treated as in {@link #run}: its context made current for the call, a capturing stream refused
+     * before anything is enqueued) or on the backend's own stream: the pairs' descriptors (source and destination
+     * {@code KvcSlice}s, byte counts for byte cells) and both page tables uploaded from pinned memory (nothing, when the
+     * slot's device buffer already holds this plan's), the output zeroed, then one kernel launch per
+     * {@link CopyPlan.Launch} (cut only where a grid would exceed {@link LaunchPlanner#maxBlocksPerLaunch()}), both adding
+     * into the same block values, and the values copied to pinned memory on a side stream. Nothing in it synchronizes
+     * the device, the context or the caller's stream. Whole pieces run {@code kvc_copy_checksums_16b} or {@code _8b}
+     * when every part of both sides allows those loads and stores (even piece counts), else {@code kvc_copy_byte_cells}.
+     *
+     * @throws InvalidLayoutException when a launch reads or writes host memory (the front refuses that first, by the
+     *     limits), or the kernels' 64-bit addresses cannot represent the plan, before anything is enqueued
+     * @throws IllegalStateException when {@code stream} is capturing a CUDA graph, or the backend is closed
+     * @throws CudaException when a driver call fails
+     */
+    @Override
+    public PendingChecksums runCopy(CopyPlan plan, OptionalLong stream) {
+        ensureOpen();
+        for (CopyPlan.Launch l : plan.launches()) {
+            if (!l.route().equals(BackendLimits.CopyRoute.DEVICE_TO_DEVICE)) {
+                throw new InvalidLayoutException("backend 'cuda' cannot copy " + l.route() + ": the verifying copy on CUDA "
+                        + "copies device memory to device memory only");
+            }
+        }
+        KernelAbi.requireRepresentable(plan);
+        if (stream.isPresent()) {
+            long s = stream.getAsLong();
+            long[] ctx = new long[1];
+            check(driver, driver.cuStreamGetCtx(s, ctx), "cuStreamGetCtx(stream 0x" + Long.toHexString(s) + ")");
+            long previous = enter(ctx[0]);
+            try {
+                refuseCapture(s);
+                return copy(resources(ctx[0]), s, plan);
+            } finally {
+                leave(previous, ctx[0]);
+            }
+        }
+        long previous = enter(primaryContext);
+        try {
+            ContextResources resources = resources(primaryContext);
+            return copy(resources, resources.ownStream, plan);
+        } finally {
+            leave(previous, primaryContext);
+        }
+    }
+
+    /** The copy kernel of a launch (before the mode's suffix), by its cell kind and both sides' alignment. */
+    static String copyKernel(CopyPlan.Launch l) {
+        if (l.cellKind() == CompiledPlan.CellKind.BYTE_CELLS) {
+            return COPY_BYTE_CELLS;
+        }
+        int alignment = 16;
+        for (CopyPlan.Pair p : l.pairs()) {
+            for (SlicePlan.Slice s : List.of(p.source(), p.destination())) {
+                for (SlicePlan.Part part : s.v() == null ? List.of(s.k()) : List.of(s.k(), s.v())) {
+                    // The whole-piece copy kernels walk 16-byte units: both parts' piece counts even.
+                    alignment = Math.min(alignment, part.pieces() % 2 != 0 ? 1 : part.alignmentAt(deviceAddress(part.memory())));
+                }
+            }
+        }
+        return byAlignment(alignment, COPY_16B, COPY_8B, COPY_BYTE_CELLS);
+    }
+
+    /** One job: the upload of every launch's descriptors and both tables, the zeroed output, a launch per launch. */
+    private CudaPending copy(ContextResources resources, long stream, CopyPlan plan) {
+        List<CopyPlan.Launch> launches = plan.launches();
+        int n = launches.size();
+        long[] srcOff = new long[n];
+        long[] dstOff = new long[n];
+        String[] names = new String[n];
+        long at = 0;
+        for (int k = 0; k < n; k++) {
+            CopyPlan.Launch l = launches.get(k);
+            srcOff[k] = at;
+            at += (long) l.pairs().size() * KernelAbi.SLICE_BYTES;
+            dstOff[k] = at;
+            at += (long) l.pairs().size() * KernelAbi.SLICE_BYTES;
+            names[k] = copyKernel(l) + (l.mode() == ChecksumMode.MIXED ? MIXED_SUFFIX : "");
+        }
+        CopyPlan.Launch first = launches.get(0);
+        int[] srcTable = first.sourceTable();
+        int[] dstTable = first.destinationTable();
+        long srcTableOff = at;
+        long dstTableOff = srcTableOff + 8 * Math.ceilDiv(4L * srcTable.length, 8);
+        long upload = dstTableOff + 4L * dstTable.length;
+        int nb = plan.numBlocks();
+        List<List<LaunchPlanner.BlockLaunch>> grids = launches.stream()
+                .map(l -> resources.planner.slices(l.pairs().size(), nb)).toList();
+        // Device plans hold fixed addresses: the plan serializes to the same bytes every time, so it keys the upload.
+        return job(resources, stream, upload, nb, plan, (host, dUpload, dOut, cached) -> {
+            if (!cached) {
+                for (int k = 0; k < n; k++) {
+                    CopyPlan.Launch l = launches.get(k);
+                    boolean bytes = names[k].startsWith(COPY_BYTE_CELLS);
+                    for (int i = 0; i < l.pairs().size(); i++) {
+                        CopyPlan.Pair p = l.pairs().get(i);
+                        KernelAbi.slice(host, srcOff[k] + (long) i * KernelAbi.SLICE_BYTES, p.source(), CudaBackend::deviceAddress, bytes);
+                        KernelAbi.slice(host, dstOff[k] + (long) i * KernelAbi.SLICE_BYTES, p.destination(), CudaBackend::deviceAddress, bytes);
+                    }
+                }
+                MemorySegment.copy(srcTable, 0, host, KernelAbi.U32, srcTableOff, srcTable.length);
+                MemorySegment.copy(dstTable, 0, host, KernelAbi.U32, dstTableOff, dstTable.length);
+            }
+            long params = paramsOffset(upload);
+            return () -> {
+                // Every launch's warps add into the block values atomically: zero them first, on the same stream.
+                check(driver, driver.cuMemsetD8Async(dOut, 0, 8L * nb, stream), "cuMemsetD8Async(results)");
+                for (int k = 0; k < n; k++) {
+                    CopyPlan.Launch l = launches.get(k);
+                    for (LaunchPlanner.BlockLaunch g : grids.get(k)) {
+                        int b0 = g.blockOffset();
+                        KernelAbi.copyParams(host, params, dUpload + srcOff[k], dUpload + dstOff[k], dUpload + srcTableOff,
+                                dUpload + dstTableOff, dOut + 8L * b0, l.startToken(), l.firstBlock() + b0, l.numTokens(),
+                                l.blockSize(), l.sourcePageSize(), l.destinationPageSize(), l.pairs().size(), g.numBlocks());
+                        launch(names[k], g.numBlocks(), g.numParts(), stream, host, upload);
+                    }
+                }
+            };
+        });
     }
 
     /**

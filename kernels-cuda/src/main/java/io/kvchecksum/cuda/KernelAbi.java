@@ -1,6 +1,7 @@
 package io.kvchecksum.cuda;
 
 import io.kvchecksum.CompiledPlan;
+import io.kvchecksum.CopyPlan;
 import io.kvchecksum.InvalidLayoutException;
 import io.kvchecksum.KvMemory;
 import io.kvchecksum.SlicePlan;
@@ -8,6 +9,7 @@ import io.kvchecksum.SlicePlan;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
+import java.util.List;
 import java.util.function.ToLongFunction;
 
 /**
@@ -23,6 +25,7 @@ final class KernelAbi {
     static final int REQUEST_BYTES = 40;
     static final int DIGEST_PIECE_BYTES = 16;
     static final int DIGEST_PARAMS_BYTES = 24;
+    static final int COPY_PARAMS_BYTES = 88;
 
     // Every field's offset, each checked against the C compiler's offsetof by KernelAbiTest. KvcSlice:
     static final int SLICE_FACTOR = 0;
@@ -63,6 +66,20 @@ final class KernelAbi {
     static final int DIGEST_PIECES = 0;
     static final int DIGEST_OUT = 8;
     static final int DIGEST_NUM_PIECES = 16;
+    // KvcCopyParams (kvchecksum_copy.cuh)
+    static final int COPY_SRC = 0;
+    static final int COPY_DST = 8;
+    static final int COPY_SRC_TABLE = 16;
+    static final int COPY_DST_TABLE = 24;
+    static final int COPY_OUT = 32;
+    static final int COPY_START_TOKEN = 40;
+    static final int COPY_FIRST_BLOCK = 48;
+    static final int COPY_NUM_TOKENS = 56;
+    static final int COPY_BLOCK_SIZE = 64;
+    static final int COPY_SRC_PAGE_SIZE = 68;
+    static final int COPY_DST_PAGE_SIZE = 72;
+    static final int COPY_NUM_PAIRS = 76;
+    static final int COPY_NUM_BLOCKS = 80;
 
     private KernelAbi() {
     }
@@ -119,19 +136,61 @@ final class KernelAbi {
     static void slices(MemorySegment host, SlicePlan plan, ToLongFunction<KvMemory> address, boolean byteCells) {
         long at = 0;
         for (SlicePlan.Slice s : plan.slices()) {
-            SlicePlan.Part k = s.k();
-            SlicePlan.Part v = s.v();
-            host.set(U64, at + SLICE_FACTOR, s.factor());
-            host.set(U64, at + SLICE_K_BASE, address.applyAsLong(k.memory()) + k.base());
-            host.set(U64, at + SLICE_K_PAGE_STRIDE, k.pageStride());
-            host.set(U64, at + SLICE_K_TOKEN_STRIDE, k.tokenStride());
-            host.set(U64, at + SLICE_V_BASE, v == null ? 0 : address.applyAsLong(v.memory()) + v.base());
-            host.set(U64, at + SLICE_V_PAGE_STRIDE, v == null ? 0 : v.pageStride());
-            host.set(U64, at + SLICE_V_TOKEN_STRIDE, v == null ? 0 : v.tokenStride());
-            host.set(U32, at + SLICE_K_PIECES, byteCells ? k.bytes() : k.pieces());
-            host.set(U32, at + SLICE_V_PIECES, byteCells ? (v == null ? 0 : v.bytes()) : s.vPieces());
+            slice(host, at, s, address, byteCells);
             at += SLICE_BYTES;
         }
+    }
+
+    /** Writes one KvcSlice (or KvcByteCellSlice: byte counts) at {@code at}, at the parts' absolute addresses. */
+    static void slice(MemorySegment host, long at, SlicePlan.Slice s, ToLongFunction<KvMemory> address, boolean byteCells) {
+        SlicePlan.Part k = s.k();
+        SlicePlan.Part v = s.v();
+        host.set(U64, at + SLICE_FACTOR, s.factor());
+        host.set(U64, at + SLICE_K_BASE, address.applyAsLong(k.memory()) + k.base());
+        host.set(U64, at + SLICE_K_PAGE_STRIDE, k.pageStride());
+        host.set(U64, at + SLICE_K_TOKEN_STRIDE, k.tokenStride());
+        host.set(U64, at + SLICE_V_BASE, v == null ? 0 : address.applyAsLong(v.memory()) + v.base());
+        host.set(U64, at + SLICE_V_PAGE_STRIDE, v == null ? 0 : v.pageStride());
+        host.set(U64, at + SLICE_V_TOKEN_STRIDE, v == null ? 0 : v.tokenStride());
+        host.set(U32, at + SLICE_K_PIECES, byteCells ? k.bytes() : k.pieces());
+        host.set(U32, at + SLICE_V_PIECES, byteCells ? (v == null ? 0 : v.bytes()) : s.vPieces());
+    }
+
+    /**
+     * Refuses, before anything is enqueued, a verifying copy the copy kernels cannot address: device memory reaching past
+     * the end of the 64-bit address space on either side (see {@link #requireRepresentable(CompiledPlan)}).
+     *
+     * @throws InvalidLayoutException naming the memory
+     */
+    static void requireRepresentable(CopyPlan plan) {
+        for (CopyPlan.Pair p : plan.pairs()) {
+            for (SlicePlan.Slice s : List.of(p.source(), p.destination())) {
+                requireAddressable(s.k().memory());
+                if (s.v() != null) {
+                    requireAddressable(s.v().memory());
+                }
+            }
+        }
+    }
+
+    /** KvcCopyParams at {@code at}: positions, block and page sizes are the plan's, 64-bit where the struct is. */
+    @SuppressWarnings("checkstyle:ParameterNumber")
+    static void copyParams(MemorySegment m, long at, long src, long dst, long srcTable, long dstTable, long out, long startToken,
+            long firstBlock, long numTokens, int blockSize, int srcPageSize, int dstPageSize, int numPairs, int numBlocks) {
+        m.set(U64, at + COPY_SRC, src);
+        m.set(U64, at + COPY_DST, dst);
+        m.set(U64, at + COPY_SRC_TABLE, srcTable);
+        m.set(U64, at + COPY_DST_TABLE, dstTable);
+        m.set(U64, at + COPY_OUT, out);
+        m.set(U64, at + COPY_START_TOKEN, startToken);
+        m.set(U64, at + COPY_FIRST_BLOCK, firstBlock);
+        m.set(U64, at + COPY_NUM_TOKENS, numTokens);
+        m.set(U32, at + COPY_BLOCK_SIZE, blockSize);
+        m.set(U32, at + COPY_SRC_PAGE_SIZE, srcPageSize);
+        m.set(U32, at + COPY_DST_PAGE_SIZE, dstPageSize);
+        m.set(U32, at + COPY_NUM_PAIRS, numPairs);
+        m.set(U32, at + COPY_NUM_BLOCKS, numBlocks);
+        m.set(U32, at + COPY_NUM_BLOCKS + 4, 0);
     }
 
     @SuppressWarnings("checkstyle:ParameterNumber")

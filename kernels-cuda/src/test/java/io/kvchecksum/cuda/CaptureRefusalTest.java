@@ -4,6 +4,7 @@ import io.kvchecksum.ChecksumMode;
 import io.kvchecksum.ChecksumSpec;
 import io.kvchecksum.CellPadding;
 import io.kvchecksum.CompiledPlan;
+import io.kvchecksum.CopyPlan;
 import io.kvchecksum.KvCacheGroup;
 import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvMemory;
@@ -19,6 +20,7 @@ import io.kvchecksum.engine.worker.Side;
 import io.kvchecksum.engine.worker.StateShard;
 import io.kvchecksum.engine.worker.WorkerChecksummer;
 import io.kvchecksum.engine.worker.WorkerRecord;
+import io.kvchecksum.golden.CopyVector;
 import io.kvchecksum.golden.DigestVector;
 import org.junit.jupiter.api.Test;
 
@@ -160,6 +162,12 @@ class CaptureRefusalTest {
                     .stateDigests(true).pageProbe(0, PageProbe.DEFAULT_PROBE_BYTES).build();
             List<BlockSelection> sel = List.of(BlockSelection.producer(0, blockTable, -1, segTokens, dev.pageSize(), null));
 
+            // A verifying copy between simulated device buffers (the first of NumPy's copy vectors).
+            CopyVector cv = CopyVector.all().get(0);
+            List<KvMemory> cvMemory = cv.buffers(arena).stream().map(m -> fake.onDevice(KvMemory.host(m))).toList();
+            CopyPlan copy = cuda.compileCopy(cv.source(cvMemory), cv.sourceRequest(), cv.destination(cvMemory),
+                    cv.destinationRequest(), cv.spec());
+
             // One case per entry point: the call with the capturing stream.
             Map<String, Supplier<AutoCloseable>> cases = new LinkedHashMap<>();
             cases.put("KvChecksum#submit(CompiledPlan,long)", () -> cuda.submit(batch, STREAM));
@@ -167,6 +175,7 @@ class CaptureRefusalTest {
             cases.put("KvChecksum#submit(KvCacheGroup,RequestBlocks,long)", () -> cuda.submit(dev, r, STREAM));
             cases.put("KvChecksum#submitStateDigests(List,ChecksumMode,long)", () -> cuda.submitStateDigests(rows, ChecksumMode.STANDARD, STREAM));
             cases.put("KvChecksum#submitSliceSums(SlicePlan,long)", () -> cuda.submitSliceSums(plan, STREAM));
+            cases.put("KvChecksum#submitCopy(CopyPlan,long)", () -> cuda.submitCopy(copy, STREAM));
             cases.put("PageProbe#submit(KvChecksum,SlicePlan,int,long)", () -> PageProbe.submit(cuda, plan, PageProbe.DEFAULT_PROBE_BYTES, STREAM));
             cases.put("KvSegments$Plan#submit(KvChecksum,long)", () -> segments.submit(cuda, STREAM));
             cases.put("cuda.CudaBackend#submitPageDigest(PageDigestPlan,long)", () -> backend.submitPageDigest(digestPlan(arena, fake), STREAM));

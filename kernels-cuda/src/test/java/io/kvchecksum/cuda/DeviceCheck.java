@@ -375,7 +375,9 @@ public final class DeviceCheck {
     /** Test-side reference kernels (src/test/cuda/kvchecksum_bench.cu), in the device-check jar. */
     static final String BENCH_FATBIN = "kvchecksum_bench.fatbin";
     static final String GATHER = "kvcb_gather_sum";
-    static final java.util.Set<String> BENCH_KERNELS = java.util.Set.of(GATHER);
+    /** The batched page copy the verifying copy is compared with (kvchecksum_bench.cuh). */
+    static final String PAGE_COPY = "kvcb_page_copy";
+    static final java.util.Set<String> BENCH_KERNELS = java.util.Set.of(GATHER, PAGE_COPY);
     /** sizeof(KvcbGatherParams) (kvchecksum_bench.cuh; the .cu static_asserts it). */
     static final int GATHER_PARAMS_BYTES = 56;
     static final int CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE = 38;
@@ -422,6 +424,7 @@ public final class DeviceCheck {
     private long evEnd;
     private long benchLibrary;
     private long gatherKernel;
+    private long pageCopyKernel;
     private Device device;
     /** Launches per sample and samples: 20 and 5 on a device; the dry run lowers them (timings mean nothing there). */
     private final int launches = Integer.getInteger("kvchecksum.deviceCheck.launches", 20);
@@ -491,6 +494,9 @@ public final class DeviceCheck {
         check(d, d.cuLibraryGetKernel(p, benchLibrary, GATHER), "cuLibraryGetKernel(" + GATHER + ")");
         check(d, d.cuKernelGetFunction(p, p[0]), "cuKernelGetFunction(" + GATHER + ")");
         gatherKernel = p[0];
+        check(d, d.cuLibraryGetKernel(p, benchLibrary, PAGE_COPY), "cuLibraryGetKernel(" + PAGE_COPY + ")");
+        check(d, d.cuKernelGetFunction(p, p[0]), "cuKernelGetFunction(" + PAGE_COPY + ")");
+        pageCopyKernel = p[0];
         byte[] nameBytes = new byte[256];
         check(d, d.cuDeviceGetName(nameBytes, nameBytes.length, 0), "cuDeviceGetName");
         int len = 0;
@@ -855,14 +861,18 @@ public final class DeviceCheck {
             line("## " + m.name() + ": " + g.bytesPerToken() + " bytes/token, " + g.numSlices() + " slices, page " + PAGE + ", block "
                     + BLOCK + ", pages scattered by a seeded permutation (seed " + SEED + ")"
                     + (cap < sizes(bytesPerToken, maxTokens, device.l2Bytes(), quick).getLast() ? ", capped at " + cap + " tokens by free memory" : ""));
-            line(String.format(Locale.ROOT, "%7s %9s %6s %-10s %9s %9s %9s %7s %7s %9s %9s %6s %8s %8s %5s %5s %s", "tokens", "KV", "xL2",
-                    "variant", "fused", "fused new", "read tbl", "f/read", "f/rd id", "read seq", "copy r+w", "ofHBM", "enq us", "enq new",
-                    "syncs", "launch", "(GB/s from medians; enqueue us: host median)"));
+            line(String.format(Locale.ROOT, "%7s %9s %6s %-10s %9s %9s %9s %7s %7s %9s %9s %9s %9s %6s %6s %6s %8s %8s %5s %5s %s", "tokens", "KV", "xL2",
+                    "variant", "fused", "fused new", "read tbl", "f/read", "f/rd id", "read seq", "copy r+w", "pages r+w", "vcopy r+w", "v/copy",
+                    "v/pags", "ofHBM",
+                    "enq us", "enq new", "syncs", "launch", "(GB/s from medians; enqueue us: host median)"));
             for (long tokens : sizes) {
                 row(m, kv, tokens, pageSums, identity, tableA, tableB, dIdentity, dTableA, copy, partials, grid, stream, vs, arena);
             }
             line("(fused: the kernel alone, replayed from a reused plan's enqueue; fused new: engine calls with a new page table each;"
-                    + " read tbl: kvcb_gather_sum over the same scattered table; f/rd id: both over the identity table; copy counts r+w)");
+                    + " read tbl: kvcb_gather_sum over the same scattered table; f/rd id: both over the identity table; copy counts r+w;"
+                    + " pages: kvcb_page_copy of the scattered pages into the copy target in table order, r+w; vcopy: the verifying copy of"
+                    + " the same pages to the same places, engine calls, r+w; v/copy, v/pags: its GB/s over cuMemcpyDtoDAsync's and over"
+                    + " the page copy's)");
         } finally {
             d.cuStreamDestroy(stream);
             mem.forEach(d::cuMemFree);
@@ -901,6 +911,36 @@ public final class DeviceCheck {
         sum(args, 0, copy, bytes / 16, partials);
         launch(b.kernel(CudaBackend.SUM), grid, stream, args, "kvc_sum_u64 of the copy");
         expect(bad, "cuMemcpyDtoDAsync (its target summed)", partialsTotal(partials, grid, stream), wantSeq);
+        // the verifying copy (issue 29): table A's scattered pages into the copy target in page order (the identity table),
+        // as an engine calls it (upload cached, output zeroed, the copy kernel, the result copy); its values checked
+        // against the host's, then the target checksummed by the fused kernel (the copied bytes, checked the same way)
+        KvCacheGroup target = Relocation.relocate(g, x -> {  // each layer's memory at its offset in the copy target
+            KvMemory.Device dx = (KvMemory.Device) x;
+            return KvMemory.device(copy + (dx.address() - kv.base()), dx.byteSize());
+        });
+        KvChecksum copier = vs.getFirst().front();
+        // the batched page copy of the same pages to the same places first, its target checked the same way; then the
+        // target zeroed, so that the verifying copy's target check sees only what the verifying copy wrote
+        gather(args, 0, kv.base(), dTableA, copy, kv.regionStride(), kv.pageBytes(), kv.pageBytes(), n, kv.regions());
+        Timing pcp = time(stream, i -> launch(pageCopyKernel, grid, stream, args, PAGE_COPY), () -> { });
+        try (PendingChecksums pc = copier.submit(target, reqI, stream)) {
+            expect(bad, PAGE_COPY + "'s target (fused kernel, identity table)", pc.get(), wantA);
+        }
+        check(d, d.cuMemsetD8Async(copy, 0, kv.bytesAll(), stream), "cuMemsetD8Async(copy target)");
+        io.kvchecksum.CopyPlan copyPlan = copier.compileCopy(g, reqA, target, reqI, io.kvchecksum.ChecksumSpec.STANDARD);
+        List<PendingChecksums> copies = new ArrayList<>();
+        Timing vcp = time(stream, i -> copies.add(copier.submitCopy(copyPlan, stream)), () -> {
+            for (PendingChecksums pc : copies) {
+                expect(bad, "verifying copy", pc.get(), wantA);
+                pc.close();
+            }
+            copies.clear();
+        });
+        try (PendingChecksums pc = copier.submit(target, reqI, stream)) {
+            expect(bad, "the verifying copy's target (fused kernel, identity table)", pc.get(), wantA);
+        }
+        double vcopyOverCopy = vcp.gbs(2 * bytes) / cp.gbs(2 * bytes);
+        double vcopyOverPageCopy = vcp.gbs(2 * bytes) / pcp.gbs(2 * bytes);
 
         io.kvchecksum.SlicePlan planA = io.kvchecksum.SlicePlan.of(g, reqA);
         io.kvchecksum.SlicePlan planI = io.kvchecksum.SlicePlan.of(g, reqI);
@@ -978,9 +1018,9 @@ public final class DeviceCheck {
             double xL2 = (double) bytes / device.l2Bytes();
             LaunchPlanner.BlockLaunch f = b.primaryResources().planner.blocks(g.numSlices(), reqA.numBlocks()).get(0);
             boolean exact = bad.isEmpty();
-            line(String.format(Locale.ROOT, "%7d %9s %6.1f %-10s %9.1f %9.1f %9.1f %7.3f %7.3f %9.1f %9.1f %6s %8.1f %8.1f %5.2f %5d%s", tokens,
+            line(String.format(Locale.ROOT, "%7d %9s %6.1f %-10s %9.1f %9.1f %9.1f %7.3f %7.3f %9.1f %9.1f %9.1f %9.1f %6.3f %6.3f %6s %8.1f %8.1f %5.2f %5d%s", tokens,
                     BandwidthModel.human(bytes), xL2, v.name(), fusedGbs, newTable.gbs(bytes), readA.gbs(bytes), ratio, ratioI, seq.gbs(bytes),
-                    cp.gbs(2 * bytes), ofSpec == null ? "-" : String.format(Locale.ROOT, "%.3f", ofSpec), medianOf(hostReused) / 1e3,
+                    cp.gbs(2 * bytes), pcp.gbs(2 * bytes), vcp.gbs(2 * bytes), vcopyOverCopy, vcopyOverPageCopy, ofSpec == null ? "-" : String.format(Locale.ROOT, "%.3f", ofSpec), medianOf(hostReused) / 1e3,
                     medianOf(hostNew) / 1e3, syncsPerEnqueue, launchesReused, exact ? "" : "  MISMATCH: " + String.join("; ", bad)));
             record("sweep", "shape", m.name(), "tokens", tokens, "bytes", bytes, "l2Multiple", xL2, "bandwidthRow", xL2 >= 8 ? 1 : 0,
                     "variant", v.name(), "grid", f.numBlocks() + "x" + f.numParts(),
@@ -992,14 +1032,18 @@ public final class DeviceCheck {
                     "readIdentityUsMedian", readI.medianUs(), "readIdentityGBs", readI.gbs(bytes),
                     "readContiguousUsMedian", seq.medianUs(), "readContiguousGBs", seq.gbs(bytes),
                     "copyUsMedian", cp.medianUs(), "copyGBs", cp.gbs(2 * bytes),
+                    "pageCopyUsMedian", pcp.medianUs(), "pageCopyGBs", pcp.gbs(2 * bytes),
+                    "verifyingCopyUsMedian", vcp.medianUs(), "verifyingCopyGBs", vcp.gbs(2 * bytes), "verifyingCopyOverCopy", vcopyOverCopy,
+                    "verifyingCopyOverPageCopy", vcopyOverPageCopy,
                     "fusedOverRead", ratio, "fusedOverReadIdentity", ratioI, "fusedOverReadContiguous", fusedGbs / seq.gbs(bytes),
                     "fractionOfSpecHbm", ofSpec,
                     "enqueueUsReused", medianOf(hostReused) / 1e3, "enqueueUsNewTable", medianOf(hostNew) / 1e3,
                     "syncsPerEnqueue", syncsPerEnqueue, "launchesPerCall", launchesReused, "launchesPerCallNewTable", launchesNew,
                     "launchesPerSample", launches, "samples", samples, "exact", exact ? 1 : 0);
-            md.println(String.format(Locale.ROOT, "| %s | %d | %s | %.1f | %s | %.1f | %.1f | %.1f | **%.3f** | %.3f | %.1f | %.1f | %s | %.1f | %.1f | %s | %d | %s |",
+            md.println(String.format(Locale.ROOT, "| %s | %d | %s | %.1f | %s | %.1f | %.1f | %.1f | **%.3f** | %.3f | %.1f | %.1f | %.1f | %.1f | **%.3f** | **%.3f** | %s | %.1f | %.1f | %s | %d | %s |",
                     m.name().replaceAll(" \\(.*", ""), tokens, BandwidthModel.human(bytes), xL2, v.name(), fusedGbs, newTable.gbs(bytes),
-                    readA.gbs(bytes), ratio, ratioI, seq.gbs(bytes), cp.gbs(2 * bytes), ofSpec == null ? "-" : String.format(Locale.ROOT, "%.3f", ofSpec),
+                    readA.gbs(bytes), ratio, ratioI, seq.gbs(bytes), cp.gbs(2 * bytes), pcp.gbs(2 * bytes), vcp.gbs(2 * bytes), vcopyOverCopy,
+                    vcopyOverPageCopy, ofSpec == null ? "-" : String.format(Locale.ROOT, "%.3f", ofSpec),
                     medianOf(hostReused) / 1e3, medianOf(hostNew) / 1e3, syncsPerEnqueue == 0 ? "0" : String.format(Locale.ROOT, "%.3f", syncsPerEnqueue),
                     launchesReused, exact ? "yes" : "**NO**"));
             md.flush();

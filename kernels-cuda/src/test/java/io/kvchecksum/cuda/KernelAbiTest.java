@@ -49,6 +49,13 @@ class KernelAbiTest {
         assertEquals(KernelAbi.PARAMS_OUT_STRIDE, lib.kvc_abi(212), "KvcChecksumParams.out_stride");
         assertEquals(KernelAbi.PARAMS_REQUESTS, lib.kvc_abi(213), "KvcChecksumParams.requests");
         assertEquals(KernelAbi.PARAMS_NUM_REQUESTS, lib.kvc_abi(214), "KvcChecksumParams.num_requests");
+        assertEquals(KernelAbi.COPY_PARAMS_BYTES, lib.kvc_abi(14), "sizeof(KvcCopyParams)");
+        int[] copy = {KernelAbi.COPY_SRC, KernelAbi.COPY_DST, KernelAbi.COPY_SRC_TABLE, KernelAbi.COPY_DST_TABLE, KernelAbi.COPY_OUT,
+            KernelAbi.COPY_START_TOKEN, KernelAbi.COPY_FIRST_BLOCK, KernelAbi.COPY_NUM_TOKENS, KernelAbi.COPY_BLOCK_SIZE,
+            KernelAbi.COPY_SRC_PAGE_SIZE, KernelAbi.COPY_DST_PAGE_SIZE, KernelAbi.COPY_NUM_PAIRS, KernelAbi.COPY_NUM_BLOCKS};
+        for (int f = 0; f < copy.length; f++) {
+            assertEquals(copy[f], lib.kvc_abi(500 + f), "KvcCopyParams field " + f);
+        }
         assertEquals(KernelAbi.REQUEST_BYTES, lib.kvc_abi(9), "sizeof(KvcRequest)");
         assertEquals(KernelAbi.REQUEST_START_TOKEN, lib.kvc_abi(250), "KvcRequest.start_token");
         assertEquals(KernelAbi.REQUEST_FIRST_BLOCK, lib.kvc_abi(251), "KvcRequest.first_block");

@@ -1,6 +1,7 @@
 package io.kvchecksum.cuda;
 
 import io.kvchecksum.CompiledPlan;
+import io.kvchecksum.CopyPlan;
 import io.kvchecksum.KvChecksum;
 import io.kvchecksum.PageDigestPlan;
 import io.kvchecksum.Pending;
@@ -24,6 +25,8 @@ record NamedBackend(String name, String description, Backend delegate) implement
     }
 
     @Override public long pageDigest(PageDigestPlan p) { return delegate.pageDigest(p); }
+
+    @Override public PendingChecksums runCopy(CopyPlan plan, OptionalLong stream) { return delegate.runCopy(plan, stream); }
 
     @Override public Pending<Long> submitPageDigest(PageDigestPlan p, long stream) { return delegate.submitPageDigest(p, stream); }
 

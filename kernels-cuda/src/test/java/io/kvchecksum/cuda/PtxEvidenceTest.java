@@ -135,7 +135,10 @@ class PtxEvidenceTest {
     /** Bytes per thread that every batch of data loads must have issued before the first is used (issue 27). */
     static final int MIN_BYTES_BEFORE_FIRST_USE = 128;
 
-    /** Every kernel that reads KV data: block checksums and slice sums, all widths and modes, byte cells, both variants. */
+    /**
+     * Every kernel that reads KV data: block checksums and slice sums, all widths and modes, byte cells, both variants,
+     * and the verifying copy's kernels.
+     */
     static List<String> checksumKernels() {
         List<String> out = new ArrayList<>();
         for (String k : CudaBackend.KERNELS) {
@@ -146,6 +149,7 @@ class PtxEvidenceTest {
         for (String k : CudaBackend.VARIANT_KERNELS) {
             out.add(k + CudaBackend.variantSuffix(CudaBackend.VARIANT_OCCUPANCY3));
         }
+        out.addAll(CudaBackend.COPY_KERNELS);  // the verifying copy's: the same bound on loads, registers and spills
         return out;
     }
 
