@@ -18,6 +18,7 @@ import io.kvchecksum.engine.worker.BlockSelection;
 import io.kvchecksum.engine.worker.ReplicaKey;
 import io.kvchecksum.engine.worker.Side;
 import io.kvchecksum.engine.worker.StateShard;
+import io.kvchecksum.engine.worker.ReceivedKv;
 import io.kvchecksum.engine.worker.WorkerChecksummer;
 import io.kvchecksum.engine.worker.WorkerRecord;
 import io.kvchecksum.golden.CopyVector;
@@ -161,6 +162,9 @@ class CaptureRefusalTest {
                     .groups(List.of(new WorkerChecksummer.WorkerGroup(0, 42, List.of(new WorkerChecksummer.ReplicaPart(ReplicaKey.NONE, dev)))))
                     .stateDigests(true).pageProbe(0, PageProbe.DEFAULT_PROBE_BYTES).build();
             List<BlockSelection> sel = List.of(BlockSelection.producer(0, blockTable, -1, segTokens, dev.pageSize(), null));
+            // The consumer's verifying copy: the same request received into another device buffer of the same layout.
+            List<BlockSelection> consumed = List.of(BlockSelection.consumer(0, blockTable, -1, 0, segTokens, dev.pageSize(), null));
+            List<ReceivedKv> received = List.of(new ReceivedKv(0, RandomLayoutTest.onDevice(fake, c.group(), uploads), blockTable));
 
             // A verifying copy between simulated device buffers (the first of NumPy's copy vectors).
             CopyVector cv = CopyVector.all().get(0);
@@ -183,12 +187,16 @@ class CaptureRefusalTest {
             cases.put("spi.Backend#submitPageDigest(PageDigestPlan,long)",
                     () -> ((io.kvchecksum.spi.Backend) backend).submitPageDigest(digestPlan(arena, fake), STREAM));
             cases.put("engine.worker.WorkerChecksummer#submit(Side,long,List,long)", () -> worker.submit(Side.PRODUCER, segTokens, sel, STREAM));
+            cases.put("engine.worker.WorkerChecksummer#copyAndSubmit(long,List,List,List,long)",
+                    () -> worker.copyAndSubmit(segTokens, consumed, received, List.of(), STREAM));
             cases.put("engine.worker.WorkerChecksummer#submit(Side,long,List,List,long)",
                     () -> worker.submit(Side.PRODUCER, segTokens, List.of(), state, STREAM));  // the auxiliary parts alone
             Map<String, Supplier<WorkerChecksummer.PendingRecord>> reported = new LinkedHashMap<>();
             reported.put("engine.worker.WorkerChecksummer#trySubmit(Side,long,List,long)", () -> worker.trySubmit(Side.PRODUCER, segTokens, sel, STREAM));
             reported.put("engine.worker.WorkerChecksummer#trySubmit(Side,long,List,List,long)",
                     () -> worker.trySubmit(Side.PRODUCER, segTokens, sel, state, STREAM));
+            reported.put("engine.worker.WorkerChecksummer#tryCopyAndSubmit(long,List,List,List,long)",
+                    () -> worker.tryCopyAndSubmit(segTokens, consumed, received, List.of(), STREAM));
 
             Set<String> covered = new TreeSet<>(cases.keySet());
             covered.addAll(reported.keySet());
