@@ -15,6 +15,9 @@ class KernelAbiTest {
         assertEquals(LaunchPlanner.BATCH_SLOTS_16B, lib.kvc_abi(11), "KVC_BATCH_SLOTS(2)");
         assertEquals(LaunchPlanner.BATCH_SLOTS_8B, lib.kvc_abi(12), "KVC_BATCH_SLOTS(1)");
         assertEquals(LaunchPlanner.BATCH_SLOTS_1B, lib.kvc_abi(13), "KVC_BATCH_SLOTS(0)");
+        assertEquals(LaunchPlanner.BYTE_CELL_BATCH_K, lib.kvc_abi(14), "KVC_BYTE_CELL_BATCH(false)");
+        assertEquals(LaunchPlanner.BYTE_CELL_BATCH_KV, lib.kvc_abi(15), "KVC_BYTE_CELL_BATCH(true)");
+        assertEquals(LaunchPlanner.MAX_FUSED_WALK * LaunchPlanner.WARPS, lib.kvc_abi(16), "KVC_SLICE_CHUNK");
         assertEquals(KernelAbi.CHECKSUM_PARAMS_BYTES, lib.kvc_abi(1), "sizeof(KvcChecksumParams)");
         assertEquals(DeviceCheck.FILL_PARAMS_BYTES, lib.kvc_abi(5), "sizeof(KvcFillParams)");
         assertEquals(DeviceCheck.SUM_PARAMS_BYTES, lib.kvc_abi(6), "sizeof(KvcSumParams)");
