@@ -526,8 +526,8 @@ KVC_HD void kvc_block_pages(const KvcChecksumParams& p, uint64_t block, uint64_t
 // The staging of a CTA, as phases that the kernels separate with barriers and the host emulation runs for every
 // thread of the CTA in turn, phase after phase (so CI runs the staging too): the block's page ids (up to
 // KVC_TABLE_STAGE of them, 1 KiB) and the descriptors of the slices the CTA reads (in chunks of KVC_SLICE_CHUNK,
-// 4 KiB) go to shared memory once, so the dependent small loads before a slice's first data load are shared-memory
-// reads, not L2 round trips. Both come through the read-only path: nothing writes them while a kernel runs.
+// 4 KiB, in the fused kernel; KVC_WARPS * KVC_SLICE_SUMS_MAX_SPW at most in the slices kernels) go to shared memory
+// once, so the dependent small loads before a slice's first data load are shared-memory reads, not L2 round trips. Both come through the read-only path: nothing writes them while a kernel runs.
 #define KVC_SLICE_CHUNK 64
 #define KVC_TABLE_STAGE 256
 
@@ -539,19 +539,8 @@ KVC_HD uint64_t kvc_ldg64(const uint64_t* a) {
 #endif
 }
 
-// Phase "table" of thread tid: its share of the copy of block `block`'s page ids into stage (none when the block spans
-// more than KVC_TABLE_STAGE pages: kvc_table_view then reads the table in global memory).
-KVC_HD void kvc_stage_table_phase(const KvcChecksumParams& p, uint64_t block, uint32_t tid, int32_t* stage) {
-    uint64_t first, count;
-    kvc_block_pages(p, block, first, count);
-    if (count > KVC_TABLE_STAGE) return;
-    for (uint32_t i = tid; i < count; i += KVC_THREADS) {
-        stage[i] = kvc_page_id(p.table, first + i);
-        KVC_HOST_COUNT(0, 1);
-    }
-}
-
-// After the table phase and a barrier: where the lanes find the page ids (tab[i - tab0] holds table-space page i).
+// After the staging phase with the table and a barrier: where the lanes find the page ids (tab[i - tab0] holds
+// table-space page i).
 KVC_HD void kvc_table_view(const KvcChecksumParams& p, uint64_t block, const int32_t* stage, const int32_t*& tab, uint64_t& tab0) {
     uint64_t first, count;
     kvc_block_pages(p, block, first, count);
@@ -564,14 +553,44 @@ KVC_HD void kvc_table_view(const KvcChecksumParams& p, uint64_t block, const int
     }
 }
 
-// Phase "slices" of thread tid: its share of the copy of descriptors [c0, c1) (at most the stage's: KVC_SLICE_CHUNK in
-// the fused kernel, KVC_WARPS * KVC_SLICE_SUMS_MAX_SPW in the slices kernels) into stage.
-KVC_HD void kvc_stage_slices_phase(const KvcChecksumParams& p, uint32_t c0, uint32_t c1, uint32_t tid, KvcSlice* stage) {
+// Descriptor words a thread copies at most in one staging phase: KVC_WARPS * KVC_SLICE_SUMS_MAX_SPW descriptors (the
+// slices kernels' stage; the fused kernel's chunk of KVC_SLICE_CHUNK is half of it) over the CTA's threads.
+#define KVC_STAGE_WORDS 4
+
+// Phase "stage" of thread tid: its share of the copy of block `block`'s page ids into table_stage (with_table; none
+// when the block spans more than KVC_TABLE_STAGE pages: kvc_table_view then reads the table in global memory) and of
+// descriptors [c0, c1) into slice_stage (at most KVC_STAGE_WORDS words a thread). Every load is issued before the
+// first store, so a CTA's staging costs one round trip, not one per word: the kernels stage the table with the first
+// descriptors, before one barrier.
+KVC_HD void kvc_stage_phase(const KvcChecksumParams& p, uint64_t block, bool with_table, uint32_t c0, uint32_t c1, uint32_t tid,
+                            int32_t* table_stage, KvcSlice* slice_stage) {
+    uint64_t first = 0, count = 0;
+    if (with_table) {
+        kvc_block_pages(p, block, first, count);
+        if (count > KVC_TABLE_STAGE) count = 0;
+    }
+    const bool id_on = tid < count;  // KVC_TABLE_STAGE == KVC_THREADS: one page id a thread at most
+    const int32_t id = id_on ? kvc_page_id(p.table, first + tid) : 0;
     const uint64_t* src = reinterpret_cast<const uint64_t*>(p.slices + c0);
-    uint64_t* dst = reinterpret_cast<uint64_t*>(stage);
-    for (uint32_t w = tid; w < (c1 - c0) * (sizeof(KvcSlice) / 8); w += KVC_THREADS) {
-        dst[w] = kvc_ldg64(src + w);
-        KVC_HOST_COUNT(1, 1);
+    const uint32_t n = (c1 - c0) * (uint32_t)(sizeof(KvcSlice) / 8);
+    uint64_t w[KVC_STAGE_WORDS];
+    KVC_UNROLL
+    for (int k = 0; k < KVC_STAGE_WORDS; ++k) {
+        const uint32_t i = tid + k * KVC_THREADS;
+        w[k] = i < n ? kvc_ldg64(src + i) : 0;
+    }
+    if (id_on) {
+        table_stage[tid] = id;
+        KVC_HOST_COUNT(0, 1);
+    }
+    uint64_t* dst = reinterpret_cast<uint64_t*>(slice_stage);
+    KVC_UNROLL
+    for (int k = 0; k < KVC_STAGE_WORDS; ++k) {
+        const uint32_t i = tid + k * KVC_THREADS;
+        if (i < n) {
+            dst[i] = w[k];
+            KVC_HOST_COUNT(1, 1);
+        }
     }
 }
 
@@ -579,6 +598,9 @@ KVC_HD void kvc_stage_slices_phase(const KvcChecksumParams& p, uint32_t c0, uint
 // consecutive slices that a lane's batch of loads fills even where a slice holds only a few items per lane (short cells,
 // short or partial blocks), at most KVC_SLICE_SUMS_MAX_SPW so that a CTA's descriptors fit its shared-memory stage.
 #define KVC_SLICE_SUMS_MAX_SPW 16
+static_assert(KVC_WARPS * KVC_SLICE_SUMS_MAX_SPW * (sizeof(KvcSlice) / 8) <= KVC_STAGE_WORDS * KVC_THREADS
+              && KVC_SLICE_CHUNK * (sizeof(KvcSlice) / 8) <= KVC_STAGE_WORDS * KVC_THREADS, "a staging phase's words");
+static_assert(KVC_TABLE_STAGE == KVC_THREADS, "one staged page id a thread");
 KVC_HD uint32_t kvc_slice_sums_spw(const KvcChecksumParams& p) {
     return p.slices_per_part == 0 ? 1 : p.slices_per_part;
 }

@@ -29,7 +29,6 @@ __device__ __forceinline__ void kvc_block_checksums_body(const KvcChecksumParams
     __shared__ int32_t stage_table[KVC_TABLE_STAGE];
     const uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const uint64_t block = p.first_block + blockIdx.x;
-    kvc_stage_table_phase(p, block, threadIdx.x, stage_table);
     const int32_t* tab;
     uint64_t tab0;
     kvc_table_view(p, block, stage_table, tab, tab0);
@@ -38,8 +37,10 @@ __device__ __forceinline__ void kvc_block_checksums_body(const KvcChecksumParams
     uint64_t acc = 0;
     for (uint32_t c0 = s0; c0 < s1; c0 += KVC_SLICE_CHUNK) {
         const uint32_t c1 = c0 + KVC_SLICE_CHUNK < s1 ? c0 + KVC_SLICE_CHUNK : s1;
-        __syncthreads();  // the table is staged; the previous chunk is no longer read
-        kvc_stage_slices_phase(p, c0, c1, threadIdx.x, stage_slices);
+        // The first chunk is staged together with the table, as in the slices kernels (one barrier, one round trip of
+        // staging before the data); a later one once the previous chunk is no longer read.
+        if (c0 != s0) __syncthreads();
+        kvc_stage_phase(p, block, c0 == s0, c0, c1, threadIdx.x, stage_table, stage_slices);
         __syncthreads();
         acc += kvc_block_thread_range<VEC, MIX>(p, stage_slices, c0, c0, c1, tab, tab0, block, warp, lane);
     }
@@ -80,8 +81,7 @@ __device__ __forceinline__ void kvc_slice_sums_body(const KvcChecksumParams& p) 
     const uint64_t block = p.first_block + blockIdx.x;
     uint32_t c0, c1;
     kvc_slice_sums_chunk(p, blockIdx.y, c0, c1);
-    kvc_stage_table_phase(p, block, threadIdx.x, stage_table);
-    kvc_stage_slices_phase(p, c0, c1, threadIdx.x, stage_slices);
+    kvc_stage_phase(p, block, true, c0, c1, threadIdx.x, stage_table, stage_slices);
     __syncthreads();
     uint32_t i0, i1;
     kvc_slice_sums_warp_slices(p, blockIdx.y, warp, i0, i1);

@@ -24,7 +24,8 @@ static_assert(sizeof(KvcCopyParams) == 88, "KvcCopyParams ABI");
 thread_local int kvc_host_fault = 0;
 
 // What the emulated kernels counted (KVC_HOST_COUNT in kvchecksum.cuh): [0] page ids and [1] descriptor words the
-// staging phases copied, [2] loads that were on in the lanes' batches of the whole-piece walk and [3] those batches.
+// staging phases copied, [2] loads (byte cells: items) that were on in the lanes' batches of the whole-piece and byte-cell
+// walks and [3] those batches.
 static std::atomic<unsigned long long> kvc_host_counts[4];
 void kvc_host_count(int which, uint64_t n) { kvc_host_counts[which] += n; }
 
@@ -44,8 +45,8 @@ KvcChecksumParams cta_params(const KvcChecksumParams& p, uint32_t bx) {
 // Fills a stage with a pattern before its phase, so a compute phase that read it without the staging would fail.
 template <class T, size_t N> void poison(T (&a)[N]) { memset(a, 0xA5, sizeof(a)); }
 
-// A CTA of the fused kernel, phase by phase as its barriers separate them: every thread's table phase, then per chunk
-// of descriptors every thread's slices phase, then every thread's sum over the staged copies.
+// A CTA of the fused kernel, phase by phase as its barriers separate them: per chunk of descriptors every thread's
+// staging phase (the first with the table), then every thread's sum over the staged copies.
 template <int VEC, int MIX = 0>
 int block_checksums(uint32_t gx, uint32_t gy, const KvcChecksumParams& p) {
     if (gx != p.num_blocks || gy != p.num_parts || p.slices_per_part == 0) return KVC_INVALID_VALUE;
@@ -56,7 +57,6 @@ int block_checksums(uint32_t gx, uint32_t gy, const KvcChecksumParams& p) {
             const KvcChecksumParams q = cta_params(p, bx);
             const uint64_t block = q.first_block + bx;
             poison(stage_table);
-            for (uint32_t tid = 0; tid < KVC_THREADS; ++tid) kvc_stage_table_phase(q, block, tid, stage_table);
             const int32_t* tab;
             uint64_t tab0;
             kvc_table_view(q, block, stage_table, tab, tab0);
@@ -66,7 +66,7 @@ int block_checksums(uint32_t gx, uint32_t gy, const KvcChecksumParams& p) {
             for (uint32_t c0 = s0; c0 < s1; c0 += KVC_SLICE_CHUNK) {
                 const uint32_t c1 = c0 + KVC_SLICE_CHUNK < s1 ? c0 + KVC_SLICE_CHUNK : s1;
                 poison(stage_slices);
-                for (uint32_t tid = 0; tid < KVC_THREADS; ++tid) kvc_stage_slices_phase(q, c0, c1, tid, stage_slices);
+                for (uint32_t tid = 0; tid < KVC_THREADS; ++tid) kvc_stage_phase(q, block, c0 == s0, c0, c1, tid, stage_table, stage_slices);
                 for (uint32_t w = 0; w < KVC_WARPS; ++w)
                     for (uint32_t l = 0; l < 32; ++l)
                         s += kvc_block_thread_range<VEC, MIX>(q, stage_slices, c0, c0, c1, tab, tab0, block, w, l);
@@ -108,10 +108,7 @@ int slice_sums(uint32_t gx, uint32_t gy, const KvcChecksumParams& p) {
             kvc_slice_sums_chunk(q, by, c0, c1);
             poison(stage_table);
             poison(stage_slices);
-            for (uint32_t tid = 0; tid < KVC_THREADS; ++tid) {
-                kvc_stage_table_phase(q, block, tid, stage_table);
-                kvc_stage_slices_phase(q, c0, c1, tid, stage_slices);
-            }
+            for (uint32_t tid = 0; tid < KVC_THREADS; ++tid) kvc_stage_phase(q, block, true, c0, c1, tid, stage_table, stage_slices);
             const int32_t* tab;
             uint64_t tab0;
             kvc_table_view(q, block, stage_table, tab, tab0);
@@ -129,23 +126,29 @@ int slice_sums(uint32_t gx, uint32_t gy, const KvcChecksumParams& p) {
     return KVC_SUCCESS;
 }
 
-// The byte-cell kernels (kvchecksum_byte_cells_kernels.cuh): warp w of CTA (bx, by) sums slice by*KVC_WARPS + w.
+// The byte-cell kernels (kvchecksum_byte_cells_kernels.cuh): warp w of CTA (bx, by) walks its slices
+// (kvc_slice_sums_warp_slices: the planner's slices per warp) lane by lane, each slice's share handed over as the walk
+// leaves it: written to its row (slice sums) or, times its factor, added to the block's word (the kernel's atomicAdd).
 template <int MIX>
 int byte_cells(uint32_t gx, uint32_t gy, const KvcChecksumParams& p, bool slices) {
-    if (gx != p.num_blocks || (uint64_t)gy * KVC_WARPS < p.num_slices) return KVC_INVALID_VALUE;
+    if (gx != p.num_blocks || (uint64_t)gy * KVC_WARPS * kvc_slice_sums_spw(p) < p.num_slices) return KVC_INVALID_VALUE;
     const KvcByteCellSlice* sl = reinterpret_cast<const KvcByteCellSlice*>(p.slices);
     for (uint32_t by = 0; by < gy; ++by) {
         for (uint32_t bx = 0; bx < gx; ++bx) {
             const KvcChecksumParams q = cta_params(p, bx);
             for (uint32_t w = 0; w < KVC_WARPS; ++w) {
-                const int64_t i = kvc_byte_cell_slice(q, by, w);
-                if (i < 0) continue;
-                uint64_t s = 0;
-                for (uint32_t l = 0; l < 32; ++l) s += kvc_byte_cell_lane_sum<MIX>(q, sl[i], q.first_block + bx, l);
-                if (slices) {
-                    q.out[(uint64_t)i * q.out_stride + bx] = s;
-                } else {
-                    q.out[bx] += sl[i].factor * s;  // the kernel's atomicAdd
+                uint32_t i0, i1;
+                kvc_slice_sums_warp_slices(q, by, w, i0, i1);
+                if (i0 >= i1) continue;
+                for (uint32_t l = 0; l < 32; ++l) {
+                    if (slices) {
+                        HostSliceSumsEmit emit{q.out, q.out_stride, bx, l};
+                        kvc_byte_cell_lane_slices<MIX>(q, sl, i0, i1, q.first_block + bx, l, emit);
+                    } else {
+                        KvcByteCellFactorEmit e{sl, 0};
+                        kvc_byte_cell_lane_slices<MIX>(q, sl, i0, i1, q.first_block + bx, l, e);
+                        q.out[bx] += e.acc;  // the kernel's atomicAdd of the warp's sum
+                    }
                 }
             }
         }
@@ -289,8 +292,9 @@ int kvc_emulate(const char* name, uint32_t gx, uint32_t gy, uint32_t gz, uint32_
 // The ABI facts Java must agree with: 0..6 the structs' sizes, then the offset of every field Java writes, in
 // declaration order: 100+ KvcSlice, 200+ KvcChecksumParams, 250+ KvcRequest (size: 9), 300+ KvcReduceParams, 400+ KvcDigestPiece and
 // KvcDigestParams; 7, 8 their sizes (see KernelAbi); 10 the slices kernels' most slices per warp, 11..13 a lane's loads
-// per batch for 16-byte, 8-byte and byte-assembled pieces (LaunchPlanner's copies); 14 and 500+ KvcCopyParams;
-// -1 for an unknown query.
+// per batch for 16-byte, 8-byte and byte-assembled pieces, 14..15 a lane's items per batch of the byte-cell kernels
+// (K-only cells, cells with V), 16 the fused kernel's chunk of staged descriptors (LaunchPlanner's copies); 17 and 500+
+// KvcCopyParams; -1 for an unknown query.
 long long kvc_abi(int which) {
     switch (which) {
         case 0: return sizeof(KvcSlice);
@@ -329,6 +333,9 @@ long long kvc_abi(int which) {
         case 11: return KVC_BATCH_SLOTS(2);
         case 12: return KVC_BATCH_SLOTS(1);
         case 13: return KVC_BATCH_SLOTS(0);
+        case 14: return KVC_BYTE_CELL_BATCH(false);
+        case 15: return KVC_BYTE_CELL_BATCH(true);
+        case 16: return KVC_SLICE_CHUNK;
         case 250: return offsetof(KvcRequest, start_token);
         case 251: return offsetof(KvcRequest, first_block);
         case 252: return offsetof(KvcRequest, num_tokens);
@@ -344,7 +351,7 @@ long long kvc_abi(int which) {
         case 402: return offsetof(KvcDigestParams, pieces);
         case 403: return offsetof(KvcDigestParams, out);
         case 404: return offsetof(KvcDigestParams, num_pieces);
-        case 14: return sizeof(KvcCopyParams);
+        case 17: return sizeof(KvcCopyParams);
         case 500: return offsetof(KvcCopyParams, src);
         case 501: return offsetof(KvcCopyParams, dst);
         case 502: return offsetof(KvcCopyParams, src_table);

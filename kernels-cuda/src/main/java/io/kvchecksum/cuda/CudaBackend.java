@@ -127,11 +127,11 @@ public final class CudaBackend implements Backend {
 
     /**
      * Any memory on the own stream (host memory is copied to the device first); device memory only on an engine's; the
-     * byte-cell kernels take a warp per slice in a grid of at most {@link LaunchPlanner#MAX_GRID_Y} rows of warps. The
-     * verifying copy: device memory to device memory, on the own stream and on an engine's. Host memory is not copied:
-     * the kernels could read and write it only where it is pinned or registered (mapped into the device's address
-     * space), which {@link KvMemory} does not describe yet, and a pageable buffer staged through a temporary device copy
-     * would be a second copy, not a verified one. The hint (appended to every refusal of host memory) says both.
+     * byte-cell kernels' warps walk at least one slice each, in a grid of at most {@link LaunchPlanner#MAX_GRID_Y} rows of
+     * 8 warps. The verifying copy: device memory to device memory, on the own stream and on an engine's. Host memory is
+     * not copied: the kernels could read and write it only where it is pinned or registered (mapped into the device's
+     * address space), which {@link KvMemory} does not describe yet, and a pageable buffer staged through a temporary
+     * device copy would be a second copy, not a verified one. The hint (appended to every refusal of host memory) says both.
      */
     private static final BackendLimits LIMITS = new BackendLimits(EnumSet.allOf(SlicePlan.Residency.class),
             Set.of(SlicePlan.Residency.DEVICE), LaunchPlanner.MAX_GRID_Y * LaunchPlanner.WARPS,
@@ -402,7 +402,7 @@ public final class CudaBackend implements Backend {
         long upload = dstTableOff + 4L * dstTable.length;
         int nb = plan.numBlocks();
         List<List<LaunchPlanner.BlockLaunch>> grids = launches.stream()
-                .map(l -> resources.planner.slices(l.pairs().size(), nb)).toList();
+                .map(l -> resources.planner.sliceSums(l.pairs().size(), nb, 1)).toList();   // a warp per (block, pair)
         // Device plans hold fixed addresses: the plan serializes to the same bytes every time, so it keys the upload.
         return job(resources, stream, upload, nb, plan, (host, dUpload, dOut, cached) -> {
             if (!cached) {
@@ -736,7 +736,7 @@ public final class CudaBackend implements Backend {
      * for several, one {@code KvcRequest} each, from which every CTA takes its request's fields
      * ({@code kvc_request_params}). Whole pieces go through the fused {@code kvc_block_checksums} kernel or
      * {@code kvc_slice_sums} (16-, 8- or 1-byte loads by the parts' alignment), byte cells through the kernels of
-     * {@code kvchecksum_byte_cells_kernels.cuh}, a warp per slice; {@code address} gives the device address of each
+     * {@code kvchecksum_byte_cells_kernels.cuh}, each warp walking several slices; {@code address} gives the device address of each
      * region's memory. The values come back in the batch's layout ({@link CompiledPlan.Batch#numValues}).
      */
     private CudaPending launch(ContextResources resources, long stream, CompiledPlan.Batch batch,
@@ -754,11 +754,11 @@ public final class CudaBackend implements Backend {
         long requestsOff = tableOff + 8 * Math.ceilDiv(4L * pages, 8);
         long upload = batched ? requestsOff + (long) launches.size() * KernelAbi.REQUEST_BYTES : tableOff + 4L * pages;
         int alignment = byteCells ? 1 : alignmentOf(plan, address);
-        // The fused kernel's grid is (blocks x parts); the slices kernels' (blocks x groups of 8 warps' slices, several
-        // per warp where one slice would not fill a lane's batch of loads); the byte-cell kernels' (blocks x groups of
-        // 8 slices).
-        List<LaunchPlanner.BlockLaunch> grids = fused ? resources.planner.blocks(ns, nb)
-                : byteCells ? resources.planner.slices(ns, nb)
+        // The fused kernel's grid is (blocks x parts, parts large enough that each warp's walk fills a lane's batch of
+        // loads); the slices kernels' (blocks x groups of 8 warps' slices, several per warp where one slice would not
+        // fill a lane's batch); the byte-cell kernels' the same, from their cells' pieces and batch.
+        List<LaunchPlanner.BlockLaunch> grids = fused ? fusedGrids(resources.planner, plan, nb, alignment)
+                : byteCells ? resources.planner.sliceSums(ns, nb, byteCellSlicesPerWarp(resources.planner, plan, nb))
                 : resources.planner.sliceSums(ns, nb, sliceSumsSlicesPerWarp(resources.planner, plan, nb, alignment));
         String blockKernel = byteCells ? BYTE_CELL_BLOCK_CHECKSUMS
                 : byAlignment(alignment, BLOCK_CHECKSUMS_16B, BLOCK_CHECKSUMS_8B, BLOCK_CHECKSUMS_1B);
@@ -813,13 +813,46 @@ public final class CudaBackend implements Backend {
      * in that kernel's load units (16 bytes, or 8-byte pieces), and that kernel's batch.
      */
     static int sliceSumsSlicesPerWarp(LaunchPlanner planner, SlicePlan plan, int numBlocks, int alignment) {
+        return planner.sliceSumsSlicesPerWarp(plan.numSlices(), numBlocks, sliceItems(plan, alignment), batchSlots(alignment));
+    }
+
+    /**
+     * Slices per warp of the byte-cell kernels for {@code plan} (byte-cell slices) over {@code numBlocks} blocks
+     * ({@link LaunchPlanner#sliceSumsSlicesPerWarp}): from a full block of its smallest cell, in 8-byte pieces, and the
+     * larger batch of the two walks (K-only cells, cells with V), so that either fills.
+     */
+    static int byteCellSlicesPerWarp(LaunchPlanner planner, SlicePlan plan, int numBlocks) {
+        long pieces = Long.MAX_VALUE;
+        boolean kOnly = false;
+        for (SlicePlan.Slice s : plan.slices()) {
+            int vBytes = s.v() == null ? 0 : s.v().bytes();
+            pieces = Math.min(pieces, Math.ceilDiv(s.k().bytes() + vBytes, 8));
+            kOnly |= vBytes == 0;
+        }
+        int slots = kOnly ? LaunchPlanner.BYTE_CELL_BATCH_K : LaunchPlanner.BYTE_CELL_BATCH_KV;
+        return planner.sliceSumsSlicesPerWarp(plan.numSlices(), numBlocks, Math.max(1, pieces) * plan.request().blockSize(), slots);
+    }
+
+    /**
+     * The launches of the fused kernel that {@code alignment} selects for {@code plan} over {@code numBlocks} blocks
+     * ({@link LaunchPlanner#blocks}): parts sized from a full block of its smallest slice and that kernel's batch.
+     */
+    static List<LaunchPlanner.BlockLaunch> fusedGrids(LaunchPlanner planner, SlicePlan plan, int numBlocks, int alignment) {
+        return planner.blocks(plan.numSlices(), numBlocks, sliceItems(plan, alignment), batchSlots(alignment));
+    }
+
+    /** Items of a full block of the plan's smallest slice, in the load units (16 bytes, or 8-byte pieces) of {@code alignment}. */
+    private static long sliceItems(SlicePlan plan, int alignment) {
         long units = Long.MAX_VALUE;
         for (SlicePlan.Slice s : plan.slices()) {
             int pieces = s.k().pieces() + (s.v() == null ? 0 : s.v().pieces());
             units = Math.min(units, alignment >= 16 ? pieces / 2 : pieces);
         }
-        int slots = byAlignment(alignment, LaunchPlanner.BATCH_SLOTS_16B, LaunchPlanner.BATCH_SLOTS_8B, LaunchPlanner.BATCH_SLOTS_1B);
-        return planner.sliceSumsSlicesPerWarp(plan.numSlices(), numBlocks, Math.max(1, units) * plan.request().blockSize(), slots);
+        return Math.max(1, units) * plan.request().blockSize();
+    }
+
+    private static int batchSlots(int alignment) {
+        return byAlignment(alignment, LaunchPlanner.BATCH_SLOTS_16B, LaunchPlanner.BATCH_SLOTS_8B, LaunchPlanner.BATCH_SLOTS_1B);
     }
 
     static <T> T byAlignment(int alignment, T k16, T k8, T k1) {

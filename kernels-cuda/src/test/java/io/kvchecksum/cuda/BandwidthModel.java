@@ -25,11 +25,11 @@ import java.util.regex.Pattern;
  * its items in batches of {@code bytesInFlight / unit} loads, one DRAM round trip each, and a batch runs on into the
  * warp's next slice. A warp's bytes per round trip are the bytes of its walk over its round trips
  * ({@link #warpBytesPerRoundTrip}). The walk: the fused kernel's warps take every 8th slice of a chunk of 64 staged
- * descriptors (up to 8 slices a walk); the slices kernels' warps {@link LaunchPlanner#sliceSumsSlicesPerWarp}
- * consecutive slices. Grid from {@link LaunchPlanner} with the GPU's SM count; wave efficiency = waves / ceil(waves) of
- * the CTAs over the resident slots. Staging: before its first data load a fused CTA stages the block's page ids, then
- * its first chunk of slice descriptors, in shared memory (two dependent round trips, one more per further chunk of 64
- * slices); a slices CTA stages both at once (one round trip); counted pessimistically at the full DRAM latency. A
+ * descriptors (up to 8 slices a walk; the planner's parts are large enough that the walk fills a lane's batch where
+ * the slices allow); the slices kernels' warps {@link LaunchPlanner#sliceSumsSlicesPerWarp} consecutive slices. Grid from {@link LaunchPlanner} with the GPU's SM count; wave efficiency = waves / ceil(waves) of
+ * the CTAs over the resident slots. Staging: before its first data load a CTA stages the block's page ids and its
+ * first chunk of slice descriptors in shared memory at once (one round trip; a fused CTA one more per further chunk of
+ * 64 slices), counted pessimistically at the full DRAM latency. A
  * warp's loads are in flight for its work round trips out of work + staging.
  */
 final class BandwidthModel {
@@ -172,8 +172,9 @@ final class BandwidthModel {
         return slicesPerWarp * sliceItems(s, k) * k.unit() / warpBytesPerRoundTrip(s, k, walkSlices);
     }
 
+    /** The fused CTA's staging: the page ids with the first chunk of descriptors, then each further chunk of 64. */
     static int stagingRoundTrips(int slicesPerPart) {
-        return 1 + Math.ceilDiv(slicesPerPart, 64);
+        return Math.max(1, Math.ceilDiv(slicesPerPart, 64));
     }
 
     record Row(Shape shape, Gpu gpu, long requestBytes, long blocks, int parts, long ctas, double inFlightPerSm,
@@ -226,7 +227,7 @@ final class BandwidthModel {
             work = warpWorkRoundTrips(s, k, slicesPerWarp, slicesPerWarp);
             staging = 1;
         } else {
-            f = planner.blocks(s.slices(), (int) blocks).get(0);
+            f = planner.blocks(s.slices(), (int) blocks, sliceItems(s, k), k.batchSlots()).get(0);
             activeWarps = Math.min(LaunchPlanner.WARPS, f.slicesPerPart());
             int perPart = Math.max(f.slicesPerPart(), LaunchPlanner.WARPS);
             work = warpWorkRoundTrips(s, k, (double) perPart / LaunchPlanner.WARPS, fusedWalkSlices(perPart));

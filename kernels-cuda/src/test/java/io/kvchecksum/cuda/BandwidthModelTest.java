@@ -111,6 +111,23 @@ class BandwidthModelTest {
         assertTrue(planned >= BandwidthModel.GOAL, "the planner's slices per warp: the model gives " + planned);
     }
 
+    /**
+     * The fused kernel's parts for tiny slices: fp8 head 64 at 16 MiB (171 blocks) took parts of 8 slices for CTAs
+     * enough, one slice a warp, half a lane's batch, and the model expected 0.42 of peak on H100. The planner now takes
+     * parts of 16 (two slices a warp, full batches, 513 CTAs, about two waves): the model expects the goal on H100 at
+     * 1.0 us.
+     */
+    @Test
+    void fusedPartsOfTinySlicesFillTheBatchAt16MiB() {
+        BandwidthModel.Kernel k = new BandwidthModel.Kernel(CudaBackend.BLOCK_CHECKSUMS_16B, 128, 16, 2, 124);
+        BandwidthModel.Shape tiny = BandwidthModel.SHAPES.get(4);
+        BandwidthModel.Row r = BandwidthModel.row(tiny, 16L << 20, BandwidthModel.GPUS.get(0), k);
+        assertEquals(171, r.blocks());
+        assertEquals(3, r.parts());
+        double e = r.expected(BandwidthModel.LATENCY);
+        assertTrue(e >= BandwidthModel.GOAL, "fp8 head 64 at 16 MiB on H100: the model gives " + e);
+    }
+
     /** The per-warp figure against hand counts (kvchecksum.cuh's lane mapping) at 128 B = 8 loads x 16 B per lane. */
     @Test
     void warpBytesPerRoundTripMatchesHandCounts() {

@@ -1016,7 +1016,8 @@ public final class DeviceCheck {
             double ratioI = fusedI.gbs(bytes) / readI.gbs(bytes);
             Double ofSpec = device.specGBs() == null ? null : fusedGbs / device.specGBs();
             double xL2 = (double) bytes / device.l2Bytes();
-            LaunchPlanner.BlockLaunch f = b.primaryResources().planner.blocks(g.numSlices(), reqA.numBlocks()).get(0);
+            LaunchPlanner.BlockLaunch f = CudaBackend.fusedGrids(b.primaryResources().planner, planA, reqA.numBlocks(),
+                    CudaBackend.alignmentOf(planA, mem -> mem instanceof KvMemory.Device dm ? dm.address() : 0)).get(0);
             boolean exact = bad.isEmpty();
             line(String.format(Locale.ROOT, "%7d %9s %6.1f %-10s %9.1f %9.1f %9.1f %7.3f %7.3f %9.1f %9.1f %9.1f %9.1f %6.3f %6.3f %6s %8.1f %8.1f %5.2f %5d%s", tokens,
                     BandwidthModel.human(bytes), xL2, v.name(), fusedGbs, newTable.gbs(bytes), readA.gbs(bytes), ratio, ratioI, seq.gbs(bytes),

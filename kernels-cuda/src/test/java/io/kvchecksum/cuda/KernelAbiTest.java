@@ -15,6 +15,9 @@ class KernelAbiTest {
         assertEquals(LaunchPlanner.BATCH_SLOTS_16B, lib.kvc_abi(11), "KVC_BATCH_SLOTS(2)");
         assertEquals(LaunchPlanner.BATCH_SLOTS_8B, lib.kvc_abi(12), "KVC_BATCH_SLOTS(1)");
         assertEquals(LaunchPlanner.BATCH_SLOTS_1B, lib.kvc_abi(13), "KVC_BATCH_SLOTS(0)");
+        assertEquals(LaunchPlanner.BYTE_CELL_BATCH_K, lib.kvc_abi(14), "KVC_BYTE_CELL_BATCH(false)");
+        assertEquals(LaunchPlanner.BYTE_CELL_BATCH_KV, lib.kvc_abi(15), "KVC_BYTE_CELL_BATCH(true)");
+        assertEquals(LaunchPlanner.MAX_FUSED_WALK * LaunchPlanner.WARPS, lib.kvc_abi(16), "KVC_SLICE_CHUNK");
         assertEquals(KernelAbi.CHECKSUM_PARAMS_BYTES, lib.kvc_abi(1), "sizeof(KvcChecksumParams)");
         assertEquals(DeviceCheck.FILL_PARAMS_BYTES, lib.kvc_abi(5), "sizeof(KvcFillParams)");
         assertEquals(DeviceCheck.SUM_PARAMS_BYTES, lib.kvc_abi(6), "sizeof(KvcSumParams)");
@@ -49,7 +52,7 @@ class KernelAbiTest {
         assertEquals(KernelAbi.PARAMS_OUT_STRIDE, lib.kvc_abi(212), "KvcChecksumParams.out_stride");
         assertEquals(KernelAbi.PARAMS_REQUESTS, lib.kvc_abi(213), "KvcChecksumParams.requests");
         assertEquals(KernelAbi.PARAMS_NUM_REQUESTS, lib.kvc_abi(214), "KvcChecksumParams.num_requests");
-        assertEquals(KernelAbi.COPY_PARAMS_BYTES, lib.kvc_abi(14), "sizeof(KvcCopyParams)");
+        assertEquals(KernelAbi.COPY_PARAMS_BYTES, lib.kvc_abi(17), "sizeof(KvcCopyParams)");
         int[] copy = {KernelAbi.COPY_SRC, KernelAbi.COPY_DST, KernelAbi.COPY_SRC_TABLE, KernelAbi.COPY_DST_TABLE, KernelAbi.COPY_OUT,
             KernelAbi.COPY_START_TOKEN, KernelAbi.COPY_FIRST_BLOCK, KernelAbi.COPY_NUM_TOKENS, KernelAbi.COPY_BLOCK_SIZE,
             KernelAbi.COPY_SRC_PAGE_SIZE, KernelAbi.COPY_DST_PAGE_SIZE, KernelAbi.COPY_NUM_PAIRS, KernelAbi.COPY_NUM_BLOCKS};

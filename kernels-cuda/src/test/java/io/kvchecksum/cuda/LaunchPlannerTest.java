@@ -15,11 +15,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class LaunchPlannerTest {
     private static final int H200_SMS = 132;
+    /** A full 16-token block of a bf16 head-128 slice (256 + 256 bytes): 32 units of 16 bytes a token, 16 a lane. */
+    private static final long LLAMA_ITEMS = 32 * 16;
+    private static final int SLOTS = LaunchPlanner.BATCH_SLOTS_16B;
 
     @Test
     void singleBlockOfLlama8bSpreadsSlicesOverManyCtas() {
         // 32 layers x 8 KV heads, one 16-token block: one CTA per 8 slices (one per warp), adding atomically.
-        List<LaunchPlanner.BlockLaunch> p = new LaunchPlanner(H200_SMS, 1 << 20).blocks(256, 1);
+        List<LaunchPlanner.BlockLaunch> p = new LaunchPlanner(H200_SMS, 1 << 20).blocks(256, 1, LLAMA_ITEMS, SLOTS);
         assertEquals(1, p.size());
         LaunchPlanner.BlockLaunch f = p.get(0);
         assertEquals(32, f.numParts());
@@ -29,7 +32,7 @@ class LaunchPlannerTest {
     @Test
     void longRequestsUseOneCtaPerBlock() {
         // 128k tokens in 16-token blocks: 8192 CTAs already give 8 waves of 2 resident CTAs on 132 SMs.
-        List<LaunchPlanner.BlockLaunch> p = new LaunchPlanner(H200_SMS, 1 << 20).blocks(256, 8192);
+        List<LaunchPlanner.BlockLaunch> p = new LaunchPlanner(H200_SMS, 1 << 20).blocks(256, 8192, LLAMA_ITEMS, SLOTS);
         LaunchPlanner.BlockLaunch f = p.get(0);
         assertEquals(1, f.numParts());
         assertEquals(256, f.slicesPerPart());
@@ -37,13 +40,13 @@ class LaunchPlannerTest {
 
     @Test
     void veryLongRequestsAreChunked() {
-        List<LaunchPlanner.BlockLaunch> p = new LaunchPlanner(H200_SMS, 1000).blocks(80, 2500);
+        List<LaunchPlanner.BlockLaunch> p = new LaunchPlanner(H200_SMS, 1000).blocks(80, 2500, LLAMA_ITEMS, SLOTS);
         assertEquals(3, p.size());
         assertEquals(0, p.get(0).blockOffset());
         assertEquals(1000, p.get(1).blockOffset());
         assertEquals(2000, p.get(2).blockOffset());
         assertEquals(500, p.get(2).numBlocks());
-        assertEquals(2, new LaunchPlanner(1, 3).slices(9, 4).size());
+        assertEquals(2, new LaunchPlanner(1, 3).sliceSums(9, 4, 1).size());
     }
 
     @Test
@@ -57,7 +60,9 @@ class LaunchPlannerTest {
             int slices = 1 + rnd.nextInt(i % 10 == 0 ? 1_000_000 : 700);
             int blocks = 1 + rnd.nextInt(i % 3 == 0 ? 100_000 : 40);
             LaunchPlanner pl = new LaunchPlanner(sms, maxBlocks);
-            List<LaunchPlanner.BlockLaunch> p = pl.blocks(slices, blocks);
+            long items = 1 + rnd.nextInt(i % 4 == 0 ? 2000 : 300);
+            int slots = i % 2 == 0 ? LaunchPlanner.BATCH_SLOTS_16B : LaunchPlanner.BATCH_SLOTS_8B;
+            List<LaunchPlanner.BlockLaunch> p = pl.blocks(slices, blocks, items, slots);
             int next = 0;
             for (LaunchPlanner.BlockLaunch f : p) {
                 String who = "sms " + sms + " maxBlocks " + maxBlocks + " slices " + slices + " blocks " + blocks + ": " + f;
@@ -70,18 +75,49 @@ class LaunchPlannerTest {
                 // whole warps: every part but a short group's is a multiple of the 8 warps
                 assertTrue(slices < LaunchPlanner.WARPS || f.slicesPerPart() % LaunchPlanner.WARPS == 0
                         || f.slicesPerPart() == slices, who + ": " + f.slicesPerPart() + " slices per part");
+                // a warp's walk fills a lane's batch where the slices allow (at most a chunk's walk of 8)
+                long need = Math.min(LaunchPlanner.MAX_FUSED_WALK, LaunchPlanner.batchFill(items, slots));
+                if (slices >= LaunchPlanner.WARPS * need) {
+                    assertTrue(f.slicesPerPart() >= LaunchPlanner.WARPS * need, who + ": " + items + " items, walk of " + need);
+                }
                 next += f.numBlocks();
             }
             assertEquals(blocks, next);
         }
     }
 
+    /**
+     * The fused kernel's parts for tiny slices: fp8 with head size 64 (64 + 64 bytes, 8 units of 16 bytes a token) at
+     * 16 MiB (24 layers x 2 heads, 171 blocks of 16) would get parts of 8 slices for CTAs enough on 132 SMs, one slice a
+     * warp and half a lane's batch (4 of 8 loads); the planner takes parts of 16, two slices a warp, a full batch, and
+     * still 513 CTAs (about 2 waves of the 264 resident). Shapes whose slices fill a batch alone keep today's parts.
+     */
+    @Test
+    void fusedPartsOfTinySlicesFillALanesBatch() {
+        LaunchPlanner planner = new LaunchPlanner(H200_SMS, 1 << 20);
+        LaunchPlanner.BlockLaunch f = planner.blocks(48, 171, 8 * 16, LaunchPlanner.BATCH_SLOTS_16B).get(0);
+        assertEquals(16, f.slicesPerPart());
+        assertEquals(3, f.numParts());
+        // 8-byte loads: 16 pieces a token, 8 a lane, a batch of 16: two slices a warp too
+        assertEquals(16, planner.blocks(48, 171, 16 * 16, LaunchPlanner.BATCH_SLOTS_8B).get(0).slicesPerPart());
+        // fp8 head 32, blocks of 4: 4 x 4 = 16 items, 1 a lane: 8 slices a warp (a chunk's walk), where there are 64
+        assertEquals(64, planner.blocks(64, 10, 4 * 4, LaunchPlanner.BATCH_SLOTS_16B).get(0).slicesPerPart());
+        // 20 slices: two a warp where 16 allow it, the rest in a short part
+        LaunchPlanner.BlockLaunch few = planner.blocks(20, 1, 8 * 16, LaunchPlanner.BATCH_SLOTS_16B).get(0);
+        assertEquals(16, few.slicesPerPart());
+        assertEquals(2, few.numParts());
+        // fewer than 8 slices: one part, as before
+        assertEquals(5, planner.blocks(5, 1, 8 * 16, LaunchPlanner.BATCH_SLOTS_16B).get(0).slicesPerPart());
+        // Llama-3-8B at 16 MiB: a slice fills two batches alone, parts of 8 as before
+        assertEquals(8, planner.blocks(256, 8, LLAMA_ITEMS, SLOTS).get(0).slicesPerPart());
+    }
+
     @Test
     void groupsTooLargeForTheSlicesKernelAreRejectedClearly() {
         InvalidLayoutException e = assertThrows(InvalidLayoutException.class,
-                () -> new LaunchPlanner(1, 1).slices(LaunchPlanner.MAX_GRID_Y * LaunchPlanner.WARPS + 1, 1));
+                () -> new LaunchPlanner(1, 1).sliceSums(LaunchPlanner.MAX_GRID_Y * LaunchPlanner.WARPS + 1, 1, 1));
         assertTrue(e.getMessage().contains("slices"), e.getMessage());
-        assertEquals(1, new LaunchPlanner(1, 1).slices(LaunchPlanner.MAX_GRID_Y * LaunchPlanner.WARPS, 1).size());
+        assertEquals(1, new LaunchPlanner(1, 1).sliceSums(LaunchPlanner.MAX_GRID_Y * LaunchPlanner.WARPS, 1, 1).size());
     }
 
     @Test
@@ -130,7 +166,7 @@ class LaunchPlannerTest {
         List<LaunchPlanner.BlockLaunch> g = new LaunchPlanner(H200_SMS, 1 << 20).sliceSums(256, 10, 2);
         assertEquals(16, g.get(0).numParts());
         assertEquals(2, g.get(0).slicesPerPart());
-        assertEquals(32, new LaunchPlanner(H200_SMS, 1 << 20).slices(256, 10).get(0).numParts());
+        assertEquals(32, new LaunchPlanner(H200_SMS, 1 << 20).sliceSums(256, 10, 1).get(0).numParts());
         assertEquals(3, new LaunchPlanner(H200_SMS, 1 << 20).sliceSums(35, 1, 2).get(0).numParts());
         assertThrows(IllegalArgumentException.class, () -> new LaunchPlanner(1, 1).sliceSums(8, 1, LaunchPlanner.MAX_SLICES_PER_WARP + 1));
     }

@@ -18,9 +18,9 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * The GPU-only staging runs in CI: the host emulation runs the kernels' shared-memory staging phases
- * ({@code kvc_stage_table_phase}, {@code kvc_stage_slices_phase}) for every thread of a CTA before the lanes, over stages
- * it first fills with a pattern, so a lane reading a stage the phases did not fill gives a wrong value; the counters of
- * the host library say how much each phase copied. And the occupancy variant ({@link CudaBackend#VARIANT_PROPERTY}):
+ * ({@code kvc_stage_phase}: the page ids with the first descriptors, then each further chunk of descriptors) for every
+ * thread of a CTA before the lanes, over stages it first fills with a pattern, so a lane reading a stage the phases
+ * did not fill gives a wrong value; the counters of the host library say how much each phase copied. And the occupancy variant ({@link CudaBackend#VARIANT_PROPERTY}):
  * {@code occupancy3} launches the {@code _occ3} kernels, with the same values.
  */
 class StagingAndVariantTest {

@@ -19,9 +19,11 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Random;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -96,9 +98,14 @@ class TinySliceSumsTest {
                 assertEquals(ref.sliceSums(SlicePlan.of(g, r, s)), cuda.sliceSums(SlicePlan.of(dev, r, s)), who + " (device memory)");
                 assertEquals(ref.sliceSums(ref.compile(g, step, s)), cuda.sliceSums(cuda.compile(dev, step, s)),
                         who + " (" + step.size() + " requests in one launch)");
+                assertArrayEquals(ref.blockChecksums(SlicePlan.of(g, r, s)), cuda.blockChecksums(SlicePlan.of(dev, r, s)),
+                        who + " (block checksums)");
+                assertEquals(ref.blockChecksums(ref.compile(g, step, s)).stream().map(a -> Arrays.stream(a).boxed().toList()).toList(),
+                        cuda.blockChecksums(cuda.compile(dev, step, s)).stream().map(a -> Arrays.stream(a).boxed().toList()).toList(),
+                        who + " (block checksums, " + step.size() + " requests in one launch)");
                 for (FakeCudaDriver.Launch l : fake.launchLog) {
                     kernels.add(l.name());
-                    if (l.name().startsWith("kvc_slice_sums")) {
+                    if (l.name().startsWith("kvc_slice_sums") || l.name().startsWith("kvc_byte_cells")) {
                         spw = Math.max(spw, l.slicesPerPart());
                     }
                 }
@@ -143,15 +150,32 @@ class TinySliceSumsTest {
             List<CacheLayer> mixed = new ArrayList<>(group(rnd, arena, 3, 8, 64, 64, 16, 12).layers());
             mixed.add(new CacheLayer(99, 0, 1, region(rnd, arena, 132, 1, 16, 12, 0), null));
             KvCacheGroup withBytes = new KvCacheGroup(mixed, 16, 12);
-            check("fp8 head 64 and 132-byte cells, block 16", withBytes, request(rnd, withBytes, 16 * 4 + 3, 16),
-                    new ChecksumSpec(ChecksumMode.STANDARD, CellPadding.ZEROS), rnd);
+            ChecksumSpec padded = new ChecksumSpec(ChecksumMode.STANDARD, CellPadding.ZEROS);
+            check("fp8 head 64 and 132-byte cells, block 16", withBytes, request(rnd, withBytes, 16 * 4 + 3, 16), padded, rnd);
+            // byte cells alone, many slices: index-K's 132-byte cells (K only), and 12 + 20 bytes (pieces straddling K
+            // and V); the byte-cell kernels' warps walk several slices where one does not fill a batch
+            KvCacheGroup indexK = group(rnd, arena, 6, 4, 132, 0, 16, 12);
+            check("132-byte cells, 24 slices, block 16", indexK, request(rnd, indexK, 16 * 3 + 5, 16), padded, rnd);
+            assertTrue(check("132-byte cells, 24 slices, block 2", indexK, request(rnd, indexK, 2 * 7 + 1, 2), padded, rnd) > 1,
+                    "132-byte cells, block 2");
+            KvCacheGroup straddle = group(rnd, arena, 5, 7, 12, 20, 8, 12);
+            assertTrue(check("12 + 20-byte cells, 35 slices, block 16", straddle, request(rnd, straddle, 16 * 3 + 9, 16), padded,
+                    rnd) > 1, "12 + 20-byte cells");
+            KvCacheGroup mixedBytes = new KvCacheGroup(List.of(new CacheLayer(1, 0, 3, region(rnd, arena, 12, 3, 16, 12, 0),
+                    region(rnd, arena, 20, 3, 16, 12, 0)), new CacheLayer(2, 0, 4, region(rnd, arena, 60, 4, 16, 12, 0), null),
+                    new CacheLayer(5, 0, 12, region(rnd, arena, 20, 12, 16, 12, 0), null)), 16, 12);
+            // 19 slices, 2 a warp: the walk of slices 2 (with V) and 3 (K only) takes the path with V
+            assertEquals(2, check("byte cells with and without V in one walk, block 4", mixedBytes,
+                    request(rnd, mixedBytes, 4 * 9 + 3, 4), padded, rnd), "byte cells with and without V");
         }
     }
 
     /**
      * Full blocks of tiny slices: every lane's batch of loads runs full at run time (the host emulation counts the loads
-     * that are on per batch), the {@code KVC_BATCH_SLOTS} of the variant; one slice per warp would fill half (fp8 head
-     * 64) or a quarter (head 32) of it.
+     * that are on per batch), the {@code KVC_BATCH_SLOTS} of the variant, in the slices kernels and in the fused
+     * block-checksum kernels (whose parts the planner makes large enough for a warp's walk to fill the batch); one slice
+     * per warp would fill half (fp8 head 64) or a quarter (head 32) of it. The same for byte cells, both kernels, in
+     * pieces per batch ({@code KVC_BYTE_CELL_BATCH}): 60-byte K-only cells give a lane 4 of 8, 12 + 20-byte cells 2 of 4.
      */
     @Test
     void fullBlocksOfTinySlicesFillEveryBatch() {
@@ -166,7 +190,10 @@ class TinySliceSumsTest {
                 new Shape("fp8 head 64, 8-byte loads", 4, 8, 64, 64, 8, LaunchPlanner.BATCH_SLOTS_8B),
                 new Shape("fp8 head 64, byte-assembled pieces", 4, 8, 64, 64, 4, LaunchPlanner.BATCH_SLOTS_1B),
                 new Shape("fp8 head 32, 16-byte loads", 8, 4, 32, 32, 0, LaunchPlanner.BATCH_SLOTS_16B),
-                new Shape("fp8 head 32, 8-byte loads", 8, 4, 32, 32, 8, LaunchPlanner.BATCH_SLOTS_8B));
+                new Shape("fp8 head 32, 8-byte loads", 8, 4, 32, 32, 8, LaunchPlanner.BATCH_SLOTS_8B),
+                new Shape("byte cells, 60 bytes K only", 4, 8, 60, 0, 0, LaunchPlanner.BYTE_CELL_BATCH_K),
+                new Shape("byte cells, 12 + 20 bytes", 4, 8, 12, 20, 0, LaunchPlanner.BYTE_CELL_BATCH_KV));
+        ChecksumSpec padded = new ChecksumSpec(ChecksumMode.STANDARD, CellPadding.ZEROS);
         try (Arena arena = Arena.ofConfined(); CudaBackend backend = new CudaBackend(fake, 0, Cuda.fatbin(), 1 << 20)) {
             KvChecksum cuda = KvChecksum.of(backend);
             long[] counts = new long[2];
@@ -174,12 +201,20 @@ class TinySliceSumsTest {
                 KvCacheGroup g = group(rnd, arena, s.layers(), s.heads(), s.k(), s.v(), 16, 12, s.offset());
                 RequestBlocks r = request(rnd, g, 16 * 6, 16);
                 lib.kvc_batch_counts(counts);  // reset
-                assertEquals(KvChecksums.reference().sliceSums(g, r), cuda.sliceSums(g, r), s.label());
+                assertEquals(KvChecksums.reference().sliceSums(SlicePlan.of(g, r, padded)), cuda.sliceSums(SlicePlan.of(g, r, padded)),
+                        s.label());
                 lib.kvc_batch_counts(counts);
                 double perBatch = (double) counts[0] / counts[1];
-                System.out.printf("%s: %d loads on in %d batches of a lane, %.2f of %d per batch%n", s.label(), counts[0],
-                        counts[1], perBatch, s.slots());
-                assertEquals(s.slots(), perBatch, 0.0, s.label() + ": loads on per batch of a lane");
+                System.out.printf("%s, slice sums: %d loads on in %d batches of a lane, %.2f of %d per batch%n", s.label(),
+                        counts[0], counts[1], perBatch, s.slots());
+                assertEquals(s.slots(), perBatch, 0.0, s.label() + ": loads on per batch of a lane, slice sums");
+                assertArrayEquals(KvChecksums.reference().blockChecksums(SlicePlan.of(g, r, padded)),
+                        cuda.blockChecksums(SlicePlan.of(g, r, padded)), s.label());
+                lib.kvc_batch_counts(counts);
+                perBatch = (double) counts[0] / counts[1];
+                System.out.printf("%s, block checksums: %d loads on in %d batches of a lane, %.2f of %d per batch%n", s.label(),
+                        counts[0], counts[1], perBatch, s.slots());
+                assertEquals(s.slots(), perBatch, 0.0, s.label() + ": loads on per batch of a lane, block checksums");
             }
         }
     }
