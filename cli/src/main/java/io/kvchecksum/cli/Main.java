@@ -139,7 +139,9 @@ public final class Main implements Callable<Integer> {
         m.put("payload", PayloadCommand::new);
         m.put("demo", DemoCommand::new);
         m.put("bench", BenchCommand::new);
-        m.put("help", CommandLine.HelpCommand::new);
+        // A lambda, not CommandLine.HelpCommand::new: a method reference to a picocli class (class file version 49,
+        // which the AOT cache leaves out) made JDK 25.0.3 crash while writing the cache (cli/aot-cache.sh).
+        m.put("help", () -> new CommandLine.HelpCommand());
         return m;
     }
 
