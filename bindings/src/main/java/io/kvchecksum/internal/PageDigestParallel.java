@@ -4,9 +4,9 @@ import io.kvchecksum.Adler32Parts;
 import io.kvchecksum.InvalidLayoutException;
 import io.kvchecksum.KvMemory;
 import io.kvchecksum.PageDigestPlan;
+import io.kvchecksum.spi.CpuWorkSplit;
 
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
@@ -20,40 +20,66 @@ import java.util.zip.Adler32;
  * several runs, a run several chunks), each chunk's Adler-32 computed on its own thread, the values joined in stream
  * order with {@link Adler32Parts#combine}.
  *
- * <p>The per-chunk loop is {@code java.util.zip.Adler32}: HotSpot compiles its {@code update} to an AVX2/AVX-512 stub
- * on x86-64, which ran at 22 GB/s on one core of the development machine with the data in cache (1 MiB chunks), above
- * the 12 GB/s of a plain 8-byte read loop over the same memory; a Vector API prototype (bytes zero-extended to int
- * lanes of prefix sums) reached 20 GB/s in one JVM and under 1 GB/s in others (when the JIT does not vectorize it),
- * so the stub stays (docs/bench-cpu.md).
+ * <p>The per-chunk loop: {@link VectorAdler32} for streams under {@value CpuWorkSplit#PARALLEL_BYTES} bytes (the size
+ * the CPU backend treats as in cache) where the JVM has the Vector API module at 512 bits; otherwise
+ * {@code java.util.zip.Adler32}, one call per piece (HotSpot's AVX2/AVX-512 stub). The vector loop keeps its running
+ * sums in registers from one page to the next, where the stub pays a call per page: at SGLang's default page size 1
+ * (2 KiB pages) in cache, one thread, 22 GB/s against the stub's 17 (25 on one contiguous buffer). At 256 bits it ran
+ * no faster than the stub, and from memory neither was ahead beyond the noise of the shared development machine
+ * (docs/bench-cpu.md, "SGLang's page digest").
  *
  * <p>A chunk is a position in the plan's run list and a byte count, not a list of its pieces: at SGLang's default page
- * size 1 a stream of 256 MiB is 131072 runs of 2 KiB, and building a piece object for each on every call cost as much
- * as a tenth of the digest (docs/bench-cpu.md, "SGLang's page digest").
+ * size 1 a stream of 256 MiB is 131072 runs of 2 KiB, and building a piece object for each on every call took a large
+ * share of the digest's time (docs/bench-cpu.md, "SGLang's page digest").
  */
 public final class PageDigestParallel {
     private PageDigestParallel() {
+    }
+
+    /** Whether {@link VectorAdler32} runs in this JVM: the module is there and the width is one it was sized for. */
+    static final boolean VECTOR = vectorUsable();
+
+    private static boolean vectorUsable() {
+        if (ModuleLayer.boot().findModule("jdk.incubator.vector").isEmpty()) {
+            return false;
+        }
+        try {
+            return VectorAdler32.usable();
+        } catch (LinkageError e) {
+            return false;
+        }
     }
 
     /** Where a chunk starts: run {@code run} of the plan, {@code offset} bytes into it. */
     private record Start(int run, long offset) {
     }
 
+    /** Whether {@link VectorAdler32} runs here at 512 bits, where it is the faster loop in cache (class comment). */
+    private static final boolean VECTOR_WIDE = VECTOR && VectorAdler32.vectorBytes() >= 64;
+
     /** Adler-32 of the plan's stream, using {@code pool} for chunks when {@code parallel}. */
     public static long digest(PageDigestPlan plan, String backend, ExecutorService pool, boolean parallel, long chunkBytes) {
+        return digest(plan, backend, pool, parallel, chunkBytes,
+                VECTOR_WIDE && plan.totalBytes() < CpuWorkSplit.PARALLEL_BYTES);
+    }
+
+    /** {@link #digest(PageDigestPlan, String, ExecutorService, boolean, long)} with the loop chosen: tests run both. */
+    static long digest(PageDigestPlan plan, String backend, ExecutorService pool, boolean parallel, long chunkBytes,
+            boolean vector) {
         if (!plan.isHostResident()) {
             throw new InvalidLayoutException("backend " + backend + " cannot read device memory for the page digest");
         }
         List<PageDigestPlan.Run> runs = plan.runs();
         long total = plan.totalBytes();
         if (!parallel || total <= chunkBytes) {
-            return total == 0 ? Adler32Parts.EMPTY : adler(runs, new Start(0, 0), total);
+            return total == 0 ? Adler32Parts.EMPTY : adler(runs, new Start(0, 0), total, vector);
         }
         List<Start> starts = starts(runs, chunkBytes);
         List<Callable<Long>> calls = new ArrayList<>(starts.size());
         for (int i = 0; i < starts.size(); i++) {
             Start s = starts.get(i);
             long length = Math.min(chunkBytes, total - i * chunkBytes);
-            calls.add(() -> adler(runs, s, length));
+            calls.add(() -> adler(runs, s, length, vector));
         }
         long acc = Adler32Parts.EMPTY;
         try {
@@ -106,7 +132,10 @@ public final class PageDigestParallel {
      * Adler-32 of {@code length} bytes of the stream from {@code start}. Runs that continue each other in memory
      * (pages in address order) are summed as one piece: one {@code update} call instead of one per page.
      */
-    private static long adler(List<PageDigestPlan.Run> runs, Start start, long length) {
+    private static long adler(List<PageDigestPlan.Run> runs, Start start, long length, boolean vector) {
+        if (vector) {
+            return VectorAdler32.digest(runs, start.run(), start.offset(), length);
+        }
         Adler32 a = new Adler32();
         int i = start.run();
         long skip = start.offset();
