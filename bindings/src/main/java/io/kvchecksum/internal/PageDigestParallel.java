@@ -25,8 +25,9 @@ import java.util.zip.Adler32;
  * {@code java.util.zip.Adler32}, one call per piece (HotSpot's AVX2/AVX-512 stub). The vector loop keeps its running
  * sums in registers from one page to the next, where the stub pays a call per page: at SGLang's default page size 1
  * (2 KiB pages) in cache, one thread, 22 GB/s against the stub's 17 (25 on one contiguous buffer). At 256 bits it ran
- * no faster than the stub, and from memory neither was ahead beyond the noise of the shared development machine
- * (docs/bench-cpu.md, "SGLang's page digest").
+ * no faster than the stub, and from memory neither was ahead beyond the noise of the shared development machine. The
+ * vector loop is slow until C2 compiles it (its first second in a fresh JVM at megabytes per second), a cost an engine
+ * pays once (docs/bench-cpu.md, "SGLang's page digest").
  *
  * <p>A chunk is a position in the plan's run list and a byte count, not a list of its pieces: at SGLang's default page
  * size 1 a stream of 256 MiB is 131072 runs of 2 KiB, and building a piece object for each on every call took a large
