@@ -4,6 +4,7 @@ import io.kvchecksum.Adler32Parts;
 import io.kvchecksum.InvalidLayoutException;
 import io.kvchecksum.KvMemory;
 import io.kvchecksum.PageDigestPlan;
+import io.kvchecksum.spi.CpuWorkSplit;
 
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
@@ -19,38 +20,73 @@ import java.util.zip.Adler32;
  * several runs, a run several chunks), each chunk's Adler-32 computed on its own thread, the values joined in stream
  * order with {@link Adler32Parts#combine}.
  *
- * <p>The per-chunk loop is {@code java.util.zip.Adler32}: HotSpot compiles its {@code update} to an AVX2/AVX-512 stub
- * on x86-64, which ran at 22 GB/s on one core of the development machine with the data in cache (1 MiB chunks), above
- * the 12 GB/s of a plain 8-byte read loop over the same memory; a Vector API prototype (bytes zero-extended to int
- * lanes of prefix sums) reached 20 GB/s in one JVM and under 1 GB/s in others (when the JIT does not vectorize it),
- * so the stub stays (docs/bench-cpu.md).
+ * <p>The per-chunk loop: {@link VectorAdler32} for streams under {@value CpuWorkSplit#PARALLEL_BYTES} bytes (the size
+ * the CPU backend treats as in cache) where the JVM has the Vector API module at 512 bits; otherwise
+ * {@code java.util.zip.Adler32}, one call per piece (HotSpot's AVX2/AVX-512 stub). The vector loop keeps its running
+ * sums in registers from one page to the next, where the stub pays a call per page: at SGLang's default page size 1
+ * (2 KiB pages) in cache, one thread, 22 GB/s against the stub's 17 (25 on one contiguous buffer). At 256 bits it ran
+ * no faster than the stub, and from memory neither was ahead beyond the noise of the shared development machine. The
+ * vector loop is slow until C2 compiles it (its first second in a fresh JVM at megabytes per second), a cost an engine
+ * pays once (docs/bench-cpu.md, "SGLang's page digest").
+ *
+ * <p>A chunk is a position in the plan's run list and a byte count, not a list of its pieces: at SGLang's default page
+ * size 1 a stream of 256 MiB is 131072 runs of 2 KiB, and building a piece object for each on every call took a large
+ * share of the digest's time (docs/bench-cpu.md, "SGLang's page digest").
  */
 public final class PageDigestParallel {
     private PageDigestParallel() {
     }
 
-    /** One contiguous piece of a chunk. */
-    private record Piece(MemorySegment segment, long offset, long length) {
+    /** Whether {@link VectorAdler32} runs in this JVM: the module is there and the width is one it was sized for. */
+    static final boolean VECTOR = vectorUsable();
+
+    private static boolean vectorUsable() {
+        if (ModuleLayer.boot().findModule("jdk.incubator.vector").isEmpty()) {
+            return false;
+        }
+        try {
+            return VectorAdler32.usable();
+        } catch (LinkageError e) {
+            return false;
+        }
     }
+
+    /** Where a chunk starts: run {@code run} of the plan, {@code offset} bytes into it. */
+    private record Start(int run, long offset) {
+    }
+
+    /** Whether {@link VectorAdler32} runs here at 512 bits, where it is the faster loop in cache (class comment). */
+    private static final boolean VECTOR_WIDE = VECTOR && VectorAdler32.vectorBytes() >= 64;
 
     /** Adler-32 of the plan's stream, using {@code pool} for chunks when {@code parallel}. */
     public static long digest(PageDigestPlan plan, String backend, ExecutorService pool, boolean parallel, long chunkBytes) {
+        return digest(plan, backend, pool, parallel, chunkBytes,
+                VECTOR_WIDE && plan.totalBytes() < CpuWorkSplit.PARALLEL_BYTES);
+    }
+
+    /** {@link #digest(PageDigestPlan, String, ExecutorService, boolean, long)} with the loop chosen: tests run both. */
+    static long digest(PageDigestPlan plan, String backend, ExecutorService pool, boolean parallel, long chunkBytes,
+            boolean vector) {
         if (!plan.isHostResident()) {
             throw new InvalidLayoutException("backend " + backend + " cannot read device memory for the page digest");
         }
-        List<List<Piece>> chunks = chunks(plan, parallel ? chunkBytes : Long.MAX_VALUE);
-        if (chunks.size() <= 1) {
-            return chunks.isEmpty() ? Adler32Parts.EMPTY : adler(chunks.get(0));
+        List<PageDigestPlan.Run> runs = plan.runs();
+        long total = plan.totalBytes();
+        if (!parallel || total <= chunkBytes) {
+            return total == 0 ? Adler32Parts.EMPTY : adler(runs, new Start(0, 0), total, vector);
         }
-        List<Callable<Long>> calls = new ArrayList<>(chunks.size());
-        for (List<Piece> c : chunks) {
-            calls.add(() -> adler(c));
+        List<Start> starts = starts(runs, chunkBytes);
+        List<Callable<Long>> calls = new ArrayList<>(starts.size());
+        for (int i = 0; i < starts.size(); i++) {
+            Start s = starts.get(i);
+            long length = Math.min(chunkBytes, total - i * chunkBytes);
+            calls.add(() -> adler(runs, s, length, vector));
         }
         long acc = Adler32Parts.EMPTY;
         try {
             List<Future<Long>> done = pool.invokeAll(calls);
             for (int i = 0; i < done.size(); i++) {
-                acc = Adler32Parts.combine(acc, done.get(i).get(), length(chunks.get(i)));
+                acc = Adler32Parts.combine(acc, done.get(i).get(), Math.min(chunkBytes, total - i * chunkBytes));
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -74,76 +110,67 @@ public final class PageDigestParallel {
         return true;
     }
 
-    private static List<List<Piece>> chunks(PageDigestPlan plan, long chunkBytes) {
-        List<List<Piece>> out = new ArrayList<>();
-        List<Piece> cur = new ArrayList<>();
-        long room = chunkBytes;
-        for (PageDigestPlan.Run r : plan.runs()) {
-            MemorySegment s = ((KvMemory.Host) r.memory()).segment();
-            long at = r.offset();
-            long left = r.length();
-            while (left > 0) {
-                long take = Math.min(left, room);
-                Piece last = cur.isEmpty() ? null : cur.getLast();
-                if (last != null && last.segment() == s && last.offset() + last.length() == at) {
-                    // the run continues the previous one in memory (pages in address order): one longer piece
-                    cur.set(cur.size() - 1, new Piece(s, last.offset(), last.length() + take));
-                } else {
-                    cur.add(new Piece(s, at, take));
-                }
-                at += take;
-                left -= take;
-                room -= take;
-                if (room == 0) {
-                    out.add(cur);
-                    cur = new ArrayList<>();
-                    room = chunkBytes;
-                }
+    /** Where each chunk of {@code chunkBytes} of the stream starts (the last chunk may be shorter). */
+    private static List<Start> starts(List<PageDigestPlan.Run> runs, long chunkBytes) {
+        List<Start> out = new ArrayList<>();
+        long next = 0;   // stream position of the next chunk's start
+        long at = 0;     // stream position of run i's first byte
+        for (int i = 0; i < runs.size(); i++) {
+            long len = runs.get(i).length();
+            while (next < at + len) {
+                out.add(new Start(i, next - at));
+                next += chunkBytes;
             }
-        }
-        if (!cur.isEmpty()) {
-            out.add(cur);
+            at += len;
         }
         return out;
     }
 
-    private static long length(List<Piece> chunk) {
-        long n = 0;
-        for (Piece p : chunk) {
-            n += p.length();
-        }
-        return n;
-    }
-
+    /** A ByteBuffer holds at most 2^31-1 bytes: longer pieces are summed in slices of this size. */
     private static final long BUFFER = 1L << 30;
 
-    /** Pieces up to this size get their next piece's cache lines touched first (see {@link #adler}). */
-    private static final long TOUCH_BELOW = 8 << 10;
-    private static volatile long blackhole;
-
-    private static long adler(List<Piece> chunk) {
-        Adler32 a = new Adler32();
-        long touched = 0;
-        for (int i = 0; i < chunk.size(); i++) {
-            Piece p = chunk.get(i);
-            // Pages in page-table order jump around memory, and a small page ends before the hardware prefetchers
-            // have caught on: reading one byte per cache line of the next piece first keeps its loads in flight
-            // while this one is summed (as the checksum loop does for its next block).
-            if (p.length() <= TOUCH_BELOW && i + 1 < chunk.size()) {
-                Piece next = chunk.get(i + 1);
-                long end = next.offset() + Math.min(next.length(), TOUCH_BELOW);
-                for (long o = next.offset(); o < end; o += 64) {
-                    touched += next.segment().get(java.lang.foreign.ValueLayout.JAVA_BYTE, o);
-                }
-            }
-            // a ByteBuffer holds at most 2^31-1 bytes
-            for (long at = 0; at < p.length(); at += BUFFER) {
-                a.update(p.segment().asSlice(p.offset() + at, Math.min(BUFFER, p.length() - at)).asByteBuffer());
-            }
+    /**
+     * Adler-32 of {@code length} bytes of the stream from {@code start}. Runs that continue each other in memory
+     * (pages in address order) are summed as one piece: one {@code update} call instead of one per page.
+     */
+    private static long adler(List<PageDigestPlan.Run> runs, Start start, long length, boolean vector) {
+        if (vector) {
+            return VectorAdler32.digest(runs, start.run(), start.offset(), length);
         }
-        if (touched == 42) {
-            blackhole = touched;   // the touched bytes must look used, or the JIT drops the loads
+        Adler32 a = new Adler32();
+        int i = start.run();
+        long skip = start.offset();
+        long left = length;
+        MemorySegment seg = null;
+        long pieceAt = 0;
+        long pieceLen = 0;
+        while (left > 0) {
+            PageDigestPlan.Run r = runs.get(i++);
+            MemorySegment s = ((KvMemory.Host) r.memory()).segment();
+            long at = r.offset() + skip;
+            long take = Math.min(r.length() - skip, left);
+            skip = 0;
+            left -= take;
+            if (s == seg && pieceAt + pieceLen == at) {
+                pieceLen += take;
+                continue;
+            }
+            if (seg != null) {
+                update(a, seg, pieceAt, pieceLen);
+            }
+            seg = s;
+            pieceAt = at;
+            pieceLen = take;
+        }
+        if (seg != null) {
+            update(a, seg, pieceAt, pieceLen);
         }
         return a.getValue();
+    }
+
+    private static void update(Adler32 a, MemorySegment s, long offset, long length) {
+        for (long at = 0; at < length; at += BUFFER) {
+            a.update(s.asSlice(offset + at, Math.min(BUFFER, length - at)).asByteBuffer());
+        }
     }
 }

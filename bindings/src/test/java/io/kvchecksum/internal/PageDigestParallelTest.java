@@ -59,6 +59,11 @@ class PageDigestParallelTest {
                 List.of(new StateRow("ssm", KvMemory.host(state), 3, 4096)));
     }
 
+    /** The loops this JVM runs: java.util.zip.Adler32 always, the Vector API one where the module is there. */
+    private static boolean[] loops() {
+        return PageDigestParallel.VECTOR ? new boolean[] {false, true} : new boolean[] {false};
+    }
+
     @Test
     void chunkEdgesAnywhereGiveTheLiteralDigest() {
         System.out.println("PageDigestParallelTest seed 0x" + Long.toHexString(SEED));
@@ -69,7 +74,10 @@ class PageDigestParallelTest {
             long literal = PageDigestReference.digest(plan, "reference");
             for (long chunk : new long[] {1, 7, 1000, 4096, 4097, 65521, 65536, 100_000, plan.totalBytes() - 1,
                     plan.totalBytes(), 1L << 40}) {
-                assertEquals(literal, PageDigestParallel.digest(plan, "cpu", pool, true, chunk), "chunk " + chunk);
+                for (boolean vector : loops()) {
+                    assertEquals(literal, PageDigestParallel.digest(plan, "cpu", pool, true, chunk, vector),
+                            "chunk " + chunk + (vector ? ", Vector API loop" : ", java.util.zip.Adler32"));
+                }
             }
         } finally {
             pool.shutdown();
@@ -96,7 +104,10 @@ class PageDigestParallelTest {
                     RequestBlocks.of(table, table.length, 4)));
             long literal = PageDigestReference.digest(plan, "reference");
             for (long chunk : new long[] {100, 256, 1000, 2560, Long.MAX_VALUE}) {
-                assertEquals(literal, PageDigestParallel.digest(plan, "cpu", pool, true, chunk), "chunk " + chunk);
+                for (boolean vector : loops()) {
+                    assertEquals(literal, PageDigestParallel.digest(plan, "cpu", pool, true, chunk, vector),
+                            "chunk " + chunk + (vector ? ", Vector API loop" : ", java.util.zip.Adler32"));
+                }
             }
         } finally {
             pool.shutdown();

@@ -2,6 +2,7 @@ package io.kvchecksum.cli;
 
 import io.kvchecksum.BackendUnavailableException;
 import io.kvchecksum.InvalidLayoutException;
+import io.kvchecksum.cli.dump.DumpFile;
 import io.kvchecksum.cli.dump.InvalidInputException;
 import io.kvchecksum.cli.dump.InvalidOptionException;
 import io.kvchecksum.engine.wire.MalformedPayloadException;
@@ -95,6 +96,7 @@ public final class Main implements Callable<Integer> {
 
     /** Runs the command line and exits with its code; restarts with the Vector API module first where that helps. */
     public static void main(String[] args) {
+        prefetchDumps(args);
         watchParent();
         Integer child = reexecWithVectorModule(args);
         if (child != null) {
@@ -105,6 +107,17 @@ public final class Main implements Callable<Integer> {
         cl.setOut(new PrintWriter(new OutputStreamWriter(System.out, cs), true));
         cl.setErr(new PrintWriter(new OutputStreamWriter(System.err, System.err.charset()), true));
         System.exit(execute(cl, args));
+    }
+
+    /**
+     * For the one-shot commands that read dumps ({@code sum}, {@code verify}, {@code diff}): starts reading the large
+     * files among the arguments on another thread while this one parses the command line ({@link DumpFile#prefetch}).
+     */
+    private static void prefetchDumps(String[] args) {
+        String command = Arrays.stream(args).filter(a -> !a.startsWith("-")).findFirst().orElse("");
+        if (command.equals("sum") || command.equals("verify") || command.equals("diff")) {
+            DumpFile.prefetch(Arrays.asList(args));
+        }
     }
 
     /**
@@ -139,7 +152,9 @@ public final class Main implements Callable<Integer> {
         m.put("payload", PayloadCommand::new);
         m.put("demo", DemoCommand::new);
         m.put("bench", BenchCommand::new);
-        m.put("help", CommandLine.HelpCommand::new);
+        // A lambda, not CommandLine.HelpCommand::new: a method reference to a picocli class (class file version 49,
+        // which the AOT cache leaves out) made JDK 25.0.3 crash while writing the cache (cli/aot-cache.sh).
+        m.put("help", () -> new CommandLine.HelpCommand());
         return m;
     }
 

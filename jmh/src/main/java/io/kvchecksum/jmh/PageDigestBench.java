@@ -28,8 +28,11 @@ import java.util.stream.IntStream;
  * SGLang's page digest (Adler-32 of the request's stream, {@link KvChecksum#pageDigest}) against the read bound, in
  * one run on one fixture: a Llama-3-8B-shaped SGLang pool (32 layers, {@code k_buffer}/{@code v_buffer} of
  * {@code [slots, 8, 128]} bf16) holding exactly the request's pages, the page table a seeded shuffle. {@code digest}
- * is the backend's page digest, {@code read} reads the same buffers once with the threads the CPU backend uses
- * ({@link MemoryBound}); the result is their ratio ({@code docs/bench-cpu.md}, "SGLang's page digest").
+ * is the backend's page digest; {@code readPages} is a plain read of the same pages in the same order (the digest's
+ * stream: every page a part of its own, split over the CPU backend's threads as the digest splits it,
+ * {@link MemoryBound}), what the digest is judged against; {@code read} reads the same buffers whole, front to back
+ * (the bound of the same bytes without the scatter). The results are the ratios {@code readPages / digest} and
+ * {@code read / digest} of their times ({@code docs/bench-cpu.md}, "SGLang's page digest").
  *
  * <p>Set-up checks the backend's digest against {@code java.util.zip.Adler32} over the same stream (the reference
  * backend) before anything is timed.
@@ -56,6 +59,7 @@ public class PageDigestBench extends Bench {
     private KvChecksum digest;
     private PageDigestPlan plan;
     private MemoryBound bound;
+    private MemoryBound pageBound;
 
     @Setup(Level.Trial)
     public void setUp() {
@@ -89,6 +93,12 @@ public class PageDigestBench extends Bench {
         check(got == expected, backend + " page digest 0x" + Long.toHexString(got) + " differs from "
                 + "java.util.zip.Adler32's 0x" + Long.toHexString(expected));
         bound = closing(new MemoryBound(all, Runtime.getRuntime().availableProcessors()));
+        List<MemorySegment> pagesInOrder = new ArrayList<>(plan.runs().size());
+        for (PageDigestPlan.Run r : plan.runs()) {
+            pagesInOrder.add(((KvMemory.Host) r.memory()).segment().asSlice(r.offset(), r.length()));
+        }
+        pageBound = closing(new MemoryBound(pagesInOrder, Runtime.getRuntime().availableProcessors()));
+        check(pageBound.read() == bound.read(), "the pages in stream order do not hold the buffers' bytes");
         System.out.println("page digest fixture: " + plan + ", " + digest.description());
     }
 
@@ -98,9 +108,18 @@ public class PageDigestBench extends Bench {
         return digest.pageDigest(plan);
     }
 
-    /** Reads every byte of the same buffers once, with the CPU backend's threads: the bound. */
+    /** Reads every byte of the same buffers once, front to back, with the CPU backend's threads. */
     @Benchmark
     public long read() {
         return bound.read();
+    }
+
+    /**
+     * Reads the digest's stream: the same pages in the same order, with the same threads and the same split (chunks
+     * of at least 1 MiB, at most four per thread): the plain read the digest is judged against.
+     */
+    @Benchmark
+    public long readPages() {
+        return pageBound.read();
     }
 }

@@ -222,9 +222,55 @@ public record DumpFile(Path path, String format, Arena arena, Map<String, Tensor
             if (size == 0) {
                 return MemorySegment.NULL.reinterpret(0);
             }
+            MemorySegment early = PREFETCHED.remove(path.toAbsolutePath().normalize());
+            if (early != null && early.byteSize() == size) {
+                return early;
+            }
             return ch.map(FileChannel.MapMode.READ_ONLY, 0, size, arena);
         } catch (IOException e) {
             throw unreadable(path, e);
+        }
+    }
+
+    /** Files from this size on are worth {@link #prefetch}ing. */
+    static final long PREFETCH_BYTES = 64L << 20;
+
+    /** Mappings made by {@link #prefetch}, by absolute path, until a dump opens them. */
+    private static final java.util.concurrent.ConcurrentHashMap<Path, MemorySegment> PREFETCHED =
+            new java.util.concurrent.ConcurrentHashMap<>();
+
+    /**
+     * Starts reading the regular files of {@code paths} of at least {@value #PREFETCH_BYTES} bytes on a background
+     * thread, before the command line is even parsed: each is mapped, and its pages are touched
+     * ({@link MemorySegment#load()}), so that the page tables are filled while the JVM is still starting, on another
+     * core; {@link #open} then uses that mapping. A one-shot {@code sum} of a 2 GiB dump otherwise takes its page
+     * faults after start-up. Anything that goes wrong here (a path that is no file, a file cut short while it is read)
+     * is left for {@link #open} to report: this only ever costs or saves time. The mappings live until the JVM ends.
+     *
+     * @param paths the command's arguments; those that are not large regular files are ignored
+     */
+    public static void prefetch(List<String> paths) {
+        for (String p : paths) {
+            try {
+                Path path = Path.of(p).toAbsolutePath().normalize();
+                if (!Files.isRegularFile(path) || Files.size(path) < PREFETCH_BYTES || PREFETCHED.containsKey(path)) {
+                    continue;
+                }
+                MemorySegment m;
+                try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
+                    m = ch.map(FileChannel.MapMode.READ_ONLY, 0, ch.size(), Arena.ofAuto());
+                }
+                PREFETCHED.put(path, m);
+                Thread.ofPlatform().daemon().name("kvchecksum-prefetch").start(() -> {
+                    try {
+                        m.load();
+                    } catch (Throwable t) {
+                        // a file that shrank (SIGBUS) or anything else: open() reads it again and says what is wrong
+                    }
+                });
+            } catch (IOException | RuntimeException e) {
+                // not a readable file: open() reports it, if it is a dump at all
+            }
         }
     }
 
