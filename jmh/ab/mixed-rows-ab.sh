@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The mixed mode's row pass against the head-by-head loops it replaced, with the standard mode and the project's read
-# bound alongside, in one JVM per case (jmh/ab/MixedRowsAb.java): docs/bench-cpu.md, "Mixed mode cost". Builds jmh/target/benchmarks.jar when
-# missing or stale. Threads: all processors (as the backend ships); extra JVM flags follow the rounds, e.g. -XX:UseAVX=2.
+# bound alongside, in one JVM per case (jmh/ab/MixedRowsAb.java): docs/bench-cpu.md, "Mixed mode cost". Builds
+# jmh/target/benchmarks.jar when missing or stale. Threads: all processors (as the backend ships); extra JVM flags follow the rounds, e.g. -XX:UseAVX=2.
 #
-#   jmh/ab/rows-ab.sh [rounds] [jvm flags...]      # default 41 rounds: llama3-8b-tp1 at 1MiB and 128MiB (4x LLC)
+#   [SIZES="1MiB 128MiB"] jmh/ab/mixed-rows-ab.sh [rounds] [jvm flags...]   # default 41 rounds: llama3-8b-tp1, 1MiB and
+#   128MiB (4x the 32 MiB LLC of the development VM)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 java_home=${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
