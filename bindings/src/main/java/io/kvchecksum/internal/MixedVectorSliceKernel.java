@@ -31,7 +31,10 @@ final class MixedVectorSliceKernel implements SliceKernel {
     private static final long M32 = 0xFFFFFFFFL;
     private static final long HI = ~M32;
 
-    /** Whether side-by-side heads from memory are read a row per pass ({@link #rowsAffine}); false only in A/B runs. */
+    /**
+     * Whether side-by-side heads from memory are read a row per pass ({@link #rowsAffine}), and other heads at 256 bits
+     * by the row pass one head at a time; false only in A/B runs.
+     */
     private final boolean rows;
 
     /**
@@ -49,8 +52,9 @@ final class MixedVectorSliceKernel implements SliceKernel {
     }
 
     /**
-     * {@code rowPass} false: heads from memory head by head, the caller touching the next block ahead (the loops
-     * before the row pass), kept so tests and the A/B run ({@code jmh/ab/MixedRowsAb.java}) can run both forms.
+     * {@code rowPass} false: heads from memory head by head, the caller touching the next block ahead, and at 256 bits
+     * position-major (the loops before the row pass), kept so tests and the A/B run ({@code jmh/ab/MixedRowsAb.java})
+     * can run both forms.
      */
     MixedVectorSliceKernel(boolean rowPass) {
         this.rows = rowPass;
@@ -224,6 +228,22 @@ final class MixedVectorSliceKernel implements SliceKernel {
             rowPass(kSeg, kBase, kStride, n, t0, cell, 0, kPieces, heads, out);
             if (vSeg != null) {
                 rowPass(vSeg, vBase, vStride, n, t0, cell, kPieces, vPieces, heads, out);
+            }
+            return;
+        }
+        if (rows && fromMemory && POSITION_MAJOR) {
+            // The position-major loop reads a block in strided passes, one vector per token each: from memory that
+            // left MLA at 0.29-0.34 of the standard mode at 4x LLC, the row pass per head 0.53-0.60 in the same runs
+            // (docs/bench-cpu.md); so from memory each head's rows are read front to back.
+            long[] one = new long[1];
+            for (int h = 0; h < heads; h++) {
+                int cell = kPieces + (vSeg == null ? 0 : vPieces);
+                one[0] = 0;
+                rowPass(kSeg, kBase + h * kHeadStride, kStride, n, t0, cell, 0, kPieces, 1, one);
+                if (vSeg != null) {
+                    rowPass(vSeg, vBase + h * vHeadStride, vStride, n, t0, cell, kPieces, vPieces, 1, one);
+                }
+                out[h] = one[0];
             }
             return;
         }

@@ -39,6 +39,59 @@ class MixedRowPassTest {
         return sum;
     }
 
+    /**
+     * Heads that are not side by side (one head: MLA's 72 and 144 pieces; head-major heads) from memory: at 256 bits
+     * each head's rows go through the row pass instead of the position-major loop; at every width against the
+     * definition.
+     */
+    @Test
+    void oneHeadAtATimeFromMemoryMatchesTheMixedDefinition() {
+        assumeTrue(ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent(), "no jdk.incubator.vector module");
+        SplittableRandom rnd = new SplittableRandom(SEED + 1);
+        MixedVectorSliceKernel k = new MixedVectorSliceKernel();
+        int lanes = KernelSpecies.S.length();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment s = arena.allocate(1 << 20, 8);
+            for (long o = 0; o < s.byteSize(); o += 8) {
+                s.set(ValueLayout.JAVA_LONG, o, rnd.nextLong());
+            }
+            int cases = 0;
+            for (int pieces : new int[] {144, 72, 32, lanes}) {
+                if (pieces % lanes != 0) {
+                    continue;
+                }
+                for (int heads : new int[] {1, 2, 3}) {
+                    for (boolean kOnly : new boolean[] {true, false}) {
+                        int cell = kOnly ? pieces : 2 * pieces;
+                        for (int n : new int[] {1, 5, 16, 64}) {
+                            long tokenStride = 8L * pieces + (rnd.nextBoolean() ? 0 : 8L * lanes);
+                            long headStride = tokenStride * n + 64;
+                            long kBase = rnd.nextInt(64);
+                            long vBase = 500_000 + rnd.nextInt(64);
+                            long t0 = rnd.nextLong(1L << 40);
+                            long[] expected = new long[heads];
+                            for (int h = 0; h < heads; h++) {
+                                expected[h] = definition(s, kBase + h * headStride, tokenStride, n, t0, cell, 0, pieces)
+                                        + (kOnly ? 0 : definition(s, vBase + h * headStride, tokenStride, n, t0, cell,
+                                                pieces, pieces));
+                            }
+                            long[] out = new long[heads + 1];
+                            Arrays.fill(out, 7);
+                            k.headsAffine(s, kBase, tokenStride, headStride, pieces, kOnly ? null : s, vBase, tokenStride,
+                                    headStride, kOnly ? 0 : pieces, heads, n, t0, true, out);
+                            String what = heads + " heads of " + pieces + " pieces" + (kOnly ? " (K only)" : "") + ", n "
+                                    + n + ", stride " + tokenStride + ", t0 " + t0;
+                            assertArrayEquals(expected, Arrays.copyOf(out, heads), what);
+                            assertEquals(7, out[heads], "nothing written past the heads: " + what);
+                            cases++;
+                        }
+                    }
+                }
+            }
+            System.out.println(cases + " mixed one-head-at-a-time cases at " + KernelSpecies.S.vectorBitSize() + " bits");
+        }
+    }
+
     @Test
     void rowsOfSideBySideHeadsMatchTheMixedDefinition() {
         // the pom's scalar-loops run (no jdk.incubator.vector) runs it only when named with -Dtest
