@@ -208,7 +208,7 @@ final class MixedVectorSliceKernel implements SliceKernel {
     /**
      * Side-by-side heads from memory are read a row per pass ({@link #rowPass}) wherever each head's region is whole
      * vectors: the head-by-head loops read a block in strided passes of one head's cells (the next block touched
-     * ahead), which left the mixed mode at 0.3-0.5 of the standard mode at 4x LLC, the row pass at 0.5-0.9 on the same
+     * ahead), which left the mixed mode at 0.2-0.45 of the standard mode at 4x LLC, the row pass at 0.3-0.9 on the same
      * loaded machine, in the same runs (docs/bench-cpu.md, "Mixed mode cost"). At the preferred width: on AMD family
      * 25 the row pass in 256-bit vectors measured no better at 512-bit preferred width (unlike the standard mode's).
      */
@@ -255,7 +255,7 @@ final class MixedVectorSliceKernel implements SliceKernel {
      * One region of every head, each token's row of {@code heads} side-by-side regions read front to back (token
      * {@code i}'s row at {@code base + i*stride}): per row vector {@code q} the running sums {@code A_q += f(x)} and
      * {@code T_q += A_q} in a thread's scratch (L1; the mixer, not these loads and stores, sets the pace), then head
-     * {@code h}'s vectors contribute {@code A(c0 + 2vL + 2l) - 2P*T} with {@code c0 = 2(base + P(t0 + n)) + 1}, as
+     * {@code h}'s vectors contribute {@code A(c0 + 2vL + 2l) - 2P*T} with {@code c0 = 2(pieceBase + P(t0 + n)) + 1}, as
      * {@link SliceKernel#finishRows} but a vector at a time. Adds head {@code h}'s sum to {@code out[h]}.
      */
     static void rowPass(MemorySegment seg, long base, long stride, int n, long t0, int cellPieces, int pieceBase,
