@@ -18,6 +18,7 @@ import java.nio.ByteOrder;
  * The mixer is about fifteen vector operations: with four or eight of them in one loop body (the standard loops'
  * unrolling) C2 stops inlining at {@code NodeCountInliningCutoff} and boxes every vector (measured: 15x slower). One
  * accumulator pair is enough, since the mixer's arithmetic, not the adds' latency, sets the pace (docs/bench-cpu.md).
+ * The row pass from memory ({@link #rowPass}) keeps one pair per row vector in a thread's scratch instead.
  *
  * <p>The mixer's multiplies are {@code LongVector} multiplies of two operands masked to their low 32 bits (the
  * constant too), the shape HotSpot compiles to {@code vpmuludq} on AVX2/AVX-512 (JDK-8341137) instead of an emulated
@@ -29,6 +30,35 @@ final class MixedVectorSliceKernel implements SliceKernel {
     private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
     private static final long M32 = 0xFFFFFFFFL;
     private static final long HI = ~M32;
+
+    /**
+     * Whether side-by-side heads from memory are read a row per pass ({@link #rowsAffine}), and other heads at 256 bits
+     * by the row pass one head at a time; false only in A/B runs.
+     */
+    private final boolean rows;
+
+    /**
+     * Whether {@link #rowPass} mixes two vectors per step: at 256 bits (no AVX-512) two mixers in one loop body ran
+     * 1.17x faster in L1 than one ({@code MixerBench.mixedTwo}); at 512 bits not (0.96x), so one there.
+     */
+    private static final boolean TWO_PER_STEP = !KernelSpecies.WIDE_REGISTER_FILE;
+
+    /** Scratch of {@link #rowPass}: each thread's per-piece running sums of one row. */
+    private static final ThreadLocal<long[][]> ROW_SUMS = ThreadLocal.withInitial(() -> new long[2][0]);
+
+    /** The kernel as the backend ships it: side-by-side heads from memory a row per pass. */
+    MixedVectorSliceKernel() {
+        this(true);
+    }
+
+    /**
+     * {@code rowPass} false: heads from memory head by head, the caller touching the next block ahead, and at 256 bits
+     * position-major (the loops before the row pass), kept so tests and the A/B run ({@code jmh/ab/MixedRowsAb.java})
+     * can run both forms.
+     */
+    MixedVectorSliceKernel(boolean rowPass) {
+        this.rows = rowPass;
+    }
 
     /**
      * The mixer on every lane: exactly {@link Definition#feistel3}, each round's fold written so that the xors fuse
@@ -173,6 +203,104 @@ final class MixedVectorSliceKernel implements SliceKernel {
             }
         }
         SliceKernel.finishRows(n, t0, cellPieces, pieceBase, regionPieces, heads, a, t, out);
+    }
+
+    /**
+     * Side-by-side heads from memory are read a row per pass ({@link #rowPass}) wherever each head's region is whole
+     * vectors: the head-by-head loops read a block in strided passes of one head's cells (the next block touched
+     * ahead), which left the mixed mode at 0.2-0.45 of the standard mode at 4x LLC, the row pass at 0.3-0.9 on the same
+     * loaded machine, in the same runs (docs/bench-cpu.md, "Mixed mode cost"). At the preferred width: on AMD family
+     * 25 the row pass in 256-bit vectors measured no better at 512-bit preferred width (unlike the standard mode's).
+     */
+    @Override
+    public boolean rowsAffine(int heads, int kPieces, long kHeadStride, int vPieces, long vHeadStride) {
+        return rows && heads > 1 && kHeadStride == 8L * kPieces && kPieces % L == 0
+                && (vPieces == 0 || (vHeadStride == 8L * vPieces && vPieces % L == 0));
+    }
+
+    @Override
+    public void headsAffine(MemorySegment kSeg, long kBase, long kStride, long kHeadStride, int kPieces, MemorySegment vSeg,
+            long vBase, long vStride, long vHeadStride, int vPieces, int heads, int n, long t0, boolean fromMemory,
+            long[] out) {
+        if (fromMemory && rowsAffine(heads, kPieces, kHeadStride, vSeg == null ? 0 : vPieces, vHeadStride)) {
+            int cell = kPieces + (vSeg == null ? 0 : vPieces);
+            java.util.Arrays.fill(out, 0, heads, 0);
+            rowPass(kSeg, kBase, kStride, n, t0, cell, 0, kPieces, heads, out);
+            if (vSeg != null) {
+                rowPass(vSeg, vBase, vStride, n, t0, cell, kPieces, vPieces, heads, out);
+            }
+            return;
+        }
+        if (rows && fromMemory && POSITION_MAJOR) {
+            // The position-major loop reads a block in strided passes, one vector per token each: from memory that
+            // left MLA at 0.29-0.34 of the standard mode at 4x LLC, the row pass per head 0.53-0.60 in the same runs
+            // (docs/bench-cpu.md); so from memory each head's rows are read front to back.
+            long[] one = new long[1];
+            for (int h = 0; h < heads; h++) {
+                int cell = kPieces + (vSeg == null ? 0 : vPieces);
+                one[0] = 0;
+                rowPass(kSeg, kBase + h * kHeadStride, kStride, n, t0, cell, 0, kPieces, 1, one);
+                if (vSeg != null) {
+                    rowPass(vSeg, vBase + h * vHeadStride, vStride, n, t0, cell, kPieces, vPieces, 1, one);
+                }
+                out[h] = one[0];
+            }
+            return;
+        }
+        SliceKernel.super.headsAffine(kSeg, kBase, kStride, kHeadStride, kPieces, vSeg, vBase, vStride, vHeadStride, vPieces,
+                heads, n, t0, fromMemory, out);
+    }
+
+    /**
+     * One region of every head, each token's row of {@code heads} side-by-side regions read front to back (token
+     * {@code i}'s row at {@code base + i*stride}): per row vector {@code q} the running sums {@code A_q += f(x)} and
+     * {@code T_q += A_q} in a thread's scratch (L1; the mixer, not these loads and stores, sets the pace), then head
+     * {@code h}'s vectors contribute {@code A(c0 + 2vL + 2l) - 2P*T} with {@code c0 = 2(pieceBase + P(t0 + n)) + 1}, as
+     * {@link SliceKernel#finishRows} but a vector at a time. Adds head {@code h}'s sum to {@code out[h]}.
+     */
+    static void rowPass(MemorySegment seg, long base, long stride, int n, long t0, int cellPieces, int pieceBase,
+            int regionPieces, int heads, long[] out) {
+        int total = heads * regionPieces;
+        long[][] sums = ROW_SUMS.get();
+        if (sums[0].length < total) {
+            sums[0] = new long[total];
+            sums[1] = new long[total];
+        }
+        long[] a = sums[0];
+        long[] t = sums[1];
+        java.util.Arrays.fill(a, 0, total, 0);
+        java.util.Arrays.fill(t, 0, total, 0);
+        int pairEnd = TWO_PER_STEP ? total - total % (2 * L) : 0;
+        for (int i = 0; i < n; i++) {
+            long at = base + i * stride;
+            int q = 0;
+            for (; q < pairEnd; q += 2 * L) {
+                LongVector x0 = mix(LongVector.fromMemorySegment(S, seg, at + 8L * q, LE));
+                LongVector x1 = mix(LongVector.fromMemorySegment(S, seg, at + 8L * (q + L), LE));
+                LongVector s0 = LongVector.fromArray(S, a, q).add(x0);
+                LongVector s1 = LongVector.fromArray(S, a, q + L).add(x1);
+                s0.intoArray(a, q);
+                s1.intoArray(a, q + L);
+                LongVector.fromArray(S, t, q).add(s0).intoArray(t, q);
+                LongVector.fromArray(S, t, q + L).add(s1).intoArray(t, q + L);
+            }
+            for (; q < total; q += L) {
+                LongVector sum = LongVector.fromArray(S, a, q)
+                        .add(mix(LongVector.fromMemorySegment(S, seg, at + 8L * q, LE)));
+                sum.intoArray(a, q);
+                LongVector.fromArray(S, t, q).add(sum).intoArray(t, q);
+            }
+        }
+        long twoP = 2L * cellPieces;
+        LongVector w0 = VectorSliceKernel.TWO_IOTA.add(2L * pieceBase + 1 + twoP * (t0 + n));
+        for (int h = 0, q = 0; h < heads; h++) {
+            LongVector g = LongVector.zero(S);
+            for (int p = 0; p < regionPieces; p += L, q += L) {
+                g = g.add(LongVector.fromArray(S, a, q).mul(w0.add(2L * p)))
+                        .sub(LongVector.fromArray(S, t, q).mul(twoP));
+            }
+            out[h] += g.reduceLanes(VectorOperators.ADD);
+        }
     }
 
     @Override

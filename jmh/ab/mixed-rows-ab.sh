@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The mixed mode's row pass against the head-by-head loops it replaced, with the standard mode and the project's read
+# bound alongside, in one JVM per case (jmh/ab/MixedRowsAb.java): docs/bench-cpu.md, "Mixed mode cost". Builds
+# jmh/target/benchmarks.jar when missing or stale. Threads: all processors (as the backend ships); extra JVM flags follow the rounds, e.g. -XX:UseAVX=2.
+#
+#   [SIZES="1MiB 128MiB"] jmh/ab/mixed-rows-ab.sh [rounds] [jvm flags...]   # default 41 rounds: llama3-8b-tp1, 1MiB and
+#   128MiB (4x the 32 MiB LLC of the development VM)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+java_home=${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
+rounds=${1:-41}
+shift || true
+jar=$root/jmh/target/benchmarks.jar
+# Rebuilt when missing or older than any of its sources, as readbound-compare.sh does.
+if [[ ! -f $jar || -n $(find "$root/jmh/src" "$root/bindings/src/main" "$root/bench/src/main" -newer "$jar" -type f -print -quit 2>/dev/null) ]]; then
+    (cd "$root" && JAVA_HOME=$java_home mvn -o -B -ntp -q -pl jmh -am package -DskipTests -Dkvchecksum.skipCuda=true \
+        -Dexec.skip=true) >&2
+fi
+out=$root/jmh/target/ab
+mkdir -p "$out"
+"$java_home/bin/javac" -nowarn --add-modules jdk.incubator.vector -cp "$jar" -d "$out" "$root/jmh/ab/MixedRowsAb.java" 2>&1 \
+    | grep -v '^warning\|^Note\|incubating' >&2 || true
+threads=$(nproc)
+for size in ${SIZES:-1MiB 128MiB}; do
+    uptime
+    "$java_home/bin/java" -Xmx4g --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED "$@" \
+        -cp "$out:$jar" io.kvchecksum.internal.MixedRowsAb llama3-8b-tp1 "$size" "$threads" "$rounds" 2>&1 | grep -v '^WARNING'
+done
