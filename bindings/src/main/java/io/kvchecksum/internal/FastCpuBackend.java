@@ -360,6 +360,7 @@ public final class FastCpuBackend implements Backend {
         Scratch scratch = new Scratch();
         Sink sink = new Sink();
         List<Runnable> publish = null;
+        long touched = 0;
         for (Unit u : units) {
             int k = u.launch;
             SlicePlan p = plans[k];
@@ -372,8 +373,13 @@ public final class FastCpuBackend implements Backend {
                     sink.toSlices(values[k], p.numBlocks());
                 }
                 if (u.run == null) {
-                    for (SlicePlan.LayerRun run : p.layerRuns()) {
-                        compute(p, run, order, u.p0, u.p1, true, sink, scratch);
+                    List<SlicePlan.LayerRun> runs = p.layerRuns();
+                    for (int r = 0; r < runs.size(); r++) {
+                        // a launch of one block: its next layer is what the head-by-head reads need next
+                        if (u.p1 - u.p0 == 1 && r + 1 < runs.size()) {
+                            touched += touchLayer(p, runs.get(r + 1), order, u.p0);
+                        }
+                        compute(p, runs.get(r), order, u.p0, u.p1, true, sink, scratch);
                     }
                 } else {
                     compute(p, u.run, order, u.p0, u.p1, true, sink, scratch);
@@ -391,6 +397,9 @@ public final class FastCpuBackend implements Backend {
                     out[order.order[u.p0 + i]] += part[i];
                 }
             });
+        }
+        if (touched == 42) {
+            blackhole = touched;   // the touched bytes must look used, or the JIT drops the loads
         }
         if (publish == null) {
             return NOTHING;
@@ -789,6 +798,24 @@ public final class FastCpuBackend implements Backend {
     }
 
     private static volatile long blackhole;
+
+    /**
+     * Touches layer {@code run}'s rows of block position {@code p} ahead (one byte per cache line), where the loops for
+     * memory read that layer head by head: what {@link #compute} does for the next block within a layer, here for the
+     * next layer of a launch of one block (a Jlama page of one position), whose layers follow one another.
+     */
+    private long touchLayer(SlicePlan plan, SlicePlan.LayerRun run, Blocks blocks, int p) {
+        SliceKernel kernel = plan.mode() == ChecksumMode.MIXED ? MIXED_KERNEL : this.kernel;
+        SlicePlan.Slice first = plan.slice(run.firstSlice());
+        SlicePlan.Part k = first.k();
+        SlicePlan.Part v = first.v();
+        if (run.numHeads() < 2 || kernel.rowsAffine(run.numHeads(), k.pieces(), run.kHeadStride(),
+                v == null ? 0 : first.vPieces(), run.vHeadStride())) {
+            return 0;
+        }
+        return touchNext(blocks, p, plan.pageSize(), k, ((KvMemory.Host) k.memory()).segment(), v,
+                v == null ? null : ((KvMemory.Host) v.memory()).segment(), run.numHeads(), run);
+    }
 
     /** Reads one byte per cache line of the rows of block position {@code p} if it lies in one page; their sum. */
     private static long touchNext(Blocks blocks, int p, int pageSize, SlicePlan.Part k, MemorySegment kSeg, SlicePlan.Part v,
