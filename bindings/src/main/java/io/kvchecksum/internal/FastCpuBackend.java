@@ -106,25 +106,28 @@ public final class FastCpuBackend implements Backend {
         List<CompiledPlan.Launch> launches = plan.launches();
         long[][] values = new long[launches.size()][];
         boolean blocks = output == CompiledPlan.Output.BLOCK_CHECKSUMS;
-        List<CompiledPlan.Launch> whole = new ArrayList<>();
-        List<Integer> wholeAt = new ArrayList<>();
-        for (int i = 0; i < values.length; i++) {
-            CompiledPlan.Launch l = launches.get(i);
-            SlicePlan p = l.slices();
-            if (l.cellKind() == CompiledPlan.CellKind.WHOLE_PIECES) {
-                whole.add(l);
-                wholeAt.add(i);
-            } else {
-                values[i] = blocks ? p.sliceSums(ByteCellSums.values(p)).combine() : ByteCellSums.values(p);
-            }
+        if (launches.size() == 1 && launches.get(0).cellKind() == CompiledPlan.CellKind.WHOLE_PIECES) {
+            SlicePlan p = launches.get(0).slices();
+            values[0] = blocks ? blockChecksums(p) : sliceValues(p);
+            return PendingChecksums.completed(plan.gather(output, values));
         }
-        if (whole.size() == 1) {
-            SlicePlan p = whole.get(0).slices();
-            values[wholeAt.get(0)] = blocks ? blockChecksums(p) : sliceValues(p);
-        } else if (!whole.isEmpty()) {
-            long[][] out = runTogether(whole, plan.numRows(), blocks);
+        Together together = together(plan);
+        for (int i : together.byteCells) {
+            SlicePlan p = launches.get(i).slices();
+            values[i] = blocks ? p.sliceSums(ByteCellSums.values(p)).combine() : ByteCellSums.values(p);
+        }
+        int[] at = together.at;
+        if (at.length == 1) {
+            SlicePlan p = launches.get(at[0]).slices();
+            values[at[0]] = blocks ? blockChecksums(p) : sliceValues(p);
+        } else if (at.length > 1) {
+            SlicePlan[] plans = new SlicePlan[at.length];
+            for (int k = 0; k < at.length; k++) {
+                plans[k] = launches.get(at[k]).slices();
+            }
+            long[][] out = runTogether(together, plans, blocks);
             for (int k = 0; k < out.length; k++) {
-                values[wholeAt.get(k)] = out[k];
+                values[at[k]] = out[k];
             }
         }
         return PendingChecksums.completed(plan.gather(output, values));
@@ -140,31 +143,56 @@ public final class FastCpuBackend implements Backend {
     }
 
     /**
-     * Several whole-piece launches (a segmented cache's shares, a step's requests) as one piece of work: their bytes
-     * together decide, as one request's do, whether it runs on the calling thread or on the pool and whether its loops
-     * read from memory. On the pool every launch's layers are cut into block ranges of about
-     * {@code max(TASK_BYTES, total/4T)} bytes (a launch smaller than that is one range of all its layers) and
-     * consecutive small ranges (a Jlama page of a few positions is a launch of tens of KiB per layer) are packed into
-     * one task, so a session of hundreds of small segments is a few tasks, handed over in one {@code invokeAll}. Each
-     * launch keeps its own values, in its own layout; the slices' factors are resolved once per plan row.
-     *
-     * @return for each launch, in order, its block checksums ({@code blocks}) or slice sums
+     * What {@link #run} needs of a plan besides its bytes, made on the plan's first run and kept while the plan lives
+     * (an engine runs one plan step after step, and a segmented cache's plan is thousands of launches): which launches
+     * are whole-piece ones, each one's block order, bytes and slice factors, their total, whether all of them may be
+     * read by the pool's threads, and the last packing of their work into tasks. Nothing of it is resolved per launch
+     * in a run. Keys are plans by identity, held weakly; nothing here refers back to the plan or its slice plans (a
+     * slice plan keeps its compiled plan), so a plan no longer used is collected with its entry.
      */
-    private long[][] runTogether(List<CompiledPlan.Launch> launches, int numRows, boolean blocks) {
-        int n = launches.size();
-        List<SlicePlan> plans = launches.stream().map(CompiledPlan.Launch::slices).toList();
-        long[][] values = new long[n][];
-        long[][] factors = new long[n][];
-        long[] rowFactors = new long[numRows];
-        boolean[] known = new boolean[numRows];
-        long total = 0;
-        boolean sharable = threads > 1;
-        for (int k = 0; k < n; k++) {
-            SlicePlan p = plans.get(k);
-            values[k] = new long[blocks ? p.numBlocks() : p.numSlices() * p.numBlocks()];
-            if (blocks) {
-                int[] rows = launches.get(k).rows();
-                boolean all = rows.length == numRows;
+    private static final class Together {
+        /** The byte-cell launches' indices among the plan's launches. */
+        final int[] byteCells;
+        /** The whole-piece launches' indices among the plan's launches; the arrays below are in this order. */
+        final int[] at;
+        final Blocks[] blocks;
+        /** KV bytes of each launch. */
+        final long[] bytes;
+        /** Each launch's slices' factors (the factor of its slice {@code i}'s plan row). */
+        final long[][] factors;
+        final long total;
+        /** Whether every launch's memory may be read by another thread (not a confined arena's). */
+        final boolean sharable;
+        /** The work cut into tasks for the last thread count it was asked for. */
+        volatile Packing packing;
+
+        Together(CompiledPlan plan) {
+            List<CompiledPlan.Launch> launches = plan.launches();
+            List<Integer> whole = new ArrayList<>();
+            List<Integer> bytesCells = new ArrayList<>();
+            for (int i = 0; i < launches.size(); i++) {
+                (launches.get(i).cellKind() == CompiledPlan.CellKind.WHOLE_PIECES ? whole : bytesCells).add(i);
+            }
+            byteCells = bytesCells.stream().mapToInt(Integer::intValue).toArray();
+            at = whole.stream().mapToInt(Integer::intValue).toArray();
+            int n = at.length;
+            blocks = new Blocks[n];
+            bytes = new long[n];
+            factors = new long[n][];
+            long[] rowFactors = new long[plan.numRows()];
+            boolean[] known = new boolean[plan.numRows()];
+            long sum = 0;
+            boolean shared = true;
+            for (int k = 0; k < n; k++) {
+                CompiledPlan.Launch l = launches.get(at[k]);
+                SlicePlan p = l.slices();
+                // the block order only where the launch runs with others: a plan of one launch takes run(SlicePlan)
+                blocks[k] = n == 1 ? null : Blocks.of(p);
+                bytes[k] = kvBytes(p);
+                sum += bytes[k];
+                int[] rows = l.rows();
+                // a slice's factor is its (layer, head)'s: launches over the same rows share one array
+                boolean all = rows.length == rowFactors.length;
                 for (int i = 0; i < rows.length; i++) {
                     if (!known[rows[i]]) {
                         rowFactors[rows[i]] = p.slice(i).factor();
@@ -180,103 +208,78 @@ public final class FastCpuBackend implements Backend {
                         factors[k][i] = rowFactors[rows[i]];
                     }
                 }
+                shared = shared && (n == 1 || sharable(p));
             }
-            total += kvBytes(p);
+            total = sum;
+            sharable = shared;
         }
-        if (sharable && total >= PARALLEL_BYTES) {
-            for (int k = 0; k < n && sharable; k++) {
-                sharable = sharable(plans.get(k));
-            }
+    }
+
+    /**
+     * A plan's whole-piece work cut into tasks for {@code threads} threads: each task a list of units; a unit is one
+     * launch's blocks {@code order[p0] .. order[p1-1]} of one layer, or (a small launch) all its layers and blocks.
+     */
+    private record Packing(int threads, List<Unit[]> tasks) {
+    }
+
+    private static final java.util.Map<CompiledPlan, Together> TOGETHER =
+            java.util.Collections.synchronizedMap(new java.util.WeakHashMap<>());
+
+    private static Together together(CompiledPlan plan) {
+        Together t = TOGETHER.get(plan);
+        if (t == null) {
+            t = new Together(plan);
+            TOGETHER.put(plan, t);
         }
-        if (!sharable || total < PARALLEL_BYTES) {
+        return t;
+    }
+
+    /**
+     * Several whole-piece launches (a segmented cache's shares, a step's requests) as one piece of work: their bytes
+     * together decide, as one request's do, whether it runs on the calling thread or on the pool and whether its loops
+     * read from memory. On the pool every launch's layers are cut into block ranges of about
+     * {@code max(TASK_BYTES, total/4T)} bytes (a launch smaller than that is one range of all its layers) and
+     * consecutive small ranges (a Jlama page of a few positions is a launch of tens of KiB per layer) are packed into
+     * one task, so a session of hundreds of small segments is a few tasks, handed over in one {@code invokeAll}. Each
+     * launch keeps its own values, in its own layout. Everything but the values is the plan's {@link Together}, made
+     * once: a run allocates per task, not per launch.
+     *
+     * @return for each whole-piece launch, in order, its block checksums ({@code blocks}) or slice sums
+     */
+    private long[][] runTogether(Together g, SlicePlan[] plans, boolean blocks) {
+        int n = g.at.length;
+        long[][] values = new long[n][];
+        for (int k = 0; k < n; k++) {
+            SlicePlan p = plans[k];
+            values[k] = new long[blocks ? p.numBlocks() : p.numSlices() * p.numBlocks()];
+        }
+        long total = g.total;
+        if (threads == 1 || !g.sharable || total < PARALLEL_BYTES) {
             boolean streaming = total >= streamingBytes;
             Scratch scratch = new Scratch();
+            Sink sink = new Sink();
             for (int k = 0; k < n; k++) {
-                SlicePlan p = plans.get(k);
+                SlicePlan p = plans[k];
                 int nb = p.numBlocks();
-                Blocks order = Blocks.of(p);
-                Sink sink = blocks ? Sink.blocks(values[k], factors[k]) : Sink.slices(values[k], nb);
-                boolean rows = streaming && kvBytes(p) / nb >= STREAM_BLOCK_BYTES;   // as on the pool, below
+                if (blocks) {
+                    sink.toBlocks(values[k], g.factors[k]);
+                } else {
+                    sink.toSlices(values[k], nb);
+                }
                 for (SlicePlan.LayerRun layer : p.layerRuns()) {
-                    compute(p, layer, order, 0, nb, rows, sink, scratch);
+                    compute(p, layer, g.blocks[k], 0, nb, streaming, sink, scratch);
                 }
             }
             return values;
         }
-        long target = Math.max(TASK_BYTES, total / (4L * threads));
-        List<List<Unit>> tasks = new ArrayList<>();
-        List<Unit> current = new ArrayList<>();
-        long currentBytes = 0;
-        for (int k = 0; k < n; k++) {
-            SlicePlan p = plans.get(k);
-            int nb = p.numBlocks();
-            Blocks order = Blocks.of(p);
-            long tokens = p.request().numTokens() - p.request().startToken();
-            long bytes = kvBytes(p);
-            if (bytes < target) {
-                // a small launch: all its layers, all its blocks, one range
-                current.add(new Unit(k, null, order, 0, nb));
-                currentBytes += bytes;
-                if (currentBytes >= target) {
-                    tasks.add(current);
-                    current = new ArrayList<>();
-                    currentBytes = 0;
-                }
-                continue;
-            }
-            for (SlicePlan.LayerRun run : p.layerRuns()) {
-                long layerBytes = run.numHeads() * 8L * p.slice(run.firstSlice()).pieces() * tokens;
-                long perBlock = Math.max(1, Math.ceilDiv(layerBytes, (long) nb));
-                int step = (int) Math.max(1, Math.min(nb, target / perBlock));
-                for (int p0 = 0; p0 < nb; p0 += step) {
-                    int p1 = Math.min(nb, p0 + step);
-                    current.add(new Unit(k, run, order, p0, p1));
-                    currentBytes += perBlock * (p1 - p0);
-                    if (currentBytes >= target) {
-                        tasks.add(current);
-                        current = new ArrayList<>();
-                        currentBytes = 0;
-                    }
-                }
-            }
+        Packing packing = g.packing;
+        if (packing == null || packing.threads != threads) {
+            packing = pack(g, plans, threads);
+            g.packing = packing;
         }
-        if (!current.isEmpty()) {
-            tasks.add(current);
-        }
-        List<Callable<Runnable>> calls = new ArrayList<>(tasks.size());
-        for (List<Unit> units : tasks) {
-            calls.add(() -> {
-                Scratch scratch = new Scratch();
-                List<Runnable> publish = new ArrayList<>(units.size());
-                for (Unit u : units) {
-                    SlicePlan p = plans.get(u.launch);
-                    List<SlicePlan.LayerRun> runs = u.run == null ? p.layerRuns() : List.of(u.run);
-                    // The loops for memory read a block's rows front to back, worth it over rows of many tokens; a
-                    // launch of a few tokens per block (a Jlama page of one position) is cheaper through the
-                    // one-call-per-block loops, whose set-up is smaller.
-                    boolean streaming = u.run != null || kvBytes(p) / Math.max(1, p.numBlocks()) >= STREAM_BLOCK_BYTES;
-                    if (!blocks) {
-                        // disjoint (slice, block) cells of the launch's matrix: written in place
-                        Sink into = Sink.slices(values[u.launch], p.numBlocks());
-                        for (SlicePlan.LayerRun run : runs) {
-                            compute(p, run, u.blocks, u.p0, u.p1, streaming, into, scratch);
-                        }
-                        continue;
-                    }
-                    long[] part = new long[u.p1 - u.p0];
-                    Sink into = Sink.part(part, factors[u.launch], u.p0);
-                    for (SlicePlan.LayerRun run : runs) {
-                        compute(p, run, u.blocks, u.p0, u.p1, streaming, into, scratch);
-                    }
-                    long[] out = values[u.launch];
-                    publish.add(() -> {
-                        for (int i = 0; i < part.length; i++) {
-                            out[u.blocks.order[u.p0 + i]] += part[i];
-                        }
-                    });
-                }
-                return () -> publish.forEach(Runnable::run);
-            });
+        List<Callable<Runnable>> calls = new ArrayList<>(packing.tasks.size());
+        for (Unit[] units : packing.tasks) {
+            calls.add(() -> runUnits(g, plans, units, blocks, values));
         }
         if (calls.size() == 1) {
             try {
@@ -304,14 +307,112 @@ public final class FastCpuBackend implements Backend {
         return values;
     }
 
-    /** Bytes per block (all layers) from which a small launch of a step is read with the loops for memory. */
-    private static final long STREAM_BLOCK_BYTES = 256L << 10;
+    /** Cuts a plan's launches into units and packs them into tasks of about {@code max(TASK_BYTES, total/4T)} bytes. */
+    private static Packing pack(Together g, SlicePlan[] plans, int threads) {
+        long target = Math.max(TASK_BYTES, g.total / (4L * threads));
+        List<Unit[]> tasks = new ArrayList<>();
+        List<Unit> current = new ArrayList<>();
+        long currentBytes = 0;
+        for (int k = 0; k < g.at.length; k++) {
+            SlicePlan p = plans[k];
+            int nb = p.numBlocks();
+            long tokens = p.request().numTokens() - p.request().startToken();
+            long bytes = g.bytes[k];
+            if (bytes < target) {
+                // a small launch: all its layers, all its blocks, one range
+                current.add(new Unit(k, null, 0, nb));
+                currentBytes += bytes;
+                if (currentBytes >= target) {
+                    tasks.add(current.toArray(Unit[]::new));
+                    current.clear();
+                    currentBytes = 0;
+                }
+                continue;
+            }
+            for (SlicePlan.LayerRun run : p.layerRuns()) {
+                long layerBytes = run.numHeads() * 8L * p.slice(run.firstSlice()).pieces() * tokens;
+                long perBlock = Math.max(1, Math.ceilDiv(layerBytes, (long) nb));
+                int step = (int) Math.max(1, Math.min(nb, target / perBlock));
+                for (int p0 = 0; p0 < nb; p0 += step) {
+                    int p1 = Math.min(nb, p0 + step);
+                    current.add(new Unit(k, run, p0, p1));
+                    currentBytes += perBlock * (p1 - p0);
+                    if (currentBytes >= target) {
+                        tasks.add(current.toArray(Unit[]::new));
+                        current.clear();
+                        currentBytes = 0;
+                    }
+                }
+            }
+        }
+        if (!current.isEmpty()) {
+            tasks.add(current.toArray(Unit[]::new));
+        }
+        return new Packing(threads, List.copyOf(tasks));
+    }
+
+    /**
+     * One task of {@link #runTogether}: its units into {@code values}. A whole launch's unit is its launch's only one,
+     * so it writes the launch's values in place through the task's one sink; a unit of one layer's block range adds
+     * into its own part, published on the calling thread, since the launch's other layers run in other tasks.
+     */
+    private Runnable runUnits(Together g, SlicePlan[] plans, Unit[] units, boolean blocks, long[][] values) {
+        Scratch scratch = new Scratch();
+        Sink sink = new Sink();
+        List<Runnable> publish = null;
+        long touched = 0;
+        for (Unit u : units) {
+            int k = u.launch;
+            SlicePlan p = plans[k];
+            Blocks order = g.blocks[k];
+            if (!blocks || u.run == null) {
+                // disjoint cells of the launch's values (slice sums), or all of them (a whole launch): in place
+                if (blocks) {
+                    sink.toBlocks(values[k], g.factors[k]);
+                } else {
+                    sink.toSlices(values[k], p.numBlocks());
+                }
+                if (u.run == null) {
+                    List<SlicePlan.LayerRun> runs = p.layerRuns();
+                    for (int r = 0; r < runs.size(); r++) {
+                        // a launch of one block: its next layer is what the head-by-head reads need next
+                        if (u.p1 - u.p0 == 1 && r + 1 < runs.size()) {
+                            touched += touchLayer(p, runs.get(r + 1), order, u.p0);
+                        }
+                        compute(p, runs.get(r), order, u.p0, u.p1, true, sink, scratch);
+                    }
+                } else {
+                    compute(p, u.run, order, u.p0, u.p1, true, sink, scratch);
+                }
+                continue;
+            }
+            long[] part = new long[u.p1 - u.p0];
+            compute(p, u.run, order, u.p0, u.p1, true, Sink.part(part, g.factors[k], u.p0), scratch);
+            long[] out = values[k];
+            if (publish == null) {
+                publish = new ArrayList<>();
+            }
+            publish.add(() -> {
+                for (int i = 0; i < part.length; i++) {
+                    out[order.order[u.p0 + i]] += part[i];
+                }
+            });
+        }
+        if (touched == 42) {
+            blackhole = touched;   // the touched bytes must look used, or the JIT drops the loads
+        }
+        if (publish == null) {
+            return NOTHING;
+        }
+        List<Runnable> all = publish;
+        return () -> all.forEach(Runnable::run);
+    }
 
     /**
      * One launch's blocks {@code order[p0] .. order[p1-1]} of one layer ({@code run}) or of all its layers
-     * ({@code run} null), within a task of {@link #runTogether}.
+     * ({@code run} null), within a task of {@link #runTogether}; {@code launch} indexes the plan's {@link Together}.
      */
-    private record Unit(int launch, SlicePlan.LayerRun run, Blocks blocks, int p0, int p1) {
+    private record Unit(int launch, SlicePlan.LayerRun run, int p0, int p1) {
     }
 
     private long[] blockChecksums(SlicePlan plan) {
@@ -380,11 +481,15 @@ public final class FastCpuBackend implements Backend {
      * loop stays monomorphic whichever operations ran before.
      */
     private static final class Sink {
-        private final long[] into;
-        private final long[] factors;
-        private final int p0;
-        private final boolean byPosition;
-        private final int numBlocks;
+        private long[] into;
+        private long[] factors;
+        private int p0;
+        private boolean byPosition;
+        private int numBlocks;
+
+        /** A sink to be pointed somewhere ({@link #toBlocks}, {@link #toSlices}) before use: one per task, reused. */
+        Sink() {
+        }
 
         private Sink(long[] into, long[] factors, int p0, boolean byPosition, int numBlocks) {
             this.into = into;
@@ -404,6 +509,24 @@ public final class FastCpuBackend implements Backend {
 
         static Sink slices(long[] values, int numBlocks) {
             return new Sink(values, null, 0, false, numBlocks);
+        }
+
+        /** This sink as {@link #blocks}. */
+        void toBlocks(long[] out, long[] factors) {
+            this.into = out;
+            this.factors = factors;
+            this.p0 = 0;
+            this.byPosition = false;
+            this.numBlocks = 0;
+        }
+
+        /** This sink as {@link #slices}. */
+        void toSlices(long[] values, int numBlocks) {
+            this.into = values;
+            this.factors = null;
+            this.p0 = 0;
+            this.byPosition = false;
+            this.numBlocks = numBlocks;
         }
 
         /** Takes slice {@code slice}'s sum over the block at position {@code position}, block column {@code blockColumn}. */
@@ -675,6 +798,24 @@ public final class FastCpuBackend implements Backend {
     }
 
     private static volatile long blackhole;
+
+    /**
+     * Touches layer {@code run}'s rows of block position {@code p} ahead (one byte per cache line), where the loops for
+     * memory read that layer head by head: what {@link #compute} does for the next block within a layer, here for the
+     * next layer of a launch of one block (a Jlama page of one position), whose layers follow one another.
+     */
+    private long touchLayer(SlicePlan plan, SlicePlan.LayerRun run, Blocks blocks, int p) {
+        SliceKernel kernel = plan.mode() == ChecksumMode.MIXED ? MIXED_KERNEL : this.kernel;
+        SlicePlan.Slice first = plan.slice(run.firstSlice());
+        SlicePlan.Part k = first.k();
+        SlicePlan.Part v = first.v();
+        if (run.numHeads() < 2 || kernel.rowsAffine(run.numHeads(), k.pieces(), run.kHeadStride(),
+                v == null ? 0 : first.vPieces(), run.vHeadStride())) {
+            return 0;
+        }
+        return touchNext(blocks, p, plan.pageSize(), k, ((KvMemory.Host) k.memory()).segment(), v,
+                v == null ? null : ((KvMemory.Host) v.memory()).segment(), run.numHeads(), run);
+    }
 
     /** Reads one byte per cache line of the rows of block position {@code p} if it lies in one page; their sum. */
     private static long touchNext(Blocks blocks, int p, int pageSize, SlicePlan.Part k, MemorySegment kSeg, SlicePlan.Part v,
