@@ -196,6 +196,13 @@ public final class CopyPlan {
     private final KvCacheGroup copiedSource;
     /** Why source and destination memory overlap, or null when they do not. */
     private final String overlap;
+    /** The segmented destination, or null when the destination is one group. */
+    private final KvSegments destinationSegments;
+    /** One single-group plan per segment share; {@code List.of(this)} for a one-group plan. */
+    private final List<CopyPlan> segmentPlans;
+    /** Per segment plan: its first block and block size, whose blocks nest in this plan's. */
+    private final long[] segmentFirst;
+    private final int[] segmentBlock;
 
     private CopyPlan(KvCacheGroup source, RequestBlocks sourceRequest, KvCacheGroup destination,
                      RequestBlocks destinationRequest, ChecksumSpec spec, List<Pair> pairs, List<Launch> launches,
@@ -210,6 +217,39 @@ public final class CopyPlan {
         this.copiedDestination = copiedDestination;
         this.copiedSource = copiedSource;
         this.overlap = overlap;
+        this.destinationSegments = null;
+        this.segmentPlans = List.of(this);
+        this.segmentFirst = new long[] {destinationRequest.firstBlock()};
+        this.segmentBlock = new int[] {destinationRequest.blockSize()};
+    }
+
+    private CopyPlan(KvCacheGroup source, RequestBlocks sourceRequest, KvSegments destination,
+                     RequestBlocks destinationRequest, ChecksumSpec spec, List<CopyPlan> parts) {
+        this.source = source;
+        this.sourceRequest = sourceRequest;
+        this.destination = destination.geometry();
+        this.destinationRequest = destinationRequest;
+        this.spec = spec;
+        this.destinationSegments = destination;
+        this.segmentPlans = List.copyOf(parts);
+        List<Launch> all = new ArrayList<>();
+        String why = null;
+        segmentFirst = new long[parts.size()];
+        segmentBlock = new int[parts.size()];
+        for (int i = 0; i < parts.size(); i++) {
+            CopyPlan part = parts.get(i);
+            all.addAll(part.launches());
+            if (why == null && part.overlap != null) {
+                why = "segment plan " + i + ": " + part.overlap;
+            }
+            segmentFirst[i] = part.destinationRequest.firstBlock();
+            segmentBlock[i] = part.destinationRequest.blockSize();
+        }
+        this.launches = List.copyOf(all);
+        this.overlap = why;
+        this.pairs = parts.isEmpty() ? List.of() : parts.get(0).pairs();
+        this.copiedDestination = parts.isEmpty() ? destination.geometry() : parts.get(0).copiedDestination();
+        this.copiedSource = parts.isEmpty() ? source : parts.get(0).copiedSource();
     }
 
     /**
@@ -289,6 +329,116 @@ public final class CopyPlan {
     }
 
     /**
+     * Validates a copy into a segmented destination ({@link KvSegments}: one group per allocation, as Jlama's pages)
+     * and compiles it as one plan; nothing is read or written. The positions and blocks are those
+     * {@link KvSegments#plan} uses: each segment's share of the positions is one single-group plan
+     * ({@link #segments()}) in blocks that nest in the request's (a block straddling two segments is the sum of its two
+     * partial blocks), and the source's table is cut at each share's first position. A backend whose limits declare
+     * {@link BackendLimits#copiesSegments()} runs all of them in one call (the CPU backend in one pass over its pool);
+     * for others {@link KvChecksum#copyAndChecksum} runs the segment plans one after another and adds their values.
+     *
+     * @param source the cache read, not null
+     * @param sourceRequest where the request's positions lie in the source: its page table from {@code S} and its token
+     *     count; its block size only sets {@code S}
+     * @param destination the segments written, not null
+     * @param destinationRequest the positions and blocks of the returned checksums, as {@link KvSegments#request}
+     *     makes it (its table is not used: positions are the segments' addresses)
+     * @param spec the mode and padding of the returned checksums, not null
+     * @return the compiled copy
+     * @throws InvalidLayoutException as {@link #compile(KvCacheGroup, RequestBlocks, KvCacheGroup, RequestBlocks,
+     *     ChecksumSpec)} says for each segment (the message names the segment), and for tokens past the last segment,
+     *     a share starting inside a destination page, or a source page size that does not divide the distance from
+     *     {@code S} to every segment start inside the request
+     */
+    public static CopyPlan compile(KvCacheGroup source, RequestBlocks sourceRequest, KvSegments destination,
+                                   RequestBlocks destinationRequest, ChecksumSpec spec) {
+        if (source == null || sourceRequest == null || destination == null || destinationRequest == null || spec == null) {
+            throw new InvalidLayoutException("copy: source, sourceRequest, destination, destinationRequest and spec must not be null");
+        }
+        long numTokens = destinationRequest.numTokens();
+        long start = destinationRequest.startToken();
+        int blockSize = destinationRequest.blockSize();
+        if (sourceRequest.numTokens() != numTokens || sourceRequest.startToken() != start) {
+            throw new InvalidLayoutException("copy: the source request covers positions " + sourceRequest.startToken()
+                    + ".." + (sourceRequest.numTokens() - 1) + " but the destination request " + start + ".."
+                    + (numTokens - 1) + " (both must cover the same positions)");
+        }
+        if (numTokens > destination.endToken()) {
+            throw new InvalidLayoutException("copy: tokens " + start + ".." + (numTokens - 1) + " requested but the"
+                    + " destination segments hold positions 0.." + (destination.endToken() - 1));
+        }
+        int ps = source.pageSize();
+        int[] srcTable = sourceRequest.pageTable();
+        List<CopyPlan> parts = new ArrayList<>();
+        List<KvSegments.Segment> list = destination.segments();
+        for (int i = 0; i < list.size(); i++) {
+            KvSegments.Segment seg = list.get(i);
+            long a = Math.max(seg.startToken(), start);
+            long e = Math.min(seg.endToken(), numTokens);
+            if (a >= e) {
+                continue;
+            }
+            int pd = seg.group().pageSize();
+            if ((a - seg.startToken()) % pd != 0) {
+                throw new InvalidLayoutException("copy: destination segment " + i + " (positions " + seg.startToken()
+                        + ".." + (seg.endToken() - 1) + ", pages of " + pd + ") would be written from position " + a
+                        + ", which is not a page boundary");
+            }
+            long body = Math.ceilDiv(a, (long) blockSize) * blockSize;
+            // split at the first block boundary only where it is a page boundary on both sides: blocks of gcd(a, B)
+            // nest in the request's blocks anyway, the split only makes the body's runs longer
+            if (body >= e || (body - seg.startToken()) % pd != 0 || (body - start) % ps != 0) {
+                parts.add(share(source, srcTable, ps, start, i, seg, a, e, gcd(a, blockSize), spec));
+            } else {
+                if (body > a) {
+                    parts.add(share(source, srcTable, ps, start, i, seg, a, body, gcd(a, blockSize), spec));
+                }
+                parts.add(share(source, srcTable, ps, start, i, seg, body, e, blockSize, spec));
+            }
+        }
+        return new CopyPlan(source, sourceRequest, destination, destinationRequest, spec, parts);
+    }
+
+    /** Positions {@code [from, to)} of destination segment {@code i}, in blocks of {@code small} tokens. */
+    private static CopyPlan share(KvCacheGroup source, int[] srcTable, int ps, long start, int i, KvSegments.Segment seg,
+            long from, long to, int small, ChecksumSpec spec) {
+        if ((from - start) % ps != 0) {
+            throw new InvalidLayoutException("copy: the source's pages of " + ps + " positions cannot be copied into"
+                    + " destination segment " + i + " from position " + from + ", " + (from - start) + " positions"
+                    + " after the first copied position " + start + ": the source's page size must divide the"
+                    + " distance from the first copied position to every segment start");
+        }
+        int first = Math.toIntExact((from - start) / ps);
+        int count = Math.toIntExact(Math.ceilDiv(to - from, (long) ps));
+        if (first + count > srcTable.length) {
+            throw new InvalidLayoutException("copy: the source table has " + srcTable.length + " entries; positions "
+                    + start + ".." + (to - 1) + " need " + (first + count));
+        }
+        int pd = seg.group().pageSize();
+        long firstPage = (from - seg.startToken()) / pd;
+        int[] table = new int[Math.toIntExact(Math.ceilDiv(to - from, (long) pd))];
+        for (int k = 0; k < table.length; k++) {
+            table[k] = Math.toIntExact(firstPage + k);
+        }
+        try {
+            return compile(source, RequestBlocks.of(Arrays.copyOfRange(srcTable, first, first + count), to, from / small,
+                    small), seg.group(), RequestBlocks.of(table, to, from / small, small), spec);
+        } catch (InvalidLayoutException x) {
+            throw new InvalidLayoutException("destination segment " + i + " (positions " + from + ".." + (to - 1)
+                    + "): " + x.getMessage());
+        }
+    }
+
+    private static int gcd(long a, long b) {
+        while (b != 0) {
+            long t = a % b;
+            a = b;
+            b = t;
+        }
+        return (int) a;
+    }
+
+    /**
      * Refuses the copy, before anything runs, for a limit the backend declares: a launch whose (source, destination)
      * memory kinds are not among the routes it copies, or source and destination memory that overlap where it does not
      * stage pages.
@@ -305,7 +455,7 @@ public final class CopyPlan {
             throw new InvalidLayoutException("backend '" + backend + "' does not implement the verifying copy"
                     + " (copyAndChecksum) yet; use the cpu or reference backend, or copy and then checksum the destination");
         }
-        for (Launch l : launches) {
+        for (Launch l : launches) {   // a segmented plan's launches are its segment plans'
             if (!routes.contains(l.route())) {
                 throw new InvalidLayoutException("backend '" + backend + "' cannot copy " + l.route() + where
                         + " (it copies: " + (routes.isEmpty() ? "nothing" : routes.stream().map(Object::toString).sorted().toList())
@@ -394,6 +544,50 @@ public final class CopyPlan {
     /** {@return whether the source and destination memory overlap (a copy only a staging backend may run)} */
     public boolean overlaps() {
         return overlap != null;
+    }
+
+    /** {@return whether the destination is segmented: several groups, one plan per segment share ({@link #segments()})} */
+    public boolean isSegmented() {
+        return destinationSegments != null;
+    }
+
+    /** {@return the segmented destination, or null when the destination is one group} */
+    public KvSegments destinationSegments() {
+        return destinationSegments;
+    }
+
+    /**
+     * {@return the single-group plans this plan runs: {@code List.of(this)} for one destination group, else one per
+     * segment share in position order (empty when no block is requested)} Segment plan {@code i}'s value {@code k}
+     * belongs to this plan's block {@link #blockOf blockOf(i, k)}; its launches are among {@link #launches()}.
+     */
+    public List<CopyPlan> segments() {
+        return segmentPlans;
+    }
+
+    /**
+     * {@return the index, among this plan's values, of the block that holds segment plan {@code segment}'s value
+     * {@code value}} Segment blocks nest in this plan's blocks: several may add into one.
+     *
+     * @param segment an index into {@link #segments()}
+     * @param value an index into that plan's values
+     */
+    public int blockOf(int segment, int value) {
+        return (int) ((segmentFirst[segment] + value) * segmentBlock[segment] / destinationRequest.blockSize()
+                - destinationRequest.firstBlock());
+    }
+
+    /**
+     * Adds segment plan {@code segment}'s values into this plan's.
+     *
+     * @param segment an index into {@link #segments()}
+     * @param values that plan's values
+     * @param into this plan's values, {@link #numBlocks()} long
+     */
+    public void addSegment(int segment, long[] values, long[] into) {
+        for (int k = 0; k < values.length; k++) {
+            into[blockOf(segment, k)] += values[k];
+        }
     }
 
     @Override

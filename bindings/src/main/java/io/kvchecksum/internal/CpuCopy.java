@@ -45,6 +45,9 @@ final class CpuCopy {
      * @param pool the pool for {@code threads > 1}, asked for only when a launch is split
      */
     static long[] run(CopyPlan plan, int threads, IntFunction<ForkJoinPool> pool, Thread notTheCaller) {
+        if (plan.isSegmented()) {
+            return segmented(plan, threads, pool, notTheCaller);
+        }
         long[] out = new long[plan.numBlocks()];
         for (CopyPlan.Launch l : plan.launches()) {
             Prepared prepared = prepared(l);
@@ -58,8 +61,105 @@ final class CpuCopy {
             if (threads > 1 && bytes >= CpuWorkSplit.PARALLEL && sharable(l, notTheCaller)) {
                 parallel(l, prepared, loop, bytes, threads, pool.apply(threads), out);
             } else {
-                wholePieces(prepared, loop, 0, runs.count, out, 0);
+                wholePieces(prepared, loop, 0, runs.count, out, 0, null);
             }
+        }
+        return out;
+    }
+
+    /** A whole-piece launch of a segmented plan: what it needs, and where its blocks go among the plan's. */
+    private record Work(Prepared prepared, CopyLoop loop, int[] blocks, long bytes) {
+    }
+
+    /**
+     * A segmented plan ({@link CopyPlan#segments()}: a Jlama page per segment, often a few positions) as one piece of
+     * work, as the checksum's {@code runTogether} runs a step's segments: the bytes of all segments decide whether it
+     * runs on the calling thread or on the pool; on the pool each launch's runs are cut into ranges of about
+     * {@code max(TASK_BYTES, total/4T)} bytes and consecutive small ranges of several segments are packed into one task,
+     * all handed over in one {@code invokeAll}. Each run's value goes straight into the plan's block that holds it.
+     */
+    private static long[] segmented(CopyPlan plan, int threads, IntFunction<ForkJoinPool> pool, Thread notTheCaller) {
+        long[] out = new long[plan.numBlocks()];
+        List<CopyPlan> segments = plan.segments();
+        List<Work> work = new ArrayList<>();
+        long total = 0;
+        boolean shared = threads > 1;
+        for (int i = 0; i < segments.size(); i++) {
+            for (CopyPlan.Launch l : segments.get(i).launches()) {
+                int[] blocks = new int[l.numBlocks()];
+                for (int k = 0; k < blocks.length; k++) {
+                    blocks[k] = plan.blockOf(i, k);
+                }
+                Prepared prepared = prepared(l);
+                if (l.cellKind() == CompiledPlan.CellKind.BYTE_CELLS) {
+                    long[] values = new long[blocks.length];
+                    byteCells(l, prepared.runs, values);
+                    for (int k = 0; k < values.length; k++) {
+                        out[blocks[k]] += values[k];
+                    }
+                    continue;
+                }
+                long bytes = l.bytes();
+                work.add(new Work(prepared, l.mode() == ChecksumMode.MIXED ? MIXED : STANDARD, blocks, bytes));
+                total += bytes;
+                shared = shared && sharable(l, notTheCaller);
+            }
+        }
+        if (!shared || total < CpuWorkSplit.PARALLEL) {
+            for (Work w : work) {
+                wholePieces(w.prepared, w.loop, 0, w.prepared.runs.count, out, 0, w.blocks);
+            }
+            return out;
+        }
+        long target = Math.max(CpuWorkSplit.TASK, total / (4L * threads));
+        List<List<int[]>> tasks = new ArrayList<>();
+        List<int[]> current = new ArrayList<>();
+        long filled = 0;
+        for (int w = 0; w < work.size(); w++) {
+            Work x = work.get(w);
+            int count = x.prepared.runs.count;
+            long perRun = Math.max(1, x.bytes / Math.max(1, count));
+            int step = (int) Math.max(1, Math.min(count, target / perRun));
+            for (int r0 = 0; r0 < count; r0 += step) {
+                int r1 = Math.min(count, r0 + step);
+                current.add(new int[] {w, r0, r1});
+                filled += (r1 - r0) * perRun;
+                if (filled >= target) {
+                    tasks.add(current);
+                    current = new ArrayList<>();
+                    filled = 0;
+                }
+            }
+        }
+        if (!current.isEmpty()) {
+            tasks.add(current);
+        }
+        List<Callable<long[]>> calls = new ArrayList<>(tasks.size());
+        for (List<int[]> t : tasks) {
+            calls.add(() -> {
+                long[] part = new long[out.length];
+                for (int[] piece : t) {
+                    Work x = work.get(piece[0]);
+                    wholePieces(x.prepared, x.loop, piece[1], piece[2], part, 0, x.blocks);
+                }
+                return part;
+            });
+        }
+        try {
+            for (Future<long[]> f : pool.apply(threads).invokeAll(calls)) {
+                long[] part = f.get();
+                for (int k = 0; k < part.length; k++) {
+                    out[k] += part[k];
+                }
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while copying", e);
+        } catch (ExecutionException e) {
+            if (e.getCause() instanceof RuntimeException re) {
+                throw re;
+            }
+            throw new IllegalStateException(e.getCause());
         }
         return out;
     }
@@ -144,12 +244,13 @@ final class CpuCopy {
 
     /**
      * Every pair over runs {@code r0 .. r1-1}: each run's slice sums times the pairs' factors added into
-     * {@code out[block - blockBase]}. Run by run, every pair of the run: the pages of one run are read and written
+     * {@code out[block - blockBase]} (or {@code out[blocks[block]]}: a segment's blocks among its plan's). Run by run, every pair of the run: the pages of one run are read and written
      * together. Consecutive pairs whose K (or V) regions are at constant head strides on both sides (the heads of a layer in
      * every layout in the field) form one group, copied token by token across the heads ({@link CopyLoop#copyRows}): in
      * token-major layouts each token's row front to back.
      */
-    private static void wholePieces(Prepared prepared, CopyLoop loop, int r0, int r1, long[] out, int blockBase) {
+    private static void wholePieces(Prepared prepared, CopyLoop loop, int r0, int r1, long[] out, int blockBase,
+            int[] blocks) {
         Runs runs = prepared.runs;
         long[] factors = prepared.factors;
         List<Group> groups = prepared.groups;
@@ -166,7 +267,7 @@ final class CpuCopy {
                         g.dstSeg, g.dst.cellOffset(dPage, ds), g.dst.tokenStride(), g.dstHeadStride, n, t0, g.cellPieces,
                         g.pieceBase, g.regionPieces, g.heads, factors, g.firstPair);
             }
-            out[runs.block[r] - blockBase] += value;
+            out[blocks == null ? runs.block[r] - blockBase : blocks[runs.block[r]]] += value;
         }
     }
 
@@ -248,14 +349,14 @@ final class CpuCopy {
             tasks.add(new Task(0, pairs, r0, r1, base, runs.block[r1 - 1] - base + 1));
         }
         if (tasks.size() == 1) {
-            wholePieces(prepared, loop, 0, runs.count, out, 0);
+            wholePieces(prepared, loop, 0, runs.count, out, 0, null);
             return;
         }
         List<Callable<long[]>> calls = new ArrayList<>(tasks.size());
         for (Task t : tasks) {
             calls.add(() -> {
                 long[] part = new long[t.blocks];
-                wholePieces(prepared, loop, t.r0, t.r1, part, t.blockBase);
+                wholePieces(prepared, loop, t.r0, t.r1, part, t.blockBase, null);
                 return part;
             });
         }
