@@ -57,6 +57,13 @@ import java.util.Set;
  * {@link CellPadding#ZEROS}); block {@code b}'s value is {@code sum factor*s} over the pairs ({@link Pair#factor()},
  * the destination's). A launch's values are added into the plan's blocks: both launches cover every block.
  *
+ * <p><b>A segmented destination</b> ({@link KvSegments}, one group per allocation as Jlama's pages:
+ * {@link #compile(KvCacheGroup, RequestBlocks, KvSegments, RequestBlocks, ChecksumSpec)}) is one plan of single-group
+ * {@link #segments() segment plans}, one per segment share in {@link KvSegments#plan}'s split, each lowered as above in
+ * its own blocks (which nest in the plan's: {@link #blockOf}); {@link #launches()} lists all of theirs. Backends
+ * declaring {@link BackendLimits#copiesSegments()} take the plan in one call (the CPU backends; cpu in one pass over its
+ * pool), the front runs it segment plan by segment plan on the others.
+ *
  * <p>Immutable and thread-safe; reusable for as long as both caches' memory and tables stay the same.
  */
 public final class CopyPlan {
@@ -192,8 +199,9 @@ public final class CopyPlan {
     private final ChecksumSpec spec;
     private final List<Launch> launches;
     private final List<Pair> pairs;
-    private final KvCacheGroup copiedDestination;
-    private final KvCacheGroup copiedSource;
+    /** The restricted groups, made on first use: a segmented plan's segment plans rarely need them. */
+    private volatile KvCacheGroup copiedDestination;
+    private volatile KvCacheGroup copiedSource;
     /** Why source and destination memory overlap, or null when they do not. */
     private final String overlap;
     /** The segmented destination, or null when the destination is one group. */
@@ -206,7 +214,7 @@ public final class CopyPlan {
 
     private CopyPlan(KvCacheGroup source, RequestBlocks sourceRequest, KvCacheGroup destination,
                      RequestBlocks destinationRequest, ChecksumSpec spec, List<Pair> pairs, List<Launch> launches,
-                     KvCacheGroup copiedDestination, KvCacheGroup copiedSource, String overlap) {
+                     String overlap) {
         this.source = source;
         this.sourceRequest = sourceRequest;
         this.destination = destination;
@@ -214,8 +222,6 @@ public final class CopyPlan {
         this.spec = spec;
         this.pairs = pairs;
         this.launches = launches;
-        this.copiedDestination = copiedDestination;
-        this.copiedSource = copiedSource;
         this.overlap = overlap;
         this.destinationSegments = null;
         this.segmentPlans = List.of(this);
@@ -248,8 +254,6 @@ public final class CopyPlan {
         this.launches = List.copyOf(all);
         this.overlap = why;
         this.pairs = parts.isEmpty() ? List.of() : parts.get(0).pairs();
-        this.copiedDestination = parts.isEmpty() ? destination.geometry() : parts.get(0).copiedDestination();
-        this.copiedSource = parts.isEmpty() ? source : parts.get(0).copiedSource();
     }
 
     /**
@@ -268,6 +272,29 @@ public final class CopyPlan {
      */
     public static CopyPlan compile(KvCacheGroup source, RequestBlocks sourceRequest, KvCacheGroup destination,
                                    RequestBlocks destinationRequest, ChecksumSpec spec) {
+        return compile(source, sourceRequest, destination, destinationRequest, spec, null);
+    }
+
+    /**
+     * What every segment share of one segmented copy has in common on the source side, made once: the source's
+     * slices (a share only validates its table, {@link SlicePlan#withRequest}), found by (layer, head), and the
+     * address ranges of the source's memories.
+     */
+    private record Source(SlicePlan plan, Map<Long, Slice> bySlice, Map<Object, long[]> ranges) {
+        static Source of(KvCacheGroup source, RequestBlocks request, ChecksumSpec spec) {
+            SlicePlan plan = side("source", source, request, spec);
+            Map<Long, Slice> bySlice = new HashMap<>();
+            Map<Object, long[]> ranges = new IdentityHashMap<>();
+            for (Slice s : plan.slices()) {
+                bySlice.put(key(s.layer(), s.head()), s);
+                memoryRanges(s, ranges);
+            }
+            return new Source(plan, bySlice, ranges);
+        }
+    }
+
+    private static CopyPlan compile(KvCacheGroup source, RequestBlocks sourceRequest, KvCacheGroup destination,
+                                    RequestBlocks destinationRequest, ChecksumSpec spec, Source pre) {
         if (source == null || sourceRequest == null || destination == null || destinationRequest == null || spec == null) {
             throw new InvalidLayoutException("copy: source, sourceRequest, destination, destinationRequest and spec must not be null");
         }
@@ -281,14 +308,26 @@ public final class CopyPlan {
                     + " but the destination request at " + destinationRequest.startToken()
                     + " (firstBlock x blockSize must be equal: both tables start at the first copied position)");
         }
-        SlicePlan src = side("source", source, sourceRequest, spec);
+        SlicePlan src;
+        if (pre == null) {
+            src = side("source", source, sourceRequest, spec);
+        } else {
+            try {
+                src = pre.plan.withRequest(sourceRequest);
+            } catch (InvalidLayoutException e) {
+                throw new InvalidLayoutException("copy: source: " + e.getMessage());
+            }
+        }
         SlicePlan dst = side("destination", destination, destinationRequest, spec);
         int[] dstTable = dst.pageTable();
         requireDistinctPages(dstTable);
 
-        Map<Long, Slice> bySlice = new HashMap<>();
-        for (Slice s : src.slices()) {
-            bySlice.put(key(s.layer(), s.head()), s);
+        Map<Long, Slice> bySlice = pre == null ? null : pre.bySlice;
+        if (bySlice == null) {
+            bySlice = new HashMap<>();
+            for (Slice s : src.slices()) {
+                bySlice.put(key(s.layer(), s.head()), s);
+            }
         }
         List<Pair> pairs = new ArrayList<>();
         for (Slice d : dst.slices()) {
@@ -309,13 +348,17 @@ public final class CopyPlan {
             throw new InvalidLayoutException("copy: no (layer, head) is in both groups: the source holds "
                     + heads(source) + ", the destination " + heads(destination));
         }
-        String overlap = overlap(pairs, src, dst);
-        KvCacheGroup copied = restrict(destination, pairs);
+        String overlap = overlap(pairs, src, dst, pre == null ? null : pre.ranges);
 
         List<Launch> launches = new ArrayList<>(2);
         int[] srcTable = src.pageTable();
         for (boolean byteCells : new boolean[] {false, true}) {
-            List<Pair> mine = pairs.stream().filter(p -> p.destination().byteCells() == byteCells).toList();
+            List<Pair> mine = new ArrayList<>(pairs.size());
+            for (Pair p : pairs) {
+                if (p.destination().byteCells() == byteCells) {
+                    mine.add(p);
+                }
+            }
             if (mine.isEmpty() || destinationRequest.numBlocks() == 0) {
                 continue;
             }
@@ -325,7 +368,7 @@ public final class CopyPlan {
                     destinationRequest.numTokens(), destinationRequest.firstBlock()));
         }
         return new CopyPlan(source, sourceRequest, destination, destinationRequest, spec, List.copyOf(pairs),
-                List.copyOf(launches), copied, restrict(source, pairs), overlap);
+                List.copyOf(launches), overlap);
     }
 
     /**
@@ -369,6 +412,7 @@ public final class CopyPlan {
         }
         int ps = source.pageSize();
         int[] srcTable = sourceRequest.pageTable();
+        Source pre = Source.of(source, sourceRequest, spec);
         List<CopyPlan> parts = new ArrayList<>();
         List<KvSegments.Segment> list = destination.segments();
         for (int i = 0; i < list.size(); i++) {
@@ -388,19 +432,19 @@ public final class CopyPlan {
             // split at the first block boundary only where it is a page boundary on both sides: blocks of gcd(a, B)
             // nest in the request's blocks anyway, the split only makes the body's runs longer
             if (body >= e || (body - seg.startToken()) % pd != 0 || (body - start) % ps != 0) {
-                parts.add(share(source, srcTable, ps, start, i, seg, a, e, gcd(a, blockSize), spec));
+                parts.add(share(source, pre, srcTable, ps, start, i, seg, a, e, gcd(a, blockSize), spec));
             } else {
                 if (body > a) {
-                    parts.add(share(source, srcTable, ps, start, i, seg, a, body, gcd(a, blockSize), spec));
+                    parts.add(share(source, pre, srcTable, ps, start, i, seg, a, body, gcd(a, blockSize), spec));
                 }
-                parts.add(share(source, srcTable, ps, start, i, seg, body, e, blockSize, spec));
+                parts.add(share(source, pre, srcTable, ps, start, i, seg, body, e, blockSize, spec));
             }
         }
         return new CopyPlan(source, sourceRequest, destination, destinationRequest, spec, parts);
     }
 
     /** Positions {@code [from, to)} of destination segment {@code i}, in blocks of {@code small} tokens. */
-    private static CopyPlan share(KvCacheGroup source, int[] srcTable, int ps, long start, int i, KvSegments.Segment seg,
+    private static CopyPlan share(KvCacheGroup source, Source pre, int[] srcTable, int ps, long start, int i, KvSegments.Segment seg,
             long from, long to, int small, ChecksumSpec spec) {
         if ((from - start) % ps != 0) {
             throw new InvalidLayoutException("copy: the source's pages of " + ps + " positions cannot be copied into"
@@ -422,7 +466,7 @@ public final class CopyPlan {
         }
         try {
             return compile(source, RequestBlocks.of(Arrays.copyOfRange(srcTable, first, first + count), to, from / small,
-                    small), seg.group(), RequestBlocks.of(table, to, from / small, small), spec);
+                    small), seg.group(), RequestBlocks.of(table, to, from / small, small), spec, pre);
         } catch (InvalidLayoutException x) {
             throw new InvalidLayoutException("destination segment " + i + " (positions " + from + ".." + (to - 1)
                     + "): " + x.getMessage());
@@ -479,12 +523,15 @@ public final class CopyPlan {
         return sourceRequest;
     }
 
-    /** {@return the cache written} */
+    /** {@return the cache written; for a segmented destination the first segment's group (every segment's geometry)} */
     public KvCacheGroup destination() {
         return destination;
     }
 
-    /** {@return where the positions go in the destination, and the blocks of the returned checksums} */
+    /**
+     * {@return where the positions go in the destination, and the blocks of the returned checksums} For a segmented
+     * destination the request has no table (positions are the segments' addresses).
+     */
     public RequestBlocks destinationRequest() {
         return destinationRequest;
     }
@@ -494,12 +541,16 @@ public final class CopyPlan {
         return spec;
     }
 
-    /** {@return the copied slices, in the destination's order} */
+    /** {@return the copied slices, in the destination's order; for a segmented destination the first segment plan's} */
     public List<Pair> pairs() {
         return pairs;
     }
 
-    /** {@return the launches: one per cell kind present, none when the destination request has no block} */
+    /**
+     * {@return the launches: one per cell kind present, none when the destination request has no block} For a
+     * segmented destination every segment plan's launches, in order, each with values in its own segment plan's blocks
+     * (see {@link #segments()} and {@link #blockOf}).
+     */
     public List<Launch> launches() {
         return launches;
     }
@@ -516,10 +567,17 @@ public final class CopyPlan {
 
     /**
      * {@return the destination restricted to the copied slices: the group whose block checksums over the destination
-     * request the copy returns} Its layers are the destination's, each cut to the runs of heads that are copied.
+     * request the copy returns} Its layers are the destination's, each cut to the runs of heads that are copied. For a
+     * segmented destination the first segment plan's (each segment plan has its own).
      */
     public KvCacheGroup copiedDestination() {
-        return copiedDestination;
+        KvCacheGroup g = copiedDestination;
+        if (g == null) {
+            g = isSegmented() ? (segmentPlans.isEmpty() ? destination : segmentPlans.get(0).copiedDestination())
+                    : restrict(destination, pairs);
+            copiedDestination = g;
+        }
+        return g;
     }
 
     /**
@@ -528,7 +586,12 @@ public final class CopyPlan {
      * copied head range: what the copy's values must equal when source and copy are intact.
      */
     public KvCacheGroup copiedSource() {
-        return copiedSource;
+        KvCacheGroup g = copiedSource;
+        if (g == null) {
+            g = isSegmented() && segmentPlans.isEmpty() ? source : restrict(source, pairs);
+            copiedSource = g;
+        }
+        return g;
     }
 
     /**
@@ -606,6 +669,9 @@ public final class CopyPlan {
     }
 
     private static void requireDistinctPages(int[] table) {
+        if (table.length < 2) {
+            return;
+        }
         Map<Integer, Integer> seen = new HashMap<>();
         for (int i = 0; i < table.length; i++) {
             Integer before = seen.putIfAbsent(table[i], i);
@@ -641,10 +707,9 @@ public final class CopyPlan {
         boolean device = false;
         for (Pair p : pairs) {
             Slice s = source ? p.source() : p.destination();
-            for (SlicePlan.Part part : s.v() == null ? List.of(s.k()) : List.of(s.k(), s.v())) {
-                host |= part.memory() instanceof KvMemory.Host;
-                device |= part.memory() instanceof KvMemory.Device;
-            }
+            host |= s.k().memory() instanceof KvMemory.Host || (s.v() != null && s.v().memory() instanceof KvMemory.Host);
+            device |= s.k().memory() instanceof KvMemory.Device
+                    || (s.v() != null && s.v().memory() instanceof KvMemory.Device);
         }
         return host && device ? Residency.MIXED : device ? Residency.DEVICE : Residency.HOST;
     }
@@ -686,15 +751,16 @@ public final class CopyPlan {
      * ranges intersect are compared in detail: per copied slice, part and used page, the span from the page's first
      * cell to its last (an over-approximation for token-major layouts, where other heads' cells lie between).
      */
-    private static String overlap(List<Pair> pairs, SlicePlan src, SlicePlan dst) {
+    private static String overlap(List<Pair> pairs, SlicePlan src, SlicePlan dst, Map<Object, long[]> sourceRanges) {
         Map<Object, List<long[]>> srcSpans = new IdentityHashMap<>();
         Map<Object, List<long[]>> dstSpans = new IdentityHashMap<>();
-        Map<Object, long[]> srcRange = new IdentityHashMap<>();
-        Map<Object, long[]> dstRange = new IdentityHashMap<>();
-        for (Pair p : pairs) {
-            memoryRanges(p.source(), srcRange);
-            memoryRanges(p.destination(), dstRange);
+        Map<Object, long[]> srcRange = sourceRanges;
+        if (srcRange == null) {
+            srcRange = new IdentityHashMap<>();
+            memoryRanges(pairs, true, srcRange);
         }
+        Map<Object, long[]> dstRange = new IdentityHashMap<>();
+        memoryRanges(pairs, false, dstRange);
         boolean any = false;
         for (Map.Entry<Object, long[]> e : dstRange.entrySet()) {
             long[] s = srcRange.get(e.getKey());
@@ -771,11 +837,39 @@ public final class CopyPlan {
     }
 
     private static void memoryRanges(Slice s, Map<Object, long[]> into) {
-        for (SlicePlan.Part part : s.v() == null ? List.of(s.k()) : List.of(s.k(), s.v())) {
-            KvMemory m = part.memory();
-            long from = address(m);
-            long to = from + m.byteSize();
-            into.merge(space(m), new long[] {from, to}, (a, b) -> new long[] {Math.min(a[0], b[0]), Math.max(a[1], b[1])});
+        range(s.k().memory(), into);
+        if (s.v() != null) {
+            range(s.v().memory(), into);
+        }
+    }
+
+    /** The ranges of the slices' memories; consecutive slices of one memory (a layer's heads) counted once. */
+    private static void memoryRanges(List<Pair> pairs, boolean source, Map<Object, long[]> into) {
+        KvMemory lastK = null;
+        KvMemory lastV = null;
+        for (Pair p : pairs) {
+            Slice s = source ? p.source() : p.destination();
+            if (s.k().memory() != lastK) {
+                lastK = s.k().memory();
+                range(lastK, into);
+            }
+            if (s.v() != null && s.v().memory() != lastV) {
+                lastV = s.v().memory();
+                range(lastV, into);
+            }
+        }
+    }
+
+    private static void range(KvMemory m, Map<Object, long[]> into) {
+        long from = address(m);
+        long to = from + m.byteSize();
+        Object space = space(m);
+        long[] r = into.get(space);
+        if (r == null) {
+            into.put(space, new long[] {from, to});
+        } else {
+            r[0] = Math.min(r[0], from);
+            r[1] = Math.max(r[1], to);
         }
     }
 

@@ -67,9 +67,53 @@ final class CpuCopy {
         return out;
     }
 
-    /** A whole-piece launch of a segmented plan: what it needs, and where its blocks go among the plan's. */
-    private record Work(Prepared prepared, CopyLoop loop, int[] blocks, long bytes) {
+    /** A launch of a segmented plan: what it needs, and where its blocks go among the plan's. */
+    private record Work(CopyPlan.Launch launch, Prepared prepared, CopyLoop loop, int[] blocks, long bytes) {
     }
+
+    /**
+     * A segmented plan's launches made ready once: one entry per plan, not one per segment launch (an engine compiles a
+     * plan per request, hundreds of launches each: entries per launch, even weak ones, filled the old generation and
+     * the copies waited for its collections), kept for the last {@link #RECENT} plans copied.
+     */
+    private record Segmented(List<Work> whole, List<Work> byteCells, long bytes, boolean sharable) {
+        static Segmented of(CopyPlan plan, Thread notTheCaller) {
+            List<Work> whole = new ArrayList<>();
+            List<Work> bytes = new ArrayList<>();
+            long total = 0;
+            boolean shared = true;
+            List<CopyPlan> segments = plan.segments();
+            for (int i = 0; i < segments.size(); i++) {
+                for (CopyPlan.Launch l : segments.get(i).launches()) {
+                    int[] blocks = new int[l.numBlocks()];
+                    for (int k = 0; k < blocks.length; k++) {
+                        blocks[k] = plan.blockOf(i, k);
+                    }
+                    Prepared prepared = prepare(l);
+                    Work w = new Work(l, prepared, l.mode() == ChecksumMode.MIXED ? MIXED : STANDARD, blocks, l.bytes());
+                    if (l.cellKind() == CompiledPlan.CellKind.BYTE_CELLS) {
+                        bytes.add(w);
+                    } else {
+                        whole.add(w);
+                        total += w.bytes;
+                    }
+                }
+            }
+            for (int i = 0; i < whole.size() && shared && total >= CpuWorkSplit.PARALLEL; i++) {   // only for the pool
+                shared = CpuCopy.sharable(whole.get(i).launch, notTheCaller);
+            }
+            return new Segmented(List.copyOf(whole), List.copyOf(bytes), total, shared);
+        }
+    }
+
+    private static final int RECENT = 8;
+    private static final java.util.Map<CopyPlan, Segmented> SEGMENTED = java.util.Collections.synchronizedMap(
+            new java.util.LinkedHashMap<>(16, 0.75f, true) {
+                @Override
+                protected boolean removeEldestEntry(java.util.Map.Entry<CopyPlan, Segmented> eldest) {
+                    return size() > RECENT;
+                }
+            });
 
     /**
      * A segmented plan ({@link CopyPlan#segments()}: a Jlama page per segment, often a few positions) as one piece of
@@ -80,32 +124,21 @@ final class CpuCopy {
      */
     private static long[] segmented(CopyPlan plan, int threads, IntFunction<ForkJoinPool> pool, Thread notTheCaller) {
         long[] out = new long[plan.numBlocks()];
-        List<CopyPlan> segments = plan.segments();
-        List<Work> work = new ArrayList<>();
-        long total = 0;
-        boolean shared = threads > 1;
-        for (int i = 0; i < segments.size(); i++) {
-            for (CopyPlan.Launch l : segments.get(i).launches()) {
-                int[] blocks = new int[l.numBlocks()];
-                for (int k = 0; k < blocks.length; k++) {
-                    blocks[k] = plan.blockOf(i, k);
-                }
-                Prepared prepared = prepared(l);
-                if (l.cellKind() == CompiledPlan.CellKind.BYTE_CELLS) {
-                    long[] values = new long[blocks.length];
-                    byteCells(l, prepared.runs, values);
-                    for (int k = 0; k < values.length; k++) {
-                        out[blocks[k]] += values[k];
-                    }
-                    continue;
-                }
-                long bytes = l.bytes();
-                work.add(new Work(prepared, l.mode() == ChecksumMode.MIXED ? MIXED : STANDARD, blocks, bytes));
-                total += bytes;
-                shared = shared && sharable(l, notTheCaller);
+        Segmented ready = SEGMENTED.get(plan);
+        if (ready == null) {
+            ready = Segmented.of(plan, notTheCaller);
+            SEGMENTED.put(plan, ready);
+        }
+        for (Work w : ready.byteCells) {
+            long[] values = new long[w.blocks.length];
+            byteCells(w.launch, w.prepared.runs, values);
+            for (int k = 0; k < values.length; k++) {
+                out[w.blocks[k]] += values[k];
             }
         }
-        if (!shared || total < CpuWorkSplit.PARALLEL) {
+        List<Work> work = ready.whole;
+        long total = ready.bytes;
+        if (threads < 2 || !ready.sharable || total < CpuWorkSplit.PARALLEL) {
             for (Work w : work) {
                 wholePieces(w.prepared, w.loop, 0, w.prepared.runs.count, out, 0, w.blocks);
             }
@@ -178,15 +211,18 @@ final class CpuCopy {
     private static Prepared prepared(CopyPlan.Launch l) {
         Prepared p = PREPARED.get(l);
         if (p == null) {
-            long[] factors = new long[l.pairs().size()];
-            for (int i = 0; i < factors.length; i++) {
-                factors[i] = l.pairs().get(i).factor();
-            }
-            p = new Prepared(Runs.of(l), l.cellKind() == CompiledPlan.CellKind.BYTE_CELLS ? List.of() : groups(l),
-                    factors);
+            p = prepare(l);
             PREPARED.put(l, p);
         }
         return p;
+    }
+
+    private static Prepared prepare(CopyPlan.Launch l) {
+        long[] factors = new long[l.pairs().size()];
+        for (int i = 0; i < factors.length; i++) {
+            factors[i] = l.pairs().get(i).factor();
+        }
+        return new Prepared(Runs.of(l), l.cellKind() == CompiledPlan.CellKind.BYTE_CELLS ? List.of() : groups(l), factors);
     }
 
     /** The split sizes of the checksum path, without the SPI's class in this package's hot loop. */
@@ -326,7 +362,9 @@ final class CpuCopy {
     }
 
     private static boolean same(SlicePlan.Part x, SlicePlan.Part y) {
-        return x != null && y != null && x.memory().equals(y.memory()) && x.pageStride() == y.pageStride()
+        // identity first: the heads of a layer share one KvMemory, and a segment's equals compares more than that
+        return x != null && y != null && (x.memory() == y.memory() || x.memory().equals(y.memory()))
+                && x.pageStride() == y.pageStride()
                 && x.tokenStride() == y.tokenStride() && x.pieces() == y.pieces() && x.bytes() == y.bytes();
     }
 
