@@ -277,19 +277,21 @@ public final class CopyPlan {
 
     /**
      * What every segment share of one segmented copy has in common on the source side, made once: the source's
-     * slices (a share only validates its table, {@link SlicePlan#withRequest}), found by (layer, head), and the
-     * address ranges of the source's memories.
+     * slices (a share only validates its table, {@link SlicePlan#withRequest}), their indices by (layer, head), the
+     * address ranges of the source's memories, and (in {@code pairing[0]}, set by the first share whose geometry
+     * checks passed) the source slice of each destination slice, -1 where the source holds none.
      */
-    private record Source(SlicePlan plan, Map<Long, Slice> bySlice, Map<Object, long[]> ranges) {
+    private record Source(SlicePlan plan, Map<Long, Integer> bySlice, Map<Object, long[]> ranges, int[][] pairing) {
         static Source of(KvCacheGroup source, RequestBlocks request, ChecksumSpec spec) {
             SlicePlan plan = side("source", source, request, spec);
-            Map<Long, Slice> bySlice = new HashMap<>();
+            Map<Long, Integer> bySlice = new HashMap<>();
             Map<Object, long[]> ranges = new IdentityHashMap<>();
-            for (Slice s : plan.slices()) {
-                bySlice.put(key(s.layer(), s.head()), s);
+            for (int i = 0; i < plan.slices().size(); i++) {
+                Slice s = plan.slices().get(i);
+                bySlice.put(key(s.layer(), s.head()), i);
                 memoryRanges(s, ranges);
             }
-            return new Source(plan, bySlice, ranges);
+            return new Source(plan, bySlice, ranges, new int[1][]);
         }
     }
 
@@ -322,19 +324,35 @@ public final class CopyPlan {
         int[] dstTable = dst.pageTable();
         requireDistinctPages(dstTable);
 
-        Map<Long, Slice> bySlice = pre == null ? null : pre.bySlice;
-        if (bySlice == null) {
-            bySlice = new HashMap<>();
-            for (Slice s : src.slices()) {
-                bySlice.put(key(s.layer(), s.head()), s);
+        List<Slice> srcSlices = src.slices();
+        List<Slice> dstSlices = dst.slices();
+        List<Pair> pairs = new ArrayList<>(dstSlices.size());
+        int[] known = pre == null ? null : pre.pairing[0];
+        boolean reused = known != null && known.length == dstSlices.size();
+        if (reused) {
+            // every segment has the first one's (layer, head)s and cell bytes in order (KvSegments.of): its pairing
+            for (int i = 0; i < known.length; i++) {
+                if (known[i] >= 0) {
+                    pairs.add(new Pair(srcSlices.get(known[i]), dstSlices.get(i)));
+                }
             }
         }
-        List<Pair> pairs = new ArrayList<>();
-        for (Slice d : dst.slices()) {
-            Slice s = bySlice.get(key(d.layer(), d.head()));
-            if (s == null) {
+        Map<Long, Integer> bySlice = pre == null ? null : pre.bySlice;
+        if (bySlice == null) {
+            bySlice = new HashMap<>();
+            for (int i = 0; i < srcSlices.size(); i++) {
+                bySlice.put(key(srcSlices.get(i).layer(), srcSlices.get(i).head()), i);
+            }
+        }
+        int[] pairing = new int[dstSlices.size()];
+        for (int i = 0; i < dstSlices.size() && !reused; i++) {
+            Slice d = dstSlices.get(i);
+            Integer at = bySlice.get(key(d.layer(), d.head()));
+            pairing[i] = at == null ? -1 : at;
+            if (at == null) {
                 continue;
             }
+            Slice s = srcSlices.get(at);
             int sv = s.v() == null ? -1 : s.v().bytes();
             int dv = d.v() == null ? -1 : d.v().bytes();
             if (s.k().bytes() != d.k().bytes() || sv != dv) {
@@ -343,6 +361,9 @@ public final class CopyPlan {
                         + " must be equal: a copy does not convert dtypes or head sizes)");
             }
             pairs.add(new Pair(s, d));
+        }
+        if (pre != null && !reused) {
+            pre.pairing[0] = pairing;
         }
         if (pairs.isEmpty()) {
             throw new InvalidLayoutException("copy: no (layer, head) is in both groups: the source holds "
