@@ -73,8 +73,10 @@ final class CpuCopy {
 
     /**
      * A segmented plan's launches made ready once: one entry per plan, not one per segment launch (an engine compiles a
-     * plan per request, hundreds of launches each: entries per launch, even weak ones, filled the old generation and
-     * the copies waited for its collections), kept for the last {@link #RECENT} plans copied.
+     * plan per request, hundreds of launches each: entries per launch in {@link #PREPARED} filled the old generation
+     * and the copies waited for its collections; a weak map per plan did too, measured), kept for the last
+     * {@link #RECENT} plans copied: a plan over heap-backed KV keeps that KV reachable until {@code RECENT} other
+     * segmented plans were copied.
      */
     private record Segmented(List<Work> whole, List<Work> byteCells, long bytes, boolean sharable) {
         static Segmented of(CopyPlan plan, Thread notTheCaller) {
@@ -106,9 +108,9 @@ final class CpuCopy {
         }
     }
 
-    private static final int RECENT = 8;
+    private static final int RECENT = 4;
     private static final java.util.Map<CopyPlan, Segmented> SEGMENTED = java.util.Collections.synchronizedMap(
-            new java.util.LinkedHashMap<>(16, 0.75f, true) {
+            new java.util.LinkedHashMap<>(8, 0.75f, true) {
                 @Override
                 protected boolean removeEldestEntry(java.util.Map.Entry<CopyPlan, Segmented> eldest) {
                     return size() > RECENT;
