@@ -57,6 +57,13 @@ import java.util.Set;
  * {@link CellPadding#ZEROS}); block {@code b}'s value is {@code sum factor*s} over the pairs ({@link Pair#factor()},
  * the destination's). A launch's values are added into the plan's blocks: both launches cover every block.
  *
+ * <p><b>A segmented destination</b> ({@link KvSegments}, one group per allocation as Jlama's pages:
+ * {@link #compile(KvCacheGroup, RequestBlocks, KvSegments, RequestBlocks, ChecksumSpec)}) is one plan of single-group
+ * {@link #segments() segment plans}, one per segment share in {@link KvSegments#plan}'s split, each lowered as above in
+ * its own blocks (which nest in the plan's: {@link #blockOf}); {@link #launches()} lists all of theirs. Backends
+ * declaring {@link BackendLimits#copiesSegments()} take the plan in one call (the CPU backends; cpu in one pass over its
+ * pool), the front runs it segment plan by segment plan on the others.
+ *
  * <p>Immutable and thread-safe; reusable for as long as both caches' memory and tables stay the same.
  */
 public final class CopyPlan {
@@ -192,14 +199,22 @@ public final class CopyPlan {
     private final ChecksumSpec spec;
     private final List<Launch> launches;
     private final List<Pair> pairs;
-    private final KvCacheGroup copiedDestination;
-    private final KvCacheGroup copiedSource;
+    /** The restricted groups, made on first use: a segmented plan's segment plans rarely need them. */
+    private volatile KvCacheGroup copiedDestination;
+    private volatile KvCacheGroup copiedSource;
     /** Why source and destination memory overlap, or null when they do not. */
     private final String overlap;
+    /** The segmented destination, or null when the destination is one group. */
+    private final KvSegments destinationSegments;
+    /** One single-group plan per segment share; {@code List.of(this)} for a one-group plan. */
+    private final List<CopyPlan> segmentPlans;
+    /** Per segment plan: its first block and block size, whose blocks nest in this plan's. */
+    private final long[] segmentFirst;
+    private final int[] segmentBlock;
 
     private CopyPlan(KvCacheGroup source, RequestBlocks sourceRequest, KvCacheGroup destination,
                      RequestBlocks destinationRequest, ChecksumSpec spec, List<Pair> pairs, List<Launch> launches,
-                     KvCacheGroup copiedDestination, KvCacheGroup copiedSource, String overlap) {
+                     String overlap) {
         this.source = source;
         this.sourceRequest = sourceRequest;
         this.destination = destination;
@@ -207,9 +222,38 @@ public final class CopyPlan {
         this.spec = spec;
         this.pairs = pairs;
         this.launches = launches;
-        this.copiedDestination = copiedDestination;
-        this.copiedSource = copiedSource;
         this.overlap = overlap;
+        this.destinationSegments = null;
+        this.segmentPlans = List.of(this);
+        this.segmentFirst = new long[] {destinationRequest.firstBlock()};
+        this.segmentBlock = new int[] {destinationRequest.blockSize()};
+    }
+
+    private CopyPlan(KvCacheGroup source, RequestBlocks sourceRequest, KvSegments destination,
+                     RequestBlocks destinationRequest, ChecksumSpec spec, List<CopyPlan> parts) {
+        this.source = source;
+        this.sourceRequest = sourceRequest;
+        this.destination = destination.geometry();
+        this.destinationRequest = destinationRequest;
+        this.spec = spec;
+        this.destinationSegments = destination;
+        this.segmentPlans = List.copyOf(parts);
+        List<Launch> all = new ArrayList<>();
+        String why = null;
+        segmentFirst = new long[parts.size()];
+        segmentBlock = new int[parts.size()];
+        for (int i = 0; i < parts.size(); i++) {
+            CopyPlan part = parts.get(i);
+            all.addAll(part.launches());
+            if (why == null && part.overlap != null) {
+                why = "segment plan " + i + ": " + part.overlap;
+            }
+            segmentFirst[i] = part.destinationRequest.firstBlock();
+            segmentBlock[i] = part.destinationRequest.blockSize();
+        }
+        this.launches = List.copyOf(all);
+        this.overlap = why;
+        this.pairs = parts.isEmpty() ? List.of() : parts.get(0).pairs();
     }
 
     /**
@@ -228,6 +272,31 @@ public final class CopyPlan {
      */
     public static CopyPlan compile(KvCacheGroup source, RequestBlocks sourceRequest, KvCacheGroup destination,
                                    RequestBlocks destinationRequest, ChecksumSpec spec) {
+        return compile(source, sourceRequest, destination, destinationRequest, spec, null);
+    }
+
+    /**
+     * What every segment share of one segmented copy has in common on the source side, made once: the source's
+     * slices (a share only validates its table, {@link SlicePlan#withRequest}), their indices by (layer, head), the
+     * address ranges of the source's memories, and (in {@code pairing[0]}, set by the first share whose geometry
+     * checks passed) the source slice of each destination slice, -1 where the source holds none.
+     */
+    private record Source(SlicePlan plan, Map<Long, Integer> bySlice, Map<Object, long[]> ranges, int[][] pairing) {
+        static Source of(KvCacheGroup source, RequestBlocks request, ChecksumSpec spec) {
+            SlicePlan plan = side("source", source, request, spec);
+            Map<Long, Integer> bySlice = new HashMap<>();
+            Map<Object, long[]> ranges = new IdentityHashMap<>();
+            for (int i = 0; i < plan.slices().size(); i++) {
+                Slice s = plan.slices().get(i);
+                bySlice.put(key(s.layer(), s.head()), i);
+                memoryRanges(s, ranges);
+            }
+            return new Source(plan, bySlice, ranges, new int[1][]);
+        }
+    }
+
+    private static CopyPlan compile(KvCacheGroup source, RequestBlocks sourceRequest, KvCacheGroup destination,
+                                    RequestBlocks destinationRequest, ChecksumSpec spec, Source pre) {
         if (source == null || sourceRequest == null || destination == null || destinationRequest == null || spec == null) {
             throw new InvalidLayoutException("copy: source, sourceRequest, destination, destinationRequest and spec must not be null");
         }
@@ -241,21 +310,49 @@ public final class CopyPlan {
                     + " but the destination request at " + destinationRequest.startToken()
                     + " (firstBlock x blockSize must be equal: both tables start at the first copied position)");
         }
-        SlicePlan src = side("source", source, sourceRequest, spec);
+        SlicePlan src;
+        if (pre == null) {
+            src = side("source", source, sourceRequest, spec);
+        } else {
+            try {
+                src = pre.plan.withRequest(sourceRequest);
+            } catch (InvalidLayoutException e) {
+                throw new InvalidLayoutException("copy: source: " + e.getMessage());
+            }
+        }
         SlicePlan dst = side("destination", destination, destinationRequest, spec);
         int[] dstTable = dst.pageTable();
         requireDistinctPages(dstTable);
 
-        Map<Long, Slice> bySlice = new HashMap<>();
-        for (Slice s : src.slices()) {
-            bySlice.put(key(s.layer(), s.head()), s);
+        List<Slice> srcSlices = src.slices();
+        List<Slice> dstSlices = dst.slices();
+        List<Pair> pairs = new ArrayList<>(dstSlices.size());
+        int[] known = pre == null ? null : pre.pairing[0];
+        boolean reused = known != null && known.length == dstSlices.size();
+        if (reused) {
+            // every segment has the first one's (layer, head)s and cell bytes in order (KvSegments.of): its pairing
+            for (int i = 0; i < known.length; i++) {
+                if (known[i] >= 0) {
+                    pairs.add(new Pair(srcSlices.get(known[i]), dstSlices.get(i)));
+                }
+            }
         }
-        List<Pair> pairs = new ArrayList<>();
-        for (Slice d : dst.slices()) {
-            Slice s = bySlice.get(key(d.layer(), d.head()));
-            if (s == null) {
+        Map<Long, Integer> bySlice = pre == null ? null : pre.bySlice;
+        if (bySlice == null) {
+            bySlice = new HashMap<>();
+            for (int i = 0; i < srcSlices.size(); i++) {
+                bySlice.put(key(srcSlices.get(i).layer(), srcSlices.get(i).head()), i);
+            }
+        }
+        int[] pairing = new int[dstSlices.size()];
+        for (int i = 0; i < dstSlices.size() && !reused; i++) {
+            Slice d = dstSlices.get(i);
+            Integer at = bySlice.get(key(d.layer(), d.head()));
+            pairing[i] = at == null ? -1 : at;
+            if (at == null) {
                 continue;
             }
+            Slice s = srcSlices.get(at);
             int sv = s.v() == null ? -1 : s.v().bytes();
             int dv = d.v() == null ? -1 : d.v().bytes();
             if (s.k().bytes() != d.k().bytes() || sv != dv) {
@@ -265,17 +362,24 @@ public final class CopyPlan {
             }
             pairs.add(new Pair(s, d));
         }
+        if (pre != null && !reused) {
+            pre.pairing[0] = pairing;
+        }
         if (pairs.isEmpty()) {
             throw new InvalidLayoutException("copy: no (layer, head) is in both groups: the source holds "
                     + heads(source) + ", the destination " + heads(destination));
         }
-        String overlap = overlap(pairs, src, dst);
-        KvCacheGroup copied = restrict(destination, pairs);
+        String overlap = overlap(pairs, src, dst, pre == null ? null : pre.ranges);
 
         List<Launch> launches = new ArrayList<>(2);
         int[] srcTable = src.pageTable();
         for (boolean byteCells : new boolean[] {false, true}) {
-            List<Pair> mine = pairs.stream().filter(p -> p.destination().byteCells() == byteCells).toList();
+            List<Pair> mine = new ArrayList<>(pairs.size());
+            for (Pair p : pairs) {
+                if (p.destination().byteCells() == byteCells) {
+                    mine.add(p);
+                }
+            }
             if (mine.isEmpty() || destinationRequest.numBlocks() == 0) {
                 continue;
             }
@@ -285,7 +389,118 @@ public final class CopyPlan {
                     destinationRequest.numTokens(), destinationRequest.firstBlock()));
         }
         return new CopyPlan(source, sourceRequest, destination, destinationRequest, spec, List.copyOf(pairs),
-                List.copyOf(launches), copied, restrict(source, pairs), overlap);
+                List.copyOf(launches), overlap);
+    }
+
+    /**
+     * Validates a copy into a segmented destination ({@link KvSegments}: one group per allocation, as Jlama's pages)
+     * and compiles it as one plan; nothing is read or written. The positions and blocks are those
+     * {@link KvSegments#plan} uses: each segment's share of the positions is one single-group plan
+     * ({@link #segments()}) in blocks that nest in the request's (a block straddling two segments is the sum of its two
+     * partial blocks), and the source's table is cut at each share's first position. A backend whose limits declare
+     * {@link BackendLimits#copiesSegments()} runs all of them in one call (the CPU backend in one pass over its pool);
+     * for others {@link KvChecksum#copyAndChecksum} runs the segment plans one after another and adds their values.
+     *
+     * @param source the cache read, not null
+     * @param sourceRequest where the request's positions lie in the source: its page table from {@code S} and its token
+     *     count; its block size only sets {@code S}
+     * @param destination the segments written, not null
+     * @param destinationRequest the positions and blocks of the returned checksums, as {@link KvSegments#request}
+     *     makes it (its table is not used: positions are the segments' addresses)
+     * @param spec the mode and padding of the returned checksums, not null
+     * @return the compiled copy
+     * @throws InvalidLayoutException as {@link #compile(KvCacheGroup, RequestBlocks, KvCacheGroup, RequestBlocks,
+     *     ChecksumSpec)} says for each segment (the message names the segment), and for tokens past the last segment,
+     *     a share starting inside a destination page, or a source page size that does not divide the distance from
+     *     {@code S} to every segment start inside the request
+     */
+    public static CopyPlan compile(KvCacheGroup source, RequestBlocks sourceRequest, KvSegments destination,
+                                   RequestBlocks destinationRequest, ChecksumSpec spec) {
+        if (source == null || sourceRequest == null || destination == null || destinationRequest == null || spec == null) {
+            throw new InvalidLayoutException("copy: source, sourceRequest, destination, destinationRequest and spec must not be null");
+        }
+        long numTokens = destinationRequest.numTokens();
+        long start = destinationRequest.startToken();
+        int blockSize = destinationRequest.blockSize();
+        if (sourceRequest.numTokens() != numTokens || sourceRequest.startToken() != start) {
+            throw new InvalidLayoutException("copy: the source request covers positions " + sourceRequest.startToken()
+                    + ".." + (sourceRequest.numTokens() - 1) + " but the destination request " + start + ".."
+                    + (numTokens - 1) + " (both must cover the same positions)");
+        }
+        if (numTokens > destination.endToken()) {
+            throw new InvalidLayoutException("copy: tokens " + start + ".." + (numTokens - 1) + " requested but the"
+                    + " destination segments hold positions 0.." + (destination.endToken() - 1));
+        }
+        int ps = source.pageSize();
+        int[] srcTable = sourceRequest.pageTable();
+        Source pre = Source.of(source, sourceRequest, spec);
+        List<CopyPlan> parts = new ArrayList<>();
+        List<KvSegments.Segment> list = destination.segments();
+        for (int i = 0; i < list.size(); i++) {
+            KvSegments.Segment seg = list.get(i);
+            long a = Math.max(seg.startToken(), start);
+            long e = Math.min(seg.endToken(), numTokens);
+            if (a >= e) {
+                continue;
+            }
+            int pd = seg.group().pageSize();
+            if ((a - seg.startToken()) % pd != 0) {
+                throw new InvalidLayoutException("copy: destination segment " + i + " (positions " + seg.startToken()
+                        + ".." + (seg.endToken() - 1) + ", pages of " + pd + ") would be written from position " + a
+                        + ", which is not a page boundary");
+            }
+            long body = Math.ceilDiv(a, (long) blockSize) * blockSize;
+            // split at the first block boundary only where it is a page boundary on both sides: blocks of gcd(a, B)
+            // nest in the request's blocks anyway, the split only makes the body's runs longer
+            if (body >= e || (body - seg.startToken()) % pd != 0 || (body - start) % ps != 0) {
+                parts.add(share(source, pre, srcTable, ps, start, i, seg, a, e, gcd(a, blockSize), spec));
+            } else {
+                if (body > a) {
+                    parts.add(share(source, pre, srcTable, ps, start, i, seg, a, body, gcd(a, blockSize), spec));
+                }
+                parts.add(share(source, pre, srcTable, ps, start, i, seg, body, e, blockSize, spec));
+            }
+        }
+        return new CopyPlan(source, sourceRequest, destination, destinationRequest, spec, parts);
+    }
+
+    /** Positions {@code [from, to)} of destination segment {@code i}, in blocks of {@code small} tokens. */
+    private static CopyPlan share(KvCacheGroup source, Source pre, int[] srcTable, int ps, long start, int i, KvSegments.Segment seg,
+            long from, long to, int small, ChecksumSpec spec) {
+        if ((from - start) % ps != 0) {
+            throw new InvalidLayoutException("copy: the source's pages of " + ps + " positions cannot be copied into"
+                    + " destination segment " + i + " from position " + from + ", " + (from - start) + " positions"
+                    + " after the first copied position " + start + ": the source's page size must divide the"
+                    + " distance from the first copied position to every segment start");
+        }
+        int first = Math.toIntExact((from - start) / ps);
+        int count = Math.toIntExact(Math.ceilDiv(to - from, (long) ps));
+        if (first + count > srcTable.length) {
+            throw new InvalidLayoutException("copy: the source table has " + srcTable.length + " entries; positions "
+                    + start + ".." + (to - 1) + " need " + (first + count));
+        }
+        int pd = seg.group().pageSize();
+        long firstPage = (from - seg.startToken()) / pd;
+        int[] table = new int[Math.toIntExact(Math.ceilDiv(to - from, (long) pd))];
+        for (int k = 0; k < table.length; k++) {
+            table[k] = Math.toIntExact(firstPage + k);
+        }
+        try {
+            return compile(source, RequestBlocks.of(Arrays.copyOfRange(srcTable, first, first + count), to, from / small,
+                    small), seg.group(), RequestBlocks.of(table, to, from / small, small), spec, pre);
+        } catch (InvalidLayoutException x) {
+            throw new InvalidLayoutException("destination segment " + i + " (positions " + from + ".." + (to - 1)
+                    + "): " + x.getMessage());
+        }
+    }
+
+    private static int gcd(long a, long b) {
+        while (b != 0) {
+            long t = a % b;
+            a = b;
+            b = t;
+        }
+        return (int) a;
     }
 
     /**
@@ -305,7 +520,7 @@ public final class CopyPlan {
             throw new InvalidLayoutException("backend '" + backend + "' does not implement the verifying copy"
                     + " (copyAndChecksum) yet; use the cpu or reference backend, or copy and then checksum the destination");
         }
-        for (Launch l : launches) {
+        for (Launch l : launches) {   // a segmented plan's launches are its segment plans'
             if (!routes.contains(l.route())) {
                 throw new InvalidLayoutException("backend '" + backend + "' cannot copy " + l.route() + where
                         + " (it copies: " + (routes.isEmpty() ? "nothing" : routes.stream().map(Object::toString).sorted().toList())
@@ -329,12 +544,15 @@ public final class CopyPlan {
         return sourceRequest;
     }
 
-    /** {@return the cache written} */
+    /** {@return the cache written; for a segmented destination the first segment's group (every segment's geometry)} */
     public KvCacheGroup destination() {
         return destination;
     }
 
-    /** {@return where the positions go in the destination, and the blocks of the returned checksums} */
+    /**
+     * {@return where the positions go in the destination, and the blocks of the returned checksums} For a segmented
+     * destination the request has no table (positions are the segments' addresses).
+     */
     public RequestBlocks destinationRequest() {
         return destinationRequest;
     }
@@ -344,12 +562,16 @@ public final class CopyPlan {
         return spec;
     }
 
-    /** {@return the copied slices, in the destination's order} */
+    /** {@return the copied slices, in the destination's order; for a segmented destination the first segment plan's} */
     public List<Pair> pairs() {
         return pairs;
     }
 
-    /** {@return the launches: one per cell kind present, none when the destination request has no block} */
+    /**
+     * {@return the launches: one per cell kind present, none when the destination request has no block} For a
+     * segmented destination every segment plan's launches, in order, each with values in its own segment plan's blocks
+     * (see {@link #segments()} and {@link #blockOf}).
+     */
     public List<Launch> launches() {
         return launches;
     }
@@ -366,10 +588,17 @@ public final class CopyPlan {
 
     /**
      * {@return the destination restricted to the copied slices: the group whose block checksums over the destination
-     * request the copy returns} Its layers are the destination's, each cut to the runs of heads that are copied.
+     * request the copy returns} Its layers are the destination's, each cut to the runs of heads that are copied. For a
+     * segmented destination the first segment plan's (each segment plan has its own).
      */
     public KvCacheGroup copiedDestination() {
-        return copiedDestination;
+        KvCacheGroup g = copiedDestination;
+        if (g == null) {
+            g = isSegmented() ? (segmentPlans.isEmpty() ? destination : segmentPlans.get(0).copiedDestination())
+                    : restrict(destination, pairs);
+            copiedDestination = g;
+        }
+        return g;
     }
 
     /**
@@ -378,7 +607,12 @@ public final class CopyPlan {
      * copied head range: what the copy's values must equal when source and copy are intact.
      */
     public KvCacheGroup copiedSource() {
-        return copiedSource;
+        KvCacheGroup g = copiedSource;
+        if (g == null) {
+            g = isSegmented() && segmentPlans.isEmpty() ? source : restrict(source, pairs);
+            copiedSource = g;
+        }
+        return g;
     }
 
     /**
@@ -394,6 +628,50 @@ public final class CopyPlan {
     /** {@return whether the source and destination memory overlap (a copy only a staging backend may run)} */
     public boolean overlaps() {
         return overlap != null;
+    }
+
+    /** {@return whether the destination is segmented: several groups, one plan per segment share ({@link #segments()})} */
+    public boolean isSegmented() {
+        return destinationSegments != null;
+    }
+
+    /** {@return the segmented destination, or null when the destination is one group} */
+    public KvSegments destinationSegments() {
+        return destinationSegments;
+    }
+
+    /**
+     * {@return the single-group plans this plan runs: {@code List.of(this)} for one destination group, else one per
+     * segment share in position order (empty when no block is requested)} Segment plan {@code i}'s value {@code k}
+     * belongs to this plan's block {@link #blockOf blockOf(i, k)}; its launches are among {@link #launches()}.
+     */
+    public List<CopyPlan> segments() {
+        return segmentPlans;
+    }
+
+    /**
+     * {@return the index, among this plan's values, of the block that holds segment plan {@code segment}'s value
+     * {@code value}} Segment blocks nest in this plan's blocks: several may add into one.
+     *
+     * @param segment an index into {@link #segments()}
+     * @param value an index into that plan's values
+     */
+    public int blockOf(int segment, int value) {
+        return (int) ((segmentFirst[segment] + value) * segmentBlock[segment] / destinationRequest.blockSize()
+                - destinationRequest.firstBlock());
+    }
+
+    /**
+     * Adds segment plan {@code segment}'s values into this plan's.
+     *
+     * @param segment an index into {@link #segments()}
+     * @param values that plan's values
+     * @param into this plan's values, {@link #numBlocks()} long
+     */
+    public void addSegment(int segment, long[] values, long[] into) {
+        for (int k = 0; k < values.length; k++) {
+            into[blockOf(segment, k)] += values[k];
+        }
     }
 
     @Override
@@ -412,6 +690,9 @@ public final class CopyPlan {
     }
 
     private static void requireDistinctPages(int[] table) {
+        if (table.length < 2) {
+            return;
+        }
         Map<Integer, Integer> seen = new HashMap<>();
         for (int i = 0; i < table.length; i++) {
             Integer before = seen.putIfAbsent(table[i], i);
@@ -447,10 +728,9 @@ public final class CopyPlan {
         boolean device = false;
         for (Pair p : pairs) {
             Slice s = source ? p.source() : p.destination();
-            for (SlicePlan.Part part : s.v() == null ? List.of(s.k()) : List.of(s.k(), s.v())) {
-                host |= part.memory() instanceof KvMemory.Host;
-                device |= part.memory() instanceof KvMemory.Device;
-            }
+            host |= s.k().memory() instanceof KvMemory.Host || (s.v() != null && s.v().memory() instanceof KvMemory.Host);
+            device |= s.k().memory() instanceof KvMemory.Device
+                    || (s.v() != null && s.v().memory() instanceof KvMemory.Device);
         }
         return host && device ? Residency.MIXED : device ? Residency.DEVICE : Residency.HOST;
     }
@@ -492,15 +772,16 @@ public final class CopyPlan {
      * ranges intersect are compared in detail: per copied slice, part and used page, the span from the page's first
      * cell to its last (an over-approximation for token-major layouts, where other heads' cells lie between).
      */
-    private static String overlap(List<Pair> pairs, SlicePlan src, SlicePlan dst) {
+    private static String overlap(List<Pair> pairs, SlicePlan src, SlicePlan dst, Map<Object, long[]> sourceRanges) {
         Map<Object, List<long[]>> srcSpans = new IdentityHashMap<>();
         Map<Object, List<long[]>> dstSpans = new IdentityHashMap<>();
-        Map<Object, long[]> srcRange = new IdentityHashMap<>();
-        Map<Object, long[]> dstRange = new IdentityHashMap<>();
-        for (Pair p : pairs) {
-            memoryRanges(p.source(), srcRange);
-            memoryRanges(p.destination(), dstRange);
+        Map<Object, long[]> srcRange = sourceRanges;
+        if (srcRange == null) {
+            srcRange = new IdentityHashMap<>();
+            memoryRanges(pairs, true, srcRange);
         }
+        Map<Object, long[]> dstRange = new IdentityHashMap<>();
+        memoryRanges(pairs, false, dstRange);
         boolean any = false;
         for (Map.Entry<Object, long[]> e : dstRange.entrySet()) {
             long[] s = srcRange.get(e.getKey());
@@ -577,11 +858,39 @@ public final class CopyPlan {
     }
 
     private static void memoryRanges(Slice s, Map<Object, long[]> into) {
-        for (SlicePlan.Part part : s.v() == null ? List.of(s.k()) : List.of(s.k(), s.v())) {
-            KvMemory m = part.memory();
-            long from = address(m);
-            long to = from + m.byteSize();
-            into.merge(space(m), new long[] {from, to}, (a, b) -> new long[] {Math.min(a[0], b[0]), Math.max(a[1], b[1])});
+        range(s.k().memory(), into);
+        if (s.v() != null) {
+            range(s.v().memory(), into);
+        }
+    }
+
+    /** The ranges of the slices' memories; consecutive slices of one memory (a layer's heads) counted once. */
+    private static void memoryRanges(List<Pair> pairs, boolean source, Map<Object, long[]> into) {
+        KvMemory lastK = null;
+        KvMemory lastV = null;
+        for (Pair p : pairs) {
+            Slice s = source ? p.source() : p.destination();
+            if (s.k().memory() != lastK) {
+                lastK = s.k().memory();
+                range(lastK, into);
+            }
+            if (s.v() != null && s.v().memory() != lastV) {
+                lastV = s.v().memory();
+                range(lastV, into);
+            }
+        }
+    }
+
+    private static void range(KvMemory m, Map<Object, long[]> into) {
+        long from = address(m);
+        long to = from + m.byteSize();
+        Object space = space(m);
+        long[] r = into.get(space);
+        if (r == null) {
+            into.put(space, new long[] {from, to});
+        } else {
+            r[0] = Math.min(r[0], from);
+            r[1] = Math.max(r[1], to);
         }
     }
 

@@ -392,6 +392,28 @@ public final class KvChecksum implements AutoCloseable {
     }
 
     /**
+     * Compiles a verifying copy into a segmented destination ({@link KvSegments}, Jlama's pages) as one plan
+     * ({@link CopyPlan#compile(KvCacheGroup, RequestBlocks, KvSegments, RequestBlocks, ChecksumSpec)}) and checks it
+     * against this backend's limits. The CPU backends run it in one call (the cpu backend in one pass over its pool);
+     * other backends run its segment plans one after another, the values added up.
+     *
+     * @param source the cache read
+     * @param sourceRequest where the positions lie in the source (its page table from the first copied position)
+     * @param destination the segments written
+     * @param destinationRequest the positions and blocks of the returned checksums ({@link KvSegments#request})
+     * @param spec the mode and padding of the returned checksums
+     * @return the compiled copy, reusable while both caches' memory and the source's table stay the same
+     * @throws InvalidLayoutException as {@link CopyPlan#compile(KvCacheGroup, RequestBlocks, KvSegments, RequestBlocks,
+     *     ChecksumSpec)} and {@link CopyPlan#check} say
+     */
+    public CopyPlan compileCopy(KvCacheGroup source, RequestBlocks sourceRequest, KvSegments destination,
+                                RequestBlocks destinationRequest, ChecksumSpec spec) {
+        CopyPlan plan = CopyPlan.compile(source, sourceRequest, destination, destinationRequest, spec);
+        plan.check(name(), backend.limits(), false);
+        return plan;
+    }
+
+    /**
      * Copies the plan's cells from its source to its destination in one pass and returns the destination's block
      * checksums over the copied slices, computed from the bytes as they pass: after a correct copy, equal to
      * {@link #blockChecksums(KvCacheGroup, RequestBlocks) blockChecksums}{@code (plan.copiedDestination(),
@@ -430,7 +452,59 @@ public final class KvChecksum implements AutoCloseable {
         if (plan.isEmpty()) {
             return PendingChecksums.completed(new long[plan.numBlocks()]);
         }
+        if (plan.isSegmented() && !backend.limits().copiesSegments()) {
+            return new SegmentCopies(plan, backend, stream);
+        }
         return backend.runCopy(plan, stream);
+    }
+
+    /** A segmented copy on a backend that takes one group per call: its segment plans in order, the values added. */
+    private static final class SegmentCopies implements PendingChecksums {
+        private final CopyPlan plan;
+        private final List<PendingChecksums> parts = new ArrayList<>();
+        private final List<Integer> at = new ArrayList<>();
+
+        SegmentCopies(CopyPlan plan, Backend backend, OptionalLong stream) {
+            this.plan = plan;
+            try {
+                for (int i = 0; i < plan.segments().size(); i++) {
+                    CopyPlan part = plan.segments().get(i);
+                    if (!part.isEmpty()) {
+                        parts.add(backend.runCopy(part, stream));
+                        at.add(i);
+                    }
+                }
+            } catch (RuntimeException e) {
+                close();
+                throw e;
+            }
+        }
+
+        @Override
+        public long[] get() {
+            long[] out = new long[plan.numBlocks()];
+            for (int k = 0; k < parts.size(); k++) {
+                plan.addSegment(at.get(k), parts.get(k).get(), out);
+            }
+            return out;
+        }
+
+        @Override
+        public boolean isDone() {
+            for (PendingChecksums p : parts) {
+                if (!p.isDone()) {
+                    return false;
+                }
+            }
+            return true;
+        }
+
+        @Override
+        public void close() {
+            for (PendingChecksums p : parts) {
+                p.close();
+            }
+        }
     }
 
     /** Releases the backend's native resources; the pure-Java backends hold none. */

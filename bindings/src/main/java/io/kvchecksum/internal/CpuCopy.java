@@ -45,6 +45,9 @@ final class CpuCopy {
      * @param pool the pool for {@code threads > 1}, asked for only when a launch is split
      */
     static long[] run(CopyPlan plan, int threads, IntFunction<ForkJoinPool> pool, Thread notTheCaller) {
+        if (plan.isSegmented()) {
+            return segmented(plan, threads, pool, notTheCaller);
+        }
         long[] out = new long[plan.numBlocks()];
         for (CopyPlan.Launch l : plan.launches()) {
             Prepared prepared = prepared(l);
@@ -58,8 +61,140 @@ final class CpuCopy {
             if (threads > 1 && bytes >= CpuWorkSplit.PARALLEL && sharable(l, notTheCaller)) {
                 parallel(l, prepared, loop, bytes, threads, pool.apply(threads), out);
             } else {
-                wholePieces(prepared, loop, 0, runs.count, out, 0);
+                wholePieces(prepared, loop, 0, runs.count, out, 0, null);
             }
+        }
+        return out;
+    }
+
+    /** A launch of a segmented plan: what it needs, and where its blocks go among the plan's. */
+    private record Work(CopyPlan.Launch launch, Prepared prepared, CopyLoop loop, int[] blocks, long bytes) {
+    }
+
+    /**
+     * A segmented plan's launches made ready once: one entry per plan, not one per segment launch (an engine compiles a
+     * plan per request, hundreds of launches each: entries per launch in {@link #PREPARED} filled the old generation
+     * and the copies waited for its collections; a weak map per plan did too, measured), kept for the last
+     * {@link #RECENT} plans copied: a plan over heap-backed KV keeps that KV reachable until {@code RECENT} other
+     * segmented plans were copied.
+     */
+    private record Segmented(List<Work> whole, List<Work> byteCells, long bytes, boolean sharable) {
+        static Segmented of(CopyPlan plan, Thread notTheCaller) {
+            List<Work> whole = new ArrayList<>();
+            List<Work> bytes = new ArrayList<>();
+            long total = 0;
+            boolean shared = true;
+            List<CopyPlan> segments = plan.segments();
+            for (int i = 0; i < segments.size(); i++) {
+                for (CopyPlan.Launch l : segments.get(i).launches()) {
+                    int[] blocks = new int[l.numBlocks()];
+                    for (int k = 0; k < blocks.length; k++) {
+                        blocks[k] = plan.blockOf(i, k);
+                    }
+                    Prepared prepared = prepare(l);
+                    Work w = new Work(l, prepared, l.mode() == ChecksumMode.MIXED ? MIXED : STANDARD, blocks, l.bytes());
+                    if (l.cellKind() == CompiledPlan.CellKind.BYTE_CELLS) {
+                        bytes.add(w);
+                    } else {
+                        whole.add(w);
+                        total += w.bytes;
+                    }
+                }
+            }
+            for (int i = 0; i < whole.size() && shared && total >= CpuWorkSplit.PARALLEL; i++) {   // only for the pool
+                shared = CpuCopy.sharable(whole.get(i).launch, notTheCaller);
+            }
+            return new Segmented(List.copyOf(whole), List.copyOf(bytes), total, shared);
+        }
+    }
+
+    private static final int RECENT = 4;
+    private static final java.util.Map<CopyPlan, Segmented> SEGMENTED = java.util.Collections.synchronizedMap(
+            new java.util.LinkedHashMap<>(8, 0.75f, true) {
+                @Override
+                protected boolean removeEldestEntry(java.util.Map.Entry<CopyPlan, Segmented> eldest) {
+                    return size() > RECENT;
+                }
+            });
+
+    /**
+     * A segmented plan ({@link CopyPlan#segments()}: a Jlama page per segment, often a few positions) as one piece of
+     * work, as the checksum's {@code runTogether} runs a step's segments: the bytes of all segments decide whether it
+     * runs on the calling thread or on the pool; on the pool each launch's runs are cut into ranges of about
+     * {@code max(TASK_BYTES, total/4T)} bytes and consecutive small ranges of several segments are packed into one task,
+     * all handed over in one {@code invokeAll}. Each run's value goes straight into the plan's block that holds it.
+     */
+    private static long[] segmented(CopyPlan plan, int threads, IntFunction<ForkJoinPool> pool, Thread notTheCaller) {
+        long[] out = new long[plan.numBlocks()];
+        Segmented ready = SEGMENTED.get(plan);
+        if (ready == null) {
+            ready = Segmented.of(plan, notTheCaller);
+            SEGMENTED.put(plan, ready);
+        }
+        for (Work w : ready.byteCells) {
+            long[] values = new long[w.blocks.length];
+            byteCells(w.launch, w.prepared.runs, values);
+            for (int k = 0; k < values.length; k++) {
+                out[w.blocks[k]] += values[k];
+            }
+        }
+        List<Work> work = ready.whole;
+        long total = ready.bytes;
+        if (threads < 2 || !ready.sharable || total < CpuWorkSplit.PARALLEL) {
+            for (Work w : work) {
+                wholePieces(w.prepared, w.loop, 0, w.prepared.runs.count, out, 0, w.blocks);
+            }
+            return out;
+        }
+        long target = Math.max(CpuWorkSplit.TASK, total / (4L * threads));
+        List<List<int[]>> tasks = new ArrayList<>();
+        List<int[]> current = new ArrayList<>();
+        long filled = 0;
+        for (int w = 0; w < work.size(); w++) {
+            Work x = work.get(w);
+            int count = x.prepared.runs.count;
+            long perRun = Math.max(1, x.bytes / Math.max(1, count));
+            int step = (int) Math.max(1, Math.min(count, target / perRun));
+            for (int r0 = 0; r0 < count; r0 += step) {
+                int r1 = Math.min(count, r0 + step);
+                current.add(new int[] {w, r0, r1});
+                filled += (r1 - r0) * perRun;
+                if (filled >= target) {
+                    tasks.add(current);
+                    current = new ArrayList<>();
+                    filled = 0;
+                }
+            }
+        }
+        if (!current.isEmpty()) {
+            tasks.add(current);
+        }
+        List<Callable<long[]>> calls = new ArrayList<>(tasks.size());
+        for (List<int[]> t : tasks) {
+            calls.add(() -> {
+                long[] part = new long[out.length];
+                for (int[] piece : t) {
+                    Work x = work.get(piece[0]);
+                    wholePieces(x.prepared, x.loop, piece[1], piece[2], part, 0, x.blocks);
+                }
+                return part;
+            });
+        }
+        try {
+            for (Future<long[]> f : pool.apply(threads).invokeAll(calls)) {
+                long[] part = f.get();
+                for (int k = 0; k < part.length; k++) {
+                    out[k] += part[k];
+                }
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while copying", e);
+        } catch (ExecutionException e) {
+            if (e.getCause() instanceof RuntimeException re) {
+                throw re;
+            }
+            throw new IllegalStateException(e.getCause());
         }
         return out;
     }
@@ -78,15 +213,18 @@ final class CpuCopy {
     private static Prepared prepared(CopyPlan.Launch l) {
         Prepared p = PREPARED.get(l);
         if (p == null) {
-            long[] factors = new long[l.pairs().size()];
-            for (int i = 0; i < factors.length; i++) {
-                factors[i] = l.pairs().get(i).factor();
-            }
-            p = new Prepared(Runs.of(l), l.cellKind() == CompiledPlan.CellKind.BYTE_CELLS ? List.of() : groups(l),
-                    factors);
+            p = prepare(l);
             PREPARED.put(l, p);
         }
         return p;
+    }
+
+    private static Prepared prepare(CopyPlan.Launch l) {
+        long[] factors = new long[l.pairs().size()];
+        for (int i = 0; i < factors.length; i++) {
+            factors[i] = l.pairs().get(i).factor();
+        }
+        return new Prepared(Runs.of(l), l.cellKind() == CompiledPlan.CellKind.BYTE_CELLS ? List.of() : groups(l), factors);
     }
 
     /** The split sizes of the checksum path, without the SPI's class in this package's hot loop. */
@@ -144,12 +282,13 @@ final class CpuCopy {
 
     /**
      * Every pair over runs {@code r0 .. r1-1}: each run's slice sums times the pairs' factors added into
-     * {@code out[block - blockBase]}. Run by run, every pair of the run: the pages of one run are read and written
+     * {@code out[block - blockBase]} (or {@code out[blocks[block]]}: a segment's blocks among its plan's). Run by run, every pair of the run: the pages of one run are read and written
      * together. Consecutive pairs whose K (or V) regions are at constant head strides on both sides (the heads of a layer in
      * every layout in the field) form one group, copied token by token across the heads ({@link CopyLoop#copyRows}): in
      * token-major layouts each token's row front to back.
      */
-    private static void wholePieces(Prepared prepared, CopyLoop loop, int r0, int r1, long[] out, int blockBase) {
+    private static void wholePieces(Prepared prepared, CopyLoop loop, int r0, int r1, long[] out, int blockBase,
+            int[] blocks) {
         Runs runs = prepared.runs;
         long[] factors = prepared.factors;
         List<Group> groups = prepared.groups;
@@ -166,7 +305,7 @@ final class CpuCopy {
                         g.dstSeg, g.dst.cellOffset(dPage, ds), g.dst.tokenStride(), g.dstHeadStride, n, t0, g.cellPieces,
                         g.pieceBase, g.regionPieces, g.heads, factors, g.firstPair);
             }
-            out[runs.block[r] - blockBase] += value;
+            out[blocks == null ? runs.block[r] - blockBase : blocks[runs.block[r]]] += value;
         }
     }
 
@@ -225,7 +364,9 @@ final class CpuCopy {
     }
 
     private static boolean same(SlicePlan.Part x, SlicePlan.Part y) {
-        return x != null && y != null && x.memory().equals(y.memory()) && x.pageStride() == y.pageStride()
+        // identity first: the heads of a layer share one KvMemory, and a segment's equals compares more than that
+        return x != null && y != null && (x.memory() == y.memory() || x.memory().equals(y.memory()))
+                && x.pageStride() == y.pageStride()
                 && x.tokenStride() == y.tokenStride() && x.pieces() == y.pieces() && x.bytes() == y.bytes();
     }
 
@@ -248,14 +389,14 @@ final class CpuCopy {
             tasks.add(new Task(0, pairs, r0, r1, base, runs.block[r1 - 1] - base + 1));
         }
         if (tasks.size() == 1) {
-            wholePieces(prepared, loop, 0, runs.count, out, 0);
+            wholePieces(prepared, loop, 0, runs.count, out, 0, null);
             return;
         }
         List<Callable<long[]>> calls = new ArrayList<>(tasks.size());
         for (Task t : tasks) {
             calls.add(() -> {
                 long[] part = new long[t.blocks];
-                wholePieces(prepared, loop, t.r0, t.r1, part, t.blockBase);
+                wholePieces(prepared, loop, t.r0, t.r1, part, t.blockBase, null);
                 return part;
             });
         }

@@ -88,10 +88,18 @@ public final class ReferenceBackend implements Backend {
      * is copied byte for byte, position by position, each position's source and destination cells found from the two
      * requests' tables and the groups' regions (not from the plan's pairs or launches); then the destination is
      * checksummed by this backend's own reading of the definition ({@link #run}) over the copied slices. A backend
-     * that computes the values while copying must agree with the checksum of what it wrote.
+     * that computes the values while copying must agree with the checksum of what it wrote. A segmented plan is run
+     * segment plan by segment plan.
      */
     @Override
     public PendingChecksums runCopy(CopyPlan plan, OptionalLong stream) {
+        if (plan.isSegmented()) {   // literally too: each segment plan as below, its values added into their blocks
+            long[] out = new long[plan.numBlocks()];
+            for (int i = 0; i < plan.segments().size(); i++) {
+                plan.addSegment(i, runCopy(plan.segments().get(i), stream).get(), out);
+            }
+            return PendingChecksums.completed(out);
+        }
         KvCacheGroup src = plan.source();
         KvCacheGroup dst = plan.destination();
         RequestBlocks sq = plan.sourceRequest();

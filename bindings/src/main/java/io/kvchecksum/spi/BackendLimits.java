@@ -22,15 +22,20 @@ import java.util.Set;
  * @param copiesInPlace whether the backend stages pages so that a copy's source and destination memory may overlap
  *     (vLLM's in-place rearrangement); no backend does yet, and {@link io.kvchecksum.CopyPlan#check} refuses such
  *     a copy otherwise
+ * @param copiesSegments whether {@link Backend#runCopy} takes a plan whose destination is segmented
+ *     ({@link io.kvchecksum.CopyPlan#isSegmented()}: several groups, each segment's launches with values in its own
+ *     blocks) as one call; without it the front runs such a plan one segment plan at a time and adds the values up
  */
 public record BackendLimits(Set<Residency> reads, Set<Residency> readsOnStream, int maxByteCellSlices, String hint,
-                            Set<CopyRoute> copies, Set<CopyRoute> copiesOnStream, boolean copiesInPlace) {
+                            Set<CopyRoute> copies, Set<CopyRoute> copiesOnStream, boolean copiesInPlace,
+                            boolean copiesSegments) {
     /** Host memory only, on the calling thread, and no verifying copy. */
     public static final BackendLimits HOST_ONLY = new BackendLimits(Set.of(Residency.HOST), Set.of(Residency.HOST),
             Integer.MAX_VALUE, "");
 
     /** The CPU backends: host memory only, on the calling thread (they have no stream and ignore one); host-to-host copies. */
-    public static final BackendLimits CPU = HOST_ONLY.withCopies(Set.of(CopyRoute.HOST_TO_HOST), Set.of(CopyRoute.HOST_TO_HOST));
+    public static final BackendLimits CPU = HOST_ONLY.withCopies(Set.of(CopyRoute.HOST_TO_HOST), Set.of(CopyRoute.HOST_TO_HOST))
+            .withSegmentedCopies();
 
     /**
      * Where a verifying copy reads and where it writes: the residency of every source region and of every destination
@@ -99,7 +104,23 @@ public record BackendLimits(Set<Residency> reads, Set<Residency> readsOnStream, 
      * @param hint what to do instead of a refused memory kind
      */
     public BackendLimits(Set<Residency> reads, Set<Residency> readsOnStream, int maxByteCellSlices, String hint) {
-        this(reads, readsOnStream, maxByteCellSlices, hint, Set.of(), Set.of(), false);
+        this(reads, readsOnStream, maxByteCellSlices, hint, Set.of(), Set.of(), false, false);
+    }
+
+    /**
+     * Limits without segmented copies in one call (the front splits a segmented copy by segment).
+     *
+     * @param reads where a launch's memory may live on the backend's own stream
+     * @param readsOnStream where a launch's memory may live on an engine's stream
+     * @param maxByteCellSlices the most byte-cell slices of one launch
+     * @param hint what to do instead of a refused memory kind
+     * @param copies the copy routes on the backend's own stream
+     * @param copiesOnStream the copy routes on an engine's stream
+     * @param copiesInPlace whether overlapping source and destination memory is staged
+     */
+    public BackendLimits(Set<Residency> reads, Set<Residency> readsOnStream, int maxByteCellSlices, String hint,
+                         Set<CopyRoute> copies, Set<CopyRoute> copiesOnStream, boolean copiesInPlace) {
+        this(reads, readsOnStream, maxByteCellSlices, hint, copies, copiesOnStream, copiesInPlace, false);
     }
 
     /**
@@ -109,7 +130,14 @@ public record BackendLimits(Set<Residency> reads, Set<Residency> readsOnStream, 
      * @param onStream the routes copied on an engine's stream
      */
     public BackendLimits withCopies(Set<CopyRoute> own, Set<CopyRoute> onStream) {
-        return new BackendLimits(reads, readsOnStream, maxByteCellSlices, hint, own, onStream, copiesInPlace);
+        return new BackendLimits(reads, readsOnStream, maxByteCellSlices, hint, own, onStream, copiesInPlace,
+                copiesSegments);
+    }
+
+    /** {@return these limits, taking a segmented copy plan in one {@link Backend#runCopy} call} */
+    public BackendLimits withSegmentedCopies() {
+        return new BackendLimits(reads, readsOnStream, maxByteCellSlices, hint, copies, copiesOnStream, copiesInPlace,
+                true);
     }
 
     /**

@@ -12,7 +12,6 @@ import io.kvchecksum.PendingChecksums;
 import io.kvchecksum.RequestBlocks;
 import io.kvchecksum.SlicePlan;
 
-import java.math.BigInteger;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -30,10 +29,11 @@ import java.util.Map;
  * KV holds is checksummed from the part's pages after the copies, as the worker would have, so an incomplete copy is a
  * mismatch and not a silent gap. A slice two received KVs hold is refused: both copies would write it.
  *
- * <p>Segmented KV ({@link KvSegments}, Jlama's pages) is copied segment by segment, each segment's share in the blocks
- * {@link KvSegments} uses (a block straddling two segments is the sum of its two partial blocks), the received KV's
- * table cut at the share's first position: its page size must divide the distance from the load's first position to
- * every segment start inside the load, else the share is refused.
+ * <p>Segmented KV ({@link KvSegments}, Jlama's pages) is copied by one plan per received KV over all segments
+ * ({@link KvChecksum#compileCopy(KvCacheGroup, RequestBlocks, KvSegments, RequestBlocks, ChecksumSpec)}: each
+ * segment's share in the blocks {@link KvSegments} uses, a block straddling two segments the sum of its two partial
+ * blocks, the received KV's table cut at each share's first position: its page size must divide the distance from the
+ * load's first position to every segment start inside the load, else the copy is refused), one backend call.
  */
 final class CopyParts {
     private CopyParts() {
@@ -59,7 +59,6 @@ final class CopyParts {
                 sources.add(r);
             }
         }
-        int length = (int) s.range().length();
         if (p.segments() == null) {
             RequestBlocks dq = s.request(p.cache().pageSize());
             for (ReceivedKv r : sources) {
@@ -73,14 +72,17 @@ final class CopyParts {
             }
             return;
         }
-        long start = s.firstBlock() * s.blockSize();
+        RequestBlocks dq = KvSegments.request(s.numTokens(), s.firstBlock(), s.blockSize());
         List<KvCacheGroup> restSegments = new ArrayList<>();
-        for (Share share : shares(p.segments(), start, s.numTokens(), s.blockSize())) {
-            for (ReceivedKv r : sources) {
-                RequestBlocks sq = sourceRequest(r, share, start, s.groupId());
-                CopyPlan plan = backend.compileCopy(r.cache(), sq, share.group(), share.request(), spec);
-                into.add(new InBlocks(run(backend, plan, stream), share.request(), s, length));
+        for (ReceivedKv r : sources) {
+            RequestBlocks sq = RequestBlocks.of(r.pageTable(), s.numTokens(), s.firstBlock(), s.blockSize());
+            CopyPlan plan;
+            try {
+                plan = backend.compileCopy(r.cache(), sq, p.segments(), dq, spec);
+            } catch (InvalidLayoutException e) {
+                throw new InvalidLayoutException("group " + s.groupId() + ": " + e.getMessage());
             }
+            into.add(run(backend, plan, stream));
         }
         for (KvSegments.Segment seg : p.segments().segments()) {
             KvCacheGroup rest = restrict(seg.group(), covered);
@@ -160,117 +162,5 @@ final class CopyParts {
 
     private static long key(int layer, int head) {
         return ((long) layer << 32) | (head & 0xFFFFFFFFL);
-    }
-
-    /**
-     * Positions {@code [from, to)} of one segment: its group, and the destination request over them in blocks of
-     * {@code small} tokens ({@code small} divides {@code from} and the block size, so each small block lies in one
-     * request block).
-     */
-    private record Share(KvCacheGroup group, RequestBlocks request, long from, long to, int small) {
-    }
-
-    /** The segments' shares of positions {@code [start, numTokens)}: the split {@link KvSegments} computes with. */
-    private static List<Share> shares(KvSegments segments, long start, long numTokens, int blockSize) {
-        if (numTokens > segments.endToken()) {
-            throw new InvalidLayoutException("tokens " + start + ".." + (numTokens - 1) + " requested but the segments hold"
-                    + " positions 0.." + (segments.endToken() - 1));
-        }
-        List<Share> out = new ArrayList<>();
-        List<KvSegments.Segment> list = segments.segments();
-        for (int i = 0; i < list.size(); i++) {
-            KvSegments.Segment seg = list.get(i);
-            long a = Math.max(seg.startToken(), start);
-            long e = Math.min(seg.endToken(), numTokens);
-            if (a >= e) {
-                continue;
-            }
-            int pd = seg.group().pageSize();
-            if ((a - seg.startToken()) % pd != 0) {
-                throw new InvalidLayoutException("segment " + i + " (positions " + seg.startToken() + ".."
-                        + (seg.endToken() - 1) + ", pages of " + pd + ") would be written from position " + a
-                        + ", which is not a page boundary");
-            }
-            long body = Math.ceilDiv(a, (long) blockSize) * blockSize;
-            if (body >= e || (body - seg.startToken()) % pd != 0) {
-                out.add(share(seg, a, e, (int) gcd(a, blockSize)));
-            } else {
-                if (body > a) {
-                    out.add(share(seg, a, body, (int) gcd(a, blockSize)));
-                }
-                out.add(share(seg, body, e, blockSize));
-            }
-        }
-        return out;
-    }
-
-    private static Share share(KvSegments.Segment seg, long from, long to, int small) {
-        int pd = seg.group().pageSize();
-        long firstPage = (from - seg.startToken()) / pd;
-        int[] table = new int[Math.toIntExact(Math.ceilDiv(to - from, (long) pd))];
-        for (int i = 0; i < table.length; i++) {
-            table[i] = Math.toIntExact(firstPage + i);
-        }
-        return new Share(seg.group(), RequestBlocks.of(table, to, from / small, small), from, to, small);
-    }
-
-    /** The received KV's request for one share: its table cut at the share's first position. */
-    private static RequestBlocks sourceRequest(ReceivedKv r, Share share, long start, int groupId) {
-        int ps = r.cache().pageSize();
-        if ((share.from() - start) % ps != 0) {
-            throw new InvalidLayoutException("group " + groupId + ": received KV in pages of " + ps + " tokens cannot be"
-                    + " copied into the segment starting at position " + share.from() + ", " + (share.from() - start)
-                    + " tokens after the load's first position " + start + ": give the received KV a page size that"
-                    + " divides the distance from the load's first position to every segment start");
-        }
-        int from = Math.toIntExact((share.from() - start) / ps);
-        int count = Math.toIntExact(Math.ceilDiv(share.to() - share.from(), (long) ps));
-        if (from + count > r.tableLength()) {
-            throw new InvalidLayoutException("group " + groupId + ": the received KV's table has " + r.tableLength()
-                    + " entries; positions " + start + ".." + (share.to() - 1) + " need " + (from + count));
-        }
-        return RequestBlocks.of(r.tableRange(from, count), share.to(), share.request().firstBlock(), share.small());
-    }
-
-    private static long gcd(long a, long b) {
-        return BigInteger.valueOf(a).gcd(BigInteger.valueOf(b)).longValue();
-    }
-
-    /** A share's values (blocks of {@code small} tokens) added into the selection's blocks. */
-    private static final class InBlocks implements PendingChecksums {
-        private final PendingChecksums inner;
-        private final long firstSmall;
-        private final int small;
-        private final BlockSelection selection;
-        private final int length;
-
-        InBlocks(PendingChecksums inner, RequestBlocks shareRequest, BlockSelection selection, int length) {
-            this.inner = inner;
-            this.firstSmall = shareRequest.firstBlock();
-            this.small = shareRequest.blockSize();
-            this.selection = selection;
-            this.length = length;
-        }
-
-        @Override
-        public long[] get() {
-            long[] values = inner.get();
-            long[] out = new long[length];
-            for (int k = 0; k < values.length; k++) {
-                int b = (int) ((firstSmall + k) * small / selection.blockSize() - selection.firstBlock());
-                out[b] += values[k];
-            }
-            return out;
-        }
-
-        @Override
-        public boolean isDone() {
-            return inner.isDone();
-        }
-
-        @Override
-        public void close() {
-            inner.close();
-        }
     }
 }
