@@ -320,8 +320,8 @@ public final class CudaBackend implements Backend {
      * before anything is enqueued) or on the backend's own stream: the pairs' descriptors (source and destination
      * {@code KvcSlice}s, byte counts for byte cells) and both page tables uploaded from pinned memory (nothing, when the
      * slot's device buffer already holds this plan's), the output zeroed, then one kernel launch per
-     * {@link CopyPlan.Launch} (cut only where a grid would exceed {@link LaunchPlanner#maxBlocksPerLaunch()}), both adding
-     * into the same block values, and the values copied to pinned memory on a side stream. Nothing in it synchronizes
+     * {@link CopyPlan.Launch} (cut only where a grid would exceed the launch planner's {@code maxBlocksPerLaunch}),
+     * both adding into the same block values, and the values copied to pinned memory on a side stream. Nothing in it synchronizes
      * the device, the context or the caller's stream. Whole pieces run {@code kvc_copy_checksums_16b} or {@code _8b}
      * when every part of both sides allows those loads and stores (even piece counts), else {@code kvc_copy_byte_cells}.
      *
