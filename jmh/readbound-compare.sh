@@ -23,13 +23,7 @@ if [[ ! -x $bin || $src/readbound.c -nt $bin ]]; then
     echo "readbound-compare: building readbound into $(dirname "$bin")" >&2
     "$src/build.sh" "$(dirname "$bin")" >&2
 fi
-jar=$root/jmh/target/benchmarks.jar
-# Rebuilt when missing or older than any of the sources it is built from (a jar left by an earlier checkout).
-if [[ ! -f $jar || -n $(find "$root/jmh/src" "$root/bindings/src/main" "$root/bench/src/main" -newer "$jar" -type f -print -quit 2>/dev/null) ]]; then
-    echo "readbound-compare: building $jar" >&2
-    (cd "$root" && JAVA_HOME=$java_home mvn -o -B -ntp -q -pl jmh -am package -DskipTests -Dkvchecksum.skipCuda=true \
-        -Dexec.skip=true) >&2
-fi
+source "$root/jmh/benchmarks-jar.sh"
 cd "$root"
 exec "$java_home/bin/java" --enable-native-access=ALL-UNNAMED -cp "$jar" io.kvchecksum.jmh.ReadBoundCompare \
     --readbound "$bin" "$@"

@@ -10,12 +10,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 java_home=${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
 rounds=${1:-41}
 shift || true
-jar=$root/jmh/target/benchmarks.jar
-# Rebuilt when missing or older than any of its sources, as readbound-compare.sh does.
-if [[ ! -f $jar || -n $(find "$root/jmh/src" "$root/bindings/src/main" "$root/bench/src/main" -newer "$jar" -type f -print -quit 2>/dev/null) ]]; then
-    (cd "$root" && JAVA_HOME=$java_home mvn -o -B -ntp -q -pl jmh -am package -DskipTests -Dkvchecksum.skipCuda=true \
-        -Dexec.skip=true) >&2
-fi
+source "$root/jmh/benchmarks-jar.sh"
 out=$root/jmh/target/ab
 mkdir -p "$out"
 "$java_home/bin/javac" -nowarn --add-modules jdk.incubator.vector -cp "$jar" -d "$out" "$root/jmh/ab/MixedRowsAb.java" 2>&1 \
