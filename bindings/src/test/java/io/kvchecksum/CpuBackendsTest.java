@@ -20,11 +20,37 @@ class CpuBackendsTest {
     private final KvChecksum reference = KvChecksums.reference();
     /**
      * The backend as it ships, at 1 to 3 threads, and with every choice of vector widths its selector can make in this
-     * JVM (on AMD family 25 and elsewhere), every request through the loops for memory.
+     * JVM (on AMD family 25 and elsewhere), every request through the loops for memory, and in cache with every plan
+     * prepared on its first call and as before issue 28's in-cache work ({@code CpuChoices.inCacheForms}).
      */
-    private final List<KvChecksum> fast = java.util.stream.Stream.concat(
+    private final List<KvChecksum> fast = java.util.stream.Stream.of(
             java.util.stream.Stream.of(KvChecksums.cpu(1), KvChecksums.cpu(2), KvChecksums.cpu(3)),
-            io.kvchecksum.internal.CpuChoices.everyChoice(1).stream()).toList();
+            io.kvchecksum.internal.CpuChoices.everyChoice(1).stream(),
+            io.kvchecksum.internal.CpuChoices.inCacheForms(1).stream()).flatMap(x -> x).toList();
+
+    @Test
+    void aPlanRunAgainAgreesWithReference() {
+        // The backend prepares a plan in cache on its second call (a flat form of the plan's arguments): every call of
+        // the same plan, whole-piece and mixed, single- and multi-block, agrees with the reference.
+        Random rnd = new Random(SEED + 6);
+        for (int i = 0; i < 150; i++) {
+            try (Arena arena = Arena.ofConfined()) {
+                RandomCaches.Case c = RandomCaches.random(arena, rnd, 200);
+                SlicePlan plan = SlicePlan.of(c.group(), c.request());
+                SlicePlan mixed = SlicePlan.of(c.group(), c.request(), ChecksumMode.MIXED);
+                long[] expected = reference.blockChecksums(plan);
+                long[] expectedMixed = reference.blockChecksums(mixed);
+                for (KvChecksum k : fast) {
+                    String msg = k.description() + " · case " + i + " " + c.label();
+                    for (int call = 0; call < 3; call++) {
+                        assertArrayEquals(expected, k.blockChecksums(plan), "call " + call + " · " + msg);
+                        assertArrayEquals(expectedMixed, k.blockChecksums(mixed), "mixed, call " + call + " · " + msg);
+                    }
+                    assertEquals(reference.sliceSums(plan), k.sliceSums(plan), msg);
+                }
+            }
+        }
+    }
 
     @Test
     void fastAgreesWithReferenceOnRandomLayouts() {

@@ -51,6 +51,10 @@ public final class FastCpuBackend implements Backend {
     private final SliceKernel kernel;
     /** From this many KV bytes a request on the calling thread is read as from memory: {@link #PARALLEL_BYTES}. */
     private final long streamingBytes;
+    /** Whether plans in cache on the calling thread run in their {@link Prepared} form; false only in tests and A/B. */
+    private final boolean prepare;
+    /** Whether a plan takes its {@link Prepared} form on its first call rather than its second; true only in tests. */
+    private final boolean prepareFirst;
 
     public FastCpuBackend() {
         this(Runtime.getRuntime().availableProcessors());
@@ -62,12 +66,24 @@ public final class FastCpuBackend implements Backend {
     }
 
     private FastCpuBackend(int threads, SliceKernel kernel, long streamingBytes) {
+        this(threads, kernel, streamingBytes, true, false);
+    }
+
+    /**
+     * The backend with {@code prepare} false runs plans in cache through {@link #compute} on every call instead of their
+     * {@link Prepared} form (the previous path, kept so tests and the A/B measurement can run both); with
+     * {@code prepareFirst} a plan takes its prepared form on its first call instead of its second (tests: the golden
+     * suites run each plan once).
+     */
+    private FastCpuBackend(int threads, SliceKernel kernel, long streamingBytes, boolean prepare, boolean prepareFirst) {
         if (threads < 1) {
             throw new IllegalArgumentException("threads must be at least 1, got " + threads);
         }
         this.threads = threads;
         this.kernel = kernel;
         this.streamingBytes = streamingBytes;
+        this.prepare = prepare;
+        this.prepareFirst = prepareFirst;
     }
 
     /**
@@ -78,6 +94,18 @@ public final class FastCpuBackend implements Backend {
      */
     static FastCpuBackend withStreams(int threads, KernelSpecies.Streams streams, long streamingBytes) {
         return new FastCpuBackend(threads, new VectorSliceKernel(streams), streamingBytes);
+    }
+
+    /**
+     * For tests only: the shipped loops with every plan in cache prepared from its first call ({@code prepared}; the
+     * golden suites run each plan once), or the in-cache loops before issue 28's in-cache work (every call through
+     * {@link #compute}, K's and V's eight-vector cells in one loop). Needs {@code jdk.incubator.vector}.
+     */
+    static FastCpuBackend inCache(int threads, boolean prepared) {
+        return prepared
+                ? new FastCpuBackend(threads, new VectorSliceKernel(KernelSpecies.CHOSEN), PARALLEL_BYTES, true, true)
+                : new FastCpuBackend(threads, new VectorSliceKernel(KernelSpecies.CHOSEN, true, false), PARALLEL_BYTES, false,
+                        false);
     }
 
     @Override
@@ -416,6 +444,12 @@ public final class FastCpuBackend implements Backend {
     }
 
     private long[] blockChecksums(SlicePlan plan) {
+        if (prepare) {
+            Prepared pr = prepared(plan);
+            if (pr != null) {
+                return pr.run(kernel);
+            }
+        }
         long[] out = new long[plan.numBlocks()];
         long[] factors = new long[plan.numSlices()];
         for (int i = 0; i < factors.length; i++) {
@@ -798,6 +832,187 @@ public final class FastCpuBackend implements Backend {
     }
 
     private static volatile long blackhole;
+
+    /**
+     * Plans this backend ran in cache on the calling thread, each with its {@link Prepared} form or {@link #UNPREPARED};
+     * weak keys, as {@link #TOGETHER}'s. {@link #lastPrepared} answers an engine that checks the same plan again
+     * without the map's lock.
+     */
+    private final java.util.Map<SlicePlan, Object> preparedPlans =
+            java.util.Collections.synchronizedMap(new java.util.WeakHashMap<>());
+    private static final Object UNPREPARED = new Object();
+    /** A plan run once so far. */
+    private static final Object SEEN = new Object();
+    private volatile LastPrepared lastPrepared;
+
+    /** The plan last run and its form; weakly, so a backend kept for the process does not keep the plan. */
+    private record LastPrepared(java.lang.ref.WeakReference<SlicePlan> plan, Object prepared) {
+    }
+
+    /**
+     * {@return the plan's {@link Prepared} form, made on its second call (a plan run once, as a call that builds its
+     * own, pays nothing for it; with {@code prepareFirst}, in tests, on its first); null where the plan does not take
+     * one or has not earned it yet}
+     */
+    private Prepared prepared(SlicePlan plan) {
+        LastPrepared last = lastPrepared;
+        if (last != null && last.plan.get() == plan) {
+            return last.prepared instanceof Prepared p ? p : null;
+        }
+        Object o = preparedPlans.get(plan);
+        if (o == null && !prepareFirst) {
+            preparedPlans.put(plan, SEEN);
+            return null;
+        }
+        if (o == null || o == SEEN) {
+            Prepared p = plan.mode() == ChecksumMode.STANDARD && !parallel(plan) && kvBytes(plan) < streamingBytes
+                    ? Prepared.of(plan, kernel) : null;
+            o = p == null ? UNPREPARED : p;
+            preparedPlans.put(plan, o);
+        }
+        lastPrepared = new LastPrepared(new java.lang.ref.WeakReference<>(plan), o);
+        return o instanceof Prepared p ? p : null;
+    }
+
+    /**
+     * A plan read in cache on the calling thread, flattened once (issue 28): every layer's segments, strides and shape
+     * and every (layer, block)'s cell offsets in a few arrays, walked front to back. {@link FastCpuBackend#compute}
+     * finds the same arguments through the plan's objects (layer run, slice, part, memory, segment) on every call, and
+     * in cache those lookups and the dispatch around them cost 20-35 ns a layer, 5-10% of a 1 MiB pass
+     * (docs/bench-cpu.md, "What limits the ratios"). Only where every block lies within one page and every region takes
+     * the kernel's constant-stride loops ({@link SliceKernel#affine}); a plan that does not runs through
+     * {@link FastCpuBackend#compute}.
+     */
+    private static final class Prepared {
+        /**
+         * At most this many (layer, block) pairs, 256 KiB of cell offsets: a plan in cache of many tiny blocks would
+         * otherwise hold more offsets than it has KV bytes.
+         */
+        static final long MAX_PREPARED_SLICES = 16_384;
+
+        final int nb;
+        final int layers;
+        final MemorySegment[] kSeg;
+        final MemorySegment[] vSeg;
+        /** per layer: kStride, kHeadStride, vStride, vHeadStride */
+        final long[] strides;
+        /** per layer: kPieces, vPieces, heads, firstSlice */
+        final int[] shape;
+        /** per layer and block position: kBase, vBase */
+        final long[] bases;
+        final long[] t0;
+        final int[] n;
+        final int[] column;
+        final long[] factors;
+        final int maxHeads;
+
+        Prepared(int nb, int layers, MemorySegment[] kSeg, MemorySegment[] vSeg, long[] strides, int[] shape, long[] bases,
+                long[] t0, int[] n, int[] column, long[] factors, int maxHeads) {
+            this.nb = nb;
+            this.layers = layers;
+            this.kSeg = kSeg;
+            this.vSeg = vSeg;
+            this.strides = strides;
+            this.shape = shape;
+            this.bases = bases;
+            this.t0 = t0;
+            this.n = n;
+            this.column = column;
+            this.factors = factors;
+            this.maxHeads = maxHeads;
+        }
+
+        static Prepared of(SlicePlan plan, SliceKernel kernel) {
+            int nb = plan.numBlocks();
+            List<SlicePlan.LayerRun> runs = plan.layerRuns();
+            if ((long) nb * runs.size() > MAX_PREPARED_SLICES) {
+                return null;
+            }
+            Blocks blocks = Blocks.of(plan);
+            int pageSize = plan.pageSize();
+            for (int p = 0; p < nb; p++) {
+                if (!blocks.inOnePage(p, pageSize)) {
+                    return null;
+                }
+            }
+            int layers = runs.size();
+            MemorySegment[] kSeg = new MemorySegment[layers];
+            MemorySegment[] vSeg = new MemorySegment[layers];
+            long[] strides = new long[4 * layers];
+            int[] shape = new int[4 * layers];
+            long[] bases = new long[2 * layers * nb];
+            int maxHeads = 1;
+            for (int r = 0; r < layers; r++) {
+                SlicePlan.LayerRun run = runs.get(r);
+                SlicePlan.Slice first = plan.slice(run.firstSlice());
+                SlicePlan.Part k = first.k();
+                SlicePlan.Part v = first.v();
+                int pieces = first.pieces();
+                if (!kernel.affine(k.pieces(), k.tokenStride(), pieces)
+                        || (v != null && !kernel.affine(first.vPieces(), v.tokenStride(), pieces))) {
+                    return null;
+                }
+                kSeg[r] = ((KvMemory.Host) k.memory()).segment();
+                vSeg[r] = v == null ? null : ((KvMemory.Host) v.memory()).segment();
+                strides[4 * r] = k.tokenStride();
+                strides[4 * r + 1] = run.kHeadStride();
+                strides[4 * r + 2] = v == null ? 0 : v.tokenStride();
+                strides[4 * r + 3] = run.vHeadStride();
+                shape[4 * r] = k.pieces();
+                shape[4 * r + 1] = first.vPieces();
+                shape[4 * r + 2] = run.numHeads();
+                shape[4 * r + 3] = run.firstSlice();
+                maxHeads = Math.max(maxHeads, run.numHeads());
+                for (int p = 0; p < nb; p++) {
+                    bases[2 * (r * nb + p)] = k.cellOffset(blocks.page[p], blocks.slot[p]);
+                    bases[2 * (r * nb + p) + 1] = v == null ? 0 : v.cellOffset(blocks.page[p], blocks.slot[p]);
+                }
+            }
+            long[] factors = new long[plan.numSlices()];
+            for (int i = 0; i < factors.length; i++) {
+                factors[i] = plan.slice(i).factor();
+            }
+            return new Prepared(nb, layers, kSeg, vSeg, strides, shape, bases, blocks.t0, blocks.n,
+                    blocks.order, factors, maxHeads);
+        }
+
+        /**
+         * {@return the plan's block checksums, as {@link FastCpuBackend#blockChecksums} computes them through
+         * {@link FastCpuBackend#compute}}
+         */
+        long[] run(SliceKernel kernel) {
+            long[] out = new long[nb];
+            long[] sums = new long[maxHeads];
+            for (int r = 0; r < layers; r++) {
+                MemorySegment k = kSeg[r];
+                MemorySegment v = vSeg[r];
+                long kStride = strides[4 * r];
+                long kHeadStride = strides[4 * r + 1];
+                long vStride = strides[4 * r + 2];
+                long vHeadStride = strides[4 * r + 3];
+                int kPieces = shape[4 * r];
+                int vPieces = shape[4 * r + 1];
+                int heads = shape[4 * r + 2];
+                int first = shape[4 * r + 3];
+                for (int p = 0; p < nb; p++) {
+                    int at = 2 * (r * nb + p);
+                    long sum = 0;
+                    if (v == null && heads == 1) {
+                        // one head without V (MLA's latent row): the kernel's loop itself, not its per-head dispatch
+                        sum = factors[first] * kernel.sumAffine(k, bases[at], kStride, n[p], t0[p], kPieces, 0, kPieces);
+                    } else {
+                        kernel.headsAffine(k, bases[at], kStride, kHeadStride, kPieces, v, bases[at + 1], vStride, vHeadStride,
+                                vPieces, heads, n[p], t0[p], false, sums);
+                        for (int h = 0; h < heads; h++) {
+                            sum += factors[first + h] * sums[h];
+                        }
+                    }
+                    out[column[p]] += sum;
+                }
+            }
+            return out;
+        }
+    }
 
     /**
      * Touches layer {@code run}'s rows of block position {@code p} ahead (one byte per cache line), where the loops for

@@ -45,8 +45,24 @@ final class VectorSliceKernel implements SliceKernel {
      * {@code rowPass} is false: the previous loops, kept so tests and the A/B measurement can run both forms.
      */
     VectorSliceKernel(KernelSpecies.Streams streams, boolean rowPass) {
+        this(streams, rowPass, true);
+    }
+
+    /**
+     * Whether K's and V's cells of eight vectors (bf16 head dim 128 at 256 bits) are read in cache in two loops
+     * ({@link #eightAffine} each), every head's K before any V, rather than in one loop per head ({@link #headEight});
+     * false only in tests and the A/B measurement.
+     */
+    private final boolean eightTwoLoops;
+
+    /**
+     * The kernel with {@code streams} and {@code rowPass} as above, and with K's and V's eight-vector cells in cache read
+     * in one loop ({@link #headEight}, the loop before issue 28's in-cache work) when {@code eightTwoLoops} is false.
+     */
+    VectorSliceKernel(KernelSpecies.Streams streams, boolean rowPass, boolean eightTwoLoops) {
         this.streams = java.util.Objects.requireNonNull(streams, "streams");
         this.rows = rowPass;
+        this.eightTwoLoops = eightTwoLoops;
     }
 
     @Override
@@ -296,6 +312,18 @@ final class VectorSliceKernel implements SliceKernel {
         if (vSeg != null && kPieces == 4 * L && vPieces == 4 * L) {
             for (int h = 0; h < heads; h++) {
                 out[h] = headFour(kSeg, kBase + h * kHeadStride, kStride, vSeg, vBase + h * vHeadStride, vStride, n, t0);
+            }
+            return;
+        }
+        if (vSeg != null && kPieces == 8 * L && vPieces == 8 * L && !fromMemory && eightTwoLoops) {
+            // In cache (issue 28, Llama-3-8B at -XX:UseAVX=2): K's and V's eight-vector cells each in their own loop, as
+            // from memory, and every head's K before any V: one loop for both (headEight) read 0.73 of the project's
+            // bound, K and V head by head 0.80, all K then all V 0.81-0.82 (docs/bench-cpu.md, "What limits the ratios")
+            for (int h = 0; h < heads; h++) {
+                out[h] = eightAffine(kSeg, kBase + h * kHeadStride, kStride, n, t0, 16 * L, 0);
+            }
+            for (int h = 0; h < heads; h++) {
+                out[h] += eightAffine(vSeg, vBase + h * vHeadStride, vStride, n, t0, 16 * L, 8 * L);
             }
             return;
         }

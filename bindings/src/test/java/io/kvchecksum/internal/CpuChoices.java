@@ -31,6 +31,20 @@ public final class CpuChoices {
         return out;
     }
 
+    /**
+     * {@return the in-cache paths besides the shipped one: every plan prepared from its first call (the shipped backend
+     * prepares a plan on its second), and the loops before issue 28's in-cache work; empty without
+     * {@code jdk.incubator.vector}}
+     *
+     * @param threads threads per call of each backend
+     */
+    public static List<KvChecksum> inCacheForms(int threads) {
+        if (ModuleLayer.boot().findModule("jdk.incubator.vector").isEmpty()) {
+            return List.of();
+        }
+        return List.of(KvChecksum.of(FastCpuBackend.inCache(threads, true)), KvChecksum.of(FastCpuBackend.inCache(threads, false)));
+    }
+
     /** The choices {@link KernelSpecies#choose} makes at this JVM's preferred width on AMD family 25 and elsewhere. */
     static List<KernelSpecies.Streams> reachable() {
         int bits = KernelSpecies.S.vectorBitSize();

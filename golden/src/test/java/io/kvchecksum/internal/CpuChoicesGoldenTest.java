@@ -18,7 +18,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * head rows from memory (AMD family 25 with AVX-512) and every loop at the preferred width (elsewhere), each as the
  * backend ships it and with every vector read through the loops for memory (where the choices differ; the vectors are
  * far smaller than the {@link FastCpuBackend#PARALLEL_BYTES} from which the shipped backend takes them). The width
- * itself is the JVM's: this module's {@code vector-avx2} execution runs the suite again with {@code -XX:UseAVX=2}.
+ * itself is the JVM's: this module's {@code vector-avx2} execution runs the suite again with {@code -XX:UseAVX=2}. The
+ * in-cache path runs twice more: with every plan in its prepared form from the first call (the shipped backend prepares
+ * a plan on its second call, and the suite runs each plan once) and as before issue 28's in-cache work.
  *
  * <p>In package {@code io.kvchecksum.internal} to reach the test-only {@link FastCpuBackend#withStreams}.
  */
@@ -39,6 +41,12 @@ class CpuChoicesGoldenTest {
                 String name = cpu.description() + (streamingBytes == 0 ? ", every vector read as from memory" : "");
                 nodes.add(DynamicContainer.dynamicContainer(name, GoldenSuite.tests(cpu)));
             }
+        }
+        for (boolean prepared : new boolean[] {true, false}) {
+            KvChecksum cpu = KvChecksum.of(FastCpuBackend.inCache(1, prepared));
+            String name = cpu.description() + (prepared ? ", every plan prepared on its first call"
+                    : ", the in-cache loops before issue 28's in-cache work");
+            nodes.add(DynamicContainer.dynamicContainer(name, GoldenSuite.tests(cpu)));
         }
         return nodes.stream();
     }
