@@ -892,8 +892,11 @@ public final class DeviceCheck {
         }
     }
 
-    /** The largest row whose host-to-device copies (over the bus, not HBM) are timed: enough to reach PCIe's rate. */
-    static final long PINNED_MAX_BYTES = 256L << 20;
+    /**
+     * The largest row whose host-to-device copies are timed: enough to reach the bus's rate (PCIe or C2C, an order below
+     * HBM's), small enough that the sweep's budget holds.
+     */
+    static final long PINNED_MAX_BYTES = 64L << 20;
 
     private void row(Model m, Kv kv, long tokens, long[][] pageSums, int[] identity, int[] tableA, int[] tableB, long dIdentity,
             long dTableA, long copy, long partials, int grid, long stream, List<Variant> vs, Arena arena, PinnedHostMemory staging) {
