@@ -245,6 +245,53 @@ class EmulatedPinnedCopyTest {
         assertTrue(onStream.getMessage().contains(why), onStream.getMessage());
     }
 
+    /**
+     * On an engine's stream a steady-state copy from pinned host memory makes no synchronizing or serializing driver
+     * call (the first one in a context allocates its slot), and a capturing stream is refused before anything is
+     * enqueued, as for device memory.
+     */
+    @Test
+    void onAStreamNothingSynchronizesAndCaptureIsRefused() {
+        java.util.concurrent.atomic.LongAdder syncs = new java.util.concurrent.atomic.LongAdder();
+        CudaBackend counted = SyncCounting.open(fake, 0, syncs);
+        KvChecksum front = KvChecksum.of(counted);
+        CopyVector v = CopyVector.all().get(0);
+        try (front; Arena arena = Arena.ofShared(); CopySuite.Placement device = EmulatedCopyTest.onDevice(fake).get()) {
+            List<MemorySegment> host = v.buffers(arena);
+            List<KvMemory> memory = new ArrayList<>();
+            for (int k = 0; k < host.size(); k++) {
+                if (v.isDestination(k)) {
+                    memory.add(device.place(host.get(k), true));
+                } else {
+                    PinnedHostMemory m = counted.allocatePinned(host.get(k).byteSize());
+                    m.segment().copyFrom(host.get(k));
+                    memory.add(m.memory());
+                }
+            }
+            CopyPlan plan = front.compileCopy(v.source(memory), v.sourceRequest(), v.destination(memory),
+                    v.destinationRequest(), v.spec());
+            try (io.kvchecksum.PendingChecksums first = front.submitCopy(plan, 0)) {
+                assertArrayEquals(v.expected(), first.get());
+            }
+            long before = syncs.sum();
+            io.kvchecksum.PendingChecksums pending = front.submitCopy(plan, 0);
+            assertEquals(before, syncs.sum(), "a steady-state submitCopy from pinned host memory synchronizes nothing");
+            assertArrayEquals(v.expected(), pending.get());
+            pending.close();
+
+            int launches = fake.launches;
+            fake.capturing.add(0L);
+            try {
+                IllegalStateException e = assertThrows(IllegalStateException.class, () -> front.submitCopy(plan, 0));
+                assertTrue(e.getMessage().contains("capturing a CUDA graph"), e.getMessage());
+            } finally {
+                fake.capturing.remove(0L);
+            }
+            assertEquals(launches, fake.launches, "nothing launched on a capturing stream");
+        }
+        assertEquals(0, fake.livePinnedMappings(), "closing the backend freed the pinned memory it allocated");
+    }
+
     private static List<KvMemory> place(CopyVector v, List<MemorySegment> host, CopySuite.Placement p) {
         List<KvMemory> out = new ArrayList<>();
         for (int k = 0; k < host.size(); k++) {
