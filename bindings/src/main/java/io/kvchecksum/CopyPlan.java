@@ -41,7 +41,8 @@ import java.util.Set;
  * (named "source" or "destination"), a destination page listed twice, cells that are not whole pieces without padding,
  * a (layer, head) whose cell geometry (K bytes, V bytes) differs between the sides, no (layer, head) in common. The
  * backend's limits are checked by {@link #check}: the memory kinds it copies ({@link BackendLimits#copies()}: host to
- * host on the CPU backends, none yet on the GPU backends), and overlapping source and destination memory, which no
+ * host on the CPU backends, pinned host memory counting as host memory; on CUDA device memory and pinned host memory,
+ * pageable host memory refused with the advice to pin it), and overlapping source and destination memory, which no
  * backend stages yet ({@link BackendLimits#copiesInPlace()}).
  *
  * <p><b>The lowering</b>, for backends: {@link #launches()}, at most two (one per {@link CompiledPlan.CellKind cell
@@ -521,10 +522,14 @@ public final class CopyPlan {
                     + " (copyAndChecksum) yet; use the cpu or reference backend, or copy and then checksum the destination");
         }
         for (Launch l : launches) {   // a segmented plan's launches are its segment plans'
-            if (!routes.contains(l.route())) {
-                throw new InvalidLayoutException("backend '" + backend + "' cannot copy " + l.route() + where
+            if (!limits.copies(l.route(), onStream)) {
+                // Pageable host memory where the backend copies pinned host memory: say so first, the fix is to pin it.
+                String pin = limits.copies(l.route().asPinned(), onStream) ? ": host memory must be pinned for it (pass "
+                        + "KvMemory.pinnedHost(segment) over memory the backend pinned; pageable memory cannot be read in place)"
+                        : "";
+                throw new InvalidLayoutException("backend '" + backend + "' cannot copy " + l.route() + where + pin
                         + " (it copies: " + (routes.isEmpty() ? "nothing" : routes.stream().map(Object::toString).sorted().toList())
-                        + ")" + (l.route().source() == Residency.HOST || l.route().destination() == Residency.HOST
+                        + ")" + (l.route().source() != Residency.DEVICE || l.route().destination() != Residency.DEVICE
                                 ? limits.hint() : ""));
             }
         }
@@ -725,14 +730,18 @@ public final class CopyPlan {
 
     private static Residency residency(List<Pair> pairs, boolean source) {
         boolean host = false;
+        boolean pageable = false;
         boolean device = false;
         for (Pair p : pairs) {
             Slice s = source ? p.source() : p.destination();
-            host |= s.k().memory() instanceof KvMemory.Host || (s.v() != null && s.v().memory() instanceof KvMemory.Host);
-            device |= s.k().memory() instanceof KvMemory.Device
-                    || (s.v() != null && s.v().memory() instanceof KvMemory.Device);
+            for (KvMemory m : s.v() == null ? List.of(s.k().memory()) : List.of(s.k().memory(), s.v().memory())) {
+                host |= m instanceof KvMemory.Host;
+                pageable |= m instanceof KvMemory.Host h && !h.pinned();
+                device |= m instanceof KvMemory.Device;
+            }
         }
-        return host && device ? Residency.MIXED : device ? Residency.DEVICE : Residency.HOST;
+        // A side is pinned only when all of its host memory is (a backend copying pinned memory only refuses the rest).
+        return host && device ? Residency.MIXED : device ? Residency.DEVICE : pageable ? Residency.HOST : Residency.PINNED_HOST;
     }
 
     /** A group cut to the copied (layer, head) slices: per layer, one layer per run of copied heads. */

@@ -8,6 +8,17 @@ import java.util.Objects;
  *
  * <p>Keeping the two apart is what lets a CPU backend refuse a device pointer with a clear error instead of
  * dereferencing it.
+ *
+ * <p><b>Pinned host memory</b> ({@link #pinnedHost}) is host memory that is also page-locked and mapped into a GPU's
+ * address space, so that a GPU kernel can read and write it in place (zero-copy). It is still {@link Host}: every
+ * backend that reads host memory reads it as such. The flag is a claim the caller makes about memory a GPU backend
+ * pinned (e.g. the CUDA backend's {@code allocatePinned} or {@code pin}): the verifying copy's routes between host and
+ * device memory ({@link io.kvchecksum.spi.BackendLimits.CopyRoute#PINNED_HOST_TO_DEVICE},
+ * {@link io.kvchecksum.spi.BackendLimits.CopyRoute#DEVICE_TO_PINNED_HOST}) accept only it, and refuse pageable
+ * memory ({@link #host}) when the copy is compiled. The backend checks the claim when the copy runs (the range must
+ * lie in memory it pinned and has not yet unpinned or freed) and refuses it otherwise, before anything is enqueued.
+ * Who pinned the memory unpins or frees it, and only after every copy reading or writing it has completed (its
+ * checksums read): a copy on a stream runs after its call returns.
  */
 public sealed interface KvMemory permits KvMemory.Host, KvMemory.Device {
 
@@ -25,6 +36,22 @@ public sealed interface KvMemory permits KvMemory.Host, KvMemory.Device {
     }
 
     /**
+     * {@return host memory that a GPU backend pinned and mapped into its device's address space: a GPU copy kernel
+     * reads or writes it in place, every other computation reads it as {@link #host} memory}
+     *
+     * <p>The caller keeps the memory pinned and the segment alive until every computation reading or writing it has
+     * completed (for work on a stream: until its result has been read); the backend that runs a copy checks, before
+     * enqueuing anything, that the whole segment lies in memory it pinned and still holds pinned.
+     *
+     * @param segment the bytes, a native segment (heap arrays cannot be pinned) in memory a GPU backend pinned
+     * @throws NullPointerException when {@code segment} is null
+     * @throws InvalidLayoutException when {@code segment} is a heap segment
+     */
+    static Host pinnedHost(MemorySegment segment) {
+        return new Host(segment, true);
+    }
+
+    /**
      * {@return device memory owned by the caller}
      *
      * @param address the device address (e.g. a CUDA {@code CUdeviceptr}) of the first byte
@@ -35,23 +62,46 @@ public sealed interface KvMemory permits KvMemory.Host, KvMemory.Device {
     }
 
     /**
-     * Host memory. The segment must stay alive while a computation that reads it runs.
+     * Host memory. The segment must stay alive while a computation that reads it runs. Thread-safe as the segment is:
+     * concurrent computations may read it, and a copy must be the only writer of its destination cells.
      *
      * @param segment the bytes, read through this segment (so never past its end); not null
+     * @param pinned whether the caller states the memory is pinned and mapped for a GPU ({@link #pinnedHost}): a GPU
+     *     backend may then copy into or out of it in place; memory that is not (pageable memory) it refuses for that
      */
-    record Host(MemorySegment segment) implements KvMemory {
+    record Host(MemorySegment segment, boolean pinned) implements KvMemory {
         /**
-         * Checks the segment is not null.
+         * Checks the segment is not null, and native when pinned.
          *
          * @throws NullPointerException when {@code segment} is null
+         * @throws InvalidLayoutException when {@code pinned} and {@code segment} is a heap segment
          */
         public Host {
             Objects.requireNonNull(segment, "segment");
+            if (pinned && !segment.isNative()) {
+                throw new InvalidLayoutException("a heap segment cannot be pinned host memory: pin native memory (e.g. "
+                        + "the CUDA backend's allocatePinned, or its pin of a segment from an Arena) and pass that");
+            }
+        }
+
+        /**
+         * Pageable (not pinned) host memory, as {@link KvMemory#host}.
+         *
+         * @param segment the bytes
+         * @throws NullPointerException when {@code segment} is null
+         */
+        public Host(MemorySegment segment) {
+            this(segment, false);
         }
 
         @Override
         public long byteSize() {
             return segment.byteSize();
+        }
+
+        @Override
+        public String toString() {
+            return "Host[segment=" + segment + (pinned ? ", pinned]" : "]");
         }
     }
 

@@ -26,7 +26,14 @@ public final class SlicePlan {
         /** Every region is device memory ({@link KvMemory.Device}). */
         DEVICE,
         /** Some of each. */
-        MIXED
+        MIXED,
+        /**
+         * Every region is host memory pinned and mapped for a GPU ({@link KvMemory#pinnedHost}). Only a verifying
+         * copy's sides ({@link CopyPlan.Launch#sourceMemory()}, {@link CopyPlan.Launch#destinationMemory()}) tell it
+         * apart, for the routes between host and device memory; a plan of checksums counts it as {@link #HOST}, and a
+         * side with both pinned and pageable host memory is {@link #HOST}.
+         */
+        PINNED_HOST
     }
 
     /**

@@ -17,7 +17,9 @@ import java.util.Set;
  *     byte cells} may have ({@link Integer#MAX_VALUE}: no limit)
  * @param hint what to do instead of a refused memory kind, appended to that refusal (may be empty, not null)
  * @param copies which (source, destination) memory kinds {@link Backend#runCopy} copies on the backend's own stream
- *     (or on the calling thread); empty: the backend does not implement the verifying copy
+ *     (or on the calling thread); empty: the backend does not implement the verifying copy. A route with host memory
+ *     also admits pinned host memory there ({@link #copies(CopyRoute, boolean)}); a route with
+ *     {@link Residency#PINNED_HOST} admits only pinned host memory (the CUDA backend's routes between host and device)
  * @param copiesOnStream which (source, destination) memory kinds it copies on an engine's stream or queue
  * @param copiesInPlace whether the backend stages pages so that a copy's source and destination memory may overlap
  *     (vLLM's in-place rearrangement); no backend does yet, and {@link io.kvchecksum.CopyPlan#check} refuses such
@@ -53,6 +55,13 @@ public record BackendLimits(Set<Residency> reads, Set<Residency> readsOnStream, 
         public static final CopyRoute HOST_TO_DEVICE = new CopyRoute(Residency.HOST, Residency.DEVICE);
         /** Device memory out to host memory (offload). */
         public static final CopyRoute DEVICE_TO_HOST = new CopyRoute(Residency.DEVICE, Residency.HOST);
+        /**
+         * Pinned host memory ({@link io.kvchecksum.KvMemory#pinnedHost}, a staging buffer mapped into the device's
+         * address space) into device memory: the GPU kernel reads the host pages in place.
+         */
+        public static final CopyRoute PINNED_HOST_TO_DEVICE = new CopyRoute(Residency.PINNED_HOST, Residency.DEVICE);
+        /** Device memory out to pinned host memory (offload): the GPU kernel writes the host pages in place. */
+        public static final CopyRoute DEVICE_TO_PINNED_HOST = new CopyRoute(Residency.DEVICE, Residency.PINNED_HOST);
 
         /**
          * Checks the components.
@@ -69,9 +78,28 @@ public record BackendLimits(Set<Residency> reads, Set<Residency> readsOnStream, 
             return name(source) + " to " + name(destination);
         }
 
+        /**
+         * {@return this route with pinned host memory read as host memory: what a backend that reads host memory
+         * anyway (the CPU backends) copies it as}
+         */
+        public CopyRoute asPageable() {
+            return new CopyRoute(pageable(source), pageable(destination));
+        }
+
+        /** {@return this route with (pageable) host memory pinned: what a backend copying only pinned host memory needs} */
+        public CopyRoute asPinned() {
+            return new CopyRoute(source == Residency.HOST ? Residency.PINNED_HOST : source,
+                    destination == Residency.HOST ? Residency.PINNED_HOST : destination);
+        }
+
+        private static Residency pageable(Residency r) {
+            return r == Residency.PINNED_HOST ? Residency.HOST : r;
+        }
+
         private static String name(Residency r) {
             return switch (r) {
                 case HOST -> "host memory";
+                case PINNED_HOST -> "pinned host memory";
                 case DEVICE -> "device memory";
                 case MIXED -> "host and device memory in one launch";
             };
@@ -147,6 +175,18 @@ public record BackendLimits(Set<Residency> reads, Set<Residency> readsOnStream, 
      */
     public Set<Residency> allowed(boolean onStream) {
         return onStream ? readsOnStream : reads;
+    }
+
+    /**
+     * {@return whether the backend copies {@code route}: a route it declares, or one with pinned host memory where it
+     * declares the route with host memory (pinned host memory is host memory)}
+     *
+     * @param route the (source, destination) memory kinds of a launch
+     * @param onStream whether the copy runs on an engine's stream
+     */
+    public boolean copies(CopyRoute route, boolean onStream) {
+        Set<CopyRoute> routes = copyRoutes(onStream);
+        return routes.contains(route) || routes.contains(route.asPageable());
     }
 
     /**

@@ -22,6 +22,10 @@ final class Cuda {
     static final int STREAM_NON_BLOCKING = 0x1;
     static final int EVENT_DEFAULT = 0x0;
     static final int EVENT_DISABLE_TIMING = 0x2;
+    /** {@code CU_MEMHOSTALLOC_PORTABLE} and {@code CU_MEMHOSTREGISTER_PORTABLE}: pinned for every context. */
+    static final int MEMHOST_PORTABLE = 0x1;
+    /** {@code CU_MEMHOSTALLOC_DEVICEMAP} and {@code CU_MEMHOSTREGISTER_DEVICEMAP}: mapped into the device's address space. */
+    static final int MEMHOST_DEVICEMAP = 0x2;
     static final int ATTR_MULTIPROCESSOR_COUNT = 16;
     static final int ATTR_COMPUTE_CAPABILITY_MAJOR = 75;
     static final int ATTR_COMPUTE_CAPABILITY_MINOR = 76;
@@ -37,7 +41,8 @@ final class Cuda {
     static final String DRIVER_LIBRARY = "libcuda.so.1";
 
     private static final Set<String> V2 = Set.of("cuDevicePrimaryCtxRelease", "cuMemAlloc", "cuMemFree", "cuMemAllocHost",
-            "cuMemGetInfo", "cuMemcpyHtoDAsync", "cuMemcpyDtoHAsync", "cuMemcpyDtoDAsync", "cuStreamDestroy", "cuEventDestroy");
+            "cuMemGetInfo", "cuMemcpyHtoDAsync", "cuMemcpyDtoHAsync", "cuMemcpyDtoDAsync", "cuStreamDestroy", "cuEventDestroy",
+            "cuMemHostRegister", "cuMemHostGetDevicePointer");
 
     private Cuda() {
     }

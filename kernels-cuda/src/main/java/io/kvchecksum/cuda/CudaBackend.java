@@ -26,6 +26,7 @@ import java.util.Map;
 import java.util.OptionalLong;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.function.ToLongFunction;
 import java.util.stream.Stream;
 
@@ -128,16 +129,20 @@ public final class CudaBackend implements Backend {
     /**
      * Any memory on the own stream (host memory is copied to the device first); device memory only on an engine's; the
      * byte-cell kernels' warps walk at least one slice each, in a grid of at most {@link LaunchPlanner#MAX_GRID_Y} rows of
-     * 8 warps. The verifying copy: device memory to device memory, on the own stream and on an engine's. Host memory is
-     * not copied: the kernels could read and write it only where it is pinned or registered (mapped into the device's
-     * address space), which {@link KvMemory} does not describe yet, and a pageable buffer staged through a temporary
-     * device copy would be a second copy, not a verified one. The hint (appended to every refusal of host memory) says both.
+     * 8 warps. The verifying copy: device memory to device memory, pinned host memory to device memory and device memory
+     * to pinned host memory, on the own stream and on an engine's. Pinned host memory ({@link PinnedHostMemory}) the
+     * kernels read and write in place through its mapped device address; pageable host memory is refused: the kernels
+     * cannot reach it, and a pageable buffer staged through a temporary device copy would be a second copy, not a
+     * verified one. The hint (appended to every refusal of host memory) says how to pin it.
      */
+    private static final Set<BackendLimits.CopyRoute> COPY_ROUTES = Set.of(BackendLimits.CopyRoute.DEVICE_TO_DEVICE,
+            BackendLimits.CopyRoute.PINNED_HOST_TO_DEVICE, BackendLimits.CopyRoute.DEVICE_TO_PINNED_HOST);
     private static final BackendLimits LIMITS = new BackendLimits(EnumSet.allOf(SlicePlan.Residency.class),
             Set.of(SlicePlan.Residency.DEVICE), LaunchPlanner.MAX_GRID_Y * LaunchPlanner.WARPS,
-            "; the verifying copy on CUDA copies device memory only (pinned host memory is not modelled yet: move host "
-                    + "pages with cuMemcpy first); use the backend's own stream (submit without a stream) for host memory")
-            .withCopies(Set.of(BackendLimits.CopyRoute.DEVICE_TO_DEVICE), Set.of(BackendLimits.CopyRoute.DEVICE_TO_DEVICE));
+            "; the verifying copy on CUDA copies device memory and pinned host memory (pin a host buffer with "
+                    + "CudaBackend.allocatePinned(bytes) or CudaBackend.pin(segment) and describe it on its memory(), "
+                    + "KvMemory.pinnedHost); use the backend's own stream (submit without a stream) for host memory")
+            .withCopies(COPY_ROUTES, COPY_ROUTES);
 
     /** {@code CUstreamCaptureStatus}: not capturing. */
     static final int CAPTURE_STATUS_NONE = 0;
@@ -157,6 +162,8 @@ public final class CudaBackend implements Backend {
     private final String variant;
     private final Map<Long, ContextResources> contexts = new ConcurrentHashMap<>();
     private final Set<DeviceBuffer> uploads = ConcurrentHashMap.newKeySet();
+    /** The host memory this backend pinned and has not unpinned, by host address (ranges never overlap). */
+    private final ConcurrentSkipListMap<Long, PinnedHostMemory> pinned = new ConcurrentSkipListMap<>();
     private volatile boolean closed;
 
     /**
@@ -325,20 +332,31 @@ public final class CudaBackend implements Backend {
      * the device, the context or the caller's stream. Whole pieces run {@code kvc_copy_checksums_16b} or {@code _8b}
      * when every part of both sides allows those loads and stores (even piece counts), else {@code kvc_copy_byte_cells}.
      *
-     * @throws InvalidLayoutException when a launch reads or writes host memory (the front refuses that first, by the
-     *     limits), or the kernels' 64-bit addresses cannot represent the plan, before anything is enqueued
+     * <p>Pinned host memory on one side ({@link BackendLimits.CopyRoute#PINNED_HOST_TO_DEVICE},
+     * {@link BackendLimits.CopyRoute#DEVICE_TO_PINNED_HOST}) is read or written by the same kernels in place, through
+     * the mapped device address of the {@link PinnedHostMemory} holding it (each region's segment must lie in one that
+     * this backend pinned and has not closed); such a plan's descriptors are uploaded on every call, since its device
+     * addresses follow the pinning.
+     *
+     * @throws InvalidLayoutException when a launch reads or writes pageable host memory (the front refuses that first, by
+     *     the limits), pinned host memory this backend does not hold pinned (never pinned by it, unpinned, freed, or a
+     *     segment no longer alive), or the kernels' 64-bit addresses cannot represent the plan, before anything is
+     *     enqueued
      * @throws IllegalStateException when {@code stream} is capturing a CUDA graph, or the backend is closed
      * @throws CudaException when a driver call fails
      */
     @Override
     public PendingChecksums runCopy(CopyPlan plan, OptionalLong stream) {
         ensureOpen();
+        boolean deviceOnly = true;
         for (CopyPlan.Launch l : plan.launches()) {
-            if (!l.route().equals(BackendLimits.CopyRoute.DEVICE_TO_DEVICE)) {
+            if (!COPY_ROUTES.contains(l.route())) {
                 throw new InvalidLayoutException("backend 'cuda' cannot copy " + l.route() + ": the verifying copy on CUDA "
-                        + "copies device memory to device memory only");
+                        + "copies " + COPY_ROUTES.stream().map(Object::toString).sorted().toList() + LIMITS.hint());
             }
+            deviceOnly &= l.route().equals(BackendLimits.CopyRoute.DEVICE_TO_DEVICE);
         }
+        ToLongFunction<KvMemory> address = deviceOnly ? CudaBackend::deviceAddress : mappedAddresses(plan);
         KernelAbi.requireRepresentable(plan);
         if (stream.isPresent()) {
             long s = stream.getAsLong();
@@ -347,7 +365,7 @@ public final class CudaBackend implements Backend {
             long previous = enter(ctx[0]);
             try {
                 refuseCapture(s);
-                return copy(resources(ctx[0]), s, plan);
+                return copy(resources(ctx[0]), s, plan, address, deviceOnly);
             } finally {
                 leave(previous, ctx[0]);
             }
@@ -355,14 +373,63 @@ public final class CudaBackend implements Backend {
         long previous = enter(primaryContext);
         try {
             ContextResources resources = resources(primaryContext);
-            return copy(resources, resources.ownStream, plan);
+            return copy(resources, resources.ownStream, plan, address, deviceOnly);
         } finally {
             leave(previous, primaryContext);
         }
     }
 
+    /**
+     * The device address of every memory of the plan's pairs: device memory's own, pinned host memory's mapped one
+     * ({@link PinnedHostMemory#deviceAddress()} plus the offset in it), checked before anything is enqueued.
+     */
+    private ToLongFunction<KvMemory> mappedAddresses(CopyPlan plan) {
+        Map<KvMemory, Long> addresses = new java.util.IdentityHashMap<>();
+        for (CopyPlan.Launch l : plan.launches()) {
+            for (CopyPlan.Pair p : l.pairs()) {
+                for (SlicePlan.Slice s : List.of(p.source(), p.destination())) {
+                    for (SlicePlan.Part part : s.v() == null ? List.of(s.k()) : List.of(s.k(), s.v())) {
+                        addresses.computeIfAbsent(part.memory(), this::mappedAddress);
+                    }
+                }
+            }
+        }
+        return addresses::get;
+    }
+
+    /** The device address of a region's memory for a copy kernel, or the refusal naming why it has none. */
+    private long mappedAddress(KvMemory m) {
+        if (m instanceof KvMemory.Device d) {
+            return d.address();
+        }
+        KvMemory.Host h = (KvMemory.Host) m;
+        MemorySegment s = h.segment();
+        if (!h.pinned()) {
+            throw new InvalidLayoutException("backend 'cuda' cannot copy into or out of pageable host memory (" + h
+                    + "): its kernels reach host memory only where it is pinned and mapped" + LIMITS.hint());
+        }
+        if (!s.scope().isAlive()) {
+            throw new InvalidLayoutException("backend 'cuda': the pinned host memory " + h + " is no longer alive (freed,"
+                    + " or its arena closed); a copy may reach only memory that stays pinned until the copy completes");
+        }
+        Map.Entry<Long, PinnedHostMemory> e = pinned.floorEntry(s.address());
+        if (e == null || !e.getValue().holds(s.address(), s.byteSize())) {
+            throw new InvalidLayoutException("backend 'cuda' does not hold " + h + " pinned: it lies in no memory this "
+                    + "backend pinned, or that memory was unpinned or freed (closed); pin it with CudaBackend.pin(segment)"
+                    + " or allocate it with CudaBackend.allocatePinned(bytes), and close that only after the copies using it"
+                    + " have completed");
+        }
+        PinnedHostMemory p = e.getValue();
+        return p.deviceAddress() + (s.address() - p.hostAddress());
+    }
+
     /** The copy kernel of a launch (before the mode's suffix), by its cell kind and both sides' alignment. */
     static String copyKernel(CopyPlan.Launch l) {
+        return copyKernel(l, CudaBackend::deviceAddress);
+    }
+
+    /** As {@link #copyKernel(CopyPlan.Launch)} with each memory's device address from {@code address}. */
+    static String copyKernel(CopyPlan.Launch l, ToLongFunction<KvMemory> address) {
         if (l.cellKind() == CompiledPlan.CellKind.BYTE_CELLS) {
             return COPY_BYTE_CELLS;
         }
@@ -371,15 +438,19 @@ public final class CudaBackend implements Backend {
             for (SlicePlan.Slice s : List.of(p.source(), p.destination())) {
                 for (SlicePlan.Part part : s.v() == null ? List.of(s.k()) : List.of(s.k(), s.v())) {
                     // The whole-piece copy kernels walk 16-byte units: both parts' piece counts even.
-                    alignment = Math.min(alignment, part.pieces() % 2 != 0 ? 1 : part.alignmentAt(deviceAddress(part.memory())));
+                    alignment = Math.min(alignment, part.pieces() % 2 != 0 ? 1 : part.alignmentAt(address.applyAsLong(part.memory())));
                 }
             }
         }
         return byAlignment(alignment, COPY_16B, COPY_8B, COPY_BYTE_CELLS);
     }
 
-    /** One job: the upload of every launch's descriptors and both tables, the zeroed output, a launch per launch. */
-    private CudaPending copy(ContextResources resources, long stream, CopyPlan plan) {
+    /**
+     * One job: the upload of every launch's descriptors and both tables, the zeroed output, a launch per launch; each
+     * memory's device address from {@code address}.
+     */
+    private CudaPending copy(ContextResources resources, long stream, CopyPlan plan, ToLongFunction<KvMemory> address,
+            boolean deviceOnly) {
         List<CopyPlan.Launch> launches = plan.launches();
         int n = launches.size();
         long[] srcOff = new long[n];
@@ -392,7 +463,7 @@ public final class CudaBackend implements Backend {
             at += (long) l.pairs().size() * KernelAbi.SLICE_BYTES;
             dstOff[k] = at;
             at += (long) l.pairs().size() * KernelAbi.SLICE_BYTES;
-            names[k] = copyKernel(l) + (l.mode() == ChecksumMode.MIXED ? MIXED_SUFFIX : "");
+            names[k] = copyKernel(l, address) + (l.mode() == ChecksumMode.MIXED ? MIXED_SUFFIX : "");
         }
         CopyPlan.Launch first = launches.get(0);
         int[] srcTable = first.sourceTable();
@@ -403,16 +474,17 @@ public final class CudaBackend implements Backend {
         int nb = plan.numBlocks();
         List<List<LaunchPlanner.BlockLaunch>> grids = launches.stream()
                 .map(l -> resources.planner.sliceSums(l.pairs().size(), nb, 1)).toList();   // a warp per (block, pair)
-        // Device plans hold fixed addresses: the plan serializes to the same bytes every time, so it keys the upload.
-        return job(resources, stream, upload, nb, plan, (host, dUpload, dOut, cached) -> {
+        // Device plans hold fixed addresses: the plan serializes to the same bytes every time, so it keys the upload. A
+        // plan with pinned host memory does not: its mapped addresses follow the pinning, which may change between calls.
+        return job(resources, stream, upload, nb, deviceOnly ? plan : null, (host, dUpload, dOut, cached) -> {
             if (!cached) {
                 for (int k = 0; k < n; k++) {
                     CopyPlan.Launch l = launches.get(k);
                     boolean bytes = names[k].startsWith(COPY_BYTE_CELLS);
                     for (int i = 0; i < l.pairs().size(); i++) {
                         CopyPlan.Pair p = l.pairs().get(i);
-                        KernelAbi.slice(host, srcOff[k] + (long) i * KernelAbi.SLICE_BYTES, p.source(), CudaBackend::deviceAddress, bytes);
-                        KernelAbi.slice(host, dstOff[k] + (long) i * KernelAbi.SLICE_BYTES, p.destination(), CudaBackend::deviceAddress, bytes);
+                        KernelAbi.slice(host, srcOff[k] + (long) i * KernelAbi.SLICE_BYTES, p.source(), address, bytes);
+                        KernelAbi.slice(host, dstOff[k] + (long) i * KernelAbi.SLICE_BYTES, p.destination(), address, bytes);
                     }
                 }
                 MemorySegment.copy(srcTable, 0, host, KernelAbi.U32, srcTableOff, srcTable.length);
@@ -562,6 +634,136 @@ public final class CudaBackend implements Backend {
         }
     }
 
+    /**
+     * Allocates host memory page-locked and mapped into the device's address space ({@code cuMemHostAlloc} with
+     * {@code CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP}, then {@code cuMemHostGetDevicePointer}): a staging
+     * buffer the verifying copy reads from or writes to in place ({@link PinnedHostMemory}). Pinning is expensive (it
+     * locks pages and may serialize the device's streams): allocate once, at set-up, and reuse the buffer; never in an
+     * engine's step. The bytes are uninitialized.
+     *
+     * @param bytes the size, positive
+     * @return the memory; close it (after the copies using it have completed) to free it, or close the backend
+     * @throws IllegalArgumentException when {@code bytes} is not positive
+     * @throws IllegalStateException when the backend is closed
+     * @throws CudaException when the allocation or the mapping fails (nothing is left allocated then)
+     */
+    // reinterpret: the segment covers exactly the bytes cuMemHostAlloc returned, and dies with them (its arena).
+    @SuppressWarnings("restricted")
+    public PinnedHostMemory allocatePinned(long bytes) {
+        ensureOpen();
+        if (bytes <= 0) {
+            throw new IllegalArgumentException("pinned host memory must have a positive size, got " + bytes);
+        }
+        long previous = enter(primaryContext);
+        try {
+            long[] p = new long[1];
+            check(driver, driver.cuMemHostAlloc(p, bytes, Cuda.MEMHOST_PORTABLE | Cuda.MEMHOST_DEVICEMAP),
+                    "cuMemHostAlloc(" + bytes + " bytes, PORTABLE | DEVICEMAP)");
+            boolean done = false;
+            Arena arena = Arena.ofShared();
+            try {
+                long[] d = new long[1];
+                check(driver, driver.cuMemHostGetDevicePointer(d, p[0], 0), "cuMemHostGetDevicePointer(0x" + Long.toHexString(p[0]) + ")");
+                PinnedHostMemory m = new PinnedHostMemory(this, MemorySegment.ofAddress(p[0]).reinterpret(bytes, arena, null),
+                        d[0], arena);
+                pinned.put(p[0], m);
+                done = true;
+                return m;
+            } finally {
+                if (!done) {
+                    arena.close();
+                    driver.cuMemFreeHost(p[0]);
+                }
+            }
+        } finally {
+            leave(previous, primaryContext);
+        }
+    }
+
+    /**
+     * Page-locks a caller's native segment and maps it into the device's address space ({@code cuMemHostRegister} with
+     * {@code CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP}, then {@code cuMemHostGetDevicePointer}), for
+     * the verifying copy to read from or write to it in place ({@link PinnedHostMemory}). The segment stays the caller's:
+     * keep it alive until the returned memory is closed. Registering is expensive (it locks every page): do it once, at
+     * set-up. Memory already page-locked elsewhere (e.g. by {@code cudaHostAlloc}) cannot be registered again
+     * ({@code CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED}); allocate with {@link #allocatePinned} instead.
+     *
+     * @param segment native memory, not empty, not overlapping memory this backend holds pinned
+     * @return the pinning; close it (after the copies using it have completed) to unregister, or close the backend
+     * @throws IllegalArgumentException when {@code segment} is a heap segment, empty, not alive, or overlaps memory this
+     *     backend holds pinned
+     * @throws IllegalStateException when the backend is closed
+     * @throws CudaException when registering or mapping fails (nothing is left registered then)
+     */
+    public PinnedHostMemory pin(MemorySegment segment) {
+        ensureOpen();
+        if (segment == null) {
+            throw new NullPointerException("segment");
+        }
+        if (!segment.isNative() || segment.byteSize() == 0 || !segment.scope().isAlive()) {
+            throw new IllegalArgumentException("only a live, non-empty native segment can be pinned, got " + segment
+                    + (segment.isNative() ? "" : " (a heap segment: copy it into allocatePinned(bytes) memory instead)"));
+        }
+        long at = segment.address();
+        synchronized (pinned) {
+            Map.Entry<Long, PinnedHostMemory> below = pinned.floorEntry(at + segment.byteSize() - 1);
+            if (below != null && below.getKey() + below.getValue().byteSize() > at) {
+                throw new IllegalArgumentException(segment + " overlaps " + below.getValue() + ", which this backend holds"
+                        + " pinned already: describe the regions on that one's memory()");
+            }
+            long previous = enter(primaryContext);
+            try {
+                check(driver, driver.cuMemHostRegister(at, segment.byteSize(), Cuda.MEMHOST_PORTABLE | Cuda.MEMHOST_DEVICEMAP),
+                        "cuMemHostRegister(0x" + Long.toHexString(at) + ", " + segment.byteSize() + " bytes, PORTABLE | DEVICEMAP)");
+                boolean done = false;
+                try {
+                    long[] d = new long[1];
+                    check(driver, driver.cuMemHostGetDevicePointer(d, at, 0), "cuMemHostGetDevicePointer(0x" + Long.toHexString(at) + ")");
+                    PinnedHostMemory m = new PinnedHostMemory(this, segment, d[0], null);
+                    pinned.put(at, m);
+                    done = true;
+                    return m;
+                } finally {
+                    if (!done) {
+                        driver.cuMemHostUnregister(at);
+                    }
+                }
+            } finally {
+                leave(previous, primaryContext);
+            }
+        }
+    }
+
+    /** Unpins or frees {@code m} (closed by its owner); the backend's close does it for those still open. */
+    void unpin(PinnedHostMemory m) {
+        if (!pinned.remove(m.hostAddress(), m)) {
+            return;   // whoever takes it out of the map releases it: here the backend's close did
+        }
+        long previous = enter(primaryContext);
+        try {
+            release(m, true);
+        } finally {
+            leave(previous, primaryContext);
+        }
+    }
+
+    /** {@code cuMemFreeHost} (with the allocation's segment closed first) or {@code cuMemHostUnregister}. */
+    private void release(PinnedHostMemory m, boolean checked) {
+        int rc;
+        String call;
+        if (m.allocation() != null) {
+            m.allocation().close();
+            rc = driver.cuMemFreeHost(m.hostAddress());
+            call = "cuMemFreeHost(" + m + ")";
+        } else {
+            rc = driver.cuMemHostUnregister(m.hostAddress());
+            call = "cuMemHostUnregister(" + m + ")";
+        }
+        if (checked) {
+            check(driver, rc, call);
+        }
+    }
+
     /** Frees an upload unless the backend's close already did. */
     void free(DeviceBuffer b) {
         if (uploads.remove(b)) {
@@ -580,6 +782,15 @@ public final class CudaBackend implements Backend {
             return;
         }
         closed = true;
+        if (!pinned.isEmpty()) {
+            driver.cuCtxSetCurrent(primaryContext);
+            for (PinnedHostMemory m : List.copyOf(pinned.values())) {
+                if (pinned.remove(m.hostAddress(), m)) {
+                    m.detach();
+                    release(m, false);
+                }
+            }
+        }
         if (!uploads.isEmpty()) {
             driver.cuCtxSetCurrent(primaryContext);
             for (DeviceBuffer b : List.copyOf(uploads)) {

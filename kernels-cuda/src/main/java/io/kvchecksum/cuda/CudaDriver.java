@@ -211,10 +211,56 @@ public interface CudaDriver {
     /**
      * {@code cuMemFreeHost}: frees pinned host memory; no copy may still be reading or writing it.
      *
-     * @param pointer a host address from {@link #cuMemAllocHost}
+     * @param pointer a host address from {@link #cuMemAllocHost} or {@link #cuMemHostAlloc}
      * @return the {@code CUresult}; 0 is {@code CUDA_SUCCESS}
      */
     int cuMemFreeHost(long pointer);
+
+    /**
+     * {@code cuMemHostAlloc}: page-locked host memory, with {@code CU_MEMHOSTALLOC_DEVICEMAP} also mapped into the
+     * device's address space (its device address from {@link #cuMemHostGetDevicePointer}); free with
+     * {@link #cuMemFreeHost}.
+     *
+     * @param pointer receives the host address in {@code pointer[0]}
+     * @param bytes the size, positive
+     * @param flags {@code CU_MEMHOSTALLOC_*}: 1 {@code PORTABLE} (pinned for every context), 2 {@code DEVICEMAP}
+     * @return the {@code CUresult}; 0 is {@code CUDA_SUCCESS}
+     */
+    int cuMemHostAlloc(long[] pointer, long bytes, int flags);
+
+    /**
+     * {@code cuMemHostRegister_v2}: page-locks an existing host range (and with {@code CU_MEMHOSTREGISTER_DEVICEMAP}
+     * maps it into the device's address space); undo with {@link #cuMemHostUnregister}.
+     *
+     * @param pointer the range's first host address
+     * @param bytes the range's size, positive
+     * @param flags {@code CU_MEMHOSTREGISTER_*}: 1 {@code PORTABLE}, 2 {@code DEVICEMAP}
+     * @return the {@code CUresult}; 0 is {@code CUDA_SUCCESS} (712, {@code CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED},
+     *     when part of the range is registered already)
+     */
+    int cuMemHostRegister(long pointer, long bytes, int flags);
+
+    /**
+     * {@code cuMemHostUnregister}: unpins a range registered by {@link #cuMemHostRegister}; no copy may still read or
+     * write it.
+     *
+     * @param pointer the first host address passed to {@link #cuMemHostRegister}
+     * @return the {@code CUresult}; 0 is {@code CUDA_SUCCESS} (713, {@code CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED}, when
+     *     it is not registered)
+     */
+    int cuMemHostUnregister(long pointer);
+
+    /**
+     * {@code cuMemHostGetDevicePointer_v2}: the device address through which kernels read and write mapped pinned host
+     * memory (zero-copy; under unified addressing often the host address itself).
+     *
+     * @param dptr receives the {@code CUdeviceptr} in {@code dptr[0]}
+     * @param pointer a host address of memory from {@link #cuMemHostAlloc} or {@link #cuMemHostRegister} with the
+     *     device-map flag
+     * @param flags must be 0
+     * @return the {@code CUresult}; 0 is {@code CUDA_SUCCESS}
+     */
+    int cuMemHostGetDevicePointer(long[] dptr, long pointer, int flags);
 
     /**
      * {@code cuMemGetInfo_v2}.

@@ -840,6 +840,7 @@ public final class DeviceCheck {
         long[] p = new long[1];
         check(d, d.cuStreamCreate(p, Cuda.STREAM_NON_BLOCKING), "cuStreamCreate");
         long stream = p[0];
+        PinnedHostMemory staging = null;
         try (Arena arena = Arena.ofShared()) {  // shared: the host's sums run in parallel
             MemorySegment args = launchArgs(arena);
             Kv kv = kv(m, pages, SEED + m.layers() * 1000L + cell, stream, mem, arena, args, grid);
@@ -857,6 +858,10 @@ public final class DeviceCheck {
             long dTableA = uploadTable(tableA, stream, mem);
             long[][] pageSums = pageSums(kv);
             KvCacheGroup g = kv.device();
+            // the KV's bytes in pinned host memory, in the same layout: the staging buffer of the host-to-device
+            // verifying copy (issue 29), read in place by the copy kernels through its mapped device address
+            staging = b.allocatePinned(kv.bytesAll());
+            staging.segment().copyFrom(kv.hostCopy());
             line("");
             line("## " + m.name() + ": " + g.bytesPerToken() + " bytes/token, " + g.numSlices() + " slices, page " + PAGE + ", block "
                     + BLOCK + ", pages scattered by a seeded permutation (seed " + SEED + ")"
@@ -866,21 +871,35 @@ public final class DeviceCheck {
                     "v/pags", "ofHBM",
                     "enq us", "enq new", "syncs", "launch", "(GB/s from medians; enqueue us: host median)"));
             for (long tokens : sizes) {
-                row(m, kv, tokens, pageSums, identity, tableA, tableB, dIdentity, dTableA, copy, partials, grid, stream, vs, arena);
+                row(m, kv, tokens, pageSums, identity, tableA, tableB, dIdentity, dTableA, copy, partials, grid, stream, vs, arena,
+                        staging);
             }
             line("(fused: the kernel alone, replayed from a reused plan's enqueue; fused new: engine calls with a new page table each;"
                     + " read tbl: kvcb_gather_sum over the same scattered table; f/rd id: both over the identity table; copy counts r+w;"
                     + " pages: kvcb_page_copy of the scattered pages into the copy target in table order, r+w; vcopy: the verifying copy of"
                     + " the same pages to the same places, engine calls, r+w; v/copy, v/pags: its GB/s over cuMemcpyDtoDAsync's and over"
-                    + " the page copy's)");
+                    + " the page copy's; pinned host -> device, up to " + BandwidthModel.human(PINNED_MAX_BYTES) + ": cuMemcpyHtoDAsync"
+                    + " of the first bytes of the KV from pinned host memory, and the verifying copy of the same scattered pages from"
+                    + " the KV's pinned host copy into the copy target, its kernels reading the host pages in place; GB/s of the bytes"
+                    + " moved, read once)");
         } finally {
+            if (staging != null) {
+                check(d, d.cuStreamSynchronize(stream), "cuStreamSynchronize(before freeing the staging buffer)");
+                staging.close();
+            }
             d.cuStreamDestroy(stream);
             mem.forEach(d::cuMemFree);
         }
     }
 
+    /**
+     * The largest row whose host-to-device copies are timed: enough to reach the bus's rate (PCIe or C2C, an order below
+     * HBM's), small enough that the sweep's budget holds.
+     */
+    static final long PINNED_MAX_BYTES = 64L << 20;
+
     private void row(Model m, Kv kv, long tokens, long[][] pageSums, int[] identity, int[] tableA, int[] tableB, long dIdentity,
-            long dTableA, long copy, long partials, int grid, long stream, List<Variant> vs, Arena arena) {
+            long dTableA, long copy, long partials, int grid, long stream, List<Variant> vs, Arena arena, PinnedHostMemory staging) {
         KvCacheGroup g = kv.device();
         int n = (int) (tokens / PAGE);
         long bytes = tokens * g.bytesPerToken();
@@ -941,6 +960,42 @@ public final class DeviceCheck {
         }
         double vcopyOverCopy = vcp.gbs(2 * bytes) / cp.gbs(2 * bytes);
         double vcopyOverPageCopy = vcp.gbs(2 * bytes) / pcp.gbs(2 * bytes);
+
+        // host to device (issue 29): cuMemcpyHtoDAsync of the bytes from pinned host memory, then the verifying copy of the
+        // same scattered pages from the KV's pinned host copy into the copy target (PINNED_HOST_TO_DEVICE: the kernels
+        // read the host pages in place through the mapped address), its values and its target checked as above
+        Double htodGBs = null;
+        Double vcopyPinnedGBs = null;
+        Double vcopyPinnedOverHtod = null;
+        if (bytes <= PINNED_MAX_BYTES) {
+            check(d, d.cuMemsetD8Async(copy, 0, kv.bytesAll(), stream), "cuMemsetD8Async(copy target)");
+            Timing htod = time(stream, i -> check(d, d.cuMemcpyHtoDAsync(copy, staging.segment().address(), bytes, stream),
+                    "cuMemcpyHtoDAsync(pinned)"), () -> { });
+            sum(args, 0, copy, bytes / 16, partials);
+            launch(b.kernel(CudaBackend.SUM), grid, stream, args, "kvc_sum_u64 of the host-to-device copy");
+            expect(bad, "cuMemcpyHtoDAsync from pinned host memory (its target summed)", partialsTotal(partials, grid, stream), wantSeq);
+            check(d, d.cuMemsetD8Async(copy, 0, kv.bytesAll(), stream), "cuMemsetD8Async(copy target)");
+            KvCacheGroup onHost = Relocation.relocate(g, x -> {  // each layer's memory at its offset in the pinned copy
+                KvMemory.Device dx = (KvMemory.Device) x;
+                return KvMemory.pinnedHost(staging.segment().asSlice(dx.address() - kv.base(), dx.byteSize()));
+            });
+            io.kvchecksum.CopyPlan pinnedPlan = copier.compileCopy(onHost, reqA, target, reqI, io.kvchecksum.ChecksumSpec.STANDARD);
+            Timing vh = time(stream, i -> copies.add(copier.submitCopy(pinnedPlan, stream)), () -> {
+                for (PendingChecksums pc : copies) {
+                    expect(bad, "verifying copy from pinned host memory", pc.get(), wantA);
+                    pc.close();
+                }
+                copies.clear();
+            });
+            try (PendingChecksums pc = copier.submit(target, reqI, stream)) {
+                expect(bad, "the pinned verifying copy's target (fused kernel, identity table)", pc.get(), wantA);
+            }
+            htodGBs = htod.gbs(bytes);
+            vcopyPinnedGBs = vh.gbs(bytes);
+            vcopyPinnedOverHtod = vcopyPinnedGBs / htodGBs;
+            line(String.format(Locale.ROOT, "%7d %9s pinned host -> device: cuMemcpyHtoDAsync %.1f GB/s, verifying copy %.1f GB/s,"
+                    + " v/HtoD %.3f", tokens, BandwidthModel.human(bytes), htodGBs, vcopyPinnedGBs, vcopyPinnedOverHtod));
+        }
 
         io.kvchecksum.SlicePlan planA = io.kvchecksum.SlicePlan.of(g, reqA);
         io.kvchecksum.SlicePlan planI = io.kvchecksum.SlicePlan.of(g, reqI);
@@ -1036,6 +1091,8 @@ public final class DeviceCheck {
                     "pageCopyUsMedian", pcp.medianUs(), "pageCopyGBs", pcp.gbs(2 * bytes),
                     "verifyingCopyUsMedian", vcp.medianUs(), "verifyingCopyGBs", vcp.gbs(2 * bytes), "verifyingCopyOverCopy", vcopyOverCopy,
                     "verifyingCopyOverPageCopy", vcopyOverPageCopy,
+                    "pinnedHtoDGBs", htodGBs, "verifyingCopyFromPinnedGBs", vcopyPinnedGBs,
+                    "verifyingCopyFromPinnedOverHtoD", vcopyPinnedOverHtod,
                     "fusedOverRead", ratio, "fusedOverReadIdentity", ratioI, "fusedOverReadContiguous", fusedGbs / seq.gbs(bytes),
                     "fractionOfSpecHbm", ofSpec,
                     "enqueueUsReused", medianOf(hostReused) / 1e3, "enqueueUsNewTable", medianOf(hostNew) / 1e3,

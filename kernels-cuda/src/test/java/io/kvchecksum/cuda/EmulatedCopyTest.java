@@ -90,8 +90,8 @@ class EmulatedCopyTest {
     }
 
     /**
-     * Host memory on either side is refused when the copy is compiled, naming the route and why (pinned host memory is
-     * not modelled), on the own stream and on an engine's; nothing reaches the driver.
+     * Pageable host memory on either side is refused when the copy is compiled, naming the route and that it must be
+     * pinned ({@code EmulatedPinnedCopyTest} copies pinned host memory); nothing reaches the driver.
      */
     @Test
     void hostMemoryIsRefusedAtCompileTime() {
@@ -110,7 +110,7 @@ class EmulatedCopyTest {
                 InvalidLayoutException e = assertThrows(InvalidLayoutException.class, () -> wide.compileCopy(v.source(from),
                         v.sourceRequest(), v.destination(to), v.destinationRequest(), v.spec()));
                 assertTrue(e.getMessage().contains("cannot copy " + (hostSource ? "host memory to device memory"
-                        : "device memory to host memory")) && e.getMessage().contains("pinned host memory is not modelled"),
+                        : "device memory to host memory")) && e.getMessage().contains("host memory must be pinned"),
                         e.getMessage());
             }
             CopyPlan plan = wide.compileCopy(v.source(onDevice), v.sourceRequest(), v.destination(onDevice), v.destinationRequest(), v.spec());

@@ -27,10 +27,17 @@ final class FakeCudaDriver implements CudaDriver {
     static final int INVALID_CONTEXT = 201;
     static final int INVALID_HANDLE = 400;
     static final int NOT_FOUND = 500;
+    static final int HOST_MEMORY_ALREADY_REGISTERED = 712;
+    static final int HOST_MEMORY_NOT_REGISTERED = 713;
 
-    private static final Map<Integer, String> NAMES = Map.of(0, "CUDA_SUCCESS", 1, "CUDA_ERROR_INVALID_VALUE", 2,
-            "CUDA_ERROR_OUT_OF_MEMORY", 100, "CUDA_ERROR_NO_DEVICE", 201, "CUDA_ERROR_INVALID_CONTEXT", 400,
-            "CUDA_ERROR_INVALID_HANDLE", 500, "CUDA_ERROR_NOT_FOUND", 600, "CUDA_ERROR_NOT_READY", 716, "CUDA_ERROR_MISALIGNED_ADDRESS", 999, "CUDA_ERROR_UNKNOWN");
+    private static final Map<Integer, String> NAMES = Map.ofEntries(Map.entry(0, "CUDA_SUCCESS"),
+            Map.entry(1, "CUDA_ERROR_INVALID_VALUE"), Map.entry(2, "CUDA_ERROR_OUT_OF_MEMORY"),
+            Map.entry(100, "CUDA_ERROR_NO_DEVICE"), Map.entry(201, "CUDA_ERROR_INVALID_CONTEXT"),
+            Map.entry(400, "CUDA_ERROR_INVALID_HANDLE"), Map.entry(500, "CUDA_ERROR_NOT_FOUND"),
+            Map.entry(600, "CUDA_ERROR_NOT_READY"),
+            Map.entry(712, "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED"),
+            Map.entry(713, "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED"),
+            Map.entry(716, "CUDA_ERROR_MISALIGNED_ADDRESS"), Map.entry(999, "CUDA_ERROR_UNKNOWN"));
     private static final Map<Integer, Memory> NAME_STRINGS = new HashMap<>();
 
     private final HostLibrary lib;
@@ -239,7 +246,66 @@ final class FakeCudaDriver implements CudaDriver {
         if (pinned.remove(p) == null) {
             return INVALID_VALUE;
         }
+        mapped.remove(p);
         Native.free(p);
+        return 0;
+    }
+
+    /** Host ranges page-locked by cuMemHostRegister: address to bytes. */
+    private final TreeMap<Long, Long> registered = new TreeMap<>();
+    /** Pinned host ranges mapped into the "device" (DEVICEMAP): address to bytes. */
+    private final TreeMap<Long, Long> mapped = new TreeMap<>();
+
+    synchronized int livePinnedMappings() {
+        return mapped.size();
+    }
+
+    private static boolean within(TreeMap<Long, Long> ranges, long address, long bytes) {
+        Map.Entry<Long, Long> e = ranges.floorEntry(address);
+        return e != null && address + bytes <= e.getKey() + e.getValue();
+    }
+
+    @Override public synchronized int cuMemHostAlloc(long[] p, long bytes, int flags) {
+        if (bytes <= 0) {
+            return INVALID_VALUE;
+        }
+        p[0] = Native.malloc(bytes);
+        pinned.put(p[0], bytes);
+        if ((flags & Cuda.MEMHOST_DEVICEMAP) != 0) {
+            mapped.put(p[0], bytes);
+        }
+        return 0;
+    }
+
+    @Override public synchronized int cuMemHostRegister(long p, long bytes, int flags) {
+        if (p == 0 || bytes <= 0) {
+            return INVALID_VALUE;
+        }
+        Map.Entry<Long, Long> below = registered.floorEntry(p + bytes - 1);
+        if (below != null && below.getKey() + below.getValue() > p) {
+            return HOST_MEMORY_ALREADY_REGISTERED;
+        }
+        registered.put(p, bytes);
+        if ((flags & Cuda.MEMHOST_DEVICEMAP) != 0) {
+            mapped.put(p, bytes);
+        }
+        return 0;
+    }
+
+    @Override public synchronized int cuMemHostUnregister(long p) {
+        if (registered.remove(p) == null) {
+            return HOST_MEMORY_NOT_REGISTERED;
+        }
+        mapped.remove(p);
+        return 0;
+    }
+
+    /** Unified addressing, as for cuMemHostAlloc memory on a 64-bit host: the device address is the host address. */
+    @Override public synchronized int cuMemHostGetDevicePointer(long[] dptr, long p, int flags) {
+        if (flags != 0 || !within(mapped, p, 1)) {
+            return INVALID_VALUE;
+        }
+        dptr[0] = p;
         return 0;
     }
 

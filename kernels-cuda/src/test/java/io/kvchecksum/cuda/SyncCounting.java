@@ -29,14 +29,15 @@ public final class SyncCounting {
      */
     public static final Set<String> SYNCHRONIZING = Set.of("cuCtxSynchronize", "cuStreamSynchronize",
             "cuEventSynchronize", "cuMemFree", "cuMemFreeHost", "cuMemcpy", "cuMemcpyHtoD", "cuMemcpyDtoH",
-            "cuMemcpyDtoD", "cuStreamQuery");
+            "cuMemcpyDtoD", "cuStreamQuery", "cuMemHostUnregister");
 
     /**
      * Allocations: they do not wait for the device, but the CUDA programming guide lists them among the operations
      * that keep commands of different streams from overlapping. The first enqueue in a context (or one larger than any
      * before it) makes them; a steady-state enqueue does not.
      */
-    public static final Set<String> SERIALIZING = Set.of("cuMemAlloc", "cuMemAllocHost");
+    public static final Set<String> SERIALIZING = Set.of("cuMemAlloc", "cuMemAllocHost", "cuMemHostAlloc",
+            "cuMemHostRegister");
 
     /** What the counter counts: {@link #SYNCHRONIZING} and {@link #SERIALIZING}. */
     public static final Set<String> COUNTED = Stream.concat(SYNCHRONIZING.stream(), SERIALIZING.stream())
@@ -191,6 +192,29 @@ public final class SyncCounting {
         public int cuMemFreeHost(long pointer) {
             syncCalls.increment();
             return next.cuMemFreeHost(pointer);
+        }
+
+        @Override
+        public int cuMemHostAlloc(long[] pointer, long bytes, int flags) {
+            syncCalls.increment();
+            return next.cuMemHostAlloc(pointer, bytes, flags);
+        }
+
+        @Override
+        public int cuMemHostRegister(long pointer, long bytes, int flags) {
+            syncCalls.increment();
+            return next.cuMemHostRegister(pointer, bytes, flags);
+        }
+
+        @Override
+        public int cuMemHostUnregister(long pointer) {
+            syncCalls.increment();
+            return next.cuMemHostUnregister(pointer);
+        }
+
+        @Override
+        public int cuMemHostGetDevicePointer(long[] dptr, long pointer, int flags) {
+            return next.cuMemHostGetDevicePointer(dptr, pointer, flags);
         }
 
         @Override
