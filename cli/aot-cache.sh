@@ -19,20 +19,23 @@ flags=(-XX:+UseSerialGC -XX:ErrorFile="$dir/hs_err_aot_%p.log" -Dkvchecksum.reex
 # picocli's class files are version 49 (Java 5): the cache leaves such classes out, and loading and verifying them is
 # most of a one-shot command's start-up. cli/UpgradeClassFiles.java rewrites them as version 52 with stack maps (the
 # same code; each one verified by the JVM, or put back) in a copy of the jar, which replaces the jar only when it
-# prints the same as the jar for a `sum` and for `--help`.
+# prints the same as the jar for a `sum` (one picocli reads: --verbose) and for `--help`.
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 copy=$dir/kvchecksum-upgrading.jar
 cp -p "$jar" "$copy"
 if "$java" "$here/UpgradeClassFiles.java" "$copy" /picocli \
-   && [[ "$("$java" "${flags[@]}" -jar "$copy" sum "$dump" --block-size 16 2>&1)" \
-         == "$("$java" "${flags[@]}" -jar "$jar" sum "$dump" --block-size 16 2>&1)" ]] \
+   && [[ "$("$java" "${flags[@]}" -jar "$copy" sum "$dump" --block-size 16 --verbose 2>&1)" \
+         == "$("$java" "${flags[@]}" -jar "$jar" sum "$dump" --block-size 16 --verbose 2>&1)" ]] \
    && [[ "$("$java" "${flags[@]}" -jar "$copy" --help 2>&1)" == "$("$java" "${flags[@]}" -jar "$jar" --help 2>&1)" ]]; then
   mv -f "$copy" "$jar"
 else
   echo "aot-cache.sh: picocli's classes stay as they were"
   rm -f "$copy"
 fi
-if ! "$java" -XX:AOTMode=record -XX:AOTConfiguration="$conf" "${flags[@]}" -jar "$jar" sum "$dump" --block-size 16 -q; then
+# --verbose: a command line QuickSum leaves to picocli, so that the cache holds picocli's classes for every other
+# command too (QuickSum's own few classes load either way: it is asked first).
+if ! "$java" -XX:AOTMode=record -XX:AOTConfiguration="$conf" "${flags[@]}" -jar "$jar" sum "$dump" --block-size 16 -q \
+     --verbose; then
   echo "aot-cache.sh: the training run failed; no AOT cache"
   rm -f "$conf"
   exit 0

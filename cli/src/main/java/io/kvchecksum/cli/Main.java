@@ -17,7 +17,6 @@ import java.io.File;
 import java.io.OutputStreamWriter;
 import java.io.IOException;
 import java.io.PrintWriter;
-import java.nio.charset.Charset;
 import java.lang.module.ModuleFinder;
 import java.net.URISyntaxException;
 import java.util.ArrayList;
@@ -102,10 +101,16 @@ public final class Main implements Callable<Integer> {
         if (child != null) {
             System.exit(child);
         }
+        PrintWriter out = new PrintWriter(new OutputStreamWriter(System.out, System.out.charset()), true);
+        PrintWriter err = new PrintWriter(new OutputStreamWriter(System.err, System.err.charset()), true);
+        // sum's common command lines skip picocli's reflective start-up; anything else is picocli's (QuickSum)
+        Integer quick = QuickSum.run(args, out, err);
+        if (quick != null) {
+            System.exit(quick);
+        }
         CommandLine cl = commandLine(args);
-        Charset cs = System.out.charset();
-        cl.setOut(new PrintWriter(new OutputStreamWriter(System.out, cs), true));
-        cl.setErr(new PrintWriter(new OutputStreamWriter(System.err, System.err.charset()), true));
+        cl.setOut(out);
+        cl.setErr(err);
         System.exit(execute(cl, args));
     }
 

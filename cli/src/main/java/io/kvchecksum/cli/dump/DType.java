@@ -77,4 +77,18 @@ public record DType(String name, int size, boolean integer, boolean signed) {
     public String toString() {
         return name;
     }
+
+    // equals and hashCode written out, as the record's own would be: those are bootstrapped through method handles on
+    // first use, which a one-shot command paid for at start-up (classes spun at run time, interpreted)
+    /** {@return whether {@code o} is a dtype with the same name, size, integer-ness and signedness} */
+    @Override
+    public boolean equals(Object o) {
+        return o instanceof DType d && name.equals(d.name) && size == d.size && integer == d.integer && signed == d.signed;
+    }
+
+    /** {@return a hash of the four components} */
+    @Override
+    public int hashCode() {
+        return ((name.hashCode() * 31 + size) * 31 + Boolean.hashCode(integer)) * 31 + Boolean.hashCode(signed);
+    }
 }

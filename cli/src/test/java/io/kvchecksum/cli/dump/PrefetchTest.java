@@ -54,6 +54,16 @@ class PrefetchTest {
     }
 
     @Test
+    void touchReadsEveryStrideAndStopsAtTheEnd() {
+        try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
+            for (long size : List.of(0L, 1L, (long) DumpFile.TOUCH_STRIDE - 1, (long) DumpFile.TOUCH_STRIDE,
+                    DumpFile.TOUCH_STRIDE + 1L, 5L * DumpFile.TOUCH_STRIDE + 3)) {
+                DumpFile.touch(arena.allocate(Math.max(1, size)).asSlice(0, size));
+            }
+        }
+    }
+
+    @Test
     void smallFilesAreLeftToOpen(@TempDir Path dir) throws IOException {
         Path small = dump(dir, "small.safetensors", 16);
         DumpFile.prefetch(List.of(small.toString()));
