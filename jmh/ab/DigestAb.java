@@ -129,8 +129,8 @@ public final class DigestAb {
         }
         int rp = names.indexOf("readPages");
         Arrays.sort(tm[rp]);
-        StringBuilder sb = new StringBuilder(String.format("size %s page %d: %d bytes, %d runs, %d threads%s, %d rounds, vector %d bits",
-                size, pageSize, plan.totalBytes(), plan.runs().size(), parallel ? threads : 1, parallel ? " chunk " + chunk : "",
+        StringBuilder sb = new StringBuilder(String.format("size %s page %d%s: %d bytes, %d runs, %d threads%s, %d rounds, vector %d bits",
+                size, pageSize, pageArg < 0 ? " (table in order)" : "", plan.totalBytes(), plan.runs().size(), parallel ? threads : 1, parallel ? " chunk " + chunk : "",
                 rounds, IntVector.SPECIES_PREFERRED.vectorBitSize()));
         for (int w = 0; w < n; w++) {
             Arrays.sort(tm[w]);

@@ -25,9 +25,9 @@ import java.util.zip.Adler32;
  * in cache); otherwise {@code java.util.zip.Adler32}, one call per piece (HotSpot's AVX2/AVX-512 stub). The vector
  * loop keeps its running sums in registers from one page to the next, where the stub pays a call per page, and
  * spends five vector operations per vector. At SGLang's default page size 1 (2 KiB pages), against a plain read of
- * the same pages in the same order, interleaved under load: in cache, one thread, 0.84-0.88 at 512 bits (the stub
- * 0.32) and 0.63 at 256 bits (the stub 0.35-0.37); at 256 MiB on both cores 0.87-1.05 at 512 bits (the stub
- * 0.61-0.77), while at 256 bits the stub was ahead (0.82 against 0.74), so it stays there (docs/bench-cpu.md,
+ * the same pages in the same order, interleaved under load: in cache, one thread, 0.84-0.90 at 512 bits (the stub
+ * 0.31-0.32) and 0.63 at 256 bits (the stub 0.35); at 256 MiB on both cores 0.87-1.05 at 512 bits (the stub
+ * 0.61-1.02), while at 256 bits neither was ahead beyond the noise, and the stub stays there (docs/bench-cpu.md,
  * "SGLang's page digest"). The vector loop is slow until C2 compiles it (its first second in a fresh JVM at
  * megabytes per second), a cost an engine pays once.
  *
