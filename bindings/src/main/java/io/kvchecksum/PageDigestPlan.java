@@ -34,11 +34,14 @@ public final class PageDigestPlan {
     private final SlicePlan slicePlan;
     private final List<Run> runs;
     private final long totalBytes;
+    /** Whether every run is host memory: asked on every digest, and a stream has a run per page (131072 at 256 MiB). */
+    private final boolean hostResident;
 
     private PageDigestPlan(SlicePlan slicePlan, List<Run> runs, long totalBytes) {
         this.slicePlan = slicePlan;
         this.runs = runs;
         this.totalBytes = totalBytes;
+        this.hostResident = runs.stream().allMatch(r -> r.memory() instanceof KvMemory.Host);
     }
 
     /**
@@ -125,7 +128,7 @@ public final class PageDigestPlan {
 
     /** {@return whether every run is host memory (readable by every backend)} */
     public boolean isHostResident() {
-        return runs.stream().allMatch(r -> r.memory() instanceof KvMemory.Host);
+        return hostResident;
     }
 
     @Override
