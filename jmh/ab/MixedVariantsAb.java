@@ -23,7 +23,7 @@ import java.util.Arrays;
  * pass ({@code rows}); {@code touch}, one byte read {@value #TOUCH} bytes ahead per vector (a demand load standing in
  * for the prefetch instruction Java lacks); {@code pagetouch}, two bytes read {@value #TOUCH} bytes ahead per row
  * (the next 4 KiB page, where the hardware prefetchers stop); {@code narrow}, the row pass in 256-bit vectors at
- * 512-bit preferred width; {@code one}, one mixer per step (the shipped loop mixes two per step at 256 bits). Each JVM runs its variant and the shipped standard mode in rotating turns and prints the
+ * 512-bit preferred width; {@code two}, two mixers per step (the shipped loop at 256 bits until 2026-12-07). Each JVM runs its variant and the shipped standard mode in rotating turns and prints the
  * mixed/standard ratios of wall time and of CPU time (all of the JVM's threads), best and median; the variant's block
  * checksums are compared with the shipped mixed mode's first (exit on a difference). docs/bench-cpu.md, "Mixed mode cost".
  *
@@ -36,7 +36,7 @@ public final class MixedVariantsAb {
     private static final long M32 = 0xFFFFFFFFL;
     private static final long HI = ~M32;
     private static final long TOUCH = 4096;
-    private static final String[] VARIANTS = {"rows", "touch", "pagetouch", "narrow", "one"};
+    private static final String[] VARIANTS = {"rows", "touch", "pagetouch", "narrow", "two"};
     /** The variant of this JVM, a constant so that C2 compiles only its loop (several mixers in one compile unit box). */
     private static final int VARIANT = Arrays.asList(VARIANTS).indexOf(System.getProperty("variant", "rows"));
     private static final ThreadLocal<long[][]> SUMS = ThreadLocal.withInitial(() -> new long[2][0]);
@@ -98,7 +98,7 @@ public final class MixedVariantsAb {
         }
     }
 
-    /** {@code MixedVectorSliceKernel.rowPass} (one mixer per step) in this JVM's variant. */
+    /** {@code MixedVectorSliceKernel.rowPass} in this JVM's variant. */
     static void rowPass(MemorySegment seg, long base, long stride, int n, long t0, int cellPieces, int pieceBase,
             int regionPieces, int heads, long[] out) {
         int total = heads * regionPieces;
@@ -124,11 +124,27 @@ public final class MixedVariantsAb {
                     sum.intoArray(a, q);
                     LongVector.fromArray(S, t, q).add(sum).intoArray(t, q);
                 }
-            } else if (VARIANT == 2 || VARIANT == 4) {
-                if (VARIANT == 2) {
-                    touched += seg.get(ValueLayout.JAVA_BYTE, Math.min(at + TOUCH, last))
-                            + seg.get(ValueLayout.JAVA_BYTE, Math.min(at + TOUCH + 64, last));
+            } else if (VARIANT == 4) {
+                int q = 0;
+                for (; q + 2 * lanes <= total; q += 2 * lanes) {
+                    LongVector x0 = MixedVectorSliceKernel.mix(LongVector.fromMemorySegment(S, seg, at + 8L * q, LE));
+                    LongVector x1 = MixedVectorSliceKernel.mix(LongVector.fromMemorySegment(S, seg, at + 8L * (q + lanes), LE));
+                    LongVector s0 = LongVector.fromArray(S, a, q).add(x0);
+                    LongVector s1 = LongVector.fromArray(S, a, q + lanes).add(x1);
+                    s0.intoArray(a, q);
+                    s1.intoArray(a, q + lanes);
+                    LongVector.fromArray(S, t, q).add(s0).intoArray(t, q);
+                    LongVector.fromArray(S, t, q + lanes).add(s1).intoArray(t, q + lanes);
                 }
+                for (; q < total; q += lanes) {
+                    LongVector sum = LongVector.fromArray(S, a, q)
+                            .add(MixedVectorSliceKernel.mix(LongVector.fromMemorySegment(S, seg, at + 8L * q, LE)));
+                    sum.intoArray(a, q);
+                    LongVector.fromArray(S, t, q).add(sum).intoArray(t, q);
+                }
+            } else if (VARIANT == 2) {
+                touched += seg.get(ValueLayout.JAVA_BYTE, Math.min(at + TOUCH, last))
+                        + seg.get(ValueLayout.JAVA_BYTE, Math.min(at + TOUCH + 64, last));
                 for (int q = 0; q < total; q += lanes) {
                     LongVector sum = LongVector.fromArray(S, a, q)
                             .add(MixedVectorSliceKernel.mix(LongVector.fromMemorySegment(S, seg, at + 8L * q, LE)));
