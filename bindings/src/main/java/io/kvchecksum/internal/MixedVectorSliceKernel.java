@@ -255,7 +255,7 @@ final class MixedVectorSliceKernel implements SliceKernel {
      * <p>One mixer per step at every width. Two per step at 256 bits ran 1.17x faster in L1 ({@code MixerBench.mixedTwo}),
      * but this loop only runs from memory, and there, with {@code -XX:UseAVX=2}, one per step took less CPU time per call
      * (mixed/standard 0.74 against 0.66, medians of 6 and 10 JVMs, {@code jmh/ab/mixed-variants-ab.sh};
-     * docs/bench-cpu.md, "Mixed mode cost"); fewer mixer call sites also keep C2 inlining the mixer.
+     * docs/bench-cpu.md, "Mixed mode cost"); loops with more mixer call sites risk C2 no longer inlining it (same section).
      */
     static void rowPass(MemorySegment seg, long base, long stride, int n, long t0, int cellPieces, int pieceBase,
             int regionPieces, int heads, long[] out) {
