@@ -18,16 +18,17 @@ import java.nio.ByteOrder;
 import java.util.Arrays;
 
 /**
- * A/B of loop forms for the mixed mode's row pass from memory that were measured and not shipped (not a benchmark;
- * built and run by {@code jmh/ab/mixed-variants-ab.sh}, one JVM per variant, the JVMs alternating): the shipped row
- * pass ({@code rows}); {@code touch}, one byte read {@value #TOUCH} bytes ahead per vector (a demand load standing in
- * for the prefetch instruction Java lacks); {@code pagetouch}, two bytes read {@value #TOUCH} bytes ahead per row
- * (the next 4 KiB page, where the hardware prefetchers stop); {@code narrow}, the row pass in 256-bit vectors at
- * 512-bit preferred width; {@code two}, two mixers per step (the shipped loop at 256 bits until 2026-12-07). Each JVM runs its variant and the shipped standard mode in rotating turns and prints the
- * mixed/standard ratios of wall time and of CPU time (all of the JVM's threads), best and median; the variant's block
- * checksums are compared with the shipped mixed mode's first (exit on a difference). docs/bench-cpu.md, "Mixed mode cost".
+ * A/B of loop forms for the mixed mode's row pass from memory (not a benchmark; built and run by
+ * {@code jmh/ab/mixed-variants-ab.sh}, one JVM per variant, the JVMs alternating): the shipped row pass
+ * ({@code rows}); {@code touch}, one byte read {@value #TOUCH} bytes ahead per vector (a demand load standing in for
+ * the prefetch instruction Java lacks); {@code pagetouch}, two bytes read {@value #TOUCH} bytes ahead per row (the next
+ * 4 KiB page, where the hardware prefetchers stop); {@code narrow}, the row pass in 256-bit vectors at 512-bit
+ * preferred width; {@code two}, two mixers per step (the shipped loop at 256 bits until 2026-12-07). Each JVM runs its
+ * variant and the shipped standard mode in rotating turns and prints the mixed/standard ratios of wall time and of CPU
+ * time (all of the JVM's threads), best and median; the variant's block checksums are compared with the shipped mixed
+ * mode's first (exit on a difference). docs/bench-cpu.md, "Mixed mode cost".
  *
- * <p>Arguments: variant, shape, size, threads, rounds.
+ * <p>System property {@code variant} (default {@code rows}); arguments: shape, size, threads, rounds.
  */
 public final class MixedVariantsAb {
     private static final VectorSpecies<Long> S = KernelSpecies.S;
