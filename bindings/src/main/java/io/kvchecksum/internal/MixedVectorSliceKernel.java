@@ -37,12 +37,6 @@ final class MixedVectorSliceKernel implements SliceKernel {
      */
     private final boolean rows;
 
-    /**
-     * Whether {@link #rowPass} mixes two vectors per step: at 256 bits (no AVX-512) two mixers in one loop body ran
-     * 1.17x faster in L1 than one ({@code MixerBench.mixedTwo}); at 512 bits not (0.96x), so one there.
-     */
-    private static final boolean TWO_PER_STEP = !KernelSpecies.WIDE_REGISTER_FILE;
-
     /** Scratch of {@link #rowPass}: each thread's per-piece running sums of one row. */
     private static final ThreadLocal<long[][]> ROW_SUMS = ThreadLocal.withInitial(() -> new long[2][0]);
 
@@ -257,6 +251,11 @@ final class MixedVectorSliceKernel implements SliceKernel {
      * {@code T_q += A_q} in a thread's scratch (L1; the mixer, not these loads and stores, sets the pace), then head
      * {@code h}'s vectors contribute {@code A(c0 + 2vL + 2l) - 2P*T} with {@code c0 = 2(pieceBase + P(t0 + n)) + 1}, as
      * {@link SliceKernel#finishRows} but a vector at a time. Adds head {@code h}'s sum to {@code out[h]}.
+     *
+     * <p>One mixer per step at every width. Two per step at 256 bits ran 1.17x faster in L1 ({@code MixerBench.mixedTwo}),
+     * but this loop only runs from memory, and there, with {@code -XX:UseAVX=2}, one per step took less CPU time per call
+     * (mixed/standard 0.74 against 0.66, medians of 6 and 10 JVMs, {@code jmh/ab/mixed-variants-ab.sh};
+     * docs/bench-cpu.md, "Mixed mode cost"); loops with more mixer call sites risk C2 no longer inlining it (same section).
      */
     static void rowPass(MemorySegment seg, long base, long stride, int n, long t0, int cellPieces, int pieceBase,
             int regionPieces, int heads, long[] out) {
@@ -270,21 +269,9 @@ final class MixedVectorSliceKernel implements SliceKernel {
         long[] t = sums[1];
         java.util.Arrays.fill(a, 0, total, 0);
         java.util.Arrays.fill(t, 0, total, 0);
-        int pairEnd = TWO_PER_STEP ? total - total % (2 * L) : 0;
         for (int i = 0; i < n; i++) {
             long at = base + i * stride;
-            int q = 0;
-            for (; q < pairEnd; q += 2 * L) {
-                LongVector x0 = mix(LongVector.fromMemorySegment(S, seg, at + 8L * q, LE));
-                LongVector x1 = mix(LongVector.fromMemorySegment(S, seg, at + 8L * (q + L), LE));
-                LongVector s0 = LongVector.fromArray(S, a, q).add(x0);
-                LongVector s1 = LongVector.fromArray(S, a, q + L).add(x1);
-                s0.intoArray(a, q);
-                s1.intoArray(a, q + L);
-                LongVector.fromArray(S, t, q).add(s0).intoArray(t, q);
-                LongVector.fromArray(S, t, q + L).add(s1).intoArray(t, q + L);
-            }
-            for (; q < total; q += L) {
+            for (int q = 0; q < total; q += L) {
                 LongVector sum = LongVector.fromArray(S, a, q)
                         .add(mix(LongVector.fromMemorySegment(S, seg, at + 8L * q, LE)));
                 sum.intoArray(a, q);
