@@ -4,6 +4,7 @@ import io.kvchecksum.SlicePlan.Residency;
 import io.kvchecksum.SlicePlan.Slice;
 import io.kvchecksum.spi.BackendLimits;
 
+import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -861,18 +862,18 @@ public final class CopyPlan {
     private static final Object NATIVE = new Object();
     private static final Object DEVICE = new Object();
 
+    // instanceof rather than a pattern switch: these run per region of every compiled copy (2048 per request for
+    // Jlama's one-position pages), where the switch's type-switch bootstrap showed in profiles
     static Object space(KvMemory m) {
-        return switch (m) {
-            case KvMemory.Host h -> h.segment().heapBase().isPresent() ? h.segment().heapBase().get() : NATIVE;
-            case KvMemory.Device d -> DEVICE;
-        };
+        if (m instanceof KvMemory.Host h) {
+            MemorySegment s = h.segment();
+            return s.isNative() ? NATIVE : s.heapBase().orElse(NATIVE);
+        }
+        return DEVICE;
     }
 
     static long address(KvMemory m) {
-        return switch (m) {
-            case KvMemory.Host h -> h.segment().address();
-            case KvMemory.Device d -> d.address();
-        };
+        return m instanceof KvMemory.Host h ? h.segment().address() : ((KvMemory.Device) m).address();
     }
 
     private static void memoryRanges(Slice s, Map<Object, long[]> into) {

@@ -59,33 +59,77 @@ final class WrittenCells {
         }
     }
 
-    /** One written part: a slice's K or V in one plan. */
+    /**
+     * Written cells of one plan: the K (or V) parts of a run of copied heads of one layer at a constant head stride
+     * (a region), or of one head (a part, {@code heads == 1}).
+     */
     private static final class W {
         final Pages pages;
-        final Pair pair;
+        final List<Pair> pairs;
         final boolean v;
+        /** The first head's part. */
         final Part part;
-        /** Address of cell (page 0, slot 0) in the part's address space. */
+        final int heads;
+        final long headStride;
+        /** Address of the first head's cell (page 0, slot 0) in the part's address space. */
         final long at;
         final long lo;
         final long hi;
+        private long[] dims;
 
-        W(Pages pages, Pair pair, boolean v) {
+        W(Pages pages, List<Pair> pairs, boolean v, long headStride) {
             this.pages = pages;
-            this.pair = pair;
+            this.pairs = pairs;
             this.v = v;
-            this.part = v ? pair.destination().v() : pair.destination().k();
+            this.part = part(pairs.get(0), v);
+            this.heads = pairs.size();
+            this.headStride = headStride;
             this.at = CopyPlan.address(part.memory()) + part.base();
             this.lo = at + pages.minPage * part.pageStride();
-            this.hi = at + pages.maxPage * part.pageStride() + (pages.slots() - 1L) * part.tokenStride() + part.bytes();
+            this.hi = at + pages.maxPage * part.pageStride() + (pages.slots() - 1L) * part.tokenStride()
+                    + (heads - 1L) * headStride + part.bytes();
         }
 
-        boolean manySlots() {
-            return pages.slots() > 1;
+        /** The dimensions with more than one index: {stride, largest index difference} pairs, smallest stride first. */
+        long[] dims() {
+            long[] d = dims;
+            if (d == null) {
+                long[] x = new long[6];
+                int n = 0;
+                if (pages.pageTable.length > 1) {
+                    n = insert(x, n, part.pageStride(), pages.maxPage - pages.minPage);
+                }
+                if (pages.slots() > 1) {
+                    n = insert(x, n, part.tokenStride(), pages.slots() - 1L);
+                }
+                if (heads > 1) {
+                    n = insert(x, n, headStride, heads - 1L);
+                }
+                d = n == 6 ? x : Arrays.copyOf(x, n);
+                dims = d;
+            }
+            return d;
         }
 
-        boolean manyPages() {
-            return pages.pageTable.length > 1;
+        private static int insert(long[] x, int n, long stride, long count) {
+            int at = n;
+            while (at > 0 && x[at - 2] > stride) {
+                x[at] = x[at - 2];
+                x[at + 1] = x[at - 1];
+                at -= 2;
+            }
+            x[at] = stride;
+            x[at + 1] = count;
+            return n + 2;
+        }
+
+        /** This region's heads one by one. */
+        List<W> parts() {
+            List<W> out = new ArrayList<>(heads);
+            for (Pair p : pairs) {
+                out.add(new W(pages, List.of(p), v, 0));
+            }
+            return out;
         }
 
         long cell(int page, long slot) {
@@ -93,8 +137,13 @@ final class WrittenCells {
         }
 
         String name() {
-            return "layer " + pair.layer() + " head " + pair.head() + " " + (v ? "V" : "K");
+            Pair p = pairs.get(0);
+            return "layer " + p.layer() + " head " + p.head() + " " + (v ? "V" : "K");
         }
+    }
+
+    private static Part part(Pair p, boolean v) {
+        return v ? p.destination().v() : p.destination().k();
     }
 
     /**
@@ -106,54 +155,262 @@ final class WrittenCells {
      * @throws InvalidLayoutException naming two overlapping cells
      */
     static long requireDisjoint(List<Pages> pages, List<List<Pair>> pairs) {
-        Map<Object, List<W>> bySpace = new IdentityHashMap<>();
+        Map<Object, Regions> bySpace = new IdentityHashMap<>();
+        int capacity = 0;
+        for (List<Pair> p : pairs) {
+            capacity += 2 * p.size();
+        }
+        int size = Math.max(16, capacity);
         for (int i = 0; i < pages.size(); i++) {
             Pages p = pages.get(i);
             if (p.pageTable.length == 0 || p.tokens <= 0) {
                 continue;
             }
-            for (Pair pair : pairs.get(i)) {
-                add(bySpace, new W(p, pair, false));
-                if (pair.destination().v() != null) {
-                    add(bySpace, new W(p, pair, true));
-                }
-            }
+            runs(i, p, pairs.get(i), false, bySpace, size);
+            runs(i, p, pairs.get(i), true, bySpace, size);
         }
         long[] exact = new long[1];
-        for (List<W> parts : bySpace.values()) {
-            for (W w : parts) {
-                if (!nests(w)) {
-                    exact(List.of(w), exact);
+        for (Regions r : bySpace.values()) {
+            // most regions meet no other's hull and nest: they are never made objects
+            int[] order = r.byLo();
+            int from = 0;
+            long reach = r.hi[order[0]];
+            for (int i = 1; i <= r.n; i++) {
+                if (i < r.n && r.lo[order[i]] < reach) {
+                    reach = Math.max(reach, r.hi[order[i]]);
+                    continue;
+                }
+                if (i - from > 1 || !r.nests[order[from]]) {
+                    List<W> cluster = new ArrayList<>(i - from);
+                    for (int k = from; k < i; k++) {
+                        cluster.add(r.w(order[k], pages, pairs));
+                    }
+                    check(cluster, exact);
+                }
+                from = i;
+                if (i < r.n) {
+                    reach = r.hi[order[i]];
                 }
             }
-            split(parts, Long.MAX_VALUE, exact);
         }
         return exact[0];
     }
 
-    private static void add(Map<Object, List<W>> bySpace, W w) {
-        bySpace.computeIfAbsent(CopyPlan.space(w.part.memory()), k -> new ArrayList<>()).add(w);
+    /** Regions whose hulls meet (or one that does not nest): each shown disjoint from the others, or refused. */
+    private static void check(List<W> regions, long[] exact) {
+        List<W> all = new ArrayList<>(regions.size());
+        for (W w : regions) {
+            if (nests(w)) {
+                all.add(w);
+                continue;
+            }
+            for (W part : w.heads > 1 ? w.parts() : List.of(w)) {
+                if (!nests(part)) {
+                    exact(List.of(part), exact);
+                }
+                all.add(part);
+            }
+        }
+        split(all, Long.MAX_VALUE, exact);
     }
 
-    /** Whether one part's cells are disjoint by its strides alone: the dimensions nest. */
+    /** The regions of one address space in flat arrays: most are never made objects. */
+    private static final class Regions {
+        int n;
+        long[] lo;
+        long[] hi;
+        long[] stride;
+        int[] plan;
+        int[] from;
+        int[] to;
+        boolean[] v;
+        boolean[] nests;
+
+        /** Room for {@code capacity} regions before the arrays grow. */
+        Regions(int capacity) {
+            lo = new long[capacity];
+            hi = new long[capacity];
+            stride = new long[capacity];
+            plan = new int[capacity];
+            from = new int[capacity];
+            to = new int[capacity];
+            v = new boolean[capacity];
+            nests = new boolean[capacity];
+        }
+
+        void add(long lo, long hi, long stride, int plan, int from, int to, boolean v, boolean nests) {
+            if (n == this.lo.length) {
+                int m = 2 * n;
+                this.lo = Arrays.copyOf(this.lo, m);
+                this.hi = Arrays.copyOf(this.hi, m);
+                this.stride = Arrays.copyOf(this.stride, m);
+                this.plan = Arrays.copyOf(this.plan, m);
+                this.from = Arrays.copyOf(this.from, m);
+                this.to = Arrays.copyOf(this.to, m);
+                this.v = Arrays.copyOf(this.v, m);
+                this.nests = Arrays.copyOf(this.nests, m);
+            }
+            this.lo[n] = lo;
+            this.hi[n] = hi;
+            this.stride[n] = stride;
+            this.plan[n] = plan;
+            this.from[n] = from;
+            this.to[n] = to;
+            this.v[n] = v;
+            this.nests[n] = nests;
+            n++;
+        }
+
+        W w(int k, List<Pages> pages, List<List<Pair>> pairs) {
+            return new W(pages.get(plan[k]), pairs.get(plan[k]).subList(from[k], to[k]), v[k], stride[k]);
+        }
+
+        /** The regions' indices by lowest byte: a sort of packed (lowest byte, index) keys where they fit a long. */
+        int[] byLo() {
+            int[] order = new int[n];
+            long min = Long.MAX_VALUE;
+            long max = Long.MIN_VALUE;
+            for (int i = 0; i < n; i++) {
+                min = Math.min(min, lo[i]);
+                max = Math.max(max, lo[i]);
+            }
+            int idBits = 32 - Integer.numberOfLeadingZeros(n);
+            if (max - min < 0 || 64 - Long.numberOfLeadingZeros(max - min) + idBits > 63) {
+                Integer[] boxed = new Integer[n];
+                for (int i = 0; i < n; i++) {
+                    boxed[i] = i;
+                }
+                Arrays.sort(boxed, Comparator.comparingLong(i -> lo[i]));
+                for (int i = 0; i < n; i++) {
+                    order[i] = boxed[i];
+                }
+                return order;
+            }
+            long[] keys = new long[n];
+            for (int i = 0; i < n; i++) {
+                keys[i] = ((lo[i] - min) << idBits) | i;
+            }
+            Arrays.sort(keys);
+            long mask = (1L << idBits) - 1;
+            for (int i = 0; i < n; i++) {
+                order[i] = (int) (keys[i] & mask);
+            }
+            return order;
+        }
+    }
+
+    /** The plan's K (or V) parts as regions: runs of heads of one layer at one head stride, in one memory. */
+    private static void runs(int plan, Pages pages, List<Pair> pairs, boolean v, Map<Object, Regions> bySpace,
+                             int capacity) {
+        int n = pairs.size();
+        int i = 0;
+        Object lastSpace = null;
+        Regions regions = null;
+        long pageCount = pages.pageTable.length > 1 ? pages.maxPage - pages.minPage : 0;
+        long slotCount = pages.slots() - 1L;
+        while (i < n) {
+            Part first = part(pairs.get(i), v);
+            if (first == null) {
+                i++;
+                continue;
+            }
+            int j = i + 1;
+            long stride = 0;
+            int layer = pairs.get(i).layer();
+            while (j < n) {
+                Pair pj = pairs.get(j);
+                Part next = part(pj, v);
+                if (next == null || pj.layer() != layer || next.memory() != first.memory()
+                        || next.pageStride() != first.pageStride() || next.tokenStride() != first.tokenStride()
+                        || next.bytes() != first.bytes()) {
+                    break;
+                }
+                long d = next.base() - first.base();
+                if (j == i + 1) {
+                    if (d <= 0) {
+                        break;
+                    }
+                    stride = d;
+                } else if (d != (j - i) * stride) {
+                    break;
+                }
+                j++;
+            }
+            Object space = CopyPlan.space(first.memory());
+            if (space != lastSpace) {
+                // room for every part in the first space (all of native memory, or the device); heap arrays grow
+                int room = bySpace.isEmpty() ? capacity : 16;
+                regions = bySpace.computeIfAbsent(space, k -> new Regions(room));
+                lastSpace = space;
+            }
+            long ps = first.pageStride();
+            long ts = first.tokenStride();
+            long at = CopyPlan.address(first.memory()) + first.base();
+            long lo = at + pages.minPage * ps;
+            long hi = at + pages.maxPage * ps + slotCount * ts + (j - i - 1L) * stride + first.bytes();
+            regions.add(lo, hi, stride, plan, i, j, v,
+                    nests(first.bytes(), ps, pageCount, ts, slotCount, stride, j - i - 1L));
+            i = j;
+        }
+    }
+
+    /** {@link #nests(long, long, long, long, long, long, long)} for a region made an object. */
     private static boolean nests(W w) {
-        long ts = w.part.tokenStride();
-        long ps = w.part.pageStride();
-        int bytes = w.part.bytes();
-        boolean slots = w.manySlots();
-        boolean pages = w.manyPages();
-        if (!slots && !pages) {
-            return true;
+        return nests(w.part.bytes(), w.part.pageStride(), w.pages.pageTable.length > 1 ? w.pages.maxPage - w.pages.minPage
+                : 0, w.part.tokenStride(), w.pages.slots() - 1L, w.headStride, w.heads - 1L);
+    }
+
+    /**
+     * Whether the cells of one region are disjoint by its strides alone: its dimensions (stride, largest index
+     * difference; 0 for a dimension of one index) nest, each stride at least the extent of the smaller ones', a cell's
+     * bytes the smallest.
+     */
+    private static boolean nests(long bytes, long s0, long c0, long s1, long c1, long s2, long c2) {
+        // a dimension of one index constrains nothing: it sorts last and adds nothing
+        if (c0 == 0) {
+            s0 = Long.MAX_VALUE;
         }
-        if (slots && !pages) {
-            return ts >= bytes;
+        if (c1 == 0) {
+            s1 = Long.MAX_VALUE;
         }
-        long pageExtent = (long) (w.pages.maxPage - w.pages.minPage) * ps + bytes;
-        if (!slots) {
-            return ps >= bytes;
+        if (c2 == 0) {
+            s2 = Long.MAX_VALUE;
         }
-        long slotExtent = (w.pages.slots() - 1L) * ts + bytes;
-        return ts <= ps ? ts >= bytes && ps >= slotExtent : ps >= bytes && ts >= pageExtent;
+        long t;
+        if (s0 > s1) {
+            t = s0;
+            s0 = s1;
+            s1 = t;
+            t = c0;
+            c0 = c1;
+            c1 = t;
+        }
+        if (s1 > s2) {
+            t = s1;
+            s1 = s2;
+            s2 = t;
+            t = c1;
+            c1 = c2;
+            c2 = t;
+        }
+        if (s0 > s1) {
+            t = s0;
+            s0 = s1;
+            s1 = t;
+            t = c0;
+            c0 = c1;
+            c1 = t;
+        }
+        long extent = bytes;
+        if (s0 < extent) {
+            return false;
+        }
+        extent += s0 * c0;
+        if (s1 < extent) {
+            return false;
+        }
+        extent += s1 * c1;
+        return s2 >= extent;
     }
 
     /** Splits parts by their hulls, then each group of intersecting hulls by a modulus below {@code below}. */
@@ -161,8 +418,7 @@ final class WrittenCells {
         if (parts.size() < 2) {
             return;
         }
-        W[] sorted = parts.toArray(new W[0]);
-        Arrays.sort(sorted, Comparator.comparingLong(w -> w.lo));
+        W[] sorted = byLo(parts);
         int from = 0;
         long reach = sorted[0].hi;
         for (int i = 1; i <= sorted.length; i++) {
@@ -180,6 +436,34 @@ final class WrittenCells {
         }
     }
 
+    /** The parts by their lowest byte: a sort of packed (lowest byte, index) keys where they fit in a long. */
+    private static W[] byLo(List<W> parts) {
+        int n = parts.size();
+        W[] out = parts.toArray(new W[0]);
+        long lo = Long.MAX_VALUE;
+        long hi = Long.MIN_VALUE;
+        for (W w : out) {
+            lo = Math.min(lo, w.lo);
+            hi = Math.max(hi, w.lo);
+        }
+        int idBits = 32 - Integer.numberOfLeadingZeros(n);
+        if (hi - lo < 0 || 64 - Long.numberOfLeadingZeros(hi - lo) + idBits > 63) {
+            Arrays.sort(out, Comparator.comparingLong(w -> w.lo));
+            return out;
+        }
+        long[] keys = new long[n];
+        for (int i = 0; i < n; i++) {
+            keys[i] = ((out[i].lo - lo) << idBits) | i;
+        }
+        Arrays.sort(keys);
+        W[] sorted = new W[n];
+        long mask = (1L << idBits) - 1;
+        for (int i = 0; i < n; i++) {
+            sorted[i] = out[(int) (keys[i] & mask)];
+        }
+        return sorted;
+    }
+
     /** Parts whose hulls intersect, sorted by their lowest byte. */
     private static void byModulus(List<W> cluster, long below, long[] exact) {
         // lowest cells first: each part's lowest byte starts a written cell (page minPage, slot 0)
@@ -192,11 +476,11 @@ final class WrittenCells {
         }
         TreeSet<Long> moduli = new TreeSet<>();
         for (W w : cluster) {
-            if (w.manySlots() && w.part.tokenStride() > 0 && w.part.tokenStride() < below) {
-                moduli.add(w.part.tokenStride());
-            }
-            if (w.manyPages() && w.part.pageStride() > 0 && w.part.pageStride() < below) {
-                moduli.add(w.part.pageStride());
+            long[] d = w.dims();
+            for (int i = 0; i < d.length; i += 2) {
+                if (d[i] > 0 && d[i] < below) {
+                    moduli.add(d[i]);
+                }
             }
         }
         for (long m : moduli.descendingSet()) {
@@ -208,7 +492,15 @@ final class WrittenCells {
                 return;
             }
         }
-        exact(cluster, exact);
+        List<W> parts = new ArrayList<>();
+        for (W w : cluster) {
+            parts.addAll(w.heads > 1 ? w.parts() : List.of(w));
+        }
+        if (parts.size() > cluster.size()) {   // regions that could not be told apart: their heads might be
+            split(parts, Long.MAX_VALUE, exact);
+        } else {
+            exact(cluster, exact);
+        }
     }
 
     /**
@@ -223,11 +515,11 @@ final class WrittenCells {
         for (int i = 0; i < n; i++) {
             W w = cluster.get(i);
             long len = w.part.bytes();
-            if (w.manySlots() && w.part.tokenStride() % m != 0) {
-                len += (w.pages.slots() - 1L) * w.part.tokenStride();
-            }
-            if (w.manyPages() && w.part.pageStride() % m != 0) {
-                len += (long) (w.pages.maxPage - w.pages.minPage) * w.part.pageStride();
+            long[] d = w.dims();
+            for (int k = 0; k < d.length; k += 2) {
+                if (d[k] % m != 0) {
+                    len += d[k] * d[k + 1];
+                }
             }
             if (len >= m) {
                 return null;

@@ -145,6 +145,12 @@ class CopyDestinationOverlapTest {
             KvCacheGroup dst = KvLayouts.vllmFlash(s, 0, layers(2), List.of(one, one));
             refused(source(arena, layers(2), 0, 4, 32, 32, 4, 6), dst, new int[] {5, 2, 0}, 12, "layer 0 head 0 K",
                     "layer 1 head 0 K", "page 0 slot 0 (bytes 0..31");
+            // heap memory: one array for both layers is refused, two arrays (both at offset 0) are not
+            KvMemory heap = KvMemory.host(MemorySegment.ofArray(new long[6 * 4 * 4 * 32 / 4]));
+            refused(source(arena, layers(2), 0, 4, 32, 32, 4, 6), KvLayouts.vllmFlash(s, 0, layers(2), List.of(heap, heap)),
+                    new int[] {5, 2, 0}, 12, "layer 0 head 0 K", "layer 1 head 0 K");
+            accepted(source(arena, layers(2), 0, 4, 32, 32, 4, 6), new int[] {0, 1, 2}, KvLayouts.vllmFlash(s, 0, layers(2),
+                    List.of(heap, KvMemory.host(MemorySegment.ofArray(new long[6 * 4 * 4 * 32 / 4])))), new int[] {5, 2, 0}, 12);
         }
     }
 
