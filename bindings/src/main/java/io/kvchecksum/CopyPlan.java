@@ -44,9 +44,9 @@ import java.util.Set;
  * destination cells that overlap one another (two layers described onto one buffer, heads closer than a cell, K and V
  * on the same bytes, pages closer than a page's span, segments sharing bytes: the copy would write one cell over
  * another while its values, read from the source, still matched), naming both cells (segment, layer, head, K or V,
- * page, slot, byte range). That check is exact per written cell and, for real layouts, costs a sort of the copied
- * slices rather than of their cells: it compares cells one by one only where strides, hulls and residues modulo the
- * page and token strides do not already show the slices disjoint. The
+ * page, slot, byte range). That check is exact per written cell and, for real layouts, costs a sort of the layers'
+ * K and V regions rather than of their cells: it compares cells one by one only where strides, hulls and residues
+ * modulo the page, token and head strides do not already show the regions (then the heads) disjoint. The
  * backend's limits are checked by {@link #check}: the memory kinds it copies ({@link BackendLimits#copies()}: host to
  * host on the CPU backends, none yet on the GPU backends), and overlapping source and destination memory, which no
  * backend stages yet ({@link BackendLimits#copiesInPlace()}).
@@ -377,7 +377,7 @@ public final class CopyPlan {
                     + heads(source) + ", the destination " + heads(destination));
         }
         if (pre == null) {   // a segmented destination checks all its shares together
-            WrittenCells.requireDisjoint(List.of(WrittenCells.Pages.of("", dstTable, destination.pageSize(),
+            WrittenCells.requireDisjoint(List.of(WrittenCells.Pages.of("", dstTable, destination,
                     destinationRequest.numTokens() - destinationRequest.startToken())), List.of(pairs));
         }
         String overlap = overlap(pairs, src, dst, pre == null ? null : pre.ranges);
@@ -503,7 +503,7 @@ public final class CopyPlan {
         for (int k = 0; k < table.length; k++) {
             table[k] = Math.toIntExact(firstPage + k);
         }
-        written.add(WrittenCells.Pages.of("segment " + i + "'s ", table, pd, to - from));
+        written.add(WrittenCells.Pages.of("segment " + i + "'s ", table, seg.group(), to - from));
         try {
             return compile(source, RequestBlocks.of(Arrays.copyOfRange(srcTable, first, first + count), to, from / small,
                     small), seg.group(), RequestBlocks.of(table, to, from / small, small), spec, pre);

@@ -16,38 +16,40 @@ import java.util.TreeSet;
  * closer than a cell, K and V on the same bytes, pages closer than a page's span, segments sharing bytes): the copy would
  * write cells over each other while its values, read from the source, still match.
  *
- * <p>Every written part (one copied slice's K or V in one plan) is a lattice {@code a + page*ps + slot*ts + [0, bytes)}
- * over its plan's pages and slots. Disjointness is shown structurally first, cheaply for real layouts, and only what
- * that cannot show is checked cell by cell:
+ * <p>The cells written are regions: a layer's copied heads of K (or of V) in one plan, the lattice
+ * {@code a + page*ps + slot*ts + head*hs + [0, bytes)} over the plan's pages and slots and the copied heads. Disjointness
+ * is shown structurally first, cheaply for real layouts, and only what that cannot show is checked cell by cell:
  * <ol>
- * <li>each part alone: its two dimensions nest (the inner stride at least a cell, the outer at least the inner's
- * extent);</li>
- * <li>between parts, per address space: parts whose hulls (first written byte to last) do not intersect are disjoint
- * (distinct buffers; K and V halves; layers one after another; a segment's shares);</li>
- * <li>parts whose hulls intersect are compared modulo one of their strides {@code M}, from the largest down: a part's
- * bytes all lie, modulo {@code M}, in one circular interval ({@code bytes} long, plus the extent of any dimension whose
- * stride is not a multiple of {@code M}); parts whose intervals do not meet are disjoint. Modulo the page stride this
- * separates head-major heads and K from V inside a page; modulo the token stride it separates token-major heads,
- * whose cells interleave within a page span;</li>
- * <li>parts still not separated (an overlap, or an unusual layout) are checked exactly: every written cell, sorted by
- * address. This costs a sort of those parts' cells, never more than the cells the copy writes.</li>
+ * <li>each region alone: its dimensions nest (each stride at least the extent of the smaller ones', a cell's bytes the
+ * smallest);</li>
+ * <li>between regions, per address space: regions whose hulls (first written byte to last) do not meet are disjoint
+ * (distinct buffers; K and V halves; layers one after another; Jlama's pages); most regions stop here, kept in flat
+ * arrays, never made objects;</li>
+ * <li>regions whose hulls meet are compared modulo one of their strides {@code M}, the largest first: a region's bytes
+ * all lie, modulo {@code M}, in one circular interval ({@code bytes} long, plus the extent of every dimension whose
+ * stride is not a multiple of {@code M}); regions whose intervals do not meet are disjoint. Modulo the page stride
+ * this separates head-major heads and K from V inside a page; modulo the token stride it separates token-major layers
+ * and heads, whose cells interleave within a page span;</li>
+ * <li>regions still not separated are taken head by head through the same steps, and heads still not separated (an
+ * overlap, or an unusual layout) are checked exactly: every written cell, sorted by address. This costs a sort of
+ * those heads' cells, never more than the cells the copy writes.</li>
  * </ol>
- * Two parts whose lowest cells overlap are refused at once (every layer onto one buffer, K on V).
+ * Two regions whose lowest cells overlap are refused at once (every layer onto one buffer, K on V).
  */
 final class WrittenCells {
     private WrittenCells() {
     }
 
     /** One plan's written pages: {@code pageTable[i]} holds slots {@code 0 .. min(pd, tokens - i*pd) - 1}. */
-    record Pages(String where, int[] pageTable, int pageSize, long tokens, int minPage, int maxPage) {
-        static Pages of(String where, int[] table, int pageSize, long tokens) {
+    record Pages(String where, KvCacheGroup group, int[] pageTable, int pageSize, long tokens, int minPage, int maxPage) {
+        static Pages of(String where, int[] table, KvCacheGroup group, long tokens) {
             int lo = Integer.MAX_VALUE;
             int hi = Integer.MIN_VALUE;
             for (int p : table) {
                 lo = Math.min(lo, p);
                 hi = Math.max(hi, p);
             }
-            return new Pages(where, table, pageSize, tokens, lo, hi);
+            return new Pages(where, group, table, group.pageSize(), tokens, lo, hi);
         }
 
         int slots() {
@@ -161,13 +163,23 @@ final class WrittenCells {
             capacity += 2 * p.size();
         }
         int size = Math.max(16, capacity);
+        Copied shared = null;   // a segmented destination's segments share one geometry and one pairing
         for (int i = 0; i < pages.size(); i++) {
             Pages p = pages.get(i);
             if (p.pageTable.length == 0 || p.tokens <= 0) {
                 continue;
             }
-            runs(i, p, pairs.get(i), false, bySpace, size);
-            runs(i, p, pairs.get(i), true, bySpace, size);
+            List<Pair> mine = pairs.get(i);
+            Copied c = shared != null && shared.fits(p.group, mine) ? shared : Copied.of(p.group, mine);
+            if (shared == null) {
+                shared = c;
+            }
+            if (c != null) {
+                layers(i, p, c, bySpace, size);
+            } else {
+                runs(i, p, mine, false, bySpace, size);
+                runs(i, p, mine, true, bySpace, size);
+            }
         }
         long[] exact = new long[1];
         for (Regions r : bySpace.values()) {
@@ -296,6 +308,99 @@ final class WrittenCells {
                 order[i] = (int) (keys[i] & mask);
             }
             return order;
+        }
+    }
+
+    /**
+     * Which heads of each destination layer a plan copies, when they are one run of consecutive heads per layer (a TP
+     * head range, or all of them): layer entry {@code L}'s local heads {@code firstHead[L] .. +count[L]-1} are pairs
+     * {@code firstPair[L] ..}. Its regions then come from the layers (a region per layer, K and V), not from the pairs.
+     */
+    private record Copied(int[] firstHead, int[] count, int[] firstPair, int pairs) {
+        /** The plan's copied heads, or null where a layer's copied heads are not one run. */
+        static Copied of(KvCacheGroup group, List<Pair> pairs) {
+            List<CacheLayer> layers = group.layers();
+            int[] firstHead = new int[layers.size()];
+            int[] count = new int[layers.size()];
+            int[] firstPair = new int[layers.size()];
+            int p = 0;
+            int n = pairs.size();
+            for (int l = 0; l < layers.size(); l++) {
+                CacheLayer layer = layers.get(l);
+                firstPair[l] = p;
+                if (p < n && in(layer, pairs.get(p))) {
+                    firstHead[l] = pairs.get(p).head() - layer.firstHead();
+                    int k = 1;
+                    while (p + k < n && in(layer, pairs.get(p + k))
+                            && pairs.get(p + k).head() == pairs.get(p).head() + k) {
+                        k++;
+                    }
+                    count[l] = k;
+                    p += k;
+                }
+                if (p < n && in(layer, pairs.get(p))) {
+                    return null;
+                }
+            }
+            return p == n ? new Copied(firstHead, count, firstPair, n) : null;
+        }
+
+        private static boolean in(CacheLayer layer, Pair p) {
+            return p.layer() == layer.layer() && p.head() >= layer.firstHead()
+                    && p.head() < layer.firstHead() + layer.numHeads();
+        }
+
+        /** Whether another plan's pairs have this plan's layout (a segment of the same geometry and pairing). */
+        boolean fits(KvCacheGroup group, List<Pair> pairs) {
+            if (pairs.size() != this.pairs || group.layers().size() != count.length) {
+                return false;
+            }
+            for (int l = 0; l < count.length; l++) {
+                if (count[l] == 0) {
+                    continue;
+                }
+                CacheLayer layer = group.layers().get(l);
+                Pair first = pairs.get(firstPair[l]);
+                Pair last = pairs.get(firstPair[l] + count[l] - 1);
+                if (!in(layer, first) || first.head() - layer.firstHead() != firstHead[l]
+                        || last.head() != first.head() + count[l] - 1 || !in(layer, last)) {
+                    return false;
+                }
+            }
+            return true;
+        }
+    }
+
+    /** The plan's regions from its layers: per layer, the copied heads of K, and of V. */
+    private static void layers(int plan, Pages pages, Copied copied, Map<Object, Regions> bySpace, int capacity) {
+        long pageCount = pages.pageTable.length > 1 ? pages.maxPage - pages.minPage : 0;
+        long slotCount = pages.slots() - 1L;
+        List<CacheLayer> layers = pages.group.layers();
+        Object lastSpace = null;
+        Regions regions = null;
+        for (int l = 0; l < layers.size(); l++) {
+            int count = copied.count[l];
+            if (count == 0) {
+                continue;
+            }
+            CacheLayer layer = layers.get(l);
+            for (int kv = 0; kv < (layer.v() == null ? 1 : 2); kv++) {
+                KvRegion r = kv == 0 ? layer.k() : layer.v();
+                Object space = CopyPlan.space(r.memory());
+                if (space != lastSpace) {
+                    int room = bySpace.isEmpty() ? capacity : 16;
+                    regions = bySpace.computeIfAbsent(space, k -> new Regions(room));
+                    lastSpace = space;
+                }
+                long ps = r.pageStride();
+                long ts = r.tokenStride();
+                long hs = r.headStride();
+                long at = CopyPlan.address(r.memory()) + r.offset() + copied.firstHead[l] * hs;
+                long lo = at + pages.minPage * ps;
+                long hi = at + pages.maxPage * ps + slotCount * ts + (count - 1L) * hs + r.cellBytes();
+                regions.add(lo, hi, count > 1 ? hs : 0, plan, copied.firstPair[l], copied.firstPair[l] + count,
+                        kv == 1, nests(r.cellBytes(), ps, pageCount, ts, slotCount, hs, count - 1L));
+            }
         }
     }
 

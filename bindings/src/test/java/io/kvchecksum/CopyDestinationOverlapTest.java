@@ -95,7 +95,7 @@ class CopyDestinationOverlapTest {
                 continue;
             }
             RequestBlocks r = p.destinationRequest();
-            pages.add(WrittenCells.Pages.of("", p.launches().getFirst().destinationTable(), p.destination().pageSize(),
+            pages.add(WrittenCells.Pages.of("", p.launches().getFirst().destinationTable(), p.destination(),
                     r.numTokens() - r.startToken()));
             pairs.add(p.pairs());
         }
@@ -338,7 +338,7 @@ class CopyDestinationOverlapTest {
         KvChecksum ref = KvChecksums.reference();
         int refusedCount = 0;
         int acceptedCount = 0;
-        for (int c = 0; c < 3000; c++) {
+        for (int c = 0; c < 4000; c++) {
             try (Arena arena = Arena.ofConfined()) {
                 int pageSize = 1 + rnd.nextInt(4);
                 int numPages = 1 + rnd.nextInt(6);
@@ -410,8 +410,29 @@ class CopyDestinationOverlapTest {
                 for (int i = 0; i < used; i++) {
                     table[i] = ids.get(i);
                 }
-                String overlap = oracle(ls, table, pageSize, tokens);
-                KvCacheGroup src = source(arena, layers(numLayers), 0, heads, kBytes, vBytes, pageSize, used);
+                // the source holds every head, or (a third of the cases) a random subset of each layer's heads, each
+                // head a layer entry of its own: the copied heads of a layer need not be one run
+                boolean[][] copied = new boolean[numLayers][heads];
+                KvCacheGroup src;
+                if (rnd.nextInt(3) == 0) {
+                    List<CacheLayer> parts = new ArrayList<>();
+                    for (int l = 0; l < numLayers; l++) {
+                        int must = rnd.nextInt(heads);
+                        for (int h = 0; h < heads; h++) {
+                            if (h == must || rnd.nextBoolean()) {
+                                copied[l][h] = true;
+                                parts.addAll(source(arena, new int[] {l}, h, 1, kBytes, vBytes, pageSize, used).layers());
+                            }
+                        }
+                    }
+                    src = KvCacheGroup.of(pageSize, used, parts);
+                } else {
+                    for (boolean[] row : copied) {
+                        Arrays.fill(row, true);
+                    }
+                    src = source(arena, layers(numLayers), 0, heads, kBytes, vBytes, pageSize, used);
+                }
+                String overlap = oracle(ls, copied, table, pageSize, tokens);
                 String what = "case " + c + ": " + dst.layers() + " table " + Arrays.toString(table) + " tokens " + tokens;
                 try {
                     CopyPlan plan = ref.compileCopy(src, RequestBlocks.of(identity(used), tokens, 1), dst,
@@ -437,13 +458,16 @@ class CopyDestinationOverlapTest {
     }
 
     /** The first byte two written cells share, or null. */
-    private static String oracle(List<CacheLayer> ls, int[] table, int pageSize, long tokens) {
+    private static String oracle(List<CacheLayer> ls, boolean[][] copied, int[] table, int pageSize, long tokens) {
         int[] owner = new int[1 << 13];
         int id = 0;
         for (CacheLayer l : ls) {
             for (KvRegion r : l.v() == null ? List.of(l.k()) : List.of(l.k(), l.v())) {
                 for (int h = 0; h < l.numHeads(); h++) {
                     id++;
+                    if (!copied[l.layer()][h]) {
+                        continue;
+                    }
                     for (int i = 0; i < table.length; i++) {
                         long slots = Math.min(pageSize, tokens - (long) i * pageSize);
                         for (int t = 0; t < slots; t++) {
