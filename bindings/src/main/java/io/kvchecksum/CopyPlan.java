@@ -4,6 +4,7 @@ import io.kvchecksum.SlicePlan.Residency;
 import io.kvchecksum.SlicePlan.Slice;
 import io.kvchecksum.spi.BackendLimits;
 
+import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -39,7 +40,13 @@ import java.util.Set;
  * <p><b>Refused here, before anything runs</b> ({@link InvalidLayoutException} naming the problem): a null argument,
  * requests of unequal token counts or first positions, a table too short or a page id out of range on either side
  * (named "source" or "destination"), a destination page listed twice, cells that are not whole pieces without padding,
- * a (layer, head) whose cell geometry (K bytes, V bytes) differs between the sides, no (layer, head) in common. The
+ * a (layer, head) whose cell geometry (K bytes, V bytes) differs between the sides, no (layer, head) in common, and
+ * destination cells that overlap one another (two layers described onto one buffer, heads closer than a cell, K and V
+ * on the same bytes, pages closer than a page's span, segments sharing bytes: the copy would write one cell over
+ * another while its values, read from the source, still matched), naming both cells (segment, layer, head, K or V,
+ * page, slot, byte range). That check is exact per written cell and, for real layouts, costs a sort of the layers'
+ * K and V regions rather than of their cells: it compares cells one by one only where strides, hulls and residues
+ * modulo the page, token and head strides do not already show the regions (then the heads) disjoint. The
  * backend's limits are checked by {@link #check}: the memory kinds it copies ({@link BackendLimits#copies()}: host to
  * host on the CPU backends, pinned host memory counting as host memory; on CUDA device memory and pinned host memory,
  * pageable host memory refused with the advice to pin it), and overlapping source and destination memory, which no
@@ -370,6 +377,10 @@ public final class CopyPlan {
             throw new InvalidLayoutException("copy: no (layer, head) is in both groups: the source holds "
                     + heads(source) + ", the destination " + heads(destination));
         }
+        if (pre == null) {   // a segmented destination checks all its shares together
+            WrittenCells.requireDisjoint(List.of(WrittenCells.Pages.of("", dstTable, destination,
+                    destinationRequest.numTokens() - destinationRequest.startToken())), List.of(pairs));
+        }
         String overlap = overlap(pairs, src, dst, pre == null ? null : pre.ranges);
 
         List<Launch> launches = new ArrayList<>(2);
@@ -411,7 +422,8 @@ public final class CopyPlan {
      * @param spec the mode and padding of the returned checksums, not null
      * @return the compiled copy
      * @throws InvalidLayoutException as {@link #compile(KvCacheGroup, RequestBlocks, KvCacheGroup, RequestBlocks,
-     *     ChecksumSpec)} says for each segment (the message names the segment), and for tokens past the last segment,
+     *     ChecksumSpec)} says for each segment (the message names the segment), for destination cells of two segments
+     *     (or shares of one) that overlap, and for tokens past the last segment,
      *     a share starting inside a destination page, or a source page size that does not divide the distance from
      *     {@code S} to every segment start inside the request
      */
@@ -436,6 +448,7 @@ public final class CopyPlan {
         int[] srcTable = sourceRequest.pageTable();
         Source pre = Source.of(source, sourceRequest, spec);
         List<CopyPlan> parts = new ArrayList<>();
+        List<WrittenCells.Pages> written = new ArrayList<>();
         List<KvSegments.Segment> list = destination.segments();
         for (int i = 0; i < list.size(); i++) {
             KvSegments.Segment seg = list.get(i);
@@ -454,20 +467,25 @@ public final class CopyPlan {
             // split at the first block boundary only where it is a page boundary on both sides: blocks of gcd(a, B)
             // nest in the request's blocks anyway, the split only makes the body's runs longer
             if (body >= e || (body - seg.startToken()) % pd != 0 || (body - start) % ps != 0) {
-                parts.add(share(source, pre, srcTable, ps, start, i, seg, a, e, gcd(a, blockSize), spec));
+                parts.add(share(source, pre, srcTable, ps, start, written, i, seg, a, e, gcd(a, blockSize), spec));
             } else {
                 if (body > a) {
-                    parts.add(share(source, pre, srcTable, ps, start, i, seg, a, body, gcd(a, blockSize), spec));
+                    parts.add(share(source, pre, srcTable, ps, start, written, i, seg, a, body, gcd(a, blockSize), spec));
                 }
-                parts.add(share(source, pre, srcTable, ps, start, i, seg, body, e, blockSize, spec));
+                parts.add(share(source, pre, srcTable, ps, start, written, i, seg, body, e, blockSize, spec));
             }
         }
+        List<List<Pair>> pairs = new ArrayList<>(parts.size());
+        for (CopyPlan p : parts) {
+            pairs.add(p.pairs);
+        }
+        WrittenCells.requireDisjoint(written, pairs);
         return new CopyPlan(source, sourceRequest, destination, destinationRequest, spec, parts);
     }
 
     /** Positions {@code [from, to)} of destination segment {@code i}, in blocks of {@code small} tokens. */
-    private static CopyPlan share(KvCacheGroup source, Source pre, int[] srcTable, int ps, long start, int i, KvSegments.Segment seg,
-            long from, long to, int small, ChecksumSpec spec) {
+    private static CopyPlan share(KvCacheGroup source, Source pre, int[] srcTable, int ps, long start,
+            List<WrittenCells.Pages> written, int i, KvSegments.Segment seg, long from, long to, int small, ChecksumSpec spec) {
         if ((from - start) % ps != 0) {
             throw new InvalidLayoutException("copy: the source's pages of " + ps + " positions cannot be copied into"
                     + " destination segment " + i + " from position " + from + ", " + (from - start) + " positions"
@@ -486,6 +504,7 @@ public final class CopyPlan {
         for (int k = 0; k < table.length; k++) {
             table[k] = Math.toIntExact(firstPage + k);
         }
+        written.add(WrittenCells.Pages.of("segment " + i + "'s ", table, seg.group(), to - from));
         try {
             return compile(source, RequestBlocks.of(Arrays.copyOfRange(srcTable, first, first + count), to, from / small,
                     small), seg.group(), RequestBlocks.of(table, to, from / small, small), spec, pre);
@@ -852,18 +871,18 @@ public final class CopyPlan {
     private static final Object NATIVE = new Object();
     private static final Object DEVICE = new Object();
 
-    private static Object space(KvMemory m) {
-        return switch (m) {
-            case KvMemory.Host h -> h.segment().heapBase().isPresent() ? h.segment().heapBase().get() : NATIVE;
-            case KvMemory.Device d -> DEVICE;
-        };
+    // instanceof rather than a pattern switch: these run per region of every compiled copy (2048 per request for
+    // Jlama's one-position pages), where the switch's type-switch bootstrap showed in profiles
+    static Object space(KvMemory m) {
+        if (m instanceof KvMemory.Host h) {
+            MemorySegment s = h.segment();
+            return s.isNative() ? NATIVE : s.heapBase().orElse(NATIVE);
+        }
+        return DEVICE;
     }
 
-    private static long address(KvMemory m) {
-        return switch (m) {
-            case KvMemory.Host h -> h.segment().address();
-            case KvMemory.Device d -> d.address();
-        };
+    static long address(KvMemory m) {
+        return m instanceof KvMemory.Host h ? h.segment().address() : ((KvMemory.Device) m).address();
     }
 
     private static void memoryRanges(Slice s, Map<Object, long[]> into) {
