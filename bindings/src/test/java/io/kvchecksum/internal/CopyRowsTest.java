@@ -84,4 +84,49 @@ class CopyRowsTest {
         }
         assertTrue(cases > 500, "cases " + cases);
     }
+
+    /**
+     * Cells back to back on both sides (MLA rows: the contiguous stream) at the backend's width and at 256 bits
+     * ({@link VectorCopyLoop#stream256}, chosen on AMD family 25) against the scalar loop: lengths that leave every
+     * remainder of pieces past the last whole step, unaligned bases, large first tokens.
+     */
+    @Test
+    void streamsMatchTheScalarCopy() {
+        assumeTrue(ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent(), "no jdk.incubator.vector module");
+        SplittableRandom rnd = new SplittableRandom(SEED + 1);
+        CopyLoop scalar = new ScalarCopyLoop(false);
+        CopyLoop vector = new VectorCopyLoop();
+        try (Arena arena = Arena.ofConfined()) {
+            long size = 1 << 20;
+            MemorySegment src = arena.allocate(size, 64);
+            for (long o = 0; o < size; o += 8) {
+                src.set(ValueLayout.JAVA_LONG, o, rnd.nextLong());
+            }
+            MemorySegment want = arena.allocate(size, 64);
+            MemorySegment got = arena.allocate(size, 64);
+            int cases = 0;
+            for (int pieces : new int[] {144, 72, 37, 16, 8, 3, 1}) {
+                for (int k = 0; k < 12; k++) {
+                    int n = 1 + rnd.nextInt(24);
+                    long t0 = rnd.nextBoolean() ? rnd.nextInt(100) : (1L << 40) + rnd.nextInt(1000);
+                    long sBase = 8L * rnd.nextInt(8);
+                    long dBase = 8L * rnd.nextInt(8);
+                    long span = dBase + 8L * pieces * n;
+                    want.asSlice(0, span).fill((byte) 0x5a);
+                    long expected = scalar.copy(src, sBase, 8L * pieces, want, dBase, 8L * pieces, n, t0, pieces, 0, pieces);
+                    String what = "pieces " + pieces + " n " + n + " t0 " + t0;
+                    got.asSlice(0, span).fill((byte) 0x5a);
+                    assertEquals(expected, vector.copy(src, sBase, 8L * pieces, got, dBase, 8L * pieces, n, t0, pieces, 0,
+                            pieces), what);
+                    assertEquals(-1L, want.asSlice(0, span).mismatch(got.asSlice(0, span)), what);
+                    got.asSlice(0, span).fill((byte) 0x5a);
+                    assertEquals(expected, VectorCopyLoop.stream256(src, sBase, got, dBase, (long) n * pieces, t0 * pieces),
+                            "256-bit " + what);
+                    assertEquals(-1L, want.asSlice(0, span).mismatch(got.asSlice(0, span)), "256-bit " + what);
+                    cases++;
+                }
+            }
+            assertTrue(cases > 50, "cases " + cases);
+        }
+    }
 }
