@@ -22,16 +22,19 @@ final class VectorRead {
 
     /**
      * Sums every little-endian word of the parts ({@code src[p]} from {@code offset[p]}, {@code length[p]} bytes; a
-     * byte tail under a word is not read) in the preferred width: eight loads per step into eight independent vector
-     * sums, as the C reader (../shared/tools/readbound) does, so the loop waits on loads, not on an add chain. The sums
-     * run on across the parts (one reduction per task, not per part: a layer of a 1 MiB case is 18-64 KiB), and the
-     * loop counts an {@code int}, which C2 unrolls and range-checks once per loop; a {@code long} loop index
-     * read a 1 MiB case in cache about 5 % slower (docs/bench-cpu.md, "The read bound"), and so did a loop
-     * nested in one over chunks of a part, hence parts of at most {@link #MAX_PART} bytes.
+     * byte tail under a word is not read) in the preferred width, as the C reader (../shared/tools/readbound) reads:
+     * eight loads per step into eight independent vector sums, so the loop waits on loads, not on an add chain, and
+     * two streams: parts {@code 2k} and {@code 2k+1} (cut to the same length by {@code MemoryBound}) read in lockstep,
+     * four loads from each per step; an odd last part alone. The sums run on across the parts: one reduction per
+     * task, not per part (a layer of a 1 MiB case is 18-64 KiB). The loop counts an {@code int} (C2 unrolls it and
+     * checks ranges once per loop), hence parts of at most {@link #MAX_PART} bytes. Measured in cache
+     * (docs/bench-cpu.md, "The read bound"): a {@code long} index, or a reduction and loop exit per part, read the
+     * 1 MiB cases 3-7 % slower, and one part at a time instead of two in lockstep about 3 % slower.
      */
     static long read(MemorySegment[] src, long[] offset, long[] length) {
         final long vb = SPECIES.vectorByteSize();
         final long step = 8 * vb;
+        final long half = 4 * vb;
         LongVector a0 = LongVector.zero(SPECIES);
         LongVector a1 = a0;
         LongVector a2 = a0;
@@ -42,7 +45,29 @@ final class VectorRead {
         LongVector a7 = a0;
         long words = 0;
         ByteOrder le = ByteOrder.LITTLE_ENDIAN;
-        for (int p = 0; p < src.length; p++) {
+        int p = 0;
+        for (; p + 1 < src.length; p += 2) {
+            MemorySegment s = src[p];
+            MemorySegment t = src[p + 1];
+            long o = offset[p];
+            long u = offset[p + 1];
+            int n = Math.toIntExact(Math.min(length[p], length[p + 1]) / half);
+            for (int i = 0; i < n; i++) {
+                long q = o + i * half;
+                long r = u + i * half;
+                a0 = a0.add(LongVector.fromMemorySegment(SPECIES, s, q, le));
+                a1 = a1.add(LongVector.fromMemorySegment(SPECIES, s, q + vb, le));
+                a2 = a2.add(LongVector.fromMemorySegment(SPECIES, s, q + 2 * vb, le));
+                a3 = a3.add(LongVector.fromMemorySegment(SPECIES, s, q + 3 * vb, le));
+                a4 = a4.add(LongVector.fromMemorySegment(SPECIES, t, r, le));
+                a5 = a5.add(LongVector.fromMemorySegment(SPECIES, t, r + vb, le));
+                a6 = a6.add(LongVector.fromMemorySegment(SPECIES, t, r + 2 * vb, le));
+                a7 = a7.add(LongVector.fromMemorySegment(SPECIES, t, r + 3 * vb, le));
+            }
+            long done = n * half;
+            words += tail(s, o + done, o + length[p]) + tail(t, u + done, u + length[p + 1]);
+        }
+        if (p < src.length) {
             MemorySegment s = src[p];
             long o = offset[p];
             int n = Math.toIntExact(length[p] / step);
@@ -57,9 +82,7 @@ final class VectorRead {
                 a6 = a6.add(LongVector.fromMemorySegment(SPECIES, s, q + 6 * vb, le));
                 a7 = a7.add(LongVector.fromMemorySegment(SPECIES, s, q + 7 * vb, le));
             }
-            if (n * step != length[p]) {
-                words += tail(s, o + n * step, o + length[p]);
-            }
+            words += tail(s, o + n * step, o + length[p]);
         }
         return a0.add(a1).add(a2.add(a3)).add(a4.add(a5).add(a6.add(a7))).reduceLanes(VectorOperators.ADD) + words;
     }
@@ -81,6 +104,7 @@ final class VectorRead {
     static long read256(MemorySegment[] src, long[] offset, long[] length) {
         final long vb = 32;
         final long step = 8 * vb;
+        final long half = 4 * vb;
         LongVector a0 = LongVector.zero(S256);
         LongVector a1 = a0;
         LongVector a2 = a0;
@@ -91,7 +115,29 @@ final class VectorRead {
         LongVector a7 = a0;
         long words = 0;
         ByteOrder le = ByteOrder.LITTLE_ENDIAN;
-        for (int p = 0; p < src.length; p++) {
+        int p = 0;
+        for (; p + 1 < src.length; p += 2) {
+            MemorySegment s = src[p];
+            MemorySegment t = src[p + 1];
+            long o = offset[p];
+            long u = offset[p + 1];
+            int n = Math.toIntExact(Math.min(length[p], length[p + 1]) / half);
+            for (int i = 0; i < n; i++) {
+                long q = o + i * half;
+                long r = u + i * half;
+                a0 = a0.add(LongVector.fromMemorySegment(S256, s, q, le));
+                a1 = a1.add(LongVector.fromMemorySegment(S256, s, q + vb, le));
+                a2 = a2.add(LongVector.fromMemorySegment(S256, s, q + 2 * vb, le));
+                a3 = a3.add(LongVector.fromMemorySegment(S256, s, q + 3 * vb, le));
+                a4 = a4.add(LongVector.fromMemorySegment(S256, t, r, le));
+                a5 = a5.add(LongVector.fromMemorySegment(S256, t, r + vb, le));
+                a6 = a6.add(LongVector.fromMemorySegment(S256, t, r + 2 * vb, le));
+                a7 = a7.add(LongVector.fromMemorySegment(S256, t, r + 3 * vb, le));
+            }
+            long done = n * half;
+            words += tail(s, o + done, o + length[p]) + tail(t, u + done, u + length[p + 1]);
+        }
+        if (p < src.length) {
             MemorySegment s = src[p];
             long o = offset[p];
             int n = Math.toIntExact(length[p] / step);
@@ -106,9 +152,7 @@ final class VectorRead {
                 a6 = a6.add(LongVector.fromMemorySegment(S256, s, q + 6 * vb, le));
                 a7 = a7.add(LongVector.fromMemorySegment(S256, s, q + 7 * vb, le));
             }
-            if (n * step != length[p]) {
-                words += tail(s, o + n * step, o + length[p]);
-            }
+            words += tail(s, o + n * step, o + length[p]);
         }
         return a0.add(a1).add(a2.add(a3)).add(a4.add(a5).add(a6.add(a7))).reduceLanes(VectorOperators.ADD) + words;
     }
