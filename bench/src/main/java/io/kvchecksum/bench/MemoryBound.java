@@ -128,7 +128,8 @@ public final class MemoryBound implements AutoCloseable {
     /**
      * A task's bytes as arrays for the vector readers' one loop, which reads entries {@code 2k} and {@code 2k+1} in
      * lockstep: the parts cut so that those two have the same length (where one part is longer than its partner, its
-     * rest pairs with the next part; an odd last entry is read alone), and into pieces of at most {@code maxPart} bytes.
+     * rest pairs with the next part; a last part without a partner is paired with itself, its two halves), and into
+     * pieces of at most {@code maxPart} bytes.
      * Every byte of the task once, the parts' bytes each in order.
      */
     private record Flat(MemorySegment[] src, long[] offset, long[] length) {
@@ -165,9 +166,14 @@ public final class MemoryBound implements AutoCloseable {
                 }
             }
             if (pendingLen > 0) {
+                // no partner left: its two halves are the pair (the second up to 8 bytes longer)
+                long h = pendingLen / 16 * 8;
                 s.add(pendingSeg);
                 o.add(pendingOff);
-                l.add(pendingLen);
+                l.add(h);
+                s.add(pendingSeg);
+                o.add(pendingOff + h);
+                l.add(pendingLen - h);
             }
             return new Flat(s.toArray(MemorySegment[]::new), o.stream().mapToLong(Long::longValue).toArray(),
                     l.stream().mapToLong(Long::longValue).toArray());

@@ -24,8 +24,11 @@ final class VectorRead {
      * Sums every little-endian word of the parts ({@code src[p]} from {@code offset[p]}, {@code length[p]} bytes; a
      * byte tail under a word is not read) in the preferred width, as the C reader (../shared/tools/readbound) reads:
      * eight loads per step into eight independent vector sums, so the loop waits on loads, not on an add chain, and
-     * two streams: parts {@code 2k} and {@code 2k+1} (cut to the same length by {@code MemoryBound}) read in lockstep,
-     * four loads from each per step; an odd last part alone. The sums run on across the parts: one reduction per
+     * two streams: parts {@code 2k} and {@code 2k+1} (cut to about the same length by {@code MemoryBound}; an even
+     * number of them) read in lockstep, four loads from each per step, then each one's rest word by word. One loop
+     * only, so the method is no larger than the old one-part loop: a JVM whose reader ran at 1.5 GB/s for its whole
+     * life (the Vector API's calls compiled without their intrinsics) was seen with a second loop for a lone part.
+     * The sums run on across the parts: one reduction per
      * task, not per part (a layer of a 1 MiB case is 18-64 KiB). The loop counts an {@code int} (C2 unrolls it and
      * checks ranges once per loop), hence parts of at most {@link #MAX_PART} bytes. Measured in cache
      * (docs/bench-cpu.md, "The read bound"): a {@code long} index, or a reduction and loop exit per part, read the
@@ -33,7 +36,6 @@ final class VectorRead {
      */
     static long read(MemorySegment[] src, long[] offset, long[] length) {
         final long vb = SPECIES.vectorByteSize();
-        final long step = 8 * vb;
         final long half = 4 * vb;
         LongVector a0 = LongVector.zero(SPECIES);
         LongVector a1 = a0;
@@ -45,8 +47,7 @@ final class VectorRead {
         LongVector a7 = a0;
         long words = 0;
         ByteOrder le = ByteOrder.LITTLE_ENDIAN;
-        int p = 0;
-        for (; p + 1 < src.length; p += 2) {
+        for (int p = 0; p + 1 < src.length; p += 2) {
             MemorySegment s = src[p];
             MemorySegment t = src[p + 1];
             long o = offset[p];
@@ -67,23 +68,6 @@ final class VectorRead {
             long done = n * half;
             words += tail(s, o + done, o + length[p]) + tail(t, u + done, u + length[p + 1]);
         }
-        if (p < src.length) {
-            MemorySegment s = src[p];
-            long o = offset[p];
-            int n = Math.toIntExact(length[p] / step);
-            for (int i = 0; i < n; i++) {
-                long q = o + i * step;
-                a0 = a0.add(LongVector.fromMemorySegment(SPECIES, s, q, le));
-                a1 = a1.add(LongVector.fromMemorySegment(SPECIES, s, q + vb, le));
-                a2 = a2.add(LongVector.fromMemorySegment(SPECIES, s, q + 2 * vb, le));
-                a3 = a3.add(LongVector.fromMemorySegment(SPECIES, s, q + 3 * vb, le));
-                a4 = a4.add(LongVector.fromMemorySegment(SPECIES, s, q + 4 * vb, le));
-                a5 = a5.add(LongVector.fromMemorySegment(SPECIES, s, q + 5 * vb, le));
-                a6 = a6.add(LongVector.fromMemorySegment(SPECIES, s, q + 6 * vb, le));
-                a7 = a7.add(LongVector.fromMemorySegment(SPECIES, s, q + 7 * vb, le));
-            }
-            words += tail(s, o + n * step, o + length[p]);
-        }
         return a0.add(a1).add(a2.add(a3)).add(a4.add(a5).add(a6.add(a7))).reduceLanes(VectorOperators.ADD) + words;
     }
 
@@ -103,7 +87,6 @@ final class VectorRead {
     /** {@link #read} in 256-bit vectors: a separate loop, since a species must be a constant for the JIT. */
     static long read256(MemorySegment[] src, long[] offset, long[] length) {
         final long vb = 32;
-        final long step = 8 * vb;
         final long half = 4 * vb;
         LongVector a0 = LongVector.zero(S256);
         LongVector a1 = a0;
@@ -115,8 +98,7 @@ final class VectorRead {
         LongVector a7 = a0;
         long words = 0;
         ByteOrder le = ByteOrder.LITTLE_ENDIAN;
-        int p = 0;
-        for (; p + 1 < src.length; p += 2) {
+        for (int p = 0; p + 1 < src.length; p += 2) {
             MemorySegment s = src[p];
             MemorySegment t = src[p + 1];
             long o = offset[p];
@@ -136,23 +118,6 @@ final class VectorRead {
             }
             long done = n * half;
             words += tail(s, o + done, o + length[p]) + tail(t, u + done, u + length[p + 1]);
-        }
-        if (p < src.length) {
-            MemorySegment s = src[p];
-            long o = offset[p];
-            int n = Math.toIntExact(length[p] / step);
-            for (int i = 0; i < n; i++) {
-                long q = o + i * step;
-                a0 = a0.add(LongVector.fromMemorySegment(S256, s, q, le));
-                a1 = a1.add(LongVector.fromMemorySegment(S256, s, q + vb, le));
-                a2 = a2.add(LongVector.fromMemorySegment(S256, s, q + 2 * vb, le));
-                a3 = a3.add(LongVector.fromMemorySegment(S256, s, q + 3 * vb, le));
-                a4 = a4.add(LongVector.fromMemorySegment(S256, s, q + 4 * vb, le));
-                a5 = a5.add(LongVector.fromMemorySegment(S256, s, q + 5 * vb, le));
-                a6 = a6.add(LongVector.fromMemorySegment(S256, s, q + 6 * vb, le));
-                a7 = a7.add(LongVector.fromMemorySegment(S256, s, q + 7 * vb, le));
-            }
-            words += tail(s, o + n * step, o + length[p]);
         }
         return a0.add(a1).add(a2.add(a3)).add(a4.add(a5).add(a6.add(a7))).reduceLanes(VectorOperators.ADD) + words;
     }
