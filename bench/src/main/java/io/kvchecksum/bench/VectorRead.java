@@ -21,62 +21,104 @@ final class VectorRead {
     }
 
     /**
-     * Eight loads per iteration into four independent vector sums, so the loop is limited by loads, not by the
-     * latency of one add chain or by the loop's own instructions: the fastest plain read this JVM expresses.
+     * Sums every little-endian word of the parts ({@code src[p]} from {@code offset[p]}, {@code length[p]} bytes; a
+     * byte tail under a word is not read) in the preferred width, as the C reader (../shared/tools/readbound) reads:
+     * eight loads per step into eight independent vector sums, so the loop waits on loads, not on an add chain, and
+     * two streams: parts {@code 2k} and {@code 2k+1} (cut to about the same length by {@code MemoryBound}; an even
+     * number of them) read in lockstep, four loads from each per step, then each one's rest word by word. One loop
+     * only, so the method is no larger than the old one-part loop: a JVM whose reader ran at 1.5 GB/s for its whole
+     * life (the Vector API's calls compiled without their intrinsics) was seen with a second loop for a lone part.
+     * The sums run on across the parts: one reduction per
+     * task, not per part (a layer of a 1 MiB case is 18-64 KiB). The loop counts an {@code int} (C2 unrolls it and
+     * checks ranges once per loop), hence parts of at most {@link #MAX_PART} bytes. Measured in cache
+     * (docs/bench-cpu.md, "The read bound"): a {@code long} index, or a reduction and loop exit per part, read the
+     * 1 MiB cases 3-7 % slower, and one part at a time instead of two in lockstep about 3 % slower.
      */
-    static long readPart(MemorySegment s, long offset, long length) {
-        int lanes = SPECIES.length();
-        long vb = lanes * 8L;
-        long step = 8 * vb;
-        long end = offset + length / step * step;
+    static long read(MemorySegment[] src, long[] offset, long[] length) {
+        final long vb = SPECIES.vectorByteSize();
+        final long half = 4 * vb;
         LongVector a0 = LongVector.zero(SPECIES);
         LongVector a1 = a0;
         LongVector a2 = a0;
         LongVector a3 = a0;
+        LongVector a4 = a0;
+        LongVector a5 = a0;
+        LongVector a6 = a0;
+        LongVector a7 = a0;
+        long words = 0;
         ByteOrder le = ByteOrder.LITTLE_ENDIAN;
-        for (long o = offset; o < end; o += step) {
-            a0 = a0.add(LongVector.fromMemorySegment(SPECIES, s, o, le));
-            a1 = a1.add(LongVector.fromMemorySegment(SPECIES, s, o + vb, le));
-            a2 = a2.add(LongVector.fromMemorySegment(SPECIES, s, o + 2 * vb, le));
-            a3 = a3.add(LongVector.fromMemorySegment(SPECIES, s, o + 3 * vb, le));
-            a0 = a0.add(LongVector.fromMemorySegment(SPECIES, s, o + 4 * vb, le));
-            a1 = a1.add(LongVector.fromMemorySegment(SPECIES, s, o + 5 * vb, le));
-            a2 = a2.add(LongVector.fromMemorySegment(SPECIES, s, o + 6 * vb, le));
-            a3 = a3.add(LongVector.fromMemorySegment(SPECIES, s, o + 7 * vb, le));
+        for (int p = 0; p + 1 < src.length; p += 2) {
+            MemorySegment s = src[p];
+            MemorySegment t = src[p + 1];
+            long o = offset[p];
+            long u = offset[p + 1];
+            int n = Math.toIntExact(Math.min(length[p], length[p + 1]) / half);
+            for (int i = 0; i < n; i++) {
+                long q = o + i * half;
+                long r = u + i * half;
+                a0 = a0.add(LongVector.fromMemorySegment(SPECIES, s, q, le));
+                a1 = a1.add(LongVector.fromMemorySegment(SPECIES, s, q + vb, le));
+                a2 = a2.add(LongVector.fromMemorySegment(SPECIES, s, q + 2 * vb, le));
+                a3 = a3.add(LongVector.fromMemorySegment(SPECIES, s, q + 3 * vb, le));
+                a4 = a4.add(LongVector.fromMemorySegment(SPECIES, t, r, le));
+                a5 = a5.add(LongVector.fromMemorySegment(SPECIES, t, r + vb, le));
+                a6 = a6.add(LongVector.fromMemorySegment(SPECIES, t, r + 2 * vb, le));
+                a7 = a7.add(LongVector.fromMemorySegment(SPECIES, t, r + 3 * vb, le));
+            }
+            long done = n * half;
+            words += tail(s, o + done, o + length[p]) + tail(t, u + done, u + length[p + 1]);
         }
-        long sum = a0.add(a1).add(a2.add(a3)).reduceLanes(VectorOperators.ADD);
-        for (long o = end; o + 8 <= offset + length; o += 8) {
+        return a0.add(a1).add(a2.add(a3)).add(a4.add(a5).add(a6.add(a7))).reduceLanes(VectorOperators.ADD) + words;
+    }
+
+    /** The words of {@code [o, end)} one at a time (a part's last bytes under a vector step). */
+    private static long tail(MemorySegment s, long o, long end) {
+        long sum = 0;
+        for (; o + 8 <= end; o += 8) {
             sum += s.get(WORD, o);
         }
         return sum;
     }
 
-    private static final VectorSpecies<Long> S256 = LongVector.SPECIES_256;
+    /** The longest part {@link #read} takes: its step count must be an {@code int}. */
+    static final long MAX_PART = 1L << 30;
 
-    /** {@link #readPart} in 256-bit vectors: a separate loop, since a species must be a constant for the JIT. */
-    static long readPart256(MemorySegment s, long offset, long length) {
-        long vb = 32;
-        long step = 8 * vb;
-        long end = offset + length / step * step;
+    private static final VectorSpecies<Long> S256 = LongVector.SPECIES_256;
+    /** {@link #read} in 256-bit vectors: a separate loop, since a species must be a constant for the JIT. */
+    static long read256(MemorySegment[] src, long[] offset, long[] length) {
+        final long vb = 32;
+        final long half = 4 * vb;
         LongVector a0 = LongVector.zero(S256);
         LongVector a1 = a0;
         LongVector a2 = a0;
         LongVector a3 = a0;
+        LongVector a4 = a0;
+        LongVector a5 = a0;
+        LongVector a6 = a0;
+        LongVector a7 = a0;
+        long words = 0;
         ByteOrder le = ByteOrder.LITTLE_ENDIAN;
-        for (long o = offset; o < end; o += step) {
-            a0 = a0.add(LongVector.fromMemorySegment(S256, s, o, le));
-            a1 = a1.add(LongVector.fromMemorySegment(S256, s, o + vb, le));
-            a2 = a2.add(LongVector.fromMemorySegment(S256, s, o + 2 * vb, le));
-            a3 = a3.add(LongVector.fromMemorySegment(S256, s, o + 3 * vb, le));
-            a0 = a0.add(LongVector.fromMemorySegment(S256, s, o + 4 * vb, le));
-            a1 = a1.add(LongVector.fromMemorySegment(S256, s, o + 5 * vb, le));
-            a2 = a2.add(LongVector.fromMemorySegment(S256, s, o + 6 * vb, le));
-            a3 = a3.add(LongVector.fromMemorySegment(S256, s, o + 7 * vb, le));
+        for (int p = 0; p + 1 < src.length; p += 2) {
+            MemorySegment s = src[p];
+            MemorySegment t = src[p + 1];
+            long o = offset[p];
+            long u = offset[p + 1];
+            int n = Math.toIntExact(Math.min(length[p], length[p + 1]) / half);
+            for (int i = 0; i < n; i++) {
+                long q = o + i * half;
+                long r = u + i * half;
+                a0 = a0.add(LongVector.fromMemorySegment(S256, s, q, le));
+                a1 = a1.add(LongVector.fromMemorySegment(S256, s, q + vb, le));
+                a2 = a2.add(LongVector.fromMemorySegment(S256, s, q + 2 * vb, le));
+                a3 = a3.add(LongVector.fromMemorySegment(S256, s, q + 3 * vb, le));
+                a4 = a4.add(LongVector.fromMemorySegment(S256, t, r, le));
+                a5 = a5.add(LongVector.fromMemorySegment(S256, t, r + vb, le));
+                a6 = a6.add(LongVector.fromMemorySegment(S256, t, r + 2 * vb, le));
+                a7 = a7.add(LongVector.fromMemorySegment(S256, t, r + 3 * vb, le));
+            }
+            long done = n * half;
+            words += tail(s, o + done, o + length[p]) + tail(t, u + done, u + length[p + 1]);
         }
-        long sum = a0.add(a1).add(a2.add(a3)).reduceLanes(VectorOperators.ADD);
-        for (long o = end; o + 8 <= offset + length; o += 8) {
-            sum += s.get(WORD, o);
-        }
-        return sum;
+        return a0.add(a1).add(a2.add(a3)).add(a4.add(a5).add(a6.add(a7))).reduceLanes(VectorOperators.ADD) + words;
     }
 }

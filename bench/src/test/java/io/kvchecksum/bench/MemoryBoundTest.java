@@ -65,6 +65,33 @@ class MemoryBoundTest {
     }
 
     @Test
+    void vectorReadersReadPartsOfUnequalLengthsInPairsWholly() {
+        // the vector loop reads two parts in lockstep: an odd count, pairs of unequal lengths (the longer one's rest
+        // paired with the next part), parts shorter than a step, and a long one after short ones
+        try (Arena arena = Arena.ofShared()) {
+            List<MemorySegment> segs = segments(arena, 4096, 520, 264, 8, (64L << 10) + 8, 1024, 1 << 20);
+            long expected = 0;
+            for (MemorySegment s : segs) {
+                for (long o = 0; o < s.byteSize(); o += 8) {
+                    expected += s.get(ValueLayout.JAVA_LONG, o);
+                }
+            }
+            for (int n = 1; n <= segs.size(); n++) {
+                try (MemoryBound b = new MemoryBound(segs.subList(0, n), 1)) {
+                    long want = b.readScalar();
+                    assertEquals(want, b.read(MemoryBound.Reader.VECTOR), n + " parts");
+                    if (MemoryBound.Reader.VECTOR256.unavailable() == null) {
+                        assertEquals(want, b.read(MemoryBound.Reader.VECTOR256), n + " parts, 256-bit");
+                    }
+                }
+            }
+            try (MemoryBound b = new MemoryBound(segs, 1)) {
+                assertEquals(expected, b.read(MemoryBound.Reader.VECTOR));
+            }
+        }
+    }
+
+    @Test
     void measureReportsTheFastestReaderAndEveryTime() {
         try (Arena arena = Arena.ofShared(); MemoryBound b = new MemoryBound(segments(arena, 1L << 16), 1)) {
             // a fake timer: the native reader "takes" 1 ns, the others 5 and 9, so the fastest is known in advance
