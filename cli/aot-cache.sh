@@ -15,7 +15,7 @@ conf=$dir/kvchecksum.aotconf
 rm -f "$aot" "$aot.jdk" "$conf"
 # The flags of cli/kvchecksum for one-shot commands: a cache maps only into a JVM started with the same class path,
 # garbage collector and modules. Crash reports of the JVM (a JDK bug) go here, not into the working directory.
-flags=(-XX:+UseSerialGC -XX:ErrorFile="$dir/hs_err_aot_%p.log" -Dkvchecksum.reexec=false)
+flags=(-XX:+UseSerialGC -XX:Tier4BackEdgeThreshold=1000000 -XX:ErrorFile="$dir/hs_err_aot_%p.log" -Dkvchecksum.reexec=false)
 # picocli's class files are version 49 (Java 5): the cache leaves such classes out, and loading and verifying them is
 # most of a one-shot command's start-up. cli/UpgradeClassFiles.java rewrites them as version 52 with stack maps (the
 # same code; each one verified by the JVM, or put back) in a copy of the jar, which replaces the jar only when it

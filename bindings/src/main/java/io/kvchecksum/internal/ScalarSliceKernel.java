@@ -108,13 +108,24 @@ final class ScalarSliceKernel implements SliceKernel {
         int total = heads * regionPieces;
         SliceKernel.clearRows(a, t, total);
         for (int i = 0; i < n; i++) {
-            long base = tokenOffsets[i];
-            for (int q = 0; q < total; q++) {
-                a[q] += segment.get(PIECE, base + 8L * q);
-                t[q] += a[q];
-            }
+            addRow(segment, tokenOffsets[i], total, a, t);
         }
         SliceKernel.finishRows(n, t0, cellPieces, pieceBase, regionPieces, heads, a, t, out);
+    }
+
+    /**
+     * One token's row into {@link #sumRows}'s running sums. A method of its own for the JIT's sake (a one-shot CLI
+     * {@code sum} runs this loop from a cold JVM, docs/bench-cpu.md): small and called once per row, it reaches the
+     * compile threshold within the first few blocks, compiles quickly, and its compiled code then serves every later
+     * call, also from a caller still interpreted. The loop inside {@link #sumRows} was first compiled on stack
+     * (which only the call that triggered it enters), later calls re-entering it interpreted until the whole method
+     * was compiled.
+     */
+    private static void addRow(MemorySegment segment, long base, int total, long[] a, long[] t) {
+        for (int q = 0; q < total; q++) {
+            a[q] += segment.get(PIECE, base + 8L * q);
+            t[q] += a[q];
+        }
     }
 
     @Override
