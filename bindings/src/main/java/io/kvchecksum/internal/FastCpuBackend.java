@@ -13,9 +13,14 @@ import io.kvchecksum.spi.BackendLimits;
 import io.kvchecksum.spi.CpuWorkSplit;
 
 import java.lang.foreign.MemorySegment;
+import java.lang.ref.WeakReference;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
 import java.util.List;
+import java.util.Map;
 import java.util.OptionalLong;
+import java.util.WeakHashMap;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ForkJoinPool;
@@ -250,8 +255,8 @@ public final class FastCpuBackend implements Backend {
     private record Packing(int threads, List<Unit[]> tasks) {
     }
 
-    private static final java.util.Map<CompiledPlan, Together> TOGETHER =
-            java.util.Collections.synchronizedMap(new java.util.WeakHashMap<>());
+    private static final Map<CompiledPlan, Together> TOGETHER =
+            Collections.synchronizedMap(new WeakHashMap<>());
 
     private static Together together(CompiledPlan plan) {
         Together t = TOGETHER.get(plan);
@@ -697,7 +702,7 @@ public final class FastCpuBackend implements Backend {
                     order[b] = b;
                 }
             } else {
-                java.util.Arrays.sort(keys);
+                Arrays.sort(keys);
                 for (int p = 0; p < nb; p++) {
                     order[p] = (int) (keys[p] & ((1 << 24) - 1));
                 }
@@ -815,7 +820,7 @@ public final class FastCpuBackend implements Backend {
                     page = plan.page(++tableIndex);
                 }
             }
-            java.util.Arrays.fill(headSums, 0, heads, 0);
+            Arrays.fill(headSums, 0, heads, 0);
             addRegion(kernel, kSeg, k.pieces(), run.kHeadStride(), kOff, n, t0, pieces, 0, heads, scratch.a, scratch.t, headSums,
                     streaming);
             if (v != null) {
@@ -838,15 +843,15 @@ public final class FastCpuBackend implements Backend {
      * weak keys, as {@link #TOGETHER}'s. {@link #lastPrepared} answers an engine that checks the same plan again
      * without the map's lock.
      */
-    private final java.util.Map<SlicePlan, Object> preparedPlans =
-            java.util.Collections.synchronizedMap(new java.util.WeakHashMap<>());
+    private final Map<SlicePlan, Object> preparedPlans =
+            Collections.synchronizedMap(new WeakHashMap<>());
     private static final Object UNPREPARED = new Object();
     /** A plan run once so far. */
     private static final Object SEEN = new Object();
     private volatile LastPrepared lastPrepared;
 
     /** The plan last run and its form; weakly, so a backend kept for the process does not keep the plan. */
-    private record LastPrepared(java.lang.ref.WeakReference<SlicePlan> plan, Object prepared) {
+    private record LastPrepared(WeakReference<SlicePlan> plan, Object prepared) {
     }
 
     /**
@@ -870,7 +875,7 @@ public final class FastCpuBackend implements Backend {
             o = p == null ? UNPREPARED : p;
             preparedPlans.put(plan, o);
         }
-        lastPrepared = new LastPrepared(new java.lang.ref.WeakReference<>(plan), o);
+        lastPrepared = new LastPrepared(new WeakReference<>(plan), o);
         return o instanceof Prepared p ? p : null;
     }
 
