@@ -782,6 +782,9 @@ public final class FastCpuBackend implements Backend {
         // where the kernel reads the rows themselves front to back.
         boolean touchAhead = streaming && heads > 1
                 && !kernel.rowsAffine(heads, kPieces, run.kHeadStride(), v == null ? 0 : vPieces, run.vHeadStride());
+        // a block of one position from memory (Jlama's pages of one position): the kernel's one call for the row
+        boolean oneRow = streaming
+                && kernel.oneRow(heads, kPieces, run.kHeadStride(), v == null ? 0 : vPieces, run.vHeadStride());
         long touched = 0;
         long[] headSums = scratch.headSums(heads);
         for (int p = p0; p < p1; p++) {
@@ -797,8 +800,13 @@ public final class FastCpuBackend implements Backend {
                 if (touchAhead && p + 1 < p1) {
                     touched += touchNext(blocks, p + 1, pageSize, k, kSeg, v, vSeg, heads, run);
                 }
-                kernel.headsAffine(kSeg, kBase, k.tokenStride(), run.kHeadStride(), kPieces, vSeg, vBase,
-                        v == null ? 0 : v.tokenStride(), run.vHeadStride(), vPieces, heads, n, t0, streaming, headSums);
+                if (oneRow && n == 1) {
+                    kernel.oneRowAffine(kSeg, kBase, k.tokenStride(), run.kHeadStride(), kPieces, vSeg, vBase,
+                            v == null ? 0 : v.tokenStride(), run.vHeadStride(), vPieces, heads, t0, headSums);
+                } else {
+                    kernel.headsAffine(kSeg, kBase, k.tokenStride(), run.kHeadStride(), kPieces, vSeg, vBase,
+                            v == null ? 0 : v.tokenStride(), run.vHeadStride(), vPieces, heads, n, t0, streaming, headSums);
+                }
                 for (int h = 0; h < heads; h++) {
                     sink.accept(firstSlice + h, p, b, headSums[h]);
                 }
@@ -1030,7 +1038,8 @@ public final class FastCpuBackend implements Backend {
         SlicePlan.Part k = first.k();
         SlicePlan.Part v = first.v();
         if (run.numHeads() < 2 || kernel.rowsAffine(run.numHeads(), k.pieces(), run.kHeadStride(),
-                v == null ? 0 : first.vPieces(), run.vHeadStride())) {
+                v == null ? 0 : first.vPieces(), run.vHeadStride()) || kernel.oneRow(run.numHeads(), k.pieces(),
+                run.kHeadStride(), v == null ? 0 : first.vPieces(), run.vHeadStride())) {
             return 0;
         }
         return touchNext(blocks, p, plan.pageSize(), k, ((KvMemory.Host) k.memory()).segment(), v,

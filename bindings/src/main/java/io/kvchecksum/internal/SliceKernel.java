@@ -91,6 +91,24 @@ interface SliceKernel {
     }
 
     /**
+     * Whether {@link #oneRowAffine} has a loop of its own for one position's row of {@code heads} side-by-side heads
+     * from memory ({@code vPieces} 0: no V region), rather than {@link #headsAffine}'s head-by-head calls.
+     */
+    default boolean oneRow(int heads, int kPieces, long kHeadStride, int vPieces, long vHeadStride) {
+        return false;
+    }
+
+    /**
+     * {@link #headsAffine} from memory for a block of one position ({@code n} 1): where {@link #oneRow} holds, a kernel
+     * reads the row of side-by-side heads in one call, not in a pass per head (Jlama's pages of one position).
+     */
+    default void oneRowAffine(MemorySegment kSeg, long kBase, long kStride, long kHeadStride, int kPieces, MemorySegment vSeg,
+            long vBase, long vStride, long vHeadStride, int vPieces, int heads, long t0, long[] out) {
+        headsAffine(kSeg, kBase, kStride, kHeadStride, kPieces, vSeg, vBase, vStride, vHeadStride, vPieces, heads, 1, t0, true,
+                out);
+    }
+
+    /**
      * Whether {@link #headsAffine} with {@code fromMemory} reads {@code heads} side-by-side heads (head stride = cell
      * bytes) a whole row of heads per pass rather than head by head ({@code vPieces} 0: no V region); the caller
      * then does not touch the next block ahead, since the rows already reach the prefetchers front to back.

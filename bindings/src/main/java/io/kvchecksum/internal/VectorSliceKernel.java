@@ -342,6 +342,52 @@ final class VectorSliceKernel implements SliceKernel {
     }
 
     /**
+     * One position's row of side-by-side heads from memory where the row pass does not take it (Llama-3-8B's 2 KiB rows
+     * at 256 bits): head by head through {@link #headsAffine}, a row of eight heads was sixteen calls of a loop for
+     * many tokens, each paying its start and closing (docs/bench-cpu.md, "Segmented caches"). A method of its own, not
+     * a branch of {@code headsAffine}: grown by it, that method got slower at both widths (C2's inlining budget).
+     */
+    @Override
+    public boolean oneRow(int heads, int kPieces, long kHeadStride, int vPieces, long vHeadStride) {
+        return heads > 1 && kPieces > 0 && kPieces % L == 0 && kHeadStride == 8L * kPieces
+                && (vPieces == 0 || (vPieces % L == 0 && vHeadStride == 8L * vPieces))
+                && !rowsAffine(heads, kPieces, kHeadStride, vPieces, vHeadStride);
+    }
+
+    @Override
+    public void oneRowAffine(MemorySegment kSeg, long kBase, long kStride, long kHeadStride, int kPieces, MemorySegment vSeg,
+            long vBase, long vStride, long vHeadStride, int vPieces, int heads, long t0, long[] out) {
+        long cell = kPieces + (vSeg == null ? 0 : vPieces);
+        oneRowPart(kSeg, kBase, kPieces, heads, 2 * t0 * cell + 1, out, false);
+        if (vSeg != null) {
+            oneRowPart(vSeg, vBase, vPieces, heads, 2 * (t0 * cell + kPieces) + 1, out, true);
+        }
+    }
+
+    /**
+     * Each head's cell of {@code pieces} in one walk of running sums, no multiply per vector: with piece
+     * {@code p = jL + l} weighted {@code c + 2p}, a head's sum is {@code sum_l A_l (c + 2LJ + 2l) - 2L sum_l T_l} for
+     * {@code J} vectors, {@code A} their sum and {@code T} the sum of their prefix sums (exact modulo 2^64). Into
+     * {@code out[h]}, or added to it with {@code add}.
+     */
+    private static void oneRowPart(MemorySegment seg, long base, int pieces, int heads, long c, long[] out, boolean add) {
+        int vectors = pieces / L;
+        long cellBytes = 8L * pieces;
+        LongVector weights = TWO_IOTA.add(c + 2L * L * vectors);
+        for (int h = 0; h < heads; h++) {
+            long at = base + h * cellBytes;
+            LongVector a = LongVector.zero(S);
+            LongVector t = LongVector.zero(S);
+            for (int j = 0; j < vectors; j++) {
+                a = a.add(LongVector.fromMemorySegment(S, seg, at + 8L * L * j, LE));
+                t = t.add(a);
+            }
+            long sum = a.mul(weights).sub(t.lanewise(VectorOperators.LSHL, SHIFT_2L)).reduceLanes(VectorOperators.ADD);
+            out[h] = add ? out[h] + sum : sum;
+        }
+    }
+
+    /**
      * K and V of one head when each is exactly eight vectors per token (bf16 head dim 128 at 256 bits): one loop of
      * sixteen loads per token and one closing, instead of two {@link #eightAffine} calls. With {@code v = 4u + k} a
      * vector's place in the head's sixteen (K's eight, then V's) and {@code l} a lane, piece {@code p = vL + l} has

@@ -165,6 +165,55 @@ class SliceKernelTest {
     }
 
     /**
+     * One position's row of side-by-side heads in one call ({@code SliceKernel.oneRowAffine}, Jlama's pages of one
+     * position): every head count and cell size {@code oneRow} takes at this JVM's width (the Llama-3-8B TP1 row of 8
+     * heads of 32 pieces among them at 256 bits), K alone and K with V, unaligned bases, large positions.
+     */
+    @Test
+    void oneRowOfHeadsMatchesTheDefinition() {
+        SplittableRandom rnd = new SplittableRandom(SEED + 7);
+        System.out.println("one-row seed " + (SEED + 7));
+        List<SliceKernel> kernels = List.of(new ScalarSliceKernel(), new VectorSliceKernel(KernelSpecies.Streams.PREFERRED),
+                new VectorSliceKernel(KernelSpecies.Streams.NARROW));
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment s = randomSegment(arena, rnd);
+            int cases = 0;
+            for (int pieces : new int[] {16, 32, 64, 8, 72}) {
+                for (int heads = 2; heads <= 8; heads++) {
+                    for (boolean kOnly : new boolean[] {false, true}) {
+                        int cell = kOnly ? pieces : 2 * pieces;
+                        long tokenStride = 8L * pieces * heads;
+                        long kBase = rnd.nextInt(64);
+                        long vBase = 400_000 + rnd.nextInt(64);
+                        long t0 = rnd.nextLong(1L << 40);
+                        long[] expected = new long[heads];
+                        for (int h = 0; h < heads; h++) {
+                            expected[h] = definition(s, kBase + 8L * pieces * h, tokenStride, 1, t0, cell, 0, pieces)
+                                    + (kOnly ? 0 : definition(s, vBase + 8L * pieces * h, tokenStride, 1, t0, cell, pieces, pieces));
+                        }
+                        for (SliceKernel k : kernels) {
+                            if (!k.oneRow(heads, pieces, 8L * pieces, kOnly ? 0 : pieces, 8L * pieces)) {
+                                continue;
+                            }
+                            long[] out = new long[heads + 1];
+                            java.util.Arrays.fill(out, 7);
+                            k.oneRowAffine(s, kBase, tokenStride, 8L * pieces, pieces, kOnly ? null : s, vBase, tokenStride,
+                                    8L * pieces, kOnly ? 0 : pieces, heads, t0, out);
+                            String what = k.describe() + ": " + heads + " heads of " + pieces + " pieces"
+                                    + (kOnly ? " (K only)" : "") + ", t0 " + t0;
+                            assertArrayEquals(expected, java.util.Arrays.copyOf(out, heads), what);
+                            assertEquals(7, out[heads], "nothing written past the heads: " + what);
+                            cases++;
+                        }
+                    }
+                }
+            }
+            System.out.println(cases + " one-row cases at " + KernelSpecies.S.vectorBitSize() + " bits");
+            assertTrue(cases >= 8, "too few one-row cases ran: " + cases);
+        }
+    }
+
+    /**
      * Side-by-side heads read a whole row per pass from memory ({@code VectorSliceKernel.rowsAffine}): every head count,
      * cell size and token count the row pass takes at this JVM's width, K alone and K with V, padded token strides,
      * against the definition and the head-by-head loops; the Llama-3-8B TP1 row (8 heads of 32 pieces, V beside) is
