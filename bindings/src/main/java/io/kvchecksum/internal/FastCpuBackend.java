@@ -1038,8 +1038,10 @@ public final class FastCpuBackend implements Backend {
         SlicePlan.Part k = first.k();
         SlicePlan.Part v = first.v();
         if (run.numHeads() < 2 || kernel.rowsAffine(run.numHeads(), k.pieces(), run.kHeadStride(),
-                v == null ? 0 : first.vPieces(), run.vHeadStride()) || kernel.oneRow(run.numHeads(), k.pieces(),
-                run.kHeadStride(), v == null ? 0 : first.vPieces(), run.vHeadStride())) {
+                v == null ? 0 : first.vPieces(), run.vHeadStride()) || (blocks.n[p] == 1 && kernel.oneRow(run.numHeads(),
+                k.pieces(), run.kHeadStride(), v == null ? 0 : first.vPieces(), run.vHeadStride()))) {
+            // nor where a block of one position is one call's row (oneRowAffine): touched ahead, the next layer's
+            // row measured slower (SegmentsBench at -XX:UseAVX=2: 0.36-0.47 of one plan's throughput, without it 0.56-0.86)
             return 0;
         }
         return touchNext(blocks, p, plan.pageSize(), k, ((KvMemory.Host) k.memory()).segment(), v,
