@@ -1,7 +1,6 @@
 package io.kvchecksum.jmh;
 
 import io.kvchecksum.KvChecksum;
-import io.kvchecksum.KvChecksums;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.Level;
 import org.openjdk.jmh.annotations.Param;
@@ -36,7 +35,7 @@ public class CopyBench extends Bench {
 
     @Setup(Level.Trial)
     public void setUp() {
-        cpu = closing(KvChecksums.cpu());
+        cpu = closing(Backends.open("cpu"));
         fx = closing(CopyFixture.of(cpu, shape, size, conversion, Runtime.getRuntime().availableProcessors()));
         fx.verify(cpu, cpu.copyAndChecksum(fx.plan()));
         System.out.println("# " + cpu.description() + "; " + fx.plan());

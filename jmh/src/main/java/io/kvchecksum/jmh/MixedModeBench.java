@@ -2,7 +2,6 @@ package io.kvchecksum.jmh;
 
 import io.kvchecksum.ChecksumMode;
 import io.kvchecksum.KvChecksum;
-import io.kvchecksum.KvChecksums;
 import io.kvchecksum.SlicePlan;
 import io.kvchecksum.bench.MemoryBound;
 import org.openjdk.jmh.annotations.Benchmark;
@@ -35,7 +34,7 @@ public class MixedModeBench extends Bench {
     @Setup(Level.Trial)
     public void setUp() {
         KvFixture fx = closing(KvFixture.of(shape, size));
-        cpu = closing(KvChecksums.cpu());
+        cpu = closing(Backends.open("cpu"));
         standard = SlicePlan.of(fx.group(), fx.request());
         mixed = SlicePlan.of(fx.group(), fx.request(), ChecksumMode.MIXED);
         Oracle.verifyMixed(cpu, fx, standard, cpu.blockChecksums(mixed));

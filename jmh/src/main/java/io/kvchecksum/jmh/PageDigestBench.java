@@ -87,7 +87,7 @@ public class PageDigestBench extends Bench {
         int[] layers = IntStream.range(0, LAYERS).toArray();
         KvCacheGroup g = KvLayouts.sglang(new KvLayouts.PagedShape(pages, pageSize, HEADS, HEAD_DIM, 2), 0, layers, ks, vs);
         plan = PageDigestPlan.of(SlicePlan.of(g, RequestBlocks.of(table, (long) pages * pageSize, 16)));
-        digest = closing(KvChecksums.byName(backend));
+        digest = closing(Backends.open(backend));
         long expected = KvChecksums.reference().pageDigest(plan);
         long got = digest.pageDigest(plan);
         check(got == expected, backend + " page digest 0x" + Long.toHexString(got) + " differs from "

@@ -2,7 +2,6 @@ package io.kvchecksum.jmh;
 
 import io.kvchecksum.KvCacheGroup;
 import io.kvchecksum.KvChecksum;
-import io.kvchecksum.KvChecksums;
 import io.kvchecksum.KvLayouts;
 import io.kvchecksum.KvMemory;
 import io.kvchecksum.PageProbe;
@@ -122,7 +121,7 @@ public class PageProbeBench extends Bench {
 
     @Setup(Level.Trial)
     public void setUp() {
-        cpu = closing(KvChecksums.cpu());
+        cpu = closing(Backends.open("cpu"));
         RequestBlocks request;
         KvCacheGroup group;
         if (layout.equals("vllm-flash-16")) {

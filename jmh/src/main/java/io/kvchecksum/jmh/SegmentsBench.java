@@ -4,7 +4,6 @@ import io.kvchecksum.CacheLayer;
 import io.kvchecksum.CompiledPlan;
 import io.kvchecksum.KvCacheGroup;
 import io.kvchecksum.KvChecksum;
-import io.kvchecksum.KvChecksums;
 import io.kvchecksum.KvMemory;
 import io.kvchecksum.KvRegion;
 import io.kvchecksum.KvSegments;
@@ -132,7 +131,7 @@ public class SegmentsBench extends Bench {
         long rowBytes = (long) m.heads() * m.headDim() * elem;
         int cell = m.headDim() * elem;
         Arena arena = closing(Arena.ofShared());
-        cpu = closing(KvChecksums.cpu());
+        cpu = closing(Backends.open("cpu"));
 
         // One allocation per layer and kind, filled from the fixture's seed.
         List<CacheLayer> wholeLayers = new ArrayList<>();
