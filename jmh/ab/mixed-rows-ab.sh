@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The mixed mode's row pass against the head-by-head loops it replaced, with the standard mode and the project's read
-# bound alongside, in one JVM per case (jmh/ab/MixedRowsAb.java; ratios of wall time and of CPU time per call):
+# bound's readers alongside (the bound: the fastest of them), and the mixed mode as it ships, in one JVM per case (jmh/ab/MixedRowsAb.java; ratios of wall time and of CPU time per call):
 # docs/bench-cpu.md, "Mixed mode cost". Builds jmh/target/benchmarks.jar when missing or stale. Threads: all processors (as the backend ships); extra JVM flags follow the rounds, e.g. -XX:UseAVX=2.
 #
 #   [SIZES="1MiB 128MiB"] jmh/ab/mixed-rows-ab.sh [rounds] [jvm flags...]   # default 41 rounds: llama3-8b-tp1, 1MiB and
