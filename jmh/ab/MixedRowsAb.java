@@ -20,10 +20,9 @@ import java.util.function.LongSupplier;
  * {@code jmh/ab/mixed-rows-ab.sh}): {@code old}, heads from memory head by head with the next block touched ahead (the
  * mixed kernel before its row pass), {@code rows} (the mixed kernel as it ships: a row of heads per pass from memory),
  * {@code standard} (the standard mode as it ships), {@code mixed} (the mixed mode as it ships, through the public
- * backend and a mixed plan) and every reader of the project's read bound (the bound is the
- * fastest of them, as in the suite: the 512-bit reader alone reads memory slower than the standard checksum on Zen 4),
- * one call each in turn
- * with the order rotating, so a loaded machine's noise hits all alike; prints best and median GB/s and the ratios to
+ * backend and a mixed plan) and every reader of the project's read bound (the bound is the fastest of them, as in the
+ * suite: the 512-bit reader alone reads memory slower than the standard checksum on Zen 4), one call each in turn with
+ * the order rotating, so a loaded machine's noise hits all alike; prints best and median GB/s and the ratios to
  * the standard mode's best and median. {@code old} and {@code rows} run through a backend whose kernel is the mixed
  * one (a standard-mode plan then computes mixed sums); their block checksums are compared with the shipped mixed mode's
  * first (exit on a difference). Each call's CPU time (all of the JVM's threads, {@link ThreadMXBean}) is recorded too:
