@@ -15,8 +15,9 @@ import java.util.List;
  * {@code old}, every call through the plan's objects layer by layer ({@code FastCpuBackend.compute}) and K's and V's
  * eight-vector cells in one loop (the path before issue 28's in-cache work), against {@code fused}, the backend as it
  * ships (the plan's prepared form; two loops), {@code bound}, the project's read bound, and {@code kernel}, the kernel's
- * calls alone on the fixture's segments (Llama-3-8B TP1 or DeepSeek MLA bf16 at one block; arguments read from an
- * array, not constants): what the loops cost without the backend around them; and {@code prev}, the prepared form with
+ * calls alone on the fixture's segments as the prepared plans make them ({@code headsInCache}; MLA's layers two per
+ * {@code streamPair} where the kernel pairs streams) (Llama-3-8B TP1 or DeepSeek MLA bf16 at one block; arguments read
+ * from an array, not constants): what the loops cost without the backend around them; and {@code prev}, the prepared form with
  * the kernel's calls before the in-cache forms of issue 28's last step ({@code headsAffine} per layer instead of
  * {@code headsInCache}, one MLA layer per loop instead of {@code streamPair}'s two). One call each in turn with the order
  * rotating, so a loaded machine's noise hits all alike; prints best and median GB/s and each side's over the bound's.
@@ -55,14 +56,19 @@ public final class FusedCacheAb {
                 // MLA: base, stride, tokens, t0, cell, piece base, region; Llama: K base, token and head stride, pieces,
                 // V base, heads (the fixture's layout: one page, K then V)
                 long[] dyn = {0, 1152, 16, 0, 144, 0, 144, 0, 2048, 256, 32, 32768, 8};
+                java.lang.foreign.MemorySegment[] segs = fx.segments().toArray(new java.lang.foreign.MemorySegment[0]);
                 java.util.function.LongSupplier kernelOnly = () -> {
                     long z = 0;
-                    for (java.lang.foreign.MemorySegment seg : fx.segments()) {
-                        if (mla) {
+                    for (int r = 0; r < segs.length; r++) {
+                        java.lang.foreign.MemorySegment seg = segs[r];
+                        if (mla && kern.pairsStreams() && r + 1 < segs.length) {
+                            // the prepared plans' MLA call: two layers per loop, each sum times its factor (here 1 and 3)
+                            z += kern.streamPair(seg, dyn[0], 1, segs[++r], dyn[0], 3, (int) dyn[2], dyn[3], (int) dyn[4]);
+                        } else if (mla) {
                             z += kern.sumAffine(seg, dyn[0], dyn[1], (int) dyn[2], dyn[3], (int) dyn[4], (int) dyn[5], (int) dyn[6]);
                         } else {
-                            kern.headsAffine(seg, dyn[7], dyn[8], dyn[9], (int) dyn[10], seg, dyn[11], dyn[8], dyn[9], (int) dyn[10],
-                                    (int) dyn[12], (int) dyn[2], dyn[3], false, hs);
+                            kern.headsInCache(seg, dyn[7], dyn[8], dyn[9], (int) dyn[10], seg, dyn[11], dyn[8], dyn[9], (int) dyn[10],
+                                    (int) dyn[12], (int) dyn[2], dyn[3], hs);
                             z += hs[0] + hs[7];
                         }
                     }
