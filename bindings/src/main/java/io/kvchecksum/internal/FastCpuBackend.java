@@ -783,8 +783,7 @@ public final class FastCpuBackend implements Backend {
         boolean touchAhead = streaming && heads > 1
                 && !kernel.rowsAffine(heads, kPieces, run.kHeadStride(), v == null ? 0 : vPieces, run.vHeadStride());
         // a block of one position from memory (Jlama's pages of one position): the kernel's one call for the row
-        boolean oneRow = streaming
-                && kernel.oneRow(heads, kPieces, run.kHeadStride(), v == null ? 0 : vPieces, run.vHeadStride());
+        boolean oneRow = streaming && oneRow(kernel, run, first);
         long touched = 0;
         long[] headSums = scratch.headSums(heads);
         for (int p = p0; p < p1; p++) {
@@ -801,8 +800,8 @@ public final class FastCpuBackend implements Backend {
                     touched += touchNext(blocks, p + 1, pageSize, k, kSeg, v, vSeg, heads, run);
                 }
                 if (oneRow && n == 1) {
-                    kernel.oneRowAffine(kSeg, kBase, k.tokenStride(), run.kHeadStride(), kPieces, vSeg, vBase,
-                            v == null ? 0 : v.tokenStride(), run.vHeadStride(), vPieces, heads, t0, headSums);
+                    kernel.oneRowAffine(kSeg, kBase, run.kHeadStride(), kPieces, vSeg, vBase, run.vHeadStride(), vPieces, heads,
+                            t0, headSums);
                 } else {
                     kernel.headsAffine(kSeg, kBase, k.tokenStride(), run.kHeadStride(), kPieces, vSeg, vBase,
                             v == null ? 0 : v.tokenStride(), run.vHeadStride(), vPieces, heads, n, t0, streaming, headSums);
@@ -918,9 +917,15 @@ public final class FastCpuBackend implements Backend {
         final int[] column;
         final long[] factors;
         final int maxHeads;
+        /**
+         * per layer: whether it is read with the next one in one loop ({@link SliceKernel#streamPair}: both one head of
+         * one stream without V, MLA's latent rows, of the same cell, where the kernel {@link SliceKernel#pairsStreams});
+         * the next layer is then skipped
+         */
+        final boolean[] pairNext;
 
         Prepared(int nb, int layers, MemorySegment[] kSeg, MemorySegment[] vSeg, long[] strides, int[] shape, long[] bases,
-                long[] t0, int[] n, int[] column, long[] factors, int maxHeads) {
+                long[] t0, int[] n, int[] column, long[] factors, int maxHeads, boolean[] pairNext) {
             this.nb = nb;
             this.layers = layers;
             this.kSeg = kSeg;
@@ -933,6 +938,7 @@ public final class FastCpuBackend implements Backend {
             this.column = column;
             this.factors = factors;
             this.maxHeads = maxHeads;
+            this.pairNext = pairNext;
         }
 
         static Prepared of(SlicePlan plan, SliceKernel kernel) {
@@ -985,8 +991,20 @@ public final class FastCpuBackend implements Backend {
             for (int i = 0; i < factors.length; i++) {
                 factors[i] = plan.slice(i).factor();
             }
+            boolean[] pairNext = new boolean[layers];
+            for (int r = 0; kernel.pairsStreams() && r + 1 < layers; r++) {
+                if (oneStream(vSeg, strides, shape, r) && oneStream(vSeg, strides, shape, r + 1)
+                        && shape[4 * r] == shape[4 * (r + 1)]) {
+                    pairNext[r++] = true;
+                }
+            }
             return new Prepared(nb, layers, kSeg, vSeg, strides, shape, bases, blocks.t0, blocks.n,
-                    blocks.order, factors, maxHeads);
+                    blocks.order, factors, maxHeads, pairNext);
+        }
+
+        /** Whether layer {@code r} is one head without V whose cells lie back to back: one stream per block (MLA). */
+        private static boolean oneStream(MemorySegment[] vSeg, long[] strides, int[] shape, int r) {
+            return vSeg[r] == null && shape[4 * r + 2] == 1 && strides[4 * r] == 8L * shape[4 * r];
         }
 
         /**
@@ -1007,6 +1025,16 @@ public final class FastCpuBackend implements Backend {
                 int vPieces = shape[4 * r + 1];
                 int heads = shape[4 * r + 2];
                 int first = shape[4 * r + 3];
+                if (pairNext[r]) {
+                    MemorySegment k2 = kSeg[r + 1];
+                    long f2 = factors[shape[4 * (r + 1) + 3]];
+                    for (int p = 0; p < nb; p++) {
+                        out[column[p]] += kernel.streamPair(k, bases[2 * (r * nb + p)], factors[first], k2,
+                                bases[2 * ((r + 1) * nb + p)], f2, n[p], t0[p], kPieces);
+                    }
+                    r++;
+                    continue;
+                }
                 for (int p = 0; p < nb; p++) {
                     int at = 2 * (r * nb + p);
                     long sum = 0;
@@ -1014,8 +1042,8 @@ public final class FastCpuBackend implements Backend {
                         // one head without V (MLA's latent row): the kernel's loop itself, not its per-head dispatch
                         sum = factors[first] * kernel.sumAffine(k, bases[at], kStride, n[p], t0[p], kPieces, 0, kPieces);
                     } else {
-                        kernel.headsAffine(k, bases[at], kStride, kHeadStride, kPieces, v, bases[at + 1], vStride, vHeadStride,
-                                vPieces, heads, n[p], t0[p], false, sums);
+                        kernel.headsInCache(k, bases[at], kStride, kHeadStride, kPieces, v, bases[at + 1], vStride,
+                                vHeadStride, vPieces, heads, n[p], t0[p], sums);
                         for (int h = 0; h < heads; h++) {
                             sum += factors[first + h] * sums[h];
                         }
@@ -1038,14 +1066,22 @@ public final class FastCpuBackend implements Backend {
         SlicePlan.Part k = first.k();
         SlicePlan.Part v = first.v();
         if (run.numHeads() < 2 || kernel.rowsAffine(run.numHeads(), k.pieces(), run.kHeadStride(),
-                v == null ? 0 : first.vPieces(), run.vHeadStride()) || (blocks.n[p] == 1 && kernel.oneRow(run.numHeads(),
-                k.pieces(), run.kHeadStride(), v == null ? 0 : first.vPieces(), run.vHeadStride()))) {
+                v == null ? 0 : first.vPieces(), run.vHeadStride()) || (blocks.n[p] == 1 && oneRow(kernel, run, first))) {
             // nor where a block of one position is one call's row (oneRowAffine): touched ahead, the next layer's
             // row measured slower (SegmentsBench at -XX:UseAVX=2: 0.36-0.47 of one plan's throughput, without it 0.56-0.86)
             return 0;
         }
         return touchNext(blocks, p, plan.pageSize(), k, ((KvMemory.Host) k.memory()).segment(), v,
                 v == null ? null : ((KvMemory.Host) v.memory()).segment(), run.numHeads(), run);
+    }
+
+    /**
+     * Whether {@code kernel} reads a block of one position of layer {@code run} from memory in one call for its row of
+     * heads ({@link SliceKernel#oneRowAffine}): asked here only, for {@link #compute} and {@link #touchLayer} alike.
+     */
+    private static boolean oneRow(SliceKernel kernel, SlicePlan.LayerRun run, SlicePlan.Slice first) {
+        return kernel.oneRow(run.numHeads(), first.k().pieces(), run.kHeadStride(), first.v() == null ? 0 : first.vPieces(),
+                run.vHeadStride());
     }
 
     /** Reads one byte per cache line of the rows of block position {@code p} if it lies in one page; their sum. */

@@ -99,13 +99,44 @@ interface SliceKernel {
     }
 
     /**
-     * {@link #headsAffine} from memory for a block of one position ({@code n} 1): where {@link #oneRow} holds, a kernel
-     * reads the row of side-by-side heads in one call, not in a pass per head (Jlama's pages of one position).
+     * {@link #headsAffine} from memory for a block of one position ({@code n} 1; no token stride, as one position has
+     * none): the row of side-by-side heads in one call, not in a pass per head (Jlama's pages of one position). Called
+     * only where {@link #oneRow} holds, so a kernel without a loop of its own for it has nothing to do here.
      */
-    default void oneRowAffine(MemorySegment kSeg, long kBase, long kStride, long kHeadStride, int kPieces, MemorySegment vSeg,
-            long vBase, long vStride, long vHeadStride, int vPieces, int heads, long t0, long[] out) {
-        headsAffine(kSeg, kBase, kStride, kHeadStride, kPieces, vSeg, vBase, vStride, vHeadStride, vPieces, heads, 1, t0, true,
+    default void oneRowAffine(MemorySegment kSeg, long kBase, long kHeadStride, int kPieces, MemorySegment vSeg, long vBase,
+            long vHeadStride, int vPieces, int heads, long t0, long[] out) {
+        throw new UnsupportedOperationException(describe() + " has no one-row loop (oneRow is false)");
+    }
+
+    /**
+     * {@link #headsAffine} for a block in cache ({@code fromMemory} false), as the backend's prepared plans call it
+     * (issue 28): a kernel may take loops here that it keeps out of {@code headsAffine}, whose size is at C2's
+     * inlining limit (docs/bench-cpu.md, "What the loops do, and what each was worth"); the sums are the same.
+     */
+    default void headsInCache(MemorySegment kSeg, long kBase, long kStride, long kHeadStride, int kPieces, MemorySegment vSeg,
+            long vBase, long vStride, long vHeadStride, int vPieces, int heads, int n, long t0, long[] out) {
+        headsAffine(kSeg, kBase, kStride, kHeadStride, kPieces, vSeg, vBase, vStride, vHeadStride, vPieces, heads, n, t0, false,
                 out);
+    }
+
+    /**
+     * Whether {@link #streamPair} reads two streams in one loop rather than one after the other (then the backend's
+     * prepared plans pair MLA's layers).
+     */
+    default boolean pairsStreams() {
+        return false;
+    }
+
+    /**
+     * Two whole-cell regions of {@code pieces} pieces a token, each of {@code n} tokens back to back (MLA's latent rows
+     * of one block in two layers): {@code fa * sumAffine(a) + fb * sumAffine(b)} with {@code pieceBase} 0, the token
+     * stride {@code 8 * pieces} and the cell the region, wrapping like every sum.
+     */
+    default long streamPair(MemorySegment aSeg, long aBase, long fa, MemorySegment bSeg, long bBase, long fb, int n, long t0,
+            int pieces) {
+        long stride = 8L * pieces;
+        return fa * sumAffine(aSeg, aBase, stride, n, t0, pieces, 0, pieces)
+                + fb * sumAffine(bSeg, bBase, stride, n, t0, pieces, 0, pieces);
     }
 
     /**

@@ -316,15 +316,7 @@ final class VectorSliceKernel implements SliceKernel {
             return;
         }
         if (vSeg != null && kPieces == 8 * L && vPieces == 8 * L && !fromMemory && eightTwoLoops) {
-            // In cache (issue 28, Llama-3-8B at -XX:UseAVX=2): K's and V's eight-vector cells each in their own loop, as
-            // from memory, and every head's K before any V: one loop for both (headEight) read 0.73 of the project's
-            // bound, K and V head by head 0.80, all K then all V 0.81-0.82 (docs/bench-cpu.md, "What limits the ratios")
-            for (int h = 0; h < heads; h++) {
-                out[h] = eightAffine(kSeg, kBase + h * kHeadStride, kStride, n, t0, 16 * L, 0);
-            }
-            for (int h = 0; h < heads; h++) {
-                out[h] += eightAffine(vSeg, vBase + h * vHeadStride, vStride, n, t0, 16 * L, 8 * L);
-            }
+            eightKThenV(kSeg, kBase, kStride, kHeadStride, vSeg, vBase, vStride, vHeadStride, heads, n, t0, out);
             return;
         }
         if (vSeg != null && kPieces == 8 * L && vPieces == 8 * L) {
@@ -342,6 +334,185 @@ final class VectorSliceKernel implements SliceKernel {
     }
 
     /**
+     * In cache (issue 28, Llama-3-8B at -XX:UseAVX=2): K's and V's eight-vector cells each in their own loop, as from
+     * memory, and every head's K before any V: one loop for both ({@link #headEight}) read 0.73 of the project's bound,
+     * K and V head by head 0.80, all K then all V 0.81-0.82 (docs/bench-cpu.md, "What limits the ratios"); the loop
+     * over heads inside one method ({@link #eightHeads}) rather than a call per head, 1.01-1.02 of that.
+     */
+    private static void eightKThenV(MemorySegment kSeg, long kBase, long kStride, long kHeadStride, MemorySegment vSeg,
+            long vBase, long vStride, long vHeadStride, int heads, int n, long t0, long[] out) {
+        eightHeads(kSeg, kBase, kStride, kHeadStride, heads, n, t0, 0, out, false);
+        eightHeads(vSeg, vBase, vStride, vHeadStride, heads, n, t0, 8 * L, out, true);
+    }
+
+    /**
+     * {@link #eightAffine} for every head of a region ({@code heads} regions of eight vectors in cells of sixteen, head
+     * {@code h}'s at {@code base + h*headStride}) in one call; each head's sum goes to {@code out[h]}, or is added to it
+     * with {@code add}. The closing is {@link #closeEight}'s as {@link #closeTokens} of {@code a_k + b_k} plus
+     * {@code 8L * sum b} (one lane reduction more, a smaller method for C2).
+     */
+    private static void eightHeads(MemorySegment seg, long base, long stride, long headStride, int heads, int n, long t0,
+            int pieceBase, long[] out, boolean add) {
+        final long vb = 8L * L;
+        for (int h = 0; h < heads; h++) {
+            final LongVector zero = LongVector.zero(S);
+            LongVector a0 = zero, a1 = zero, a2 = zero, a3 = zero;
+            LongVector b0 = zero, b1 = zero, b2 = zero, b3 = zero;
+            LongVector s0 = zero, s1 = zero, s2 = zero, s3 = zero;
+            long head = base + h * headStride;
+            for (int i = 0; i < n; i++) {
+                long a = head + i * stride;
+                a0 = a0.add(LongVector.fromMemorySegment(S, seg, a, LE));
+                a1 = a1.add(LongVector.fromMemorySegment(S, seg, a + vb, LE));
+                a2 = a2.add(LongVector.fromMemorySegment(S, seg, a + 2 * vb, LE));
+                a3 = a3.add(LongVector.fromMemorySegment(S, seg, a + 3 * vb, LE));
+                b0 = b0.add(LongVector.fromMemorySegment(S, seg, a + 4 * vb, LE));
+                b1 = b1.add(LongVector.fromMemorySegment(S, seg, a + 5 * vb, LE));
+                b2 = b2.add(LongVector.fromMemorySegment(S, seg, a + 6 * vb, LE));
+                b3 = b3.add(LongVector.fromMemorySegment(S, seg, a + 7 * vb, LE));
+                s0 = s0.add(a0).add(b0);
+                s1 = s1.add(a1).add(b1);
+                s2 = s2.add(a2).add(b2);
+                s3 = s3.add(a3).add(b3);
+            }
+            long hi = b0.add(b1).add(b2.add(b3)).reduceLanes(VectorOperators.ADD) << SHIFT_8L;
+            long sum = hi + closeTokens(a0.add(b0), a1.add(b1), a2.add(b2), a3.add(b3), s0.add(s1).add(s2.add(s3)), n, t0,
+                    16 * L, pieceBase);
+            out[h] = add ? out[h] + sum : sum;
+        }
+    }
+
+    /**
+     * The prepared plans' in-cache call: with AVX-512's registers, K's and V's four-vector cells (bf16 head dim 128,
+     * Llama-3-8B) two tokens per iteration, every head's K before any V, and the loop over heads inside one method
+     * ({@link #fourHeadsByTwo}), where {@link #headsAffine} reads one token per iteration, K then V head by head, a
+     * call per head ({@link #headFour}): on Llama-3-8B TP1 at 1 MiB the kernel alone read 1.04 of that with two tokens
+     * per iteration, 1.07 with all K first as well, 1.12-1.13 with the heads' loop inside (docs/bench-cpu.md, "What the
+     * loops do, and what each was worth"). At 256 bits, K's and V's eight-vector cells as {@code headsAffine} reads
+     * them in cache. A method of its own, not a branch of {@code headsAffine}: C2's inlining budget. An odd block (a
+     * request's last) takes {@code headsAffine}.
+     */
+    @Override
+    public void headsInCache(MemorySegment kSeg, long kBase, long kStride, long kHeadStride, int kPieces, MemorySegment vSeg,
+            long vBase, long vStride, long vHeadStride, int vPieces, int heads, int n, long t0, long[] out) {
+        if (KernelSpecies.WIDE_REGISTER_FILE && vSeg != null && kPieces == 4 * L && vPieces == 4 * L && (n & 1) == 0) {
+            fourHeadsByTwo(kSeg, kBase, kStride, kHeadStride, heads, n, t0, 8 * L, 0, out, false);
+            fourHeadsByTwo(vSeg, vBase, vStride, vHeadStride, heads, n, t0, 8 * L, 4 * L, out, true);
+            return;
+        }
+        if (eightTwoLoops && vSeg != null && kPieces == 8 * L && vPieces == 8 * L) {
+            eightKThenV(kSeg, kBase, kStride, kHeadStride, vSeg, vBase, vStride, vHeadStride, heads, n, t0, out);
+            return;
+        }
+        headsAffine(kSeg, kBase, kStride, kHeadStride, kPieces, vSeg, vBase, vStride, vHeadStride, vPieces, heads, n, t0, false,
+                out);
+    }
+
+    /**
+     * {@link #affineTokens} for every head of a region ({@code heads} regions of four vectors, head {@code h}'s at
+     * {@code base + h*headStride}), two tokens per iteration for an even {@code n}: the same running sums, half the loop
+     * iterations, and one call for all heads. Each head's sum goes to {@code out[h]}, or is added to it with
+     * {@code add}. Four tokens per iteration crossed C2's inlining budget (the vector operations fell back to Java,
+     * 2.5x slower); so did two at 256 bits with {@link #eightAffine}'s twelve accumulators.
+     */
+    private static void fourHeadsByTwo(MemorySegment seg, long base, long stride, long headStride, int heads, int n, long t0,
+            int cellPieces, int pieceBase, long[] out, boolean add) {
+        final long vb = 8L * L;
+        for (int h = 0; h < heads; h++) {
+            final LongVector zero = LongVector.zero(S);
+            LongVector a0 = zero, a1 = zero, a2 = zero, a3 = zero;
+            LongVector s0 = zero, s1 = zero, s2 = zero, s3 = zero;
+            long head = base + h * headStride;
+            for (int i = 0; i < n; i += 2) {
+                long a = head + i * stride;
+                long b = a + stride;
+                a0 = a0.add(LongVector.fromMemorySegment(S, seg, a, LE));
+                a1 = a1.add(LongVector.fromMemorySegment(S, seg, a + vb, LE));
+                a2 = a2.add(LongVector.fromMemorySegment(S, seg, a + 2 * vb, LE));
+                a3 = a3.add(LongVector.fromMemorySegment(S, seg, a + 3 * vb, LE));
+                s0 = s0.add(a0);
+                s1 = s1.add(a1);
+                s2 = s2.add(a2);
+                s3 = s3.add(a3);
+                a0 = a0.add(LongVector.fromMemorySegment(S, seg, b, LE));
+                a1 = a1.add(LongVector.fromMemorySegment(S, seg, b + vb, LE));
+                a2 = a2.add(LongVector.fromMemorySegment(S, seg, b + 2 * vb, LE));
+                a3 = a3.add(LongVector.fromMemorySegment(S, seg, b + 3 * vb, LE));
+                s0 = s0.add(a0);
+                s1 = s1.add(a1);
+                s2 = s2.add(a2);
+                s3 = s3.add(a3);
+            }
+            long sum = closeTokens(a0, a1, a2, a3, s0.add(s1).add(s2.add(s3)), n, t0, cellPieces, pieceBase);
+            out[h] = add ? out[h] + sum : sum;
+        }
+    }
+
+    /**
+     * Two layers' MLA streams in lockstep with AVX-512's registers (sixteen accumulators), as the read bound reads two
+     * parts: measured 1.02-1.04 of a {@link #stream} per layer on DeepSeek MLA bf16 at 1 MiB; at 256 bits (sixteen
+     * registers) slower, so {@link #pairsStreams} is false there (docs/bench-cpu.md).
+     */
+    @Override
+    public boolean pairsStreams() {
+        return KernelSpecies.WIDE_REGISTER_FILE;
+    }
+
+    /**
+     * {@link SliceKernel#streamPair}: both streams' {@link #stream} sums in one loop; the closing scales each stream's
+     * vectors by its factor before one lane reduction (the closing is linear in them, so the sum is exact mod 2^64).
+     */
+    @Override
+    public long streamPair(MemorySegment aSeg, long aBase, long fa, MemorySegment bSeg, long bBase, long fb, int n, long t0,
+            int pieces) {
+        final LongVector zero = LongVector.zero(S);
+        LongVector a0 = zero, a1 = zero, a2 = zero, a3 = zero;
+        LongVector s0 = zero, s1 = zero, s2 = zero, s3 = zero;
+        LongVector b0 = zero, b1 = zero, b2 = zero, b3 = zero;
+        LongVector u0 = zero, u1 = zero, u2 = zero, u3 = zero;
+        final long vb = 8L * L;
+        long total = (long) n * pieces;
+        int groups = Math.toIntExact(total / (4L * L));
+        for (int g = 0; g < groups; g++) {
+            long a = aBase + g * 4 * vb;
+            long b = bBase + g * 4 * vb;
+            a0 = a0.add(LongVector.fromMemorySegment(S, aSeg, a, LE));
+            a1 = a1.add(LongVector.fromMemorySegment(S, aSeg, a + vb, LE));
+            a2 = a2.add(LongVector.fromMemorySegment(S, aSeg, a + 2 * vb, LE));
+            a3 = a3.add(LongVector.fromMemorySegment(S, aSeg, a + 3 * vb, LE));
+            b0 = b0.add(LongVector.fromMemorySegment(S, bSeg, b, LE));
+            b1 = b1.add(LongVector.fromMemorySegment(S, bSeg, b + vb, LE));
+            b2 = b2.add(LongVector.fromMemorySegment(S, bSeg, b + 2 * vb, LE));
+            b3 = b3.add(LongVector.fromMemorySegment(S, bSeg, b + 3 * vb, LE));
+            s0 = s0.add(a0);
+            s1 = s1.add(a1);
+            s2 = s2.add(a2);
+            s3 = s3.add(a3);
+            u0 = u0.add(b0);
+            u1 = u1.add(b1);
+            u2 = u2.add(b2);
+            u3 = u3.add(b3);
+        }
+        long c0 = 2 * t0 * pieces + 1;
+        // close() of each stream, its vectors scaled by the stream's factor
+        LongVector a23 = a2.add(a3);
+        LongVector b23 = b2.add(b3);
+        LongVector all = a0.add(a1).add(a23).mul(fa).add(b0.add(b1).add(b23).mul(fb));
+        LongVector sets = a1.add(a23).add(a23).add(a3).mul(fa).add(b1.add(b23).add(b23).add(b3).mul(fb));
+        LongVector tri = s0.add(s1).add(s2.add(s3)).mul(fa).add(u0.add(u1).add(u2.add(u3)).mul(fb));
+        long sum = all.mul(TWO_IOTA.add(c0 + 8L * L * groups))
+                .sub(tri.lanewise(VectorOperators.LSHL, SHIFT_8L))
+                .add(sets.lanewise(VectorOperators.LSHL, SHIFT_2L))
+                .reduceLanes(VectorOperators.ADD);
+        long done = groups * 4L * L;
+        if (done < total) {   // MLA's rows are whole groups; the tails' calls (not inlined here) cost 0.3% of the pass
+            sum += fa * streamTail(aSeg, aBase + 8 * done, done, total, c0)
+                    + fb * streamTail(bSeg, bBase + 8 * done, done, total, c0);
+        }
+        return sum;
+    }
+
+    /**
      * One position's row of side-by-side heads from memory where the row pass does not take it (Llama-3-8B's 2 KiB rows
      * at 256 bits): head by head through {@link #headsAffine}, a row of eight heads was sixteen calls of a loop for
      * many tokens, each paying its start and closing (docs/bench-cpu.md, "Segmented caches"). A method of its own, not
@@ -355,8 +526,8 @@ final class VectorSliceKernel implements SliceKernel {
     }
 
     @Override
-    public void oneRowAffine(MemorySegment kSeg, long kBase, long kStride, long kHeadStride, int kPieces, MemorySegment vSeg,
-            long vBase, long vStride, long vHeadStride, int vPieces, int heads, long t0, long[] out) {
+    public void oneRowAffine(MemorySegment kSeg, long kBase, long kHeadStride, int kPieces, MemorySegment vSeg, long vBase,
+            long vHeadStride, int vPieces, int heads, long t0, long[] out) {
         long cell = kPieces + (vSeg == null ? 0 : vPieces);
         oneRowPart(kSeg, kBase, kPieces, heads, 2 * t0 * cell + 1, out, false);
         if (vSeg != null) {

@@ -165,6 +165,97 @@ class SliceKernelTest {
     }
 
     /**
+     * The prepared plans' in-cache call ({@code SliceKernel.headsInCache}: at 512 bits two tokens per iteration for
+     * cells of four vectors, at 256 bits K then V for cells of eight) against the definition and {@code headsAffine}:
+     * the cell sizes of real models and odd ones, even and odd token counts (an odd block takes {@code headsAffine}),
+     * heads side by side and head-major, K alone and K with V, padded strides, unaligned bases.
+     */
+    @Test
+    void everyHeadOfALayerInCacheMatchesTheDefinition() {
+        SplittableRandom rnd = new SplittableRandom(SEED + 8);
+        System.out.println("headsInCache seed " + (SEED + 8));
+        List<SliceKernel> kernels = List.of(new ScalarSliceKernel(), new VectorSliceKernel(KernelSpecies.Streams.PREFERRED),
+                new VectorSliceKernel(KernelSpecies.Streams.NARROW, true, false));
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment s = randomSegment(arena, rnd);
+            int cases = 0;
+            for (int pieces : new int[] {32, 16, 64, 8, 72}) {
+                for (int rep = 0; rep < 24; rep++) {
+                    int heads = 1 + rnd.nextInt(8);
+                    boolean kOnly = rnd.nextInt(4) == 0;
+                    int cell = kOnly ? pieces : 2 * pieces;
+                    boolean sideBySide = rnd.nextBoolean();
+                    int n = rep < 12 ? 2 * (1 + rnd.nextInt(8)) : 1 + rnd.nextInt(16);
+                    long pad = rnd.nextInt(3) == 0 ? 8L * rnd.nextInt(9) : 0;
+                    long headStride = sideBySide ? 8L * pieces : (8L * pieces + pad) * n;
+                    long tokenStride = sideBySide ? 8L * pieces * heads + pad : 8L * pieces + pad;
+                    long kBase = rnd.nextInt(64);
+                    long vBase = 400_000 + rnd.nextInt(64);
+                    long t0 = rnd.nextLong(1L << 40);
+                    long[] expected = new long[heads];
+                    for (int h = 0; h < heads; h++) {
+                        expected[h] = definition(s, kBase + h * headStride, tokenStride, n, t0, cell, 0, pieces)
+                                + (kOnly ? 0 : definition(s, vBase + h * headStride, tokenStride, n, t0, cell, pieces, pieces));
+                    }
+                    for (SliceKernel k : kernels) {
+                        if (!k.affine(pieces, tokenStride, cell)) {
+                            continue;
+                        }
+                        long[] out = new long[heads + 1];
+                        out[heads] = 42;
+                        k.headsInCache(s, kBase, tokenStride, headStride, pieces, kOnly ? null : s, vBase, tokenStride,
+                                headStride, kOnly ? 0 : pieces, heads, n, t0, out);
+                        String what = k.describe() + ": " + heads + " heads of " + pieces + " pieces"
+                                + (kOnly ? " (K only)" : "") + ", n " + n + ", strides " + tokenStride + "/" + headStride;
+                        assertArrayEquals(expected, java.util.Arrays.copyOf(out, heads), what);
+                        assertEquals(42, out[heads], "nothing written past the heads: " + what);
+                        cases++;
+                    }
+                }
+            }
+            System.out.println(cases + " headsInCache cases at " + KernelSpecies.S.vectorBitSize() + " bits");
+            assertTrue(cases > 100, "too few cases ran: " + cases);
+        }
+    }
+
+    /**
+     * Two layers' streams in one call ({@code SliceKernel.streamPair}, MLA's latent rows in the prepared plans): the
+     * factors' weighted sum of both streams' definitions, on MLA's cells (144 and 72 pieces), a cell of whole vector
+     * groups and odd ones (a tail after the last group), large factors (the sums wrap), unaligned bases.
+     */
+    @Test
+    void twoLayersStreamsInOneCallMatchTheDefinition() {
+        SplittableRandom rnd = new SplittableRandom(SEED + 9);
+        System.out.println("streamPair seed " + (SEED + 9));
+        List<SliceKernel> kernels = List.of(new ScalarSliceKernel(), new VectorSliceKernel(KernelSpecies.Streams.PREFERRED),
+                new VectorSliceKernel(KernelSpecies.Streams.NARROW));
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment s = randomSegment(arena, rnd);
+            int cases = 0;
+            for (int pieces : new int[] {144, 72, 64, 32, 5, 1, 13}) {
+                for (int rep = 0; rep < 12; rep++) {
+                    int n = 1 + rnd.nextInt(16);
+                    long aBase = rnd.nextInt(64) + (rnd.nextBoolean() ? 0 : 4096);
+                    long bBase = 400_000 + rnd.nextInt(64);
+                    long fa = rnd.nextLong();
+                    long fb = rep == 0 ? 1 : rnd.nextLong();
+                    long t0 = rnd.nextLong(1L << 40);
+                    long stride = 8L * pieces;
+                    long expected = fa * definition(s, aBase, stride, n, t0, pieces, 0, pieces)
+                            + fb * definition(s, bBase, stride, n, t0, pieces, 0, pieces);
+                    for (SliceKernel k : kernels) {
+                        assertEquals(expected, k.streamPair(s, aBase, fa, s, bBase, fb, n, t0, pieces),
+                                k.describe() + (k.pairsStreams() ? " (one loop)" : "") + ": " + pieces + " pieces, n " + n
+                                        + ", bases " + aBase + "/" + bBase + ", t0 " + t0);
+                        cases++;
+                    }
+                }
+            }
+            System.out.println(cases + " streamPair cases at " + KernelSpecies.S.vectorBitSize() + " bits");
+        }
+    }
+
+    /**
      * One position's row of side-by-side heads in one call ({@code SliceKernel.oneRowAffine}, Jlama's pages of one
      * position): every head count and cell size {@code oneRow} takes at this JVM's width (the Llama-3-8B TP1 row of 8
      * heads of 32 pieces among them at 256 bits), K alone and K with V, unaligned bases, large positions.
@@ -197,8 +288,8 @@ class SliceKernelTest {
                             }
                             long[] out = new long[heads + 1];
                             java.util.Arrays.fill(out, 7);
-                            k.oneRowAffine(s, kBase, tokenStride, 8L * pieces, pieces, kOnly ? null : s, vBase, tokenStride,
-                                    8L * pieces, kOnly ? 0 : pieces, heads, t0, out);
+                            k.oneRowAffine(s, kBase, 8L * pieces, pieces, kOnly ? null : s, vBase, 8L * pieces,
+                                    kOnly ? 0 : pieces, heads, t0, out);
                             String what = k.describe() + ": " + heads + " heads of " + pieces + " pieces"
                                     + (kOnly ? " (K only)" : "") + ", t0 " + t0;
                             assertArrayEquals(expected, java.util.Arrays.copyOf(out, heads), what);
