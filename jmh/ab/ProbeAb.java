@@ -34,7 +34,9 @@ import java.util.stream.IntStream;
  * <li>{@code full}: the CPU backend's full checksum of the request (what the issue's target scales);
  * <li>{@code ship}: {@link PageProbe#compute} as it ships; {@code onePage}: the same of the request's first page (the
  *     fixed per-call cost);
- * <li>{@code dN}: the shipped loop's copy with the windows of the page {@code N} ahead touched ({@code d0}: no touch);
+ * <li>{@code dN}: the loop before the sums were carried over the runs (a reduction per run of one memory), with the
+ *     windows of the page {@code N} ahead touched ({@code d0}: no touch); {@code rN}: the same with the sums carried
+ *     over the runs ({@code ProbeWindows.sumRuns}, as shipped: {@code r1} is {@code ship} without its fixed cost);
  * <li>{@code twoPass}: per chunk, one load of every window of the chunk, then the summing pass;
  * <li>{@code serial}: {@code d1} on the calling thread alone (what the pool adds);
  * <li>{@code bound}: {@link ProbeWindowBound}, a plain read of exactly the probe's windows (every 64-byte window one
@@ -118,6 +120,12 @@ public final class ProbeAb {
                 case "serial" -> probe(win, plan, 1, "serial", want);
                 case "pool2" -> probe(win, plan, 1, pool2, want);
                 default -> {
+                    if (side.startsWith("r") && !side.startsWith("rm")) {
+                        win.carried = true;
+                        Win c = win.copy();
+                        win.carried = false;
+                        yield probe(c, plan, Integer.parseInt(side.substring(1)), null, want);
+                    }
                     if (side.startsWith("rm")) {
                         yield runMajor(win, plan, Integer.parseInt(side.substring(2)), want);
                     }
@@ -261,8 +269,37 @@ public final class ProbeAb {
     }
 
     /** PageProbe.HostWindows' arrays (64-byte windows only), with variants of its loop. */
-    record Win(MemorySegment[] runSeg, int[] runStart, long[] base, long[] pageStride, long[] tokenStride, long[] tailSkip,
-            long[] w) {
+    static final class Win {
+        final MemorySegment[] runSeg;
+        final int[] runStart;
+        final long[] base;
+        final long[] pageStride;
+        final long[] tokenStride;
+        final long[] tailSkip;
+        final long[] w;
+        final boolean[] of8;
+        /** Whether the sums are carried over the runs ({@link ProbeWindows#sumRuns}, as shipped) or per run (before). */
+        boolean carried;
+
+        Win(MemorySegment[] runSeg, int[] runStart, long[] base, long[] pageStride, long[] tokenStride, long[] tailSkip,
+                long[] w) {
+            this.runSeg = runSeg;
+            this.runStart = runStart;
+            this.base = base;
+            this.pageStride = pageStride;
+            this.tokenStride = tokenStride;
+            this.tailSkip = tailSkip;
+            this.w = w;
+            of8 = new boolean[runSeg.length];
+            Arrays.fill(of8, true);
+        }
+
+        Win copy() {
+            Win c = new Win(runSeg, runStart, base, pageStride, tokenStride, tailSkip, w);
+            c.carried = carried;
+            return c;
+        }
+
         static Win of(SlicePlan plan) {
             List<SlicePlan.Slice> slices = plan.slices();
             int np = 0;
@@ -369,9 +406,14 @@ public final class ProbeAb {
                     int i = order[p];
                     ht[0] = 0;
                     ht[1] = 0;
-                    for (int r = 0; r < runSeg.length; r++) {
-                        ProbeWindows.INSTANCE.sum8(runSeg[r], base, pageStride, tokenStride, tailSkip, w, runStart[r],
-                                runStart[r + 1], plan.page(i), lastSlot(plan, i), ht);
+                    if (carried) {
+                        ProbeWindows.INSTANCE.sumRuns(runSeg, runStart, of8, base, pageStride, tokenStride, tailSkip, w,
+                                plan.page(i), lastSlot(plan, i), ht);
+                    } else {
+                        for (int r = 0; r < runSeg.length; r++) {
+                            ProbeWindows.INSTANCE.sum8(runSeg[r], base, pageStride, tokenStride, tailSkip, w, runStart[r],
+                                    runStart[r + 1], plan.page(i), lastSlot(plan, i), ht);
+                        }
                     }
                     head[i] = ht[0];
                     tail[i] = ht[1];
