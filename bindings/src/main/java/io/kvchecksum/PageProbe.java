@@ -32,9 +32,10 @@ import java.util.OptionalLong;
  * <p><b>Where it runs.</b> On host memory the windows are read directly, pages in the order of their page ids,
  * 64-byte windows on the Vector API where the JVM has it: on the calling thread, or for requests of 2^14 windows or
  * more in chunks of pages over the common {@code ForkJoinPool} (see {@code docs/bench-cpu.md}, "Page probe cost", for
- * its cost against the full checksum: about its byte fraction of the full pass, plus a fixed cost per call). On device memory every window becomes a
- * {@link StateRow} digested by the backend's {@link KvChecksum#stateDigests} (one-token slices, one plan: one launch on
- * a GPU backend): correct on every backend, not tuned. {@link #submit} enqueues that launch on an engine's stream and
+ * its cost: about that of a plain read of the same windows in the same order, plus a fixed cost per call; scattered
+ * 64-byte windows cost the memory system several times their share of a sequential full pass). On device memory every
+ * window becomes a {@link StateRow} digested by the backend's {@link KvChecksum#stateDigests} (one-token slices, one
+ * plan: one launch on a GPU backend): correct on every backend, not tuned. {@link #submit} enqueues that launch on an engine's stream and
  * returns {@link PendingProbes} without waiting.
  */
 public final class PageProbe {
