@@ -32,9 +32,10 @@ import java.util.OptionalLong;
  * <p><b>Where it runs.</b> On host memory the windows are read directly, pages in the order of their page ids,
  * 64-byte windows on the Vector API where the JVM has it: on the calling thread, or for requests of 2^14 windows or
  * more in chunks of pages over the common {@code ForkJoinPool} (see {@code docs/bench-cpu.md}, "Page probe cost", for
- * its cost against the full checksum: about its byte fraction of the full pass, plus a fixed cost per call). On device memory every window becomes a
- * {@link StateRow} digested by the backend's {@link KvChecksum#stateDigests} (one-token slices, one plan: one launch on
- * a GPU backend): correct on every backend, not tuned. {@link #submit} enqueues that launch on an engine's stream and
+ * its cost: about that of a plain read of the same windows in the same order, plus a fixed cost per call; scattered
+ * 64-byte windows cost the memory system several times their share of a sequential full pass). On device memory every
+ * window becomes a {@link StateRow} digested by the backend's {@link KvChecksum#stateDigests} (one-token slices, one
+ * plan: one launch on a GPU backend): correct on every backend, not tuned. {@link #submit} enqueues that launch on an engine's stream and
  * returns {@link PendingProbes} without waiting.
  */
 public final class PageProbe {
@@ -268,16 +269,17 @@ public final class PageProbe {
      *
      * <p>Why it is shaped so (measured, {@code docs/bench-cpu.md} "Page probe cost"): 64-byte windows (the default) go
      * through {@link ProbeWindows}, on the Vector API where the JVM has it (a load and a multiply-add per window, the
-     * piece weights applied once per run: eight times fewer instructions than the scalar loop, which kept the probe
-     * compute-bound where it reads half of every cell, SGLang's page size 1). A window is one or two cache lines
+     * sums carried over all runs of a page and the piece weights applied once per page: eight times fewer instructions
+     * than the scalar loop, which kept the probe compute-bound where it reads half of every cell, SGLang's page size 1;
+     * a reduction per run instead of per page cost twice the instructions of a plain read of the windows). A window is one or two cache lines
      * far from the last, so beyond that the probe is bound by how many of its reads are in flight. Before a
      * page's windows are summed, one read of each window of the next page is issued (a loop of independent loads, as
      * many in flight as the core allows), so the sums find their lines arriving or in cache; and pages are cut into
      * chunks of about {@value #CHUNK_WINDOWS} windows spread over the common pool once a request has
      * {@value #PARALLEL_WINDOWS} windows.
      */
-    private record HostWindows(MemorySegment[] runSeg, int[] runStart, boolean[] runOf8, long[] base, long[] pageStride,
-            long[] tokenStride, long[] tailSkip, int[] pieces, long[] w) {
+    private record HostWindows(MemorySegment[] runSeg, int[] runStart, boolean[] runOf8, boolean anyOf8, boolean allOf8,
+            long[] base, long[] pageStride, long[] tokenStride, long[] tailSkip, int[] pieces, long[] w) {
         static HostWindows of(SlicePlan plan, int probeBytes) {
             List<SlicePlan.Slice> slices = plan.slices();
             int np = 0;
@@ -320,14 +322,18 @@ public final class PageProbe {
             runStart.add(k);
             int[] starts = runStart.stream().mapToInt(Integer::intValue).toArray();
             boolean[] of8 = new boolean[runSeg.size()];
+            boolean any = false;
+            boolean all = true;
             for (int r = 0; r < of8.length; r++) {
                 of8[r] = true;
                 for (int j = starts[r]; j < starts[r + 1]; j++) {
                     of8[r] &= pieces[j] == 8;
                 }
+                any |= of8[r];
+                all &= of8[r];
             }
-            return new HostWindows(runSeg.toArray(new MemorySegment[0]), starts, of8, base, pageStride, tokenStride, tailSkip,
-                    pieces, w);
+            return new HostWindows(runSeg.toArray(new MemorySegment[0]), starts, of8, any, all, base, pageStride,
+                    tokenStride, tailSkip, pieces, w);
         }
 
         void probe(SlicePlan plan, Pages f) {
@@ -394,28 +400,29 @@ public final class PageProbe {
 
         /** Page {@code i}'s head and tail values; first-token windows, then last-token ones, each in part order. */
         private void sum(long page, long lastSlot, Pages f, int i) {
-            long h = 0;
-            long t = 0;
-            long[] ht = null;
-            for (int r = 0; r < runSeg.length; r++) {
-                MemorySegment m = runSeg[r];
-                if (runOf8[r]) {
-                    // the default 64-byte windows: the Vector API loop where the JVM has it
-                    if (ht == null) {
-                        ht = new long[2];
+            long[] ht = new long[2];
+            if (anyOf8) {
+                // the default 64-byte windows: the Vector API loop where the JVM has it, its sums carried over the runs
+                ProbeWindows.INSTANCE.sumRuns(runSeg, runStart, runOf8, base, pageStride, tokenStride, tailSkip, w, page,
+                        lastSlot, ht);
+            }
+            long h = ht[0];
+            long t = ht[1];
+            if (!allOf8) {
+                for (int r = 0; r < runSeg.length; r++) {
+                    if (runOf8[r]) {
+                        continue;
                     }
-                    ProbeWindows.INSTANCE.sum8(m, base, pageStride, tokenStride, tailSkip, w, runStart[r], runStart[r + 1],
-                            page, lastSlot, ht);
-                    continue;
-                }
-                for (int j = runStart[r]; j < runStart[r + 1]; j++) {
-                    long at = base[j] + page * pageStride[j];
-                    h += w[j] * window(m, at, pieces[j]);
-                    t += w[j] * window(m, at + lastSlot * tokenStride[j] + tailSkip[j], pieces[j]);
+                    MemorySegment m = runSeg[r];
+                    for (int j = runStart[r]; j < runStart[r + 1]; j++) {
+                        long at = base[j] + page * pageStride[j];
+                        h += w[j] * window(m, at, pieces[j]);
+                        t += w[j] * window(m, at + lastSlot * tokenStride[j] + tailSkip[j], pieces[j]);
+                    }
                 }
             }
-            f.head[i] = h + (ht == null ? 0 : ht[0]);
-            f.tail[i] = t + (ht == null ? 0 : ht[1]);
+            f.head[i] = h;
+            f.tail[i] = t;
         }
     }
 

@@ -121,4 +121,33 @@ final class VectorRead {
         }
         return a0.add(a1).add(a2.add(a3)).add(a4.add(a5).add(a6.add(a7))).reduceLanes(VectorOperators.ADD) + words;
     }
+
+    /**
+     * {@link ProbeWindowBound}'s loop over pages {@code p0 .. p1-1} of {@code order}: each 64-byte window one load
+     * of the preferred width (several where it is under 512 bits) added lane by lane.
+     */
+    static long windows(MemorySegment[] runSeg, int[] runStart, long[] base, long[] pageStride, long[] tailStep,
+            long[] tailSkip, io.kvchecksum.SlicePlan plan, int[] order, long[] lastSlot, int p0, int p1) {
+        final long vb = SPECIES.vectorByteSize();
+        ByteOrder le = ByteOrder.LITTLE_ENDIAN;
+        LongVector h = LongVector.zero(SPECIES);
+        LongVector t = h;
+        for (int p = p0; p < p1; p++) {
+            int i = order[p];
+            long page = plan.page(i);
+            long ls = lastSlot[i];
+            for (int r = 0; r < runSeg.length; r++) {
+                MemorySegment m = runSeg[r];
+                for (int j = runStart[r]; j < runStart[r + 1]; j++) {
+                    long at = base[j] + page * pageStride[j];
+                    long tail = at + ls * tailStep[j] + tailSkip[j];
+                    for (long o = 0; o < 64; o += vb) {
+                        h = h.add(LongVector.fromMemorySegment(SPECIES, m, at + o, le));
+                        t = t.add(LongVector.fromMemorySegment(SPECIES, m, tail + o, le));
+                    }
+                }
+            }
+        }
+        return h.add(t).reduceLanes(VectorOperators.ADD);
+    }
 }

@@ -54,6 +54,34 @@ public class ProbeWindows {
         out[1] += t;
     }
 
+    /**
+     * Adds the weighted window digests of one page over every run of 64-byte windows ({@code of8[r]}) to
+     * {@code out[0]} (head windows) and {@code out[1]} (tail): {@link #sum8} for each such run, with the Vector API
+     * form's sums carried across the runs, so the piece weights and the reduction to one value are applied once per
+     * page instead of once per run (a run is a layer's 8 heads of one kind: 16 windows).
+     *
+     * @param runSeg per run, its memory
+     * @param runStart per run, its first part; {@code runStart[runSeg.length]} ends the last run
+     * @param of8 per run, whether all its windows are 64 bytes; runs without are skipped
+     * @param base per part, the offset of page 0's head window
+     * @param pageStride per part, bytes per page
+     * @param tokenStride per part, bytes per token
+     * @param tailSkip per part, the cell's bytes before its tail window
+     * @param w per part, the window weight
+     * @param page the page id
+     * @param lastSlot the slot of the page's last token in the request
+     * @param out the head and tail sums, added to
+     */
+    public void sumRuns(MemorySegment[] runSeg, int[] runStart, boolean[] of8, long[] base, long[] pageStride,
+            long[] tokenStride, long[] tailSkip, long[] w, long page, long lastSlot, long[] out) {
+        for (int r = 0; r < runSeg.length; r++) {
+            if (of8[r]) {
+                sum8(runSeg[r], base, pageStride, tokenStride, tailSkip, w, runStart[r], runStart[r + 1], page, lastSlot,
+                        out);
+            }
+        }
+    }
+
     /** {@return {@code D} of the 8 pieces at {@code at}} */
     static long window(MemorySegment m, long at) {
         return m.get(PIECE, at) + 3 * m.get(PIECE, at + 8) + 5 * m.get(PIECE, at + 16) + 7 * m.get(PIECE, at + 24)

@@ -69,6 +69,57 @@ final class VectorProbeWindows extends ProbeWindows {
     }
 
     @Override
+    public void sumRuns(MemorySegment[] runSeg, int[] runStart, boolean[] of8, long[] base, long[] pageStride,
+            long[] tokenStride, long[] tailSkip, long[] w, long page, long lastSlot, long[] out) {
+        if (PER == 1) {
+            LongVector h = LongVector.zero(S);
+            LongVector t = LongVector.zero(S);
+            for (int r = 0; r < runSeg.length; r++) {
+                if (!of8[r]) {
+                    continue;
+                }
+                MemorySegment m = runSeg[r];
+                for (int j = runStart[r]; j < runStart[r + 1]; j++) {
+                    long at = base[j] + page * pageStride[j];
+                    long wj = w[j];
+                    h = h.add(LongVector.fromMemorySegment(S, m, at, LE).mul(wj));
+                    t = t.add(LongVector.fromMemorySegment(S, m, at + lastSlot * tokenStride[j] + tailSkip[j], LE).mul(wj));
+                }
+            }
+            out[0] += h.mul(WEIGHTS[0]).reduceLanes(VectorOperators.ADD);
+            out[1] += t.mul(WEIGHTS[0]).reduceLanes(VectorOperators.ADD);
+            return;
+        }
+        if (PER == 2) {
+            // 256-bit: a window is two vectors, each with its own sums (its own piece weights)
+            long step = S.vectorByteSize();
+            LongVector h0 = LongVector.zero(S);
+            LongVector h1 = h0;
+            LongVector t0 = h0;
+            LongVector t1 = h0;
+            for (int r = 0; r < runSeg.length; r++) {
+                if (!of8[r]) {
+                    continue;
+                }
+                MemorySegment m = runSeg[r];
+                for (int j = runStart[r]; j < runStart[r + 1]; j++) {
+                    long at = base[j] + page * pageStride[j];
+                    long tail = at + lastSlot * tokenStride[j] + tailSkip[j];
+                    long wj = w[j];
+                    h0 = h0.add(LongVector.fromMemorySegment(S, m, at, LE).mul(wj));
+                    h1 = h1.add(LongVector.fromMemorySegment(S, m, at + step, LE).mul(wj));
+                    t0 = t0.add(LongVector.fromMemorySegment(S, m, tail, LE).mul(wj));
+                    t1 = t1.add(LongVector.fromMemorySegment(S, m, tail + step, LE).mul(wj));
+                }
+            }
+            out[0] += h0.mul(WEIGHTS[0]).add(h1.mul(WEIGHTS[1])).reduceLanes(VectorOperators.ADD);
+            out[1] += t0.mul(WEIGHTS[0]).add(t1.mul(WEIGHTS[1])).reduceLanes(VectorOperators.ADD);
+            return;
+        }
+        super.sumRuns(runSeg, runStart, of8, base, pageStride, tokenStride, tailSkip, w, page, lastSlot, out);
+    }
+
+    @Override
     public String describe() {
         return "Vector API " + S.vectorBitSize() + "-bit";
     }

@@ -7,6 +7,7 @@ import io.kvchecksum.KvMemory;
 import io.kvchecksum.PageProbe;
 import io.kvchecksum.RequestBlocks;
 import io.kvchecksum.SlicePlan;
+import io.kvchecksum.bench.ProbeWindowBound;
 import org.openjdk.jmh.annotations.AuxCounters;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.Level;
@@ -29,14 +30,21 @@ import java.util.stream.IntStream;
  * fixture ({@code docs/bench-cpu.md}, "Page probe cost"). Issue 28's target: probe time at most 1.5 x (the probe's
  * bytes read / the full pass's bytes) x the full pass's time, plus a fixed per-call cost.
  *
- * <p>Each iteration samples in turn ({@link Interleaved}: best of {@value #SAMPLES} each, order alternating) the full
- * pass, the probe, and the probe of the request's first page alone (the fixed per-call cost: resolving every slice's
- * windows and the result arrays, whatever the request's length), and prints
- * <pre>{@code ratio = probe / (fraction x full)}   and   {@code ratio less fixed = (probe - onePage) / (fraction x full)}</pre>
+ * <p>Each iteration samples in turn ({@link Interleaved}: best of {@value #SAMPLES} each, order rotating) the full
+ * pass, the probe, the probe of the request's first page alone (the fixed per-call cost: resolving every slice's
+ * windows and the result arrays, whatever the request's length) and {@link ProbeWindowBound} (a plain read of exactly
+ * the probe's windows in its order, chunks and pool: the honest bound of a reader of those bytes), each sample after
+ * an untimed read of {@value #EVICT_MIB} MiB of another buffer, so that none finds its lines in the caches (the
+ * probe's 8 MiB of vLLM windows fit a 32 MiB L3), and prints
+ * <pre>{@code ratio = probe / (fraction x full)},   {@code ratio less fixed = (probe - onePage) / (fraction x full)},
+ * {@code bound ratio = bound / (fraction x full)}   and   {@code probe / bound}</pre>
  * where {@code fraction} is the bytes the probe reads (every window once, two per cell of each page's first and last
  * token, one where they are one token and overlap) over the full pass's bytes. The target holds when the second is at
- * most 1.5. JMH's own scores of {@code full}, {@code probe} and {@code onePage} (the mean) are printed beside them.
- * Both run with all processors: the full pass on the CPU backend's threads, the probe on the common pool.
+ * most 1.5; the third says what a plain read of the same lines costs (the adjacent line fetched with each window, a
+ * TLB miss per run of windows: several times the byte fraction), the fourth how far the probe is from it. JMH's own
+ * scores of {@code full}, {@code probe}, {@code onePage} and {@code windowBound} (the mean, caches not evicted) are
+ * printed beside them. All run with all processors: the full pass on the CPU backend's threads, the probe and the
+ * bound on the common pool.
  *
  * <p>Layouts, both Llama-3-8B TP1 bf16 (32 layers x 8 KV heads x 128, 256-byte K and V cells), seeded shuffled page
  * tables: {@code vllm-flash-16} (vLLM's flash layout, pages of 16 tokens: the probe reads 1/32 of the bytes) and
@@ -59,11 +67,15 @@ public class PageProbeBench extends Bench {
 
     /** Samples per side and iteration of {@link Interleaved}. */
     static final int SAMPLES = 10;
+    /** MiB read before each sample of {@link Interleaved}: four times a 32 MiB L3. */
+    static final int EVICT_MIB = 128;
 
     private KvChecksum cpu;
     private SlicePlan plan;
     private SlicePlan onePage;
     private double fraction;
+    private ProbeWindowBound bound;
+    private MemorySegment evict;
 
     /** The three sampled in turn before each iteration: JMH secondary results, one statistic for all. */
     @AuxCounters(AuxCounters.Type.EVENTS)
@@ -75,11 +87,15 @@ public class PageProbeBench extends Bench {
         public long probeBestNanos;
         /** This iteration's best one-page probe (the fixed per-call cost), in nanoseconds. */
         public long fixedBestNanos;
+        /** This iteration's best plain read of the probe's windows ({@link ProbeWindowBound}), in nanoseconds. */
+        public long boundBestNanos;
         /** {@code probe / (fraction x full)}, in thousandths. */
         public long ratioMilli;
         /** {@code (probe - fixed) / (fraction x full)}, in thousandths: the target is at most 1500. */
         public long ratioLessFixedMilli;
-        private long[] best = new long[3];
+        /** {@code probe / bound}, in thousandths: the probe against a plain read of its windows. */
+        public long probeOverBoundMilli;
+        private long[] best = new long[4];
         private long sink;
 
         /** Samples the three in turn (order rotating); JMH calls it before each iteration, untimed. */
@@ -88,19 +104,32 @@ public class PageProbeBench extends Bench {
             LongSupplier[] work = {
                 () -> b.cpu.blockChecksums(b.plan)[0],
                 () -> PageProbe.compute(b.cpu, b.plan, b.probeBytes).head()[0],
-                () -> PageProbe.compute(b.cpu, b.onePage, b.probeBytes).head()[0]};
-            long[] m = {Long.MAX_VALUE, Long.MAX_VALUE, Long.MAX_VALUE};
+                () -> PageProbe.compute(b.cpu, b.onePage, b.probeBytes).head()[0],
+                () -> b.bound.read()};
+            long[] m = {Long.MAX_VALUE, Long.MAX_VALUE, Long.MAX_VALUE, Long.MAX_VALUE};
             for (int i = 0; i < SAMPLES; i++) {
-                for (int k = 0; k < 3; k++) {
-                    int x = (i + k) % 3;
+                for (int k = 0; k < work.length; k++) {
+                    // rotating, and a different side before each one from sample to sample
+                    int x = (i % 2 == 0 ? i + k : i + work.length - 1 - k) % work.length;
+                    sink ^= evict(b.evict);
                     m[x] = Math.min(m[x], time(work[x]));
                 }
             }
             best = m;
             double scaled = b.fraction * m[0];
-            System.out.printf("# interleaved best of %d: full %.1f us, probe %.1f us, one page %.1f us; fraction %.4f:"
-                    + " ratio %.3f, ratio less fixed %.3f (target <= 1.5)%n", SAMPLES, m[0] / 1e3, m[1] / 1e3, m[2] / 1e3,
-                    b.fraction, m[1] / scaled, (m[1] - m[2]) / scaled);
+            System.out.printf("# interleaved best of %d, caches evicted: full %.1f us, probe %.1f us, one page %.1f us,"
+                    + " bound %.1f us; fraction %.4f: ratio %.3f, ratio less fixed %.3f (target <= 1.5), bound ratio %.3f,"
+                    + " probe / bound %.3f%n", SAMPLES, m[0] / 1e3, m[1] / 1e3, m[2] / 1e3, m[3] / 1e3, b.fraction,
+                    m[1] / scaled, (m[1] - m[2]) / scaled, m[3] / scaled, (double) m[1] / m[3]);
+        }
+
+        /** One read of every line of {@code m}. */
+        private static long evict(MemorySegment m) {
+            long s = 0;
+            for (long o = 0; o < m.byteSize(); o += 64) {
+                s += m.get(ValueLayout.JAVA_LONG, o);
+            }
+            return s;
         }
 
         private long time(LongSupplier w) {
@@ -116,6 +145,8 @@ public class PageProbeBench extends Bench {
             double scaled = b.fraction * best[0];
             ratioMilli = Math.round(1000 * best[1] / scaled);
             ratioLessFixedMilli = Math.round(1000 * (best[1] - best[2]) / scaled);
+            boundBestNanos = best[3];
+            probeOverBoundMilli = Math.round(1000.0 * best[1] / best[3]);
         }
     }
 
@@ -168,6 +199,12 @@ public class PageProbeBench extends Bench {
             }
         }
         fraction = (double) read * plan.numPages() / fullBytes;
+        evict = closing(Arena.ofShared()).allocate((long) EVICT_MIB << 20, 64);
+        if (probeBytes == 64) {
+            bound = ProbeWindowBound.of(plan);
+        } else {
+            throw new IllegalArgumentException("probeBytes " + probeBytes + ": the window bound reads 64-byte windows");
+        }
         // Checked before timing: the probe is deterministic, covers every page, and is not all zeros.
         PageProbe.Probes p = PageProbe.compute(cpu, plan, probeBytes);
         check(p.equals(PageProbe.compute(cpu, plan, probeBytes)) && p.head().length == plan.numPages()
@@ -189,6 +226,13 @@ public class PageProbeBench extends Bench {
     public PageProbe.Probes probe(Interleaved in) {
         in.publish(this);
         return PageProbe.compute(cpu, plan, probeBytes);
+    }
+
+    /** A plain read of exactly the probe's windows in its order ({@link ProbeWindowBound}). */
+    @Benchmark
+    public long windowBound(Interleaved in) {
+        in.publish(this);
+        return bound.read();
     }
 
     /** The probe of the request's first page alone: the fixed per-call cost. */
