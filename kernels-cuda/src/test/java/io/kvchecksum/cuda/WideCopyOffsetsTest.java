@@ -16,13 +16,9 @@ import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.lang.reflect.InvocationTargetException;
-import java.lang.reflect.Proxy;
-import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 
+import static io.kvchecksum.cuda.RecordOnlyCuda.at;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
@@ -45,48 +41,22 @@ class WideCopyOffsetsTest {
             int numBlocks) {
     }
 
-    private FakeCudaDriver fake;
-    private CudaBackend backend;
+    private RecordOnlyCuda<Launch> recorder;
     private KvChecksum cuda;
-    private final List<Launch> launches = new ArrayList<>();
+    private List<Launch> launches;
 
     @BeforeEach
     void open() {
-        fake = new FakeCudaDriver(HostLibrary.load());
-        Map<Long, String> names = new HashMap<>();
-        CudaBackend[] self = new CudaBackend[1];
-        CudaDriver recordOnly = (CudaDriver) Proxy.newProxyInstance(CudaDriver.class.getClassLoader(), new Class<?>[] {CudaDriver.class},
-                (proxy, m, args) -> {
-                    if (m.getName().equals("cuLaunchKernel")) {
-                        if (names.isEmpty()) {
-                            CudaBackend.KERNELS.forEach(k -> names.put(self[0].kernel(k), k));
-                        }
-                        launches.add(decode(names.get((long) args[0]), (int) args[1], (int) args[2], (long) args[8], (long) args[9]));
-                        return 0;  // recorded, not executed: the addresses exist nowhere
-                    }
-                    try {
-                        return m.invoke(fake, args);
-                    } catch (InvocationTargetException e) {
-                        throw e.getCause();
-                    }
-                });
-        backend = new CudaBackend(recordOnly, 0, Cuda.fatbin(), 1 << 20);
-        self[0] = backend;
-        cuda = KvChecksum.of(backend);
+        recorder = new RecordOnlyCuda<>(WideCopyOffsetsTest::decode, d -> d);
+        cuda = recorder.front;
+        launches = recorder.launches;
     }
 
     @AfterEach
     void close() {
-        if (cuda == null) {
-            return; // the set-up was aborted: no host library (-Dkvchecksum.skipCuda=true)
+        if (recorder != null) {   // null: the set-up was aborted, no host library (-Dkvchecksum.skipCuda=true)
+            recorder.close();
         }
-        cuda.close();
-        assertEquals(0, fake.liveDeviceAllocations(), "device memory leaked");
-    }
-
-    @SuppressWarnings("restricted") // the parameter block and the uploads are native memory of the fake driver
-    private static MemorySegment at(long address, long bytes) {
-        return MemorySegment.ofAddress(address).reinterpret(bytes);
     }
 
     private static Launch decode(String kernel, int gx, int gy, long stream, long argv) {

@@ -20,15 +20,12 @@ import org.junit.jupiter.api.Test;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.lang.reflect.InvocationTargetException;
-import java.lang.reflect.Proxy;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Random;
 import java.util.Set;
 
+import static io.kvchecksum.cuda.RecordOnlyCuda.at;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -67,50 +64,23 @@ class WideOffsetsTest {
             int pageSize, int numBlocks, int numSlices, List<Slice> slices, int[] table, List<Request> requests) {
     }
 
-    private FakeCudaDriver fake;
+    private RecordOnlyCuda<Launch> recorder;
     private RecordingDriver rec;
-    private CudaBackend backend;
     private KvChecksum cuda;
-    private final List<Launch> launches = new ArrayList<>();
+    private List<Launch> launches;
 
     @BeforeEach
     void open() {
-        fake = new FakeCudaDriver(HostLibrary.load());
-        Map<Long, String> names = new HashMap<>();
-        CudaBackend[] self = new CudaBackend[1];
-        CudaDriver recordOnly = (CudaDriver) Proxy.newProxyInstance(CudaDriver.class.getClassLoader(), new Class<?>[] {CudaDriver.class},
-                (proxy, m, args) -> {
-                    if (m.getName().equals("cuLaunchKernel")) {
-                        if (names.isEmpty()) {
-                            CudaBackend.KERNELS.forEach(k -> names.put(self[0].kernel(k), k));
-                        }
-                        launches.add(decode(names.get((long) args[0]), (int) args[1], (int) args[2], (long) args[8], (long) args[9]));
-                        return 0;  // recorded, not executed: the addresses exist nowhere
-                    }
-                    try {
-                        return m.invoke(fake, args);
-                    } catch (InvocationTargetException e) {
-                        throw e.getCause();
-                    }
-                });
-        rec = new RecordingDriver(recordOnly);
-        backend = new CudaBackend(rec.driver, 0, Cuda.fatbin(), 1 << 20);
-        self[0] = backend;
-        cuda = KvChecksum.of(backend);
+        recorder = new RecordOnlyCuda<>(WideOffsetsTest::decode, d -> (rec = new RecordingDriver(d)).driver);
+        cuda = recorder.front;
+        launches = recorder.launches;
     }
 
     @AfterEach
     void close() {
-        if (cuda == null) {
-            return; // the set-up was aborted: no host library (-Dkvchecksum.skipCuda=true)
+        if (recorder != null) {   // null: the set-up was aborted, no host library (-Dkvchecksum.skipCuda=true)
+            recorder.close();
         }
-        cuda.close();
-        assertEquals(0, fake.liveDeviceAllocations(), "device memory leaked");
-    }
-
-    @SuppressWarnings("restricted") // the parameter block and the uploads are native memory of the fake driver
-    private static MemorySegment at(long address, long bytes) {
-        return MemorySegment.ofAddress(address).reinterpret(bytes);
     }
 
     private static Launch decode(String kernel, int gx, int gy, long stream, long argv) {
