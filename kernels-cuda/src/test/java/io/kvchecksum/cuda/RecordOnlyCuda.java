@@ -1,6 +1,9 @@
 package io.kvchecksum.cuda;
 
 import io.kvchecksum.KvChecksum;
+import org.junit.jupiter.api.extension.AfterEachCallback;
+import org.junit.jupiter.api.extension.BeforeEachCallback;
+import org.junit.jupiter.api.extension.ExtensionContext;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.reflect.InvocationTargetException;
@@ -17,11 +20,13 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
  * The CUDA backend over a driver that <b>executes no kernel</b>: each {@code cuLaunchKernel} is decoded by the test
  * (its kernel's name, grid, stream and argument block) and recorded in {@link #launches}, every other call goes to a
  * {@link FakeCudaDriver}. For KV at fake device addresses that exist nowhere (the wide-offset tests): what reaches the
- * kernel is checked, not what it computes.
+ * kernel is checked, not what it computes. Registered as an extension field, it opens the backend before each test
+ * and, after it, closes it and checks that it freed every device allocation; without the host test library the test is
+ * aborted as {@link HostLibrary#load()} says.
  *
  * @param <L> a decoded launch
  */
-final class RecordOnlyCuda<L> implements AutoCloseable {
+final class RecordOnlyCuda<L> implements BeforeEachCallback, AfterEachCallback {
     /** Reads one launch from what the backend uploaded. */
     interface Decoder<L> {
         /**
@@ -31,15 +36,24 @@ final class RecordOnlyCuda<L> implements AutoCloseable {
         L decode(String kernel, int gx, int gy, long stream, long argv);
     }
 
-    final FakeCudaDriver fake;
+    /** Every launch since the test began (tests may clear it). */
     final List<L> launches = new ArrayList<>();
-    final KvChecksum front;
+    private final Decoder<L> decoder;
+    private final UnaryOperator<CudaDriver> wrap;
+    private FakeCudaDriver fake;
+    private KvChecksum front;
 
     /**
      * @param decoder reads each launch
      * @param wrap wraps the record-only driver before the backend gets it (a {@link RecordingDriver}, or none)
      */
     RecordOnlyCuda(Decoder<L> decoder, UnaryOperator<CudaDriver> wrap) {
+        this.decoder = decoder;
+        this.wrap = wrap;
+    }
+
+    @Override
+    public void beforeEach(ExtensionContext context) {
         fake = new FakeCudaDriver(HostLibrary.load());
         Map<Long, String> names = new HashMap<>();
         CudaBackend[] self = new CudaBackend[1];
@@ -63,11 +77,17 @@ final class RecordOnlyCuda<L> implements AutoCloseable {
         front = KvChecksum.of(self[0]);
     }
 
-    /** Closes the backend and checks that it freed every device allocation it made. */
     @Override
-    public void close() {
-        front.close();
-        assertEquals(0, fake.liveDeviceAllocations(), "device memory leaked");
+    public void afterEach(ExtensionContext context) {
+        if (front != null) {
+            front.close();
+            assertEquals(0, fake.liveDeviceAllocations(), "device memory leaked");
+        }
+    }
+
+    /** {@return the front over the record-only backend} */
+    KvChecksum front() {
+        return front;
     }
 
     /** {@code bytes} of native memory at {@code address}: the fake driver's parameter block and uploads. */

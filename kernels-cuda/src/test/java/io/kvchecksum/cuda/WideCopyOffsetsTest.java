@@ -10,9 +10,8 @@ import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvMemory;
 import io.kvchecksum.KvRegion;
 import io.kvchecksum.RequestBlocks;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -41,23 +40,8 @@ class WideCopyOffsetsTest {
             int numBlocks) {
     }
 
-    private RecordOnlyCuda<Launch> recorder;
-    private KvChecksum cuda;
-    private List<Launch> launches;
-
-    @BeforeEach
-    void open() {
-        recorder = new RecordOnlyCuda<>(WideCopyOffsetsTest::decode, d -> d);
-        cuda = recorder.front;
-        launches = recorder.launches;
-    }
-
-    @AfterEach
-    void close() {
-        if (recorder != null) {   // null: the set-up was aborted, no host library (-Dkvchecksum.skipCuda=true)
-            recorder.close();
-        }
-    }
+    @RegisterExtension
+    final RecordOnlyCuda<Launch> recorder = new RecordOnlyCuda<>(WideCopyOffsetsTest::decode, d -> d);
 
     private static Launch decode(String kernel, int gx, int gy, long stream, long argv) {
         MemorySegment p = at(at(argv, 8).get(ValueLayout.JAVA_LONG, 0), KernelAbi.COPY_PARAMS_BYTES);
@@ -100,6 +84,7 @@ class WideCopyOffsetsTest {
 
     @Test
     void positionsPast2To33AndPagesPast2To32AreCarriedExactly() {
+        KvChecksum cuda = recorder.front();
         long numTokens = (5L << 31) + 37;     // 10.7e9 positions: piece indices past 2^39
         long firstBlock = numTokens / 16 - 2;  // the last three blocks of 16, the third partial
         int[] srcPages = {5, 0, 3};            // pages of 16: the 37 positions S .. N-1
@@ -109,11 +94,11 @@ class WideCopyOffsetsTest {
         RequestBlocks sq = RequestBlocks.of(srcPages, numTokens, firstBlock, 16);
         RequestBlocks dq = RequestBlocks.of(dstPages, numTokens, firstBlock, 16);
         for (ChecksumMode mode : ChecksumMode.values()) {
-            launches.clear();
+            recorder.launches.clear();
             CopyPlan plan = cuda.compileCopy(src, sq, dst, dq, new ChecksumSpec(mode, CellPadding.NONE));
             cuda.submitCopy(plan, STREAM).close();
-            assertEquals(1, launches.size(), "one launch: " + launches);
-            Launch l = launches.getFirst();
+            assertEquals(1, recorder.launches.size(), "one launch: " + recorder.launches);
+            Launch l = recorder.launches.getFirst();
             String suffix = mode == ChecksumMode.MIXED ? CudaBackend.MIXED_SUFFIX : "";
             assertEquals(CudaBackend.COPY_16B + suffix, l.kernel(), "16-byte loads and stores: every base and stride is a multiple of 16");
             assertEquals(STREAM, l.stream());
