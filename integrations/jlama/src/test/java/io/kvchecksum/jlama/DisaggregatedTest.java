@@ -42,12 +42,7 @@ class DisaggregatedTest {
     @CsvSource({"1,0", "5,0", "16,0", "17,0", "33,0", "64,0", "100,0", "250,0", "17,1", "100,3", "250,15"})
     void verifiedTransferDecodesTheSingleInstanceTokens(int n, int prefixBlocks) {
         try (Disaggregated pd = pair(FailurePolicy.failClosed(FailurePolicy.OnFailure.FAIL_REQUEST))) {
-            var o = pd.serve("r" + n, JlamaKvTest.prompt(SEED + n, n), prefixBlocks, 12, KvTransfer.Fault.NONE,
-                    new SplittableRandom(SEED));
-            assertEquals(Status.MATCH, o.verdict().status(), o.verdict().toString());
-            assertEquals(Action.USE_LOAD, o.action());
-            assertArrayEquals(o.singleInstance(), o.tokens(), "consumer after transfer vs one instance");
-            assertEquals(0, pd.pendingExpectations());
+            PAIR.decodesTheSingleInstanceTokens(pd, n, prefixBlocks, "transfer");
         }
     }
 

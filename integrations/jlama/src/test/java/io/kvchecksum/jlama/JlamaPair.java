@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvChecksums;
+import io.kvchecksum.engine.verdict.Action;
 import io.kvchecksum.engine.verdict.ChecksumMetrics;
 import io.kvchecksum.engine.verdict.FailurePolicy;
 import io.kvchecksum.engine.verdict.Status;
@@ -88,6 +89,21 @@ final class JlamaPair implements BeforeAllCallback, AfterAllCallback {
 
     KvChecksum backend() {
         return backend;
+    }
+
+    /**
+     * Serves {@code n} tokens with {@code prefixBlocks} blocks already local and no fault: a MATCH, the load used, the
+     * single instance's tokens, nothing left pending.
+     *
+     * @param after what the consumer decoded after, for the message
+     */
+    void decodesTheSingleInstanceTokens(Disaggregated pd, int n, int prefixBlocks, String after) {
+        var o = pd.serve("r" + n, JlamaKvTest.prompt(seed + n, n), prefixBlocks, 12, KvTransfer.Fault.NONE,
+                new SplittableRandom(seed));
+        assertEquals(Status.MATCH, o.verdict().status(), o.verdict().toString());
+        assertEquals(Action.USE_LOAD, o.action());
+        assertArrayEquals(o.singleInstance(), o.tokens(), "consumer after " + after + " vs one instance");
+        assertEquals(0, pd.pendingExpectations());
     }
 
     /**
