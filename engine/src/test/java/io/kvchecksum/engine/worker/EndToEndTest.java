@@ -124,7 +124,7 @@ class EndToEndTest {
                 // Tokens past the producer's (a consumer that holds more) are the consumer's own.
                 c.fillLocal(numTokens, nA, rnd);
                 if (corruption != null) {
-                    int stage = stageOf(c, corruption.layer());
+                    int stage = c.stageOf(corruption.layer());
                     int group = corruption.layer() < 4 ? 0 : 1;
                     Cluster.WorkerCache wc = c.caches[stage][corruption.rank()][group];
                     c.corrupt(stage, corruption.rank(), group, corruption.layer(), wc.firstHead(), corruption.token(), 3);
@@ -150,17 +150,6 @@ class EndToEndTest {
                 System.out.println("  P" + producer + " -> C" + consumer + (corruption != null ? " " + corruption : "") + ": " + v);
                 return v;
             }
-        }
-
-        private static int stageOf(Engine e, int layer) {
-            for (int s = 0; s < e.config.pp(); s++) {
-                for (int l : e.stageLayers(s)) {
-                    if (l == layer) {
-                        return s;
-                    }
-                }
-            }
-            throw new AssertionError("no stage holds layer " + layer);
         }
     }
 
