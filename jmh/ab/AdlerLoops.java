@@ -1,6 +1,7 @@
 import jdk.incubator.vector.*;
 import java.lang.foreign.*;
 import java.nio.ByteOrder;
+import java.util.Arrays;
 /**
  * Single-loop micro-benchmarks behind VectorAdler32's five-operation body (docs/bench-cpu.md, "SGLang's page digest"):
  * each loop sums one contiguous segment of the given bytes; best of 300 after warm-up, GB/s. Not a benchmark of
@@ -313,7 +314,7 @@ public class AdlerLoops {
         long sink = 0;
         for (int w = 0; w < 3000; w++) for (F f : fs) sink += f.f(s);
         double[] best = new double[fs.length];
-        java.util.Arrays.fill(best, 1e18);
+        Arrays.fill(best, 1e18);
         for (int r = 0; r < 300; r++) for (int i = 0; i < fs.length; i++) { long t = System.nanoTime(); sink += fs[i].f(s); best[i] = Math.min(best[i], System.nanoTime() - t); }
         for (int i = 0; i < fs.length; i++) System.out.printf("%-48s %6.1f GB/s%n", NAMES[i], size / best[i]);
         System.out.println(sink == 1 ? "" : "");

@@ -6,6 +6,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
 import java.util.OptionalLong;
@@ -117,14 +118,14 @@ public final class PageProbe {
         @Override
         public boolean equals(Object o) {
             return o instanceof Probes p && p.pageSize == pageSize && p.probeBytes == probeBytes
-                    && p.firstToken == firstToken && p.numTokens == numTokens && java.util.Arrays.equals(p.head, head)
-                    && java.util.Arrays.equals(p.tail, tail);
+                    && p.firstToken == firstToken && p.numTokens == numTokens && Arrays.equals(p.head, head)
+                    && Arrays.equals(p.tail, tail);
         }
 
         @Override
         public int hashCode() {
-            return Objects.hash(pageSize, probeBytes, firstToken, numTokens, java.util.Arrays.hashCode(head),
-                    java.util.Arrays.hashCode(tail));
+            return Objects.hash(pageSize, probeBytes, firstToken, numTokens, Arrays.hashCode(head),
+                    Arrays.hashCode(tail));
         }
 
         @Override
@@ -376,7 +377,7 @@ public final class PageProbe {
             }
             int[] order = new int[pages];
             if (!sorted) {
-                java.util.Arrays.sort(keys);
+                Arrays.sort(keys);
             }
             for (int p = 0; p < pages; p++) {
                 order[p] = (int) keys[p];

@@ -2,6 +2,7 @@ package io.kvchecksum;
 
 import org.junit.jupiter.api.Test;
 
+import java.util.Arrays;
 import java.util.Random;
 import java.util.zip.Adler32;
 
@@ -27,7 +28,7 @@ class Adler32PartsTest {
             int n = trial % 3 == 0 ? rnd.nextInt(200_000) : rnd.nextInt(600);
             byte[] b = new byte[n];
             if (trial % 5 == 0) {
-                java.util.Arrays.fill(b, (byte) 0xFF);
+                Arrays.fill(b, (byte) 0xFF);
             } else {
                 rnd.nextBytes(b);
             }
@@ -37,7 +38,7 @@ class Adler32PartsTest {
             for (int i = 1; i < pieces; i++) {
                 cut[i] = n == 0 ? 0 : rnd.nextInt(n + 1);
             }
-            java.util.Arrays.sort(cut);
+            Arrays.sort(cut);
             long acc = Adler32Parts.EMPTY;
             for (int i = 0; i < pieces; i++) {
                 acc = Adler32Parts.combine(acc, adler(b, cut[i], cut[i + 1]), cut[i + 1] - cut[i]);

@@ -8,6 +8,7 @@ import org.junit.jupiter.api.Test;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.util.Arrays;
 import java.util.List;
 import java.util.OptionalLong;
 import java.util.Random;
@@ -131,7 +132,7 @@ class CompiledPlanTest {
             assertEquals(2, k.blockChecksums(plan).size());
             assertEquals(0, limited.runs);
             InvalidLayoutException e = assertThrows(InvalidLayoutException.class,
-                    () -> k.compile(g, java.util.Arrays.asList(none, null), ChecksumSpec.STANDARD));
+                    () -> k.compile(g, Arrays.asList(none, null), ChecksumSpec.STANDARD));
             assertEquals("request 1 is null", e.getMessage());
             assertThrows(InvalidLayoutException.class, () -> k.compile(g, List.of(), ChecksumSpec.STANDARD));
         }
@@ -161,7 +162,7 @@ class CompiledPlanTest {
                     long[] concatenated = p.get();
                     assertEquals(plan.offset(CompiledPlan.Output.BLOCK_CHECKSUMS, requests.size()), concatenated.length);
                     int at = plan.offset(CompiledPlan.Output.BLOCK_CHECKSUMS, 3);
-                    assertArrayEquals(all.get(3), java.util.Arrays.copyOfRange(concatenated, at, at + all.get(3).length));
+                    assertArrayEquals(all.get(3), Arrays.copyOfRange(concatenated, at, at + all.get(3).length));
                 }
             }
         }

@@ -9,6 +9,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Random;
 import org.junit.jupiter.api.Test;
@@ -100,7 +101,7 @@ class StepPlanTest {
                                 assertArrayEquals(expected, got.get(r), w);
                                 assertEquals(ref.sliceSums(expectedPlans.get(r)), sums.get(r), w + " (slice sums)");
                                 int from = plan.offset(CompiledPlan.Output.BLOCK_CHECKSUMS, r);
-                                assertArrayEquals(expected, java.util.Arrays.copyOfRange(submitted, from, from + expected.length),
+                                assertArrayEquals(expected, Arrays.copyOfRange(submitted, from, from + expected.length),
                                         w + " (submit)");
                                 assertTrue(plan.source(r) == sources.get(r), w + ": the request's own source");
                             }

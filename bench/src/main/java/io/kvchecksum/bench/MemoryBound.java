@@ -7,6 +7,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutionException;
@@ -106,7 +107,7 @@ public final class MemoryBound implements AutoCloseable {
 
     /** {@return the readers that run in this JVM, in the order of {@link Reader}} */
     public static List<Reader> readers() {
-        return java.util.Arrays.stream(Reader.values()).filter(r -> r.unavailable() == null).toList();
+        return Arrays.stream(Reader.values()).filter(r -> r.unavailable() == null).toList();
     }
 
     /**

@@ -7,6 +7,7 @@ import jdk.incubator.vector.VectorSpecies;
 
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteOrder;
+import java.util.Arrays;
 
 /**
  * The mixed mode ({@link io.kvchecksum.ChecksumMode#MIXED}) on the Vector API: each loaded vector passes through
@@ -218,7 +219,7 @@ final class MixedVectorSliceKernel implements SliceKernel {
             long[] out) {
         if (fromMemory && rowsAffine(heads, kPieces, kHeadStride, vSeg == null ? 0 : vPieces, vHeadStride)) {
             int cell = kPieces + (vSeg == null ? 0 : vPieces);
-            java.util.Arrays.fill(out, 0, heads, 0);
+            Arrays.fill(out, 0, heads, 0);
             rowPass(kSeg, kBase, kStride, n, t0, cell, 0, kPieces, heads, out);
             if (vSeg != null) {
                 rowPass(vSeg, vBase, vStride, n, t0, cell, kPieces, vPieces, heads, out);
@@ -267,8 +268,8 @@ final class MixedVectorSliceKernel implements SliceKernel {
         }
         long[] a = sums[0];
         long[] t = sums[1];
-        java.util.Arrays.fill(a, 0, total, 0);
-        java.util.Arrays.fill(t, 0, total, 0);
+        Arrays.fill(a, 0, total, 0);
+        Arrays.fill(t, 0, total, 0);
         for (int i = 0; i < n; i++) {
             long at = base + i * stride;
             for (int q = 0; q < total; q += L) {

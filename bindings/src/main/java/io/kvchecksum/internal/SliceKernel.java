@@ -3,6 +3,7 @@ package io.kvchecksum.internal;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
+import java.util.Arrays;
 
 /**
  * The inner loop of the fast CPU backend: one region's part of one slice sum over the tokens of one block.
@@ -28,8 +29,8 @@ interface SliceKernel {
 
     /** Zeroes the running sums of {@link #sumRows}'s first {@code total} pieces. */
     static void clearRows(long[] a, long[] t, int total) {
-        java.util.Arrays.fill(a, 0, total, 0);
-        java.util.Arrays.fill(t, 0, total, 0);
+        Arrays.fill(a, 0, total, 0);
+        Arrays.fill(t, 0, total, 0);
     }
 
     /** Adds each head's sum from the per-piece running sums {@code a} (sum of x) and {@code t} (sum of prefix sums). */

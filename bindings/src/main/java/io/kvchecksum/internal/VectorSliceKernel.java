@@ -6,6 +6,7 @@ import jdk.incubator.vector.VectorSpecies;
 
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteOrder;
+import java.util.Arrays;
 
 /**
  * The multiply-free form on the Vector API. For one lane (a fixed piece {@code p} of the cell) over the block's
@@ -289,7 +290,7 @@ final class VectorSliceKernel implements SliceKernel {
             long[] out) {
         if (fromMemory && rowsAffine(heads, kPieces, kHeadStride, vSeg == null ? 0 : vPieces, vHeadStride)) {
             int cell = kPieces + (vSeg == null ? 0 : vPieces);
-            java.util.Arrays.fill(out, 0, heads, 0);
+            Arrays.fill(out, 0, heads, 0);
             if (streams.narrow() && narrowRow(heads, kPieces) && (vSeg == null || narrowRow(heads, vPieces))) {
                 rowPass256(kSeg, kBase, kStride, n, t0, cell, 0, kPieces / 32, out);
                 if (vSeg != null) {

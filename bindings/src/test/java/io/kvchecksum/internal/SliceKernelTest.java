@@ -5,6 +5,7 @@ import org.junit.jupiter.api.Test;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.util.Arrays;
 import java.util.List;
 import java.util.SplittableRandom;
 
@@ -150,7 +151,7 @@ class SliceKernelTest {
                         boolean fromMemory = rnd.nextBoolean();
                         k.headsAffine(s, kBase, tokenStride, headStride, pieces, kOnly ? null : s, vBase, tokenStride,
                                 headStride, kOnly ? 0 : pieces, heads, n, t0, fromMemory, out);
-                        assertArrayEquals(expected, java.util.Arrays.copyOf(out, heads), k.describe() + ": " + heads
+                        assertArrayEquals(expected, Arrays.copyOf(out, heads), k.describe() + ": " + heads
                                 + " heads of " + pieces + " pieces" + (kOnly ? " (K only)" : "") + (fromMemory ? ", from memory" : "")
                                 + ", n " + n + ", strides "
                                 + tokenStride + "/" + headStride);
@@ -207,7 +208,7 @@ class SliceKernelTest {
                                 headStride, kOnly ? 0 : pieces, heads, n, t0, out);
                         String what = k.describe() + ": " + heads + " heads of " + pieces + " pieces"
                                 + (kOnly ? " (K only)" : "") + ", n " + n + ", strides " + tokenStride + "/" + headStride;
-                        assertArrayEquals(expected, java.util.Arrays.copyOf(out, heads), what);
+                        assertArrayEquals(expected, Arrays.copyOf(out, heads), what);
                         assertEquals(42, out[heads], "nothing written past the heads: " + what);
                         cases++;
                     }
@@ -287,12 +288,12 @@ class SliceKernelTest {
                                 continue;
                             }
                             long[] out = new long[heads + 1];
-                            java.util.Arrays.fill(out, 7);
+                            Arrays.fill(out, 7);
                             k.oneRowAffine(s, kBase, 8L * pieces, pieces, kOnly ? null : s, vBase, 8L * pieces,
                                     kOnly ? 0 : pieces, heads, t0, out);
                             String what = k.describe() + ": " + heads + " heads of " + pieces + " pieces"
                                     + (kOnly ? " (K only)" : "") + ", t0 " + t0;
-                            assertArrayEquals(expected, java.util.Arrays.copyOf(out, heads), what);
+                            assertArrayEquals(expected, Arrays.copyOf(out, heads), what);
                             assertEquals(7, out[heads], "nothing written past the heads: " + what);
                             cases++;
                         }
@@ -341,10 +342,10 @@ class SliceKernelTest {
                                     + ", stride " + tokenStride + ", t0 " + t0;
                             for (VectorSliceKernel k : List.of(rows, headByHead, narrowRows)) {
                                 long[] out = new long[heads + 1];
-                                java.util.Arrays.fill(out, 7);
+                                Arrays.fill(out, 7);
                                 k.headsAffine(s, kBase, tokenStride, 8L * pieces, pieces, kOnly ? null : s, vBase, tokenStride,
                                         8L * pieces, kOnly ? 0 : pieces, heads, n, t0, true, out);
-                                assertArrayEquals(expected, java.util.Arrays.copyOf(out, heads), what);
+                                assertArrayEquals(expected, Arrays.copyOf(out, heads), what);
                                 assertEquals(7, out[heads], "nothing written past the heads: " + what);
                             }
                             cases++;

@@ -10,6 +10,7 @@ import org.junit.jupiter.api.Test;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -36,8 +37,8 @@ class DemoBenchTest {
         for (Demo.Outcome o : r.faults()) {
             names.add(o.name());
             assertEquals(Status.MISMATCH, o.status(), o.name());
-            assertTrue(o.localized(), o.name() + ": injected " + java.util.Arrays.toString(o.injectedBlocks()) + ", reported "
-                    + java.util.Arrays.toString(o.reportedBlocks()));
+            assertTrue(o.localized(), o.name() + ": injected " + Arrays.toString(o.injectedBlocks()) + ", reported "
+                    + Arrays.toString(o.reportedBlocks()));
         }
         assertEquals(Set.of("one flipped bit", "stale block", "two blocks swapped", "block never written"), names);
         assertEquals(2, r.faults().stream().filter(o -> o.name().equals("two blocks swapped")).findFirst().orElseThrow()

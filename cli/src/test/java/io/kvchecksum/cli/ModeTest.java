@@ -9,6 +9,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestFactory;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.stream.Stream;
 
@@ -72,7 +73,7 @@ class ModeTest {
         assertEquals(3, p.version());
         assertEquals("mixed", p.mode());
         assertEquals(Cli.strings(c.get("values_mixed")),
-                java.util.Arrays.stream(p.groups().get(0).values()).mapToObj(Long::toUnsignedString).toList());
+                Arrays.stream(p.groups().get(0).values()).mapToObj(Long::toUnsignedString).toList());
 
         // verify takes the mode from the payload: NumPy's mixed values match, a changed one is localized.
         long[] mixed = Cli.strings(c.get("values_mixed")).stream().mapToLong(Long::parseUnsignedLong).toArray();

@@ -12,6 +12,7 @@ import org.junit.jupiter.api.TestFactory;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.stream.Stream;
 
@@ -89,7 +90,7 @@ class SglangCliTest {
                         assertEquals(0, pr.code(), pr.err());
                         ChecksumPayload payload = fromParams(pr.out().strip());
                         assertEquals(2, payload.version(), "the checksums stay seed 003's version 2");
-                        assertEquals(Cli.strings(c.get("values")), java.util.Arrays.stream(payload.groups().getFirst().values())
+                        assertEquals(Cli.strings(c.get("values")), Arrays.stream(payload.groups().getFirst().values())
                                 .mapToObj(Long::toUnsignedString).toList());
                         SglangDigestSection s = (SglangDigestSection) payload.section(SglangDigestSection.NAME);
                         assertEquals(1, s.entries().size());

@@ -60,14 +60,30 @@ public final class Backends {
             return k;
         }
         KvChecksum k = openByName(name);
-        if (name.equals("cpu") && loop(k.description()).equals("scalar")) {
-            // a row named cpu is the Vector API loop; the scalar loop has its own row, cpu-scalar
+        // a row named cpu is the Vector API loop; the scalar loop has its own row, cpu-scalar
+        return name.equals("cpu") ? vectorLoop(k, "Passing -jvmArgsAppend (or -jvmArgs) on the JMH command line "
+                + "replaces the @Fork flags: append " + Bench.VECTOR + " " + Bench.NATIVE + " " + Bench.HEAP + " to it as "
+                + "well, or ask for -p backend=cpu-scalar to time the scalar loop under its own name") : k;
+    }
+
+    /**
+     * The CPU backend with at most {@code threads} threads per call, for the mains that time it at a chosen thread
+     * count: refused, as {@link #open} refuses a {@code cpu} row, where this JVM would run the scalar fallback.
+     *
+     * @param threads the most threads per call (1: the calling thread only)
+     * @return the backend, running its Vector API loop
+     */
+    public static KvChecksum cpu(int threads) {
+        return vectorLoop(KvChecksums.cpu(threads), "Start the JVM with " + Bench.VECTOR + " " + Bench.NATIVE);
+    }
+
+    /** {@code k}, or closed and refused when it runs the scalar loop; {@code fix} says how to get the vector one. */
+    private static KvChecksum vectorLoop(KvChecksum k, String fix) {
+        if (loop(k.description()).equals("scalar")) {
             String d = k.description();
             k.close();
             throw new IllegalStateException("backend cpu refused: this JVM runs " + d + ", the scalar fallback, because "
-                    + "it lacks the module jdk.incubator.vector. Passing -jvmArgsAppend (or -jvmArgs) on the JMH command "
-                    + "line replaces the @Fork flags: append " + Bench.VECTOR + " " + Bench.NATIVE + " " + Bench.HEAP
-                    + " to it as well, or ask for -p backend=cpu-scalar to time the scalar loop under its own name");
+                    + "it lacks the module jdk.incubator.vector. " + fix);
         }
         return k;
     }

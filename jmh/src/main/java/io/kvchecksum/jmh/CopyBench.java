@@ -38,7 +38,7 @@ public class CopyBench extends Bench {
         cpu = closing(Backends.open("cpu"));
         fx = closing(CopyFixture.of(cpu, shape, size, conversion, Runtime.getRuntime().availableProcessors()));
         fx.verify(cpu, cpu.copyAndChecksum(fx.plan()));
-        System.out.println("# " + cpu.description() + "; " + fx.plan());
+        System.out.println("# " + cpu.description() + ": loop " + Backends.loop(cpu.description()) + "; " + fx.plan());
     }
 
     /** The verifying copy over a compiled plan. */

@@ -1,7 +1,6 @@
 package io.kvchecksum.jmh;
 
 import io.kvchecksum.KvChecksum;
-import io.kvchecksum.KvChecksums;
 
 import java.util.Arrays;
 import java.util.List;
@@ -56,11 +55,12 @@ public final class CopyTurns {
         }
         int reps = Integer.parseInt(args[3]);
         int threads = Integer.getInteger("copy.threads", Runtime.getRuntime().availableProcessors());
-        KvChecksum cpu = KvChecksums.cpu(threads);
+        KvChecksum cpu = Backends.cpu(threads);
         if (CPU_TIME && threads != 1) {
             throw new IllegalArgumentException("-Dcopy.cpuTime=true times the calling thread: use -Dcopy.threads=1");
         }
-        System.out.println(cpu.description() + "; " + Runtime.version() + "; " + reps + " rounds; "
+        System.out.println(cpu.description() + ": loop " + Backends.loop(cpu.description()) + "; " + Runtime.version() + "; "
+                + reps + " rounds; "
                 + (CPU_TIME ? "the calling thread's CPU time" : "wall clock"));
         for (String shape : args[0].split(",")) {
             for (String size : args[1].split(",")) {

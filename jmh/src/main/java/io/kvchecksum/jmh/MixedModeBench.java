@@ -38,6 +38,8 @@ public class MixedModeBench extends Bench {
         standard = SlicePlan.of(fx.group(), fx.request());
         mixed = SlicePlan.of(fx.group(), fx.request(), ChecksumMode.MIXED);
         Oracle.verifyMixed(cpu, fx, standard, cpu.blockChecksums(mixed));
+        System.out.println("# " + cpu.description() + ": loop " + Backends.loop(cpu.description()) + "; " + shape + " "
+                + size);
         bound = closing(new MemoryBound(fx.segments(), Runtime.getRuntime().availableProcessors()));
     }
 

@@ -2,7 +2,6 @@ package io.kvchecksum.jmh;
 
 import io.kvchecksum.ChecksumMode;
 import io.kvchecksum.KvChecksum;
-import io.kvchecksum.KvChecksums;
 import io.kvchecksum.SlicePlan;
 import io.kvchecksum.bench.MemoryBound;
 
@@ -32,8 +31,9 @@ public final class MixedModeTurns {
             System.exit(2);
         }
         int reps = Integer.parseInt(args[2]);
-        KvChecksum cpu = KvChecksums.cpu();
-        System.out.println(cpu.description() + "; " + Runtime.version() + "; " + reps + " rounds");
+        KvChecksum cpu = Backends.open("cpu");
+        System.out.println(cpu.description() + ": loop " + Backends.loop(cpu.description()) + "; " + Runtime.version() + "; "
+                + reps + " rounds");
         for (String shape : args[0].split(",")) {
             for (String size : args[1].split(",")) {
                 try (KvFixture fx = KvFixture.of(shape, size);

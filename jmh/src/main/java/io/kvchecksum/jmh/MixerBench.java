@@ -18,6 +18,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 import java.security.GeneralSecurityException;
+import java.util.Arrays;
 import java.util.SplittableRandom;
 
 /**
@@ -86,7 +87,7 @@ public class MixerBench extends Bench {
         encrypted = new byte[bytes.length];
         try {
             aes = Cipher.getInstance("AES/ECB/NoPadding");
-            aes.init(Cipher.ENCRYPT_MODE, new SecretKeySpec(java.util.Arrays.copyOf(bytes, 16), "AES"));
+            aes.init(Cipher.ENCRYPT_MODE, new SecretKeySpec(Arrays.copyOf(bytes, 16), "AES"));
         } catch (GeneralSecurityException e) {
             throw new IllegalStateException("AES/ECB/NoPadding unavailable", e);
         }

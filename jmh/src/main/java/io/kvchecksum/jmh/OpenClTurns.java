@@ -35,7 +35,7 @@ public final class OpenClTurns {
         for (String shape : args[0].split(",")) {
             try (KvFixture fx = KvFixture.of(shape, "256MiB");
                  MemoryBound bound = new MemoryBound(fx.segments(), Runtime.getRuntime().availableProcessors());
-                 KvChecksum backend = KvChecksums.byName("opencl")) {
+                 KvChecksum backend = Backends.open("opencl")) {
                 Oracle.expectEqual("opencl", KvChecksums.cpu().blockChecksums(fx.group(), fx.request()),
                         backend.blockChecksums(fx.group(), fx.request()));
                 List<LongSupplier> ops = new ArrayList<>();

@@ -20,6 +20,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.function.LongSupplier;
@@ -208,7 +209,7 @@ public class PageProbeBench extends Bench {
         // Checked before timing: the probe is deterministic, covers every page, and is not all zeros.
         PageProbe.Probes p = PageProbe.compute(cpu, plan, probeBytes);
         check(p.equals(PageProbe.compute(cpu, plan, probeBytes)) && p.head().length == plan.numPages()
-                && !java.util.Arrays.stream(p.tail()).allMatch(x -> x == 0),
+                && !Arrays.stream(p.tail()).allMatch(x -> x == 0),
                 "page probe not deterministic or empty: " + p);
         System.out.printf("# %s; %s %s: %d bytes, %d pages of %d tokens; the probe reads %d bytes, fraction %.4f%n",
                 cpu.description(), layout, size, fullBytes, plan.numPages(), ps, read * plan.numPages(), fraction);

@@ -5,7 +5,6 @@ import io.kvchecksum.ChecksumSpec;
 import io.kvchecksum.CopyPlan;
 import io.kvchecksum.KvCacheGroup;
 import io.kvchecksum.KvChecksum;
-import io.kvchecksum.KvChecksums;
 import io.kvchecksum.KvMemory;
 import io.kvchecksum.KvRegion;
 import io.kvchecksum.KvSegments;
@@ -55,7 +54,7 @@ public final class SegmentedCopyTurns {
         int threads = a[6];
         long seconds = a[7];
         long row = (long) heads * headBytes;
-        KvChecksum cpu = KvChecksums.cpu(threads);
+        KvChecksum cpu = Backends.cpu(threads);
         Random rnd = new Random(29);
         try (Arena arena = Arena.ofShared()) {
             int pageSize = Math.toIntExact(gcd(perPage, blockSize));

@@ -88,6 +88,10 @@ class HarnessTest {
         try (KvChecksum k = Backends.open("cpu")) {
             assertTrue(Backends.loop(k.description()).endsWith("-bit"), k.description());
         }
+        try (KvChecksum k = Backends.cpu(1)) {   // the mains' backend at a chosen thread count: the same check
+            assertTrue(Backends.loop(k.description()).endsWith("-bit") && k.description().contains("1 thread"),
+                    k.description());
+        }
     }
 
     @Test

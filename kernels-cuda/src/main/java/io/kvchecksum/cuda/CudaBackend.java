@@ -27,6 +27,7 @@ import java.util.OptionalLong;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentSkipListMap;
+import java.util.function.Function;
 import java.util.function.ToLongFunction;
 import java.util.stream.Stream;
 
@@ -287,25 +288,42 @@ public final class CudaBackend implements Backend {
         boolean slices = output == CompiledPlan.Output.SLICE_SUMS;
         if (stream.isPresent()) {
             long s = stream.getAsLong();
-            long[] ctx = new long[1];
-            check(driver, driver.cuStreamGetCtx(s, ctx), "cuStreamGetCtx(stream 0x" + Long.toHexString(s) + ")");
-            long previous = enter(ctx[0]);
-            try {
-                refuseCapture(s);  // first: creating the context's streams and events is no business of a capture either
-                ContextResources resources = resources(ctx[0]);
-                return plan.startBatches(output, b -> launch(resources, s, b, CudaBackend::deviceAddress, slices));
-            } finally {
-                leave(previous, ctx[0]);
-            }
+            return onStream(s, resources -> plan.startBatches(output,
+                    b -> launch(resources, s, b, CudaBackend::deviceAddress, slices)));
         }
-        long previous = enter(primaryContext);
-        try {
-            ContextResources resources = resources(primaryContext);
+        return inPrimaryContext(resources -> {
             if (plan.launches().stream().allMatch(l -> l.memory() == SlicePlan.Residency.DEVICE)) {
                 return plan.startBatches(output,
                         b -> launch(resources, resources.ownStream, b, CudaBackend::deviceAddress, slices));
             }
             return fromHost(resources, plan, output, slices);
+        });
+    }
+
+    /**
+     * {@code work} on an engine's stream: the stream's context made current for the call and the caller's restored
+     * after it, a stream capturing a CUDA graph refused before {@code work} runs.
+     */
+    private <T> T onStream(long stream, Function<ContextResources, T> work) {
+        long[] ctx = new long[1];
+        check(driver, driver.cuStreamGetCtx(stream, ctx), "cuStreamGetCtx(stream 0x" + Long.toHexString(stream) + ")");
+        long previous = enter(ctx[0]);
+        try {
+            refuseCapture(stream);  // first: creating the context's streams and events is no business of a capture either
+            return work.apply(resources(ctx[0]));
+        } finally {
+            leave(previous, ctx[0]);
+        }
+    }
+
+    /**
+     * {@code work} in the primary context of this backend's device, made current for the call and the caller's
+     * restored after it.
+     */
+    private <T> T inPrimaryContext(Function<ContextResources, T> work) {
+        long previous = enter(primaryContext);
+        try {
+            return work.apply(resources(primaryContext));
         } finally {
             leave(previous, primaryContext);
         }
@@ -358,25 +376,12 @@ public final class CudaBackend implements Backend {
         }
         ToLongFunction<KvMemory> address = deviceOnly ? CudaBackend::deviceAddress : mappedAddresses(plan);
         KernelAbi.requireRepresentable(plan);
+        boolean onDevice = deviceOnly;
         if (stream.isPresent()) {
             long s = stream.getAsLong();
-            long[] ctx = new long[1];
-            check(driver, driver.cuStreamGetCtx(s, ctx), "cuStreamGetCtx(stream 0x" + Long.toHexString(s) + ")");
-            long previous = enter(ctx[0]);
-            try {
-                refuseCapture(s);
-                return copy(resources(ctx[0]), s, plan, address, deviceOnly);
-            } finally {
-                leave(previous, ctx[0]);
-            }
+            return onStream(s, resources -> copy(resources, s, plan, address, onDevice));
         }
-        long previous = enter(primaryContext);
-        try {
-            ContextResources resources = resources(primaryContext);
-            return copy(resources, resources.ownStream, plan, address, deviceOnly);
-        } finally {
-            leave(previous, primaryContext);
-        }
+        return inPrimaryContext(resources -> copy(resources, resources.ownStream, plan, address, onDevice));
     }
 
     /**
@@ -530,15 +535,11 @@ public final class CudaBackend implements Backend {
     @Override
     public long pageDigest(PageDigestPlan plan) {
         ensureOpen();
-        long previous = enter(primaryContext);
-        try {
-            ContextResources resources = resources(primaryContext);
+        return inPrimaryContext(resources -> {
             try (Placed placed = new Placed(plan.runs().stream().map(PageDigestPlan.Run::memory).toList(), resources)) {
                 return CudaPageDigest.digest(this, resources, plan, placed::address);
             }
-        } finally {
-            leave(previous, primaryContext);
-        }
+        });
     }
 
     /**
@@ -561,15 +562,7 @@ public final class CudaBackend implements Backend {
                         + "page-digest run is " + r.memory() + "; use pageDigest (the backend's own stream) for host memory");
             }
         }
-        long[] ctx = new long[1];
-        check(driver, driver.cuStreamGetCtx(stream, ctx), "cuStreamGetCtx(stream 0x" + Long.toHexString(stream) + ")");
-        long previous = enter(ctx[0]);
-        try {
-            refuseCapture(stream);
-            return CudaPageDigest.start(this, resources(ctx[0]), stream, plan, CudaBackend::deviceAddress);
-        } finally {
-            leave(previous, ctx[0]);
-        }
+        return onStream(stream, resources -> CudaPageDigest.start(this, resources, stream, plan, CudaBackend::deviceAddress));
     }
 
     /**
@@ -592,12 +585,7 @@ public final class CudaBackend implements Backend {
             throw new NullPointerException("bytes");
         }
         long size = bytes.byteSize();
-        long previous = enter(primaryContext);
-        try {
-            return upload(bytes, size, resources(primaryContext));
-        } finally {
-            leave(previous, primaryContext);
-        }
+        return inPrimaryContext(resources -> upload(bytes, size, resources));
     }
 
     private DeviceBuffer upload(MemorySegment bytes, long size, ContextResources resources) {

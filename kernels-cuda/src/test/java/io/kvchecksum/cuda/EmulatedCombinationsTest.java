@@ -1,11 +1,9 @@
 package io.kvchecksum.cuda;
 
-import io.kvchecksum.KvChecksum;
 import io.kvchecksum.golden.Combinations;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.TestFactory;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * The combination test ({@link Combinations}) through the CUDA backend's whole host path, the kernels' arithmetic run
@@ -13,31 +11,16 @@ import org.junit.jupiter.api.TestFactory;
  * backend) and once already in "device" memory.
  */
 class EmulatedCombinationsTest {
-    private static FakeCudaDriver fake;
-    private static KvChecksum cuda;
-
-    @BeforeAll
-    static void setUp() {
-        fake = new FakeCudaDriver(HostLibrary.load());
-        fake.smCount = 132;
-        cuda = NamedBackend.cudaHost(fake, LaunchPlanner.DEFAULT_MAX_BLOCKS_PER_LAUNCH);
-    }
-
-    @AfterAll
-    static void tearDown() {
-        if (cuda != null) {
-            cuda.close();
-            fake.freeUploads();
-        }
-    }
+    @RegisterExtension
+    static final EmulatedCuda CUDA = new EmulatedCuda();
 
     @TestFactory
     DynamicTest hostMemory() {
-        return Combinations.test(cuda);
+        return Combinations.test(CUDA.wide());
     }
 
     @TestFactory
     DynamicTest deviceMemory() {
-        return Combinations.test(cuda, "device memory", fake::onDevice);
+        return Combinations.test(CUDA.wide(), "device memory", CUDA.fake()::onDevice);
     }
 }

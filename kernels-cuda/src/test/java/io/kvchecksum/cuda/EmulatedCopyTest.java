@@ -2,21 +2,18 @@ package io.kvchecksum.cuda;
 
 import io.kvchecksum.CopyPlan;
 import io.kvchecksum.InvalidLayoutException;
-import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvMemory;
 import io.kvchecksum.golden.CopySuite;
 import io.kvchecksum.golden.CopyVector;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.DynamicNode;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestFactory;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.function.Supplier;
 import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -33,61 +30,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * per copy launch, each adding into its own blocks).
  */
 class EmulatedCopyTest {
-    private static FakeCudaDriver fake;
-    private static KvChecksum wide;
-    private static KvChecksum chunked;
-
-    @BeforeAll
-    static void setUp() {
-        fake = new FakeCudaDriver(HostLibrary.load());
-        fake.smCount = 132;
-        wide = NamedBackend.cudaHost(fake, LaunchPlanner.DEFAULT_MAX_BLOCKS_PER_LAUNCH);
-        chunked = NamedBackend.cudaHost(fake, 2);
-    }
-
-    @AfterAll
-    static void tearDown() {
-        if (wide != null) {
-            wide.close();
-            chunked.close();
-        }
-    }
-
-    /**
-     * Each buffer copied into a new simulated device allocation, read back from it, freed at the test's end. The test's
-     * thread has the device's context current, as an engine's thread does: the suite's {@code submitCopy(plan, 0)} runs on
-     * that context's legacy default stream.
-     */
-    static Supplier<CopySuite.Placement> onDevice(FakeCudaDriver fake) {
-        return () -> new CopySuite.Placement() {
-            {
-                fake.cuCtxSetCurrent(FakeCudaDriver.CONTEXT);
-            }
-
-            private final List<Long> allocations = new ArrayList<>();
-
-            @Override
-            public KvMemory place(MemorySegment host, boolean destination) {
-                long p = fake.upload(host);
-                allocations.add(p);
-                return KvMemory.device(p, host.byteSize());
-            }
-
-            @Override
-            public void readBack(KvMemory placed, MemorySegment into) {
-                KvMemory.Device d = (KvMemory.Device) placed;
-                if (fake.cuMemcpyDtoHAsync(into.address(), d.address(), into.byteSize(), 0) != 0) {
-                    throw new AssertionError("reading back " + d + " failed");
-                }
-            }
-
-            @Override
-            public void close() {
-                allocations.forEach(fake::cuMemFree);
-                allocations.clear();
-            }
-        };
-    }
+    @RegisterExtension
+    static final EmulatedCuda CUDA = new EmulatedCuda();
 
     /**
      * Pageable host memory on either side is refused when the copy is compiled, naming the route and that it must be
@@ -96,41 +40,41 @@ class EmulatedCopyTest {
     @Test
     void hostMemoryIsRefusedAtCompileTime() {
         CopyVector v = CopyVector.all().get(0);
-        try (Arena arena = Arena.ofConfined(); CopySuite.Placement device = onDevice(fake).get()) {
+        try (Arena arena = Arena.ofConfined(); CopySuite.Placement device = CUDA.onDevice().get()) {
             List<MemorySegment> host = v.buffers(arena);
             List<KvMemory> onHost = host.stream().map(m -> (KvMemory) KvMemory.host(m)).toList();
             List<KvMemory> onDevice = new ArrayList<>();
             for (int k = 0; k < host.size(); k++) {
                 onDevice.add(device.place(host.get(k), v.isDestination(k)));
             }
-            int launches = fake.launches;
+            int launches = CUDA.fake().launches;
             for (boolean hostSource : new boolean[] {true, false}) {
                 List<KvMemory> from = hostSource ? onHost : onDevice;
                 List<KvMemory> to = hostSource ? onDevice : onHost;
-                InvalidLayoutException e = assertThrows(InvalidLayoutException.class, () -> wide.compileCopy(v.source(from),
+                InvalidLayoutException e = assertThrows(InvalidLayoutException.class, () -> CUDA.wide().compileCopy(v.source(from),
                         v.sourceRequest(), v.destination(to), v.destinationRequest(), v.spec()));
                 assertTrue(e.getMessage().contains("cannot copy " + (hostSource ? "host memory to device memory"
                         : "device memory to host memory")) && e.getMessage().contains("host memory must be pinned"),
                         e.getMessage());
             }
-            CopyPlan plan = wide.compileCopy(v.source(onDevice), v.sourceRequest(), v.destination(onDevice), v.destinationRequest(), v.spec());
-            assertArrayEquals(v.expected(), wide.copyAndChecksum(plan));
-            assertEquals(launches + plan.launches().size(), fake.launches, "one kernel launch per CopyPlan.Launch");
+            CopyPlan plan = CUDA.wide().compileCopy(v.source(onDevice), v.sourceRequest(), v.destination(onDevice), v.destinationRequest(), v.spec());
+            assertArrayEquals(v.expected(), CUDA.wide().copyAndChecksum(plan));
+            assertEquals(launches + plan.launches().size(), CUDA.fake().launches, "one kernel launch per CopyPlan.Launch");
         }
     }
 
     @TestFactory
     Stream<DynamicNode> copy() {
-        return CopySuite.tests(wide, onDevice(fake));
+        return CopySuite.tests(CUDA.wide(), CUDA.onDevice());
     }
 
     @TestFactory
     Stream<DynamicNode> copyFaults() {
-        return CopySuite.faults(wide, onDevice(fake));
+        return CopySuite.faults(CUDA.wide(), CUDA.onDevice());
     }
 
     @TestFactory
     Stream<DynamicNode> copyInChunks() {
-        return CopySuite.tests(chunked, onDevice(fake));
+        return CopySuite.tests(CUDA.chunked(), CUDA.onDevice());
     }
 }

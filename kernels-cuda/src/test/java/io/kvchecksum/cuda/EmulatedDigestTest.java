@@ -1,6 +1,5 @@
 package io.kvchecksum.cuda;
 
-import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvChecksums;
 import io.kvchecksum.KvMemory;
 import io.kvchecksum.KvLayouts;
@@ -10,11 +9,10 @@ import io.kvchecksum.SlicePlan;
 import io.kvchecksum.StateRow;
 import io.kvchecksum.golden.DigestSuite;
 import io.kvchecksum.golden.DigestVector;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.DynamicNode;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestFactory;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -32,34 +30,19 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
  * and across the 8 KiB piece size against {@code java.util.zip.Adler32}.
  */
 class EmulatedDigestTest {
-    private static FakeCudaDriver fake;
-    private static KvChecksum cuda;
-
-    @BeforeAll
-    static void setUp() {
-        fake = new FakeCudaDriver(HostLibrary.load());
-        fake.smCount = 132;
-        cuda = NamedBackend.cudaHost(fake, LaunchPlanner.DEFAULT_MAX_BLOCKS_PER_LAUNCH);
-    }
-
-    @AfterAll
-    static void tearDown() {
-        if (cuda != null) {
-            cuda.close();
-            fake.freeUploads();
-        }
-    }
+    @RegisterExtension
+    static final EmulatedCuda CUDA = new EmulatedCuda();
 
     @TestFactory
     Stream<DynamicNode> hostMemory() {
         assumeTrue(DigestVector.present(), "the kvchecksum-golden jar carries no vectors-digest/index.json");
-        return DigestSuite.tests(cuda);
+        return DigestSuite.tests(CUDA.wide());
     }
 
     @TestFactory
     Stream<DynamicNode> deviceMemory() {
         assumeTrue(DigestVector.present(), "the kvchecksum-golden jar carries no vectors-digest/index.json");
-        return DigestSuite.tests(cuda, fake::onDevice);
+        return DigestSuite.tests(CUDA.wide(), CUDA.fake()::onDevice);
     }
 
     @Test
@@ -84,7 +67,7 @@ class EmulatedDigestTest {
             List<StateRow> rows = List.of(new StateRow("conv", KvMemory.host(state), 3, 20_001),   // odd address: bytes
                     new StateRow("ssm", KvMemory.host(state), 20_009, 1), new StateRow("ssm", KvMemory.host(state), 20_016, 9_000));
             PageDigestPlan plan = PageDigestPlan.of(SlicePlan.of(g, RequestBlocks.of(new int[] {4, 0, 5}, 40, 16)), rows);
-            assertEquals(KvChecksums.reference().pageDigest(plan), cuda.pageDigest(plan));
+            assertEquals(KvChecksums.reference().pageDigest(plan), CUDA.wide().pageDigest(plan));
         }
     }
 }

@@ -7,11 +7,10 @@ import io.kvchecksum.KvMemory;
 import io.kvchecksum.golden.CopySuite;
 import io.kvchecksum.golden.CopyVector;
 import io.kvchecksum.spi.BackendLimits.CopyRoute;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.DynamicNode;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestFactory;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -36,26 +35,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * on a 64-bit host); the device check runs the same routes on a GPU.
  */
 class EmulatedPinnedCopyTest {
-    private static FakeCudaDriver fake;
-    private static KvChecksum wide;
-    private static KvChecksum chunked;
-
-    @BeforeAll
-    static void setUp() {
-        fake = new FakeCudaDriver(HostLibrary.load());
-        fake.smCount = 132;
-        wide = NamedBackend.cudaHost(fake, LaunchPlanner.DEFAULT_MAX_BLOCKS_PER_LAUNCH);
-        chunked = NamedBackend.cudaHost(fake, 2);
-    }
-
-    @AfterAll
-    static void tearDown() {
-        if (wide != null) {
-            wide.close();
-            chunked.close();
-            assertEquals(0, fake.livePinnedMappings(), "closing the backends unpinned and freed every pinned buffer");
-        }
-    }
+    @RegisterExtension
+    static final EmulatedCuda CUDA = new EmulatedCuda();
 
     static CudaBackend cuda(KvChecksum front) {
         return (CudaBackend) ((NamedBackend) front.backend()).delegate();
@@ -70,7 +51,7 @@ class EmulatedPinnedCopyTest {
         CudaBackend cuda = cuda(front);
         boolean[] register = {false};
         return () -> new CopySuite.Placement() {
-            private final CopySuite.Placement device = EmulatedCopyTest.onDevice(fake).get();
+            private final CopySuite.Placement device = CUDA.onDevice().get();
             private final List<PinnedHostMemory> pins = new ArrayList<>();
             private final Arena arena = Arena.ofShared();
 
@@ -108,16 +89,19 @@ class EmulatedPinnedCopyTest {
 
     @TestFactory
     Stream<DynamicNode> pinnedHostToDevice() {
+        KvChecksum wide = CUDA.wide();
         return Stream.concat(CopySuite.tests(wide, pinned(wide, true)), CopySuite.faults(wide, pinned(wide, true)));
     }
 
     @TestFactory
     Stream<DynamicNode> deviceToPinnedHost() {
+        KvChecksum wide = CUDA.wide();
         return Stream.concat(CopySuite.tests(wide, pinned(wide, false)), CopySuite.faults(wide, pinned(wide, false)));
     }
 
     @TestFactory
     Stream<DynamicNode> bothRoutesInChunks() {
+        KvChecksum chunked = CUDA.chunked();
         return Stream.concat(CopySuite.tests(chunked, pinned(chunked, true)), CopySuite.tests(chunked, pinned(chunked, false)));
     }
 
@@ -126,12 +110,12 @@ class EmulatedPinnedCopyTest {
     void routesAreDeclared() {
         for (boolean onStream : new boolean[] {false, true}) {
             assertEquals(java.util.Set.of(CopyRoute.DEVICE_TO_DEVICE, CopyRoute.PINNED_HOST_TO_DEVICE,
-                    CopyRoute.DEVICE_TO_PINNED_HOST), wide.backend().limits().copyRoutes(onStream));
+                    CopyRoute.DEVICE_TO_PINNED_HOST), CUDA.wide().backend().limits().copyRoutes(onStream));
         }
         CopyVector v = CopyVector.all().get(0);
-        try (Arena arena = Arena.ofConfined(); CopySuite.Placement p = pinned(wide, true).get()) {
+        try (Arena arena = Arena.ofConfined(); CopySuite.Placement p = pinned(CUDA.wide(), true).get()) {
             List<KvMemory> memory = place(v, v.buffers(arena), p);
-            CopyPlan plan = wide.compileCopy(v.source(memory), v.sourceRequest(), v.destination(memory),
+            CopyPlan plan = CUDA.wide().compileCopy(v.source(memory), v.sourceRequest(), v.destination(memory),
                     v.destinationRequest(), v.spec());
             assertEquals(CopyRoute.PINNED_HOST_TO_DEVICE, plan.launches().get(0).route());
         }
@@ -144,23 +128,23 @@ class EmulatedPinnedCopyTest {
     @Test
     void pageableHostMemoryIsRefusedNamingTheFix() {
         CopyVector v = CopyVector.all().get(0);
-        try (Arena arena = Arena.ofConfined(); CopySuite.Placement device = EmulatedCopyTest.onDevice(fake).get()) {
+        try (Arena arena = Arena.ofConfined(); CopySuite.Placement device = CUDA.onDevice().get()) {
             List<MemorySegment> host = v.buffers(arena);
-            int launches = fake.launches;
+            int launches = CUDA.fake().launches;
             for (boolean hostSource : new boolean[] {true, false}) {
                 List<KvMemory> memory = new ArrayList<>();
                 for (int k = 0; k < host.size(); k++) {
                     memory.add(v.isDestination(k) == hostSource ? device.place(host.get(k), v.isDestination(k))
                             : KvMemory.host(host.get(k)));
                 }
-                InvalidLayoutException e = assertThrows(InvalidLayoutException.class, () -> wide.compileCopy(v.source(memory),
+                InvalidLayoutException e = assertThrows(InvalidLayoutException.class, () -> CUDA.wide().compileCopy(v.source(memory),
                         v.sourceRequest(), v.destination(memory), v.destinationRequest(), v.spec()));
                 assertTrue(e.getMessage().contains("cannot copy " + (hostSource ? "host memory to device memory"
                         : "device memory to host memory") + ": host memory must be pinned")
                         && e.getMessage().contains("CudaBackend.allocatePinned(bytes)")
                         && e.getMessage().contains("CudaBackend.pin(segment)"), e.getMessage());
             }
-            assertEquals(launches, fake.launches, "nothing was launched");
+            assertEquals(launches, CUDA.fake().launches, "nothing was launched");
         }
     }
 
@@ -172,8 +156,8 @@ class EmulatedPinnedCopyTest {
     @Test
     void memoryNotHeldPinnedIsRefused() {
         CopyVector v = CopyVector.all().get(0);
-        CudaBackend cuda = cuda(wide);
-        try (Arena arena = Arena.ofShared(); CopySuite.Placement device = EmulatedCopyTest.onDevice(fake).get()) {
+        CudaBackend cuda = cuda(CUDA.wide());
+        try (Arena arena = Arena.ofShared(); CopySuite.Placement device = CUDA.onDevice().get()) {
             List<MemorySegment> host = v.buffers(arena);
             List<MemorySegment> staging = new ArrayList<>();
             List<KvMemory> memory = new ArrayList<>();
@@ -186,28 +170,28 @@ class EmulatedPinnedCopyTest {
                     memory.add(KvMemory.pinnedHost(host.get(k)));   // claimed, not pinned
                 }
             }
-            CopyPlan plan = wide.compileCopy(v.source(memory), v.sourceRequest(), v.destination(memory),
+            CopyPlan plan = CUDA.wide().compileCopy(v.source(memory), v.sourceRequest(), v.destination(memory),
                     v.destinationRequest(), v.spec());
-            int launches = fake.launches;
+            int launches = CUDA.fake().launches;
             assertRefused(plan, "does not hold");
 
             List<PinnedHostMemory> pins = new ArrayList<>();
             staging.stream().filter(s -> s != null).forEach(s -> pins.add(cuda.pin(s)));
-            assertArrayEquals(v.expected(), wide.copyAndChecksum(plan), "registered: the plan runs");
-            launches = fake.launches;
+            assertArrayEquals(v.expected(), CUDA.wide().copyAndChecksum(plan), "registered: the plan runs");
+            launches = CUDA.fake().launches;
             assertThrows(IllegalArgumentException.class, () -> cuda.pin(pins.get(0).segment()), "pinned twice");
-            assertRefused(chunked, plan, "does not hold");   // pinned by the other backend, not by this one
+            assertRefused(CUDA.chunked(), plan, "does not hold");   // pinned by the other backend, not by this one
             pins.forEach(PinnedHostMemory::close);
             assertRefused(plan, "does not hold");
-            assertEquals(launches, fake.launches, "nothing launched after unpinning");
+            assertEquals(launches, CUDA.fake().launches, "nothing launched after unpinning");
 
             staging.stream().filter(s -> s != null).forEach(s -> pins.add(cuda.pin(s)));
-            assertArrayEquals(v.expected(), wide.copyAndChecksum(plan), "pinned again: the same plan runs");
+            assertArrayEquals(v.expected(), CUDA.wide().copyAndChecksum(plan), "pinned again: the same plan runs");
             pins.forEach(PinnedHostMemory::close);
         }
 
         // An allocation, freed: its segment dies with it (CPU reads fail too), and a copy naming it is refused.
-        try (Arena arena = Arena.ofConfined(); CopySuite.Placement device = EmulatedCopyTest.onDevice(fake).get()) {
+        try (Arena arena = Arena.ofConfined(); CopySuite.Placement device = CUDA.onDevice().get()) {
             List<MemorySegment> host = v.buffers(arena);
             List<KvMemory> memory = new ArrayList<>();
             List<PinnedHostMemory> pins = new ArrayList<>();
@@ -221,9 +205,9 @@ class EmulatedPinnedCopyTest {
                     memory.add(m.memory());
                 }
             }
-            CopyPlan plan = wide.compileCopy(v.source(memory), v.sourceRequest(), v.destination(memory),
+            CopyPlan plan = CUDA.wide().compileCopy(v.source(memory), v.sourceRequest(), v.destination(memory),
                     v.destinationRequest(), v.spec());
-            assertArrayEquals(v.expected(), wide.copyAndChecksum(plan));
+            assertArrayEquals(v.expected(), CUDA.wide().copyAndChecksum(plan));
             MemorySegment freed = pins.get(0).segment();
             pins.forEach(PinnedHostMemory::close);
             pins.forEach(PinnedHostMemory::close);   // twice: nothing
@@ -235,7 +219,7 @@ class EmulatedPinnedCopyTest {
     }
 
     private static void assertRefused(CopyPlan plan, String why) {
-        assertRefused(wide, plan, why);
+        assertRefused(CUDA.wide(), plan, why);
     }
 
     private static void assertRefused(KvChecksum front, CopyPlan plan, String why) {
@@ -253,10 +237,10 @@ class EmulatedPinnedCopyTest {
     @Test
     void onAStreamNothingSynchronizesAndCaptureIsRefused() {
         java.util.concurrent.atomic.LongAdder syncs = new java.util.concurrent.atomic.LongAdder();
-        CudaBackend counted = SyncCounting.open(fake, 0, syncs);
+        CudaBackend counted = SyncCounting.open(CUDA.fake(), 0, syncs);
         KvChecksum front = KvChecksum.of(counted);
         CopyVector v = CopyVector.all().get(0);
-        try (front; Arena arena = Arena.ofShared(); CopySuite.Placement device = EmulatedCopyTest.onDevice(fake).get()) {
+        try (front; Arena arena = Arena.ofShared(); CopySuite.Placement device = CUDA.onDevice().get()) {
             List<MemorySegment> host = v.buffers(arena);
             List<KvMemory> memory = new ArrayList<>();
             for (int k = 0; k < host.size(); k++) {
@@ -279,17 +263,17 @@ class EmulatedPinnedCopyTest {
             assertArrayEquals(v.expected(), pending.get());
             pending.close();
 
-            int launches = fake.launches;
-            fake.capturing.add(0L);
+            int launches = CUDA.fake().launches;
+            CUDA.fake().capturing.add(0L);
             try {
                 IllegalStateException e = assertThrows(IllegalStateException.class, () -> front.submitCopy(plan, 0));
                 assertTrue(e.getMessage().contains("capturing a CUDA graph"), e.getMessage());
             } finally {
-                fake.capturing.remove(0L);
+                CUDA.fake().capturing.remove(0L);
             }
-            assertEquals(launches, fake.launches, "nothing launched on a capturing stream");
+            assertEquals(launches, CUDA.fake().launches, "nothing launched on a capturing stream");
         }
-        assertEquals(0, fake.livePinnedMappings(), "closing the backend freed the pinned memory it allocated");
+        assertEquals(0, CUDA.fake().livePinnedMappings(), "closing the backend freed the pinned memory it allocated");
     }
 
     private static List<KvMemory> place(CopyVector v, List<MemorySegment> host, CopySuite.Placement p) {

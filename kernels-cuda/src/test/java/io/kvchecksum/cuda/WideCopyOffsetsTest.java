@@ -10,19 +10,14 @@ import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvMemory;
 import io.kvchecksum.KvRegion;
 import io.kvchecksum.RequestBlocks;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.lang.reflect.InvocationTargetException;
-import java.lang.reflect.Proxy;
-import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 
+import static io.kvchecksum.cuda.RecordOnlyCuda.at;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
@@ -45,49 +40,8 @@ class WideCopyOffsetsTest {
             int numBlocks) {
     }
 
-    private FakeCudaDriver fake;
-    private CudaBackend backend;
-    private KvChecksum cuda;
-    private final List<Launch> launches = new ArrayList<>();
-
-    @BeforeEach
-    void open() {
-        fake = new FakeCudaDriver(HostLibrary.load());
-        Map<Long, String> names = new HashMap<>();
-        CudaBackend[] self = new CudaBackend[1];
-        CudaDriver recordOnly = (CudaDriver) Proxy.newProxyInstance(CudaDriver.class.getClassLoader(), new Class<?>[] {CudaDriver.class},
-                (proxy, m, args) -> {
-                    if (m.getName().equals("cuLaunchKernel")) {
-                        if (names.isEmpty()) {
-                            CudaBackend.KERNELS.forEach(k -> names.put(self[0].kernel(k), k));
-                        }
-                        launches.add(decode(names.get((long) args[0]), (int) args[1], (int) args[2], (long) args[8], (long) args[9]));
-                        return 0;  // recorded, not executed: the addresses exist nowhere
-                    }
-                    try {
-                        return m.invoke(fake, args);
-                    } catch (InvocationTargetException e) {
-                        throw e.getCause();
-                    }
-                });
-        backend = new CudaBackend(recordOnly, 0, Cuda.fatbin(), 1 << 20);
-        self[0] = backend;
-        cuda = KvChecksum.of(backend);
-    }
-
-    @AfterEach
-    void close() {
-        if (cuda == null) {
-            return; // the set-up was aborted: no host library (-Dkvchecksum.skipCuda=true)
-        }
-        cuda.close();
-        assertEquals(0, fake.liveDeviceAllocations(), "device memory leaked");
-    }
-
-    @SuppressWarnings("restricted") // the parameter block and the uploads are native memory of the fake driver
-    private static MemorySegment at(long address, long bytes) {
-        return MemorySegment.ofAddress(address).reinterpret(bytes);
-    }
+    @RegisterExtension
+    final RecordOnlyCuda<Launch> recorder = new RecordOnlyCuda<>(WideCopyOffsetsTest::decode, d -> d);
 
     private static Launch decode(String kernel, int gx, int gy, long stream, long argv) {
         MemorySegment p = at(at(argv, 8).get(ValueLayout.JAVA_LONG, 0), KernelAbi.COPY_PARAMS_BYTES);
@@ -130,6 +84,7 @@ class WideCopyOffsetsTest {
 
     @Test
     void positionsPast2To33AndPagesPast2To32AreCarriedExactly() {
+        KvChecksum cuda = recorder.front();
         long numTokens = (5L << 31) + 37;     // 10.7e9 positions: piece indices past 2^39
         long firstBlock = numTokens / 16 - 2;  // the last three blocks of 16, the third partial
         int[] srcPages = {5, 0, 3};            // pages of 16: the 37 positions S .. N-1
@@ -139,11 +94,11 @@ class WideCopyOffsetsTest {
         RequestBlocks sq = RequestBlocks.of(srcPages, numTokens, firstBlock, 16);
         RequestBlocks dq = RequestBlocks.of(dstPages, numTokens, firstBlock, 16);
         for (ChecksumMode mode : ChecksumMode.values()) {
-            launches.clear();
+            recorder.launches.clear();
             CopyPlan plan = cuda.compileCopy(src, sq, dst, dq, new ChecksumSpec(mode, CellPadding.NONE));
             cuda.submitCopy(plan, STREAM).close();
-            assertEquals(1, launches.size(), "one launch: " + launches);
-            Launch l = launches.getFirst();
+            assertEquals(1, recorder.launches.size(), "one launch: " + recorder.launches);
+            Launch l = recorder.launches.getFirst();
             String suffix = mode == ChecksumMode.MIXED ? CudaBackend.MIXED_SUFFIX : "";
             assertEquals(CudaBackend.COPY_16B + suffix, l.kernel(), "16-byte loads and stores: every base and stride is a multiple of 16");
             assertEquals(STREAM, l.stream());

@@ -13,22 +13,18 @@ import io.kvchecksum.KvRegion;
 import io.kvchecksum.PendingChecksums;
 import io.kvchecksum.RequestBlocks;
 import io.kvchecksum.SliceSums;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.lang.reflect.InvocationTargetException;
-import java.lang.reflect.Proxy;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Random;
 import java.util.Set;
 
+import static io.kvchecksum.cuda.RecordOnlyCuda.at;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -67,51 +63,11 @@ class WideOffsetsTest {
             int pageSize, int numBlocks, int numSlices, List<Slice> slices, int[] table, List<Request> requests) {
     }
 
-    private FakeCudaDriver fake;
     private RecordingDriver rec;
-    private CudaBackend backend;
-    private KvChecksum cuda;
-    private final List<Launch> launches = new ArrayList<>();
 
-    @BeforeEach
-    void open() {
-        fake = new FakeCudaDriver(HostLibrary.load());
-        Map<Long, String> names = new HashMap<>();
-        CudaBackend[] self = new CudaBackend[1];
-        CudaDriver recordOnly = (CudaDriver) Proxy.newProxyInstance(CudaDriver.class.getClassLoader(), new Class<?>[] {CudaDriver.class},
-                (proxy, m, args) -> {
-                    if (m.getName().equals("cuLaunchKernel")) {
-                        if (names.isEmpty()) {
-                            CudaBackend.KERNELS.forEach(k -> names.put(self[0].kernel(k), k));
-                        }
-                        launches.add(decode(names.get((long) args[0]), (int) args[1], (int) args[2], (long) args[8], (long) args[9]));
-                        return 0;  // recorded, not executed: the addresses exist nowhere
-                    }
-                    try {
-                        return m.invoke(fake, args);
-                    } catch (InvocationTargetException e) {
-                        throw e.getCause();
-                    }
-                });
-        rec = new RecordingDriver(recordOnly);
-        backend = new CudaBackend(rec.driver, 0, Cuda.fatbin(), 1 << 20);
-        self[0] = backend;
-        cuda = KvChecksum.of(backend);
-    }
-
-    @AfterEach
-    void close() {
-        if (cuda == null) {
-            return; // the set-up was aborted: no host library (-Dkvchecksum.skipCuda=true)
-        }
-        cuda.close();
-        assertEquals(0, fake.liveDeviceAllocations(), "device memory leaked");
-    }
-
-    @SuppressWarnings("restricted") // the parameter block and the uploads are native memory of the fake driver
-    private static MemorySegment at(long address, long bytes) {
-        return MemorySegment.ofAddress(address).reinterpret(bytes);
-    }
+    @RegisterExtension
+    final RecordOnlyCuda<Launch> recorder = new RecordOnlyCuda<>(WideOffsetsTest::decode,
+            d -> (rec = new RecordingDriver(d)).driver);
 
     private static Launch decode(String kernel, int gx, int gy, long stream, long argv) {
         MemorySegment p = at(at(argv, 8).get(ValueLayout.JAVA_LONG, 0), KernelAbi.CHECKSUM_PARAMS_BYTES);
@@ -205,20 +161,21 @@ class WideOffsetsTest {
 
     @Test
     void pageTimesPageStridePast2To32IsCarriedExactly() {
+        KvChecksum cuda = recorder.front();
         assertTrue(5 * K.pageStride() > 1L << 32 && 5 * V.pageStride() > 1L << 34, "the case must reach past 2^32");
         KvCacheGroup g = wideGroup(ADDRESS, memoryBytes());
         int[] pages = {5, 0, 3, 4};
         RequestBlocks r = RequestBlocks.of(pages, 60, 16);
         for (ChecksumMode mode : ChecksumMode.values()) {
-            launches.clear();
+            recorder.launches.clear();
             CompiledPlan plan = cuda.compile(g, List.of(r), new ChecksumSpec(mode, io.kvchecksum.CellPadding.NONE));
             cuda.submit(plan, STREAM).close();
             cuda.submitSliceSums(io.kvchecksum.SlicePlan.of(g, r, new ChecksumSpec(mode, io.kvchecksum.CellPadding.NONE)), STREAM).close();
-            assertEquals(2, launches.size(), "one launch per call: " + launches);
+            assertEquals(2, recorder.launches.size(), "one launch per call: " + recorder.launches);
             String suffix = mode == ChecksumMode.MIXED ? CudaBackend.MIXED_SUFFIX : "";
             assertEquals(List.of(CudaBackend.BLOCK_CHECKSUMS_16B + suffix, CudaBackend.sliceSums(CudaBackend.BLOCK_CHECKSUMS_16B) + suffix),
-                    launches.stream().map(Launch::kernel).toList(), "16-byte loads: every base and stride is a multiple of 16");
-            for (Launch l : launches) {
+                    recorder.launches.stream().map(Launch::kernel).toList(), "16-byte loads: every base and stride is a multiple of 16");
+            for (Launch l : recorder.launches) {
                 assertEquals(STREAM, l.stream());
                 assertWideSlices(l);
                 assertArrayEquals(pages, l.table(), l.kernel() + " page table");
@@ -232,6 +189,7 @@ class WideOffsetsTest {
 
     @Test
     void requestPositionsPast2To33AreCarriedExactly() {
+        KvChecksum cuda = recorder.front();
         KvCacheGroup g = wideGroup(ADDRESS, memoryBytes());
         long numTokens = (5L << 31) + 37;                 // 10.7e9 tokens: piece indices t * 96 past 2^39
         long firstBlock = numTokens / 16 - 1;            // the last two blocks, the second partial
@@ -242,7 +200,7 @@ class WideOffsetsTest {
         ChecksumSpec spec = new ChecksumSpec(ChecksumMode.STANDARD, io.kvchecksum.CellPadding.NONE);
 
         cuda.submit(cuda.compile(g, List.of(a), spec), STREAM).close();
-        Launch one = launches.getLast();
+        Launch one = recorder.launches.getLast();
         assertWideSlices(one);
         assertEquals(firstBlock * 16, one.startToken(), "start_token");
         assertEquals(firstBlock, one.firstBlock(), "first_block");
@@ -252,7 +210,7 @@ class WideOffsetsTest {
 
         // Two requests in one launch: their fields travel in KvcRequest.
         cuda.submit(cuda.compile(g, List.of(a, b), spec), STREAM).close();
-        Launch batch = launches.getLast();
+        Launch batch = recorder.launches.getLast();
         assertWideSlices(batch);
         assertEquals(List.of(new Request(firstBlock * 16, firstBlock, numTokens, 0, 0, 2),
                 new Request(firstBlock2 * 16, firstBlock2, numTokens2, 2, 2, 1)), batch.requests());
@@ -262,6 +220,7 @@ class WideOffsetsTest {
 
     @Test
     void deviceMemoryPastTheEndOfTheAddressSpaceIsRefusedBeforeAnythingIsEnqueued() {
+        KvChecksum cuda = recorder.front();
         long high = -(16L << 30);   // 0xFFFFFFFC00000000: the region's 20 GiB wrap past 2^64
         KvCacheGroup g = wideGroup(high, memoryBytes());
         RequestBlocks r = RequestBlocks.of(new int[] {5, 0, 3, 4}, 60, 16);
@@ -271,10 +230,10 @@ class WideOffsetsTest {
         assertThrows(InvalidLayoutException.class, () -> cuda.submitSliceSums(io.kvchecksum.SlicePlan.of(g, r), STREAM));
         assertThrows(InvalidLayoutException.class, () -> cuda.blockChecksums(g, r));
         assertTrue(rec.take().stream().noneMatch(c -> ENQUEUING.contains(c.name())), "refused after enqueuing");
-        assertTrue(launches.isEmpty());
+        assertTrue(recorder.launches.isEmpty());
         // The same layout just below the end is accepted.
         cuda.submit(wideGroup(-memoryBytes() - 4096, memoryBytes()), r, STREAM).close();
-        assertEquals(1, launches.size());
+        assertEquals(1, recorder.launches.size());
     }
 
     @Test

@@ -111,18 +111,7 @@ public final class DeviceCheck {
         KvLayouts.PagedShape s = new KvLayouts.PagedShape(256, 16, 8, 128, 2); // 16 MiB per layer
         int layers = 4;
         try (Arena arena = Arena.ofShared()) {
-            List<KvMemory> caches = new ArrayList<>();
-            int[] numbers = new int[layers];
-            for (int l = 0; l < layers; l++) {
-                long bytes = 2L * s.numPages() * s.pageSize() * s.heads() * s.headDim() * s.elemBytes();
-                MemorySegment seg = arena.allocate(bytes, 64);
-                for (long i = 0; i < bytes / 8; i++) {
-                    seg.setAtIndex(ValueLayout.JAVA_LONG, i, 0x9E3779B97F4A7C15L * (i + 31L * l + 1));
-                }
-                caches.add(KvMemory.host(seg));
-                numbers[l] = l;
-            }
-            KvCacheGroup g = KvLayouts.vllmFlash(s, 0, numbers, caches);
+            KvCacheGroup g = cache(arena, s, layers);
             int[] table = new int[(int) s.numPages()];
             Arrays.setAll(table, i -> (int) ((i * 97L) % s.numPages()));
             RequestBlocks r = RequestBlocks.of(table, s.numPages() * s.pageSize(), 16);

@@ -17,6 +17,7 @@ import org.junit.jupiter.api.TestFactory;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Random;
 import java.util.stream.LongStream;
@@ -102,7 +103,7 @@ class RandomLayoutTest {
             long at = l.k().cellOffset(req.page(0), 0, 0);
             seg.set(java.lang.foreign.ValueLayout.JAVA_BYTE, at, (byte) (seg.get(java.lang.foreign.ValueLayout.JAVA_BYTE, at) ^ 0x40));
             long[] after = cl.blockChecksums(g, req);
-            assertFalse(java.util.Arrays.equals(before, after), c.label() + ": flipping a bit of token " + req.startToken()
+            assertFalse(Arrays.equals(before, after), c.label() + ": flipping a bit of token " + req.startToken()
                     + " changed nothing");
             assertArrayEquals(REFERENCE.blockChecksums(g, req), after, c.label());
         }

@@ -14,6 +14,7 @@ import io.kvchecksum.engine.auxiliary.SglangDigests;
 import io.kvchecksum.engine.wire.SglangDigestSection;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.regex.Pattern;
@@ -66,7 +67,7 @@ public final class SglangDump {
         public SglangDigestSection.Entry digest(KvChecksum backend, int groupId, long numTokens) {
             long n = Math.ceilDiv(numTokens - start, (long) pageSize);
             try {
-                RequestBlocks r = RequestBlocks.of(java.util.Arrays.copyOf(pages, (int) n), numTokens, start / pageSize,
+                RequestBlocks r = RequestBlocks.of(Arrays.copyOf(pages, (int) n), numTokens, start / pageSize,
                         pageSize);
                 return SglangDigests.entry(backend, groupId, 0, SlicePlan.of(group, r), stateRows);
             } catch (InvalidLayoutException e) {

@@ -35,21 +35,8 @@ class PayloadFuzzTest {
         for (int i = 0; i < 64; i++) {
             corpus.add(PayloadCodec.encode(PayloadCodecTest.randomPayload(rnd)));
         }
-        long deadline = System.nanoTime() + BUDGET_MS * 1_000_000;
-        long iterations = 0;
-        long accepted = 0;
-        while (System.nanoTime() < deadline) {
-            byte[] input = mutate(corpus.get(rnd.nextInt(corpus.size())), rnd);
-            if (decodeSafely(input)) {
-                accepted++;
-                if (corpus.size() < 4096) {
-                    corpus.add(input);
-                }
-            }
-            iterations++;
-        }
-        System.out.println("PayloadFuzzTest seed " + SEED + ": " + iterations + " inputs, " + accepted + " decoded");
-        assertTrue(iterations > 1000, "the fuzz loop ran only " + iterations + " times");
+        MutationLoop.run("PayloadFuzzTest", SEED, corpus, rnd, BUDGET_MS, 1000, PayloadFuzzTest::mutate,
+                PayloadFuzzTest::decodeSafely);
     }
 
     /** A random sections value's payload: the known sections, each present or not, with random contents. */
@@ -92,22 +79,8 @@ class PayloadFuzzTest {
                 corpus.add(new byte[][] {PayloadCodec.encode(p), PayloadCodec.encodeSections(p)});
             }
         }
-        long deadline = System.nanoTime() + SECTIONS_BUDGET_MS * 1_000_000;
-        long iterations = 0;
-        long accepted = 0;
-        while (System.nanoTime() < deadline) {
-            byte[][] one = corpus.get(rnd.nextInt(corpus.size()));
-            byte[] input = mutate(one[1], rnd);
-            if (decodeSafely(one[0], input)) {
-                accepted++;
-                if (corpus.size() < 4096) {
-                    corpus.add(new byte[][] {one[0], input});
-                }
-            }
-            iterations++;
-        }
-        System.out.println("PayloadFuzzTest sections seed " + (SEED + 1) + ": " + iterations + " inputs, " + accepted + " decoded");
-        assertTrue(iterations > 500, "the fuzz loop ran only " + iterations + " times");
+        MutationLoop.run("PayloadFuzzTest sections", SEED + 1, corpus, rnd, SECTIONS_BUDGET_MS, 500,
+                (one, r) -> new byte[][] {one[0], mutate(one[1], r)}, one -> decodeSafely(one[0], one[1]));
     }
 
     @Test

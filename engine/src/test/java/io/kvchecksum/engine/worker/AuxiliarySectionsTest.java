@@ -26,6 +26,7 @@ import io.kvchecksum.engine.wire.Verifier;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
@@ -92,8 +93,8 @@ class AuxiliarySectionsTest {
                 rec(1, Map.of(ReplicaKey.NONE, split1, new ReplicaKey(2, 1), same), null))));
         PageProbeSection m = (PageProbeSection) mixed.section(PageProbeSection.NAME);
         PageProbeSection expected = PageProbeSection.of(PageProbe.Probes.sum(List.of(split0, split1, same)));
-        assertEquals(List.of(expected.head(), expected.head()).stream().map(java.util.Arrays::toString).toList(),
-                java.util.Arrays.stream(m.heads()).map(java.util.Arrays::toString).toList());
+        assertEquals(List.of(expected.head(), expected.head()).stream().map(Arrays::toString).toList(),
+                Arrays.stream(m.heads()).map(Arrays::toString).toList());
     }
 
     @Test

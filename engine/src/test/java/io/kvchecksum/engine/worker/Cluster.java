@@ -325,6 +325,18 @@ public final class Cluster {
             return out;
         }
 
+        /** {@return the PP stage that holds {@code layer}} */
+        public int stageOf(int layer) {
+            for (int s = 0; s < config.pp(); s++) {
+                for (int l : stageLayers(s)) {
+                    if (l == layer) {
+                        return s;
+                    }
+                }
+            }
+            throw new AssertionError("no stage holds layer " + layer);
+        }
+
         private WorkerCache buildCache(int stage, int rank, int group, Arena arena) {
             List<Integer> mine = new ArrayList<>();
             for (int l : stageLayers(stage)) {

@@ -29,6 +29,7 @@ import io.kvchecksum.engine.worker.Cluster.Model;
 import io.kvchecksum.engine.worker.Cluster.Prompt;
 
 import java.lang.foreign.Arena;
+import java.util.Arrays;
 import java.util.Base64;
 import java.util.List;
 import java.util.Map;
@@ -123,7 +124,7 @@ class EndToEndTest {
                 // Tokens past the producer's (a consumer that holds more) are the consumer's own.
                 c.fillLocal(numTokens, nA, rnd);
                 if (corruption != null) {
-                    int stage = stageOf(c, corruption.layer());
+                    int stage = c.stageOf(corruption.layer());
                     int group = corruption.layer() < 4 ? 0 : 1;
                     Cluster.WorkerCache wc = c.caches[stage][corruption.rank()][group];
                     c.corrupt(stage, corruption.rank(), group, corruption.layer(), wc.firstHead(), corruption.token(), 3);
@@ -149,17 +150,6 @@ class EndToEndTest {
                 System.out.println("  P" + producer + " -> C" + consumer + (corruption != null ? " " + corruption : "") + ": " + v);
                 return v;
             }
-        }
-
-        private static int stageOf(Engine e, int layer) {
-            for (int s = 0; s < e.config.pp(); s++) {
-                for (int l : e.stageLayers(s)) {
-                    if (l == layer) {
-                        return s;
-                    }
-                }
-            }
-            throw new AssertionError("no stage holds layer " + layer);
         }
     }
 
@@ -217,7 +207,7 @@ class EndToEndTest {
         Run standard = new Run().sides(p, c);
         assertMatch(standard.run());
         assertEquals(2, standard.producerPayload.version());
-        assertFalse(java.util.Arrays.equals(standard.producerPayload.groups().get(0).values(),
+        assertFalse(Arrays.equals(standard.producerPayload.groups().get(0).values(),
                 mixed.producerPayload.groups().get(0).values()));
 
         Run corrupted = new Run().sides(p, c).corrupt(new Corruption(5, 77, 0));
@@ -228,7 +218,7 @@ class EndToEndTest {
 
         for (ChecksumMode[] pair : new ChecksumMode[][] {{ChecksumMode.MIXED, ChecksumMode.STANDARD},
                 {ChecksumMode.STANDARD, ChecksumMode.MIXED}}) {
-            for (Corruption bad : java.util.Arrays.asList(null, new Corruption(5, 77, 0))) {
+            for (Corruption bad : Arrays.asList(null, new Corruption(5, 77, 0))) {
                 Run r = new Run().sides(p, c);
                 r.corruption = bad;
                 r.producerMode = pair[0];
@@ -520,7 +510,7 @@ class EndToEndTest {
             case MISSING -> null;
             case MALFORMED -> {
                 byte[] b = Base64.getDecoder().decode(r.wire);
-                yield Base64.getEncoder().encodeToString(java.util.Arrays.copyOf(b, b.length - 5));
+                yield Base64.getEncoder().encodeToString(Arrays.copyOf(b, b.length - 5));
             }
         };
         Status status = f == Failure.NONE ? Status.MATCH : f == Failure.CORRUPTED ? Status.MISMATCH : Status.UNVERIFIED;

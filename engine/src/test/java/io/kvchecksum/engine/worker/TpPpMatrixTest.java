@@ -280,7 +280,7 @@ class TpPpMatrixTest {
         int kvCell(Engine c, ChecksumPayload sent, int group, long t) {
             int[] layers = k.kind().groupLayers(group);
             int layer = layers[rnd.nextInt(layers.length)];
-            int stage = stageOf(c, layer);
+            int stage = c.stageOf(layer);
             int rank = rnd.nextInt(k.ctp());
             Cluster.WorkerCache wc = c.caches[stage][rank][group];
             c.corrupt(stage, rank, group, layer, wc.firstHead(), t, 3);
@@ -345,17 +345,6 @@ class TpPpMatrixTest {
                 assertEquals(Status.MATCH, g.status(), msg);
             }
             return 1;
-        }
-
-        private static int stageOf(Engine e, int layer) {
-            for (int s = 0; s < e.config.pp(); s++) {
-                for (int l : e.stageLayers(s)) {
-                    if (l == layer) {
-                        return s;
-                    }
-                }
-            }
-            throw new AssertionError("no stage holds layer " + layer);
         }
     }
 }

@@ -21,6 +21,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Random;
 import java.util.stream.LongStream;
@@ -210,7 +211,7 @@ class VerifyingCopyTest {
 
         /** The staged KV as the consumer receives it: each producer rank's pages, its table from the load's start. */
         List<ReceivedKv> received() {
-            int[] from = java.util.Arrays.copyOfRange(producerTable, LOCAL_BLOCKS, producerTable.length);
+            int[] from = Arrays.copyOfRange(producerTable, LOCAL_BLOCKS, producerTable.length);
             return staging.stream().map(s -> new ReceivedKv(GROUP, s.group(), from)).toList();
         }
 

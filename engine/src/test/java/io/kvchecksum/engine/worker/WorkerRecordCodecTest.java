@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 
 import io.kvchecksum.ChecksumMode;
 import io.kvchecksum.PageProbe;
+import io.kvchecksum.engine.wire.MutationLoop;
 import io.kvchecksum.engine.wire.StateDigestsSection;
 
 import java.util.ArrayList;
@@ -143,21 +144,8 @@ class WorkerRecordCodecTest {
         for (int i = 0; i < 64; i++) {
             corpus.add(WorkerRecordCodec.encode(randomRecord(rnd)));
         }
-        long deadline = System.nanoTime() + BUDGET_MS * 1_000_000;
-        long iterations = 0;
-        long accepted = 0;
-        while (System.nanoTime() < deadline) {
-            byte[] input = mutate(corpus.get(rnd.nextInt(corpus.size())), rnd);
-            if (decodeSafely(input)) {
-                accepted++;
-                if (corpus.size() < 4096) {
-                    corpus.add(input);
-                }
-            }
-            iterations++;
-        }
-        System.out.println("WorkerRecordCodecTest seed " + SEED + ": " + iterations + " inputs, " + accepted + " decoded");
-        assertTrue(iterations > 1000, "the fuzz loop ran only " + iterations + " times");
+        MutationLoop.run("WorkerRecordCodecTest", SEED, corpus, rnd, BUDGET_MS, 1000, WorkerRecordCodecTest::mutate,
+                WorkerRecordCodecTest::decodeSafely);
     }
 
     /** True when decoded (and the record round-trips); false when rejected; fails on anything else. */

@@ -7,20 +7,16 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.kvchecksum.KvChecksum;
-import io.kvchecksum.KvChecksums;
 import io.kvchecksum.engine.verdict.Action;
 import io.kvchecksum.engine.verdict.FailurePolicy;
 import io.kvchecksum.engine.verdict.GroupVerdict;
 import io.kvchecksum.engine.verdict.Status;
 import io.kvchecksum.engine.verdict.UnverifiedReason;
 import io.kvchecksum.spi.Backend;
-import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.SplittableRandom;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.EnumSource;
@@ -33,44 +29,20 @@ import org.junit.jupiter.params.provider.EnumSource;
  */
 class DisaggregatedTest {
     static final long SEED = 7_2026_11_29L;
-    static final int B = 16;
-    static JlamaInstance producer;
-    static JlamaInstance consumer;
-    static KvChecksum backend;
 
-    @TempDir
-    static Path models;
-
-    @BeforeAll
-    static void start() {
-        System.out.println("DisaggregatedTest seed " + SEED);
-        Path dir = TinyLlama.write(models.resolve("tiny"), SEED, TinyLlama.Shape.POSITION_PAGES);
-        producer = JlamaInstance.load("prefill", dir);
-        consumer = JlamaInstance.load("decode", dir);
-        backend = KvChecksums.fastest();
-    }
-
-    @AfterAll
-    static void stop() {
-        backend.close();
-        producer.close();
-        consumer.close();
-    }
+    @RegisterExtension
+    static final JlamaPair PAIR = new JlamaPair("DisaggregatedTest", SEED);
 
     static Disaggregated pair(FailurePolicy policy) {
-        return new Disaggregated(producer, consumer, backend, B, policy, JlamaKvTest.prompt(SEED - 1, 300));
+        return new Disaggregated(PAIR.producer(), PAIR.consumer(), PAIR.backend(), JlamaPair.B, policy,
+                JlamaKvTest.prompt(SEED - 1, 300));
     }
 
     @ParameterizedTest(name = "{0} tokens, {1} local blocks")
     @CsvSource({"1,0", "5,0", "16,0", "17,0", "33,0", "64,0", "100,0", "250,0", "17,1", "100,3", "250,15"})
     void verifiedTransferDecodesTheSingleInstanceTokens(int n, int prefixBlocks) {
         try (Disaggregated pd = pair(FailurePolicy.failClosed(FailurePolicy.OnFailure.FAIL_REQUEST))) {
-            var o = pd.serve("r" + n, JlamaKvTest.prompt(SEED + n, n), prefixBlocks, 12, KvTransfer.Fault.NONE,
-                    new SplittableRandom(SEED));
-            assertEquals(Status.MATCH, o.verdict().status(), o.verdict().toString());
-            assertEquals(Action.USE_LOAD, o.action());
-            assertArrayEquals(o.singleInstance(), o.tokens(), "consumer after transfer vs one instance");
-            assertEquals(0, pd.pendingExpectations());
+            PAIR.decodesTheSingleInstanceTokens(pd, n, prefixBlocks, "transfer");
         }
     }
 
@@ -118,7 +90,7 @@ class DisaggregatedTest {
                     case "equals" -> proxy == args[0];
                     default -> throw new IllegalStateException("device lost");
                 }));
-        try (Disaggregated pd = new Disaggregated(producer, consumer, broken, B,
+        try (Disaggregated pd = new Disaggregated(PAIR.producer(), PAIR.consumer(), broken, JlamaPair.B,
                 FailurePolicy.failClosed(FailurePolicy.OnFailure.RECOMPUTE), JlamaKvTest.prompt(SEED - 1, 300))) {
             var o = pd.serve("b", JlamaKvTest.prompt(SEED + 3, 50), 0, 8, KvTransfer.Fault.NONE, new SplittableRandom(SEED));
             assertEquals(Status.UNVERIFIED, o.verdict().status());
@@ -145,28 +117,7 @@ class DisaggregatedTest {
 
     @Test
     void sessionsInPagesThatSplitLayersAndEndInsideBlocksVerifyAndDecodeTheSameTokens() {
-        Path dir = TinyLlama.write(models.resolve("layer-pages"), SEED, TinyLlama.Shape.LAYER_PAGES);
-        try (JlamaInstance p = JlamaInstance.load("prefill-lp", dir); JlamaInstance d = JlamaInstance.load("decode-lp", dir);
-                Disaggregated pd = new Disaggregated(p, d, backend, B, FailurePolicy.failClosed(FailurePolicy.OnFailure.RECOMPUTE),
-                        JlamaKvTest.prompt(SEED - 1, 500))) {
-            // 400 tokens: Jlama pages 0..185, 186..371, 372..; blocks 11 (176..191) and 23 (368..383) straddle them.
-            // 13 local blocks: the consumer's load starts at 208, inside the second page.
-            for (int[] shape : new int[][] {{400, 0}, {400, 13}, {190, 11}}) {
-                int n = shape[0];
-                var o = pd.serve("lp" + n, JlamaKvTest.prompt(SEED + 7 * n, n), shape[1], 10, KvTransfer.Fault.NONE,
-                        new SplittableRandom(SEED));
-                assertEquals(Status.MATCH, o.verdict().status(), o.verdict().toString());
-                assertArrayEquals(o.singleInstance(), o.tokens(), n + " tokens, " + shape[1] + " local blocks");
-            }
-            SplittableRandom rnd = new SplittableRandom(SEED + 99);
-            for (KvTransfer.Fault fault : new KvTransfer.Fault[] {KvTransfer.Fault.BIT_FLIP, KvTransfer.Fault.SWAPPED_PAGES,
-                    KvTransfer.Fault.LATE_TAIL_WRITE}) {
-                var o = pd.serve("lpf", JlamaKvTest.prompt(SEED + 3, 400), 2, 8, fault, rnd);
-                assertEquals(Status.MISMATCH, o.verdict().status(), fault + ": " + o.verdict());
-                assertArrayEquals(o.faultedBlocks(), o.verdict().group(0).mismatchedBlocks(), fault + ": mismatched blocks");
-                assertArrayEquals(o.singleInstance(), o.tokens(), fault + ": recomputed tokens");
-            }
-            assertEquals(0, pd.pendingExpectations());
-        }
+        PAIR.layerPagesVerifyAndDecodeTheSameTokens(false, KvTransfer.Fault.BIT_FLIP, KvTransfer.Fault.SWAPPED_PAGES,
+                KvTransfer.Fault.LATE_TAIL_WRITE);
     }
 }

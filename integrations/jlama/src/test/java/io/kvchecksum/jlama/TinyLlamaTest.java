@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import java.nio.file.Path;
+import java.util.Arrays;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -25,7 +26,7 @@ class TinyLlamaTest {
             int first = y.prefill(kv, prompt, 0);
             b = y.decode(kv, first, prompt.length, 12);
         }
-        System.out.println("tokens " + java.util.Arrays.toString(a));
+        System.out.println("tokens " + Arrays.toString(a));
         assertArrayEquals(a, b);
         assertEquals(12, a.length);
     }

@@ -4,21 +4,16 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 
-import io.kvchecksum.KvChecksum;
-import io.kvchecksum.KvChecksums;
 import io.kvchecksum.engine.verdict.Action;
 import io.kvchecksum.engine.verdict.ChecksumMetrics;
 import io.kvchecksum.engine.verdict.FailurePolicy;
 import io.kvchecksum.engine.verdict.Status;
 import io.kvchecksum.engine.verdict.UnverifiedReason;
 import io.kvchecksum.engine.worker.PayloadSender;
-import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.SplittableRandom;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.EnumSource;
@@ -33,45 +28,20 @@ import org.junit.jupiter.params.provider.EnumSource;
  */
 class VerifyInCopyTest {
     static final long SEED = 7_2026_12_07L;
-    static final int B = 16;
-    static JlamaInstance producer;
-    static JlamaInstance consumer;
-    static KvChecksum backend;
 
-    @TempDir
-    static Path models;
+    @RegisterExtension
+    static final JlamaPair PAIR = new JlamaPair("VerifyInCopyTest", SEED);
 
-    @BeforeAll
-    static void start() {
-        System.out.println("VerifyInCopyTest seed " + SEED);
-        Path dir = TinyLlama.write(models.resolve("tiny"), SEED, TinyLlama.Shape.POSITION_PAGES);
-        producer = JlamaInstance.load("prefill", dir);
-        consumer = JlamaInstance.load("decode", dir);
-        backend = KvChecksums.fastest();
-    }
-
-    @AfterAll
-    static void stop() {
-        backend.close();
-        producer.close();
-        consumer.close();
-    }
-
-    static Disaggregated pair(JlamaInstance p, JlamaInstance d, FailurePolicy policy, boolean verifyInCopy) {
-        return new Disaggregated(p, d, backend, B, policy, new PayloadSender(ChecksumMetrics.NONE),
-                JlamaKvTest.prompt(SEED - 1, 300), verifyInCopy);
+    static Disaggregated pair(FailurePolicy policy, boolean verifyInCopy) {
+        return new Disaggregated(PAIR.producer(), PAIR.consumer(), PAIR.backend(), JlamaPair.B, policy,
+                new PayloadSender(ChecksumMetrics.NONE), JlamaKvTest.prompt(SEED - 1, 300), verifyInCopy);
     }
 
     @ParameterizedTest(name = "{0} tokens, {1} local blocks")
     @CsvSource({"1,0", "16,0", "17,0", "100,0", "250,0", "17,1", "100,3", "250,15"})
     void aVerifiedCopyDecodesTheSingleInstanceTokens(int n, int prefixBlocks) {
-        try (Disaggregated pd = pair(producer, consumer, FailurePolicy.failClosed(FailurePolicy.OnFailure.FAIL_REQUEST), true)) {
-            var o = pd.serve("r" + n, JlamaKvTest.prompt(SEED + n, n), prefixBlocks, 12, KvTransfer.Fault.NONE,
-                    new SplittableRandom(SEED));
-            assertEquals(Status.MATCH, o.verdict().status(), o.verdict().toString());
-            assertEquals(Action.USE_LOAD, o.action());
-            assertArrayEquals(o.singleInstance(), o.tokens(), "consumer after the verifying copy vs one instance");
-            assertEquals(0, pd.pendingExpectations());
+        try (Disaggregated pd = pair(FailurePolicy.failClosed(FailurePolicy.OnFailure.FAIL_REQUEST), true)) {
+            PAIR.decodesTheSingleInstanceTokens(pd, n, prefixBlocks, "the verifying copy");
         }
     }
 
@@ -80,8 +50,7 @@ class VerifyInCopyTest {
             "LATE_TAIL_WRITE"})
     void everyTransportFaultIsDetectedInTheCopyAsAfterIt(KvTransfer.Fault fault) {
         FailurePolicy policy = FailurePolicy.failClosed(FailurePolicy.OnFailure.RECOMPUTE);
-        try (Disaggregated copying = pair(producer, consumer, policy, true);
-                Disaggregated after = pair(producer, consumer, policy, false)) {
+        try (Disaggregated copying = pair(policy, true); Disaggregated after = pair(policy, false)) {
             for (int[] shape : new int[][] {{37, 0}, {100, 2}, {128, 1}}) {
                 int n = shape[0];
                 int[] prompt = JlamaKvTest.prompt(SEED + 31 * n, n);
@@ -107,7 +76,7 @@ class VerifyInCopyTest {
     @ParameterizedTest
     @CsvSource({"DROPPED_PAYLOAD,MISSING_PAYLOAD", "MALFORMED_PAYLOAD,MALFORMED_PAYLOAD"})
     void aPayloadFaultIsUnverifiedAndRecomputed(KvTransfer.Fault fault, UnverifiedReason reason) {
-        try (Disaggregated pd = pair(producer, consumer, FailurePolicy.failClosed(FailurePolicy.OnFailure.RECOMPUTE), true)) {
+        try (Disaggregated pd = pair(FailurePolicy.failClosed(FailurePolicy.OnFailure.RECOMPUTE), true)) {
             var o = pd.serve("p", JlamaKvTest.prompt(SEED + 5, 70), 1, 10, fault, new SplittableRandom(SEED));
             assertEquals(Status.UNVERIFIED, o.verdict().status());
             assertEquals(reason, o.verdict().reason(), o.verdict().toString());
@@ -119,7 +88,7 @@ class VerifyInCopyTest {
     @Test
     void failOpenUsesTheCorruptedCopyAndItsTokensDiffer() {
         // The copy carries the transport's fault into the session: used anyway, the decode goes wrong.
-        try (Disaggregated pd = pair(producer, consumer, FailurePolicy.failOpen(), true)) {
+        try (Disaggregated pd = pair(FailurePolicy.failOpen(), true)) {
             var o = pd.serve("open", JlamaKvTest.prompt(SEED + 9, 96), 0, 16, KvTransfer.Fault.STALE_PAGE,
                     new SplittableRandom(SEED));
             assertEquals(Status.MISMATCH, o.verdict().status());
@@ -130,27 +99,7 @@ class VerifyInCopyTest {
 
     @Test
     void pagesThatSplitLayersAndEndInsideBlocksAreCopiedAndVerified() {
-        Path dir = TinyLlama.write(models.resolve("layer-pages"), SEED, TinyLlama.Shape.LAYER_PAGES);
-        try (JlamaInstance p = JlamaInstance.load("prefill-lp", dir); JlamaInstance d = JlamaInstance.load("decode-lp", dir);
-                Disaggregated pd = new Disaggregated(p, d, backend, B, FailurePolicy.failClosed(FailurePolicy.OnFailure.RECOMPUTE),
-                        new PayloadSender(ChecksumMetrics.NONE), JlamaKvTest.prompt(SEED - 1, 500), true)) {
-            // Jlama pages of 186 positions: blocks 11 and 23 straddle two pages; 13 local blocks start the load at 208.
-            for (int[] shape : new int[][] {{400, 0}, {400, 13}, {190, 11}}) {
-                int n = shape[0];
-                var o = pd.serve("lp" + n, JlamaKvTest.prompt(SEED + 7 * n, n), shape[1], 10, KvTransfer.Fault.NONE,
-                        new SplittableRandom(SEED));
-                assertEquals(Status.MATCH, o.verdict().status(), o.verdict().toString());
-                assertArrayEquals(o.singleInstance(), o.tokens(), n + " tokens, " + shape[1] + " local blocks");
-            }
-            SplittableRandom rnd = new SplittableRandom(SEED + 99);
-            for (KvTransfer.Fault fault : new KvTransfer.Fault[] {KvTransfer.Fault.BIT_FLIP, KvTransfer.Fault.SWAPPED_PAGES,
-                    KvTransfer.Fault.STALE_PAGE}) {
-                var o = pd.serve("lpf", JlamaKvTest.prompt(SEED + 3, 400), 2, 8, fault, rnd);
-                assertEquals(Status.MISMATCH, o.verdict().status(), fault + ": " + o.verdict());
-                assertArrayEquals(o.faultedBlocks(), o.verdict().group(0).mismatchedBlocks(), fault + ": mismatched blocks");
-                assertArrayEquals(o.singleInstance(), o.tokens(), fault + ": recomputed tokens");
-            }
-            assertEquals(0, pd.pendingExpectations());
-        }
+        PAIR.layerPagesVerifyAndDecodeTheSameTokens(true, KvTransfer.Fault.BIT_FLIP, KvTransfer.Fault.SWAPPED_PAGES,
+                KvTransfer.Fault.STALE_PAGE);
     }
 }
