@@ -29,16 +29,19 @@ import java.util.List;
  * modulo {@code 2^32} (one shift and two adds a quantity, where masking both halves took three and an add). Across
  * blocks the running-sum form goes on ({@code B = 16 R + b + a}, {@code R} the sum of {@code a}'s prefix before each
  * block, in vector units); the whole lanes' and the odd bytes' sums per place stay in 16-bit lanes ({@code pt},
- * {@code po}) for the place correction, the even bytes' being {@code pt - (po << 8)} at the fold.
+ * {@code po}) for the place correction, the even bytes' being {@code pt - (po << 8)}, and every
+ * {@value #PLACE_BLOCKS} blocks they go, weighted by their places, into int lanes.
  * Every {@value #FOLD} vectors, {@code N} bytes, Adler-32's {@code s1 += sum(b_j)} and
  * {@code s2 += N s1 + sum((N - j) b_j)} are {@code s1 += sum A} and {@code s2 += N s1 + V sum B - sum_f f A_f},
  * computed in longs modulo 65521 ("folded").
  *
  * <p>Sizes that keep every lane exact, for up to 16 int lanes (512 bits): in a block {@code a} is at most
  * {@code 255 * 32} and the even plus the odd weighted sums {@code b} at most {@code 2 * 255 * 120 = 61200}, so both
- * fit 16 bits; every pair total ({@code I - 65535 H}) stays far below {@code 2^31}; between folds a place's sum is at most {@code 255 * 256 < 2^16}, an int lane's
- * {@code B} at most {@code 4 * 255 * 256 * 257 / 2} and the sum of 16 of them below {@code 2^31}. A stretch that ends
- * inside a block is padded with zero vectors to the block's end, folded, and the padding taken out of {@code s2}
+ * fit 16 bits; every pair total ({@code I - 65535 H}) stays far below {@code 2^31}; a place's 16-bit sum reaches at
+ * most {@code 255 * 256 < 2^16} before it is widened (every {@value #PLACE_BLOCKS} blocks); over a fold of
+ * {@value #FOLD} vectors the sum of {@code r}'s lanes stays below {@code 255 * 64 * 512 * 32}, {@code b}'s and
+ * {@code a}'s below {@code 2^27}, the place-weighted lanes' below {@code 2^30}, all under {@code 2^31}. A stretch that
+ * ends inside a block is padded with zero vectors to the block's end, folded, and the padding taken out of {@code s2}
  * ({@code s2 -= zeros * s1}); bytes short of a whole vector at the end of a piece are then added one by one (a page of
  * {@code V}-byte multiples, SGLang's case, never takes that path).
  *
@@ -58,8 +61,10 @@ final class VectorAdler32 {
     private static final int L = S.length();
     /** Vectors per block: the 16-bit weighted sums' limit. */
     static final int BLOCK = 16;
-    /** Blocks between folds: the per-place 16-bit sums' limit. */
-    private static final int FOLD_BLOCKS = 16;
+    /** Blocks between the place sums' widenings: the per-place 16-bit sums' limit. */
+    static final int PLACE_BLOCKS = 16;
+    /** Blocks between folds: the int reductions' limit ({@code sum B < 2^31}). */
+    private static final int FOLD_BLOCKS = 32;
     /** Vectors between folds into {@code s1, s2}. */
     static final int FOLD = FOLD_BLOCKS * BLOCK;
     /** Bytes per block. */
@@ -73,6 +78,7 @@ final class VectorAdler32 {
     private static final ShortVector EIGHT = ShortVector.broadcast(SS, (short) 8);
     private static final ShortVector W255 = ShortVector.broadcast(SS, (short) 255);
     private static final IntVector SIXTEEN = IntVector.broadcast(S, 16);
+    private static final IntVector LOW16 = IntVector.broadcast(S, 0xFFFF);
 
     /** Lane {@code i}'s place of its low even byte ({@code 4i}), high even ({@code 4i+2}), low odd, high odd. */
     private static final IntVector PLACE_EL = IntVector.zero(S).addIndex(4);
@@ -104,15 +110,18 @@ final class VectorAdler32 {
         ShortVector eight = EIGHT;
         ShortVector w255 = W255;
         IntVector sixteen = SIXTEEN;
+        IntVector low16 = LOW16;
         ShortVector at = zs, ao = zs, bt = zs, bo = zs;   // this block, 16-bit lanes
         ShortVector pt = zs, po = zs;                      // whole lanes and odd bytes per place since the last fold
         // int lanes since the last fold, each as a raw sum of the block's 16-bit pairs (I) and of their high halves
         // (H), so that a lane's pair total is I - 65535 H (mod 2^32, exact): a, the bytes; r, a's prefix before each
         // block; b, the blocks' weighted sums
         IntVector aI = zero, aH = zero, rI = zero, rH = zero, bI = zero, bH = zero;
-        int[] stash = new int[8 * L];                     // the fold's arguments: a call with vectors would box them
+        // the fold's arguments: the place-weighted sums (lanes 0 to L), then a, r and b as raw and high-half sums
+        int[] stash = new int[8 * L];
         int inner = 0;   // vectors in this block
         int blocks = 0;  // blocks since the last fold
+        int placeBlocks = 0;   // blocks in the place sums pt, po
         long left = length;
         int i = run;
         while (true) {
@@ -133,7 +142,8 @@ final class VectorAdler32 {
                 }
                 left -= len;
                 int m = (int) (len / BB);
-                if (inner == 0 && len == m * BB && m > 0 && blocks + 2 * m <= FOLD_BLOCKS && left >= len
+                if (inner == 0 && len == m * BB && m > 0 && blocks + 2 * m <= FOLD_BLOCKS
+                        && placeBlocks + 2 * m <= PLACE_BLOCKS && left >= len
                         && i < runs.size() && runs.get(i).length() == len) {
                     // two pieces of whole blocks, P and the next, Q, read in lockstep: two streams of loads in flight
                     // where one page's first lines would wait alone (pages are scattered: no prefetcher follows them)
@@ -189,7 +199,8 @@ final class VectorAdler32 {
                         cI = cI.add(c);
                         cH = cH.add(c.lanewise(VectorOperators.LSHR, sixteen));
                         bI = bI.add(b).add(d);
-                        bH = bH.add(b.lanewise(VectorOperators.LSHR, sixteen)).add(d.lanewise(VectorOperators.LSHR, sixteen));
+                        bH = bH.add(b.lanewise(VectorOperators.LSHR, sixteen))
+                                .add(d.lanewise(VectorOperators.LSHR, sixteen));
                     }
                     // Q's blocks come after all of P's: each one's prefix also holds everything up to P's end
                     rI = rI.add(aI.mul(m)).add(sI);
@@ -198,11 +209,23 @@ final class VectorAdler32 {
                     aH = aH.add(cH);
                     at = ao = bt = bo = zs;
                     blocks += 2 * m;
+                    placeBlocks += 2 * m;
+                    if (placeBlocks == PLACE_BLOCKS) {
+                        // the place sums into the stash's place-weighted lanes before they pass 2^16: the odd
+                        // bytes' sum per place is po, the even bytes' pt - (po << 8), both exact below 2^16
+                        IntVector pe = pt.sub(po.lanewise(VectorOperators.LSHL, eight)).reinterpretAsInts();
+                        IntVector pw = po.reinterpretAsInts();
+                        IntVector.fromArray(S, stash, 0)
+                                .add(pe.and(low16).mul(PLACE_EL))
+                                .add(pe.lanewise(VectorOperators.LSHR, sixteen).mul(PLACE_EH))
+                                .add(pw.and(low16).mul(PLACE_OL))
+                                .add(pw.lanewise(VectorOperators.LSHR, sixteen).mul(PLACE_OH))
+                                .intoArray(stash, 0);
+                        pt = po = zs;
+                        placeBlocks = 0;
+                    }
                     if (blocks == FOLD_BLOCKS) {
-                        // per place: the odd bytes' sum is po, the even bytes' pt - (po << 8), exact as both
-                        // stay below 2^16; into an array for the fold: a call with vectors would box them
-                        pt.sub(po.lanewise(VectorOperators.LSHL, eight)).reinterpretAsInts().intoArray(stash, 0);
-                        po.reinterpretAsInts().intoArray(stash, L);
+                        // into an array for the fold: a call with vectors would box them
                         aI.intoArray(stash, 2 * L);
                         aH.intoArray(stash, 3 * L);
                         rI.intoArray(stash, 4 * L);
@@ -210,8 +233,8 @@ final class VectorAdler32 {
                         bI.intoArray(stash, 6 * L);
                         bH.intoArray(stash, 7 * L);
                         adler = fold(adler, FOLD, stash);
+                        zero.intoArray(stash, 0);
                         aI = aH = rI = rH = bI = bH = zero;
-                        pt = po = zs;
                         blocks = 0;
                     }
                     continue;
@@ -267,11 +290,22 @@ final class VectorAdler32 {
                         bH = bH.add(b.lanewise(VectorOperators.LSHR, sixteen));
                         at = ao = bt = bo = zs;
                         inner = 0;
+                        if (++placeBlocks == PLACE_BLOCKS) {
+                            // the place sums into the stash's place-weighted lanes before they pass 2^16: the odd
+                            // bytes' sum per place is po, the even bytes' pt - (po << 8), both exact below 2^16
+                            IntVector pe = pt.sub(po.lanewise(VectorOperators.LSHL, eight)).reinterpretAsInts();
+                            IntVector pw = po.reinterpretAsInts();
+                            IntVector.fromArray(S, stash, 0)
+                                    .add(pe.and(low16).mul(PLACE_EL))
+                                    .add(pe.lanewise(VectorOperators.LSHR, sixteen).mul(PLACE_EH))
+                                    .add(pw.and(low16).mul(PLACE_OL))
+                                    .add(pw.lanewise(VectorOperators.LSHR, sixteen).mul(PLACE_OH))
+                                    .intoArray(stash, 0);
+                            pt = po = zs;
+                            placeBlocks = 0;
+                        }
                         if (++blocks == FOLD_BLOCKS) {
-                            // per place: the odd bytes' sum is po, the even bytes' pt - (po << 8), exact as both
-                            // stay below 2^16; into an array for the fold: a call with vectors would box them
-                            pt.sub(po.lanewise(VectorOperators.LSHL, eight)).reinterpretAsInts().intoArray(stash, 0);
-                            po.reinterpretAsInts().intoArray(stash, L);
+                            // into an array for the fold: a call with vectors would box them
                             aI.intoArray(stash, 2 * L);
                             aH.intoArray(stash, 3 * L);
                             rI.intoArray(stash, 4 * L);
@@ -279,8 +313,8 @@ final class VectorAdler32 {
                             bI.intoArray(stash, 6 * L);
                             bH.intoArray(stash, 7 * L);
                             adler = fold(adler, FOLD, stash);
+                            zero.intoArray(stash, 0);
                             aI = aH = rI = rH = bI = bH = zero;
-                            pt = po = zs;
                             blocks = 0;
                         }
                     }
@@ -314,12 +348,22 @@ final class VectorAdler32 {
                 at = ao = bt = bo = zs;
                 inner = 0;
                 blocks++;
+                placeBlocks++;
             }
             if (blocks > 0) {
-                // per place: the odd bytes' sum is po, the even bytes' pt - (po << 8), exact as both
-                // stay below 2^16; into an array for the fold: a call with vectors would box them
-                pt.sub(po.lanewise(VectorOperators.LSHL, eight)).reinterpretAsInts().intoArray(stash, 0);
-                po.reinterpretAsInts().intoArray(stash, L);
+                // the place sums into the stash's place-weighted lanes before they pass 2^16: the odd
+                // bytes' sum per place is po, the even bytes' pt - (po << 8), both exact below 2^16
+                IntVector pe = pt.sub(po.lanewise(VectorOperators.LSHL, eight)).reinterpretAsInts();
+                IntVector pw = po.reinterpretAsInts();
+                IntVector.fromArray(S, stash, 0)
+                        .add(pe.and(low16).mul(PLACE_EL))
+                        .add(pe.lanewise(VectorOperators.LSHR, sixteen).mul(PLACE_EH))
+                        .add(pw.and(low16).mul(PLACE_OL))
+                        .add(pw.lanewise(VectorOperators.LSHR, sixteen).mul(PLACE_OH))
+                        .intoArray(stash, 0);
+                pt = po = zs;
+                placeBlocks = 0;
+                // into an array for the fold: a call with vectors would box them
                 aI.intoArray(stash, 2 * L);
                 aH.intoArray(stash, 3 * L);
                 rI.intoArray(stash, 4 * L);
@@ -327,8 +371,8 @@ final class VectorAdler32 {
                 bI.intoArray(stash, 6 * L);
                 bH.intoArray(stash, 7 * L);
                 adler = unpad(fold(adler, blocks * BLOCK, stash), zeros);
+                zero.intoArray(stash, 0);
                 aI = aH = rI = rH = bI = bH = zero;
-                pt = po = zs;
                 blocks = 0;
             }
             if (tail == null) {
@@ -346,12 +390,11 @@ final class VectorAdler32 {
     }
 
     /**
-     * {@code adler} followed by the {@code vectors * V} bytes whose sums are in {@code stash}: the even and the odd
-     * bytes' sums per place (16-bit fields), then {@code a}, {@code r} and {@code b} as raw and high-half sums.
+     * {@code adler} followed by the {@code vectors * V} bytes whose sums are in {@code stash}: the place-weighted sums
+     * ({@code sum_f f A_f} in lanes), then {@code a}, {@code r} and {@code b} as raw and high-half sums.
      */
     private static long fold(long adler, int vectors, int[] stash) {
-        IntVector pe = IntVector.fromArray(S, stash, 0);
-        IntVector po = IntVector.fromArray(S, stash, L);
+        IntVector placedLanes = IntVector.fromArray(S, stash, 0);
         IntVector a = pairs(stash, 2 * L);
         IntVector r = pairs(stash, 4 * L);
         IntVector b = pairs(stash, 6 * L);
@@ -360,10 +403,8 @@ final class VectorAdler32 {
         // every lane and every reduction below stays under 2^31 (class comment), so the int arithmetic is exact
         long sa = a.reduceLanes(VectorOperators.ADD);
         // B, a lane's bytes weighted by the vectors from theirs to the end: 16 r + b + a
-        long sb = r.lanewise(VectorOperators.LSHL, 4).add(b).add(a).reduceLanes(VectorOperators.ADD);
-        long placed = pe.and(0xFFFF).mul(PLACE_EL).add(pe.lanewise(VectorOperators.LSHR, 16).mul(PLACE_EH))
-                .add(po.and(0xFFFF).mul(PLACE_OL)).add(po.lanewise(VectorOperators.LSHR, 16).mul(PLACE_OH))
-                .reduceLanes(VectorOperators.ADD);
+        long sb = 16L * r.reduceLanes(VectorOperators.ADD) + b.add(a).reduceLanes(VectorOperators.ADD);
+        long placed = placedLanes.reduceLanes(VectorOperators.ADD);
         long n = (long) vectors * V;
         // V b - placed is the sum over the bytes of (N - j) b_j, >= 0
         s2 = (s2 + n % MOD * s1 + V * sb - placed) % MOD;
