@@ -134,17 +134,12 @@ final class VectorAdler32 {
                 long at0 = r.offset() + skip;
                 long len = Math.min(r.length() - skip, left);
                 skip = 0;
-                // pages in address order: one piece
-                while (len < left && i < runs.size() && runs.get(i).offset() == at0 + len
-                        && ((KvMemory.Host) runs.get(i).memory()).segment() == seg) {
-                    len += Math.min(runs.get(i).length(), left - len);
-                    i++;
-                }
-                left -= len;
                 int m = (int) (len / BB);
                 if (inner == 0 && len == m * BB && m > 0 && blocks + 2 * m <= FOLD_BLOCKS
-                        && placeBlocks + 2 * m <= PLACE_BLOCKS && left >= len
+                        && placeBlocks + 2 * m <= PLACE_BLOCKS && left - len >= len
                         && i < runs.size() && runs.get(i).length() == len) {
+                    // (before any merging of pages in address order below: two pages of a pair need not be apart)
+                    left -= len;
                     // two pieces of whole blocks, P and the next, Q, read in lockstep: two streams of loads in flight
                     // where one page's first lines would wait alone (pages are scattered: no prefetcher follows them)
                     PageDigestPlan.Run qr = runs.get(i++);
@@ -239,6 +234,13 @@ final class VectorAdler32 {
                     }
                     continue;
                 }
+                // pages in address order: one piece
+                while (len < left && i < runs.size() && runs.get(i).offset() == at0 + len
+                        && ((KvMemory.Host) runs.get(i).memory()).segment() == seg) {
+                    len += Math.min(runs.get(i).length(), left - len);
+                    i++;
+                }
+                left -= len;
                 long end = at0 + len - len % V;
                 long o = at0;
                 while (o < end) {
