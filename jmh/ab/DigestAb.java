@@ -33,7 +33,8 @@ import java.util.stream.IntStream;
  * Every loop's value is checked against {@code java.util.zip.Adler32} first (exit on a difference).
  *
  * <p>Loops: {@code ship} the backend as it ships ({@code KvChecksum.pageDigest}); {@code vec} {@link VectorAdler32};
- * {@code old} the vector loop before issue 28's five-operation body ({@code jmh/ab/VectorAdler32Old.java}); {@code stub}
+ * {@code old} the vector loop before issue 28's five-operation body ({@code jmh/ab/VectorAdler32Old.java}); {@code five}
+ * the five-operation loop before the lockstep pairs ({@code jmh/ab/VectorAdler32Five.java}); {@code stub}
  * {@code java.util.zip.Adler32}, one call per page. Readers: {@code readPages} (the project's read bound over the
  * pages in stream order, its default reader, as {@code PageDigestBench.readPages}) and {@code read256} (its 256-bit
  * reader). Arguments: size ({@code 1MiB}, {@code 256MiB} or bytes), page size (negative: the table in order, not
@@ -146,6 +147,7 @@ public final class DigestAb {
         return switch (name) {
             case "vec" -> VectorAdler32::digest;
             case "old" -> VectorAdler32Old::digest;
+            case "five" -> VectorAdler32Five::digest;
             case "stub" -> DigestAb::stub;
             default -> throw new IllegalArgumentException(name);
         };

@@ -15,7 +15,7 @@ shift 4 || shift $#
 source "$root/jmh/benchmarks-jar.sh"
 out=$root/jmh/target/ab-digest
 mkdir -p "$out"
-"$java_home/bin/javac" -nowarn --add-modules jdk.incubator.vector -cp "$jar" -d "$out" "$root/jmh/ab/DigestAb.java" "$root/jmh/ab/VectorAdler32Old.java" ${EXTRA_SRC:-} 2>&1 \
+"$java_home/bin/javac" -nowarn --add-modules jdk.incubator.vector -cp "$jar" -d "$out" "$root/jmh/ab/DigestAb.java" "$root/jmh/ab/VectorAdler32Old.java" "$root/jmh/ab/VectorAdler32Five.java" ${EXTRA_SRC:-} 2>&1 \
     | grep -v '^warning\|^Note\|incubating' >&2 || true
 for size in ${sizes//,/ }; do
     uptime

@@ -4,7 +4,6 @@ import io.kvchecksum.Adler32Parts;
 import io.kvchecksum.InvalidLayoutException;
 import io.kvchecksum.KvMemory;
 import io.kvchecksum.PageDigestPlan;
-import io.kvchecksum.spi.CpuWorkSplit;
 
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
@@ -20,16 +19,15 @@ import java.util.zip.Adler32;
  * several runs, a run several chunks), each chunk's Adler-32 computed on its own thread, the values joined in stream
  * order with {@link Adler32Parts#combine}.
  *
- * <p>The per-chunk loop: {@link VectorAdler32} where the JVM has the Vector API module, at 512 bits at every size
- * and below 512 bits for streams under {@value CpuWorkSplit#PARALLEL_BYTES} bytes (the size the CPU backend treats as
- * in cache); otherwise {@code java.util.zip.Adler32}, one call per piece (HotSpot's AVX2/AVX-512 stub). The vector
- * loop keeps its running sums in registers from one page to the next, where the stub pays a call per page, and
- * spends five vector operations per vector. At SGLang's default page size 1 (2 KiB pages), against a plain read of
- * the same pages in the same order, interleaved under load: in cache, one thread, 0.84-0.90 at 512 bits (the stub
- * 0.31-0.32) and 0.63 at 256 bits (the stub 0.35); at 256 MiB on both cores 0.87-1.05 at 512 bits (the stub
- * 0.61-1.02), while at 256 bits neither was ahead beyond the noise, and the stub stays there (docs/bench-cpu.md,
- * "SGLang's page digest"). The vector loop is slow until C2 compiles it (its first second in a fresh JVM at
- * megabytes per second), a cost an engine pays once.
+ * <p>The per-chunk loop: {@link VectorAdler32} where the JVM has the Vector API module (at every size and width it
+ * was sized for), otherwise {@code java.util.zip.Adler32}, one call per piece (HotSpot's AVX2/AVX-512 stub). The vector
+ * loop keeps its running sums in registers from one page to the next, where the stub pays a call per page, spends
+ * five vector operations per vector and reads two pages of whole blocks in lockstep. At SGLang's default page size 1
+ * (2 KiB pages), against a plain read of the same pages in the same order, interleaved under load: in cache, one
+ * thread, 0.79-0.80 at 512 bits (the stub 0.23) and 0.46 at 256 bits (the stub 0.25); at 256 MiB on both cores
+ * 0.88-1.05 at 512 bits (the stub 0.44-0.55) and 0.58-0.59 at 256 bits (the stub 0.39-0.46), which is why the stub
+ * no longer takes the large streams below 512 bits (docs/bench-cpu.md, "SGLang's page digest"). The vector loop is
+ * slow until C2 compiles it (its first second in a fresh JVM at megabytes per second), a cost an engine pays once.
  *
  * <p>A chunk is a position in the plan's run list and a byte count, not a list of its pieces: at SGLang's default page
  * size 1 a stream of 256 MiB is 131072 runs of 2 KiB, and building a piece object for each on every call took a large
@@ -53,17 +51,13 @@ public final class PageDigestParallel {
         }
     }
 
-    /** Whether {@link VectorAdler32} runs at 512 bits, where it is the faster loop from memory too (class comment). */
-    private static final boolean VECTOR_WIDE = VECTOR && VectorAdler32.vectorBytes() >= 64;
-
     /** Where a chunk starts: run {@code run} of the plan, {@code offset} bytes into it. */
     private record Start(int run, long offset) {
     }
 
     /** Adler-32 of the plan's stream, using {@code pool} for chunks when {@code parallel}. */
     public static long digest(PageDigestPlan plan, String backend, ExecutorService pool, boolean parallel, long chunkBytes) {
-        return digest(plan, backend, pool, parallel, chunkBytes,
-                VECTOR && (VECTOR_WIDE || plan.totalBytes() < CpuWorkSplit.PARALLEL_BYTES));
+        return digest(plan, backend, pool, parallel, chunkBytes, VECTOR);
     }
 
     /** {@link #digest(PageDigestPlan, String, ExecutorService, boolean, long)} with the loop chosen: tests run both. */
