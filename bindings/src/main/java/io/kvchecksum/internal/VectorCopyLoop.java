@@ -157,6 +157,11 @@ final class VectorCopyLoop implements CopyLoop {
                         cellPieces, pieceBase, per, heads, factors, f0);
             }
         }
+        if (flat && ROWS && heads > 1 && regionPieces == 4 * L && srcHeadStride == 32L * L && srcStride == heads * srcHeadStride
+                && dstHeadStride == srcHeadStride && dstStride == srcStride) {
+            // chosen here, not inside multiplyRows: with this branch there, its loops ran slower into HND (512 bits)
+            return multiplyFlat(src, srcBase, dst, dstBase, n, t0, cellPieces, pieceBase, heads, factors, f0);
+        }
         return multiplyRows(src, srcBase, srcStride, srcHeadStride, dst, dstBase, dstStride, dstHeadStride, n, t0,
                 cellPieces, pieceBase, regionPieces, heads, factors, f0);
     }
@@ -410,10 +415,6 @@ final class VectorCopyLoop implements CopyLoop {
         final LongVector zero = LongVector.zero(S);
         final long vb = 8L * L;
         final long twoP = 2L * cellPieces;
-        if (flat && regionPieces == 4 * L && srcHeadStride == 4 * vb && srcStride == heads * srcHeadStride
-                && dstHeadStride == srcHeadStride && dstStride == srcStride) {
-            return multiplyFlat(src, srcBase, dst, dstBase, n, t0, cellPieces, pieceBase, heads, factors, f0);
-        }
         LongVector w = zero;   // the weighted lanes of every chunk, reduced once at the end
         int c = 0;
         for (; c + 4 * L <= regionPieces; c += 4 * L) {
