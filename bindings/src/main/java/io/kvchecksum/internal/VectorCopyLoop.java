@@ -159,7 +159,6 @@ final class VectorCopyLoop implements CopyLoop {
         }
         if (flat && ROWS && heads > 1 && regionPieces == 4 * L && srcHeadStride == 32L * L && srcStride == heads * srcHeadStride
                 && dstHeadStride == srcHeadStride && dstStride == srcStride) {
-            // chosen here, not inside multiplyRows: with this branch there, its loops ran slower into HND (512 bits)
             return multiplyFlat(src, srcBase, dst, dstBase, n, t0, cellPieces, pieceBase, heads, factors, f0);
         }
         return multiplyRows(src, srcBase, srcStride, srcHeadStride, dst, dstBase, dstStride, dstHeadStride, n, t0,
@@ -474,8 +473,9 @@ final class VectorCopyLoop implements CopyLoop {
      * {@link #multiplyRows} where both sides hold the run's rows back to back (a page permutation in vLLM's flash layout)
      * and each head's region is one chunk of four vectors (bf16 head dim 128 at 512 bits): one flat stream, its offsets a
      * constant step apart, so that C2 drops the per-access bounds checks (it does for an offset linear in a loop counter
-     * with a constant scale, not for strides in variables). Only with {@link #flat}: from memory, and with the source
-     * alone flat into FlashInfer HND also in cache, it was not faster (measured, docs/bench-cpu.md).
+     * with a constant scale, not for strides in variables). Only with {@link #flat} (in cache; from memory the rows
+     * loop was as fast, docs/bench-cpu.md, "The verifying copy in cache: bounds checks"). Chosen in {@link #copyRows},
+     * not inside {@link #multiplyRows}: with the branch there, its loops ran slower into FlashInfer HND.
      */
     private static long multiplyFlat(MemorySegment src, long srcBase, MemorySegment dst, long dstBase, int n, long t0,
             int cellPieces, int pieceBase, int heads, long[] factors, int f0) {
