@@ -28,8 +28,18 @@ import java.util.function.IntFunction;
  * straddling K and V, or padded) are assembled in a scratch cell and copied from there, on the calling thread.
  */
 final class CpuCopy {
-    private static final CopyLoop STANDARD = load();
+    private static final CopyLoop STANDARD = load(true);
+    /**
+     * The standard loop for copies of {@link CpuWorkSplit#PARALLEL} bytes and more, read from memory (on the calling
+     * thread too, as the checksum path treats them): its row loops, not the in-cache flat streams.
+     */
+    private static final CopyLoop FROM_MEMORY = load(false);
     private static final CopyLoop MIXED = new ScalarCopyLoop(true);
+
+    /** The standard mode's loop for a copy of {@code bytes} (a launch, or a segmented plan's launches together). */
+    private static CopyLoop standard(long bytes) {
+        return bytes >= CpuWorkSplit.PARALLEL ? FROM_MEMORY : STANDARD;
+    }
 
     private CpuCopy() {
     }
@@ -56,8 +66,8 @@ final class CpuCopy {
                 byteCells(l, runs, out);
                 continue;
             }
-            CopyLoop loop = l.mode() == ChecksumMode.MIXED ? MIXED : STANDARD;
             long bytes = l.bytes();
+            CopyLoop loop = l.mode() == ChecksumMode.MIXED ? MIXED : standard(bytes);
             if (threads > 1 && bytes >= CpuWorkSplit.PARALLEL && sharable(l, notTheCaller)) {
                 parallel(l, prepared, loop, bytes, threads, pool.apply(threads), out);
             } else {
@@ -93,11 +103,20 @@ final class CpuCopy {
                     }
                     Prepared prepared = prepare(l);
                     Work w = new Work(l, prepared, l.mode() == ChecksumMode.MIXED ? MIXED : STANDARD, blocks, l.bytes());
+                    // the standard loop is chosen below, once the bytes of all segments are known
                     if (l.cellKind() == CompiledPlan.CellKind.BYTE_CELLS) {
                         bytes.add(w);
                     } else {
                         whole.add(w);
                         total += w.bytes;
+                    }
+                }
+            }
+            if (standard(total) != STANDARD) {
+                for (int i = 0; i < whole.size(); i++) {
+                    Work w = whole.get(i);
+                    if (w.loop == STANDARD) {
+                        whole.set(i, new Work(w.launch, w.prepared, standard(total), w.blocks, w.bytes));
                     }
                 }
             }
@@ -473,10 +492,10 @@ final class CpuCopy {
         return true;
     }
 
-    private static CopyLoop load() {
+    private static CopyLoop load(boolean inCache) {
         if (ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent()) {
             try {
-                return new VectorCopyLoop();
+                return new VectorCopyLoop(VectorCopyLoop.Rows.AUTO, inCache);
             } catch (LinkageError e) {
                 // fall through to the scalar loop
             }

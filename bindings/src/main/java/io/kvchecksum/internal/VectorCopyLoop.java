@@ -120,13 +120,30 @@ final class VectorCopyLoop implements CopyLoop {
 
     private final Rows rows;
 
-    /** The loop of the CPU backend: {@link Rows#AUTO}. */
+    /**
+     * Whether runs whose source rows lie back to back are copied as flat streams ({@link #multiplyFlat},
+     * {@link #flatUnits}, {@link #flatSourceUnits}): for copies in cache, where the per-access bounds checks the flat
+     * streams drop were what kept the loops below a plain copy; from memory the row loops were as fast or faster
+     * (measured on Zen 4, docs/bench-cpu.md, "The verifying copy in cache: bounds checks").
+     */
+    private final boolean flat;
+
+    /** The loop of the CPU backend in cache: {@link Rows#AUTO}, flat streams. */
     VectorCopyLoop() {
-        this(Rows.AUTO);
+        this(Rows.AUTO, true);
     }
 
     VectorCopyLoop(Rows rows) {
+        this(rows, true);
+    }
+
+    /**
+     * @param rows which rows loop runs
+     * @param flat whether runs with back-to-back source rows run as flat streams (the in-cache loop) or as rows
+     */
+    VectorCopyLoop(Rows rows, boolean flat) {
         this.rows = rows;
+        this.flat = flat;
     }
 
     @Override
@@ -139,6 +156,10 @@ final class VectorCopyLoop implements CopyLoop {
                 return rowUnits(src, srcBase, srcStride, srcHeadStride, dst, dstBase, dstStride, dstHeadStride, n, t0,
                         cellPieces, pieceBase, per, heads, factors, f0);
             }
+        }
+        if (flat && ROWS && heads > 1 && regionPieces == 4 * L && srcHeadStride == 32L * L && srcStride == heads * srcHeadStride
+                && dstHeadStride == srcHeadStride && dstStride == srcStride) {
+            return multiplyFlat(src, srcBase, dst, dstBase, n, t0, cellPieces, pieceBase, heads, factors, f0);
         }
         return multiplyRows(src, srcBase, srcStride, srcHeadStride, dst, dstBase, dstStride, dstHeadStride, n, t0,
                 cellPieces, pieceBase, regionPieces, heads, factors, f0);
@@ -158,7 +179,9 @@ final class VectorCopyLoop implements CopyLoop {
      * cannot hold a 2 KiB row's sixteen sums), so each token's row is read, and in token-major layouts written, front to
      * back in one pass over the run, as a plain copy reads it. Measured at 256 bits on Zen 4 (one thread, Llama-3-8B's
      * 2 KiB rows of eight heads, 256 MiB): as fast as {@code MemorySegment.copy} of the pages into the same layout, where
-     * the head-by-head loops this replaces, strided passes of four vectors, ran at half of it.
+     * the head-by-head loops this replaces, strided passes of four vectors, ran at half of it. Where the source holds the
+     * run's rows back to back (vLLM's flash layout: a page permutation, or into FlashInfer HND) the rows are one flat
+     * stream of units ({@link #flatUnits}, {@link #flatSourceUnits}), read without per-access bounds checks.
      *
      * <p>With the unit's vectors {@code x_k}, {@code k < 8}, of token {@code i}: {@code A += sum_k x_k} and
      * {@code W += (A << s) - sum_k k*x_k}, {@code 2^s = P/L} ({@code P} the cell's pieces). Then
@@ -166,7 +189,7 @@ final class VectorCopyLoop implements CopyLoop {
      * piece {@code c} of its region has weight {@code c0 + 2c + 2l + 2L(2^s*i + k)}, {@code c0 = 2(t0*P + base) + 1},
      * the unit's sum is {@code sum_l (c0 + 2c + 2l + 2L*2^s*n)*A_l - 2L*W_l}, times its head's factor: exact mod 2^64.
      */
-    private static long rowUnits(MemorySegment src, long srcBase, long srcStride, long srcHeadStride, MemorySegment dst,
+    private long rowUnits(MemorySegment src, long srcBase, long srcStride, long srcHeadStride, MemorySegment dst,
             long dstBase, long dstStride, long dstHeadStride, int n, long t0, int cellPieces, int pieceBase, int per,
             int heads, long[] factors, int f0) {
         int shift = Integer.numberOfTrailingZeros(cellPieces / L);
@@ -178,6 +201,153 @@ final class VectorCopyLoop implements CopyLoop {
         }
         long[] sums = holder[0];
         java.util.Arrays.fill(sums, 0, 2 * units * L, 0L);
+        final long vb = 8L * L;
+        final long unitBytes = 8 * vb;
+        if (!flat) {
+            rowsOfUnits(src, srcBase, srcStride, srcHeadStride, dst, dstBase, dstStride, dstHeadStride, n, per, units, sums,
+                    shift);
+        } else if (srcHeadStride == per * unitBytes && dstHeadStride == srcHeadStride && srcStride == heads * srcHeadStride
+                && dstStride == srcStride) {
+            flatUnits(src, srcBase, dst, dstBase, n * srcStride, units, sums, shift);
+        } else if (srcHeadStride == per * unitBytes && srcStride == heads * srcHeadStride) {
+            flatSourceUnits(src, srcBase, dst, dstBase, dstStride, dstHeadStride, n * srcStride, per, units, sums, shift);
+        } else {
+            rowsOfUnits(src, srcBase, srcStride, srcHeadStride, dst, dstBase, dstStride, dstHeadStride, n, per, units, sums,
+                    shift);
+        }
+        long total = 0;
+        for (int j = 0; j < units; j++) {
+            LongVector a = LongVector.fromArray(S, sums, 2 * j * L);
+            LongVector w = LongVector.fromArray(S, sums, (2 * j + 1) * L);
+            long v = a.mul(TWO_IOTA.add(c0 + 16L * L * (j % per))).sub(w.lanewise(VectorOperators.LSHL, SHIFT_2L))
+                    .reduceLanes(VectorOperators.ADD);
+            total += factors[f0 + j / per] * v;
+        }
+        return total;
+    }
+
+    /**
+     * {@link #rowUnits} where both sides hold the run's rows back to back (the same token-major layout on both: a page
+     * permutation): one flat stream of units, its offsets a constant step apart, so that C2 drops the per-access bounds
+     * checks (it does for an offset linear in a loop counter with a constant scale, not for a stride in a variable).
+     */
+    private static void flatUnits(MemorySegment src, long srcBase, MemorySegment dst, long dstBase, long bytes, int units,
+            long[] sums, int shift) {
+        final long vb = 8L * L;
+        final long unitBytes = 8 * vb;
+        int j = 0;
+        for (long o = 0; o < bytes; o += unitBytes) {
+            long sp = srcBase + o;
+            long dp = dstBase + o;
+            LongVector x0 = LongVector.fromMemorySegment(S, src, sp, LE);
+            LongVector x1 = LongVector.fromMemorySegment(S, src, sp + vb, LE);
+            LongVector x2 = LongVector.fromMemorySegment(S, src, sp + 2 * vb, LE);
+            LongVector x3 = LongVector.fromMemorySegment(S, src, sp + 3 * vb, LE);
+            LongVector x4 = LongVector.fromMemorySegment(S, src, sp + 4 * vb, LE);
+            LongVector x5 = LongVector.fromMemorySegment(S, src, sp + 5 * vb, LE);
+            LongVector x6 = LongVector.fromMemorySegment(S, src, sp + 6 * vb, LE);
+            LongVector x7 = LongVector.fromMemorySegment(S, src, sp + 7 * vb, LE);
+            x0.intoMemorySegment(dst, dp, LE);
+            x1.intoMemorySegment(dst, dp + vb, LE);
+            x2.intoMemorySegment(dst, dp + 2 * vb, LE);
+            x3.intoMemorySegment(dst, dp + 3 * vb, LE);
+            x4.intoMemorySegment(dst, dp + 4 * vb, LE);
+            x5.intoMemorySegment(dst, dp + 5 * vb, LE);
+            x6.intoMemorySegment(dst, dp + 6 * vb, LE);
+            x7.intoMemorySegment(dst, dp + 7 * vb, LE);
+            LongVector r = x7;
+            LongVector kv = r;
+            r = r.add(x6);
+            kv = kv.add(r);
+            r = r.add(x5);
+            kv = kv.add(r);
+            r = r.add(x4);
+            kv = kv.add(r);
+            r = r.add(x3);
+            kv = kv.add(r);
+            r = r.add(x2);
+            kv = kv.add(r);
+            r = r.add(x1);
+            kv = kv.add(r);
+            LongVector a = LongVector.fromArray(S, sums, 2 * j * L).add(r.add(x0));
+            a.intoArray(sums, 2 * j * L);
+            LongVector.fromArray(S, sums, (2 * j + 1) * L).add(a.lanewise(VectorOperators.LSHL, shift).sub(kv))
+                    .intoArray(sums, (2 * j + 1) * L);
+            if (++j == units) {
+                j = 0;
+            }
+        }
+    }
+
+    /**
+     * {@link #rowUnits} where the source holds the run's rows back to back and the destination does not (FlashInfer
+     * HND): the source read as one flat stream without bounds checks ({@link #flatUnits}), each unit stored at its
+     * destination strides.
+     */
+    private static void flatSourceUnits(MemorySegment src, long srcBase, MemorySegment dst, long dstBase, long dstStride,
+            long dstHeadStride, long bytes, int per, int units, long[] sums, int shift) {
+        final long vb = 8L * L;
+        final long unitBytes = 8 * vb;
+        int j = 0;
+        int q = 0;
+        long dRow = dstBase;
+        long dh = dstBase;
+        long dp = dstBase;
+        for (long o = 0; o < bytes; o += unitBytes) {
+            long sp = srcBase + o;
+            LongVector x0 = LongVector.fromMemorySegment(S, src, sp, LE);
+            LongVector x1 = LongVector.fromMemorySegment(S, src, sp + vb, LE);
+            LongVector x2 = LongVector.fromMemorySegment(S, src, sp + 2 * vb, LE);
+            LongVector x3 = LongVector.fromMemorySegment(S, src, sp + 3 * vb, LE);
+            LongVector x4 = LongVector.fromMemorySegment(S, src, sp + 4 * vb, LE);
+            LongVector x5 = LongVector.fromMemorySegment(S, src, sp + 5 * vb, LE);
+            LongVector x6 = LongVector.fromMemorySegment(S, src, sp + 6 * vb, LE);
+            LongVector x7 = LongVector.fromMemorySegment(S, src, sp + 7 * vb, LE);
+            x0.intoMemorySegment(dst, dp, LE);
+            x1.intoMemorySegment(dst, dp + vb, LE);
+            x2.intoMemorySegment(dst, dp + 2 * vb, LE);
+            x3.intoMemorySegment(dst, dp + 3 * vb, LE);
+            x4.intoMemorySegment(dst, dp + 4 * vb, LE);
+            x5.intoMemorySegment(dst, dp + 5 * vb, LE);
+            x6.intoMemorySegment(dst, dp + 6 * vb, LE);
+            x7.intoMemorySegment(dst, dp + 7 * vb, LE);
+            LongVector r = x7;
+            LongVector kv = r;
+            r = r.add(x6);
+            kv = kv.add(r);
+            r = r.add(x5);
+            kv = kv.add(r);
+            r = r.add(x4);
+            kv = kv.add(r);
+            r = r.add(x3);
+            kv = kv.add(r);
+            r = r.add(x2);
+            kv = kv.add(r);
+            r = r.add(x1);
+            kv = kv.add(r);
+            LongVector a = LongVector.fromArray(S, sums, 2 * j * L).add(r.add(x0));
+            a.intoArray(sums, 2 * j * L);
+            LongVector.fromArray(S, sums, (2 * j + 1) * L).add(a.lanewise(VectorOperators.LSHL, shift).sub(kv))
+                    .intoArray(sums, (2 * j + 1) * L);
+            if (++j == units) {
+                j = 0;
+                q = 0;
+                dRow += dstStride;
+                dh = dRow;
+                dp = dRow;
+            } else if (++q == per) {
+                q = 0;
+                dh += dstHeadStride;
+                dp = dh;
+            } else {
+                dp += unitBytes;
+            }
+        }
+    }
+
+    /** {@link #rowUnits}'s pass over the rows where they are not back to back on both sides. */
+    private static void rowsOfUnits(MemorySegment src, long srcBase, long srcStride, long srcHeadStride, MemorySegment dst,
+            long dstBase, long dstStride, long dstHeadStride, int n, int per, int units, long[] sums, int shift) {
         final long vb = 8L * L;
         final long unitBytes = 8 * vb;
         for (int i = 0; i < n; i++) {
@@ -224,15 +394,6 @@ final class VectorCopyLoop implements CopyLoop {
                         .intoArray(sums, (2 * j + 1) * L);
             }
         }
-        long total = 0;
-        for (int j = 0; j < units; j++) {
-            LongVector a = LongVector.fromArray(S, sums, 2 * j * L);
-            LongVector w = LongVector.fromArray(S, sums, (2 * j + 1) * L);
-            long v = a.mul(TWO_IOTA.add(c0 + 16L * L * (j % per))).sub(w.lanewise(VectorOperators.LSHL, SHIFT_2L))
-                    .reduceLanes(VectorOperators.ADD);
-            total += factors[f0 + j / per] * v;
-        }
-        return total;
     }
 
     /**
@@ -306,6 +467,52 @@ final class VectorCopyLoop implements CopyLoop {
             w = w.add(a0.mul(lanes)).sub(s0.mul(twoP));
         }
         return w.reduceLanes(VectorOperators.ADD);
+    }
+
+    /**
+     * {@link #multiplyRows} where both sides hold the run's rows back to back (a page permutation in vLLM's flash layout)
+     * and each head's region is one chunk of four vectors (bf16 head dim 128 at 512 bits): one flat stream, its offsets a
+     * constant step apart, so that C2 drops the per-access bounds checks (it does for an offset linear in a loop counter
+     * with a constant scale, not for strides in variables). Only with {@link #flat} (in cache; from memory the rows
+     * loop was as fast, docs/bench-cpu.md, "The verifying copy in cache: bounds checks"). Chosen in {@link #copyRows},
+     * not inside {@link #multiplyRows}: with the branch there, its loops ran slower into FlashInfer HND.
+     */
+    private static long multiplyFlat(MemorySegment src, long srcBase, MemorySegment dst, long dstBase, int n, long t0,
+            int cellPieces, int pieceBase, int heads, long[] factors, int f0) {
+        final LongVector zero = LongVector.zero(S);
+        final long vb = 8L * L;
+        final long chunk = 4 * vb;
+        LongVector a0 = zero, a1 = zero, a2 = zero, a3 = zero;
+        LongVector s0 = zero, s1 = zero, s2 = zero, s3 = zero;
+        long bytes = (long) n * heads * chunk;
+        int h = 0;
+        for (long o = 0; o < bytes; o += chunk) {
+            LongVector x0 = LongVector.fromMemorySegment(S, src, srcBase + o, LE);
+            LongVector x1 = LongVector.fromMemorySegment(S, src, srcBase + o + vb, LE);
+            LongVector x2 = LongVector.fromMemorySegment(S, src, srcBase + o + 2 * vb, LE);
+            LongVector x3 = LongVector.fromMemorySegment(S, src, srcBase + o + 3 * vb, LE);
+            x0.intoMemorySegment(dst, dstBase + o, LE);
+            x1.intoMemorySegment(dst, dstBase + o + vb, LE);
+            x2.intoMemorySegment(dst, dstBase + o + 2 * vb, LE);
+            x3.intoMemorySegment(dst, dstBase + o + 3 * vb, LE);
+            long m = factors[f0 + h];
+            a0 = a0.add(x0.mul(m));
+            a1 = a1.add(x1.mul(m));
+            a2 = a2.add(x2.mul(m));
+            a3 = a3.add(x3.mul(m));
+            if (++h == heads) {
+                h = 0;
+                s0 = s0.add(a0);
+                s1 = s1.add(a1);
+                s2 = s2.add(a2);
+                s3 = s3.add(a3);
+            }
+        }
+        // lane l of vector v: (2(t0*P + base + vL + l) + 1 + 2Pn)*A - 2P*T, as in multiplyRows with one chunk
+        long twoP = 2L * cellPieces;
+        LongVector lanes = TWO_IOTA.add(2 * (t0 * cellPieces + pieceBase) + 1 + twoP * n);
+        return a0.mul(lanes).add(a1.mul(lanes.add(2L * L))).add(a2.mul(lanes.add(4L * L))).add(a3.mul(lanes.add(6L * L)))
+                .sub(s0.add(s1).add(s2.add(s3)).mul(twoP)).reduceLanes(VectorOperators.ADD);
     }
 
     /**
@@ -422,6 +629,6 @@ final class VectorCopyLoop implements CopyLoop {
     @Override
     public String describe() {
         return "vector copy " + S.vectorBitSize() + "-bit" + (NARROW_STREAMS ? ", MLA streams 256-bit" : "")
-                + (rows == Rows.AUTO && !ROWS ? ", head rows multiply-free" : "");
+                + (rows == Rows.AUTO && !ROWS ? ", head rows multiply-free" : "") + (flat ? "" : ", rows from memory");
     }
 }

@@ -28,7 +28,7 @@ class CopyRowsTest {
         int lanes = KernelSpecies.S.length();
         CopyLoop scalar = new ScalarCopyLoop(false);
         CopyLoop[] loops = {new VectorCopyLoop(VectorCopyLoop.Rows.UNITS), new VectorCopyLoop(VectorCopyLoop.Rows.MULTIPLY),
-                new VectorCopyLoop()};
+                new VectorCopyLoop(), new VectorCopyLoop(VectorCopyLoop.Rows.AUTO, false)};
         int cases = 0;
         try (Arena arena = Arena.ofConfined()) {
             long size = 1 << 20;
@@ -70,7 +70,8 @@ class CopyRowsTest {
                                 got.asSlice(0, span).fill((byte) 0x5a);
                                 long value = loop.copyRows(src, sBase, sTok, sHead, got, dBase, dTok, dHead, n, t0, cell,
                                         base, pieces, heads, factors, f0);
-                                String what = (loop == loops[0] ? "units" : loop == loops[1] ? "multiply" : "auto")
+                                String what = (loop == loops[0] ? "units" : loop == loops[1] ? "multiply" : loop == loops[2] ? "auto"
+                                        : "auto from memory")
                                         + " heads " + heads + " pieces " + pieces + " cell " + cell + " base " + base + " layout " + layout
                                         + " n " + n + " t0 " + t0;
                                 assertEquals(expected, value, what);

@@ -1,0 +1,429 @@
+package io.kvchecksum.internal;
+
+import jdk.incubator.vector.LongVector;
+import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorSpecies;
+
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteOrder;
+
+/**
+ * The verifying copy's Vector API loops before the flat streams without bounds checks (the backend's
+ * {@code VectorCopyLoop} at commit 3cc9601, kept for {@code jmh/ab/copy-loops-ab.sh}). The verifying copy on the
+ * Vector API, in the checksum kernels' multiply-free form ({@link VectorSliceKernel}): each
+ * vector is loaded from the source, stored to the destination and added into running sums {@code A += x; T += A}, so a
+ * piece costs one load, one store and two adds, and the few multiplies happen on scalars once per call.
+ *
+ * <p>For a chunk of four vectors (piece {@code c*L + l} of the region, {@code L} lanes) over the run's tokens
+ * {@code i < n}: {@code A = sum_i x_i}, {@code T = sum_i (n - i) x_i}, so {@code sum_i i*x_i = n*A - T} and the chunk
+ * contributes {@code (2(t0*P + base + c*L + l) + 1 + 2P*n)*A - 2P*T}. Over chunks the terms in {@code c} need only
+ * {@code G = sum_c A_c} and {@code sum_c c*A_c}, kept as running sums over chunks; the closing step weights the lanes
+ * with one vector multiply and reduces once per call; pieces past the last whole vector go one by one.
+ */
+final class VectorCopyLoopOld implements CopyLoop {
+    private static final VectorSpecies<Long> S = KernelSpecies.S;
+    private static final int L = S.length();
+    private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
+
+    @Override
+    public long copy(MemorySegment src, long srcBase, long srcStride, MemorySegment dst, long dstBase, long dstStride, int n,
+            long t0, int cellPieces, int pieceBase, int regionPieces) {
+        if (srcStride == 8L * regionPieces && dstStride == srcStride && cellPieces == regionPieces) {
+            long total = (long) n * regionPieces;
+            long j0 = t0 * cellPieces + pieceBase;
+            return NARROW_STREAMS ? stream256(src, srcBase, dst, dstBase, total, j0)
+                    : stream(src, srcBase, dst, dstBase, total, j0);
+        }
+        final LongVector zero = LongVector.zero(S);
+        LongVector run = zero;    // running sum of A_c over chunks; at the end G
+        LongVector h = zero;      // sum over chunks of run: sum_c A_c * (chunks - c)
+        LongVector tt = zero;     // sum over chunks of T_c
+        int chunks = 0;
+        int c = 0;
+        final long vb = 8L * L;
+        for (; c + 4 * L <= regionPieces; c += 4 * L) {
+            LongVector a0 = zero, a1 = zero, a2 = zero, a3 = zero;
+            LongVector s0 = zero, s1 = zero, s2 = zero, s3 = zero;
+            long sa = srcBase + 8L * c;
+            long da = dstBase + 8L * c;
+            for (int i = 0; i < n; i++, sa += srcStride, da += dstStride) {
+                LongVector x0 = LongVector.fromMemorySegment(S, src, sa, LE);
+                LongVector x1 = LongVector.fromMemorySegment(S, src, sa + vb, LE);
+                LongVector x2 = LongVector.fromMemorySegment(S, src, sa + 2 * vb, LE);
+                LongVector x3 = LongVector.fromMemorySegment(S, src, sa + 3 * vb, LE);
+                x0.intoMemorySegment(dst, da, LE);
+                x1.intoMemorySegment(dst, da + vb, LE);
+                x2.intoMemorySegment(dst, da + 2 * vb, LE);
+                x3.intoMemorySegment(dst, da + 3 * vb, LE);
+                a0 = a0.add(x0);
+                a1 = a1.add(x1);
+                a2 = a2.add(x2);
+                a3 = a3.add(x3);
+                s0 = s0.add(a0);
+                s1 = s1.add(a1);
+                s2 = s2.add(a2);
+                s3 = s3.add(a3);
+            }
+            run = run.add(a0);
+            h = h.add(run);
+            run = run.add(a1);
+            h = h.add(run);
+            run = run.add(a2);
+            h = h.add(run);
+            run = run.add(a3);
+            h = h.add(run);
+            tt = tt.add(s0.add(s1)).add(s2.add(s3));
+            chunks += 4;
+        }
+        for (; c + L <= regionPieces; c += L) {
+            LongVector a0 = zero, s0 = zero;
+            long sa = srcBase + 8L * c;
+            long da = dstBase + 8L * c;
+            for (int i = 0; i < n; i++, sa += srcStride, da += dstStride) {
+                LongVector x0 = LongVector.fromMemorySegment(S, src, sa, LE);
+                x0.intoMemorySegment(dst, da, LE);
+                a0 = a0.add(x0);
+                s0 = s0.add(a0);
+            }
+            run = run.add(a0);
+            h = h.add(run);
+            tt = tt.add(s0);
+            chunks++;
+        }
+        long total = 0;
+        if (chunks > 0) {
+            // lane l: (2*base + 1 + 2P(t0 + n) + 2L*chunks + 2l)*G - 2L*H - 2P*TT, one reduction
+            long twoP = 2L * cellPieces;
+            long c1 = 2L * pieceBase + 1 + twoP * (t0 + n) + 2L * L * chunks;
+            total = run.mul(TWO_IOTA.add(c1)).sub(h.lanewise(VectorOperators.LSHL, SHIFT_2L)).sub(tt.mul(twoP))
+                    .reduceLanes(VectorOperators.ADD);
+        }
+        if (c < regionPieces) {
+            total += SCALAR.copy(src, srcBase + 8L * c, srcStride, dst, dstBase + 8L * c, dstStride, n, t0, cellPieces,
+                    pieceBase + c, regionPieces - c);
+        }
+        return total;
+    }
+
+    private static final CopyLoop SCALAR = new ScalarCopyLoop(false);
+
+    /**
+     * Whether the rows loop runs: it multiplies every vector by its head's factor, one 64-bit lane multiply per vector,
+     * which AVX-512 has ({@code vpmullq}) and AVX2 has not (there {@link #rowUnits} runs instead).
+     */
+    static final boolean ROWS = S.vectorBitSize() >= 512;
+
+    /**
+     * Which loop {@link #copyRows} runs: {@code AUTO}, the backend's: {@link #rowUnits} where the JVM lacks AVX-512's
+     * 64-bit lane multiply, else {@link #multiplyRows}; {@code UNITS}: {@link #rowUnits} wherever the geometry allows
+     * (for tests at every width); {@code MULTIPLY}: the loops before {@link #rowUnits} (tests and A/B measurements).
+     */
+    enum Rows { AUTO, UNITS, MULTIPLY }
+
+    private final Rows rows;
+
+    /** The loop of the CPU backend: {@link Rows#AUTO}. */
+    VectorCopyLoopOld() {
+        this(Rows.AUTO);
+    }
+
+    VectorCopyLoopOld(Rows rows) {
+        this.rows = rows;
+    }
+
+    @Override
+    public long copyRows(MemorySegment src, long srcBase, long srcStride, long srcHeadStride, MemorySegment dst,
+            long dstBase, long dstStride, long dstHeadStride, int n, long t0, int cellPieces, int pieceBase, int regionPieces,
+            int heads, long[] factors, int f0) {
+        if (rows == Rows.UNITS || (rows == Rows.AUTO && !ROWS)) {
+            int per = regionPieces / (8 * L);
+            if (regionPieces % (8 * L) == 0 && heads > 1 && cellPieces % L == 0 && Integer.bitCount(cellPieces / L) == 1) {
+                return rowUnits(src, srcBase, srcStride, srcHeadStride, dst, dstBase, dstStride, dstHeadStride, n, t0,
+                        cellPieces, pieceBase, per, heads, factors, f0);
+            }
+        }
+        return multiplyRows(src, srcBase, srcStride, srcHeadStride, dst, dstBase, dstStride, dstHeadStride, n, t0,
+                cellPieces, pieceBase, regionPieces, heads, factors, f0);
+    }
+
+    /**
+     * Each thread's running sums of {@link #rowUnits}: two vectors per unit, grown to the largest row met (a 2 KiB row
+     * of eight heads at 256 bits: eight units, 512 bytes).
+     */
+    private static final ThreadLocal<long[][]> SUMS = ThreadLocal.withInitial(() -> new long[][] {new long[16 * L]});
+
+    /**
+     * Side-by-side heads copied a token's row at a time without multiplies (the checksum kernel's row pass,
+     * {@code VectorSliceKernel.rowPass256}, with stores): each head's region is cut into units of eight vectors
+     * ({@code per} per head); for each token, unit by unit across the row, the unit is copied and added into its two
+     * running sums, which live in {@code sums} (loaded and stored once per unit and token: AVX2's sixteen registers
+     * cannot hold a 2 KiB row's sixteen sums), so each token's row is read, and in token-major layouts written, front to
+     * back in one pass over the run, as a plain copy reads it. Measured at 256 bits on Zen 4 (one thread, Llama-3-8B's
+     * 2 KiB rows of eight heads, 256 MiB): as fast as {@code MemorySegment.copy} of the pages into the same layout, where
+     * the head-by-head loops this replaces, strided passes of four vectors, ran at half of it.
+     *
+     * <p>With the unit's vectors {@code x_k}, {@code k < 8}, of token {@code i}: {@code A += sum_k x_k} and
+     * {@code W += (A << s) - sum_k k*x_k}, {@code 2^s = P/L} ({@code P} the cell's pieces). Then
+     * {@code 2^s*n*A - W = sum_{i,k} (2^s*i + k) x_{i,k}}, and as piece {@code kL + l} of token {@code i} in a unit at
+     * piece {@code c} of its region has weight {@code c0 + 2c + 2l + 2L(2^s*i + k)}, {@code c0 = 2(t0*P + base) + 1},
+     * the unit's sum is {@code sum_l (c0 + 2c + 2l + 2L*2^s*n)*A_l - 2L*W_l}, times its head's factor: exact mod 2^64.
+     */
+    private static long rowUnits(MemorySegment src, long srcBase, long srcStride, long srcHeadStride, MemorySegment dst,
+            long dstBase, long dstStride, long dstHeadStride, int n, long t0, int cellPieces, int pieceBase, int per,
+            int heads, long[] factors, int f0) {
+        int shift = Integer.numberOfTrailingZeros(cellPieces / L);
+        long c0 = 2 * (t0 * cellPieces + pieceBase) + 1 + ((long) n << shift << SHIFT_2L);
+        int units = heads * per;
+        long[][] holder = SUMS.get();
+        if (holder[0].length < 2 * units * L) {
+            holder[0] = new long[2 * units * L];
+        }
+        long[] sums = holder[0];
+        java.util.Arrays.fill(sums, 0, 2 * units * L, 0L);
+        final long vb = 8L * L;
+        final long unitBytes = 8 * vb;
+        for (int i = 0; i < n; i++) {
+            long sRow = srcBase + i * srcStride;
+            long dRow = dstBase + i * dstStride;
+            for (int j = 0; j < units; j++) {
+                int h = j / per;
+                int q = j - h * per;
+                long sp = sRow + h * srcHeadStride + q * unitBytes;
+                long dp = dRow + h * dstHeadStride + q * unitBytes;
+                LongVector x0 = LongVector.fromMemorySegment(S, src, sp, LE);
+                LongVector x1 = LongVector.fromMemorySegment(S, src, sp + vb, LE);
+                LongVector x2 = LongVector.fromMemorySegment(S, src, sp + 2 * vb, LE);
+                LongVector x3 = LongVector.fromMemorySegment(S, src, sp + 3 * vb, LE);
+                LongVector x4 = LongVector.fromMemorySegment(S, src, sp + 4 * vb, LE);
+                LongVector x5 = LongVector.fromMemorySegment(S, src, sp + 5 * vb, LE);
+                LongVector x6 = LongVector.fromMemorySegment(S, src, sp + 6 * vb, LE);
+                LongVector x7 = LongVector.fromMemorySegment(S, src, sp + 7 * vb, LE);
+                x0.intoMemorySegment(dst, dp, LE);
+                x1.intoMemorySegment(dst, dp + vb, LE);
+                x2.intoMemorySegment(dst, dp + 2 * vb, LE);
+                x3.intoMemorySegment(dst, dp + 3 * vb, LE);
+                x4.intoMemorySegment(dst, dp + 4 * vb, LE);
+                x5.intoMemorySegment(dst, dp + 5 * vb, LE);
+                x6.intoMemorySegment(dst, dp + 6 * vb, LE);
+                x7.intoMemorySegment(dst, dp + 7 * vb, LE);
+                LongVector r = x7;
+                LongVector kv = r;
+                r = r.add(x6);
+                kv = kv.add(r);
+                r = r.add(x5);
+                kv = kv.add(r);
+                r = r.add(x4);
+                kv = kv.add(r);
+                r = r.add(x3);
+                kv = kv.add(r);
+                r = r.add(x2);
+                kv = kv.add(r);
+                r = r.add(x1);
+                kv = kv.add(r);
+                LongVector a = LongVector.fromArray(S, sums, 2 * j * L).add(r.add(x0));
+                a.intoArray(sums, 2 * j * L);
+                LongVector.fromArray(S, sums, (2 * j + 1) * L).add(a.lanewise(VectorOperators.LSHL, shift).sub(kv))
+                        .intoArray(sums, (2 * j + 1) * L);
+            }
+        }
+        long total = 0;
+        for (int j = 0; j < units; j++) {
+            LongVector a = LongVector.fromArray(S, sums, 2 * j * L);
+            LongVector w = LongVector.fromArray(S, sums, (2 * j + 1) * L);
+            long v = a.mul(TWO_IOTA.add(c0 + 16L * L * (j % per))).sub(w.lanewise(VectorOperators.LSHL, SHIFT_2L))
+                    .reduceLanes(VectorOperators.ADD);
+            total += factors[f0 + j / per] * v;
+        }
+        return total;
+    }
+
+    /**
+     * The rows loop with AVX-512 (kept there: on Zen 4 a few percent faster in cache than a multiply-free row pass
+     * with its sums in registers, and as fast from memory). Heads token by token: each token's cells of all heads in
+     * turn (in token-major layouts the token's row, read and written front to back: sequential streams, as a plain copy
+     * has; one call per layer and run instead of one per head), each vector multiplied by its head's factor {@code m} as
+     * it passes, so that one set of running sums serves every head: with {@code y = m*x}, {@code A += y} per vector position of the
+     * region and {@code T += A} once per token, the weights being the same for every head's piece at one position.
+     */
+    private long multiplyRows(MemorySegment src, long srcBase, long srcStride, long srcHeadStride, MemorySegment dst,
+            long dstBase, long dstStride, long dstHeadStride, int n, long t0, int cellPieces, int pieceBase, int regionPieces,
+            int heads, long[] factors, int f0) {
+        if (!ROWS || regionPieces % L != 0 || heads < 2) {
+            return CopyLoop.super.copyRows(src, srcBase, srcStride, srcHeadStride, dst, dstBase, dstStride, dstHeadStride, n,
+                    t0, cellPieces, pieceBase, regionPieces, heads, factors, f0);
+        }
+        final LongVector zero = LongVector.zero(S);
+        final long vb = 8L * L;
+        final long twoP = 2L * cellPieces;
+        LongVector w = zero;   // the weighted lanes of every chunk, reduced once at the end
+        int c = 0;
+        for (; c + 4 * L <= regionPieces; c += 4 * L) {
+            LongVector a0 = zero, a1 = zero, a2 = zero, a3 = zero;
+            LongVector s0 = zero, s1 = zero, s2 = zero, s3 = zero;
+            long sRow = srcBase + 8L * c;
+            long dRow = dstBase + 8L * c;
+            for (int i = 0; i < n; i++, sRow += srcStride, dRow += dstStride) {
+                long sa = sRow;
+                long da = dRow;
+                for (int h = 0; h < heads; h++, sa += srcHeadStride, da += dstHeadStride) {
+                    LongVector x0 = LongVector.fromMemorySegment(S, src, sa, LE);
+                    LongVector x1 = LongVector.fromMemorySegment(S, src, sa + vb, LE);
+                    LongVector x2 = LongVector.fromMemorySegment(S, src, sa + 2 * vb, LE);
+                    LongVector x3 = LongVector.fromMemorySegment(S, src, sa + 3 * vb, LE);
+                    x0.intoMemorySegment(dst, da, LE);
+                    x1.intoMemorySegment(dst, da + vb, LE);
+                    x2.intoMemorySegment(dst, da + 2 * vb, LE);
+                    x3.intoMemorySegment(dst, da + 3 * vb, LE);
+                    long m = factors[f0 + h];
+                    a0 = a0.add(x0.mul(m));
+                    a1 = a1.add(x1.mul(m));
+                    a2 = a2.add(x2.mul(m));
+                    a3 = a3.add(x3.mul(m));
+                }
+                s0 = s0.add(a0);
+                s1 = s1.add(a1);
+                s2 = s2.add(a2);
+                s3 = s3.add(a3);
+            }
+            // lane l of vector v: (2(t0*P + base + c + vL + l) + 1 + 2Pn)*A - 2P*T
+            LongVector lanes = TWO_IOTA.add(2 * (t0 * cellPieces + pieceBase + c) + 1 + twoP * n);
+            w = w.add(a0.mul(lanes)).add(a1.mul(lanes.add(2L * L))).add(a2.mul(lanes.add(4L * L)))
+                    .add(a3.mul(lanes.add(6L * L))).sub(s0.add(s1).add(s2.add(s3)).mul(twoP));
+        }
+        for (; c + L <= regionPieces; c += L) {
+            LongVector a0 = zero, s0 = zero;
+            long sRow = srcBase + 8L * c;
+            long dRow = dstBase + 8L * c;
+            for (int i = 0; i < n; i++, sRow += srcStride, dRow += dstStride) {
+                long sa = sRow;
+                long da = dRow;
+                for (int h = 0; h < heads; h++, sa += srcHeadStride, da += dstHeadStride) {
+                    LongVector x0 = LongVector.fromMemorySegment(S, src, sa, LE);
+                    x0.intoMemorySegment(dst, da, LE);
+                    a0 = a0.add(x0.mul(factors[f0 + h]));
+                }
+                s0 = s0.add(a0);
+            }
+            LongVector lanes = TWO_IOTA.add(2 * (t0 * cellPieces + pieceBase + c) + 1 + twoP * n);
+            w = w.add(a0.mul(lanes)).sub(s0.mul(twoP));
+        }
+        return w.reduceLanes(VectorOperators.ADD);
+    }
+
+    /**
+     * Cells back to back on both sides (MLA rows, or K-only cells at token stride = cell): one stream of {@code total}
+     * pieces whose piece {@code q} has weight {@code 2(j0 + q) + 1}, four vectors per step. With {@code q = 4L*g + v*L + l}
+     * ({@code g} the step, {@code v} the vector in it) the weight splits into {@code 2j0 + 1 + 2l + 2Lv} and {@code 8L*g};
+     * the latter summed over steps is {@code 8L * (groups*A - T)} with the running sums {@code A}, {@code T}.
+     */
+    private static long stream(MemorySegment src, long srcBase, MemorySegment dst, long dstBase, long total, long j0) {
+        final LongVector zero = LongVector.zero(S);
+        LongVector a0 = zero, a1 = zero, a2 = zero, a3 = zero;
+        LongVector s0 = zero, s1 = zero, s2 = zero, s3 = zero;
+        final long vb = 8L * L;
+        long groups = total / (4L * L);
+        long span = groups * 4 * vb;
+        for (long o = 0; o < span; o += 4 * vb) {
+            LongVector x0 = LongVector.fromMemorySegment(S, src, srcBase + o, LE);
+            LongVector x1 = LongVector.fromMemorySegment(S, src, srcBase + o + vb, LE);
+            LongVector x2 = LongVector.fromMemorySegment(S, src, srcBase + o + 2 * vb, LE);
+            LongVector x3 = LongVector.fromMemorySegment(S, src, srcBase + o + 3 * vb, LE);
+            x0.intoMemorySegment(dst, dstBase + o, LE);
+            x1.intoMemorySegment(dst, dstBase + o + vb, LE);
+            x2.intoMemorySegment(dst, dstBase + o + 2 * vb, LE);
+            x3.intoMemorySegment(dst, dstBase + o + 3 * vb, LE);
+            a0 = a0.add(x0);
+            a1 = a1.add(x1);
+            a2 = a2.add(x2);
+            a3 = a3.add(x3);
+            s0 = s0.add(a0);
+            s1 = s1.add(a1);
+            s2 = s2.add(a2);
+            s3 = s3.add(a3);
+        }
+        // sum_g (groups - g) x_g = T, so sum_g g*x_g = groups*A - T per vector; lane l:
+        // (c0 + 8L*groups + 2l)*A + 2L*(a1 + 2a2 + 3a3) - 8L*T, one reduction
+        LongVector a = a0.add(a1).add(a2.add(a3));
+        long c0 = 2 * j0 + 1;
+        LongVector v = a1.add(a2.lanewise(VectorOperators.LSHL, 1)).add(a3.lanewise(VectorOperators.LSHL, 1)).add(a3);
+        long sum = a.mul(TWO_IOTA.add(c0 + 8L * L * groups)).add(v.lanewise(VectorOperators.LSHL, SHIFT_2L))
+                .sub(s0.add(s1).add(s2.add(s3)).lanewise(VectorOperators.LSHL, SHIFT_8L)).reduceLanes(VectorOperators.ADD);
+        long w = c0 + 2 * groups * 4L * L;
+        for (long q = groups * 4L * L, o = span; q < total; q++, o += 8, w += 2) {
+            long x = src.get(SliceKernel.PIECE, srcBase + o);
+            dst.set(SliceKernel.PIECE, dstBase + o, x);
+            sum += x * w;
+        }
+        return sum;
+    }
+
+    /**
+     * Whether contiguous streams (MLA rows) are copied in 256-bit vectors ({@link #stream256}): where the checksum
+     * kernels read MLA streams at 256 bits ({@link KernelSpecies.Streams#NARROW}, AMD family 25 with AVX-512). Measured
+     * there (one thread, DeepSeek MLA bf16 pages of 18 KiB): from memory 19.2 ms per 256 MiB against 24.3 ms at 512 bits
+     * ({@code MemorySegment.copy} 21.7 ms), and in cache no slower (1 MiB: 23.2 against 23.8 us).
+     */
+    static final boolean NARROW_STREAMS = KernelSpecies.CHOSEN.narrow();
+
+    private static final VectorSpecies<Long> S256 = LongVector.SPECIES_256;
+    private static final LongVector TWO_IOTA_256 = LongVector.fromArray(S256, new long[] {0, 2, 4, 6}, 0);
+
+    /** {@link #stream} in 256-bit vectors (four lanes: {@code 2L = 8}, {@code 8L = 32}). */
+    static long stream256(MemorySegment src, long srcBase, MemorySegment dst, long dstBase, long total, long j0) {
+        final LongVector zero = LongVector.zero(S256);
+        LongVector a0 = zero, a1 = zero, a2 = zero, a3 = zero;
+        LongVector s0 = zero, s1 = zero, s2 = zero, s3 = zero;
+        final long vb = 32;
+        long groups = total / 16;
+        long span = groups * 4 * vb;
+        for (long o = 0; o < span; o += 4 * vb) {
+            LongVector x0 = LongVector.fromMemorySegment(S256, src, srcBase + o, LE);
+            LongVector x1 = LongVector.fromMemorySegment(S256, src, srcBase + o + vb, LE);
+            LongVector x2 = LongVector.fromMemorySegment(S256, src, srcBase + o + 2 * vb, LE);
+            LongVector x3 = LongVector.fromMemorySegment(S256, src, srcBase + o + 3 * vb, LE);
+            x0.intoMemorySegment(dst, dstBase + o, LE);
+            x1.intoMemorySegment(dst, dstBase + o + vb, LE);
+            x2.intoMemorySegment(dst, dstBase + o + 2 * vb, LE);
+            x3.intoMemorySegment(dst, dstBase + o + 3 * vb, LE);
+            a0 = a0.add(x0);
+            a1 = a1.add(x1);
+            a2 = a2.add(x2);
+            a3 = a3.add(x3);
+            s0 = s0.add(a0);
+            s1 = s1.add(a1);
+            s2 = s2.add(a2);
+            s3 = s3.add(a3);
+        }
+        LongVector a = a0.add(a1).add(a2.add(a3));
+        long c0 = 2 * j0 + 1;
+        LongVector v = a1.add(a2.lanewise(VectorOperators.LSHL, 1)).add(a3.lanewise(VectorOperators.LSHL, 1)).add(a3);
+        long sum = a.mul(TWO_IOTA_256.add(c0 + 32L * groups)).add(v.lanewise(VectorOperators.LSHL, 3))
+                .sub(s0.add(s1).add(s2.add(s3)).lanewise(VectorOperators.LSHL, 5)).reduceLanes(VectorOperators.ADD);
+        long w = c0 + 2 * groups * 16L;
+        for (long q = groups * 16L, o = span; q < total; q++, o += 8, w += 2) {
+            long x = src.get(SliceKernel.PIECE, srcBase + o);
+            dst.set(SliceKernel.PIECE, dstBase + o, x);
+            sum += x * w;
+        }
+        return sum;
+    }
+
+    /** {@code 2l} in lane {@code l}: the lane's share of a piece's weight. */
+    private static final LongVector TWO_IOTA;
+    private static final int SHIFT_2L = Integer.numberOfTrailingZeros(2 * L);
+    private static final int SHIFT_8L = Integer.numberOfTrailingZeros(8 * L);
+
+    static {
+        long[] w = new long[L];
+        for (int l = 0; l < L; l++) {
+            w[l] = 2L * l;
+        }
+        TWO_IOTA = LongVector.fromArray(S, w, 0);
+    }
+
+    @Override
+    public String describe() {
+        return "vector copy " + S.vectorBitSize() + "-bit" + (NARROW_STREAMS ? ", MLA streams 256-bit" : "")
+                + (rows == Rows.AUTO && !ROWS ? ", head rows multiply-free" : "");
+    }
+}
