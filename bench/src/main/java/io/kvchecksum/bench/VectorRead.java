@@ -95,7 +95,7 @@ final class VectorRead {
      * 64-byte line) from each per step into eight sums, then each one's rest word by word. Four streams, not two:
      * a task of many short parts (DeepSeek MLA's 18 KiB layers) leaves an inner loop, with its mispredicted exit
      * and a cold start on the next parts' lines, half as often; measured in cache with {@code -XX:UseAVX=2}
-     * (docs/bench-cpu.md, "The read bound") it read the 1 MiB cases 2-6 % faster than the two-stream loop. At 512
+     * (docs/bench-cpu.md, "The read bound") it read the 1 MiB cases 0-6 % faster than the two-stream loop. At 512
      * bits two streams of four loads stayed ahead, so {@link #read} keeps them.
      */
     static long read256(MemorySegment[] src) {
