@@ -418,7 +418,8 @@ final class VectorSliceKernel implements SliceKernel {
      * Eight-vector cells of four heads per loop iteration (at 256 bits, sixteen registers): where the cells of
      * consecutive heads are adjacent (Llama-3-8B's rows), a 1 KiB run of each token's row instead of one 256-byte cell,
      * so the loads follow the row; measured in cache at {@code -XX:UseAVX=2} the plain read of the cells head by head
-     * was 0.83-0.86 of the read bound and in row order 0.91-0.93 (docs/bench-cpu.md, "What the loops do"). Three sums
+     * was 0.80-0.86 of the read bound and in row order 0.87-0.93, and this loop read 1.00-1.06 of {@link #eightHeads}
+     * (docs/bench-cpu.md, "What the loops do"). Three sums
      * per head fit four heads in the registers: for a token's vectors {@code x_0..x_7} the suffix sums
      * {@code p_k = x_k + ... + x_7} give the token's total {@code p_0} and {@code sum k*x_k = p_1 + ... + p_7};
      * {@code q} adds the latter, {@code r} the totals (a running sum), {@code t} the running {@code r}, so that
