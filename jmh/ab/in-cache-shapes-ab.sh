@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Loop shapes for the prepared plans' in-cache calls against the loops before them and the project's read bound, one JVM
 # per shape, interleaved (jmh/ab/KernelShapesAb.java: Llama-3-8B TP1; jmh/ab/MlaShapesAb.java: DeepSeek MLA bf16; both
-# at 1MiB): docs/bench-cpu.md, "What the loops do, and what each was worth". Builds jmh/target/benchmarks.jar when
+# at 1MiB; with -XX:UseAVX=2 also jmh/ab/EightQuadsAb.java: Llama-3-8B's eight-vector cells four heads per iteration):
+# docs/bench-cpu.md, "What the loops do, and what each was worth". Builds jmh/target/benchmarks.jar when
 # missing or stale. Extra JVM flags follow the rounds, e.g. -XX:UseAVX=2.
 #
 #   jmh/ab/in-cache-shapes-ab.sh [rounds] [jvm flags...]   # default 2001 rounds
@@ -14,8 +15,10 @@ source "$root/jmh/benchmarks-jar.sh"
 out=$root/jmh/target/ab-shapes
 mkdir -p "$out"
 "$java_home/bin/javac" -nowarn --add-modules jdk.incubator.vector -cp "$jar" -d "$out" "$root/jmh/ab/KernelShapesAb.java" \
-    "$root/jmh/ab/MlaShapesAb.java" 2>&1 | grep -v '^warning\|^Note\|incubating' >&2 || true
-for cls in KernelShapesAb MlaShapesAb; do
+    "$root/jmh/ab/MlaShapesAb.java" "$root/jmh/ab/EightQuadsAb.java" 2>&1 | grep -v '^warning\|^Note\|incubating' >&2 || true
+classes="KernelShapesAb MlaShapesAb"
+[[ " $* " == *" -XX:UseAVX=2 "* ]] && classes="$classes EightQuadsAb"
+for cls in $classes; do
     uptime
     "$java_home/bin/java" -Xmx2g --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED "$@" \
         -cp "$out:$jar" "io.kvchecksum.internal.$cls" "$rounds" 2>&1 | grep -v '^WARNING'

@@ -40,8 +40,9 @@ public final class MemoryBound implements AutoCloseable {
     static final long MAX_DESTINATION = 1L << 30;
 
     /** The version of the read bound's definition, written next to results so that comparisons can tell. */
-    public static final String DEFINITION = "fastest of vector, vector256, scalar, native readers; same threads; v3, "
-            + "vector loops as the C reader's (8 sums, 2 parts in lockstep, int steps, sums carried across parts)";
+    public static final String DEFINITION = "fastest of vector, vector256, scalar, native readers; same threads; v4, "
+            + "vector loops as the C reader's (8 sums, 2 parts in lockstep, or 4 streams at 256 bits, int steps, sums "
+            + "carried across parts)";
 
     private static final boolean HAS_VECTOR = ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent();
 
@@ -53,9 +54,10 @@ public final class MemoryBound implements AutoCloseable {
          */
         VECTOR,
         /**
-         * The same sums in 256-bit vectors whatever the JVM's preferred width (where that is 256, the same loop as
-         * {@link #VECTOR}): on AMD Zen 4 a 512-bit loop reads memory at about half the rate of a 256-bit one
-         * (docs/bench-cpu.md), so the preferred width alone is no bound.
+         * The same sums in 256-bit vectors whatever the JVM's preferred width, four streams of a task in lockstep
+         * (where the preferred width is 256, the faster of this and {@link #VECTOR} is the bound): on AMD Zen 4 a
+         * 512-bit loop reads memory at about half the rate of a 256-bit one (docs/bench-cpu.md), so the preferred
+         * width alone is no bound.
          */
         VECTOR256,
         /** Eight independent scalar sums of the words, unrolled. */
@@ -181,8 +183,127 @@ public final class MemoryBound implements AutoCloseable {
         }
     }
 
+    /**
+     * A task's bytes for {@link VectorRead#read256}, which reads entries {@code 4k .. 4k+3} in lockstep: each entry a
+     * slice of a part, the four of a group of the same length, so that the loop indexes the four from 0 with one
+     * counter (an offset of each added to it read the MLA case 2-4 % slower). First, while at least four parts are
+     * left, groups of four consecutive parts, each group cut at the shortest one's end, an emptied part's place taken
+     * by the next part (a layer of DeepSeek MLA read beside its three neighbours: 2-3 % faster in cache than four
+     * streams a quarter of the task apart); then the rest as the C reader reads a range, its words cut into four
+     * streams of (within a word) equal length, read in lockstep, the few words one stream has beyond the others in
+     * groups of their own with empty partners. Every whole word of the task once, in pieces of at most
+     * {@code maxPart} bytes; cuts fall on whole words of a part, so a part's words are the same words as read one by
+     * one (a byte tail under a word is not read).
+     */
+    private record Streams(MemorySegment[] src) {
+        static Streams of(List<Part> task, long maxPart) {
+            final int streams = VectorRead.STREAMS;
+            java.util.ArrayDeque<Part> queue = new java.util.ArrayDeque<>();
+            for (Part p : task) {
+                for (long at = 0; at < p.length / 8 * 8; at += maxPart) {
+                    queue.add(new Part(p.src, p.offset + at, Math.min(maxPart, p.length / 8 * 8 - at), 0));
+                }
+            }
+            List<MemorySegment> s = new ArrayList<>();
+            Part[] cur = new Part[streams];
+            int filled = 0;
+            while (filled < streams && !queue.isEmpty()) {
+                cur[filled++] = queue.poll();
+            }
+            while (filled == streams) {
+                long m = Long.MAX_VALUE;
+                for (Part p : cur) {
+                    m = Math.min(m, p.length);
+                }
+                for (int j = 0; j < streams; j++) {
+                    Part p = cur[j];
+                    s.add(p.src.asSlice(p.offset, m));
+                    cur[j] = new Part(p.src, p.offset + m, p.length - m, 0);
+                }
+                for (int j = 0; j < streams; j++) {
+                    if (cur[j].length == 0) {
+                        if (queue.isEmpty()) {
+                            filled--;
+                            cur[j] = null;
+                        } else {
+                            cur[j] = queue.poll();
+                        }
+                    }
+                }
+            }
+            List<Part> rest = new ArrayList<>();
+            for (Part p : cur) {
+                if (p != null && p.length > 0) {
+                    rest.add(p);
+                }
+            }
+            rest.addAll(queue);
+            quarters(rest, s);
+            return new Streams(s.toArray(MemorySegment[]::new));
+        }
+
+        /** Appends the groups of {@code rest} (word-long parts) read as four streams of a range, in lockstep. */
+        private static void quarters(List<Part> rest, List<MemorySegment> s) {
+            final int streams = VectorRead.STREAMS;
+            long words = 0;
+            for (Part p : rest) {
+                words += p.length / 8;
+            }
+            List<List<Part>> stream = new ArrayList<>();
+            for (int k = 0; k < streams; k++) {
+                stream.add(new ArrayList<>());
+            }
+            int k = 0;
+            long at = 0;
+            for (Part p : rest) {
+                long w0 = 0;
+                long n = p.length / 8;
+                while (w0 < n) {
+                    while (k < streams - 1 && at >= words * (k + 1) / streams) {
+                        k++;
+                    }
+                    long end = k < streams - 1 ? words * (k + 1) / streams : words;
+                    long take = Math.min(n - w0, end - at);
+                    stream.get(k).add(new Part(p.src, p.offset + 8 * w0, 8 * take, 0));
+                    w0 += take;
+                    at += take;
+                }
+            }
+            int[] idx = new int[streams];
+            long[] used = new long[streams];
+            while (true) {
+                long m = Long.MAX_VALUE;
+                for (int j = 0; j < streams; j++) {
+                    m = idx[j] < stream.get(j).size() ? Math.min(m, stream.get(j).get(idx[j]).length - used[j]) : 0;
+                }
+                if (m == 0) {
+                    break;
+                }
+                for (int j = 0; j < streams; j++) {
+                    Part p = stream.get(j).get(idx[j]);
+                    s.add(p.src.asSlice(p.offset + used[j], m));
+                    used[j] += m;
+                    if (used[j] == p.length) {
+                        idx[j]++;
+                        used[j] = 0;
+                    }
+                }
+            }
+            for (int j = 0; j < streams; j++) {
+                for (; idx[j] < stream.get(j).size(); idx[j]++, used[j] = 0) {
+                    // a stream's last words beyond a shorter one: a group of its own, its partners empty
+                    Part p = stream.get(j).get(idx[j]);
+                    for (int g = 0; g < streams; g++) {
+                        s.add(p.src.asSlice(p.offset + used[j], g == 0 ? p.length - used[j] : 0L));
+                    }
+                }
+            }
+        }
+    }
+
     private final List<List<Part>> tasks;
     private final java.util.Map<List<Part>, Flat> flat = new java.util.IdentityHashMap<>();
+    private final java.util.Map<List<Part>, Streams> streams = new java.util.IdentityHashMap<>();
     private final boolean parallel;
     private final ForkJoinPool pool;
     private final long ring;
@@ -232,6 +353,7 @@ public final class MemoryBound implements AutoCloseable {
         this.tasks = List.copyOf(ts);
         for (List<Part> t : tasks) {
             flat.put(t, Flat.of(t, VectorRead.MAX_PART));
+            streams.put(t, Streams.of(t, VectorRead.MAX_PART));
         }
         this.pool = parallel ? new ForkJoinPool(threads) : null;
         this.ring = ring;
@@ -391,10 +513,12 @@ public final class MemoryBound implements AutoCloseable {
     }
 
     private long readTask(List<Part> task, Reader reader) {
-        if (reader == Reader.VECTOR || reader == Reader.VECTOR256) {
+        if (reader == Reader.VECTOR) {
             Flat f = flat.get(task);
-            return reader == Reader.VECTOR ? VectorRead.read(f.src, f.offset, f.length)
-                    : VectorRead.read256(f.src, f.offset, f.length);
+            return VectorRead.read(f.src, f.offset, f.length);
+        }
+        if (reader == Reader.VECTOR256) {
+            return VectorRead.read256(streams.get(task).src);
         }
         long s = 0;
         for (Part p : task) {

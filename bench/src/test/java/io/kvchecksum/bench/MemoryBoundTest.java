@@ -65,9 +65,10 @@ class MemoryBoundTest {
     }
 
     @Test
-    void vectorReadersReadPartsOfUnequalLengthsInPairsWholly() {
-        // the vector loop reads two parts in lockstep: an odd count, pairs of unequal lengths (the longer one's rest
-        // paired with the next part), parts shorter than a step, and a long one after short ones
+    void vectorReadersReadPartsOfUnequalLengthsInStreamsWholly() {
+        // the vector loop reads four streams of a task's words in lockstep: counts that are not a multiple of four,
+        // groups of unequal lengths (a stream's cut inside a part, the longer part's rest in the next group), parts
+        // shorter than a step, streams a word longer than the others, and a long part after short ones
         try (Arena arena = Arena.ofShared()) {
             List<MemorySegment> segs = segments(arena, 4096, 520, 264, 8, (64L << 10) + 8, 1024, 1 << 20);
             long expected = 0;
@@ -87,6 +88,20 @@ class MemoryBoundTest {
             }
             try (MemoryBound b = new MemoryBound(segs, 1)) {
                 assertEquals(expected, b.read(MemoryBound.Reader.VECTOR));
+            }
+            // many parts: groups of four neighbours, an emptied place taken by the next part, the rest as streams
+            List<MemorySegment> many = segments(arena, 18432, 18432, 18432, 18432, 18432, 18440, 64, 18432, 4096, 8,
+                    18432, 65536, 18432, 24, 18432);
+            for (int n = 1; n <= many.size(); n++) {
+                for (int threads : new int[] {1, 2}) {
+                    try (MemoryBound b = new MemoryBound(many.subList(0, n), threads)) {
+                        long want = b.readScalar();
+                        assertEquals(want, b.read(MemoryBound.Reader.VECTOR), n + " parts");
+                        if (MemoryBound.Reader.VECTOR256.unavailable() == null) {
+                            assertEquals(want, b.read(MemoryBound.Reader.VECTOR256), n + " parts, 256-bit");
+                        }
+                    }
+                }
             }
         }
     }

@@ -389,8 +389,8 @@ final class VectorSliceKernel implements SliceKernel {
      * ({@link #fourHeadsByTwo}), where {@link #headsAffine} reads one token per iteration, K then V head by head, a
      * call per head ({@link #headFour}): on Llama-3-8B TP1 at 1 MiB the kernel alone read 1.04 of that with two tokens
      * per iteration, 1.07 with all K first as well, 1.12-1.13 with the heads' loop inside (docs/bench-cpu.md, "What the
-     * loops do, and what each was worth"). At 256 bits, K's and V's eight-vector cells as {@code headsAffine} reads
-     * them in cache. A method of its own, not a branch of {@code headsAffine}: C2's inlining budget. An odd block (a
+     * loops do, and what each was worth"). At 256 bits, K's and V's eight-vector cells four heads per iteration
+     * ({@link #eightQuads}) where the heads are a multiple of four, else as {@code headsAffine} reads them in cache. A method of its own, not a branch of {@code headsAffine}: C2's inlining budget. An odd block (a
      * request's last) takes {@code headsAffine}.
      */
     @Override
@@ -402,11 +402,128 @@ final class VectorSliceKernel implements SliceKernel {
             return;
         }
         if (eightTwoLoops && vSeg != null && kPieces == 8 * L && vPieces == 8 * L) {
+            if (!KernelSpecies.WIDE_REGISTER_FILE && (heads & 3) == 0) {
+                eightQuads(kSeg, kBase, kStride, kHeadStride, heads, n, t0, 16 * L, 0, out, false);
+                eightQuads(vSeg, vBase, vStride, vHeadStride, heads, n, t0, 16 * L, 8 * L, out, true);
+                return;
+            }
             eightKThenV(kSeg, kBase, kStride, kHeadStride, vSeg, vBase, vStride, vHeadStride, heads, n, t0, out);
             return;
         }
         headsAffine(kSeg, kBase, kStride, kHeadStride, kPieces, vSeg, vBase, vStride, vHeadStride, vPieces, heads, n, t0, false,
                 out);
+    }
+
+    /**
+     * Eight-vector cells of four heads per loop iteration (at 256 bits, sixteen registers): where the cells of
+     * consecutive heads are adjacent (Llama-3-8B's rows), a 1 KiB run of each token's row instead of one 256-byte cell,
+     * so the loads follow the row; measured in cache at {@code -XX:UseAVX=2} the plain read of the cells head by head
+     * was 0.80-0.86 of the read bound and in row order 0.87-0.93, and this loop read 1.00-1.06 of {@link #eightHeads}
+     * (docs/bench-cpu.md, "What the loops do"). Three sums
+     * per head fit four heads in the registers: for a token's vectors {@code x_0..x_7} the suffix sums
+     * {@code p_k = x_k + ... + x_7} give the token's total {@code p_0} and {@code sum k*x_k = p_1 + ... + p_7};
+     * {@code q} adds the latter, {@code r} the totals (a running sum), {@code t} the running {@code r}, so that
+     * {@code sum_i i*X_i = n*r - t} and the closing is {@link #closeTokens}'s with {@code all = r}, {@code sets = q}.
+     * {@code heads} a multiple of four; each head's sum goes to {@code out[h]}, or is added to it with {@code add}.
+     */
+    private static void eightQuads(MemorySegment seg, long base, long stride, long headStride, int heads, int n, long tok0,
+            int cellPieces, int pieceBase, long[] out, boolean add) {
+        final long vb = 8L * L;
+        long c0 = 2 * (tok0 * cellPieces + pieceBase) + 1;
+        long twoP = 2L * cellPieces;
+        LongVector w = TWO_IOTA.add(c0 + twoP * n);
+        for (int h = 0; h + 3 < heads; h += 4) {
+            final LongVector zero = LongVector.zero(S);
+            LongVector q0 = zero, r0 = zero, t0 = zero, q1 = zero, r1 = zero, t1 = zero;
+            LongVector q2 = zero, r2 = zero, t2 = zero, q3 = zero, r3 = zero, t3 = zero;
+            long h0 = base + h * headStride;
+            for (int i = 0; i < n; i++) {
+                long x0 = h0 + i * stride;
+                long x1 = x0 + headStride;
+                long x2 = x1 + headStride;
+                long x3 = x2 + headStride;
+                LongVector p0 = LongVector.fromMemorySegment(S, seg, x0 + 7 * vb, LE);
+                LongVector u0 = p0;
+                p0 = p0.add(LongVector.fromMemorySegment(S, seg, x0 + 6 * vb, LE));
+                u0 = u0.add(p0);
+                p0 = p0.add(LongVector.fromMemorySegment(S, seg, x0 + 5 * vb, LE));
+                u0 = u0.add(p0);
+                p0 = p0.add(LongVector.fromMemorySegment(S, seg, x0 + 4 * vb, LE));
+                u0 = u0.add(p0);
+                p0 = p0.add(LongVector.fromMemorySegment(S, seg, x0 + 3 * vb, LE));
+                u0 = u0.add(p0);
+                p0 = p0.add(LongVector.fromMemorySegment(S, seg, x0 + 2 * vb, LE));
+                u0 = u0.add(p0);
+                p0 = p0.add(LongVector.fromMemorySegment(S, seg, x0 + vb, LE));
+                u0 = u0.add(p0);
+                p0 = p0.add(LongVector.fromMemorySegment(S, seg, x0, LE));
+                q0 = q0.add(u0);
+                r0 = r0.add(p0);
+                t0 = t0.add(r0);
+                LongVector p1 = LongVector.fromMemorySegment(S, seg, x1 + 7 * vb, LE);
+                LongVector u1 = p1;
+                p1 = p1.add(LongVector.fromMemorySegment(S, seg, x1 + 6 * vb, LE));
+                u1 = u1.add(p1);
+                p1 = p1.add(LongVector.fromMemorySegment(S, seg, x1 + 5 * vb, LE));
+                u1 = u1.add(p1);
+                p1 = p1.add(LongVector.fromMemorySegment(S, seg, x1 + 4 * vb, LE));
+                u1 = u1.add(p1);
+                p1 = p1.add(LongVector.fromMemorySegment(S, seg, x1 + 3 * vb, LE));
+                u1 = u1.add(p1);
+                p1 = p1.add(LongVector.fromMemorySegment(S, seg, x1 + 2 * vb, LE));
+                u1 = u1.add(p1);
+                p1 = p1.add(LongVector.fromMemorySegment(S, seg, x1 + vb, LE));
+                u1 = u1.add(p1);
+                p1 = p1.add(LongVector.fromMemorySegment(S, seg, x1, LE));
+                q1 = q1.add(u1);
+                r1 = r1.add(p1);
+                t1 = t1.add(r1);
+                LongVector p2 = LongVector.fromMemorySegment(S, seg, x2 + 7 * vb, LE);
+                LongVector u2 = p2;
+                p2 = p2.add(LongVector.fromMemorySegment(S, seg, x2 + 6 * vb, LE));
+                u2 = u2.add(p2);
+                p2 = p2.add(LongVector.fromMemorySegment(S, seg, x2 + 5 * vb, LE));
+                u2 = u2.add(p2);
+                p2 = p2.add(LongVector.fromMemorySegment(S, seg, x2 + 4 * vb, LE));
+                u2 = u2.add(p2);
+                p2 = p2.add(LongVector.fromMemorySegment(S, seg, x2 + 3 * vb, LE));
+                u2 = u2.add(p2);
+                p2 = p2.add(LongVector.fromMemorySegment(S, seg, x2 + 2 * vb, LE));
+                u2 = u2.add(p2);
+                p2 = p2.add(LongVector.fromMemorySegment(S, seg, x2 + vb, LE));
+                u2 = u2.add(p2);
+                p2 = p2.add(LongVector.fromMemorySegment(S, seg, x2, LE));
+                q2 = q2.add(u2);
+                r2 = r2.add(p2);
+                t2 = t2.add(r2);
+                LongVector p3 = LongVector.fromMemorySegment(S, seg, x3 + 7 * vb, LE);
+                LongVector u3 = p3;
+                p3 = p3.add(LongVector.fromMemorySegment(S, seg, x3 + 6 * vb, LE));
+                u3 = u3.add(p3);
+                p3 = p3.add(LongVector.fromMemorySegment(S, seg, x3 + 5 * vb, LE));
+                u3 = u3.add(p3);
+                p3 = p3.add(LongVector.fromMemorySegment(S, seg, x3 + 4 * vb, LE));
+                u3 = u3.add(p3);
+                p3 = p3.add(LongVector.fromMemorySegment(S, seg, x3 + 3 * vb, LE));
+                u3 = u3.add(p3);
+                p3 = p3.add(LongVector.fromMemorySegment(S, seg, x3 + 2 * vb, LE));
+                u3 = u3.add(p3);
+                p3 = p3.add(LongVector.fromMemorySegment(S, seg, x3 + vb, LE));
+                u3 = u3.add(p3);
+                p3 = p3.add(LongVector.fromMemorySegment(S, seg, x3, LE));
+                q3 = q3.add(u3);
+                r3 = r3.add(p3);
+                t3 = t3.add(r3);
+            }
+            long s0 = r0.mul(w).add(q0.lanewise(VectorOperators.LSHL, SHIFT_2L)).sub(t0.mul(twoP)).reduceLanes(VectorOperators.ADD);
+            long s1 = r1.mul(w).add(q1.lanewise(VectorOperators.LSHL, SHIFT_2L)).sub(t1.mul(twoP)).reduceLanes(VectorOperators.ADD);
+            long s2 = r2.mul(w).add(q2.lanewise(VectorOperators.LSHL, SHIFT_2L)).sub(t2.mul(twoP)).reduceLanes(VectorOperators.ADD);
+            long s3 = r3.mul(w).add(q3.lanewise(VectorOperators.LSHL, SHIFT_2L)).sub(t3.mul(twoP)).reduceLanes(VectorOperators.ADD);
+            out[h] = add ? out[h] + s0 : s0;
+            out[h + 1] = add ? out[h + 1] + s1 : s1;
+            out[h + 2] = add ? out[h + 2] + s2 : s2;
+            out[h + 3] = add ? out[h + 3] + s3 : s3;
+        }
     }
 
     /**
