@@ -40,9 +40,9 @@ public final class MemoryBound implements AutoCloseable {
     static final long MAX_DESTINATION = 1L << 30;
 
     /** The version of the read bound's definition, written next to results so that comparisons can tell. */
-    public static final String DEFINITION = "fastest of vector, vector256, scalar, native readers; same threads; v4, "
+    public static final String DEFINITION = "fastest of vector, vector256, scalar, native readers; same threads; v5, "
             + "vector loops as the C reader's (8 sums, 2 parts in lockstep, or 4 streams at 256 bits, int steps, sums "
-            + "carried across parts)";
+            + "carried across parts; parts under 8 KiB on average one at a time, 4 sums)";
 
     private static final boolean HAS_VECTOR = ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent();
 
@@ -135,7 +135,37 @@ public final class MemoryBound implements AutoCloseable {
      * pieces of at most {@code maxPart} bytes.
      * Every byte of the task once, the parts' bytes each in order.
      */
-    private record Flat(MemorySegment[] src, long[] offset, long[] length) {
+    private record Flat(MemorySegment[] src, long[] offset, long[] length, boolean paired) {
+        /**
+         * Parts shorter than this on average are read one at a time ({@link VectorRead#readEach}): for SGLang's
+         * 2 KiB pages the lockstep loop's entry and exit per pair cost about a fifth of the read (docs/bench-cpu.md,
+         * "SGLang's page digest"); a layer of the 1 MiB cases (18-64 KiB) stays in lockstep.
+         */
+        static final long SHORT_PART = 8 << 10;
+
+        /** The form {@link #read(Reader)} takes for {@code task}: one part at a time when its parts are short. */
+        static Flat forTask(List<Part> task, long maxPart) {
+            long total = 0;
+            for (Part p : task) {
+                total += p.length;
+            }
+            if (total >= SHORT_PART * task.size()) {
+                return of(task, maxPart);
+            }
+            List<MemorySegment> s = new ArrayList<>();
+            List<Long> o = new ArrayList<>();
+            List<Long> l = new ArrayList<>();
+            for (Part p : task) {
+                for (long at = 0; at < p.length; at += maxPart) {
+                    s.add(p.src);
+                    o.add(p.offset + at);
+                    l.add(Math.min(maxPart, p.length - at));
+                }
+            }
+            return new Flat(s.toArray(MemorySegment[]::new), o.stream().mapToLong(Long::longValue).toArray(),
+                    l.stream().mapToLong(Long::longValue).toArray(), false);
+        }
+
         static Flat of(List<Part> task, long maxPart) {
             List<MemorySegment> s = new ArrayList<>();
             List<Long> o = new ArrayList<>();
@@ -179,7 +209,7 @@ public final class MemoryBound implements AutoCloseable {
                 l.add(pendingLen - h);
             }
             return new Flat(s.toArray(MemorySegment[]::new), o.stream().mapToLong(Long::longValue).toArray(),
-                    l.stream().mapToLong(Long::longValue).toArray());
+                    l.stream().mapToLong(Long::longValue).toArray(), true);
         }
     }
 
@@ -318,9 +348,40 @@ public final class MemoryBound implements AutoCloseable {
      * @param threads the most threads a read or copy uses; 1 or less reads on the calling thread
      */
     public MemoryBound(List<MemorySegment> segments, int threads) {
+        this(threads, segments.stream().map(s -> new Range(s, 0, s.byteSize())).toList());
+    }
+
+    /**
+     * A byte range of a segment: where a benchmark reads pieces of larger buffers (SGLang's pages), its bound reads
+     * them through their buffers as the checksum does, not through a slice per piece (slices read 2 KiB pages about a
+     * fifth slower).
+     *
+     * @param segment the buffer
+     * @param offset the range's first byte in {@code segment}
+     * @param length the range's bytes
+     */
+    public record Range(MemorySegment segment, long offset, long length) {
+        /** Checks the range lies in its segment. */
+        public Range {
+            java.util.Objects.checkFromIndexSize(offset, length, segment.byteSize());
+        }
+    }
+
+    /**
+     * Bounds over {@code ranges}, read in their order, with at most {@code threads} threads.
+     *
+     * @param ranges the memory to read; the segments must stay alive while this bound is used
+     * @param threads the most threads a read or copy uses; 1 or less reads on the calling thread
+     * @return the bound
+     */
+    public static MemoryBound ofRanges(List<Range> ranges, int threads) {
+        return new MemoryBound(threads, List.copyOf(ranges));
+    }
+
+    private MemoryBound(int threads, List<Range> ranges) {
         long total = 0;
-        for (MemorySegment s : segments) {
-            total += s.byteSize();
+        for (Range r : ranges) {
+            total += r.length();
         }
         this.parallel = threads > 1 && total >= PARALLEL_BYTES;
         long target = parallel ? Math.max(TASK_BYTES, total / (4L * threads)) : Long.MAX_VALUE;
@@ -329,9 +390,11 @@ public final class MemoryBound implements AutoCloseable {
         List<Part> current = new ArrayList<>();
         long inTask = 0;
         long written = 0;
-        for (MemorySegment s : segments) {
-            for (long off = 0; off < s.byteSize(); ) {
-                long len = Math.min(s.byteSize() - off, target - inTask);
+        for (Range r : ranges) {
+            MemorySegment s = r.segment();
+            long end = r.offset() + r.length();
+            for (long off = r.offset(); off < end; ) {
+                long len = Math.min(end - off, target - inTask);
                 long d = written % ring;
                 if (d + len > ring) {
                     d = 0;
@@ -352,7 +415,7 @@ public final class MemoryBound implements AutoCloseable {
         }
         this.tasks = List.copyOf(ts);
         for (List<Part> t : tasks) {
-            flat.put(t, Flat.of(t, VectorRead.MAX_PART));
+            flat.put(t, Flat.forTask(t, VectorRead.MAX_PART));
             streams.put(t, Streams.of(t, VectorRead.MAX_PART));
         }
         this.pool = parallel ? new ForkJoinPool(threads) : null;
@@ -515,7 +578,7 @@ public final class MemoryBound implements AutoCloseable {
     private long readTask(List<Part> task, Reader reader) {
         if (reader == Reader.VECTOR) {
             Flat f = flat.get(task);
-            return VectorRead.read(f.src, f.offset, f.length);
+            return f.paired ? VectorRead.read(f.src, f.offset, f.length) : VectorRead.readEach(f.src, f.offset, f.length);
         }
         if (reader == Reader.VECTOR256) {
             return VectorRead.read256(streams.get(task).src);

@@ -71,6 +71,39 @@ final class VectorRead {
         return a0.add(a1).add(a2.add(a3)).add(a4.add(a5).add(a6.add(a7))).reduceLanes(VectorOperators.ADD) + words;
     }
 
+    /**
+     * {@link #read}'s sums for many short parts (SGLang's 2 KiB pages), one part at a time: four loads per step into
+     * four sums, then the part's rest word by word. Over such parts it read 1.2-1.3x as fast as the lockstep loop,
+     * whose entry and exit per pair of parts dominate when a pair is eight steps long.
+     */
+    static long readEach(MemorySegment[] src, long[] offset, long[] length) {
+        final long vb = SPECIES.vectorByteSize();
+        LongVector a0 = LongVector.zero(SPECIES);
+        LongVector a1 = a0;
+        LongVector a2 = a0;
+        LongVector a3 = a0;
+        long words = 0;
+        ByteOrder le = ByteOrder.LITTLE_ENDIAN;
+        for (int p = 0; p < src.length; p++) {
+            MemorySegment s = src[p];
+            long o = offset[p];
+            // a plain cast (parts are at most MAX_PART) and the rest's loop inline: Math.toIntExact, or a call for
+            // the rest, read 2 KiB pages 10 % slower
+            int n = (int) (length[p] / (4 * vb));
+            for (int i = 0; i < n; i++) {
+                long q = o + i * 4 * vb;
+                a0 = a0.add(LongVector.fromMemorySegment(SPECIES, s, q, le));
+                a1 = a1.add(LongVector.fromMemorySegment(SPECIES, s, q + vb, le));
+                a2 = a2.add(LongVector.fromMemorySegment(SPECIES, s, q + 2 * vb, le));
+                a3 = a3.add(LongVector.fromMemorySegment(SPECIES, s, q + 3 * vb, le));
+            }
+            for (long e = o + n * 4 * vb; e + 8 <= o + length[p]; e += 8) {
+                words += s.get(WORD, e);
+            }
+        }
+        return a0.add(a1).add(a2.add(a3)).reduceLanes(VectorOperators.ADD) + words;
+    }
+
     /** The words of {@code [o, end)} one at a time (a part's last bytes under a vector step). */
     private static long tail(MemorySegment s, long o, long end) {
         long sum = 0;

@@ -107,6 +107,30 @@ class MemoryBoundTest {
     }
 
     @Test
+    void shortPartsAreReadOneAtATimeWholly() {
+        // SGLang's pages: parts under 8 KiB on average take the one-part-at-a-time loop; odd word counts leave tails, and
+        // on two threads (over 4 MiB) the tasks cut parts in the middle
+        try (Arena arena = Arena.ofShared()) {
+            long[] sizes = new long[2200];
+            for (int i = 0; i < sizes.length; i++) {
+                sizes[i] = i % 97 == 5 ? 2048 + 8 * (i % 7 + 1) : 2048;
+            }
+            List<MemorySegment> pages = segments(arena, sizes);
+            for (int threads : new int[] {1, 2}) {
+                for (int n : new int[] {1, 2, 3, 7, 100, pages.size()}) {
+                    try (MemoryBound b = new MemoryBound(pages.subList(0, n), threads)) {
+                        long want = b.readScalar();
+                        assertEquals(want, b.read(MemoryBound.Reader.VECTOR), n + " pages, " + threads + " threads");
+                        if (MemoryBound.Reader.VECTOR256.unavailable() == null) {
+                            assertEquals(want, b.read(MemoryBound.Reader.VECTOR256), n + " pages, 256-bit");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    @Test
     void measureReportsTheFastestReaderAndEveryTime() {
         try (Arena arena = Arena.ofShared(); MemoryBound b = new MemoryBound(segments(arena, 1L << 16), 1)) {
             // a fake timer: the native reader "takes" 1 ns, the others 5 and 9, so the fastest is known in advance

@@ -93,11 +93,11 @@ public class PageDigestBench extends Bench {
         check(got == expected, backend + " page digest 0x" + Long.toHexString(got) + " differs from "
                 + "java.util.zip.Adler32's 0x" + Long.toHexString(expected));
         bound = closing(new MemoryBound(all, Runtime.getRuntime().availableProcessors()));
-        List<MemorySegment> pagesInOrder = new ArrayList<>(plan.runs().size());
+        List<MemoryBound.Range> pagesInOrder = new ArrayList<>(plan.runs().size());
         for (PageDigestPlan.Run r : plan.runs()) {
-            pagesInOrder.add(((KvMemory.Host) r.memory()).segment().asSlice(r.offset(), r.length()));
+            pagesInOrder.add(new MemoryBound.Range(((KvMemory.Host) r.memory()).segment(), r.offset(), r.length()));
         }
-        pageBound = closing(new MemoryBound(pagesInOrder, Runtime.getRuntime().availableProcessors()));
+        pageBound = closing(MemoryBound.ofRanges(pagesInOrder, Runtime.getRuntime().availableProcessors()));
         check(pageBound.read() == bound.read(), "the pages in stream order do not hold the buffers' bytes");
         System.out.println("page digest fixture: " + plan + ", " + digest.description());
     }
