@@ -13,8 +13,7 @@ shift || true
 source "$root/jmh/benchmarks-jar.sh"
 out=$root/jmh/target/ab-copy
 mkdir -p "$out"
-"$java_home/bin/javac" -nowarn --add-modules jdk.incubator.vector -cp "$jar" -d "$out" "$root/jmh/ab/CopyLoopsAb.java" \
-    "$root/jmh/ab/VectorCopyLoopOld.java" 2>&1 | grep -v '^warning\|^Note\|incubating' >&2 || true
+compile_ab "$out" "$root/jmh/ab/CopyLoopsAb.java" "$root/jmh/ab/VectorCopyLoopOld.java"
 for conversion in ${CONVERSIONS:-perm hnd}; do
     uptime
     "$java_home/bin/java" -Xmx1g --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED "$@" \

@@ -15,12 +15,7 @@ shift 4 || shift $#
 source "$root/jmh/benchmarks-jar.sh"
 out=$root/jmh/target/ab-digest
 mkdir -p "$out"
-# a compile error must stop the run: the classes of an earlier build would otherwise be measured
-if ! log=$("$java_home/bin/javac" -nowarn --add-modules jdk.incubator.vector -cp "$jar" -d "$out" "$root/jmh/ab/DigestAb.java" \
-        "$root/jmh/ab/VectorAdler32Old.java" "$root/jmh/ab/VectorAdler32Five.java" ${EXTRA_SRC:-} 2>&1); then
-    echo "$log" | grep -v '^warning\|^Note\|incubating' >&2
-    exit 1
-fi
+compile_ab "$out" "$root/jmh/ab/DigestAb.java" "$root/jmh/ab/VectorAdler32Old.java" "$root/jmh/ab/VectorAdler32Five.java" ${EXTRA_SRC:-}
 for size in ${sizes//,/ }; do
     uptime
     "$java_home/bin/java" -Xmx2g --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED "$@" \

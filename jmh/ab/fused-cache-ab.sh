@@ -13,8 +13,7 @@ shift || true
 source "$root/jmh/benchmarks-jar.sh"
 out=$root/jmh/target/ab
 mkdir -p "$out"
-"$java_home/bin/javac" -nowarn --add-modules jdk.incubator.vector -cp "$jar" -d "$out" "$root/jmh/ab/FusedCacheAb.java" 2>&1 \
-    | grep -v '^warning\|^Note\|incubating' >&2 || true
+compile_ab "$out" "$root/jmh/ab/FusedCacheAb.java"
 for shape in ${SHAPES:-llama3-8b-tp1 deepseek-mla-bf16}; do
     uptime
     "$java_home/bin/java" -Xmx2g --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED "$@" \

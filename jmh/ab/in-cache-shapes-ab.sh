@@ -14,8 +14,7 @@ shift || true
 source "$root/jmh/benchmarks-jar.sh"
 out=$root/jmh/target/ab-shapes
 mkdir -p "$out"
-"$java_home/bin/javac" -nowarn --add-modules jdk.incubator.vector -cp "$jar" -d "$out" "$root/jmh/ab/KernelShapesAb.java" \
-    "$root/jmh/ab/MlaShapesAb.java" "$root/jmh/ab/EightQuadsAb.java" 2>&1 | grep -v '^warning\|^Note\|incubating' >&2 || true
+compile_ab "$out" "$root/jmh/ab/KernelShapesAb.java" "$root/jmh/ab/MlaShapesAb.java" "$root/jmh/ab/EightQuadsAb.java"
 classes="KernelShapesAb MlaShapesAb"
 [[ " $* " == *" -XX:UseAVX=2 "* ]] && classes="$classes EightQuadsAb"
 for cls in $classes; do

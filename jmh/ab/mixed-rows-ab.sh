@@ -13,8 +13,7 @@ shift || true
 source "$root/jmh/benchmarks-jar.sh"
 out=$root/jmh/target/ab
 mkdir -p "$out"
-"$java_home/bin/javac" -nowarn --add-modules jdk.incubator.vector -cp "$jar" -d "$out" "$root/jmh/ab/MixedRowsAb.java" 2>&1 \
-    | grep -v '^warning\|^Note\|incubating' >&2 || true
+compile_ab "$out" "$root/jmh/ab/MixedRowsAb.java"
 threads=$(nproc)
 for size in ${SIZES:-1MiB 128MiB}; do
     uptime

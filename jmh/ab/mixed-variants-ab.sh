@@ -13,8 +13,7 @@ shift 2 || shift $# || true
 source "$root/jmh/benchmarks-jar.sh"
 out=$root/jmh/target/ab
 mkdir -p "$out"
-"$java_home/bin/javac" -nowarn --add-modules jdk.incubator.vector -cp "$jar" -d "$out" "$root/jmh/ab/MixedVariantsAb.java" 2>&1 \
-    | grep -v '^warning\|^Note\|incubating' >&2 || true
+compile_ab "$out" "$root/jmh/ab/MixedVariantsAb.java"
 for r in $(seq "$reps"); do
     for v in ${VARIANTS:-rows touch pagetouch narrow two}; do
         echo -n "$(date -u +%T) load $(cut -d' ' -f1 /proc/loadavg) "

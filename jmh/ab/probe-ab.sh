@@ -16,8 +16,7 @@ shift 3 || shift $#
 source "$root/jmh/benchmarks-jar.sh"
 out=$root/jmh/target/ab-probe
 mkdir -p "$out"
-"$java_home/bin/javac" -nowarn --add-modules jdk.incubator.vector -cp "$jar" -d "$out" "$root/jmh/ab/ProbeAb.java" 2>&1 \
-    | grep -v '^warning\|^Note\|incubating' >&2 || true
+compile_ab "$out" "$root/jmh/ab/ProbeAb.java"
 for layout in ${LAYOUTS:-vllm-flash-16 sglang-1}; do
     uptime
     "$java_home/bin/java" -Xmx4g --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED "$@" \

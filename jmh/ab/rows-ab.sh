@@ -12,8 +12,7 @@ shift || true
 source "$root/jmh/benchmarks-jar.sh"
 out=$root/jmh/target/ab
 mkdir -p "$out"
-"$java_home/bin/javac" -nowarn --add-modules jdk.incubator.vector -cp "$jar" -d "$out" "$root/jmh/ab/RowsAb.java" 2>&1 \
-    | grep -v '^warning\|^Note\|incubating' >&2 || true
+compile_ab "$out" "$root/jmh/ab/RowsAb.java"
 threads=$(nproc)
 for size in 1MiB 256MiB 1GiB; do
     uptime
