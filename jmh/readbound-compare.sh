@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The project's read bound and fused CPU pass against an independent C reader (../shared/tools/readbound) at the same
-# bytes and threads as ChecksumBench.blockChecksums' cases, interleaved (per case and round: readbound --no-huge, then
-# one short JMH fork whose bound and pass are themselves sampled in turn), best of each over the rounds. Prints
+# bytes and threads as ChecksumBench.blockChecksums' cases, interleaved (per case and round: readbound --no-huge
+# --streams all, then one short JMH fork whose bound and pass are themselves sampled in turn), best of each over the rounds. Prints
 # fused / C and project bound / C per case, flags a project bound below 0.95 of the C reader; exits 1 when flagged.
 #
 #   jmh/readbound-compare.sh [--shapes llama3-8b-tp1,deepseek-mla-bf16] [--sizes 1MiB,1GiB] [--rounds 2]
