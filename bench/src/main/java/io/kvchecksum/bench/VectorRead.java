@@ -87,8 +87,8 @@ final class VectorRead {
         for (int p = 0; p < src.length; p++) {
             MemorySegment s = src[p];
             long o = offset[p];
-            // a plain cast (parts are at most MAX_PART) and the rest's loop inline: Math.toIntExact, or a call for
-            // the rest, read 2 KiB pages 10 % slower
+            // the step's offset as i * 4 * vb (an int product first): with i * step (step a long local) the loop
+            // read 2 KiB pages 15 % slower; the cast and the rest's loop inline made no difference
             int n = (int) (length[p] / (4 * vb));
             for (int i = 0; i < n; i++) {
                 long q = o + i * 4 * vb;
