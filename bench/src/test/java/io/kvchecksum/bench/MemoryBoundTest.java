@@ -108,13 +108,14 @@ class MemoryBoundTest {
 
     @Test
     void shortPartsAreReadOneAtATimeWholly() {
-        // SGLang's pages: parts under 8 KiB on average take the one-part-at-a-time loop; odd word counts leave tails, and
-        // on two threads (over 4 MiB) the tasks cut parts in the middle
+        // SGLang's pages: parts under 8 KiB on average take the one-part-at-a-time loop; odd word counts leave tails, one
+        // part a byte tail, and on two threads (over 4 MiB) the tasks cut parts in the middle
         try (Arena arena = Arena.ofShared()) {
             long[] sizes = new long[2200];
             for (int i = 0; i < sizes.length; i++) {
                 sizes[i] = i % 97 == 5 ? 2048 + 8 * (i % 7 + 1) : 2048;
             }
+            sizes[3] = 2048 + 5;   // a byte tail under a word: read by no reader, and by none past the part's end
             List<MemorySegment> pages = segments(arena, sizes);
             for (int threads : new int[] {1, 2}) {
                 for (int n : new int[] {1, 2, 3, 7, 100, pages.size()}) {
