@@ -95,29 +95,20 @@ final class CpuCopy {
             long total = 0;
             boolean shared = true;
             List<CopyPlan> segments = plan.segments();
+            for (CopyPlan segment : segments) {   // the standard loop depends on the bytes of all segments together
+                for (CopyPlan.Launch l : segment.launches()) {
+                    total += l.cellKind() == CompiledPlan.CellKind.BYTE_CELLS ? 0 : l.bytes();
+                }
+            }
+            CopyLoop standard = standard(total);
             for (int i = 0; i < segments.size(); i++) {
                 for (CopyPlan.Launch l : segments.get(i).launches()) {
                     int[] blocks = new int[l.numBlocks()];
                     for (int k = 0; k < blocks.length; k++) {
                         blocks[k] = plan.blockOf(i, k);
                     }
-                    Prepared prepared = prepare(l);
-                    Work w = new Work(l, prepared, l.mode() == ChecksumMode.MIXED ? MIXED : STANDARD, blocks, l.bytes());
-                    // the standard loop is chosen below, once the bytes of all segments are known
-                    if (l.cellKind() == CompiledPlan.CellKind.BYTE_CELLS) {
-                        bytes.add(w);
-                    } else {
-                        whole.add(w);
-                        total += w.bytes;
-                    }
-                }
-            }
-            if (standard(total) != STANDARD) {
-                for (int i = 0; i < whole.size(); i++) {
-                    Work w = whole.get(i);
-                    if (w.loop == STANDARD) {
-                        whole.set(i, new Work(w.launch, w.prepared, standard(total), w.blocks, w.bytes));
-                    }
+                    Work w = new Work(l, prepare(l), l.mode() == ChecksumMode.MIXED ? MIXED : standard, blocks, l.bytes());
+                    (l.cellKind() == CompiledPlan.CellKind.BYTE_CELLS ? bytes : whole).add(w);
                 }
             }
             for (int i = 0; i < whole.size() && shared && total >= CpuWorkSplit.PARALLEL; i++) {   // only for the pool
