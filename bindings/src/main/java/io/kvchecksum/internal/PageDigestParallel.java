@@ -19,15 +19,16 @@ import java.util.zip.Adler32;
  * several runs, a run several chunks), each chunk's Adler-32 computed on its own thread, the values joined in stream
  * order with {@link Adler32Parts#combine}.
  *
- * <p>The per-chunk loop: {@link VectorAdler32} where the JVM has the Vector API module (at every size and width it
- * was sized for), otherwise {@code java.util.zip.Adler32}, one call per piece (HotSpot's AVX2/AVX-512 stub). The vector
- * loop keeps its running sums in registers from one page to the next, where the stub pays a call per page, spends
- * five vector operations per vector and reads two pages of whole blocks in lockstep. At SGLang's default page size 1
- * (2 KiB pages), against a plain read of the same pages in the same order, interleaved under load: in cache, one
- * thread, 0.79-0.80 at 512 bits (the stub 0.23) and 0.46 at 256 bits (the stub 0.25); at 256 MiB on both cores
- * 0.88-1.05 at 512 bits (the stub 0.44-0.55) and 0.58-0.59 at 256 bits (the stub 0.39-0.46), which is why the stub
- * no longer takes the large streams below 512 bits (docs/bench-cpu.md, "SGLang's page digest"). The vector loop is
- * slow until C2 compiles it (its first second in a fresh JVM at megabytes per second), a cost an engine pays once.
+ * <p>The per-chunk loop: {@link VectorAdler32} where the JVM has the Vector API module (at every size and width),
+ * otherwise {@code java.util.zip.Adler32}, one call per piece (HotSpot's AVX2/AVX-512 stub). The vector loop keeps its
+ * running sums in registers from one page to the next, where the stub pays a call per page, spends five vector
+ * operations per vector and reads two pages of whole blocks in lockstep. At SGLang's default page size 1 (2 KiB
+ * pages), against the faster plain read of the same pages in the same order (read bound v5), interleaved on a quiet
+ * machine: in cache, one thread, 0.66 at 512 bits (the stub 0.19) and 0.37 at 256 bits; at 256 MiB on both cores
+ * 0.66 at 512 bits (the stub 0.40) and 0.50 at 256 bits, where under load the stub had read 0.39-0.46 against the
+ * vector loop's 0.58-0.59: why the stub no longer takes the large streams below 512 bits (docs/bench-cpu.md,
+ * "SGLang's page digest"). The vector loop is slow until C2 compiles it (its first second in a fresh JVM at megabytes
+ * per second), a cost an engine pays once.
  *
  * <p>A chunk is a position in the plan's run list and a byte count, not a list of its pieces: at SGLang's default page
  * size 1 a stream of 256 MiB is 131072 runs of 2 KiB, and building a piece object for each on every call took a large
