@@ -57,12 +57,21 @@ final class VectorSliceKernel implements SliceKernel {
     private final boolean eightTwoLoops;
 
     /**
+     * Whether a 2 KiB row of side-by-side heads from memory is read at 256 bits ({@link #rowPass256}): with
+     * {@link KernelSpecies.Streams#NARROW}, and wherever 256 bits is the preferred width (AVX2), where the row's sixteen
+     * accumulators do not fit the sixteen vector registers and C2 spills some, yet the one-pass row still read
+     * Llama-3-8B TP1 from memory at 1.04-1.26x the head-by-head loops (docs/bench-cpu.md, "The 2 KiB row at AVX2 width").
+     */
+    private final boolean rows256;
+
+    /**
      * The kernel with {@code streams} and {@code rowPass} as above, and with K's and V's eight-vector cells in cache read
      * in one loop ({@link #headEight}, the loop before issue 28's in-cache work) when {@code eightTwoLoops} is false.
      */
     VectorSliceKernel(KernelSpecies.Streams streams, boolean rowPass, boolean eightTwoLoops) {
         this.streams = java.util.Objects.requireNonNull(streams, "streams");
         this.rows = rowPass;
+        this.rows256 = streams.narrow() || S.vectorBitSize() == 256;
         this.eightTwoLoops = eightTwoLoops;
     }
 
@@ -268,11 +277,16 @@ final class VectorSliceKernel implements SliceKernel {
      * 2 KiB rows at 512 bits). Measured from memory (docs/bench-cpu.md), the one-pass row read beat the head-by-head
      * passes with the next block touched ahead; rows cut into several strided passes (Llama-3-8B at 256 bits: four
      * passes of 512 bytes) lost to them, and in cache the head-by-head loops were as fast or faster, so those stay.
-     * With {@link KernelSpecies.Streams#NARROW} (AMD family 25) a 2 KiB row is read at 256 bits ({@link #rowPass256}).
+     * With {@link KernelSpecies.Streams#NARROW} (AMD family 25), and at AVX2 width, a 2 KiB row is read at 256 bits
+     * ({@link #rowPass256}; see {@link #rows256}).
      */
     @Override
     public boolean rowsAffine(int heads, int kPieces, long kHeadStride, int vPieces, long vHeadStride) {
         int cell = kPieces + vPieces;
+        if (rows && rows256 && heads > 1 && kHeadStride == 8L * kPieces && narrowRow(heads, kPieces)
+                && (vPieces == 0 || (vHeadStride == 8L * vPieces && narrowRow(heads, vPieces)))) {
+            return true;
+        }
         return rows && heads > 1 && kHeadStride == 8L * kPieces && onePass(heads, kPieces)
                 && (vPieces == 0 || (vHeadStride == 8L * vPieces && onePass(heads, vPieces)))
                 && cell % L == 0 && Integer.bitCount(cell / L) == 1;
@@ -291,7 +305,7 @@ final class VectorSliceKernel implements SliceKernel {
         if (fromMemory && rowsAffine(heads, kPieces, kHeadStride, vSeg == null ? 0 : vPieces, vHeadStride)) {
             int cell = kPieces + (vSeg == null ? 0 : vPieces);
             Arrays.fill(out, 0, heads, 0);
-            if (streams.narrow() && narrowRow(heads, kPieces) && (vSeg == null || narrowRow(heads, vPieces))) {
+            if (rows256 && narrowRow(heads, kPieces) && (vSeg == null || narrowRow(heads, vPieces))) {
                 rowPass256(kSeg, kBase, kStride, n, t0, cell, 0, kPieces / 32, out);
                 if (vSeg != null) {
                     rowPass256(vSeg, vBase, vStride, n, t0, cell, kPieces, vPieces / 32, out);
@@ -1139,7 +1153,8 @@ final class VectorSliceKernel implements SliceKernel {
     /**
      * {@link #rowPass} of a 2 KiB row in 256-bit vectors, for {@link KernelSpecies.Streams#NARROW} (AMD family 25,
      * where 512-bit loads read memory slower): eight units of eight vectors ({@code perHead} units per head), two
-     * running sums each (sixteen accumulators: AVX-512's 32 registers hold them at 256 bits too). A unit's vectors
+     * running sums each (sixteen accumulators: AVX-512's 32 registers hold them at 256 bits too; at AVX2 width
+     * C2 spills some, and the pass still wins from memory: {@link #rows256}). A unit's vectors
      * {@code x_k}, {@code k < 8}: {@code A += sum_k x_k}, {@code T += (A << s) - sum_k k*x_k}, {@code 2^s = P/4}; the
      * unit's sum is {@code sum_l (c0 + 2l + 8*2^s*n)*A_l - 8*T_l}. The loop body reads a quarter row (two units,
      * sixteen loads, within C2's inlining budget) and rotates the four quarters' accumulators.
