@@ -212,6 +212,10 @@ public final class CopyPlan {
     private volatile KvCacheGroup copiedSource;
     /** Why source and destination memory overlap, or null when they do not. */
     private final String overlap;
+    /** Where memory overlaps: why per-page staging cannot order the copy, or null when it can (or nothing overlaps). */
+    private final String stagingConflict;
+    /** Where memory overlaps: the largest staging unit's bytes; 0 otherwise. */
+    private final long stagingUnitBytes;
     /** The segmented destination, or null when the destination is one group. */
     private final KvSegments destinationSegments;
     /** One single-group plan per segment share; {@code List.of(this)} for a one-group plan. */
@@ -222,7 +226,7 @@ public final class CopyPlan {
 
     private CopyPlan(KvCacheGroup source, RequestBlocks sourceRequest, KvCacheGroup destination,
                      RequestBlocks destinationRequest, ChecksumSpec spec, List<Pair> pairs, List<Launch> launches,
-                     String overlap) {
+                     String overlap, CopyStaging.Result staging) {
         this.source = source;
         this.sourceRequest = sourceRequest;
         this.destination = destination;
@@ -231,6 +235,8 @@ public final class CopyPlan {
         this.pairs = pairs;
         this.launches = launches;
         this.overlap = overlap;
+        this.stagingConflict = staging == null ? null : staging.conflict();
+        this.stagingUnitBytes = staging == null ? 0 : staging.unitBytes();
         this.destinationSegments = null;
         this.segmentPlans = List.of(this);
         this.segmentFirst = new long[] {destinationRequest.firstBlock()};
@@ -261,6 +267,10 @@ public final class CopyPlan {
         }
         this.launches = List.copyOf(all);
         this.overlap = why;
+        // a unit of one segment plan could read what another segment plan writes, which no segment plan sees
+        this.stagingConflict = why == null ? null : "an in-place copy into a segmented destination is not staged:"
+                + " copy through separate memory";
+        this.stagingUnitBytes = 0;
         this.pairs = parts.isEmpty() ? List.of() : parts.get(0).pairs();
     }
 
@@ -382,6 +392,8 @@ public final class CopyPlan {
                     destinationRequest.numTokens() - destinationRequest.startToken())), List.of(pairs));
         }
         String overlap = overlap(pairs, src, dst, pre == null ? null : pre.ranges);
+        CopyStaging.Result staging = overlap == null ? null : CopyStaging.classify(pairs, src.pageTable(), dstTable,
+                source.pageSize(), destination.pageSize(), destinationRequest.startToken(), destinationRequest.numTokens());
 
         List<Launch> launches = new ArrayList<>(2);
         int[] srcTable = src.pageTable();
@@ -401,7 +413,7 @@ public final class CopyPlan {
                     destinationRequest.numTokens(), destinationRequest.firstBlock()));
         }
         return new CopyPlan(source, sourceRequest, destination, destinationRequest, spec, List.copyOf(pairs),
-                List.copyOf(launches), overlap);
+                List.copyOf(launches), overlap, staging);
     }
 
     /**
@@ -552,9 +564,15 @@ public final class CopyPlan {
                                 ? limits.hint() : ""));
             }
         }
-        if (overlap != null && !limits.copiesInPlace()) {
-            throw new InvalidLayoutException("copy: " + overlap + "; backend '" + backend + "' does not stage pages for"
-                    + " an in-place copy: copy through separate memory");
+        if (overlap != null && stagingConflict != null) {
+            throw new InvalidLayoutException("copy: " + overlap + "; " + stagingConflict + " (backend '" + backend + "')");
+        }
+        if (overlap != null && stagingUnitBytes > limits.maxStagedUnitBytes()) {
+            throw new InvalidLayoutException("copy: " + overlap + "; " + (limits.maxStagedUnitBytes() == 0
+                    ? "backend '" + backend + "' does not stage pages for an in-place copy"
+                    : "its largest staging unit (one layer's cells of one destination page) is " + stagingUnitBytes
+                            + " bytes, but backend '" + backend + "' stages at most " + limits.maxStagedUnitBytes()
+                            + " bytes per unit") + ": copy through separate memory");
         }
     }
 
@@ -652,6 +670,29 @@ public final class CopyPlan {
     /** {@return whether the source and destination memory overlap (a copy only a staging backend may run)} */
     public boolean overlaps() {
         return overlap != null;
+    }
+
+    /**
+     * {@return whether the copy must be staged: source and destination memory overlap and per-page staging orders
+     * it} Then a backend runs each <em>staging unit</em> as: read every source cell of the unit (adding the checksum
+     * terms as usual, values from the source and weights from the destination), then write every destination cell of
+     * the unit. A unit is, within one launch, the pairs of one layer (K and V together) and one destination table entry
+     * {@code i}: positions {@code [S + i*Pd, min(S + (i+1)*Pd, N))}, i.e. the (layer, destination page) order the
+     * launches already follow; no unit's source cells share bytes with another unit's destination cells, so the units
+     * may run in any order and in parallel, and a backend may stage several units (all layers of one destination page)
+     * together. {@link #check} refuses an overlapping copy that is not staged, and one whose
+     * {@link #stagingUnitBytes()} exceeds the backend's {@link BackendLimits#maxStagedUnitBytes()}.
+     */
+    public boolean staged() {
+        return overlap != null && stagingConflict == null;
+    }
+
+    /**
+     * {@return the largest staging unit's bytes: the K and V bytes of one layer's copied cells of a full destination
+     * page ({@code min(Pd, N-S)} positions); 0 when source and destination memory do not overlap}
+     */
+    public long stagingUnitBytes() {
+        return overlap == null ? 0 : stagingUnitBytes;
     }
 
     /** {@return whether the destination is segmented: several groups, one plan per segment share ({@link #segments()})} */

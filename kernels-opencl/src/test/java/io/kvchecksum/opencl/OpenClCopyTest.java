@@ -148,7 +148,7 @@ class OpenClCopyTest {
                 CopyRoute.DEVICE_TO_DEVICE), OpenClTests.backend().limits().copies());
         assertEquals(java.util.Set.of(CopyRoute.DEVICE_TO_DEVICE, CopyRoute.HOST_TO_DEVICE), gpuTuned().limits().copies());
         assertEquals(gpuTuned().limits().copies(), gpuTuned().limits().copiesOnStream());
-        assertFalse(OpenClTests.backend().limits().copiesInPlace());
+        assertEquals(0, OpenClTests.backend().limits().maxStagedUnitBytes());
     }
 
     /**
