@@ -688,8 +688,9 @@ public final class CopyPlan {
     }
 
     /**
-     * {@return the largest staging unit's bytes: the K and V bytes of one layer's copied cells of a full destination
-     * page ({@code min(Pd, N-S)} positions); 0 when source and destination memory do not overlap}
+     * {@return the largest staging unit's bytes: one layer's copied cells of a full destination page
+     * ({@code min(Pd, N-S)} positions), each cell's K and V bytes counted as whole 8-byte pieces ({@link Pair#pieces()},
+     * as backends stage them); 0 when source and destination memory do not overlap}
      */
     public long stagingUnitBytes() {
         return overlap == null ? 0 : stagingUnitBytes;

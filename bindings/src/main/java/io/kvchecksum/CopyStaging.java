@@ -31,7 +31,8 @@ final class CopyStaging {
      * The classification.
      *
      * @param conflict why per-page staging cannot order the copy (two units named), or null when it can
-     * @param unitBytes the largest unit's K and V bytes: a full destination page of its layer's copied cells
+     * @param unitBytes the largest unit's bytes: a full destination page of its layer's copied cells, each cell's K and
+     *     V bytes as whole 8-byte pieces (a byte cell's last piece zero-padded), as a backend stages them
      */
     record Result(String conflict, long unitBytes) {
     }
@@ -76,7 +77,7 @@ final class CopyStaging {
         for (List<Pair> g : groups) {
             long b = 0;
             for (Pair p : g) {
-                b += p.destination().cellBytes();
+                b += 8L * p.pieces();
             }
             unitBytes = Math.max(unitBytes, b * Math.min(pd, tokens));
         }

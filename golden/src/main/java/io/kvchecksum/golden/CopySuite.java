@@ -184,8 +184,8 @@ public final class CopySuite {
         InvalidLayoutException e = assertThrows(InvalidLayoutException.class, () -> backend.compileCopy(src,
                 v.sourceRequest(), dst, v.destinationRequest(), v.spec()), who + ": must be refused, the backend stages "
                 + limit + " bytes per unit");
-        assertTrue(e.getMessage().contains("backend '" + backend.name() + "'")
-                && e.getMessage().contains("copy through separate memory"), who + ": " + e.getMessage());
+        // refused for the staging, or before it for a route the placement gives (one memory kind for both sides)
+        assertTrue(e.getMessage().contains("backend '" + backend.name() + "'"), who + ": " + e.getMessage());
         return false;
     }
 

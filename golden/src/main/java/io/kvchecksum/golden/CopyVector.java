@@ -43,6 +43,14 @@ public final class CopyVector {
         return ALL.get();
     }
 
+    /**
+     * {@return the vectors whose source and destination are separate buffers (not {@link #inPlace()}): for tests that
+     * place each side's buffers by itself (a route per side)}
+     */
+    public static List<CopyVector> apart() {
+        return all().stream().filter(v -> !v.inPlace()).toList();
+    }
+
     private static List<CopyVector> read() {
         List<CopyVector> out = new ArrayList<>();
         for (JsonNode n : VectorJson.tree("vectors-copy", "index.json").get("vectors")) {
