@@ -169,16 +169,19 @@ public final class CopySuite {
 
     /**
      * An in-place vector: whether the backend stages it; where it does not (its
-     * {@link BackendLimits#maxStagedUnitBytes()} below the plan's unit), checks that the copy is refused at compile
-     * time, saying so. The vector must be stageable ({@link CopyPlan#staged()}): each destination page reads only its
+     * {@link BackendLimits#maxStagedUnitBytes()} below the plan's unit, or the placement's one memory kind for both
+     * sides not a route it copies), checks that the copy is refused at compile time, naming the backend. The vector must be stageable ({@link CopyPlan#staged()}): each destination page reads only its
      * own bytes.
      */
     private static boolean staging(KvChecksum backend, CopyVector v, KvCacheGroup src, KvCacheGroup dst, String who) {
         CopyPlan unchecked = CopyPlan.compile(src, v.sourceRequest(), dst, v.destinationRequest(), v.spec());
         assertTrue(unchecked.overlaps() && unchecked.staged() && unchecked.stagingUnitBytes() > 0,
                 who + ": an in-place vector must be a staged plan");
-        long limit = backend.backend().limits().maxStagedUnitBytes();
-        if (unchecked.stagingUnitBytes() <= limit) {
+        BackendLimits limits = backend.backend().limits();
+        long limit = limits.maxStagedUnitBytes();
+        // one placement for both sides: a route the backend may not copy (pinned host memory to itself on CUDA)
+        boolean routes = unchecked.launches().stream().allMatch(l -> limits.copies(l.route(), false));
+        if (routes && unchecked.stagingUnitBytes() <= limit) {
             return true;
         }
         InvalidLayoutException e = assertThrows(InvalidLayoutException.class, () -> backend.compileCopy(src,
@@ -217,6 +220,17 @@ public final class CopySuite {
      * @return one dynamic test per fault and in-place vector, named {@code "<backend> · in-place fault · <fault> · <vector>"}
      */
     public static Stream<DynamicNode> inPlaceFaults(KvChecksum backend) {
+        return inPlaceFaults(backend, HOST);
+    }
+
+    /**
+     * The in-place faults with each buffer placed by a fresh {@code placement} (device memory for a GPU backend).
+     *
+     * @param backend the backend under test
+     * @param placement makes a test's placement
+     * @return one dynamic test per fault and in-place vector
+     */
+    public static Stream<DynamicNode> inPlaceFaults(KvChecksum backend, Supplier<Placement> placement) {
         List<DynamicNode> out = new ArrayList<>();
         for (CopyVector v : CopyVector.all()) {
             if (!v.inPlace()) {
@@ -224,11 +238,11 @@ public final class CopySuite {
             }
             String prefix = backend.name() + " · in-place fault · ";
             if (backend.backend().limits().maxStagedUnitBytes() > 0) {
-                out.add(fault(backend, HOST, v, "corrupted source byte", CopySuite::corruptSourceByte, "in-place fault"));
+                out.add(fault(backend, placement, v, "corrupted source byte", CopySuite::corruptSourceByte, "in-place fault"));
             }
             out.add(DynamicTest.dynamicTest(prefix + "page permutation refused · " + v.name(), () -> {
-                try (Arena arena = Arena.ofShared()) {
-                    List<KvMemory> memory = place(v, v.buffers(arena), HOST.get());
+                try (Arena arena = Arena.ofShared(); Placement p = placement.get()) {
+                    List<KvMemory> memory = place(v, v.buffers(arena), p);
                     KvCacheGroup src = v.source(memory);
                     int[] table = v.sourceRequest().pageTable();
                     // the source pages of the first destination page and of the second, exchanged
@@ -250,8 +264,8 @@ public final class CopySuite {
                 }
             }));
             out.add(DynamicTest.dynamicTest(prefix + "unit above the limit refused · " + v.name(), () -> {
-                try (Arena arena = Arena.ofShared()) {
-                    List<KvMemory> memory = place(v, v.buffers(arena), HOST.get());
+                try (Arena arena = Arena.ofShared(); Placement p = placement.get()) {
+                    List<KvMemory> memory = place(v, v.buffers(arena), p);
                     CopyPlan plan = CopyPlan.compile(v.source(memory), v.sourceRequest(), v.destination(memory),
                             v.destinationRequest(), v.spec());
                     BackendLimits limits = backend.backend().limits().withStagedUnits(plan.stagingUnitBytes() - 1);

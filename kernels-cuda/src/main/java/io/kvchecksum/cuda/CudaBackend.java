@@ -90,11 +90,19 @@ public final class CudaBackend implements Backend {
     /** The copy kernels in both modes. */
     static final List<String> COPY_KERNELS = Stream.of(COPY_16B, COPY_8B, COPY_BYTE_CELLS)
             .flatMap(k -> Stream.of(k, k + MIXED_SUFFIX)).toList();
+    /**
+     * The staged copy's kernel ({@link CopyPlan#staged()}: source and destination memory overlap): a CTA per staging
+     * unit, read whole into shared memory before it is written.
+     */
+    static final String COPY_STAGED = "kvc_copy_staged";
+    /** The largest staging unit: the staged kernel's static shared memory ({@code KVC_COPY_STAGE_BYTES}). */
+    static final long COPY_STAGE_BYTES = 48 << 10;
     /** Every checksum kernel in both outputs ({@link #sliceSums}) and both modes, then the others, then the copy's. */
     static final List<String> KERNELS = Stream.concat(Stream.concat(
             Stream.of(BLOCK_CHECKSUMS_1B, BLOCK_CHECKSUMS_8B, BLOCK_CHECKSUMS_16B, BYTE_CELL_BLOCK_CHECKSUMS)
                     .flatMap(k -> Stream.of(k, sliceSums(k))).flatMap(k -> Stream.of(k, k + MIXED_SUFFIX)),
-            Stream.of(FILL, SUM, PAGE_DIGEST)), COPY_KERNELS.stream()).toList();
+            Stream.of(FILL, SUM, PAGE_DIGEST)), Stream.concat(COPY_KERNELS.stream(),
+            Stream.of(COPY_STAGED, COPY_STAGED + MIXED_SUFFIX))).toList();
 
     /**
      * The system property that picks the occupancy variant of the whole-piece checksum kernels when a backend is
@@ -143,7 +151,7 @@ public final class CudaBackend implements Backend {
             "; the verifying copy on CUDA copies device memory and pinned host memory (pin a host buffer with "
                     + "CudaBackend.allocatePinned(bytes) or CudaBackend.pin(segment) and describe it on its memory(), "
                     + "KvMemory.pinnedHost); use the backend's own stream (submit without a stream) for host memory")
-            .withCopies(COPY_ROUTES, COPY_ROUTES);
+            .withCopies(COPY_ROUTES, COPY_ROUTES).withStagedUnits(COPY_STAGE_BYTES);
 
     /** {@code CUstreamCaptureStatus}: not capturing. */
     static final int CAPTURE_STATUS_NONE = 0;
@@ -349,6 +357,9 @@ public final class CudaBackend implements Backend {
      * both adding into the same block values, and the values copied to pinned memory on a side stream. Nothing in it synchronizes
      * the device, the context or the caller's stream. Whole pieces run {@code kvc_copy_checksums_16b} or {@code _8b}
      * when every part of both sides allows those loads and stores (even piece counts), else {@code kvc_copy_byte_cells}.
+     * A staged plan ({@link CopyPlan#staged()}: source and destination memory overlap, vLLM's in-place rearrangement)
+     * runs {@code kvc_copy_staged} instead, one launch per layer of each launch, a CTA per staging unit (the layer's
+     * cells of one destination page, at most {@code COPY_STAGE_BYTES} of shared memory, the backend's declared limit).
      *
      * <p>Pinned host memory on one side ({@link BackendLimits.CopyRoute#PINNED_HOST_TO_DEVICE},
      * {@link BackendLimits.CopyRoute#DEVICE_TO_PINNED_HOST}) is read or written by the same kernels in place, through
@@ -461,6 +472,10 @@ public final class CudaBackend implements Backend {
         long[] srcOff = new long[n];
         long[] dstOff = new long[n];
         String[] names = new String[n];
+        boolean staged = plan.staged();
+        // staged: each layer's pairs together (a staging unit is one layer's pairs of a launch), a launch per layer
+        List<List<CopyPlan.Pair>> ordered = launches.stream().map(l -> staged ? l.pairs().stream()
+                .sorted(java.util.Comparator.comparingInt(CopyPlan.Pair::layer)).toList() : l.pairs()).toList();
         long at = 0;
         for (int k = 0; k < n; k++) {
             CopyPlan.Launch l = launches.get(k);
@@ -468,7 +483,7 @@ public final class CudaBackend implements Backend {
             at += (long) l.pairs().size() * KernelAbi.SLICE_BYTES;
             dstOff[k] = at;
             at += (long) l.pairs().size() * KernelAbi.SLICE_BYTES;
-            names[k] = copyKernel(l, address) + (l.mode() == ChecksumMode.MIXED ? MIXED_SUFFIX : "");
+            names[k] = (staged ? COPY_STAGED : copyKernel(l, address)) + (l.mode() == ChecksumMode.MIXED ? MIXED_SUFFIX : "");
         }
         CopyPlan.Launch first = launches.get(0);
         int[] srcTable = first.sourceTable();
@@ -485,9 +500,9 @@ public final class CudaBackend implements Backend {
             if (!cached) {
                 for (int k = 0; k < n; k++) {
                     CopyPlan.Launch l = launches.get(k);
-                    boolean bytes = names[k].startsWith(COPY_BYTE_CELLS);
+                    boolean bytes = staged || names[k].startsWith(COPY_BYTE_CELLS);
                     for (int i = 0; i < l.pairs().size(); i++) {
-                        CopyPlan.Pair p = l.pairs().get(i);
+                        CopyPlan.Pair p = ordered.get(k).get(i);
                         KernelAbi.slice(host, srcOff[k] + (long) i * KernelAbi.SLICE_BYTES, p.source(), address, bytes);
                         KernelAbi.slice(host, dstOff[k] + (long) i * KernelAbi.SLICE_BYTES, p.destination(), address, bytes);
                     }
@@ -501,6 +516,23 @@ public final class CudaBackend implements Backend {
                 check(driver, driver.cuMemsetD8Async(dOut, 0, 8L * nb, stream), "cuMemsetD8Async(results)");
                 for (int k = 0; k < n; k++) {
                     CopyPlan.Launch l = launches.get(k);
+                    if (staged) {
+                        List<CopyPlan.Pair> pairs = ordered.get(k);
+                        int units = (int) Math.ceilDiv(l.numTokens() - l.startToken(), (long) l.destinationPageSize());
+                        for (int g0 = 0; g0 < pairs.size(); ) {
+                            int g1 = g0 + 1;
+                            while (g1 < pairs.size() && pairs.get(g1).layer() == pairs.get(g0).layer()) {
+                                g1++;
+                            }
+                            KernelAbi.copyParams(host, params, dUpload + srcOff[k] + (long) g0 * KernelAbi.SLICE_BYTES,
+                                    dUpload + dstOff[k] + (long) g0 * KernelAbi.SLICE_BYTES, dUpload + srcTableOff,
+                                    dUpload + dstTableOff, dOut, l.startToken(), l.firstBlock(), l.numTokens(),
+                                    l.blockSize(), l.sourcePageSize(), l.destinationPageSize(), g1 - g0, units);
+                            launch(names[k], units, 1, stream, host, upload);
+                            g0 = g1;
+                        }
+                        continue;
+                    }
                     for (LaunchPlanner.BlockLaunch g : grids.get(k)) {
                         int b0 = g.blockOffset();
                         KernelAbi.copyParams(host, params, dUpload + srcOff[k], dUpload + dstOff[k], dUpload + srcTableOff,

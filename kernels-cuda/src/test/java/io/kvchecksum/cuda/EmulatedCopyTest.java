@@ -73,6 +73,12 @@ class EmulatedCopyTest {
         return CopySuite.faults(CUDA.wide(), CUDA.onDevice());
     }
 
+    /** The in-place vectors' faults, staged by {@code kvc_copy_staged}: a corrupted byte, a permutation, the limit. */
+    @TestFactory
+    Stream<DynamicNode> copyInPlaceFaults() {
+        return CopySuite.inPlaceFaults(CUDA.wide(), CUDA.onDevice());
+    }
+
     @TestFactory
     Stream<DynamicNode> copyInChunks() {
         return CopySuite.tests(CUDA.chunked(), CUDA.onDevice());
