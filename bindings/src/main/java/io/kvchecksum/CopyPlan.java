@@ -49,8 +49,16 @@ import java.util.Set;
  * modulo the page, token and head strides do not already show the regions (then the heads) disjoint. The
  * backend's limits are checked by {@link #check}: the memory kinds it copies ({@link BackendLimits#copies()}: host to
  * host on the CPU backends, pinned host memory counting as host memory; on CUDA device memory and pinned host memory,
- * pageable host memory refused with the advice to pin it), and overlapping source and destination memory, which no
- * backend stages yet ({@link BackendLimits#copiesInPlace()}).
+ * pageable host memory refused with the advice to pin it), and an in-place copy (below) whose staging unit exceeds
+ * what the backend stages ({@link BackendLimits#maxStagedUnitBytes()}).
+ *
+ * <p><b>In place.</b> Source and destination memory may overlap (vLLM's in-place rearrangement after a transfer: the
+ * received blocks read, permuted NHD to HND or reshaped from the remote block size, and written back into the same
+ * block ids). Such a copy is {@link #staged()} when every staging unit (one layer's cells of one destination page,
+ * K and V together) reads only bytes no other unit writes; every backend then reads each unit whole before writing
+ * it, which gives what reading every source cell before writing any would. Otherwise (an in-place page permutation, a
+ * unit reading another page's bytes) {@link #check} refuses it, naming both units: per-page staging cannot order it,
+ * copy through separate memory. The classification is exact and, for real layouts, a sort of the units' hulls.
  *
  * <p><b>The lowering</b>, for backends: {@link #launches()}, at most two (one per {@link CompiledPlan.CellKind cell
  * kind}, like {@link CompiledPlan}'s), each a list of {@link Pair}s (source slice, destination slice: for each side the
@@ -537,8 +545,9 @@ public final class CopyPlan {
 
     /**
      * Refuses the copy, before anything runs, for a limit the backend declares: a launch whose (source, destination)
-     * memory kinds are not among the routes it copies, or source and destination memory that overlap where it does not
-     * stage pages.
+     * memory kinds are not among the routes it copies, or an in-place copy (source and destination memory overlap)
+     * whose largest staging unit exceeds {@link BackendLimits#maxStagedUnitBytes()}; and an in-place copy that per-page
+     * staging cannot order on any backend ({@link #staged()} false), naming two conflicting units.
      *
      * @param backend the backend's name, for the message
      * @param limits what it copies

@@ -202,7 +202,10 @@ class OpenClCopyTest {
         }
     }
 
-    /** Source and destination sharing bytes (vLLM's in-place rearrangement) is refused: no backend stages pages yet. */
+    /**
+     * Source and destination sharing bytes as an in-place page permutation (each page reads the other's bytes) is refused:
+     * per-page staging cannot order it.
+     */
     @Test
     void overlappingMemoryRefused() {
         OpenClTests.requireOpenCl();
