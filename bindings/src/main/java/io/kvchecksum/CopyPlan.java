@@ -871,9 +871,11 @@ public final class CopyPlan {
         if (!any) {
             return null;
         }
+        int[] srcPages = usedPages(src);   // once per side, not per slice: an in-place copy compiles this per request
+        int[] dstPages = usedPages(dst);
         for (Pair p : pairs) {
-            spans(p.source(), src, srcSpans);
-            spans(p.destination(), dst, dstSpans);
+            spans(p.source(), src, srcPages, srcSpans);
+            spans(p.destination(), dst, dstPages, dstSpans);
         }
         for (Map.Entry<Object, List<long[]>> e : dstSpans.entrySet()) {
             List<long[]> reads = srcSpans.get(e.getKey());
@@ -973,12 +975,17 @@ public final class CopyPlan {
         }
     }
 
-    private static void spans(Slice s, SlicePlan side, Map<Object, List<long[]>> into) {
-        int pageSize = side.pageSize();
-        Set<Integer> pages = new HashSet<>();
-        for (int i = 0; i < side.numPages(); i++) {
-            pages.add(side.page(i));
+    /** The distinct pages a side's table uses. */
+    private static int[] usedPages(SlicePlan side) {
+        int[] pages = new int[side.numPages()];
+        for (int i = 0; i < pages.length; i++) {
+            pages[i] = side.page(i);
         }
+        return Arrays.stream(pages).distinct().toArray();
+    }
+
+    private static void spans(Slice s, SlicePlan side, int[] pages, Map<Object, List<long[]>> into) {
+        int pageSize = side.pageSize();
         for (SlicePlan.Part part : s.v() == null ? List.of(s.k()) : List.of(s.k(), s.v())) {
             long at = address(part.memory());
             List<long[]> list = into.computeIfAbsent(space(part.memory()), k -> new ArrayList<>());

@@ -84,16 +84,17 @@ final class CopyStaging {
         Map<Object, List<Span>> reads = new IdentityHashMap<>();
         Map<Object, List<Span>> writes = new IdentityHashMap<>();
         for (int g = 0; g < groups.size(); g++) {
-            List<Pair> group = groups.get(g);
+            Parts[] src = Parts.of(groups.get(g), true);
+            Parts[] dst = Parts.of(groups.get(g), false);
             for (int i = 0; i < nd; i++) {
                 int unit = g * nd + i;
                 long from = (long) i * pd;
                 long to = Math.min(from + pd, tokens);
-                hulls(group, false, dstTable[i], 0, to - from - 1, unit, from, writes);
+                hulls(dst, dstTable[i], 0, to - from - 1, unit, from, writes);
                 for (long j = from / ps; j * ps < to; j++) {
                     long a = Math.max(from, j * ps) - j * ps;
                     long b = Math.min(to, (j + 1) * ps) - 1 - j * ps;
-                    hulls(group, true, srcTable[(int) j], a, b, unit, j * ps + a, reads);
+                    hulls(src, srcTable[(int) j], a, b, unit, j * ps + a, reads);
                 }
             }
         }
@@ -103,38 +104,56 @@ final class CopyStaging {
         return new Result(exact(groups, srcTable, dstTable, ps, pd, start, tokens, nd), unitBytes);
     }
 
-    /** Per part and memory, the hull of the group's cells of slots {@code a..b} of {@code page}. */
-    private static void hulls(List<Pair> group, boolean source, long page, long a, long b, int unit, long position,
-                              Map<Object, List<Span>> into) {
-        for (int kv = 0; kv < 2; kv++) {
-            List<KvMemory> memories = new ArrayList<>(2);
-            List<long[]> bounds = new ArrayList<>(2);
-            for (Pair p : group) {
-                SlicePlan.Slice s = source ? p.source() : p.destination();
-                Part part = kv == 0 ? s.k() : s.v();
-                if (part == null) {
-                    continue;
+    /**
+     * One side's parts of a group (one layer's pairs) in one memory and of one kind (K or V): made once per group, so
+     * a unit's hull is arithmetic only.
+     */
+    private record Parts(int kv, long address, Object space, Part[] parts) {
+        static Parts[] of(List<Pair> group, boolean source) {
+            List<Parts> out = new ArrayList<>(2);
+            for (int kv = 0; kv < 2; kv++) {
+                List<KvMemory> memories = new ArrayList<>(2);
+                List<List<Part>> parts = new ArrayList<>(2);
+                for (Pair p : group) {
+                    SlicePlan.Slice s = source ? p.source() : p.destination();
+                    Part part = kv == 0 ? s.k() : s.v();
+                    if (part == null) {
+                        continue;
+                    }
+                    int k = -1;
+                    for (int m = 0; m < memories.size() && k < 0; m++) {
+                        k = memories.get(m) == part.memory() ? m : -1;   // a layer's heads share one memory
+                    }
+                    if (k < 0) {
+                        memories.add(part.memory());
+                        parts.add(new ArrayList<>());
+                        k = memories.size() - 1;
+                    }
+                    parts.get(k).add(part);
                 }
+                for (int m = 0; m < memories.size(); m++) {
+                    out.add(new Parts(kv, CopyPlan.address(memories.get(m)), CopyPlan.space(memories.get(m)),
+                            parts.get(m).toArray(new Part[0])));
+                }
+            }
+            return out.toArray(new Parts[0]);
+        }
+    }
+
+    /** Per part kind and memory, the hull of the group's cells of slots {@code a..b} of {@code page}. */
+    private static void hulls(Parts[] side, long page, long a, long b, int unit, long position,
+                              Map<Object, List<Span>> into) {
+        for (Parts ps : side) {
+            long lo = Long.MAX_VALUE;
+            long hi = Long.MIN_VALUE;
+            for (Part part : ps.parts) {
                 long x = part.cellOffset(page, a);
                 long y = part.cellOffset(page, b);
-                long lo = Math.min(x, y);
-                long hi = Math.max(x, y) + part.bytes();
-                int k = memories.indexOf(part.memory());   // a layer's heads share one memory: a list of one
-                if (k < 0) {
-                    memories.add(part.memory());
-                    bounds.add(new long[] {lo, hi});
-                } else {
-                    long[] m = bounds.get(k);
-                    m[0] = Math.min(m[0], lo);
-                    m[1] = Math.max(m[1], hi);
-                }
+                lo = Math.min(lo, Math.min(x, y));
+                hi = Math.max(hi, Math.max(x, y) + part.bytes());
             }
-            for (int k = 0; k < memories.size(); k++) {
-                KvMemory m = memories.get(k);
-                long base = CopyPlan.address(m);
-                into.computeIfAbsent(CopyPlan.space(m), x -> new ArrayList<>()).add(new Span(base + bounds.get(k)[0],
-                        base + bounds.get(k)[1], unit, kv, page, base, position));
-            }
+            into.computeIfAbsent(ps.space, k -> new ArrayList<>()).add(new Span(ps.address + lo, ps.address + hi, unit,
+                    ps.kv, page, ps.address, position));
         }
     }
 
