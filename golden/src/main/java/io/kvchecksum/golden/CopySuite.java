@@ -211,7 +211,8 @@ public final class CopySuite {
 
     /**
      * In-place faults on a backend that stages ({@link BackendLimits#maxStagedUnitBytes()} above each in-place
-     * vector's unit; none otherwise): a corrupted source byte differs at exactly the block holding its position; the
+     * vector's unit; none otherwise): a corrupted source byte differs at exactly the block holding its position, a
+     * source described with the wrong head range (still within each page: staged) at every block; the
      * first two destination pages' source pages swapped (a unit reading another unit's page, an in-place page
      * permutation) is refused, naming both units; the staging limit below a vector's unit is refused, naming both
      * sizes.
@@ -239,6 +240,9 @@ public final class CopySuite {
             String prefix = backend.name() + " · in-place fault · ";
             if (backend.backend().limits().maxStagedUnitBytes() > 0) {
                 out.add(fault(backend, placement, v, "corrupted source byte", CopySuite::corruptSourceByte, "in-place fault"));
+                if (v.sourceHeadsPerLayer() > 1) {   // each head's data into the next head's cells of the same page
+                    out.add(fault(backend, placement, v, "wrong head range", CopySuite::wrongHeads, "in-place fault"));
+                }
             }
             out.add(DynamicTest.dynamicTest(prefix + "page permutation refused · " + v.name(), () -> {
                 try (Arena arena = Arena.ofShared(); Placement p = placement.get()) {
