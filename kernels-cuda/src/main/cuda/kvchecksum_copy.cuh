@@ -325,8 +325,8 @@ KVC_HD uint64_t kvc_copy_factor(const KvcCopyParams& p, uint32_t i) {
 // piece order) and adds each position's factor-weighted sum into out[t/B - first_block] (atomically; the host zeroes
 // out first); __syncthreads; phase 2 writes the pieces' bytes to the destination's cells. The plan checked that no
 // unit reads bytes another unit writes, so CTAs need no order. Plain and correct, not tuned (byte loads and stores),
-// like the byte-cell path of the OpenCL backend. KVC_COPY_STAGE_BYTES: the largest unit (CudaBackend's limit).
-#define KVC_COPY_STAGE_BYTES 49152
+// like the byte-cell path of the OpenCL backend. The unit lies in dynamic shared memory, its size given at launch: up to
+// the device's opt-in maximum (CudaBackend opts both staged kernels in; 48 KiB without it), CudaBackend's limit.
 
 // The positions of staging unit `unit`: min(Pd, N - (S + unit*Pd)).
 KVC_HD uint64_t kvc_staged_tokens(const KvcCopyParams& p, uint64_t unit) {
@@ -422,11 +422,11 @@ KVC_COPY_KERNEL(kvc_copy_checksums_16b_mixed, 16, 1)
 KVC_COPY_KERNEL(kvc_copy_checksums_8b_mixed, 8, 1)
 KVC_COPY_KERNEL(kvc_copy_byte_cells_mixed, 0, 1)
 
-// The staged copy (see kvc_staged_read): kvc_copy_staged[_mixed], a CTA per staging unit, KVC_COPY_STAGE_BYTES of
-// static shared memory.
+// The staged copy (see kvc_staged_read): kvc_copy_staged[_mixed], a CTA per staging unit, the unit's pieces in the
+// launch's dynamic shared memory.
 template <int MIX>
 __device__ __forceinline__ void kvc_copy_staged_body(const KvcCopyParams& p) {
-    __shared__ uint64_t stage[KVC_COPY_STAGE_BYTES / 8];
+    extern __shared__ uint64_t stage[];
     const uint64_t unit = blockIdx.x;
     const uint64_t n = kvc_staged_tokens(p, unit);
     for (uint64_t slot = threadIdx.x; slot < n; slot += blockDim.x) {

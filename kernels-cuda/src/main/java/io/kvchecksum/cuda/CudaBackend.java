@@ -95,7 +95,10 @@ public final class CudaBackend implements Backend {
      * unit, read whole into shared memory before it is written.
      */
     static final String COPY_STAGED = "kvc_copy_staged";
-    /** The largest staging unit: the staged kernel's static shared memory ({@code KVC_COPY_STAGE_BYTES}). */
+    /**
+     * The largest staging unit where the device's opt-in to more dynamic shared memory is not available: the 48 KiB
+     * every kernel may use.
+     */
     static final long COPY_STAGE_BYTES = 48 << 10;
     /** Every checksum kernel in both outputs ({@link #sliceSums}) and both modes, then the others, then the copy's. */
     static final List<String> KERNELS = Stream.concat(Stream.concat(
@@ -169,6 +172,8 @@ public final class CudaBackend implements Backend {
     private final int maxBlocksPerLaunch;
     private final String description;
     private final String variant;
+    /** {@link #LIMITS} with the largest staging unit of this device ({@link #stagedUnits}). */
+    private final BackendLimits limits;
     private final Map<Long, ContextResources> contexts = new ConcurrentHashMap<>();
     private final Set<DeviceBuffer> uploads = ConcurrentHashMap.newKeySet();
     /** The host memory this backend pinned and has not unpinned, by host address (ranges never overlap). */
@@ -233,11 +238,33 @@ public final class CudaBackend implements Backend {
                 kernels.put(k, h[0]);
             }
             this.variant = variant;
+            this.limits = LIMITS.withStagedUnits(stagedUnits());
             this.description = NAME + " (" + Cuda.describeDevice(driver, device) + "; hand-written kernels, fatbin sm_80+sm_90+compute_90"
                     + (suffix.isEmpty() ? "" : ", variant " + variant) + ")";
         } catch (RuntimeException e) {
             driver.cuDevicePrimaryCtxRelease(device);
             throw e;
+        }
+    }
+
+    /**
+     * The largest staging unit of {@code kvc_copy_staged}: the device's opt-in maximum of shared memory per block (227
+     * KiB on an H100, 163 KiB on an A100), both staged kernels opted in to it here; {@link #COPY_STAGE_BYTES} where the
+     * device does not report it or a kernel refuses the opt-in (the staged copy is then limited, nothing else is).
+     */
+    private long stagedUnits() {
+        try {
+            int optIn = Cuda.attribute(driver, device, Cuda.ATTR_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+            if (optIn <= COPY_STAGE_BYTES) {
+                return COPY_STAGE_BYTES;
+            }
+            for (String k : List.of(COPY_STAGED, COPY_STAGED + MIXED_SUFFIX)) {
+                check(driver, driver.cuKernelSetAttribute(Cuda.FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, optIn,
+                        kernels.get(k), device), "cuKernelSetAttribute(" + k + ", MAX_DYNAMIC_SHARED_SIZE_BYTES, " + optIn + ")");
+            }
+            return optIn;
+        } catch (CudaException | UnsatisfiedLinkError e) {
+            return COPY_STAGE_BYTES;
         }
     }
 
@@ -264,7 +291,7 @@ public final class CudaBackend implements Backend {
     /** Host and device memory (host memory copied first) on the own stream; device memory only on an engine's. */
     @Override
     public BackendLimits limits() {
-        return LIMITS;
+        return limits;
     }
 
     /**
@@ -359,7 +386,8 @@ public final class CudaBackend implements Backend {
      * when every part of both sides allows those loads and stores (even piece counts), else {@code kvc_copy_byte_cells}.
      * A staged plan ({@link CopyPlan#staged()}: source and destination memory overlap, vLLM's in-place rearrangement)
      * runs {@code kvc_copy_staged} instead, one launch per layer of each launch, a CTA per staging unit (the layer's
-     * cells of one destination page, at most {@code COPY_STAGE_BYTES} of shared memory, the backend's declared limit).
+     * cells of one destination page, in dynamic shared memory up to the limit the backend declares:
+     * {@link #stagedUnits}).
      *
      * <p>Pinned host memory on one side ({@link BackendLimits.CopyRoute#PINNED_HOST_TO_DEVICE},
      * {@link BackendLimits.CopyRoute#DEVICE_TO_PINNED_HOST}) is read or written by the same kernels in place, through
@@ -528,7 +556,14 @@ public final class CudaBackend implements Backend {
                                     dUpload + dstOff[k] + (long) g0 * KernelAbi.SLICE_BYTES, dUpload + srcTableOff,
                                     dUpload + dstTableOff, dOut, l.startToken(), l.firstBlock(), l.numTokens(),
                                     l.blockSize(), l.sourcePageSize(), l.destinationPageSize(), g1 - g0, units);
-                            launch(names[k], units, 1, stream, host, upload);
+                            long pieces = 0;
+                            for (int i = g0; i < g1; i++) {
+                                pieces += pairs.get(i).pieces();
+                            }
+                            // the unit's pieces in dynamic shared memory (at most limits().maxStagedUnitBytes(): checked)
+                            int shared = Math.toIntExact(8 * pieces * Math.min(l.destinationPageSize(),
+                                    l.numTokens() - l.startToken()));
+                            launch(names[k], units, 1, stream, host, upload, shared);
                             g0 = g1;
                         }
                         continue;
@@ -954,9 +989,14 @@ public final class CudaBackend implements Backend {
 
     /** Launches {@code name} with the parameter struct already written at the params offset of {@code host}. */
     void launch(String name, int gridX, int gridY, long stream, MemorySegment host, long uploadBytes) {
+        launch(name, gridX, gridY, stream, host, uploadBytes, 0);
+    }
+
+    /** As above with {@code shared} bytes of dynamic shared memory per block. */
+    void launch(String name, int gridX, int gridY, long stream, MemorySegment host, long uploadBytes, int shared) {
         long argv = host.address() + paramsOffset(uploadBytes) + ARGV_OFFSET;
-        check(driver, driver.cuLaunchKernel(kernel(name), gridX, gridY, 1, LaunchPlanner.THREADS, 1, 1, 0, stream, argv, 0),
-                "cuLaunchKernel(" + name + ", grid " + gridX + "x" + gridY + ")");
+        check(driver, driver.cuLaunchKernel(kernel(name), gridX, gridY, 1, LaunchPlanner.THREADS, 1, 1, shared, stream,
+                argv, 0), "cuLaunchKernel(" + name + ", grid " + gridX + "x" + gridY + ")");
     }
 
     /**
