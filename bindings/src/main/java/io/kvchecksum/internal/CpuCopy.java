@@ -469,24 +469,51 @@ final class CpuCopy {
         return java.util.Arrays.copyOf(starts, k);
     }
 
+    /**
+     * Where a run's cells of one group lie in the stage, relative to the run's first cell there: at the destination's
+     * own token and head strides where both are non-negative (so that where the cells tile their span, a page in
+     * HND or NHD with every head copied, the stage goes out in one copy), else packed token by token.
+     */
+    private static long stageTokenStride(Group g) {
+        return mirrored(g) ? g.dst.tokenStride() : 8L * g.regionPieces * g.heads;
+    }
+
+    private static long stageHeadStride(Group g) {
+        return mirrored(g) ? g.dstHeadStride : 8L * g.regionPieces;
+    }
+
+    private static boolean mirrored(Group g) {
+        return g.dst.tokenStride() >= 0 && g.dstHeadStride >= 0;
+    }
+
+    /** The stage bytes of a run of {@code n} positions of group {@code g}: from its first cell's byte to its last's. */
+    private static long stageExtent(Group g, int n) {
+        return (n - 1) * stageTokenStride(g) + (g.heads - 1) * stageHeadStride(g) + 8L * g.regionPieces;
+    }
+
     /** Pages {@code q0 .. q1-1} of {@code starts} staged: each page's runs copied into the buffer, then written out. */
-    private static void stagedPieces(Prepared prepared, CopyLoop loop, int[] starts, int q0, int q1, long pageBytes,
-            long[] out, int blockBase) {
+    private static void stagedPieces(Prepared prepared, CopyLoop loop, int[] starts, int q0, int q1, long[] out,
+            int blockBase) {
         Runs runs = prepared.runs;
         long[] factors = prepared.factors;
         List<Group> groups = prepared.groups;
-        MemorySegment stage = stage(pageBytes);
         for (int q = q0; q < q1; q++) {
+            long need = 0;
+            for (int r = starts[q]; r < starts[q + 1]; r++) {
+                for (Group g : groups) {
+                    need += stageExtent(g, runs.n[r]);
+                }
+            }
+            MemorySegment stage = stage(need);
             long at = 0;
             for (int r = starts[q]; r < starts[q + 1]; r++) {
                 long value = 0;
                 int n = runs.n[r];
                 for (Group g : groups) {
-                    long row = 8L * g.regionPieces;
                     value += loop.copyRows(g.srcSeg, g.src.cellOffset(runs.srcPage[r], runs.srcSlot[r]),
-                            g.src.tokenStride(), g.srcHeadStride, stage, at, row * g.heads, row, n, runs.t0[r],
-                            g.cellPieces, g.pieceBase, g.regionPieces, g.heads, factors, g.firstPair);
-                    at += row * g.heads * n;
+                            g.src.tokenStride(), g.srcHeadStride, stage, at, stageTokenStride(g), stageHeadStride(g), n,
+                            runs.t0[r], g.cellPieces, g.pieceBase, g.regionPieces, g.heads, factors, g.firstPair);
+                    at += stageExtent(g, n);
                 }
                 out[runs.block[r] - blockBase] += value;
             }
@@ -496,24 +523,24 @@ final class CpuCopy {
                 for (Group g : groups) {
                     long row = 8L * g.regionPieces;
                     long dst = g.dst.cellOffset(runs.dstPage[r], runs.dstSlot[r]);
-                    long across = row * g.heads;
-                    if (g.heads == 1 || g.dstHeadStride == row) {   // a token's heads side by side: one copy per token
-                        if (g.dst.tokenStride() == across) {
-                            MemorySegment.copy(stage, at, g.dstSeg, dst, across * n);
-                        } else {
-                            for (int i = 0; i < n; i++) {
-                                MemorySegment.copy(stage, at + i * across, g.dstSeg, dst + i * g.dst.tokenStride(), across);
-                            }
+                    long extent = stageExtent(g, n);
+                    long sts = stageTokenStride(g);
+                    long shs = stageHeadStride(g);
+                    if (mirrored(g) && extent == row * g.heads * n) {   // the cells tile their span: one copy
+                        MemorySegment.copy(stage, at, g.dstSeg, dst, extent);
+                    } else if (g.heads == 1 || shs == row) {   // a token's heads side by side: one copy per token
+                        for (int i = 0; i < n; i++) {
+                            MemorySegment.copy(stage, at + i * sts, g.dstSeg, dst + i * g.dst.tokenStride(), row * g.heads);
                         }
                     } else {
                         for (int i = 0; i < n; i++) {
                             for (int h = 0; h < g.heads; h++) {
-                                MemorySegment.copy(stage, at + i * across + h * row, g.dstSeg,
+                                MemorySegment.copy(stage, at + i * sts + h * shs, g.dstSeg,
                                         dst + i * g.dst.tokenStride() + h * g.dstHeadStride, row);
                             }
                         }
                     }
-                    at += across * n;
+                    at += extent;
                 }
             }
         }
@@ -532,7 +559,7 @@ final class CpuCopy {
         long target = Math.max(CpuWorkSplit.TASK, bytes / (4L * Math.max(1, threads)));
         int step = (int) Math.max(1, Math.min(pages, target / Math.max(1, pageBytes)));
         if (pool == null || step >= pages) {
-            stagedPieces(prepared, loop, starts, 0, pages, pageBytes, out, 0);
+            stagedPieces(prepared, loop, starts, 0, pages, out, 0);
             return;
         }
         List<Callable<long[]>> calls = new ArrayList<>();
@@ -546,7 +573,7 @@ final class CpuCopy {
             bases.add(base);
             calls.add(() -> {
                 long[] part = new long[blocks];
-                stagedPieces(prepared, loop, starts, a, b, pageBytes, part, base);
+                stagedPieces(prepared, loop, starts, a, b, part, base);
                 return part;
             });
         }
