@@ -10,7 +10,9 @@ pieces.py's, shared with the other padded-piece generators):
   * the copy: request position t (S <= t < N, S = the destination's first_block * block_size) lies in the source at
     page source.block_table[(t-S)//Ps], slot (t-S)%Ps, and goes to the destination at page
     destination.block_table[(t-S)//Pd], slot (t-S)%Pd; for every (layer, global head) present in both, the cell's
-    K bytes and V bytes are copied; nothing else is written;
+    K bytes and V bytes are copied; nothing else is written; every source cell is read before any destination cell
+    is written (what matters only in place, where the destination's regions lie in the source's buffers: vLLM's
+    in-place rearrangement, which a backend runs staged page by page);
   * expected: the destination's block checksums over the copied heads (block size B of the destination, blocks
     first_block..), the definition's: cell = K bytes then V bytes, P = ceil(bytes/8) (zero-padded pieces only with
     "pad_cells"), j = t*P + p, s = sum v(x_j)(2j+1), c = sum m s, m = 2(layer*2^16 + head) + 1, mod 2^64,
@@ -25,7 +27,9 @@ the copied cells are compared with their initial bytes.
 
 Files: golden/src/main/resources/vectors-copy/NAME.json and index.json. NAME.json:
   name, seed, description, mode ("standard" | "mixed"), pad_cells, num_tokens,
-  buffers: [{"bytes", "role": "source" | "destination"}] (source buffers first),
+  in_place (optional, true): the destination's regions lie in the source's buffers (their "buffer" numbers name
+    them), every buffer's role is "both";
+  buffers: [{"bytes", "role": "source" | "destination" | "both"}] (source buffers first),
   source and destination: {"page_size", "num_pages", "block_table", "first_block", "block_size", "layers"}, where
     layers are [{"layer", "first_head", "num_heads", "k": region, "v": region or null}] and a region is
     {"buffer", "offset", "page_stride", "token_stride", "head_stride", "cell_bytes"} (as generate.py's);
@@ -163,7 +167,7 @@ def write_cells(buf, side, layer_json, h, S, N, cells):
         at += r['cell_bytes']
 
 
-def build(name, description, src, dst, N, mixed=False, pad=False):
+def build(name, description, src, dst, N, mixed=False, pad=False, in_place=False):
     seed = zlib.crc32(name.encode('ascii'))
     B, F = dst.block_size, dst.first_block
     S = F * B
@@ -172,6 +176,9 @@ def build(name, description, src, dst, N, mixed=False, pad=False):
     assert len(set(dst.table)) == len(dst.table) and max(dst.table) < dst.num_pages and max(src.table) < src.num_pages
     sizes = src.sizes + dst.sizes
     nsrc = len(src.sizes)
+    if in_place:  # the destination's regions name the source's buffers
+        assert not dst.sizes, name
+        nsrc = 0
     for l in dst.layers:  # destination regions name buffers after the source's
         for key in ('k', 'v'):
             if l[key] is not None:
@@ -192,6 +199,7 @@ def build(name, description, src, dst, N, mixed=False, pad=False):
     total = [0] * nb
     copied = []
     written = [np.zeros(len(b), dtype=bool) for b in bufs]
+    pending = []  # every source cell is read before any destination cell is written
     for l in dst.layers:
         for h in range(l['num_heads']):
             head = l['first_head'] + h
@@ -203,7 +211,7 @@ def build(name, description, src, dst, N, mixed=False, pad=False):
             cells = read_cells(bufs, src, sl, sh, S, N)
             if not pad:
                 assert cells.shape[1] % 8 == 0, name
-            write_cells(bufs, dst, l, h, S, N, cells)
+            pending.append((l, h, cells))
             for r in (l['k'], l['v']):
                 if r is not None:
                     o = cell_offsets(dst, r, h, S, N)
@@ -213,14 +221,20 @@ def build(name, description, src, dst, N, mixed=False, pad=False):
             total = [(a + m * v) & M64 for a, v in zip(total, s)]
             copied.append([l['layer'], head])
     assert copied, name
+    for l, h, cells in pending:
+        write_cells(bufs, dst, l, h, S, N, cells)
     for k in range(len(bufs)):
-        assert k >= nsrc or np.array_equal(bufs[k], before[k]), (name, 'source changed')
+        assert in_place or k >= nsrc or np.array_equal(bufs[k], before[k]), (name, 'source changed')
         assert np.array_equal(bufs[k][~written[k]], before[k][~written[k]]), (name, 'bytes outside the cells')
     js = {'name': name, 'seed': seed, 'description': description, 'mode': 'mixed' if mixed else 'standard',
           'pad_cells': pad, 'num_tokens': N,
-          'buffers': [{'bytes': n, 'role': 'source' if k < nsrc else 'destination'} for k, n in enumerate(sizes)],
+          'buffers': [{'bytes': n, 'role': 'both' if in_place else 'source' if k < nsrc else 'destination'}
+                      for k, n in enumerate(sizes)],
           'source': src.json(), 'destination': dst.json(), 'expected': [str(v) for v in total], 'copied': copied,
           'initial_sha256': initial, 'final_sha256': [hashlib.sha256(b.tobytes()).hexdigest() for b in bufs]}
+    if in_place:
+        js['in_place'] = True
+        assert any(not np.array_equal(b, a) for b, a in zip(bufs, before)), (name, 'nothing changed')
     recheck(js, bufs)
     return js
 
@@ -321,7 +335,103 @@ def vectors():
         '16, B=16, N=41', 'nhd', 'hnd', [(0, 128, 128), (1, 128, 128)], 41, 16, 0, 8, 16, (0, 2), (0, 2), mixed=True)
     add('mixed-padded-k6-v6', 'the mixed mode over byte cells: K 6 + V 6 bytes padded to 16, page 4 into 8, B=8, N=19',
         'packed', 'packed2', [(2, 6, 6)], 19, 8, 0, 4, 8, (0, 2), (0, 2), mixed=True, pad=True)
+    in_place_vectors(out)
     return out
+
+
+def in_place_side(page_size, num_pages, table, block_size, layers):
+    s = Side(page_size, num_pages, table, 0, block_size)
+    s.sizes = []
+    s.layers = layers
+    return s
+
+
+def in_place_vectors(out):
+    """Copies whose destination lies in the source's own buffers, each destination page reading only bytes of its
+    own page: what vLLM does after a transfer (kv_postprocess_layout_on_receive,
+    kv_postprocess_blksize_and_layout_on_receive: index_select of the received blocks, a permute, index_copy_ into
+    the same block ids)."""
+    def table(name, pages, needed):
+        rng = np.random.default_rng([zlib.crc32(name.encode('ascii')), 3])
+        return perm(rng, pages, needed)
+
+    # NHD -> HND on the same block ids: FlashInfer (pages, 2, 16, heads, D) read as (pages, 2, heads, 16, D)
+    name, N, ps, heads, kb, npg = 'inplace-nhd-to-hnd', 77, 16, 2, 128, 8
+    off = 64
+    t = table(name, npg, cdiv(N, ps))
+    src = Side(ps, npg, t, 0, 16)
+    src.sizes = []
+    add_layers(src, src.sizes, 'nhd', [(0, kb, kb), (1, kb, kb)], 0, heads, off)
+    dst = in_place_side(ps, npg, t, 16, [])
+    page = 2 * ps * heads * kb
+    for l in src.layers:
+        b = l['k']['buffer']
+        dst.layers.append({'layer': l['layer'], 'first_head': 0, 'num_heads': heads,
+                           'k': region(b, off, page, kb, ps * kb, kb),
+                           'v': region(b, off + heads * ps * kb, page, kb, ps * kb, kb)})
+    out.append(build(name, "in place: vLLM's layout postprocess, FlashInfer NHD to HND on the same block ids of the "
+                     'same buffer: 2 layers x 2 heads, 128-byte cells, page 16, B=16, N=77', src, dst, N,
+                     in_place=True))
+
+    # remote blocks of 4 (HND) into local pages of 16 (flash NHD) of the same memory: the blksize postprocess
+    name, N, heads, kb, npg = 'inplace-blocks-4-into-16', 61, 2, 64, 6
+    local = table(name, npg, cdiv(N, 16))
+    remote = [4 * p + k for p in local for k in range(4)][:cdiv(N, 4)]
+    src = in_place_side(4, 4 * npg, remote, 16, [])
+    dst = in_place_side(16, npg, local, 16, [])
+    sizes = []
+    for layer in (0, 1):
+        b = len(sizes)
+        page = 16 * heads * kb
+        sizes.append(off + 2 * npg * page)
+        src.layers.append({'layer': layer, 'first_head': 0, 'num_heads': heads,
+                           'k': region(b, off, 4 * heads * kb, kb, 4 * kb, kb),
+                           'v': region(b, off + npg * page, 4 * heads * kb, kb, 4 * kb, kb)})
+        dst.layers.append({'layer': layer, 'first_head': 0, 'num_heads': heads,
+                           'k': region(b, off, page, heads * kb, kb, kb),
+                           'v': region(b, off + npg * page, page, heads * kb, kb, kb)})
+    src.sizes = sizes
+    out.append(build(name, "in place: vLLM's block-size postprocess, remote HND blocks of 4 tokens received into "
+                     'local flash (NHD) pages of 16 of the same memory and rearranged there: 2 layers x 2 heads, '
+                     '64-byte cells, B=16, N=61', src, dst, N, in_place=True))
+
+    # MLA rows: remote blocks of 4 into local pages of 16, the four remote blocks of a page in a shuffled order
+    name, N, kb, npg = 'inplace-mla-blocks', 45, 576, 5
+    local = table(name, npg, cdiv(N, 16))
+    remote = [4 * p + k for p in local for k in (2, 0, 3, 1)][:cdiv(N, 4)]
+    src = in_place_side(4, 4 * npg, remote, 16, [])
+    dst = in_place_side(16, npg, local, 16, [])
+    sizes = []
+    for layer in (0, 1, 2):
+        b = len(sizes)
+        sizes.append(off + npg * 16 * kb)
+        src.layers.append({'layer': layer, 'first_head': 0, 'num_heads': 1,
+                           'k': region(b, off, 4 * kb, kb, 0, kb), 'v': None})
+        dst.layers.append({'layer': layer, 'first_head': 0, 'num_heads': 1,
+                           'k': region(b, off, 16 * kb, kb, 0, kb), 'v': None})
+    src.sizes = sizes
+    out.append(build(name, 'in place, MLA (K only): rows of 576 bytes, remote blocks of 4 received out of order into '
+                     'local pages of 16 and put in order in the same memory: 3 layers, B=16, N=45', src, dst, N,
+                     in_place=True))
+
+    # byte cells in place: K 12 + V 12 bytes token-major (3 bytes of padding), the two halves of each page swapped
+    name, N, heads, npg = 'inplace-straddle-halves', 27, 2, 5
+    cell = 12 + 12 + 3
+    local = table(name, npg, cdiv(N, 8))
+    remote = [2 * p + k for p in local for k in (1, 0)][:cdiv(N, 4)]
+    src = in_place_side(4, 2 * npg, remote, 8, [])
+    dst = in_place_side(8, npg, local, 8, [])
+    b = 0
+    src.sizes = [off + npg * 8 * heads * cell + 8]
+    src.layers.append({'layer': 1, 'first_head': 0, 'num_heads': heads,
+                       'k': region(b, off, 4 * heads * cell, heads * cell, cell, 12),
+                       'v': region(b, off + 12, 4 * heads * cell, heads * cell, cell, 12)})
+    dst.layers.append({'layer': 1, 'first_head': 0, 'num_heads': heads,
+                       'k': region(b, off, 8 * heads * cell, heads * cell, cell, 12),
+                       'v': region(b, off + 12, 8 * heads * cell, heads * cell, cell, 12)})
+    out.append(build(name, 'in place over byte cells: K 12 + V 12 bytes token-major, source pages of 4 that are the '
+                     'halves of destination pages of 8, each page\'s halves swapped, B=8, N=27', src, dst, N,
+                     in_place=True))
 
 
 def main():

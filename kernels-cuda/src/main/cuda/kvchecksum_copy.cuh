@@ -317,6 +317,78 @@ KVC_HD uint64_t kvc_copy_factor(const KvcCopyParams& p, uint32_t i) {
     return p.dst[i].factor;
 }
 
+// The staged copy (in place: source and destination memory overlap, io.kvchecksum.CopyPlan#staged(), vLLM's in-place
+// rearrangement). One launch per staging group (the pairs of one layer of a launch: p.src, p.dst point at the group's
+// KvcByteCellSlices, p.num_pairs of them), grid (units, 1): CTA bx is staging unit bx, destination table entry bx,
+// i.e. positions [S + bx*Pd, min(S + (bx+1)*Pd, N)). Phase 1 reads every cell of the unit byte by byte from the
+// source, assembles its pieces (K bytes, V bytes, zeros) into shared memory (the unit's pieces in pair, position,
+// piece order) and adds each position's factor-weighted sum into out[t/B - first_block] (atomically; the host zeroes
+// out first); __syncthreads; phase 2 writes the pieces' bytes to the destination's cells. The plan checked that no
+// unit reads bytes another unit writes, so CTAs need no order. Plain and correct, not tuned (byte loads and stores),
+// like the byte-cell path of the OpenCL backend. The unit lies in dynamic shared memory, its size given at launch: up to
+// the device's opt-in maximum (CudaBackend opts both staged kernels in; 48 KiB without it), CudaBackend's limit.
+
+// The positions of staging unit `unit`: min(Pd, N - (S + unit*Pd)).
+KVC_HD uint64_t kvc_staged_tokens(const KvcCopyParams& p, uint64_t unit) {
+    const uint64_t rest = p.num_tokens - (p.start_token + unit * p.dst_page_size);
+    return rest < p.dst_page_size ? rest : p.dst_page_size;
+}
+
+// Phase 1 for slot `slot` of unit `unit` (n positions): the group's cells read into `stage`; returns the position's
+// value (every pair's weighted sum times its factor) and sets `block` to its index among out's.
+template <int MIX>
+KVC_HD uint64_t kvc_staged_read(const KvcCopyParams& p, uint64_t unit, uint64_t slot, uint64_t n, uint64_t* stage,
+                                uint64_t& block) {
+    const KvcByteCellSlice* src = reinterpret_cast<const KvcByteCellSlice*>(p.src);
+    const KvcByteCellSlice* dst = reinterpret_cast<const KvcByteCellSlice*>(p.dst);
+    const uint64_t rel = unit * p.dst_page_size + slot;
+    const uint64_t t = p.start_token + rel;
+    const uint64_t spi = rel / p.src_page_size;
+    const uint64_t sslot = rel - spi * p.src_page_size;
+    const uint64_t spage = (uint64_t)(int64_t)kvc_page_id(p.src_table, spi);
+    uint64_t c = 0, at = 0;
+    for (uint32_t i = 0; i < p.num_pairs; ++i) {
+        const KvcByteCellSlice& s = src[i];
+        const uint32_t kb = s.k_bytes, cell = kb + s.v_bytes, P = (cell + 7) / 8;
+        const uint64_t ka = s.k_base + spage * (uint64_t)s.k_page_stride + sslot * (uint64_t)s.k_token_stride;
+        const uint64_t va = s.v_base + spage * (uint64_t)s.v_page_stride + sslot * (uint64_t)s.v_token_stride;
+        uint64_t sum = 0;
+        for (uint32_t q = 0; q < P; ++q) {
+            uint64_t x = 0;
+            for (uint32_t r = 0; r < 8; ++r) {
+                const uint32_t b = 8 * q + r;
+                const uint64_t byte = b < kb ? *reinterpret_cast<const uint8_t*>(ka + b)
+                                    : b < cell ? *reinterpret_cast<const uint8_t*>(va + (b - kb)) : 0;
+                x |= byte << (8 * r);
+            }
+            stage[at + slot * P + q] = x;
+            sum += kvc_piece_value<MIX>(x) * (2 * (t * P + q) + 1);
+        }
+        c += dst[i].factor * sum;
+        at += (uint64_t)P * n;
+    }
+    block = t / p.block_size - p.first_block;
+    return c;
+}
+
+// Phase 2 for slot `slot` of unit `unit`: the staged pieces' bytes stored to the destination's cells.
+KVC_HD void kvc_staged_write(const KvcCopyParams& p, uint64_t unit, uint64_t slot, uint64_t n, const uint64_t* stage) {
+    const KvcByteCellSlice* dst = reinterpret_cast<const KvcByteCellSlice*>(p.dst);
+    const uint64_t dpage = (uint64_t)(int64_t)kvc_page_id(p.dst_table, unit);
+    uint64_t at = 0;
+    for (uint32_t i = 0; i < p.num_pairs; ++i) {
+        const KvcByteCellSlice& d = dst[i];
+        const uint32_t kb = d.k_bytes, cell = kb + d.v_bytes, P = (cell + 7) / 8;
+        const uint64_t ka = d.k_base + dpage * (uint64_t)d.k_page_stride + slot * (uint64_t)d.k_token_stride;
+        const uint64_t va = d.v_base + dpage * (uint64_t)d.v_page_stride + slot * (uint64_t)d.v_token_stride;
+        for (uint32_t b = 0; b < cell; ++b) {
+            const uint8_t v = (uint8_t)(stage[at + slot * P + b / 8] >> (8 * (b % 8)));
+            kvc_st1(reinterpret_cast<char*>(b < kb ? ka + b : va + (b - kb)), v);
+        }
+        at += (uint64_t)P * n;
+    }
+}
+
 #if defined(__CUDACC__) && defined(KVC_COPY_KERNELS)
 __device__ __forceinline__ uint64_t kvc_copy_warp_sum(uint64_t v) {
 #pragma unroll
@@ -349,4 +421,24 @@ KVC_COPY_KERNEL(kvc_copy_byte_cells, 0, 0)
 KVC_COPY_KERNEL(kvc_copy_checksums_16b_mixed, 16, 1)
 KVC_COPY_KERNEL(kvc_copy_checksums_8b_mixed, 8, 1)
 KVC_COPY_KERNEL(kvc_copy_byte_cells_mixed, 0, 1)
+
+// The staged copy (see kvc_staged_read): kvc_copy_staged[_mixed], a CTA per staging unit, the unit's pieces in the
+// launch's dynamic shared memory.
+template <int MIX>
+__device__ __forceinline__ void kvc_copy_staged_body(const KvcCopyParams& p) {
+    extern __shared__ uint64_t stage[];
+    const uint64_t unit = blockIdx.x;
+    const uint64_t n = kvc_staged_tokens(p, unit);
+    for (uint64_t slot = threadIdx.x; slot < n; slot += blockDim.x) {
+        uint64_t block;
+        const uint64_t c = kvc_staged_read<MIX>(p, unit, slot, n, stage, block);
+        atomicAdd(reinterpret_cast<unsigned long long*>(p.out + block), (unsigned long long)c);
+    }
+    __syncthreads();
+    for (uint64_t slot = threadIdx.x; slot < n; slot += blockDim.x) kvc_staged_write(p, unit, slot, n, stage);
+}
+#define KVC_COPY_STAGED_KERNEL(NAME, MIX) \
+    extern "C" __global__ void __launch_bounds__(KVC_THREADS) NAME(const KvcCopyParams p) { kvc_copy_staged_body<MIX>(p); }
+KVC_COPY_STAGED_KERNEL(kvc_copy_staged, 0)
+KVC_COPY_STAGED_KERNEL(kvc_copy_staged_mixed, 1)
 #endif

@@ -49,8 +49,16 @@ import java.util.Set;
  * modulo the page, token and head strides do not already show the regions (then the heads) disjoint. The
  * backend's limits are checked by {@link #check}: the memory kinds it copies ({@link BackendLimits#copies()}: host to
  * host on the CPU backends, pinned host memory counting as host memory; on CUDA device memory and pinned host memory,
- * pageable host memory refused with the advice to pin it), and overlapping source and destination memory, which no
- * backend stages yet ({@link BackendLimits#copiesInPlace()}).
+ * pageable host memory refused with the advice to pin it), and an in-place copy (below) whose staging unit exceeds
+ * what the backend stages ({@link BackendLimits#maxStagedUnitBytes()}).
+ *
+ * <p><b>In place.</b> Source and destination memory may overlap (vLLM's in-place rearrangement after a transfer: the
+ * received blocks read, permuted NHD to HND or reshaped from the remote block size, and written back into the same
+ * block ids). Such a copy is {@link #staged()} when every staging unit (one layer's cells of one destination page,
+ * K and V together) reads only bytes no other unit writes; every backend then reads each unit whole before writing
+ * it, which gives what reading every source cell before writing any would. Otherwise (an in-place page permutation, a
+ * unit reading another page's bytes) {@link #check} refuses it, naming both units: per-page staging cannot order it,
+ * copy through separate memory. The classification is exact and, for real layouts, a sort of the units' hulls.
  *
  * <p><b>The lowering</b>, for backends: {@link #launches()}, at most two (one per {@link CompiledPlan.CellKind cell
  * kind}, like {@link CompiledPlan}'s), each a list of {@link Pair}s (source slice, destination slice: for each side the
@@ -212,6 +220,10 @@ public final class CopyPlan {
     private volatile KvCacheGroup copiedSource;
     /** Why source and destination memory overlap, or null when they do not. */
     private final String overlap;
+    /** Where memory overlaps: why per-page staging cannot order the copy, or null when it can (or nothing overlaps). */
+    private final String stagingConflict;
+    /** Where memory overlaps: the largest staging unit's bytes; 0 otherwise. */
+    private final long stagingUnitBytes;
     /** The segmented destination, or null when the destination is one group. */
     private final KvSegments destinationSegments;
     /** One single-group plan per segment share; {@code List.of(this)} for a one-group plan. */
@@ -222,7 +234,7 @@ public final class CopyPlan {
 
     private CopyPlan(KvCacheGroup source, RequestBlocks sourceRequest, KvCacheGroup destination,
                      RequestBlocks destinationRequest, ChecksumSpec spec, List<Pair> pairs, List<Launch> launches,
-                     String overlap) {
+                     String overlap, CopyStaging.Result staging) {
         this.source = source;
         this.sourceRequest = sourceRequest;
         this.destination = destination;
@@ -231,6 +243,8 @@ public final class CopyPlan {
         this.pairs = pairs;
         this.launches = launches;
         this.overlap = overlap;
+        this.stagingConflict = staging == null ? null : staging.conflict();
+        this.stagingUnitBytes = staging == null ? 0 : staging.unitBytes();
         this.destinationSegments = null;
         this.segmentPlans = List.of(this);
         this.segmentFirst = new long[] {destinationRequest.firstBlock()};
@@ -261,6 +275,10 @@ public final class CopyPlan {
         }
         this.launches = List.copyOf(all);
         this.overlap = why;
+        // a unit of one segment plan could read what another segment plan writes, which no segment plan sees
+        this.stagingConflict = why == null ? null : "an in-place copy into a segmented destination is not staged:"
+                + " copy through separate memory";
+        this.stagingUnitBytes = 0;
         this.pairs = parts.isEmpty() ? List.of() : parts.get(0).pairs();
     }
 
@@ -382,6 +400,8 @@ public final class CopyPlan {
                     destinationRequest.numTokens() - destinationRequest.startToken())), List.of(pairs));
         }
         String overlap = overlap(pairs, src, dst, pre == null ? null : pre.ranges);
+        CopyStaging.Result staging = overlap == null ? null : CopyStaging.classify(pairs, src.pageTable(), dstTable,
+                source.pageSize(), destination.pageSize(), destinationRequest.startToken(), destinationRequest.numTokens());
 
         List<Launch> launches = new ArrayList<>(2);
         int[] srcTable = src.pageTable();
@@ -401,7 +421,7 @@ public final class CopyPlan {
                     destinationRequest.numTokens(), destinationRequest.firstBlock()));
         }
         return new CopyPlan(source, sourceRequest, destination, destinationRequest, spec, List.copyOf(pairs),
-                List.copyOf(launches), overlap);
+                List.copyOf(launches), overlap, staging);
     }
 
     /**
@@ -525,8 +545,9 @@ public final class CopyPlan {
 
     /**
      * Refuses the copy, before anything runs, for a limit the backend declares: a launch whose (source, destination)
-     * memory kinds are not among the routes it copies, or source and destination memory that overlap where it does not
-     * stage pages.
+     * memory kinds are not among the routes it copies, or an in-place copy (source and destination memory overlap)
+     * whose largest staging unit exceeds {@link BackendLimits#maxStagedUnitBytes()}; and an in-place copy that per-page
+     * staging cannot order on any backend ({@link #staged()} false), naming two conflicting units.
      *
      * @param backend the backend's name, for the message
      * @param limits what it copies
@@ -552,9 +573,15 @@ public final class CopyPlan {
                                 ? limits.hint() : ""));
             }
         }
-        if (overlap != null && !limits.copiesInPlace()) {
-            throw new InvalidLayoutException("copy: " + overlap + "; backend '" + backend + "' does not stage pages for"
-                    + " an in-place copy: copy through separate memory");
+        if (overlap != null && stagingConflict != null) {
+            throw new InvalidLayoutException("copy: " + overlap + "; " + stagingConflict + " (backend '" + backend + "')");
+        }
+        if (overlap != null && stagingUnitBytes > limits.maxStagedUnitBytes()) {
+            throw new InvalidLayoutException("copy: " + overlap + "; " + (limits.maxStagedUnitBytes() == 0
+                    ? "backend '" + backend + "' does not stage pages for an in-place copy"
+                    : "its largest staging unit (one layer's cells of one destination page) is " + stagingUnitBytes
+                            + " bytes, but backend '" + backend + "' stages at most " + limits.maxStagedUnitBytes()
+                            + " bytes per unit") + ": copy through separate memory");
         }
     }
 
@@ -652,6 +679,30 @@ public final class CopyPlan {
     /** {@return whether the source and destination memory overlap (a copy only a staging backend may run)} */
     public boolean overlaps() {
         return overlap != null;
+    }
+
+    /**
+     * {@return whether the copy must be staged: source and destination memory overlap and per-page staging orders
+     * it} Then a backend runs each <em>staging unit</em> as: read every source cell of the unit (adding the checksum
+     * terms as usual, values from the source and weights from the destination), then write every destination cell of
+     * the unit. A unit is, within one launch, the pairs of one layer (K and V together) and one destination table entry
+     * {@code i}: positions {@code [S + i*Pd, min(S + (i+1)*Pd, N))}, i.e. the (layer, destination page) order the
+     * launches already follow; no unit's source cells share bytes with another unit's destination cells, so the units
+     * may run in any order and in parallel, and a backend may stage several units (all layers of one destination page)
+     * together. {@link #check} refuses an overlapping copy that is not staged, and one whose
+     * {@link #stagingUnitBytes()} exceeds the backend's {@link BackendLimits#maxStagedUnitBytes()}.
+     */
+    public boolean staged() {
+        return overlap != null && stagingConflict == null;
+    }
+
+    /**
+     * {@return the largest staging unit's bytes: one layer's copied cells of a full destination page
+     * ({@code min(Pd, N-S)} positions), each cell's K and V bytes counted as whole 8-byte pieces ({@link Pair#pieces()},
+     * as backends stage them); 0 when source and destination memory do not overlap}
+     */
+    public long stagingUnitBytes() {
+        return overlap == null ? 0 : stagingUnitBytes;
     }
 
     /** {@return whether the destination is segmented: several groups, one plan per segment share ({@link #segments()})} */
@@ -820,9 +871,11 @@ public final class CopyPlan {
         if (!any) {
             return null;
         }
+        int[] srcPages = usedPages(src);   // once per side, not per slice: an in-place copy compiles this per request
+        int[] dstPages = usedPages(dst);
         for (Pair p : pairs) {
-            spans(p.source(), src, srcSpans);
-            spans(p.destination(), dst, dstSpans);
+            spans(p.source(), src, srcPages, srcSpans);
+            spans(p.destination(), dst, dstPages, dstSpans);
         }
         for (Map.Entry<Object, List<long[]>> e : dstSpans.entrySet()) {
             List<long[]> reads = srcSpans.get(e.getKey());
@@ -922,12 +975,17 @@ public final class CopyPlan {
         }
     }
 
-    private static void spans(Slice s, SlicePlan side, Map<Object, List<long[]>> into) {
-        int pageSize = side.pageSize();
-        Set<Integer> pages = new HashSet<>();
-        for (int i = 0; i < side.numPages(); i++) {
-            pages.add(side.page(i));
+    /** The distinct pages a side's table uses. */
+    private static int[] usedPages(SlicePlan side) {
+        int[] pages = new int[side.numPages()];
+        for (int i = 0; i < pages.length; i++) {
+            pages[i] = side.page(i);
         }
+        return Arrays.stream(pages).distinct().toArray();
+    }
+
+    private static void spans(Slice s, SlicePlan side, int[] pages, Map<Object, List<long[]>> into) {
+        int pageSize = side.pageSize();
         for (SlicePlan.Part part : s.v() == null ? List.of(s.k()) : List.of(s.k(), s.v())) {
             long at = address(part.memory());
             List<long[]> list = into.computeIfAbsent(space(part.memory()), k -> new ArrayList<>());

@@ -229,7 +229,7 @@ class SegmentedCopyTest {
         public BackendLimits limits() {
             BackendLimits c = BackendLimits.CPU;
             return new BackendLimits(c.reads(), c.readsOnStream(), c.maxByteCellSlices(), c.hint(), c.copies(),
-                    c.copiesOnStream(), false);
+                    c.copiesOnStream(), 0);
         }
 
         @Override

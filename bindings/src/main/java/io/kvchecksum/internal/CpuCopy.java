@@ -26,6 +26,11 @@ import java.util.function.IntFunction;
  * of about {@code max(TASK_BYTES, bytes/4T)} for the pool from {@code PARALLEL_BYTES} on, like the checksum path; each
  * task adds {@code factor * s} into its own block values, joined on the calling thread. Byte cells (a piece
  * straddling K and V, or padded) are assembled in a scratch cell and copied from there, on the calling thread.
+ *
+ * <p>A staged plan ({@link CopyPlan#staged()}: source and destination memory overlap, vLLM's in-place rearrangement)
+ * runs destination page by destination page: all of the page's runs and groups (every layer of the launch: units of one
+ * page together, which staging allows) are first copied into a buffer of the copying thread with their values summed
+ * as usual, then the buffer is written to the destination cells. Pages are split over the pool like runs.
  */
 final class CpuCopy {
     private static final CopyLoop STANDARD = load(true);
@@ -59,15 +64,25 @@ final class CpuCopy {
             return segmented(plan, threads, pool, notTheCaller);
         }
         long[] out = new long[plan.numBlocks()];
+        boolean staged = plan.staged();
         for (CopyPlan.Launch l : plan.launches()) {
             Prepared prepared = prepared(l);
             Runs runs = prepared.runs;
             if (l.cellKind() == CompiledPlan.CellKind.BYTE_CELLS) {
-                byteCells(l, runs, out);
+                if (staged) {
+                    stagedByteCells(l, runs, out);
+                } else {
+                    byteCells(l, runs, out);
+                }
                 continue;
             }
             long bytes = l.bytes();
             CopyLoop loop = l.mode() == ChecksumMode.MIXED ? MIXED : standard(bytes);
+            if (staged) {
+                stagedParallel(l, prepared, loop, bytes, threads > 1 && bytes >= CpuWorkSplit.PARALLEL
+                        && sharable(l, notTheCaller) ? pool.apply(threads) : null, threads, out);
+                continue;
+            }
             if (threads > 1 && bytes >= CpuWorkSplit.PARALLEL && sharable(l, notTheCaller)) {
                 parallel(l, prepared, loop, bytes, threads, pool.apply(threads), out);
             } else {
@@ -427,6 +442,213 @@ final class CpuCopy {
                 throw re;
             }
             throw new IllegalStateException(e.getCause());
+        }
+    }
+
+    /** The copying thread's staging buffer, grown to the largest page it staged. */
+    private static final ThreadLocal<MemorySegment[]> STAGE = ThreadLocal.withInitial(() -> new MemorySegment[1]);
+
+    private static MemorySegment stage(long bytes) {
+        MemorySegment[] held = STAGE.get();
+        if (held[0] == null || held[0].byteSize() < bytes) {
+            held[0] = java.lang.foreign.Arena.ofAuto().allocate(Math.max(bytes, 4096), 64);
+        }
+        return held[0];
+    }
+
+    /** Runs {@code r0 .. r1-1} cut where the destination page changes: the start of each page's runs, then r1. */
+    private static int[] pageStarts(Runs runs) {
+        int[] starts = new int[runs.count + 1];
+        int k = 0;
+        for (int r = 0; r < runs.count; r++) {
+            if (r == 0 || runs.dstPage[r] != runs.dstPage[r - 1]) {
+                starts[k++] = r;
+            }
+        }
+        starts[k++] = runs.count;
+        return java.util.Arrays.copyOf(starts, k);
+    }
+
+    /**
+     * Where a run's cells of one group lie in the stage, relative to the run's first cell there: at the destination's
+     * own token and head strides where both are non-negative (so that where the cells tile their span, a page in
+     * HND or NHD with every head copied, the stage goes out in one copy), else packed token by token.
+     */
+    private static long stageTokenStride(Group g) {
+        return mirrored(g) ? g.dst.tokenStride() : 8L * g.regionPieces * g.heads;
+    }
+
+    private static long stageHeadStride(Group g) {
+        return mirrored(g) ? g.dstHeadStride : 8L * g.regionPieces;
+    }
+
+    private static boolean mirrored(Group g) {
+        return g.dst.tokenStride() >= 0 && g.dstHeadStride >= 0;
+    }
+
+    /** The stage bytes of a run of {@code n} positions of group {@code g}: from its first cell's byte to its last's. */
+    private static long stageExtent(Group g, int n) {
+        return (n - 1) * stageTokenStride(g) + (g.heads - 1) * stageHeadStride(g) + 8L * g.regionPieces;
+    }
+
+    /** Pages {@code q0 .. q1-1} of {@code starts} staged: each page's runs copied into the buffer, then written out. */
+    private static void stagedPieces(Prepared prepared, CopyLoop loop, int[] starts, int q0, int q1, long[] out,
+            int blockBase) {
+        Runs runs = prepared.runs;
+        long[] factors = prepared.factors;
+        List<Group> groups = prepared.groups;
+        for (int q = q0; q < q1; q++) {
+            long need = 0;
+            for (int r = starts[q]; r < starts[q + 1]; r++) {
+                for (Group g : groups) {
+                    need += stageExtent(g, runs.n[r]);
+                }
+            }
+            MemorySegment stage = stage(need);
+            long at = 0;
+            for (int r = starts[q]; r < starts[q + 1]; r++) {
+                long value = 0;
+                int n = runs.n[r];
+                for (Group g : groups) {
+                    value += loop.copyRows(g.srcSeg, g.src.cellOffset(runs.srcPage[r], runs.srcSlot[r]),
+                            g.src.tokenStride(), g.srcHeadStride, stage, at, stageTokenStride(g), stageHeadStride(g), n,
+                            runs.t0[r], g.cellPieces, g.pieceBase, g.regionPieces, g.heads, factors, g.firstPair);
+                    at += stageExtent(g, n);
+                }
+                out[runs.block[r] - blockBase] += value;
+            }
+            at = 0;
+            for (int r = starts[q]; r < starts[q + 1]; r++) {
+                int n = runs.n[r];
+                for (Group g : groups) {
+                    long row = 8L * g.regionPieces;
+                    long dst = g.dst.cellOffset(runs.dstPage[r], runs.dstSlot[r]);
+                    long extent = stageExtent(g, n);
+                    long sts = stageTokenStride(g);
+                    long shs = stageHeadStride(g);
+                    if (mirrored(g) && extent == row * g.heads * n) {   // the cells tile their span: one copy
+                        MemorySegment.copy(stage, at, g.dstSeg, dst, extent);
+                    } else if (g.heads == 1 || shs == row) {   // a token's heads side by side: one copy per token
+                        for (int i = 0; i < n; i++) {
+                            MemorySegment.copy(stage, at + i * sts, g.dstSeg, dst + i * g.dst.tokenStride(), row * g.heads);
+                        }
+                    } else {
+                        for (int i = 0; i < n; i++) {
+                            for (int h = 0; h < g.heads; h++) {
+                                MemorySegment.copy(stage, at + i * sts + h * shs, g.dstSeg,
+                                        dst + i * g.dst.tokenStride() + h * g.dstHeadStride, row);
+                            }
+                        }
+                    }
+                    at += extent;
+                }
+            }
+        }
+    }
+
+    /** A staged launch's pages, on the calling thread or cut into page ranges over {@code pool} (when not null). */
+    private static void stagedParallel(CopyPlan.Launch l, Prepared prepared, CopyLoop loop, long bytes,
+            ForkJoinPool pool, int threads, long[] out) {
+        int[] starts = pageStarts(prepared.runs);
+        long perToken = 0;
+        for (Group g : prepared.groups) {
+            perToken += 8L * g.regionPieces * g.heads;
+        }
+        long pageBytes = perToken * l.destinationPageSize();
+        int pages = starts.length - 1;
+        long target = Math.max(CpuWorkSplit.TASK, bytes / (4L * Math.max(1, threads)));
+        int step = (int) Math.max(1, Math.min(pages, target / Math.max(1, pageBytes)));
+        if (pool == null || step >= pages) {
+            stagedPieces(prepared, loop, starts, 0, pages, out, 0);
+            return;
+        }
+        List<Callable<long[]>> calls = new ArrayList<>();
+        List<Integer> bases = new ArrayList<>();
+        Runs runs = prepared.runs;
+        for (int q0 = 0; q0 < pages; q0 += step) {
+            int a = q0;
+            int b = Math.min(pages, q0 + step);
+            int base = runs.block[starts[a]];
+            int blocks = runs.block[starts[b] - 1] - base + 1;
+            bases.add(base);
+            calls.add(() -> {
+                long[] part = new long[blocks];
+                stagedPieces(prepared, loop, starts, a, b, part, base);
+                return part;
+            });
+        }
+        try {
+            List<Future<long[]>> done = pool.invokeAll(calls);
+            for (int i = 0; i < done.size(); i++) {
+                long[] part = done.get(i).get();
+                for (int k = 0; k < part.length; k++) {
+                    out[bases.get(i) + k] += part[k];
+                }
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while copying", e);
+        } catch (ExecutionException e) {
+            if (e.getCause() instanceof RuntimeException re) {
+                throw re;
+            }
+            throw new IllegalStateException(e.getCause());
+        }
+    }
+
+    /**
+     * Byte cells of a staged launch, page by page: every pair's cells of the page assembled into the buffer (zeroed
+     * past K and V: the padding) and summed, then written out.
+     */
+    private static void stagedByteCells(CopyPlan.Launch l, Runs runs, long[] out) {
+        ChecksumMode mode = l.mode();
+        int[] starts = pageStarts(runs);
+        long perToken = 0;
+        for (CopyPlan.Pair pair : l.pairs()) {
+            perToken += 8L * pair.pieces();
+        }
+        MemorySegment stage = stage(perToken * l.destinationPageSize());
+        java.lang.foreign.ValueLayout.OfLong piece = java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED
+                .withOrder(java.nio.ByteOrder.LITTLE_ENDIAN);
+        for (int q = 0; q + 1 < starts.length; q++) {
+            for (int pass = 0; pass < 2; pass++) {
+                long at = 0;
+                for (CopyPlan.Pair pair : l.pairs()) {
+                    SlicePlan.Part sk = pair.source().k();
+                    SlicePlan.Part dk = pair.destination().k();
+                    SlicePlan.Part sv = pair.source().v();
+                    SlicePlan.Part dv = pair.destination().v();
+                    int kb = sk.bytes();
+                    int vb = sv == null ? 0 : sv.bytes();
+                    int pieces = pair.pieces();
+                    for (int r = starts[q]; r < starts[q + 1]; r++) {
+                        long s = 0;
+                        for (int i = 0; i < runs.n[r]; i++, at += 8L * pieces) {
+                            if (pass == 0) {
+                                stage.asSlice(at, 8L * pieces).fill((byte) 0);
+                                MemorySegment.copy(host(sk), sk.cellOffset(runs.srcPage[r], runs.srcSlot[r] + i), stage, at, kb);
+                                if (sv != null) {
+                                    MemorySegment.copy(host(sv), sv.cellOffset(runs.srcPage[r], runs.srcSlot[r] + i),
+                                            stage, at + kb, vb);
+                                }
+                                long w = Definition.weight((runs.t0[r] + i) * pieces);
+                                for (int p = 0; p < pieces; p++, w += 2) {
+                                    s += Definition.pieceValue(stage.get(piece, at + 8L * p), mode) * w;
+                                }
+                            } else {
+                                MemorySegment.copy(stage, at, host(dk), dk.cellOffset(runs.dstPage[r], runs.dstSlot[r] + i), kb);
+                                if (dv != null) {
+                                    MemorySegment.copy(stage, at + kb, host(dv),
+                                            dv.cellOffset(runs.dstPage[r], runs.dstSlot[r] + i), vb);
+                                }
+                            }
+                        }
+                        if (pass == 0) {
+                            out[runs.block[r]] += pair.factor() * s;
+                        }
+                    }
+                }
+            }
         }
     }
 

@@ -89,7 +89,9 @@ public final class ReferenceBackend implements Backend {
      * requests' tables and the groups' regions (not from the plan's pairs or launches); then the destination is
      * checksummed by this backend's own reading of the definition ({@link #run}) over the copied slices. A backend
      * that computes the values while copying must agree with the checksum of what it wrote. A segmented plan is run
-     * segment plan by segment plan.
+     * segment plan by segment plan. Where source and destination memory overlap ({@link CopyPlan#staged()}), every
+     * source cell is read before any destination cell is written: the copy's meaning, not the staging units' order
+     * (so the units' classification is checked by this backend too, not assumed).
      */
     @Override
     public PendingChecksums runCopy(CopyPlan plan, OptionalLong stream) {
@@ -104,6 +106,7 @@ public final class ReferenceBackend implements Backend {
         KvCacheGroup dst = plan.destination();
         RequestBlocks sq = plan.sourceRequest();
         RequestBlocks dq = plan.destinationRequest();
+        List<Runnable> writes = plan.overlaps() ? new java.util.ArrayList<>() : null;
         for (CacheLayer d : dst.layers()) {
             for (int h = 0; h < d.numHeads(); h++) {
                 int head = d.firstHead() + h;
@@ -119,24 +122,34 @@ public final class ReferenceBackend implements Backend {
                         long ss = si % src.pageSize();
                         long dp = dq.page((int) (di / dst.pageSize()));
                         long ds = di % dst.pageSize();
-                        copyCell(s.k(), sp, ss, sh, d.k(), dp, ds, h);
+                        copyCell(s.k(), sp, ss, sh, d.k(), dp, ds, h, writes);
                         if (d.v() != null) {
-                            copyCell(s.v(), sp, ss, sh, d.v(), dp, ds, h);
+                            copyCell(s.v(), sp, ss, sh, d.v(), dp, ds, h, writes);
                         }
                     }
                 }
             }
         }
+        if (writes != null) {
+            writes.forEach(Runnable::run);
+        }
         CompiledPlan check = CompiledPlan.compile(plan.copiedDestination(), List.of(dq), plan.spec());
         return run(check, CompiledPlan.Output.BLOCK_CHECKSUMS, OptionalLong.empty());
     }
 
+    /** Copies one cell, or (with {@code writes}) reads it now and adds its write to {@code writes}. */
     private static void copyCell(KvRegion from, long fromPage, long fromSlot, int fromHead, KvRegion to, long toPage,
-            long toSlot, int toHead) {
+            long toSlot, int toHead, List<Runnable> writes) {
         MemorySegment a = ((KvMemory.Host) from.memory()).segment();
         MemorySegment b = ((KvMemory.Host) to.memory()).segment();
         long x = from.cellOffset(fromPage, fromSlot, fromHead);
         long y = to.cellOffset(toPage, toSlot, toHead);
+        if (writes != null) {
+            byte[] cell = new byte[from.cellBytes()];
+            MemorySegment.copy(a, ValueLayout.JAVA_BYTE, x, cell, 0, cell.length);
+            writes.add(() -> MemorySegment.copy(cell, 0, b, ValueLayout.JAVA_BYTE, y, cell.length));
+            return;
+        }
         for (int i = 0; i < from.cellBytes(); i++) {
             b.set(ValueLayout.JAVA_BYTE, y + i, a.get(ValueLayout.JAVA_BYTE, x + i));
         }

@@ -21,23 +21,35 @@ import java.util.Set;
  *     also admits pinned host memory there ({@link #copies(CopyRoute, boolean)}); a route with
  *     {@link Residency#PINNED_HOST} admits only pinned host memory (the CUDA backend's routes between host and device)
  * @param copiesOnStream which (source, destination) memory kinds it copies on an engine's stream or queue
- * @param copiesInPlace whether the backend stages pages so that a copy's source and destination memory may overlap
- *     (vLLM's in-place rearrangement); no backend does yet, and {@link io.kvchecksum.CopyPlan#check} refuses such
- *     a copy otherwise
+ * @param maxStagedUnitBytes the largest staging unit the backend stages, in bytes; 0: it stages none. A copy whose
+ *     source and destination memory overlap (vLLM's in-place rearrangement) runs only staged: per unit (one layer's
+ *     cells of one destination page, {@link io.kvchecksum.CopyPlan#stagingUnitBytes()}) every source cell is read
+ *     into staging memory before any of the unit's destination cells is written. {@link io.kvchecksum.CopyPlan#check}
+ *     refuses an overlapping copy whose largest unit exceeds this, naming both sizes (the CPU backends: 64 MiB, a
+ *     per-thread buffer; a GPU backend: what its shared or local memory holds)
  * @param copiesSegments whether {@link Backend#runCopy} takes a plan whose destination is segmented
  *     ({@link io.kvchecksum.CopyPlan#isSegmented()}: several groups, each segment's launches with values in its own
  *     blocks) as one call; without it the front runs such a plan one segment plan at a time and adds the values up
  */
 public record BackendLimits(Set<Residency> reads, Set<Residency> readsOnStream, int maxByteCellSlices, String hint,
-                            Set<CopyRoute> copies, Set<CopyRoute> copiesOnStream, boolean copiesInPlace,
+                            Set<CopyRoute> copies, Set<CopyRoute> copiesOnStream, long maxStagedUnitBytes,
                             boolean copiesSegments) {
     /** Host memory only, on the calling thread, and no verifying copy. */
     public static final BackendLimits HOST_ONLY = new BackendLimits(Set.of(Residency.HOST), Set.of(Residency.HOST),
             Integer.MAX_VALUE, "");
 
-    /** The CPU backends: host memory only, on the calling thread (they have no stream and ignore one); host-to-host copies. */
+    /**
+     * The largest staging unit of the CPU backends: a unit is staged in a buffer of the copying thread, so the limit
+     * only bounds that buffer (a real layer's page is a few hundred KiB at most).
+     */
+    public static final long CPU_STAGED_UNIT_BYTES = 64L << 20;
+
+    /**
+     * The CPU backends: host memory only, on the calling thread (they have no stream and ignore one); host-to-host
+     * copies, in place staged in units of up to {@link #CPU_STAGED_UNIT_BYTES}.
+     */
     public static final BackendLimits CPU = HOST_ONLY.withCopies(Set.of(CopyRoute.HOST_TO_HOST), Set.of(CopyRoute.HOST_TO_HOST))
-            .withSegmentedCopies();
+            .withSegmentedCopies().withStagedUnits(CPU_STAGED_UNIT_BYTES);
 
     /**
      * Where a verifying copy reads and where it writes: the residency of every source region and of every destination
@@ -110,11 +122,15 @@ public record BackendLimits(Set<Residency> reads, Set<Residency> readsOnStream, 
      * Copies the sets.
      *
      * @throws NullPointerException when a component is null
-     * @throws IllegalArgumentException when {@code maxByteCellSlices} is not positive
+     * @throws IllegalArgumentException when {@code maxByteCellSlices} is not positive or {@code maxStagedUnitBytes}
+     *     is negative
      */
     public BackendLimits {
         if (maxByteCellSlices < 1) {
             throw new IllegalArgumentException("maxByteCellSlices must be positive, got " + maxByteCellSlices);
+        }
+        if (maxStagedUnitBytes < 0) {
+            throw new IllegalArgumentException("maxStagedUnitBytes must not be negative, got " + maxStagedUnitBytes);
         }
         reads = Set.copyOf(Objects.requireNonNull(reads, "reads"));
         readsOnStream = Set.copyOf(Objects.requireNonNull(readsOnStream, "readsOnStream"));
@@ -132,7 +148,7 @@ public record BackendLimits(Set<Residency> reads, Set<Residency> readsOnStream, 
      * @param hint what to do instead of a refused memory kind
      */
     public BackendLimits(Set<Residency> reads, Set<Residency> readsOnStream, int maxByteCellSlices, String hint) {
-        this(reads, readsOnStream, maxByteCellSlices, hint, Set.of(), Set.of(), false, false);
+        this(reads, readsOnStream, maxByteCellSlices, hint, Set.of(), Set.of(), 0, false);
     }
 
     /**
@@ -144,28 +160,38 @@ public record BackendLimits(Set<Residency> reads, Set<Residency> readsOnStream, 
      * @param hint what to do instead of a refused memory kind
      * @param copies the copy routes on the backend's own stream
      * @param copiesOnStream the copy routes on an engine's stream
-     * @param copiesInPlace whether overlapping source and destination memory is staged
+     * @param maxStagedUnitBytes the largest staging unit of an in-place copy (0: none staged)
      */
     public BackendLimits(Set<Residency> reads, Set<Residency> readsOnStream, int maxByteCellSlices, String hint,
-                         Set<CopyRoute> copies, Set<CopyRoute> copiesOnStream, boolean copiesInPlace) {
-        this(reads, readsOnStream, maxByteCellSlices, hint, copies, copiesOnStream, copiesInPlace, false);
+                         Set<CopyRoute> copies, Set<CopyRoute> copiesOnStream, long maxStagedUnitBytes) {
+        this(reads, readsOnStream, maxByteCellSlices, hint, copies, copiesOnStream, maxStagedUnitBytes, false);
     }
 
     /**
-     * {@return these limits with the given copy routes (and no in-place copies)}
+     * {@return these limits with the given copy routes (the staging limit kept)}
      *
      * @param own the routes copied on the backend's own stream
      * @param onStream the routes copied on an engine's stream
      */
     public BackendLimits withCopies(Set<CopyRoute> own, Set<CopyRoute> onStream) {
-        return new BackendLimits(reads, readsOnStream, maxByteCellSlices, hint, own, onStream, copiesInPlace,
+        return new BackendLimits(reads, readsOnStream, maxByteCellSlices, hint, own, onStream, maxStagedUnitBytes,
+                copiesSegments);
+    }
+
+    /**
+     * {@return these limits, staging in-place copies in units of up to {@code bytes} (0: none)}
+     *
+     * @param bytes the largest staging unit, in bytes
+     */
+    public BackendLimits withStagedUnits(long bytes) {
+        return new BackendLimits(reads, readsOnStream, maxByteCellSlices, hint, copies, copiesOnStream, bytes,
                 copiesSegments);
     }
 
     /** {@return these limits, taking a segmented copy plan in one {@link Backend#runCopy} call} */
     public BackendLimits withSegmentedCopies() {
-        return new BackendLimits(reads, readsOnStream, maxByteCellSlices, hint, copies, copiesOnStream, copiesInPlace,
-                true);
+        return new BackendLimits(reads, readsOnStream, maxByteCellSlices, hint, copies, copiesOnStream,
+                maxStagedUnitBytes, true);
     }
 
     /**

@@ -136,6 +136,9 @@ public final class CopySuite {
                 List<KvMemory> memory = place(v, host, p);
                 KvCacheGroup src = v.source(memory);
                 KvCacheGroup dst = v.destination(memory);
+                if (v.inPlace() && !staging(backend, v, src, dst, who)) {
+                    return;
+                }
                 if (v.spec().padding() == CellPadding.ZEROS) {
                     assertThrows(InvalidLayoutException.class, () -> backend.compileCopy(src, v.sourceRequest(), dst,
                             v.destinationRequest(), v.spec().withPadding(CellPadding.NONE)), who + ": unpadded must be refused");
@@ -144,15 +147,141 @@ public final class CopySuite {
                 long[] got = backend.copyAndChecksum(plan);
                 assertArrayEquals(v.expected(), got, () -> who + ": values " + Arrays.toString(unsigned(got)));
                 checkBuffers(v, host, memory, p, who);
+                if (v.inPlace()) {   // the copy changed its own source: again only from the initial bytes
+                    plan = refill(backend, v, host, memory, p, plan);
+                }
                 assertArrayEquals(v.expected(), backend.copyAndChecksum(plan), who + ": the same plan again");
                 checkBuffers(v, host, memory, p, who + " (again)");
                 if (copiesOnStream(backend, plan)) {
+                    if (v.inPlace()) {
+                        plan = refill(backend, v, host, memory, p, plan);
+                    }
                     try (PendingChecksums pending = backend.submitCopy(plan, 0)) {
                         assertArrayEquals(v.expected(), pending.get(), who + ": submitCopy");
+                    }
+                    if (v.inPlace()) {
+                        checkBuffers(v, host, memory, p, who + " (submitCopy)");
                     }
                 }
             }
         }));
+    }
+
+    /**
+     * An in-place vector: whether the backend stages it; where it does not (its
+     * {@link BackendLimits#maxStagedUnitBytes()} below the plan's unit, or the placement's one memory kind for both
+     * sides not a route it copies), checks that the copy is refused at compile time, naming the backend. The vector must be stageable ({@link CopyPlan#staged()}): each destination page reads only its
+     * own bytes.
+     */
+    private static boolean staging(KvChecksum backend, CopyVector v, KvCacheGroup src, KvCacheGroup dst, String who) {
+        CopyPlan unchecked = CopyPlan.compile(src, v.sourceRequest(), dst, v.destinationRequest(), v.spec());
+        assertTrue(unchecked.overlaps() && unchecked.staged() && unchecked.stagingUnitBytes() > 0,
+                who + ": an in-place vector must be a staged plan");
+        BackendLimits limits = backend.backend().limits();
+        long limit = limits.maxStagedUnitBytes();
+        // one placement for both sides: a route the backend may not copy (pinned host memory to itself on CUDA)
+        boolean routes = unchecked.launches().stream().allMatch(l -> limits.copies(l.route(), false));
+        if (routes && unchecked.stagingUnitBytes() <= limit) {
+            return true;
+        }
+        InvalidLayoutException e = assertThrows(InvalidLayoutException.class, () -> backend.compileCopy(src,
+                v.sourceRequest(), dst, v.destinationRequest(), v.spec()), who + ": must be refused, the backend stages "
+                + limit + " bytes per unit");
+        // refused for the staging, or before it for a route the placement gives (one memory kind for both sides)
+        assertTrue(e.getMessage().contains("backend '" + backend.name() + "'"), who + ": " + e.getMessage());
+        return false;
+    }
+
+    /**
+     * The buffers of an in-place vector filled again; the plan itself where the placement gives the same memory
+     * again (host memory), else one compiled over the new placement.
+     */
+    private static CopyPlan refill(KvChecksum backend, CopyVector v, List<MemorySegment> host, List<KvMemory> memory,
+                                   Placement p, CopyPlan plan) {
+        v.refill(host);
+        List<KvMemory> again = place(v, host, p);
+        if (again.equals(memory)) {
+            return plan;
+        }
+        memory.clear();
+        memory.addAll(again);
+        return backend.compileCopy(v.source(memory), v.sourceRequest(), v.destination(memory), v.destinationRequest(),
+                v.spec());
+    }
+
+    /**
+     * In-place faults on a backend that stages ({@link BackendLimits#maxStagedUnitBytes()} above each in-place
+     * vector's unit; none otherwise): a corrupted source byte differs at exactly the block holding its position, a
+     * source described with the wrong head range (still within each page: staged) at every block; the
+     * first two destination pages' source pages swapped (a unit reading another unit's page, an in-place page
+     * permutation) is refused, naming both units; the staging limit below a vector's unit is refused, naming both
+     * sizes.
+     *
+     * @param backend the backend under test
+     * @return one dynamic test per fault and in-place vector, named {@code "<backend> · in-place fault · <fault> · <vector>"}
+     */
+    public static Stream<DynamicNode> inPlaceFaults(KvChecksum backend) {
+        return inPlaceFaults(backend, HOST);
+    }
+
+    /**
+     * The in-place faults with each buffer placed by a fresh {@code placement} (device memory for a GPU backend).
+     *
+     * @param backend the backend under test
+     * @param placement makes a test's placement
+     * @return one dynamic test per fault and in-place vector
+     */
+    public static Stream<DynamicNode> inPlaceFaults(KvChecksum backend, Supplier<Placement> placement) {
+        List<DynamicNode> out = new ArrayList<>();
+        for (CopyVector v : CopyVector.all()) {
+            if (!v.inPlace()) {
+                continue;
+            }
+            String prefix = backend.name() + " · in-place fault · ";
+            if (backend.backend().limits().maxStagedUnitBytes() > 0) {
+                out.add(fault(backend, placement, v, "corrupted source byte", CopySuite::corruptSourceByte, "in-place fault"));
+                if (v.sourceHeadsPerLayer() > 1) {   // each head's data into the next head's cells of the same page
+                    out.add(fault(backend, placement, v, "wrong head range", CopySuite::wrongHeads, "in-place fault"));
+                }
+            }
+            out.add(DynamicTest.dynamicTest(prefix + "page permutation refused · " + v.name(), () -> {
+                try (Arena arena = Arena.ofShared(); Placement p = placement.get()) {
+                    List<KvMemory> memory = place(v, v.buffers(arena), p);
+                    KvCacheGroup src = v.source(memory);
+                    int[] table = v.sourceRequest().pageTable();
+                    // the source pages of the first destination page and of the second, exchanged
+                    int per = Math.max(1, v.destination(memory).pageSize() / src.pageSize());
+                    for (int k = 0; k < per; k++) {
+                        int x = table[k];
+                        table[k] = table[per + k];
+                        table[per + k] = x;
+                    }
+                    RequestBlocks sq = new RequestBlocks(table, v.sourceRequest().numTokens(),
+                            v.sourceRequest().firstBlock(), v.sourceRequest().blockSize());
+                    InvalidLayoutException e = assertThrows(InvalidLayoutException.class, () -> backend.compileCopy(src,
+                            sq, v.destination(memory), v.destinationRequest(), v.spec()));
+                    int[] dt = v.destinationRequest().pageTable();
+                    assertTrue(e.getMessage().contains("per-page staging cannot order it")
+                            && e.getMessage().contains("destination page " + dt[0])
+                            && e.getMessage().contains("destination page " + dt[1])
+                            && e.getMessage().contains("copy through separate memory"), e.getMessage());
+                }
+            }));
+            out.add(DynamicTest.dynamicTest(prefix + "unit above the limit refused · " + v.name(), () -> {
+                try (Arena arena = Arena.ofShared(); Placement p = placement.get()) {
+                    List<KvMemory> memory = place(v, v.buffers(arena), p);
+                    CopyPlan plan = CopyPlan.compile(v.source(memory), v.sourceRequest(), v.destination(memory),
+                            v.destinationRequest(), v.spec());
+                    BackendLimits limits = backend.backend().limits().withStagedUnits(plan.stagingUnitBytes() - 1);
+                    InvalidLayoutException e = assertThrows(InvalidLayoutException.class,
+                            () -> plan.check(backend.name(), limits, false));
+                    assertTrue(e.getMessage().contains("is " + plan.stagingUnitBytes() + " bytes")
+                            && e.getMessage().contains("stages at most " + (plan.stagingUnitBytes() - 1) + " bytes")
+                            && e.getMessage().contains("backend '" + backend.name() + "'"), e.getMessage());
+                }
+            }));
+        }
+        return out.stream();
     }
 
     /**
@@ -183,10 +312,10 @@ public final class CopySuite {
         }
         List<DynamicNode> out = new ArrayList<>();
         for (CopyVector v : vs) {
-            out.add(fault(backend, placement, v, "corrupted source byte", CopySuite::corruptSourceByte));
-            out.add(fault(backend, placement, v, "swapped source pages", CopySuite::swapSourcePages));
+            out.add(fault(backend, placement, v, "corrupted source byte", CopySuite::corruptSourceByte, "copy fault"));
+            out.add(fault(backend, placement, v, "swapped source pages", CopySuite::swapSourcePages, "copy fault"));
             if (v.sourceHeadsPerLayer() > 1) {   // one head moved has nothing in common with the destination: refused
-                out.add(fault(backend, placement, v, "wrong head range", CopySuite::wrongHeads));
+                out.add(fault(backend, placement, v, "wrong head range", CopySuite::wrongHeads, "copy fault"));
             }
         }
         return out.stream();
@@ -217,9 +346,10 @@ public final class CopySuite {
         }
     }
 
-    private static DynamicNode fault(KvChecksum backend, Supplier<Placement> placement, CopyVector v, String what, Fault f) {
-        return DynamicTest.dynamicTest(backend.name() + " · copy fault · " + what + " · " + v.name(), () -> {
-            String who = backend.name() + " · copy fault · " + what + " · " + v.name();
+    private static DynamicNode fault(KvChecksum backend, Supplier<Placement> placement, CopyVector v, String what, Fault f,
+                                     String kind) {
+        return DynamicTest.dynamicTest(backend.name() + " · " + kind + " · " + what + " · " + v.name(), () -> {
+            String who = backend.name() + " · " + kind + " · " + what + " · " + v.name();
             try (Arena arena = Arena.ofShared(); Placement p = placement.get()) {
                 Setting s = new Setting(v, v.buffers(arena));
                 Set<Integer> expected = f.apply(s);

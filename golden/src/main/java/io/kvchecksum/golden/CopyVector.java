@@ -43,6 +43,14 @@ public final class CopyVector {
         return ALL.get();
     }
 
+    /**
+     * {@return the vectors whose source and destination are separate buffers (not {@link #inPlace()}): for tests that
+     * place each side's buffers by itself (a route per side)}
+     */
+    public static List<CopyVector> apart() {
+        return all().stream().filter(v -> !v.inPlace()).toList();
+    }
+
     private static List<CopyVector> read() {
         List<CopyVector> out = new ArrayList<>();
         for (JsonNode n : VectorJson.tree("vectors-copy", "index.json").get("vectors")) {
@@ -78,12 +86,21 @@ public final class CopyVector {
     }
 
     /**
-     * {@return whether buffer {@code k} is a destination buffer}
+     * {@return whether buffer {@code k} is written: a destination buffer, or one of an in-place vector (role "both")}
      *
      * @param k a buffer index
      */
     public boolean isDestination(int k) {
-        return "destination".equals(json.get("buffers").get(k).get("role").asText());
+        String role = json.get("buffers").get(k).get("role").asText();
+        return "destination".equals(role) || "both".equals(role);
+    }
+
+    /**
+     * {@return whether the destination's regions lie in the source's buffers (vLLM's in-place rearrangement): a copy a
+     * backend runs only staged, page by page ({@code io.kvchecksum.CopyPlan#staged()})}
+     */
+    public boolean inPlace() {
+        return json.path("in_place").asBoolean(false);
     }
 
     /**
@@ -112,18 +129,29 @@ public final class CopyVector {
      * @return one segment per buffer
      */
     public List<MemorySegment> buffers(Arena arena) {
-        long seed = json.get("seed").asLong();
         List<MemorySegment> out = new ArrayList<>();
         for (int k = 0; k < numBuffers(); k++) {
-            long bytes = json.get("buffers").get(k).get("bytes").asLong();
-            MemorySegment seg = arena.allocate(bytes, 64);
+            out.add(arena.allocate(json.get("buffers").get(k).get("bytes").asLong(), 64));
+        }
+        refill(out);
+        return out;
+    }
+
+    /**
+     * Fills the buffers again with their initial bytes (the generator's rule), in place: an in-place vector's copy
+     * changes its source, so it runs again only on refilled buffers.
+     *
+     * @param buffers what {@link #buffers} returned
+     */
+    public void refill(List<MemorySegment> buffers) {
+        long seed = json.get("seed").asLong();
+        for (int k = 0; k < numBuffers(); k++) {
+            MemorySegment seg = buffers.get(k);
             long base = seed * (1L << 32) + k * (1L << 26);
-            for (long i = 0; i < bytes / 8; i++) {
+            for (long i = 0; i < seg.byteSize() / 8; i++) {
                 seg.set(WORD, 8 * i, splitmix64(base + i));
             }
-            out.add(seg);
         }
-        return out;
     }
 
     /**

@@ -6,20 +6,25 @@ import org.junit.jupiter.api.TestFactory;
 
 import java.util.stream.Stream;
 
-/** NumPy's verifying-copy vectors and the copy's fault tests through both pure-Java backends. */
+/**
+ * NumPy's verifying-copy vectors (the in-place ones staged) and the copy's fault tests through both pure-Java
+ * backends.
+ */
 class CpuCopyTest {
     @TestFactory
     Stream<DynamicNode> reference() {
-        return Stream.concat(CopySuite.tests(KvChecksums.reference()), CopySuite.faults(KvChecksums.reference()));
+        return Stream.of(CopySuite.tests(KvChecksums.reference()), CopySuite.faults(KvChecksums.reference()),
+                CopySuite.inPlaceFaults(KvChecksums.reference())).flatMap(s -> s);
     }
 
     @TestFactory
     Stream<DynamicNode> cpu() {
-        return Stream.concat(CopySuite.tests(KvChecksums.cpu()), CopySuite.faults(KvChecksums.cpu()));
+        return Stream.of(CopySuite.tests(KvChecksums.cpu()), CopySuite.faults(KvChecksums.cpu()),
+                CopySuite.inPlaceFaults(KvChecksums.cpu())).flatMap(s -> s);
     }
 
     @TestFactory
     Stream<DynamicNode> cpuSingleThread() {
-        return CopySuite.tests(KvChecksums.cpu(1));
+        return Stream.concat(CopySuite.tests(KvChecksums.cpu(1)), CopySuite.inPlaceFaults(KvChecksums.cpu(1)));
     }
 }

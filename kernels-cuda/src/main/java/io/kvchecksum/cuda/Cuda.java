@@ -29,6 +29,10 @@ final class Cuda {
     static final int ATTR_MULTIPROCESSOR_COUNT = 16;
     static final int ATTR_COMPUTE_CAPABILITY_MAJOR = 75;
     static final int ATTR_COMPUTE_CAPABILITY_MINOR = 76;
+    /** {@code CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN}: the most shared memory a block may opt in to. */
+    static final int ATTR_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97;
+    /** {@code CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES}: a kernel's opt-in to more dynamic shared memory. */
+    static final int FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
     /**
      * The fatbin is built by CUDA 13's nvcc: its machine code and PTX load on a driver of CUDA 13.0 (the 580 series,
      * driver API 13000) or newer. An older driver would load the library and fail later, at cuLibraryLoadData, with a

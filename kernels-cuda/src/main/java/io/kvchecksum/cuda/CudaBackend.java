@@ -90,11 +90,22 @@ public final class CudaBackend implements Backend {
     /** The copy kernels in both modes. */
     static final List<String> COPY_KERNELS = Stream.of(COPY_16B, COPY_8B, COPY_BYTE_CELLS)
             .flatMap(k -> Stream.of(k, k + MIXED_SUFFIX)).toList();
+    /**
+     * The staged copy's kernel ({@link CopyPlan#staged()}: source and destination memory overlap): a CTA per staging
+     * unit, read whole into shared memory before it is written.
+     */
+    static final String COPY_STAGED = "kvc_copy_staged";
+    /**
+     * The largest staging unit where the device's opt-in to more dynamic shared memory is not available: the 48 KiB
+     * every kernel may use.
+     */
+    static final long COPY_STAGE_BYTES = 48 << 10;
     /** Every checksum kernel in both outputs ({@link #sliceSums}) and both modes, then the others, then the copy's. */
     static final List<String> KERNELS = Stream.concat(Stream.concat(
             Stream.of(BLOCK_CHECKSUMS_1B, BLOCK_CHECKSUMS_8B, BLOCK_CHECKSUMS_16B, BYTE_CELL_BLOCK_CHECKSUMS)
                     .flatMap(k -> Stream.of(k, sliceSums(k))).flatMap(k -> Stream.of(k, k + MIXED_SUFFIX)),
-            Stream.of(FILL, SUM, PAGE_DIGEST)), COPY_KERNELS.stream()).toList();
+            Stream.of(FILL, SUM, PAGE_DIGEST)), Stream.concat(COPY_KERNELS.stream(),
+            Stream.of(COPY_STAGED, COPY_STAGED + MIXED_SUFFIX))).toList();
 
     /**
      * The system property that picks the occupancy variant of the whole-piece checksum kernels when a backend is
@@ -143,7 +154,7 @@ public final class CudaBackend implements Backend {
             "; the verifying copy on CUDA copies device memory and pinned host memory (pin a host buffer with "
                     + "CudaBackend.allocatePinned(bytes) or CudaBackend.pin(segment) and describe it on its memory(), "
                     + "KvMemory.pinnedHost); use the backend's own stream (submit without a stream) for host memory")
-            .withCopies(COPY_ROUTES, COPY_ROUTES);
+            .withCopies(COPY_ROUTES, COPY_ROUTES).withStagedUnits(COPY_STAGE_BYTES);
 
     /** {@code CUstreamCaptureStatus}: not capturing. */
     static final int CAPTURE_STATUS_NONE = 0;
@@ -161,6 +172,8 @@ public final class CudaBackend implements Backend {
     private final int maxBlocksPerLaunch;
     private final String description;
     private final String variant;
+    /** {@link #LIMITS} with the largest staging unit of this device ({@link #stagedUnits}). */
+    private final BackendLimits limits;
     private final Map<Long, ContextResources> contexts = new ConcurrentHashMap<>();
     private final Set<DeviceBuffer> uploads = ConcurrentHashMap.newKeySet();
     /** The host memory this backend pinned and has not unpinned, by host address (ranges never overlap). */
@@ -225,11 +238,33 @@ public final class CudaBackend implements Backend {
                 kernels.put(k, h[0]);
             }
             this.variant = variant;
+            this.limits = LIMITS.withStagedUnits(stagedUnits());
             this.description = NAME + " (" + Cuda.describeDevice(driver, device) + "; hand-written kernels, fatbin sm_80+sm_90+compute_90"
                     + (suffix.isEmpty() ? "" : ", variant " + variant) + ")";
         } catch (RuntimeException e) {
             driver.cuDevicePrimaryCtxRelease(device);
             throw e;
+        }
+    }
+
+    /**
+     * The largest staging unit of {@code kvc_copy_staged}: the device's opt-in maximum of shared memory per block (227
+     * KiB on an H100, 163 KiB on an A100), both staged kernels opted in to it here; {@link #COPY_STAGE_BYTES} where the
+     * device does not report it or a kernel refuses the opt-in (the staged copy is then limited, nothing else is).
+     */
+    private long stagedUnits() {
+        try {
+            int optIn = Cuda.attribute(driver, device, Cuda.ATTR_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+            if (optIn <= COPY_STAGE_BYTES) {
+                return COPY_STAGE_BYTES;
+            }
+            for (String k : List.of(COPY_STAGED, COPY_STAGED + MIXED_SUFFIX)) {
+                check(driver, driver.cuKernelSetAttribute(Cuda.FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, optIn,
+                        kernels.get(k), device), "cuKernelSetAttribute(" + k + ", MAX_DYNAMIC_SHARED_SIZE_BYTES, " + optIn + ")");
+            }
+            return optIn;
+        } catch (CudaException | UnsatisfiedLinkError e) {
+            return COPY_STAGE_BYTES;
         }
     }
 
@@ -256,7 +291,7 @@ public final class CudaBackend implements Backend {
     /** Host and device memory (host memory copied first) on the own stream; device memory only on an engine's. */
     @Override
     public BackendLimits limits() {
-        return LIMITS;
+        return limits;
     }
 
     /**
@@ -349,6 +384,10 @@ public final class CudaBackend implements Backend {
      * both adding into the same block values, and the values copied to pinned memory on a side stream. Nothing in it synchronizes
      * the device, the context or the caller's stream. Whole pieces run {@code kvc_copy_checksums_16b} or {@code _8b}
      * when every part of both sides allows those loads and stores (even piece counts), else {@code kvc_copy_byte_cells}.
+     * A staged plan ({@link CopyPlan#staged()}: source and destination memory overlap, vLLM's in-place rearrangement)
+     * runs {@code kvc_copy_staged} instead, one launch per layer of each launch, a CTA per staging unit (the layer's
+     * cells of one destination page, in dynamic shared memory up to the limit the backend declares:
+     * {@link #stagedUnits}).
      *
      * <p>Pinned host memory on one side ({@link BackendLimits.CopyRoute#PINNED_HOST_TO_DEVICE},
      * {@link BackendLimits.CopyRoute#DEVICE_TO_PINNED_HOST}) is read or written by the same kernels in place, through
@@ -461,6 +500,10 @@ public final class CudaBackend implements Backend {
         long[] srcOff = new long[n];
         long[] dstOff = new long[n];
         String[] names = new String[n];
+        boolean staged = plan.staged();
+        // staged: each layer's pairs together (a staging unit is one layer's pairs of a launch), a launch per layer
+        List<List<CopyPlan.Pair>> ordered = launches.stream().map(l -> staged ? l.pairs().stream()
+                .sorted(java.util.Comparator.comparingInt(CopyPlan.Pair::layer)).toList() : l.pairs()).toList();
         long at = 0;
         for (int k = 0; k < n; k++) {
             CopyPlan.Launch l = launches.get(k);
@@ -468,7 +511,7 @@ public final class CudaBackend implements Backend {
             at += (long) l.pairs().size() * KernelAbi.SLICE_BYTES;
             dstOff[k] = at;
             at += (long) l.pairs().size() * KernelAbi.SLICE_BYTES;
-            names[k] = copyKernel(l, address) + (l.mode() == ChecksumMode.MIXED ? MIXED_SUFFIX : "");
+            names[k] = (staged ? COPY_STAGED : copyKernel(l, address)) + (l.mode() == ChecksumMode.MIXED ? MIXED_SUFFIX : "");
         }
         CopyPlan.Launch first = launches.get(0);
         int[] srcTable = first.sourceTable();
@@ -485,9 +528,9 @@ public final class CudaBackend implements Backend {
             if (!cached) {
                 for (int k = 0; k < n; k++) {
                     CopyPlan.Launch l = launches.get(k);
-                    boolean bytes = names[k].startsWith(COPY_BYTE_CELLS);
+                    boolean bytes = staged || names[k].startsWith(COPY_BYTE_CELLS);
                     for (int i = 0; i < l.pairs().size(); i++) {
-                        CopyPlan.Pair p = l.pairs().get(i);
+                        CopyPlan.Pair p = ordered.get(k).get(i);
                         KernelAbi.slice(host, srcOff[k] + (long) i * KernelAbi.SLICE_BYTES, p.source(), address, bytes);
                         KernelAbi.slice(host, dstOff[k] + (long) i * KernelAbi.SLICE_BYTES, p.destination(), address, bytes);
                     }
@@ -501,6 +544,30 @@ public final class CudaBackend implements Backend {
                 check(driver, driver.cuMemsetD8Async(dOut, 0, 8L * nb, stream), "cuMemsetD8Async(results)");
                 for (int k = 0; k < n; k++) {
                     CopyPlan.Launch l = launches.get(k);
+                    if (staged) {
+                        List<CopyPlan.Pair> pairs = ordered.get(k);
+                        int units = (int) Math.ceilDiv(l.numTokens() - l.startToken(), (long) l.destinationPageSize());
+                        for (int g0 = 0; g0 < pairs.size(); ) {
+                            int g1 = g0 + 1;
+                            while (g1 < pairs.size() && pairs.get(g1).layer() == pairs.get(g0).layer()) {
+                                g1++;
+                            }
+                            KernelAbi.copyParams(host, params, dUpload + srcOff[k] + (long) g0 * KernelAbi.SLICE_BYTES,
+                                    dUpload + dstOff[k] + (long) g0 * KernelAbi.SLICE_BYTES, dUpload + srcTableOff,
+                                    dUpload + dstTableOff, dOut, l.startToken(), l.firstBlock(), l.numTokens(),
+                                    l.blockSize(), l.sourcePageSize(), l.destinationPageSize(), g1 - g0, units);
+                            long pieces = 0;
+                            for (int i = g0; i < g1; i++) {
+                                pieces += pairs.get(i).pieces();
+                            }
+                            // the unit's pieces in dynamic shared memory (at most limits().maxStagedUnitBytes(): checked)
+                            int shared = Math.toIntExact(8 * pieces * Math.min(l.destinationPageSize(),
+                                    l.numTokens() - l.startToken()));
+                            launch(names[k], units, 1, stream, host, upload, shared);
+                            g0 = g1;
+                        }
+                        continue;
+                    }
                     for (LaunchPlanner.BlockLaunch g : grids.get(k)) {
                         int b0 = g.blockOffset();
                         KernelAbi.copyParams(host, params, dUpload + srcOff[k], dUpload + dstOff[k], dUpload + srcTableOff,
@@ -922,9 +989,14 @@ public final class CudaBackend implements Backend {
 
     /** Launches {@code name} with the parameter struct already written at the params offset of {@code host}. */
     void launch(String name, int gridX, int gridY, long stream, MemorySegment host, long uploadBytes) {
+        launch(name, gridX, gridY, stream, host, uploadBytes, 0);
+    }
+
+    /** As above with {@code shared} bytes of dynamic shared memory per block. */
+    void launch(String name, int gridX, int gridY, long stream, MemorySegment host, long uploadBytes, int shared) {
         long argv = host.address() + paramsOffset(uploadBytes) + ARGV_OFFSET;
-        check(driver, driver.cuLaunchKernel(kernel(name), gridX, gridY, 1, LaunchPlanner.THREADS, 1, 1, 0, stream, argv, 0),
-                "cuLaunchKernel(" + name + ", grid " + gridX + "x" + gridY + ")");
+        check(driver, driver.cuLaunchKernel(kernel(name), gridX, gridY, 1, LaunchPlanner.THREADS, 1, 1, shared, stream,
+                argv, 0), "cuLaunchKernel(" + name + ", grid " + gridX + "x" + gridY + ")");
     }
 
     /**

@@ -183,6 +183,19 @@ public interface CudaDriver {
             long stream, long kernelParams, long extra);
 
     /**
+     * {@code cuKernelSetAttribute}: sets one attribute of a library kernel on a device (here
+     * {@code CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES}, the staged copy's opt-in to more than 48 KiB of dynamic
+     * shared memory).
+     *
+     * @param attrib the {@code CUfunction_attribute}
+     * @param val its value
+     * @param kernel the {@code CUkernel}
+     * @param dev the {@code CUdevice}
+     * @return the {@code CUresult}; 0 is {@code CUDA_SUCCESS}
+     */
+    int cuKernelSetAttribute(int attrib, int val, long kernel, int dev);
+
+    /**
      * {@code cuMemAlloc_v2}.
      *
      * @param dptr receives the {@code CUdeviceptr} in {@code dptr[0]}

@@ -73,6 +73,64 @@ class EmulatedCopyTest {
         return CopySuite.faults(CUDA.wide(), CUDA.onDevice());
     }
 
+    /**
+     * Llama-3-8B's in-place layout change (vLLM flash NHD read as HND on the same block ids: 8 KV heads x 256-byte cells,
+     * pages of 16): a staging unit of 64 KiB, above the 48 KiB a kernel has without opting in, so the backend's limit is
+     * the device's opt-in maximum and the launch asks for 64 KiB of dynamic shared memory (the fake driver refuses more
+     * than the kernel opted in to). Values and bytes equal the same copy out of place on the reference backend.
+     */
+    @Test
+    void llamaPagesInPlaceUseTheOptInSharedMemory() {
+        int heads = 8;
+        int cell = 256;
+        int pages = 6;
+        long page = 16L * heads * cell;
+        long bytes = 2 * 2 * pages * page;
+        assertEquals(FakeCudaDriver.SHARED_OPTIN, CUDA.wide().backend().limits().maxStagedUnitBytes());
+        java.util.function.BiFunction<KvMemory, Boolean, io.kvchecksum.KvCacheGroup> group = (m, hnd) -> {
+            List<io.kvchecksum.CacheLayer> ls = new ArrayList<>();
+            for (int l = 0; l < 2; l++) {
+                long k = l * 2 * pages * page;
+                long v = k + pages * page;
+                ls.add(hnd ? io.kvchecksum.CacheLayer.of(l, 0, heads, new io.kvchecksum.KvRegion(m, k, page, cell, 16L * cell, cell),
+                        new io.kvchecksum.KvRegion(m, v, page, cell, 16L * cell, cell))
+                        : io.kvchecksum.CacheLayer.of(l, 0, heads, new io.kvchecksum.KvRegion(m, k, page, (long) heads * cell, cell, cell),
+                        new io.kvchecksum.KvRegion(m, v, page, (long) heads * cell, cell, cell)));
+            }
+            return io.kvchecksum.KvCacheGroup.of(16, pages, ls);
+        };
+        io.kvchecksum.RequestBlocks q = io.kvchecksum.RequestBlocks.of(new int[] {4, 1, 5, 0, 2}, 75, 16);
+        try (Arena arena = Arena.ofConfined(); CopySuite.Placement device = CUDA.onDevice().get()) {
+            MemorySegment buf = arena.allocate(bytes, 64);
+            java.util.Random rnd = new java.util.Random(29);
+            for (long i = 0; i < bytes / 8; i++) {
+                buf.setAtIndex(java.lang.foreign.ValueLayout.JAVA_LONG, i, rnd.nextLong());
+            }
+            MemorySegment src = arena.allocate(bytes, 64).copyFrom(buf);
+            MemorySegment dst = arena.allocate(bytes, 64).copyFrom(buf);
+            io.kvchecksum.KvChecksum reference = io.kvchecksum.KvChecksums.reference();
+            long[] expected = reference.copyAndChecksum(reference.compileCopy(group.apply(KvMemory.host(src), false), q,
+                    group.apply(KvMemory.host(dst), true), q, io.kvchecksum.ChecksumSpec.STANDARD));
+            KvMemory m = device.place(buf, true);
+            CopyPlan plan = CUDA.wide().compileCopy(group.apply(m, false), q, group.apply(m, true), q,
+                    io.kvchecksum.ChecksumSpec.STANDARD);
+            assertTrue(plan.staged() && plan.stagingUnitBytes() == 64 << 10, plan.stagingUnitBytes() + " bytes");
+            assertArrayEquals(expected, CUDA.wide().copyAndChecksum(plan));
+            device.readBack(m, buf);
+            assertEquals(-1, buf.mismatch(dst), "the bytes after the copy");
+            // the same unit on a backend without the opt-in (48 KiB) is refused at compile time, naming both sizes
+            InvalidLayoutException e = assertThrows(InvalidLayoutException.class, () -> plan.check("cuda",
+                    CUDA.wide().backend().limits().withStagedUnits(CudaBackend.COPY_STAGE_BYTES), false));
+            assertTrue(e.getMessage().contains("65536 bytes") && e.getMessage().contains("at most 49152"), e.getMessage());
+        }
+    }
+
+    /** The in-place vectors' faults, staged by {@code kvc_copy_staged}: a corrupted byte, a permutation, the limit. */
+    @TestFactory
+    Stream<DynamicNode> copyInPlaceFaults() {
+        return CopySuite.inPlaceFaults(CUDA.wide(), CUDA.onDevice());
+    }
+
     @TestFactory
     Stream<DynamicNode> copyInChunks() {
         return CopySuite.tests(CUDA.chunked(), CUDA.onDevice());

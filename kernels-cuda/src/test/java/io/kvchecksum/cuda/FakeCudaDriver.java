@@ -136,6 +136,7 @@ final class FakeCudaDriver implements CudaDriver {
             case Cuda.ATTR_MULTIPROCESSOR_COUNT -> smCount;
             case Cuda.ATTR_COMPUTE_CAPABILITY_MAJOR -> 9;
             case Cuda.ATTR_COMPUTE_CAPABILITY_MINOR -> 0;
+            case Cuda.ATTR_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN -> SHARED_OPTIN;
             default -> 0;
         };
         return 0;
@@ -204,11 +205,32 @@ final class FakeCudaDriver implements CudaDriver {
     /** Every launch, in order (cleared by the tests that read it). */
     final java.util.List<Launch> launchLog = new java.util.ArrayList<>();
 
+    /** The opt-in maximum of dynamic shared memory per block the fake reports: an H100's 227 KiB. */
+    static final int SHARED_OPTIN = 227 << 10;
+    /** Dynamic shared memory a kernel may use without opting in. */
+    private static final int SHARED_DEFAULT = 48 << 10;
+    /** Per kernel handle, the dynamic shared memory it opted in to ({@code cuKernelSetAttribute}). */
+    private final java.util.Map<Long, Integer> sharedOptIn = new java.util.HashMap<>();
+
+    @Override public synchronized int cuKernelSetAttribute(int attrib, int val, long kernel, int dev) {
+        if (!kernels.containsKey(kernel)) {
+            return INVALID_HANDLE;
+        }
+        if (attrib != Cuda.FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES || val < 0 || val > SHARED_OPTIN) {
+            return INVALID_VALUE;
+        }
+        sharedOptIn.put(kernel, val);
+        return 0;
+    }
+
     @Override public synchronized int cuLaunchKernel(long f, int gx, int gy, int gz, int bx, int by, int bz, int shared,
             long stream, long kernelParams, long extra) {
         String name = kernels.get(f);
         if (name == null) {
             return INVALID_HANDLE;
+        }
+        if (shared < 0 || shared > Math.max(SHARED_DEFAULT, sharedOptIn.getOrDefault(f, 0))) {
+            return INVALID_VALUE;   // as the GPU refuses more dynamic shared memory than the kernel opted in to
         }
         launches++;
         launchedNames.add(name);

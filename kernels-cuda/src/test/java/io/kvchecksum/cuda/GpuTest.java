@@ -99,6 +99,44 @@ class GpuTest {
         return GoldenSuite.tests(KvChecksum.of(b), c -> onDevice(b, c.group(), uploads));
     }
 
+    /**
+     * NumPy's verifying-copy vectors in device memory on the GPU (the in-place ones through {@code kvc_copy_staged} in
+     * dynamic shared memory), the copy's faults and the in-place faults.
+     */
+    @TestFactory
+    Stream<DynamicNode> copyDeviceMemory() {
+        CudaBackend b = gpu();
+        KvChecksum c = KvChecksum.of(b);
+        java.util.function.Supplier<io.kvchecksum.golden.CopySuite.Placement> device = () -> new io.kvchecksum.golden.CopySuite.Placement() {
+            private final List<Long> mine = new ArrayList<>();
+
+            @Override
+            public KvMemory place(MemorySegment host, boolean destination) {
+                long p = upload(b, host);   // makes the primary context current: submitCopy(plan, 0) runs on it
+                mine.add(p);
+                return KvMemory.device(p, host.byteSize());
+            }
+
+            @Override
+            public void readBack(KvMemory placed, MemorySegment into) {
+                CudaDriver d = b.driver();
+                b.primaryResources();
+                // the copy's values were waited for: its kernels, earlier on the same stream, have finished
+                Cuda.check(d, d.cuMemcpyDtoHAsync(into.address(), ((KvMemory.Device) placed).address(), into.byteSize(), 0),
+                        "cuMemcpyDtoHAsync");
+                Cuda.check(d, d.cuStreamSynchronize(0), "cuStreamSynchronize");
+            }
+
+            @Override
+            public void close() {
+                b.primaryResources();
+                mine.forEach(b.driver()::cuMemFree);
+            }
+        };
+        return Stream.of(io.kvchecksum.golden.CopySuite.tests(c, device), io.kvchecksum.golden.CopySuite.faults(c, device),
+                io.kvchecksum.golden.CopySuite.inPlaceFaults(c, device)).flatMap(x -> x);
+    }
+
     @TestFactory
     Stream<DynamicNode> pageDigestHostMemory() {
         CudaBackend b = gpu();

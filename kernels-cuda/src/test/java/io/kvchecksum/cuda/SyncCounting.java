@@ -171,6 +171,11 @@ public final class SyncCounting {
         }
 
         @Override
+        public int cuKernelSetAttribute(int attrib, int val, long kernel, int dev) {
+            return next.cuKernelSetAttribute(attrib, val, kernel, dev);
+        }
+
+        @Override
         public int cuMemAlloc(long[] dptr, long bytes) {
             syncCalls.increment();
             return next.cuMemAlloc(dptr, bytes);

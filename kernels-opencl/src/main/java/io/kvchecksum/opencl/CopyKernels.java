@@ -25,6 +25,10 @@ import java.util.function.ToLongFunction;
  * The verifying copy ({@link CopyPlan}) as launches of {@code kvchecksum_copy.cl}, all in one operation on the
  * backend's in-order queue ({@link Enqueuer}): {@code copy_pieces} for the whole-piece launch, {@code copy_byte_cells}
  * for the byte-cell one, their partial sums in one buffer added by {@code sum_parts} (the two launches' values add).
+ * A staged plan ({@link CopyPlan#staged()}: source and destination memory overlap, vLLM's in-place rearrangement)
+ * runs {@code copy_staged} for each launch instead: one work-group per staging unit (one layer's pairs, one
+ * destination page), the unit read whole into local memory before any of it is written; the backend declares units up
+ * to its device's local memory ({@link #stagedUnitLimit}).
  *
  * <p><b>Memory.</b> The kernels read one buffer ({@code src}) and write one ({@code dst}), which may be the same:
  * <ul>
@@ -133,17 +137,33 @@ final class CopyKernels {
 
         int nb = first.numBlocks();
         int local = localSize();
+        boolean staged = plan.staged();
+        int[][] groups = new int[launches.size()][];
+        long[] stage = new long[launches.size()];
+        int units = (int) Math.ceilDiv(first.numTokens() - first.startToken(), (long) first.destinationPageSize());
         int[] parts = new int[launches.size()];
         long[][] sdesc = new long[launches.size()][];
         long[][] ddesc = new long[launches.size()][];
         int total = 0;
         for (int i = 0; i < launches.size(); i++) {
             CopyPlan.Launch l = launches.get(i);
-            List<SlicePlan.Slice> ls = l.pairs().stream().map(CopyPlan.Pair::source).toList();
-            List<SlicePlan.Slice> ld = l.pairs().stream().map(CopyPlan.Pair::destination).toList();
+            List<CopyPlan.Pair> pairs = staged ? byLayer(l.pairs()) : l.pairs();
+            List<SlicePlan.Slice> ls = pairs.stream().map(CopyPlan.Pair::source).toList();
+            List<SlicePlan.Slice> ld = pairs.stream().map(CopyPlan.Pair::destination).toList();
             sdesc[i] = Descriptors.words(ls, src::base, src::aligned);
             ddesc[i] = Descriptors.words(ld, dst::base, dst::aligned);
-            if (l.cellKind() == CompiledPlan.CellKind.WHOLE_PIECES) {
+            if (staged) {
+                groups[i] = layerStarts(pairs);
+                for (int g = 0; g + 1 < groups[i].length; g++) {
+                    long pieces = 0;
+                    for (int p = groups[i][g]; p < groups[i][g + 1]; p++) {
+                        pieces += pairs.get(p).pieces();
+                    }
+                    stage[i] = Math.max(stage[i], pieces * Math.min(l.destinationPageSize(),
+                            l.numTokens() - l.startToken()) * Sizeof.cl_ulong);
+                }
+                parts[i] = Math.multiplyExact(groups[i].length - 1, l.blockSize());
+            } else if (l.cellKind() == CompiledPlan.CellKind.WHOLE_PIECES) {
                 long pieces = 0;
                 for (CopyPlan.Pair p : l.pairs()) {
                     pieces += p.pieces();
@@ -165,7 +185,7 @@ final class CopyKernels {
             for (int i = 0; i < launches.size(); i++) {
                 CopyPlan.Launch l = launches.get(i);
                 boolean whole = l.cellKind() == CompiledPlan.CellKind.WHOLE_PIECES;
-                cl_kernel k = op.kernel((whole ? "copy_pieces" : "copy_byte_cells")
+                cl_kernel k = op.kernel((staged ? "copy_staged" : whole ? "copy_pieces" : "copy_byte_cells")
                         + (l.mode() == ChecksumMode.MIXED ? "_mixed" : ""));
                 op.arg(k, 0, srcMem);
                 op.arg(k, 1, dstMem);
@@ -183,18 +203,19 @@ final class CopyKernels {
                 op.arg(k, 13, stride);
                 op.arg(k, 14, offset);
                 op.arg(k, 15, partials);
-                if (whole) {
+                if (staged) {
+                    List<CopyPlan.Pair> pairs = byLayer(l.pairs());
+                    op.arg(k, 16, op.upload(cellBytes(pairs)));
+                    op.arg(k, 17, op.upload(groups[i]));
+                    op.local(k, 18, stage[i]);
+                    int ls = stagedLocalSize();
+                    op.launch(k, new long[] {(long) ls * (groups[i].length - 1), units}, new long[] {ls, 1});
+                } else if (whole) {
                     op.arg(k, 16, parts[i]);
                     op.local(k, 17, (long) local * Sizeof.cl_ulong);
                     op.launch(k, new long[] {(long) local * parts[i], nb}, new long[] {local, 1});
                 } else {
-                    int[] bytes = new int[2 * l.pairs().size()];
-                    for (int p = 0; p < l.pairs().size(); p++) {
-                        SlicePlan.Slice d = l.pairs().get(p).destination();
-                        bytes[2 * p] = d.k().bytes();
-                        bytes[2 * p + 1] = d.v() == null ? 0 : d.v().bytes();
-                    }
-                    op.arg(k, 16, op.upload(bytes));
+                    op.arg(k, 16, op.upload(cellBytes(l.pairs())));
                     op.launch(k, new long[] {nb, l.pairs().size()}, null);
                 }
                 offset += parts[i];
@@ -207,6 +228,55 @@ final class CopyKernels {
             }
             return ChecksumKernels.sumParts(op, partials, stride, nb);
         });
+    }
+
+    /** Each pair's K and V bytes per cell, {@code [2p]} and {@code [2p+1]}. */
+    private static int[] cellBytes(List<CopyPlan.Pair> pairs) {
+        int[] bytes = new int[2 * pairs.size()];
+        for (int p = 0; p < pairs.size(); p++) {
+            SlicePlan.Slice d = pairs.get(p).destination();
+            bytes[2 * p] = d.k().bytes();
+            bytes[2 * p + 1] = d.v() == null ? 0 : d.v().bytes();
+        }
+        return bytes;
+    }
+
+    /**
+     * The pairs with each layer's together (stable): a staging unit is one layer's pairs of a launch, also where a
+     * destination lists one layer in two runs of heads.
+     */
+    private static List<CopyPlan.Pair> byLayer(List<CopyPlan.Pair> pairs) {
+        return pairs.stream().sorted(java.util.Comparator.comparingInt(CopyPlan.Pair::layer)).toList();
+    }
+
+    /** Where each layer's pairs start in {@code pairs} (sorted by layer), then {@code pairs.size()}. */
+    private static int[] layerStarts(List<CopyPlan.Pair> pairs) {
+        List<Integer> starts = new ArrayList<>();
+        for (int p = 0; p < pairs.size(); p++) {
+            if (p == 0 || pairs.get(p).layer() != pairs.get(p - 1).layer()) {
+                starts.add(p);
+            }
+        }
+        starts.add(pairs.size());
+        return starts.stream().mapToInt(Integer::intValue).toArray();
+    }
+
+    /**
+     * The largest staging unit {@code copy_staged} takes on a device with {@code localMemBytes} of local memory: all of
+     * it but 1 KiB, which the compiler may take for the kernel's own use (the unit is its only {@code __local} array).
+     *
+     * @param localMemBytes {@code CL_DEVICE_LOCAL_MEM_SIZE}
+     */
+    static long stagedUnitLimit(long localMemBytes) {
+        return Math.max(0, localMemBytes - 1024);
+    }
+
+    /** Work items per work-group of {@code copy_staged}: the copy's size, at most what the staged kernels allow. */
+    private int stagedLocalSize() {
+        long n = localSize();
+        n = Math.min(n, kernelLimit.workGroupSize("copy_staged"));
+        n = Math.min(n, kernelLimit.workGroupSize("copy_staged_mixed"));
+        return (int) Math.max(1, n);
     }
 
     /**

@@ -151,7 +151,8 @@ public final class OpenClBackend implements Backend {
         kernels = new ChecksumKernels(enqueuer, memory, geometry);
         copies = new CopyKernels(enqueuer, memory, geometry, kernel -> ClPrograms.workGroupSize(program, device, kernel));
         Set<BackendLimits.CopyRoute> routes = memory.zeroCopy() ? SHARED_MEMORY_COPIES : DEVICE_MEMORY_COPIES;
-        limits = LIMITS.withCopies(routes, routes);
+        limits = LIMITS.withCopies(routes, routes).withStagedUnits(
+                CopyKernels.stagedUnitLimit(OpenClDevices.deviceLong(device, CL.CL_DEVICE_LOCAL_MEM_SIZE)));
     }
 
     /**

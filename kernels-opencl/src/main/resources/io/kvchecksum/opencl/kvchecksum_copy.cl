@@ -11,9 +11,10 @@
  * destination's coordinates (t, and the destination's factor) while it is read from the source: a corrupted source
  * byte, a source page paired with the wrong destination page and a wrong head range all change the sums.
  *
- * `src` and `dst` may be the same buffer (one window over host memory, or one engine cl_mem) but the bytes read and the
- * bytes written never overlap (the plan refuses that), so neither pointer is restrict and the order of the stores
- * does not matter.
+ * `src` and `dst` may be the same buffer (one window over host memory, or one engine cl_mem). copy_pieces and
+ * copy_byte_cells run plans whose bytes read and bytes written never overlap, so neither pointer is restrict and the
+ * order of the stores does not matter; a staged plan (source and destination memory overlap, CopyPlan.staged(): vLLM's
+ * in-place rearrangement) runs copy_staged, which reads each staging unit whole into local memory before writing it.
  */
 
 /* The arguments every copy kernel starts with (CopyKernels.setLayoutArgs). */
@@ -175,8 +176,94 @@ inline void copy_byte_cells_body(KVC_COPY_ARGS, __global const uint *bytes, uint
 }
 
 /*
+ * Staged (in place). One work-group per staging unit: group g of the launch's pairs (pairs groups[g] ..
+ * groups[g+1]-1, one layer) and destination table entry i = get_global_id(1), i.e. positions [start + i*dst_page,
+ * min(start + (i+1)*dst_page, num_tokens)). Phase 1: every position's cells of every pair of the group are read byte
+ * by byte from the source, assembled into pieces (K bytes, V bytes, zeros) in `stage` (local memory, the unit's pieces
+ * in pair, position, piece order) and summed with the destination's weights; barrier; phase 2: the pieces' bytes are
+ * written to the destination cells. No unit reads bytes another unit writes (the plan checked), so work-groups need
+ * no order. Position t's value (all pairs of the group, times their factors) goes to partials[b*stride + offset +
+ * g*block_size + t%block_size] (b = t/block_size - first_block); the last unit of each group zeroes its columns past
+ * num_tokens, so sum_parts adds every column. bytes[2p], bytes[2p+1]: pair p's K and V bytes. Plain and correct, not
+ * tuned, like copy_byte_cells.
+ */
+inline void copy_staged_body(KVC_COPY_ARGS, __global const uint *bytes, __global const uint *groups,
+                             __local ulong *stage, uint mixed) {
+    uint g = get_group_id(0);
+    ulong i = get_global_id(1);
+    ulong lid = get_local_id(0);
+    ulong nl = get_local_size(0);
+    uint p0 = groups[g];
+    uint p1 = groups[g + 1];
+    ulong first = start + i * dst_page;
+    ulong n = min(dst_page, num_tokens - first);
+    ulong dpage = (ulong) dtable[i];
+    for (ulong slot = lid; slot < n; slot += nl) {
+        ulong t = first + slot;
+        ulong rel = t - start;
+        ulong spi = rel / src_page;
+        ulong sslot = rel - spi * src_page;
+        ulong spage = (ulong) stable[spi];
+        ulong c = 0;
+        ulong at = 0;
+        for (uint p = p0; p < p1; p++) {
+            __global const ulong *sd = sdesc + (ulong) p * DESC_WORDS;
+            __global const ulong *dd = ddesc + (ulong) p * DESC_WORDS;
+            uint kb = bytes[2 * p];
+            uint cell = kb + bytes[2 * p + 1];
+            ulong P = (cell + 7) / 8;
+            ulong sk = cell_at(sd, DESC_K_BASE, spage, sslot);
+            ulong sv = cell_at(sd, DESC_V_BASE, spage, sslot);
+            ulong s = 0;
+            for (ulong q = 0; q < P; q++) {
+                ulong x = 0;
+                for (uint r = 0; r < 8; r++) {
+                    uint b = (uint) (8 * q) + r;
+                    ulong byte = b < kb ? src[sk + b] : b < cell ? src[sv + (b - kb)] : 0;
+                    x |= byte << (8 * r);
+                }
+                stage[at + slot * P + q] = x;
+                s += piece_value(x, mixed) * (2 * (t * P + q) + 1);
+            }
+            c += dd[DESC_FACTOR] * s;
+            at += P * n;
+        }
+        ulong blk = t / block_size;
+        partials[(blk - first_block) * stride + offset + (ulong) g * block_size + (t - blk * block_size)] = c;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+    for (ulong slot = lid; slot < n; slot += nl) {
+        ulong at = 0;
+        for (uint p = p0; p < p1; p++) {
+            __global const ulong *dd = ddesc + (ulong) p * DESC_WORDS;
+            uint kb = bytes[2 * p];
+            uint cell = kb + bytes[2 * p + 1];
+            ulong P = (cell + 7) / 8;
+            ulong dk = cell_at(dd, DESC_K_BASE, dpage, slot);
+            ulong dv = cell_at(dd, DESC_V_BASE, dpage, slot);
+            for (uint b = 0; b < cell; b++) {
+                uchar v = (uchar) (stage[at + slot * P + b / 8] >> (8 * (b % 8)));
+                if (b < kb) {
+                    dst[dk + b] = v;
+                } else {
+                    dst[dv + (b - kb)] = v;
+                }
+            }
+            at += P * n;
+        }
+    }
+    if (i + 1 == get_global_size(1)) {
+        ulong last = (num_tokens - 1) / block_size;
+        for (ulong col = num_tokens - last * block_size + lid; col < block_size; col += nl) {
+            partials[(last - first_block) * stride + offset + (ulong) g * block_size + col] = 0;
+        }
+    }
+}
+
+/*
  * The kernels: each body in the standard mode and, as *_mixed, in the mixed mode (every piece through feistel3).
- * Arguments: KVC_COPY_ARGS, then parts and local scratch [local size] (copy_pieces), or bytes (copy_byte_cells).
+ * Arguments: KVC_COPY_ARGS, then parts and local scratch [local size] (copy_pieces), or bytes (copy_byte_cells), or
+ * bytes, groups and local stage [the largest unit's pieces] (copy_staged).
  */
 __kernel void copy_pieces(KVC_COPY_ARGS, uint parts, __local ulong *scratch) {
     copy_pieces_body(KVC_COPY, parts, scratch, 0);
@@ -189,4 +276,12 @@ __kernel void copy_byte_cells(KVC_COPY_ARGS, __global const uint *bytes) {
 }
 __kernel void copy_byte_cells_mixed(KVC_COPY_ARGS, __global const uint *bytes) {
     copy_byte_cells_body(KVC_COPY, bytes, 1);
+}
+__kernel void copy_staged(KVC_COPY_ARGS, __global const uint *bytes, __global const uint *groups,
+                          __local ulong *stage) {
+    copy_staged_body(KVC_COPY, bytes, groups, stage, 0);
+}
+__kernel void copy_staged_mixed(KVC_COPY_ARGS, __global const uint *bytes, __global const uint *groups,
+                                __local ulong *stage) {
+    copy_staged_body(KVC_COPY, bytes, groups, stage, 1);
 }

@@ -1,0 +1,265 @@
+package io.kvchecksum;
+
+import io.kvchecksum.CopyPlan.Pair;
+import io.kvchecksum.SlicePlan.Part;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Whether a copy whose source and destination memory overlap can be staged ({@link CopyPlan#staged()}): cut into
+ * units, each one layer's copied cells (K and V) of one destination page within one launch, such that a unit's source
+ * cells share bytes with no other unit's destination cells. Then reading all of a unit's source cells before writing
+ * any of its destination cells is correct in any order of the units and in parallel: what vLLM's in-place
+ * rearrangement (index_select, permute, index_copy_ into the same block ids) needs.
+ *
+ * <p>K and V of a layer form one unit rather than two: a byte cell's pieces straddle K and V, every backend moves a
+ * cell's K and V together, and layouts with K and V side by side in a page stay stageable when a permute moves a K
+ * cell onto V bytes of the same page. It doubles the staging memory of a unit, which is still one layer's page.
+ *
+ * <p>Exact and, for real layouts, {@code O(n log n)} in the units: the units' hulls (per unit, source page, part and
+ * memory: the span from the first cell to the last) are compared by a sort first; only where hulls of different units
+ * meet (layouts interleaving layers within a page, say) are the cells compared one by one.
+ */
+final class CopyStaging {
+    /**
+     * The classification.
+     *
+     * @param conflict why per-page staging cannot order the copy (two units named), or null when it can
+     * @param unitBytes the largest unit's bytes: a full destination page of its layer's copied cells, each cell's K and
+     *     V bytes as whole 8-byte pieces (a byte cell's last piece zero-padded), as a backend stages them
+     */
+    record Result(String conflict, long unitBytes) {
+    }
+
+    private CopyStaging() {
+    }
+
+    /** A byte range of one unit: {@code [from, to)} absolute, the unit, the part (0 K, 1 V), the page, the memory's base. */
+    private record Span(long from, long to, int unit, int kv, long page, long base, long position) {
+    }
+
+    /**
+     * Classifies an overlapping copy.
+     *
+     * @param pairs the copied slices
+     * @param srcTable the source's table from the first copied position
+     * @param dstTable the destination's table from the first copied position
+     * @param ps the source's page size
+     * @param pd the destination's page size
+     * @param start the first copied position
+     * @param numTokens the end of the copied positions
+     */
+    static Result classify(List<Pair> pairs, int[] srcTable, int[] dstTable, int ps, int pd, long start, long numTokens) {
+        long tokens = numTokens - start;
+        if (tokens <= 0) {
+            return new Result(null, 0);
+        }
+        Map<Long, Integer> groupOf = new HashMap<>();
+        List<List<Pair>> groups = new ArrayList<>();
+        for (Pair p : pairs) {
+            long key = ((p.destination().byteCells() ? 1L : 0L) << 32) | (p.layer() & 0xffffffffL);
+            Integer g = groupOf.get(key);
+            if (g == null) {
+                g = groups.size();
+                groupOf.put(key, g);
+                groups.add(new ArrayList<>());
+            }
+            groups.get(g).add(p);
+        }
+        int nd = Math.toIntExact(Math.ceilDiv(tokens, (long) pd));
+        long unitBytes = 0;
+        for (List<Pair> g : groups) {
+            long b = 0;
+            for (Pair p : g) {
+                b += 8L * p.pieces();
+            }
+            unitBytes = Math.max(unitBytes, b * Math.min(pd, tokens));
+        }
+        Map<Object, List<Span>> reads = new IdentityHashMap<>();
+        Map<Object, List<Span>> writes = new IdentityHashMap<>();
+        for (int g = 0; g < groups.size(); g++) {
+            Parts[] src = Parts.of(groups.get(g), true);
+            Parts[] dst = Parts.of(groups.get(g), false);
+            for (int i = 0; i < nd; i++) {
+                int unit = g * nd + i;
+                long from = (long) i * pd;
+                long to = Math.min(from + pd, tokens);
+                hulls(dst, dstTable[i], 0, to - from - 1, unit, from, writes);
+                for (long j = from / ps; j * ps < to; j++) {
+                    long a = Math.max(from, j * ps) - j * ps;
+                    long b = Math.min(to, (j + 1) * ps) - 1 - j * ps;
+                    hulls(src, srcTable[(int) j], a, b, unit, j * ps + a, reads);
+                }
+            }
+        }
+        if (!meet(reads, writes)) {
+            return new Result(null, unitBytes);
+        }
+        return new Result(exact(groups, srcTable, dstTable, ps, pd, start, tokens, nd), unitBytes);
+    }
+
+    /**
+     * One side's parts of a group (one layer's pairs) in one memory and of one kind (K or V): made once per group, so
+     * a unit's hull is arithmetic only.
+     */
+    private record Parts(int kv, long address, Object space, Part[] parts) {
+        static Parts[] of(List<Pair> group, boolean source) {
+            List<Parts> out = new ArrayList<>(2);
+            for (int kv = 0; kv < 2; kv++) {
+                List<KvMemory> memories = new ArrayList<>(2);
+                List<List<Part>> parts = new ArrayList<>(2);
+                for (Pair p : group) {
+                    SlicePlan.Slice s = source ? p.source() : p.destination();
+                    Part part = kv == 0 ? s.k() : s.v();
+                    if (part == null) {
+                        continue;
+                    }
+                    int k = -1;
+                    for (int m = 0; m < memories.size() && k < 0; m++) {
+                        k = memories.get(m) == part.memory() ? m : -1;   // a layer's heads share one memory
+                    }
+                    if (k < 0) {
+                        memories.add(part.memory());
+                        parts.add(new ArrayList<>());
+                        k = memories.size() - 1;
+                    }
+                    parts.get(k).add(part);
+                }
+                for (int m = 0; m < memories.size(); m++) {
+                    out.add(new Parts(kv, CopyPlan.address(memories.get(m)), CopyPlan.space(memories.get(m)),
+                            parts.get(m).toArray(new Part[0])));
+                }
+            }
+            return out.toArray(new Parts[0]);
+        }
+    }
+
+    /** Per part kind and memory, the hull of the group's cells of slots {@code a..b} of {@code page}. */
+    private static void hulls(Parts[] side, long page, long a, long b, int unit, long position,
+                              Map<Object, List<Span>> into) {
+        for (Parts ps : side) {
+            long lo = Long.MAX_VALUE;
+            long hi = Long.MIN_VALUE;
+            for (Part part : ps.parts) {
+                long x = part.cellOffset(page, a);
+                long y = part.cellOffset(page, b);
+                lo = Math.min(lo, Math.min(x, y));
+                hi = Math.max(hi, Math.max(x, y) + part.bytes());
+            }
+            into.computeIfAbsent(ps.space, k -> new ArrayList<>()).add(new Span(ps.address + lo, ps.address + hi, unit,
+                    ps.kv, page, ps.address, position));
+        }
+    }
+
+    /** Whether a read span of one unit meets a write span of another, per address space. */
+    private static boolean meet(Map<Object, List<Span>> reads, Map<Object, List<Span>> writes) {
+        for (Map.Entry<Object, List<Span>> e : writes.entrySet()) {
+            List<Span> r = reads.get(e.getKey());
+            if (r == null) {
+                continue;
+            }
+            Span[] w = e.getValue().toArray(new Span[0]);
+            Arrays.sort(w, Comparator.comparingLong(Span::from));
+            long[] reach = new long[w.length];   // the furthest end among spans 0..i
+            for (int i = 0; i < w.length; i++) {
+                reach[i] = Math.max(w[i].to, i == 0 ? Long.MIN_VALUE : reach[i - 1]);
+            }
+            for (Span x : r) {
+                for (int i = lastBefore(w, x.to); i >= 0 && reach[i] > x.from; i--) {
+                    if (w[i].unit != x.unit && w[i].to > x.from) {
+                        return true;
+                    }
+                }
+            }
+        }
+        return false;
+    }
+
+    /** The last span of {@code w} (sorted by start) starting before {@code end}, or -1. */
+    private static int lastBefore(Span[] w, long end) {
+        int lo = 0;
+        int hi = w.length - 1;
+        int last = -1;
+        while (lo <= hi) {
+            int mid = (lo + hi) >>> 1;
+            if (w[mid].from < end) {
+                last = mid;
+                lo = mid + 1;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        return last;
+    }
+
+    /** Cell by cell: the first source cell of one unit sharing bytes with another unit's destination cell, or null. */
+    private static String exact(List<List<Pair>> groups, int[] srcTable, int[] dstTable, int ps, int pd, long start,
+                                long tokens, int nd) {
+        Map<Object, List<Span>> reads = new IdentityHashMap<>();
+        Map<Object, List<Span>> writes = new IdentityHashMap<>();
+        for (int g = 0; g < groups.size(); g++) {
+            for (Pair p : groups.get(g)) {
+                for (int kv = 0; kv < 2; kv++) {
+                    Part sp = kv == 0 ? p.source().k() : p.source().v();
+                    Part dp = kv == 0 ? p.destination().k() : p.destination().v();
+                    if (sp == null) {
+                        continue;
+                    }
+                    long sb = CopyPlan.address(sp.memory());
+                    long db = CopyPlan.address(dp.memory());
+                    List<Span> r = reads.computeIfAbsent(CopyPlan.space(sp.memory()), k -> new ArrayList<>());
+                    List<Span> w = writes.computeIfAbsent(CopyPlan.space(dp.memory()), k -> new ArrayList<>());
+                    for (long t = 0; t < tokens; t++) {
+                        int unit = g * nd + (int) (t / pd);
+                        long spage = srcTable[(int) (t / ps)];
+                        long dpage = dstTable[(int) (t / pd)];
+                        long so = sb + sp.cellOffset(spage, t % ps);
+                        long dof = db + dp.cellOffset(dpage, t % pd);
+                        r.add(new Span(so, so + sp.bytes(), unit, kv, spage, sb, start + t));
+                        w.add(new Span(dof, dof + dp.bytes(), unit, kv, dpage, db, start + t));
+                    }
+                }
+            }
+        }
+        for (Map.Entry<Object, List<Span>> e : writes.entrySet()) {
+            List<Span> r = reads.get(e.getKey());
+            if (r == null) {
+                continue;
+            }
+            // destination cells are disjoint (WrittenCells): sorted by start, their ends are sorted too
+            Span[] w = e.getValue().toArray(new Span[0]);
+            Arrays.sort(w, Comparator.comparingLong(Span::from));
+            for (Span x : r) {
+                for (int i = lastBefore(w, x.to); i >= 0 && w[i].to > x.from; i--) {
+                    if (w[i].unit != x.unit) {
+                        return describe(groups, dstTable, nd, start, pd, x, w[i]);
+                    }
+                }
+            }
+        }
+        return null;
+    }
+
+    private static String describe(List<List<Pair>> groups, int[] dstTable, int nd, long start, int pd, Span read,
+                                   Span written) {
+        return "per-page staging cannot order it: unit (" + unit(groups, dstTable, nd, start, pd, read.unit) + ") reads its "
+                + (read.kv == 0 ? "K" : "V") + " cell of position " + read.position + " from source page " + read.page
+                + ", bytes " + (read.from - read.base) + ".." + (read.to - read.base - 1) + " of its memory, which unit ("
+                + unit(groups, dstTable, nd, start, pd, written.unit) + ") writes as its " + (written.kv == 0 ? "K" : "V")
+                + " cell of position " + written.position + " (bytes " + (written.from - written.base) + ".."
+                + (written.to - written.base - 1) + "): copy through separate memory";
+    }
+
+    private static String unit(List<List<Pair>> groups, int[] dstTable, int nd, long start, int pd, int unit) {
+        Pair p = groups.get(unit / nd).get(0);
+        int i = unit % nd;
+        return "layer " + p.layer() + ", destination page " + dstTable[i] + ", positions " + (start + (long) i * pd)
+                + "..";
+    }
+}

@@ -1,0 +1,133 @@
+package io.kvchecksum;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * Not a test: the staged (in-place) verifying copy against the same copy out of place, on the cpu backend, in one JVM,
+ * interleaved: per round one out-of-place copy (vLLM flash NHD pages into HND pages of another buffer, the same block
+ * ids) and one in-place copy (NHD read as HND in the same buffer: {@link CopyPlan#staged()}), after 2 s of warm-up;
+ * medians and best of the rounds in GB/s of KV moved; then the compilation of each (the in-place one classifies the
+ * staging units, {@code CopyStaging}, after the overlap check both run): the last 100 of 200 turns. Shape: Llama-3-8B-like, {@code layers} x 8 KV heads x 256-byte cells, pages of
+ * 16, {@code pages} pages in a scattered table. Run from the repository after
+ * {@code mvn -o -q -pl bindings test-compile -Dkvchecksum.skipCuda=true}:
+ * {@code java --enable-native-access=ALL-UNNAMED --add-modules=jdk.incubator.vector
+ * -cp bindings/target/classes:bindings/target/test-classes io.kvchecksum.InPlaceCopyCost SECONDS LAYERS PAGES...}
+ * (e.g. {@code 10 2 16 2048}: 1 MiB in cache and 128 MiB from memory).
+ */
+public final class InPlaceCopyCost {
+    private static final int HEADS = 8;
+    private static final int CELL = 256;
+    private static final int PAGE = 16;
+
+    private InPlaceCopyCost() {
+    }
+
+    /**
+     * Runs each size.
+     *
+     * @param args seconds per size, layers, then page counts
+     */
+    public static void main(String[] args) {
+        long seconds = args.length > 0 ? Long.parseLong(args[0]) : 10;
+        int layers = args.length > 1 ? Integer.parseInt(args[1]) : 2;
+        List<Integer> sizes = new ArrayList<>();
+        for (int i = 2; i < args.length; i++) {
+            sizes.add(Integer.parseInt(args[i]));
+        }
+        if (sizes.isEmpty()) {
+            sizes = List.of(16, 2048);
+        }
+        for (int pages : sizes) {
+            run(seconds, layers, pages);
+        }
+    }
+
+    private static KvCacheGroup group(KvMemory m, int layers, int pages, boolean hnd) {
+        long page = (long) PAGE * HEADS * CELL;
+        long layerBytes = 2 * pages * page;
+        List<CacheLayer> ls = new ArrayList<>();
+        for (int l = 0; l < layers; l++) {
+            long k = l * layerBytes;
+            long v = k + pages * page;
+            ls.add(hnd ? CacheLayer.of(l, 0, HEADS, new KvRegion(m, k, page, CELL, (long) PAGE * CELL, CELL),
+                    new KvRegion(m, v, page, CELL, (long) PAGE * CELL, CELL))
+                    : CacheLayer.of(l, 0, HEADS, new KvRegion(m, k, page, (long) HEADS * CELL, CELL, CELL),
+                    new KvRegion(m, v, page, (long) HEADS * CELL, CELL, CELL)));
+        }
+        return KvCacheGroup.of(PAGE, pages, ls);
+    }
+
+    private static void run(long seconds, int layers, int pages) {
+        long bytes = 2L * layers * pages * PAGE * HEADS * CELL;
+        int[] table = new int[pages];
+        for (int i = 0; i < pages; i++) {
+            table[i] = (int) ((i * 2654435761L + 7) % pages);   // scattered; a permutation when pages is a power of two
+        }
+        if (Arrays.stream(table).distinct().count() != pages) {
+            throw new IllegalArgumentException("pages must be a power of two");
+        }
+        RequestBlocks q = RequestBlocks.of(table, (long) pages * PAGE, PAGE);
+        KvChecksum cpu = KvChecksums.cpu();
+        try (Arena arena = Arena.ofShared()) {
+            KvMemory a = KvMemory.host(arena.allocate(bytes, 64).fill((byte) 3));
+            KvMemory b = KvMemory.host(arena.allocate(bytes, 64).fill((byte) 5));
+            KvMemory c = KvMemory.host(arena.allocate(bytes, 64).fill((byte) 7));
+            CopyPlan apart = cpu.compileCopy(group(a, layers, pages, false), q, group(b, layers, pages, true), q,
+                    ChecksumSpec.STANDARD);
+            CopyPlan inPlace = cpu.compileCopy(group(c, layers, pages, false), q, group(c, layers, pages, true), q,
+                    ChecksumSpec.STANDARD);
+            if (apart.overlaps() || !inPlace.staged()) {
+                throw new IllegalStateException("shapes");
+            }
+            long warm = System.nanoTime() + 2_000_000_000L;
+            while (System.nanoTime() < warm) {
+                cpu.copyAndChecksum(apart);
+                cpu.copyAndChecksum(inPlace);
+            }
+            List<Long> ta = new ArrayList<>();
+            List<Long> tb = new ArrayList<>();
+            long end = System.nanoTime() + seconds * 1_000_000_000L;
+            while (System.nanoTime() < end) {
+                long t0 = System.nanoTime();
+                cpu.copyAndChecksum(apart);
+                long t1 = System.nanoTime();
+                cpu.copyAndChecksum(inPlace);
+                long t2 = System.nanoTime();
+                ta.add(t1 - t0);
+                tb.add(t2 - t1);
+            }
+            List<Long> ca = new ArrayList<>();
+            List<Long> cb = new ArrayList<>();
+            for (int i = 0; i < 200; i++) {   // the first half warms the compiler up
+                long t0 = System.nanoTime();
+                CopyPlan.compile(group(a, layers, pages, false), q, group(b, layers, pages, true), q, ChecksumSpec.STANDARD);
+                long t1 = System.nanoTime();
+                CopyPlan.compile(group(c, layers, pages, false), q, group(c, layers, pages, true), q, ChecksumSpec.STANDARD);
+                long t2 = System.nanoTime();
+                if (i >= 100) {
+                    ca.add(t1 - t0);
+                    cb.add(t2 - t1);
+                }
+            }
+            System.out.printf("%d layers x %d heads x %d B, %d pages of %d (%.1f MiB), %d rounds: out of place median %.2f GB/s"
+                            + " (best %.2f), in place (staged) median %.2f GB/s (best %.2f), in place / out of place %.2f (medians);"
+                            + " compile median %.0f us out of place, %.0f us in place%n",
+                    layers, HEADS, CELL, pages, PAGE, bytes / 1048576.0, ta.size(), bytes / (double) median(ta),
+                    bytes / (double) best(ta), bytes / (double) median(tb), bytes / (double) best(tb),
+                    (double) median(ta) / median(tb), median(ca) / 1e3, median(cb) / 1e3);
+        }
+    }
+
+    private static long median(List<Long> v) {
+        long[] s = v.stream().mapToLong(Long::longValue).sorted().toArray();
+        return s[s.length / 2];
+    }
+
+    private static long best(List<Long> v) {
+        return v.stream().mapToLong(Long::longValue).min().orElseThrow();
+    }
+}

@@ -1,0 +1,150 @@
+package io.kvchecksum;
+
+import org.junit.jupiter.api.Test;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The staged (in-place) verifying copy ({@link CopyPlan#staged()}) against the same copy out of place: the source read
+ * from a clone of the buffer, written into another clone, on the reference backend. The in-place run on the cpu
+ * backend (one thread, and the pool where the copy is large) and on the reference must give the same values and the
+ * same bytes. Seeds fixed.
+ */
+class InPlaceCopyTest {
+    private static final long SEED = 20261207L;
+
+    /** Builds the source and destination groups over one memory. */
+    private interface Layout {
+        KvCacheGroup group(KvMemory m, boolean source);
+    }
+
+    /**
+     * Runs the copy in place on {@code backend} over a buffer of {@code bytes} random bytes, and out of place on the
+     * reference over clones; asserts both values and final bytes equal, and returns the plan.
+     */
+    private static CopyPlan sameAsOutOfPlace(KvChecksum backend, long bytes, Layout layout, RequestBlocks sq,
+                                             RequestBlocks dq) {
+        try (Arena arena = Arena.ofShared()) {
+            MemorySegment buf = arena.allocate(bytes, 64);
+            Random rnd = new Random(SEED);
+            for (long i = 0; i < bytes / 8; i++) {
+                buf.setAtIndex(ValueLayout.JAVA_LONG, i, rnd.nextLong());
+            }
+            MemorySegment src = arena.allocate(bytes, 64).copyFrom(buf);
+            MemorySegment dst = arena.allocate(bytes, 64).copyFrom(buf);
+            KvChecksum reference = KvChecksums.reference();
+            CopyPlan apart = reference.compileCopy(layout.group(KvMemory.host(src), true), sq,
+                    layout.group(KvMemory.host(dst), false), dq, ChecksumSpec.STANDARD);
+            assertFalse(apart.overlaps());
+            long[] expected = reference.copyAndChecksum(apart);
+
+            KvMemory m = KvMemory.host(buf);
+            CopyPlan plan = backend.compileCopy(layout.group(m, true), sq, layout.group(m, false), dq, ChecksumSpec.STANDARD);
+            assertTrue(plan.overlaps() && plan.staged(), plan.toString());
+            assertArrayEquals(expected, backend.copyAndChecksum(plan), backend.name() + ": values");
+            assertTrue(buf.mismatch(dst) < 0, backend.name() + ": bytes differ at " + buf.mismatch(dst));
+            return plan;
+        }
+    }
+
+    /**
+     * Layers interleaved within a token's row ({@code [pages][tokens][layers][cell]}): a layer's page hull covers the
+     * other layer's cells, so staging is decided cell by cell (the hulls meet, the cells do not). Remote blocks of 4
+     * received into local pages of 16 in reverse order, put in order in place.
+     */
+    @Test
+    void interleavedLayersAreStagedCellByCell() {
+        int cell = 64;
+        int layers = 2;
+        int pages = 4;
+        long row = (long) layers * cell;
+        Layout layout = (m, source) -> {
+            int ps = source ? 4 : 16;
+            List<CacheLayer> ls = new ArrayList<>();
+            for (int l = 0; l < layers; l++) {
+                ls.add(CacheLayer.of(l, 0, 1, new KvRegion(m, 8 + l * cell, ps * row, row, 0, cell), null));
+            }
+            return KvCacheGroup.of(ps, source ? 4L * pages : pages, ls);
+        };
+        int[] local = {2, 0, 3};
+        int n = 40;
+        int[] remote = new int[10];
+        for (int i = 0; i < remote.length; i++) {
+            remote[i] = 4 * local[i / 4] + 3 - i % 4;
+        }
+        RequestBlocks sq = RequestBlocks.of(remote, n, 16);
+        RequestBlocks dq = RequestBlocks.of(local, n, 16);
+        long bytes = 8 + pages * 16 * row + 8;
+        for (KvChecksum backend : List.of(KvChecksums.reference(), KvChecksums.cpu(1), KvChecksums.cpu())) {
+            CopyPlan plan = sameAsOutOfPlace(backend, bytes, layout, sq, dq);
+            assertTrue(plan.stagingUnitBytes() == 16L * cell, "unit bytes " + plan.stagingUnitBytes());
+        }
+    }
+
+    /**
+     * Llama-like vLLM flash ({@code [2][pages][16][heads][D]}) read as HND ({@code [2][pages][heads][16][D]}) on the
+     * same block ids: 4 layers x 8 heads x 256-byte cells, 64 pages, 16 MiB moved, so the cpu backend splits the pages
+     * over its pool.
+     */
+    @Test
+    void nhdToHndInPlaceOverThePool() {
+        int layers = 4;
+        int heads = 8;
+        int cell = 256;
+        int pages = 64;
+        long page = 16L * heads * cell;
+        long layerBytes = 2 * pages * page;
+        Layout layout = (m, source) -> {
+            List<CacheLayer> ls = new ArrayList<>();
+            for (int l = 0; l < layers; l++) {
+                long k = l * layerBytes;
+                long v = k + pages * page;
+                ls.add(source
+                        ? CacheLayer.of(l, 0, heads, new KvRegion(m, k, page, (long) heads * cell, cell, cell),
+                                new KvRegion(m, v, page, (long) heads * cell, cell, cell))
+                        : CacheLayer.of(l, 0, heads, new KvRegion(m, k, page, cell, 16L * cell, cell),
+                                new KvRegion(m, v, page, cell, 16L * cell, cell)));
+            }
+            return KvCacheGroup.of(16, pages, ls);
+        };
+        int[] table = new int[pages];
+        for (int i = 0; i < pages; i++) {
+            table[i] = (i * 37 + 5) % pages;   // 37 is prime to 64: a permutation of the block ids
+        }
+        int n = pages * 16 - 5;
+        RequestBlocks q = RequestBlocks.of(table, n, 16);
+        for (KvChecksum backend : List.of(KvChecksums.cpu(), KvChecksums.cpu(1), KvChecksums.reference())) {
+            sameAsOutOfPlace(backend, layers * layerBytes, layout, q, q);
+        }
+    }
+
+    /** An in-place page permutation: unit (page a) reads page b, which another unit writes: refused, both named. */
+    @Test
+    void permutationInPlaceIsRefusedNamingBothUnits() {
+        try (Arena arena = Arena.ofConfined()) {
+            KvMemory m = KvMemory.host(arena.allocate(4 * 16 * 128L, 64));
+            KvCacheGroup g = KvCacheGroup.of(16, 4, List.of(CacheLayer.of(3, 0, 1,
+                    new KvRegion(m, 0, 16 * 128, 128, 0, 64), new KvRegion(m, 64, 16 * 128, 128, 0, 64))));
+            CopyPlan plan = CopyPlan.compile(g, RequestBlocks.of(new int[] {1, 2}, 32, 16), g,
+                    RequestBlocks.of(new int[] {2, 1}, 32, 16), ChecksumSpec.STANDARD);
+            assertTrue(plan.overlaps() && !plan.staged());
+            InvalidLayoutException e = assertThrows(InvalidLayoutException.class, () -> KvChecksums.cpu()
+                    .compileCopy(g, RequestBlocks.of(new int[] {1, 2}, 32, 16), g, RequestBlocks.of(new int[] {2, 1}, 32, 16),
+                            ChecksumSpec.STANDARD));
+            String s = e.getMessage();
+            assertTrue(s.contains("per-page staging cannot order it") && s.contains("layer 3, destination page 2")
+                    && s.contains("layer 3, destination page 1") && s.contains("backend 'cpu'")
+                    && s.contains("copy through separate memory") && !s.contains("\n"), s);
+        }
+    }
+}
