@@ -218,8 +218,11 @@ public final class CopyPlan {
     /** The restricted groups, made on first use: a segmented plan's segment plans rarely need them. */
     private volatile KvCacheGroup copiedDestination;
     private volatile KvCacheGroup copiedSource;
-    /** Why source and destination memory overlap, or null when they do not. */
-    private final String overlap;
+    /** Whether source and destination memory overlap. */
+    private final boolean overlapping;
+    /** Says why they overlap, naming two slices: made on first use, only a refusal needs it. */
+    private final java.util.function.Supplier<String> overlapWhy;
+    private volatile String overlap;
     /** Where memory overlaps: why per-page staging cannot order the copy, or null when it can (or nothing overlaps). */
     private final String stagingConflict;
     /** Where memory overlaps: the largest staging unit's bytes; 0 otherwise. */
@@ -234,7 +237,7 @@ public final class CopyPlan {
 
     private CopyPlan(KvCacheGroup source, RequestBlocks sourceRequest, KvCacheGroup destination,
                      RequestBlocks destinationRequest, ChecksumSpec spec, List<Pair> pairs, List<Launch> launches,
-                     String overlap, CopyStaging.Result staging) {
+                     java.util.function.Supplier<String> overlapWhy, CopyStaging.Result staging) {
         this.source = source;
         this.sourceRequest = sourceRequest;
         this.destination = destination;
@@ -242,7 +245,8 @@ public final class CopyPlan {
         this.spec = spec;
         this.pairs = pairs;
         this.launches = launches;
-        this.overlap = overlap;
+        this.overlapping = overlapWhy != null;
+        this.overlapWhy = overlapWhy;
         this.stagingConflict = staging == null ? null : staging.conflict();
         this.stagingUnitBytes = staging == null ? 0 : staging.unitBytes();
         this.destinationSegments = null;
@@ -261,22 +265,24 @@ public final class CopyPlan {
         this.destinationSegments = destination;
         this.segmentPlans = List.copyOf(parts);
         List<Launch> all = new ArrayList<>();
-        String why = null;
+        int why = -1;
         segmentFirst = new long[parts.size()];
         segmentBlock = new int[parts.size()];
         for (int i = 0; i < parts.size(); i++) {
             CopyPlan part = parts.get(i);
             all.addAll(part.launches());
-            if (why == null && part.overlap != null) {
-                why = "segment plan " + i + ": " + part.overlap;
+            if (why < 0 && part.overlapping) {
+                why = i;
             }
             segmentFirst[i] = part.destinationRequest.firstBlock();
             segmentBlock[i] = part.destinationRequest.blockSize();
         }
         this.launches = List.copyOf(all);
-        this.overlap = why;
+        this.overlapping = why >= 0;
+        int first = why;
+        this.overlapWhy = why < 0 ? null : () -> "segment plan " + first + ": " + segmentPlans.get(first).overlapMessage();
         // a unit of one segment plan could read what another segment plan writes, which no segment plan sees
-        this.stagingConflict = why == null ? null : "an in-place copy into a segmented destination is not staged:"
+        this.stagingConflict = why < 0 ? null : "an in-place copy into a segmented destination is not staged:"
                 + " copy through separate memory";
         this.stagingUnitBytes = 0;
         this.pairs = parts.isEmpty() ? List.of() : parts.get(0).pairs();
@@ -399,7 +405,10 @@ public final class CopyPlan {
             WrittenCells.requireDisjoint(List.of(WrittenCells.Pages.of("", dstTable, destination,
                     destinationRequest.numTokens() - destinationRequest.startToken())), List.of(pairs));
         }
-        String overlap = overlap(pairs, src, dst, pre == null ? null : pre.ranges);
+        Map<Object, long[]> ranges = pre == null ? null : pre.ranges;
+        List<Pair> copied = List.copyOf(pairs);
+        java.util.function.Supplier<String> overlap = overlapping(copied, src, dst, ranges)
+                ? () -> overlap(copied, src, dst, ranges) : null;
         CopyStaging.Result staging = overlap == null ? null : CopyStaging.classify(pairs, src.pageTable(), dstTable,
                 source.pageSize(), destination.pageSize(), destinationRequest.startToken(), destinationRequest.numTokens());
 
@@ -420,7 +429,7 @@ public final class CopyPlan {
                     destination.pageSize(), destinationRequest.blockSize(), destinationRequest.startToken(),
                     destinationRequest.numTokens(), destinationRequest.firstBlock()));
         }
-        return new CopyPlan(source, sourceRequest, destination, destinationRequest, spec, List.copyOf(pairs),
+        return new CopyPlan(source, sourceRequest, destination, destinationRequest, spec, copied,
                 List.copyOf(launches), overlap, staging);
     }
 
@@ -573,11 +582,12 @@ public final class CopyPlan {
                                 ? limits.hint() : ""));
             }
         }
-        if (overlap != null && stagingConflict != null) {
-            throw new InvalidLayoutException("copy: " + overlap + "; " + stagingConflict + " (backend '" + backend + "')");
+        if (overlapping && stagingConflict != null) {
+            throw new InvalidLayoutException("copy: " + overlapMessage() + "; " + stagingConflict + " (backend '" + backend
+                    + "')");
         }
-        if (overlap != null && stagingUnitBytes > limits.maxStagedUnitBytes()) {
-            throw new InvalidLayoutException("copy: " + overlap + "; " + (limits.maxStagedUnitBytes() == 0
+        if (overlapping && stagingUnitBytes > limits.maxStagedUnitBytes()) {
+            throw new InvalidLayoutException("copy: " + overlapMessage() + "; " + (limits.maxStagedUnitBytes() == 0
                     ? "backend '" + backend + "' does not stage pages for an in-place copy"
                     : "its largest staging unit (one layer's cells of one destination page) is " + stagingUnitBytes
                             + " bytes, but backend '" + backend + "' stages at most " + limits.maxStagedUnitBytes()
@@ -678,7 +688,17 @@ public final class CopyPlan {
 
     /** {@return whether the source and destination memory overlap (a copy only a staging backend may run)} */
     public boolean overlaps() {
-        return overlap != null;
+        return overlapping;
+    }
+
+    /** Why source and destination memory overlap (two slices named), or null when they do not. */
+    private String overlapMessage() {
+        String why = overlap;
+        if (why == null && overlapping) {
+            why = overlapWhy.get();
+            overlap = why;
+        }
+        return why;
     }
 
     /**
@@ -693,7 +713,7 @@ public final class CopyPlan {
      * {@link #stagingUnitBytes()} exceeds the backend's {@link BackendLimits#maxStagedUnitBytes()}.
      */
     public boolean staged() {
-        return overlap != null && stagingConflict == null;
+        return overlapping && stagingConflict == null;
     }
 
     /**
@@ -702,7 +722,7 @@ public final class CopyPlan {
      * as backends stage them); 0 when source and destination memory do not overlap}
      */
     public long stagingUnitBytes() {
-        return overlap == null ? 0 : stagingUnitBytes;
+        return overlapping ? stagingUnitBytes : 0;
     }
 
     /** {@return whether the destination is segmented: several groups, one plan per segment share ({@link #segments()})} */
@@ -845,6 +865,30 @@ public final class CopyPlan {
     }
 
     // ---- overlap: the bytes read and the bytes written, per address space, at page granularity per slice ----
+
+    /**
+     * Whether {@link #overlap} finds source and destination memory overlapping, answered from runs of slices
+     * ({@link PageSpans}) rather than one span per (slice, part, page): the same answer at the cost of a few runs and
+     * two sorted page lists. {@link #overlap} itself only runs for a refusal's message.
+     */
+    private static boolean overlapping(List<Pair> pairs, SlicePlan src, SlicePlan dst, Map<Object, long[]> sourceRanges) {
+        Map<Object, long[]> srcRange = sourceRanges;
+        if (srcRange == null) {
+            srcRange = new IdentityHashMap<>();
+            memoryRanges(pairs, true, srcRange);
+        }
+        Map<Object, long[]> dstRange = new IdentityHashMap<>();
+        memoryRanges(pairs, false, dstRange);
+        boolean any = false;
+        for (Map.Entry<Object, long[]> e : dstRange.entrySet()) {
+            long[] s = srcRange.get(e.getKey());
+            if (s != null && intersects(s, e.getValue())) {
+                any = true;
+            }
+        }
+        return any && PageSpans.anyMeet(PageSpans.runs(pairs, true, src.pageSize()), new PageSpans.Pages(src.pageTable()),
+                PageSpans.runs(pairs, false, dst.pageSize()), new PageSpans.Pages(dst.pageTable()));
+    }
 
     /**
      * Why the source cells read and the destination cells written may share bytes, or null. Only memories whose address

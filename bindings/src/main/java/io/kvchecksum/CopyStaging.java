@@ -81,6 +81,9 @@ final class CopyStaging {
             }
             unitBytes = Math.max(unitBytes, b * Math.min(pd, tokens));
         }
+        if (ps == pd && apart(groups, srcTable, dstTable, pd, nd)) {
+            return new Result(null, unitBytes);
+        }
         Map<Object, List<Span>> reads = new IdentityHashMap<>();
         Map<Object, List<Span>> writes = new IdentityHashMap<>();
         for (int g = 0; g < groups.size(); g++) {
@@ -102,6 +105,145 @@ final class CopyStaging {
             return new Result(null, unitBytes);
         }
         return new Result(exact(groups, srcTable, dstTable, ps, pd, start, tokens, nd), unitBytes);
+    }
+
+    /**
+     * Whether no unit's source cells can share bytes with another unit's destination cells, shown per layer run rather
+     * than per unit when source and destination pages are of one size: unit {@code (g, i)} then reads source page
+     * {@code srcTable[i]} and writes destination page {@code dstTable[i]}, so each group's parts of one kind and memory
+     * are a lattice of page hulls ({@link PageSpans.Run}, a full page's hull for every unit, the last one's included)
+     * over each table. False where that does not show it (then the units' hulls, and perhaps their cells, decide).
+     */
+    private static boolean apart(List<List<Pair>> groups, int[] srcTable, int[] dstTable, int pd, int nd) {
+        List<PageSpans.Run> reads = new ArrayList<>();
+        List<PageSpans.Run> writes = new ArrayList<>();
+        for (int g = 0; g < groups.size(); g++) {
+            if (!lattices(Parts.of(groups.get(g), true), pd, g, reads)
+                    || !lattices(Parts.of(groups.get(g), false), pd, g, writes)) {
+                return false;
+            }
+        }
+        int[] src = Arrays.copyOf(srcTable, nd);
+        PageSpans.Pages sp = new PageSpans.Pages(src);
+        PageSpans.Pages dp = new PageSpans.Pages(Arrays.copyOf(dstTable, nd));
+        boolean shared = false;   // some source page is written
+        boolean moved = false;    // some source page is written by another table entry
+        int[] e = dp.entries();
+        if (e != null) {
+            for (int i = 0; i < nd; i++) {
+                int at = src[i] < dp.min || src[i] > dp.max ? 0 : e[src[i] - dp.min];
+                shared |= at != 0;
+                moved |= at != 0 && at - 1 != i;
+            }
+        } else {
+            long[][] sorted = byPage(dp.table);
+            long[] s = byPage(src)[0];
+            long[] d = sorted[0];
+            for (int a = 0, b = 0; a < nd && b < nd; ) {
+                if (s[a] >> 32 < d[b] >> 32) {
+                    a++;
+                } else if (s[a] >> 32 > d[b] >> 32) {
+                    b++;
+                } else {
+                    shared = true;
+                    moved |= (int) s[a] != (int) d[b];
+                    a++;
+                }
+            }
+        }
+        long[] byPage = null;
+        for (PageSpans.Run r : reads) {
+            for (PageSpans.Run x : writes) {
+                if (r.space() != x.space() || r.lo(sp.min) >= x.hi(dp.max) || x.lo(dp.min) >= r.hi(sp.max)) {
+                    continue;
+                }
+                boolean same = r.group() == x.group();
+                if (PageSpans.sameLattice(r, x)) {
+                    if (same ? moved : shared) {
+                        return false;
+                    }
+                    continue;
+                }
+                if (byPage == null) {
+                    byPage = byPage(dp.table)[0];
+                }
+                if (!crossApart(r, src, x, byPage, same)) {
+                    return false;
+                }
+            }
+        }
+        return true;
+    }
+
+    /** {@code {(page << 32 | entry) sorted}}: a table's entries by page. */
+    private static long[][] byPage(int[] table) {
+        long[] d = new long[table.length];
+        for (int i = 0; i < table.length; i++) {
+            d[i] = ((long) table[i] << 32) | i;
+        }
+        Arrays.sort(d);
+        return new long[][] {d};
+    }
+
+    /** Per source entry {@code i}: the destination pages whose hull meets its hull are at most its own entry's. */
+    private static boolean crossApart(PageSpans.Run r, int[] src, PageSpans.Run w, long[] dstByPage, boolean sameGroup) {
+        for (int i = 0; i < src.length; i++) {
+            long x = r.start() + src[i] * r.stride() - w.start();
+            long from;
+            long to;
+            if (w.stride() == 0) {
+                if (x >= w.extent() || x + r.extent() <= 0) {
+                    continue;
+                }
+                from = Long.MIN_VALUE;
+                to = Long.MAX_VALUE - 1;
+            } else {
+                from = Math.floorDiv(x - w.extent(), w.stride()) + 1;
+                to = Math.ceilDiv(x + r.extent(), w.stride()) - 1;
+            }
+            int a = lowerBound(dstByPage, from);
+            int b = lowerBound(dstByPage, to == Long.MAX_VALUE - 1 ? Long.MAX_VALUE : to + 1);
+            if (b - a > 1 || (b - a == 1 && (!sameGroup || (int) dstByPage[a] != i))) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** The index of the first entry of {@code byPage} whose page is at least {@code page}. */
+    private static int lowerBound(long[] byPage, long page) {
+        int lo = 0;
+        int hi = byPage.length;
+        while (lo < hi) {
+            int mid = (lo + hi) >>> 1;
+            if (byPage[mid] >> 32 < page) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        return lo;
+    }
+
+    /**
+     * A group's lattices of full-page hulls, one per part kind and memory; false when its parts' page strides differ
+     * (no lattice).
+     */
+    private static boolean lattices(Parts[] side, int pageSize, int group, List<PageSpans.Run> into) {
+        for (Parts ps : side) {
+            long stride = ps.parts[0].pageStride();
+            long lo = Long.MAX_VALUE;
+            long hi = Long.MIN_VALUE;
+            for (Part part : ps.parts) {
+                if (part.pageStride() != stride) {
+                    return false;
+                }
+                lo = Math.min(lo, part.base());
+                hi = Math.max(hi, part.base() + (pageSize - 1L) * part.tokenStride() + part.bytes());
+            }
+            into.add(new PageSpans.Run(ps.space, ps.address + lo, stride, hi - lo, group));
+        }
+        return true;
     }
 
     /**
@@ -198,47 +340,73 @@ final class CopyStaging {
         return last;
     }
 
-    /** Cell by cell: the first source cell of one unit sharing bytes with another unit's destination cell, or null. */
+    /**
+     * The most destination cells {@link #exact} compares one by one (K and V counted apart): its memory, about 64 bytes
+     * a cell, stays bounded whatever the layout; beyond it the copy is refused as not shown stageable.
+     */
+    static final long EXACT_CELLS = 1L << 21;
+
+    /**
+     * Cell by cell: the first source cell of one unit sharing bytes with another unit's destination cell, or null. The
+     * destination cells are kept and sorted, the source cells only streamed past them, in the order they were always
+     * compared in (so the units named stay the same).
+     */
     private static String exact(List<List<Pair>> groups, int[] srcTable, int[] dstTable, int ps, int pd, long start,
                                 long tokens, int nd) {
-        Map<Object, List<Span>> reads = new IdentityHashMap<>();
+        long cells = 0;
+        for (List<Pair> g : groups) {
+            for (Pair p : g) {
+                cells += (p.destination().v() == null ? 1 : 2) * tokens;
+            }
+        }
+        if (cells > EXACT_CELLS) {
+            return "per-page staging is not shown to order it: staging units' page hulls meet (layers interleaved"
+                    + " within a page?) and telling them apart would compare " + cells + " destination cells one by one,"
+                    + " more than the " + EXACT_CELLS + " the library compares: copy through separate memory";
+        }
         Map<Object, List<Span>> writes = new IdentityHashMap<>();
         for (int g = 0; g < groups.size(); g++) {
             for (Pair p : groups.get(g)) {
                 for (int kv = 0; kv < 2; kv++) {
-                    Part sp = kv == 0 ? p.source().k() : p.source().v();
                     Part dp = kv == 0 ? p.destination().k() : p.destination().v();
-                    if (sp == null) {
+                    if (dp == null) {
                         continue;
                     }
-                    long sb = CopyPlan.address(sp.memory());
                     long db = CopyPlan.address(dp.memory());
-                    List<Span> r = reads.computeIfAbsent(CopyPlan.space(sp.memory()), k -> new ArrayList<>());
                     List<Span> w = writes.computeIfAbsent(CopyPlan.space(dp.memory()), k -> new ArrayList<>());
                     for (long t = 0; t < tokens; t++) {
                         int unit = g * nd + (int) (t / pd);
-                        long spage = srcTable[(int) (t / ps)];
                         long dpage = dstTable[(int) (t / pd)];
-                        long so = sb + sp.cellOffset(spage, t % ps);
                         long dof = db + dp.cellOffset(dpage, t % pd);
-                        r.add(new Span(so, so + sp.bytes(), unit, kv, spage, sb, start + t));
                         w.add(new Span(dof, dof + dp.bytes(), unit, kv, dpage, db, start + t));
                     }
                 }
             }
         }
         for (Map.Entry<Object, List<Span>> e : writes.entrySet()) {
-            List<Span> r = reads.get(e.getKey());
-            if (r == null) {
-                continue;
-            }
             // destination cells are disjoint (WrittenCells): sorted by start, their ends are sorted too
             Span[] w = e.getValue().toArray(new Span[0]);
             Arrays.sort(w, Comparator.comparingLong(Span::from));
-            for (Span x : r) {
-                for (int i = lastBefore(w, x.to); i >= 0 && w[i].to > x.from; i--) {
-                    if (w[i].unit != x.unit) {
-                        return describe(groups, dstTable, nd, start, pd, x, w[i]);
+            for (int g = 0; g < groups.size(); g++) {
+                for (Pair p : groups.get(g)) {
+                    for (int kv = 0; kv < 2; kv++) {
+                        Part sp = kv == 0 ? p.source().k() : p.source().v();
+                        if (sp == null || CopyPlan.space(sp.memory()) != e.getKey()) {
+                            continue;
+                        }
+                        long sb = CopyPlan.address(sp.memory());
+                        for (long t = 0; t < tokens; t++) {
+                            int unit = g * nd + (int) (t / pd);
+                            long spage = srcTable[(int) (t / ps)];
+                            long from = sb + sp.cellOffset(spage, t % ps);
+                            long to = from + sp.bytes();
+                            for (int i = lastBefore(w, to); i >= 0 && w[i].to > from; i--) {
+                                if (w[i].unit != unit) {
+                                    return describe(groups, dstTable, nd, start, pd,
+                                            new Span(from, to, unit, kv, spage, sb, start + t), w[i]);
+                                }
+                            }
+                        }
                     }
                 }
             }

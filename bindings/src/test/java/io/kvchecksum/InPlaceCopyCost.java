@@ -17,6 +17,13 @@ import java.util.List;
  * {@code java --enable-native-access=ALL-UNNAMED --add-modules=jdk.incubator.vector
  * -cp bindings/target/classes:bindings/target/test-classes io.kvchecksum.InPlaceCopyCost SECONDS LAYERS PAGES...}
  * (e.g. {@code 10 2 16 2048}: 1 MiB in cache and 128 MiB from memory).
+ *
+ * <p>{@code compile ROUNDS LAYERS POOL PAGES...} times the compilations only, at real sizes without the memory: a
+ * pool of {@code POOL} pages as device memory (never touched: {@link CopyPlan#compile} reads no byte), a request of
+ * {@code PAGES} scattered pages copied NHD to HND into another pool (out of place) and onto itself (in place),
+ * interleaved, {@code ROUNDS} turns of which the first half warm up; e.g. {@code compile 400 32 4096 1000 4000}:
+ * Llama-3-8B's 32 layers x 8 KV heads x 256-byte cells, pages of 16, vLLM's in-place rearrangement of 1000 and 4000
+ * received blocks.
  */
 public final class InPlaceCopyCost {
     private static final int HEADS = 8;
@@ -32,6 +39,15 @@ public final class InPlaceCopyCost {
      * @param args seconds per size, layers, then page counts
      */
     public static void main(String[] args) {
+        if (args.length > 0 && args[0].equals("compile")) {
+            int rounds = Integer.parseInt(args[1]);
+            int layers = Integer.parseInt(args[2]);
+            int pool = Integer.parseInt(args[3]);
+            for (int i = 4; i < args.length; i++) {
+                compileOnly(rounds, layers, pool, Integer.parseInt(args[i]));
+            }
+            return;
+        }
         long seconds = args.length > 0 ? Long.parseLong(args[0]) : 10;
         int layers = args.length > 1 ? Integer.parseInt(args[1]) : 2;
         List<Integer> sizes = new ArrayList<>();
@@ -120,6 +136,42 @@ public final class InPlaceCopyCost {
                     bytes / (double) best(ta), bytes / (double) median(tb), bytes / (double) best(tb),
                     (double) median(ta) / median(tb), median(ca) / 1e3, median(cb) / 1e3);
         }
+    }
+
+    private static void compileOnly(int rounds, int layers, int pool, int pages) {
+        long bytes = 2L * layers * pool * PAGE * HEADS * CELL;
+        int[] table = new int[pages];
+        for (int i = 0; i < pages; i++) {
+            table[i] = (int) ((i * 2654435761L + 7) % pool);
+        }
+        if (Arrays.stream(table).distinct().count() != pages) {
+            throw new IllegalArgumentException("the pool must be a power of two, at least the pages");
+        }
+        RequestBlocks q = RequestBlocks.of(table, (long) pages * PAGE - 5, PAGE);
+        KvMemory a = KvMemory.device(1L << 40, bytes);
+        KvMemory b = KvMemory.device(1L << 41, bytes);
+        List<Long> ca = new ArrayList<>();
+        List<Long> cb = new ArrayList<>();
+        for (int i = 0; i < rounds; i++) {   // the first half warms the compiler up
+            long t0 = System.nanoTime();
+            CopyPlan apart = CopyPlan.compile(group(a, layers, pool, false), q, group(b, layers, pool, true), q,
+                    ChecksumSpec.STANDARD);
+            long t1 = System.nanoTime();
+            CopyPlan inPlace = CopyPlan.compile(group(a, layers, pool, false), q, group(a, layers, pool, true), q,
+                    ChecksumSpec.STANDARD);
+            long t2 = System.nanoTime();
+            if (apart.overlaps() || !inPlace.staged()) {
+                throw new IllegalStateException("shapes");
+            }
+            if (i >= rounds / 2) {
+                ca.add(t1 - t0);
+                cb.add(t2 - t1);
+            }
+        }
+        System.out.printf("compile only: %d layers x %d heads x %d B, pool of %d pages of %d, %d pages copied NHD to HND"
+                        + " (%d rounds): out of place median %.0f us (best %.0f), in place median %.0f us (best %.0f),"
+                        + " in place / out of place %.2f (medians)%n", layers, HEADS, CELL, pool, PAGE, pages, ca.size(),
+                median(ca) / 1e3, best(ca) / 1e3, median(cb) / 1e3, best(cb) / 1e3, (double) median(cb) / median(ca));
     }
 
     private static long median(List<Long> v) {
