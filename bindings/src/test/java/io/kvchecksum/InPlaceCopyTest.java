@@ -92,6 +92,43 @@ class InPlaceCopyTest {
     }
 
     /**
+     * Layers interleaved within a token's row at a size whose cell-by-cell comparison would exceed its bound
+     * ({@code CopyStaging.EXACT_CELLS} destination cells): 2 layers x 2^21 positions in place on the same pages.
+     * Refused in one line saying what to do, with compilation's memory bounded (no cell list is made); the same
+     * layout at a small size is staged ({@link #interleavedLayersAreStagedCellByCell}).
+     */
+    @Test
+    void interleavedLayersBeyondTheCellBoundAreRefused() {
+        int cell = 8;
+        int layers = 2;
+        int page = 16;
+        int pages = 1 << 17;
+        long row = (long) layers * cell;
+        try (Arena arena = Arena.ofConfined()) {
+            KvMemory m = KvMemory.host(arena.allocate(pages * page * row, 64));
+            List<CacheLayer> ls = new ArrayList<>();
+            for (int l = 0; l < layers; l++) {
+                ls.add(CacheLayer.of(l, 0, 1, new KvRegion(m, l * cell, page * row, row, 0, cell), null));
+            }
+            KvCacheGroup g = KvCacheGroup.of(page, pages, ls);
+            int[] table = new int[pages];
+            for (int i = 0; i < pages; i++) {
+                table[i] = (int) ((i * 2654435761L + 7) % pages);
+            }
+            RequestBlocks q = RequestBlocks.of(table, (long) pages * page, page);
+            CopyPlan plan = CopyPlan.compile(g, q, g, q, ChecksumSpec.STANDARD);
+            assertTrue(plan.overlaps() && !plan.staged());
+            assertTrue(CopyStaging.EXACT_CELLS < (long) layers * pages * page);
+            InvalidLayoutException e = assertThrows(InvalidLayoutException.class,
+                    () -> KvChecksums.cpu().compileCopy(g, q, g, q, ChecksumSpec.STANDARD));
+            String s = e.getMessage();
+            assertTrue(s.contains("source and destination memory overlap") && s.contains("not shown to order it")
+                    && s.contains(layers * pages * page + " destination cells") && s.contains("copy through separate memory")
+                    && !s.contains("\n"), s);
+        }
+    }
+
+    /**
      * Llama-like vLLM flash ({@code [2][pages][16][heads][D]}) read as HND ({@code [2][pages][heads][16][D]}) on the
      * same block ids: 4 layers x 8 heads x 256-byte cells, 64 pages, 16 MiB moved, so the cpu backend splits the pages
      * over its pool.
