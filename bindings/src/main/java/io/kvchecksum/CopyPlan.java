@@ -58,7 +58,12 @@ import java.util.Set;
  * K and V together) reads only bytes no other unit writes; every backend then reads each unit whole before writing
  * it, which gives what reading every source cell before writing any would. Otherwise (an in-place page permutation, a
  * unit reading another page's bytes) {@link #check} refuses it, naming both units: per-page staging cannot order it,
- * copy through separate memory. The classification is exact and, for real layouts, a sort of the units' hulls.
+ * copy through separate memory. Both questions (overlap, staging) are answered exactly and, for real layouts, from a
+ * few lattices of page spans and the two tables ({@code PageSpans}): an in-place compilation costs about what an
+ * out-of-place one costs (vLLM's in-place NHD to HND of Llama-3-8B, 32 layers x 8 heads, 1000 to 4000 pages of 16:
+ * 1.6 to 1.7 times, where one span per slice and page and a hull per unit cost 40 to 1400 times). Cells are
+ * compared one by one only where the units' hulls meet (layers interleaved within a page), at most
+ * 2<sup>21</sup> destination cells: beyond that the copy is refused as not shown stageable.
  *
  * <p><b>The lowering</b>, for backends: {@link #launches()}, at most two (one per {@link CompiledPlan.CellKind cell
  * kind}, like {@link CompiledPlan}'s), each a list of {@link Pair}s (source slice, destination slice: for each side the

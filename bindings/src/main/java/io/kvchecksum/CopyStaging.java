@@ -22,9 +22,12 @@ import java.util.Map;
  * cell's K and V together, and layouts with K and V side by side in a page stay stageable when a permute moves a K
  * cell onto V bytes of the same page. It doubles the staging memory of a unit, which is still one layer's page.
  *
- * <p>Exact and, for real layouts, {@code O(n log n)} in the units: the units' hulls (per unit, source page, part and
- * memory: the span from the first cell to the last) are compared by a sort first; only where hulls of different units
- * meet (layouts interleaving layers within a page, say) are the cells compared one by one.
+ * <p>Exact and, for real layouts, about {@code O(n)} in the table entries: with equal page sizes each layer's parts form
+ * lattices of page hulls over the two tables ({@link PageSpans}), compared lattice by lattice; otherwise (or where
+ * that does not show the units apart) the units' hulls (per unit, source page, part and memory: the span from the
+ * first cell to the last) are compared by a sort, {@code O(n log n)} in the units; only where hulls of different units
+ * meet (layouts interleaving layers within a page, say) are the cells compared one by one, at most
+ * {@link #EXACT_CELLS} destination cells (beyond it the copy is refused as not shown stageable).
  */
 final class CopyStaging {
     /**
