@@ -84,7 +84,7 @@ final class CopyStaging {
             }
             unitBytes = Math.max(unitBytes, b * Math.min(pd, tokens));
         }
-        if (ps == pd && apart(groups, srcTable, dstTable, pd, nd)) {
+        if (pd % ps == 0 && apart(groups, srcTable, dstTable, ps, pd, nd, Math.toIntExact(Math.ceilDiv(tokens, (long) ps)))) {
             return new Result(null, unitBytes);
         }
         Map<Object, List<Span>> reads = new IdentityHashMap<>();
@@ -112,49 +112,54 @@ final class CopyStaging {
 
     /**
      * Whether no unit's source cells can share bytes with another unit's destination cells, shown per layer run rather
-     * than per unit when source and destination pages are of one size: unit {@code (g, i)} then reads source page
-     * {@code srcTable[i]} and writes destination page {@code dstTable[i]}, so each group's parts of one kind and memory
-     * are a lattice of page hulls ({@link PageSpans.Run}, a full page's hull for every unit, the last one's included)
-     * over each table. False where that does not show it (then the units' hulls, and perhaps their cells, decide).
+     * than per unit when a destination page holds whole source pages ({@code Pd = k*Ps}, {@code k = 1} the common
+     * case): unit {@code (g, i)} then reads source entries {@code i*k .. i*k+k-1} and writes destination entry
+     * {@code i}, so each group's parts of one kind and memory are a lattice of page hulls ({@link PageSpans.Run}, a full
+     * page's hull for every entry, the last one's included) over each table. False where that does not show it (then
+     * the units' hulls, and perhaps their cells, decide).
      */
-    private static boolean apart(List<List<Pair>> groups, int[] srcTable, int[] dstTable, int pd, int nd) {
+    private static boolean apart(List<List<Pair>> groups, int[] srcTable, int[] dstTable, int ps, int pd, int nd,
+                                 int ns) {
+        int k = pd / ps;
         List<PageSpans.Run> reads = new ArrayList<>();
         List<PageSpans.Run> writes = new ArrayList<>();
         for (int g = 0; g < groups.size(); g++) {
-            if (!lattices(Parts.of(groups.get(g), true), pd, g, reads)
+            if (!lattices(Parts.of(groups.get(g), true), ps, g, reads)
                     || !lattices(Parts.of(groups.get(g), false), pd, g, writes)) {
                 return false;
             }
         }
-        int[] src = Arrays.copyOf(srcTable, nd);
+        int[] src = Arrays.copyOf(srcTable, ns);
         PageSpans.Pages sp = new PageSpans.Pages(src);
         PageSpans.Pages dp = new PageSpans.Pages(Arrays.copyOf(dstTable, nd));
         boolean shared = false;   // some source page is written
         boolean moved = false;    // some source page is written by another table entry
         int[] e = dp.entries();
         if (e != null) {
-            for (int i = 0; i < nd; i++) {
-                int at = src[i] < dp.min || src[i] > dp.max ? 0 : e[src[i] - dp.min];
+            for (int j = 0; j < ns; j++) {
+                int at = src[j] < dp.min || src[j] > dp.max ? 0 : e[src[j] - dp.min];
                 shared |= at != 0;
-                moved |= at != 0 && at - 1 != i;
+                moved |= at != 0 && at - 1 != j / k;
             }
         } else {
             long[][] sorted = byPage(dp.table);
             long[] s = byPage(src)[0];
             long[] d = sorted[0];
-            for (int a = 0, b = 0; a < nd && b < nd; ) {
+            for (int a = 0, b = 0; a < ns && b < nd; ) {
                 if (s[a] >> 32 < d[b] >> 32) {
                     a++;
                 } else if (s[a] >> 32 > d[b] >> 32) {
                     b++;
                 } else {
                     shared = true;
-                    moved |= (int) s[a] != (int) d[b];
+                    moved |= (int) s[a] / k != (int) d[b];
                     a++;
                 }
             }
         }
         long[] byPage = null;
+        // crossApart depends on a pair of lattices only through their offset, strides and extents: layers alike ask once
+        Map<List<Long>, Boolean> asked = new HashMap<>();
         for (PageSpans.Run r : reads) {
             for (PageSpans.Run x : writes) {
                 if (r.space() != x.space() || r.lo(sp.min) >= x.hi(dp.max) || x.lo(dp.min) >= r.hi(sp.max)) {
@@ -170,7 +175,13 @@ final class CopyStaging {
                 if (byPage == null) {
                     byPage = byPage(dp.table)[0];
                 }
-                if (!crossApart(r, src, x, byPage, same)) {
+                List<Long> key = List.of(r.start() - x.start(), r.stride(), r.extent(), x.stride(), x.extent(), same ? 1L : 0L);
+                Boolean fine = asked.get(key);
+                if (fine == null) {
+                    fine = crossApart(r, src, k, x, dp, byPage, same);
+                    asked.put(key, fine);
+                }
+                if (!fine) {
                     return false;
                 }
             }
@@ -189,7 +200,9 @@ final class CopyStaging {
     }
 
     /** Per source entry {@code i}: the destination pages whose hull meets its hull are at most its own entry's. */
-    private static boolean crossApart(PageSpans.Run r, int[] src, PageSpans.Run w, long[] dstByPage, boolean sameGroup) {
+    private static boolean crossApart(PageSpans.Run r, int[] src, int k, PageSpans.Run w, PageSpans.Pages dst,
+                                      long[] dstByPage, boolean sameGroup) {
+        int[] e = dst.entries();
         for (int i = 0; i < src.length; i++) {
             long x = r.start() + src[i] * r.stride() - w.start();
             long from;
@@ -204,9 +217,19 @@ final class CopyStaging {
                 from = Math.floorDiv(x - w.extent(), w.stride()) + 1;
                 to = Math.ceilDiv(x + r.extent(), w.stride()) - 1;
             }
+            if (e != null && to - from < 4) {   // a page or two: looked up directly
+                int found = 0;
+                for (long q = Math.max(from, dst.min); q <= Math.min(to, dst.max); q++) {
+                    int at = e[(int) (q - dst.min)];
+                    if (at != 0 && (++found > 1 || !sameGroup || at - 1 != i / k)) {
+                        return false;
+                    }
+                }
+                continue;
+            }
             int a = lowerBound(dstByPage, from);
             int b = lowerBound(dstByPage, to == Long.MAX_VALUE - 1 ? Long.MAX_VALUE : to + 1);
-            if (b - a > 1 || (b - a == 1 && (!sameGroup || (int) dstByPage[a] != i))) {
+            if (b - a > 1 || (b - a == 1 && (!sameGroup || (int) dstByPage[a] != i / k))) {
                 return false;
             }
         }

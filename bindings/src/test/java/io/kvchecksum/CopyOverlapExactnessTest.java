@@ -16,8 +16,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * buffer: the pages' spans one by one for the overlap question (the question {@code overlaps()} answers: per copied
  * slice, part and used page, first cell to last), every byte for staging (a unit's read bytes against the other
  * units' written bytes). Layouts: head-major, token-major, layers interleaved within a token's row, K and V within a
- * page, heads apart, at random shifts; page sizes equal or not; tables shared (in place on the same block ids), permuted or
- * random. Seed fixed and printed.
+ * page, heads apart, at random shifts; page sizes equal or not; tables shared (in place on the same block ids), permuted,
+ * remote blocks in place in their local pages (in order or reversed within a page) or random. Seed fixed and printed.
  */
 class CopyOverlapExactnessTest {
     private static final long SEED = 20261207_29L;
@@ -27,12 +27,15 @@ class CopyOverlapExactnessTest {
 
     /** A random group of {@code layers} x {@code heads} cells of K {@code kb} (and V {@code kb}) bytes. */
     private static KvCacheGroup group(Random r, KvMemory m, int layers, int heads, int kb, boolean v, int ps, int pages,
-                                      long[] end) {
+                                      long[] end, int[] shape) {
         int kinds = v ? 5 : 4;
-        int kind = r.nextInt(kinds);
+        int kind = shape[0] >= 0 ? shape[0] : r.nextInt(kinds);
         long c = kb;
         int parts = v ? 2 : 1;
-        long shift = switch (r.nextInt(4)) {
+        int pick = shape[1] >= 0 ? shape[1] : r.nextInt(4);
+        shape[0] = kind;
+        shape[1] = pick;
+        long shift = switch (pick) {
             case 0 -> 0;
             case 1 -> 8;
             case 2 -> c;
@@ -122,15 +125,26 @@ class CopyOverlapExactnessTest {
                 int n = 1 + r.nextInt(12);
                 int pages = Math.max(Math.ceilDiv(n, Math.min(ps, pd)), 2) + r.nextInt(3);
                 long[] end = {0};
-                KvCacheGroup src = group(r, m, layers, heads, kb, v, ps, pages, end);
-                KvCacheGroup dst = group(r, m, layers, heads, kb, v, pd, pages, end);
+                int k = pd % ps == 0 ? pd / ps : 1;
+                boolean blocks = k > 1 && r.nextInt(2) == 0;   // remote blocks of ps into local pages of pd, in place
+                int[] shape = {-1, -1};
+                KvCacheGroup src = group(r, m, layers, heads, kb, v, ps, pages * k, end, shape);
+                if (!blocks) {
+                    shape = new int[] {-1, -1};
+                }
+                KvCacheGroup dst = group(r, m, layers, heads, kb, v, pd, pages, end, shape);
                 if (end[0] > m.byteSize()) {
                     continue;
                 }
                 int[] dt = table(r, Math.ceilDiv(n, pd), pages);
                 int[] st;
                 int pick = r.nextInt(3);
-                if (ps == pd && pick == 0) {
+                if (blocks) {
+                    st = new int[Math.ceilDiv(n, ps)];
+                    for (int j = 0; j < st.length; j++) {
+                        st[j] = dt[j / k] * k + (pick == 0 ? j % k : k - 1 - j % k);
+                    }
+                } else if (ps == pd && pick == 0) {
                     st = dt.clone();   // in place on the same block ids
                 } else if (ps == pd && pick == 1) {
                     st = dt.clone();   // a permutation of them

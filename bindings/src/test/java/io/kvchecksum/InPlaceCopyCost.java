@@ -23,7 +23,8 @@ import java.util.List;
  * {@code PAGES} scattered pages copied NHD to HND into another pool (out of place) and onto itself (in place),
  * interleaved, {@code ROUNDS} turns of which the first half warm up; e.g. {@code compile 400 32 4096 1000 4000}:
  * Llama-3-8B's 32 layers x 8 KV heads x 256-byte cells, pages of 16, vLLM's in-place rearrangement of 1000 and 4000
- * received blocks.
+ * received blocks; and the same in place from remote blocks of 8 (a block-size change: each local page's two remote
+ * blocks, NHD, read as the HND page they lie in).
  */
 public final class InPlaceCopyCost {
     private static final int HEADS = 8;
@@ -63,18 +64,22 @@ public final class InPlaceCopyCost {
     }
 
     private static KvCacheGroup group(KvMemory m, int layers, int pages, boolean hnd) {
-        long page = (long) PAGE * HEADS * CELL;
+        return group(m, layers, pages, hnd, PAGE);
+    }
+
+    private static KvCacheGroup group(KvMemory m, int layers, int pages, boolean hnd, int pageSize) {
+        long page = (long) pageSize * HEADS * CELL;
         long layerBytes = 2 * pages * page;
         List<CacheLayer> ls = new ArrayList<>();
         for (int l = 0; l < layers; l++) {
             long k = l * layerBytes;
             long v = k + pages * page;
-            ls.add(hnd ? CacheLayer.of(l, 0, HEADS, new KvRegion(m, k, page, CELL, (long) PAGE * CELL, CELL),
-                    new KvRegion(m, v, page, CELL, (long) PAGE * CELL, CELL))
+            ls.add(hnd ? CacheLayer.of(l, 0, HEADS, new KvRegion(m, k, page, CELL, (long) pageSize * CELL, CELL),
+                    new KvRegion(m, v, page, CELL, (long) pageSize * CELL, CELL))
                     : CacheLayer.of(l, 0, HEADS, new KvRegion(m, k, page, (long) HEADS * CELL, CELL, CELL),
                     new KvRegion(m, v, page, (long) HEADS * CELL, CELL, CELL)));
         }
-        return KvCacheGroup.of(PAGE, pages, ls);
+        return KvCacheGroup.of(pageSize, pages, ls);
     }
 
     private static void run(long seconds, int layers, int pages) {
@@ -150,8 +155,16 @@ public final class InPlaceCopyCost {
         RequestBlocks q = RequestBlocks.of(table, (long) pages * PAGE - 5, PAGE);
         KvMemory a = KvMemory.device(1L << 40, bytes);
         KvMemory b = KvMemory.device(1L << 41, bytes);
+        // vLLM's block-size change in place: remote NHD blocks of PAGE/2 (block j of local page p is remote block 2p+j)
+        // read as the local HND pages they lie in
+        int[] halves = new int[2 * pages];
+        for (int i = 0; i < halves.length; i++) {
+            halves[i] = 2 * table[i / 2] + i % 2;
+        }
+        RequestBlocks hq = RequestBlocks.of(halves, (long) pages * PAGE - 5, PAGE);
         List<Long> ca = new ArrayList<>();
         List<Long> cb = new ArrayList<>();
+        List<Long> cc = new ArrayList<>();
         for (int i = 0; i < rounds; i++) {   // the first half warms the compiler up
             long t0 = System.nanoTime();
             CopyPlan apart = CopyPlan.compile(group(a, layers, pool, false), q, group(b, layers, pool, true), q,
@@ -160,18 +173,24 @@ public final class InPlaceCopyCost {
             CopyPlan inPlace = CopyPlan.compile(group(a, layers, pool, false), q, group(a, layers, pool, true), q,
                     ChecksumSpec.STANDARD);
             long t2 = System.nanoTime();
-            if (apart.overlaps() || !inPlace.staged()) {
+            CopyPlan blocks = CopyPlan.compile(group(a, layers, 2 * pool, false, PAGE / 2), hq, group(a, layers, pool, true),
+                    q, ChecksumSpec.STANDARD);
+            long t3 = System.nanoTime();
+            if (apart.overlaps() || !inPlace.staged() || !blocks.staged()) {
                 throw new IllegalStateException("shapes");
             }
             if (i >= rounds / 2) {
                 ca.add(t1 - t0);
                 cb.add(t2 - t1);
+                cc.add(t3 - t2);
             }
         }
         System.out.printf("compile only: %d layers x %d heads x %d B, pool of %d pages of %d, %d pages copied NHD to HND"
                         + " (%d rounds): out of place median %.0f us (best %.0f), in place median %.0f us (best %.0f),"
-                        + " in place / out of place %.2f (medians)%n", layers, HEADS, CELL, pool, PAGE, pages, ca.size(),
-                median(ca) / 1e3, best(ca) / 1e3, median(cb) / 1e3, best(cb) / 1e3, (double) median(cb) / median(ca));
+                        + " in place / out of place %.2f (medians); in place from remote blocks of %d median %.0f us"
+                        + " (best %.0f)%n", layers, HEADS, CELL, pool, PAGE, pages, ca.size(),
+                median(ca) / 1e3, best(ca) / 1e3, median(cb) / 1e3, best(cb) / 1e3, (double) median(cb) / median(ca),
+                PAGE / 2, median(cc) / 1e3, best(cc) / 1e3);
     }
 
     private static long median(List<Long> v) {
