@@ -246,6 +246,8 @@ final class PageSpans {
             return false;
         }
         int shared = -1;   // whether the tables share a page: asked only for equal lattices
+        // a pair of lattices matters only through its offset, strides and extents: layers alike are asked once
+        java.util.Set<List<Long>> apart = new java.util.HashSet<>();
         Run[] w = writes.toArray(new Run[0]);
         Arrays.sort(w, (a, b) -> Long.compare(a.lo(wp.min), b.lo(wp.min)));
         long[] reach = new long[w.length];   // the furthest hull end among runs 0..i
@@ -267,8 +269,14 @@ final class PageSpans {
                     if (shared == 1) {
                         return true;
                     }
-                } else if (meets(r, rp.sorted(), x, wp.sorted(), rp.shares(wp))) {
-                    return true;
+                } else {
+                    List<Long> key = List.of(r.start - x.start, r.stride, r.extent, x.stride, x.extent);
+                    if (!apart.contains(key)) {
+                        if (meets(r, rp.sorted(), x, wp.sorted(), rp.shares(wp))) {
+                            return true;
+                        }
+                        apart.add(key);
+                    }
                 }
             }
         }
