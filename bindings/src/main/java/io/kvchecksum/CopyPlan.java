@@ -61,7 +61,8 @@ import java.util.Set;
  * copy through separate memory. Both questions (overlap, staging) are answered exactly and, for real layouts, from a
  * few lattices of page spans and the two tables ({@code PageSpans}): an in-place compilation costs about what an
  * out-of-place one costs (vLLM's in-place NHD to HND of Llama-3-8B, 32 layers x 8 heads, 1000 to 4000 pages of 16:
- * 1.6 to 1.7 times, where one span per slice and page and a hull per unit cost 40 to 1400 times). Cells are
+ * 1.5 to 1.7 times, where one span per slice and page and a hull per unit cost 40 to 1400 times; docs/architecture.md
+ * has the numbers). Cells are
  * compared one by one only where the units' hulls meet (layers interleaved within a page), at most
  * 2<sup>21</sup> destination cells: beyond that the copy is refused as not shown stageable.
  *
