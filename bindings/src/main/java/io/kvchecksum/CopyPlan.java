@@ -13,6 +13,7 @@ import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.Supplier;
 
 /**
  * A verifying copy, compiled: KV moved from a source cache to a destination cache in one pass over the bytes, with the
@@ -62,9 +63,8 @@ import java.util.Set;
  * few lattices of page spans and the two tables ({@code PageSpans}): an in-place compilation costs about what an
  * out-of-place one costs (vLLM's in-place NHD to HND of Llama-3-8B, 32 layers x 8 heads, 1000 to 4000 pages of 16:
  * 1.5 to 1.7 times, where one span per slice and page and a hull per unit cost 40 to 1400 times; docs/architecture.md
- * has the numbers). Cells are
- * compared one by one only where the units' hulls meet (layers interleaved within a page), at most
- * 2<sup>21</sup> destination cells: beyond that the copy is refused as not shown stageable.
+ * has the numbers). Cells are compared one by one only where the units' hulls meet (layers interleaved within a
+ * page), at most 2<sup>21</sup> destination cells: beyond that the copy is refused as not shown stageable.
  *
  * <p><b>The lowering</b>, for backends: {@link #launches()}, at most two (one per {@link CompiledPlan.CellKind cell
  * kind}, like {@link CompiledPlan}'s), each a list of {@link Pair}s (source slice, destination slice: for each side the
@@ -227,7 +227,7 @@ public final class CopyPlan {
     /** Whether source and destination memory overlap. */
     private final boolean overlapping;
     /** Says why they overlap, naming two slices: made on first use, only a refusal needs it. */
-    private final java.util.function.Supplier<String> overlapWhy;
+    private final Supplier<String> overlapWhy;
     private volatile String overlap;
     /** Where memory overlaps: why per-page staging cannot order the copy, or null when it can (or nothing overlaps). */
     private final String stagingConflict;
@@ -243,7 +243,7 @@ public final class CopyPlan {
 
     private CopyPlan(KvCacheGroup source, RequestBlocks sourceRequest, KvCacheGroup destination,
                      RequestBlocks destinationRequest, ChecksumSpec spec, List<Pair> pairs, List<Launch> launches,
-                     java.util.function.Supplier<String> overlapWhy, CopyStaging.Result staging) {
+                     Supplier<String> overlapWhy, CopyStaging.Result staging) {
         this.source = source;
         this.sourceRequest = sourceRequest;
         this.destination = destination;
@@ -413,7 +413,7 @@ public final class CopyPlan {
         }
         Map<Object, long[]> ranges = pre == null ? null : pre.ranges;
         List<Pair> copied = List.copyOf(pairs);
-        java.util.function.Supplier<String> overlap = overlapping(copied, src, dst, ranges)
+        Supplier<String> overlap = overlapping(copied, src, dst, ranges)
                 ? () -> overlap(copied, src, dst, ranges) : null;
         CopyStaging.Result staging = overlap == null ? null : CopyStaging.classify(pairs, src.pageTable(), dstTable,
                 source.pageSize(), destination.pageSize(), destinationRequest.startToken(), destinationRequest.numTokens());

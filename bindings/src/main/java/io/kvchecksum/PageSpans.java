@@ -5,7 +5,9 @@ import io.kvchecksum.SlicePlan.Part;
 
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 
 /**
  * Page spans of one side of a copy as lattices: a run of parts (one layer's K or V heads, say) covers, on each page
@@ -247,7 +249,7 @@ final class PageSpans {
         }
         int shared = -1;   // whether the tables share a page: asked only for equal lattices
         // a pair of lattices matters only through its offset, strides and extents: layers alike are asked once
-        java.util.Set<List<Long>> apart = new java.util.HashSet<>();
+        Set<List<Long>> apart = new HashSet<>();
         Run[] w = writes.toArray(new Run[0]);
         Arrays.sort(w, (a, b) -> Long.compare(a.lo(wp.min), b.lo(wp.min)));
         long[] reach = new long[w.length];   // the furthest hull end among runs 0..i
