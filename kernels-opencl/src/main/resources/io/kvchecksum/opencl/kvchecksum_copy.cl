@@ -234,13 +234,17 @@ inline void copy_staged_body(KVC_COPY_ARGS, __global const uint *bytes, __global
             uint al = staged_aligned(sd, dd, kb, vb);
             uint items = (uint) (hi - lo) * P;
             ulong s = 0;
+            // (slot, piece) of item it stepped by nl = dq positions and dr pieces, not divided out per item
+            uint dq = nl / P;
+            uint dr = nl - dq * P;
+            uint r = lid / P;
+            uint q = lid - r * P;
             for (uint it = lid; it < items; it += nl) {
-                uint r = it / P;
-                uint q = it - r * P;
                 ulong slot = lo + r;
                 ulong t = first + slot;
                 ulong rel = t - start;
-                ulong spi = rel / src_page;
+                ulong spi = rel < 0xffffffffUL && src_page < 0xffffffffUL ? (ulong) ((uint) rel / (uint) src_page)
+                                                                         : rel / src_page;
                 ulong sslot = rel - spi * src_page;
                 ulong spage = (ulong) stable[spi];
                 uint b8 = 8 * q;
@@ -261,6 +265,12 @@ inline void copy_staged_body(KVC_COPY_ARGS, __global const uint *bytes, __global
                 }
                 stage[at + slot * P + q] = x;
                 s += piece_value(x, mixed) * (2 * (t * P + q) + 1);
+                q += dr;
+                r += dq;
+                if (q >= P) {
+                    q -= P;
+                    r++;
+                }
             }
             c += dd[DESC_FACTOR] * s;
             at += (ulong) P * n;
@@ -285,9 +295,15 @@ inline void copy_staged_body(KVC_COPY_ARGS, __global const uint *bytes, __global
         uint P = (cell + 7) / 8;
         uint al = staged_aligned(sd, dd, kb, vb);
         uint items = (uint) n * P;
-        for (uint it = lid; it < items; it += nl) {
-            uint slot = it / P;
-            uint q = it - slot * P;
+        uint dq = nl / P;
+        uint dr = nl - dq * P;
+        uint slot = lid / P;
+        uint q = lid - slot * P;
+        for (uint it = lid; it < items; it += nl, q += dr, slot += dq) {
+            if (q >= P) {
+                q -= P;
+                slot++;
+            }
             uint b8 = 8 * q;
             ulong x = stage[at + it];
             if (b8 + 8 <= kb) {
