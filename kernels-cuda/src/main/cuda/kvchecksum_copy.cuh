@@ -324,19 +324,20 @@ KVC_HD uint64_t kvc_copy_factor(const KvcCopyParams& p, uint32_t i) {
 // piece) order, then KVC_STAGED_SPANS * KVC_WARPS words of per-warp partial sums (CudaBackend sizes the launch so).
 //
 // Phase 1, per destination block the unit meets (usually one; several when B < Pd, or when a page straddles a block
-// edge): ALL threads of the CTA walk each pair's items of that block's slots, item = (slot, u) with u fastest, so
-// neighbouring threads load neighbouring pieces of a cell row (coalesced) and store neighbouring shared words (no
-// bank conflicts beyond a 64-bit access's two wavefronts). An item is a 16-byte unit (two pieces, kvc_staged_width 16),
-// an 8-byte piece (8) or a piece assembled from the aligned words holding its K and V bytes (0: byte cells, or whole
-// pieces at another alignment), the width chosen per pair from both sides' descriptors, which hold the absolute
-// addresses: the check CudaBackend.copyKernel makes from SlicePlan.Part#alignmentAt, made on the addresses themselves
-// (a pair is uniform over the CTA, so the branch does not diverge). Each item's weighted value goes into a per-thread
-// sum; a warp's sums are reduced by shuffles into its partial word of the block. __syncthreads; thread r < blocks adds
-// block r's warp partials into out with ONE atomicAdd per (CTA, block) (the host zeroes out first); blocks past
-// KVC_STAGED_SPANS (B < Pd/16) are added per warp instead. Phase 2: all threads store the staged items to the
-// destination's cells, coalesced, at the same widths. The plan checked that no unit reads bytes another unit writes,
-// so CTAs need no order. __host__ __device__ (the stores and shuffles aside): the host test library plays each CTA's
-// threads phase by phase through the same functions (kvchecksum_host.cu).
+// edge): ALL threads of the CTA walk the unit's items of that block's slots, u fastest, so neighbouring threads load
+// neighbouring pieces of a cell row (coalesced) and store neighbouring shared words (no bank conflicts beyond a 64-bit
+// access's two wavefronts). Where the group's pairs share the cell geometry and the width (every layer's heads in
+// practice), one sequence of items (pair, slot, u) over all of them (kvc_staged_read_flat), an item a 16-byte unit
+// (two pieces) or an 8-byte piece: kvc_staged_width, from both sides' descriptors, which hold the absolute addresses
+// (the check CudaBackend.copyKernel makes from SlicePlan.Part#alignmentAt, made on the addresses themselves). Else
+// pair by pair, each piece assembled from the aligned words holding its K and V bytes (kvc_staged_read_bytes: byte
+// cells, other alignments). Each item's weighted value goes into a per-thread sum; a warp's sums are reduced by
+// shuffles into its partial word of the block. __syncthreads; thread r < blocks adds block r's warp partials into out
+// with ONE atomicAdd per (CTA, block) (the host zeroes out first); blocks past KVC_STAGED_SPANS (B < Pd/16) are added
+// per warp instead. Phase 2: all threads store the staged items to the destination's cells, coalesced, pair by pair at
+// each pair's width (bytes only where a piece is not whole or not aligned). The plan checked that no unit reads bytes
+// another unit writes, so CTAs need no order. __host__ __device__ (the stores and shuffles aside): the host test
+// library plays each CTA's threads phase by phase through the same functions (kvchecksum_host.cu).
 #define KVC_STAGED_SPANS 16
 // Items a thread loads before it uses the first: 4 (64 bytes at width 16), 2 on the byte path (up to four words each).
 #define KVC_STAGED_BATCH(W) ((W) == 0 ? 2 : 4)
@@ -389,125 +390,158 @@ KVC_HD uint64_t kvc_staged_cell(uint64_t base, int64_t ps, int64_t ts, uint64_t 
     return base + page * (uint64_t)ps + slot * (uint64_t)ts;
 }
 
-// Phase 1 of one pair at width W (16, 8; 0: byte path) for slots [lo, hi) of unit `unit` (n positions), thread tid of
-// nt: its items tid, tid + nt, ... (item = (slot - lo)*U + u, U items per cell) loaded KVC_STAGED_BATCH(W) at a time,
-// stored to stage (the pair's pieces from word `at`: slot*P + piece) and summed with their weights 2(t*P + q) + 1 (t
-// the position, q the piece). Returns the thread's sum before the factor.
-template <int W, int MIX>
-KVC_HD uint64_t kvc_staged_read_pair(const KvcCopyParams& p, const KvcByteCellSlice& s, uint64_t unit, uint64_t lo,
-                                     uint64_t hi, uint32_t tid, uint32_t nt, uint64_t* stage) {
+// Phase 1 of one pair on the byte path (byte cells, pieces at other alignments, groups whose pairs differ) for slots
+// [lo, hi) of unit `unit`, thread tid of nt: its items tid, tid + nt, ... (item = (slot - lo)*P + piece) loaded
+// KVC_STAGED_BATCH(0) at a time as the aligned words holding their K and V bytes, stored to stage (the pair's pieces
+// from word `at`: slot*P + piece) and summed with their weights 2(t*P + q) + 1 (t the position, q the piece). Returns
+// the thread's sum before the factor.
+template <int MIX>
+KVC_HD uint64_t kvc_staged_read_bytes(const KvcCopyParams& p, const KvcByteCellSlice& s, uint64_t unit, uint64_t lo,
+                                      uint64_t hi, uint32_t tid, uint32_t nt, uint64_t* stage) {
     const uint32_t kb = s.k_bytes, vb = s.v_bytes, P = (kb + vb + 7) / 8;
-    const uint32_t U = W == 16 ? P / 2 : P;
+    const uint32_t U = P;
     const uint32_t items = (uint32_t)(hi - lo) * U;
     const uint64_t rel0 = unit * p.dst_page_size;  // the unit's first position, relative to S (both tables start there)
     const uint32_t sshift = kvc_page_shift(p.src_page_size);
+    constexpr int N = KVC_STAGED_BATCH(0);
     uint64_t acc = 0;
-    constexpr int N = KVC_STAGED_BATCH(W);
     for (uint32_t i0 = tid; i0 < items; i0 += nt * N) {
         uint64_t x0[N], x1[N];
         uint32_t slot[N], q[N];
-        if (W != 0) {
-            const char* a[N];
-            KVC_UNROLL
-            for (int k = 0; k < N; ++k) {
-                const uint32_t i = i0 + k * nt;
-                const bool on = i < items;
-                const uint32_t ii = on ? i : 0;
-                slot[k] = (uint32_t)lo + ii / U;
-                const uint32_t u = ii - (ii / U) * U;
-                q[k] = W == 16 ? 2 * u : u;
-                const uint64_t rel = rel0 + slot[k];
-                const uint64_t spi = sshift < 32 ? rel >> sshift : kvc_udiv(rel, p.src_page_size);
-                const uint64_t page = (uint64_t)(int64_t)kvc_page_id(p.src_table, spi);
-                const uint64_t ss = rel - spi * p.src_page_size;
-                const uint32_t b = 8 * q[k];
-                const uint64_t ca = b < kb ? kvc_staged_cell(s.k_base, s.k_page_stride, s.k_token_stride, page, ss) + b
-                                           : kvc_staged_cell(s.v_base, s.v_page_stride, s.v_token_stride, page, ss) + (b - kb);
-                a[k] = on ? reinterpret_cast<const char*>(ca) : nullptr;
+        // As kvc_copy_byte_cell_lane_sum_batched: piece q's K bytes [8q, min(8q + 8, kb)), then the V bytes that
+        // follow, each segment read as the aligned words that hold it.
+        const char* kw[N]; const char* vw[N];
+        uint32_t geo[N];  // K and V segments' a mod 8, len, spill, 4 bits each
+        KVC_UNROLL
+        for (int k = 0; k < N; ++k) {
+            const uint32_t i = i0 + k * nt;
+            const bool on = i < items;
+            const uint32_t ii = on ? i : 0;
+            slot[k] = (uint32_t)lo + ii / U;
+            q[k] = ii - (ii / U) * U;
+            const uint64_t rel = rel0 + slot[k];
+            const uint64_t spi = sshift < 32 ? rel >> sshift : kvc_udiv(rel, p.src_page_size);
+            const uint64_t page = (uint64_t)(int64_t)kvc_page_id(p.src_table, spi);
+            const uint64_t ss = rel - spi * p.src_page_size;
+            const uint32_t b = 8 * q[k];
+            const uint32_t klen = !on || b >= kb ? 0 : (kb - b < 8 ? kb - b : 8);
+            const uint32_t voff = b + klen - kb;
+            const uint32_t vlen = !on || vb == 0 || klen == 8 || voff >= vb ? 0 : (vb - voff < 8 - klen ? vb - voff : 8 - klen);
+            const uint64_t ka = kvc_staged_cell(s.k_base, s.k_page_stride, s.k_token_stride, page, ss) + b;
+            const uint64_t va = vb == 0 ? 0 : kvc_staged_cell(s.v_base, s.v_page_stride, s.v_token_stride, page, ss) + voff;
+            kw[k] = kvc_segment_word(ka, klen);
+            vw[k] = kvc_segment_word(va, vlen);
+            geo[k] = (uint32_t)(ka & 7) | klen << 4 | kvc_segment_spills(ka, klen) << 8
+                   | (uint32_t)(va & 7) << 12 | vlen << 16 | kvc_segment_spills(va, vlen) << 20;
+        }
+        uint64_t y0[N], y1[N];
+        KVC_UNROLL
+        for (int k = 0; k < N; ++k) {
+            kvc_ld8_pair_if(kw[k], geo[k] & (1u << 8), x0[k], x1[k]);
+            kvc_ld8_pair_if(vw[k], geo[k] & (1u << 20), y0[k], y1[k]);
+        }
+        KVC_UNROLL
+        for (int k = 0; k < N; ++k) {
+            const uint32_t g = geo[k], klen = (g >> 4) & 15;
+            if (i0 + k * nt >= items) continue;
+            const uint64_t kx = kvc_segment_value(x0[k], x1[k], g & 7, klen);
+            const uint64_t vx = kvc_segment_value(y0[k], y1[k], (g >> 12) & 7, (g >> 16) & 15);
+            const uint64_t x = kx | ((vx << (4 * klen)) << (4 * klen));  // V's bytes after K's (klen 8: none)
+            stage[(uint64_t)slot[k] * P + q[k]] = x;
+            acc += kvc_piece_value<MIX>(x) * (2 * ((p.start_token + rel0 + slot[k]) * P + q[k]) + 1);
+        }
+    }
+    return acc;
+}
+
+// Phase 1 over all pairs of a group whose pairs share the cell geometry (kb, vb) and width W
+// (16 or 8; every layer's heads in practice): one sequence of items (pair, slot, u), so a thread's batches stay full
+// across pairs (a Llama-3-8B page has 2 16-byte items per thread per pair, 16 over the layer's 8 pairs). Each item's
+// value is weighted by its pair's factor here.
+template <int W, int MIX>
+KVC_HD uint64_t kvc_staged_read_flat(const KvcCopyParams& p, uint32_t kb, uint32_t vb, uint64_t unit, uint64_t n,
+                                     uint64_t lo, uint64_t hi, uint32_t tid, uint32_t nt, uint64_t* stage) {
+    const KvcByteCellSlice* src = reinterpret_cast<const KvcByteCellSlice*>(p.src);
+    const KvcByteCellSlice* dst = reinterpret_cast<const KvcByteCellSlice*>(p.dst);
+    const uint32_t P = (kb + vb) / 8;
+    const uint32_t U = W == 16 ? P / 2 : P;
+    const uint32_t per = (uint32_t)(hi - lo) * U;  // items of one pair
+    const uint32_t items = per * p.num_pairs;
+    const uint64_t rel0 = unit * p.dst_page_size;
+    const uint32_t sshift = kvc_page_shift(p.src_page_size);
+    constexpr int N = KVC_STAGED_BATCH(W);
+    uint64_t acc = 0;
+    const uint64_t w0 = 2 * (p.start_token + rel0) * P + 1;  // piece (slot, q) weighs w0 + 2*(slot*P + q)
+    for (uint32_t i0 = tid; i0 < items; i0 += nt * N) {
+        uint64_t x0[N], x1[N];
+        uint32_t pair[N], j[N];  // the item's pair and its first piece's index slot*P + q among the pair's staged pieces
+        const char* a[N];
+        KVC_UNROLL
+        for (int k = 0; k < N; ++k) {
+            const uint32_t i = i0 + k * nt;
+            const bool on = i < items;
+            const uint32_t ii = on ? i : 0;
+            pair[k] = ii / per;
+            const uint32_t rem = ii - pair[k] * per;
+            const uint32_t slot = (uint32_t)lo + rem / U;
+            const uint32_t u = rem - (rem / U) * U;
+            const uint32_t q = W == 16 ? 2 * u : u;
+            j[k] = slot * P + q;
+            const uint64_t rel = rel0 + slot;
+            const uint64_t spi = sshift < 32 ? rel >> sshift : kvc_udiv(rel, p.src_page_size);
+            const uint64_t page = (uint64_t)(int64_t)kvc_page_id(p.src_table, spi);
+            const uint64_t ss = rel - spi * p.src_page_size;
+            const KvcByteCellSlice& s = src[pair[k]];
+            const uint32_t b = 8 * q;
+            const uint64_t ca = b < kb ? kvc_staged_cell(s.k_base, s.k_page_stride, s.k_token_stride, page, ss) + b
+                                       : kvc_staged_cell(s.v_base, s.v_page_stride, s.v_token_stride, page, ss) + (b - kb);
+            a[k] = on ? reinterpret_cast<const char*>(ca) : nullptr;
+        }
+        KVC_UNROLL
+        for (int k = 0; k < N; ++k) {
+            if (W == 16) {
+                kvc_ld16_if(a[k], x0[k], x1[k]);
+            } else {
+                x0[k] = kvc_ld8_if(a[k]);
+                x1[k] = 0;
             }
-            KVC_UNROLL
-            for (int k = 0; k < N; ++k) {
-                if (W == 16) {
-                    kvc_ld16_if(a[k], x0[k], x1[k]);
-                } else {
-                    x0[k] = kvc_ld8_if(a[k]);
-                    x1[k] = 0;
-                }
+        }
+        KVC_UNROLL
+        for (int k = 0; k < N; ++k) {
+            if (a[k] == nullptr) continue;
+            const uint64_t w = w0 + 2 * (uint64_t)j[k];
+            uint64_t* st = stage + (uint64_t)pair[k] * n * P + j[k];
+            st[0] = x0[k];
+            uint64_t v = kvc_piece_value<MIX>(x0[k]) * w;
+            if (W == 16) {
+                st[1] = x1[k];
+                v += kvc_piece_value<MIX>(x1[k]) * (w + 2);
             }
-            KVC_UNROLL
-            for (int k = 0; k < N; ++k) {
-                if (a[k] == nullptr) continue;
-                const uint64_t w = 2 * ((p.start_token + rel0 + slot[k]) * P + q[k]) + 1;
-                uint64_t* st = stage + (uint64_t)slot[k] * P + q[k];
-                st[0] = x0[k];
-                acc += kvc_piece_value<MIX>(x0[k]) * w;
-                if (W == 16) {
-                    st[1] = x1[k];
-                    acc += kvc_piece_value<MIX>(x1[k]) * (w + 2);
-                }
-            }
-        } else {
-            // As kvc_copy_byte_cell_lane_sum_batched: piece q's K bytes [8q, min(8q + 8, kb)), then the V bytes that
-            // follow, each segment read as the aligned words that hold it.
-            const char* kw[N]; const char* vw[N];
-            uint32_t geo[N];  // K and V segments' a mod 8, len, spill, 4 bits each
-            KVC_UNROLL
-            for (int k = 0; k < N; ++k) {
-                const uint32_t i = i0 + k * nt;
-                const bool on = i < items;
-                const uint32_t ii = on ? i : 0;
-                slot[k] = (uint32_t)lo + ii / U;
-                q[k] = ii - (ii / U) * U;
-                const uint64_t rel = rel0 + slot[k];
-                const uint64_t spi = sshift < 32 ? rel >> sshift : kvc_udiv(rel, p.src_page_size);
-                const uint64_t page = (uint64_t)(int64_t)kvc_page_id(p.src_table, spi);
-                const uint64_t ss = rel - spi * p.src_page_size;
-                const uint32_t b = 8 * q[k];
-                const uint32_t klen = !on || b >= kb ? 0 : (kb - b < 8 ? kb - b : 8);
-                const uint32_t voff = b + klen - kb;
-                const uint32_t vlen = !on || vb == 0 || klen == 8 || voff >= vb ? 0 : (vb - voff < 8 - klen ? vb - voff : 8 - klen);
-                const uint64_t ka = kvc_staged_cell(s.k_base, s.k_page_stride, s.k_token_stride, page, ss) + b;
-                const uint64_t va = vb == 0 ? 0 : kvc_staged_cell(s.v_base, s.v_page_stride, s.v_token_stride, page, ss) + voff;
-                kw[k] = kvc_segment_word(ka, klen);
-                vw[k] = kvc_segment_word(va, vlen);
-                geo[k] = (uint32_t)(ka & 7) | klen << 4 | kvc_segment_spills(ka, klen) << 8
-                       | (uint32_t)(va & 7) << 12 | vlen << 16 | kvc_segment_spills(va, vlen) << 20;
-            }
-            uint64_t y0[N], y1[N];
-            KVC_UNROLL
-            for (int k = 0; k < N; ++k) {
-                kvc_ld8_pair_if(kw[k], geo[k] & (1u << 8), x0[k], x1[k]);
-                kvc_ld8_pair_if(vw[k], geo[k] & (1u << 20), y0[k], y1[k]);
-            }
-            KVC_UNROLL
-            for (int k = 0; k < N; ++k) {
-                const uint32_t g = geo[k], klen = (g >> 4) & 15;
-                if (i0 + k * nt >= items) continue;
-                const uint64_t kx = kvc_segment_value(x0[k], x1[k], g & 7, klen);
-                const uint64_t vx = kvc_segment_value(y0[k], y1[k], (g >> 12) & 7, (g >> 16) & 15);
-                const uint64_t x = kx | ((vx << (4 * klen)) << (4 * klen));  // V's bytes after K's (klen 8: none)
-                stage[(uint64_t)slot[k] * P + q[k]] = x;
-                acc += kvc_piece_value<MIX>(x) * (2 * ((p.start_token + rel0 + slot[k]) * P + q[k]) + 1);
-            }
+            acc += dst[pair[k]].factor * v;
         }
     }
     return acc;
 }
 
 // Phase 1 of thread tid (of nt) for the unit's slots [lo, hi) (one out block): every pair's items, each pair at its
-// width; returns the thread's share of the block's value (each pair's sum times its factor).
+// width (all pairs in one sequence where they share geometry and width: kvc_staged_read_flat); returns the thread's
+// share of the block's value (each pair's sum times its factor).
 template <int MIX>
 KVC_HD uint64_t kvc_staged_read(const KvcCopyParams& p, uint64_t unit, uint64_t n, uint64_t lo, uint64_t hi, uint32_t tid,
                                 uint32_t nt, uint64_t* stage) {
     const KvcByteCellSlice* src = reinterpret_cast<const KvcByteCellSlice*>(p.src);
     const KvcByteCellSlice* dst = reinterpret_cast<const KvcByteCellSlice*>(p.dst);
+    const uint32_t kb0 = src[0].k_bytes, vb0 = src[0].v_bytes;
+    uint32_t w0 = kvc_staged_width(src[0], dst[0]);
+    for (uint32_t i = 1; i < p.num_pairs && w0 != 0; ++i) {
+        if (src[i].k_bytes != kb0 || src[i].v_bytes != vb0 || kvc_staged_width(src[i], dst[i]) != w0) w0 = 0;
+    }
+    if (w0 == 16) return kvc_staged_read_flat<16, MIX>(p, kb0, vb0, unit, n, lo, hi, tid, nt, stage);
+    if (w0 == 8) return kvc_staged_read_flat<8, MIX>(p, kb0, vb0, unit, n, lo, hi, tid, nt, stage);
     uint64_t c = 0, at = 0;
     for (uint32_t i = 0; i < p.num_pairs; ++i) {
         const KvcByteCellSlice& s = src[i];
-        const uint32_t w = kvc_staged_width(s, dst[i]);
-        const uint64_t sum = w == 16 ? kvc_staged_read_pair<16, MIX>(p, s, unit, lo, hi, tid, nt, stage + at)
-                           : w == 8 ? kvc_staged_read_pair<8, MIX>(p, s, unit, lo, hi, tid, nt, stage + at)
-                                    : kvc_staged_read_pair<0, MIX>(p, s, unit, lo, hi, tid, nt, stage + at);
+        const uint64_t sum = kvc_staged_read_bytes<MIX>(p, s, unit, lo, hi, tid, nt, stage + at);
         c += dst[i].factor * sum;
         at += (uint64_t)((s.k_bytes + s.v_bytes + 7) / 8) * n;
     }
