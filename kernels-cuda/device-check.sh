@@ -13,7 +13,8 @@
 # against the reference); recorded (an enqueue on the real driver, every call recorded: no synchronizing call);
 # sweep (per shape, 656-byte fp8_ds_mla included, and size up to 16x the L2: the fused kernel alone from a reused
 # plan, engine calls with a reused plan and with a new page table each, the read bound over the same page tables, a
-# contiguous read, a copy and the verifying copy of the same pages (issue 29); CUDA events around 20 launches per
+# contiguous read, a copy and the verifying copy of the same pages (issue 29), and the staged in-place verifying copy
+# of the copied pages onto themselves; CUDA events around 20 launches per
 # sample, a warm-up, 5 samples, median and minimum,
 # every result checked against the host; enqueue time, synchronizing calls per enqueue, launches per call; each
 # occupancy variant the backend offers); interference (a decode-like kernel on the engine's stream and the checksum on

@@ -320,13 +320,27 @@ KVC_HD uint64_t kvc_copy_factor(const KvcCopyParams& p, uint32_t i) {
 // The staged copy (in place: source and destination memory overlap, io.kvchecksum.CopyPlan#staged(), vLLM's in-place
 // rearrangement). One launch per staging group (the pairs of one layer of a launch: p.src, p.dst point at the group's
 // KvcByteCellSlices, p.num_pairs of them), grid (units, 1): CTA bx is staging unit bx, destination table entry bx,
-// i.e. positions [S + bx*Pd, min(S + (bx+1)*Pd, N)). Phase 1 reads every cell of the unit byte by byte from the
-// source, assembles its pieces (K bytes, V bytes, zeros) into shared memory (the unit's pieces in pair, position,
-// piece order) and adds each position's factor-weighted sum into out[t/B - first_block] (atomically; the host zeroes
-// out first); __syncthreads; phase 2 writes the pieces' bytes to the destination's cells. The plan checked that no
-// unit reads bytes another unit writes, so CTAs need no order. Plain and correct, not tuned (byte loads and stores),
-// like the byte-cell path of the OpenCL backend. The unit lies in dynamic shared memory, its size given at launch: up to
-// the device's opt-in maximum (CudaBackend opts both staged kernels in; 48 KiB without it), CudaBackend's limit.
+// i.e. positions [S + bx*Pd, min(S + (bx+1)*Pd, N)). The unit's pieces lie in dynamic shared memory in (pair, slot,
+// piece) order, then KVC_STAGED_SPANS * KVC_WARPS words of per-warp partial sums (CudaBackend sizes the launch so).
+//
+// Phase 1, per destination block the unit meets (usually one; several when B < Pd, or when a page straddles a block
+// edge): ALL threads of the CTA walk the unit's items of that block's slots, u fastest, so neighbouring threads load
+// neighbouring pieces of a cell row (coalesced) and store neighbouring shared words (no bank conflicts beyond a 64-bit
+// access's two wavefronts). Where the group's pairs share the cell geometry and the width (every layer's heads in
+// practice), one sequence of items (pair, slot, u) over all of them (kvc_staged_read_flat), an item a 16-byte unit
+// (two pieces) or an 8-byte piece: kvc_staged_width, from both sides' descriptors, which hold the absolute addresses
+// (the check CudaBackend.copyKernel makes from SlicePlan.Part#alignmentAt, made on the addresses themselves). Else
+// pair by pair, each piece assembled from the aligned words holding its K and V bytes (kvc_staged_read_bytes: byte
+// cells, other alignments). Each item's weighted value goes into a per-thread sum; a warp's sums are reduced by
+// shuffles into its partial word of the block. __syncthreads; thread r < blocks adds block r's warp partials into out
+// with ONE atomicAdd per (CTA, block) (the host zeroes out first); blocks past KVC_STAGED_SPANS (B < Pd/16) are added
+// per warp instead. Phase 2: all threads store the staged items to the destination's cells, coalesced, pair by pair at
+// each pair's width (bytes only where a piece is not whole or not aligned). The plan checked that no unit reads bytes
+// another unit writes, so CTAs need no order. __host__ __device__ (the stores and shuffles aside): the host test
+// library plays each CTA's threads phase by phase through the same functions (kvchecksum_host.cu).
+#define KVC_STAGED_SPANS 16
+// Items a thread loads before it uses the first: 4 (64 bytes at width 16), 2 on the byte path (up to four words each).
+#define KVC_STAGED_BATCH(W) ((W) == 0 ? 2 : 4)
 
 // The positions of staging unit `unit`: min(Pd, N - (S + unit*Pd)).
 KVC_HD uint64_t kvc_staged_tokens(const KvcCopyParams& p, uint64_t unit) {
@@ -334,61 +348,255 @@ KVC_HD uint64_t kvc_staged_tokens(const KvcCopyParams& p, uint64_t unit) {
     return rest < p.dst_page_size ? rest : p.dst_page_size;
 }
 
-// Phase 1 for slot `slot` of unit `unit` (n positions): the group's cells read into `stage`; returns the position's
-// value (every pair's weighted sum times its factor) and sets `block` to its index among out's.
+// The unit's staged words: every pair's pieces for n positions (where the partial sums start).
+KVC_HD uint64_t kvc_staged_words(const KvcCopyParams& p, uint64_t n) {
+    const KvcByteCellSlice* src = reinterpret_cast<const KvcByteCellSlice*>(p.src);
+    uint64_t w = 0;
+    for (uint32_t i = 0; i < p.num_pairs; ++i) w += (uint64_t)((src[i].k_bytes + src[i].v_bytes + 7) / 8) * n;
+    return w;
+}
+
+// The blocks the unit's n positions meet: out indices b0 .. b0 + count - 1.
+KVC_HD void kvc_staged_blocks(const KvcCopyParams& p, uint64_t unit, uint64_t n, uint64_t& b0, uint64_t& count) {
+    const uint64_t t0 = p.start_token + unit * p.dst_page_size;
+    b0 = t0 / p.block_size;
+    count = (t0 + n - 1) / p.block_size - b0 + 1;
+    b0 -= p.first_block;
+}
+
+// The unit's slots [lo, hi) that lie in out block b.
+KVC_HD void kvc_staged_block_slots(const KvcCopyParams& p, uint64_t unit, uint64_t n, uint64_t b, uint64_t& lo,
+                                   uint64_t& hi) {
+    const uint64_t t0 = p.start_token + unit * p.dst_page_size;
+    const uint64_t bs = (p.first_block + b) * p.block_size, be = bs + p.block_size;
+    lo = bs > t0 ? bs - t0 : 0;
+    hi = be - t0 < n ? be - t0 : n;
+}
+
+// The width of pair (s, d)'s items: 16 when both sides' K (and V) bases and strides are 16-byte aligned and the cells'
+// K and V bytes are multiples of 16, 8 likewise for 8 bytes, else 0 (pieces assembled from aligned words, byte stores).
+KVC_HD uint32_t kvc_staged_width(const KvcByteCellSlice& s, const KvcByteCellSlice& d) {
+    uint64_t a = s.k_base | (uint64_t)s.k_page_stride | (uint64_t)s.k_token_stride | d.k_base | (uint64_t)d.k_page_stride
+               | (uint64_t)d.k_token_stride | s.k_bytes;
+    if (s.v_bytes != 0) {
+        a |= s.v_base | (uint64_t)s.v_page_stride | (uint64_t)s.v_token_stride | d.v_base | (uint64_t)d.v_page_stride
+           | (uint64_t)d.v_token_stride | s.v_bytes;
+    }
+    return (a & 15) == 0 ? 16 : (a & 7) == 0 ? 8 : 0;
+}
+
+// The address of a cell's byte 0: base + page * page stride + slot * token stride.
+KVC_HD uint64_t kvc_staged_cell(uint64_t base, int64_t ps, int64_t ts, uint64_t page, uint64_t slot) {
+    return base + page * (uint64_t)ps + slot * (uint64_t)ts;
+}
+
+// Phase 1 of one pair on the byte path (byte cells, pieces at other alignments, groups whose pairs differ) for slots
+// [lo, hi) of unit `unit`, thread tid of nt: its items tid, tid + nt, ... (item = (slot - lo)*P + piece) loaded
+// KVC_STAGED_BATCH(0) at a time as the aligned words holding their K and V bytes, stored to stage (the pair's pieces
+// from word `at`: slot*P + piece) and summed with their weights 2(t*P + q) + 1 (t the position, q the piece). Returns
+// the thread's sum before the factor.
 template <int MIX>
-KVC_HD uint64_t kvc_staged_read(const KvcCopyParams& p, uint64_t unit, uint64_t slot, uint64_t n, uint64_t* stage,
-                                uint64_t& block) {
+KVC_HD uint64_t kvc_staged_read_bytes(const KvcCopyParams& p, const KvcByteCellSlice& s, uint64_t unit, uint64_t lo,
+                                      uint64_t hi, uint32_t tid, uint32_t nt, uint64_t* stage) {
+    const uint32_t kb = s.k_bytes, vb = s.v_bytes, P = (kb + vb + 7) / 8;
+    const uint32_t U = P;
+    const uint32_t items = (uint32_t)(hi - lo) * U;
+    const uint64_t rel0 = unit * p.dst_page_size;  // the unit's first position, relative to S (both tables start there)
+    const uint32_t sshift = kvc_page_shift(p.src_page_size);
+    constexpr int N = KVC_STAGED_BATCH(0);
+    uint64_t acc = 0;
+    for (uint32_t i0 = tid; i0 < items; i0 += nt * N) {
+        uint64_t x0[N], x1[N];
+        uint32_t slot[N], q[N];
+        // As kvc_copy_byte_cell_lane_sum_batched: piece q's K bytes [8q, min(8q + 8, kb)), then the V bytes that
+        // follow, each segment read as the aligned words that hold it.
+        const char* kw[N]; const char* vw[N];
+        uint32_t geo[N];  // K and V segments' a mod 8, len, spill, 4 bits each
+        KVC_UNROLL
+        for (int k = 0; k < N; ++k) {
+            const uint32_t i = i0 + k * nt;
+            const bool on = i < items;
+            const uint32_t ii = on ? i : 0;
+            slot[k] = (uint32_t)lo + ii / U;
+            q[k] = ii - (ii / U) * U;
+            const uint64_t rel = rel0 + slot[k];
+            const uint64_t spi = sshift < 32 ? rel >> sshift : kvc_udiv(rel, p.src_page_size);
+            const uint64_t page = (uint64_t)(int64_t)kvc_page_id(p.src_table, spi);
+            const uint64_t ss = rel - spi * p.src_page_size;
+            const uint32_t b = 8 * q[k];
+            const uint32_t klen = !on || b >= kb ? 0 : (kb - b < 8 ? kb - b : 8);
+            const uint32_t voff = b + klen - kb;
+            const uint32_t vlen = !on || vb == 0 || klen == 8 || voff >= vb ? 0 : (vb - voff < 8 - klen ? vb - voff : 8 - klen);
+            const uint64_t ka = kvc_staged_cell(s.k_base, s.k_page_stride, s.k_token_stride, page, ss) + b;
+            const uint64_t va = vb == 0 ? 0 : kvc_staged_cell(s.v_base, s.v_page_stride, s.v_token_stride, page, ss) + voff;
+            kw[k] = kvc_segment_word(ka, klen);
+            vw[k] = kvc_segment_word(va, vlen);
+            geo[k] = (uint32_t)(ka & 7) | klen << 4 | kvc_segment_spills(ka, klen) << 8
+                   | (uint32_t)(va & 7) << 12 | vlen << 16 | kvc_segment_spills(va, vlen) << 20;
+        }
+        uint64_t y0[N], y1[N];
+        KVC_UNROLL
+        for (int k = 0; k < N; ++k) {
+            kvc_ld8_pair_if(kw[k], geo[k] & (1u << 8), x0[k], x1[k]);
+            kvc_ld8_pair_if(vw[k], geo[k] & (1u << 20), y0[k], y1[k]);
+        }
+        KVC_UNROLL
+        for (int k = 0; k < N; ++k) {
+            const uint32_t g = geo[k], klen = (g >> 4) & 15;
+            if (i0 + k * nt >= items) continue;
+            const uint64_t kx = kvc_segment_value(x0[k], x1[k], g & 7, klen);
+            const uint64_t vx = kvc_segment_value(y0[k], y1[k], (g >> 12) & 7, (g >> 16) & 15);
+            const uint64_t x = kx | ((vx << (4 * klen)) << (4 * klen));  // V's bytes after K's (klen 8: none)
+            stage[(uint64_t)slot[k] * P + q[k]] = x;
+            acc += kvc_piece_value<MIX>(x) * (2 * ((p.start_token + rel0 + slot[k]) * P + q[k]) + 1);
+        }
+    }
+    return acc;
+}
+
+// Phase 1 over all pairs of a group whose pairs share the cell geometry (kb, vb) and width W
+// (16 or 8; every layer's heads in practice): one sequence of items (pair, slot, u), so a thread's batches stay full
+// across pairs (a Llama-3-8B page has 2 16-byte items per thread per pair, 16 over the layer's 8 pairs). Each item's
+// value is weighted by its pair's factor here.
+template <int W, int MIX>
+KVC_HD uint64_t kvc_staged_read_flat(const KvcCopyParams& p, uint32_t kb, uint32_t vb, uint64_t unit, uint64_t n,
+                                     uint64_t lo, uint64_t hi, uint32_t tid, uint32_t nt, uint64_t* stage) {
     const KvcByteCellSlice* src = reinterpret_cast<const KvcByteCellSlice*>(p.src);
     const KvcByteCellSlice* dst = reinterpret_cast<const KvcByteCellSlice*>(p.dst);
-    const uint64_t rel = unit * p.dst_page_size + slot;
-    const uint64_t t = p.start_token + rel;
-    const uint64_t spi = rel / p.src_page_size;
-    const uint64_t sslot = rel - spi * p.src_page_size;
-    const uint64_t spage = (uint64_t)(int64_t)kvc_page_id(p.src_table, spi);
+    const uint32_t P = (kb + vb) / 8;
+    const uint32_t U = W == 16 ? P / 2 : P;
+    const uint32_t per = (uint32_t)(hi - lo) * U;  // items of one pair
+    const uint32_t items = per * p.num_pairs;
+    const uint64_t rel0 = unit * p.dst_page_size;
+    const uint32_t sshift = kvc_page_shift(p.src_page_size);
+    constexpr int N = KVC_STAGED_BATCH(W);
+    uint64_t acc = 0;
+    const uint64_t w0 = 2 * (p.start_token + rel0) * P + 1;  // piece (slot, q) weighs w0 + 2*(slot*P + q)
+    for (uint32_t i0 = tid; i0 < items; i0 += nt * N) {
+        uint64_t x0[N], x1[N];
+        uint32_t pair[N], j[N];  // the item's pair and its first piece's index slot*P + q among the pair's staged pieces
+        const char* a[N];
+        KVC_UNROLL
+        for (int k = 0; k < N; ++k) {
+            const uint32_t i = i0 + k * nt;
+            const bool on = i < items;
+            const uint32_t ii = on ? i : 0;
+            pair[k] = ii / per;
+            const uint32_t rem = ii - pair[k] * per;
+            const uint32_t slot = (uint32_t)lo + rem / U;
+            const uint32_t u = rem - (rem / U) * U;
+            const uint32_t q = W == 16 ? 2 * u : u;
+            j[k] = slot * P + q;
+            const uint64_t rel = rel0 + slot;
+            const uint64_t spi = sshift < 32 ? rel >> sshift : kvc_udiv(rel, p.src_page_size);
+            const uint64_t page = (uint64_t)(int64_t)kvc_page_id(p.src_table, spi);
+            const uint64_t ss = rel - spi * p.src_page_size;
+            const KvcByteCellSlice& s = src[pair[k]];
+            const uint32_t b = 8 * q;
+            const uint64_t ca = b < kb ? kvc_staged_cell(s.k_base, s.k_page_stride, s.k_token_stride, page, ss) + b
+                                       : kvc_staged_cell(s.v_base, s.v_page_stride, s.v_token_stride, page, ss) + (b - kb);
+            a[k] = on ? reinterpret_cast<const char*>(ca) : nullptr;
+        }
+        KVC_UNROLL
+        for (int k = 0; k < N; ++k) {
+            if (W == 16) {
+                kvc_ld16_if(a[k], x0[k], x1[k]);
+            } else {
+                x0[k] = kvc_ld8_if(a[k]);
+                x1[k] = 0;
+            }
+        }
+        KVC_UNROLL
+        for (int k = 0; k < N; ++k) {
+            if (a[k] == nullptr) continue;
+            const uint64_t w = w0 + 2 * (uint64_t)j[k];
+            uint64_t* st = stage + (uint64_t)pair[k] * n * P + j[k];
+            st[0] = x0[k];
+            uint64_t v = kvc_piece_value<MIX>(x0[k]) * w;
+            if (W == 16) {
+                st[1] = x1[k];
+                v += kvc_piece_value<MIX>(x1[k]) * (w + 2);
+            }
+            acc += dst[pair[k]].factor * v;
+        }
+    }
+    return acc;
+}
+
+// Phase 1 of thread tid (of nt) for the unit's slots [lo, hi) (one out block): every pair's items, each pair at its
+// width (all pairs in one sequence where they share geometry and width: kvc_staged_read_flat); returns the thread's
+// share of the block's value (each pair's sum times its factor).
+template <int MIX>
+KVC_HD uint64_t kvc_staged_read(const KvcCopyParams& p, uint64_t unit, uint64_t n, uint64_t lo, uint64_t hi, uint32_t tid,
+                                uint32_t nt, uint64_t* stage) {
+    const KvcByteCellSlice* src = reinterpret_cast<const KvcByteCellSlice*>(p.src);
+    const KvcByteCellSlice* dst = reinterpret_cast<const KvcByteCellSlice*>(p.dst);
+    const uint32_t kb0 = src[0].k_bytes, vb0 = src[0].v_bytes;
+    uint32_t w0 = kvc_staged_width(src[0], dst[0]);
+    for (uint32_t i = 1; i < p.num_pairs && w0 != 0; ++i) {
+        if (src[i].k_bytes != kb0 || src[i].v_bytes != vb0 || kvc_staged_width(src[i], dst[i]) != w0) w0 = 0;
+    }
+    if (w0 == 16) return kvc_staged_read_flat<16, MIX>(p, kb0, vb0, unit, n, lo, hi, tid, nt, stage);
+    if (w0 == 8) return kvc_staged_read_flat<8, MIX>(p, kb0, vb0, unit, n, lo, hi, tid, nt, stage);
     uint64_t c = 0, at = 0;
     for (uint32_t i = 0; i < p.num_pairs; ++i) {
         const KvcByteCellSlice& s = src[i];
-        const uint32_t kb = s.k_bytes, cell = kb + s.v_bytes, P = (cell + 7) / 8;
-        const uint64_t ka = s.k_base + spage * (uint64_t)s.k_page_stride + sslot * (uint64_t)s.k_token_stride;
-        const uint64_t va = s.v_base + spage * (uint64_t)s.v_page_stride + sslot * (uint64_t)s.v_token_stride;
-        uint64_t sum = 0;
-        for (uint32_t q = 0; q < P; ++q) {
-            uint64_t x = 0;
-            for (uint32_t r = 0; r < 8; ++r) {
-                const uint32_t b = 8 * q + r;
-                const uint64_t byte = b < kb ? *reinterpret_cast<const uint8_t*>(ka + b)
-                                    : b < cell ? *reinterpret_cast<const uint8_t*>(va + (b - kb)) : 0;
-                x |= byte << (8 * r);
-            }
-            stage[at + slot * P + q] = x;
-            sum += kvc_piece_value<MIX>(x) * (2 * (t * P + q) + 1);
-        }
+        const uint64_t sum = kvc_staged_read_bytes<MIX>(p, s, unit, lo, hi, tid, nt, stage + at);
         c += dst[i].factor * sum;
-        at += (uint64_t)P * n;
+        at += (uint64_t)((s.k_bytes + s.v_bytes + 7) / 8) * n;
     }
-    block = t / p.block_size - p.first_block;
     return c;
 }
 
-// Phase 2 for slot `slot` of unit `unit`: the staged pieces' bytes stored to the destination's cells.
-KVC_HD void kvc_staged_write(const KvcCopyParams& p, uint64_t unit, uint64_t slot, uint64_t n, const uint64_t* stage) {
+// Phase 2 of one pair at width W: thread tid's items of the unit's n slots stored from the stage to the destination's
+// cells (W 0: each piece's K and V bytes, a whole aligned word where it can, kvc_copy_store_bytes).
+template <int W>
+KVC_HD void kvc_staged_write_pair(const KvcCopyParams& p, const KvcByteCellSlice& d, uint64_t dpage, uint64_t n,
+                                  uint32_t tid, uint32_t nt, const uint64_t* stage) {
+    const uint32_t kb = d.k_bytes, vb = d.v_bytes, P = (kb + vb + 7) / 8;
+    const uint32_t U = W == 16 ? P / 2 : P;
+    const uint32_t items = (uint32_t)n * U;
+    for (uint32_t i = tid; i < items; i += nt) {
+        const uint32_t slot = i / U, u = i - (i / U) * U;
+        const uint32_t q = W == 16 ? 2 * u : u;
+        const uint32_t b = 8 * q;
+        const uint64_t* st = stage + (uint64_t)slot * P + q;
+        const uint64_t ka = kvc_staged_cell(d.k_base, d.k_page_stride, d.k_token_stride, dpage, slot);
+        if (W != 0) {
+            const uint64_t a = b < kb ? ka + b
+                                      : kvc_staged_cell(d.v_base, d.v_page_stride, d.v_token_stride, dpage, slot) + (b - kb);
+            if (W == 16) kvc_st16_if(reinterpret_cast<char*>(a), st[0], st[1]);
+            else kvc_st8_if(reinterpret_cast<char*>(a), st[0]);
+        } else {
+            const uint64_t x = st[0];
+            const uint32_t klen = b >= kb ? 0 : (kb - b < 8 ? kb - b : 8);
+            const uint32_t voff = b + klen - kb;
+            const uint32_t vlen = vb == 0 || klen == 8 || voff >= vb ? 0 : (vb - voff < 8 - klen ? vb - voff : 8 - klen);
+            if (klen != 0) kvc_copy_store_bytes(ka + b, x, klen);
+            if (vlen != 0) {
+                kvc_copy_store_bytes(kvc_staged_cell(d.v_base, d.v_page_stride, d.v_token_stride, dpage, slot) + voff,
+                                     (x >> (4 * klen)) >> (4 * klen), vlen);
+            }
+        }
+    }
+}
+
+// Phase 2 of thread tid (of nt): every pair's staged items written to the destination page of unit `unit`.
+KVC_HD void kvc_staged_write(const KvcCopyParams& p, uint64_t unit, uint64_t n, uint32_t tid, uint32_t nt,
+                             const uint64_t* stage) {
+    const KvcByteCellSlice* src = reinterpret_cast<const KvcByteCellSlice*>(p.src);
     const KvcByteCellSlice* dst = reinterpret_cast<const KvcByteCellSlice*>(p.dst);
     const uint64_t dpage = (uint64_t)(int64_t)kvc_page_id(p.dst_table, unit);
     uint64_t at = 0;
     for (uint32_t i = 0; i < p.num_pairs; ++i) {
         const KvcByteCellSlice& d = dst[i];
-        const uint32_t kb = d.k_bytes, cell = kb + d.v_bytes, P = (cell + 7) / 8;
-        const uint64_t ka = d.k_base + dpage * (uint64_t)d.k_page_stride + slot * (uint64_t)d.k_token_stride;
-        const uint64_t va = d.v_base + dpage * (uint64_t)d.v_page_stride + slot * (uint64_t)d.v_token_stride;
-        for (uint32_t b = 0; b < cell; ++b) {
-            const uint8_t v = (uint8_t)(stage[at + slot * P + b / 8] >> (8 * (b % 8)));
-            kvc_st1(reinterpret_cast<char*>(b < kb ? ka + b : va + (b - kb)), v);
-        }
-        at += (uint64_t)P * n;
+        const uint32_t w = kvc_staged_width(src[i], d);
+        if (w == 16) kvc_staged_write_pair<16>(p, d, dpage, n, tid, nt, stage + at);
+        else if (w == 8) kvc_staged_write_pair<8>(p, d, dpage, n, tid, nt, stage + at);
+        else kvc_staged_write_pair<0>(p, d, dpage, n, tid, nt, stage + at);
+        at += (uint64_t)((d.k_bytes + d.v_bytes + 7) / 8) * n;
     }
 }
-
 #if defined(__CUDACC__) && defined(KVC_COPY_KERNELS)
 __device__ __forceinline__ uint64_t kvc_copy_warp_sum(uint64_t v) {
 #pragma unroll
@@ -422,23 +630,37 @@ KVC_COPY_KERNEL(kvc_copy_checksums_16b_mixed, 16, 1)
 KVC_COPY_KERNEL(kvc_copy_checksums_8b_mixed, 8, 1)
 KVC_COPY_KERNEL(kvc_copy_byte_cells_mixed, 0, 1)
 
-// The staged copy (see kvc_staged_read): kvc_copy_staged[_mixed], a CTA per staging unit, the unit's pieces in the
-// launch's dynamic shared memory.
+// The staged copy (see kvc_staged_read): kvc_copy_staged[_mixed], a CTA per staging unit, the unit's pieces and the
+// warps' partial sums in the launch's dynamic shared memory.
 template <int MIX>
 __device__ __forceinline__ void kvc_copy_staged_body(const KvcCopyParams& p) {
     extern __shared__ uint64_t stage[];
     const uint64_t unit = blockIdx.x;
     const uint64_t n = kvc_staged_tokens(p, unit);
-    for (uint64_t slot = threadIdx.x; slot < n; slot += blockDim.x) {
-        uint64_t block;
-        const uint64_t c = kvc_staged_read<MIX>(p, unit, slot, n, stage, block);
-        atomicAdd(reinterpret_cast<unsigned long long*>(p.out + block), (unsigned long long)c);
+    const uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    uint64_t* const part = stage + kvc_staged_words(p, n);
+    uint64_t b0, nb;
+    kvc_staged_blocks(p, unit, n, b0, nb);
+    for (uint64_t r = 0; r < nb; ++r) {
+        uint64_t lo, hi;
+        kvc_staged_block_slots(p, unit, n, b0 + r, lo, hi);
+        const uint64_t v = kvc_copy_warp_sum(kvc_staged_read<MIX>(p, unit, n, lo, hi, threadIdx.x, blockDim.x, stage));
+        if (lane == 0) {
+            if (r < KVC_STAGED_SPANS) part[r * KVC_WARPS + warp] = v;
+            else atomicAdd(reinterpret_cast<unsigned long long*>(p.out + b0 + r), (unsigned long long)v);
+        }
     }
     __syncthreads();
-    for (uint64_t slot = threadIdx.x; slot < n; slot += blockDim.x) kvc_staged_write(p, unit, slot, n, stage);
+    if (threadIdx.x < nb && threadIdx.x < KVC_STAGED_SPANS) {
+        uint64_t v = 0;
+#pragma unroll
+        for (int w = 0; w < KVC_WARPS; ++w) v += part[threadIdx.x * KVC_WARPS + w];
+        atomicAdd(reinterpret_cast<unsigned long long*>(p.out + b0 + threadIdx.x), (unsigned long long)v);
+    }
+    kvc_staged_write(p, unit, n, threadIdx.x, blockDim.x, stage);
 }
 #define KVC_COPY_STAGED_KERNEL(NAME, MIX) \
-    extern "C" __global__ void __launch_bounds__(KVC_THREADS) NAME(const KvcCopyParams p) { kvc_copy_staged_body<MIX>(p); }
+    extern "C" __global__ void __launch_bounds__(KVC_THREADS, 2) NAME(const KvcCopyParams p) { kvc_copy_staged_body<MIX>(p); }
 KVC_COPY_STAGED_KERNEL(kvc_copy_staged, 0)
 KVC_COPY_STAGED_KERNEL(kvc_copy_staged_mixed, 1)
 #endif

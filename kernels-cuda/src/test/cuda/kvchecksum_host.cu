@@ -181,24 +181,27 @@ int copy_kernel(uint32_t gx, uint32_t gy, const KvcCopyParams& p) {
     return KVC_SUCCESS;
 }
 
-// The staged copy (kvc_copy_staged): CTA bx is staging unit bx; its threads' phase 1 (every position read into the
-// unit's shared memory, each position's value added into out), then, after the CTA's barrier, phase 2 (the writes).
+// The staged copy (kvc_copy_staged): CTA bx is staging unit bx. Phase 1 per out block the unit meets: every thread's
+// items of the block's slots read into the unit's stage (the CTA's dynamic shared memory: the fake driver checks the
+// launch's size against the kernel's opt-in) and its share of the block's value; the warps' shuffles and the one
+// atomicAdd per (CTA, block) become the sum over the threads added into out. Then, after the CTA's barrier, every
+// thread's phase 2 (the writes). The stage is poisoned first: a word phase 2 stores that phase 1 did not load shows.
 template <int MIX>
 int copy_staged_kernel(uint32_t gx, uint32_t gy, const KvcCopyParams& p) {
     if (gy != 1 || gx != p.num_blocks) return KVC_INVALID_VALUE;
-    const KvcByteCellSlice* src = reinterpret_cast<const KvcByteCellSlice*>(p.src);
     for (uint32_t bx = 0; bx < gx; ++bx) {
         const uint64_t n = kvc_staged_tokens(p, bx);
-        uint64_t words = 0;
-        for (uint32_t i = 0; i < p.num_pairs; ++i) words += (uint64_t)((src[i].k_bytes + src[i].v_bytes + 7) / 8) * n;
-        // the CTA's dynamic shared memory (the fake driver checks the launch's size against the kernel's opt-in)
-        std::vector<uint64_t> stage(words);
-        for (uint64_t slot = 0; slot < n; ++slot) {
-            uint64_t block;
-            const uint64_t c = kvc_staged_read<MIX>(p, bx, slot, n, stage.data(), block);
-            p.out[block] += c;  // the kernel's atomicAdd
+        std::vector<uint64_t> stage(kvc_staged_words(p, n) + (uint64_t)KVC_STAGED_SPANS * KVC_WARPS, 0xA5A5A5A5A5A5A5A5ull);
+        uint64_t b0, nb;
+        kvc_staged_blocks(p, bx, n, b0, nb);
+        for (uint64_t r = 0; r < nb; ++r) {
+            uint64_t lo, hi;
+            kvc_staged_block_slots(p, bx, n, b0 + r, lo, hi);
+            uint64_t v = 0;
+            for (uint32_t tid = 0; tid < KVC_THREADS; ++tid) v += kvc_staged_read<MIX>(p, bx, n, lo, hi, tid, KVC_THREADS, stage.data());
+            p.out[b0 + r] += v;  // the kernel's atomicAdd (per CTA and block, or per warp past KVC_STAGED_SPANS)
         }
-        for (uint64_t slot = 0; slot < n; ++slot) kvc_staged_write(p, bx, slot, n, stage.data());
+        for (uint32_t tid = 0; tid < KVC_THREADS; ++tid) kvc_staged_write(p, bx, n, tid, KVC_THREADS, stage.data());
     }
     return KVC_SUCCESS;
 }

@@ -96,10 +96,15 @@ public final class CudaBackend implements Backend {
      */
     static final String COPY_STAGED = "kvc_copy_staged";
     /**
-     * The largest staging unit where the device's opt-in to more dynamic shared memory is not available: the 48 KiB
-     * every kernel may use.
+     * Dynamic shared memory of a {@code kvc_copy_staged} launch beyond its unit: the warps' partial sums of the blocks
+     * a unit meets ({@code KVC_STAGED_SPANS * KVC_WARPS} words, {@code kvchecksum_copy.cuh}).
      */
-    static final long COPY_STAGE_BYTES = 48 << 10;
+    static final int COPY_STAGE_PARTIALS = 16 * 8 * 8;
+    /**
+     * The largest staging unit where the device's opt-in to more dynamic shared memory is not available: the 48 KiB
+     * every kernel may use, less the partial sums.
+     */
+    static final long COPY_STAGE_BYTES = (48 << 10) - COPY_STAGE_PARTIALS;
     /** Every checksum kernel in both outputs ({@link #sliceSums}) and both modes, then the others, then the copy's. */
     static final List<String> KERNELS = Stream.concat(Stream.concat(
             Stream.of(BLOCK_CHECKSUMS_1B, BLOCK_CHECKSUMS_8B, BLOCK_CHECKSUMS_16B, BYTE_CELL_BLOCK_CHECKSUMS)
@@ -249,20 +254,21 @@ public final class CudaBackend implements Backend {
 
     /**
      * The largest staging unit of {@code kvc_copy_staged}: the device's opt-in maximum of shared memory per block (227
-     * KiB on an H100, 163 KiB on an A100), both staged kernels opted in to it here; {@link #COPY_STAGE_BYTES} where the
-     * device does not report it or a kernel refuses the opt-in (the staged copy is then limited, nothing else is).
+     * KiB on an H100, 163 KiB on an A100), both staged kernels opted in to it here, less the launch's partial sums
+     * ({@link #COPY_STAGE_PARTIALS}); {@link #COPY_STAGE_BYTES} where the device does not report it or a kernel
+     * refuses the opt-in (the staged copy is then limited, nothing else is).
      */
     private long stagedUnits() {
         try {
             int optIn = Cuda.attribute(driver, device, Cuda.ATTR_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
-            if (optIn <= COPY_STAGE_BYTES) {
+            if (optIn - COPY_STAGE_PARTIALS <= COPY_STAGE_BYTES) {
                 return COPY_STAGE_BYTES;
             }
             for (String k : List.of(COPY_STAGED, COPY_STAGED + MIXED_SUFFIX)) {
                 check(driver, driver.cuKernelSetAttribute(Cuda.FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, optIn,
                         kernels.get(k), device), "cuKernelSetAttribute(" + k + ", MAX_DYNAMIC_SHARED_SIZE_BYTES, " + optIn + ")");
             }
-            return optIn;
+            return optIn - COPY_STAGE_PARTIALS;
         } catch (CudaException | UnsatisfiedLinkError e) {
             return COPY_STAGE_BYTES;
         }
@@ -560,9 +566,10 @@ public final class CudaBackend implements Backend {
                             for (int i = g0; i < g1; i++) {
                                 pieces += pairs.get(i).pieces();
                             }
-                            // the unit's pieces in dynamic shared memory (at most limits().maxStagedUnitBytes(): checked)
+                            // the unit's pieces (at most limits().maxStagedUnitBytes(): checked) and the warps' partial
+                            // sums in dynamic shared memory
                             int shared = Math.toIntExact(8 * pieces * Math.min(l.destinationPageSize(),
-                                    l.numTokens() - l.startToken()));
+                                    l.numTokens() - l.startToken()) + COPY_STAGE_PARTIALS);
                             launch(names[k], units, 1, stream, host, upload, shared);
                             g0 = g1;
                         }

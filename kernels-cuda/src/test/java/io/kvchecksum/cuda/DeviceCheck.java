@@ -961,6 +961,43 @@ public final class DeviceCheck {
         double vcopyOverCopy = vcp.gbs(2 * bytes) / cp.gbs(2 * bytes);
         double vcopyOverPageCopy = vcp.gbs(2 * bytes) / pcp.gbs(2 * bytes);
 
+        // the staged (in-place) verifying copy (issue 29): the target's pages copied onto themselves, the same bytes as
+        // cuMemcpyDtoDAsync's, each (layer, page) unit read whole into shared memory before it is written
+        // (kvc_copy_staged); every call's values and then the target checked as above. Refused (a unit above the
+        // device's staging limit): said, not measured.
+        Double stagedUs = null;
+        Double stagedGBs = null;
+        Double stagedOverCopy = null;
+        io.kvchecksum.CopyPlan stagedPlan = null;
+        try {
+            stagedPlan = copier.compileCopy(target, reqI, target, reqI, io.kvchecksum.ChecksumSpec.STANDARD);
+        } catch (io.kvchecksum.InvalidLayoutException e) {
+            line(String.format(Locale.ROOT, "%7d %9s staged in-place copy refused: %s", tokens, BandwidthModel.human(bytes),
+                    e.getMessage()));
+        }
+        if (stagedPlan != null) {
+            io.kvchecksum.CopyPlan sp = stagedPlan;
+            if (!sp.staged()) {
+                bad.add("the in-place copy of the target onto itself is not staged");
+            }
+            Timing vst = time(stream, i -> copies.add(copier.submitCopy(sp, stream)), () -> {
+                for (PendingChecksums pc : copies) {
+                    expect(bad, "staged in-place verifying copy", pc.get(), wantA);
+                    pc.close();
+                }
+                copies.clear();
+            });
+            try (PendingChecksums pc = copier.submit(target, reqI, stream)) {
+                expect(bad, "the staged copy's target (fused kernel, identity table)", pc.get(), wantA);
+            }
+            stagedUs = vst.medianUs();
+            stagedGBs = vst.gbs(2 * bytes);
+            stagedOverCopy = stagedGBs / cp.gbs(2 * bytes);
+            line(String.format(Locale.ROOT, "%7d %9s staged in-place verifying copy (%d B units): %.1f GB/s r+w, over"
+                    + " cuMemcpyDtoDAsync %.3f", tokens, BandwidthModel.human(bytes), sp.stagingUnitBytes(), stagedGBs,
+                    stagedOverCopy));
+        }
+
         // host to device (issue 29): cuMemcpyHtoDAsync of the bytes from pinned host memory, then the verifying copy of the
         // same scattered pages from the KV's pinned host copy into the copy target (PINNED_HOST_TO_DEVICE: the kernels
         // read the host pages in place through the mapped address), its values and its target checked as above
@@ -1091,6 +1128,7 @@ public final class DeviceCheck {
                     "pageCopyUsMedian", pcp.medianUs(), "pageCopyGBs", pcp.gbs(2 * bytes),
                     "verifyingCopyUsMedian", vcp.medianUs(), "verifyingCopyGBs", vcp.gbs(2 * bytes), "verifyingCopyOverCopy", vcopyOverCopy,
                     "verifyingCopyOverPageCopy", vcopyOverPageCopy,
+                    "stagedCopyUsMedian", stagedUs, "stagedCopyGBs", stagedGBs, "stagedCopyOverCopy", stagedOverCopy,
                     "pinnedHtoDGBs", htodGBs, "verifyingCopyFromPinnedGBs", vcopyPinnedGBs,
                     "verifyingCopyFromPinnedOverHtoD", vcopyPinnedOverHtod,
                     "fusedOverRead", ratio, "fusedOverReadIdentity", ratioI, "fusedOverReadContiguous", fusedGbs / seq.gbs(bytes),

@@ -1,5 +1,6 @@
 package io.kvchecksum.cuda;
 
+import io.kvchecksum.ChecksumMode;
 import io.kvchecksum.CopyPlan;
 import io.kvchecksum.InvalidLayoutException;
 import io.kvchecksum.KvMemory;
@@ -86,7 +87,7 @@ class EmulatedCopyTest {
         int pages = 6;
         long page = 16L * heads * cell;
         long bytes = 2 * 2 * pages * page;
-        assertEquals(FakeCudaDriver.SHARED_OPTIN, CUDA.wide().backend().limits().maxStagedUnitBytes());
+        assertEquals(FakeCudaDriver.SHARED_OPTIN - CudaBackend.COPY_STAGE_PARTIALS, CUDA.wide().backend().limits().maxStagedUnitBytes());
         java.util.function.BiFunction<KvMemory, Boolean, io.kvchecksum.KvCacheGroup> group = (m, hnd) -> {
             List<io.kvchecksum.CacheLayer> ls = new ArrayList<>();
             for (int l = 0; l < 2; l++) {
@@ -121,7 +122,68 @@ class EmulatedCopyTest {
             // the same unit on a backend without the opt-in (48 KiB) is refused at compile time, naming both sizes
             InvalidLayoutException e = assertThrows(InvalidLayoutException.class, () -> plan.check("cuda",
                     CUDA.wide().backend().limits().withStagedUnits(CudaBackend.COPY_STAGE_BYTES), false));
-            assertTrue(e.getMessage().contains("65536 bytes") && e.getMessage().contains("at most 49152"), e.getMessage());
+            assertTrue(e.getMessage().contains("65536 bytes") && e.getMessage().contains("at most " + CudaBackend.COPY_STAGE_BYTES), e.getMessage());
+        }
+    }
+
+    /**
+     * The staged kernel's item widths and block spans beyond the vectors: an in-place NHD to HND change (4 KV heads,
+     * two layers) at each width {@code kvc_copy_staged} picks per pair (256-byte cells: 16-byte items; 136: 8-byte
+     * pieces; 100: byte cells), with destination blocks smaller than a page (several blocks per unit), straddling page
+     * edges (B 12), more than the kernel's 16 shared partials per unit (pages of 32, B 1), a start past position 0, and
+     * the mixed mode. Values and bytes equal the same copy out of place on the reference backend.
+     */
+    @TestFactory
+    Stream<DynamicNode> stagedWidthsAndBlockSpans() {
+        record Case(int cell, int pageSize, int blockSize, long firstToken, ChecksumMode mode) {
+        }
+        return Stream.of(new Case(256, 16, 4, 0, ChecksumMode.STANDARD), new Case(136, 16, 12, 0, ChecksumMode.STANDARD),
+                new Case(100, 32, 1, 0, ChecksumMode.STANDARD), new Case(256, 16, 8, 16, ChecksumMode.MIXED),
+                new Case(136, 16, 48, 0, ChecksumMode.MIXED), new Case(100, 16, 5, 0, ChecksumMode.MIXED)).map(c ->
+                org.junit.jupiter.api.DynamicTest.dynamicTest(c.toString(), () -> stagedAgainstReference(c.cell(), c.pageSize(),
+                        c.blockSize(), c.firstToken(), c.mode())));
+    }
+
+    private static void stagedAgainstReference(int cell, int pageSize, int blockSize, long firstToken, ChecksumMode mode) {
+        int heads = 4;
+        int pages = 6;
+        long page = (long) pageSize * heads * cell;
+        long bytes = 2 * 2 * pages * page;
+        java.util.function.BiFunction<KvMemory, Boolean, io.kvchecksum.KvCacheGroup> group = (m, hnd) -> {
+            List<io.kvchecksum.CacheLayer> ls = new ArrayList<>();
+            for (int l = 0; l < 2; l++) {
+                long k = l * 2 * pages * page;
+                long v = k + pages * page;
+                ls.add(hnd ? io.kvchecksum.CacheLayer.of(l, 0, heads, new io.kvchecksum.KvRegion(m, k, page, cell, (long) pageSize * cell, cell),
+                        new io.kvchecksum.KvRegion(m, v, page, cell, (long) pageSize * cell, cell))
+                        : io.kvchecksum.CacheLayer.of(l, 0, heads, new io.kvchecksum.KvRegion(m, k, page, (long) heads * cell, cell, cell),
+                        new io.kvchecksum.KvRegion(m, v, page, (long) heads * cell, cell, cell)));
+            }
+            return io.kvchecksum.KvCacheGroup.of(pageSize, pages, ls);
+        };
+        long tokens = firstToken + 2L * pageSize + 11;
+        int[] table = {4, 1, 5, 0, 2};
+        int[] fromStart = java.util.Arrays.copyOf(table, (int) Math.ceilDiv(tokens - firstToken, (long) pageSize));
+        io.kvchecksum.RequestBlocks src = io.kvchecksum.RequestBlocks.of(fromStart, tokens, firstToken / pageSize, pageSize);
+        io.kvchecksum.RequestBlocks dst = io.kvchecksum.RequestBlocks.of(fromStart, tokens, firstToken / blockSize, blockSize);
+        io.kvchecksum.ChecksumSpec spec = new io.kvchecksum.ChecksumSpec(mode, io.kvchecksum.CellPadding.ZEROS);
+        try (Arena arena = Arena.ofConfined(); CopySuite.Placement device = CUDA.onDevice().get()) {
+            MemorySegment buf = arena.allocate(bytes, 64);
+            java.util.Random rnd = new java.util.Random(2029);
+            for (long i = 0; i < bytes / 8; i++) {
+                buf.setAtIndex(java.lang.foreign.ValueLayout.JAVA_LONG, i, rnd.nextLong());
+            }
+            MemorySegment before = arena.allocate(bytes, 64).copyFrom(buf);
+            MemorySegment after = arena.allocate(bytes, 64).copyFrom(buf);
+            io.kvchecksum.KvChecksum reference = io.kvchecksum.KvChecksums.reference();
+            long[] expected = reference.copyAndChecksum(reference.compileCopy(group.apply(KvMemory.host(before), false), src,
+                    group.apply(KvMemory.host(after), true), dst, spec));
+            KvMemory m = device.place(buf, true);
+            CopyPlan plan = CUDA.wide().compileCopy(group.apply(m, false), src, group.apply(m, true), dst, spec);
+            assertTrue(plan.staged());
+            assertArrayEquals(expected, CUDA.wide().copyAndChecksum(plan));
+            device.readBack(m, buf);
+            assertEquals(-1, buf.mismatch(after), "the bytes after the copy");
         }
     }
 

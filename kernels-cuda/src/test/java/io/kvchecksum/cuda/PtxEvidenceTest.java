@@ -360,6 +360,26 @@ class PtxEvidenceTest {
         assertTrue(failures.isEmpty(), String.join("; ", failures));
     }
 
+    /**
+     * The staged copy's kernels ({@code kvc_copy_staged[_mixed]}, one CTA per staging unit in shared memory): no
+     * spills, registers for their launch bounds' 2 CTAs per SM (shared memory allows 3 of Llama-3-8B's 64 KiB units on
+     * an H100, registers 2), and one barrier, the one between reading the unit and writing it.
+     */
+    @Test
+    void stagedCopyKernelsNeitherSpillNorExceedTheirBounds() throws IOException {
+        String report = Files.readString(evidence("ptxas_sm90.txt"));
+        for (String k : List.of(CudaBackend.COPY_STAGED, CudaBackend.COPY_STAGED + CudaBackend.MIXED_SUFFIX)) {
+            Ptxas r = ptxas(report, k);
+            System.out.printf("ptxas sm_90 %-40s %3d registers, spills %d/%d bytes%n", k, r.registers(), r.spillStores(),
+                    r.spillLoads());
+            assertEquals(0, r.spillStores() + r.spillLoads(), k + " spills");
+            assertTrue(ctasPerSmByRegisters(r.registers()) >= 2, k + ": " + r.registers() + " registers");
+            Matcher barriers = Pattern.compile("Used \\d+ registers, used (\\d+) barriers").matcher(report);
+            assertTrue(barriers.find(report.indexOf("Function properties for " + k + "\n")), "no barrier count for " + k);
+            assertEquals(1, Integer.parseInt(barriers.group(1)), k + " barriers");
+        }
+    }
+
     private static final Pattern SASS_LDG = Pattern.compile("\\bLDG\\.E((?:\\.[A-Z0-9]+)*)\\s+R(\\d+)");
     private static final Pattern SASS_REG = Pattern.compile("\\bR(\\d+)\\b");
 

@@ -207,8 +207,8 @@ final class CopyKernels {
                     List<CopyPlan.Pair> pairs = byLayer(l.pairs());
                     op.arg(k, 16, op.upload(cellBytes(pairs)));
                     op.arg(k, 17, op.upload(groups[i]));
-                    op.local(k, 18, stage[i]);
                     int ls = stagedLocalSize();
+                    op.local(k, 18, stage[i] + (long) ls * Sizeof.cl_ulong);   // the unit, then group_sum's scratch
                     op.launch(k, new long[] {(long) ls * (groups[i].length - 1), units}, new long[] {ls, 1});
                 } else if (whole) {
                     op.arg(k, 16, parts[i]);
@@ -262,21 +262,32 @@ final class CopyKernels {
     }
 
     /**
+     * Work items per work-group of {@code copy_staged} at most: its reduction's scratch (a word each) follows the unit in
+     * its one {@code __local} array.
+     */
+    static final int STAGED_MAX_LOCAL = 128;
+
+    /**
      * The largest staging unit {@code copy_staged} takes on a device with {@code localMemBytes} of local memory: all of
-     * it but 1 KiB, which the compiler may take for the kernel's own use (the unit is its only {@code __local} array).
+     * it but 1 KiB, which the compiler may take for the kernel's own use, and the reduction's scratch
+     * ({@link #STAGED_MAX_LOCAL} words) after the unit in its one {@code __local} array.
      *
      * @param localMemBytes {@code CL_DEVICE_LOCAL_MEM_SIZE}
      */
     static long stagedUnitLimit(long localMemBytes) {
-        return Math.max(0, localMemBytes - 1024);
+        return Math.max(0, localMemBytes - 1024 - STAGED_MAX_LOCAL * Sizeof.cl_ulong);
     }
 
-    /** Work items per work-group of {@code copy_staged}: the copy's size, at most what the staged kernels allow. */
+    /**
+     * Work items per work-group of {@code copy_staged}: the copy's size, at most what the staged kernels allow and
+     * {@link #STAGED_MAX_LOCAL}, rounded down to a power of two (its reduction, {@code group_sum}, halves it).
+     */
     private int stagedLocalSize() {
         long n = localSize();
         n = Math.min(n, kernelLimit.workGroupSize("copy_staged"));
         n = Math.min(n, kernelLimit.workGroupSize("copy_staged_mixed"));
-        return (int) Math.max(1, n);
+        n = Math.min(n, STAGED_MAX_LOCAL);
+        return Integer.highestOneBit((int) Math.max(1, n));
     }
 
     /**

@@ -178,79 +178,153 @@ inline void copy_byte_cells_body(KVC_COPY_ARGS, __global const uint *bytes, uint
 /*
  * Staged (in place). One work-group per staging unit: group g of the launch's pairs (pairs groups[g] ..
  * groups[g+1]-1, one layer) and destination table entry i = get_global_id(1), i.e. positions [start + i*dst_page,
- * min(start + (i+1)*dst_page, num_tokens)). Phase 1: every position's cells of every pair of the group are read byte
- * by byte from the source, assembled into pieces (K bytes, V bytes, zeros) in `stage` (local memory, the unit's pieces
- * in pair, position, piece order) and summed with the destination's weights; barrier; phase 2: the pieces' bytes are
- * written to the destination cells. No unit reads bytes another unit writes (the plan checked), so work-groups need
- * no order. Position t's value (all pairs of the group, times their factors) goes to partials[b*stride + offset +
- * g*block_size + t%block_size] (b = t/block_size - first_block); the last unit of each group zeroes its columns past
- * num_tokens, so sum_parts adds every column. bytes[2p], bytes[2p+1]: pair p's K and V bytes. Plain and correct, not
- * tuned, like copy_byte_cells.
+ * min(start + (i+1)*dst_page, num_tokens)). `stage` (local memory) holds the unit's pieces in pair, position, piece
+ * order, then group_sum's scratch (a word per work item, at most 128). No unit reads bytes another unit writes (the
+ * plan checked), so work-groups need no order.
+ *
+ * Phase 1, per destination block the unit meets (usually one): ALL work items walk each pair's pieces of the block's
+ * positions, item = (slot, piece) with the piece fastest, so neighbouring work items load neighbouring pieces of a cell
+ * row (coalesced); a piece is one aligned 8-byte load where both sides' parts are 8-byte aligned (the descriptors'
+ * flags) and the cells whole pieces, else one vload8 where it lies within K or within V, else assembled byte by byte
+ * (a piece straddling K and V, or the padded last one). Each piece goes to `stage` and its weighted value into the work
+ * item's sum; the work-group's sums are reduced in local memory and the block's value (all pairs, times their factors)
+ * written to the column of the unit's first position in the block, partials[b*stride + offset + g*block_size +
+ * t%block_size], the columns of its other positions there zeroed. Barrier; phase 2: all work items store the pieces
+ * (whole aligned words, or their K and V bytes) to the destination's cells, coalesced. The last unit of each group
+ * zeroes its columns past num_tokens, so sum_parts adds every column. bytes[2p], bytes[2p+1]: pair p's K and V bytes.
  */
+
+/* Whether pair p moves whole aligned 8-byte pieces: both sides' parts 8-byte aligned, K and V bytes multiples of 8. */
+inline uint staged_aligned(__global const ulong *sd, __global const ulong *dd, uint kb, uint vb) {
+    uint need = vb != 0 ? DESC_K_ALIGNED | DESC_V_ALIGNED : DESC_K_ALIGNED;
+    return ((uint) sd[DESC_FLAGS] & need) == need && ((uint) dd[DESC_FLAGS] & need) == need && (kb & 7) == 0
+           && (vb & 7) == 0;
+}
+
 inline void copy_staged_body(KVC_COPY_ARGS, __global const uint *bytes, __global const uint *groups,
                              __local ulong *stage, uint mixed) {
     uint g = get_group_id(0);
     ulong i = get_global_id(1);
-    ulong lid = get_local_id(0);
-    ulong nl = get_local_size(0);
+    uint lid = (uint) get_local_id(0);
+    uint nl = (uint) get_local_size(0);
     uint p0 = groups[g];
     uint p1 = groups[g + 1];
     ulong first = start + i * dst_page;
     ulong n = min(dst_page, num_tokens - first);
     ulong dpage = (ulong) dtable[i];
-    for (ulong slot = lid; slot < n; slot += nl) {
-        ulong t = first + slot;
-        ulong rel = t - start;
-        ulong spi = rel / src_page;
-        ulong sslot = rel - spi * src_page;
-        ulong spage = (ulong) stable[spi];
+    ulong words = 0;
+    for (uint p = p0; p < p1; p++) {
+        words += (ulong) ((bytes[2 * p] + bytes[2 * p + 1] + 7) / 8) * n;
+    }
+    __local ulong *scratch = stage + words;
+    ulong b0 = first / block_size;
+    ulong b1 = (first + n - 1) / block_size;
+    for (ulong b = b0; b <= b1; b++) {
+        ulong lo = b * block_size > first ? b * block_size - first : 0;
+        ulong hi = min(n, (b + 1) * block_size - first);
         ulong c = 0;
         ulong at = 0;
         for (uint p = p0; p < p1; p++) {
             __global const ulong *sd = sdesc + (ulong) p * DESC_WORDS;
             __global const ulong *dd = ddesc + (ulong) p * DESC_WORDS;
             uint kb = bytes[2 * p];
-            uint cell = kb + bytes[2 * p + 1];
-            ulong P = (cell + 7) / 8;
-            ulong sk = cell_at(sd, DESC_K_BASE, spage, sslot);
-            ulong sv = cell_at(sd, DESC_V_BASE, spage, sslot);
+            uint vb = bytes[2 * p + 1];
+            uint cell = kb + vb;
+            uint P = (cell + 7) / 8;
+            uint al = staged_aligned(sd, dd, kb, vb);
+            uint items = (uint) (hi - lo) * P;
             ulong s = 0;
-            for (ulong q = 0; q < P; q++) {
-                ulong x = 0;
-                for (uint r = 0; r < 8; r++) {
-                    uint b = (uint) (8 * q) + r;
-                    ulong byte = b < kb ? src[sk + b] : b < cell ? src[sv + (b - kb)] : 0;
-                    x |= byte << (8 * r);
+            // (slot, piece) of item it stepped by nl = dq positions and dr pieces, not divided out per item
+            uint dq = nl / P;
+            uint dr = nl - dq * P;
+            uint r = lid / P;
+            uint q = lid - r * P;
+            for (uint it = lid; it < items; it += nl) {
+                ulong slot = lo + r;
+                ulong t = first + slot;
+                ulong rel = t - start;
+                ulong spi = rel < 0xffffffffUL && src_page < 0xffffffffUL ? (ulong) ((uint) rel / (uint) src_page)
+                                                                         : rel / src_page;
+                ulong sslot = rel - spi * src_page;
+                ulong spage = (ulong) stable[spi];
+                uint b8 = 8 * q;
+                ulong x;
+                if (b8 + 8 <= kb) {
+                    x = load_piece(src, cell_at(sd, DESC_K_BASE, spage, sslot) + b8, al);
+                } else if (b8 >= kb && b8 + 8 <= cell) {
+                    x = load_piece(src, cell_at(sd, DESC_V_BASE, spage, sslot) + (b8 - kb), al);
+                } else {
+                    ulong sk = cell_at(sd, DESC_K_BASE, spage, sslot);
+                    ulong sv = cell_at(sd, DESC_V_BASE, spage, sslot);
+                    x = 0;
+                    for (uint e = 0; e < 8; e++) {
+                        uint bb = b8 + e;
+                        ulong byte = bb < kb ? src[sk + bb] : bb < cell ? src[sv + (bb - kb)] : 0;
+                        x |= byte << (8 * e);
+                    }
                 }
                 stage[at + slot * P + q] = x;
                 s += piece_value(x, mixed) * (2 * (t * P + q) + 1);
-            }
-            c += dd[DESC_FACTOR] * s;
-            at += P * n;
-        }
-        ulong blk = t / block_size;
-        partials[(blk - first_block) * stride + offset + (ulong) g * block_size + (t - blk * block_size)] = c;
-    }
-    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-    for (ulong slot = lid; slot < n; slot += nl) {
-        ulong at = 0;
-        for (uint p = p0; p < p1; p++) {
-            __global const ulong *dd = ddesc + (ulong) p * DESC_WORDS;
-            uint kb = bytes[2 * p];
-            uint cell = kb + bytes[2 * p + 1];
-            ulong P = (cell + 7) / 8;
-            ulong dk = cell_at(dd, DESC_K_BASE, dpage, slot);
-            ulong dv = cell_at(dd, DESC_V_BASE, dpage, slot);
-            for (uint b = 0; b < cell; b++) {
-                uchar v = (uchar) (stage[at + slot * P + b / 8] >> (8 * (b % 8)));
-                if (b < kb) {
-                    dst[dk + b] = v;
-                } else {
-                    dst[dv + (b - kb)] = v;
+                q += dr;
+                r += dq;
+                if (q >= P) {
+                    q -= P;
+                    r++;
                 }
             }
-            at += P * n;
+            c += dd[DESC_FACTOR] * s;
+            at += (ulong) P * n;
         }
+        // the work-group's sum (a power of two of at most 128 work items: CopyKernels.stagedLocalSize)
+        c = group_sum(scratch, c);
+        ulong col = (ulong) g * block_size;
+        ulong base = (b - first_block) * stride + offset + col - b * block_size;  // + t for position t of block b
+        for (ulong t = first + lo + lid; t < first + hi; t += nl) {
+            partials[base + t] = t == first + lo ? c : 0;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);  // every work item read scratch[0] before the next block's sums overwrite it
+    }
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+    ulong at = 0;
+    for (uint p = p0; p < p1; p++) {
+        __global const ulong *sd = sdesc + (ulong) p * DESC_WORDS;
+        __global const ulong *dd = ddesc + (ulong) p * DESC_WORDS;
+        uint kb = bytes[2 * p];
+        uint vb = bytes[2 * p + 1];
+        uint cell = kb + vb;
+        uint P = (cell + 7) / 8;
+        uint al = staged_aligned(sd, dd, kb, vb);
+        uint items = (uint) n * P;
+        uint dq = nl / P;
+        uint dr = nl - dq * P;
+        uint slot = lid / P;
+        uint q = lid - slot * P;
+        for (uint it = lid; it < items; it += nl, q += dr, slot += dq) {
+            if (q >= P) {
+                q -= P;
+                slot++;
+            }
+            uint b8 = 8 * q;
+            ulong x = stage[at + it];
+            if (b8 + 8 <= kb) {
+                store_piece(dst, cell_at(dd, DESC_K_BASE, dpage, slot) + b8, x, al);
+            } else if (b8 >= kb && b8 + 8 <= cell) {
+                store_piece(dst, cell_at(dd, DESC_V_BASE, dpage, slot) + (b8 - kb), x, al);
+            } else {
+                ulong dk = cell_at(dd, DESC_K_BASE, dpage, slot);
+                ulong dv = cell_at(dd, DESC_V_BASE, dpage, slot);
+                for (uint e = 0; e < 8 && b8 + e < cell; e++) {
+                    uint bb = b8 + e;
+                    uchar v = (uchar) (x >> (8 * e));
+                    if (bb < kb) {
+                        dst[dk + bb] = v;
+                    } else {
+                        dst[dv + (bb - kb)] = v;
+                    }
+                }
+            }
+        }
+        at += (ulong) P * n;
     }
     if (i + 1 == get_global_size(1)) {
         ulong last = (num_tokens - 1) / block_size;
