@@ -7,9 +7,17 @@ import io.kvchecksum.Definition;
 import io.kvchecksum.KvMemory;
 import io.kvchecksum.SlicePlan;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.WeakHashMap;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ForkJoinPool;
@@ -134,10 +142,10 @@ final class CpuCopy {
     }
 
     private static final int RECENT = 4;
-    private static final java.util.Map<CopyPlan, Segmented> SEGMENTED = java.util.Collections.synchronizedMap(
-            new java.util.LinkedHashMap<>(8, 0.75f, true) {
+    private static final Map<CopyPlan, Segmented> SEGMENTED = Collections.synchronizedMap(
+            new LinkedHashMap<>(8, 0.75f, true) {
                 @Override
-                protected boolean removeEldestEntry(java.util.Map.Entry<CopyPlan, Segmented> eldest) {
+                protected boolean removeEldestEntry(Map.Entry<CopyPlan, Segmented> eldest) {
                     return size() > RECENT;
                 }
             });
@@ -205,22 +213,7 @@ final class CpuCopy {
                 return part;
             });
         }
-        try {
-            for (Future<long[]> f : pool.apply(threads).invokeAll(calls)) {
-                long[] part = f.get();
-                for (int k = 0; k < part.length; k++) {
-                    out[k] += part[k];
-                }
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException("interrupted while copying", e);
-        } catch (ExecutionException e) {
-            if (e.getCause() instanceof RuntimeException re) {
-                throw re;
-            }
-            throw new IllegalStateException(e.getCause());
-        }
+        addParts(pool.apply(threads), calls, new int[calls.size()], out);
         return out;
     }
 
@@ -232,8 +225,8 @@ final class CpuCopy {
      * Each launch's runs and groups, made on its first copy and kept while the plan lives: a plan copied many times
      * (an engine's step after step) pays for them once; keys are launches by identity, held weakly.
      */
-    private static final java.util.Map<CopyPlan.Launch, Prepared> PREPARED =
-            java.util.Collections.synchronizedMap(new java.util.WeakHashMap<>());
+    private static final Map<CopyPlan.Launch, Prepared> PREPARED =
+            Collections.synchronizedMap(new WeakHashMap<>());
 
     private static Prepared prepared(CopyPlan.Launch l) {
         Prepared p = PREPARED.get(l);
@@ -399,6 +392,30 @@ final class CpuCopy {
     private record Task(int p0, int p1, int r0, int r1, int blockBase, int blocks) {
     }
 
+    /**
+     * Runs {@code calls} on {@code pool} and adds each one's block values into {@code out} from {@code bases[i]} on; a
+     * task's runtime exception is rethrown as it was.
+     */
+    private static void addParts(ForkJoinPool pool, List<Callable<long[]>> calls, int[] bases, long[] out) {
+        try {
+            List<Future<long[]>> done = pool.invokeAll(calls);
+            for (int i = 0; i < done.size(); i++) {
+                long[] part = done.get(i).get();
+                for (int k = 0; k < part.length; k++) {
+                    out[bases[i] + k] += part[k];
+                }
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while copying", e);
+        } catch (ExecutionException e) {
+            if (e.getCause() instanceof RuntimeException re) {
+                throw re;
+            }
+            throw new IllegalStateException(e.getCause());
+        }
+    }
+
     private static void parallel(CopyPlan.Launch l, Prepared prepared, CopyLoop loop, long bytes, int threads,
             ForkJoinPool pool, long[] out) {
         Runs runs = prepared.runs;
@@ -425,24 +442,7 @@ final class CpuCopy {
                 return part;
             });
         }
-        try {
-            List<Future<long[]>> done = pool.invokeAll(calls);
-            for (int i = 0; i < done.size(); i++) {
-                long[] part = done.get(i).get();
-                int base = tasks.get(i).blockBase;
-                for (int k = 0; k < part.length; k++) {
-                    out[base + k] += part[k];
-                }
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException("interrupted while copying", e);
-        } catch (ExecutionException e) {
-            if (e.getCause() instanceof RuntimeException re) {
-                throw re;
-            }
-            throw new IllegalStateException(e.getCause());
-        }
+        addParts(pool, calls, tasks.stream().mapToInt(Task::blockBase).toArray(), out);
     }
 
     /** The copying thread's staging buffer, grown to the largest page it staged. */
@@ -451,7 +451,7 @@ final class CpuCopy {
     private static MemorySegment stage(long bytes) {
         MemorySegment[] held = STAGE.get();
         if (held[0] == null || held[0].byteSize() < bytes) {
-            held[0] = java.lang.foreign.Arena.ofAuto().allocate(Math.max(bytes, 4096), 64);
+            held[0] = Arena.ofAuto().allocate(Math.max(bytes, 4096), 64);
         }
         return held[0];
     }
@@ -466,7 +466,7 @@ final class CpuCopy {
             }
         }
         starts[k++] = runs.count;
-        return java.util.Arrays.copyOf(starts, k);
+        return Arrays.copyOf(starts, k);
     }
 
     /**
@@ -577,23 +577,7 @@ final class CpuCopy {
                 return part;
             });
         }
-        try {
-            List<Future<long[]>> done = pool.invokeAll(calls);
-            for (int i = 0; i < done.size(); i++) {
-                long[] part = done.get(i).get();
-                for (int k = 0; k < part.length; k++) {
-                    out[bases.get(i) + k] += part[k];
-                }
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException("interrupted while copying", e);
-        } catch (ExecutionException e) {
-            if (e.getCause() instanceof RuntimeException re) {
-                throw re;
-            }
-            throw new IllegalStateException(e.getCause());
-        }
+        addParts(pool, calls, bases.stream().mapToInt(Integer::intValue).toArray(), out);
     }
 
     /**
@@ -608,8 +592,6 @@ final class CpuCopy {
             perToken += 8L * pair.pieces();
         }
         MemorySegment stage = stage(perToken * l.destinationPageSize());
-        java.lang.foreign.ValueLayout.OfLong piece = java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED
-                .withOrder(java.nio.ByteOrder.LITTLE_ENDIAN);
         for (int q = 0; q + 1 < starts.length; q++) {
             for (int pass = 0; pass < 2; pass++) {
                 long at = 0;
@@ -631,10 +613,7 @@ final class CpuCopy {
                                     MemorySegment.copy(host(sv), sv.cellOffset(runs.srcPage[r], runs.srcSlot[r] + i),
                                             stage, at + kb, vb);
                                 }
-                                long w = Definition.weight((runs.t0[r] + i) * pieces);
-                                for (int p = 0; p < pieces; p++, w += 2) {
-                                    s += Definition.pieceValue(stage.get(piece, at + 8L * p), mode) * w;
-                                }
+                                s += cellSum(stage, at, pieces, runs.t0[r] + i, mode);
                             } else {
                                 MemorySegment.copy(stage, at, host(dk), dk.cellOffset(runs.dstPage[r], runs.dstSlot[r] + i), kb);
                                 if (dv != null) {
@@ -678,15 +657,24 @@ final class CpuCopy {
                         MemorySegment.copy(host(sv), sv.cellOffset(sPage, ss), cell, kb, vb);
                         MemorySegment.copy(cell, kb, host(dv), dv.cellOffset(dPage, ds), vb);
                     }
-                    long w = Definition.weight(t * pieces);
-                    for (int p = 0; p < pieces; p++, w += 2) {
-                        s += Definition.pieceValue(cell.getAtIndex(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED
-                                .withOrder(java.nio.ByteOrder.LITTLE_ENDIAN), p), mode) * w;
-                    }
+                    s += cellSum(cell, 0, pieces, t, mode);
                 }
                 out[runs.block[r]] += pair.factor() * s;
             }
         }
+    }
+
+    /** A byte cell's pieces as the definition reads them: little-endian words at any alignment. */
+    private static final ValueLayout.OfLong PIECE = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+
+    /** {@code sum_p v(x_p) * (2(t*P + p) + 1)} over the {@code pieces} pieces of the cell at {@code at} of {@code seg}. */
+    private static long cellSum(MemorySegment seg, long at, int pieces, long t, ChecksumMode mode) {
+        long s = 0;
+        long w = Definition.weight(t * pieces);
+        for (int p = 0; p < pieces; p++, w += 2) {
+            s += Definition.pieceValue(seg.get(PIECE, at + 8L * p), mode) * w;
+        }
+        return s;
     }
 
     private static MemorySegment host(SlicePlan.Part p) {
