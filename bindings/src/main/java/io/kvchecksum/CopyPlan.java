@@ -878,22 +878,9 @@ public final class CopyPlan {
      * two sorted page lists. {@link #overlap} itself only runs for a refusal's message.
      */
     private static boolean overlapping(List<Pair> pairs, SlicePlan src, SlicePlan dst, Map<Object, long[]> sourceRanges) {
-        Map<Object, long[]> srcRange = sourceRanges;
-        if (srcRange == null) {
-            srcRange = new IdentityHashMap<>();
-            memoryRanges(pairs, true, srcRange);
-        }
-        Map<Object, long[]> dstRange = new IdentityHashMap<>();
-        memoryRanges(pairs, false, dstRange);
-        boolean any = false;
-        for (Map.Entry<Object, long[]> e : dstRange.entrySet()) {
-            long[] s = srcRange.get(e.getKey());
-            if (s != null && intersects(s, e.getValue())) {
-                any = true;
-            }
-        }
-        return any && PageSpans.anyMeet(PageSpans.runs(pairs, true, src.pageSize()), new PageSpans.Pages(src.pageTable()),
-                PageSpans.runs(pairs, false, dst.pageSize()), new PageSpans.Pages(dst.pageTable()));
+        return memoriesMeet(pairs, sourceRanges)
+                && PageSpans.anyMeet(PageSpans.runs(pairs, true, src.pageSize()), new PageSpans.Pages(src.pageTable()),
+                        PageSpans.runs(pairs, false, dst.pageSize()), new PageSpans.Pages(dst.pageTable()));
     }
 
     /**
@@ -902,25 +889,11 @@ public final class CopyPlan {
      * cell to its last (an over-approximation for token-major layouts, where other heads' cells lie between).
      */
     private static String overlap(List<Pair> pairs, SlicePlan src, SlicePlan dst, Map<Object, long[]> sourceRanges) {
-        Map<Object, List<long[]>> srcSpans = new IdentityHashMap<>();
-        Map<Object, List<long[]>> dstSpans = new IdentityHashMap<>();
-        Map<Object, long[]> srcRange = sourceRanges;
-        if (srcRange == null) {
-            srcRange = new IdentityHashMap<>();
-            memoryRanges(pairs, true, srcRange);
-        }
-        Map<Object, long[]> dstRange = new IdentityHashMap<>();
-        memoryRanges(pairs, false, dstRange);
-        boolean any = false;
-        for (Map.Entry<Object, long[]> e : dstRange.entrySet()) {
-            long[] s = srcRange.get(e.getKey());
-            if (s != null && intersects(s, e.getValue())) {
-                any = true;
-            }
-        }
-        if (!any) {
+        if (!memoriesMeet(pairs, sourceRanges)) {
             return null;
         }
+        Map<Object, List<long[]>> srcSpans = new IdentityHashMap<>();
+        Map<Object, List<long[]>> dstSpans = new IdentityHashMap<>();
         int[] srcPages = usedPages(src);   // once per side, not per slice: an in-place copy compiles this per request
         int[] dstPages = usedPages(dst);
         for (Pair p : pairs) {
@@ -964,6 +937,27 @@ public final class CopyPlan {
             }
         }
         return null;
+    }
+
+    /**
+     * Whether some memory's address range read by the source cells meets its range written by the destination cells
+     * ({@code sourceRanges}: the source's, when already made; else made here): the cheap test before any span.
+     */
+    private static boolean memoriesMeet(List<Pair> pairs, Map<Object, long[]> sourceRanges) {
+        Map<Object, long[]> srcRange = sourceRanges;
+        if (srcRange == null) {
+            srcRange = new IdentityHashMap<>();
+            memoryRanges(pairs, true, srcRange);
+        }
+        Map<Object, long[]> dstRange = new IdentityHashMap<>();
+        memoryRanges(pairs, false, dstRange);
+        for (Map.Entry<Object, long[]> e : dstRange.entrySet()) {
+            long[] s = srcRange.get(e.getKey());
+            if (s != null && intersects(s, e.getValue())) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private static boolean intersects(long[] a, long[] b) {
