@@ -11,7 +11,8 @@ import java.util.SplittableRandom;
 /**
  * A/B of the verifying copy's loops in one JVM (not a benchmark; built and run by {@code jmh/ab/copy-loops-ab.sh}):
  * {@code old} ({@link VectorCopyLoopOld}, the loops before this change) against {@code new} (the backend's
- * {@link VectorCopyLoop}), with {@code memcopy} ({@link MemorySegment#copy}) of the same pages alongside, on one thread,
+ * {@link VectorCopyLoop}), with {@code memcopy} ({@link MemorySegment#copy}) of the same pages and {@code move} (a
+ * plain Vector API move of the same cells into the same destination layout, no sums: {@link Move}) alongside, on one thread,
  * in cache: Llama-3-8B's pages of 16 tokens x 8 KV heads x 256 bytes, 16 layers of K and V (1 MiB, the shape
  * {@code CopyTurns ... 1MiB} copies), each K or V page one {@link CopyLoop#copyRows} call, into the same layout
  * ({@code perm}) or FlashInfer HND ({@code hnd}). Each round runs every side once (a batch of calls) in rotating order,
@@ -44,7 +45,7 @@ public final class CopyLoopsAb {
                 src.set(ValueLayout.JAVA_LONG, o, rnd.nextLong());
             }
             CopyLoop[] loops = {new VectorCopyLoopOld(), new VectorCopyLoop()};
-            String[] names = {"old", "new", "memcopy"};
+            String[] names = {"old", "new", "memcopy", "move"};
             long[] sums = new long[2];
             byte[][] bytes = new byte[2][];
             for (int k = 0; k < 2; k++) {
@@ -55,17 +56,22 @@ public final class CopyLoopsAb {
             if (sums[0] != sums[1] || !Arrays.equals(bytes[0], bytes[1])) {
                 throw new AssertionError("old and new differ");
             }
+            dst.fill((byte) 0);
+            side(3, loops, src, dst, hnd, factors);
+            if (!Arrays.equals(bytes[1], dst.toArray(ValueLayout.JAVA_BYTE))) {
+                throw new AssertionError("move and new differ");
+            }
             long until = System.nanoTime() + 4_000_000_000L;
             while (System.nanoTime() < until) {
-                for (int w = 0; w < 3; w++) {
+                for (int w = 0; w < 4; w++) {
                     sink += side(w, loops, src, dst, hnd, factors);
                 }
             }
             int batch = 50;
-            double[][] t = new double[3][rounds];
+            double[][] t = new double[4][rounds];
             for (int r = 0; r < rounds; r++) {
-                for (int j = 0; j < 3; j++) {
-                    int w = (j + r) % 3;
+                for (int j = 0; j < 4; j++) {
+                    int w = (j + r) % 4;
                     long s = THREADS.getCurrentThreadCpuTime();
                     for (int b = 0; b < batch; b++) {
                         sink += side(w, loops, src, dst, hnd, factors);
@@ -75,15 +81,18 @@ public final class CopyLoopsAb {
             }
             StringBuilder sb = new StringBuilder(String.format("llama3-8b 1 MiB %s, 1 thread, %d rounds of %d, %s:%n",
                     args[0], rounds, batch, new VectorCopyLoop().describe()));
-            for (int w = 0; w < 3; w++) {
+            for (int w = 0; w < 4; w++) {
                 Arrays.sort(t[w]);
             }
-            for (int w = 0; w < 3; w++) {
+            for (int w = 0; w < 4; w++) {
                 sb.append(String.format("  %-8s best %7.2f us  median %7.2f us", names[w], t[w][0] / 1e3,
                         t[w][rounds / 2] / 1e3));
-                if (w < 2) {
+                if (w != 2) {
                     sb.append(String.format("  memcopy/this %.3f (best) %.3f (median)", t[2][0] / t[w][0],
                             t[2][rounds / 2] / t[w][rounds / 2]));
+                }
+                if (w < 2) {
+                    sb.append(String.format("  move/this %.3f (best)", t[3][0] / t[w][0]));
                 }
                 sb.append('\n');
             }
@@ -92,6 +101,12 @@ public final class CopyLoopsAb {
     }
 
     private static long side(int w, CopyLoop[] loops, MemorySegment src, MemorySegment dst, boolean hnd, long[] factors) {
+        if (w == 3) {
+            for (int p = 0; p < PAGES; p++) {
+                Move.page(src, p * PAGE, dst, p * PAGE, hnd);
+            }
+            return dst.get(ValueLayout.JAVA_LONG, 0);
+        }
         if (w == 2) {
             for (int p = 0; p < PAGES; p++) {
                 MemorySegment.copy(src, p * PAGE, dst, p * PAGE, PAGE);
@@ -110,5 +125,50 @@ public final class CopyLoopsAb {
                     hnd ? TOKENS * REGION : REGION, TOKENS, 1000, 64, (p & 1) * 32, 32, HEADS, factors, 0);
         }
         return sum;
+    }
+
+    /**
+     * A plain move of a page's cells, in the order the verifying copy reads them (the source's token rows front to
+     * back as one flat stream at a constant step, so without bounds checks, as the shipped loops read it), each head's
+     * 256 bytes stored at its destination place; four vectors per step, no arithmetic.
+     */
+    static final class Move {
+        private static final jdk.incubator.vector.VectorSpecies<Long> S = jdk.incubator.vector.LongVector.SPECIES_PREFERRED;
+        private static final java.nio.ByteOrder LE = java.nio.ByteOrder.LITTLE_ENDIAN;
+        private static final long VB = 8L * S.length();
+        private static final long STEP = 4 * VB;
+
+        static void page(MemorySegment src, long srcBase, MemorySegment dst, long dstBase, boolean hnd) {
+            long per = REGION / STEP;   // steps per head's region
+            long dp = dstBase;
+            long k = 0;
+            int h = 0;
+            int i = 0;
+            for (long o = 0; o < PAGE; o += STEP) {
+                var x0 = jdk.incubator.vector.LongVector.fromMemorySegment(S, src, srcBase + o, LE);
+                var x1 = jdk.incubator.vector.LongVector.fromMemorySegment(S, src, srcBase + o + VB, LE);
+                var x2 = jdk.incubator.vector.LongVector.fromMemorySegment(S, src, srcBase + o + 2 * VB, LE);
+                var x3 = jdk.incubator.vector.LongVector.fromMemorySegment(S, src, srcBase + o + 3 * VB, LE);
+                if (!hnd) {
+                    dp = dstBase + o;
+                }
+                x0.intoMemorySegment(dst, dp, LE);
+                x1.intoMemorySegment(dst, dp + VB, LE);
+                x2.intoMemorySegment(dst, dp + 2 * VB, LE);
+                x3.intoMemorySegment(dst, dp + 3 * VB, LE);
+                if (hnd) {   // token i, head h, step k of the head's region -> h*TOKENS*REGION + i*REGION + k*STEP
+                    if (++k < per) {
+                        dp += STEP;
+                    } else {
+                        k = 0;
+                        if (++h == HEADS) {
+                            h = 0;
+                            i++;
+                        }
+                        dp = dstBase + (long) h * TOKENS * REGION + (long) i * REGION;
+                    }
+                }
+            }
+        }
     }
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The verifying copy's loops before this change (jmh/ab/VectorCopyLoopOld.java) against the backend's, with
-# MemorySegment.copy of the same pages, on one thread in cache, in one JVM per conversion (jmh/ab/CopyLoopsAb.java):
+# MemorySegment.copy of the same pages and a plain move of the same cells (no sums), on one thread in cache, in one JVM per conversion (jmh/ab/CopyLoopsAb.java):
 # docs/bench-cpu.md, "The verifying copy in cache: bounds checks". Builds jmh/target/benchmarks.jar when missing or
 # stale. Extra JVM flags follow the rounds, e.g. -XX:UseAVX=2.
 #
