@@ -115,18 +115,19 @@ class StagedUnitTest {
      * Layers side by side in a token's row, all layers' K heads then all layers' V heads
      * ({@code [pages][tokens][K: layers x heads][V: layers x heads]}), so one group of heads runs across every layer
      * and is cut per layer; remote blocks of 4 received into local pages of 16 in reverse order, put in order in place.
-     * With {@code cell} 12 the cells are byte cells (a piece straddling K and V).
+     * With {@code cell} 12 the cells are byte cells (a piece straddling K and V). With {@code descending}, one head per
+     * layer and the layers' cells in reverse order: one group across the layers at a negative head stride.
      */
-    private static void sideBySide(int cell, CompiledPlan.CellKind kind) {
+    private static void sideBySide(int cell, CompiledPlan.CellKind kind, boolean descending) {
         int layers = 3;
-        int heads = 2;
+        int heads = descending ? 1 : 2;
         int pages = 4;
         long row = 2L * layers * heads * cell;
         Layout layout = (m, source) -> {
             int ps = source ? 4 : 16;
             List<CacheLayer> ls = new ArrayList<>();
             for (int l = 0; l < layers; l++) {
-                long k = 8 + (long) l * heads * cell;
+                long k = 8 + (long) (descending ? layers - 1 - l : l) * heads * cell;
                 long v = k + (long) layers * heads * cell;
                 ls.add(CacheLayer.of(l, 0, heads, new KvRegion(m, k, ps * row, row, cell, cell),
                         new KvRegion(m, v, ps * row, row, cell, cell)));
@@ -148,11 +149,16 @@ class StagedUnitTest {
 
     @Test
     void layersSideBySideStageOneLayerAtATime() {
-        sideBySide(64, CompiledPlan.CellKind.WHOLE_PIECES);
+        sideBySide(64, CompiledPlan.CellKind.WHOLE_PIECES, false);
+    }
+
+    @Test
+    void layersInReverseOrderStageOneLayerAtATime() {
+        sideBySide(64, CompiledPlan.CellKind.WHOLE_PIECES, true);
     }
 
     @Test
     void byteCellsStageOneLayerAtATime() {
-        sideBySide(12, CompiledPlan.CellKind.BYTE_CELLS);
+        sideBySide(12, CompiledPlan.CellKind.BYTE_CELLS, false);
     }
 }
