@@ -22,6 +22,7 @@ import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ForkJoinPool;
 import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.IntFunction;
 
 /**
@@ -36,9 +37,12 @@ import java.util.function.IntFunction;
  * straddling K and V, or padded) are assembled in a scratch cell and copied from there, on the calling thread.
  *
  * <p>A staged plan ({@link CopyPlan#staged()}: source and destination memory overlap, vLLM's in-place rearrangement)
- * runs destination page by destination page: all of the page's runs and groups (every layer of the launch: units of one
- * page together, which staging allows) are first copied into a buffer of the copying thread with their values summed
- * as usual, then the buffer is written to the destination cells. Pages are split over the pool like runs.
+ * runs destination page by destination page and, within a page, staging unit by staging unit (one layer's cells of the
+ * page, K and V together: {@link #units}): the unit's cells of the page's runs are first copied into a buffer of the
+ * copying thread with their values summed as usual, then the buffer is written to the destination cells, then the
+ * next unit. The buffer holds one unit, at most {@link CopyPlan#stagingUnitBytes()} (which the backend's
+ * {@code maxStagedUnitBytes} bounds), not the page of every layer: for Llama-3-8B 64 KiB, which stays in L2 between
+ * its reading and its writing. Pages are split over the pool like runs.
  */
 final class CpuCopy {
     private static final CopyLoop STANDARD = load(true);
@@ -217,8 +221,11 @@ final class CpuCopy {
         return out;
     }
 
-    /** What a launch's copy needs besides the bytes: its runs, its groups of heads and the factors. */
-    private record Prepared(Runs runs, List<Group> groups, long[] factors) {
+    /**
+     * What a launch's copy needs besides the bytes: its runs, its groups of heads, the factors, and for a staged copy
+     * its staging units (per layer, the groups cut to that layer's pairs: {@link #units}).
+     */
+    private record Prepared(Runs runs, List<Group> groups, long[] factors, List<List<Group>> units) {
     }
 
     /**
@@ -242,7 +249,43 @@ final class CpuCopy {
         for (int i = 0; i < factors.length; i++) {
             factors[i] = l.pairs().get(i).factor();
         }
-        return new Prepared(Runs.of(l), l.cellKind() == CompiledPlan.CellKind.BYTE_CELLS ? List.of() : groups(l), factors);
+        List<Group> groups = l.cellKind() == CompiledPlan.CellKind.BYTE_CELLS ? List.of() : groups(l);
+        return new Prepared(Runs.of(l), groups, factors, units(l, groups));
+    }
+
+    /**
+     * The launch's staging units ({@link CopyPlan#staged()}): per layer, in the order of the layers' first pairs, every
+     * group cut to that layer's pairs, K's groups before V's. A group may hold several layers (layers whose cells lie
+     * at one constant stride, e.g. side by side in a token's row) and holds K or V only, so groups are cut and joined
+     * by layer: a unit is all of one layer's pairs of the launch, K and V together, never less, since within a unit a
+     * write may land on bytes the same unit has still to read (NHD read as HND on the same blocks, a permute moving a
+     * K cell onto V bytes); between units the plan's classification ({@code CopyStaging}) shows that no unit's source
+     * cells share a byte with another unit's destination cells, so units staged one after another are exact.
+     */
+    private static List<List<Group>> units(CopyPlan.Launch l, List<Group> groups) {
+        Map<Integer, List<Group>> byLayer = new LinkedHashMap<>();
+        List<CopyPlan.Pair> pairs = l.pairs();
+        for (Group g : groups) {
+            int end = g.firstPair + g.heads;
+            for (int i = g.firstPair; i < end; ) {
+                int layer = pairs.get(i).layer();
+                int j = i + 1;
+                while (j < end && pairs.get(j).layer() == layer) {
+                    j++;
+                }
+                // pairs i .. j-1 of the group: the same strides, pair i's parts where the group's first pair's were
+                Group cut = i == g.firstPair && j == end ? g : new Group(g.srcSeg, part(pairs.get(i), true, g.v),
+                        g.srcHeadStride, g.dstSeg, part(pairs.get(i), false, g.v), g.dstHeadStride, g.cellPieces,
+                        g.pieceBase, g.regionPieces, i, j - i, g.v);
+                byLayer.computeIfAbsent(layer, k -> new ArrayList<>()).add(cut);
+                i = j;
+            }
+        }
+        List<List<Group>> units = new ArrayList<>(byLayer.size());
+        for (List<Group> u : byLayer.values()) {
+            units.add(List.copyOf(u));
+        }
+        return List.copyOf(units);
     }
 
     /** The split sizes of the checksum path, without the SPI's class in this package's hot loop. */
@@ -355,7 +398,7 @@ final class CpuCopy {
                     }
                 }
                 groups.add(new Group(host(a), a, sStep, host(b), b, dStep, first.pieces(),
-                        v ? first.source().k().pieces() : 0, a.pieces(), i, j - i));
+                        v ? first.source().k().pieces() : 0, a.pieces(), i, j - i, v));
                 i = j;
             }
         }
@@ -363,12 +406,12 @@ final class CpuCopy {
     }
 
     /**
-     * Pairs {@code firstPair ..} of one region kind (K or V) at constant head strides on both sides: the first pair's
-     * parts, their segments and the strides.
+     * Pairs {@code firstPair ..} of one region kind (K or V: {@code v}) at constant head strides on both sides: the
+     * first pair's parts, their segments and the strides.
      */
     private record Group(MemorySegment srcSeg, SlicePlan.Part src, long srcHeadStride, MemorySegment dstSeg,
                          SlicePlan.Part dst, long dstHeadStride, int cellPieces, int pieceBase, int regionPieces,
-                         int firstPair, int heads) {
+                         int firstPair, int heads, boolean v) {
     }
 
     private static SlicePlan.Part part(CopyPlan.Pair p, boolean source, boolean v) {
@@ -445,10 +488,28 @@ final class CpuCopy {
         addParts(pool, calls, tasks.stream().mapToInt(Task::blockBase).toArray(), out);
     }
 
-    /** The copying thread's staging buffer, grown to the largest page it staged. */
+    /** The copying thread's staging buffer, grown to the largest unit it staged. */
     private static final ThreadLocal<MemorySegment[]> STAGE = ThreadLocal.withInitial(() -> new MemorySegment[1]);
 
+    /**
+     * The most stage bytes one staged unit used since {@link #resetLargestStage()}: tests hold it to the plan's
+     * {@link CopyPlan#stagingUnitBytes()} (what the backend's limit and the README promise a staged copy holds).
+     */
+    private static final AtomicLong LARGEST_STAGE = new AtomicLong();
+
+    /** {@return the most stage bytes one staged unit used since the last reset} */
+    static long largestStage() {
+        return LARGEST_STAGE.get();
+    }
+
+    static void resetLargestStage() {
+        LARGEST_STAGE.set(0);
+    }
+
     private static MemorySegment stage(long bytes) {
+        if (bytes > LARGEST_STAGE.get()) {   // a read of a line that stays shared: no write per unit
+            LARGEST_STAGE.accumulateAndGet(bytes, Math::max);
+        }
         MemorySegment[] held = STAGE.get();
         if (held[0] == null || held[0].byteSize() < bytes) {
             held[0] = Arena.ofAuto().allocate(Math.max(bytes, 4096), 64);
@@ -470,77 +531,77 @@ final class CpuCopy {
     }
 
     /**
-     * Where a run's cells of one group lie in the stage, relative to the run's first cell there: at the destination's
-     * own token and head strides where both are non-negative (so that where the cells tile their span, a page in
-     * HND or NHD with every head copied, the stage goes out in one copy), else packed token by token.
+     * Whether a run of {@code n} positions of group {@code g} tiles its span at the destination's strides (a full page
+     * in HND or NHD with every head copied): then it is staged at those strides and goes out in one copy; any other run
+     * is staged packed, token by token across the heads, so that a unit's stage is exactly its cells' bytes.
      */
-    private static long stageTokenStride(Group g) {
-        return mirrored(g) ? g.dst.tokenStride() : 8L * g.regionPieces * g.heads;
+    private static boolean tiles(Group g, int n) {
+        long row = 8L * g.regionPieces;
+        return g.dst.tokenStride() >= 0 && g.dstHeadStride >= 0
+                && (n - 1) * g.dst.tokenStride() + (g.heads - 1) * g.dstHeadStride + row == row * g.heads * n;
     }
 
-    private static long stageHeadStride(Group g) {
-        return mirrored(g) ? g.dstHeadStride : 8L * g.regionPieces;
+    /** A run's cells of one group in the stage: {@code n * heads} cells of {@code 8 * regionPieces} bytes, no gaps. */
+    private static long stageBytes(Group g, int n) {
+        return 8L * g.regionPieces * g.heads * n;
     }
 
-    private static boolean mirrored(Group g) {
-        return g.dst.tokenStride() >= 0 && g.dstHeadStride >= 0;
-    }
-
-    /** The stage bytes of a run of {@code n} positions of group {@code g}: from its first cell's byte to its last's. */
-    private static long stageExtent(Group g, int n) {
-        return (n - 1) * stageTokenStride(g) + (g.heads - 1) * stageHeadStride(g) + 8L * g.regionPieces;
-    }
-
-    /** Pages {@code q0 .. q1-1} of {@code starts} staged: each page's runs copied into the buffer, then written out. */
+    /**
+     * Pages {@code q0 .. q1-1} of {@code starts} staged unit by unit: per page, per staging unit (one layer's groups, K
+     * and V: {@link #units}), the unit's cells of the page's runs copied into the buffer with their values summed, then
+     * written out, then the next unit; the buffer holds one unit, never more than {@link CopyPlan#stagingUnitBytes()}.
+     */
     private static void stagedPieces(Prepared prepared, CopyLoop loop, int[] starts, int q0, int q1, long[] out,
             int blockBase) {
         Runs runs = prepared.runs;
         long[] factors = prepared.factors;
-        List<Group> groups = prepared.groups;
         for (int q = q0; q < q1; q++) {
-            long need = 0;
-            for (int r = starts[q]; r < starts[q + 1]; r++) {
-                for (Group g : groups) {
-                    need += stageExtent(g, runs.n[r]);
+            for (List<Group> unit : prepared.units) {
+                long need = 0;
+                for (int r = starts[q]; r < starts[q + 1]; r++) {
+                    for (Group g : unit) {
+                        need += stageBytes(g, runs.n[r]);
+                    }
                 }
-            }
-            MemorySegment stage = stage(need);
-            long at = 0;
-            for (int r = starts[q]; r < starts[q + 1]; r++) {
-                long value = 0;
-                int n = runs.n[r];
-                for (Group g : groups) {
-                    value += loop.copyRows(g.srcSeg, g.src.cellOffset(runs.srcPage[r], runs.srcSlot[r]),
-                            g.src.tokenStride(), g.srcHeadStride, stage, at, stageTokenStride(g), stageHeadStride(g), n,
-                            runs.t0[r], g.cellPieces, g.pieceBase, g.regionPieces, g.heads, factors, g.firstPair);
-                    at += stageExtent(g, n);
+                MemorySegment stage = stage(need);
+                long at = 0;
+                for (int r = starts[q]; r < starts[q + 1]; r++) {
+                    long value = 0;
+                    int n = runs.n[r];
+                    for (Group g : unit) {
+                        long row = 8L * g.regionPieces;
+                        boolean tiles = tiles(g, n);
+                        value += loop.copyRows(g.srcSeg, g.src.cellOffset(runs.srcPage[r], runs.srcSlot[r]),
+                                g.src.tokenStride(), g.srcHeadStride, stage, at,
+                                tiles ? g.dst.tokenStride() : row * g.heads, tiles ? g.dstHeadStride : row, n,
+                                runs.t0[r], g.cellPieces, g.pieceBase, g.regionPieces, g.heads, factors, g.firstPair);
+                        at += stageBytes(g, n);
+                    }
+                    out[runs.block[r] - blockBase] += value;
                 }
-                out[runs.block[r] - blockBase] += value;
-            }
-            at = 0;
-            for (int r = starts[q]; r < starts[q + 1]; r++) {
-                int n = runs.n[r];
-                for (Group g : groups) {
-                    long row = 8L * g.regionPieces;
-                    long dst = g.dst.cellOffset(runs.dstPage[r], runs.dstSlot[r]);
-                    long extent = stageExtent(g, n);
-                    long sts = stageTokenStride(g);
-                    long shs = stageHeadStride(g);
-                    if (mirrored(g) && extent == row * g.heads * n) {   // the cells tile their span: one copy
-                        MemorySegment.copy(stage, at, g.dstSeg, dst, extent);
-                    } else if (g.heads == 1 || shs == row) {   // a token's heads side by side: one copy per token
-                        for (int i = 0; i < n; i++) {
-                            MemorySegment.copy(stage, at + i * sts, g.dstSeg, dst + i * g.dst.tokenStride(), row * g.heads);
-                        }
-                    } else {
-                        for (int i = 0; i < n; i++) {
-                            for (int h = 0; h < g.heads; h++) {
-                                MemorySegment.copy(stage, at + i * sts + h * shs, g.dstSeg,
-                                        dst + i * g.dst.tokenStride() + h * g.dstHeadStride, row);
+                at = 0;
+                for (int r = starts[q]; r < starts[q + 1]; r++) {
+                    int n = runs.n[r];
+                    for (Group g : unit) {
+                        long row = 8L * g.regionPieces;
+                        long dst = g.dst.cellOffset(runs.dstPage[r], runs.dstSlot[r]);
+                        long ts = g.dst.tokenStride();
+                        if (tiles(g, n)) {
+                            MemorySegment.copy(stage, at, g.dstSeg, dst, stageBytes(g, n));
+                        } else if (g.heads == 1 || g.dstHeadStride == row) {   // a token's heads side by side: a copy per token
+                            for (int i = 0; i < n; i++) {
+                                MemorySegment.copy(stage, at + i * row * g.heads, g.dstSeg, dst + i * ts, row * g.heads);
+                            }
+                        } else {
+                            for (int i = 0; i < n; i++) {
+                                for (int h = 0; h < g.heads; h++) {
+                                    MemorySegment.copy(stage, at + (i * g.heads + h) * row, g.dstSeg,
+                                            dst + i * ts + h * g.dstHeadStride, row);
+                                }
                             }
                         }
+                        at += stageBytes(g, n);
                     }
-                    at += extent;
                 }
             }
         }
@@ -581,49 +642,62 @@ final class CpuCopy {
     }
 
     /**
-     * Byte cells of a staged launch, page by page: every pair's cells of the page assembled into the buffer (zeroed
-     * past K and V: the padding) and summed, then written out.
+     * Byte cells of a staged launch, page by page and, within a page, unit by unit (one layer's pairs, K and V: a byte
+     * cell's pieces straddle them, see {@link #units} for why a unit is never split): every pair's cells of the unit
+     * assembled into the buffer (zeroed past K and V: the padding) and summed, then written out.
      */
     private static void stagedByteCells(CopyPlan.Launch l, Runs runs, long[] out) {
         ChecksumMode mode = l.mode();
         int[] starts = pageStarts(runs);
-        long perToken = 0;
+        Map<Integer, List<CopyPlan.Pair>> byLayer = new LinkedHashMap<>();
         for (CopyPlan.Pair pair : l.pairs()) {
-            perToken += 8L * pair.pieces();
+            byLayer.computeIfAbsent(pair.layer(), k -> new ArrayList<>()).add(pair);
         }
-        MemorySegment stage = stage(perToken * l.destinationPageSize());
         for (int q = 0; q + 1 < starts.length; q++) {
-            for (int pass = 0; pass < 2; pass++) {
-                long at = 0;
-                for (CopyPlan.Pair pair : l.pairs()) {
-                    SlicePlan.Part sk = pair.source().k();
-                    SlicePlan.Part dk = pair.destination().k();
-                    SlicePlan.Part sv = pair.source().v();
-                    SlicePlan.Part dv = pair.destination().v();
-                    int kb = sk.bytes();
-                    int vb = sv == null ? 0 : sv.bytes();
-                    int pieces = pair.pieces();
-                    for (int r = starts[q]; r < starts[q + 1]; r++) {
-                        long s = 0;
-                        for (int i = 0; i < runs.n[r]; i++, at += 8L * pieces) {
-                            if (pass == 0) {
-                                stage.asSlice(at, 8L * pieces).fill((byte) 0);
-                                MemorySegment.copy(host(sk), sk.cellOffset(runs.srcPage[r], runs.srcSlot[r] + i), stage, at, kb);
-                                if (sv != null) {
-                                    MemorySegment.copy(host(sv), sv.cellOffset(runs.srcPage[r], runs.srcSlot[r] + i),
-                                            stage, at + kb, vb);
-                                }
-                                s += cellSum(stage, at, pieces, runs.t0[r] + i, mode);
-                            } else {
-                                MemorySegment.copy(stage, at, host(dk), dk.cellOffset(runs.dstPage[r], runs.dstSlot[r] + i), kb);
-                                if (dv != null) {
-                                    MemorySegment.copy(stage, at + kb, host(dv),
-                                            dv.cellOffset(runs.dstPage[r], runs.dstSlot[r] + i), vb);
+            long tokens = 0;
+            for (int r = starts[q]; r < starts[q + 1]; r++) {
+                tokens += runs.n[r];
+            }
+            for (List<CopyPlan.Pair> unit : byLayer.values()) {
+                long perToken = 0;
+                for (CopyPlan.Pair pair : unit) {
+                    perToken += 8L * pair.pieces();
+                }
+                MemorySegment stage = stage(perToken * tokens);
+                for (int pass = 0; pass < 2; pass++) {
+                    long at = 0;
+                    for (CopyPlan.Pair pair : unit) {
+                        SlicePlan.Part sk = pair.source().k();
+                        SlicePlan.Part dk = pair.destination().k();
+                        SlicePlan.Part sv = pair.source().v();
+                        SlicePlan.Part dv = pair.destination().v();
+                        int kb = sk.bytes();
+                        int vb = sv == null ? 0 : sv.bytes();
+                        int pieces = pair.pieces();
+                        for (int r = starts[q]; r < starts[q + 1]; r++) {
+                            long s = 0;
+                            for (int i = 0; i < runs.n[r]; i++, at += 8L * pieces) {
+                                if (pass == 0) {
+                                    stage.asSlice(at, 8L * pieces).fill((byte) 0);
+                                    MemorySegment.copy(host(sk), sk.cellOffset(runs.srcPage[r], runs.srcSlot[r] + i), stage,
+                                            at, kb);
+                                    if (sv != null) {
+                                        MemorySegment.copy(host(sv), sv.cellOffset(runs.srcPage[r], runs.srcSlot[r] + i),
+                                                stage, at + kb, vb);
+                                    }
+                                    s += cellSum(stage, at, pieces, runs.t0[r] + i, mode);
+                                } else {
+                                    MemorySegment.copy(stage, at, host(dk), dk.cellOffset(runs.dstPage[r], runs.dstSlot[r] + i),
+                                            kb);
+                                    if (dv != null) {
+                                        MemorySegment.copy(stage, at + kb, host(dv),
+                                                dv.cellOffset(runs.dstPage[r], runs.dstSlot[r] + i), vb);
+                                    }
                                 }
                             }
-                        }
-                        if (pass == 0) {
-                            out[runs.block[r]] += pair.factor() * s;
+                            if (pass == 0) {
+                                out[runs.block[r]] += pair.factor() * s;
+                            }
                         }
                     }
                 }

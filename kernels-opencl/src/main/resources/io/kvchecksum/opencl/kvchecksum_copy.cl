@@ -201,6 +201,26 @@ inline uint staged_aligned(__global const ulong *sd, __global const ulong *dd, u
            && (vb & 7) == 0;
 }
 
+/*
+ * Pair p of a staging unit as both phases of copy_staged walk it, declared as locals: its descriptors (sd, dd), K and V
+ * bytes, pieces per cell (P), whether it moves whole aligned pieces (al), and the work item's first (slot r, piece q)
+ * and its step over the items, nl work items = dq positions and dr pieces (stepped, not divided out per item). A macro
+ * rather than a function returning a struct, so that the code stays what it was: with the struct, PoCL's copy_staged
+ * read 0.51-0.53 of the out-of-place copy against 0.55-0.56 before (StagedCopyCost 5 2 16, load 5-7).
+ */
+#define STAGED_PAIR(p)                                                                                                \
+    __global const ulong *sd = sdesc + (ulong) (p) * DESC_WORDS;                                                      \
+    __global const ulong *dd = ddesc + (ulong) (p) * DESC_WORDS;                                                      \
+    uint kb = bytes[2 * (p)];                                                                                         \
+    uint vb = bytes[2 * (p) + 1];                                                                                     \
+    uint cell = kb + vb;                                                                                              \
+    uint P = (cell + 7) / 8;                                                                                          \
+    uint al = staged_aligned(sd, dd, kb, vb);                                                                         \
+    uint dq = nl / P;                                                                                                 \
+    uint dr = nl - dq * P;                                                                                            \
+    uint r = lid / P;                                                                                                 \
+    uint q = lid - r * P
+
 inline void copy_staged_body(KVC_COPY_ARGS, __global const uint *bytes, __global const uint *groups,
                              __local ulong *stage, uint mixed) {
     uint g = get_group_id(0);
@@ -225,20 +245,9 @@ inline void copy_staged_body(KVC_COPY_ARGS, __global const uint *bytes, __global
         ulong c = 0;
         ulong at = 0;
         for (uint p = p0; p < p1; p++) {
-            __global const ulong *sd = sdesc + (ulong) p * DESC_WORDS;
-            __global const ulong *dd = ddesc + (ulong) p * DESC_WORDS;
-            uint kb = bytes[2 * p];
-            uint vb = bytes[2 * p + 1];
-            uint cell = kb + vb;
-            uint P = (cell + 7) / 8;
-            uint al = staged_aligned(sd, dd, kb, vb);
+            STAGED_PAIR(p);
             uint items = (uint) (hi - lo) * P;
             ulong s = 0;
-            // (slot, piece) of item it stepped by nl = dq positions and dr pieces, not divided out per item
-            uint dq = nl / P;
-            uint dr = nl - dq * P;
-            uint r = lid / P;
-            uint q = lid - r * P;
             for (uint it = lid; it < items; it += nl) {
                 ulong slot = lo + r;
                 ulong t = first + slot;
@@ -287,18 +296,9 @@ inline void copy_staged_body(KVC_COPY_ARGS, __global const uint *bytes, __global
     barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
     ulong at = 0;
     for (uint p = p0; p < p1; p++) {
-        __global const ulong *sd = sdesc + (ulong) p * DESC_WORDS;
-        __global const ulong *dd = ddesc + (ulong) p * DESC_WORDS;
-        uint kb = bytes[2 * p];
-        uint vb = bytes[2 * p + 1];
-        uint cell = kb + vb;
-        uint P = (cell + 7) / 8;
-        uint al = staged_aligned(sd, dd, kb, vb);
+        STAGED_PAIR(p);
+        uint slot = r;
         uint items = (uint) n * P;
-        uint dq = nl / P;
-        uint dr = nl - dq * P;
-        uint slot = lid / P;
-        uint q = lid - slot * P;
         for (uint it = lid; it < items; it += nl, q += dr, slot += dq) {
             if (q >= P) {
                 q -= P;
