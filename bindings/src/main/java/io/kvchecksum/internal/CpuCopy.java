@@ -88,7 +88,7 @@ final class CpuCopy {
                 }
                 continue;
             }
-            long bytes = l.bytes();
+            long bytes = prepared.bytes;   // Launch.bytes() walks the pairs: once per launch, not per copy
             CopyLoop loop = l.mode() == ChecksumMode.MIXED ? MIXED : standard(bytes);
             if (staged) {
                 stagedParallel(l, prepared, loop, bytes, threads > 1 && bytes >= CpuWorkSplit.PARALLEL
@@ -222,10 +222,10 @@ final class CpuCopy {
     }
 
     /**
-     * What a launch's copy needs besides the bytes: its runs, its groups of heads, the factors, and for a staged copy
-     * its staging units (per layer, the groups cut to that layer's pairs: {@link #units}).
+     * What a launch's copy needs besides the bytes: its runs, its groups of heads, the factors, for a staged copy its
+     * staging units (per layer, the groups cut to that layer's pairs: {@link #units}), and the bytes it moves.
      */
-    private record Prepared(Runs runs, List<Group> groups, long[] factors, List<List<Group>> units) {
+    private record Prepared(Runs runs, List<Group> groups, long[] factors, List<List<Group>> units, long bytes) {
     }
 
     /**
@@ -250,7 +250,7 @@ final class CpuCopy {
             factors[i] = l.pairs().get(i).factor();
         }
         List<Group> groups = l.cellKind() == CompiledPlan.CellKind.BYTE_CELLS ? List.of() : groups(l);
-        return new Prepared(Runs.of(l), groups, factors, units(l, groups));
+        return new Prepared(Runs.of(l), groups, factors, units(l, groups), l.bytes());
     }
 
     /**
