@@ -1,16 +1,12 @@
 package io.kvchecksum;
 
+import io.kvchecksum.InPlaceCopies.Layout;
 import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Random;
 
-import static org.junit.jupiter.api.Assertions.assertArrayEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -23,38 +19,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class InPlaceCopyTest {
     private static final long SEED = 20261207L;
 
-    /** Builds the source and destination groups over one memory. */
-    private interface Layout {
-        KvCacheGroup group(KvMemory m, boolean source);
-    }
-
     /**
      * Runs the copy in place on {@code backend} over a buffer of {@code bytes} random bytes, and out of place on the
      * reference over clones; asserts both values and final bytes equal, and returns the plan.
      */
     private static CopyPlan sameAsOutOfPlace(KvChecksum backend, long bytes, Layout layout, RequestBlocks sq,
                                              RequestBlocks dq) {
-        try (Arena arena = Arena.ofShared()) {
-            MemorySegment buf = arena.allocate(bytes, 64);
-            Random rnd = new Random(SEED);
-            for (long i = 0; i < bytes / 8; i++) {
-                buf.setAtIndex(ValueLayout.JAVA_LONG, i, rnd.nextLong());
-            }
-            MemorySegment src = arena.allocate(bytes, 64).copyFrom(buf);
-            MemorySegment dst = arena.allocate(bytes, 64).copyFrom(buf);
-            KvChecksum reference = KvChecksums.reference();
-            CopyPlan apart = reference.compileCopy(layout.group(KvMemory.host(src), true), sq,
-                    layout.group(KvMemory.host(dst), false), dq, ChecksumSpec.STANDARD);
-            assertFalse(apart.overlaps());
-            long[] expected = reference.copyAndChecksum(apart);
-
-            KvMemory m = KvMemory.host(buf);
-            CopyPlan plan = backend.compileCopy(layout.group(m, true), sq, layout.group(m, false), dq, ChecksumSpec.STANDARD);
-            assertTrue(plan.overlaps() && plan.staged(), plan.toString());
-            assertArrayEquals(expected, backend.copyAndChecksum(plan), backend.name() + ": values");
-            assertTrue(buf.mismatch(dst) < 0, backend.name() + ": bytes differ at " + buf.mismatch(dst));
-            return plan;
-        }
+        return InPlaceCopies.sameAsOutOfPlace(backend, bytes, layout, sq, dq, SEED, () -> { });
     }
 
     /**
@@ -141,23 +112,8 @@ class InPlaceCopyTest {
         int pages = 64;
         long page = 16L * heads * cell;
         long layerBytes = 2 * pages * page;
-        Layout layout = (m, source) -> {
-            List<CacheLayer> ls = new ArrayList<>();
-            for (int l = 0; l < layers; l++) {
-                long k = l * layerBytes;
-                long v = k + pages * page;
-                ls.add(source
-                        ? CacheLayer.of(l, 0, heads, new KvRegion(m, k, page, (long) heads * cell, cell, cell),
-                                new KvRegion(m, v, page, (long) heads * cell, cell, cell))
-                        : CacheLayer.of(l, 0, heads, new KvRegion(m, k, page, cell, 16L * cell, cell),
-                                new KvRegion(m, v, page, cell, 16L * cell, cell)));
-            }
-            return KvCacheGroup.of(16, pages, ls);
-        };
-        int[] table = new int[pages];
-        for (int i = 0; i < pages; i++) {
-            table[i] = (i * 37 + 5) % pages;   // 37 is prime to 64: a permutation of the block ids
-        }
+        Layout layout = InPlaceCopies.nhdReadAsHnd(layers, heads, cell, pages);
+        int[] table = InPlaceCopies.shuffledBlocks(pages);
         int n = pages * 16 - 5;
         RequestBlocks q = RequestBlocks.of(table, n, 16);
         for (KvChecksum backend : List.of(KvChecksums.cpu(), KvChecksums.cpu(1), KvChecksums.reference())) {

@@ -1,27 +1,21 @@
 package io.kvchecksum.internal;
 
 import io.kvchecksum.CacheLayer;
-import io.kvchecksum.ChecksumSpec;
 import io.kvchecksum.CompiledPlan;
 import io.kvchecksum.CopyPlan;
+import io.kvchecksum.InPlaceCopies;
+import io.kvchecksum.InPlaceCopies.Layout;
 import io.kvchecksum.KvCacheGroup;
 import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvChecksums;
-import io.kvchecksum.KvMemory;
 import io.kvchecksum.KvRegion;
 import io.kvchecksum.RequestBlocks;
 import org.junit.jupiter.api.Test;
 
-import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Random;
 
-import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -36,43 +30,19 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class StagedUnitTest {
     private static final long SEED = 20261207L;
 
-    private interface Layout {
-        KvCacheGroup group(KvMemory m, boolean source);
-    }
-
     /**
      * The copy in place on {@code cpu} over {@code bytes} random bytes and out of place on the reference over clones:
      * the same values and bytes, and no unit staged more than the plan's unit bytes.
      */
     private static void unitByUnit(KvChecksum cpu, long bytes, Layout layout, RequestBlocks sq, RequestBlocks dq,
                                    CompiledPlan.CellKind kind) {
-        try (Arena arena = Arena.ofShared()) {
-            MemorySegment buf = arena.allocate(bytes, 64);
-            Random rnd = new Random(SEED);
-            for (long i = 0; i < bytes / 8; i++) {
-                buf.setAtIndex(ValueLayout.JAVA_LONG, i, rnd.nextLong());
-            }
-            MemorySegment src = arena.allocate(bytes, 64).copyFrom(buf);
-            MemorySegment dst = arena.allocate(bytes, 64).copyFrom(buf);
-            KvChecksum reference = KvChecksums.reference();
-            CopyPlan apart = reference.compileCopy(layout.group(KvMemory.host(src), true), sq,
-                    layout.group(KvMemory.host(dst), false), dq, ChecksumSpec.STANDARD);
-            assertFalse(apart.overlaps());
-            long[] expected = reference.copyAndChecksum(apart);
-
-            KvMemory m = KvMemory.host(buf);
-            CopyPlan plan = cpu.compileCopy(layout.group(m, true), sq, layout.group(m, false), dq, ChecksumSpec.STANDARD);
-            assertTrue(plan.overlaps() && plan.staged(), plan.toString());
-            for (CopyPlan.Launch l : plan.launches()) {
-                assertEquals(kind, l.cellKind());
-            }
-            CpuCopy.resetLargestStage();
-            assertArrayEquals(expected, cpu.copyAndChecksum(plan), cpu.name() + ": values");
-            assertTrue(buf.mismatch(dst) < 0, cpu.name() + ": bytes differ at " + buf.mismatch(dst));
-            long largest = CpuCopy.largestStage();
-            assertTrue(largest > 0 && largest <= plan.stagingUnitBytes(), cpu.name() + ": a unit staged " + largest
-                    + " bytes, the plan's unit is " + plan.stagingUnitBytes());
+        CopyPlan plan = InPlaceCopies.sameAsOutOfPlace(cpu, bytes, layout, sq, dq, SEED, CpuCopy::resetLargestStage);
+        for (CopyPlan.Launch l : plan.launches()) {
+            assertEquals(kind, l.cellKind());
         }
+        long largest = CpuCopy.largestStage();
+        assertTrue(largest > 0 && largest <= plan.stagingUnitBytes(), cpu.name() + ": a unit staged " + largest
+                + " bytes, the plan's unit is " + plan.stagingUnitBytes());
     }
 
     /**
@@ -88,23 +58,8 @@ class StagedUnitTest {
         int pages = 64;
         long page = 16L * heads * cell;
         long layerBytes = 2 * pages * page;
-        Layout layout = (m, source) -> {
-            List<CacheLayer> ls = new ArrayList<>();
-            for (int l = 0; l < layers; l++) {
-                long k = l * layerBytes;
-                long v = k + pages * page;
-                ls.add(source
-                        ? CacheLayer.of(l, 0, heads, new KvRegion(m, k, page, (long) heads * cell, cell, cell),
-                                new KvRegion(m, v, page, (long) heads * cell, cell, cell))
-                        : CacheLayer.of(l, 0, heads, new KvRegion(m, k, page, cell, 16L * cell, cell),
-                                new KvRegion(m, v, page, cell, 16L * cell, cell)));
-            }
-            return KvCacheGroup.of(16, pages, ls);
-        };
-        int[] table = new int[pages];
-        for (int i = 0; i < pages; i++) {
-            table[i] = (i * 37 + 5) % pages;
-        }
+        Layout layout = InPlaceCopies.nhdReadAsHnd(layers, heads, cell, pages);
+        int[] table = InPlaceCopies.shuffledBlocks(pages);
         RequestBlocks q = RequestBlocks.of(table, pages * 16 - 5, 16);
         for (KvChecksum cpu : List.of(KvChecksums.cpu(1), KvChecksums.cpu())) {
             unitByUnit(cpu, layers * layerBytes, layout, q, q, CompiledPlan.CellKind.WHOLE_PIECES);
