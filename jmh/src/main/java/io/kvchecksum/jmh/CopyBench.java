@@ -22,8 +22,11 @@ public class CopyBench extends Bench {
     @Param({"llama3-8b-tp1", "deepseek-mla-bf16"})
     public String shape;
 
-    /** The source's KV size (the destination holds as much again), as {@link ModelShape#at} reads it. */
-    @Param({"1MiB", "256MiB"})
+    /**
+     * The source's KV size (the destination holds as much again), as {@link ModelShape#at} reads it: {@code 512KiB}
+     * in L2 (source and destination together fit a 1 MiB L2), {@code 1MiB} in L2 and L3, {@code 256MiB} from memory.
+     */
+    @Param({"512KiB", "1MiB", "256MiB"})
     public String size;
 
     /** {@code perm}: the same layout, pages permuted; {@code hnd}: vLLM flash into FlashInfer HND. */
