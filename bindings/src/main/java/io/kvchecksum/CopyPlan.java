@@ -55,13 +55,18 @@ import java.util.function.Supplier;
  *
  * <p><b>In place.</b> Source and destination memory may overlap (vLLM's in-place rearrangement after a transfer: the
  * received blocks read, permuted NHD to HND or reshaped from the remote block size, and written back into the same
- * block ids). Such a copy is {@link #staged()} when every staging unit (one layer's cells of one destination page,
+ * block ids). Overlap ({@link #overlaps()}) means a byte the source cells read is a byte the destination cells write,
+ * decided byte-exactly: one TP rank's heads copied onto other heads of the same NHD pages, whose head ranges
+ * interleave inside each token row, share no byte and are a plain copy. It is decided from the memories' ranges, then
+ * page spans, then, only where spans meet, the cells ({@code SharedBytes}: residues modulo a stride, then cell by cell),
+ * and stays conservative (overlapping) only past {@code SharedBytes.BUDGET} cell comparisons. An overlapping copy is
+ * {@link #staged()} when every staging unit (one layer's cells of one destination page,
  * K and V together) reads only bytes no other unit writes; every backend then reads each unit whole before writing
  * it, which gives what reading every source cell before writing any would. Otherwise (an in-place page permutation, a
  * unit reading another page's bytes) {@link #check} refuses it, naming both units: per-page staging cannot order it,
  * copy through separate memory. Both questions (overlap, staging) are answered exactly and, for real layouts, from a
- * few lattices of page spans and the two tables ({@code PageSpans}): an in-place compilation costs about what an
- * out-of-place one costs (vLLM's in-place NHD to HND of Llama-3-8B, 32 layers x 8 heads, 1000 to 4000 pages of 16:
+ * few lattices of page spans and the two tables ({@code PageSpans}) and a residue test per layer and part where spans
+ * meet without sharing bytes: an in-place compilation costs about what an out-of-place one costs (vLLM's in-place NHD to HND of Llama-3-8B, 32 layers x 8 heads, 1000 to 4000 pages of 16:
  * 1.5 to 1.7 times, where one span per slice and page and a hull per unit cost 40 to 1400 times; docs/architecture.md
  * has the numbers). Cells are compared one by one only where the units' hulls meet (layers interleaved within a
  * page), at most 2<sup>21</sup> destination cells: beyond that the copy is refused as not shown stageable.
@@ -693,12 +698,22 @@ public final class CopyPlan {
                 destinationRequest.blockSize());
     }
 
-    /** {@return whether the source and destination memory overlap (a copy only a staging backend may run)} */
+    /**
+     * {@return whether the source and destination memory overlap: some byte the copy reads from a source cell is a byte
+     * it writes to a destination cell (a copy only a staging backend may run)} Exact to the byte over the positions
+     * copied (a partial last page counts its used slots only): cells that merely lie within each other's page spans,
+     * as one TP rank's heads copied onto other heads of the same token-major pages, do not overlap, and such a copy
+     * is a plain one. Conservative (true without a shared byte found) only where the cells could not be compared
+     * within {@code SharedBytes.BUDGET} (2<sup>22</sup>) comparisons; never false where a byte is shared.
+     */
     public boolean overlaps() {
         return overlapping;
     }
 
-    /** Why source and destination memory overlap (two slices named), or null when they do not. */
+    /**
+     * Why source and destination memory overlap, or null when they do not: two cells (source and destination layer,
+     * head, K or V, page) that share a byte, or past the budget two heads not shown apart. Package-private for tests.
+     */
     String overlapMessage() {
         String why = overlap;
         if (why == null && overlapping) {
@@ -886,13 +901,14 @@ public final class CopyPlan {
         if (!memoriesMeet(pairs, sourceRanges)) {
             return null;
         }
-        int[] srcTable = src.pageTable();
-        int[] dstTable = dst.pageTable();
-        if (!PageSpans.anyMeet(PageSpans.runs(pairs, true, src.pageSize()), new PageSpans.Pages(srcTable),
-                PageSpans.runs(pairs, false, dst.pageSize()), new PageSpans.Pages(dstTable))) {
+        PageSpans.Pages srcPages = new PageSpans.Pages(src.pageTable());
+        PageSpans.Pages dstPages = new PageSpans.Pages(dst.pageTable());
+        if (!PageSpans.anyMeet(PageSpans.runs(pairs, true, src.pageSize()), srcPages,
+                PageSpans.runs(pairs, false, dst.pageSize()), dstPages)) {
             return null;
         }
-        return SharedBytes.find(pairs, source, srcTable, destination, dstTable, tokens, SharedBytes.BUDGET);
+        // the destination table lists no page twice (requireDistinctPages)
+        return SharedBytes.find(pairs, source, srcPages, destination, dstPages, true, tokens, SharedBytes.BUDGET);
     }
 
     /**

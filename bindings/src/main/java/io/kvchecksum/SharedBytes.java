@@ -73,16 +73,17 @@ final class SharedBytes {
         final int partialSlots;
         final int fullSlots;
 
-        Side(KvCacheGroup group, int[] table, long tokens) {
-            pages = WrittenCells.Pages.of("", table, group, tokens);
-            lookup = new PageSpans.Pages(table);
+        Side(KvCacheGroup group, PageSpans.Pages lookup, long tokens, boolean distinct) {
+            int[] table = lookup.table;
+            this.pages = new WrittenCells.Pages("", group, table, group.pageSize(), tokens, lookup.min, lookup.max);
+            this.lookup = lookup;
             fullSlots = pages.slots();
             int last = table.length - 1;
             int used = last < 0 ? 0 : pages.slots(last);
             int partial = -1;
             if (last >= 0 && used < fullSlots) {
                 partial = table[last];
-                for (int i = 0; i < last; i++) {
+                for (int i = 0; i < last && !distinct; i++) {
                     if (table[i] == partial) {   // an earlier entry uses all of the page's slots
                         partial = -1;
                         break;
@@ -110,11 +111,21 @@ final class SharedBytes {
      */
     static Witness find(List<Pair> pairs, KvCacheGroup source, int[] sourceTable, KvCacheGroup destination,
                         int[] destinationTable, long tokens, long budget) {
-        if (tokens <= 0 || sourceTable.length == 0 || destinationTable.length == 0) {
+        return find(pairs, source, new PageSpans.Pages(sourceTable), destination, new PageSpans.Pages(destinationTable),
+                false, tokens, budget);
+    }
+
+    /**
+     * {@link #find(List, KvCacheGroup, int[], KvCacheGroup, int[], long, long)} over the tables as the span question
+     * already holds them ({@code distinct}: the destination table lists no page twice, as a compiled copy's).
+     */
+    static Witness find(List<Pair> pairs, KvCacheGroup source, PageSpans.Pages sourcePages, KvCacheGroup destination,
+                        PageSpans.Pages destinationPages, boolean distinct, long tokens, long budget) {
+        if (tokens <= 0 || sourcePages.isEmpty() || destinationPages.isEmpty()) {
             return null;
         }
-        Side src = new Side(source, sourceTable, tokens);
-        Side dst = new Side(destination, destinationTable, tokens);
+        Side src = new Side(source, sourcePages, tokens, false);
+        Side dst = new Side(destination, destinationPages, tokens, distinct);
         Map<Object, List<W>> reads = regions(pairs, src, true);
         Map<Object, List<W>> writes = regions(pairs, dst, false);
         long[] left = {budget};
