@@ -19,12 +19,15 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * The compiled answers of an in-place copy ({@link CopyPlan#overlaps()}, {@link CopyPlan#staged()}), which come from
- * runs of slices and lattices of page hulls ({@link PageSpans}), against brute force over small random layouts in one
- * buffer: the pages' spans one by one for the overlap question (the question {@code overlaps()} answers: per copied
- * slice, part and used page, first cell to last), every byte for staging (a unit's read bytes against the other
- * units' written bytes). Layouts: head-major, token-major, layers interleaved within a token's row, K and V within a
- * page, heads apart, at random shifts; page sizes equal or not; tables shared (in place on the same block ids), permuted,
- * remote blocks in place in their local pages (in order or reversed within a page) or random. Seed fixed and printed.
+ * runs of slices and lattices of page hulls ({@link PageSpans}) and, where page spans meet, the cells themselves
+ * ({@link SharedBytes}), against brute force over small random layouts in one buffer, byte by byte: {@code overlaps()}
+ * exactly when a byte some source cell reads (positions copied only) is a byte some destination cell writes, with a
+ * witness naming two cells that do share a byte (none left conservative by the budget), and never where no page span
+ * meets; {@code staged()} exactly when no unit reads a byte another unit writes. Layouts: head-major, token-major,
+ * layers interleaved within a token's row, K and V within a page, heads apart, at random shifts; page sizes equal or
+ * not; tables shared (in place on the same block ids), permuted, remote blocks in place in their local pages (in order
+ * or reversed within a page) or random; and one TP rank's head range copied onto another head range of the same pool
+ * (token-major: the ranges interleave inside each token row), at shifts of any byte. Seeds fixed and printed.
  */
 class CopyOverlapExactnessTest {
     private static final long SEED = 20261207_29L;
@@ -55,7 +58,8 @@ class CopyOverlapExactnessTest {
             case 0 -> 0;
             case 1 -> 8;
             case 2 -> c;
-            default -> 8L * r.nextInt(16);
+            case 3 -> 8L * r.nextInt(16);
+            default -> 1 + 2L * r.nextInt(4);   // odd: cells at no alignment, for byte-exact edges
         };
         List<CacheLayer> ls = new ArrayList<>();
         long top = 0;
@@ -209,21 +213,24 @@ class CopyOverlapExactnessTest {
         int spansOnly = 0;
         try (Arena arena = Arena.ofConfined()) {
             KvMemory m = KvMemory.host(arena.allocate(1 << 16, 64));
-            for (int trial = 0; trial < 3000; trial++) {
+            for (int trial = 0; trial < 4000; trial++) {
                 int layers = 1 + r.nextInt(2);
                 int pool = 2 + r.nextInt(7);
                 int heads = 1 + r.nextInt(pool - 1);
                 int a = r.nextInt(pool - heads + 1);
                 int b = r.nextInt(pool - heads + 1);
-                int kb = new int[] {8, 16, 12}[r.nextInt(3)];
+                int kb = new int[] {8, 16, 12, 6, 10}[r.nextInt(5)];
                 boolean v = r.nextInt(4) != 0;
                 int ps = new int[] {1, 2, 4}[r.nextInt(3)];
                 int n = 1 + r.nextInt(12);
                 int pages = Math.max(Math.ceilDiv(n, ps), 2) + r.nextInt(3);
                 long[] end = {0};
-                int[] shape = {r.nextInt(4) == 0 ? -1 : 1 + r.nextInt(2), -1};   // mostly token-major
+                // mostly token-major; shifts as the other test's, or odd
+                int[] shape = {r.nextInt(4) == 0 ? -1 : 1 + r.nextInt(2), r.nextInt(5)};
                 KvCacheGroup src = group(r, m, layers, pool, heads, a, kb, v, ps, pages, end, shape);
-                KvCacheGroup dst = group(r, m, layers, pool, heads, b, kb, v, ps, pages, end, shape);
+                // the same layout kind, shifted apart by any number of bytes
+                KvCacheGroup dst = group(r, m, layers, pool, heads, b, kb, v, ps, pages, end, new int[] {shape[0],
+                        r.nextInt(5)});
                 if (end[0] > m.byteSize()) {
                     continue;
                 }
