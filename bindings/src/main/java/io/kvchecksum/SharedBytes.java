@@ -124,6 +124,24 @@ final class SharedBytes {
         if (tokens <= 0 || sourcePages.isEmpty() || destinationPages.isEmpty()) {
             return null;
         }
+        // an in-place rearrangement (NHD as HND, a block-size change on the same block ids) reads and writes the same
+        // bytes at the same positions: the first pair's cells of the first position's pages, tried before any region
+        Pair first = pairs.get(0);
+        for (boolean v : new boolean[] {false, true}) {
+            SlicePlan.Part rp = WrittenCells.part(first, true, v);
+            SlicePlan.Part wp = WrittenCells.part(first, false, v);
+            if (rp == null || wp == null || CopyPlan.space(rp.memory()) != CopyPlan.space(wp.memory())) {
+                continue;
+            }
+            int p = sourcePages.table[0];
+            int q = destinationPages.table[0];
+            if (meet(CopyPlan.address(rp.memory()) + rp.cellOffset(p, 0), rp.tokenStride(),
+                    (int) Math.min(source.pageSize(), tokens), rp.bytes(), CopyPlan.address(wp.memory())
+                            + wp.cellOffset(q, 0), wp.tokenStride(), (int) Math.min(destination.pageSize(), tokens),
+                    wp.bytes())) {
+                return new Witness(first, v, p, first, v, q, true);
+            }
+        }
         Side src = new Side(source, sourcePages, tokens, false);
         Side dst = new Side(destination, destinationPages, tokens, distinct);
         Map<Object, List<W>> reads = regions(pairs, src, true);
