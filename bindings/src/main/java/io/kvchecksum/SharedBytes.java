@@ -17,7 +17,10 @@ import java.util.Map;
  * cells, so one TP rank's heads copied into other heads of the same pages (NHD: head ranges interleaving inside each
  * token row) meet by spans but share no byte.
  *
- * <p>The cells are {@link WrittenCells}' regions, on both sides: per layer, the K (or V) parts of a run of heads at one
+ * <p>First, the first copied pair's cells of the first position's pages (source entry 0 against destination entry 0,
+ * by the cell test of step 3 below): an in-place rearrangement (NHD as HND, a block-size change on the same block ids)
+ * reads and writes the same bytes there, so its witness costs well under a microsecond. Otherwise the cells are
+ * {@link WrittenCells}' regions, on both sides: per layer, the K (or V) parts of a run of heads at one
  * head stride, the lattice {@code a + page*ps + slot*ts + head*hs + [0, bytes)} over a side's pages and slots. Two
  * regions share no byte when
  * <ol>
