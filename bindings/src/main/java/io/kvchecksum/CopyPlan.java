@@ -55,13 +55,18 @@ import java.util.function.Supplier;
  *
  * <p><b>In place.</b> Source and destination memory may overlap (vLLM's in-place rearrangement after a transfer: the
  * received blocks read, permuted NHD to HND or reshaped from the remote block size, and written back into the same
- * block ids). Such a copy is {@link #staged()} when every staging unit (one layer's cells of one destination page,
+ * block ids). Overlap ({@link #overlaps()}) means a byte the source cells read is a byte the destination cells write,
+ * decided byte-exactly: one TP rank's heads copied onto other heads of the same NHD pages, whose head ranges
+ * interleave inside each token row, share no byte and are a plain copy. It is decided from the memories' ranges, then
+ * page spans, then, only where spans meet, the cells ({@code SharedBytes}: residues modulo a stride, then cell by cell),
+ * and stays conservative (overlapping) only past {@code SharedBytes.BUDGET} cell comparisons. An overlapping copy is
+ * {@link #staged()} when every staging unit (one layer's cells of one destination page,
  * K and V together) reads only bytes no other unit writes; every backend then reads each unit whole before writing
  * it, which gives what reading every source cell before writing any would. Otherwise (an in-place page permutation, a
  * unit reading another page's bytes) {@link #check} refuses it, naming both units: per-page staging cannot order it,
  * copy through separate memory. Both questions (overlap, staging) are answered exactly and, for real layouts, from a
- * few lattices of page spans and the two tables ({@code PageSpans}): an in-place compilation costs about what an
- * out-of-place one costs (vLLM's in-place NHD to HND of Llama-3-8B, 32 layers x 8 heads, 1000 to 4000 pages of 16:
+ * few lattices of page spans and the two tables ({@code PageSpans}) and a residue test per layer and part where spans
+ * meet without sharing bytes: an in-place compilation costs about what an out-of-place one costs (vLLM's in-place NHD to HND of Llama-3-8B, 32 layers x 8 heads, 1000 to 4000 pages of 16:
  * 1.5 to 1.7 times, where one span per slice and page and a hull per unit cost 40 to 1400 times; docs/architecture.md
  * has the numbers). Cells are compared one by one only where the units' hulls meet (layers interleaved within a
  * page), at most 2<sup>21</sup> destination cells: beyond that the copy is refused as not shown stageable.
@@ -413,8 +418,9 @@ public final class CopyPlan {
         }
         Map<Object, long[]> ranges = pre == null ? null : pre.ranges;
         List<Pair> copied = List.copyOf(pairs);
-        Supplier<String> overlap = overlapping(copied, src, dst, ranges)
-                ? () -> overlap(copied, src, dst, ranges) : null;
+        SharedBytes.Witness shared = overlapping(copied, source, src, destination, dst, ranges,
+                destinationRequest.numTokens() - destinationRequest.startToken());
+        Supplier<String> overlap = shared == null ? null : shared::message;
         CopyStaging.Result staging = overlap == null ? null : CopyStaging.classify(pairs, src.pageTable(), dstTable,
                 source.pageSize(), destination.pageSize(), destinationRequest.startToken(), destinationRequest.numTokens());
 
@@ -692,13 +698,23 @@ public final class CopyPlan {
                 destinationRequest.blockSize());
     }
 
-    /** {@return whether the source and destination memory overlap (a copy only a staging backend may run)} */
+    /**
+     * {@return whether the source and destination memory overlap: some byte the copy reads from a source cell is a byte
+     * it writes to a destination cell (a copy only a staging backend may run)} Exact to the byte over the positions
+     * copied (a partial last page counts its used slots only): cells that merely lie within each other's page spans,
+     * as one TP rank's heads copied onto other heads of the same token-major pages, do not overlap, and such a copy
+     * is a plain one. Conservative (true without a shared byte found) only where the cells could not be compared
+     * within {@code SharedBytes.BUDGET} (2<sup>22</sup>) comparisons; never false where a byte is shared.
+     */
     public boolean overlaps() {
         return overlapping;
     }
 
-    /** Why source and destination memory overlap (two slices named), or null when they do not. */
-    private String overlapMessage() {
+    /**
+     * Why source and destination memory overlap, or null when they do not: two cells (source and destination layer,
+     * head, K or V, page) that share a byte, or past the budget two heads not shown apart. Package-private for tests.
+     */
+    String overlapMessage() {
         String why = overlap;
         if (why == null && overlapping) {
             why = overlapWhy.get();
@@ -873,70 +889,26 @@ public final class CopyPlan {
     // ---- overlap: the bytes read and the bytes written, per address space, at page granularity per slice ----
 
     /**
-     * Whether {@link #overlap} finds source and destination memory overlapping, answered from runs of slices
-     * ({@link PageSpans}) rather than one span per (slice, part, page): the same answer at the cost of a few runs and
-     * two sorted page lists. {@link #overlap} itself only runs for a refusal's message.
+     * Two cells, one read and one written, that share a byte (or, past {@link SharedBytes#BUDGET} cell comparisons,
+     * two heads not shown apart), or null when no byte read is written. Cheap tests first: the memories' address
+     * ranges, then runs of page spans ({@link PageSpans}: the same answer as one span per slice, part and page, at the
+     * cost of a few runs and two page lists); only where spans meet are the cells themselves compared
+     * ({@link SharedBytes}: page spans over-approximate where other heads' cells lie between one head's, as in
+     * token-major layouts).
      */
-    private static boolean overlapping(List<Pair> pairs, SlicePlan src, SlicePlan dst, Map<Object, long[]> sourceRanges) {
-        return memoriesMeet(pairs, sourceRanges)
-                && PageSpans.anyMeet(PageSpans.runs(pairs, true, src.pageSize()), new PageSpans.Pages(src.pageTable()),
-                        PageSpans.runs(pairs, false, dst.pageSize()), new PageSpans.Pages(dst.pageTable()));
-    }
-
-    /**
-     * Why the source cells read and the destination cells written may share bytes, or null. Only memories whose address
-     * ranges intersect are compared in detail: per copied slice, part and used page, the span from the page's first
-     * cell to its last (an over-approximation for token-major layouts, where other heads' cells lie between).
-     */
-    private static String overlap(List<Pair> pairs, SlicePlan src, SlicePlan dst, Map<Object, long[]> sourceRanges) {
+    private static SharedBytes.Witness overlapping(List<Pair> pairs, KvCacheGroup source, SlicePlan src,
+            KvCacheGroup destination, SlicePlan dst, Map<Object, long[]> sourceRanges, long tokens) {
         if (!memoriesMeet(pairs, sourceRanges)) {
             return null;
         }
-        Map<Object, List<long[]>> srcSpans = new IdentityHashMap<>();
-        Map<Object, List<long[]>> dstSpans = new IdentityHashMap<>();
-        int[] srcPages = usedPages(src);   // once per side, not per slice: an in-place copy compiles this per request
-        int[] dstPages = usedPages(dst);
-        for (Pair p : pairs) {
-            spans(p.source(), src, srcPages, srcSpans);
-            spans(p.destination(), dst, dstPages, dstSpans);
+        PageSpans.Pages srcPages = new PageSpans.Pages(src.pageTable());
+        PageSpans.Pages dstPages = new PageSpans.Pages(dst.pageTable());
+        if (!PageSpans.anyMeet(PageSpans.runs(pairs, true, src.pageSize()), srcPages,
+                PageSpans.runs(pairs, false, dst.pageSize()), dstPages)) {
+            return null;
         }
-        for (Map.Entry<Object, List<long[]>> e : dstSpans.entrySet()) {
-            List<long[]> reads = srcSpans.get(e.getKey());
-            if (reads == null) {
-                continue;
-            }
-            long[][] r = reads.toArray(new long[0][]);
-            Arrays.sort(r, (a, b) -> Long.compare(a[0], b[0]));
-            long[] reach = new long[r.length];   // the furthest end among spans 0..i
-            for (int i = 0; i < r.length; i++) {
-                reach[i] = Math.max(r[i][1], i == 0 ? Long.MIN_VALUE : reach[i - 1]);
-            }
-            for (long[] w : e.getValue()) {
-                // the last read span starting before w's end: it or one before it reaches past w's start
-                int lo = 0;
-                int hi = r.length - 1;
-                int last = -1;
-                while (lo <= hi) {
-                    int mid = (lo + hi) >>> 1;
-                    if (r[mid][0] < w[1]) {
-                        last = mid;
-                        lo = mid + 1;
-                    } else {
-                        hi = mid - 1;
-                    }
-                }
-                if (last >= 0 && reach[last] > w[0]) {
-                    for (int i = last; i >= 0; i--) {
-                        if (r[i][1] > w[0] && r[i][0] < w[1]) {
-                            return "source and destination memory overlap: the source's cells of layer " + r[i][2]
-                                    + " head " + r[i][3] + " (page " + r[i][4] + ") share bytes with the destination's of"
-                                    + " layer " + w[2] + " head " + w[3] + " (page " + w[4] + ")";
-                        }
-                    }
-                }
-            }
-        }
-        return null;
+        // the destination table lists no page twice (requireDistinctPages)
+        return SharedBytes.find(pairs, source, srcPages, destination, dstPages, true, tokens, SharedBytes.BUDGET);
     }
 
     /**
@@ -1016,28 +988,6 @@ public final class CopyPlan {
         } else {
             r[0] = Math.min(r[0], from);
             r[1] = Math.max(r[1], to);
-        }
-    }
-
-    /** The distinct pages a side's table uses. */
-    private static int[] usedPages(SlicePlan side) {
-        int[] pages = new int[side.numPages()];
-        for (int i = 0; i < pages.length; i++) {
-            pages[i] = side.page(i);
-        }
-        return Arrays.stream(pages).distinct().toArray();
-    }
-
-    private static void spans(Slice s, SlicePlan side, int[] pages, Map<Object, List<long[]>> into) {
-        int pageSize = side.pageSize();
-        for (SlicePlan.Part part : s.v() == null ? List.of(s.k()) : List.of(s.k(), s.v())) {
-            long at = address(part.memory());
-            List<long[]> list = into.computeIfAbsent(space(part.memory()), k -> new ArrayList<>());
-            for (int page : pages) {
-                long first = at + part.cellOffset(page, 0);
-                long last = at + part.cellOffset(page, pageSize - 1) + part.bytes();
-                list.add(new long[] {first, last, s.layer(), s.head(), page});
-            }
         }
     }
 }

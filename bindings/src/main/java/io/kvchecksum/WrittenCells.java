@@ -63,11 +63,13 @@ final class WrittenCells {
 
     /**
      * Written cells of one plan: the K (or V) parts of a run of copied heads of one layer at a constant head stride
-     * (a region), or of one head (a part, {@code heads == 1}).
+     * (a region), or of one head (a part, {@code heads == 1}). With {@code source} set, the cells the copy reads
+     * instead ({@link SharedBytes}: the same lattices, on the source's side of the pairs and its pages).
      */
-    private static final class W {
+    static final class W {
         final Pages pages;
         final List<Pair> pairs;
+        final boolean source;
         final boolean v;
         /** The first head's part. */
         final Part part;
@@ -79,11 +81,12 @@ final class WrittenCells {
         final long hi;
         private long[] dims;
 
-        W(Pages pages, List<Pair> pairs, boolean v, long headStride) {
+        W(Pages pages, List<Pair> pairs, boolean source, boolean v, long headStride) {
             this.pages = pages;
             this.pairs = pairs;
+            this.source = source;
             this.v = v;
-            this.part = part(pairs.get(0), v);
+            this.part = part(pairs.get(0), source, v);
             this.heads = pairs.size();
             this.headStride = headStride;
             this.at = CopyPlan.address(part.memory()) + part.base();
@@ -129,7 +132,7 @@ final class WrittenCells {
         List<W> parts() {
             List<W> out = new ArrayList<>(heads);
             for (Pair p : pairs) {
-                out.add(new W(pages, List.of(p), v, 0));
+                out.add(new W(pages, List.of(p), source, v, 0));
             }
             return out;
         }
@@ -145,7 +148,61 @@ final class WrittenCells {
     }
 
     private static Part part(Pair p, boolean v) {
-        return v ? p.destination().v() : p.destination().k();
+        return part(p, false, v);
+    }
+
+    /** The pair's K (or V) part on the source's side or the destination's; null for a V a slice lacks. */
+    static Part part(Pair p, boolean source, boolean v) {
+        SlicePlan.Slice s = source ? p.source() : p.destination();
+        return v ? s.v() : s.k();
+    }
+
+    /**
+     * Where a run of heads starting at pair {@code i} ends: the first pair after it that is not the next head of the
+     * run (same layer, memory, strides and bytes, at the run's head stride, the first step positive).
+     */
+    static int runEnd(List<Pair> pairs, int i, boolean source, boolean v) {
+        Part first = part(pairs.get(i), source, v);
+        int n = pairs.size();
+        int j = i + 1;
+        long stride = 0;
+        int layer = pairs.get(i).layer();
+        while (j < n) {
+            Pair pj = pairs.get(j);
+            Part next = part(pj, source, v);
+            if (next == null || pj.layer() != layer || next.memory() != first.memory()
+                    || next.pageStride() != first.pageStride() || next.tokenStride() != first.tokenStride()
+                    || next.bytes() != first.bytes()) {
+                break;
+            }
+            long d = next.base() - first.base();
+            if (j == i + 1) {
+                if (d <= 0) {
+                    break;
+                }
+                stride = d;
+            } else if (d != (j - i) * stride) {
+                break;
+            }
+            j++;
+        }
+        return j;
+    }
+
+    /**
+     * {@return the length of the circular interval modulo {@code m}, from {@code floorMod(w.lo, m)}, that holds every
+     * byte of {@code w}: a cell's bytes plus the extent of every dimension whose stride is not a multiple of
+     * {@code m} (at least {@code m} when it holds every residue)}
+     */
+    static long residueLength(W w, long m) {
+        long len = w.part.bytes();
+        long[] d = w.dims();
+        for (int k = 0; k < d.length; k += 2) {
+            if (d[k] % m != 0) {
+                len += d[k] * d[k + 1];
+            }
+        }
+        return len;
     }
 
     /**
@@ -274,7 +331,7 @@ final class WrittenCells {
         }
 
         W w(int k, List<Pages> pages, List<List<Pair>> pairs) {
-            return new W(pages.get(plan[k]), pairs.get(plan[k]).subList(from[k], to[k]), v[k], stride[k]);
+            return new W(pages.get(plan[k]), pairs.get(plan[k]).subList(from[k], to[k]), false, v[k], stride[k]);
         }
 
         /** The regions' indices by lowest byte: a sort of packed (lowest byte, index) keys where they fit a long. */
@@ -419,28 +476,8 @@ final class WrittenCells {
                 i++;
                 continue;
             }
-            int j = i + 1;
-            long stride = 0;
-            int layer = pairs.get(i).layer();
-            while (j < n) {
-                Pair pj = pairs.get(j);
-                Part next = part(pj, v);
-                if (next == null || pj.layer() != layer || next.memory() != first.memory()
-                        || next.pageStride() != first.pageStride() || next.tokenStride() != first.tokenStride()
-                        || next.bytes() != first.bytes()) {
-                    break;
-                }
-                long d = next.base() - first.base();
-                if (j == i + 1) {
-                    if (d <= 0) {
-                        break;
-                    }
-                    stride = d;
-                } else if (d != (j - i) * stride) {
-                    break;
-                }
-                j++;
-            }
+            int j = runEnd(pairs, i, false, v);
+            long stride = j > i + 1 ? part(pairs.get(i + 1), v).base() - first.base() : 0;
             Object space = CopyPlan.space(first.memory());
             if (space != lastSpace) {
                 // room for every part in the first space (all of native memory, or the device); heap arrays grow
@@ -619,13 +656,7 @@ final class WrittenCells {
         Integer[] order = new Integer[n];
         for (int i = 0; i < n; i++) {
             W w = cluster.get(i);
-            long len = w.part.bytes();
-            long[] d = w.dims();
-            for (int k = 0; k < d.length; k += 2) {
-                if (d[k] % m != 0) {
-                    len += d[k] * d[k + 1];
-                }
-            }
+            long len = residueLength(w, m);
             if (len >= m) {
                 return null;
             }

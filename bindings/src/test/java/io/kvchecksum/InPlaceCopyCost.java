@@ -24,7 +24,8 @@ import java.util.List;
  * interleaved, {@code ROUNDS} turns of which the first half warm up; e.g. {@code compile 400 32 4096 1000 4000}:
  * Llama-3-8B's 32 layers x 8 KV heads x 256-byte cells, pages of 16, vLLM's in-place rearrangement of 1000 and 4000
  * received blocks; and the same in place from remote blocks of 8 (a block-size change: each local page's two remote
- * blocks, NHD, read as the HND page they lie in).
+ * blocks, NHD, read as the HND page they lie in); and TP re-sharding in place (heads 0-3 copied onto heads 4-7 of the
+ * same NHD pages: the page spans meet, no byte is shared).
  */
 public final class InPlaceCopyCost {
     private static final int HEADS = 8;
@@ -165,6 +166,8 @@ public final class InPlaceCopyCost {
         List<Long> ca = new ArrayList<>();
         List<Long> cb = new ArrayList<>();
         List<Long> cc = new ArrayList<>();
+        List<Long> cd = new ArrayList<>();
+        boolean tpOverlaps = false;
         for (int i = 0; i < rounds; i++) {   // the first half warms the compiler up
             long t0 = System.nanoTime();
             CopyPlan apart = CopyPlan.compile(group(a, layers, pool, false), q, group(b, layers, pool, true), q,
@@ -176,6 +179,10 @@ public final class InPlaceCopyCost {
             CopyPlan blocks = CopyPlan.compile(group(a, layers, 2 * pool, false, PAGE / 2), hq, group(a, layers, pool, true),
                     q, ChecksumSpec.STANDARD);
             long t3 = System.nanoTime();
+            CopyPlan tp = CopyPlan.compile(heads(a, layers, pool, 0), q, heads(a, layers, pool, HEADS / 2), q,
+                    ChecksumSpec.STANDARD);
+            long t4 = System.nanoTime();
+            tpOverlaps = tp.overlaps();
             if (apart.overlaps() || !inPlace.staged() || !blocks.staged()) {
                 throw new IllegalStateException("shapes");
             }
@@ -183,6 +190,7 @@ public final class InPlaceCopyCost {
                 ca.add(t1 - t0);
                 cb.add(t2 - t1);
                 cc.add(t3 - t2);
+                cd.add(t4 - t3);
             }
         }
         System.out.printf("compile only: %d layers x %d heads x %d B, pool of %d pages of %d, %d pages copied NHD to HND"
@@ -191,6 +199,20 @@ public final class InPlaceCopyCost {
                         + " (best %.0f)%n", layers, HEADS, CELL, pool, PAGE, pages, ca.size(),
                 median(ca) / 1e3, best(ca) / 1e3, median(cb) / 1e3, best(cb) / 1e3, (double) median(cb) / median(ca),
                 PAGE / 2, median(cc) / 1e3, best(cc) / 1e3);
+        System.out.printf("  TP in place, heads 0-%d onto heads %d-%d of the same NHD pages: median %.0f us (best %.0f),"
+                + " overlaps %s%n", HEADS / 2 - 1, HEADS / 2, HEADS - 1, median(cd) / 1e3, best(cd) / 1e3, tpOverlaps);
+    }
+
+    /** The NHD pool's first half of heads as global heads 0.. at pool heads {@code at ..}: one TP rank's range. */
+    private static KvCacheGroup heads(KvMemory m, int layers, int pages, int at) {
+        long page = (long) PAGE * HEADS * CELL;
+        List<CacheLayer> ls = new ArrayList<>();
+        for (int l = 0; l < layers; l++) {
+            long k = l * 2 * pages * page + (long) at * CELL;
+            ls.add(CacheLayer.of(l, 0, HEADS / 2, new KvRegion(m, k, page, (long) HEADS * CELL, CELL, CELL),
+                    new KvRegion(m, k + pages * page, page, (long) HEADS * CELL, CELL, CELL)));
+        }
+        return KvCacheGroup.of(PAGE, pages, ls);
     }
 
     private static long median(List<Long> v) {
