@@ -107,7 +107,8 @@ final class VectorCopyLoop implements CopyLoop {
 
     /**
      * Whether the rows loop runs: it multiplies every vector by its head's factor, one 64-bit lane multiply per vector,
-     * which AVX-512 has ({@code vpmullq}) and AVX2 has not (there {@link #rowUnits} runs instead).
+     * which AVX-512 has ({@code vpmullq}) and AVX2 has not (there {@link #rowUnits} runs instead: three multiplies per
+     * unit of eight vectors, which C2 emulates at AVX2).
      */
     static final boolean ROWS = S.vectorBitSize() >= 512;
 
@@ -156,7 +157,7 @@ final class VectorCopyLoop implements CopyLoop {
         }
         if (rows == Rows.UNITS || (rows == Rows.AUTO && !ROWS)) {
             int per = regionPieces / (8 * L);
-            if (regionPieces % (8 * L) == 0 && heads > 1 && cellPieces % L == 0 && Integer.bitCount(cellPieces / L) == 1) {
+            if (regionPieces % (8 * L) == 0 && heads > 1) {
                 return rowUnits(src, srcBase, srcStride, srcHeadStride, dst, dstBase, dstStride, dstHeadStride, n, t0,
                         cellPieces, pieceBase, per, heads, factors, f0);
             }
@@ -170,76 +171,65 @@ final class VectorCopyLoop implements CopyLoop {
     }
 
     /**
-     * Each thread's running sums of {@link #rowUnits}: two vectors per unit, grown to the largest row met (a 2 KiB row
-     * of eight heads at 256 bits: eight units, 512 bytes).
-     */
-    private static final ThreadLocal<long[][]> SUMS = ThreadLocal.withInitial(() -> new long[][] {new long[16 * L]});
-
-    /**
-     * Side-by-side heads copied a token's row at a time without multiplies (the checksum kernel's row pass,
-     * {@code VectorSliceKernel.rowPass256}, with stores): each head's region is cut into units of eight vectors
-     * ({@code per} per head); for each token, unit by unit across the row, the unit is copied and added into its two
-     * running sums, which live in {@code sums} (loaded and stored once per unit and token: AVX2's sixteen registers
-     * cannot hold a 2 KiB row's sixteen sums), so each token's row is read, and in token-major layouts written, front to
-     * back in one pass over the run, as a plain copy reads it. Measured at 256 bits on Zen 4 (one thread, Llama-3-8B's
-     * 2 KiB rows of eight heads, 256 MiB): as fast as {@code MemorySegment.copy} of the pages into the same layout, where
-     * the head-by-head loops this replaces, strided passes of four vectors, ran at half of it. Where the source holds the
-     * run's rows back to back (vLLM's flash layout: a page permutation, or into FlashInfer HND) the rows are one flat
-     * stream of units ({@link #flatUnits}, {@link #flatSourceUnits}), read without per-access bounds checks.
+     * Side-by-side heads copied a token's row at a time (the checksum kernel's row pass, {@code VectorSliceKernel.rowPass256},
+     * with stores): each head's region is cut into units of eight vectors ({@code per} per head); for each token, unit
+     * by unit across the row, the unit is copied and its sums folded into the row's two running sums, so that each
+     * token's row is read, and in token-major layouts written, front to back in one pass over the run, as a plain copy
+     * reads it. Where the source holds the run's rows back to back (vLLM's flash layout: a page permutation, or into
+     * FlashInfer HND) the rows are one flat stream of units ({@link #flatUnits}, {@link #flatSourceUnits}), read
+     * without per-access bounds checks.
      *
-     * <p>With the unit's vectors {@code x_k}, {@code k < 8}, of token {@code i}: {@code A += sum_k x_k} and
-     * {@code W += (A << s) - sum_k k*x_k}, {@code 2^s = P/L} ({@code P} the cell's pieces). Then
-     * {@code 2^s*n*A - W = sum_{i,k} (2^s*i + k) x_{i,k}}, and as piece {@code kL + l} of token {@code i} in a unit at
-     * piece {@code c} of its region has weight {@code c0 + 2c + 2l + 2L(2^s*i + k)}, {@code c0 = 2(t0*P + base) + 1},
-     * the unit's sum is {@code sum_l (c0 + 2c + 2l + 2L*2^s*n)*A_l - 2L*W_l}, times its head's factor: exact mod 2^64.
+     * <p>Piece {@code kL + l} of a unit at piece {@code 8Lq} of its head's region, in token {@code i}, has weight
+     * {@code w_l + 2P*i + 16L*q + 2L*k}, {@code w_l = 2(t0*P + base) + 1 + 2l}. With the unit's vectors {@code x_k}
+     * summed, {@code r = sum_k x_k}, and {@code kv = sum_k k*x_k}, the unit adds {@code f*(r*(w + 2P*i) + 2L*(kv + 8q*r))}
+     * ({@code f} its head's factor) lane by lane: each unit folds {@code f*r} and {@code f*(kv + 8q*r)} into the row's
+     * two sums {@code R}, {@code K}, and each row ends with {@code T += R*(w + 2P*i) + 2L*K}; one lane reduction closes
+     * the run, exact mod 2^64. So every sum stays in a register whatever the row's heads: the loops before held two
+     * sums per unit in a scratch array (AVX2's sixteen registers cannot hold a 2 KiB row's sixteen), whose round trip
+     * per unit cost about 9 % in cache, where the three 64-bit multiplies per unit (emulated at AVX2) cost nothing
+     * measurable (docs/bench-cpu.md, "What the layout change costs by itself").
      */
     private long rowUnits(MemorySegment src, long srcBase, long srcStride, long srcHeadStride, MemorySegment dst,
             long dstBase, long dstStride, long dstHeadStride, int n, long t0, int cellPieces, int pieceBase, int per,
             int heads, long[] factors, int f0) {
-        int shift = Integer.numberOfTrailingZeros(cellPieces / L);
-        long c0 = 2 * (t0 * cellPieces + pieceBase) + 1 + ((long) n << shift << SHIFT_2L);
+        // lane l's weight base, 2(t0*P + base) + 1 + 2l, as a scalar: a vector crossing a call that C2 does not
+        // inline is boxed, and one returned from such a call kept the loop's sums boxed (a third slower, measured)
+        long c = 2 * (t0 * cellPieces + pieceBase) + 1;
+        long twoP = 2L * cellPieces;
         int units = heads * per;
-        long[][] holder = SUMS.get();
-        if (holder[0].length < 2 * units * L) {
-            holder[0] = new long[2 * units * L];
-        }
-        long[] sums = holder[0];
-        java.util.Arrays.fill(sums, 0, 2 * units * L, 0L);
-        final long vb = 8L * L;
-        final long unitBytes = 8 * vb;
+        final long unitBytes = 64L * L;
         if (!flat) {
-            rowsOfUnits(src, srcBase, srcStride, srcHeadStride, dst, dstBase, dstStride, dstHeadStride, n, per, units, sums,
-                    shift);
+            return rowsOfUnits(src, srcBase, srcStride, srcHeadStride, dst, dstBase, dstStride, dstHeadStride, n, per,
+                    units, c, twoP, factors, f0);
         } else if (srcHeadStride == per * unitBytes && dstHeadStride == srcHeadStride && srcStride == heads * srcHeadStride
                 && dstStride == srcStride) {
-            flatUnits(src, srcBase, dst, dstBase, n * srcStride, units, sums, shift);
+            return flatUnits(src, srcBase, dst, dstBase, n * srcStride, per, units, c, twoP, factors, f0);
         } else if (srcHeadStride == per * unitBytes && srcStride == heads * srcHeadStride) {
-            flatSourceUnits(src, srcBase, dst, dstBase, dstStride, dstHeadStride, n * srcStride, per, units, sums, shift);
-        } else {
-            rowsOfUnits(src, srcBase, srcStride, srcHeadStride, dst, dstBase, dstStride, dstHeadStride, n, per, units, sums,
-                    shift);
+            return flatSourceUnits(src, srcBase, dst, dstBase, dstStride, dstHeadStride, n * srcStride, per, units, c,
+                    twoP, factors, f0);
         }
-        long total = 0;
-        for (int j = 0; j < units; j++) {
-            LongVector a = LongVector.fromArray(S, sums, 2 * j * L);
-            LongVector w = LongVector.fromArray(S, sums, (2 * j + 1) * L);
-            long v = a.mul(TWO_IOTA.add(c0 + 16L * L * (j % per))).sub(w.lanewise(VectorOperators.LSHL, SHIFT_2L))
-                    .reduceLanes(VectorOperators.ADD);
-            total += factors[f0 + j / per] * v;
-        }
-        return total;
+        return rowsOfUnits(src, srcBase, srcStride, srcHeadStride, dst, dstBase, dstStride, dstHeadStride, n, per, units,
+                c, twoP, factors, f0);
     }
 
     /**
      * {@link #rowUnits} where both sides hold the run's rows back to back (the same token-major layout on both: a page
      * permutation): one flat stream of units, its offsets a constant step apart, so that C2 drops the per-access bounds
      * checks (it does for an offset linear in a loop counter with a constant scale, not for a stride in a variable).
+     * {@return the run's weighted sum}
      */
-    private static void flatUnits(MemorySegment src, long srcBase, MemorySegment dst, long dstBase, long bytes, int units,
-            long[] sums, int shift) {
+    private static long flatUnits(MemorySegment src, long srcBase, MemorySegment dst, long dstBase, long bytes,
+            int per, int units, long c, long twoP, long[] factors, int f0) {
+        LongVector w = TWO_IOTA.add(c);
         final long vb = 8L * L;
         final long unitBytes = 8 * vb;
+        final LongVector zero = LongVector.zero(S);
+        LongVector rs = zero;
+        LongVector ks = zero;
+        LongVector t = zero;
         int j = 0;
+        int h = 0;
+        int q = 0;
         for (long o = 0; o < bytes; o += unitBytes) {
             long sp = srcBase + o;
             long dp = dstBase + o;
@@ -273,26 +263,46 @@ final class VectorCopyLoop implements CopyLoop {
             kv = kv.add(r);
             r = r.add(x1);
             kv = kv.add(r);
-            LongVector a = LongVector.fromArray(S, sums, 2 * j * L).add(r.add(x0));
-            a.intoArray(sums, 2 * j * L);
-            LongVector.fromArray(S, sums, (2 * j + 1) * L).add(a.lanewise(VectorOperators.LSHL, shift).sub(kv))
-                    .intoArray(sums, (2 * j + 1) * L);
+            r = r.add(x0);
+            if (q != 0) {   // the unit's place in its head's region: 16L*q more weight a piece, 2L * 8q
+                kv = kv.add(r.mul(8L * q));
+            }
+            long f = factors[f0 + h];
+            rs = rs.add(r.mul(f));
+            ks = ks.add(kv.mul(f));
             if (++j == units) {
+                t = t.add(rs.mul(w)).add(ks.lanewise(VectorOperators.LSHL, SHIFT_2L));
+                w = w.add(twoP);
+                rs = zero;
+                ks = zero;
                 j = 0;
+                h = 0;
+                q = 0;
+            } else if (++q == per) {
+                q = 0;
+                h++;
             }
         }
+        return t.reduceLanes(VectorOperators.ADD);
     }
 
     /**
      * {@link #rowUnits} where the source holds the run's rows back to back and the destination does not (FlashInfer
      * HND): the source read as one flat stream without bounds checks ({@link #flatUnits}), each unit stored at its
-     * destination strides.
+     * destination strides. {@return the run's weighted sum}
      */
-    private static void flatSourceUnits(MemorySegment src, long srcBase, MemorySegment dst, long dstBase, long dstStride,
-            long dstHeadStride, long bytes, int per, int units, long[] sums, int shift) {
+    private static long flatSourceUnits(MemorySegment src, long srcBase, MemorySegment dst, long dstBase,
+            long dstStride, long dstHeadStride, long bytes, int per, int units, long c, long twoP, long[] factors,
+            int f0) {
+        LongVector w = TWO_IOTA.add(c);
         final long vb = 8L * L;
         final long unitBytes = 8 * vb;
+        final LongVector zero = LongVector.zero(S);
+        LongVector rs = zero;
+        LongVector ks = zero;
+        LongVector t = zero;
         int j = 0;
+        int h = 0;
         int q = 0;
         long dRow = dstBase;
         long dh = dstBase;
@@ -329,34 +339,50 @@ final class VectorCopyLoop implements CopyLoop {
             kv = kv.add(r);
             r = r.add(x1);
             kv = kv.add(r);
-            LongVector a = LongVector.fromArray(S, sums, 2 * j * L).add(r.add(x0));
-            a.intoArray(sums, 2 * j * L);
-            LongVector.fromArray(S, sums, (2 * j + 1) * L).add(a.lanewise(VectorOperators.LSHL, shift).sub(kv))
-                    .intoArray(sums, (2 * j + 1) * L);
+            r = r.add(x0);
+            if (q != 0) {   // the unit's place in its head's region: 16L*q more weight a piece, 2L * 8q
+                kv = kv.add(r.mul(8L * q));
+            }
+            long f = factors[f0 + h];
+            rs = rs.add(r.mul(f));
+            ks = ks.add(kv.mul(f));
             if (++j == units) {
+                t = t.add(rs.mul(w)).add(ks.lanewise(VectorOperators.LSHL, SHIFT_2L));
+                w = w.add(twoP);
+                rs = zero;
+                ks = zero;
                 j = 0;
+                h = 0;
                 q = 0;
                 dRow += dstStride;
                 dh = dRow;
                 dp = dRow;
             } else if (++q == per) {
                 q = 0;
+                h++;
                 dh += dstHeadStride;
                 dp = dh;
             } else {
                 dp += unitBytes;
             }
         }
+        return t.reduceLanes(VectorOperators.ADD);
     }
 
-    /** {@link #rowUnits}'s pass over the rows where they are not back to back on both sides. */
-    private static void rowsOfUnits(MemorySegment src, long srcBase, long srcStride, long srcHeadStride, MemorySegment dst,
-            long dstBase, long dstStride, long dstHeadStride, int n, int per, int units, long[] sums, int shift) {
+    /** {@link #rowUnits}'s pass over the rows where they are not back to back on both sides. {@return the run's weighted sum} */
+    private static long rowsOfUnits(MemorySegment src, long srcBase, long srcStride, long srcHeadStride,
+            MemorySegment dst, long dstBase, long dstStride, long dstHeadStride, int n, int per, int units, long c,
+            long twoP, long[] factors, int f0) {
+        LongVector w = TWO_IOTA.add(c);
         final long vb = 8L * L;
         final long unitBytes = 8 * vb;
+        final LongVector zero = LongVector.zero(S);
+        LongVector t = zero;
         for (int i = 0; i < n; i++) {
             long sRow = srcBase + i * srcStride;
             long dRow = dstBase + i * dstStride;
+            LongVector rs = zero;
+            LongVector ks = zero;
             for (int j = 0; j < units; j++) {
                 int h = j / per;
                 int q = j - h * per;
@@ -392,12 +418,18 @@ final class VectorCopyLoop implements CopyLoop {
                 kv = kv.add(r);
                 r = r.add(x1);
                 kv = kv.add(r);
-                LongVector a = LongVector.fromArray(S, sums, 2 * j * L).add(r.add(x0));
-                a.intoArray(sums, 2 * j * L);
-                LongVector.fromArray(S, sums, (2 * j + 1) * L).add(a.lanewise(VectorOperators.LSHL, shift).sub(kv))
-                        .intoArray(sums, (2 * j + 1) * L);
+                r = r.add(x0);
+                if (q != 0) {   // the unit's place in its head's region: 16L*q more weight a piece, 2L * 8q
+                    kv = kv.add(r.mul(8L * q));
+                }
+                long f = factors[f0 + h];
+                rs = rs.add(r.mul(f));
+                ks = ks.add(kv.mul(f));
             }
+            t = t.add(rs.mul(w)).add(ks.lanewise(VectorOperators.LSHL, SHIFT_2L));
+            w = w.add(twoP);
         }
+        return t.reduceLanes(VectorOperators.ADD);
     }
 
     /**
@@ -633,6 +665,6 @@ final class VectorCopyLoop implements CopyLoop {
     @Override
     public String describe() {
         return "vector copy " + S.vectorBitSize() + "-bit" + (NARROW_STREAMS ? ", MLA streams 256-bit" : "")
-                + (rows == Rows.AUTO && !ROWS ? ", head rows multiply-free" : "") + (flat ? "" : ", rows from memory");
+                + (rows == Rows.AUTO && !ROWS ? ", head rows in units" : "") + (flat ? "" : ", rows from memory");
     }
 }

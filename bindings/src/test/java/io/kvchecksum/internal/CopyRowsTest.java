@@ -12,7 +12,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
- * The verifying copy's rows loops ({@link CopyLoop#copyRows}: the Vector API's multiply-free row pass, the multiply
+ * The verifying copy's rows loops ({@link CopyLoop#copyRows}: the Vector API's row pass in units, the multiply
  * loop and the head-by-head loops, and the backend's choice among them) against the scalar loop head by head, sum and destination bytes: head counts 1-16, cells of real
  * models (32 pieces: bf16 head dim 128; 16, 64, 72) and single vectors, K alone and K with V, token-major and
  * head-major sides (vLLM flash into FlashInfer HND), padded strides, unaligned bases, large first tokens. Runs at the
