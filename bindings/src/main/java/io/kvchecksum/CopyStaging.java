@@ -5,6 +5,7 @@ import io.kvchecksum.SlicePlan.Part;
 
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.IdentityHashMap;
@@ -84,7 +85,9 @@ final class CopyStaging {
             }
             unitBytes = Math.max(unitBytes, b * Math.min(pd, tokens));
         }
-        if (pd % ps == 0 && apart(groups, srcTable, dstTable, ps, pd, nd, Math.toIntExact(Math.ceilDiv(tokens, (long) ps)))) {
+        int ns = Math.toIntExact(Math.ceilDiv(tokens, (long) ps));
+        Layers layers = new Layers(groups, Arrays.copyOf(srcTable, ns), ps, Arrays.copyOf(dstTable, nd), pd, tokens);
+        if (pd % ps == 0 && apart(groups, layers, srcTable, dstTable, ps, pd, nd, ns)) {
             return new Result(null, unitBytes);
         }
         Map<Object, List<Span>> reads = new IdentityHashMap<>();
@@ -104,7 +107,7 @@ final class CopyStaging {
                 }
             }
         }
-        if (!meet(reads, writes)) {
+        if (!meet(reads, writes, layers, nd)) {
             return new Result(null, unitBytes);
         }
         return new Result(exact(groups, srcTable, dstTable, ps, pd, start, tokens, nd), unitBytes);
@@ -118,8 +121,8 @@ final class CopyStaging {
      * page's hull for every entry, the last one's included) over each table. False where that does not show it (then
      * the units' hulls, and perhaps their cells, decide).
      */
-    private static boolean apart(List<List<Pair>> groups, int[] srcTable, int[] dstTable, int ps, int pd, int nd,
-                                 int ns) {
+    private static boolean apart(List<List<Pair>> groups, Layers layers, int[] srcTable, int[] dstTable, int ps, int pd,
+                                 int nd, int ns) {
         int k = pd / ps;
         List<PageSpans.Run> reads = new ArrayList<>();
         List<PageSpans.Run> writes = new ArrayList<>();
@@ -166,6 +169,9 @@ final class CopyStaging {
                     continue;
                 }
                 boolean same = r.group() == x.group();
+                if (!same && layers.apart(r.group(), x.group())) {
+                    continue;   // layers interleaved within a page, each at its own residues
+                }
                 if (PageSpans.sameLattice(r, x)) {
                     if (same ? moved : shared) {
                         return false;
@@ -325,8 +331,11 @@ final class CopyStaging {
         }
     }
 
-    /** Whether a read span of one unit meets a write span of another, per address space. */
-    private static boolean meet(Map<Object, List<Span>> reads, Map<Object, List<Span>> writes) {
+    /**
+     * Whether a read span of one unit meets a write span of another, per address space (units of two groups whose
+     * cells {@link Layers} shows apart never meet).
+     */
+    private static boolean meet(Map<Object, List<Span>> reads, Map<Object, List<Span>> writes, Layers layers, int nd) {
         for (Map.Entry<Object, List<Span>> e : writes.entrySet()) {
             List<Span> r = reads.get(e.getKey());
             if (r == null) {
@@ -340,7 +349,8 @@ final class CopyStaging {
             }
             for (Span x : r) {
                 for (int i = lastBefore(w, x.to); i >= 0 && reach[i] > x.from; i--) {
-                    if (w[i].unit != x.unit && w[i].to > x.from) {
+                    if (w[i].unit != x.unit && w[i].to > x.from
+                            && (w[i].unit / nd == x.unit / nd || !layers.apart(x.unit / nd, w[i].unit / nd))) {
                         return true;
                     }
                 }
@@ -364,6 +374,105 @@ final class CopyStaging {
             }
         }
         return last;
+    }
+
+    /**
+     * Whether one group's (layer's) source cells share no byte with another group's destination cells, over all the
+     * copied pages, by the regions {@link SharedBytes} uses: per group and side, the K (or V) parts of a run of heads
+     * at one head stride ({@link WrittenCells.W}, the lattice {@code a + page*P + slot*T + head*H + [0, bytes)} over the
+     * side's pages from the lowest to the highest, every slot a page uses), compared by hulls, then by residues modulo
+     * one of their strides ({@link SharedBytes#apart}), then head by head the same. Layers interleaved within a token's
+     * row ({@code [pages][tokens][layers][cell]}) each lie in their own residues modulo the row, so in place every
+     * layer's units are shown apart from every other layer's without a cell compared. The regions cover every cell a
+     * side touches, so "apart" is exact; "not shown" leaves the pair of groups to the page hulls and the cells.
+     * Asked lazily, once per ordered pair of groups.
+     */
+    private static final class Layers {
+        private final List<List<Pair>> groups;
+        private final WrittenCells.Pages src;
+        private final WrittenCells.Pages dst;
+        private final List<List<WrittenCells.W>> reads;
+        private final List<List<WrittenCells.W>> writes;
+        /** Per ordered pair (reading group, writing group): 0 not asked, 1 apart, 2 not shown apart. */
+        private final byte[] known;
+
+        Layers(List<List<Pair>> groups, int[] srcTable, int ps, int[] dstTable, int pd, long tokens) {
+            this.groups = groups;
+            this.src = pages(srcTable, ps, tokens);
+            this.dst = pages(dstTable, pd, tokens);
+            int n = groups.size();
+            this.reads = new ArrayList<>(Collections.nCopies(n, null));
+            this.writes = new ArrayList<>(Collections.nCopies(n, null));
+            this.known = new byte[n * n];
+        }
+
+        private static WrittenCells.Pages pages(int[] table, int pageSize, long tokens) {
+            int lo = Integer.MAX_VALUE;
+            int hi = Integer.MIN_VALUE;
+            for (int p : table) {
+                lo = Math.min(lo, p);
+                hi = Math.max(hi, p);
+            }
+            return new WrittenCells.Pages("", null, table, pageSize, tokens, lo, hi);
+        }
+
+        /** Whether group {@code g}'s source cells share no byte with group {@code h}'s destination cells. */
+        boolean apart(int g, int h) {
+            int at = g * groups.size() + h;
+            if (known[at] == 0) {
+                known[at] = (byte) (apart(regions(g, true), regions(h, false)) ? 1 : 2);
+            }
+            return known[at] == 1;
+        }
+
+        private static boolean apart(List<WrittenCells.W> reads, List<WrittenCells.W> writes) {
+            for (WrittenCells.W r : reads) {
+                for (WrittenCells.W w : writes) {
+                    if (!away(r, w)) {
+                        for (WrittenCells.W rh : r.heads > 1 ? r.parts() : List.of(r)) {
+                            for (WrittenCells.W wh : w.heads > 1 ? w.parts() : List.of(w)) {
+                                if (!away(rh, wh)) {
+                                    return false;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            return true;
+        }
+
+        /** Another address space, hulls that do not meet, or residues that do not. */
+        private static boolean away(WrittenCells.W r, WrittenCells.W w) {
+            return CopyPlan.space(r.part.memory()) != CopyPlan.space(w.part.memory()) || r.hi <= w.lo || w.hi <= r.lo
+                    || SharedBytes.apart(r, w);
+        }
+
+        /** A group's regions on one side: per part (K, V), runs of heads at one head stride. */
+        private List<WrittenCells.W> regions(int g, boolean source) {
+            List<List<WrittenCells.W>> all = source ? reads : writes;
+            List<WrittenCells.W> out = all.get(g);
+            if (out == null) {
+                out = new ArrayList<>(2);
+                List<Pair> pairs = groups.get(g);
+                for (boolean v : new boolean[] {false, true}) {
+                    int i = 0;
+                    while (i < pairs.size()) {
+                        Part first = WrittenCells.part(pairs.get(i), source, v);
+                        if (first == null) {
+                            i++;
+                            continue;
+                        }
+                        int j = WrittenCells.runEnd(pairs, i, source, v);
+                        long stride = j > i + 1 ? WrittenCells.part(pairs.get(i + 1), source, v).base() - first.base() : 0;
+                        out.add(new WrittenCells.W(source ? src : dst, pairs.subList(i, j), source, v, stride));
+                        i = j;
+                    }
+                }
+                all.set(g, out);
+            }
+            return out;
+        }
     }
 
     /**
