@@ -26,9 +26,14 @@ import java.util.Map;
  * <p>Exact and, for real layouts, about {@code O(n)} in the table entries: with equal page sizes each layer's parts form
  * lattices of page hulls over the two tables ({@link PageSpans}), compared lattice by lattice; otherwise (or where
  * that does not show the units apart) the units' hulls (per unit, source page, part and memory: the span from the
- * first cell to the last) are compared by a sort, {@code O(n log n)} in the units; only where hulls of different units
- * meet (layouts interleaving layers within a page, say) are the cells compared one by one, at most
- * {@link #EXACT_CELLS} destination cells (beyond it the copy is refused as not shown stageable).
+ * first cell to the last) are compared by a sort, {@code O(n log n)} in the units. Units of different layers whose
+ * hulls meet (layers interleaved within a page: {@code [pages][tokens][layers][cell]}, layers side by side in a token's
+ * row as several Java engines and SGLang-like pools lay them out) are first shown apart layer by layer, independently
+ * of the pages ({@link Layers}: hulls, residues modulo a stride, head by head, as {@link SharedBytes} does), which
+ * separates each layer's cells at their own residues modulo the row without a cell compared. Only where no argument
+ * separates two units (one layer's pages interleaved with one another, layers at strides no residue tells apart, a
+ * real conflict) are the cells compared one by one, at most {@link #EXACT_CELLS} destination cells (beyond it the copy
+ * is refused as not shown stageable; within it a conflict is named by both units).
  */
 final class CopyStaging {
     /**
@@ -477,7 +482,8 @@ final class CopyStaging {
 
     /**
      * The most destination cells {@link #exact} compares one by one (K and V counted apart): its memory, about 64 bytes
-     * a cell, stays bounded whatever the layout; beyond it the copy is refused as not shown stageable.
+     * a cell, stays bounded whatever the layout; beyond it the copy is refused as not shown stageable. Reached only where
+     * neither the lattices, nor {@link Layers}, nor the units' hulls show the units apart.
      */
     static final long EXACT_CELLS = 1L << 21;
 
