@@ -32,8 +32,9 @@ import java.util.Map;
  * of the pages ({@link Layers}: hulls, residues modulo a stride, head by head, as {@link SharedBytes} does), which
  * separates each layer's cells at their own residues modulo the row without a cell compared. Only where no argument
  * separates two units (one layer's pages interleaved with one another, layers at strides no residue tells apart, a
- * real conflict) are the cells compared one by one, at most {@link #EXACT_CELLS} destination cells (beyond it the copy
- * is refused as not shown stageable; within it a conflict is named by both units).
+ * real conflict) are the cells compared one by one, at most {@link #EXACT_CELLS} destination cells; beyond it only
+ * the first destination entry's units are (a layer written onto another's bytes conflicts there already, named by both
+ * units), and with no conflict among them the copy is refused as not shown stageable.
  */
 final class CopyStaging {
     /**
@@ -490,21 +491,39 @@ final class CopyStaging {
     /**
      * Cell by cell: the first source cell of one unit sharing bytes with another unit's destination cell, or null. The
      * destination cells are kept and sorted, the source cells only streamed past them, in the order they were always
-     * compared in (so the units named stay the same).
+     * compared in (so the units named stay the same). Beyond {@link #EXACT_CELLS} only the first destination entry's
+     * units are compared, for a conflict to name; none found, the copy is refused as not shown stageable.
      */
     private static String exact(List<List<Pair>> groups, int[] srcTable, int[] dstTable, int ps, int pd, long start,
                                 long tokens, int nd) {
+        long cells = cells(groups, tokens);
+        if (cells > EXACT_CELLS) {
+            // the first destination entry's units alone, where they fit: an in-place rearrangement that puts one layer
+            // on another's bytes conflicts there already, and a conflict found among them is one of the whole copy's
+            String first = tokens > pd && cells(groups, pd) <= EXACT_CELLS
+                    ? compare(groups, srcTable, dstTable, ps, pd, start, pd, nd) : null;
+            return first != null ? first : "per-page staging is not shown to order it: staging units' page hulls meet"
+                    + " (pages, or layers at strides no residue tells apart, interleaved within a page?) and telling"
+                    + " them apart would compare " + cells + " destination cells one by one, more than the "
+                    + EXACT_CELLS + " the library compares: copy through separate memory";
+        }
+        return compare(groups, srcTable, dstTable, ps, pd, start, tokens, nd);
+    }
+
+    /** The destination cells of positions {@code 0 .. tokens-1} (K and V counted apart). */
+    private static long cells(List<List<Pair>> groups, long tokens) {
         long cells = 0;
         for (List<Pair> g : groups) {
             for (Pair p : g) {
                 cells += (p.destination().v() == null ? 1 : 2) * tokens;
             }
         }
-        if (cells > EXACT_CELLS) {
-            return "per-page staging is not shown to order it: staging units' page hulls meet (layers interleaved"
-                    + " within a page?) and telling them apart would compare " + cells + " destination cells one by one,"
-                    + " more than the " + EXACT_CELLS + " the library compares: copy through separate memory";
-        }
+        return cells;
+    }
+
+    /** {@link #exact} over positions {@code 0 .. tokens-1}, whatever their cells. */
+    private static String compare(List<List<Pair>> groups, int[] srcTable, int[] dstTable, int ps, int pd, long start,
+                                  long tokens, int nd) {
         Map<Object, List<Span>> writes = new IdentityHashMap<>();
         for (int g = 0; g < groups.size(); g++) {
             for (Pair p : groups.get(g)) {

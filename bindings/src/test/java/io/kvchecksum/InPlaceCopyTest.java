@@ -145,7 +145,8 @@ class InPlaceCopyTest {
     /**
      * The interleaved-layer rearrangement ({@link #llamaRows}) with the destination's layers in reverse order within
      * the row: layer 0's unit of a page reads bytes layer 1's unit of the same page writes (2 layers), a real conflict,
-     * refused naming both units; at Llama's size (32 layers, beyond the cell bound) the same conflict stays refused.
+     * refused naming both units; at Llama's size (32 layers, beyond the cell bound) the same conflict stays refused,
+     * naming layers 0 and 31 (found among the first destination page's units).
      */
     @Test
     void interleavedLayersReallyConflictingAreRefusedNamingBothUnits() {
@@ -171,7 +172,17 @@ class InPlaceCopyTest {
         CopyPlan plan = CopyPlan.compile(llama.group(device, true), RequestBlocks.of(swappedHalves(big), tokens, 16),
                 llama.group(device, false), RequestBlocks.of(big, tokens, 16), ChecksumSpec.STANDARD);
         assertTrue(plan.overlaps() && !plan.staged());
+        InvalidLayoutException e = assertThrows(InvalidLayoutException.class,
+                () -> plan.check("cpu", DEVICES, false));
+        String s = e.getMessage();
+        assertTrue(s.contains("per-page staging cannot order it") && s.contains("layer 0, destination page " + big[0] + ",")
+                && s.contains("layer 31, destination page " + big[0] + ",") && s.contains("copy through separate memory")
+                && !s.contains("\n"), s);
     }
+
+    /** The cpu backend's limits with device memory copied too: a plan over device memory checked as a backend would. */
+    private static final BackendLimits DEVICES = BackendLimits.CPU.withCopies(
+            Set.of(BackendLimits.CopyRoute.DEVICE_TO_DEVICE), Set.of(BackendLimits.CopyRoute.DEVICE_TO_DEVICE));
 
     /**
      * Two layers whose cells no stride separates (layer 0 at token stride 4c from 0, layer 1 at token stride 6c from c,
@@ -199,10 +210,8 @@ class InPlaceCopyTest {
             }
             assertFalse(plan.staged());
             assertTrue(CopyStaging.EXACT_CELLS < 2L * pages * page);
-            BackendLimits devices = BackendLimits.CPU.withCopies(Set.of(BackendLimits.CopyRoute.DEVICE_TO_DEVICE),
-                    Set.of(BackendLimits.CopyRoute.DEVICE_TO_DEVICE));
             InvalidLayoutException e = assertThrows(InvalidLayoutException.class,
-                    () -> plan.check("cpu", devices, false));
+                    () -> plan.check("cpu", DEVICES, false));
             String s = e.getMessage();
             assertTrue(s.contains("source and destination memory overlap") && s.contains("not shown to order it")
                     && s.contains(2L * pages * page + " destination cells") && s.contains("copy through separate memory")
