@@ -5,6 +5,7 @@ import io.kvchecksum.SlicePlan.Part;
 
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.IdentityHashMap;
@@ -25,9 +26,15 @@ import java.util.Map;
  * <p>Exact and, for real layouts, about {@code O(n)} in the table entries: with equal page sizes each layer's parts form
  * lattices of page hulls over the two tables ({@link PageSpans}), compared lattice by lattice; otherwise (or where
  * that does not show the units apart) the units' hulls (per unit, source page, part and memory: the span from the
- * first cell to the last) are compared by a sort, {@code O(n log n)} in the units; only where hulls of different units
- * meet (layouts interleaving layers within a page, say) are the cells compared one by one, at most
- * {@link #EXACT_CELLS} destination cells (beyond it the copy is refused as not shown stageable).
+ * first cell to the last) are compared by a sort, {@code O(n log n)} in the units. Units of different layers whose
+ * hulls meet (layers interleaved within a page: {@code [pages][tokens][layers][cell]}, layers side by side in a token's
+ * row as several Java engines and SGLang-like pools lay them out) are first shown apart layer by layer, independently
+ * of the pages ({@link Layers}: hulls, residues modulo a stride, head by head, as {@link SharedBytes} does), which
+ * separates each layer's cells at their own residues modulo the row without a cell compared. Only where no argument
+ * separates two units (one layer's pages interleaved with one another, layers at strides no residue tells apart, a
+ * real conflict) are the cells compared one by one, at most {@link #EXACT_CELLS} destination cells; beyond it only
+ * the first destination entry's units are (a layer written onto another's bytes conflicts there already, named by both
+ * units), and with no conflict among them the copy is refused as not shown stageable.
  */
 final class CopyStaging {
     /**
@@ -84,7 +91,9 @@ final class CopyStaging {
             }
             unitBytes = Math.max(unitBytes, b * Math.min(pd, tokens));
         }
-        if (pd % ps == 0 && apart(groups, srcTable, dstTable, ps, pd, nd, Math.toIntExact(Math.ceilDiv(tokens, (long) ps)))) {
+        int ns = Math.toIntExact(Math.ceilDiv(tokens, (long) ps));
+        Layers layers = new Layers(groups, Arrays.copyOf(srcTable, ns), ps, Arrays.copyOf(dstTable, nd), pd, tokens);
+        if (pd % ps == 0 && apart(groups, layers, srcTable, dstTable, ps, pd, nd, ns)) {
             return new Result(null, unitBytes);
         }
         Map<Object, List<Span>> reads = new IdentityHashMap<>();
@@ -104,7 +113,7 @@ final class CopyStaging {
                 }
             }
         }
-        if (!meet(reads, writes)) {
+        if (!meet(reads, writes, layers, nd)) {
             return new Result(null, unitBytes);
         }
         return new Result(exact(groups, srcTable, dstTable, ps, pd, start, tokens, nd), unitBytes);
@@ -118,8 +127,8 @@ final class CopyStaging {
      * page's hull for every entry, the last one's included) over each table. False where that does not show it (then
      * the units' hulls, and perhaps their cells, decide).
      */
-    private static boolean apart(List<List<Pair>> groups, int[] srcTable, int[] dstTable, int ps, int pd, int nd,
-                                 int ns) {
+    private static boolean apart(List<List<Pair>> groups, Layers layers, int[] srcTable, int[] dstTable, int ps, int pd,
+                                 int nd, int ns) {
         int k = pd / ps;
         List<PageSpans.Run> reads = new ArrayList<>();
         List<PageSpans.Run> writes = new ArrayList<>();
@@ -166,6 +175,9 @@ final class CopyStaging {
                     continue;
                 }
                 boolean same = r.group() == x.group();
+                if (!same && layers.apart(r.group(), x.group())) {
+                    continue;   // layers interleaved within a page, each at its own residues
+                }
                 if (PageSpans.sameLattice(r, x)) {
                     if (same ? moved : shared) {
                         return false;
@@ -325,8 +337,11 @@ final class CopyStaging {
         }
     }
 
-    /** Whether a read span of one unit meets a write span of another, per address space. */
-    private static boolean meet(Map<Object, List<Span>> reads, Map<Object, List<Span>> writes) {
+    /**
+     * Whether a read span of one unit meets a write span of another, per address space (units of two groups whose
+     * cells {@link Layers} shows apart never meet).
+     */
+    private static boolean meet(Map<Object, List<Span>> reads, Map<Object, List<Span>> writes, Layers layers, int nd) {
         for (Map.Entry<Object, List<Span>> e : writes.entrySet()) {
             List<Span> r = reads.get(e.getKey());
             if (r == null) {
@@ -340,7 +355,8 @@ final class CopyStaging {
             }
             for (Span x : r) {
                 for (int i = lastBefore(w, x.to); i >= 0 && reach[i] > x.from; i--) {
-                    if (w[i].unit != x.unit && w[i].to > x.from) {
+                    if (w[i].unit != x.unit && w[i].to > x.from
+                            && (w[i].unit / nd == x.unit / nd || !layers.apart(x.unit / nd, w[i].unit / nd))) {
                         return true;
                     }
                 }
@@ -367,29 +383,147 @@ final class CopyStaging {
     }
 
     /**
+     * Whether one group's (layer's) source cells share no byte with another group's destination cells, over all the
+     * copied pages, by the regions {@link SharedBytes} uses: per group and side, the K (or V) parts of a run of heads
+     * at one head stride ({@link WrittenCells.W}, the lattice {@code a + page*P + slot*T + head*H + [0, bytes)} over the
+     * side's pages from the lowest to the highest, every slot a page uses), compared by hulls, then by residues modulo
+     * one of their strides ({@link SharedBytes#apart}), then head by head the same. Layers interleaved within a token's
+     * row ({@code [pages][tokens][layers][cell]}) each lie in their own residues modulo the row, so in place every
+     * layer's units are shown apart from every other layer's without a cell compared. The regions cover every cell a
+     * side touches, so "apart" is exact; "not shown" leaves the pair of groups to the page hulls and the cells.
+     * Asked lazily, once per ordered pair of groups.
+     */
+    private static final class Layers {
+        private final List<List<Pair>> groups;
+        private final WrittenCells.Pages src;
+        private final WrittenCells.Pages dst;
+        private final List<List<WrittenCells.W>> reads;
+        private final List<List<WrittenCells.W>> writes;
+        /** Per ordered pair (reading group, writing group): 0 not asked, 1 apart, 2 not shown apart. */
+        private final byte[] known;
+
+        Layers(List<List<Pair>> groups, int[] srcTable, int ps, int[] dstTable, int pd, long tokens) {
+            this.groups = groups;
+            this.src = pages(srcTable, ps, tokens);
+            this.dst = pages(dstTable, pd, tokens);
+            int n = groups.size();
+            this.reads = new ArrayList<>(Collections.nCopies(n, null));
+            this.writes = new ArrayList<>(Collections.nCopies(n, null));
+            this.known = new byte[n * n];
+        }
+
+        private static WrittenCells.Pages pages(int[] table, int pageSize, long tokens) {
+            int lo = Integer.MAX_VALUE;
+            int hi = Integer.MIN_VALUE;
+            for (int p : table) {
+                lo = Math.min(lo, p);
+                hi = Math.max(hi, p);
+            }
+            return new WrittenCells.Pages("", null, table, pageSize, tokens, lo, hi);
+        }
+
+        /** Whether group {@code g}'s source cells share no byte with group {@code h}'s destination cells. */
+        boolean apart(int g, int h) {
+            int at = g * groups.size() + h;
+            if (known[at] == 0) {
+                known[at] = (byte) (apart(regions(g, true), regions(h, false)) ? 1 : 2);
+            }
+            return known[at] == 1;
+        }
+
+        private static boolean apart(List<WrittenCells.W> reads, List<WrittenCells.W> writes) {
+            for (WrittenCells.W r : reads) {
+                for (WrittenCells.W w : writes) {
+                    if (!away(r, w)) {
+                        for (WrittenCells.W rh : r.heads > 1 ? r.parts() : List.of(r)) {
+                            for (WrittenCells.W wh : w.heads > 1 ? w.parts() : List.of(w)) {
+                                if (!away(rh, wh)) {
+                                    return false;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            return true;
+        }
+
+        /** Another address space, hulls that do not meet, or residues that do not. */
+        private static boolean away(WrittenCells.W r, WrittenCells.W w) {
+            return CopyPlan.space(r.part.memory()) != CopyPlan.space(w.part.memory()) || r.hi <= w.lo || w.hi <= r.lo
+                    || SharedBytes.apart(r, w);
+        }
+
+        /** A group's regions on one side: per part (K, V), runs of heads at one head stride. */
+        private List<WrittenCells.W> regions(int g, boolean source) {
+            List<List<WrittenCells.W>> all = source ? reads : writes;
+            List<WrittenCells.W> out = all.get(g);
+            if (out == null) {
+                out = new ArrayList<>(2);
+                List<Pair> pairs = groups.get(g);
+                for (boolean v : new boolean[] {false, true}) {
+                    int i = 0;
+                    while (i < pairs.size()) {
+                        Part first = WrittenCells.part(pairs.get(i), source, v);
+                        if (first == null) {
+                            i++;
+                            continue;
+                        }
+                        int j = WrittenCells.runEnd(pairs, i, source, v);
+                        long stride = j > i + 1 ? WrittenCells.part(pairs.get(i + 1), source, v).base() - first.base() : 0;
+                        out.add(new WrittenCells.W(source ? src : dst, pairs.subList(i, j), source, v, stride));
+                        i = j;
+                    }
+                }
+                all.set(g, out);
+            }
+            return out;
+        }
+    }
+
+    /**
      * The most destination cells {@link #exact} compares one by one (K and V counted apart): its memory, about 64 bytes
-     * a cell, stays bounded whatever the layout; beyond it the copy is refused as not shown stageable.
+     * a cell, stays bounded whatever the layout; beyond it the copy is refused as not shown stageable. Reached only where
+     * neither the lattices, nor {@link Layers}, nor the units' hulls show the units apart.
      */
     static final long EXACT_CELLS = 1L << 21;
 
     /**
      * Cell by cell: the first source cell of one unit sharing bytes with another unit's destination cell, or null. The
      * destination cells are kept and sorted, the source cells only streamed past them, in the order they were always
-     * compared in (so the units named stay the same).
+     * compared in (so the units named stay the same). Beyond {@link #EXACT_CELLS} only the first destination entry's
+     * units are compared, for a conflict to name; none found, the copy is refused as not shown stageable.
      */
     private static String exact(List<List<Pair>> groups, int[] srcTable, int[] dstTable, int ps, int pd, long start,
                                 long tokens, int nd) {
+        long cells = cells(groups, tokens);
+        if (cells > EXACT_CELLS) {
+            // the first destination entry's units alone, where they fit: an in-place rearrangement that puts one layer
+            // on another's bytes conflicts there already, and a conflict found among them is one of the whole copy's
+            String first = tokens > pd && cells(groups, pd) <= EXACT_CELLS
+                    ? compare(groups, srcTable, dstTable, ps, pd, start, pd, nd) : null;
+            return first != null ? first : "per-page staging is not shown to order it: staging units' page hulls meet"
+                    + " (pages, or layers at strides no residue tells apart, interleaved within a page?) and telling"
+                    + " them apart would compare " + cells + " destination cells one by one, more than the "
+                    + EXACT_CELLS + " the library compares: copy through separate memory";
+        }
+        return compare(groups, srcTable, dstTable, ps, pd, start, tokens, nd);
+    }
+
+    /** The destination cells of positions {@code 0 .. tokens-1} (K and V counted apart). */
+    private static long cells(List<List<Pair>> groups, long tokens) {
         long cells = 0;
         for (List<Pair> g : groups) {
             for (Pair p : g) {
                 cells += (p.destination().v() == null ? 1 : 2) * tokens;
             }
         }
-        if (cells > EXACT_CELLS) {
-            return "per-page staging is not shown to order it: staging units' page hulls meet (layers interleaved"
-                    + " within a page?) and telling them apart would compare " + cells + " destination cells one by one,"
-                    + " more than the " + EXACT_CELLS + " the library compares: copy through separate memory";
-        }
+        return cells;
+    }
+
+    /** {@link #exact} over positions {@code 0 .. tokens-1}, whatever their cells. */
+    private static String compare(List<List<Pair>> groups, int[] srcTable, int[] dstTable, int ps, int pd, long start,
+                                  long tokens, int nd) {
         Map<Object, List<Span>> writes = new IdentityHashMap<>();
         for (int g = 0; g < groups.size(); g++) {
             for (Pair p : groups.get(g)) {

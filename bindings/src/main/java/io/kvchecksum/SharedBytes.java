@@ -212,7 +212,7 @@ final class SharedBytes {
      * Whether, modulo one of the two regions' strides, their bytes lie in circular intervals that do not meet (every
      * byte of a region lies in its interval, so they share none).
      */
-    private static boolean apart(W a, W b) {
+    static boolean apart(W a, W b) {
         for (W x : new W[] {a, b}) {
             long[] d = x.dims();
             for (int k = 0; k < d.length; k += 2) {

@@ -27,7 +27,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * layers interleaved within a token's row, K and V within a page, heads apart, at random shifts; page sizes equal or
  * not; tables shared (in place on the same block ids), permuted, remote blocks in place in their local pages (in order
  * or reversed within a page) or random; and one TP rank's head range copied onto another head range of the same pool
- * (token-major: the ranges interleave inside each token row), at shifts of any byte. Seeds fixed and printed.
+ * (token-major: the ranges interleave inside each token row), at shifts of any byte; and layers side by side in each
+ * token's row, each side's row arranged its own way (in-place rearrangements between row layouts, and conflicts
+ * where a layer lands on another's bytes). Seeds fixed and printed.
  */
 class CopyOverlapExactnessTest {
     private static final long SEED = 20261207_29L;
@@ -264,6 +266,126 @@ class CopyOverlapExactnessTest {
                 + " overlapping, " + staged + " staged; " + spansOnly + " with page spans meeting but no byte shared");
         assertTrue(compiled > 1000 && overlapping > 200 && staged > 50 && spansOnly > 200,
                 compiled + " " + overlapping + " " + staged + " " + spansOnly);
+    }
+
+    /**
+     * Layers side by side in a token's row ({@code [pages][tokens][row]}), each side's row arranged its own way: per
+     * layer K heads then V heads, each head's K and V side by side, the layers in reverse order, all layers' K then all
+     * layers' V, or with padding after each layer's part; 1 to 4 layers, 1 to 3 heads, cells of odd and even bytes,
+     * each side shifted by any number of bytes (often none, so that most copies are in place on the same bytes).
+     * Tables shared, permuted, remote blocks in place in their local pages (in order or reversed) or random. Each
+     * layer's page hull covers the other layers' cells, so staging is decided by residues modulo the row
+     * ({@code CopyStaging}'s layers) and where they do not decide, by page hulls and cells. Exact against brute force.
+     */
+    @Test
+    void interleavedLayerRowsMatchBruteForce() {
+        System.out.println("CopyOverlapExactnessTest interleaved rows seed " + (SEED + 2));
+        Random r = new Random(SEED + 2);
+        int compiled = 0;
+        int overlapping = 0;
+        int staged = 0;
+        int stagedLayers = 0;
+        try (Arena arena = Arena.ofConfined()) {
+            KvMemory m = KvMemory.host(arena.allocate(1 << 16, 64));
+            for (int trial = 0; trial < 4000; trial++) {
+                int layers = 1 + r.nextInt(4);
+                int heads = 1 + r.nextInt(3);
+                int kb = new int[] {8, 16, 12, 6, 10, 5}[r.nextInt(6)];
+                boolean v = r.nextInt(4) != 0;
+                int ps = new int[] {1, 2, 4}[r.nextInt(3)];
+                int pd = r.nextInt(2) == 0 ? ps : new int[] {1, 2, 4}[r.nextInt(3)];
+                int n = 1 + r.nextInt(12);
+                int pages = Math.max(Math.ceilDiv(n, Math.min(ps, pd)), 2) + r.nextInt(3);
+                int k = pd % ps == 0 ? pd / ps : 1;
+                boolean blocks = k > 1 && r.nextInt(2) == 0;
+                long[] shifts = new long[2];
+                for (int s = 0; s < 2; s++) {
+                    int pick = r.nextInt(6);
+                    shifts[s] = pick < 3 ? 0 : pick == 3 ? kb : pick == 4 ? 1 + r.nextInt(15) : 8L * r.nextInt(4);
+                }
+                if (r.nextBoolean()) {
+                    shifts[1] = shifts[0];   // the same bytes
+                }
+                int kind = r.nextInt(5);
+                long[] end = {0};
+                KvCacheGroup src = rows(m, layers, heads, kb, v, ps, pages * k, kind, shifts[0], end);
+                KvCacheGroup dst = rows(m, layers, heads, kb, v, pd, pages, r.nextInt(3) == 0 ? kind : r.nextInt(5),
+                        shifts[1], end);
+                if (end[0] > m.byteSize()) {
+                    continue;
+                }
+                int[] dt = table(r, Math.ceilDiv(n, pd), pages);
+                int[] st;
+                int pick = r.nextInt(3);
+                if (blocks) {
+                    st = new int[Math.ceilDiv(n, ps)];
+                    for (int j = 0; j < st.length; j++) {
+                        st[j] = dt[j / k] * k + (pick == 0 ? j % k : k - 1 - j % k);
+                    }
+                } else if (ps == pd && pick == 0) {
+                    st = dt.clone();
+                } else if (ps == pd && pick == 1) {
+                    st = dt.clone();
+                    for (int i = st.length - 1; i > 0; i--) {
+                        int j = r.nextInt(i + 1);
+                        int x = st[i];
+                        st[i] = st[j];
+                        st[j] = x;
+                    }
+                } else {
+                    st = table(r, Math.ceilDiv(n, ps), pages * k);
+                }
+                CopyPlan plan;
+                try {
+                    plan = CopyPlan.compile(src, RequestBlocks.of(st, n, 4), dst, RequestBlocks.of(dt, n, 4),
+                            ChecksumSpec.STANDARD);
+                } catch (InvalidLayoutException e) {
+                    continue;
+                }
+                int[] c = check(plan, src, st, dst, dt, ps, pd, n, (int) m.byteSize(), "interleaved rows trial " + trial);
+                compiled++;
+                overlapping += c[0];
+                staged += c[1];
+                stagedLayers += c[1] == 1 && layers > 1 ? 1 : 0;
+            }
+        }
+        System.out.println("CopyOverlapExactnessTest interleaved rows: " + compiled + " compiled, " + overlapping
+                + " overlapping, " + staged + " staged (" + stagedLayers + " of several layers)");
+        assertTrue(compiled > 1000 && overlapping > 500 && stagedLayers > 200 && overlapping - staged > 200,
+                compiled + " " + overlapping + " " + staged + " " + stagedLayers);
+    }
+
+    /**
+     * A group of layers side by side in each token's row, arranged by {@code kind}: 0 per layer K heads then V heads,
+     * 1 per layer each head's K and V side by side, 2 as 0 with the layers in reverse order, 3 all layers' K then all
+     * layers' V, 4 as 0 with {@code kb + 3} bytes of padding after each layer's part.
+     */
+    private static KvCacheGroup rows(KvMemory m, int layers, int heads, int kb, boolean v, int ps, int pages, int kind,
+                                     long shift, long[] end) {
+        int parts = v ? 2 : 1;
+        long seg = (long) parts * heads * kb + (kind == 4 ? kb + 3 : 0);
+        long row = layers * seg;
+        List<CacheLayer> ls = new ArrayList<>();
+        for (int l = 0; l < layers; l++) {
+            KvRegion[] kvr = new KvRegion[2];
+            for (int kv = 0; kv < parts; kv++) {
+                long at = (kind == 2 ? layers - 1 - l : l) * seg;
+                long off;
+                long hs = kb;
+                switch (kind) {
+                    case 1 -> {
+                        off = at + (long) kv * kb;
+                        hs = (long) parts * kb;
+                    }
+                    case 3 -> off = ((long) kv * layers + l) * heads * kb;
+                    default -> off = at + (long) kv * heads * kb;
+                }
+                kvr[kv] = new KvRegion(m, shift + off, ps * row, row, hs, kb);
+            }
+            ls.add(CacheLayer.of(l, 0, heads, kvr[0], v ? kvr[1] : null));
+        }
+        end[0] = Math.max(end[0], shift + (long) pages * ps * row);
+        return KvCacheGroup.of(ps, pages, ls);
     }
 
     /**

@@ -25,7 +25,10 @@ import java.util.List;
  * Llama-3-8B's 32 layers x 8 KV heads x 256-byte cells, pages of 16, vLLM's in-place rearrangement of 1000 and 4000
  * received blocks; and the same in place from remote blocks of 8 (a block-size change: each local page's two remote
  * blocks, NHD, read as the HND page they lie in); and TP re-sharding in place (heads 0-3 copied onto heads 4-7 of the
- * same NHD pages: the page spans meet, no byte is shared).
+ * same NHD pages: the page spans meet, no byte is shared); and the block-size change in place where every layer lies
+ * side by side in each token's row ({@code [pages][tokens][layers][K|V][heads][cell]} into
+ * {@code [pages][tokens][layers][heads][K|V][cell]}, each page's two remote blocks swapped: staged since each layer's
+ * units are shown apart from the others' by residues modulo the row; before, refused as not shown stageable).
  */
 public final class InPlaceCopyCost {
     private static final int HEADS = 8;
@@ -167,7 +170,15 @@ public final class InPlaceCopyCost {
         List<Long> cb = new ArrayList<>();
         List<Long> cc = new ArrayList<>();
         List<Long> cd = new ArrayList<>();
+        List<Long> ce = new ArrayList<>();
         boolean tpOverlaps = false;
+        boolean rowsStaged = false;
+        // the same remote blocks rearranged in place where every layer lies side by side in each token's row
+        int[] swapped = new int[2 * pages];
+        for (int i = 0; i < swapped.length; i++) {
+            swapped[i] = 2 * table[i / 2] + 1 - i % 2;
+        }
+        RequestBlocks sq = RequestBlocks.of(swapped, (long) pages * PAGE - 5, PAGE);
         for (int i = 0; i < rounds; i++) {   // the first half warms the compiler up
             long t0 = System.nanoTime();
             CopyPlan apart = CopyPlan.compile(group(a, layers, pool, false), q, group(b, layers, pool, true), q,
@@ -182,7 +193,11 @@ public final class InPlaceCopyCost {
             CopyPlan tp = CopyPlan.compile(heads(a, layers, pool, 0), q, heads(a, layers, pool, HEADS / 2), q,
                     ChecksumSpec.STANDARD);
             long t4 = System.nanoTime();
+            CopyPlan rows = CopyPlan.compile(rows(a, layers, 2 * pool, PAGE / 2, true), sq,
+                    rows(a, layers, pool, PAGE, false), q, ChecksumSpec.STANDARD);
+            long t5 = System.nanoTime();
             tpOverlaps = tp.overlaps();
+            rowsStaged = rows.staged();
             if (apart.overlaps() || !inPlace.staged() || !blocks.staged()) {
                 throw new IllegalStateException("shapes");
             }
@@ -191,6 +206,7 @@ public final class InPlaceCopyCost {
                 cb.add(t2 - t1);
                 cc.add(t3 - t2);
                 cd.add(t4 - t3);
+                ce.add(t5 - t4);
             }
         }
         System.out.printf("compile only: %d layers x %d heads x %d B, pool of %d pages of %d, %d pages copied NHD to HND"
@@ -201,6 +217,28 @@ public final class InPlaceCopyCost {
                 PAGE / 2, median(cc) / 1e3, best(cc) / 1e3);
         System.out.printf("  TP in place, heads 0-%d onto heads %d-%d of the same NHD pages: median %.0f us (best %.0f),"
                 + " overlaps %s%n", HEADS / 2 - 1, HEADS / 2, HEADS - 1, median(cd) / 1e3, best(cd) / 1e3, tpOverlaps);
+        System.out.printf("  layers side by side in each token's row, in place from remote blocks of %d (swapped within"
+                + " each page, each layer's K heads then V heads rearranged to each head's K and V side by side): median"
+                + " %.0f us (best %.0f), staged %s%n", PAGE / 2, median(ce) / 1e3, best(ce) / 1e3, rowsStaged);
+    }
+
+    /**
+     * Layers side by side in each token's row ({@code [pages][tokens][layers][...]}): per layer K heads then V heads
+     * ({@code split}), else each head's K and V side by side.
+     */
+    private static KvCacheGroup rows(KvMemory m, int layers, int pages, int pageSize, boolean split) {
+        long seg = 2L * HEADS * CELL;
+        long row = layers * seg;
+        List<CacheLayer> ls = new ArrayList<>();
+        for (int l = 0; l < layers; l++) {
+            long at = l * seg;
+            ls.add(split
+                    ? CacheLayer.of(l, 0, HEADS, new KvRegion(m, at, pageSize * row, row, CELL, CELL),
+                            new KvRegion(m, at + (long) HEADS * CELL, pageSize * row, row, CELL, CELL))
+                    : CacheLayer.of(l, 0, HEADS, new KvRegion(m, at, pageSize * row, row, 2L * CELL, CELL),
+                            new KvRegion(m, at + CELL, pageSize * row, row, 2L * CELL, CELL)));
+        }
+        return KvCacheGroup.of(pageSize, pages, ls);
     }
 
     /** The NHD pool's first half of heads as global heads 0.. at pool heads {@code at ..}: one TP rank's range. */

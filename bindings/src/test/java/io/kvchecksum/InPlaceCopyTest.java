@@ -3,10 +3,16 @@ package io.kvchecksum;
 import io.kvchecksum.InPlaceCopies.Layout;
 import org.junit.jupiter.api.Test;
 
+import io.kvchecksum.spi.BackendLimits;
+
 import java.lang.foreign.Arena;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
+import java.util.Set;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -30,11 +36,12 @@ class InPlaceCopyTest {
 
     /**
      * Layers interleaved within a token's row ({@code [pages][tokens][layers][cell]}): a layer's page hull covers the
-     * other layer's cells, so staging is decided cell by cell (the hulls meet, the cells do not). Remote blocks of 4
-     * received into local pages of 16 in reverse order, put in order in place.
+     * other layer's cells (the hulls meet, the cells do not), and each layer's cells lie at their own residues modulo
+     * the row, which shows the layers' units apart. Remote blocks of 4 received into local pages of 16 in reverse
+     * order, put in order in place.
      */
     @Test
-    void interleavedLayersAreStagedCellByCell() {
+    void interleavedLayersAreStaged() {
         int cell = 64;
         int layers = 2;
         int pages = 4;
@@ -63,38 +70,151 @@ class InPlaceCopyTest {
     }
 
     /**
-     * Layers interleaved within a token's row at a size whose cell-by-cell comparison would exceed its bound
-     * ({@code CopyStaging.EXACT_CELLS} destination cells): 2 layers x 2^21 positions in place on the same pages.
-     * Refused in one line saying what to do, with compilation's memory bounded (no cell list is made); the same
-     * layout at a small size is staged ({@link #interleavedLayersAreStagedCellByCell}).
+     * A row of Llama-3-8B-like layers side by side ({@code [pages][tokens][layers][K|V][heads][cell]}, as several Java
+     * engines and SGLang-like pools lay them out) received as remote blocks of 8 and rearranged in place into local
+     * pages of 16 on the same block ids: each local page's two remote blocks swapped, and each layer's part of the row
+     * from K-heads-then-V-heads to each head's K and V side by side ({@code [layers][heads][K|V][cell]}). Every byte
+     * moves within its page and its layer's part of the row, so the units are stageable, though every layer's page hull
+     * covers every other layer's cells. With {@code swapLayers} the destination's layers lie in reverse order in the
+     * row: layer {@code l}'s units read what layer {@code layers-1-l}'s write.
      */
-    @Test
-    void interleavedLayersBeyondTheCellBoundAreRefused() {
-        int cell = 8;
-        int layers = 2;
-        int page = 16;
-        int pages = 1 << 17;
-        long row = (long) layers * cell;
-        try (Arena arena = Arena.ofConfined()) {
-            KvMemory m = KvMemory.host(arena.allocate(pages * page * row, 64));
+    private static Layout llamaRows(int layers, int heads, int cell, int pages, boolean swapLayers) {
+        long seg = 2L * heads * cell;
+        long row = layers * seg;
+        return (m, source) -> {
+            int ps = source ? 8 : 16;
             List<CacheLayer> ls = new ArrayList<>();
             for (int l = 0; l < layers; l++) {
-                ls.add(CacheLayer.of(l, 0, 1, new KvRegion(m, l * cell, page * row, row, 0, cell), null));
+                long at = (swapLayers && !source ? layers - 1 - l : l) * seg;
+                ls.add(source
+                        ? CacheLayer.of(l, 0, heads, new KvRegion(m, at, ps * row, row, cell, cell),
+                                new KvRegion(m, at + (long) heads * cell, ps * row, row, cell, cell))
+                        : CacheLayer.of(l, 0, heads, new KvRegion(m, at, ps * row, row, 2L * cell, cell),
+                                new KvRegion(m, at + cell, ps * row, row, 2L * cell, cell)));
             }
-            KvCacheGroup g = KvCacheGroup.of(page, pages, ls);
-            int[] table = new int[pages];
-            for (int i = 0; i < pages; i++) {
-                table[i] = (int) ((i * 2654435761L + 7) % pages);
-            }
-            RequestBlocks q = RequestBlocks.of(table, (long) pages * page, page);
-            CopyPlan plan = CopyPlan.compile(g, q, g, q, ChecksumSpec.STANDARD);
+            return KvCacheGroup.of(ps, source ? 2L * pages : pages, ls);
+        };
+    }
+
+    /** Remote blocks of 8 for local pages {@code local} of 16: each page's two blocks swapped. */
+    private static int[] swappedHalves(int[] local) {
+        int[] remote = new int[2 * local.length];
+        for (int i = 0; i < remote.length; i++) {
+            remote[i] = 2 * local[i / 2] + 1 - i % 2;
+        }
+        return remote;
+    }
+
+    /**
+     * The interleaved-layer rearrangement ({@link #llamaRows}) at Llama-3-8B's size: 32 layers x 8 KV heads x 256-byte
+     * cells, 4000 of 4096 pages of 16 (8 GiB described as device memory, never touched: compiling reads no byte), 32
+     * million destination cells, far beyond the {@code CopyStaging.EXACT_CELLS} a cell-by-cell comparison takes (it was
+     * refused as "not shown to order it"): staged, each layer's units shown apart from the others' by residues modulo
+     * the row. Then the same rearrangement with 32-byte cells over 272 pages (more than {@code EXACT_CELLS}
+     * destination cells still, 68 MiB), on the cpu backend (pool and one thread): values and bytes equal the
+     * reference's out of place.
+     */
+    @Test
+    void llamaInterleavedLayersInPlaceBeyondTheCellBoundAreStaged() {
+        int layers = 32;
+        int heads = 8;
+        int pages = 4000;
+        int[] local = Arrays.copyOf(InPlaceCopies.shuffledBlocks(4096), pages);
+        long tokens = 16L * pages - 5;
+        Layout big = llamaRows(layers, heads, 256, 4096, false);
+        KvMemory device = KvMemory.device(1L << 40, 4096L * 16 * layers * 2 * heads * 256);
+        CopyPlan plan = CopyPlan.compile(big.group(device, true), RequestBlocks.of(swappedHalves(local), tokens, 16),
+                big.group(device, false), RequestBlocks.of(local, tokens, 16), ChecksumSpec.STANDARD);
+        assertTrue(CopyStaging.EXACT_CELLS < 2L * layers * heads * tokens);
+        assertTrue(plan.overlaps() && plan.staged(), plan.toString());
+        assertEquals(16L * 2 * heads * 256, plan.stagingUnitBytes());
+
+        int small = 272;
+        int cell = 32;
+        int[] table = InPlaceCopies.shuffledBlocks(small);
+        int n = 16 * small - 5;
+        assertTrue(CopyStaging.EXACT_CELLS < 2L * layers * heads * n);
+        Layout layout = llamaRows(layers, heads, cell, small, false);
+        long bytes = (long) small * 16 * layers * 2 * heads * cell;
+        for (KvChecksum backend : List.of(KvChecksums.cpu(), KvChecksums.cpu(1))) {
+            sameAsOutOfPlace(backend, bytes, layout, RequestBlocks.of(swappedHalves(table), n, 16),
+                    RequestBlocks.of(table, n, 16));
+        }
+    }
+
+    /**
+     * The interleaved-layer rearrangement ({@link #llamaRows}) with the destination's layers in reverse order within
+     * the row: layer 0's unit of a page reads bytes layer 1's unit of the same page writes (2 layers), a real conflict,
+     * refused naming both units; at Llama's size (32 layers, beyond the cell bound) the same conflict stays refused,
+     * naming layers 0 and 31 (found among the first destination page's units).
+     */
+    @Test
+    void interleavedLayersReallyConflictingAreRefusedNamingBothUnits() {
+        int[] local = {2, 0, 3};
+        Layout layout = llamaRows(2, 2, 16, 4, true);
+        RequestBlocks sq = RequestBlocks.of(swappedHalves(local), 40, 16);
+        RequestBlocks dq = RequestBlocks.of(local, 40, 16);
+        try (Arena arena = Arena.ofConfined()) {
+            KvMemory m = KvMemory.host(arena.allocate(4 * 16 * 2 * 2 * 2 * 16L, 64));
+            CopyPlan plan = CopyPlan.compile(layout.group(m, true), sq, layout.group(m, false), dq, ChecksumSpec.STANDARD);
             assertTrue(plan.overlaps() && !plan.staged());
-            assertTrue(CopyStaging.EXACT_CELLS < (long) layers * pages * page);
+            InvalidLayoutException e = assertThrows(InvalidLayoutException.class, () -> KvChecksums.cpu()
+                    .compileCopy(layout.group(m, true), sq, layout.group(m, false), dq, ChecksumSpec.STANDARD));
+            String s = e.getMessage();
+            assertTrue(s.contains("per-page staging cannot order it") && s.contains("layer 0, destination page 2")
+                    && s.contains("layer 1, destination page 2") && s.contains("copy through separate memory")
+                    && !s.contains("\n"), s);
+        }
+        int[] big = Arrays.copyOf(InPlaceCopies.shuffledBlocks(4096), 4000);
+        long tokens = 16L * 4000;
+        Layout llama = llamaRows(32, 8, 256, 4096, true);
+        KvMemory device = KvMemory.device(1L << 40, 4096L * 16 * 32 * 2 * 8 * 256);
+        CopyPlan plan = CopyPlan.compile(llama.group(device, true), RequestBlocks.of(swappedHalves(big), tokens, 16),
+                llama.group(device, false), RequestBlocks.of(big, tokens, 16), ChecksumSpec.STANDARD);
+        assertTrue(plan.overlaps() && !plan.staged());
+        InvalidLayoutException e = assertThrows(InvalidLayoutException.class,
+                () -> plan.check("cpu", DEVICES, false));
+        String s = e.getMessage();
+        assertTrue(s.contains("per-page staging cannot order it") && s.contains("layer 0, destination page " + big[0] + ",")
+                && s.contains("layer 31, destination page " + big[0] + ",") && s.contains("copy through separate memory")
+                && !s.contains("\n"), s);
+    }
+
+    /** The cpu backend's limits with device memory copied too: a plan over device memory checked as a backend would. */
+    private static final BackendLimits DEVICES = BackendLimits.CPU.withCopies(
+            Set.of(BackendLimits.CopyRoute.DEVICE_TO_DEVICE), Set.of(BackendLimits.CopyRoute.DEVICE_TO_DEVICE));
+
+    /**
+     * Two layers whose cells no stride separates (layer 0 at token stride 4c from 0, layer 1 at token stride 6c from c,
+     * pages of 96c: {@code 4t = 1 + 6u} has no solution, so they share no byte, but no residue shows it) in place on
+     * the same shuffled pages, 2 x 2^21 positions: only a cell-by-cell comparison would show the units apart, and it
+     * would exceed its bound ({@code CopyStaging.EXACT_CELLS} destination cells). Refused in one line saying what to
+     * do, with compilation's memory bounded (no cell list is made); the same layout at a small size is staged.
+     */
+    @Test
+    void layersNoStrideSeparatesBeyondTheCellBoundAreRefused() {
+        int c = 8;
+        int page = 16;
+        for (int pages : new int[] {4, 1 << 17}) {
+            KvMemory m = KvMemory.device(1L << 40, (long) pages * 96 * c);
+            KvCacheGroup g = KvCacheGroup.of(page, pages, List.of(
+                    CacheLayer.of(0, 0, 1, new KvRegion(m, 0, 96L * c, 4L * c, 0, c), null),
+                    CacheLayer.of(1, 0, 1, new KvRegion(m, c, 96L * c, 6L * c, 0, c), null)));
+            int[] table = InPlaceCopies.shuffledBlocks(pages == 4 ? 3 : pages);
+            RequestBlocks q = RequestBlocks.of(table, (long) table.length * page, page);
+            CopyPlan plan = CopyPlan.compile(g, q, g, q, ChecksumSpec.STANDARD);
+            assertTrue(plan.overlaps());
+            if (pages == 4) {
+                assertTrue(plan.staged(), plan.toString());
+                continue;
+            }
+            assertFalse(plan.staged());
+            assertTrue(CopyStaging.EXACT_CELLS < 2L * pages * page);
             InvalidLayoutException e = assertThrows(InvalidLayoutException.class,
-                    () -> KvChecksums.cpu().compileCopy(g, q, g, q, ChecksumSpec.STANDARD));
+                    () -> plan.check("cpu", DEVICES, false));
             String s = e.getMessage();
             assertTrue(s.contains("source and destination memory overlap") && s.contains("not shown to order it")
-                    && s.contains(layers * pages * page + " destination cells") && s.contains("copy through separate memory")
+                    && s.contains(2L * pages * page + " destination cells") && s.contains("copy through separate memory")
                     && !s.contains("\n"), s);
         }
     }
