@@ -19,9 +19,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.WeakHashMap;
 import java.util.concurrent.Callable;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ForkJoinPool;
-import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.IntFunction;
 
@@ -440,22 +438,12 @@ final class CpuCopy {
      * task's runtime exception is rethrown as it was.
      */
     private static void addParts(ForkJoinPool pool, List<Callable<long[]>> calls, int[] bases, long[] out) {
-        try {
-            List<Future<long[]>> done = pool.invokeAll(calls);
-            for (int i = 0; i < done.size(); i++) {
-                long[] part = done.get(i).get();
-                for (int k = 0; k < part.length; k++) {
-                    out[bases[i] + k] += part[k];
-                }
+        List<long[]> parts = PoolCalls.invokeAll(pool, calls, "copying");
+        for (int i = 0; i < parts.size(); i++) {
+            long[] part = parts.get(i);
+            for (int k = 0; k < part.length; k++) {
+                out[bases[i] + k] += part[k];
             }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException("interrupted while copying", e);
-        } catch (ExecutionException e) {
-            if (e.getCause() instanceof RuntimeException re) {
-                throw re;
-            }
-            throw new IllegalStateException(e.getCause());
         }
     }
 

@@ -22,9 +22,7 @@ import java.util.Map;
 import java.util.OptionalLong;
 import java.util.WeakHashMap;
 import java.util.concurrent.Callable;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ForkJoinPool;
-import java.util.concurrent.Future;
 
 /**
  * The fast CPU backend: the multiply-free Vector API loop ({@link VectorSliceKernel}) where the JVM has
@@ -324,18 +322,8 @@ public final class FastCpuBackend implements Backend {
             }
             return values;
         }
-        try {
-            for (Future<Runnable> f : pool(threads).invokeAll(calls)) {
-                f.get().run();
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException("interrupted while checksumming", e);
-        } catch (ExecutionException e) {
-            if (e.getCause() instanceof RuntimeException re) {
-                throw re;
-            }
-            throw new IllegalStateException(e.getCause());
+        for (Runnable r : PoolCalls.invokeAll(pool(threads), calls, "checksumming")) {
+            r.run();
         }
         return values;
     }
@@ -640,18 +628,8 @@ public final class FastCpuBackend implements Backend {
         for (Task t : tasks) {
             calls.add(() -> body.run(t));
         }
-        try {
-            for (Future<Runnable> f : pool(threads).invokeAll(calls)) {
-                f.get().run();
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException("interrupted while checksumming", e);
-        } catch (ExecutionException e) {
-            if (e.getCause() instanceof RuntimeException re) {
-                throw re;
-            }
-            throw new IllegalStateException(e.getCause());
+        for (Runnable r : PoolCalls.invokeAll(pool(threads), calls, "checksumming")) {
+            r.run();
         }
     }
 

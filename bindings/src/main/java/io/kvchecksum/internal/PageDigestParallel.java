@@ -9,9 +9,7 @@ import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Future;
 import java.util.zip.Adler32;
 
 /**
@@ -80,19 +78,9 @@ public final class PageDigestParallel {
             calls.add(() -> adler(runs, s, length, vector));
         }
         long acc = Adler32Parts.EMPTY;
-        try {
-            List<Future<Long>> done = pool.invokeAll(calls);
-            for (int i = 0; i < done.size(); i++) {
-                acc = Adler32Parts.combine(acc, done.get(i).get(), Math.min(chunkBytes, total - i * chunkBytes));
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException("interrupted while computing the page digest", e);
-        } catch (ExecutionException e) {
-            if (e.getCause() instanceof RuntimeException re) {
-                throw re;
-            }
-            throw new IllegalStateException(e.getCause());
+        List<Long> parts = PoolCalls.invokeAll(pool, calls, "computing the page digest");
+        for (int i = 0; i < parts.size(); i++) {
+            acc = Adler32Parts.combine(acc, parts.get(i), Math.min(chunkBytes, total - i * chunkBytes));
         }
         return acc;
     }
