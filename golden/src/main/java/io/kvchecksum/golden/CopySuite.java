@@ -1,11 +1,16 @@
 package io.kvchecksum.golden;
 
+import io.kvchecksum.CacheLayer;
 import io.kvchecksum.CellPadding;
+import io.kvchecksum.ChecksumMode;
+import io.kvchecksum.ChecksumSpec;
 import io.kvchecksum.CopyPlan;
 import io.kvchecksum.InvalidLayoutException;
 import io.kvchecksum.KvCacheGroup;
 import io.kvchecksum.KvChecksum;
+import io.kvchecksum.KvChecksums;
 import io.kvchecksum.KvMemory;
+import io.kvchecksum.KvRegion;
 import io.kvchecksum.PendingChecksums;
 import io.kvchecksum.RequestBlocks;
 import io.kvchecksum.spi.BackendLimits;
@@ -18,6 +23,7 @@ import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Random;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.function.Supplier;
@@ -103,6 +109,88 @@ public final class CopySuite {
             HOST.get().readBack(placed, into);
         }
     };
+
+    /**
+     * vLLM flash ({@code [2][pages][pageSize][heads][cell]} per layer, the layers one after another in {@code m}) or,
+     * with {@code hnd}, FlashInfer HND ({@code [2][pages][heads][pageSize][cell]}) over the same bytes: the two sides of
+     * vLLM's in-place rearrangement, which the staged copies of every backend are tested and measured on.
+     *
+     * @param m the memory both sides share
+     * @param layers the layers
+     * @param heads the KV heads per layer
+     * @param cell the bytes of one head's K (or V) of one position
+     * @param pageSize the positions per page
+     * @param pages the pages per layer
+     * @param hnd whether the HND side is wanted (else flash, NHD)
+     * @return the group
+     */
+    public static KvCacheGroup flashOrHnd(KvMemory m, int layers, int heads, int cell, int pageSize, int pages,
+            boolean hnd) {
+        long page = (long) pageSize * heads * cell;
+        List<CacheLayer> ls = new ArrayList<>();
+        for (int l = 0; l < layers; l++) {
+            long k = l * 2 * pages * page;
+            long v = k + pages * page;
+            ls.add(hnd ? CacheLayer.of(l, 0, heads, new KvRegion(m, k, page, cell, (long) pageSize * cell, cell),
+                    new KvRegion(m, v, page, cell, (long) pageSize * cell, cell))
+                    : CacheLayer.of(l, 0, heads, new KvRegion(m, k, page, (long) heads * cell, cell, cell),
+                    new KvRegion(m, v, page, (long) heads * cell, cell, cell)));
+        }
+        return KvCacheGroup.of(pageSize, pages, ls);
+    }
+
+    /**
+     * A staged copy's paths beyond the vectors, in place: {@link #flashOrHnd} flash read as HND on the same memory (4
+     * KV heads, two layers) with whole aligned pieces (256-byte cells: 16-byte items on a GPU; 136: 8-byte pieces) and
+     * byte cells (100), destination blocks smaller than a page (several blocks per unit), straddling page edges (B 12),
+     * larger than a page (B 48), one position per block over pages of 32, a start past position 0, and the mixed mode.
+     * Values and bytes equal the same copy out of place on the reference backend.
+     *
+     * @param backend the backend under test, which must stage the copy
+     * @param placement where the buffer lives
+     * @return one dynamic test per case
+     */
+    public static Stream<DynamicNode> stagedPiecesAndBlockSpans(KvChecksum backend, Supplier<Placement> placement) {
+        record Case(int cell, int pageSize, int blockSize, long firstToken, ChecksumMode mode) {
+        }
+        return Stream.of(new Case(256, 16, 4, 0, ChecksumMode.STANDARD), new Case(136, 16, 12, 0, ChecksumMode.STANDARD),
+                new Case(100, 32, 1, 0, ChecksumMode.STANDARD), new Case(256, 16, 8, 16, ChecksumMode.MIXED),
+                new Case(136, 16, 48, 0, ChecksumMode.MIXED), new Case(100, 16, 5, 0, ChecksumMode.MIXED)).map(c ->
+                DynamicTest.dynamicTest(c.toString(), () -> stagedAgainstReference(backend, placement, c.cell(),
+                        c.pageSize(), c.blockSize(), c.firstToken(), c.mode())));
+    }
+
+    private static void stagedAgainstReference(KvChecksum backend, Supplier<Placement> placement, int cell, int pageSize,
+            int blockSize, long firstToken, ChecksumMode mode) {
+        int heads = 4;
+        int pages = 6;
+        long bytes = 2L * 2 * pages * pageSize * heads * cell;
+        long tokens = firstToken + 2L * pageSize + 11;
+        int[] table = Arrays.copyOf(new int[] {4, 1, 5, 0, 2}, (int) Math.ceilDiv(tokens - firstToken, (long) pageSize));
+        RequestBlocks src = RequestBlocks.of(table, tokens, firstToken / pageSize, pageSize);
+        RequestBlocks dst = RequestBlocks.of(table, tokens, firstToken / blockSize, blockSize);
+        ChecksumSpec spec = new ChecksumSpec(mode, CellPadding.ZEROS);
+        try (Arena arena = Arena.ofShared(); Placement p = placement.get()) {
+            MemorySegment buf = arena.allocate(bytes, 64);
+            Random rnd = new Random(2029);
+            for (long i = 0; i < bytes / 8; i++) {
+                buf.setAtIndex(ValueLayout.JAVA_LONG, i, rnd.nextLong());
+            }
+            MemorySegment before = arena.allocate(bytes, 64).copyFrom(buf);
+            MemorySegment after = arena.allocate(bytes, 64).copyFrom(buf);
+            KvChecksum reference = KvChecksums.reference();
+            long[] expected = reference.copyAndChecksum(reference.compileCopy(
+                    flashOrHnd(KvMemory.host(before), 2, heads, cell, pageSize, pages, false), src,
+                    flashOrHnd(KvMemory.host(after), 2, heads, cell, pageSize, pages, true), dst, spec));
+            KvMemory m = p.place(buf, true);
+            CopyPlan plan = backend.compileCopy(flashOrHnd(m, 2, heads, cell, pageSize, pages, false), src,
+                    flashOrHnd(m, 2, heads, cell, pageSize, pages, true), dst, spec);
+            assertTrue(plan.staged());
+            assertArrayEquals(expected, backend.copyAndChecksum(plan));
+            p.readBack(m, buf);
+            assertEquals(-1, buf.mismatch(after), "the bytes after the copy");
+        }
+    }
 
     /**
      * Every vector with its buffers in host memory.

@@ -1,6 +1,5 @@
 package io.kvchecksum.cuda;
 
-import io.kvchecksum.ChecksumMode;
 import io.kvchecksum.CopyPlan;
 import io.kvchecksum.InvalidLayoutException;
 import io.kvchecksum.KvMemory;
@@ -88,18 +87,8 @@ class EmulatedCopyTest {
         long page = 16L * heads * cell;
         long bytes = 2 * 2 * pages * page;
         assertEquals(FakeCudaDriver.SHARED_OPTIN - CudaBackend.COPY_STAGE_PARTIALS, CUDA.wide().backend().limits().maxStagedUnitBytes());
-        java.util.function.BiFunction<KvMemory, Boolean, io.kvchecksum.KvCacheGroup> group = (m, hnd) -> {
-            List<io.kvchecksum.CacheLayer> ls = new ArrayList<>();
-            for (int l = 0; l < 2; l++) {
-                long k = l * 2 * pages * page;
-                long v = k + pages * page;
-                ls.add(hnd ? io.kvchecksum.CacheLayer.of(l, 0, heads, new io.kvchecksum.KvRegion(m, k, page, cell, 16L * cell, cell),
-                        new io.kvchecksum.KvRegion(m, v, page, cell, 16L * cell, cell))
-                        : io.kvchecksum.CacheLayer.of(l, 0, heads, new io.kvchecksum.KvRegion(m, k, page, (long) heads * cell, cell, cell),
-                        new io.kvchecksum.KvRegion(m, v, page, (long) heads * cell, cell, cell)));
-            }
-            return io.kvchecksum.KvCacheGroup.of(16, pages, ls);
-        };
+        java.util.function.BiFunction<KvMemory, Boolean, io.kvchecksum.KvCacheGroup> group = (m, hnd) ->
+                CopySuite.flashOrHnd(m, 2, heads, cell, 16, pages, hnd);
         io.kvchecksum.RequestBlocks q = io.kvchecksum.RequestBlocks.of(new int[] {4, 1, 5, 0, 2}, 75, 16);
         try (Arena arena = Arena.ofConfined(); CopySuite.Placement device = CUDA.onDevice().get()) {
             MemorySegment buf = arena.allocate(bytes, 64);
@@ -135,56 +124,7 @@ class EmulatedCopyTest {
      */
     @TestFactory
     Stream<DynamicNode> stagedWidthsAndBlockSpans() {
-        record Case(int cell, int pageSize, int blockSize, long firstToken, ChecksumMode mode) {
-        }
-        return Stream.of(new Case(256, 16, 4, 0, ChecksumMode.STANDARD), new Case(136, 16, 12, 0, ChecksumMode.STANDARD),
-                new Case(100, 32, 1, 0, ChecksumMode.STANDARD), new Case(256, 16, 8, 16, ChecksumMode.MIXED),
-                new Case(136, 16, 48, 0, ChecksumMode.MIXED), new Case(100, 16, 5, 0, ChecksumMode.MIXED)).map(c ->
-                org.junit.jupiter.api.DynamicTest.dynamicTest(c.toString(), () -> stagedAgainstReference(c.cell(), c.pageSize(),
-                        c.blockSize(), c.firstToken(), c.mode())));
-    }
-
-    private static void stagedAgainstReference(int cell, int pageSize, int blockSize, long firstToken, ChecksumMode mode) {
-        int heads = 4;
-        int pages = 6;
-        long page = (long) pageSize * heads * cell;
-        long bytes = 2 * 2 * pages * page;
-        java.util.function.BiFunction<KvMemory, Boolean, io.kvchecksum.KvCacheGroup> group = (m, hnd) -> {
-            List<io.kvchecksum.CacheLayer> ls = new ArrayList<>();
-            for (int l = 0; l < 2; l++) {
-                long k = l * 2 * pages * page;
-                long v = k + pages * page;
-                ls.add(hnd ? io.kvchecksum.CacheLayer.of(l, 0, heads, new io.kvchecksum.KvRegion(m, k, page, cell, (long) pageSize * cell, cell),
-                        new io.kvchecksum.KvRegion(m, v, page, cell, (long) pageSize * cell, cell))
-                        : io.kvchecksum.CacheLayer.of(l, 0, heads, new io.kvchecksum.KvRegion(m, k, page, (long) heads * cell, cell, cell),
-                        new io.kvchecksum.KvRegion(m, v, page, (long) heads * cell, cell, cell)));
-            }
-            return io.kvchecksum.KvCacheGroup.of(pageSize, pages, ls);
-        };
-        long tokens = firstToken + 2L * pageSize + 11;
-        int[] table = {4, 1, 5, 0, 2};
-        int[] fromStart = java.util.Arrays.copyOf(table, (int) Math.ceilDiv(tokens - firstToken, (long) pageSize));
-        io.kvchecksum.RequestBlocks src = io.kvchecksum.RequestBlocks.of(fromStart, tokens, firstToken / pageSize, pageSize);
-        io.kvchecksum.RequestBlocks dst = io.kvchecksum.RequestBlocks.of(fromStart, tokens, firstToken / blockSize, blockSize);
-        io.kvchecksum.ChecksumSpec spec = new io.kvchecksum.ChecksumSpec(mode, io.kvchecksum.CellPadding.ZEROS);
-        try (Arena arena = Arena.ofConfined(); CopySuite.Placement device = CUDA.onDevice().get()) {
-            MemorySegment buf = arena.allocate(bytes, 64);
-            java.util.Random rnd = new java.util.Random(2029);
-            for (long i = 0; i < bytes / 8; i++) {
-                buf.setAtIndex(java.lang.foreign.ValueLayout.JAVA_LONG, i, rnd.nextLong());
-            }
-            MemorySegment before = arena.allocate(bytes, 64).copyFrom(buf);
-            MemorySegment after = arena.allocate(bytes, 64).copyFrom(buf);
-            io.kvchecksum.KvChecksum reference = io.kvchecksum.KvChecksums.reference();
-            long[] expected = reference.copyAndChecksum(reference.compileCopy(group.apply(KvMemory.host(before), false), src,
-                    group.apply(KvMemory.host(after), true), dst, spec));
-            KvMemory m = device.place(buf, true);
-            CopyPlan plan = CUDA.wide().compileCopy(group.apply(m, false), src, group.apply(m, true), dst, spec);
-            assertTrue(plan.staged());
-            assertArrayEquals(expected, CUDA.wide().copyAndChecksum(plan));
-            device.readBack(m, buf);
-            assertEquals(-1, buf.mismatch(after), "the bytes after the copy");
-        }
+        return CopySuite.stagedPiecesAndBlockSpans(CUDA.wide(), CUDA.onDevice());
     }
 
     /** The in-place vectors' faults, staged by {@code kvc_copy_staged}: a corrupted byte, a permutation, the limit. */

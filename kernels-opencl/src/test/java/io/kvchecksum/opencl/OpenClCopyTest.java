@@ -148,58 +148,8 @@ class OpenClCopyTest {
      */
     @TestFactory
     Stream<? extends DynamicNode> stagedPiecesAndBlockSpans() {
-        record Case(int cell, int pageSize, int blockSize, long firstToken, io.kvchecksum.ChecksumMode mode) {
-        }
-        return OpenClTests.dynamic("staged", () -> Stream.of(new Case(256, 16, 4, 0, io.kvchecksum.ChecksumMode.STANDARD),
-                new Case(136, 16, 12, 0, io.kvchecksum.ChecksumMode.STANDARD),
-                new Case(100, 32, 1, 0, io.kvchecksum.ChecksumMode.STANDARD),
-                new Case(256, 16, 8, 16, io.kvchecksum.ChecksumMode.MIXED),
-                new Case(136, 16, 48, 0, io.kvchecksum.ChecksumMode.MIXED),
-                new Case(100, 16, 5, 0, io.kvchecksum.ChecksumMode.MIXED)).map(c -> DynamicTest.dynamicTest(c.toString(),
-                () -> stagedAgainstReference(c.cell(), c.pageSize(), c.blockSize(), c.firstToken(), c.mode()))));
-    }
-
-    private static void stagedAgainstReference(int cell, int pageSize, int blockSize, long firstToken,
-                                               io.kvchecksum.ChecksumMode mode) {
-        int heads = 4;
-        int pages = 6;
-        long page = (long) pageSize * heads * cell;
-        long bytes = 2 * 2 * pages * page;
-        java.util.function.BiFunction<KvMemory, Boolean, KvCacheGroup> group = (m, hnd) -> {
-            List<CacheLayer> ls = new ArrayList<>();
-            for (int l = 0; l < 2; l++) {
-                long k = l * 2 * pages * page;
-                long v = k + pages * page;
-                ls.add(hnd ? CacheLayer.of(l, 0, heads, new KvRegion(m, k, page, cell, (long) pageSize * cell, cell),
-                        new KvRegion(m, v, page, cell, (long) pageSize * cell, cell))
-                        : CacheLayer.of(l, 0, heads, new KvRegion(m, k, page, (long) heads * cell, cell, cell),
-                        new KvRegion(m, v, page, (long) heads * cell, cell, cell)));
-            }
-            return KvCacheGroup.of(pageSize, pages, ls);
-        };
-        long tokens = firstToken + 2L * pageSize + 11;
-        int[] table = java.util.Arrays.copyOf(new int[] {4, 1, 5, 0, 2}, (int) Math.ceilDiv(tokens - firstToken, (long) pageSize));
-        RequestBlocks src = RequestBlocks.of(table, tokens, firstToken / pageSize, pageSize);
-        RequestBlocks dst = RequestBlocks.of(table, tokens, firstToken / blockSize, blockSize);
-        ChecksumSpec spec = new ChecksumSpec(mode, io.kvchecksum.CellPadding.ZEROS);
-        try (Arena arena = Arena.ofShared()) {
-            MemorySegment buf = arena.allocate(bytes, 64);
-            java.util.Random rnd = new java.util.Random(2029);
-            for (long i = 0; i < bytes / 8; i++) {
-                buf.setAtIndex(java.lang.foreign.ValueLayout.JAVA_LONG, i, rnd.nextLong());
-            }
-            MemorySegment before = arena.allocate(bytes, 64).copyFrom(buf);
-            MemorySegment after = arena.allocate(bytes, 64).copyFrom(buf);
-            KvChecksum reference = io.kvchecksum.KvChecksums.reference();
-            long[] expected = reference.copyAndChecksum(reference.compileCopy(group.apply(KvMemory.host(before), false), src,
-                    group.apply(KvMemory.host(after), true), dst, spec));
-            KvChecksum c = OpenClTests.checksum();
-            CopyPlan plan = c.compileCopy(group.apply(KvMemory.host(buf), false), src, group.apply(KvMemory.host(buf), true),
-                    dst, spec);
-            assertTrue(plan.staged());
-            assertArrayEquals(expected, c.copyAndChecksum(plan));
-            assertEquals(-1, buf.mismatch(after), "the bytes after the copy");
-        }
+        return OpenClTests.dynamic("staged", () -> CopySuite.stagedPiecesAndBlockSpans(OpenClTests.checksum(),
+                CopySuite.HOST));
     }
 
     /** The routes each device declares: every one where host memory is shared, never into host memory on the GPU tuning. */

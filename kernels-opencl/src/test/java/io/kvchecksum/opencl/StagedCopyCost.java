@@ -1,14 +1,13 @@
 package io.kvchecksum.opencl;
 
-import io.kvchecksum.CacheLayer;
 import io.kvchecksum.ChecksumSpec;
 import io.kvchecksum.CopyPlan;
 import io.kvchecksum.KvCacheGroup;
 import io.kvchecksum.KvChecksum;
 import io.kvchecksum.KvChecksums;
 import io.kvchecksum.KvMemory;
-import io.kvchecksum.KvRegion;
 import io.kvchecksum.RequestBlocks;
+import io.kvchecksum.golden.CopySuite;
 
 import java.lang.foreign.Arena;
 import java.util.ArrayList;
@@ -105,18 +104,7 @@ public final class StagedCopyCost {
     }
 
     private static KvCacheGroup group(KvMemory m, int layers, int pages, boolean hnd) {
-        long page = (long) PAGE * HEADS * CELL;
-        long layerBytes = 2 * pages * page;
-        List<CacheLayer> ls = new ArrayList<>();
-        for (int l = 0; l < layers; l++) {
-            long k = l * layerBytes;
-            long v = k + pages * page;
-            ls.add(hnd ? CacheLayer.of(l, 0, HEADS, new KvRegion(m, k, page, CELL, (long) PAGE * CELL, CELL),
-                    new KvRegion(m, v, page, CELL, (long) PAGE * CELL, CELL))
-                    : CacheLayer.of(l, 0, HEADS, new KvRegion(m, k, page, (long) HEADS * CELL, CELL, CELL),
-                    new KvRegion(m, v, page, (long) HEADS * CELL, CELL, CELL)));
-        }
-        return KvCacheGroup.of(PAGE, pages, ls);
+        return CopySuite.flashOrHnd(m, layers, HEADS, CELL, PAGE, pages, hnd);
     }
 
     private static long median(List<Long> v) {
