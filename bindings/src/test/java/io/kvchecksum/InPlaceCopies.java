@@ -37,21 +37,37 @@ public final class InPlaceCopies {
      * @param pages the pages per layer
      */
     public static Layout nhdReadAsHnd(int layers, int heads, int cell, int pages) {
-        long page = 16L * heads * cell;
-        long layerBytes = 2 * pages * page;
-        return (m, source) -> {
-            List<CacheLayer> ls = new ArrayList<>();
-            for (int l = 0; l < layers; l++) {
-                long k = l * layerBytes;
-                long v = k + pages * page;
-                ls.add(source
-                        ? CacheLayer.of(l, 0, heads, new KvRegion(m, k, page, (long) heads * cell, cell, cell),
-                                new KvRegion(m, v, page, (long) heads * cell, cell, cell))
-                        : CacheLayer.of(l, 0, heads, new KvRegion(m, k, page, cell, 16L * cell, cell),
-                                new KvRegion(m, v, page, cell, 16L * cell, cell)));
-            }
-            return KvCacheGroup.of(16, pages, ls);
-        };
+        return (m, source) -> flashOrHnd(m, layers, heads, cell, 16, pages, !source);
+    }
+
+    /**
+     * vLLM flash ({@code [2][pages][pageSize][heads][cell]} per layer, the layers one after another in {@code m}) or,
+     * with {@code hnd}, FlashInfer HND ({@code [2][pages][heads][pageSize][cell]}) over the same bytes. (The backend
+     * modules' tests take the same layout from {@code CopySuite.flashOrHnd} in the golden module, which depends on this
+     * one.)
+     *
+     * @param m the memory
+     * @param layers the layers
+     * @param heads the heads per layer
+     * @param cell the bytes of one head's K (or V) of one position
+     * @param pageSize the positions per page
+     * @param pages the pages per layer
+     * @param hnd whether the HND side is wanted (else flash)
+     * @return the group
+     */
+    public static KvCacheGroup flashOrHnd(KvMemory m, int layers, int heads, int cell, int pageSize, int pages,
+            boolean hnd) {
+        long page = (long) pageSize * heads * cell;
+        List<CacheLayer> ls = new ArrayList<>();
+        for (int l = 0; l < layers; l++) {
+            long k = l * 2 * pages * page;
+            long v = k + pages * page;
+            ls.add(hnd ? CacheLayer.of(l, 0, heads, new KvRegion(m, k, page, cell, (long) pageSize * cell, cell),
+                    new KvRegion(m, v, page, cell, (long) pageSize * cell, cell))
+                    : CacheLayer.of(l, 0, heads, new KvRegion(m, k, page, (long) heads * cell, cell, cell),
+                    new KvRegion(m, v, page, (long) heads * cell, cell, cell)));
+        }
+        return KvCacheGroup.of(pageSize, pages, ls);
     }
 
     /** {@return block ids {@code (i * 37 + 5) mod pages}: a permutation wherever 37 is prime to {@code pages}} @param pages the pages */

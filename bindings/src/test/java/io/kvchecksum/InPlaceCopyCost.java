@@ -1,7 +1,6 @@
 package io.kvchecksum;
 
 import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -72,18 +71,7 @@ public final class InPlaceCopyCost {
     }
 
     private static KvCacheGroup group(KvMemory m, int layers, int pages, boolean hnd, int pageSize) {
-        long page = (long) pageSize * HEADS * CELL;
-        long layerBytes = 2 * pages * page;
-        List<CacheLayer> ls = new ArrayList<>();
-        for (int l = 0; l < layers; l++) {
-            long k = l * layerBytes;
-            long v = k + pages * page;
-            ls.add(hnd ? CacheLayer.of(l, 0, HEADS, new KvRegion(m, k, page, CELL, (long) pageSize * CELL, CELL),
-                    new KvRegion(m, v, page, CELL, (long) pageSize * CELL, CELL))
-                    : CacheLayer.of(l, 0, HEADS, new KvRegion(m, k, page, (long) HEADS * CELL, CELL, CELL),
-                    new KvRegion(m, v, page, (long) HEADS * CELL, CELL, CELL)));
-        }
-        return KvCacheGroup.of(pageSize, pages, ls);
+        return InPlaceCopies.flashOrHnd(m, layers, HEADS, CELL, pageSize, pages, hnd);
     }
 
     private static void run(long seconds, int layers, int pages) {
