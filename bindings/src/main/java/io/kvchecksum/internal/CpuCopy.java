@@ -655,32 +655,17 @@ final class CpuCopy {
                 for (int pass = 0; pass < 2; pass++) {
                     long at = 0;
                     for (CopyPlan.Pair pair : unit) {
-                        SlicePlan.Part sk = pair.source().k();
-                        SlicePlan.Part dk = pair.destination().k();
-                        SlicePlan.Part sv = pair.source().v();
-                        SlicePlan.Part dv = pair.destination().v();
-                        int kb = sk.bytes();
-                        int vb = sv == null ? 0 : sv.bytes();
+                        ByteCells cells = new ByteCells(pair);
                         int pieces = pair.pieces();
                         for (int r = starts[q]; r < starts[q + 1]; r++) {
                             long s = 0;
                             for (int i = 0; i < runs.n[r]; i++, at += 8L * pieces) {
                                 if (pass == 0) {
                                     stage.asSlice(at, 8L * pieces).fill((byte) 0);
-                                    MemorySegment.copy(host(sk), sk.cellOffset(runs.srcPage[r], runs.srcSlot[r] + i), stage,
-                                            at, kb);
-                                    if (sv != null) {
-                                        MemorySegment.copy(host(sv), sv.cellOffset(runs.srcPage[r], runs.srcSlot[r] + i),
-                                                stage, at + kb, vb);
-                                    }
+                                    cells.read(runs.srcPage[r], runs.srcSlot[r] + i, stage, at);
                                     s += cellSum(stage, at, pieces, runs.t0[r] + i, mode);
                                 } else {
-                                    MemorySegment.copy(stage, at, host(dk), dk.cellOffset(runs.dstPage[r], runs.dstSlot[r] + i),
-                                            kb);
-                                    if (dv != null) {
-                                        MemorySegment.copy(stage, at + kb, host(dv),
-                                                dv.cellOffset(runs.dstPage[r], runs.dstSlot[r] + i), vb);
-                                    }
+                                    cells.write(stage, at, runs.dstPage[r], runs.dstSlot[r] + i);
                                 }
                             }
                             if (pass == 0) {
@@ -697,31 +682,43 @@ final class CpuCopy {
     private static void byteCells(CopyPlan.Launch l, Runs runs, long[] out) {
         ChecksumMode mode = l.mode();
         for (CopyPlan.Pair pair : l.pairs()) {
-            SlicePlan.Part sk = pair.source().k();
-            SlicePlan.Part dk = pair.destination().k();
-            SlicePlan.Part sv = pair.source().v();
-            SlicePlan.Part dv = pair.destination().v();
-            int kb = sk.bytes();
-            int vb = sv == null ? 0 : sv.bytes();
+            ByteCells cells = new ByteCells(pair);
             int pieces = pair.pieces();
-            MemorySegment cell = MemorySegment.ofArray(new long[pieces]);   // bytes past kb + vb stay zero: the padding
+            MemorySegment cell = MemorySegment.ofArray(new long[pieces]);   // bytes past K and V stay zero: the padding
             for (int r = 0; r < runs.count; r++) {
                 long s = 0;
                 for (int i = 0; i < runs.n[r]; i++) {
-                    long t = runs.t0[r] + i;
-                    long sPage = runs.srcPage[r];
-                    long dPage = runs.dstPage[r];
-                    int ss = runs.srcSlot[r] + i;
-                    int ds = runs.dstSlot[r] + i;
-                    MemorySegment.copy(host(sk), sk.cellOffset(sPage, ss), cell, 0, kb);
-                    MemorySegment.copy(cell, 0, host(dk), dk.cellOffset(dPage, ds), kb);
-                    if (sv != null) {
-                        MemorySegment.copy(host(sv), sv.cellOffset(sPage, ss), cell, kb, vb);
-                        MemorySegment.copy(cell, kb, host(dv), dv.cellOffset(dPage, ds), vb);
-                    }
-                    s += cellSum(cell, 0, pieces, t, mode);
+                    cells.read(runs.srcPage[r], runs.srcSlot[r] + i, cell, 0);
+                    cells.write(cell, 0, runs.dstPage[r], runs.dstSlot[r] + i);
+                    s += cellSum(cell, 0, pieces, runs.t0[r] + i, mode);
                 }
                 out[runs.block[r]] += pair.factor() * s;
+            }
+        }
+    }
+
+    /**
+     * A pair's byte cells on both sides: a cell's K bytes then its V bytes (a piece may straddle them), read into or
+     * written from whole pieces at some place of a scratch.
+     */
+    private record ByteCells(SlicePlan.Part sk, SlicePlan.Part sv, SlicePlan.Part dk, SlicePlan.Part dv) {
+        ByteCells(CopyPlan.Pair pair) {
+            this(pair.source().k(), pair.source().v(), pair.destination().k(), pair.destination().v());
+        }
+
+        /** The source cell at {@code slot} of {@code page} into {@code into} from {@code at}. */
+        void read(long page, int slot, MemorySegment into, long at) {
+            MemorySegment.copy(host(sk), sk.cellOffset(page, slot), into, at, sk.bytes());
+            if (sv != null) {
+                MemorySegment.copy(host(sv), sv.cellOffset(page, slot), into, at + sk.bytes(), sv.bytes());
+            }
+        }
+
+        /** {@code from}'s bytes from {@code at} into the destination cell at {@code slot} of {@code page}. */
+        void write(MemorySegment from, long at, long page, int slot) {
+            MemorySegment.copy(from, at, host(dk), dk.cellOffset(page, slot), dk.bytes());
+            if (dv != null) {
+                MemorySegment.copy(from, at + dk.bytes(), host(dv), dv.cellOffset(page, slot), dv.bytes());
             }
         }
     }
