@@ -194,6 +194,35 @@ public final class CopyPlan {
             return new BackendLimits.CopyRoute(sourceMemory, destinationMemory);
         }
 
+        /**
+         * {@return the launch's staging units, for a staged copy ({@link CopyPlan#staged()})} A unit is the launch's
+         * pairs of one layer, K and V together, run for one destination table entry at a time; the units are the
+         * plan's decision, so that every staging backend stages the same bytes together (and {@link CopyPlan#check}
+         * bounds what they stage by {@link CopyPlan#stagingUnitBytes()}, the largest unit of every launch).
+         */
+        public Staging staging() {
+            Map<Integer, List<Pair>> byLayer = new java.util.LinkedHashMap<>();
+            for (Pair p : pairs) {
+                byLayer.computeIfAbsent(p.layer(), k -> new ArrayList<>()).add(p);
+            }
+            long positions = Math.min(destinationPageSize, numTokens - startToken);
+            List<Pair> ordered = new ArrayList<>(pairs.size());
+            int[] starts = new int[byLayer.size() + 1];
+            long[] unitBytes = new long[byLayer.size()];
+            int u = 0;
+            for (List<Pair> unit : byLayer.values()) {
+                starts[u] = ordered.size();
+                long pieces = 0;
+                for (Pair p : unit) {
+                    pieces += p.pieces();
+                }
+                unitBytes[u++] = 8 * pieces * Math.max(positions, 0);
+                ordered.addAll(unit);
+            }
+            starts[u] = ordered.size();
+            return new Staging(ordered, starts, unitBytes);
+        }
+
         /** {@return the bytes the launch moves: every pair's cell for every copied position} */
         public long bytes() {
             long perToken = 0;
@@ -218,6 +247,85 @@ public final class CopyPlan {
             return "CopyPlan.Launch[" + pairs.size() + " pairs, " + cellKind + ", " + mode.wireName() + ", " + route()
                     + ", Ps " + sourcePageSize + ", Pd " + destinationPageSize + ", B " + blockSize + ", tokens "
                     + startToken + ".." + numTokens + "]";
+        }
+    }
+
+    /**
+     * A launch's staging units ({@link Launch#staging()}).
+     *
+     * @param pairs the launch's pairs with each unit's together: each layer's in the launch's order, the layers in the
+     *     order of their first pairs
+     * @param starts where unit {@code u}'s pairs start in {@code pairs}: {@code [starts[u], starts[u+1])}; one more
+     *     entry than units, the last {@code pairs.size()}
+     * @param unitBytes unit {@code u}'s bytes staged for a full destination page ({@code min(Pd, N-S)} positions of
+     *     its pairs' cells, K and V as whole 8-byte pieces, {@link Pair#pieces()})
+     */
+    public record Staging(List<Pair> pairs, int[] starts, long[] unitBytes) {
+        /** Keeps the pairs immutable and the arrays the record's own. */
+        public Staging {
+            pairs = List.copyOf(pairs);
+            starts = starts.clone();
+            unitBytes = unitBytes.clone();
+        }
+
+        /** {@return the number of units} */
+        public int units() {
+            return unitBytes.length;
+        }
+
+        /** {@return where each unit's pairs start in {@link #pairs()}, then {@code pairs().size()} (a copy)} */
+        @Override
+        public int[] starts() {
+            return starts.clone();
+        }
+
+        /** {@return each unit's staged bytes for a full destination page (a copy)} */
+        @Override
+        public long[] unitBytes() {
+            return unitBytes.clone();
+        }
+
+        /**
+         * {@return unit {@code u}'s pairs, a view of {@link #pairs()}}
+         *
+         * @param u a unit, {@code 0 <= u < units()}
+         */
+        public List<Pair> unit(int u) {
+            return pairs.subList(starts[u], starts[u + 1]);
+        }
+
+        /**
+         * {@return unit {@code u}'s staged bytes for a full destination page}
+         *
+         * @param u a unit, {@code 0 <= u < units()}
+         */
+        public long bytes(int u) {
+            return unitBytes[u];
+        }
+
+        /** {@return the largest unit's staged bytes, 0 without units} */
+        public long largest() {
+            long most = 0;
+            for (long b : unitBytes) {
+                most = Math.max(most, b);
+            }
+            return most;
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof Staging other && pairs.equals(other.pairs) && Arrays.equals(starts, other.starts)
+                    && Arrays.equals(unitBytes, other.unitBytes);
+        }
+
+        @Override
+        public int hashCode() {
+            return 31 * (31 * pairs.hashCode() + Arrays.hashCode(starts)) + Arrays.hashCode(unitBytes);
+        }
+
+        @Override
+        public String toString() {
+            return "CopyPlan.Staging[" + units() + " units of " + pairs.size() + " pairs, largest " + largest() + " bytes]";
         }
     }
 

@@ -70,6 +70,75 @@ class InPlaceCopyTest {
     }
 
     /**
+     * The plan's staging units ({@link CopyPlan.Launch#staging()}), which every staging backend runs: a layer's pairs of
+     * a launch, K and V together, in the order of the layers' first pairs, also where the destination lists a layer's
+     * heads in two runs around another layer's (layer 0's heads 0-1, layer 1, layer 0's heads 2-3; each layer's bytes
+     * move within its half of the row, K-heads-then-V-heads into each head's K and V side by side), each unit's bytes
+     * a full destination page of its cells, the largest the plan's {@link CopyPlan#stagingUnitBytes()}.
+     */
+    @Test
+    void stagingUnitsAreEachLayersPairsOfALaunch() {
+        int cell = 64;
+        int heads = 4;
+        long row = 2L * 2 * heads * cell;   // two layers, K and V, four heads each
+        int pages = 4;
+        Layout layout = (m, source) -> {
+            int ps = source ? 8 : 16;
+            long stride = ps * row;
+            List<CacheLayer> ls = new ArrayList<>();
+            if (source) {
+                for (int l = 0; l < 2; l++) {
+                    long at = l * row / 2;
+                    ls.add(CacheLayer.of(l, 0, heads, new KvRegion(m, at, stride, row, cell, cell),
+                            new KvRegion(m, at + (long) heads * cell, stride, row, cell, cell)));
+                }
+            } else {
+                // each layer in its own half of the row, K and V of a head side by side; listed as layer 0's first
+                // two heads, layer 1, layer 0's other two
+                ls.add(CacheLayer.of(0, 0, 2, new KvRegion(m, 0, stride, row, 2L * cell, cell),
+                        new KvRegion(m, cell, stride, row, 2L * cell, cell)));
+                ls.add(CacheLayer.of(1, 0, heads, new KvRegion(m, 8L * cell, stride, row, 2L * cell, cell),
+                        new KvRegion(m, 9L * cell, stride, row, 2L * cell, cell)));
+                ls.add(CacheLayer.of(0, 2, 2, new KvRegion(m, 4L * cell, stride, row, 2L * cell, cell),
+                        new KvRegion(m, 5L * cell, stride, row, 2L * cell, cell)));
+            }
+            return KvCacheGroup.of(ps, source ? 2L * pages : pages, ls);
+        };
+        int[] local = {3, 1, 0, 2};
+        long n = 16L * pages - 3;
+        RequestBlocks sq = RequestBlocks.of(swappedHalves(local), n, 16);
+        RequestBlocks dq = RequestBlocks.of(local, n, 16);
+        long bytes = pages * 16 * row;
+        for (KvChecksum backend : List.of(KvChecksums.reference(), KvChecksums.cpu(1), KvChecksums.cpu())) {
+            CopyPlan plan = sameAsOutOfPlace(backend, bytes, layout, sq, dq);
+            assertTrue(plan.staged(), plan.toString());
+            long largest = 0;
+            for (CopyPlan.Launch l : plan.launches()) {
+                CopyPlan.Staging staging = l.staging();
+                assertEquals(2, staging.units(), staging.toString());
+                assertEquals(List.of(0, 1), List.of(staging.unit(0).get(0).layer(), staging.unit(1).get(0).layer()));
+                assertEquals(l.pairs().size(), staging.pairs().size());
+                assertTrue(staging.pairs().containsAll(l.pairs()));
+                int[] starts = staging.starts();
+                assertEquals(List.of(0, heads, l.pairs().size()),
+                        List.of(starts[0], starts[1], starts[2]));
+                for (int u = 0; u < staging.units(); u++) {
+                    long pieces = 0;
+                    for (CopyPlan.Pair p : staging.unit(u)) {
+                        assertEquals(staging.unit(u).get(0).layer(), p.layer());
+                        pieces += p.pieces();
+                    }
+                    assertEquals(8 * pieces * 16, staging.bytes(u));
+                }
+                // layer 0's four heads, in the launch's order: the two runs of its heads joined
+                assertEquals(List.of(0, 1, 2, 3), staging.unit(0).stream().map(CopyPlan.Pair::head).toList());
+                largest = Math.max(largest, staging.largest());
+            }
+            assertEquals(plan.stagingUnitBytes(), largest);
+        }
+    }
+
+    /**
      * A row of Llama-3-8B-like layers side by side ({@code [pages][tokens][layers][K|V][heads][cell]}, as several Java
      * engines and SGLang-like pools lay them out) received as remote blocks of 8 and rearranged in place into local
      * pages of 16 on the same block ids: each local page's two remote blocks swapped, and each layer's part of the row

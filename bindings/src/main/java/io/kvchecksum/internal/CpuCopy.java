@@ -14,6 +14,7 @@ import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
+import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -252,38 +253,44 @@ final class CpuCopy {
     }
 
     /**
-     * The launch's staging units ({@link CopyPlan#staged()}): per layer, in the order of the layers' first pairs, every
-     * group cut to that layer's pairs, K's groups before V's. A group may hold several layers (layers whose cells lie
-     * at one constant stride, e.g. side by side in a token's row) and holds K or V only, so groups are cut and joined
-     * by layer: a unit is all of one layer's pairs of the launch, K and V together, never less, since within a unit a
-     * write may land on bytes the same unit has still to read (NHD read as HND on the same blocks, a permute moving a
-     * K cell onto V bytes); between units the plan's classification ({@code CopyStaging}) shows that no unit's source
-     * cells share a byte with another unit's destination cells, so units staged one after another are exact.
+     * The launch's staging units ({@link CopyPlan#staged()}): the plan's ({@link CopyPlan.Launch#staging()}: a layer's
+     * pairs of the launch, K and V together), each as the launch's groups cut to its pairs, K's groups before V's. A
+     * group may hold several layers (layers whose cells lie at one constant stride, e.g. side by side in a token's row)
+     * and holds K or V only, so groups are cut and joined by unit: within a unit a write may land on bytes the same unit
+     * has still to read (NHD read as HND on the same blocks, a permute moving a K cell onto V bytes); between units the
+     * plan's classification ({@code CopyStaging}) shows that no unit's source cells share a byte with another unit's
+     * destination cells, so units staged one after another are exact.
      */
     private static List<List<Group>> units(CopyPlan.Launch l, List<Group> groups) {
-        Map<Integer, List<Group>> byLayer = new LinkedHashMap<>();
+        CopyPlan.Staging staging = l.staging();
+        Map<CopyPlan.Pair, Integer> unitOfPair = new IdentityHashMap<>();
+        for (int u = 0; u < staging.units(); u++) {
+            for (CopyPlan.Pair p : staging.unit(u)) {
+                unitOfPair.put(p, u);
+            }
+        }
         List<CopyPlan.Pair> pairs = l.pairs();
+        List<List<Group>> units = new ArrayList<>(staging.units());
+        for (int u = 0; u < staging.units(); u++) {
+            units.add(new ArrayList<>());
+        }
         for (Group g : groups) {
             int end = g.firstPair + g.heads;
             for (int i = g.firstPair; i < end; ) {
-                int layer = pairs.get(i).layer();
+                int unit = unitOfPair.get(pairs.get(i));
                 int j = i + 1;
-                while (j < end && pairs.get(j).layer() == layer) {
+                while (j < end && unitOfPair.get(pairs.get(j)) == unit) {
                     j++;
                 }
                 // pairs i .. j-1 of the group: the same strides, pair i's parts where the group's first pair's were
                 Group cut = i == g.firstPair && j == end ? g : new Group(g.srcSeg, part(pairs.get(i), true, g.v),
                         g.srcHeadStride, g.dstSeg, part(pairs.get(i), false, g.v), g.dstHeadStride, g.cellPieces,
                         g.pieceBase, g.regionPieces, i, j - i, g.v);
-                byLayer.computeIfAbsent(layer, k -> new ArrayList<>()).add(cut);
+                units.get(unit).add(cut);
                 i = j;
             }
         }
-        List<List<Group>> units = new ArrayList<>(byLayer.size());
-        for (List<Group> u : byLayer.values()) {
-            units.add(List.copyOf(u));
-        }
-        return List.copyOf(units);
+        return units.stream().map(List::copyOf).toList();
     }
 
     /** The split sizes of the checksum path, without the SPI's class in this package's hot loop. */
@@ -630,23 +637,21 @@ final class CpuCopy {
     }
 
     /**
-     * Byte cells of a staged launch, page by page and, within a page, unit by unit (one layer's pairs, K and V: a byte
-     * cell's pieces straddle them, see {@link #units} for why a unit is never split): every pair's cells of the unit
+     * Byte cells of a staged launch, page by page and, within a page, unit by unit (the plan's: one layer's pairs, K and
+     * V: a byte cell's pieces straddle them, see {@link #units} for why a unit is never split): every pair's cells of the unit
      * assembled into the buffer (zeroed past K and V: the padding) and summed, then written out.
      */
     private static void stagedByteCells(CopyPlan.Launch l, Runs runs, long[] out) {
         ChecksumMode mode = l.mode();
         int[] starts = pageStarts(runs);
-        Map<Integer, List<CopyPlan.Pair>> byLayer = new LinkedHashMap<>();
-        for (CopyPlan.Pair pair : l.pairs()) {
-            byLayer.computeIfAbsent(pair.layer(), k -> new ArrayList<>()).add(pair);
-        }
+        CopyPlan.Staging staging = l.staging();
         for (int q = 0; q + 1 < starts.length; q++) {
             long tokens = 0;
             for (int r = starts[q]; r < starts[q + 1]; r++) {
                 tokens += runs.n[r];
             }
-            for (List<CopyPlan.Pair> unit : byLayer.values()) {
+            for (int u = 0; u < staging.units(); u++) {
+                List<CopyPlan.Pair> unit = staging.unit(u);
                 long perToken = 0;
                 for (CopyPlan.Pair pair : unit) {
                     perToken += 8L * pair.pieces();

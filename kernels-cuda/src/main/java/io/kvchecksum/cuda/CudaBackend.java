@@ -19,6 +19,7 @@ import io.kvchecksum.spi.BackendProvider.Availability;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -507,12 +508,14 @@ public final class CudaBackend implements Backend {
         long[] dstOff = new long[n];
         String[] names = new String[n];
         boolean staged = plan.staged();
-        // staged: each layer's pairs together (a staging unit is one layer's pairs of a launch), a launch per layer
-        List<List<CopyPlan.Pair>> ordered = launches.stream().map(l -> staged ? l.pairs().stream()
-                .sorted(java.util.Comparator.comparingInt(CopyPlan.Pair::layer)).toList() : l.pairs()).toList();
+        // staged: the plan's staging units (each layer's pairs of a launch) together, a kernel launch per unit
+        CopyPlan.Staging[] staging = new CopyPlan.Staging[n];
+        List<List<CopyPlan.Pair>> ordered = new ArrayList<>(n);
         long at = 0;
         for (int k = 0; k < n; k++) {
             CopyPlan.Launch l = launches.get(k);
+            staging[k] = staged ? l.staging() : null;
+            ordered.add(staged ? staging[k].pairs() : l.pairs());
             srcOff[k] = at;
             at += (long) l.pairs().size() * KernelAbi.SLICE_BYTES;
             dstOff[k] = at;
@@ -551,27 +554,20 @@ public final class CudaBackend implements Backend {
                 for (int k = 0; k < n; k++) {
                     CopyPlan.Launch l = launches.get(k);
                     if (staged) {
-                        List<CopyPlan.Pair> pairs = ordered.get(k);
-                        int units = (int) Math.ceilDiv(l.numTokens() - l.startToken(), (long) l.destinationPageSize());
-                        for (int g0 = 0; g0 < pairs.size(); ) {
-                            int g1 = g0 + 1;
-                            while (g1 < pairs.size() && pairs.get(g1).layer() == pairs.get(g0).layer()) {
-                                g1++;
-                            }
+                        CopyPlan.Staging units = staging[k];
+                        int pages = (int) Math.ceilDiv(l.numTokens() - l.startToken(), (long) l.destinationPageSize());
+                        int[] starts = units.starts();
+                        for (int u = 0; u < units.units(); u++) {
+                            int g0 = starts[u];
+                            int g1 = starts[u + 1];
                             KernelAbi.copyParams(host, params, dUpload + srcOff[k] + (long) g0 * KernelAbi.SLICE_BYTES,
                                     dUpload + dstOff[k] + (long) g0 * KernelAbi.SLICE_BYTES, dUpload + srcTableOff,
                                     dUpload + dstTableOff, dOut, l.startToken(), l.firstBlock(), l.numTokens(),
-                                    l.blockSize(), l.sourcePageSize(), l.destinationPageSize(), g1 - g0, units);
-                            long pieces = 0;
-                            for (int i = g0; i < g1; i++) {
-                                pieces += pairs.get(i).pieces();
-                            }
-                            // the unit's pieces (at most limits().maxStagedUnitBytes(): checked) and the warps' partial
-                            // sums in dynamic shared memory
-                            int shared = Math.toIntExact(8 * pieces * Math.min(l.destinationPageSize(),
-                                    l.numTokens() - l.startToken()) + COPY_STAGE_PARTIALS);
-                            launch(names[k], units, 1, stream, host, upload, shared);
-                            g0 = g1;
+                                    l.blockSize(), l.sourcePageSize(), l.destinationPageSize(), g1 - g0, pages);
+                            // the unit (at most limits().maxStagedUnitBytes(): checked) and the warps' partial sums in
+                            // dynamic shared memory
+                            int shared = Math.toIntExact(units.bytes(u) + COPY_STAGE_PARTIALS);
+                            launch(names[k], pages, 1, stream, host, upload, shared);
                         }
                         continue;
                     }

@@ -140,6 +140,7 @@ final class CopyKernels {
         boolean staged = plan.staged();
         int[][] groups = new int[launches.size()][];
         long[] stage = new long[launches.size()];
+        int[][] cells = new int[launches.size()][];
         int units = (int) Math.ceilDiv(first.numTokens() - first.startToken(), (long) first.destinationPageSize());
         int[] parts = new int[launches.size()];
         long[][] sdesc = new long[launches.size()][];
@@ -147,22 +148,18 @@ final class CopyKernels {
         int total = 0;
         for (int i = 0; i < launches.size(); i++) {
             CopyPlan.Launch l = launches.get(i);
-            List<CopyPlan.Pair> pairs = staged ? byLayer(l.pairs()) : l.pairs();
+            CopyPlan.Staging staging = staged ? l.staging() : null;
+            List<CopyPlan.Pair> pairs = staged ? staging.pairs() : l.pairs();
             List<SlicePlan.Slice> ls = pairs.stream().map(CopyPlan.Pair::source).toList();
             List<SlicePlan.Slice> ld = pairs.stream().map(CopyPlan.Pair::destination).toList();
             sdesc[i] = Descriptors.words(ls, src::base, src::aligned);
             ddesc[i] = Descriptors.words(ld, dst::base, dst::aligned);
             if (staged) {
-                groups[i] = layerStarts(pairs);
-                for (int g = 0; g + 1 < groups[i].length; g++) {
-                    long pieces = 0;
-                    for (int p = groups[i][g]; p < groups[i][g + 1]; p++) {
-                        pieces += pairs.get(p).pieces();
-                    }
-                    stage[i] = Math.max(stage[i], pieces * Math.min(l.destinationPageSize(),
-                            l.numTokens() - l.startToken()) * Sizeof.cl_ulong);
-                }
-                parts[i] = Math.multiplyExact(groups[i].length - 1, l.blockSize());
+                // the plan's units: where each starts, its cells' bytes, the largest one's local memory
+                groups[i] = staging.starts();
+                cells[i] = cellBytes(staging.pairs());
+                stage[i] = staging.largest();
+                parts[i] = Math.multiplyExact(staging.units(), l.blockSize());
             } else if (l.cellKind() == CompiledPlan.CellKind.WHOLE_PIECES) {
                 long pieces = 0;
                 for (CopyPlan.Pair p : l.pairs()) {
@@ -204,8 +201,7 @@ final class CopyKernels {
                 op.arg(k, 14, offset);
                 op.arg(k, 15, partials);
                 if (staged) {
-                    List<CopyPlan.Pair> pairs = byLayer(l.pairs());
-                    op.arg(k, 16, op.upload(cellBytes(pairs)));
+                    op.arg(k, 16, op.upload(cells[i]));
                     op.arg(k, 17, op.upload(groups[i]));
                     int ls = stagedLocalSize();
                     op.local(k, 18, stage[i] + (long) ls * Sizeof.cl_ulong);   // the unit, then group_sum's scratch
@@ -239,26 +235,6 @@ final class CopyKernels {
             bytes[2 * p + 1] = d.v() == null ? 0 : d.v().bytes();
         }
         return bytes;
-    }
-
-    /**
-     * The pairs with each layer's together (stable): a staging unit is one layer's pairs of a launch, also where a
-     * destination lists one layer in two runs of heads.
-     */
-    private static List<CopyPlan.Pair> byLayer(List<CopyPlan.Pair> pairs) {
-        return pairs.stream().sorted(java.util.Comparator.comparingInt(CopyPlan.Pair::layer)).toList();
-    }
-
-    /** Where each layer's pairs start in {@code pairs} (sorted by layer), then {@code pairs.size()}. */
-    private static int[] layerStarts(List<CopyPlan.Pair> pairs) {
-        List<Integer> starts = new ArrayList<>();
-        for (int p = 0; p < pairs.size(); p++) {
-            if (p == 0 || pairs.get(p).layer() != pairs.get(p - 1).layer()) {
-                starts.add(p);
-            }
-        }
-        starts.add(pairs.size());
-        return starts.stream().mapToInt(Integer::intValue).toArray();
     }
 
     /**
