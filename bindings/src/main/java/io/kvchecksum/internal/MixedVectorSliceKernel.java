@@ -323,18 +323,19 @@ final class MixedVectorSliceKernel implements SliceKernel {
     }
 
     /**
-     * {@link #rowPass} with its sums in registers: {@link VectorSliceKernel}'s row-pass algebra (its {@code rowEight}) on
-     * mixed vectors. The row is eight units of four vectors; per unit {@code A += X}, {@code T += (A << s) - K} with
-     * {@code X} the unit's mixed vectors summed, {@code K = x1 + 2x2 + 3x3} and {@code 2^s = P/L}; unit {@code j}'s sum
-     * is {@code sum_l (c0 + 8L*(j % perHead) + 2l + 2L*2^s*n)*A_l - 2L*T_l}, {@code c0 = 2(t0*P + pieceBase) + 1} (the
+     * {@link #rowPass} with its sums in registers: {@link VectorSliceKernel}'s row-pass algebra on mixed vectors. The
+     * row is eight units of four vectors; per unit {@code A += X}, {@code T += (A << s) - K} with {@code X} the unit's
+     * mixed vectors summed, {@code K = x1 + 2x2 + 3x3} and {@code 2^s = P/L}; unit {@code j}'s sum is
+     * {@code sum_l (c0 + 8L*(j % perHead) + 2l + 2L*2^s*n)*A_l - 2L*T_l}, {@code c0 = 2(t0*P + pieceBase) + 1} (the
      * standard mode's closing; only the pieces are mixed first). Adds unit {@code j}'s sum to its head's {@code out}.
-     * The scratch's two loads and two stores per vector are gone: fewer instructions per 64-byte line
-     * (docs/bench-cpu.md, "Row sums in registers").
+     * The scratch's two loads and two stores per vector are gone (docs/bench-cpu.md, "Row sums in registers").
      *
-     * <p>Written as C2 compiles it well: the loop body reads half a row (sixteen loads) and swaps the halves' sums, as
-     * {@code rowEight}; the mixer is written out ({@link #mix} operation for operation), since, called sixteen times,
-     * C2 stopped inlining it at NodeCountInliningCutoff and boxed the vectors; and the closing is written out, since
-     * the sums put in an array were boxed once per call (a block), which halved the speed.
+     * <p>Written as both JIT tiers compile it: the loop body reads one unit (iteration {@code k}: unit {@code k & 7}
+     * of token {@code k >> 3}) and rotates the eight units' sums, and the mixer is written out ({@link #mix} operation
+     * for operation). Called in the body, C2 stopped inlining it at NodeCountInliningCutoff and boxed the vectors.
+     * Bodies of half or a quarter row (sixteen or eight mixers, fewer moves) C2 compiled as fast, but C1 gave up on
+     * them ("out of virtual registers"), after which the tiered policy can leave the method in its unprofiled C1 code
+     * (0.1 GB/s, measured). The closing is written out: the sums put in an array were boxed once per call (a block).
      */
     static void rowRegs(MemorySegment seg, long base, long stride, int n, long t0, int cellPieces, int pieceBase,
             int perHead, long[] out) {
@@ -343,8 +344,8 @@ final class MixedVectorSliceKernel implements SliceKernel {
         final int shift = Integer.numberOfTrailingZeros(cellPieces / L);
         LongVector a0 = zero, a1 = zero, a2 = zero, a3 = zero, a4 = zero, a5 = zero, a6 = zero, a7 = zero;
         LongVector w0 = zero, w1 = zero, w2 = zero, w3 = zero, w4 = zero, w5 = zero, w6 = zero, w7 = zero;
-        for (int k = 0; k < 2 * n; k++) {
-            long at = base + (k >> 1) * stride + (k & 1) * 16 * vb;
+        for (int k = 0; k < 8 * n; k++) {
+            long at = base + (k >> 3) * stride + (k & 7) * 4 * vb;
             LongVector x0, x1, x2, x3, r1, r2, p, q;
             x0 = LongVector.fromMemorySegment(S, seg, at, LE);
             p = x0.and(M32).mul(LongVector.broadcast(S, 0x9E3779B9L).and(M32));
@@ -378,125 +379,23 @@ final class MixedVectorSliceKernel implements SliceKernel {
             r1 = x1.add(r2);
             a0 = a0.add(x0.add(r1));
             w0 = w0.add(a0.lanewise(VectorOperators.LSHL, shift).sub(r1.add(r2).add(x3)));
-            x0 = LongVector.fromMemorySegment(S, seg, at + 4 * vb, LE);
-            p = x0.and(M32).mul(LongVector.broadcast(S, 0x9E3779B9L).and(M32));
-            x0 = x0.lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32).lanewise(VectorOperators.XOR, p).and(HI));
-            p = x0.lanewise(VectorOperators.LSHR, 32).mul(LongVector.broadcast(S, 0x85EBCA6BL).and(M32));
-            x0 = x0.lanewise(VectorOperators.XOR, p.and(M32)).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32));
-            p = x0.and(M32).mul(LongVector.broadcast(S, 0xC2B2AE35L).and(M32));
-            x0 = x0.lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32).lanewise(VectorOperators.XOR, p).and(HI));
-            x1 = LongVector.fromMemorySegment(S, seg, at + 5 * vb, LE);
-            p = x1.and(M32).mul(LongVector.broadcast(S, 0x9E3779B9L).and(M32));
-            x1 = x1.lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32).lanewise(VectorOperators.XOR, p).and(HI));
-            p = x1.lanewise(VectorOperators.LSHR, 32).mul(LongVector.broadcast(S, 0x85EBCA6BL).and(M32));
-            x1 = x1.lanewise(VectorOperators.XOR, p.and(M32)).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32));
-            p = x1.and(M32).mul(LongVector.broadcast(S, 0xC2B2AE35L).and(M32));
-            x1 = x1.lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32).lanewise(VectorOperators.XOR, p).and(HI));
-            x2 = LongVector.fromMemorySegment(S, seg, at + 6 * vb, LE);
-            p = x2.and(M32).mul(LongVector.broadcast(S, 0x9E3779B9L).and(M32));
-            x2 = x2.lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32).lanewise(VectorOperators.XOR, p).and(HI));
-            p = x2.lanewise(VectorOperators.LSHR, 32).mul(LongVector.broadcast(S, 0x85EBCA6BL).and(M32));
-            x2 = x2.lanewise(VectorOperators.XOR, p.and(M32)).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32));
-            p = x2.and(M32).mul(LongVector.broadcast(S, 0xC2B2AE35L).and(M32));
-            x2 = x2.lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32).lanewise(VectorOperators.XOR, p).and(HI));
-            x3 = LongVector.fromMemorySegment(S, seg, at + 7 * vb, LE);
-            p = x3.and(M32).mul(LongVector.broadcast(S, 0x9E3779B9L).and(M32));
-            x3 = x3.lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32).lanewise(VectorOperators.XOR, p).and(HI));
-            p = x3.lanewise(VectorOperators.LSHR, 32).mul(LongVector.broadcast(S, 0x85EBCA6BL).and(M32));
-            x3 = x3.lanewise(VectorOperators.XOR, p.and(M32)).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32));
-            p = x3.and(M32).mul(LongVector.broadcast(S, 0xC2B2AE35L).and(M32));
-            x3 = x3.lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32).lanewise(VectorOperators.XOR, p).and(HI));
-            r2 = x2.add(x3);
-            r1 = x1.add(r2);
-            a1 = a1.add(x0.add(r1));
-            w1 = w1.add(a1.lanewise(VectorOperators.LSHL, shift).sub(r1.add(r2).add(x3)));
-            x0 = LongVector.fromMemorySegment(S, seg, at + 8 * vb, LE);
-            p = x0.and(M32).mul(LongVector.broadcast(S, 0x9E3779B9L).and(M32));
-            x0 = x0.lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32).lanewise(VectorOperators.XOR, p).and(HI));
-            p = x0.lanewise(VectorOperators.LSHR, 32).mul(LongVector.broadcast(S, 0x85EBCA6BL).and(M32));
-            x0 = x0.lanewise(VectorOperators.XOR, p.and(M32)).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32));
-            p = x0.and(M32).mul(LongVector.broadcast(S, 0xC2B2AE35L).and(M32));
-            x0 = x0.lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32).lanewise(VectorOperators.XOR, p).and(HI));
-            x1 = LongVector.fromMemorySegment(S, seg, at + 9 * vb, LE);
-            p = x1.and(M32).mul(LongVector.broadcast(S, 0x9E3779B9L).and(M32));
-            x1 = x1.lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32).lanewise(VectorOperators.XOR, p).and(HI));
-            p = x1.lanewise(VectorOperators.LSHR, 32).mul(LongVector.broadcast(S, 0x85EBCA6BL).and(M32));
-            x1 = x1.lanewise(VectorOperators.XOR, p.and(M32)).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32));
-            p = x1.and(M32).mul(LongVector.broadcast(S, 0xC2B2AE35L).and(M32));
-            x1 = x1.lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32).lanewise(VectorOperators.XOR, p).and(HI));
-            x2 = LongVector.fromMemorySegment(S, seg, at + 10 * vb, LE);
-            p = x2.and(M32).mul(LongVector.broadcast(S, 0x9E3779B9L).and(M32));
-            x2 = x2.lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32).lanewise(VectorOperators.XOR, p).and(HI));
-            p = x2.lanewise(VectorOperators.LSHR, 32).mul(LongVector.broadcast(S, 0x85EBCA6BL).and(M32));
-            x2 = x2.lanewise(VectorOperators.XOR, p.and(M32)).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32));
-            p = x2.and(M32).mul(LongVector.broadcast(S, 0xC2B2AE35L).and(M32));
-            x2 = x2.lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32).lanewise(VectorOperators.XOR, p).and(HI));
-            x3 = LongVector.fromMemorySegment(S, seg, at + 11 * vb, LE);
-            p = x3.and(M32).mul(LongVector.broadcast(S, 0x9E3779B9L).and(M32));
-            x3 = x3.lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32).lanewise(VectorOperators.XOR, p).and(HI));
-            p = x3.lanewise(VectorOperators.LSHR, 32).mul(LongVector.broadcast(S, 0x85EBCA6BL).and(M32));
-            x3 = x3.lanewise(VectorOperators.XOR, p.and(M32)).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32));
-            p = x3.and(M32).mul(LongVector.broadcast(S, 0xC2B2AE35L).and(M32));
-            x3 = x3.lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32).lanewise(VectorOperators.XOR, p).and(HI));
-            r2 = x2.add(x3);
-            r1 = x1.add(r2);
-            a2 = a2.add(x0.add(r1));
-            w2 = w2.add(a2.lanewise(VectorOperators.LSHL, shift).sub(r1.add(r2).add(x3)));
-            x0 = LongVector.fromMemorySegment(S, seg, at + 12 * vb, LE);
-            p = x0.and(M32).mul(LongVector.broadcast(S, 0x9E3779B9L).and(M32));
-            x0 = x0.lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32).lanewise(VectorOperators.XOR, p).and(HI));
-            p = x0.lanewise(VectorOperators.LSHR, 32).mul(LongVector.broadcast(S, 0x85EBCA6BL).and(M32));
-            x0 = x0.lanewise(VectorOperators.XOR, p.and(M32)).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32));
-            p = x0.and(M32).mul(LongVector.broadcast(S, 0xC2B2AE35L).and(M32));
-            x0 = x0.lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32).lanewise(VectorOperators.XOR, p).and(HI));
-            x1 = LongVector.fromMemorySegment(S, seg, at + 13 * vb, LE);
-            p = x1.and(M32).mul(LongVector.broadcast(S, 0x9E3779B9L).and(M32));
-            x1 = x1.lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32).lanewise(VectorOperators.XOR, p).and(HI));
-            p = x1.lanewise(VectorOperators.LSHR, 32).mul(LongVector.broadcast(S, 0x85EBCA6BL).and(M32));
-            x1 = x1.lanewise(VectorOperators.XOR, p.and(M32)).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32));
-            p = x1.and(M32).mul(LongVector.broadcast(S, 0xC2B2AE35L).and(M32));
-            x1 = x1.lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32).lanewise(VectorOperators.XOR, p).and(HI));
-            x2 = LongVector.fromMemorySegment(S, seg, at + 14 * vb, LE);
-            p = x2.and(M32).mul(LongVector.broadcast(S, 0x9E3779B9L).and(M32));
-            x2 = x2.lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32).lanewise(VectorOperators.XOR, p).and(HI));
-            p = x2.lanewise(VectorOperators.LSHR, 32).mul(LongVector.broadcast(S, 0x85EBCA6BL).and(M32));
-            x2 = x2.lanewise(VectorOperators.XOR, p.and(M32)).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32));
-            p = x2.and(M32).mul(LongVector.broadcast(S, 0xC2B2AE35L).and(M32));
-            x2 = x2.lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32).lanewise(VectorOperators.XOR, p).and(HI));
-            x3 = LongVector.fromMemorySegment(S, seg, at + 15 * vb, LE);
-            p = x3.and(M32).mul(LongVector.broadcast(S, 0x9E3779B9L).and(M32));
-            x3 = x3.lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32).lanewise(VectorOperators.XOR, p).and(HI));
-            p = x3.lanewise(VectorOperators.LSHR, 32).mul(LongVector.broadcast(S, 0x85EBCA6BL).and(M32));
-            x3 = x3.lanewise(VectorOperators.XOR, p.and(M32)).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32));
-            p = x3.and(M32).mul(LongVector.broadcast(S, 0xC2B2AE35L).and(M32));
-            x3 = x3.lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32).lanewise(VectorOperators.XOR, p).and(HI));
-            r2 = x2.add(x3);
-            r1 = x1.add(r2);
-            a3 = a3.add(x0.add(r1));
-            w3 = w3.add(a3.lanewise(VectorOperators.LSHL, shift).sub(r1.add(r2).add(x3)));
             q = a0;
-            a0 = a4;
-            a4 = q;
-            q = w0;
-            w0 = w4;
-            w4 = q;
-            q = a1;
-            a1 = a5;
-            a5 = q;
-            q = w1;
-            w1 = w5;
-            w5 = q;
-            q = a2;
-            a2 = a6;
-            a6 = q;
-            q = w2;
-            w2 = w6;
-            w6 = q;
-            q = a3;
-            a3 = a7;
+            a0 = a1;
+            a1 = a2;
+            a2 = a3;
+            a3 = a4;
+            a4 = a5;
+            a5 = a6;
+            a6 = a7;
             a7 = q;
-            q = w3;
-            w3 = w7;
+            q = w0;
+            w0 = w1;
+            w1 = w2;
+            w2 = w3;
+            w3 = w4;
+            w4 = w5;
+            w5 = w6;
+            w6 = w7;
             w7 = q;
         }
         long c0 = 2 * (t0 * cellPieces + pieceBase) + 1 + ((long) n << shift << VectorSliceKernel.SHIFT_2L);
