@@ -28,8 +28,9 @@ import java.util.Arrays;
  * loop body ({@link #rowRegs}; 2 KiB rows at 512 bits); {@code units}, the same algebra a unit per step with the
  * unit's sums in a thread's scratch ({@link #rowUnitScratch}); {@code halves} and {@code quarters}, the register form
  * with half and quarter rows per loop body; {@code scratch}, the row pass with every row vector's sums in a thread's
- * scratch (shipped until 2026-12-07; since then {@code rows}, the shipped kernel, is {@code regs} for 2 KiB rows at
- * 512 bits). Each JVM runs its
+ * scratch (shipped until 2026-12-07; since then {@code rows}, the shipped kernel, reads 2 KiB rows at 512 bits as
+ * {@code rot8} does); {@code qcalls}, {@code quarters} with the mixer called; {@code rot8}, a unit per loop body and
+ * the eight units' sums rotated ({@code MixedVectorSliceKernel.rowRegs}). docs/bench-cpu.md, "Row sums in registers". Each JVM runs its
  * variant and the shipped standard mode in rotating turns and prints the mixed/standard ratios of wall time and of CPU
  * time (all of the JVM's threads), best and median; the variant's block checksums are compared with the shipped mixed
  * mode's first (exit on a difference). docs/bench-cpu.md, "Mixed mode cost".
