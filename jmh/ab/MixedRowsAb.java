@@ -18,12 +18,13 @@ import java.util.function.LongSupplier;
 /**
  * A/B of the mixed mode's side-by-side-heads loops in one JVM (not a benchmark; built and run by
  * {@code jmh/ab/mixed-rows-ab.sh}): {@code old}, heads from memory head by head with the next block touched ahead (the
- * mixed kernel before its row pass), {@code rows} (the mixed kernel as it ships: a row of heads per pass from memory),
+ * mixed kernel before its row pass), {@code scratch} (the row pass with every row vector's running sums in a per-thread
+ * scratch array, as shipped until 2026-12-07; the shipped kernel keeps 2 KiB rows' sums in registers at 512 bits),
  * {@code standard} (the standard mode as it ships), {@code mixed} (the mixed mode as it ships, through the public
  * backend and a mixed plan) and every reader of the project's read bound (the bound is the fastest of them, as in the
  * suite: the 512-bit reader alone reads memory slower than the standard checksum on Zen 4), one call each in turn with
  * the order rotating, so a loaded machine's noise hits all alike; prints best and median GB/s and the ratios to
- * the standard mode's best and median. {@code old} and {@code rows} run through a backend whose kernel is the mixed
+ * the standard mode's best and median. {@code old} and {@code scratch} run through a backend whose kernel is the mixed
  * one (a standard-mode plan then computes mixed sums); their block checksums are compared with the shipped mixed mode's
  * first (exit on a difference). Each call's CPU time (all of the JVM's threads, {@link ThreadMXBean}) is recorded too:
  * on a machine shared with other work, wall time counts the cycles other processes took, while the ratio of CPU time
@@ -51,7 +52,7 @@ public final class MixedRowsAb {
         int threads = Integer.parseInt(args[2]);
         int rounds = Integer.parseInt(args[3]);
         List<MemoryBound.Reader> readers = MemoryBound.readers();
-        List<String> names = new ArrayList<>(List.of("old", "rows", "standard", "mixed"));
+        List<String> names = new ArrayList<>(List.of("old", "scratch", "standard", "mixed"));
         readers.forEach(r -> names.add("read-" + r.id()));
         int n = names.size();
         try (KvFixture fx = KvFixture.of(shape, size)) {
@@ -60,11 +61,11 @@ public final class MixedRowsAb {
             Constructor<FastCpuBackend> c = FastCpuBackend.class.getDeclaredConstructor(int.class, SliceKernel.class, long.class);
             c.setAccessible(true);
             KvChecksum old = KvChecksum.of(c.newInstance(threads, new MixedVectorSliceKernel(false), FastCpuBackend.PARALLEL_BYTES));
-            KvChecksum rows = KvChecksum.of(c.newInstance(threads, new MixedVectorSliceKernel(true), FastCpuBackend.PARALLEL_BYTES));
+            KvChecksum rows = KvChecksum.of(c.newInstance(threads, new MixedVectorSliceKernel(true, false), FastCpuBackend.PARALLEL_BYTES));
             KvChecksum cpu = KvChecksums.cpu(threads);
             long[] shipped = cpu.blockChecksums(mixedPlan);
             if (!Arrays.equals(shipped, old.blockChecksums(plan)) || !Arrays.equals(shipped, rows.blockChecksums(plan))) {
-                throw new AssertionError("old, rows and the shipped mixed mode differ");
+                throw new AssertionError("old, scratch and the shipped mixed mode differ");
             }
             try (MemoryBound bound = new MemoryBound(fx.segments(), threads)) {
                 LongSupplier[] turn = new LongSupplier[n];

@@ -3,7 +3,7 @@
 # JVM per variant, the JVMs alternating (jmh/ab/MixedVariantsAb.java): docs/bench-cpu.md, "Mixed mode cost". Builds
 # jmh/target/benchmarks.jar when missing or stale. Threads: all processors; extra JVM flags follow, e.g. -XX:UseAVX=2.
 #
-#   [SIZE=128MiB] [VARIANTS="rows touch pagetouch narrow two"] jmh/ab/mixed-variants-ab.sh [reps] [rounds] [jvm flags...]
+#   [SIZE=128MiB] [VARIANTS="rows touch pagetouch narrow two regs units halves quarters scratch"] jmh/ab/mixed-variants-ab.sh [reps] [rounds] [jvm flags...]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 java_home=${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}

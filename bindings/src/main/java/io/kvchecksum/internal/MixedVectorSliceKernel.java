@@ -19,7 +19,9 @@ import java.util.Arrays;
  * The mixer is about fifteen vector operations: with four or eight of them in one loop body (the standard loops'
  * unrolling) C2 stops inlining at {@code NodeCountInliningCutoff} and boxes every vector (measured: 15x slower). One
  * accumulator pair is enough, since the mixer's arithmetic, not the adds' latency, sets the pace (docs/bench-cpu.md).
- * The row pass from memory ({@link #rowPass}) keeps one pair per row vector in a thread's scratch instead.
+ * The row pass from memory ({@link #rowPass}) keeps one pair per row vector in a thread's scratch instead, and
+ * {@link #rowRegs} (2 KiB rows at 512 bits) the standard row pass's two sums per four vectors in registers, its mixers
+ * written out in the loop body, so that C2's node budget is spent on the Vector API's operations, not on call sites.
  *
  * <p>The mixer's multiplies are {@code LongVector} multiplies of two operands masked to their low 32 bits (the
  * constant too), the shape HotSpot compiles to {@code vpmuludq} on AVX2/AVX-512 (JDK-8341137) instead of an emulated
@@ -38,6 +40,9 @@ final class MixedVectorSliceKernel implements SliceKernel {
      */
     private final boolean rows;
 
+    /** Whether 2 KiB rows at 512 bits take {@link #rowRegs} (sums in registers); false only in tests and A/B runs. */
+    private final boolean regs;
+
     /** Scratch of {@link #rowPass}: each thread's per-piece running sums of one row. */
     private static final ThreadLocal<long[][]> ROW_SUMS = ThreadLocal.withInitial(() -> new long[2][0]);
 
@@ -52,7 +57,16 @@ final class MixedVectorSliceKernel implements SliceKernel {
      * can run both forms.
      */
     MixedVectorSliceKernel(boolean rowPass) {
+        this(rowPass, true);
+    }
+
+    /**
+     * {@code rowRegs} false: every row pass through the per-thread scratch ({@link #rowPass}), the shipped loop before
+     * {@link #rowRegs}, kept so tests and the A/B run can compare both.
+     */
+    MixedVectorSliceKernel(boolean rowPass, boolean rowRegs) {
         this.rows = rowPass;
+        this.regs = rowRegs;
     }
 
     /**
@@ -220,6 +234,13 @@ final class MixedVectorSliceKernel implements SliceKernel {
         if (fromMemory && rowsAffine(heads, kPieces, kHeadStride, vSeg == null ? 0 : vPieces, vHeadStride)) {
             int cell = kPieces + (vSeg == null ? 0 : vPieces);
             Arrays.fill(out, 0, heads, 0);
+            if (regs && regsRow(heads, kPieces, cell) && (vSeg == null || regsRow(heads, vPieces, cell))) {
+                rowRegs(kSeg, kBase, kStride, n, t0, cell, 0, kPieces / (4 * L), out);
+                if (vSeg != null) {
+                    rowRegs(vSeg, vBase, vStride, n, t0, cell, kPieces, vPieces / (4 * L), out);
+                }
+                return;
+            }
             rowPass(kSeg, kBase, kStride, n, t0, cell, 0, kPieces, heads, out);
             if (vSeg != null) {
                 rowPass(vSeg, vBase, vStride, n, t0, cell, kPieces, vPieces, heads, out);
@@ -289,6 +310,112 @@ final class MixedVectorSliceKernel implements SliceKernel {
             }
             out[h] += g.reduceLanes(VectorOperators.ADD);
         }
+    }
+
+    /**
+     * Whether a row of {@code heads} regions of {@code pieces} is {@link #rowRegs}'s: a 2 KiB row at 512 bits (eight
+     * units of four vectors, sixteen sums in AVX-512's 32 registers; Llama-3-8B TP1's K or V row), each region whole
+     * units and the cell a power of two vectors (the algebra's shift).
+     */
+    static boolean regsRow(int heads, int pieces, int cellPieces) {
+        return KernelSpecies.WIDE_REGISTER_FILE && L == 8 && pieces % (4 * L) == 0 && heads * pieces == 32 * L
+                && cellPieces % L == 0 && Integer.bitCount(cellPieces / L) == 1;
+    }
+
+    /**
+     * {@link #rowPass} with its sums in registers: {@link VectorSliceKernel}'s row-pass algebra on mixed vectors. The
+     * row is eight units of four vectors; per unit {@code A += X}, {@code T += (A << s) - K} with {@code X} the unit's
+     * mixed vectors summed, {@code K = x1 + 2x2 + 3x3} and {@code 2^s = P/L}; unit {@code j}'s sum is
+     * {@code sum_l (c0 + 8L*(j % perHead) + 2l + 2L*2^s*n)*A_l - 2L*T_l}, {@code c0 = 2(t0*P + pieceBase) + 1} (the
+     * standard mode's closing; only the pieces are mixed first). Adds unit {@code j}'s sum to its head's {@code out}.
+     * The scratch's two loads and two stores per vector are gone (docs/bench-cpu.md, "Row sums in registers").
+     *
+     * <p>Written as both JIT tiers compile it: the loop body reads one unit (iteration {@code k}: unit {@code k & 7}
+     * of token {@code k >> 3}) and rotates the eight units' sums, and the mixer is written out ({@link #mix} operation
+     * for operation). Called in the body, C2 stopped inlining it at NodeCountInliningCutoff and boxed the vectors.
+     * Bodies of half or a quarter row (sixteen or eight mixers, fewer moves) C2 compiled as fast, but C1 gave up on
+     * them ("out of virtual registers"), after which the tiered policy can leave the method in its unprofiled C1 code
+     * (0.1 GB/s, measured). The closing is written out: the sums put in an array were boxed once per call (a block).
+     */
+    static void rowRegs(MemorySegment seg, long base, long stride, int n, long t0, int cellPieces, int pieceBase,
+            int perHead, long[] out) {
+        final LongVector zero = LongVector.zero(S);
+        final long vb = 8L * L;
+        final int shift = Integer.numberOfTrailingZeros(cellPieces / L);
+        LongVector a0 = zero, a1 = zero, a2 = zero, a3 = zero, a4 = zero, a5 = zero, a6 = zero, a7 = zero;
+        LongVector w0 = zero, w1 = zero, w2 = zero, w3 = zero, w4 = zero, w5 = zero, w6 = zero, w7 = zero;
+        for (int k = 0; k < 8 * n; k++) {
+            long at = base + (k >> 3) * stride + (k & 7) * 4 * vb;
+            LongVector x0, x1, x2, x3, r1, r2, p, q;
+            x0 = LongVector.fromMemorySegment(S, seg, at, LE);
+            p = x0.and(M32).mul(LongVector.broadcast(S, 0x9E3779B9L).and(M32));
+            x0 = x0.lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32).lanewise(VectorOperators.XOR, p).and(HI));
+            p = x0.lanewise(VectorOperators.LSHR, 32).mul(LongVector.broadcast(S, 0x85EBCA6BL).and(M32));
+            x0 = x0.lanewise(VectorOperators.XOR, p.and(M32)).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32));
+            p = x0.and(M32).mul(LongVector.broadcast(S, 0xC2B2AE35L).and(M32));
+            x0 = x0.lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32).lanewise(VectorOperators.XOR, p).and(HI));
+            x1 = LongVector.fromMemorySegment(S, seg, at + vb, LE);
+            p = x1.and(M32).mul(LongVector.broadcast(S, 0x9E3779B9L).and(M32));
+            x1 = x1.lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32).lanewise(VectorOperators.XOR, p).and(HI));
+            p = x1.lanewise(VectorOperators.LSHR, 32).mul(LongVector.broadcast(S, 0x85EBCA6BL).and(M32));
+            x1 = x1.lanewise(VectorOperators.XOR, p.and(M32)).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32));
+            p = x1.and(M32).mul(LongVector.broadcast(S, 0xC2B2AE35L).and(M32));
+            x1 = x1.lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32).lanewise(VectorOperators.XOR, p).and(HI));
+            x2 = LongVector.fromMemorySegment(S, seg, at + 2 * vb, LE);
+            p = x2.and(M32).mul(LongVector.broadcast(S, 0x9E3779B9L).and(M32));
+            x2 = x2.lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32).lanewise(VectorOperators.XOR, p).and(HI));
+            p = x2.lanewise(VectorOperators.LSHR, 32).mul(LongVector.broadcast(S, 0x85EBCA6BL).and(M32));
+            x2 = x2.lanewise(VectorOperators.XOR, p.and(M32)).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32));
+            p = x2.and(M32).mul(LongVector.broadcast(S, 0xC2B2AE35L).and(M32));
+            x2 = x2.lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32).lanewise(VectorOperators.XOR, p).and(HI));
+            x3 = LongVector.fromMemorySegment(S, seg, at + 3 * vb, LE);
+            p = x3.and(M32).mul(LongVector.broadcast(S, 0x9E3779B9L).and(M32));
+            x3 = x3.lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32).lanewise(VectorOperators.XOR, p).and(HI));
+            p = x3.lanewise(VectorOperators.LSHR, 32).mul(LongVector.broadcast(S, 0x85EBCA6BL).and(M32));
+            x3 = x3.lanewise(VectorOperators.XOR, p.and(M32)).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32));
+            p = x3.and(M32).mul(LongVector.broadcast(S, 0xC2B2AE35L).and(M32));
+            x3 = x3.lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32).lanewise(VectorOperators.XOR, p).and(HI));
+            r2 = x2.add(x3);
+            r1 = x1.add(r2);
+            a0 = a0.add(x0.add(r1));
+            w0 = w0.add(a0.lanewise(VectorOperators.LSHL, shift).sub(r1.add(r2).add(x3)));
+            q = a0;
+            a0 = a1;
+            a1 = a2;
+            a2 = a3;
+            a3 = a4;
+            a4 = a5;
+            a5 = a6;
+            a6 = a7;
+            a7 = q;
+            q = w0;
+            w0 = w1;
+            w1 = w2;
+            w2 = w3;
+            w3 = w4;
+            w4 = w5;
+            w5 = w6;
+            w6 = w7;
+            w7 = q;
+        }
+        long c0 = 2 * (t0 * cellPieces + pieceBase) + 1 + ((long) n << shift << VectorSliceKernel.SHIFT_2L);
+        LongVector k = VectorSliceKernel.TWO_IOTA.add(c0);
+        out[0 / perHead] += a0.mul(k.add(8L * L * (0 % perHead)))
+                .sub(w0.lanewise(VectorOperators.LSHL, VectorSliceKernel.SHIFT_2L)).reduceLanes(VectorOperators.ADD);
+        out[1 / perHead] += a1.mul(k.add(8L * L * (1 % perHead)))
+                .sub(w1.lanewise(VectorOperators.LSHL, VectorSliceKernel.SHIFT_2L)).reduceLanes(VectorOperators.ADD);
+        out[2 / perHead] += a2.mul(k.add(8L * L * (2 % perHead)))
+                .sub(w2.lanewise(VectorOperators.LSHL, VectorSliceKernel.SHIFT_2L)).reduceLanes(VectorOperators.ADD);
+        out[3 / perHead] += a3.mul(k.add(8L * L * (3 % perHead)))
+                .sub(w3.lanewise(VectorOperators.LSHL, VectorSliceKernel.SHIFT_2L)).reduceLanes(VectorOperators.ADD);
+        out[4 / perHead] += a4.mul(k.add(8L * L * (4 % perHead)))
+                .sub(w4.lanewise(VectorOperators.LSHL, VectorSliceKernel.SHIFT_2L)).reduceLanes(VectorOperators.ADD);
+        out[5 / perHead] += a5.mul(k.add(8L * L * (5 % perHead)))
+                .sub(w5.lanewise(VectorOperators.LSHL, VectorSliceKernel.SHIFT_2L)).reduceLanes(VectorOperators.ADD);
+        out[6 / perHead] += a6.mul(k.add(8L * L * (6 % perHead)))
+                .sub(w6.lanewise(VectorOperators.LSHL, VectorSliceKernel.SHIFT_2L)).reduceLanes(VectorOperators.ADD);
+        out[7 / perHead] += a7.mul(k.add(8L * L * (7 % perHead)))
+                .sub(w7.lanewise(VectorOperators.LSHL, VectorSliceKernel.SHIFT_2L)).reduceLanes(VectorOperators.ADD);
     }
 
     @Override

@@ -92,6 +92,62 @@ class MixedRowPassTest {
         }
     }
 
+    /**
+     * 2 KiB rows at 512 bits ({@code MixedVectorSliceKernel.rowRegs}: sums in registers): against the definition and
+     * the scratch row pass, K alone and K with V, every unit split of the row (8 heads of 32 pieces, 4 of 64, 2 of 128),
+     * padded strides, unaligned bases, large first tokens; and rows it does not take go through the scratch.
+     */
+    @Test
+    void rowsInRegistersMatchTheMixedDefinition() {
+        assumeTrue(ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent(), "no jdk.incubator.vector module");
+        assumeTrue(MixedVectorSliceKernel.regsRow(8, 32, 64), "no 512-bit vectors with AVX-512's registers");
+        SplittableRandom rnd = new SplittableRandom(SEED + 2);
+        MixedVectorSliceKernel regs = new MixedVectorSliceKernel();
+        MixedVectorSliceKernel scratch = new MixedVectorSliceKernel(true, false);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment s = arena.allocate(1 << 20, 8);
+            for (long o = 0; o < s.byteSize(); o += 8) {
+                s.set(ValueLayout.JAVA_LONG, o, rnd.nextLong());
+            }
+            int cases = 0;
+            for (int heads : new int[] {8, 4, 2}) {
+                int pieces = 256 / heads;
+                for (boolean kOnly : new boolean[] {false, true}) {
+                    int cell = kOnly ? pieces : 2 * pieces;
+                    assertTrue(MixedVectorSliceKernel.regsRow(heads, pieces, cell));
+                    for (int n : new int[] {1, 2, 3, 16, 33}) {
+                        long tokenStride = 8L * pieces * heads + (rnd.nextBoolean() ? 0 : 8L * rnd.nextInt(1, 40));
+                        long kBase = 8L * rnd.nextInt(8) + rnd.nextInt(8);
+                        long vBase = 500_000 + rnd.nextInt(64);
+                        long t0 = rnd.nextLong(1L << 40);
+                        long[] expected = new long[heads];
+                        for (int h = 0; h < heads; h++) {
+                            expected[h] = definition(s, kBase + 8L * pieces * h, tokenStride, n, t0, cell, 0, pieces)
+                                    + (kOnly ? 0 : definition(s, vBase + 8L * pieces * h, tokenStride, n, t0, cell,
+                                            pieces, pieces));
+                        }
+                        String what = heads + " heads of " + pieces + " pieces" + (kOnly ? " (K only)" : "") + ", n " + n
+                                + ", stride " + tokenStride + ", t0 " + t0;
+                        for (MixedVectorSliceKernel k : List.of(regs, scratch)) {
+                            long[] out = new long[heads + 1];
+                            Arrays.fill(out, 7);
+                            k.headsAffine(s, kBase, tokenStride, 8L * pieces, pieces, kOnly ? null : s, vBase,
+                                    tokenStride, 8L * pieces, kOnly ? 0 : pieces, heads, n, t0, true, out);
+                            assertArrayEquals(expected, Arrays.copyOf(out, heads), what);
+                            assertEquals(7, out[heads], "nothing written past the heads: " + what);
+                        }
+                        cases++;
+                    }
+                }
+            }
+            System.out.println(cases + " mixed rows-in-registers cases");
+            // not a 2 KiB row, a region not whole units, or a cell not a power of two vectors: the scratch row pass
+            assertFalse(MixedVectorSliceKernel.regsRow(4, 32, 64));
+            assertFalse(MixedVectorSliceKernel.regsRow(16, 16, 32));
+            assertFalse(MixedVectorSliceKernel.regsRow(8, 32, 96));
+        }
+    }
+
     @Test
     void rowsOfSideBySideHeadsMatchTheMixedDefinition() {
         // the pom's scalar-loops run (no jdk.incubator.vector) runs it only when named with -Dtest
