@@ -33,7 +33,9 @@ import java.util.stream.IntStream;
  * two readers, best over best and median over median) over each.
  * Every loop's value is checked against {@code java.util.zip.Adler32} first (exit on a difference).
  *
- * <p>Loops: {@code ship} the backend as it ships ({@code KvChecksum.pageDigest}); {@code vec} {@link VectorAdler32};
+ * <p>Loops: {@code ship} the backend as it ships ({@code KvChecksum.pageDigest}); {@code vec} {@link VectorAdler32}
+ * as it runs in cache (pages two at a time); {@code four} as it runs from memory (pages of up to four blocks four at a
+ * time, what {@code ship} takes from 4 MiB up);
  * {@code old} the vector loop before issue 28's five-operation body ({@code jmh/ab/VectorAdler32Old.java}); {@code five}
  * the five-operation loop before the lockstep pairs ({@code jmh/ab/VectorAdler32Five.java}); {@code stub}
  * {@code java.util.zip.Adler32}, one call per page. Readers: {@code readPages} (the project's read bound over the
@@ -154,6 +156,7 @@ public final class DigestAb {
     static Loop loop(String name) {
         return switch (name) {
             case "vec" -> VectorAdler32::digest;
+            case "four" -> (r, i, s, l) -> VectorAdler32.digest(r, i, s, l, true);
             case "old" -> VectorAdler32Old::digest;
             case "five" -> VectorAdler32Five::digest;
             case "stub" -> DigestAb::stub;

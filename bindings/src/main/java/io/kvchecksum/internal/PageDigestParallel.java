@@ -4,6 +4,7 @@ import io.kvchecksum.Adler32Parts;
 import io.kvchecksum.InvalidLayoutException;
 import io.kvchecksum.KvMemory;
 import io.kvchecksum.PageDigestPlan;
+import io.kvchecksum.spi.CpuWorkSplit;
 
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
@@ -62,20 +63,31 @@ public final class PageDigestParallel {
     /** {@link #digest(PageDigestPlan, String, ExecutorService, boolean, long)} with the loop chosen: tests run both. */
     static long digest(PageDigestPlan plan, String backend, ExecutorService pool, boolean parallel, long chunkBytes,
             boolean vector) {
+        return digest(plan, backend, pool, parallel, chunkBytes, vector,
+                plan.totalBytes() >= CpuWorkSplit.PARALLEL_BYTES);
+    }
+
+    /**
+     * {@link #digest(PageDigestPlan, String, ExecutorService, boolean, long, boolean)} with the vector loop's reading
+     * chosen: {@code fromMemory}, small pages four at a time (the backend: requests of
+     * {@link CpuWorkSplit#PARALLEL_BYTES} and more); tests run both.
+     */
+    static long digest(PageDigestPlan plan, String backend, ExecutorService pool, boolean parallel, long chunkBytes,
+            boolean vector, boolean fromMemory) {
         if (!plan.isHostResident()) {
             throw new InvalidLayoutException("backend " + backend + " cannot read device memory for the page digest");
         }
         List<PageDigestPlan.Run> runs = plan.runs();
         long total = plan.totalBytes();
         if (!parallel || total <= chunkBytes) {
-            return total == 0 ? Adler32Parts.EMPTY : adler(runs, new Start(0, 0), total, vector);
+            return total == 0 ? Adler32Parts.EMPTY : adler(runs, new Start(0, 0), total, vector, fromMemory);
         }
         List<Start> starts = starts(runs, chunkBytes);
         List<Callable<Long>> calls = new ArrayList<>(starts.size());
         for (int i = 0; i < starts.size(); i++) {
             Start s = starts.get(i);
             long length = Math.min(chunkBytes, total - i * chunkBytes);
-            calls.add(() -> adler(runs, s, length, vector));
+            calls.add(() -> adler(runs, s, length, vector, fromMemory));
         }
         long acc = Adler32Parts.EMPTY;
         List<Long> parts = PoolCalls.invokeAll(pool, calls, "computing the page digest");
@@ -120,9 +132,10 @@ public final class PageDigestParallel {
      * Adler-32 of {@code length} bytes of the stream from {@code start}. Runs that continue each other in memory
      * (pages in address order) are summed as one piece: one {@code update} call instead of one per page.
      */
-    private static long adler(List<PageDigestPlan.Run> runs, Start start, long length, boolean vector) {
+    private static long adler(List<PageDigestPlan.Run> runs, Start start, long length, boolean vector,
+            boolean fromMemory) {
         if (vector) {
-            return VectorAdler32.digest(runs, start.run(), start.offset(), length);
+            return VectorAdler32.digest(runs, start.run(), start.offset(), length, fromMemory);
         }
         Adler32 a = new Adler32();
         int i = start.run();

@@ -104,6 +104,14 @@ final class VectorAdler32 {
      * Runs that continue each other in memory are read as one piece.
      */
     static long digest(List<PageDigestPlan.Run> runs, int run, long skip, long length) {
+        return digest(runs, run, skip, length, false);
+    }
+
+    /**
+     * {@link #digest(List, int, long, long)}, with pages of at most four blocks read four at a time where
+     * {@code fromMemory} (four streams of loads in flight: faster from memory, slower in cache than two).
+     */
+    static long digest(List<PageDigestPlan.Run> runs, int run, long skip, long length, boolean fromMemory) {
         long adler = 1;
         ShortVector zs = ShortVector.zero(SS);
         IntVector zero = IntVector.zero(S);
@@ -119,6 +127,7 @@ final class VectorAdler32 {
         IntVector aI = zero, aH = zero, rI = zero, rH = zero, bI = zero, bH = zero;
         // the fold's arguments: the place-weighted sums (lanes 0 to L), then a, r and b as raw and high-half sums
         int[] stash = new int[8 * L];
+        long[] io = new long[2];   // fours' Adler-32 and bytes left, in and out
         int inner = 0;   // vectors in this block
         int blocks = 0;  // blocks since the last fold
         int placeBlocks = 0;   // blocks in the place sums pt, po
@@ -135,6 +144,18 @@ final class VectorAdler32 {
                 long len = Math.min(r.length() - skip, left);
                 skip = 0;
                 int m = (int) (len / BB);
+                if (fromMemory && inner == 0 && blocks == 0 && placeBlocks == 0 && len == r.length() && len == m * BB
+                        && m > 0 && 4 * m <= PLACE_BLOCKS && left >= 4 * len && i + 2 < runs.size()
+                        && runs.get(i).length() == len && runs.get(i + 1).length() == len
+                        && runs.get(i + 2).length() == len) {
+                    // every sum folded: groups of four from here on, in a method of their own
+                    io[0] = adler;
+                    io[1] = left;
+                    i = fours(runs, i - 1, io, stash);
+                    adler = io[0];
+                    left = io[1];
+                    continue;
+                }
                 if (inner == 0 && len == m * BB && m > 0 && blocks + 2 * m <= FOLD_BLOCKS
                         && placeBlocks + 2 * m <= PLACE_BLOCKS && left - len >= len
                         && i < runs.size() && runs.get(i).length() == len) {
@@ -382,6 +403,205 @@ final class VectorAdler32 {
             }
             adler = bytes(adler, tail, tailFrom, tailTo);
         }
+    }
+
+    /**
+     * Groups of four pieces of the same whole number of blocks (at most four) from run {@code i} on, read in lockstep,
+     * for as long as the stream has them: four streams of loads in flight, for pages read from memory (a method of its
+     * own, so that its sixteen running sums get the registers). Starts and ends with every sum folded; {@code io}
+     * holds the Adler-32 so far and the bytes left of the stretch, updated. Returns the run after the last group.
+     *
+     * <p>The order of the pieces matters only for {@code r} (a's prefix before each block): every one of the group's
+     * {@code 4m} blocks has the prefix before the group ({@code 4m A}), the pieces before its own, {@code m} blocks
+     * each ({@code m (3 a0 + 2 a1 + a2)}, kept as {@code w}), and its own piece's blocks before it ({@code rw}: the
+     * group's running {@code a} before each step, summed, since all four pieces are at the same block). The four
+     * {@code a}'s sum ({@code <= 4 * 255 * 32}) and {@code w}'s step ({@code <= 6 * 255 * 32}) are exact in 16 bits.
+     */
+    private static int fours(List<PageDigestPlan.Run> runs, int i, long[] io, int[] stash) {
+        ShortVector zs = ShortVector.zero(SS);
+        IntVector zero = IntVector.zero(S);
+        ShortVector eight = EIGHT;
+        ShortVector w255 = W255;
+        IntVector sixteen = SIXTEEN;
+        IntVector low16 = LOW16;
+        ShortVector pt = zs, po = zs;
+        IntVector aI = zero, aH = zero, rI = zero, rH = zero, bI = zero, bH = zero;
+        int blocks = 0;
+        int placeBlocks = 0;
+        long adler = io[0];
+        long left = io[1];
+        while (i + 3 < runs.size()) {
+            PageDigestPlan.Run r0 = runs.get(i);
+            long len = r0.length();
+            int m = (int) (len / BB);
+            if (len != m * BB || m == 0 || 4 * m > PLACE_BLOCKS || left < 4 * len || runs.get(i + 1).length() != len
+                    || runs.get(i + 2).length() != len || runs.get(i + 3).length() != len) {
+                break;
+            }
+            if (blocks + 4 * m > FOLD_BLOCKS || placeBlocks + 4 * m > PLACE_BLOCKS) {
+                // a group that would not fit (pieces of a block count that does not divide 16): fold first
+                IntVector pe = pt.sub(po.lanewise(VectorOperators.LSHL, eight)).reinterpretAsInts();
+                IntVector pw = po.reinterpretAsInts();
+                IntVector.fromArray(S, stash, 0)
+                        .add(pe.and(low16).mul(PLACE_EL))
+                        .add(pe.lanewise(VectorOperators.LSHR, sixteen).mul(PLACE_EH))
+                        .add(pw.and(low16).mul(PLACE_OL))
+                        .add(pw.lanewise(VectorOperators.LSHR, sixteen).mul(PLACE_OH))
+                        .intoArray(stash, 0);
+                aI.intoArray(stash, 2 * L);
+                aH.intoArray(stash, 3 * L);
+                rI.intoArray(stash, 4 * L);
+                rH.intoArray(stash, 5 * L);
+                bI.intoArray(stash, 6 * L);
+                bH.intoArray(stash, 7 * L);
+                adler = fold(adler, blocks * BLOCK, stash);
+                zero.intoArray(stash, 0);
+                aI = aH = rI = rH = bI = bH = zero;
+                pt = po = zs;
+                blocks = 0;
+                placeBlocks = 0;
+            }
+            MemorySegment seg = ((KvMemory.Host) r0.memory()).segment();
+            long at0 = r0.offset();
+            i++;
+            // four pieces of whole blocks in lockstep: P0 (seg), P1, P2, P3, in stream order
+            PageDigestPlan.Run r1 = runs.get(i);
+            PageDigestPlan.Run r2 = runs.get(i + 1);
+            PageDigestPlan.Run r3 = runs.get(i + 2);
+            i += 3;
+            left -= 4 * len;
+            MemorySegment s1 = ((KvMemory.Host) r1.memory()).segment();
+            MemorySegment s2 = ((KvMemory.Host) r2.memory()).segment();
+            MemorySegment s3 = ((KvMemory.Host) r3.memory()).segment();
+            long o1 = r1.offset(), o2 = r2.offset(), o3 = r3.offset();
+            // shared over the four: g, the group's a so far (all pieces' blocks before j); rw, the sum of
+            // each block's prefix within its own piece; w, 3 a0 + 2 a1 + a2 (the pieces before each piece)
+            IntVector gI = zero, gH = zero, rwI = zero, rwH = zero, wI = zero, wH = zero;
+            for (int j = 0; j < m; j++) {
+                long d = j * BB;
+                ShortVector x0 = ShortVector.fromMemorySegment(SS, seg, at0 + d, LE);
+                ShortVector x1 = ShortVector.fromMemorySegment(SS, s1, o1 + d, LE);
+                ShortVector x2 = ShortVector.fromMemorySegment(SS, s2, o2 + d, LE);
+                ShortVector x3 = ShortVector.fromMemorySegment(SS, s3, o3 + d, LE);
+                ShortVector b0t = x0, b1t = x1, b2t = x2, b3t = x3;
+                ShortVector b0o = (SHORT_SHIFTS ? x0.lanewise(VectorOperators.LSHR, eight) : x0.lanewise(VectorOperators.LSHR, 8));
+                ShortVector b1o = (SHORT_SHIFTS ? x1.lanewise(VectorOperators.LSHR, eight) : x1.lanewise(VectorOperators.LSHR, 8));
+                ShortVector b2o = (SHORT_SHIFTS ? x2.lanewise(VectorOperators.LSHR, eight) : x2.lanewise(VectorOperators.LSHR, 8));
+                ShortVector b3o = (SHORT_SHIFTS ? x3.lanewise(VectorOperators.LSHR, eight) : x3.lanewise(VectorOperators.LSHR, 8));
+                x0 = ShortVector.fromMemorySegment(SS, seg, at0 + d + V, LE);
+                x1 = ShortVector.fromMemorySegment(SS, s1, o1 + d + V, LE);
+                x2 = ShortVector.fromMemorySegment(SS, s2, o2 + d + V, LE);
+                x3 = ShortVector.fromMemorySegment(SS, s3, o3 + d + V, LE);
+                ShortVector a0t = b0t.add(x0), a1t = b1t.add(x1), a2t = b2t.add(x2), a3t = b3t.add(x3);
+                ShortVector a0o = b0o.add(SHORT_SHIFTS ? x0.lanewise(VectorOperators.LSHR, eight) : x0.lanewise(VectorOperators.LSHR, 8));
+                ShortVector a1o = b1o.add(SHORT_SHIFTS ? x1.lanewise(VectorOperators.LSHR, eight) : x1.lanewise(VectorOperators.LSHR, 8));
+                ShortVector a2o = b2o.add(SHORT_SHIFTS ? x2.lanewise(VectorOperators.LSHR, eight) : x2.lanewise(VectorOperators.LSHR, 8));
+                ShortVector a3o = b3o.add(SHORT_SHIFTS ? x3.lanewise(VectorOperators.LSHR, eight) : x3.lanewise(VectorOperators.LSHR, 8));
+                for (int k = 2; k < BLOCK; k++) {
+                    long e = d + (long) k * V;
+                    x0 = ShortVector.fromMemorySegment(SS, seg, at0 + e, LE);
+                    x1 = ShortVector.fromMemorySegment(SS, s1, o1 + e, LE);
+                    x2 = ShortVector.fromMemorySegment(SS, s2, o2 + e, LE);
+                    x3 = ShortVector.fromMemorySegment(SS, s3, o3 + e, LE);
+                    b0t = b0t.add(a0t);
+                    b0o = b0o.add(a0o);
+                    a0t = a0t.add(x0);
+                    a0o = a0o.add(SHORT_SHIFTS ? x0.lanewise(VectorOperators.LSHR, eight) : x0.lanewise(VectorOperators.LSHR, 8));
+                    b1t = b1t.add(a1t);
+                    b1o = b1o.add(a1o);
+                    a1t = a1t.add(x1);
+                    a1o = a1o.add(SHORT_SHIFTS ? x1.lanewise(VectorOperators.LSHR, eight) : x1.lanewise(VectorOperators.LSHR, 8));
+                    b2t = b2t.add(a2t);
+                    b2o = b2o.add(a2o);
+                    a2t = a2t.add(x2);
+                    a2o = a2o.add(SHORT_SHIFTS ? x2.lanewise(VectorOperators.LSHR, eight) : x2.lanewise(VectorOperators.LSHR, 8));
+                    b3t = b3t.add(a3t);
+                    b3o = b3o.add(a3o);
+                    a3t = a3t.add(x3);
+                    a3o = a3o.add(SHORT_SHIFTS ? x3.lanewise(VectorOperators.LSHR, eight) : x3.lanewise(VectorOperators.LSHR, 8));
+                }
+                // each piece's block sums, exact in 16 bits (a <= 255 * 32, b <= 61200); the four a's sum
+                // (<= 32640) and 3 a0 + 2 a1 + a2 (<= 48960) still fit 16 bits
+                ShortVector a0 = a0t.sub(a0o.mul(w255));
+                ShortVector a1 = a1t.sub(a1o.mul(w255));
+                ShortVector a2 = a2t.sub(a2o.mul(w255));
+                ShortVector a3 = a3t.sub(a3o.mul(w255));
+                ShortVector p01 = a0.add(a1);
+                ShortVector p012 = p01.add(a2);
+                IntVector sa = p012.add(a3).reinterpretAsInts();
+                IntVector wa = p012.add(p01).add(a0).reinterpretAsInts();
+                IntVector b0 = b0t.sub(b0o.mul(w255)).reinterpretAsInts();
+                IntVector b1 = b1t.sub(b1o.mul(w255)).reinterpretAsInts();
+                IntVector b2 = b2t.sub(b2o.mul(w255)).reinterpretAsInts();
+                IntVector b3 = b3t.sub(b3o.mul(w255)).reinterpretAsInts();
+                pt = pt.add(a0t.add(a1t)).add(a2t.add(a3t));
+                po = po.add(a0o.add(a1o)).add(a2o.add(a3o));
+                rwI = rwI.add(gI);
+                rwH = rwH.add(gH);
+                gI = gI.add(sa);
+                gH = gH.add(sa.lanewise(VectorOperators.LSHR, sixteen));
+                wI = wI.add(wa);
+                wH = wH.add(wa.lanewise(VectorOperators.LSHR, sixteen));
+                bI = bI.add(b0.add(b1)).add(b2.add(b3));
+                bH = bH.add(b0.lanewise(VectorOperators.LSHR, sixteen).add(b1.lanewise(VectorOperators.LSHR, sixteen)))
+                        .add(b2.lanewise(VectorOperators.LSHR, sixteen).add(b3.lanewise(VectorOperators.LSHR, sixteen)));
+            }
+            // every one of the 4m blocks has the prefix before the group (a), its pieces before it (w, m
+            // blocks each) and its own piece's blocks before it (rw)
+            rI = rI.add(aI.mul(4 * m)).add(rwI).add(wI.mul(m));
+            rH = rH.add(aH.mul(4 * m)).add(rwH).add(wH.mul(m));
+            aI = aI.add(gI);
+            aH = aH.add(gH);
+            blocks += 4 * m;
+            placeBlocks += 4 * m;
+            if (placeBlocks == PLACE_BLOCKS) {
+                // the place sums into the stash's place-weighted lanes before they pass 2^16, as in digest
+                IntVector pe = pt.sub(po.lanewise(VectorOperators.LSHL, eight)).reinterpretAsInts();
+                IntVector pw = po.reinterpretAsInts();
+                IntVector.fromArray(S, stash, 0)
+                        .add(pe.and(low16).mul(PLACE_EL))
+                        .add(pe.lanewise(VectorOperators.LSHR, sixteen).mul(PLACE_EH))
+                        .add(pw.and(low16).mul(PLACE_OL))
+                        .add(pw.lanewise(VectorOperators.LSHR, sixteen).mul(PLACE_OH))
+                        .intoArray(stash, 0);
+                pt = po = zs;
+                placeBlocks = 0;
+            }
+            if (blocks == FOLD_BLOCKS) {
+                aI.intoArray(stash, 2 * L);
+                aH.intoArray(stash, 3 * L);
+                rI.intoArray(stash, 4 * L);
+                rH.intoArray(stash, 5 * L);
+                bI.intoArray(stash, 6 * L);
+                bH.intoArray(stash, 7 * L);
+                adler = fold(adler, FOLD, stash);
+                zero.intoArray(stash, 0);
+                aI = aH = rI = rH = bI = bH = zero;
+                blocks = 0;
+            }
+        }
+        if (blocks > 0) {
+            // everything into s1, s2: the caller goes on from a clean state
+            IntVector pe = pt.sub(po.lanewise(VectorOperators.LSHL, eight)).reinterpretAsInts();
+            IntVector pw = po.reinterpretAsInts();
+            IntVector.fromArray(S, stash, 0)
+                    .add(pe.and(low16).mul(PLACE_EL))
+                    .add(pe.lanewise(VectorOperators.LSHR, sixteen).mul(PLACE_EH))
+                    .add(pw.and(low16).mul(PLACE_OL))
+                    .add(pw.lanewise(VectorOperators.LSHR, sixteen).mul(PLACE_OH))
+                    .intoArray(stash, 0);
+            aI.intoArray(stash, 2 * L);
+            aH.intoArray(stash, 3 * L);
+            rI.intoArray(stash, 4 * L);
+            rH.intoArray(stash, 5 * L);
+            bI.intoArray(stash, 6 * L);
+            bH.intoArray(stash, 7 * L);
+            adler = fold(adler, blocks * BLOCK, stash);
+            zero.intoArray(stash, 0);
+        }
+        io[0] = adler;
+        io[1] = left;
+        return i;
     }
 
     /** A lane's pair total from its raw sum and its high halves' sum: {@code I - 65535 H}, modulo 2^32. */
