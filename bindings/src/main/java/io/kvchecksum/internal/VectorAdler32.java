@@ -127,7 +127,7 @@ final class VectorAdler32 {
         IntVector aI = zero, aH = zero, rI = zero, rH = zero, bI = zero, bH = zero;
         // the fold's arguments: the place-weighted sums (lanes 0 to L), then a, r and b as raw and high-half sums
         int[] stash = new int[8 * L];
-        long[] io = new long[2];   // fours' Adler-32 and bytes left, in and out
+        long[] io = new long[3];   // fours' Adler-32, bytes left and bytes of a piece read, in and out
         int inner = 0;   // vectors in this block
         int blocks = 0;  // blocks since the last fold
         int placeBlocks = 0;   // blocks in the place sums pt, po
@@ -151,7 +151,7 @@ final class VectorAdler32 {
                     // every sum folded: groups of four from here on, in a method of their own
                     io[0] = adler;
                     io[1] = left;
-                    i = fours(runs, i - 1, io, stash);
+                    i = fours(runs, i - 1, io, stash, null, 0, 0);
                     adler = io[0];
                     left = io[1];
                     continue;
@@ -264,6 +264,14 @@ final class VectorAdler32 {
                 left -= len;
                 long end = at0 + len - len % V;
                 long o = at0;
+                if (fromMemory && inner == 0 && blocks == 0 && placeBlocks == 0 && len >= 4L * PLACE_BLOCKS * BB) {
+                    // a long piece from memory: its front in groups of four stretches read in lockstep
+                    io[0] = adler;
+                    io[1] = left;
+                    fours(runs, i, io, stash, seg, at0, len);
+                    adler = io[0];
+                    o = at0 + io[2];
+                }
                 while (o < end) {
                     if (inner == 0 && end - o >= (long) BLOCK * V) {
                         // a whole block: a constant trip count, which C2 compiles without pre- and post-loops
@@ -417,7 +425,9 @@ final class VectorAdler32 {
      * group's running {@code a} before each step, summed, since all four pieces are at the same block). The four
      * {@code a}'s sum ({@code <= 4 * 255 * 32}) and {@code w}'s step ({@code <= 6 * 255 * 32}) are exact in 16 bits.
      */
-    private static int fours(List<PageDigestPlan.Run> runs, int i, long[] io, int[] stash) {
+    private static int fours(List<PageDigestPlan.Run> runs, int i, long[] io, int[] stash, MemorySegment piece,
+            long pieceAt, long pieceLen) {
+        long done = 0;   // of the piece
         ShortVector zs = ShortVector.zero(SS);
         IntVector zero = IntVector.zero(S);
         ShortVector eight = EIGHT;
@@ -430,13 +440,20 @@ final class VectorAdler32 {
         int placeBlocks = 0;
         long adler = io[0];
         long left = io[1];
-        while (i + 3 < runs.size()) {
-            PageDigestPlan.Run r0 = runs.get(i);
-            long len = r0.length();
-            int m = (int) (len / BB);
-            if (len != m * BB || m == 0 || 4 * m > PLACE_BLOCKS || left < 4 * len || runs.get(i + 1).length() != len
-                    || runs.get(i + 2).length() != len || runs.get(i + 3).length() != len) {
-                break;
+        while (piece != null ? done + 4L * PLACE_BLOCKS * BB <= pieceLen : i + 3 < runs.size()) {
+            long len;
+            int m;
+            if (piece != null) {
+                m = PLACE_BLOCKS / 4;
+                len = m * BB;
+            } else {
+                len = runs.get(i).length();
+                m = (int) (len / BB);
+                if (len != m * BB || m == 0 || 4 * m > PLACE_BLOCKS || left < 4 * len
+                        || runs.get(i + 1).length() != len || runs.get(i + 2).length() != len
+                        || runs.get(i + 3).length() != len) {
+                    break;
+                }
             }
             if (blocks + 4 * m > FOLD_BLOCKS || placeBlocks + 4 * m > PLACE_BLOCKS) {
                 // a group that would not fit (pieces of a block count that does not divide 16): fold first
@@ -461,19 +478,32 @@ final class VectorAdler32 {
                 blocks = 0;
                 placeBlocks = 0;
             }
-            MemorySegment seg = ((KvMemory.Host) r0.memory()).segment();
-            long at0 = r0.offset();
-            i++;
             // four pieces of whole blocks in lockstep: P0 (seg), P1, P2, P3, in stream order
-            PageDigestPlan.Run r1 = runs.get(i);
-            PageDigestPlan.Run r2 = runs.get(i + 1);
-            PageDigestPlan.Run r3 = runs.get(i + 2);
-            i += 3;
-            left -= 4 * len;
-            MemorySegment s1 = ((KvMemory.Host) r1.memory()).segment();
-            MemorySegment s2 = ((KvMemory.Host) r2.memory()).segment();
-            MemorySegment s3 = ((KvMemory.Host) r3.memory()).segment();
-            long o1 = r1.offset(), o2 = r2.offset(), o3 = r3.offset();
+            MemorySegment seg, s1, s2, s3;
+            long at0, o1, o2, o3;
+            if (piece != null) {
+                seg = s1 = s2 = s3 = piece;
+                at0 = pieceAt + done;
+                o1 = at0 + len;
+                o2 = o1 + len;
+                o3 = o2 + len;
+                done += 4 * len;
+            } else {
+                PageDigestPlan.Run r0 = runs.get(i);
+                PageDigestPlan.Run r1 = runs.get(i + 1);
+                PageDigestPlan.Run r2 = runs.get(i + 2);
+                PageDigestPlan.Run r3 = runs.get(i + 3);
+                i += 4;
+                left -= 4 * len;
+                seg = ((KvMemory.Host) r0.memory()).segment();
+                s1 = ((KvMemory.Host) r1.memory()).segment();
+                s2 = ((KvMemory.Host) r2.memory()).segment();
+                s3 = ((KvMemory.Host) r3.memory()).segment();
+                at0 = r0.offset();
+                o1 = r1.offset();
+                o2 = r2.offset();
+                o3 = r3.offset();
+            }
             // shared over the four: g, the group's a so far (all pieces' blocks before j); rw, the sum of
             // each block's prefix within its own piece; w, 3 a0 + 2 a1 + a2 (the pieces before each piece)
             IntVector gI = zero, gH = zero, rwI = zero, rwH = zero, wI = zero, wH = zero;
@@ -601,6 +631,7 @@ final class VectorAdler32 {
         }
         io[0] = adler;
         io[1] = left;
+        io[2] = done;
         return i;
     }
 
