@@ -144,4 +144,33 @@ class VectorAdler32Test {
             }
         }
     }
+
+    @Test
+    void longPiecesFromMemoryStartingAndEndingAnywhere() {
+        // pages in address order past 1 MiB: read from memory as groups of four stretches, the rest by the in-cache
+        // loop; stretches that start inside a run and end short of a group, with scattered pages around them
+        Random rnd = new Random(SEED + 3);
+        try (Arena arena = Arena.ofConfined()) {
+            for (int trial = 0; trial < 12; trial++) {
+                int n = 600 + rnd.nextInt(300);
+                long[] lengths = new long[n];
+                for (int i = 0; i < n; i++) {
+                    lengths[i] = trial % 3 == 0 ? 2048 : trial % 3 == 1 ? 1 + rnd.nextInt(9000) : 4096 + 64 * rnd.nextInt(3);
+                }
+                List<PageDigestPlan.Run> runs = runs(arena, rnd, lengths, trial % 4 == 3, true);
+                if (trial >= 6) {   // a scattered stretch in the middle: groups of four, then a piece again
+                    java.util.Collections.swap(runs, n / 2, n / 2 + 7);
+                }
+                long t = total(runs);
+                int run = rnd.nextInt(4);
+                long skip = rnd.nextLong(runs.get(run).length());
+                long rest = t - runs.subList(0, run).stream().mapToLong(PageDigestPlan.Run::length).sum() - skip;
+                for (long length : new long[] {rest, rest - 1 - rnd.nextInt(70_000),
+                        Math.min(rest, (1L << 20) + rnd.nextInt(70_000))}) {
+                    assertEquals(zlib(runs, run, skip, length), VectorAdler32.digest(runs, run, skip, length, true),
+                            "trial " + trial + ": run " + run + " + " + skip + ", " + length + " bytes, from memory");
+                }
+            }
+        }
+    }
 }
