@@ -26,8 +26,10 @@ import java.util.zip.Adler32;
  * machine: in cache, one thread, 0.66 at 512 bits (the stub 0.19) and 0.37 at 256 bits; at 256 MiB on both cores
  * 0.66 at 512 bits (the stub 0.40) and 0.50 at 256 bits, where under load the stub had read 0.39-0.46 against the
  * vector loop's 0.58-0.59: why the stub no longer takes the large streams below 512 bits (docs/bench-cpu.md,
- * "SGLang's page digest"). The vector loop is slow until C2 compiles it (its first second in a fresh JVM at megabytes
- * per second), a cost an engine pays once.
+ * "SGLang's page digest"). From {@link CpuWorkSplit#PARALLEL_BYTES} up (from memory) the vector loop reads small pages
+ * four at a time and long pieces as four stretches, more lines in flight: 5-20 % faster than two at a time at 256 MiB
+ * under load, slower in cache (docs/bench-cpu.md, "From memory"). The vector loop is slow until C2 compiles it (its
+ * first second in a fresh JVM at megabytes per second), a cost an engine pays once.
  *
  * <p>A chunk is a position in the plan's run list and a byte count, not a list of its pieces: at SGLang's default page
  * size 1 a stream of 256 MiB is 131072 runs of 2 KiB, and building a piece object for each on every call took a large

@@ -51,7 +51,9 @@ import java.util.List;
  * therefore read in lockstep, a block of each at a time with their own 16-bit sums; the second piece's {@code a} and
  * prefix are kept apart and joined after the first's ({@code R += m A + R_Q; A += A_Q} for {@code m} blocks a piece),
  * while {@code b} and the place sums do not depend on the order. At 1 MiB over 2 KiB pages this took the loop from
- * 0.62 to about 0.8 of the same-order read (docs/bench-cpu.md, "SGLang's page digest").
+ * 0.62 to about 0.8 of the same-order read (docs/bench-cpu.md, "SGLang's page digest"). From memory, where lines in
+ * flight set the rate, {@link #digest(List, int, long, long, boolean)} reads such pages four at a time, and long pieces
+ * as four stretches ({@code fours}).
  */
 final class VectorAdler32 {
     private static final VectorSpecies<Short> SS = ShortVector.SPECIES_PREFERRED;
