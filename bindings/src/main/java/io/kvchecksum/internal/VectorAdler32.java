@@ -72,8 +72,8 @@ final class VectorAdler32 {
     static final int FOLD = FOLD_BLOCKS * BLOCK;
     /**
      * From memory, pieces of at least this many bytes are read as groups of four stretches in lockstep: pages in
-     * address order merged into pieces of 4 MiB read 1.2-1.35 times as fast so; 32 KiB pages (vLLM's page size 16)
-     * read about 8 % slower, pieces of 128 KiB to 1 MiB alike (docs/bench-cpu.md, "From memory").
+     * address order merged into pieces of 4 MiB read 1.1-1.4 times as fast so at 512 bits (alike at 256); 32 KiB pages
+     * (page size 16) read about 8 % slower, pieces of 128 KiB to 1 MiB alike (docs/bench-cpu.md, "From memory").
      */
     private static final long LONG_PIECE = 1L << 20;
     /** Bytes per block. */
@@ -490,6 +490,8 @@ final class VectorAdler32 {
      * for as long as the stream has them: four streams of loads in flight, for pages read from memory (a method of its
      * own, so that its sixteen running sums get the registers). Starts and ends with every sum folded; {@code io}
      * holds the Adler-32 so far and the bytes left of the stretch, updated. Returns the run after the last group.
+     * With a {@code piece} ({@code pieceLen} bytes of it from {@code pieceAt}), its front instead, as groups of four
+     * consecutive stretches of {@value #PLACE_BLOCKS}{@code / 4} blocks; {@code io[2]} gets the bytes read.
      *
      * <p>The order of the pieces matters only for {@code r} (a's prefix before each block): every one of the group's
      * {@code 4m} blocks has the prefix before the group ({@code 4m A}), the pieces before its own, {@code m} blocks
