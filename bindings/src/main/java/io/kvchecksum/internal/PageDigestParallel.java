@@ -4,7 +4,6 @@ import io.kvchecksum.Adler32Parts;
 import io.kvchecksum.InvalidLayoutException;
 import io.kvchecksum.KvMemory;
 import io.kvchecksum.PageDigestPlan;
-import io.kvchecksum.spi.CpuWorkSplit;
 
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
@@ -26,9 +25,9 @@ import java.util.zip.Adler32;
  * machine: in cache, one thread, 0.66 at 512 bits (the stub 0.19) and 0.37 at 256 bits; at 256 MiB on both cores
  * 0.66 at 512 bits (the stub 0.40) and 0.50 at 256 bits, where under load the stub had read 0.39-0.46 against the
  * vector loop's 0.58-0.59: why the stub no longer takes the large streams below 512 bits (docs/bench-cpu.md,
- * "SGLang's page digest"). From {@link CpuWorkSplit#PARALLEL_BYTES} up (from memory) the vector loop reads small pages
- * four at a time and long pieces as four stretches, more lines in flight: 5-20 % faster than two at a time at 256 MiB
- * under load, slower in cache (docs/bench-cpu.md, "From memory"). The vector loop is slow until C2 compiles it (its
+ * "SGLang's page digest"). From {@link #FOUR_STREAMS_BYTES} up (from memory) the vector loop reads small pages four
+ * at a time and long pieces as four stretches, more lines in flight: 5-20 % faster than two at a time at 256 MiB at
+ * 512 bits, slower in cache and L3 (docs/bench-cpu.md, "From memory"). The vector loop is slow until C2 compiles it (its
  * first second in a fresh JVM at megabytes per second), a cost an engine pays once.
  *
  * <p>A chunk is a position in the plan's run list and a byte count, not a list of its pieces: at SGLang's default page
@@ -65,14 +64,20 @@ public final class PageDigestParallel {
     /** {@link #digest(PageDigestPlan, String, ExecutorService, boolean, long)} with the loop chosen: tests run both. */
     static long digest(PageDigestPlan plan, String backend, ExecutorService pool, boolean parallel, long chunkBytes,
             boolean vector) {
-        return digest(plan, backend, pool, parallel, chunkBytes, vector,
-                plan.totalBytes() >= CpuWorkSplit.PARALLEL_BYTES);
+        return digest(plan, backend, pool, parallel, chunkBytes, vector, plan.totalBytes() >= FOUR_STREAMS_BYTES);
     }
 
     /**
+     * From this many bytes of stream the vector loop reads as from memory (four streams in lockstep): twice the 32 MiB
+     * L3 of the machine it was measured on, where at 16 MiB (L3) the four streams read 16 % slower than two, at 32 MiB
+     * alike and at 64 and 256 MiB 5-12 % faster (docs/bench-cpu.md, "From memory").
+     */
+    static final long FOUR_STREAMS_BYTES = 64L << 20;
+
+    /**
      * {@link #digest(PageDigestPlan, String, ExecutorService, boolean, long, boolean)} with the vector loop's reading
-     * chosen: {@code fromMemory}, small pages four at a time (the backend: requests of
-     * {@link CpuWorkSplit#PARALLEL_BYTES} and more); tests run both.
+     * chosen: {@code fromMemory}, small pages four at a time (the backend: streams of {@link #FOUR_STREAMS_BYTES}
+     * and more); tests run both.
      */
     static long digest(PageDigestPlan plan, String backend, ExecutorService pool, boolean parallel, long chunkBytes,
             boolean vector, boolean fromMemory) {
