@@ -35,7 +35,7 @@ import java.util.stream.IntStream;
  *
  * <p>Loops: {@code ship} the backend as it ships ({@code KvChecksum.pageDigest}); {@code vec} {@link VectorAdler32}
  * as it runs in cache (pages two at a time); {@code four} as it runs from memory (pages of up to four blocks four at a
- * time, what {@code ship} takes from 64 MiB up);
+ * time, what {@code ship} takes from 64 MiB up at 512 bits);
  * {@code old} the vector loop before issue 28's five-operation body ({@code jmh/ab/VectorAdler32Old.java}); {@code five}
  * the five-operation loop before the lockstep pairs ({@code jmh/ab/VectorAdler32Five.java}); {@code prev} the loop
  * before the groups of four from memory ({@code jmh/ab/VectorAdler32Prev.java}, pages two at a time at every size);

@@ -25,9 +25,9 @@ import java.util.zip.Adler32;
  * machine: in cache, one thread, 0.66 at 512 bits (the stub 0.19) and 0.37 at 256 bits; at 256 MiB on both cores
  * 0.66 at 512 bits (the stub 0.40) and 0.50 at 256 bits, where under load the stub had read 0.39-0.46 against the
  * vector loop's 0.58-0.59: why the stub no longer takes the large streams below 512 bits (docs/bench-cpu.md,
- * "SGLang's page digest"). From {@link #FOUR_STREAMS_BYTES} up (from memory) the vector loop reads small pages four
- * at a time and long pieces as four stretches, more lines in flight: 5-20 % faster than two at a time at 256 MiB at
- * 512 bits, slower in cache and L3 (docs/bench-cpu.md, "From memory"). The vector loop is slow until C2 compiles it (its
+ * "SGLang's page digest"). From {@link #FOUR_STREAMS_BYTES} up (from memory) at 512 bits the vector loop reads small
+ * pages four at a time and long pieces as four stretches, more lines in flight: 5-20 % faster than two at a time at
+ * 256 MiB, slower in cache and L3 (docs/bench-cpu.md, "From memory"). The vector loop is slow until C2 compiles it (its
  * first second in a fresh JVM at megabytes per second), a cost an engine pays once.
  *
  * <p>A chunk is a position in the plan's run list and a byte count, not a list of its pieces: at SGLang's default page
@@ -64,8 +64,16 @@ public final class PageDigestParallel {
     /** {@link #digest(PageDigestPlan, String, ExecutorService, boolean, long)} with the loop chosen: tests run both. */
     static long digest(PageDigestPlan plan, String backend, ExecutorService pool, boolean parallel, long chunkBytes,
             boolean vector) {
-        return digest(plan, backend, pool, parallel, chunkBytes, vector, plan.totalBytes() >= FOUR_STREAMS_BYTES);
+        return digest(plan, backend, pool, parallel, chunkBytes, vector,
+                FOUR_STREAMS && plan.totalBytes() >= FOUR_STREAMS_BYTES);
     }
+
+    /**
+     * Whether the vector loop reads large streams four at a time: at 512 bits, where it was 5-12 % ahead of two at a
+     * time at 256 MiB in every round; at 256 bits (16 AVX2 registers for its sixteen sums) ahead only under load and
+     * level at load 2 (docs/bench-cpu.md, "From memory").
+     */
+    static final boolean FOUR_STREAMS = VECTOR && VectorAdler32.vectorBytes() >= 64;
 
     /**
      * From this many bytes of stream the vector loop reads as from memory (four streams in lockstep): twice the 32 MiB
@@ -77,7 +85,7 @@ public final class PageDigestParallel {
     /**
      * {@link #digest(PageDigestPlan, String, ExecutorService, boolean, long, boolean)} with the vector loop's reading
      * chosen: {@code fromMemory}, small pages four at a time (the backend: streams of {@link #FOUR_STREAMS_BYTES}
-     * and more); tests run both.
+     * and more where {@link #FOUR_STREAMS}); tests run both.
      */
     static long digest(PageDigestPlan plan, String backend, ExecutorService pool, boolean parallel, long chunkBytes,
             boolean vector, boolean fromMemory) {
