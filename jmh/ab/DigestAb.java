@@ -33,9 +33,13 @@ import java.util.stream.IntStream;
  * two readers, best over best and median over median) over each.
  * Every loop's value is checked against {@code java.util.zip.Adler32} first (exit on a difference).
  *
- * <p>Loops: {@code ship} the backend as it ships ({@code KvChecksum.pageDigest}); {@code vec} {@link VectorAdler32};
+ * <p>Loops: {@code ship} the backend as it ships ({@code KvChecksum.pageDigest}); {@code vec} {@link VectorAdler32}
+ * as it runs in cache (pages two at a time); {@code four} as it runs from memory (pages of up to four blocks four at a
+ * time, what {@code ship} takes from 64 MiB up at 512 bits);
  * {@code old} the vector loop before issue 28's five-operation body ({@code jmh/ab/VectorAdler32Old.java}); {@code five}
- * the five-operation loop before the lockstep pairs ({@code jmh/ab/VectorAdler32Five.java}); {@code stub}
+ * the five-operation loop before the lockstep pairs ({@code jmh/ab/VectorAdler32Five.java}); {@code prev} the loop
+ * before the groups of four from memory ({@code jmh/ab/VectorAdler32Prev.java}, pages two at a time at every size);
+ * {@code stub}
  * {@code java.util.zip.Adler32}, one call per page. Readers: {@code readPages} (the project's read bound over the
  * pages in stream order, its default reader, as {@code PageDigestBench.readPages}; parts under 8 KiB, as these 2 KiB
  * pages, one at a time) and {@code read256} (its 256-bit reader, four streams in lockstep). Arguments: size ({@code 1MiB}, {@code 256MiB} or bytes), page size (negative: the table in order, not
@@ -154,8 +158,10 @@ public final class DigestAb {
     static Loop loop(String name) {
         return switch (name) {
             case "vec" -> VectorAdler32::digest;
+            case "four" -> (r, i, s, l) -> VectorAdler32.digest(r, i, s, l, true);
             case "old" -> VectorAdler32Old::digest;
             case "five" -> VectorAdler32Five::digest;
+            case "prev" -> VectorAdler32Prev::digest;
             case "stub" -> DigestAb::stub;
             default -> throw new IllegalArgumentException(name);
         };

@@ -25,8 +25,10 @@ import java.util.zip.Adler32;
  * machine: in cache, one thread, 0.66 at 512 bits (the stub 0.19) and 0.37 at 256 bits; at 256 MiB on both cores
  * 0.66 at 512 bits (the stub 0.40) and 0.50 at 256 bits, where under load the stub had read 0.39-0.46 against the
  * vector loop's 0.58-0.59: why the stub no longer takes the large streams below 512 bits (docs/bench-cpu.md,
- * "SGLang's page digest"). The vector loop is slow until C2 compiles it (its first second in a fresh JVM at megabytes
- * per second), a cost an engine pays once.
+ * "SGLang's page digest"). From {@link #FOUR_STREAMS_BYTES} up (from memory) at 512 bits the vector loop reads small
+ * pages four at a time and long pieces as four stretches, more lines in flight: 5-20 % faster than two at a time at
+ * 256 MiB, slower in cache and L3 (docs/bench-cpu.md, "From memory"). The vector loop is slow until C2 compiles it (its
+ * first second in a fresh JVM at megabytes per second), a cost an engine pays once.
  *
  * <p>A chunk is a position in the plan's run list and a byte count, not a list of its pieces: at SGLang's default page
  * size 1 a stream of 256 MiB is 131072 runs of 2 KiB, and building a piece object for each on every call took a large
@@ -62,20 +64,45 @@ public final class PageDigestParallel {
     /** {@link #digest(PageDigestPlan, String, ExecutorService, boolean, long)} with the loop chosen: tests run both. */
     static long digest(PageDigestPlan plan, String backend, ExecutorService pool, boolean parallel, long chunkBytes,
             boolean vector) {
+        return digest(plan, backend, pool, parallel, chunkBytes, vector,
+                FOUR_STREAMS && plan.totalBytes() >= FOUR_STREAMS_BYTES);
+    }
+
+    /**
+     * Whether the vector loop reads large streams four at a time: at 512 bits, where it was 5-12 % ahead of two at a
+     * time at 256 MiB in every round; at 256 bits (16 AVX2 registers for its sixteen sums) ahead only under load and
+     * level at load 2 (docs/bench-cpu.md, "From memory").
+     */
+    static final boolean FOUR_STREAMS = VECTOR && VectorAdler32.vectorBytes() >= 64;
+
+    /**
+     * From this many bytes of stream the vector loop reads as from memory (four streams in lockstep): twice the 32 MiB
+     * L3 of the machine it was measured on, where at 16 MiB (L3) the four streams read 16 % slower than two, at 32 MiB
+     * alike and at 64 and 256 MiB 5-12 % faster (docs/bench-cpu.md, "From memory").
+     */
+    static final long FOUR_STREAMS_BYTES = 64L << 20;
+
+    /**
+     * {@link #digest(PageDigestPlan, String, ExecutorService, boolean, long, boolean)} with the vector loop's reading
+     * chosen: {@code fromMemory}, small pages four at a time (the backend: streams of {@link #FOUR_STREAMS_BYTES}
+     * and more where {@link #FOUR_STREAMS}); tests run both.
+     */
+    static long digest(PageDigestPlan plan, String backend, ExecutorService pool, boolean parallel, long chunkBytes,
+            boolean vector, boolean fromMemory) {
         if (!plan.isHostResident()) {
             throw new InvalidLayoutException("backend " + backend + " cannot read device memory for the page digest");
         }
         List<PageDigestPlan.Run> runs = plan.runs();
         long total = plan.totalBytes();
         if (!parallel || total <= chunkBytes) {
-            return total == 0 ? Adler32Parts.EMPTY : adler(runs, new Start(0, 0), total, vector);
+            return total == 0 ? Adler32Parts.EMPTY : adler(runs, new Start(0, 0), total, vector, fromMemory);
         }
         List<Start> starts = starts(runs, chunkBytes);
         List<Callable<Long>> calls = new ArrayList<>(starts.size());
         for (int i = 0; i < starts.size(); i++) {
             Start s = starts.get(i);
             long length = Math.min(chunkBytes, total - i * chunkBytes);
-            calls.add(() -> adler(runs, s, length, vector));
+            calls.add(() -> adler(runs, s, length, vector, fromMemory));
         }
         long acc = Adler32Parts.EMPTY;
         List<Long> parts = PoolCalls.invokeAll(pool, calls, "computing the page digest");
@@ -120,9 +147,10 @@ public final class PageDigestParallel {
      * Adler-32 of {@code length} bytes of the stream from {@code start}. Runs that continue each other in memory
      * (pages in address order) are summed as one piece: one {@code update} call instead of one per page.
      */
-    private static long adler(List<PageDigestPlan.Run> runs, Start start, long length, boolean vector) {
+    private static long adler(List<PageDigestPlan.Run> runs, Start start, long length, boolean vector,
+            boolean fromMemory) {
         if (vector) {
-            return VectorAdler32.digest(runs, start.run(), start.offset(), length);
+            return VectorAdler32.digest(runs, start.run(), start.offset(), length, fromMemory);
         }
         Adler32 a = new Adler32();
         int i = start.run();

@@ -1,5 +1,6 @@
 package io.kvchecksum.internal;
 
+import io.kvchecksum.Adler32Parts;
 import io.kvchecksum.KvMemory;
 import io.kvchecksum.PageDigestPlan;
 import jdk.incubator.vector.IntVector;
@@ -50,7 +51,9 @@ import java.util.List;
  * therefore read in lockstep, a block of each at a time with their own 16-bit sums; the second piece's {@code a} and
  * prefix are kept apart and joined after the first's ({@code R += m A + R_Q; A += A_Q} for {@code m} blocks a piece),
  * while {@code b} and the place sums do not depend on the order. At 1 MiB over 2 KiB pages this took the loop from
- * 0.62 to about 0.8 of the same-order read (docs/bench-cpu.md, "SGLang's page digest").
+ * 0.62 to about 0.8 of the same-order read (docs/bench-cpu.md, "SGLang's page digest"). From memory, where lines in
+ * flight set the rate, {@link #digest(List, int, long, long, boolean)} reads such pages four at a time, and long pieces
+ * as four stretches ({@code fours}).
  */
 final class VectorAdler32 {
     private static final VectorSpecies<Short> SS = ShortVector.SPECIES_PREFERRED;
@@ -67,6 +70,12 @@ final class VectorAdler32 {
     private static final int FOLD_BLOCKS = 32;
     /** Vectors between folds into {@code s1, s2}. */
     static final int FOLD = FOLD_BLOCKS * BLOCK;
+    /**
+     * From memory, pieces of at least this many bytes are read as groups of four stretches in lockstep: pages in
+     * address order merged into pieces of 4 MiB read 1.1-1.4 times as fast so at 512 bits (alike at 256); 32 KiB pages
+     * (page size 16) read about 8 % slower, pieces of 128 KiB to 1 MiB alike (docs/bench-cpu.md, "From memory").
+     */
+    private static final long LONG_PIECE = 1L << 20;
     /** Bytes per block. */
     private static final long BB = (long) BLOCK * V;
     private static final int MOD = 65521;
@@ -382,6 +391,322 @@ final class VectorAdler32 {
             }
             adler = bytes(adler, tail, tailFrom, tailTo);
         }
+    }
+
+    /**
+     * {@link #digest(List, int, long, long)} for a stretch read from memory ({@code fromMemory}): pages of at most four
+     * blocks four at a time and pieces (pages in address order) of at least {@link #LONG_PIECE} bytes as groups of four
+     * stretches (four streams of loads in flight: faster from memory, slower in cache than two), the rest by
+     * {@link #digest(List, int, long, long)}, joined with {@link Adler32Parts#combine}. The in-cache loop is left as it
+     * was: with these paths inside it, C2 compiled it about 6 % slower at 256 bits.
+     */
+    static long digest(List<PageDigestPlan.Run> runs, int run, long skip, long length, boolean fromMemory) {
+        if (!fromMemory) {
+            return digest(runs, run, skip, length);
+        }
+        long adler = Adler32Parts.EMPTY;
+        int[] stash = new int[8 * L];
+        long[] io = new long[3];   // fours' Adler-32, bytes left and bytes of a piece read, in and out
+        int i = run;
+        long left = length;
+        int from = i;        // the stretch not summed yet: from run `from`, `fromSkip` bytes in, `pending` bytes
+        long fromSkip = skip;
+        long pending = 0;
+        int n = runs.size();
+        while (left > 0) {
+            PageDigestPlan.Run r = runs.get(i);
+            MemorySegment seg = ((KvMemory.Host) r.memory()).segment();
+            long at0 = r.offset() + skip;
+            // the piece from here: runs that continue each other in memory
+            long len = Math.min(r.length() - skip, left);
+            int k = i + 1;
+            while (len < left && len < LONG_PIECE && k < n && runs.get(k).offset() == at0 + len
+                    && ((KvMemory.Host) runs.get(k).memory()).segment() == seg) {
+                len += Math.min(runs.get(k).length(), left - len);
+                k++;
+            }
+            boolean piece = len >= LONG_PIECE;
+            boolean four = !piece && skip == 0 && len == r.length() && groupOfFour(runs, i, left);
+            if (piece || four) {
+                if (pending > 0) {
+                    adler = Adler32Parts.combine(adler, digest(runs, from, fromSkip, pending), pending);
+                    pending = 0;
+                }
+                io[0] = adler;
+                io[1] = left;
+                if (four) {
+                    i = fours(runs, i, io, stash, null, 0, 0);
+                    adler = io[0];
+                    left = io[1];
+                    from = i;
+                    fromSkip = 0;
+                    skip = 0;
+                    continue;
+                }
+                // the whole piece (runs on while they continue it), its front in groups of four stretches
+                while (k < n && len < left && runs.get(k).offset() == at0 + len
+                        && ((KvMemory.Host) runs.get(k).memory()).segment() == seg) {
+                    len += Math.min(runs.get(k).length(), left - len);
+                    k++;
+                }
+                fours(runs, i, io, stash, seg, at0, len);
+                adler = io[0];
+                long done = io[2];
+                left -= done;
+                // where the piece's rest starts
+                skip += done;
+                while (skip > 0 && skip >= runs.get(i).length()) {
+                    skip -= runs.get(i).length();
+                    i++;
+                }
+                from = i;
+                fromSkip = skip;
+                len -= done;
+            }
+            // the piece (or its rest) is left to the in-cache loop
+            pending += len;
+            left -= len;
+            i = k;
+            skip = 0;
+        }
+        if (pending > 0) {
+            adler = Adler32Parts.combine(adler, digest(runs, from, fromSkip, pending), pending);
+        }
+        return adler;
+    }
+
+    /** Whether runs {@code i} to {@code i + 3} are a group for {@link #fours}: one length of at most four blocks. */
+    private static boolean groupOfFour(List<PageDigestPlan.Run> runs, int i, long left) {
+        if (i + 3 >= runs.size()) {
+            return false;
+        }
+        long len = runs.get(i).length();
+        return len > 0 && len % BB == 0 && len / BB * 4 <= PLACE_BLOCKS && left >= 4 * len
+                && runs.get(i + 1).length() == len && runs.get(i + 2).length() == len && runs.get(i + 3).length() == len;
+    }
+
+    /**
+     * Groups of four pieces of the same whole number of blocks (at most four) from run {@code i} on, read in lockstep,
+     * for as long as the stream has them: four streams of loads in flight, for pages read from memory (a method of its
+     * own, so that its sixteen running sums get the registers). Starts and ends with every sum folded; {@code io}
+     * holds the Adler-32 so far and the bytes left of the stretch, updated. Returns the run after the last group.
+     * With a {@code piece} ({@code pieceLen} bytes of it from {@code pieceAt}), its front instead, as groups of four
+     * consecutive stretches of {@value #PLACE_BLOCKS}{@code / 4} blocks; {@code io[2]} gets the bytes read.
+     *
+     * <p>The order of the pieces matters only for {@code r} (a's prefix before each block): every one of the group's
+     * {@code 4m} blocks has the prefix before the group ({@code 4m A}), the pieces before its own, {@code m} blocks
+     * each ({@code m (3 a0 + 2 a1 + a2)}, kept as {@code w}), and its own piece's blocks before it ({@code rw}: the
+     * group's running {@code a} before each step, summed, since all four pieces are at the same block). The four
+     * {@code a}'s sum ({@code <= 4 * 255 * 32}) and {@code w}'s step ({@code <= 6 * 255 * 32}) are exact in 16 bits.
+     */
+    private static int fours(List<PageDigestPlan.Run> runs, int i, long[] io, int[] stash, MemorySegment piece,
+            long pieceAt, long pieceLen) {
+        long done = 0;   // of the piece
+        ShortVector zs = ShortVector.zero(SS);
+        IntVector zero = IntVector.zero(S);
+        ShortVector eight = EIGHT;
+        ShortVector w255 = W255;
+        IntVector sixteen = SIXTEEN;
+        IntVector low16 = LOW16;
+        ShortVector pt = zs, po = zs;
+        IntVector aI = zero, aH = zero, rI = zero, rH = zero, bI = zero, bH = zero;
+        int blocks = 0;
+        int placeBlocks = 0;
+        long adler = io[0];
+        long left = io[1];
+        while (piece != null ? done + 4L * PLACE_BLOCKS * BB <= pieceLen : i + 3 < runs.size()) {
+            long len;
+            int m;
+            if (piece != null) {
+                m = PLACE_BLOCKS / 4;
+                len = m * BB;
+            } else {
+                len = runs.get(i).length();
+                m = (int) (len / BB);
+                if (len != m * BB || m == 0 || 4 * m > PLACE_BLOCKS || left < 4 * len
+                        || runs.get(i + 1).length() != len || runs.get(i + 2).length() != len
+                        || runs.get(i + 3).length() != len) {
+                    break;
+                }
+            }
+            if (blocks + 4 * m > FOLD_BLOCKS || placeBlocks + 4 * m > PLACE_BLOCKS) {
+                // a group that would not fit (pieces of a block count that does not divide 16): fold first
+                IntVector pe = pt.sub(po.lanewise(VectorOperators.LSHL, eight)).reinterpretAsInts();
+                IntVector pw = po.reinterpretAsInts();
+                IntVector.fromArray(S, stash, 0)
+                        .add(pe.and(low16).mul(PLACE_EL))
+                        .add(pe.lanewise(VectorOperators.LSHR, sixteen).mul(PLACE_EH))
+                        .add(pw.and(low16).mul(PLACE_OL))
+                        .add(pw.lanewise(VectorOperators.LSHR, sixteen).mul(PLACE_OH))
+                        .intoArray(stash, 0);
+                aI.intoArray(stash, 2 * L);
+                aH.intoArray(stash, 3 * L);
+                rI.intoArray(stash, 4 * L);
+                rH.intoArray(stash, 5 * L);
+                bI.intoArray(stash, 6 * L);
+                bH.intoArray(stash, 7 * L);
+                adler = fold(adler, blocks * BLOCK, stash);
+                zero.intoArray(stash, 0);
+                aI = aH = rI = rH = bI = bH = zero;
+                pt = po = zs;
+                blocks = 0;
+                placeBlocks = 0;
+            }
+            // four pieces of whole blocks in lockstep: P0 (seg), P1, P2, P3, in stream order
+            MemorySegment seg, s1, s2, s3;
+            long at0, o1, o2, o3;
+            if (piece != null) {
+                seg = s1 = s2 = s3 = piece;
+                at0 = pieceAt + done;
+                o1 = at0 + len;
+                o2 = o1 + len;
+                o3 = o2 + len;
+                done += 4 * len;
+            } else {
+                PageDigestPlan.Run r0 = runs.get(i);
+                PageDigestPlan.Run r1 = runs.get(i + 1);
+                PageDigestPlan.Run r2 = runs.get(i + 2);
+                PageDigestPlan.Run r3 = runs.get(i + 3);
+                i += 4;
+                left -= 4 * len;
+                seg = ((KvMemory.Host) r0.memory()).segment();
+                s1 = ((KvMemory.Host) r1.memory()).segment();
+                s2 = ((KvMemory.Host) r2.memory()).segment();
+                s3 = ((KvMemory.Host) r3.memory()).segment();
+                at0 = r0.offset();
+                o1 = r1.offset();
+                o2 = r2.offset();
+                o3 = r3.offset();
+            }
+            // shared over the four: g, the group's a so far (all pieces' blocks before j); rw, the sum of
+            // each block's prefix within its own piece; w, 3 a0 + 2 a1 + a2 (the pieces before each piece)
+            IntVector gI = zero, gH = zero, rwI = zero, rwH = zero, wI = zero, wH = zero;
+            for (int j = 0; j < m; j++) {
+                long d = j * BB;
+                ShortVector x0 = ShortVector.fromMemorySegment(SS, seg, at0 + d, LE);
+                ShortVector x1 = ShortVector.fromMemorySegment(SS, s1, o1 + d, LE);
+                ShortVector x2 = ShortVector.fromMemorySegment(SS, s2, o2 + d, LE);
+                ShortVector x3 = ShortVector.fromMemorySegment(SS, s3, o3 + d, LE);
+                ShortVector b0t = x0, b1t = x1, b2t = x2, b3t = x3;
+                ShortVector b0o = (SHORT_SHIFTS ? x0.lanewise(VectorOperators.LSHR, eight) : x0.lanewise(VectorOperators.LSHR, 8));
+                ShortVector b1o = (SHORT_SHIFTS ? x1.lanewise(VectorOperators.LSHR, eight) : x1.lanewise(VectorOperators.LSHR, 8));
+                ShortVector b2o = (SHORT_SHIFTS ? x2.lanewise(VectorOperators.LSHR, eight) : x2.lanewise(VectorOperators.LSHR, 8));
+                ShortVector b3o = (SHORT_SHIFTS ? x3.lanewise(VectorOperators.LSHR, eight) : x3.lanewise(VectorOperators.LSHR, 8));
+                x0 = ShortVector.fromMemorySegment(SS, seg, at0 + d + V, LE);
+                x1 = ShortVector.fromMemorySegment(SS, s1, o1 + d + V, LE);
+                x2 = ShortVector.fromMemorySegment(SS, s2, o2 + d + V, LE);
+                x3 = ShortVector.fromMemorySegment(SS, s3, o3 + d + V, LE);
+                ShortVector a0t = b0t.add(x0), a1t = b1t.add(x1), a2t = b2t.add(x2), a3t = b3t.add(x3);
+                ShortVector a0o = b0o.add(SHORT_SHIFTS ? x0.lanewise(VectorOperators.LSHR, eight) : x0.lanewise(VectorOperators.LSHR, 8));
+                ShortVector a1o = b1o.add(SHORT_SHIFTS ? x1.lanewise(VectorOperators.LSHR, eight) : x1.lanewise(VectorOperators.LSHR, 8));
+                ShortVector a2o = b2o.add(SHORT_SHIFTS ? x2.lanewise(VectorOperators.LSHR, eight) : x2.lanewise(VectorOperators.LSHR, 8));
+                ShortVector a3o = b3o.add(SHORT_SHIFTS ? x3.lanewise(VectorOperators.LSHR, eight) : x3.lanewise(VectorOperators.LSHR, 8));
+                for (int k = 2; k < BLOCK; k++) {
+                    long e = d + (long) k * V;
+                    x0 = ShortVector.fromMemorySegment(SS, seg, at0 + e, LE);
+                    x1 = ShortVector.fromMemorySegment(SS, s1, o1 + e, LE);
+                    x2 = ShortVector.fromMemorySegment(SS, s2, o2 + e, LE);
+                    x3 = ShortVector.fromMemorySegment(SS, s3, o3 + e, LE);
+                    b0t = b0t.add(a0t);
+                    b0o = b0o.add(a0o);
+                    a0t = a0t.add(x0);
+                    a0o = a0o.add(SHORT_SHIFTS ? x0.lanewise(VectorOperators.LSHR, eight) : x0.lanewise(VectorOperators.LSHR, 8));
+                    b1t = b1t.add(a1t);
+                    b1o = b1o.add(a1o);
+                    a1t = a1t.add(x1);
+                    a1o = a1o.add(SHORT_SHIFTS ? x1.lanewise(VectorOperators.LSHR, eight) : x1.lanewise(VectorOperators.LSHR, 8));
+                    b2t = b2t.add(a2t);
+                    b2o = b2o.add(a2o);
+                    a2t = a2t.add(x2);
+                    a2o = a2o.add(SHORT_SHIFTS ? x2.lanewise(VectorOperators.LSHR, eight) : x2.lanewise(VectorOperators.LSHR, 8));
+                    b3t = b3t.add(a3t);
+                    b3o = b3o.add(a3o);
+                    a3t = a3t.add(x3);
+                    a3o = a3o.add(SHORT_SHIFTS ? x3.lanewise(VectorOperators.LSHR, eight) : x3.lanewise(VectorOperators.LSHR, 8));
+                }
+                // each piece's block sums, exact in 16 bits (a <= 255 * 32, b <= 61200); the four a's sum
+                // (<= 32640) and 3 a0 + 2 a1 + a2 (<= 48960) still fit 16 bits
+                ShortVector a0 = a0t.sub(a0o.mul(w255));
+                ShortVector a1 = a1t.sub(a1o.mul(w255));
+                ShortVector a2 = a2t.sub(a2o.mul(w255));
+                ShortVector a3 = a3t.sub(a3o.mul(w255));
+                ShortVector p01 = a0.add(a1);
+                ShortVector p012 = p01.add(a2);
+                IntVector sa = p012.add(a3).reinterpretAsInts();
+                IntVector wa = p012.add(p01).add(a0).reinterpretAsInts();
+                IntVector b0 = b0t.sub(b0o.mul(w255)).reinterpretAsInts();
+                IntVector b1 = b1t.sub(b1o.mul(w255)).reinterpretAsInts();
+                IntVector b2 = b2t.sub(b2o.mul(w255)).reinterpretAsInts();
+                IntVector b3 = b3t.sub(b3o.mul(w255)).reinterpretAsInts();
+                pt = pt.add(a0t.add(a1t)).add(a2t.add(a3t));
+                po = po.add(a0o.add(a1o)).add(a2o.add(a3o));
+                rwI = rwI.add(gI);
+                rwH = rwH.add(gH);
+                gI = gI.add(sa);
+                gH = gH.add(sa.lanewise(VectorOperators.LSHR, sixteen));
+                wI = wI.add(wa);
+                wH = wH.add(wa.lanewise(VectorOperators.LSHR, sixteen));
+                bI = bI.add(b0.add(b1)).add(b2.add(b3));
+                bH = bH.add(b0.lanewise(VectorOperators.LSHR, sixteen).add(b1.lanewise(VectorOperators.LSHR, sixteen)))
+                        .add(b2.lanewise(VectorOperators.LSHR, sixteen).add(b3.lanewise(VectorOperators.LSHR, sixteen)));
+            }
+            // every one of the 4m blocks has the prefix before the group (a), its pieces before it (w, m
+            // blocks each) and its own piece's blocks before it (rw)
+            rI = rI.add(aI.mul(4 * m)).add(rwI).add(wI.mul(m));
+            rH = rH.add(aH.mul(4 * m)).add(rwH).add(wH.mul(m));
+            aI = aI.add(gI);
+            aH = aH.add(gH);
+            blocks += 4 * m;
+            placeBlocks += 4 * m;
+            if (placeBlocks == PLACE_BLOCKS) {
+                // the place sums into the stash's place-weighted lanes before they pass 2^16, as in digest
+                IntVector pe = pt.sub(po.lanewise(VectorOperators.LSHL, eight)).reinterpretAsInts();
+                IntVector pw = po.reinterpretAsInts();
+                IntVector.fromArray(S, stash, 0)
+                        .add(pe.and(low16).mul(PLACE_EL))
+                        .add(pe.lanewise(VectorOperators.LSHR, sixteen).mul(PLACE_EH))
+                        .add(pw.and(low16).mul(PLACE_OL))
+                        .add(pw.lanewise(VectorOperators.LSHR, sixteen).mul(PLACE_OH))
+                        .intoArray(stash, 0);
+                pt = po = zs;
+                placeBlocks = 0;
+            }
+            if (blocks == FOLD_BLOCKS) {
+                aI.intoArray(stash, 2 * L);
+                aH.intoArray(stash, 3 * L);
+                rI.intoArray(stash, 4 * L);
+                rH.intoArray(stash, 5 * L);
+                bI.intoArray(stash, 6 * L);
+                bH.intoArray(stash, 7 * L);
+                adler = fold(adler, FOLD, stash);
+                zero.intoArray(stash, 0);
+                aI = aH = rI = rH = bI = bH = zero;
+                blocks = 0;
+            }
+        }
+        if (blocks > 0) {
+            // everything into s1, s2: the caller goes on from a clean state
+            IntVector pe = pt.sub(po.lanewise(VectorOperators.LSHL, eight)).reinterpretAsInts();
+            IntVector pw = po.reinterpretAsInts();
+            IntVector.fromArray(S, stash, 0)
+                    .add(pe.and(low16).mul(PLACE_EL))
+                    .add(pe.lanewise(VectorOperators.LSHR, sixteen).mul(PLACE_EH))
+                    .add(pw.and(low16).mul(PLACE_OL))
+                    .add(pw.lanewise(VectorOperators.LSHR, sixteen).mul(PLACE_OH))
+                    .intoArray(stash, 0);
+            aI.intoArray(stash, 2 * L);
+            aH.intoArray(stash, 3 * L);
+            rI.intoArray(stash, 4 * L);
+            rH.intoArray(stash, 5 * L);
+            bI.intoArray(stash, 6 * L);
+            bH.intoArray(stash, 7 * L);
+            adler = fold(adler, blocks * BLOCK, stash);
+            zero.intoArray(stash, 0);
+        }
+        io[0] = adler;
+        io[1] = left;
+        io[2] = done;
+        return i;
     }
 
     /** A lane's pair total from its raw sum and its high halves' sum: {@code I - 65535 H}, modulo 2^32. */

@@ -70,13 +70,20 @@ class PageDigestParallelTest {
         Random rnd = new Random(SEED);
         ForkJoinPool pool = new ForkJoinPool(3);
         try (Arena arena = Arena.ofShared()) {
-            PageDigestPlan plan = randomPlan(arena, rnd, 12, 16, 2, 64, 2, 150);   // 4 KiB pages, 10 of them per buffer
-            long literal = PageDigestReference.digest(plan, "reference");
-            for (long chunk : new long[] {1, 7, 1000, 4096, 4097, 65521, 65536, 100_000, plan.totalBytes() - 1,
-                    plan.totalBytes(), 1L << 40}) {
-                for (boolean vector : loops()) {
-                    assertEquals(literal, PageDigestParallel.digest(plan, "cpu", pool, true, chunk, vector),
-                            "chunk " + chunk + (vector ? ", Vector API loop" : ", java.util.zip.Adler32"));
+            PageDigestPlan four = randomPlan(arena, rnd, 12, 16, 2, 64, 2, 150);   // 4 KiB pages, 10 of them per buffer
+            // 2 KiB pages, 19 per buffer: groups of four from memory at 256 bits too (4 KiB pages are 8 blocks there)
+            PageDigestPlan two = randomPlan(arena, rnd, 24, 8, 2, 64, 2, 150);
+            for (PageDigestPlan plan : List.of(four, two)) {
+                long literal = PageDigestReference.digest(plan, "reference");
+                for (long chunk : new long[] {1, 7, 1000, 2048, 4096, 4097, 65521, 65536, 100_000,
+                        plan.totalBytes() - 1, plan.totalBytes(), 1L << 40}) {
+                    for (boolean vector : loops()) {
+                        for (boolean fromMemory : new boolean[] {false, true}) {
+                            assertEquals(literal, PageDigestParallel.digest(plan, "cpu", pool, true, chunk, vector,
+                                    fromMemory), "chunk " + chunk + (vector ? ", Vector API loop"
+                                    : ", java.util.zip.Adler32") + (fromMemory ? ", from memory" : ""));
+                        }
+                    }
                 }
             }
         } finally {
@@ -105,8 +112,11 @@ class PageDigestParallelTest {
             long literal = PageDigestReference.digest(plan, "reference");
             for (long chunk : new long[] {100, 256, 1000, 2560, Long.MAX_VALUE}) {
                 for (boolean vector : loops()) {
-                    assertEquals(literal, PageDigestParallel.digest(plan, "cpu", pool, true, chunk, vector),
-                            "chunk " + chunk + (vector ? ", Vector API loop" : ", java.util.zip.Adler32"));
+                    for (boolean fromMemory : new boolean[] {false, true}) {
+                        assertEquals(literal, PageDigestParallel.digest(plan, "cpu", pool, true, chunk, vector,
+                                fromMemory), "chunk " + chunk + (vector ? ", Vector API loop" : ", java.util.zip.Adler32")
+                                + (fromMemory ? ", from memory" : ""));
+                    }
                 }
             }
         } finally {

@@ -19,7 +19,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
  * The Vector API Adler-32 of the page digest against {@code java.util.zip.Adler32} over the same bytes: random
  * streams of pieces of every length around the vector size, zlib's NMAX (5552) and the loop's own fold, all-0xFF
  * bytes (the largest sums, where a lane would overflow first), stretches that start inside a run, and scattered pages
- * of whole blocks, which the loop reads two at a time.
+ * of whole blocks, which the loop reads two at a time (four at a time from memory: both ways checked).
  */
 class VectorAdler32Test {
     private static final long SEED = 0xAD1E_5552L;
@@ -79,7 +79,9 @@ class VectorAdler32Test {
 
     private static void check(List<PageDigestPlan.Run> runs, String what) {
         long t = total(runs);
-        assertEquals(zlib(runs, 0, 0, t), VectorAdler32.digest(runs, 0, 0, t), what);
+        long expected = zlib(runs, 0, 0, t);
+        assertEquals(expected, VectorAdler32.digest(runs, 0, 0, t), what);
+        assertEquals(expected, VectorAdler32.digest(runs, 0, 0, t, true), what + ", from memory (four at a time)");
     }
 
     @Test
@@ -104,7 +106,9 @@ class VectorAdler32Test {
         try (Arena arena = Arena.ofConfined()) {
             // 1024 to 6144: whole blocks read in pairs, with one to six blocks a page at 512 and 256 bits (3072 and 6144
             // do not divide the place sums' 16 blocks, so pairs and single blocks alternate)
-            for (int page : new int[] {1, 63, 64, 65, 96, 160, 1024, 2048, 2050, 3072, 4096, 5552, 6144, 32768}) {
+            // from memory, pages of one to four blocks go four at a time (512, 1536: blocks at 256 bits only)
+            for (int page : new int[] {1, 63, 64, 65, 96, 160, 512, 1024, 1536, 2048, 2050, 3072, 4096, 5552, 6144,
+                    32768}) {
                 for (boolean ones : new boolean[] {false, true}) {
                     int pages = (int) Math.min(600, Math.max(3, (3L << 20) / page));
                     long[] lengths = new long[pages];
@@ -132,8 +136,40 @@ class VectorAdler32Test {
                 long skip = runs.get(run).length() == 0 ? 0 : rnd.nextLong(runs.get(run).length());
                 long rest = t - runs.subList(0, run).stream().mapToLong(PageDigestPlan.Run::length).sum() - skip;
                 long length = rest == 0 ? 0 : 1 + rnd.nextLong(rest);
-                assertEquals(zlib(runs, run, skip, length), VectorAdler32.digest(runs, run, skip, length),
+                long expected = zlib(runs, run, skip, length);
+                assertEquals(expected, VectorAdler32.digest(runs, run, skip, length),
                         "trial " + trial + ": run " + run + " + " + skip + ", " + length + " bytes");
+                assertEquals(expected, VectorAdler32.digest(runs, run, skip, length, true),
+                        "trial " + trial + ": run " + run + " + " + skip + ", " + length + " bytes, from memory");
+            }
+        }
+    }
+
+    @Test
+    void longPiecesFromMemoryStartingAndEndingAnywhere() {
+        // pages in address order past 1 MiB: read from memory as groups of four stretches, the rest by the in-cache
+        // loop; stretches that start inside a run and end short of a group, with scattered pages around them
+        Random rnd = new Random(SEED + 3);
+        try (Arena arena = Arena.ofConfined()) {
+            for (int trial = 0; trial < 12; trial++) {
+                int n = 600 + rnd.nextInt(300);
+                long[] lengths = new long[n];
+                for (int i = 0; i < n; i++) {
+                    lengths[i] = trial % 3 == 0 ? 2048 : trial % 3 == 1 ? 1 + rnd.nextInt(9000) : 4096 + 64 * rnd.nextInt(3);
+                }
+                List<PageDigestPlan.Run> runs = runs(arena, rnd, lengths, trial % 4 == 3, true);
+                if (trial >= 6) {   // a scattered stretch in the middle: groups of four, then a piece again
+                    java.util.Collections.swap(runs, n / 2, n / 2 + 7);
+                }
+                long t = total(runs);
+                int run = rnd.nextInt(4);
+                long skip = rnd.nextLong(runs.get(run).length());
+                long rest = t - runs.subList(0, run).stream().mapToLong(PageDigestPlan.Run::length).sum() - skip;
+                for (long length : new long[] {rest, rest - 1 - rnd.nextInt(70_000),
+                        Math.min(rest, (1L << 20) + rnd.nextInt(70_000))}) {
+                    assertEquals(zlib(runs, run, skip, length), VectorAdler32.digest(runs, run, skip, length, true),
+                            "trial " + trial + ": run " + run + " + " + skip + ", " + length + " bytes, from memory");
+                }
             }
         }
     }
