@@ -23,11 +23,12 @@ import java.util.zip.Adler32;
  * operations per vector and reads two pages of whole blocks in lockstep. At SGLang's default page size 1 (2 KiB
  * pages), against the faster plain read of the same pages in the same order (read bound v5), interleaved on a quiet
  * machine: in cache, one thread, 0.66 at 512 bits (the stub 0.19) and 0.37 at 256 bits; at 256 MiB on both cores
- * 0.66 at 512 bits (the stub 0.40) and 0.50 at 256 bits, where under load the stub had read 0.39-0.46 against the
- * vector loop's 0.58-0.59: why the stub no longer takes the large streams below 512 bits (docs/bench-cpu.md,
- * "SGLang's page digest"). From {@link #FOUR_STREAMS_BYTES} up (from memory) at 512 bits the vector loop reads small
- * pages four at a time and long pieces as four stretches, more lines in flight: 5-20 % faster than two at a time at
- * 256 MiB, slower in cache and L3 (docs/bench-cpu.md, "From memory"). The vector loop is slow until C2 compiles it (its
+ * 0.66 at 512 bits with two pages at a time (the stub 0.40) and 0.50 at 256 bits, where under load the stub had read
+ * 0.39-0.46 against the vector loop's 0.58-0.59: why the stub no longer takes the large streams below 512 bits
+ * (docs/bench-cpu.md, "SGLang's page digest"). From {@link #FOUR_STREAMS_BYTES} up (from memory) at 512 bits the vector
+ * loop reads small pages four at a time and long pieces as four stretches, more lines in flight: 5-20 % faster than two
+ * at a time at 256 MiB, slower in cache and L3 (docs/bench-cpu.md, "From memory"); quiet, 0.67-0.74 of the bound
+ * (medians 0.73-0.76) against two at a time's 0.60-0.69 in the same runs. The vector loop is slow until C2 compiles it (its
  * first second in a fresh JVM at megabytes per second), a cost an engine pays once.
  *
  * <p>A chunk is a position in the plan's run list and a byte count, not a list of its pieces: at SGLang's default page
