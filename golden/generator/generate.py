@@ -504,6 +504,7 @@ class Vector:
 
 ALL = {}          # name -> Vector
 RELATIONS = []
+PRODUCTION = []   # gen_production's names: generate_mixed.py re-checks them with Python ints whatever their size
 STATS = {'pyint_checked': 0}
 
 
@@ -1169,6 +1170,30 @@ def gen_swaps():
         variant('stale-block', 'block 0 overwritten by a copy of block 1', wrong_block)
 
 
+def gen_production():
+    """The geometries engines run, which the drawn vectors above (1-4 heads) never reach: Llama-3-8B at TP1 (8 KV heads
+    x head dim 128 bf16: 256-byte K and V cells, 2 KiB token rows of K and of V side by side) in vLLM flash,
+    FlashInfer NHD and HND and SGLang (page sizes 1 and 16), and Llama-3-70B at TP8 (1 KV head x 128 bf16) in vLLM
+    flash; 2 layers, 16-token blocks, shuffled (one reversed) tables with an unused page, N not a multiple of 16, F > 0 in one.
+    These are the backends' row loops for 2 KiB rows (the CPU's from-memory row passes), checked against NumPy."""
+    cases = [
+        # name, family, page size, heads, N, F, extra pages, table, data
+        ('llama3-8b-tp1-flash-n37', 'flash', 16, 8, 37, 0, 1, 'perm', 'float'),
+        ('llama3-8b-tp1-fi-nhd-f2-n53', 'fi-nhd', 16, 8, 53, 2, 1, 'reverse', 'float'),
+        ('llama3-8b-tp1-fi-hnd-n29', 'fi-hnd', 16, 8, 29, 0, 1, 'perm', 'bytes'),
+        ('llama3-8b-tp1-sglang-p1-n37', 'sglang', 1, 8, 37, 0, 1, 'perm', 'bytes'),
+        ('llama3-8b-tp1-sglang-p16-n21', 'sglang', 16, 8, 21, 0, 0, 'perm', 'float'),
+        ('llama3-70b-tp8-flash-n37', 'flash', 16, 1, 37, 0, 1, 'perm', 'float'),
+    ]
+    for (name, fam, ps, H, N, F, extra, table, mode) in cases:
+        model = 'Llama-3-8B TP1' if H == 8 else 'Llama-3-70B TP8'
+        simple(name, 'bf16', 128, False, 16, N, F, [(l, 0, H) for l in range(2)],
+               paged_builder(fam, ps, extra_pages=extra, table_mode=table), mode,
+               note='production geometry, %s: %d KV heads, page size %d%s' % (
+                   model, H, ps, ', page 0 and no other unused' if fam == 'sglang' and not extra else ''))
+        PRODUCTION.append(name)
+
+
 def generate_all():
     gen_matrix()
     gen_token_counts()
@@ -1179,11 +1204,12 @@ def generate_all():
     gen_tp_pp()
     gen_rechunk()
     gen_swaps()
+    gen_production()
     # the Python-int check must have covered the odd cases at least
-    for n in ('bf16-flash-b16-h128-f4194305', 'fp32-flash-b4-h1024-f268435459',
+    for n in ['bf16-flash-b16-h128-f4194305', 'fp32-flash-b4-h1024-f268435459',
               'bf16-flash-b16-h128-f1073741831-longpos', 'bf16-flash-b16-h128-f144115188075855885-wrap',
               'pieces-p1', 'pieces-p63', 'generic-unaligned-00', 'generic-mla-indexer', 'tp-bf16-whole',
-              'bf16-flash-b1-h64-n8', 'generic-oddpage-b16-p5'):
+              'bf16-flash-b1-h64-n8', 'generic-oddpage-b16-p5'] + PRODUCTION:
         assert ALL[n].pieces <= PYINT_CHECK_MAX_PIECES, n
 
 

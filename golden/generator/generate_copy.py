@@ -320,6 +320,12 @@ def vectors():
     add('tp-8-into-4-7', 'TP re-shard: a producer with heads 0-7 into a consumer rank holding 4-7 (flash to HND, '
         '128-byte cells, page 16, B=16, N=40)', 'flash', 'hnd', [(0, 128, 128), (2, 128, 128)], 40, 16, 0, 16, 16,
         (0, 8), (4, 8))
+    # Llama-3-8B TP1's geometry: 8 heads x 256-byte cells (bf16 head dim 128), 2 KiB token rows of K and of V
+    add('perm-flash-8x256', 'production geometry (Llama-3-8B TP1): vLLM flash to vLLM flash, pages permuted: 2 layers '
+        'x 8 heads, bf16 head dim 128, page 16, B=16, N=37', 'flash', 'flash', bf16_128, 37, 16, 0, 16, 16)
+    add('flash-to-hnd-8x256', 'production geometry (Llama-3-8B TP1): vLLM flash to FlashInfer HND from block 1: '
+        '2 layers x 8 heads, bf16 head dim 128, page 16, B=16, N=45, F=1', 'flash', 'hnd', bf16_128, 45, 16, 1, 16,
+        16)
     add('mla-576', 'MLA latent rows of 576 bytes (3 layers, K only), staging pages of 16 into pages of 64, B=16, N=90',
         'mla', 'mla', [(0, 576, 0), (1, 576, 0), (2, 576, 0)], 90, 16, 0, 16, 64, (0, 1), (0, 1))
     add('sglang-to-flash', "SGLang's split K and V pools with page size 1 into vLLM flash pages of 16, 2 heads, "
