@@ -44,6 +44,21 @@ class MixedRowPassTest {
      * each head's rows go through the row pass instead of the position-major loop; at every width against the
      * definition.
      */
+    /**
+     * Each head's mixed slice sum by the definition: {@code heads} regions of {@code pieces} pieces {@code headStride}
+     * bytes apart, K from {@code kBase} and V from {@code vBase} ({@code -1}: no V), a cell of K's pieces then V's.
+     */
+    private static long[] expectedHeads(MemorySegment s, long kBase, long vBase, long headStride, long tokenStride, int n,
+            long t0, int pieces, int heads) {
+        int cell = vBase < 0 ? pieces : 2 * pieces;
+        long[] expected = new long[heads];
+        for (int h = 0; h < heads; h++) {
+            expected[h] = definition(s, kBase + h * headStride, tokenStride, n, t0, cell, 0, pieces)
+                    + (vBase < 0 ? 0 : definition(s, vBase + h * headStride, tokenStride, n, t0, cell, pieces, pieces));
+        }
+        return expected;
+    }
+
     @Test
     void oneHeadAtATimeFromMemoryMatchesTheMixedDefinition() {
         assumeTrue(ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent(), "no jdk.incubator.vector module");
@@ -62,19 +77,14 @@ class MixedRowPassTest {
                 }
                 for (int heads : new int[] {1, 2, 3}) {
                     for (boolean kOnly : new boolean[] {true, false}) {
-                        int cell = kOnly ? pieces : 2 * pieces;
                         for (int n : new int[] {1, 5, 16, 64}) {
                             long tokenStride = 8L * pieces + (rnd.nextBoolean() ? 0 : 8L * lanes);
                             long headStride = tokenStride * n + 64;
                             long kBase = rnd.nextInt(64);
                             long vBase = 500_000 + rnd.nextInt(64);
                             long t0 = rnd.nextLong(1L << 40);
-                            long[] expected = new long[heads];
-                            for (int h = 0; h < heads; h++) {
-                                expected[h] = definition(s, kBase + h * headStride, tokenStride, n, t0, cell, 0, pieces)
-                                        + (kOnly ? 0 : definition(s, vBase + h * headStride, tokenStride, n, t0, cell,
-                                                pieces, pieces));
-                            }
+                            long[] expected = expectedHeads(s, kBase, kOnly ? -1 : vBase, headStride, tokenStride, n,
+                                    t0, pieces, heads);
                             long[] out = new long[heads + 1];
                             Arrays.fill(out, 7);
                             k.headsAffine(s, kBase, tokenStride, headStride, pieces, kOnly ? null : s, vBase, tokenStride,
@@ -120,12 +130,8 @@ class MixedRowPassTest {
                         long kBase = 8L * rnd.nextInt(8) + rnd.nextInt(8);
                         long vBase = 500_000 + rnd.nextInt(64);
                         long t0 = rnd.nextLong(1L << 40);
-                        long[] expected = new long[heads];
-                        for (int h = 0; h < heads; h++) {
-                            expected[h] = definition(s, kBase + 8L * pieces * h, tokenStride, n, t0, cell, 0, pieces)
-                                    + (kOnly ? 0 : definition(s, vBase + 8L * pieces * h, tokenStride, n, t0, cell,
-                                            pieces, pieces));
-                        }
+                        long[] expected = expectedHeads(s, kBase, kOnly ? -1 : vBase, 8L * pieces, tokenStride, n, t0,
+                                pieces, heads);
                         String what = heads + " heads of " + pieces + " pieces" + (kOnly ? " (K only)" : "") + ", n " + n
                                 + ", stride " + tokenStride + ", t0 " + t0;
                         for (MixedVectorSliceKernel k : List.of(regs, scratch)) {
@@ -168,18 +174,13 @@ class MixedRowPassTest {
                     for (boolean kOnly : new boolean[] {false, true}) {
                         assertTrue(rows.rowsAffine(heads, pieces, 8L * pieces, kOnly ? 0 : pieces, 8L * pieces));
                         assertFalse(headByHead.rowsAffine(heads, pieces, 8L * pieces, kOnly ? 0 : pieces, 8L * pieces));
-                        int cell = kOnly ? pieces : 2 * pieces;
                         for (int n : new int[] {1, 2, 7, 16}) {
                             long tokenStride = 8L * pieces * heads + (rnd.nextBoolean() ? 0 : 64);
                             long kBase = rnd.nextInt(64);
                             long vBase = 400_000 + rnd.nextInt(64);
                             long t0 = rnd.nextLong(1L << 40);
-                            long[] expected = new long[heads];
-                            for (int h = 0; h < heads; h++) {
-                                expected[h] = definition(s, kBase + 8L * pieces * h, tokenStride, n, t0, cell, 0, pieces)
-                                        + (kOnly ? 0 : definition(s, vBase + 8L * pieces * h, tokenStride, n, t0, cell,
-                                                pieces, pieces));
-                            }
+                            long[] expected = expectedHeads(s, kBase, kOnly ? -1 : vBase, 8L * pieces, tokenStride, n,
+                                    t0, pieces, heads);
                             String what = heads + " heads of " + pieces + " pieces" + (kOnly ? " (K only)" : "") + ", n " + n
                                     + ", stride " + tokenStride + ", t0 " + t0;
                             for (MixedVectorSliceKernel k : List.of(rows, headByHead)) {
