@@ -230,8 +230,9 @@ final class CpuCopy {
     }
 
     /**
-     * Off: the split over the pool by layers ({@link #parallel}). On: the split before it, run ranges of every group. Not
-     * for use: an A/B switch for measurements in one JVM ({@code CopyTurns -Dcopy.toggle=}), set only between copies.
+     * Off: the split over the pool by layers ({@link #parallel}). On: the split before it, run ranges of every group, run
+     * by run. Not for use: an A/B switch for measurements in one JVM ({@code CopyTurns -Dcopy.toggle=}), set only between
+     * copies.
      */
     static boolean runRanges;
 
@@ -471,11 +472,12 @@ final class CpuCopy {
     /**
      * A launch of {@code PARALLEL_BYTES} or more over the pool, in as many tasks as run ranges of about
      * {@code max(TASK_BYTES, bytes/4T)} would make: its groups in layer order (a layer's K, then its V: {@code byLayer})
-     * cut into that many parts, each over all runs; only a launch with fewer groups than tasks has its parts cut into run
-     * ranges too. So each thread reads and writes the pages of its own layers, as the baseline's {@code MemorySegment.copy}
-     * of the same page runs does, rather than every layer of its own pages: at two threads from memory faster in 30 of 36
-     * paired same-JVM measurements, about 1 % into FlashInfer HND, up to 14 % on MLA (docs/bench-cpu.md, "From memory on
-     * two threads"). Each task adds into block values of its run range.
+     * cut into that many parts, each over all runs, group after group (a group over every run, then the next); only a
+     * launch with fewer groups than tasks has its parts cut into run ranges too. So each thread reads and writes one
+     * layer's K (or V) pages at a time, as the baseline's {@code MemorySegment.copy} of the same page runs does, rather
+     * than every layer of its own pages: at two threads from memory faster than the run ranges in most paired same-JVM
+     * measurements, by about 1-3 % into FlashInfer HND and 5-10 % in a page permutation and on MLA (docs/bench-cpu.md,
+     * "From memory on two threads"). Each task adds into block values of its run range.
      */
     private static void parallel(CopyPlan.Launch l, Prepared prepared, CopyLoop loop, long bytes, int threads,
             ForkJoinPool pool, long[] out) {
@@ -508,7 +510,13 @@ final class CpuCopy {
             List<Group> part = groups.subList(t.g0, t.g1);
             calls.add(() -> {
                 long[] values = new long[t.blocks];
-                wholePieces(prepared, part, loop, t.r0, t.r1, values, t.blockBase, null);
+                if (runRanges) {
+                    wholePieces(prepared, part, loop, t.r0, t.r1, values, t.blockBase, null);
+                } else {
+                    for (Group g : part) {   // a group over all the task's runs, then the next: layer by layer
+                        wholePieces(prepared, List.of(g), loop, t.r0, t.r1, values, t.blockBase, null);
+                    }
+                }
                 return values;
             });
         }
