@@ -475,8 +475,8 @@ final class CpuCopy {
      * cut into that many parts, each over all runs, group after group (a group over every run, then the next); only a
      * launch with fewer groups than tasks has its parts cut into run ranges too. So each thread reads and writes one
      * layer's K (or V) pages at a time, as the baseline's {@code MemorySegment.copy} of the same page runs does, rather
-     * than every layer of its own pages: at two threads from memory faster than the run ranges in most paired same-JVM
-     * measurements, by about 1-3 % into FlashInfer HND and 5-10 % in a page permutation and on MLA (docs/bench-cpu.md,
+     * than every layer of its own pages: at two threads from memory faster than the run ranges in paired same-JVM
+     * measurements: by 4-16 % in a page permutation and on MLA, within the noise into FlashInfer HND (docs/bench-cpu.md,
      * "From memory on two threads"). Each task adds into block values of its run range.
      */
     private static void parallel(CopyPlan.Launch l, Prepared prepared, CopyLoop loop, long bytes, int threads,
