@@ -30,8 +30,9 @@ import java.util.function.IntFunction;
  *
  * <p>Each destination block is cut into <em>runs</em>: positions that stay within one source page and one destination
  * page, so both sides are at a constant token stride and the loop needs no table. Runs are copied one after another,
- * every copied slice of a run before the next run (a run's pages are read and written together), cut into run ranges
- * of about {@code max(TASK_BYTES, bytes/4T)} for the pool from {@code PARALLEL_BYTES} on, like the checksum path; each
+ * every copied slice of a run before the next run (a run's pages are read and written together). From
+ * {@code PARALLEL_BYTES} on, a launch is split over the pool by layers ({@link #parallel}: about
+ * {@code max(TASK_BYTES, bytes/4T)} per task, like the checksum path, each task its layers' slices over all runs); each
  * task adds {@code factor * s} into its own block values, joined on the calling thread. Byte cells (a piece
  * straddling K and V, or padded) are assembled in a scratch cell and copied from there, on the calling thread.
  *
@@ -224,8 +225,16 @@ final class CpuCopy {
      * What a launch's copy needs besides the bytes: its runs, its groups of heads, the factors, for a staged copy its
      * staging units (per layer, the groups cut to that layer's pairs: {@link #units}), and the bytes it moves.
      */
-    private record Prepared(Runs runs, List<Group> groups, long[] factors, List<List<Group>> units, long bytes) {
+    private record Prepared(Runs runs, List<Group> groups, List<Group> byLayer, long[] factors, List<List<Group>> units,
+            long bytes) {
     }
+
+    /**
+     * Off: the split over the pool by layers ({@link #parallel}). On: the split before it, run ranges of every group, run
+     * by run. Not for use: an A/B switch for measurements in one JVM ({@code CopyTurns -Dcopy.toggle=}), set only between
+     * copies.
+     */
+    static boolean runRanges;
 
     /**
      * Each launch's runs and groups, made on its first copy and kept while the plan lives: a plan copied many times
@@ -249,7 +258,9 @@ final class CpuCopy {
             factors[i] = l.pairs().get(i).factor();
         }
         List<Group> groups = l.cellKind() == CompiledPlan.CellKind.BYTE_CELLS ? List.of() : groups(l);
-        return new Prepared(Runs.of(l), groups, factors, units(l, groups), l.bytes());
+        List<Group> byLayer = new ArrayList<>(groups);
+        byLayer.sort(java.util.Comparator.comparingInt(Group::firstPair));   // stable: a layer's K, then its V
+        return new Prepared(Runs.of(l), groups, List.copyOf(byLayer), factors, units(l, groups), l.bytes());
     }
 
     /**
@@ -355,9 +366,13 @@ final class CpuCopy {
      */
     private static void wholePieces(Prepared prepared, CopyLoop loop, int r0, int r1, long[] out, int blockBase,
             int[] blocks) {
+        wholePieces(prepared, prepared.groups, loop, r0, r1, out, blockBase, blocks);
+    }
+
+    private static void wholePieces(Prepared prepared, List<Group> groups, CopyLoop loop, int r0, int r1, long[] out,
+            int blockBase, int[] blocks) {
         Runs runs = prepared.runs;
         long[] factors = prepared.factors;
-        List<Group> groups = prepared.groups;
         for (int r = r0; r < r1; r++) {
             long sPage = runs.srcPage[r];
             long dPage = runs.dstPage[r];
@@ -436,8 +451,8 @@ final class CpuCopy {
                 && x.tokenStride() == y.tokenStride() && x.pieces() == y.pieces() && x.bytes() == y.bytes();
     }
 
-    /** A slice range over a run range, with its own block values from {@code blockBase} on. */
-    private record Task(int p0, int p1, int r0, int r1, int blockBase, int blocks) {
+    /** Groups {@code g0 .. g1-1} over runs {@code r0 .. r1-1}, with their own block values from {@code blockBase} on. */
+    private record Task(int g0, int g1, int r0, int r1, int blockBase, int blocks) {
     }
 
     /**
@@ -454,30 +469,55 @@ final class CpuCopy {
         }
     }
 
+    /**
+     * A launch of {@code PARALLEL_BYTES} or more over the pool, in as many tasks as run ranges of about
+     * {@code max(TASK_BYTES, bytes/4T)} would make: its groups in layer order (a layer's K, then its V: {@code byLayer})
+     * cut into that many parts, each over all runs, group after group (a group over every run, then the next); only a
+     * launch with fewer groups than tasks has its parts cut into run ranges too. So each thread reads and writes one
+     * layer's K (or V) pages at a time, as the baseline's {@code MemorySegment.copy} of the same page runs does, rather
+     * than every layer of its own pages: at two threads from memory faster than the run ranges in paired same-JVM
+     * measurements: by 4-16 % in a page permutation and on MLA, within the noise into FlashInfer HND (docs/bench-cpu.md,
+     * "From memory on two threads"). Each task adds into block values of its run range.
+     */
     private static void parallel(CopyPlan.Launch l, Prepared prepared, CopyLoop loop, long bytes, int threads,
             ForkJoinPool pool, long[] out) {
         Runs runs = prepared.runs;
         long target = Math.max(CpuWorkSplit.TASK, bytes / (4L * threads));
-        List<Task> tasks = new ArrayList<>();
-        int pairs = l.pairs().size();
-        // runs of all pairs per task: a run's pages are read and written together
         long perRun = Math.max(1, bytes / Math.max(1, runs.count));
         int step = (int) Math.max(1, Math.min(runs.count, target / perRun));
-        for (int r0 = 0; r0 < runs.count; r0 += step) {
-            int r1 = Math.min(runs.count, r0 + step);
-            int base = runs.block[r0];
-            tasks.add(new Task(0, pairs, r0, r1, base, runs.block[r1 - 1] - base + 1));
-        }
-        if (tasks.size() == 1) {
+        int wanted = (runs.count + step - 1) / step;
+        if (wanted == 1) {
             wholePieces(prepared, loop, 0, runs.count, out, 0, null);
             return;
         }
+        List<Group> groups = runRanges ? prepared.groups : prepared.byLayer;
+        int parts = runRanges ? 1 : Math.min(groups.size(), wanted);
+        int ranges = (wanted + parts - 1) / parts;
+        List<Task> tasks = new ArrayList<>(parts * ranges);
+        for (int p = 0; p < parts; p++) {
+            for (int q = 0; q < ranges; q++) {
+                int r0 = (int) ((long) q * runs.count / ranges);
+                int r1 = (int) ((long) (q + 1) * runs.count / ranges);
+                if (r0 < r1) {
+                    int base = runs.block[r0];
+                    tasks.add(new Task(p * groups.size() / parts, (p + 1) * groups.size() / parts, r0, r1, base,
+                            runs.block[r1 - 1] - base + 1));
+                }
+            }
+        }
         List<Callable<long[]>> calls = new ArrayList<>(tasks.size());
         for (Task t : tasks) {
+            List<Group> part = groups.subList(t.g0, t.g1);
             calls.add(() -> {
-                long[] part = new long[t.blocks];
-                wholePieces(prepared, loop, t.r0, t.r1, part, t.blockBase, null);
-                return part;
+                long[] values = new long[t.blocks];
+                if (runRanges) {
+                    wholePieces(prepared, part, loop, t.r0, t.r1, values, t.blockBase, null);
+                } else {
+                    for (Group g : part) {   // a group over all the task's runs, then the next: layer by layer
+                        wholePieces(prepared, List.of(g), loop, t.r0, t.r1, values, t.blockBase, null);
+                    }
+                }
+                return values;
             });
         }
         addParts(pool, calls, tasks.stream().mapToInt(Task::blockBase).toArray(), out);

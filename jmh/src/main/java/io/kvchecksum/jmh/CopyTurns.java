@@ -26,6 +26,41 @@ public final class CopyTurns {
     static final long WARMUP_NANOS = Long.getLong("copy.warmupSeconds", 5) * 1_000_000_000L;
     private static final java.lang.management.ThreadMXBean THREADS = java.lang.management.ManagementFactory.getThreadMXBean();
 
+    /**
+     * {@code -Dcopy.toggle=CLASS#FIELD}: a static boolean field of the CPU backend (an A/B switch of a loop or an order,
+     * e.g. {@code io.kvchecksum.internal.CpuCopy#kvByLayer}) set by reflection around a fourth operation, the copy with
+     * the switch on, in the same turns as the others: both variants in one JVM and one memory state, which on this
+     * loaded machine moved by up to 1.7x between processes. Null without the property.
+     */
+    static final java.lang.reflect.Field TOGGLE = toggle(System.getProperty("copy.toggle"));
+
+    private static java.lang.reflect.Field toggle(String spec) {
+        if (spec == null) {
+            return null;
+        }
+        try {
+            int hash = spec.indexOf('#');
+            java.lang.reflect.Field f = Class.forName(spec.substring(0, hash)).getDeclaredField(spec.substring(hash + 1));
+            f.setAccessible(true);
+            return f;
+        } catch (ReflectiveOperationException | RuntimeException e) {
+            throw new IllegalArgumentException("-Dcopy.toggle=" + spec + ": not a static boolean field CLASS#FIELD", e);
+        }
+    }
+
+    private static long[] toggled(java.util.function.Supplier<long[]> op) {
+        try {
+            TOGGLE.setBoolean(null, true);
+            try {
+                return op.get();
+            } finally {
+                TOGGLE.setBoolean(null, false);
+            }
+        } catch (IllegalAccessException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
     private CopyTurns() {
     }
 
@@ -70,8 +105,12 @@ public final class CopyTurns {
                     }
                     try (CopyFixture fx = CopyFixture.of(cpu, shape, size, conversion, threads)) {
                         fx.verify(cpu, cpu.copyAndChecksum(fx.plan()));
-                        List<LongSupplier> ops = List.of(fx::baseline, fx::baselineVector,
-                                () -> cpu.copyAndChecksum(fx.plan())[0]);
+                        List<LongSupplier> ops = new java.util.ArrayList<>(List.of(fx::baseline, fx::baselineVector,
+                                () -> cpu.copyAndChecksum(fx.plan())[0]));
+                        if (TOGGLE != null) {
+                            fx.verify(cpu, toggled(() -> cpu.copyAndChecksum(fx.plan())));
+                            ops.add(() -> toggled(() -> cpu.copyAndChecksum(fx.plan()))[0]);
+                        }
                         // Warm-up by time, not by count: C2 compiles the copy's loops only after a few seconds of calls
                         // (measured: before that the loops run C1's code, half as fast).
                         long until = System.nanoTime() + WARMUP_NANOS;
@@ -87,8 +126,8 @@ public final class CopyTurns {
                         }
                         long bytes = fx.source().kvBytes();
                         System.out.printf("%s %s %s (%.2f MB copied, batch %d)%n", shape, size, conversion, bytes / 1e6, batch);
-                        String[] names = {"memcopy", "vectorcopy", "copy"};
-                        for (int op = 0; op < 3; op++) {
+                        String[] names = {"memcopy", "vectorcopy", "copy", "toggled"};
+                        for (int op = 0; op < ops.size(); op++) {
                             System.out.printf("  %-9s min %10.1f us  median %10.1f us  %6.1f GB/s (min)%n", names[op],
                                     t[op][0] / 1e3, t[op][reps / 2] / 1e3, bytes / (double) t[op][0]);
                         }
@@ -96,6 +135,12 @@ public final class CopyTurns {
                         System.out.printf("  copy/baseline throughput %.3f (mins) %.3f (medians), baseline %s;"
                                         + " copy/memcopy %.3f (mins)%n", (double) t[best][0] / t[2][0],
                                 (double) t[best][reps / 2] / t[2][reps / 2], names[best], (double) t[0][0] / t[2][0]);
+                        if (TOGGLE != null) {
+                            System.out.printf("  toggled/baseline throughput %.3f (mins) %.3f (medians); toggled %s: copy/toggled"
+                                            + " %.3f (mins) %.3f (medians)%n", (double) t[best][0] / t[3][0],
+                                    (double) t[best][reps / 2] / t[3][reps / 2], TOGGLE.getName(),
+                                    (double) t[3][0] / t[2][0], (double) t[3][reps / 2] / t[2][reps / 2]);
+                        }
                     }
                 }
             }
