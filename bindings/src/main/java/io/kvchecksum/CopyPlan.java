@@ -369,7 +369,9 @@ public final class CopyPlan {
         this.overlapping = overlapWhy != null;
         this.overlapWhy = overlapWhy;
         this.stagingConflict = staging == null ? null : staging.conflict();
-        this.stagingUnitBytes = staging == null ? 0 : staging.unitBytes();
+        // the largest unit of any launch: the units are the launches' (Launch.staging()), which the backends stage
+        this.stagingUnitBytes = staging == null ? 0
+                : launches.stream().mapToLong(l -> l.staging().largest()).max().orElse(0);
         this.destinationSegments = null;
         this.segmentPlans = List.of(this);
         this.segmentFirst = new long[] {destinationRequest.firstBlock()};

@@ -40,11 +40,10 @@ final class CopyStaging {
     /**
      * The classification.
      *
-     * @param conflict why per-page staging cannot order the copy (two units named), or null when it can
-     * @param unitBytes the largest unit's bytes: a full destination page of its layer's copied cells, each cell's K and
-     *     V bytes as whole 8-byte pieces (a byte cell's last piece zero-padded), as a backend stages them
+     * @param conflict why per-page staging cannot order the copy (two units named), or null when it can (the units'
+     *     sizes are the launches' own, {@code CopyPlan.Launch.staging()})
      */
-    record Result(String conflict, long unitBytes) {
+    record Result(String conflict) {
     }
 
     private CopyStaging() {
@@ -68,7 +67,7 @@ final class CopyStaging {
     static Result classify(List<Pair> pairs, int[] srcTable, int[] dstTable, int ps, int pd, long start, long numTokens) {
         long tokens = numTokens - start;
         if (tokens <= 0) {
-            return new Result(null, 0);
+            return new Result(null);
         }
         Map<Long, Integer> groupOf = new HashMap<>();
         List<List<Pair>> groups = new ArrayList<>();
@@ -83,18 +82,10 @@ final class CopyStaging {
             groups.get(g).add(p);
         }
         int nd = Math.toIntExact(Math.ceilDiv(tokens, (long) pd));
-        long unitBytes = 0;
-        for (List<Pair> g : groups) {
-            long b = 0;
-            for (Pair p : g) {
-                b += 8L * p.pieces();
-            }
-            unitBytes = Math.max(unitBytes, b * Math.min(pd, tokens));
-        }
         int ns = Math.toIntExact(Math.ceilDiv(tokens, (long) ps));
         Layers layers = new Layers(groups, Arrays.copyOf(srcTable, ns), ps, Arrays.copyOf(dstTable, nd), pd, tokens);
         if (pd % ps == 0 && apart(groups, layers, srcTable, dstTable, ps, pd, nd, ns)) {
-            return new Result(null, unitBytes);
+            return new Result(null);
         }
         Map<Object, List<Span>> reads = new IdentityHashMap<>();
         Map<Object, List<Span>> writes = new IdentityHashMap<>();
@@ -114,9 +105,9 @@ final class CopyStaging {
             }
         }
         if (!meet(reads, writes, layers, nd)) {
-            return new Result(null, unitBytes);
+            return new Result(null);
         }
-        return new Result(exact(groups, srcTable, dstTable, ps, pd, start, tokens, nd), unitBytes);
+        return new Result(exact(groups, srcTable, dstTable, ps, pd, start, tokens, nd));
     }
 
     /**
