@@ -59,6 +59,21 @@ class MixedRowPassTest {
         return expected;
     }
 
+    /**
+     * Runs {@code k.headsAffine} over {@code expected.length} heads into an array one longer, filled with 7: asserts
+     * each head's sum and that nothing was written past the heads.
+     */
+    private static void assertHeads(long[] expected, MixedVectorSliceKernel k, MemorySegment s, long kBase, long vBase,
+            boolean kOnly, long headStride, long tokenStride, int pieces, int n, long t0, boolean fromMemory, String what) {
+        int heads = expected.length;
+        long[] out = new long[heads + 1];
+        Arrays.fill(out, 7);
+        k.headsAffine(s, kBase, tokenStride, headStride, pieces, kOnly ? null : s, vBase, tokenStride, headStride,
+                kOnly ? 0 : pieces, heads, n, t0, fromMemory, out);
+        assertArrayEquals(expected, Arrays.copyOf(out, heads), what);
+        assertEquals(7, out[heads], "nothing written past the heads: " + what);
+    }
+
     @Test
     void oneHeadAtATimeFromMemoryMatchesTheMixedDefinition() {
         assumeTrue(ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent(), "no jdk.incubator.vector module");
@@ -85,14 +100,10 @@ class MixedRowPassTest {
                             long t0 = rnd.nextLong(1L << 40);
                             long[] expected = expectedHeads(s, kBase, kOnly ? -1 : vBase, headStride, tokenStride, n,
                                     t0, pieces, heads);
-                            long[] out = new long[heads + 1];
-                            Arrays.fill(out, 7);
-                            k.headsAffine(s, kBase, tokenStride, headStride, pieces, kOnly ? null : s, vBase, tokenStride,
-                                    headStride, kOnly ? 0 : pieces, heads, n, t0, true, out);
                             String what = heads + " heads of " + pieces + " pieces" + (kOnly ? " (K only)" : "") + ", n "
                                     + n + ", stride " + tokenStride + ", t0 " + t0;
-                            assertArrayEquals(expected, Arrays.copyOf(out, heads), what);
-                            assertEquals(7, out[heads], "nothing written past the heads: " + what);
+                            assertHeads(expected, k, s, kBase, vBase, kOnly, headStride, tokenStride, pieces, n, t0, true,
+                                    what);
                             cases++;
                         }
                     }
@@ -135,12 +146,8 @@ class MixedRowPassTest {
                         String what = heads + " heads of " + pieces + " pieces" + (kOnly ? " (K only)" : "") + ", n " + n
                                 + ", stride " + tokenStride + ", t0 " + t0;
                         for (MixedVectorSliceKernel k : List.of(regs, scratch)) {
-                            long[] out = new long[heads + 1];
-                            Arrays.fill(out, 7);
-                            k.headsAffine(s, kBase, tokenStride, 8L * pieces, pieces, kOnly ? null : s, vBase,
-                                    tokenStride, 8L * pieces, kOnly ? 0 : pieces, heads, n, t0, true, out);
-                            assertArrayEquals(expected, Arrays.copyOf(out, heads), what);
-                            assertEquals(7, out[heads], "nothing written past the heads: " + what);
+                            assertHeads(expected, k, s, kBase, vBase, kOnly, 8L * pieces, tokenStride, pieces, n, t0,
+                                    true, what);
                         }
                         cases++;
                     }
@@ -185,12 +192,8 @@ class MixedRowPassTest {
                                     + ", stride " + tokenStride + ", t0 " + t0;
                             for (MixedVectorSliceKernel k : List.of(rows, headByHead)) {
                                 for (boolean fromMemory : new boolean[] {true, false}) {
-                                    long[] out = new long[heads + 1];
-                                    Arrays.fill(out, 7);
-                                    k.headsAffine(s, kBase, tokenStride, 8L * pieces, pieces, kOnly ? null : s, vBase,
-                                            tokenStride, 8L * pieces, kOnly ? 0 : pieces, heads, n, t0, fromMemory, out);
-                                    assertArrayEquals(expected, Arrays.copyOf(out, heads), what);
-                                    assertEquals(7, out[heads], "nothing written past the heads: " + what);
+                                    assertHeads(expected, k, s, kBase, vBase, kOnly, 8L * pieces, tokenStride, pieces, n,
+                                            t0, fromMemory, what);
                                 }
                             }
                             cases++;
