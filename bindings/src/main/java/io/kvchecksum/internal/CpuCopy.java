@@ -82,7 +82,7 @@ final class CpuCopy {
             Runs runs = prepared.runs;
             if (l.cellKind() == CompiledPlan.CellKind.BYTE_CELLS) {
                 if (staged) {
-                    stagedByteCells(l, runs, out);
+                    stagedByteCells(l, prepared.staging, runs, out);
                 } else {
                     byteCells(l, runs, out);
                 }
@@ -222,11 +222,11 @@ final class CpuCopy {
     }
 
     /**
-     * What a launch's copy needs besides the bytes: its runs, its groups of heads, the factors, for a staged copy its
-     * staging units (per layer, the groups cut to that layer's pairs: {@link #units}), and the bytes it moves.
+     * What a launch's copy needs besides the bytes: its runs, its groups of heads, the factors, for a staged copy the
+     * plan's staging units and each as the groups cut to its pairs ({@link #units}), and the bytes it moves.
      */
-    private record Prepared(Runs runs, List<Group> groups, List<Group> byLayer, long[] factors, List<List<Group>> units,
-            long bytes) {
+    private record Prepared(Runs runs, List<Group> groups, List<Group> byLayer, long[] factors,
+            CopyPlan.Staging staging, List<List<Group>> units, long bytes) {
     }
 
     /**
@@ -260,7 +260,9 @@ final class CpuCopy {
         List<Group> groups = l.cellKind() == CompiledPlan.CellKind.BYTE_CELLS ? List.of() : groups(l);
         List<Group> byLayer = new ArrayList<>(groups);
         byLayer.sort(java.util.Comparator.comparingInt(Group::firstPair));   // stable: a layer's K, then its V
-        return new Prepared(Runs.of(l), groups, List.copyOf(byLayer), factors, units(l, groups), l.bytes());
+        CopyPlan.Staging staging = l.staging();
+        return new Prepared(Runs.of(l), groups, List.copyOf(byLayer), factors, staging, units(l, staging, groups),
+                l.bytes());
     }
 
     /**
@@ -272,8 +274,7 @@ final class CpuCopy {
      * plan's classification ({@code CopyStaging}) shows that no unit's source cells share a byte with another unit's
      * destination cells, so units staged one after another are exact.
      */
-    private static List<List<Group>> units(CopyPlan.Launch l, List<Group> groups) {
-        CopyPlan.Staging staging = l.staging();
+    private static List<List<Group>> units(CopyPlan.Launch l, CopyPlan.Staging staging, List<Group> groups) {
         Map<CopyPlan.Pair, Integer> unitOfPair = new IdentityHashMap<>();
         for (int u = 0; u < staging.units(); u++) {
             for (CopyPlan.Pair p : staging.unit(u)) {
@@ -681,10 +682,9 @@ final class CpuCopy {
      * V: a byte cell's pieces straddle them, see {@link #units} for why a unit is never split): every pair's cells of the unit
      * assembled into the buffer (zeroed past K and V: the padding) and summed, then written out.
      */
-    private static void stagedByteCells(CopyPlan.Launch l, Runs runs, long[] out) {
+    private static void stagedByteCells(CopyPlan.Launch l, CopyPlan.Staging staging, Runs runs, long[] out) {
         ChecksumMode mode = l.mode();
         int[] starts = pageStarts(runs);
-        CopyPlan.Staging staging = l.staging();
         for (int q = 0; q + 1 < starts.length; q++) {
             long tokens = 0;
             for (int r = starts[q]; r < starts[q + 1]; r++) {
