@@ -24,8 +24,10 @@ import java.util.Arrays;
  * written out in the loop body, so that C2's node budget is spent on the Vector API's operations, not on call sites.
  *
  * <p>The mixer's multiplies are {@code LongVector} multiplies of two operands masked to their low 32 bits (the
- * constant too), the shape HotSpot compiles to {@code vpmuludq} on AVX2/AVX-512 (JDK-8341137) instead of an emulated
- * 64-bit lane multiply; see {@code docs/bench-cpu.md}, "Mixed mode cost".
+ * constant too) or shifted right by 32, the shapes HotSpot compiles to {@code vpmuludq} on AVX2/AVX-512 (JDK-8341137)
+ * instead of {@code vpmullq} (AVX-512DQ) or an emulated 64-bit lane multiply. A mask that C2 folds into a
+ * {@code vpternlogd} with the xors before it is no longer seen (round 3 of the form before {@link #mix}'s, checked in
+ * the compiled code); see {@code docs/bench-cpu.md}, "Mixed mode cost".
  */
 final class MixedVectorSliceKernel implements SliceKernel {
     private static final VectorSpecies<Long> S = KernelSpecies.S;
@@ -70,18 +72,23 @@ final class MixedVectorSliceKernel implements SliceKernel {
     }
 
     /**
-     * The mixer on every lane: exactly {@link Definition#feistel3}, each round's fold written so that the xors fuse
-     * (AVX-512's three-input {@code vpternlogq}): {@code (p ^ p >>> 32) << 32 == ((p << 32) ^ p) & HI} and
-     * {@code (p ^ p >>> 32) & M32 == (p & M32) ^ (p >>> 32)}. Measured in L1 at 512 bits: 2.7 ns per vector against
-     * 3.2 for the literal form; the same at 256 bits.
+     * The mixer on every lane: exactly {@link Definition#feistel3}, each half of the result carried in its own vector,
+     * unmasked. Round 1 changes only the high half: {@code y = x ^ p ^ (p << 32)} has its result's high half (the low
+     * half of {@code y} is never read). Round 2 changes only the low half: {@code x ^ p ^ (p >>> 32)} has its low half
+     * ({@code lo}, masked: it is round 3's multiply operand). Round 3 changes the high half again, which
+     * {@code y ^ p ^ (p << 32)} carries; the result is that high half and {@code lo}. So no round masks its fold before
+     * the xor, and every multiply's operands are a {@code & M32} or a {@code >>> 32} that C2 keeps as such, hence
+     * {@code vpmuludq} (JDK-8341137). The form before (the folds masked, {@code ((p << 32) ^ p) & HI}) lost round 3's
+     * {@code & M32} to a {@code vpternlogd} (C2's logic cones) and got {@code vpmullq}, and had one op more per round:
+     * this one mixes 1.11x as fast in L1 at 512 and at 256 bits (docs/bench-cpu.md, "The mixer's multiplies").
      */
     static LongVector mix(LongVector x) {
         LongVector p = x.and(M32).mul(LongVector.broadcast(S, 0x9E3779B9L).and(M32));
-        x = x.lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32).lanewise(VectorOperators.XOR, p).and(HI));
-        p = x.lanewise(VectorOperators.LSHR, 32).mul(LongVector.broadcast(S, 0x85EBCA6BL).and(M32));
-        x = x.lanewise(VectorOperators.XOR, p.and(M32)).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32));
-        p = x.and(M32).mul(LongVector.broadcast(S, 0xC2B2AE35L).and(M32));
-        return x.lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32).lanewise(VectorOperators.XOR, p).and(HI));
+        LongVector y = x.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32));
+        p = y.lanewise(VectorOperators.LSHR, 32).mul(LongVector.broadcast(S, 0x85EBCA6BL).and(M32));
+        LongVector lo = x.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32)).and(M32);
+        p = lo.mul(LongVector.broadcast(S, 0xC2B2AE35L).and(M32));
+        return y.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32)).and(HI).or(lo);
     }
 
     /** Whole vectors per cell region: any token stride (MLA's back-to-back rows are the case stride = 8 * region). */
@@ -346,35 +353,35 @@ final class MixedVectorSliceKernel implements SliceKernel {
         LongVector w0 = zero, w1 = zero, w2 = zero, w3 = zero, w4 = zero, w5 = zero, w6 = zero, w7 = zero;
         for (int k = 0; k < 8 * n; k++) {
             long at = base + (k >> 3) * stride + (k & 7) * 4 * vb;
-            LongVector x0, x1, x2, x3, r1, r2, p, q;
+            LongVector x0, x1, x2, x3, r1, r2, p, q, y, lo;
             x0 = LongVector.fromMemorySegment(S, seg, at, LE);
             p = x0.and(M32).mul(LongVector.broadcast(S, 0x9E3779B9L).and(M32));
-            x0 = x0.lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32).lanewise(VectorOperators.XOR, p).and(HI));
-            p = x0.lanewise(VectorOperators.LSHR, 32).mul(LongVector.broadcast(S, 0x85EBCA6BL).and(M32));
-            x0 = x0.lanewise(VectorOperators.XOR, p.and(M32)).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32));
-            p = x0.and(M32).mul(LongVector.broadcast(S, 0xC2B2AE35L).and(M32));
-            x0 = x0.lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32).lanewise(VectorOperators.XOR, p).and(HI));
+            y = x0.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32));
+            p = y.lanewise(VectorOperators.LSHR, 32).mul(LongVector.broadcast(S, 0x85EBCA6BL).and(M32));
+            lo = x0.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32)).and(M32);
+            p = lo.mul(LongVector.broadcast(S, 0xC2B2AE35L).and(M32));
+            x0 = y.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32)).and(HI).or(lo);
             x1 = LongVector.fromMemorySegment(S, seg, at + vb, LE);
             p = x1.and(M32).mul(LongVector.broadcast(S, 0x9E3779B9L).and(M32));
-            x1 = x1.lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32).lanewise(VectorOperators.XOR, p).and(HI));
-            p = x1.lanewise(VectorOperators.LSHR, 32).mul(LongVector.broadcast(S, 0x85EBCA6BL).and(M32));
-            x1 = x1.lanewise(VectorOperators.XOR, p.and(M32)).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32));
-            p = x1.and(M32).mul(LongVector.broadcast(S, 0xC2B2AE35L).and(M32));
-            x1 = x1.lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32).lanewise(VectorOperators.XOR, p).and(HI));
+            y = x1.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32));
+            p = y.lanewise(VectorOperators.LSHR, 32).mul(LongVector.broadcast(S, 0x85EBCA6BL).and(M32));
+            lo = x1.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32)).and(M32);
+            p = lo.mul(LongVector.broadcast(S, 0xC2B2AE35L).and(M32));
+            x1 = y.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32)).and(HI).or(lo);
             x2 = LongVector.fromMemorySegment(S, seg, at + 2 * vb, LE);
             p = x2.and(M32).mul(LongVector.broadcast(S, 0x9E3779B9L).and(M32));
-            x2 = x2.lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32).lanewise(VectorOperators.XOR, p).and(HI));
-            p = x2.lanewise(VectorOperators.LSHR, 32).mul(LongVector.broadcast(S, 0x85EBCA6BL).and(M32));
-            x2 = x2.lanewise(VectorOperators.XOR, p.and(M32)).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32));
-            p = x2.and(M32).mul(LongVector.broadcast(S, 0xC2B2AE35L).and(M32));
-            x2 = x2.lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32).lanewise(VectorOperators.XOR, p).and(HI));
+            y = x2.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32));
+            p = y.lanewise(VectorOperators.LSHR, 32).mul(LongVector.broadcast(S, 0x85EBCA6BL).and(M32));
+            lo = x2.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32)).and(M32);
+            p = lo.mul(LongVector.broadcast(S, 0xC2B2AE35L).and(M32));
+            x2 = y.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32)).and(HI).or(lo);
             x3 = LongVector.fromMemorySegment(S, seg, at + 3 * vb, LE);
             p = x3.and(M32).mul(LongVector.broadcast(S, 0x9E3779B9L).and(M32));
-            x3 = x3.lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32).lanewise(VectorOperators.XOR, p).and(HI));
-            p = x3.lanewise(VectorOperators.LSHR, 32).mul(LongVector.broadcast(S, 0x85EBCA6BL).and(M32));
-            x3 = x3.lanewise(VectorOperators.XOR, p.and(M32)).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32));
-            p = x3.and(M32).mul(LongVector.broadcast(S, 0xC2B2AE35L).and(M32));
-            x3 = x3.lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32).lanewise(VectorOperators.XOR, p).and(HI));
+            y = x3.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32));
+            p = y.lanewise(VectorOperators.LSHR, 32).mul(LongVector.broadcast(S, 0x85EBCA6BL).and(M32));
+            lo = x3.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32)).and(M32);
+            p = lo.mul(LongVector.broadcast(S, 0xC2B2AE35L).and(M32));
+            x3 = y.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32)).and(HI).or(lo);
             r2 = x2.add(x3);
             r1 = x1.add(r2);
             a0 = a0.add(x0.add(r1));

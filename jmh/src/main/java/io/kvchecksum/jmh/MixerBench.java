@@ -136,17 +136,18 @@ public class MixerBench extends Bench {
     }
 
     /**
-     * {@code MixedVectorSliceKernel.mix}: the folds written so that AVX-512 can fuse the xors. A copy, checked in
-     * set-up: the kernel's is package-private in {@code io.kvchecksum.internal}, which no other module may use, and the
-     * public API ({@link MixedModeBench}) times the whole pass, not the mixer alone in L1.
+     * {@code MixedVectorSliceKernel.mix}: each half of the result carried in its own vector, no fold masked before its
+     * xor, every multiply {@code vpmuludq}. A copy, checked in set-up: the kernel's is package-private in
+     * {@code io.kvchecksum.internal}, which no other module may use, and the public API ({@link MixedModeBench}) times
+     * the whole pass, not the mixer alone in L1. Its forms against each other: {@code jmh/ab/mixer-forms-ab.sh}.
      */
     static LongVector mix(LongVector x) {
         LongVector p = x.and(M32).mul(LongVector.broadcast(S, 0x9E3779B9L).and(M32));
-        x = x.lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32).lanewise(VectorOperators.XOR, p).and(HI));
-        p = x.lanewise(VectorOperators.LSHR, 32).mul(LongVector.broadcast(S, 0x85EBCA6BL).and(M32));
-        x = x.lanewise(VectorOperators.XOR, p.and(M32)).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32));
-        p = x.and(M32).mul(LongVector.broadcast(S, 0xC2B2AE35L).and(M32));
-        return x.lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32).lanewise(VectorOperators.XOR, p).and(HI));
+        LongVector y = x.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32));
+        p = y.lanewise(VectorOperators.LSHR, 32).mul(LongVector.broadcast(S, 0x85EBCA6BL).and(M32));
+        LongVector lo = x.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32)).and(M32);
+        p = lo.mul(LongVector.broadcast(S, 0xC2B2AE35L).and(M32));
+        return y.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32)).and(HI).or(lo);
     }
 
     /** The mixer as {@link Definition#feistel3} reads, operation for operation. */
