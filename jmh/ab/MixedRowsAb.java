@@ -22,7 +22,9 @@ import java.util.function.LongSupplier;
  * scratch array, as shipped until 2026-12-07; the shipped kernel keeps 2 KiB rows' sums in registers at 512 bits),
  * {@code standard} (the standard mode as it ships), {@code mixed} (the mixed mode as it ships, through the public
  * backend and a mixed plan), {@code prevmix} (the shipped kernel with its row passes from memory through the mixer
- * before 2026-12-07 21:00 UTC, {@link MixerPrevKernel}) and every reader of the project's read bound (the bound is the fastest of them, as in the
+ * before 2026-12-07 21:00 UTC, {@link MixerPrevKernel}), {@code two} (the shipped kernel with its scratch row pass
+ * mixing two vectors per step, {@link MixerTwoKernel}; at 512 bits 2 KiB rows take the shipped {@code rowRegs}) and {@code newmix} (the shipped kernel through
+ * the same route as {@code prevmix} and {@code two}: a standard-mode plan on a backend whose kernel is the mixed one) and every reader of the project's read bound (the bound is the fastest of them, as in the
  * suite: the 512-bit reader alone reads memory slower than the standard checksum on Zen 4), one call each in turn with
  * the order rotating, so a loaded machine's noise hits all alike; prints best and median GB/s and the ratios to
  * the standard mode's best and median. {@code old} and {@code scratch} run through a backend whose kernel is the mixed
@@ -53,7 +55,7 @@ public final class MixedRowsAb {
         int threads = Integer.parseInt(args[2]);
         int rounds = Integer.parseInt(args[3]);
         List<MemoryBound.Reader> readers = MemoryBound.readers();
-        List<String> names = new ArrayList<>(List.of("old", "scratch", "standard", "mixed", "prevmix"));
+        List<String> names = new ArrayList<>(List.of("old", "scratch", "standard", "mixed", "prevmix", "two", "newmix"));
         readers.forEach(r -> names.add("read-" + r.id()));
         int n = names.size();
         try (KvFixture fx = KvFixture.of(shape, size)) {
@@ -64,11 +66,14 @@ public final class MixedRowsAb {
             KvChecksum old = KvChecksum.of(c.newInstance(threads, new MixedVectorSliceKernel(false), FastCpuBackend.PARALLEL_BYTES));
             KvChecksum rows = KvChecksum.of(c.newInstance(threads, new MixedVectorSliceKernel(true, false), FastCpuBackend.PARALLEL_BYTES));
             KvChecksum prev = KvChecksum.of(c.newInstance(threads, new MixerPrevKernel(), FastCpuBackend.PARALLEL_BYTES));
+            KvChecksum two = KvChecksum.of(c.newInstance(threads, new MixerTwoKernel(), FastCpuBackend.PARALLEL_BYTES));
+            KvChecksum newmix = KvChecksum.of(c.newInstance(threads, new MixedVectorSliceKernel(), FastCpuBackend.PARALLEL_BYTES));
             KvChecksum cpu = KvChecksums.cpu(threads);
             long[] shipped = cpu.blockChecksums(mixedPlan);
             if (!Arrays.equals(shipped, old.blockChecksums(plan)) || !Arrays.equals(shipped, rows.blockChecksums(plan))
-                    || !Arrays.equals(shipped, prev.blockChecksums(plan))) {
-                throw new AssertionError("old, scratch, prevmix and the shipped mixed mode differ");
+                    || !Arrays.equals(shipped, prev.blockChecksums(plan)) || !Arrays.equals(shipped, two.blockChecksums(plan))
+                    || !Arrays.equals(shipped, newmix.blockChecksums(plan))) {
+                throw new AssertionError("old, scratch, prevmix, two, newmix and the shipped mixed mode differ");
             }
             try (MemoryBound bound = new MemoryBound(fx.segments(), threads)) {
                 LongSupplier[] turn = new LongSupplier[n];
@@ -77,9 +82,11 @@ public final class MixedRowsAb {
                 turn[2] = () -> cpu.blockChecksums(plan)[0];
                 turn[3] = () -> cpu.blockChecksums(mixedPlan)[0];
                 turn[4] = () -> prev.blockChecksums(plan)[0];
+                turn[5] = () -> two.blockChecksums(plan)[0];
+                turn[6] = () -> newmix.blockChecksums(plan)[0];
                 for (int i = 0; i < readers.size(); i++) {
                     MemoryBound.Reader r = readers.get(i);
-                    turn[5 + i] = () -> bound.read(r);
+                    turn[7 + i] = () -> bound.read(r);
                 }
                 long sink = 0;
                 long until = System.nanoTime() + 3_000_000_000L;
@@ -117,11 +124,11 @@ public final class MixedRowsAb {
                 // The bound is the fastest reader, by the same statistic: a checksum faster than it condemns the bound.
                 double boundBest = Double.MAX_VALUE;
                 double boundMedian = Double.MAX_VALUE;
-                for (int w = 5; w < n; w++) {
+                for (int w = 7; w < n; w++) {
                     boundBest = Math.min(boundBest, t[w][0]);
                     boundMedian = Math.min(boundMedian, t[w][rounds / 2]);
                 }
-                for (int w = 0; w < 5; w++) {
+                for (int w = 0; w < 7; w++) {
                     double best = boundBest / t[w][0];
                     double median = boundMedian / t[w][rounds / 2];
                     sb.append(String.format("%n  %-12s / bound (fastest reader): best %.3f, median %.3f%s", names.get(w), best,

@@ -10,7 +10,8 @@ import java.util.Arrays;
 
 /**
  * The shipped mixed kernel with side-by-side heads from memory read by copies of its row passes ({@code rowPass},
- * {@code rowRegs}) as they were before 2026-12-07 21:00 UTC, with the mixer as it was then (each round's fold masked
+ * {@code rowRegs}) and in cache by copies of its head-by-head loops ({@code sumAffine}, {@code positionMajor}) as they
+ * were before 2026-12-07 21:00 UTC, with the mixer as it was then (each round's fold masked
  * before its xor: {@code ((p << 32) ^ p) & HI}; round 3's multiply {@code vpmullq} at 512 bits). Not shipped: the A/B's
  * {@code prevmix} turn (jmh/ab/MixedRowsAb.java), so the mixer's two forms run from memory in one JVM; docs/bench-cpu.md,
  * "The mixer's multiplies at 512 bits". Every other path is the shipped kernel's.
@@ -51,23 +52,93 @@ final class MixerPrevKernel implements SliceKernel {
         return shipped.affine(regionPieces, tokenStride, cellPieces);
     }
 
+    private static final boolean POSITION_MAJOR = L <= 4 && !KernelSpecies.WIDE_REGISTER_FILE;
+
+    /** The shipped {@code sumAffine} before (in cache: every head through it), its mixer {@link #mix}. */
     @Override
     public long sumAffine(MemorySegment seg, long base, long stride, int n, long t0, int cellPieces, int pieceBase,
             int regionPieces) {
-        return shipped.sumAffine(seg, base, stride, n, t0, cellPieces, pieceBase, regionPieces);
+        if (POSITION_MAJOR) {
+            return positionMajor(seg, base, stride, n, t0, cellPieces, pieceBase, regionPieces);
+        }
+        int vectors = regionPieces / L;
+        final long vb = 8L * L;
+        LongVector a = LongVector.zero(S);    // running sum of the mixed pieces
+        LongVector s = LongVector.zero(S);    // running sum of a, once per vector
+        LongVector r = LongVector.zero(S);    // running sum of a, once per token
+        for (int i = 0; i < n; i++) {
+            long at = base + i * stride;
+            for (int v = 0; v < vectors; v++) {
+                a = a.add(mix(LongVector.fromMemorySegment(S, seg, at + v * vb, LE)));
+                s = s.add(a);
+            }
+            r = r.add(a);
+        }
+        return close(a, s, r, n, vectors, t0, cellPieces, pieceBase);
     }
+
+    /**
+     * The shipped {@code positionMajor} before: {@link #sumAffine} one vector of piece positions {@code v} at a time over the block's tokens: {@code a += f(x);
+     * t += a} per token, then that vector's lanes contribute {@code a(c0 + 2vL + 2l + 2Pn) - 2P*t}, summed as vectors
+     * and reduced once.
+     */
+    static long positionMajor(MemorySegment seg, long base, long stride, int n, long t0, int cellPieces, int pieceBase,
+            int regionPieces) {
+        int vectors = regionPieces / L;
+        final long vb = 8L * L;
+        long twoP = 2L * cellPieces;
+        long c0 = 2 * (t0 * cellPieces + pieceBase) + 1 + twoP * n;
+        LongVector g = LongVector.zero(S);
+        for (int v = 0; v < vectors; v++) {
+            LongVector a = LongVector.zero(S);
+            LongVector t = LongVector.zero(S);
+            long at = base + v * vb;
+            for (int i = 0; i < n; i++) {
+                a = a.add(mix(LongVector.fromMemorySegment(S, seg, at + i * stride, LE)));
+                t = t.add(a);
+            }
+            g = g.add(a.mul(VectorSliceKernel.TWO_IOTA.add(c0 + 2L * L * v))).sub(t.mul(twoP));
+        }
+        return g.reduceLanes(VectorOperators.ADD);
+    }
+
+    /**
+     * The closing formula of the one-pair loops. Vector {@code v} of token {@code i} is step {@code m = iV + v} of
+     * {@code nV}; so {@code sum m*x = nV*A - S} and {@code sum i*x = n*A - R} per lane. With the weight
+     * {@code c0 + 2iP + 2vL + 2l} ({@code c0 = 2(t0*P + base) + 1}) the sum is
+     * {@code A(c0 + 2l + 2Pn) - 2L*S + 2(LV - P)*R}, one lane reduction.
+     */
+    private static long close(LongVector a, LongVector s, LongVector r, int n, int vectors, long t0, int cellPieces,
+            int pieceBase) {
+        long c0 = 2 * (t0 * cellPieces + pieceBase) + 1;
+        long twoP = 2L * cellPieces;
+        LongVector g = a.mul(VectorSliceKernel.TWO_IOTA.add(c0 + twoP * n))
+                .sub(s.lanewise(VectorOperators.LSHL, VectorSliceKernel.SHIFT_2L))
+                .add(r.mul(2L * L * vectors - twoP));
+        return g.reduceLanes(VectorOperators.ADD);
+    }
+
 
     @Override
     public boolean rowsAffine(int heads, int kPieces, long kHeadStride, int vPieces, long vHeadStride) {
         return shipped.rowsAffine(heads, kPieces, kHeadStride, vPieces, vHeadStride);
     }
 
-    /** The shipped {@code headsAffine}'s row passes from memory, through the copies below; the rest the shipped kernel's. */
+    /**
+     * The shipped {@code headsAffine}'s row passes from memory and its head-by-head loops in cache, through the copies
+     * below; the rest the shipped kernel's.
+     */
     @Override
     public void headsAffine(MemorySegment kSeg, long kBase, long kStride, long kHeadStride, int kPieces, MemorySegment vSeg,
             long vBase, long vStride, long vHeadStride, int vPieces, int heads, int n, long t0, boolean fromMemory,
             long[] out) {
-        if (!fromMemory || !rowsAffine(heads, kPieces, kHeadStride, vSeg == null ? 0 : vPieces, vHeadStride)) {
+        if (!fromMemory) {
+            // in cache: head by head through this kernel's sumAffine (the shipped kernel's in-cache path, old mixer)
+            SliceKernel.super.headsAffine(kSeg, kBase, kStride, kHeadStride, kPieces, vSeg, vBase, vStride, vHeadStride,
+                    vPieces, heads, n, t0, false, out);
+            return;
+        }
+        if (!rowsAffine(heads, kPieces, kHeadStride, vSeg == null ? 0 : vPieces, vHeadStride)) {
             shipped.headsAffine(kSeg, kBase, kStride, kHeadStride, kPieces, vSeg, vBase, vStride, vHeadStride, vPieces,
                     heads, n, t0, fromMemory, out);
             return;

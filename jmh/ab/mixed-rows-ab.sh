@@ -13,7 +13,7 @@ shift || true
 source "$root/jmh/benchmarks-jar.sh"
 out=$root/jmh/target/ab
 mkdir -p "$out"
-compile_ab "$out" "$root/jmh/ab/MixedRowsAb.java" "$root/jmh/ab/MixerPrevKernel.java"
+compile_ab "$out" "$root/jmh/ab/MixedRowsAb.java" "$root/jmh/ab/MixerPrevKernel.java" "$root/jmh/ab/MixerTwoKernel.java"
 threads=$(nproc)
 for size in ${SIZES:-1MiB 128MiB}; do
     uptime
