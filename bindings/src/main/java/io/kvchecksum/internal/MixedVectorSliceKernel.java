@@ -80,7 +80,9 @@ final class MixedVectorSliceKernel implements SliceKernel {
      * the xor, and every multiply's operands are a {@code & M32} or a {@code >>> 32} that C2 keeps as such, hence
      * {@code vpmuludq} (JDK-8341137). The form before (the folds masked, {@code ((p << 32) ^ p) & HI}) lost round 3's
      * {@code & M32} to a {@code vpternlogd} (C2's logic cones) and got {@code vpmullq}, and had one op more per round:
-     * this one mixes 1.11x as fast in L1 at 512 and at 256 bits (docs/bench-cpu.md, "The mixer's multiplies").
+     * this one mixes 1.11-1.13x as fast in L1 at 512 and at 256 bits, 1.07-1.10x in the whole pass in cache
+     * and 1.07-1.18x from memory at 256 bits; from memory at 512 bits, where memory sets the pace, no change
+     * (docs/bench-cpu.md, "The mixer's multiplies at 512 bits").
      */
     static LongVector mix(LongVector x) {
         LongVector p = x.and(M32).mul(LongVector.broadcast(S, 0x9E3779B9L).and(M32));
@@ -285,6 +287,8 @@ final class MixedVectorSliceKernel implements SliceKernel {
      * but this loop only runs from memory, and there, with {@code -XX:UseAVX=2}, one per step took less CPU time per call
      * (mixed/standard 0.74 against 0.66, medians of 6 and 10 JVMs, {@code jmh/ab/mixed-variants-ab.sh};
      * docs/bench-cpu.md, "Mixed mode cost"); loops with more mixer call sites risk C2 no longer inlining it (same section).
+     * With today's {@link #mix} on a Zen 5 VM two per step took 5-14% less CPU time than one in nine A/B runs, but less
+     * wall time in only four (load 7-9; "The mixer's multiplies at 512 bits"): kept at one until a quiet A/B says more.
      */
     static void rowPass(MemorySegment seg, long base, long stride, int n, long t0, int cellPieces, int pieceBase,
             int regionPieces, int heads, long[] out) {
