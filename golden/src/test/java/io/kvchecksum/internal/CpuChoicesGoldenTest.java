@@ -32,6 +32,7 @@ class CpuChoicesGoldenTest {
         int bits = KernelSpecies.S.vectorBitSize();
         List<KernelSpecies.Streams> choices = List.of(
                 KernelSpecies.choose(bits, List.of("vendor_id\t: AuthenticAMD", "cpu family\t: 25")),
+                KernelSpecies.choose(bits, List.of("vendor_id\t: AuthenticAMD", "cpu family\t: 26")),
                 KernelSpecies.choose(bits, List.of("vendor_id\t: GenuineIntel", "cpu family\t: 6"))).stream()
                 .distinct().toList();
         List<DynamicNode> nodes = new ArrayList<>();
