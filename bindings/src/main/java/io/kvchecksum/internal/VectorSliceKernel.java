@@ -59,9 +59,9 @@ final class VectorSliceKernel implements SliceKernel {
     /**
      * Whether a 2 KiB row of side-by-side heads from memory is read at 256 bits ({@link #rowPass256}): with
      * {@link KernelSpecies.Streams#narrowRows} (AMD families 25 and 26), and wherever 256 bits is the preferred width
-     * (AVX2), where the row's sixteen
-     * accumulators do not fit the sixteen vector registers and C2 spills some, yet the one-pass row still read
-     * Llama-3-8B TP1 from memory at 1.04-1.26x the head-by-head loops (docs/bench-cpu.md, "The 2 KiB row at AVX2 width").
+     * (AVX2), where the row's sixteen accumulators do not fit the sixteen vector registers and C2 spills some, yet the
+     * one-pass row still read Llama-3-8B TP1 from memory at 1.04-1.26x the head-by-head loops (docs/bench-cpu.md, "The
+     * 2 KiB row at AVX2 width"). At AVX2 width K's and V's rows are read token by token ({@link #rowKv256}).
      */
     private final boolean rows256;
 
@@ -76,7 +76,7 @@ final class VectorSliceKernel implements SliceKernel {
     /**
      * Whether Llama-3-8B's 2 KiB K and V rows at 256 bits are read token by token in one loop ({@link #rowKv256}) rather
      * than a block's K rows and then its V rows ({@link #rowPass256} twice): where 256 bits is the preferred width
-     * (AVX2), where it read Llama-3-8B TP1 from memory at 1.05-1.12x the two passes (median; docs/bench-cpu.md, "The
+     * (AVX2), where it read Llama-3-8B TP1 from memory at 1.03-1.12x the two passes (median; docs/bench-cpu.md, "The
      * row pass from memory: where the time goes"); with AVX-512's registers (256-bit rows on AMD) it was no faster.
      */
     private final boolean kvRows;
