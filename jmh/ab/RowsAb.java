@@ -20,8 +20,7 @@ import java.util.List;
  * {@code jmh/ab/rows-ab.sh}): {@code old}, heads read head by head with the next block touched ahead (the loops before
  * the row pass), against {@code rows}, the backend as it ships (whole rows per pass from memory where
  * {@code VectorSliceKernel.rowsAffine} says so), {@code prev}, the row pass before branch fusedmem (512-bit rows on AMD
- * family 26, K's rows of a block then V's at 256 bits), {@code kv256}, 256-bit rows with K and V token by token
- * ({@code rowKv256}, as shipped at AVX2 width: there the same code as {@code rows}, a control), {@code read}, the same backend with the row pass replaced by a plain
+ * family 26; at AVX2 width the same code as {@code rows}, a control), {@code read}, the same backend with the row pass replaced by a plain
  * read of the same rows ({@link ReadKernel}: same blocks in the same order, same thread split, K's rows then V's,
  * sixteen loads a body at the width the row pass reads (256 bits where it takes {@code rowPass256}, else the
  * preferred width), summed into four accumulators, no weights; its values are not checksums), and
@@ -51,15 +50,11 @@ public final class RowsAb {
             kcs.add(KvChecksum.of(c.newInstance(threads, new VectorSliceKernel(KernelSpecies.CHOSEN, false), FastCpuBackend.PARALLEL_BYTES)));
             names.add("rows");
             kcs.add(KvChecksum.of(c.newInstance(threads, new VectorSliceKernel(KernelSpecies.CHOSEN, true), FastCpuBackend.PARALLEL_BYTES)));
-            // the row pass before branch fusedmem: AMD family 26 at its preferred width (512-bit rows), K's rows then V's
+            // the row pass before branch fusedmem: AMD family 26 at its preferred width (512-bit rows)
             KernelSpecies.Streams before = KernelSpecies.CHOSEN == KernelSpecies.Streams.NARROW_ROWS
                     ? KernelSpecies.Streams.PREFERRED : KernelSpecies.CHOSEN;
             names.add("prev");
-            kcs.add(KvChecksum.of(c.newInstance(threads, new VectorSliceKernel(before, true, true, false),
-                    FastCpuBackend.PARALLEL_BYTES)));
-            // 256-bit rows with K and V token by token (rowKv256) at either width; at AVX2 width the same code as rows
-            names.add("kv256");
-            kcs.add(KvChecksum.of(c.newInstance(threads, new VectorSliceKernel(KernelSpecies.Streams.NARROW, true, true, true),
+            kcs.add(KvChecksum.of(c.newInstance(threads, new VectorSliceKernel(before, true),
                     FastCpuBackend.PARALLEL_BYTES)));
             int exact = kcs.size();
             for (String mode : System.getProperty("rowsab.reads", "read").split(",")) {

@@ -45,8 +45,9 @@ final class KernelSpecies {
                 "preferred width; MLA streams and 2 KiB head rows from memory 256-bit (AMD family 25)");
         /**
          * The choice on AMD family 26 (Zen 5) with AVX-512: 2 KiB rows of side-by-side heads from memory at 256 bits
-         * ({@code VectorSliceKernel.rowPass256}: medians 1.10-1.28x the 512-bit row pass there, as fast as a plain read of the
-         * same rows; docs/bench-cpu.md, "The row pass from memory: where the time goes"), every other loop at 512.
+         * ({@code VectorSliceKernel.rowPass256}: medians 1.10-1.28x the 512-bit row pass there in five runs, as fast
+         * as a plain read of the same rows; docs/bench-cpu.md, "The row pass from memory: where the time goes"), every
+         * other loop at 512.
          */
         static final Streams NARROW_ROWS = new Streams(false, true,
                 "preferred width; 2 KiB head rows from memory 256-bit (AMD family 26)");

@@ -61,7 +61,7 @@ final class VectorSliceKernel implements SliceKernel {
      * {@link KernelSpecies.Streams#narrowRows} (AMD families 25 and 26), and wherever 256 bits is the preferred width
      * (AVX2), where the row's sixteen accumulators do not fit the sixteen vector registers and C2 spills some, yet the
      * one-pass row still read Llama-3-8B TP1 from memory at 1.04-1.26x the head-by-head loops (docs/bench-cpu.md, "The
-     * 2 KiB row at AVX2 width"). At AVX2 width K's and V's rows are read token by token ({@link #rowKv256}).
+     * 2 KiB row at AVX2 width").
      */
     private final boolean rows256;
 
@@ -70,24 +70,10 @@ final class VectorSliceKernel implements SliceKernel {
      * in one loop ({@link #headEight}, the loop before issue 28's in-cache work) when {@code eightTwoLoops} is false.
      */
     VectorSliceKernel(KernelSpecies.Streams streams, boolean rowPass, boolean eightTwoLoops) {
-        this(streams, rowPass, eightTwoLoops, S.vectorBitSize() == 256);
-    }
-
-    /**
-     * Whether Llama-3-8B's 2 KiB K and V rows at 256 bits are read token by token in one loop ({@link #rowKv256}) rather
-     * than a block's K rows and then its V rows ({@link #rowPass256} twice): where 256 bits is the preferred width
-     * (AVX2), where it read Llama-3-8B TP1 from memory at 1.03-1.12x the two passes (median; docs/bench-cpu.md, "The
-     * row pass from memory: where the time goes"); with AVX-512's registers (256-bit rows on AMD) it was no faster.
-     */
-    private final boolean kvRows;
-
-    /** The kernel as above, with {@code kvRows} choosing {@link #rowKv256} for {@link #rowPass256}'s K-then-V passes. */
-    VectorSliceKernel(KernelSpecies.Streams streams, boolean rowPass, boolean eightTwoLoops, boolean kvRows) {
         this.streams = java.util.Objects.requireNonNull(streams, "streams");
         this.rows = rowPass;
         this.rows256 = streams.narrowRows() || S.vectorBitSize() == 256;
         this.eightTwoLoops = eightTwoLoops;
-        this.kvRows = kvRows;
     }
 
     @Override
@@ -292,8 +278,8 @@ final class VectorSliceKernel implements SliceKernel {
      * 2 KiB rows at 512 bits). Measured from memory (docs/bench-cpu.md), the one-pass row read beat the head-by-head
      * passes with the next block touched ahead; rows cut into several strided passes (Llama-3-8B at 256 bits: four
      * passes of 512 bytes) lost to them, and in cache the head-by-head loops were as fast or faster, so those stay.
-     * With {@link KernelSpecies.Streams#narrowRows} (AMD families 25 and 26), and at AVX2 width, a 2 KiB row is read at 256 bits
-     * ({@link #rowPass256}; see {@link #rows256}).
+     * With {@link KernelSpecies.Streams#narrowRows} (AMD families 25 and 26), and at AVX2 width, a 2 KiB row is read
+     * at 256 bits ({@link #rowPass256}; see {@link #rows256}).
      */
     @Override
     public boolean rowsAffine(int heads, int kPieces, long kHeadStride, int vPieces, long vHeadStride) {
@@ -320,10 +306,6 @@ final class VectorSliceKernel implements SliceKernel {
         if (fromMemory && rowsAffine(heads, kPieces, kHeadStride, vSeg == null ? 0 : vPieces, vHeadStride)) {
             int cell = kPieces + (vSeg == null ? 0 : vPieces);
             Arrays.fill(out, 0, heads, 0);
-            if (rows256 && kvRows && vSeg != null && kPieces == 32 && vPieces == 32 && heads == 8) {
-                rowKv256(kSeg, kBase, kStride, vSeg, vBase, vStride, n, t0, out);
-                return;
-            }
             if (rows256 && narrowRow(heads, kPieces) && (vSeg == null || narrowRow(heads, vPieces))) {
                 rowPass256(kSeg, kBase, kStride, n, t0, cell, 0, kPieces / 32, out);
                 if (vSeg != null) {
@@ -1176,7 +1158,10 @@ final class VectorSliceKernel implements SliceKernel {
      * C2 spills some, and the pass still wins from memory: {@link #rows256}). A unit's vectors
      * {@code x_k}, {@code k < 8}: {@code A += sum_k x_k}, {@code T += (A << s) - sum_k k*x_k}, {@code 2^s = P/4}; the
      * unit's sum is {@code sum_l (c0 + 2l + 8*2^s*n)*A_l - 8*T_l}. The loop body reads a quarter row (two units,
-     * sixteen loads, within C2's inlining budget) and rotates the four quarters' accumulators.
+     * sixteen loads, within C2's inlining budget) and rotates the four quarters' accumulators. A block's K rows are read
+     * before its V rows: one loop over both, token by token (each head's K and V cells one unit of sixteen vectors,
+     * eight closings a block instead of sixteen), read Llama-3-8B TP1 from memory at 0.94-1.12x this (medians), no
+     * clear gain at either width (docs/bench-cpu.md, "The row pass from memory: where the time goes").
      */
     private static void rowPass256(MemorySegment seg, long base, long stride, int n, long t0, int cellPieces, int pieceBase,
             int perHead, long[] out) {
@@ -1276,105 +1261,6 @@ final class VectorSliceKernel implements SliceKernel {
                 .reduceLanes(VectorOperators.ADD);
         out[7 / perHead] += a7.mul(c.add(64L * (7 % perHead))).sub(w7.lanewise(VectorOperators.LSHL, 3))
                 .reduceLanes(VectorOperators.ADD);
-    }
-
-    /**
-     * {@link #rowPass256} of K's and V's 2 KiB rows of eight heads of 32 pieces (Llama-3-8B TP1 bf16) token by token in
-     * one loop: each head's K cell and V cell are one unit of sixteen 256-bit vectors {@code y_m} (K's eight, then V's,
-     * whose pieces follow K's in the cell), {@code A += sum_m y_m}, {@code T += (A << s) - sum_m m*y_m},
-     * {@code 2^s = P/4}, closed as {@link #rowPass256} closes a unit at piece base 0. Eight units, sixteen accumulators;
-     * the loop body reads one head's K and V vectors (sixteen loads) and rotates the eight heads' accumulators.
-     */
-    private static void rowKv256(MemorySegment kSeg, long kBase, long kStride, MemorySegment vSeg, long vBase, long vStride,
-            int n, long t0, long[] out) {
-        final LongVector zero = LongVector.zero(S256);
-        final long vb = 32;
-        final int cellPieces = 64;
-        final int shift = 4;
-        LongVector a0 = zero, a1 = zero, a2 = zero, a3 = zero, a4 = zero, a5 = zero, a6 = zero, a7 = zero;
-        LongVector w0 = zero, w1 = zero, w2 = zero, w3 = zero, w4 = zero, w5 = zero, w6 = zero, w7 = zero;
-        for (int k = 0; k < 8 * n; k++) {
-            long p = kBase + (k >> 3) * kStride + (k & 7) * 8 * vb;
-            long q = vBase + (k >> 3) * vStride + (k & 7) * 8 * vb;
-            LongVector y0, y1, y2, y3, y4, y5, y6, y7, r, kv;
-            y0 = LongVector.fromMemorySegment(S256, vSeg, q, LE);
-            y1 = LongVector.fromMemorySegment(S256, vSeg, q + vb, LE);
-            y2 = LongVector.fromMemorySegment(S256, vSeg, q + 2 * vb, LE);
-            y3 = LongVector.fromMemorySegment(S256, vSeg, q + 3 * vb, LE);
-            y4 = LongVector.fromMemorySegment(S256, vSeg, q + 4 * vb, LE);
-            y5 = LongVector.fromMemorySegment(S256, vSeg, q + 5 * vb, LE);
-            y6 = LongVector.fromMemorySegment(S256, vSeg, q + 6 * vb, LE);
-            y7 = LongVector.fromMemorySegment(S256, vSeg, q + 7 * vb, LE);
-            // V's vectors are y_8 .. y_15
-            r = y7;
-            kv = r;
-            r = r.add(y6);
-            kv = kv.add(r);
-            r = r.add(y5);
-            kv = kv.add(r);
-            r = r.add(y4);
-            kv = kv.add(r);
-            r = r.add(y3);
-            kv = kv.add(r);
-            r = r.add(y2);
-            kv = kv.add(r);
-            r = r.add(y1);
-            kv = kv.add(r);
-            r = r.add(y0);
-            kv = kv.add(r);
-            y0 = LongVector.fromMemorySegment(S256, kSeg, p, LE);
-            y1 = LongVector.fromMemorySegment(S256, kSeg, p + vb, LE);
-            y2 = LongVector.fromMemorySegment(S256, kSeg, p + 2 * vb, LE);
-            y3 = LongVector.fromMemorySegment(S256, kSeg, p + 3 * vb, LE);
-            y4 = LongVector.fromMemorySegment(S256, kSeg, p + 4 * vb, LE);
-            y5 = LongVector.fromMemorySegment(S256, kSeg, p + 5 * vb, LE);
-            y6 = LongVector.fromMemorySegment(S256, kSeg, p + 6 * vb, LE);
-            y7 = LongVector.fromMemorySegment(S256, kSeg, p + 7 * vb, LE);
-            r = r.add(y7);
-            kv = kv.add(r);
-            r = r.add(y6);
-            kv = kv.add(r);
-            r = r.add(y5);
-            kv = kv.add(r);
-            r = r.add(y4);
-            kv = kv.add(r);
-            r = r.add(y3);
-            kv = kv.add(r);
-            r = r.add(y2);
-            kv = kv.add(r);
-            r = r.add(y1);
-            kv = kv.add(r);
-            a0 = a0.add(r.add(y0));
-            w0 = w0.add(a0.lanewise(VectorOperators.LSHL, shift).sub(kv));
-            LongVector qa = a0;
-            a0 = a1;
-            a1 = a2;
-            a2 = a3;
-            a3 = a4;
-            a4 = a5;
-            a5 = a6;
-            a6 = a7;
-            a7 = qa;
-            LongVector qw = w0;
-            w0 = w1;
-            w1 = w2;
-            w2 = w3;
-            w3 = w4;
-            w4 = w5;
-            w5 = w6;
-            w6 = w7;
-            w7 = qw;
-        }
-        long c0 = 2 * (t0 * cellPieces) + 1 + ((long) n << shift << 3);
-        LongVector c = TWO_IOTA_256.add(c0);
-        out[0] += a0.mul(c).sub(w0.lanewise(VectorOperators.LSHL, 3)).reduceLanes(VectorOperators.ADD);
-        out[1] += a1.mul(c).sub(w1.lanewise(VectorOperators.LSHL, 3)).reduceLanes(VectorOperators.ADD);
-        out[2] += a2.mul(c).sub(w2.lanewise(VectorOperators.LSHL, 3)).reduceLanes(VectorOperators.ADD);
-        out[3] += a3.mul(c).sub(w3.lanewise(VectorOperators.LSHL, 3)).reduceLanes(VectorOperators.ADD);
-        out[4] += a4.mul(c).sub(w4.lanewise(VectorOperators.LSHL, 3)).reduceLanes(VectorOperators.ADD);
-        out[5] += a5.mul(c).sub(w5.lanewise(VectorOperators.LSHL, 3)).reduceLanes(VectorOperators.ADD);
-        out[6] += a6.mul(c).sub(w6.lanewise(VectorOperators.LSHL, 3)).reduceLanes(VectorOperators.ADD);
-        out[7] += a7.mul(c).sub(w7.lanewise(VectorOperators.LSHL, 3)).reduceLanes(VectorOperators.ADD);
     }
 
     @Override

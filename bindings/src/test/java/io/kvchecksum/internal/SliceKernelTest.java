@@ -319,9 +319,6 @@ class SliceKernelTest {
         VectorSliceKernel headByHead = new VectorSliceKernel(KernelSpecies.Streams.PREFERRED, false);
         VectorSliceKernel narrowRows = new VectorSliceKernel(KernelSpecies.Streams.NARROW, true);
         VectorSliceKernel zen5Rows = new VectorSliceKernel(KernelSpecies.Streams.NARROW_ROWS, true);
-        // the 2 KiB K and V rows at 256 bits in two passes (rowPass256 twice) and token by token (rowKv256), at either width
-        VectorSliceKernel kThenV = new VectorSliceKernel(KernelSpecies.Streams.NARROW, true, true, false);
-        VectorSliceKernel kvTogether = new VectorSliceKernel(KernelSpecies.Streams.NARROW, true, true, true);
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment s = randomSegment(arena, rnd);
             int cases = 0;
@@ -344,7 +341,7 @@ class SliceKernelTest {
                             }
                             String what = heads + " heads of " + pieces + " pieces" + (kOnly ? " (K only)" : "") + ", n " + n
                                     + ", stride " + tokenStride + ", t0 " + t0;
-                            for (VectorSliceKernel k : List.of(rows, headByHead, narrowRows, zen5Rows, kThenV, kvTogether)) {
+                            for (VectorSliceKernel k : List.of(rows, headByHead, narrowRows, zen5Rows)) {
                                 long[] out = new long[heads + 1];
                                 Arrays.fill(out, 7);
                                 k.headsAffine(s, kBase, tokenStride, 8L * pieces, pieces, kOnly ? null : s, vBase, tokenStride,
