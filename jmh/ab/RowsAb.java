@@ -122,14 +122,19 @@ public final class RowsAb {
         /** Blocks ahead whose 4 KiB pages' first lines are touched (0: none); assumes the next block follows in memory. */
         private final int ahead;
         private final boolean narrow;
-        long touched;
+        /** Reads nothing: the backend's own cost around the row pass (tasks, blocks, calls). */
+        private final boolean nop;
 
-        /** {@code mode}: {@code read}, {@code readkv}, {@code readta<d>} (touch-ahead {@code d} blocks), {@code read256}. */
+        /**
+         * {@code mode}: {@code read}, {@code readkv}, {@code readta<d>} (touch-ahead {@code d} blocks), {@code read256},
+         * {@code nop} (nothing read).
+         */
         ReadKernel(VectorSliceKernel k, String mode) {
             this.k = k;
             this.kv = mode.contains("kv");
             this.ahead = mode.contains("ta") ? Integer.parseInt(mode.substring(mode.indexOf("ta") + 2)) : 0;
             this.narrow = NARROW || mode.contains("256");
+            this.nop = mode.equals("nop");
         }
 
         @Override
@@ -139,6 +144,10 @@ public final class RowsAb {
             if (fromMemory && k.rowsAffine(heads, kPieces, kHeadStride, vSeg == null ? 0 : vPieces, vHeadStride)) {
                 Arrays.fill(out, 0, heads, 0);
                 long s = 0;
+                if (nop) {
+                    out[0] = kBase;
+                    return;
+                }
                 if (ahead > 0) {
                     s += touch(kSeg, kBase + ahead * n * kStride, n * kStride);
                     if (vSeg != null) {
