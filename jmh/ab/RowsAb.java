@@ -4,8 +4,13 @@ import io.kvchecksum.KvChecksum;
 import io.kvchecksum.SlicePlan;
 import io.kvchecksum.bench.MemoryBound;
 import io.kvchecksum.jmh.KvFixture;
+import jdk.incubator.vector.LongVector;
+import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorSpecies;
 
+import java.lang.foreign.MemorySegment;
 import java.lang.reflect.Constructor;
+import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -14,9 +19,17 @@ import java.util.List;
  * A/B of the CPU backend's side-by-side-heads loops in one JVM (not a benchmark; built and run by
  * {@code jmh/ab/rows-ab.sh}): {@code old}, heads read head by head with the next block touched ahead (the loops before
  * the row pass), against {@code rows}, the backend as it ships (whole rows per pass from memory where
- * {@code VectorSliceKernel.rowsAffine} says so), and {@code bound}, the project's read bound (its default reader), one
- * call each in turn with the order rotating, so a loaded machine's noise hits all alike; prints best and median GB/s
- * and each side's best over the first's. Both kernels' block checksums are compared first (exit on a difference).
+ * {@code VectorSliceKernel.rowsAffine} says so), {@code prev}, the row pass before branch fusedmem (512-bit rows on AMD
+ * family 26; at AVX2 width the same code as {@code rows}, a control), {@code read}, the same backend with the row pass replaced by a plain
+ * read of the same rows ({@link ReadKernel}: same blocks in the same order, same thread split, K's rows then V's,
+ * sixteen loads a body at the width the row pass reads (256 bits where it takes {@code rowPass256}, else the
+ * preferred width), summed into four accumulators, no weights; its values are not checksums), and
+ * {@code bound}, the project's read bound (its default reader), one call each in turn with the order rotating, so a
+ * loaded machine's noise hits all alike; prints best and median GB/s and each side's best over the first's and over
+ * the bound's. The checksumming sides' block checksums are compared first (exit on a difference).
+ *
+ * <p>{@code read} answers where the row pass's time goes from memory: a plain read well below the bound means the
+ * access pattern costs; a plain read near the bound means the pass's arithmetic (register spills) does.
  *
  * <p>Arguments: shape ({@code llama3-8b-tp1}), size ({@code 1MiB}, {@code 256MiB}, {@code 1GiB}), threads (the
  * backend's and the bound's; the machine's processors as the backend ships), rounds.
@@ -27,42 +40,305 @@ public final class RowsAb {
         String size = args[1];
         int threads = Integer.parseInt(args[2]);
         int rounds = Integer.parseInt(args[3]);
-        String[] names = {"old", "rows", "bound"};
         try (KvFixture fx = KvFixture.of(shape, size)) {
             SlicePlan plan = SlicePlan.of(fx.group(), fx.request());
             Constructor<FastCpuBackend> c = FastCpuBackend.class.getDeclaredConstructor(int.class, SliceKernel.class, long.class);
             c.setAccessible(true);
+            List<String> names = new ArrayList<>();
             List<KvChecksum> kcs = new ArrayList<>();
+            names.add("old");
             kcs.add(KvChecksum.of(c.newInstance(threads, new VectorSliceKernel(KernelSpecies.CHOSEN, false), FastCpuBackend.PARALLEL_BYTES)));
+            names.add("rows");
             kcs.add(KvChecksum.of(c.newInstance(threads, new VectorSliceKernel(KernelSpecies.CHOSEN, true), FastCpuBackend.PARALLEL_BYTES)));
-            if (!Arrays.equals(kcs.get(0).blockChecksums(plan), kcs.get(1).blockChecksums(plan))) {
-                throw new AssertionError("old and rows differ");
+            // the row pass before branch fusedmem: AMD family 26 at its preferred width (512-bit rows)
+            KernelSpecies.Streams before = KernelSpecies.CHOSEN == KernelSpecies.Streams.NARROW_ROWS
+                    ? KernelSpecies.Streams.PREFERRED : KernelSpecies.CHOSEN;
+            names.add("prev");
+            kcs.add(KvChecksum.of(c.newInstance(threads, new VectorSliceKernel(before, true),
+                    FastCpuBackend.PARALLEL_BYTES)));
+            int exact = kcs.size();
+            for (String mode : System.getProperty("rowsab.reads", "read").split(",")) {
+                names.add(mode);
+                kcs.add(KvChecksum.of(c.newInstance(threads, new ReadKernel(new VectorSliceKernel(KernelSpecies.CHOSEN, true), mode),
+                        FastCpuBackend.PARALLEL_BYTES)));
             }
+            for (int i = 1; i < exact; i++) {
+                if (!Arrays.equals(kcs.get(0).blockChecksums(plan), kcs.get(i).blockChecksums(plan))) {
+                    throw new AssertionError("old and " + names.get(i) + " differ");
+                }
+            }
+            names.add("bound");
+            int sides = names.size();
+            int b = sides - 1;
             try (MemoryBound bound = new MemoryBound(fx.segments(), threads)) {
                 long sink = 0;
                 long until = System.nanoTime() + 3_000_000_000L;
                 while (System.nanoTime() < until) {
-                    sink += kcs.get(0).blockChecksums(plan)[0] + kcs.get(1).blockChecksums(plan)[0] + bound.read();
+                    for (KvChecksum kc : kcs) {
+                        sink += kc.blockChecksums(plan)[0];
+                    }
+                    sink += bound.read();
                 }
-                double[][] t = new double[3][rounds];
+                double[][] t = new double[sides][rounds];
                 for (int r = 0; r < rounds; r++) {
-                    for (int j = 0; j < 3; j++) {
-                        int w = (j + r) % 3;
+                    for (int j = 0; j < sides; j++) {
+                        int w = (j + r) % sides;
                         long s = System.nanoTime();
-                        sink += w == 2 ? bound.read() : kcs.get(w).blockChecksums(plan)[0];
+                        sink += w == b ? bound.read() : kcs.get(w).blockChecksums(plan)[0];
                         t[w][r] = System.nanoTime() - s;
                     }
                 }
                 long bytes = fx.kvBytes();
                 StringBuilder sb = new StringBuilder(String.format("%s %s, %d threads, %d rounds, %s:", shape, size, threads,
                         rounds, kcs.get(1).description()));
-                for (int w = 0; w < 3; w++) {
+                for (int w = 0; w < sides; w++) {
                     Arrays.sort(t[w]);
-                    sb.append(String.format("%n  %-5s best %6.1f GB/s, median %6.1f GB/s, best / old's best %.3f", names[w],
-                            bytes / t[w][0], bytes / t[w][rounds / 2], t[0][0] / t[w][0]));
+                }
+                for (int w = 0; w < sides; w++) {
+                    sb.append(String.format("%n  %-5s best %6.1f GB/s, median %6.1f GB/s, best / old's best %.3f,"
+                            + " / bound's best %.3f, median / bound's median %.3f", names.get(w),
+                            bytes / t[w][0], bytes / t[w][rounds / 2], t[0][0] / t[w][0], t[b][0] / t[w][0],
+                            t[b][rounds / 2] / t[w][rounds / 2]));
                 }
                 System.out.println(sb + (sink == 42 ? " " : ""));
             }
+        }
+    }
+
+    /**
+     * {@code kernel}, except that side-by-side heads from memory that it would read in row passes are only read: each
+     * token's row front to back as the row pass reads it (sixteen loads a body at its width, K's rows of a
+     * block then V's), the loads summed into four accumulators, the sum put in head 0's slot. Not a checksum.
+     */
+    static final class ReadKernel implements SliceKernel {
+        private static final VectorSpecies<Long> S256 = LongVector.SPECIES_256;
+        private static final VectorSpecies<Long> S = KernelSpecies.S;
+        /** Whether the kernel reads 2 KiB rows at 256 bits ({@code VectorSliceKernel.rows256}), else at the preferred width. */
+        private static final boolean NARROW = KernelSpecies.CHOSEN.narrow() || S.vectorBitSize() == 256;
+        private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
+        private final VectorSliceKernel k;
+        /** K's and V's quarter rows in turn (token by token) instead of a block's K rows then its V rows. */
+        private final boolean kv;
+        /** Blocks ahead whose 4 KiB pages' first lines are touched (0: none); assumes the next block follows in memory. */
+        private final int ahead;
+        private final boolean narrow;
+        /** Reads nothing: the backend's own cost around the row pass (tasks, blocks, calls). */
+        private final boolean nop;
+
+        /**
+         * {@code mode}: {@code read}, {@code readkv}, {@code readta<d>} (touch-ahead {@code d} blocks), {@code read256},
+         * {@code nop} (nothing read).
+         */
+        ReadKernel(VectorSliceKernel k, String mode) {
+            this.k = k;
+            this.kv = mode.contains("kv");
+            this.ahead = mode.contains("ta") ? Integer.parseInt(mode.substring(mode.indexOf("ta") + 2)) : 0;
+            this.narrow = NARROW || mode.contains("256");
+            this.nop = mode.equals("nop");
+        }
+
+        @Override
+        public void headsAffine(MemorySegment kSeg, long kBase, long kStride, long kHeadStride, int kPieces,
+                MemorySegment vSeg, long vBase, long vStride, long vHeadStride, int vPieces, int heads, int n, long t0,
+                boolean fromMemory, long[] out) {
+            if (fromMemory && k.rowsAffine(heads, kPieces, kHeadStride, vSeg == null ? 0 : vPieces, vHeadStride)) {
+                Arrays.fill(out, 0, heads, 0);
+                long s = 0;
+                if (nop) {
+                    out[0] = kBase;
+                    return;
+                }
+                if (ahead > 0) {
+                    s += touch(kSeg, kBase + ahead * n * kStride, n * kStride);
+                    if (vSeg != null) {
+                        s += touch(vSeg, vBase + ahead * n * vStride, n * vStride);
+                    }
+                }
+                if (kv && vSeg != null) {
+                    s += readKv(kSeg, kBase, kStride, vSeg, vBase, vStride, n, heads * kPieces * 8L);
+                } else {
+                    s += narrow ? read(kSeg, kBase, kStride, n, heads * kPieces * 8L)
+                            : readWide(kSeg, kBase, kStride, n, heads * kPieces * 8L);
+                    if (vSeg != null) {
+                        s += narrow ? read(vSeg, vBase, vStride, n, heads * vPieces * 8L)
+                                : readWide(vSeg, vBase, vStride, n, heads * vPieces * 8L);
+                    }
+                }
+                out[0] = s;
+                return;
+            }
+            k.headsAffine(kSeg, kBase, kStride, kHeadStride, kPieces, vSeg, vBase, vStride, vHeadStride, vPieces, heads, n,
+                    t0, fromMemory, out);
+        }
+
+        /** The rows' words summed, {@code rowPass256}'s loop without its arithmetic: quarter rows of 512 bytes. */
+        private static long read(MemorySegment seg, long base, long stride, int n, long rowBytes) {
+            final LongVector zero = LongVector.zero(S256);
+            final long vb = 32;
+            int q = (int) (rowBytes / 512);
+            LongVector s0 = zero, s1 = zero, s2 = zero, s3 = zero;
+            for (int k = 0; k < q * n; k++) {
+                long p = base + (k / q) * stride + (k % q) * 16 * vb;
+                s0 = s0.add(LongVector.fromMemorySegment(S256, seg, p, LE));
+                s1 = s1.add(LongVector.fromMemorySegment(S256, seg, p + vb, LE));
+                s2 = s2.add(LongVector.fromMemorySegment(S256, seg, p + 2 * vb, LE));
+                s3 = s3.add(LongVector.fromMemorySegment(S256, seg, p + 3 * vb, LE));
+                s0 = s0.add(LongVector.fromMemorySegment(S256, seg, p + 4 * vb, LE));
+                s1 = s1.add(LongVector.fromMemorySegment(S256, seg, p + 5 * vb, LE));
+                s2 = s2.add(LongVector.fromMemorySegment(S256, seg, p + 6 * vb, LE));
+                s3 = s3.add(LongVector.fromMemorySegment(S256, seg, p + 7 * vb, LE));
+                s0 = s0.add(LongVector.fromMemorySegment(S256, seg, p + 8 * vb, LE));
+                s1 = s1.add(LongVector.fromMemorySegment(S256, seg, p + 9 * vb, LE));
+                s2 = s2.add(LongVector.fromMemorySegment(S256, seg, p + 10 * vb, LE));
+                s3 = s3.add(LongVector.fromMemorySegment(S256, seg, p + 11 * vb, LE));
+                s0 = s0.add(LongVector.fromMemorySegment(S256, seg, p + 12 * vb, LE));
+                s1 = s1.add(LongVector.fromMemorySegment(S256, seg, p + 13 * vb, LE));
+                s2 = s2.add(LongVector.fromMemorySegment(S256, seg, p + 14 * vb, LE));
+                s3 = s3.add(LongVector.fromMemorySegment(S256, seg, p + 15 * vb, LE));
+            }
+            return s0.add(s1).add(s2.add(s3)).reduceLanes(VectorOperators.ADD);
+        }
+
+        /** One byte of the first line of every 4 KiB page of {@code bytes} at {@code at}, where within the segment. */
+        private static long touch(MemorySegment seg, long at, long bytes) {
+            long s = 0;
+            long end = Math.min(at + bytes, seg.byteSize());
+            for (long p = (at + 4095) & ~4095L; p < end; p += 4096) {
+                s += seg.get(java.lang.foreign.ValueLayout.JAVA_BYTE, p);
+            }
+            return s;
+        }
+
+        /** {@link #read} of K's and V's rows token by token, half a quarter row (eight 256-bit loads) of each in turn. */
+        private static long readKv(MemorySegment kSeg, long kBase, long kStride, MemorySegment vSeg, long vBase, long vStride,
+                int n, long rowBytes) {
+            final LongVector zero = LongVector.zero(S256);
+            final long vb = 32;
+            int q = (int) (rowBytes / 256);
+            LongVector s0 = zero, s1 = zero, s2 = zero, s3 = zero;
+            for (int k = 0; k < q * n; k++) {
+                long p = kBase + (k / q) * kStride + (k % q) * 8 * vb;
+                long r = vBase + (k / q) * vStride + (k % q) * 8 * vb;
+                s0 = s0.add(LongVector.fromMemorySegment(S256, kSeg, p, LE));
+                s1 = s1.add(LongVector.fromMemorySegment(S256, kSeg, p + vb, LE));
+                s2 = s2.add(LongVector.fromMemorySegment(S256, kSeg, p + 2 * vb, LE));
+                s3 = s3.add(LongVector.fromMemorySegment(S256, kSeg, p + 3 * vb, LE));
+                s0 = s0.add(LongVector.fromMemorySegment(S256, kSeg, p + 4 * vb, LE));
+                s1 = s1.add(LongVector.fromMemorySegment(S256, kSeg, p + 5 * vb, LE));
+                s2 = s2.add(LongVector.fromMemorySegment(S256, kSeg, p + 6 * vb, LE));
+                s3 = s3.add(LongVector.fromMemorySegment(S256, kSeg, p + 7 * vb, LE));
+                s0 = s0.add(LongVector.fromMemorySegment(S256, vSeg, r, LE));
+                s1 = s1.add(LongVector.fromMemorySegment(S256, vSeg, r + vb, LE));
+                s2 = s2.add(LongVector.fromMemorySegment(S256, vSeg, r + 2 * vb, LE));
+                s3 = s3.add(LongVector.fromMemorySegment(S256, vSeg, r + 3 * vb, LE));
+                s0 = s0.add(LongVector.fromMemorySegment(S256, vSeg, r + 4 * vb, LE));
+                s1 = s1.add(LongVector.fromMemorySegment(S256, vSeg, r + 5 * vb, LE));
+                s2 = s2.add(LongVector.fromMemorySegment(S256, vSeg, r + 6 * vb, LE));
+                s3 = s3.add(LongVector.fromMemorySegment(S256, vSeg, r + 7 * vb, LE));
+            }
+            return s0.add(s1).add(s2.add(s3)).reduceLanes(VectorOperators.ADD);
+        }
+
+        /** {@link #read} at the preferred width, as {@code rowEight} reads rows at 512 bits: sixteen loads a body. */
+        private static long readWide(MemorySegment seg, long base, long stride, int n, long rowBytes) {
+            final LongVector zero = LongVector.zero(S);
+            final long vb = S.vectorByteSize();
+            int q = (int) (rowBytes / (16 * vb));
+            LongVector s0 = zero, s1 = zero, s2 = zero, s3 = zero;
+            for (int k = 0; k < q * n; k++) {
+                long p = base + (k / q) * stride + (k % q) * 16 * vb;
+                s0 = s0.add(LongVector.fromMemorySegment(S, seg, p, LE));
+                s1 = s1.add(LongVector.fromMemorySegment(S, seg, p + vb, LE));
+                s2 = s2.add(LongVector.fromMemorySegment(S, seg, p + 2 * vb, LE));
+                s3 = s3.add(LongVector.fromMemorySegment(S, seg, p + 3 * vb, LE));
+                s0 = s0.add(LongVector.fromMemorySegment(S, seg, p + 4 * vb, LE));
+                s1 = s1.add(LongVector.fromMemorySegment(S, seg, p + 5 * vb, LE));
+                s2 = s2.add(LongVector.fromMemorySegment(S, seg, p + 6 * vb, LE));
+                s3 = s3.add(LongVector.fromMemorySegment(S, seg, p + 7 * vb, LE));
+                s0 = s0.add(LongVector.fromMemorySegment(S, seg, p + 8 * vb, LE));
+                s1 = s1.add(LongVector.fromMemorySegment(S, seg, p + 9 * vb, LE));
+                s2 = s2.add(LongVector.fromMemorySegment(S, seg, p + 10 * vb, LE));
+                s3 = s3.add(LongVector.fromMemorySegment(S, seg, p + 11 * vb, LE));
+                s0 = s0.add(LongVector.fromMemorySegment(S, seg, p + 12 * vb, LE));
+                s1 = s1.add(LongVector.fromMemorySegment(S, seg, p + 13 * vb, LE));
+                s2 = s2.add(LongVector.fromMemorySegment(S, seg, p + 14 * vb, LE));
+                s3 = s3.add(LongVector.fromMemorySegment(S, seg, p + 15 * vb, LE));
+            }
+            return s0.add(s1).add(s2.add(s3)).reduceLanes(VectorOperators.ADD);
+        }
+
+        @Override
+        public long sum(MemorySegment segment, long[] tokenOffsets, long extra, int n, long t0, int cellPieces, int pieceBase,
+                int regionPieces) {
+            return k.sum(segment, tokenOffsets, extra, n, t0, cellPieces, pieceBase, regionPieces);
+        }
+
+        @Override
+        public void sumRows(MemorySegment segment, long[] tokenOffsets, int n, long t0, int cellPieces, int pieceBase,
+                int regionPieces, int heads, long[] a, long[] t, long[] out) {
+            k.sumRows(segment, tokenOffsets, n, t0, cellPieces, pieceBase, regionPieces, heads, a, t, out);
+        }
+
+        @Override
+        public boolean affine(int regionPieces, long tokenStride, int cellPieces) {
+            return k.affine(regionPieces, tokenStride, cellPieces);
+        }
+
+        @Override
+        public long sumAffine(MemorySegment segment, long base, long tokenStride, int n, long t0, int cellPieces,
+                int pieceBase, int regionPieces) {
+            return k.sumAffine(segment, base, tokenStride, n, t0, cellPieces, pieceBase, regionPieces);
+        }
+
+        @Override
+        public long headAffine(MemorySegment kSeg, long kBase, long kStride, int kPieces, MemorySegment vSeg, long vBase,
+                long vStride, int vPieces, int n, long t0) {
+            return k.headAffine(kSeg, kBase, kStride, kPieces, vSeg, vBase, vStride, vPieces, n, t0);
+        }
+
+        @Override
+        public boolean oneRow(int heads, int kPieces, long kHeadStride, int vPieces, long vHeadStride) {
+            return k.oneRow(heads, kPieces, kHeadStride, vPieces, vHeadStride);
+        }
+
+        @Override
+        public void oneRowAffine(MemorySegment kSeg, long kBase, long kHeadStride, int kPieces, MemorySegment vSeg,
+                long vBase, long vHeadStride, int vPieces, int heads, long t0, long[] out) {
+            k.oneRowAffine(kSeg, kBase, kHeadStride, kPieces, vSeg, vBase, vHeadStride, vPieces, heads, t0, out);
+        }
+
+        @Override
+        public void headsInCache(MemorySegment kSeg, long kBase, long kStride, long kHeadStride, int kPieces,
+                MemorySegment vSeg, long vBase, long vStride, long vHeadStride, int vPieces, int heads, int n, long t0,
+                long[] out) {
+            k.headsInCache(kSeg, kBase, kStride, kHeadStride, kPieces, vSeg, vBase, vStride, vHeadStride, vPieces, heads, n,
+                    t0, out);
+        }
+
+        @Override
+        public boolean pairsStreams() {
+            return k.pairsStreams();
+        }
+
+        @Override
+        public long streamPair(MemorySegment aSeg, long aBase, long fa, MemorySegment bSeg, long bBase, long fb, int n,
+                long t0, int pieces) {
+            return k.streamPair(aSeg, aBase, fa, bSeg, bBase, fb, n, t0, pieces);
+        }
+
+        @Override
+        public boolean rowsAffine(int heads, int kPieces, long kHeadStride, int vPieces, long vHeadStride) {
+            return k.rowsAffine(heads, kPieces, kHeadStride, vPieces, vHeadStride);
+        }
+
+        @Override
+        public boolean streamRows() {
+            return k.streamRows();
+        }
+
+        @Override
+        public String describe() {
+            return "read only: " + k.describe();
         }
     }
 }

@@ -20,7 +20,8 @@ import java.util.List;
  * faster ones; MLA bf16 at 4x LLC read 0.885 of the bound with it against 0.764 with every loop at 512 bits
  * (docs/bench-cpu.md, "What limits the ratios"). Llama-3-8B's 2 KiB rows of side-by-side heads from memory likewise
  * ({@code VectorSliceKernel.rowPass256}: medians 1.11-1.18 of the 512-bit row pass's, docs/bench-cpu.md, "Side-by-side
- * heads from memory"). Tests give the kernels each choice through
+ * heads from memory"). On AMD family 26 (Zen 5) with AVX-512 only those 2 KiB rows from memory take 256 bits
+ * ({@link Streams#NARROW_ROWS}). Tests give the kernels each choice through
  * {@link VectorSliceKernel#VectorSliceKernel(Streams)} and {@code FastCpuBackend.withStreams}.
  */
 final class KernelSpecies {
@@ -36,12 +37,20 @@ final class KernelSpecies {
      * @param narrow whether contiguous streams read from memory use 256-bit vectors while the other loops use {@link #S}
      * @param why the reason, as the backend's description gives it
      */
-    record Streams(boolean narrow, String why) {
+    record Streams(boolean narrow, boolean narrowRows, String why) {
         /** Every loop at the preferred width. */
-        static final Streams PREFERRED = new Streams(false, "preferred width");
+        static final Streams PREFERRED = new Streams(false, false, "preferred width");
         /** The choice on AMD family 25 with AVX-512: MLA streams and 2 KiB rows of side-by-side heads from memory at 256 bits. */
-        static final Streams NARROW = new Streams(true,
+        static final Streams NARROW = new Streams(true, true,
                 "preferred width; MLA streams and 2 KiB head rows from memory 256-bit (AMD family 25)");
+        /**
+         * The choice on AMD family 26 (Zen 5) with AVX-512: 2 KiB rows of side-by-side heads from memory at 256 bits
+         * ({@code VectorSliceKernel.rowPass256}: medians 1.10-1.28x the 512-bit row pass there in five runs, as fast
+         * as a plain read of the same rows; docs/bench-cpu.md, "The row pass from memory: where the time goes"), every
+         * other loop at 512.
+         */
+        static final Streams NARROW_ROWS = new Streams(false, true,
+                "preferred width; 2 KiB head rows from memory 256-bit (AMD family 26)");
     }
 
     /** The choice for this JVM on this CPU. */
@@ -58,13 +67,21 @@ final class KernelSpecies {
      * @param cpuinfo the first lines of {@code /proc/cpuinfo} (empty where it cannot be read)
      */
     static Streams choose(int preferredBits, List<String> cpuinfo) {
-        return preferredBits > 256 && zen4(cpuinfo) ? Streams.NARROW : Streams.PREFERRED;
+        if (preferredBits <= 256) {
+            return Streams.PREFERRED;
+        }
+        return amdFamily(cpuinfo, 25) ? Streams.NARROW : amdFamily(cpuinfo, 26) ? Streams.NARROW_ROWS : Streams.PREFERRED;
     }
 
     /** AMD family 25 by {@code /proc/cpuinfo}'s lines. */
     static boolean zen4(List<String> cpuinfo) {
+        return amdFamily(cpuinfo, 25);
+    }
+
+    /** AMD family {@code family} by {@code /proc/cpuinfo}'s lines. */
+    private static boolean amdFamily(List<String> cpuinfo, int family) {
         return cpuinfo.stream().anyMatch(l -> l.matches("vendor_id\\s*:\\s*AuthenticAMD"))
-                && cpuinfo.stream().anyMatch(l -> l.matches("cpu family\\s*:\\s*25"));
+                && cpuinfo.stream().anyMatch(l -> l.matches("cpu family\\s*:\\s*" + family));
     }
 
     /** The first processor's lines of {@code /proc/cpuinfo} (Linux); empty wherever that cannot be read. */

@@ -58,9 +58,10 @@ final class VectorSliceKernel implements SliceKernel {
 
     /**
      * Whether a 2 KiB row of side-by-side heads from memory is read at 256 bits ({@link #rowPass256}): with
-     * {@link KernelSpecies.Streams#NARROW}, and wherever 256 bits is the preferred width (AVX2), where the row's sixteen
-     * accumulators do not fit the sixteen vector registers and C2 spills some, yet the one-pass row still read
-     * Llama-3-8B TP1 from memory at 1.04-1.26x the head-by-head loops (docs/bench-cpu.md, "The 2 KiB row at AVX2 width").
+     * {@link KernelSpecies.Streams#narrowRows} (AMD families 25 and 26), and wherever 256 bits is the preferred width
+     * (AVX2), where the row's sixteen accumulators do not fit the sixteen vector registers and C2 spills some, yet the
+     * one-pass row still read Llama-3-8B TP1 from memory at 1.04-1.26x the head-by-head loops (docs/bench-cpu.md, "The
+     * 2 KiB row at AVX2 width").
      */
     private final boolean rows256;
 
@@ -71,7 +72,7 @@ final class VectorSliceKernel implements SliceKernel {
     VectorSliceKernel(KernelSpecies.Streams streams, boolean rowPass, boolean eightTwoLoops) {
         this.streams = java.util.Objects.requireNonNull(streams, "streams");
         this.rows = rowPass;
-        this.rows256 = streams.narrow() || S.vectorBitSize() == 256;
+        this.rows256 = streams.narrowRows() || S.vectorBitSize() == 256;
         this.eightTwoLoops = eightTwoLoops;
     }
 
@@ -277,8 +278,8 @@ final class VectorSliceKernel implements SliceKernel {
      * 2 KiB rows at 512 bits). Measured from memory (docs/bench-cpu.md), the one-pass row read beat the head-by-head
      * passes with the next block touched ahead; rows cut into several strided passes (Llama-3-8B at 256 bits: four
      * passes of 512 bytes) lost to them, and in cache the head-by-head loops were as fast or faster, so those stay.
-     * With {@link KernelSpecies.Streams#NARROW} (AMD family 25), and at AVX2 width, a 2 KiB row is read at 256 bits
-     * ({@link #rowPass256}; see {@link #rows256}).
+     * With {@link KernelSpecies.Streams#narrowRows} (AMD families 25 and 26), and at AVX2 width, a 2 KiB row is read
+     * at 256 bits ({@link #rowPass256}; see {@link #rows256}).
      */
     @Override
     public boolean rowsAffine(int heads, int kPieces, long kHeadStride, int vPieces, long vHeadStride) {
@@ -1157,7 +1158,10 @@ final class VectorSliceKernel implements SliceKernel {
      * C2 spills some, and the pass still wins from memory: {@link #rows256}). A unit's vectors
      * {@code x_k}, {@code k < 8}: {@code A += sum_k x_k}, {@code T += (A << s) - sum_k k*x_k}, {@code 2^s = P/4}; the
      * unit's sum is {@code sum_l (c0 + 2l + 8*2^s*n)*A_l - 8*T_l}. The loop body reads a quarter row (two units,
-     * sixteen loads, within C2's inlining budget) and rotates the four quarters' accumulators.
+     * sixteen loads, within C2's inlining budget) and rotates the four quarters' accumulators. A block's K rows are read
+     * before its V rows: one loop over both, token by token (each head's K and V cells one unit of sixteen vectors,
+     * eight closings a block instead of sixteen), read Llama-3-8B TP1 from memory at 0.94-1.12x this (medians), no
+     * clear gain at either width (docs/bench-cpu.md, "The row pass from memory: where the time goes").
      */
     private static void rowPass256(MemorySegment seg, long base, long stride, int n, long t0, int cellPieces, int pieceBase,
             int perHead, long[] out) {

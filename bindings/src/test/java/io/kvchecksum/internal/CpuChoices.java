@@ -45,11 +45,13 @@ public final class CpuChoices {
         return List.of(KvChecksum.of(FastCpuBackend.inCache(threads, true)), KvChecksum.of(FastCpuBackend.inCache(threads, false)));
     }
 
-    /** The choices {@link KernelSpecies#choose} makes at this JVM's preferred width on AMD family 25 and elsewhere. */
+    /** The choices {@link KernelSpecies#choose} makes at this JVM's preferred width on AMD families 25 and 26 and elsewhere. */
     static List<KernelSpecies.Streams> reachable() {
         int bits = KernelSpecies.S.vectorBitSize();
         List<String> zen4 = List.of("vendor_id\t: AuthenticAMD", "cpu family\t: 25");
+        List<String> zen5 = List.of("vendor_id\t: AuthenticAMD", "cpu family\t: 26");
         List<String> other = List.of("vendor_id\t: GenuineIntel", "cpu family\t: 6");
-        return List.of(KernelSpecies.choose(bits, zen4), KernelSpecies.choose(bits, other)).stream().distinct().toList();
+        return List.of(KernelSpecies.choose(bits, zen4), KernelSpecies.choose(bits, zen5), KernelSpecies.choose(bits, other))
+                .stream().distinct().toList();
     }
 }
