@@ -40,7 +40,8 @@ import java.util.stream.IntStream;
  * the five-operation loop before the lockstep pairs ({@code jmh/ab/VectorAdler32Five.java}); {@code prev} the loop
  * before the groups of four from memory ({@code jmh/ab/VectorAdler32Prev.java}, pages two at a time at every size);
  * {@code base} and {@code basefour} {@code vec} and {@code four} as they were before branch {@code digest}
- * ({@code jmh/ab/VectorAdler32Base.java});
+ * ({@code jmh/ab/VectorAdler32Base.java}); {@code swap} and {@code swapfour} the same with AVX2's byte swap
+ * ({@code jmh/ab/VectorAdler32Swap.java}, not taken);
  * {@code stub}
  * {@code java.util.zip.Adler32}, one call per page. Readers: {@code readPages} (the project's read bound over the
  * pages in stream order, its default reader, as {@code PageDigestBench.readPages}; parts under 8 KiB, as these 2 KiB
@@ -166,6 +167,8 @@ public final class DigestAb {
             case "prev" -> VectorAdler32Prev::digest;
             case "base" -> VectorAdler32Base::digest;
             case "basefour" -> (r, i, s, l) -> VectorAdler32Base.digest(r, i, s, l, true);
+            case "swap" -> VectorAdler32Swap::digest;
+            case "swapfour" -> (r, i, s, l) -> VectorAdler32Swap.digest(r, i, s, l, true);
             case "stub" -> DigestAb::stub;
             default -> throw new IllegalArgumentException(name);
         };
