@@ -82,7 +82,9 @@ final class VectorAdler32 {
     private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
     // Shift counts as vectors where AVX-512 shifts 16-bit lanes by a vector count (vpsrlvw): with a scalar count C2's
     // loop ran at half the speed. AVX2 has no such shift (C2 emulates it, slower still), so below 512 bits the count
-    // is a scalar; shifting in int lanes by a vector count and masking measured no faster there
+    // is a scalar; shifting in int lanes by a vector count and masking measured no faster there. The choice is written
+    // out at every use: a helper method for it was not always inlined (NodeCountInliningCutoff in fours), and a call
+    // with a vector argument boxes it (the groups of four ran three times slower)
     private static final boolean SHORT_SHIFTS = S.vectorBitSize() >= 512;
     private static final ShortVector EIGHT = ShortVector.broadcast(SS, (short) 8);
     private static final ShortVector W255 = ShortVector.broadcast(SS, (short) 255);
@@ -119,15 +121,15 @@ final class VectorAdler32 {
         ShortVector eight = EIGHT;
         ShortVector w255 = W255;
         IntVector sixteen = SIXTEEN;
-        IntVector low16 = LOW16;
         ShortVector at = zs, ao = zs, bt = zs, bo = zs;   // this block, 16-bit lanes
         ShortVector pt = zs, po = zs;                      // whole lanes and odd bytes per place since the last fold
         // int lanes since the last fold, each as a raw sum of the block's 16-bit pairs (I) and of their high halves
         // (H), so that a lane's pair total is I - 65535 H (mod 2^32, exact): a, the bytes; r, a's prefix before each
         // block; b, the blocks' weighted sums
         IntVector aI = zero, aH = zero, rI = zero, rH = zero, bI = zero, bH = zero;
-        // the fold's arguments: the place-weighted sums (lanes 0 to L), then a, r and b as raw and high-half sums
-        int[] stash = new int[8 * L];
+        // the helpers' arguments (vectors passed to a call would be boxed): the place-weighted sums (lanes 0 to L), then
+        // a, r and b as raw and high-half sums (to the fold), then pt and po (to places)
+        int[] stash = new int[10 * L];
         int inner = 0;   // vectors in this block
         int blocks = 0;  // blocks since the last fold
         int placeBlocks = 0;   // blocks in the place sums pt, po
@@ -173,20 +175,20 @@ final class VectorAdler32 {
                         x = ShortVector.fromMemorySegment(SS, seg, pb + V, LE);
                         y = ShortVector.fromMemorySegment(SS, qs, qb + V, LE);
                         at = bt.add(x);
-                        ao = bo.add((SHORT_SHIFTS ? x.lanewise(VectorOperators.LSHR, eight) : x.lanewise(VectorOperators.LSHR, 8)));
+                        ao = bo.add(SHORT_SHIFTS ? x.lanewise(VectorOperators.LSHR, eight) : x.lanewise(VectorOperators.LSHR, 8));
                         ct = ct.add(y);
-                        co = co.add((SHORT_SHIFTS ? y.lanewise(VectorOperators.LSHR, eight) : y.lanewise(VectorOperators.LSHR, 8)));
+                        co = co.add(SHORT_SHIFTS ? y.lanewise(VectorOperators.LSHR, eight) : y.lanewise(VectorOperators.LSHR, 8));
                         for (int k = 2; k < BLOCK; k++) {
                             x = ShortVector.fromMemorySegment(SS, seg, pb + (long) k * V, LE);
                             y = ShortVector.fromMemorySegment(SS, qs, qb + (long) k * V, LE);
                             bt = bt.add(at);
                             bo = bo.add(ao);
                             at = at.add(x);
-                            ao = ao.add((SHORT_SHIFTS ? x.lanewise(VectorOperators.LSHR, eight) : x.lanewise(VectorOperators.LSHR, 8)));
+                            ao = ao.add(SHORT_SHIFTS ? x.lanewise(VectorOperators.LSHR, eight) : x.lanewise(VectorOperators.LSHR, 8));
                             dt = dt.add(ct);
                             dO = dO.add(co);
                             ct = ct.add(y);
-                            co = co.add((SHORT_SHIFTS ? y.lanewise(VectorOperators.LSHR, eight) : y.lanewise(VectorOperators.LSHR, 8)));
+                            co = co.add(SHORT_SHIFTS ? y.lanewise(VectorOperators.LSHR, eight) : y.lanewise(VectorOperators.LSHR, 8));
                         }
                         IntVector a = at.sub(ao.mul(w255)).reinterpretAsInts();
                         IntVector b = bt.sub(bo.mul(w255)).reinterpretAsInts();
@@ -215,21 +217,13 @@ final class VectorAdler32 {
                     blocks += 2 * m;
                     placeBlocks += 2 * m;
                     if (placeBlocks == PLACE_BLOCKS) {
-                        // the place sums into the stash's place-weighted lanes before they pass 2^16: the odd
-                        // bytes' sum per place is po, the even bytes' pt - (po << 8), both exact below 2^16
-                        IntVector pe = pt.sub(po.lanewise(VectorOperators.LSHL, eight)).reinterpretAsInts();
-                        IntVector pw = po.reinterpretAsInts();
-                        IntVector.fromArray(S, stash, 0)
-                                .add(pe.and(low16).mul(PLACE_EL))
-                                .add(pe.lanewise(VectorOperators.LSHR, sixteen).mul(PLACE_EH))
-                                .add(pw.and(low16).mul(PLACE_OL))
-                                .add(pw.lanewise(VectorOperators.LSHR, sixteen).mul(PLACE_OH))
-                                .intoArray(stash, 0);
+                        pt.reinterpretAsInts().intoArray(stash, 8 * L);
+                        po.reinterpretAsInts().intoArray(stash, 9 * L);
+                        places(stash);
                         pt = po = zs;
                         placeBlocks = 0;
                     }
                     if (blocks == FOLD_BLOCKS) {
-                        // into an array for the fold: a call with vectors would box them
                         aI.intoArray(stash, 2 * L);
                         aH.intoArray(stash, 3 * L);
                         rI.intoArray(stash, 4 * L);
@@ -237,7 +231,6 @@ final class VectorAdler32 {
                         bI.intoArray(stash, 6 * L);
                         bH.intoArray(stash, 7 * L);
                         adler = fold(adler, FOLD, stash);
-                        zero.intoArray(stash, 0);
                         aI = aH = rI = rH = bI = bH = zero;
                         blocks = 0;
                     }
@@ -262,7 +255,7 @@ final class VectorAdler32 {
                         bo = (SHORT_SHIFTS ? x0.lanewise(VectorOperators.LSHR, eight) : x0.lanewise(VectorOperators.LSHR, 8));
                         x0 = ShortVector.fromMemorySegment(SS, seg, base + V, LE);
                         at = bt.add(x0);
-                        ao = bo.add((SHORT_SHIFTS ? x0.lanewise(VectorOperators.LSHR, eight) : x0.lanewise(VectorOperators.LSHR, 8)));
+                        ao = bo.add(SHORT_SHIFTS ? x0.lanewise(VectorOperators.LSHR, eight) : x0.lanewise(VectorOperators.LSHR, 8));
                         for (int k = 2; k < BLOCK; k++) {
                             ShortVector x = ShortVector.fromMemorySegment(SS, seg, base + (long) k * V, LE);
                             bt = bt.add(at);
@@ -302,21 +295,13 @@ final class VectorAdler32 {
                         at = ao = bt = bo = zs;
                         inner = 0;
                         if (++placeBlocks == PLACE_BLOCKS) {
-                            // the place sums into the stash's place-weighted lanes before they pass 2^16: the odd
-                            // bytes' sum per place is po, the even bytes' pt - (po << 8), both exact below 2^16
-                            IntVector pe = pt.sub(po.lanewise(VectorOperators.LSHL, eight)).reinterpretAsInts();
-                            IntVector pw = po.reinterpretAsInts();
-                            IntVector.fromArray(S, stash, 0)
-                                    .add(pe.and(low16).mul(PLACE_EL))
-                                    .add(pe.lanewise(VectorOperators.LSHR, sixteen).mul(PLACE_EH))
-                                    .add(pw.and(low16).mul(PLACE_OL))
-                                    .add(pw.lanewise(VectorOperators.LSHR, sixteen).mul(PLACE_OH))
-                                    .intoArray(stash, 0);
+                            pt.reinterpretAsInts().intoArray(stash, 8 * L);
+                            po.reinterpretAsInts().intoArray(stash, 9 * L);
+                            places(stash);
                             pt = po = zs;
                             placeBlocks = 0;
                         }
                         if (++blocks == FOLD_BLOCKS) {
-                            // into an array for the fold: a call with vectors would box them
                             aI.intoArray(stash, 2 * L);
                             aH.intoArray(stash, 3 * L);
                             rI.intoArray(stash, 4 * L);
@@ -324,7 +309,6 @@ final class VectorAdler32 {
                             bI.intoArray(stash, 6 * L);
                             bH.intoArray(stash, 7 * L);
                             adler = fold(adler, FOLD, stash);
-                            zero.intoArray(stash, 0);
                             aI = aH = rI = rH = bI = bH = zero;
                             blocks = 0;
                         }
@@ -362,19 +346,11 @@ final class VectorAdler32 {
                 placeBlocks++;
             }
             if (blocks > 0) {
-                // the place sums into the stash's place-weighted lanes before they pass 2^16: the odd
-                // bytes' sum per place is po, the even bytes' pt - (po << 8), both exact below 2^16
-                IntVector pe = pt.sub(po.lanewise(VectorOperators.LSHL, eight)).reinterpretAsInts();
-                IntVector pw = po.reinterpretAsInts();
-                IntVector.fromArray(S, stash, 0)
-                        .add(pe.and(low16).mul(PLACE_EL))
-                        .add(pe.lanewise(VectorOperators.LSHR, sixteen).mul(PLACE_EH))
-                        .add(pw.and(low16).mul(PLACE_OL))
-                        .add(pw.lanewise(VectorOperators.LSHR, sixteen).mul(PLACE_OH))
-                        .intoArray(stash, 0);
+                pt.reinterpretAsInts().intoArray(stash, 8 * L);
+                po.reinterpretAsInts().intoArray(stash, 9 * L);
+                places(stash);
                 pt = po = zs;
                 placeBlocks = 0;
-                // into an array for the fold: a call with vectors would box them
                 aI.intoArray(stash, 2 * L);
                 aH.intoArray(stash, 3 * L);
                 rI.intoArray(stash, 4 * L);
@@ -382,7 +358,6 @@ final class VectorAdler32 {
                 bI.intoArray(stash, 6 * L);
                 bH.intoArray(stash, 7 * L);
                 adler = unpad(fold(adler, blocks * BLOCK, stash), zeros);
-                zero.intoArray(stash, 0);
                 aI = aH = rI = rH = bI = bH = zero;
                 blocks = 0;
             }
@@ -405,7 +380,7 @@ final class VectorAdler32 {
             return digest(runs, run, skip, length);
         }
         long adler = Adler32Parts.EMPTY;
-        int[] stash = new int[8 * L];
+        int[] stash = new int[10 * L];
         long[] io = new long[3];   // fours' Adler-32, bytes left and bytes of a piece read, in and out
         int i = run;
         long left = length;
@@ -507,7 +482,6 @@ final class VectorAdler32 {
         ShortVector eight = EIGHT;
         ShortVector w255 = W255;
         IntVector sixteen = SIXTEEN;
-        IntVector low16 = LOW16;
         ShortVector pt = zs, po = zs;
         IntVector aI = zero, aH = zero, rI = zero, rH = zero, bI = zero, bH = zero;
         int blocks = 0;
@@ -531,14 +505,9 @@ final class VectorAdler32 {
             }
             if (blocks + 4 * m > FOLD_BLOCKS || placeBlocks + 4 * m > PLACE_BLOCKS) {
                 // a group that would not fit (pieces of a block count that does not divide 16): fold first
-                IntVector pe = pt.sub(po.lanewise(VectorOperators.LSHL, eight)).reinterpretAsInts();
-                IntVector pw = po.reinterpretAsInts();
-                IntVector.fromArray(S, stash, 0)
-                        .add(pe.and(low16).mul(PLACE_EL))
-                        .add(pe.lanewise(VectorOperators.LSHR, sixteen).mul(PLACE_EH))
-                        .add(pw.and(low16).mul(PLACE_OL))
-                        .add(pw.lanewise(VectorOperators.LSHR, sixteen).mul(PLACE_OH))
-                        .intoArray(stash, 0);
+                pt.reinterpretAsInts().intoArray(stash, 8 * L);
+                po.reinterpretAsInts().intoArray(stash, 9 * L);
+                places(stash);
                 aI.intoArray(stash, 2 * L);
                 aH.intoArray(stash, 3 * L);
                 rI.intoArray(stash, 4 * L);
@@ -546,7 +515,6 @@ final class VectorAdler32 {
                 bI.intoArray(stash, 6 * L);
                 bH.intoArray(stash, 7 * L);
                 adler = fold(adler, blocks * BLOCK, stash);
-                zero.intoArray(stash, 0);
                 aI = aH = rI = rH = bI = bH = zero;
                 pt = po = zs;
                 blocks = 0;
@@ -659,15 +627,9 @@ final class VectorAdler32 {
             blocks += 4 * m;
             placeBlocks += 4 * m;
             if (placeBlocks == PLACE_BLOCKS) {
-                // the place sums into the stash's place-weighted lanes before they pass 2^16, as in digest
-                IntVector pe = pt.sub(po.lanewise(VectorOperators.LSHL, eight)).reinterpretAsInts();
-                IntVector pw = po.reinterpretAsInts();
-                IntVector.fromArray(S, stash, 0)
-                        .add(pe.and(low16).mul(PLACE_EL))
-                        .add(pe.lanewise(VectorOperators.LSHR, sixteen).mul(PLACE_EH))
-                        .add(pw.and(low16).mul(PLACE_OL))
-                        .add(pw.lanewise(VectorOperators.LSHR, sixteen).mul(PLACE_OH))
-                        .intoArray(stash, 0);
+                pt.reinterpretAsInts().intoArray(stash, 8 * L);
+                po.reinterpretAsInts().intoArray(stash, 9 * L);
+                places(stash);
                 pt = po = zs;
                 placeBlocks = 0;
             }
@@ -679,21 +641,15 @@ final class VectorAdler32 {
                 bI.intoArray(stash, 6 * L);
                 bH.intoArray(stash, 7 * L);
                 adler = fold(adler, FOLD, stash);
-                zero.intoArray(stash, 0);
                 aI = aH = rI = rH = bI = bH = zero;
                 blocks = 0;
             }
         }
         if (blocks > 0) {
             // everything into s1, s2: the caller goes on from a clean state
-            IntVector pe = pt.sub(po.lanewise(VectorOperators.LSHL, eight)).reinterpretAsInts();
-            IntVector pw = po.reinterpretAsInts();
-            IntVector.fromArray(S, stash, 0)
-                    .add(pe.and(low16).mul(PLACE_EL))
-                    .add(pe.lanewise(VectorOperators.LSHR, sixteen).mul(PLACE_EH))
-                    .add(pw.and(low16).mul(PLACE_OL))
-                    .add(pw.lanewise(VectorOperators.LSHR, sixteen).mul(PLACE_OH))
-                    .intoArray(stash, 0);
+            pt.reinterpretAsInts().intoArray(stash, 8 * L);
+            po.reinterpretAsInts().intoArray(stash, 9 * L);
+            places(stash);
             aI.intoArray(stash, 2 * L);
             aH.intoArray(stash, 3 * L);
             rI.intoArray(stash, 4 * L);
@@ -701,12 +657,33 @@ final class VectorAdler32 {
             bI.intoArray(stash, 6 * L);
             bH.intoArray(stash, 7 * L);
             adler = fold(adler, blocks * BLOCK, stash);
-            zero.intoArray(stash, 0);
         }
         io[0] = adler;
         io[1] = left;
         io[2] = done;
         return i;
+    }
+
+    /**
+     * Adds the place sums stashed by the caller at {@code 8L} ({@code pt}, whole lanes) and {@code 9L} ({@code po}, odd
+     * bytes) to {@code stash}'s place-weighted lanes (0 to {@code L}) before they pass {@code 2^16}: the odd bytes' sum
+     * per place is {@code po}, the even bytes' {@code pt - (po << 8)}, both exact below {@code 2^16}. Every loop's place
+     * flush. The vectors come through the array, as to {@link #fold}: C2 does not inline a method of this size into
+     * the loops (NodeCountInliningCutoff, "callee is too large"), and vectors passed as arguments to a call would be
+     * boxed (docs/bench-cpu.md, "The flush code folded").
+     */
+    private static void places(int[] stash) {
+        IntVector sixteen = SIXTEEN;
+        IntVector low16 = LOW16;
+        IntVector pw = IntVector.fromArray(S, stash, 9 * L);
+        IntVector pe = IntVector.fromArray(S, stash, 8 * L).reinterpretAsShorts()
+                .sub(pw.reinterpretAsShorts().lanewise(VectorOperators.LSHL, EIGHT)).reinterpretAsInts();
+        IntVector.fromArray(S, stash, 0)
+                .add(pe.and(low16).mul(PLACE_EL))
+                .add(pe.lanewise(VectorOperators.LSHR, sixteen).mul(PLACE_EH))
+                .add(pw.and(low16).mul(PLACE_OL))
+                .add(pw.lanewise(VectorOperators.LSHR, sixteen).mul(PLACE_OH))
+                .intoArray(stash, 0);
     }
 
     /** A lane's pair total from its raw sum and its high halves' sum: {@code I - 65535 H}, modulo 2^32. */
@@ -718,10 +695,15 @@ final class VectorAdler32 {
 
     /**
      * {@code adler} followed by the {@code vectors * V} bytes whose sums are in {@code stash}: the place-weighted sums
-     * ({@code sum_f f A_f} in lanes), then {@code a}, {@code r} and {@code b} as raw and high-half sums.
+     * ({@code sum_f f A_f} in lanes), then {@code a}, {@code r} and {@code b} as raw and high-half sums; zeroes the
+     * place-weighted lanes for the next fold. The caller stores the vectors (a call with them as arguments, not
+     * inlined, would box them: the loop doubled in speed once they came through this array; with the six stores in a
+     * helper taking the vectors, not inlined, the in-cache loop ran 1.7 times slower, docs/bench-cpu.md, "The flush
+     * code folded"). So each fold site stores them itself.
      */
     private static long fold(long adler, int vectors, int[] stash) {
         IntVector placedLanes = IntVector.fromArray(S, stash, 0);
+        IntVector.zero(S).intoArray(stash, 0);
         IntVector a = pairs(stash, 2 * L);
         IntVector r = pairs(stash, 4 * L);
         IntVector b = pairs(stash, 6 * L);
