@@ -39,9 +39,6 @@ import java.util.stream.IntStream;
  * {@code old} the vector loop before issue 28's five-operation body ({@code jmh/ab/VectorAdler32Old.java}); {@code five}
  * the five-operation loop before the lockstep pairs ({@code jmh/ab/VectorAdler32Five.java}); {@code prev} the loop
  * before the groups of four from memory ({@code jmh/ab/VectorAdler32Prev.java}, pages two at a time at every size);
- * {@code base} and {@code basefour} {@code vec} and {@code four} as they were before branch {@code digest}
- * ({@code jmh/ab/VectorAdler32Base.java}); {@code swap} and {@code swapfour} the same with AVX2's byte swap
- * ({@code jmh/ab/VectorAdler32Swap.java}, not taken);
  * {@code stub}
  * {@code java.util.zip.Adler32}, one call per page. Readers: {@code readPages} (the project's read bound over the
  * pages in stream order, its default reader, as {@code PageDigestBench.readPages}; parts under 8 KiB, as these 2 KiB
@@ -165,10 +162,6 @@ public final class DigestAb {
             case "old" -> VectorAdler32Old::digest;
             case "five" -> VectorAdler32Five::digest;
             case "prev" -> VectorAdler32Prev::digest;
-            case "base" -> VectorAdler32Base::digest;
-            case "basefour" -> (r, i, s, l) -> VectorAdler32Base.digest(r, i, s, l, true);
-            case "swap" -> VectorAdler32Swap::digest;
-            case "swapfour" -> (r, i, s, l) -> VectorAdler32Swap.digest(r, i, s, l, true);
             case "stub" -> DigestAb::stub;
             default -> throw new IllegalArgumentException(name);
         };

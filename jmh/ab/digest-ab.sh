@@ -16,8 +16,7 @@ source "$root/jmh/benchmarks-jar.sh"
 out=$root/jmh/target/ab-digest
 mkdir -p "$out"
 compile_ab "$out" "$root/jmh/ab/DigestAb.java" "$root/jmh/ab/VectorAdler32Old.java" "$root/jmh/ab/VectorAdler32Five.java" \
-    "$root/jmh/ab/VectorAdler32Prev.java" "$root/jmh/ab/VectorAdler32Base.java" \
-    "$root/jmh/ab/VectorAdler32Swap.java" ${EXTRA_SRC:-}
+    "$root/jmh/ab/VectorAdler32Prev.java" ${EXTRA_SRC:-}
 for size in ${sizes//,/ }; do
     uptime
     "$java_home/bin/java" -Xmx2g --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED "$@" \
