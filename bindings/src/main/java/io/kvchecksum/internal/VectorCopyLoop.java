@@ -196,7 +196,7 @@ final class VectorCopyLoop implements CopyLoop {
      *
      * <p>Where a head's region is one unit and the heads' factors step by a constant (a layer's heads in order, the
      * definition's factors: Llama-3-8B's rows at 256 bits), the multiplies per unit go too ({@link #flatHeadsStepped},
-     * {@link #flatSourceHeadsStepped}, {@link #rowsOfHeadsStepped}): into FlashInfer HND in cache 4-12 % faster at AVX2,
+     * {@link #flatSourceHeadsStepped}, {@link #rowsOfHeadsStepped}): into FlashInfer HND in cache 3-12 % faster at AVX2,
      * a page permutation and the rows from memory unchanged (docs/bench-cpu.md, "The verifying copy's last gaps").
      */
     private long rowUnits(MemorySegment src, long srcBase, long srcStride, long srcHeadStride, MemorySegment dst,
