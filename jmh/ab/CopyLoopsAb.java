@@ -22,21 +22,25 @@ import java.util.SplittableRandom;
  * <p>Arguments: conversion ({@code perm}, {@code hnd}), rounds.
  */
 public final class CopyLoopsAb {
-    private static final int PAGES = 32;           // 16 layers x K, V
+    private static final int PAGES = Integer.getInteger("ab.pages", 32);   // 16 layers x K, V (1 MiB); 16: 512 KiB
     private static final int TOKENS = 16;
     private static final int HEADS = 8;
     private static final int REGION = 256;         // bytes of one head's K (or V) of one token
     private static final long PAGE = (long) TOKENS * HEADS * REGION;
     private static final ThreadMXBean THREADS = ManagementFactory.getThreadMXBean();
     static long sink;
+    /** {@code -Dab.flat=false}: both sides' loops for memory (rows, no flat streams) instead of the in-cache ones. */
+    private static final boolean FLAT = !"false".equals(System.getProperty("ab.flat"));
+    /** {@code -Dab.randomFactors=true}: random odd head factors instead of a layer's (which step by 2). */
+    private static final boolean RANDOM_FACTORS = Boolean.getBoolean("ab.randomFactors");
 
     public static void main(String[] args) {
         boolean hnd = args[0].equals("hnd");
         int rounds = Integer.parseInt(args[1]);
         long[] factors = new long[HEADS];
         SplittableRandom rnd = new SplittableRandom(2929);
-        for (int h = 0; h < HEADS; h++) {
-            factors[h] = rnd.nextLong() | 1;
+        for (int h = 0; h < HEADS; h++) {   // a layer's factors, 2(layer*2^16 + head) + 1, or any (-Dab.randomFactors)
+            factors[h] = RANDOM_FACTORS ? rnd.nextLong() | 1 : 2 * (5L * 65536 + h) + 1;
         }
         try (Arena arena = Arena.ofShared()) {
             MemorySegment src = arena.allocate(PAGES * PAGE, 64);
@@ -44,7 +48,8 @@ public final class CopyLoopsAb {
             for (long o = 0; o < src.byteSize(); o += 8) {
                 src.set(ValueLayout.JAVA_LONG, o, rnd.nextLong());
             }
-            CopyLoop[] loops = {new VectorCopyLoopOld(), new VectorCopyLoop()};
+            CopyLoop[] loops = {new VectorCopyLoopOld(VectorCopyLoopOld.Rows.AUTO, FLAT),
+                    new VectorCopyLoop(VectorCopyLoop.Rows.AUTO, FLAT)};
             String[] names = {"old", "new", "memcopy", "move"};
             long[] sums = new long[2];
             byte[][] bytes = new byte[2][];
@@ -79,8 +84,15 @@ public final class CopyLoopsAb {
                     t[w][r] = (THREADS.getCurrentThreadCpuTime() - s) / (double) batch;
                 }
             }
-            StringBuilder sb = new StringBuilder(String.format("llama3-8b 1 MiB %s, 1 thread, %d rounds of %d, %s:%n",
-                    args[0], rounds, batch, new VectorCopyLoop().describe()));
+            StringBuilder sb = new StringBuilder(String.format("llama3-8b %d KiB %s, 1 thread, %d rounds of %d, %s:%n",
+                    PAGES * PAGE / 1024, args[0], rounds, batch, loops[1].describe() + (RANDOM_FACTORS ? ", random factors" : "")));
+            if (Boolean.getBoolean("ab.raw")) {   // each round's old/new times, us
+                StringBuilder raw = new StringBuilder("  rounds (old/new):");
+                for (int r = 0; r < rounds; r++) {
+                    raw.append(String.format(" %.1f/%.1f", t[0][r] / 1e3, t[1][r] / 1e3));
+                }
+                System.out.println(raw);
+            }
             for (int w = 0; w < 4; w++) {
                 Arrays.sort(t[w]);
             }

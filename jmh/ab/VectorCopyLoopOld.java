@@ -8,9 +8,11 @@ import java.lang.foreign.MemorySegment;
 import java.nio.ByteOrder;
 
 /**
- * The verifying copy's Vector API loops before the flat streams without bounds checks (the backend's
- * {@code VectorCopyLoop} at commit 3cc9601, kept for {@code jmh/ab/copy-loops-ab.sh}). The verifying copy on the
- * Vector API, in the checksum kernels' multiply-free form ({@link VectorSliceKernel}): each
+ * The verifying copy's Vector API loops before the change under measurement (a copy of {@code VectorCopyLoop} at
+ * abb88c0, renamed), for {@code jmh/ab/copy-loops-ab.sh}.
+ *
+ * <p>As it was documented there:
+ * The verifying copy on the Vector API, in the checksum kernels' multiply-free form ({@link VectorSliceKernel}): each
  * vector is loaded from the source, stored to the destination and added into running sums {@code A += x; T += A}, so a
  * piece costs one load, one store and two adds, and the few multiplies happen on scalars once per call.
  *
@@ -109,7 +111,8 @@ final class VectorCopyLoopOld implements CopyLoop {
 
     /**
      * Whether the rows loop runs: it multiplies every vector by its head's factor, one 64-bit lane multiply per vector,
-     * which AVX-512 has ({@code vpmullq}) and AVX2 has not (there {@link #rowUnits} runs instead).
+     * which AVX-512 has ({@code vpmullq}) and AVX2 has not (there {@link #rowUnits} runs instead: three multiplies per
+     * unit of eight vectors, which C2 emulates at AVX2).
      */
     static final boolean ROWS = S.vectorBitSize() >= 512;
 
@@ -122,69 +125,268 @@ final class VectorCopyLoopOld implements CopyLoop {
 
     private final Rows rows;
 
-    /** The loop of the CPU backend: {@link Rows#AUTO}. */
+    /**
+     * Whether runs whose source rows lie back to back are copied as flat streams ({@link #multiplyFlat},
+     * {@link #flatUnits}, {@link #flatSourceUnits}): for copies in cache, where the per-access bounds checks the flat
+     * streams drop were what kept the loops below a plain copy; from memory the row loops were as fast or faster
+     * (measured on Zen 4, docs/bench-cpu.md, "The verifying copy in cache: bounds checks").
+     */
+    private final boolean flat;
+
+    /** The loop of the CPU backend in cache: {@link Rows#AUTO}, flat streams. */
     VectorCopyLoopOld() {
-        this(Rows.AUTO);
+        this(Rows.AUTO, true);
     }
 
     VectorCopyLoopOld(Rows rows) {
+        this(rows, true);
+    }
+
+    /**
+     * @param rows which rows loop runs
+     * @param flat whether runs with back-to-back source rows run as flat streams (the in-cache loop) or as rows
+     */
+    VectorCopyLoopOld(Rows rows, boolean flat) {
         this.rows = rows;
+        this.flat = flat;
     }
 
     @Override
     public long copyRows(MemorySegment src, long srcBase, long srcStride, long srcHeadStride, MemorySegment dst,
             long dstBase, long dstStride, long dstHeadStride, int n, long t0, int cellPieces, int pieceBase, int regionPieces,
             int heads, long[] factors, int f0) {
+        if (heads == 1) {   // MLA's rows, K-only caches: straight to the region's loop, two calls fewer per run
+            return factors[f0] * copy(src, srcBase, srcStride, dst, dstBase, dstStride, n, t0, cellPieces, pieceBase,
+                    regionPieces);
+        }
         if (rows == Rows.UNITS || (rows == Rows.AUTO && !ROWS)) {
             int per = regionPieces / (8 * L);
-            if (regionPieces % (8 * L) == 0 && heads > 1 && cellPieces % L == 0 && Integer.bitCount(cellPieces / L) == 1) {
+            if (regionPieces % (8 * L) == 0 && heads > 1) {
                 return rowUnits(src, srcBase, srcStride, srcHeadStride, dst, dstBase, dstStride, dstHeadStride, n, t0,
                         cellPieces, pieceBase, per, heads, factors, f0);
             }
+        }
+        if (flat && ROWS && heads > 1 && regionPieces == 4 * L && srcHeadStride == 32L * L && srcStride == heads * srcHeadStride
+                && dstHeadStride == srcHeadStride && dstStride == srcStride) {
+            return multiplyFlat(src, srcBase, dst, dstBase, n, t0, cellPieces, pieceBase, heads, factors, f0);
         }
         return multiplyRows(src, srcBase, srcStride, srcHeadStride, dst, dstBase, dstStride, dstHeadStride, n, t0,
                 cellPieces, pieceBase, regionPieces, heads, factors, f0);
     }
 
     /**
-     * Each thread's running sums of {@link #rowUnits}: two vectors per unit, grown to the largest row met (a 2 KiB row
-     * of eight heads at 256 bits: eight units, 512 bytes).
-     */
-    private static final ThreadLocal<long[][]> SUMS = ThreadLocal.withInitial(() -> new long[][] {new long[16 * L]});
-
-    /**
-     * Side-by-side heads copied a token's row at a time without multiplies (the checksum kernel's row pass,
-     * {@code VectorSliceKernel.rowPass256}, with stores): each head's region is cut into units of eight vectors
-     * ({@code per} per head); for each token, unit by unit across the row, the unit is copied and added into its two
-     * running sums, which live in {@code sums} (loaded and stored once per unit and token: AVX2's sixteen registers
-     * cannot hold a 2 KiB row's sixteen sums), so each token's row is read, and in token-major layouts written, front to
-     * back in one pass over the run, as a plain copy reads it. Measured at 256 bits on Zen 4 (one thread, Llama-3-8B's
-     * 2 KiB rows of eight heads, 256 MiB): as fast as {@code MemorySegment.copy} of the pages into the same layout, where
-     * the head-by-head loops this replaces, strided passes of four vectors, ran at half of it.
+     * Side-by-side heads copied a token's row at a time (the checksum kernel's row pass, {@code VectorSliceKernel.rowPass256},
+     * with stores): each head's region is cut into units of eight vectors ({@code per} per head); for each token, unit
+     * by unit across the row, the unit is copied and its sums folded into the row's two running sums, so that each
+     * token's row is read, and in token-major layouts written, front to back in one pass over the run, as a plain copy
+     * reads it. Where the source holds the run's rows back to back (vLLM's flash layout: a page permutation, or into
+     * FlashInfer HND) the rows are one flat stream of units ({@link #flatUnits}, {@link #flatSourceUnits}), read
+     * without per-access bounds checks.
      *
-     * <p>With the unit's vectors {@code x_k}, {@code k < 8}, of token {@code i}: {@code A += sum_k x_k} and
-     * {@code W += (A << s) - sum_k k*x_k}, {@code 2^s = P/L} ({@code P} the cell's pieces). Then
-     * {@code 2^s*n*A - W = sum_{i,k} (2^s*i + k) x_{i,k}}, and as piece {@code kL + l} of token {@code i} in a unit at
-     * piece {@code c} of its region has weight {@code c0 + 2c + 2l + 2L(2^s*i + k)}, {@code c0 = 2(t0*P + base) + 1},
-     * the unit's sum is {@code sum_l (c0 + 2c + 2l + 2L*2^s*n)*A_l - 2L*W_l}, times its head's factor: exact mod 2^64.
+     * <p>Piece {@code kL + l} of a unit at piece {@code 8Lq} of its head's region, in token {@code i}, has weight
+     * {@code w_l + 2P*i + 16L*q + 2L*k}, {@code w_l = 2(t0*P + base) + 1 + 2l}. With the unit's vectors {@code x_k}
+     * summed, {@code r = sum_k x_k}, and {@code kv = sum_k k*x_k}, the unit adds {@code f*(r*(w + 2P*i) + 2L*(kv + 8q*r))}
+     * ({@code f} its head's factor) lane by lane: each unit folds {@code f*r} and {@code f*(kv + 8q*r)} into the row's
+     * two sums {@code R}, {@code K}, and each row ends with {@code T += R*(w + 2P*i) + 2L*K}; one lane reduction closes
+     * the run, exact mod 2^64. So every sum stays in a register whatever the row's heads: the loops before held two
+     * sums per unit in a scratch array (AVX2's sixteen registers cannot hold a 2 KiB row's sixteen), whose round trip
+     * per unit cost about 9 % in cache, where the three 64-bit multiplies per unit (emulated at AVX2) cost nothing
+     * measurable (docs/bench-cpu.md, "What the layout change costs by itself").
      */
-    private static long rowUnits(MemorySegment src, long srcBase, long srcStride, long srcHeadStride, MemorySegment dst,
+    private long rowUnits(MemorySegment src, long srcBase, long srcStride, long srcHeadStride, MemorySegment dst,
             long dstBase, long dstStride, long dstHeadStride, int n, long t0, int cellPieces, int pieceBase, int per,
             int heads, long[] factors, int f0) {
-        int shift = Integer.numberOfTrailingZeros(cellPieces / L);
-        long c0 = 2 * (t0 * cellPieces + pieceBase) + 1 + ((long) n << shift << SHIFT_2L);
+        // lane l's weight base, 2(t0*P + base) + 1 + 2l, as a scalar: a vector crossing a call that C2 does not
+        // inline is boxed, and one returned from such a call kept the loop's sums boxed (a third slower, measured)
+        long c = 2 * (t0 * cellPieces + pieceBase) + 1;
+        long twoP = 2L * cellPieces;
         int units = heads * per;
-        long[][] holder = SUMS.get();
-        if (holder[0].length < 2 * units * L) {
-            holder[0] = new long[2 * units * L];
+        final long unitBytes = 64L * L;
+        if (!flat) {
+            return rowsOfUnits(src, srcBase, srcStride, srcHeadStride, dst, dstBase, dstStride, dstHeadStride, n, per,
+                    units, c, twoP, factors, f0);
+        } else if (srcHeadStride == per * unitBytes && dstHeadStride == srcHeadStride && srcStride == heads * srcHeadStride
+                && dstStride == srcStride) {
+            return flatUnits(src, srcBase, dst, dstBase, n * srcStride, per, units, c, twoP, factors, f0);
+        } else if (srcHeadStride == per * unitBytes && srcStride == heads * srcHeadStride) {
+            return flatSourceUnits(src, srcBase, dst, dstBase, dstStride, dstHeadStride, n * srcStride, per, units, c,
+                    twoP, factors, f0);
         }
-        long[] sums = holder[0];
-        java.util.Arrays.fill(sums, 0, 2 * units * L, 0L);
+        return rowsOfUnits(src, srcBase, srcStride, srcHeadStride, dst, dstBase, dstStride, dstHeadStride, n, per, units,
+                c, twoP, factors, f0);
+    }
+
+    /**
+     * {@link #rowUnits} where both sides hold the run's rows back to back (the same token-major layout on both: a page
+     * permutation): one flat stream of units, its offsets a constant step apart, so that C2 drops the per-access bounds
+     * checks (it does for an offset linear in a loop counter with a constant scale, not for a stride in a variable).
+     * {@return the run's weighted sum}
+     */
+    private static long flatUnits(MemorySegment src, long srcBase, MemorySegment dst, long dstBase, long bytes,
+            int per, int units, long c, long twoP, long[] factors, int f0) {
+        LongVector w = TWO_IOTA.add(c);
         final long vb = 8L * L;
         final long unitBytes = 8 * vb;
+        final LongVector zero = LongVector.zero(S);
+        LongVector rs = zero;
+        LongVector ks = zero;
+        LongVector t = zero;
+        int j = 0;
+        int h = 0;
+        int q = 0;
+        for (long o = 0; o < bytes; o += unitBytes) {
+            long sp = srcBase + o;
+            long dp = dstBase + o;
+            LongVector x0 = LongVector.fromMemorySegment(S, src, sp, LE);
+            LongVector x1 = LongVector.fromMemorySegment(S, src, sp + vb, LE);
+            LongVector x2 = LongVector.fromMemorySegment(S, src, sp + 2 * vb, LE);
+            LongVector x3 = LongVector.fromMemorySegment(S, src, sp + 3 * vb, LE);
+            LongVector x4 = LongVector.fromMemorySegment(S, src, sp + 4 * vb, LE);
+            LongVector x5 = LongVector.fromMemorySegment(S, src, sp + 5 * vb, LE);
+            LongVector x6 = LongVector.fromMemorySegment(S, src, sp + 6 * vb, LE);
+            LongVector x7 = LongVector.fromMemorySegment(S, src, sp + 7 * vb, LE);
+            x0.intoMemorySegment(dst, dp, LE);
+            x1.intoMemorySegment(dst, dp + vb, LE);
+            x2.intoMemorySegment(dst, dp + 2 * vb, LE);
+            x3.intoMemorySegment(dst, dp + 3 * vb, LE);
+            x4.intoMemorySegment(dst, dp + 4 * vb, LE);
+            x5.intoMemorySegment(dst, dp + 5 * vb, LE);
+            x6.intoMemorySegment(dst, dp + 6 * vb, LE);
+            x7.intoMemorySegment(dst, dp + 7 * vb, LE);
+            LongVector r = x7;
+            LongVector kv = r;
+            r = r.add(x6);
+            kv = kv.add(r);
+            r = r.add(x5);
+            kv = kv.add(r);
+            r = r.add(x4);
+            kv = kv.add(r);
+            r = r.add(x3);
+            kv = kv.add(r);
+            r = r.add(x2);
+            kv = kv.add(r);
+            r = r.add(x1);
+            kv = kv.add(r);
+            r = r.add(x0);
+            if (q != 0) {   // the unit's place in its head's region: 16L*q more weight a piece, 2L * 8q
+                kv = kv.add(r.mul(8L * q));
+            }
+            long f = factors[f0 + h];
+            rs = rs.add(r.mul(f));
+            ks = ks.add(kv.mul(f));
+            if (++j == units) {
+                t = t.add(rs.mul(w)).add(ks.lanewise(VectorOperators.LSHL, SHIFT_2L));
+                w = w.add(twoP);
+                rs = zero;
+                ks = zero;
+                j = 0;
+                h = 0;
+                q = 0;
+            } else if (++q == per) {
+                q = 0;
+                h++;
+            }
+        }
+        return t.reduceLanes(VectorOperators.ADD);
+    }
+
+    /**
+     * {@link #rowUnits} where the source holds the run's rows back to back and the destination does not (FlashInfer
+     * HND): the source read as one flat stream without bounds checks ({@link #flatUnits}), each unit stored at its
+     * destination strides. {@return the run's weighted sum}
+     */
+    private static long flatSourceUnits(MemorySegment src, long srcBase, MemorySegment dst, long dstBase,
+            long dstStride, long dstHeadStride, long bytes, int per, int units, long c, long twoP, long[] factors,
+            int f0) {
+        LongVector w = TWO_IOTA.add(c);
+        final long vb = 8L * L;
+        final long unitBytes = 8 * vb;
+        final LongVector zero = LongVector.zero(S);
+        LongVector rs = zero;
+        LongVector ks = zero;
+        LongVector t = zero;
+        int j = 0;
+        int h = 0;
+        int q = 0;
+        long dRow = dstBase;
+        long dh = dstBase;
+        long dp = dstBase;
+        for (long o = 0; o < bytes; o += unitBytes) {
+            long sp = srcBase + o;
+            LongVector x0 = LongVector.fromMemorySegment(S, src, sp, LE);
+            LongVector x1 = LongVector.fromMemorySegment(S, src, sp + vb, LE);
+            LongVector x2 = LongVector.fromMemorySegment(S, src, sp + 2 * vb, LE);
+            LongVector x3 = LongVector.fromMemorySegment(S, src, sp + 3 * vb, LE);
+            LongVector x4 = LongVector.fromMemorySegment(S, src, sp + 4 * vb, LE);
+            LongVector x5 = LongVector.fromMemorySegment(S, src, sp + 5 * vb, LE);
+            LongVector x6 = LongVector.fromMemorySegment(S, src, sp + 6 * vb, LE);
+            LongVector x7 = LongVector.fromMemorySegment(S, src, sp + 7 * vb, LE);
+            x0.intoMemorySegment(dst, dp, LE);
+            x1.intoMemorySegment(dst, dp + vb, LE);
+            x2.intoMemorySegment(dst, dp + 2 * vb, LE);
+            x3.intoMemorySegment(dst, dp + 3 * vb, LE);
+            x4.intoMemorySegment(dst, dp + 4 * vb, LE);
+            x5.intoMemorySegment(dst, dp + 5 * vb, LE);
+            x6.intoMemorySegment(dst, dp + 6 * vb, LE);
+            x7.intoMemorySegment(dst, dp + 7 * vb, LE);
+            LongVector r = x7;
+            LongVector kv = r;
+            r = r.add(x6);
+            kv = kv.add(r);
+            r = r.add(x5);
+            kv = kv.add(r);
+            r = r.add(x4);
+            kv = kv.add(r);
+            r = r.add(x3);
+            kv = kv.add(r);
+            r = r.add(x2);
+            kv = kv.add(r);
+            r = r.add(x1);
+            kv = kv.add(r);
+            r = r.add(x0);
+            if (q != 0) {   // the unit's place in its head's region: 16L*q more weight a piece, 2L * 8q
+                kv = kv.add(r.mul(8L * q));
+            }
+            long f = factors[f0 + h];
+            rs = rs.add(r.mul(f));
+            ks = ks.add(kv.mul(f));
+            if (++j == units) {
+                t = t.add(rs.mul(w)).add(ks.lanewise(VectorOperators.LSHL, SHIFT_2L));
+                w = w.add(twoP);
+                rs = zero;
+                ks = zero;
+                j = 0;
+                h = 0;
+                q = 0;
+                dRow += dstStride;
+                dh = dRow;
+                dp = dRow;
+            } else if (++q == per) {
+                q = 0;
+                h++;
+                dh += dstHeadStride;
+                dp = dh;
+            } else {
+                dp += unitBytes;
+            }
+        }
+        return t.reduceLanes(VectorOperators.ADD);
+    }
+
+    /** {@link #rowUnits}'s pass over the rows where they are not back to back on both sides. {@return the run's weighted sum} */
+    private static long rowsOfUnits(MemorySegment src, long srcBase, long srcStride, long srcHeadStride,
+            MemorySegment dst, long dstBase, long dstStride, long dstHeadStride, int n, int per, int units, long c,
+            long twoP, long[] factors, int f0) {
+        LongVector w = TWO_IOTA.add(c);
+        final long vb = 8L * L;
+        final long unitBytes = 8 * vb;
+        final LongVector zero = LongVector.zero(S);
+        LongVector t = zero;
         for (int i = 0; i < n; i++) {
             long sRow = srcBase + i * srcStride;
             long dRow = dstBase + i * dstStride;
+            LongVector rs = zero;
+            LongVector ks = zero;
             for (int j = 0; j < units; j++) {
                 int h = j / per;
                 int q = j - h * per;
@@ -220,21 +422,18 @@ final class VectorCopyLoopOld implements CopyLoop {
                 kv = kv.add(r);
                 r = r.add(x1);
                 kv = kv.add(r);
-                LongVector a = LongVector.fromArray(S, sums, 2 * j * L).add(r.add(x0));
-                a.intoArray(sums, 2 * j * L);
-                LongVector.fromArray(S, sums, (2 * j + 1) * L).add(a.lanewise(VectorOperators.LSHL, shift).sub(kv))
-                        .intoArray(sums, (2 * j + 1) * L);
+                r = r.add(x0);
+                if (q != 0) {   // the unit's place in its head's region: 16L*q more weight a piece, 2L * 8q
+                    kv = kv.add(r.mul(8L * q));
+                }
+                long f = factors[f0 + h];
+                rs = rs.add(r.mul(f));
+                ks = ks.add(kv.mul(f));
             }
+            t = t.add(rs.mul(w)).add(ks.lanewise(VectorOperators.LSHL, SHIFT_2L));
+            w = w.add(twoP);
         }
-        long total = 0;
-        for (int j = 0; j < units; j++) {
-            LongVector a = LongVector.fromArray(S, sums, 2 * j * L);
-            LongVector w = LongVector.fromArray(S, sums, (2 * j + 1) * L);
-            long v = a.mul(TWO_IOTA.add(c0 + 16L * L * (j % per))).sub(w.lanewise(VectorOperators.LSHL, SHIFT_2L))
-                    .reduceLanes(VectorOperators.ADD);
-            total += factors[f0 + j / per] * v;
-        }
-        return total;
+        return t.reduceLanes(VectorOperators.ADD);
     }
 
     /**
@@ -308,6 +507,52 @@ final class VectorCopyLoopOld implements CopyLoop {
             w = w.add(a0.mul(lanes)).sub(s0.mul(twoP));
         }
         return w.reduceLanes(VectorOperators.ADD);
+    }
+
+    /**
+     * {@link #multiplyRows} where both sides hold the run's rows back to back (a page permutation in vLLM's flash layout)
+     * and each head's region is one chunk of four vectors (bf16 head dim 128 at 512 bits): one flat stream, its offsets a
+     * constant step apart, so that C2 drops the per-access bounds checks (it does for an offset linear in a loop counter
+     * with a constant scale, not for strides in variables). Only with {@link #flat} (in cache; from memory the rows
+     * loop was as fast, docs/bench-cpu.md, "The verifying copy in cache: bounds checks"). Chosen in {@link #copyRows},
+     * not inside {@link #multiplyRows}: with the branch there, its loops ran slower into FlashInfer HND.
+     */
+    private static long multiplyFlat(MemorySegment src, long srcBase, MemorySegment dst, long dstBase, int n, long t0,
+            int cellPieces, int pieceBase, int heads, long[] factors, int f0) {
+        final LongVector zero = LongVector.zero(S);
+        final long vb = 8L * L;
+        final long chunk = 4 * vb;
+        LongVector a0 = zero, a1 = zero, a2 = zero, a3 = zero;
+        LongVector s0 = zero, s1 = zero, s2 = zero, s3 = zero;
+        long bytes = (long) n * heads * chunk;
+        int h = 0;
+        for (long o = 0; o < bytes; o += chunk) {
+            LongVector x0 = LongVector.fromMemorySegment(S, src, srcBase + o, LE);
+            LongVector x1 = LongVector.fromMemorySegment(S, src, srcBase + o + vb, LE);
+            LongVector x2 = LongVector.fromMemorySegment(S, src, srcBase + o + 2 * vb, LE);
+            LongVector x3 = LongVector.fromMemorySegment(S, src, srcBase + o + 3 * vb, LE);
+            x0.intoMemorySegment(dst, dstBase + o, LE);
+            x1.intoMemorySegment(dst, dstBase + o + vb, LE);
+            x2.intoMemorySegment(dst, dstBase + o + 2 * vb, LE);
+            x3.intoMemorySegment(dst, dstBase + o + 3 * vb, LE);
+            long m = factors[f0 + h];
+            a0 = a0.add(x0.mul(m));
+            a1 = a1.add(x1.mul(m));
+            a2 = a2.add(x2.mul(m));
+            a3 = a3.add(x3.mul(m));
+            if (++h == heads) {
+                h = 0;
+                s0 = s0.add(a0);
+                s1 = s1.add(a1);
+                s2 = s2.add(a2);
+                s3 = s3.add(a3);
+            }
+        }
+        // lane l of vector v: (2(t0*P + base + vL + l) + 1 + 2Pn)*A - 2P*T, as in multiplyRows with one chunk
+        long twoP = 2L * cellPieces;
+        LongVector lanes = TWO_IOTA.add(2 * (t0 * cellPieces + pieceBase) + 1 + twoP * n);
+        return a0.mul(lanes).add(a1.mul(lanes.add(2L * L))).add(a2.mul(lanes.add(4L * L))).add(a3.mul(lanes.add(6L * L)))
+                .sub(s0.add(s1).add(s2.add(s3)).mul(twoP)).reduceLanes(VectorOperators.ADD);
     }
 
     /**
@@ -424,6 +669,6 @@ final class VectorCopyLoopOld implements CopyLoop {
     @Override
     public String describe() {
         return "vector copy " + S.vectorBitSize() + "-bit" + (NARROW_STREAMS ? ", MLA streams 256-bit" : "")
-                + (rows == Rows.AUTO && !ROWS ? ", head rows multiply-free" : "");
+                + (rows == Rows.AUTO && !ROWS ? ", head rows in units" : "") + (flat ? "" : ", rows from memory");
     }
 }

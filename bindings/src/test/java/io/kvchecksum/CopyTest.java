@@ -27,7 +27,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class CopyTest {
     private static final long SEED = 20261207L;
     private final KvChecksum reference = KvChecksums.reference();
-    private final List<KvChecksum> fast = List.of(KvChecksums.cpu(1), KvChecksums.cpu(2), KvChecksums.cpu(3));
+    /**
+     * The shipped CPU backend at 1, 2 and 3 threads, and at 2 and 3 threads its copy's other choices (the split over the
+     * pool by run ranges, the loops for memory on every copy: {@code CpuChoices.copyChoices}).
+     */
+    private final List<KvChecksum> fast = java.util.stream.Stream.of(
+            List.of(KvChecksums.cpu(1), KvChecksums.cpu(2), KvChecksums.cpu(3)),
+            io.kvchecksum.internal.CpuChoices.copyChoices(2), io.kvchecksum.internal.CpuChoices.copyChoices(3))
+            .flatMap(List::stream).toList();
 
     /** One side of a copy: a group over its own buffers and the request's table into it. */
     record Side(KvCacheGroup group, RequestBlocks request, List<MemorySegment> buffers) {

@@ -43,6 +43,11 @@ import java.util.function.IntFunction;
  * next unit. The buffer holds one unit, at most {@link CopyPlan#stagingUnitBytes()} (which the backend's
  * {@code maxStagedUnitBytes} bounds), not the page of every layer: for Llama-3-8B 64 KiB, which stays in L2 between
  * its reading and its writing. Pages are split over the pool like runs.
+ *
+ * <p>An instance is one immutable choice of how a launch is split over the pool ({@link Split}) and from how many bytes
+ * the loops for memory run: the backend ships {@link #SHIPPED}; tests and same-JVM A/B measurements build the others
+ * ({@code FastCpuBackend.withCopy}). Runs, groups and plans made ready are shared by all instances (they do not depend
+ * on the choice).
  */
 final class CpuCopy {
     private static final CopyLoop STANDARD = load(true);
@@ -53,12 +58,54 @@ final class CpuCopy {
     private static final CopyLoop FROM_MEMORY = load(false);
     private static final CopyLoop MIXED = new ScalarCopyLoop(true);
 
-    /** The standard mode's loop for a copy of {@code bytes} (a launch, or a segmented plan's launches together). */
-    private static CopyLoop standard(long bytes) {
-        return bytes >= CpuWorkSplit.PARALLEL ? FROM_MEMORY : STANDARD;
+    /** How a launch of {@code PARALLEL_BYTES} or more is cut into tasks over the pool ({@link #parallel}). */
+    enum Split {
+        /**
+         * The shipped split: the launch's groups in layer order cut into parts, each part's groups one after another
+         * over all runs (run ranges as well only where there are fewer groups than tasks).
+         */
+        LAYERS,
+        /**
+         * The split before it: run ranges, each over every group, run by run. Kept for same-JVM A/B measurements
+         * ({@code CopyTurns -Dcopy.variant=}) and the tests that run both.
+         */
+        RUN_RANGES
     }
 
-    private CpuCopy() {
+    /** The backend's copy: split by layers, the loops for memory from {@code PARALLEL_BYTES} on. */
+    static final CpuCopy SHIPPED = new CpuCopy(Split.LAYERS, CpuWorkSplit.PARALLEL);
+
+    private final Split split;
+    /** From this many bytes of a launch (or a segmented plan's launches together) the loops for memory run. */
+    private final long fromMemoryBytes;
+
+    /**
+     * @param split how a large launch is cut over the pool
+     * @param fromMemoryBytes from how many bytes of a launch the standard mode takes {@link #FROM_MEMORY}'s loops
+     *         (the backend: {@code PARALLEL_BYTES}; 0: every copy, for tests that check those loops on small vectors)
+     */
+    CpuCopy(Split split, long fromMemoryBytes) {
+        if (fromMemoryBytes < 0) {
+            throw new IllegalArgumentException("fromMemoryBytes must be at least 0, got " + fromMemoryBytes);
+        }
+        this.split = java.util.Objects.requireNonNull(split);
+        this.fromMemoryBytes = fromMemoryBytes;
+    }
+
+    /** The standard mode's loop for a copy of {@code bytes} (a launch, or a segmented plan's launches together). */
+    private CopyLoop standard(long bytes) {
+        return bytes >= fromMemoryBytes ? FROM_MEMORY : STANDARD;
+    }
+
+    /** The loop of {@code w}'s launch: the mixed mode's, or {@code standard}. */
+    private static CopyLoop loop(Work w, CopyLoop standard) {
+        return w.launch.mode() == ChecksumMode.MIXED ? MIXED : standard;
+    }
+
+    /** {@return the choice, for a backend's description in tests and measurements} */
+    String choice() {
+        return "split by " + (split == Split.LAYERS ? "layers" : "run ranges")
+                + (fromMemoryBytes == CpuWorkSplit.PARALLEL ? "" : ", loops for memory from " + fromMemoryBytes + " bytes");
     }
 
     /** The standard mode's loop, for the backend's description. */
@@ -71,7 +118,7 @@ final class CpuCopy {
      *
      * @param pool the pool for {@code threads > 1}, asked for only when a launch is split
      */
-    static long[] run(CopyPlan plan, int threads, IntFunction<ForkJoinPool> pool, Thread notTheCaller) {
+    long[] run(CopyPlan plan, int threads, IntFunction<ForkJoinPool> pool, Thread notTheCaller) {
         if (plan.isSegmented()) {
             return segmented(plan, threads, pool, notTheCaller);
         }
@@ -105,7 +152,7 @@ final class CpuCopy {
     }
 
     /** A launch of a segmented plan: what it needs, and where its blocks go among the plan's. */
-    private record Work(CopyPlan.Launch launch, Prepared prepared, CopyLoop loop, int[] blocks, long bytes) {
+    private record Work(CopyPlan.Launch launch, Prepared prepared, int[] blocks, long bytes) {
     }
 
     /**
@@ -113,7 +160,7 @@ final class CpuCopy {
      * plan per request, hundreds of launches each: entries per launch in {@link #PREPARED} filled the old generation
      * and the copies waited for its collections; a weak map per plan did too, measured), kept for the last
      * {@link #RECENT} plans copied: a plan over heap-backed KV keeps that KV reachable until {@code RECENT} other
-     * segmented plans were copied.
+     * segmented plans were copied. The loop is not kept: it depends on the instance's choice and {@code bytes}.
      */
     private record Segmented(List<Work> whole, List<Work> byteCells, long bytes, boolean sharable) {
         static Segmented of(CopyPlan plan, Thread notTheCaller) {
@@ -127,14 +174,13 @@ final class CpuCopy {
                     total += l.cellKind() == CompiledPlan.CellKind.BYTE_CELLS ? 0 : l.bytes();
                 }
             }
-            CopyLoop standard = standard(total);
             for (int i = 0; i < segments.size(); i++) {
                 for (CopyPlan.Launch l : segments.get(i).launches()) {
                     int[] blocks = new int[l.numBlocks()];
                     for (int k = 0; k < blocks.length; k++) {
                         blocks[k] = plan.blockOf(i, k);
                     }
-                    Work w = new Work(l, prepare(l), l.mode() == ChecksumMode.MIXED ? MIXED : standard, blocks, l.bytes());
+                    Work w = new Work(l, prepare(l), blocks, l.bytes());
                     (l.cellKind() == CompiledPlan.CellKind.BYTE_CELLS ? bytes : whole).add(w);
                 }
             }
@@ -161,7 +207,7 @@ final class CpuCopy {
      * {@code max(TASK_BYTES, total/4T)} bytes and consecutive small ranges of several segments are packed into one task,
      * all handed over in one {@code invokeAll}. Each run's value goes straight into the plan's block that holds it.
      */
-    private static long[] segmented(CopyPlan plan, int threads, IntFunction<ForkJoinPool> pool, Thread notTheCaller) {
+    private long[] segmented(CopyPlan plan, int threads, IntFunction<ForkJoinPool> pool, Thread notTheCaller) {
         long[] out = new long[plan.numBlocks()];
         Segmented ready = SEGMENTED.get(plan);
         if (ready == null) {
@@ -177,9 +223,10 @@ final class CpuCopy {
         }
         List<Work> work = ready.whole;
         long total = ready.bytes;
+        CopyLoop standard = standard(total);
         if (threads < 2 || !ready.sharable || total < CpuWorkSplit.PARALLEL) {
             for (Work w : work) {
-                wholePieces(w.prepared, w.loop, 0, w.prepared.runs.count, out, 0, w.blocks);
+                wholePieces(w.prepared, loop(w, standard), 0, w.prepared.runs.count, out, 0, w.blocks);
             }
             return out;
         }
@@ -212,7 +259,7 @@ final class CpuCopy {
                 long[] part = new long[out.length];
                 for (int[] piece : t) {
                     Work x = work.get(piece[0]);
-                    wholePieces(x.prepared, x.loop, piece[1], piece[2], part, 0, x.blocks);
+                    wholePieces(x.prepared, loop(x, standard), piece[1], piece[2], part, 0, x.blocks);
                 }
                 return part;
             });
@@ -228,13 +275,6 @@ final class CpuCopy {
     private record Prepared(Runs runs, List<Group> groups, List<Group> byLayer, long[] factors,
             CopyPlan.Staging staging, List<List<Group>> units, long bytes) {
     }
-
-    /**
-     * Off: the split over the pool by layers ({@link #parallel}). On: the split before it, run ranges of every group, run
-     * by run. Not for use: an A/B switch for measurements in one JVM ({@code CopyTurns -Dcopy.toggle=}), set only between
-     * copies.
-     */
-    static boolean runRanges;
 
     /**
      * Each launch's runs and groups, made on its first copy and kept while the plan lives: a plan copied many times
@@ -478,9 +518,10 @@ final class CpuCopy {
      * layer's K (or V) pages at a time, as the baseline's {@code MemorySegment.copy} of the same page runs does, rather
      * than every layer of its own pages: at two threads from memory faster than the run ranges in paired same-JVM
      * measurements: by 4-16 % in a page permutation and on MLA, within the noise into FlashInfer HND (docs/bench-cpu.md,
-     * "From memory on two threads"). Each task adds into block values of its run range.
+     * "From memory on two threads"). Each task adds into block values of its run range. {@link Split#RUN_RANGES}: run
+     * ranges only, each over every group run by run (the split before).
      */
-    private static void parallel(CopyPlan.Launch l, Prepared prepared, CopyLoop loop, long bytes, int threads,
+    private void parallel(CopyPlan.Launch l, Prepared prepared, CopyLoop loop, long bytes, int threads,
             ForkJoinPool pool, long[] out) {
         Runs runs = prepared.runs;
         long target = Math.max(CpuWorkSplit.TASK, bytes / (4L * threads));
@@ -491,6 +532,7 @@ final class CpuCopy {
             wholePieces(prepared, loop, 0, runs.count, out, 0, null);
             return;
         }
+        boolean runRanges = split == Split.RUN_RANGES;
         List<Group> groups = runRanges ? prepared.groups : prepared.byLayer;
         int parts = runRanges ? 1 : Math.min(groups.size(), wanted);
         int ranges = (wanted + parts - 1) / parts;

@@ -58,6 +58,8 @@ public final class FastCpuBackend implements Backend {
     private final boolean prepare;
     /** Whether a plan takes its {@link Prepared} form on its first call rather than its second; true only in tests. */
     private final boolean prepareFirst;
+    /** The verifying copy's choices: {@link CpuCopy#SHIPPED}, or in tests and A/B measurements another. */
+    private final CpuCopy copy;
 
     public FastCpuBackend() {
         this(Runtime.getRuntime().availableProcessors());
@@ -79,6 +81,11 @@ public final class FastCpuBackend implements Backend {
      * suites run each plan once).
      */
     private FastCpuBackend(int threads, SliceKernel kernel, long streamingBytes, boolean prepare, boolean prepareFirst) {
+        this(threads, kernel, streamingBytes, prepare, prepareFirst, CpuCopy.SHIPPED);
+    }
+
+    private FastCpuBackend(int threads, SliceKernel kernel, long streamingBytes, boolean prepare, boolean prepareFirst,
+            CpuCopy copy) {
         if (threads < 1) {
             throw new IllegalArgumentException("threads must be at least 1, got " + threads);
         }
@@ -87,6 +94,24 @@ public final class FastCpuBackend implements Backend {
         this.streamingBytes = streamingBytes;
         this.prepare = prepare;
         this.prepareFirst = prepareFirst;
+        this.copy = java.util.Objects.requireNonNull(copy);
+    }
+
+    /**
+     * For tests and same-JVM A/B measurements only: the shipped backend whose verifying copy makes the choices of
+     * {@code copy} (how a large launch is split over the pool, from how many bytes the loops for memory run).
+     */
+    static FastCpuBackend withCopy(int threads, CpuCopy copy) {
+        return new FastCpuBackend(threads, KERNEL, PARALLEL_BYTES, true, false, copy);
+    }
+
+    /**
+     * For same-JVM A/B measurements ({@code CopyTurns -Dcopy.variant=io.kvchecksum.internal.FastCpuBackend#runRangeCopy}):
+     * the shipped backend with the verifying copy's split over the pool before the split by layers
+     * ({@link CpuCopy.Split#RUN_RANGES}).
+     */
+    static FastCpuBackend runRangeCopy(int threads) {
+        return withCopy(threads, new CpuCopy(CpuCopy.Split.RUN_RANGES, PARALLEL_BYTES));
     }
 
     /**
@@ -118,7 +143,8 @@ public final class FastCpuBackend implements Backend {
 
     @Override
     public String description() {
-        return "cpu (" + kernel.describe() + ", " + threads + " thread" + (threads == 1 ? "" : "s") + ")";
+        return "cpu (" + kernel.describe() + ", " + threads + " thread" + (threads == 1 ? "" : "s")
+                + (copy == CpuCopy.SHIPPED ? "" : "; copy " + copy.choice()) + ")";
     }
 
     @Override
@@ -170,7 +196,7 @@ public final class FastCpuBackend implements Backend {
      */
     @Override
     public PendingChecksums runCopy(CopyPlan plan, OptionalLong stream) {
-        return PendingChecksums.completed(CpuCopy.run(plan, threads, FastCpuBackend::pool, NOT_THE_CALLER));
+        return PendingChecksums.completed(copy.run(plan, threads, FastCpuBackend::pool, NOT_THE_CALLER));
     }
 
     /**

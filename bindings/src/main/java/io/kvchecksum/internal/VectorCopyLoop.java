@@ -166,6 +166,11 @@ final class VectorCopyLoop implements CopyLoop {
                 && dstHeadStride == srcHeadStride && dstStride == srcStride) {
             return multiplyFlat(src, srcBase, dst, dstBase, n, t0, cellPieces, pieceBase, heads, factors, f0);
         }
+        if (!flat && ROWS && heads > 1 && regionPieces == 4 * L && srcHeadStride == 32L * L
+                && srcStride == heads * srcHeadStride) {   // from memory, a flat source (vLLM flash): into HND or flash
+            return multiplyFlatSource(src, srcBase, dst, dstBase, dstStride, dstHeadStride, n, t0, cellPieces, pieceBase,
+                    heads, factors, f0);
+        }
         return multiplyRows(src, srcBase, srcStride, srcHeadStride, dst, dstBase, dstStride, dstHeadStride, n, t0,
                 cellPieces, pieceBase, regionPieces, heads, factors, f0);
     }
@@ -188,6 +193,11 @@ final class VectorCopyLoop implements CopyLoop {
      * sums per unit in a scratch array (AVX2's sixteen registers cannot hold a 2 KiB row's sixteen), whose round trip
      * per unit cost about 9 % in cache, where the three 64-bit multiplies per unit (emulated at AVX2) cost nothing
      * measurable (docs/bench-cpu.md, "What the layout change costs by itself").
+     *
+     * <p>Where a head's region is one unit and the heads' factors step by a constant (a layer's heads in order, the
+     * definition's factors: Llama-3-8B's rows at 256 bits), the multiplies per unit go too ({@link #flatHeadsStepped},
+     * {@link #flatSourceHeadsStepped}, {@link #rowsOfHeadsStepped}): into FlashInfer HND in cache 3-12 % faster at AVX2,
+     * a page permutation and the rows from memory unchanged (docs/bench-cpu.md, "The verifying copy's last gaps").
      */
     private long rowUnits(MemorySegment src, long srcBase, long srcStride, long srcHeadStride, MemorySegment dst,
             long dstBase, long dstStride, long dstHeadStride, int n, long t0, int cellPieces, int pieceBase, int per,
@@ -198,6 +208,19 @@ final class VectorCopyLoop implements CopyLoop {
         long twoP = 2L * cellPieces;
         int units = heads * per;
         final long unitBytes = 64L * L;
+        if (per == 1 && stepped(factors, f0, heads)) {   // Llama-3-8B at AVX2: no multiply per unit
+            long f = factors[f0];
+            long d = factors[f0 + 1] - f;
+            if (flat && srcHeadStride == unitBytes && dstHeadStride == srcHeadStride && srcStride == heads * srcHeadStride
+                    && dstStride == srcStride) {
+                return flatHeadsStepped(src, srcBase, dst, dstBase, n * srcStride, c, twoP, f, d, heads);
+            } else if (flat && srcHeadStride == unitBytes && srcStride == heads * srcHeadStride) {
+                return flatSourceHeadsStepped(src, srcBase, dst, dstBase, dstStride, dstHeadStride, n * srcStride, c, twoP,
+                        f, d, heads);
+            }
+            return rowsOfHeadsStepped(src, srcBase, srcStride, srcHeadStride, dst, dstBase, dstStride, dstHeadStride, n, c,
+                    twoP, f, d, heads);
+        }
         if (!flat) {
             return rowsOfUnits(src, srcBase, srcStride, srcHeadStride, dst, dstBase, dstStride, dstHeadStride, n, per,
                     units, c, twoP, factors, f0);
@@ -367,6 +390,252 @@ final class VectorCopyLoop implements CopyLoop {
             }
         }
         return t.reduceLanes(VectorOperators.ADD);
+    }
+
+    /**
+     * Whether {@code heads} factors from {@code f0} step by one constant, {@code factors[f0 + h] = factors[f0] + h*d}
+     * mod 2^64: a layer's heads in order (the definition's {@code m = 2(layer*H + head) + 1}, {@code d = 2}) in any
+     * layout that holds them at one head stride; any two heads. Then {@link #rowUnits} needs no multiply per unit
+     * ({@link #flatHeadsStepped}).
+     */
+    static boolean stepped(long[] factors, int f0, int heads) {
+        long d = factors[f0 + 1] - factors[f0];
+        boolean stepped = true;
+        for (int h = 2; h < heads; h++) {
+            stepped &= factors[f0 + h] - factors[f0 + h - 1] == d;
+        }
+        return stepped;
+    }
+
+    /**
+     * {@link #flatUnits} where each head's region is one unit (bf16 head dim 128 at 256 bits: Llama-3-8B's rows) and
+     * the heads' factors step by a constant ({@link #stepped}: {@code f_h = f + h*d}): no multiply per unit. With the
+     * units' plain and place-weighted sums {@code r_h}, {@code kv_h} (as in {@link #rowUnits}), their running sums over
+     * the row {@code Pr}, {@code Pk}, and the running sums of those, {@code Sr = sum_h Pr_h = H*Pr - sum_h h*r_h} (and
+     * {@code Sk}), the row's {@code sum_h f_h r_h = F*Pr - d*Sr} with {@code F = f + d*H}, likewise for {@code kv}; so
+     * the row adds {@code F*(Pr*w + 2L*Pk) - d*(Sr*w + 2L*Sk)}: the two brackets are summed over the run in two vectors,
+     * multiplied by {@code F} and {@code d} once, on scalars, at the end. A unit costs two adds more than its sums
+     * instead of two 64-bit lane multiplies by its head's factor (emulated at AVX2, about seven instructions each) and
+     * the factor's broadcast; with one unit per head the loop has no place-in-head counter either (measured: that
+     * counter's branch alone cost about as much as the multiplies, docs/bench-cpu.md, "The verifying copy's last
+     * gaps"). {@return the run's weighted sum}
+     */
+    private static long flatHeadsStepped(MemorySegment src, long srcBase, MemorySegment dst, long dstBase, long bytes,
+            long c, long twoP, long f, long d, int heads) {
+        LongVector w = TWO_IOTA.add(c);
+        final long vb = 8L * L;
+        final long unitBytes = 8 * vb;
+        final LongVector zero = LongVector.zero(S);
+        LongVector pr = zero;
+        LongVector pk = zero;
+        LongVector sr = zero;
+        LongVector sk = zero;
+        LongVector t1 = zero;
+        LongVector t2 = zero;
+        int h = 0;
+        for (long o = 0; o < bytes; o += unitBytes) {
+            long sp = srcBase + o;
+            long dp = dstBase + o;
+            LongVector x0 = LongVector.fromMemorySegment(S, src, sp, LE);
+            LongVector x1 = LongVector.fromMemorySegment(S, src, sp + vb, LE);
+            LongVector x2 = LongVector.fromMemorySegment(S, src, sp + 2 * vb, LE);
+            LongVector x3 = LongVector.fromMemorySegment(S, src, sp + 3 * vb, LE);
+            LongVector x4 = LongVector.fromMemorySegment(S, src, sp + 4 * vb, LE);
+            LongVector x5 = LongVector.fromMemorySegment(S, src, sp + 5 * vb, LE);
+            LongVector x6 = LongVector.fromMemorySegment(S, src, sp + 6 * vb, LE);
+            LongVector x7 = LongVector.fromMemorySegment(S, src, sp + 7 * vb, LE);
+            x0.intoMemorySegment(dst, dp, LE);
+            x1.intoMemorySegment(dst, dp + vb, LE);
+            x2.intoMemorySegment(dst, dp + 2 * vb, LE);
+            x3.intoMemorySegment(dst, dp + 3 * vb, LE);
+            x4.intoMemorySegment(dst, dp + 4 * vb, LE);
+            x5.intoMemorySegment(dst, dp + 5 * vb, LE);
+            x6.intoMemorySegment(dst, dp + 6 * vb, LE);
+            x7.intoMemorySegment(dst, dp + 7 * vb, LE);
+            LongVector r = x7;
+            LongVector kv = r;
+            r = r.add(x6);
+            kv = kv.add(r);
+            r = r.add(x5);
+            kv = kv.add(r);
+            r = r.add(x4);
+            kv = kv.add(r);
+            r = r.add(x3);
+            kv = kv.add(r);
+            r = r.add(x2);
+            kv = kv.add(r);
+            r = r.add(x1);
+            kv = kv.add(r);
+            r = r.add(x0);
+            pr = pr.add(r);
+            pk = pk.add(kv);
+            sr = sr.add(pr);
+            sk = sk.add(pk);
+            if (++h == heads) {
+                t1 = t1.add(pr.mul(w)).add(pk.lanewise(VectorOperators.LSHL, SHIFT_2L));
+                t2 = t2.add(sr.mul(w)).add(sk.lanewise(VectorOperators.LSHL, SHIFT_2L));
+                w = w.add(twoP);
+                pr = zero;
+                pk = zero;
+                sr = zero;
+                sk = zero;
+                h = 0;
+            }
+        }
+        return (f + d * heads) * t1.reduceLanes(VectorOperators.ADD) - d * t2.reduceLanes(VectorOperators.ADD);
+    }
+
+    /**
+     * {@link #flatSourceUnits} with one unit per head and stepped factors ({@link #flatHeadsStepped}): the source one
+     * flat stream, each head's unit stored at its destination place. {@return the run's weighted sum}
+     */
+    private static long flatSourceHeadsStepped(MemorySegment src, long srcBase, MemorySegment dst, long dstBase,
+            long dstStride, long dstHeadStride, long bytes, long c, long twoP, long f, long d, int heads) {
+        LongVector w = TWO_IOTA.add(c);
+        final long vb = 8L * L;
+        final long unitBytes = 8 * vb;
+        final LongVector zero = LongVector.zero(S);
+        LongVector pr = zero;
+        LongVector pk = zero;
+        LongVector sr = zero;
+        LongVector sk = zero;
+        LongVector t1 = zero;
+        LongVector t2 = zero;
+        int h = 0;
+        long dRow = dstBase;
+        long dp = dstBase;
+        for (long o = 0; o < bytes; o += unitBytes) {
+            long sp = srcBase + o;
+            LongVector x0 = LongVector.fromMemorySegment(S, src, sp, LE);
+            LongVector x1 = LongVector.fromMemorySegment(S, src, sp + vb, LE);
+            LongVector x2 = LongVector.fromMemorySegment(S, src, sp + 2 * vb, LE);
+            LongVector x3 = LongVector.fromMemorySegment(S, src, sp + 3 * vb, LE);
+            LongVector x4 = LongVector.fromMemorySegment(S, src, sp + 4 * vb, LE);
+            LongVector x5 = LongVector.fromMemorySegment(S, src, sp + 5 * vb, LE);
+            LongVector x6 = LongVector.fromMemorySegment(S, src, sp + 6 * vb, LE);
+            LongVector x7 = LongVector.fromMemorySegment(S, src, sp + 7 * vb, LE);
+            x0.intoMemorySegment(dst, dp, LE);
+            x1.intoMemorySegment(dst, dp + vb, LE);
+            x2.intoMemorySegment(dst, dp + 2 * vb, LE);
+            x3.intoMemorySegment(dst, dp + 3 * vb, LE);
+            x4.intoMemorySegment(dst, dp + 4 * vb, LE);
+            x5.intoMemorySegment(dst, dp + 5 * vb, LE);
+            x6.intoMemorySegment(dst, dp + 6 * vb, LE);
+            x7.intoMemorySegment(dst, dp + 7 * vb, LE);
+            LongVector r = x7;
+            LongVector kv = r;
+            r = r.add(x6);
+            kv = kv.add(r);
+            r = r.add(x5);
+            kv = kv.add(r);
+            r = r.add(x4);
+            kv = kv.add(r);
+            r = r.add(x3);
+            kv = kv.add(r);
+            r = r.add(x2);
+            kv = kv.add(r);
+            r = r.add(x1);
+            kv = kv.add(r);
+            r = r.add(x0);
+            pr = pr.add(r);
+            pk = pk.add(kv);
+            sr = sr.add(pr);
+            sk = sk.add(pk);
+            if (++h == heads) {
+                t1 = t1.add(pr.mul(w)).add(pk.lanewise(VectorOperators.LSHL, SHIFT_2L));
+                t2 = t2.add(sr.mul(w)).add(sk.lanewise(VectorOperators.LSHL, SHIFT_2L));
+                w = w.add(twoP);
+                pr = zero;
+                pk = zero;
+                sr = zero;
+                sk = zero;
+                h = 0;
+                dRow += dstStride;
+                dp = dRow;
+            } else {
+                dp += dstHeadStride;
+            }
+        }
+        return (f + d * heads) * t1.reduceLanes(VectorOperators.ADD) - d * t2.reduceLanes(VectorOperators.ADD);
+    }
+
+    /**
+     * {@link #rowsOfUnits} with one unit per head and stepped factors ({@link #flatHeadsStepped}): one loop over the
+     * run's heads, both sides at their strides. {@return the run's weighted sum}
+     */
+    private static long rowsOfHeadsStepped(MemorySegment src, long srcBase, long srcStride, long srcHeadStride,
+            MemorySegment dst, long dstBase, long dstStride, long dstHeadStride, int n, long c, long twoP, long f, long d,
+            int heads) {
+        LongVector w = TWO_IOTA.add(c);
+        final long vb = 8L * L;
+        final long unitBytes = 8 * vb;
+        final LongVector zero = LongVector.zero(S);
+        LongVector pr = zero;
+        LongVector pk = zero;
+        LongVector sr = zero;
+        LongVector sk = zero;
+        LongVector t1 = zero;
+        LongVector t2 = zero;
+        int h = 0;
+        long sRow = srcBase;
+        long dRow = dstBase;
+        long sp = srcBase;
+        long dp = dstBase;
+        for (int u = n * heads; u > 0; u--) {
+            LongVector x0 = LongVector.fromMemorySegment(S, src, sp, LE);
+            LongVector x1 = LongVector.fromMemorySegment(S, src, sp + vb, LE);
+            LongVector x2 = LongVector.fromMemorySegment(S, src, sp + 2 * vb, LE);
+            LongVector x3 = LongVector.fromMemorySegment(S, src, sp + 3 * vb, LE);
+            LongVector x4 = LongVector.fromMemorySegment(S, src, sp + 4 * vb, LE);
+            LongVector x5 = LongVector.fromMemorySegment(S, src, sp + 5 * vb, LE);
+            LongVector x6 = LongVector.fromMemorySegment(S, src, sp + 6 * vb, LE);
+            LongVector x7 = LongVector.fromMemorySegment(S, src, sp + 7 * vb, LE);
+            x0.intoMemorySegment(dst, dp, LE);
+            x1.intoMemorySegment(dst, dp + vb, LE);
+            x2.intoMemorySegment(dst, dp + 2 * vb, LE);
+            x3.intoMemorySegment(dst, dp + 3 * vb, LE);
+            x4.intoMemorySegment(dst, dp + 4 * vb, LE);
+            x5.intoMemorySegment(dst, dp + 5 * vb, LE);
+            x6.intoMemorySegment(dst, dp + 6 * vb, LE);
+            x7.intoMemorySegment(dst, dp + 7 * vb, LE);
+            LongVector r = x7;
+            LongVector kv = r;
+            r = r.add(x6);
+            kv = kv.add(r);
+            r = r.add(x5);
+            kv = kv.add(r);
+            r = r.add(x4);
+            kv = kv.add(r);
+            r = r.add(x3);
+            kv = kv.add(r);
+            r = r.add(x2);
+            kv = kv.add(r);
+            r = r.add(x1);
+            kv = kv.add(r);
+            r = r.add(x0);
+            pr = pr.add(r);
+            pk = pk.add(kv);
+            sr = sr.add(pr);
+            sk = sk.add(pk);
+            if (++h == heads) {
+                t1 = t1.add(pr.mul(w)).add(pk.lanewise(VectorOperators.LSHL, SHIFT_2L));
+                t2 = t2.add(sr.mul(w)).add(sk.lanewise(VectorOperators.LSHL, SHIFT_2L));
+                w = w.add(twoP);
+                pr = zero;
+                pk = zero;
+                sr = zero;
+                sk = zero;
+                h = 0;
+                sRow += srcStride;
+                dRow += dstStride;
+                sp = sRow;
+                dp = dRow;
+            } else {
+                sp += srcHeadStride;
+                dp += dstHeadStride;
+            }
+        }
+        return (f + d * heads) * t1.reduceLanes(VectorOperators.ADD) - d * t2.reduceLanes(VectorOperators.ADD);
     }
 
     /** {@link #rowUnits}'s pass over the rows where they are not back to back on both sides. {@return the run's weighted sum} */
@@ -545,6 +814,59 @@ final class VectorCopyLoop implements CopyLoop {
             }
         }
         // lane l of vector v: (2(t0*P + base + vL + l) + 1 + 2Pn)*A - 2P*T, as in multiplyRows with one chunk
+        long twoP = 2L * cellPieces;
+        LongVector lanes = TWO_IOTA.add(2 * (t0 * cellPieces + pieceBase) + 1 + twoP * n);
+        return a0.mul(lanes).add(a1.mul(lanes.add(2L * L))).add(a2.mul(lanes.add(4L * L))).add(a3.mul(lanes.add(6L * L)))
+                .sub(s0.add(s1).add(s2.add(s3)).mul(twoP)).reduceLanes(VectorOperators.ADD);
+    }
+
+    /**
+     * {@link #multiplyFlat}'s flat source for copies from memory ({@code flat} off), the destination at its own strides
+     * (vLLM flash into FlashInfer HND, or into flash: a page permutation): the source one flat stream without bounds
+     * checks, each head's chunk stored at its destination place. Measured against {@link #multiplyRows} from memory
+     * (Llama-3-8B 256 MiB, one thread, 512 bits, same JVM): into HND 11-13 % faster, as fast as a plain move of the same
+     * cells in the same order, a page permutation 9-11 % faster, at {@code MemorySegment.copy}'s speed (docs/bench-cpu.md,
+     * "The verifying copy's last gaps"). In cache {@link #multiplyRows} stays for HND (there the move itself is the
+     * limit) and {@link #multiplyFlat} for a permutation. {@return the run's weighted sum}
+     */
+    private static long multiplyFlatSource(MemorySegment src, long srcBase, MemorySegment dst, long dstBase,
+            long dstStride, long dstHeadStride, int n, long t0, int cellPieces, int pieceBase, int heads, long[] factors,
+            int f0) {
+        final LongVector zero = LongVector.zero(S);
+        final long vb = 8L * L;
+        final long chunk = 4 * vb;
+        LongVector a0 = zero, a1 = zero, a2 = zero, a3 = zero;
+        LongVector s0 = zero, s1 = zero, s2 = zero, s3 = zero;
+        long bytes = (long) n * heads * chunk;
+        int h = 0;
+        long dRow = dstBase;
+        long dp = dstBase;
+        for (long o = 0; o < bytes; o += chunk) {
+            LongVector x0 = LongVector.fromMemorySegment(S, src, srcBase + o, LE);
+            LongVector x1 = LongVector.fromMemorySegment(S, src, srcBase + o + vb, LE);
+            LongVector x2 = LongVector.fromMemorySegment(S, src, srcBase + o + 2 * vb, LE);
+            LongVector x3 = LongVector.fromMemorySegment(S, src, srcBase + o + 3 * vb, LE);
+            x0.intoMemorySegment(dst, dp, LE);
+            x1.intoMemorySegment(dst, dp + vb, LE);
+            x2.intoMemorySegment(dst, dp + 2 * vb, LE);
+            x3.intoMemorySegment(dst, dp + 3 * vb, LE);
+            long m = factors[f0 + h];
+            a0 = a0.add(x0.mul(m));
+            a1 = a1.add(x1.mul(m));
+            a2 = a2.add(x2.mul(m));
+            a3 = a3.add(x3.mul(m));
+            if (++h == heads) {
+                h = 0;
+                s0 = s0.add(a0);
+                s1 = s1.add(a1);
+                s2 = s2.add(a2);
+                s3 = s3.add(a3);
+                dRow += dstStride;
+                dp = dRow;
+            } else {
+                dp += dstHeadStride;
+            }
+        }
         long twoP = 2L * cellPieces;
         LongVector lanes = TWO_IOTA.add(2 * (t0 * cellPieces + pieceBase) + 1 + twoP * n);
         return a0.mul(lanes).add(a1.mul(lanes.add(2L * L))).add(a2.mul(lanes.add(4L * L))).add(a3.mul(lanes.add(6L * L)))

@@ -14,7 +14,8 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 /**
  * The verifying copy's rows loops ({@link CopyLoop#copyRows}: the Vector API's row pass in units, the multiply
  * loop and the head-by-head loops, and the backend's choice among them) against the scalar loop head by head, sum and destination bytes: head counts 1-16, cells of real
- * models (32 pieces: bf16 head dim 128; 16, 64, 72) and single vectors, K alone and K with V, token-major and
+ * models (32 pieces: bf16 head dim 128; 16, 64, 72) and single vectors, K alone and K with V, head factors of any
+ * value, a layer's (stepping by 2) or stepping by any constant, token-major and
  * head-major sides (vLLM flash into FlashInfer HND), padded strides, unaligned bases, large first tokens. Runs at the
  * JVM's preferred width and, in the {@code vector-avx2} execution, at 256 bits.
  */
@@ -25,6 +26,7 @@ class CopyRowsTest {
     void rowsMatchTheScalarCopyHeadByHead() {
         assumeTrue(ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent(), "no jdk.incubator.vector module");
         SplittableRandom rnd = new SplittableRandom(SEED);
+        SplittableRandom kinds = new SplittableRandom(SEED + 7);
         int lanes = KernelSpecies.S.length();
         CopyLoop scalar = new ScalarCopyLoop(false);
         CopyLoop[] loops = {new VectorCopyLoop(VectorCopyLoop.Rows.UNITS), new VectorCopyLoop(VectorCopyLoop.Rows.MULTIPLY),
@@ -61,6 +63,15 @@ class CopyRowsTest {
                                 factors[i] = rnd.nextLong();
                             }
                             int f0 = rnd.nextInt(3);
+                            // any factors, a layer's (stepping by 2), or any stepping by one constant: the row loops
+                            // without a multiply per unit (VectorCopyLoop.stepped) take the last two
+                            int kind = kinds.nextInt(3);
+                            long layer = kinds.nextInt(100);
+                            long first = kinds.nextLong();
+                            long step = kinds.nextLong();
+                            for (int i = 0; kind > 0 && i < factors.length; i++) {
+                                factors[i] = kind == 1 ? 2 * (layer * 65536 + i) + 1 : first + i * step;
+                            }
                             long span = dBase + (heads - 1) * dHead + (n - 1) * dTok + region;
                             assertTrue(span <= size && sBase + (heads - 1) * sHead + (n - 1) * sTok + region <= size);
                             want.asSlice(0, span).fill((byte) 0x5a);
@@ -73,7 +84,8 @@ class CopyRowsTest {
                                 String what = (loop == loops[0] ? "units" : loop == loops[1] ? "multiply" : loop == loops[2] ? "auto"
                                         : "auto from memory")
                                         + " heads " + heads + " pieces " + pieces + " cell " + cell + " base " + base + " layout " + layout
-                                        + " n " + n + " t0 " + t0;
+                                        + " n " + n + " t0 " + t0 + " factors " + (kind == 0 ? "any" : kind == 1
+                                        ? "of layer " + layer : "stepping by " + step);
                                 assertEquals(expected, value, what);
                                 assertEquals(-1L, want.asSlice(0, span).mismatch(got.asSlice(0, span)), what);
                                 cases++;

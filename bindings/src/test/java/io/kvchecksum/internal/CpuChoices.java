@@ -45,6 +45,19 @@ public final class CpuChoices {
         return List.of(KvChecksum.of(FastCpuBackend.inCache(threads, true)), KvChecksum.of(FastCpuBackend.inCache(threads, false)));
     }
 
+    /**
+     * {@return the verifying copy's other choices: the split over the pool before the split by layers (run ranges, each
+     * over every group run by run), and every copy through the loops for memory (the shipped backend takes them from
+     * {@code PARALLEL_BYTES} on); in a JVM without {@code jdk.incubator.vector} the latter is the scalar loop, as
+     * shipped}
+     *
+     * @param threads threads per call of each backend
+     */
+    public static List<KvChecksum> copyChoices(int threads) {
+        return List.of(KvChecksum.of(FastCpuBackend.runRangeCopy(threads)),
+                KvChecksum.of(FastCpuBackend.withCopy(threads, new CpuCopy(CpuCopy.Split.LAYERS, 0))));
+    }
+
     /** The choices {@link KernelSpecies#choose} makes at this JVM's preferred width on AMD families 25 and 26 and elsewhere. */
     static List<KernelSpecies.Streams> reachable() {
         int bits = KernelSpecies.S.vectorBitSize();

@@ -1,6 +1,7 @@
 package io.kvchecksum.internal;
 
 import io.kvchecksum.KvChecksum;
+import io.kvchecksum.golden.CopySuite;
 import io.kvchecksum.golden.GoldenSuite;
 import org.junit.jupiter.api.DynamicContainer;
 import org.junit.jupiter.api.DynamicNode;
@@ -21,7 +22,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * far smaller than the {@link FastCpuBackend#PARALLEL_BYTES} from which the shipped backend takes them). The width
  * itself is the JVM's: this module's {@code vector-avx2} execution runs the suite again with {@code -XX:UseAVX=2}. The
  * in-cache path runs twice more: with every plan in its prepared form from the first call (the shipped backend prepares
- * a plan on its second call, and the suite runs each plan once) and as before issue 28's in-cache work.
+ * a plan on its second call, and the suite runs each plan once) and as before issue 28's in-cache work. The verifying
+ * copy's vectors run through the copy's loops for memory as well ({@link #copyThroughTheLoopsForMemory}).
  *
  * <p>In package {@code io.kvchecksum.internal} to reach the test-only {@link FastCpuBackend#withStreams}.
  */
@@ -51,5 +53,19 @@ class CpuChoicesGoldenTest {
             nodes.add(DynamicContainer.dynamicContainer(name, GoldenSuite.tests(cpu)));
         }
         return nodes.stream();
+    }
+
+    /**
+     * NumPy's verifying-copy vectors ({@code vectors-copy/}, with the in-place ones staged) through the copy's loops for
+     * memory ({@code VectorCopyLoop} without flat streams: {@code multiplyRows} at 512 bits, {@code rowsOfUnits} at 256,
+     * this module's {@code vector-avx2} execution), which the shipped backend takes only from
+     * {@link FastCpuBackend#PARALLEL_BYTES} on, far above these vectors' sizes: here every copy takes them
+     * ({@link CpuCopy}'s {@code fromMemoryBytes} 0). {@code CpuCopyTest} runs the same vectors through the in-cache loops.
+     */
+    @TestFactory
+    Stream<DynamicNode> copyThroughTheLoopsForMemory() {
+        KvChecksum cpu = KvChecksum.of(FastCpuBackend.withCopy(1, new CpuCopy(CpuCopy.Split.LAYERS, 0)));
+        return Stream.of(DynamicContainer.dynamicContainer(cpu.description(),
+                Stream.concat(CopySuite.tests(cpu), CopySuite.inPlaceFaults(cpu))));
     }
 }

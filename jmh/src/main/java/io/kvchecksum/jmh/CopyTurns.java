@@ -1,6 +1,7 @@
 package io.kvchecksum.jmh;
 
 import io.kvchecksum.KvChecksum;
+import io.kvchecksum.spi.Backend;
 
 import java.util.Arrays;
 import java.util.List;
@@ -27,36 +28,38 @@ public final class CopyTurns {
     private static final java.lang.management.ThreadMXBean THREADS = java.lang.management.ManagementFactory.getThreadMXBean();
 
     /**
-     * {@code -Dcopy.toggle=CLASS#FIELD}: a static boolean field of the CPU backend (an A/B switch of a loop or an order,
-     * e.g. {@code io.kvchecksum.internal.CpuCopy#kvByLayer}) set by reflection around a fourth operation, the copy with
-     * the switch on, in the same turns as the others: both variants in one JVM and one memory state, which on this
-     * loaded machine moved by up to 1.7x between processes. Null without the property.
+     * {@code -Dcopy.variant=CLASS#METHOD}: a static factory of another CPU backend, {@code METHOD(int threads)} returning
+     * a {@link Backend} (package-private ones too, e.g. {@code io.kvchecksum.internal.FastCpuBackend#runRangeCopy}: the
+     * verifying copy's split over the pool before the split by layers), whose copy is a fourth operation, {@code variant},
+     * in the same turns as the others: both in one JVM and one memory state, which on this loaded machine moved by up
+     * to 1.7x between processes. Each backend's choice is its own and fixed, nothing is switched between copies. Null
+     * without the property.
      */
-    static final java.lang.reflect.Field TOGGLE = toggle(System.getProperty("copy.toggle"));
+    static final java.lang.reflect.Method VARIANT = variant(System.getProperty("copy.variant"));
 
-    private static java.lang.reflect.Field toggle(String spec) {
+    private static java.lang.reflect.Method variant(String spec) {
         if (spec == null) {
             return null;
         }
         try {
             int hash = spec.indexOf('#');
-            java.lang.reflect.Field f = Class.forName(spec.substring(0, hash)).getDeclaredField(spec.substring(hash + 1));
-            f.setAccessible(true);
-            return f;
+            java.lang.reflect.Method m = Class.forName(spec.substring(0, hash)).getDeclaredMethod(spec.substring(hash + 1),
+                    int.class);
+            if (!java.lang.reflect.Modifier.isStatic(m.getModifiers()) || !Backend.class.isAssignableFrom(m.getReturnType())) {
+                throw new IllegalArgumentException("not static or not returning a Backend");
+            }
+            m.setAccessible(true);
+            return m;
         } catch (ReflectiveOperationException | RuntimeException e) {
-            throw new IllegalArgumentException("-Dcopy.toggle=" + spec + ": not a static boolean field CLASS#FIELD", e);
+            throw new IllegalArgumentException("-Dcopy.variant=" + spec + ": not a static factory CLASS#METHOD(int threads)"
+                    + " of a Backend", e);
         }
     }
 
-    private static long[] toggled(java.util.function.Supplier<long[]> op) {
+    private static KvChecksum variant(int threads) {
         try {
-            TOGGLE.setBoolean(null, true);
-            try {
-                return op.get();
-            } finally {
-                TOGGLE.setBoolean(null, false);
-            }
-        } catch (IllegalAccessException e) {
+            return KvChecksum.of((Backend) VARIANT.invoke(null, threads));
+        } catch (ReflectiveOperationException e) {
             throw new IllegalStateException(e);
         }
     }
@@ -91,12 +94,14 @@ public final class CopyTurns {
         int reps = Integer.parseInt(args[3]);
         int threads = Integer.getInteger("copy.threads", Runtime.getRuntime().availableProcessors());
         KvChecksum cpu = Backends.cpu(threads);
+        KvChecksum other = VARIANT == null ? null : variant(threads);
         if (CPU_TIME && threads != 1) {
             throw new IllegalArgumentException("-Dcopy.cpuTime=true times the calling thread: use -Dcopy.threads=1");
         }
         System.out.println(cpu.description() + ": loop " + Backends.loop(cpu.description()) + "; " + Runtime.version() + "; "
                 + reps + " rounds; "
-                + (CPU_TIME ? "the calling thread's CPU time" : "wall clock"));
+                + (CPU_TIME ? "the calling thread's CPU time" : "wall clock")
+                + (other == null ? "" : "; variant " + other.description()));
         for (String shape : args[0].split(",")) {
             for (String size : args[1].split(",")) {
                 for (String conversion : args[2].split(",")) {
@@ -107,9 +112,9 @@ public final class CopyTurns {
                         fx.verify(cpu, cpu.copyAndChecksum(fx.plan()));
                         List<LongSupplier> ops = new java.util.ArrayList<>(List.of(fx::baseline, fx::baselineVector,
                                 () -> cpu.copyAndChecksum(fx.plan())[0]));
-                        if (TOGGLE != null) {
-                            fx.verify(cpu, toggled(() -> cpu.copyAndChecksum(fx.plan())));
-                            ops.add(() -> toggled(() -> cpu.copyAndChecksum(fx.plan()))[0]);
+                        if (other != null) {   // the same plan: a plan is backend-neutral
+                            fx.verify(cpu, other.copyAndChecksum(fx.plan()));
+                            ops.add(() -> other.copyAndChecksum(fx.plan())[0]);
                         }
                         // Warm-up by time, not by count: C2 compiles the copy's loops only after a few seconds of calls
                         // (measured: before that the loops run C1's code, half as fast).
@@ -126,7 +131,7 @@ public final class CopyTurns {
                         }
                         long bytes = fx.source().kvBytes();
                         System.out.printf("%s %s %s (%.2f MB copied, batch %d)%n", shape, size, conversion, bytes / 1e6, batch);
-                        String[] names = {"memcopy", "vectorcopy", "copy", "toggled"};
+                        String[] names = {"memcopy", "vectorcopy", "copy", "variant"};
                         for (int op = 0; op < ops.size(); op++) {
                             System.out.printf("  %-9s min %10.1f us  median %10.1f us  %6.1f GB/s (min)%n", names[op],
                                     t[op][0] / 1e3, t[op][reps / 2] / 1e3, bytes / (double) t[op][0]);
@@ -135,10 +140,10 @@ public final class CopyTurns {
                         System.out.printf("  copy/baseline throughput %.3f (mins) %.3f (medians), baseline %s;"
                                         + " copy/memcopy %.3f (mins)%n", (double) t[best][0] / t[2][0],
                                 (double) t[best][reps / 2] / t[2][reps / 2], names[best], (double) t[0][0] / t[2][0]);
-                        if (TOGGLE != null) {
-                            System.out.printf("  toggled/baseline throughput %.3f (mins) %.3f (medians); toggled %s: copy/toggled"
+                        if (other != null) {
+                            System.out.printf("  variant/baseline throughput %.3f (mins) %.3f (medians); variant %s: copy/variant"
                                             + " %.3f (mins) %.3f (medians)%n", (double) t[best][0] / t[3][0],
-                                    (double) t[best][reps / 2] / t[3][reps / 2], TOGGLE.getName(),
+                                    (double) t[best][reps / 2] / t[3][reps / 2], VARIANT.getName(),
                                     (double) t[3][0] / t[2][0], (double) t[3][reps / 2] / t[2][reps / 2]);
                         }
                     }
