@@ -51,7 +51,7 @@ public final class RowsAb {
             names.add("rows");
             kcs.add(KvChecksum.of(c.newInstance(threads, new VectorSliceKernel(KernelSpecies.CHOSEN, true), FastCpuBackend.PARALLEL_BYTES)));
             // the row pass before branch fusedmem: AMD family 26 at its preferred width (512-bit rows)
-            KernelSpecies.Streams before = KernelSpecies.CHOSEN == KernelSpecies.Streams.NARROW_ROWS
+            KernelSpecies.Streams before = KernelSpecies.CHOSEN == KernelSpecies.Streams.NARROW && zen5()
                     ? KernelSpecies.Streams.PREFERRED : KernelSpecies.CHOSEN;
             names.add("prev");
             kcs.add(KvChecksum.of(c.newInstance(threads, new VectorSliceKernel(before, true),
@@ -103,6 +103,13 @@ public final class RowsAb {
                 System.out.println(sb + (sink == 42 ? " " : ""));
             }
         }
+    }
+
+    /** AMD family 26 (Zen 5) by {@code /proc/cpuinfo}, where the row pass before branch fusedmem read 512-bit rows. */
+    private static boolean zen5() throws java.io.IOException {
+        java.nio.file.Path p = java.nio.file.Path.of("/proc/cpuinfo");
+        return java.nio.file.Files.exists(p) && java.nio.file.Files.readAllLines(p).stream().limit(40)
+                .anyMatch(l -> l.matches("cpu family\\s*:\\s*26"));
     }
 
     /**

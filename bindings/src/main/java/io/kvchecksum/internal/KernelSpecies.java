@@ -20,8 +20,9 @@ import java.util.List;
  * faster ones; MLA bf16 at 4x LLC read 0.885 of the bound with it against 0.764 with every loop at 512 bits
  * (docs/bench-cpu.md, "What limits the ratios"). Llama-3-8B's 2 KiB rows of side-by-side heads from memory likewise
  * ({@code VectorSliceKernel.rowPass256}: medians 1.11-1.18 of the 512-bit row pass's, docs/bench-cpu.md, "Side-by-side
- * heads from memory"). On AMD family 26 (Zen 5) with AVX-512 only those 2 KiB rows from memory take 256 bits
- * ({@link Streams#NARROW_ROWS}). Tests give the kernels each choice through
+ * heads from memory"). On AMD family 26 (Zen 5) with AVX-512 the same choice measured faster for both: the 2 KiB rows
+ * 1.10-1.28x (medians) and MLA bf16's streams 1.05-1.14x from memory (256 MiB and 1 GiB, 2 threads; docs/bench-cpu.md,
+ * "The width of MLA's streams on Zen 5"). Tests give the kernels each choice through
  * {@link VectorSliceKernel#VectorSliceKernel(Streams)} and {@code FastCpuBackend.withStreams}.
  */
 final class KernelSpecies {
@@ -34,23 +35,19 @@ final class KernelSpecies {
     /**
      * How the standard kernel reads contiguous streams from memory, and why, for the backend's description.
      *
-     * @param narrow whether contiguous streams read from memory use 256-bit vectors while the other loops use {@link #S}
+     * @param narrow whether contiguous streams and 2 KiB rows of side-by-side heads read from memory use 256-bit vectors
+     *         while the other loops use {@link #S}
      * @param why the reason, as the backend's description gives it
      */
-    record Streams(boolean narrow, boolean narrowRows, String why) {
+    record Streams(boolean narrow, String why) {
         /** Every loop at the preferred width. */
-        static final Streams PREFERRED = new Streams(false, false, "preferred width");
-        /** The choice on AMD family 25 with AVX-512: MLA streams and 2 KiB rows of side-by-side heads from memory at 256 bits. */
-        static final Streams NARROW = new Streams(true, true,
-                "preferred width; MLA streams and 2 KiB head rows from memory 256-bit (AMD family 25)");
+        static final Streams PREFERRED = new Streams(false, "preferred width");
         /**
-         * The choice on AMD family 26 (Zen 5) with AVX-512: 2 KiB rows of side-by-side heads from memory at 256 bits
-         * ({@code VectorSliceKernel.rowPass256}: medians 1.10-1.28x the 512-bit row pass there in five runs, as fast
-         * as a plain read of the same rows; docs/bench-cpu.md, "The row pass from memory: where the time goes"), every
-         * other loop at 512.
+         * The choice on AMD families 25 and 26 (Zen 4, Zen 5) with AVX-512: MLA streams and 2 KiB rows of side-by-side
+         * heads from memory at 256 bits.
          */
-        static final Streams NARROW_ROWS = new Streams(false, true,
-                "preferred width; 2 KiB head rows from memory 256-bit (AMD family 26)");
+        static final Streams NARROW = new Streams(true,
+                "preferred width; MLA streams and 2 KiB head rows from memory 256-bit (AMD family 25 or 26)");
     }
 
     /** The choice for this JVM on this CPU. */
@@ -60,22 +57,14 @@ final class KernelSpecies {
     }
 
     /**
-     * {@return {@link Streams#NARROW} on AMD family 25 where the preferred width is over 256 bits, else
+     * {@return {@link Streams#NARROW} on AMD families 25 and 26 where the preferred width is over 256 bits, else
      * {@link Streams#PREFERRED}}
      *
      * @param preferredBits the JVM's preferred vector width
      * @param cpuinfo the first lines of {@code /proc/cpuinfo} (empty where it cannot be read)
      */
     static Streams choose(int preferredBits, List<String> cpuinfo) {
-        if (preferredBits <= 256) {
-            return Streams.PREFERRED;
-        }
-        return amdFamily(cpuinfo, 25) ? Streams.NARROW : amdFamily(cpuinfo, 26) ? Streams.NARROW_ROWS : Streams.PREFERRED;
-    }
-
-    /** AMD family 25 by {@code /proc/cpuinfo}'s lines. */
-    static boolean zen4(List<String> cpuinfo) {
-        return amdFamily(cpuinfo, 25);
+        return preferredBits > 256 && (amdFamily(cpuinfo, 25) || amdFamily(cpuinfo, 26)) ? Streams.NARROW : Streams.PREFERRED;
     }
 
     /** AMD family {@code family} by {@code /proc/cpuinfo}'s lines. */

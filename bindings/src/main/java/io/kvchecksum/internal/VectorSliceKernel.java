@@ -58,7 +58,7 @@ final class VectorSliceKernel implements SliceKernel {
 
     /**
      * Whether a 2 KiB row of side-by-side heads from memory is read at 256 bits ({@link #rowPass256}): with
-     * {@link KernelSpecies.Streams#narrowRows} (AMD families 25 and 26), and wherever 256 bits is the preferred width
+     * {@link KernelSpecies.Streams#NARROW} (AMD families 25 and 26), and wherever 256 bits is the preferred width
      * (AVX2), where the row's sixteen accumulators do not fit the sixteen vector registers and C2 spills some, yet the
      * one-pass row still read Llama-3-8B TP1 from memory at 1.04-1.26x the head-by-head loops (docs/bench-cpu.md, "The
      * 2 KiB row at AVX2 width").
@@ -72,7 +72,7 @@ final class VectorSliceKernel implements SliceKernel {
     VectorSliceKernel(KernelSpecies.Streams streams, boolean rowPass, boolean eightTwoLoops) {
         this.streams = java.util.Objects.requireNonNull(streams, "streams");
         this.rows = rowPass;
-        this.rows256 = streams.narrowRows() || S.vectorBitSize() == 256;
+        this.rows256 = streams.narrow() || S.vectorBitSize() == 256;
         this.eightTwoLoops = eightTwoLoops;
     }
 
@@ -278,7 +278,7 @@ final class VectorSliceKernel implements SliceKernel {
      * 2 KiB rows at 512 bits). Measured from memory (docs/bench-cpu.md), the one-pass row read beat the head-by-head
      * passes with the next block touched ahead; rows cut into several strided passes (Llama-3-8B at 256 bits: four
      * passes of 512 bytes) lost to them, and in cache the head-by-head loops were as fast or faster, so those stay.
-     * With {@link KernelSpecies.Streams#narrowRows} (AMD families 25 and 26), and at AVX2 width, a 2 KiB row is read
+     * With {@link KernelSpecies.Streams#NARROW} (AMD families 25 and 26), and at AVX2 width, a 2 KiB row is read
      * at 256 bits ({@link #rowPass256}; see {@link #rows256}).
      */
     @Override
@@ -1152,7 +1152,7 @@ final class VectorSliceKernel implements SliceKernel {
     }
 
     /**
-     * {@link #rowPass} of a 2 KiB row in 256-bit vectors, for {@link KernelSpecies.Streams#NARROW} (AMD family 25,
+     * {@link #rowPass} of a 2 KiB row in 256-bit vectors, for {@link KernelSpecies.Streams#NARROW} (AMD families 25 and 26,
      * where 512-bit loads read memory slower): eight units of eight vectors ({@code perHead} units per head), two
      * running sums each (sixteen accumulators: AVX-512's 32 registers hold them at 256 bits too; at AVX2 width
      * C2 spills some, and the pass still wins from memory: {@link #rows256}). A unit's vectors

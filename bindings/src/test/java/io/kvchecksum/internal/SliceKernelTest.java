@@ -318,7 +318,6 @@ class SliceKernelTest {
         VectorSliceKernel rows = new VectorSliceKernel(KernelSpecies.Streams.PREFERRED, true);
         VectorSliceKernel headByHead = new VectorSliceKernel(KernelSpecies.Streams.PREFERRED, false);
         VectorSliceKernel narrowRows = new VectorSliceKernel(KernelSpecies.Streams.NARROW, true);
-        VectorSliceKernel zen5Rows = new VectorSliceKernel(KernelSpecies.Streams.NARROW_ROWS, true);
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment s = randomSegment(arena, rnd);
             int cases = 0;
@@ -341,7 +340,7 @@ class SliceKernelTest {
                             }
                             String what = heads + " heads of " + pieces + " pieces" + (kOnly ? " (K only)" : "") + ", n " + n
                                     + ", stride " + tokenStride + ", t0 " + t0;
-                            for (VectorSliceKernel k : List.of(rows, headByHead, narrowRows, zen5Rows)) {
+                            for (VectorSliceKernel k : List.of(rows, headByHead, narrowRows)) {
                                 long[] out = new long[heads + 1];
                                 Arrays.fill(out, 7);
                                 k.headsAffine(s, kBase, tokenStride, 8L * pieces, pieces, kOnly ? null : s, vBase, tokenStride,
@@ -365,8 +364,8 @@ class SliceKernelTest {
 
     /**
      * The widths come from data only: the JVM's preferred width (set it with JVM flags, e.g. {@code -XX:UseAVX=2}, as
-     * the pom's {@code vector-avx2} execution does), and 256-bit MLA streams and head rows from memory on AMD family 25
-     * with more, 256-bit head rows from memory only on AMD family 26.
+     * the pom's {@code vector-avx2} execution does), and 256-bit MLA streams and head rows from memory on AMD families 25
+     * and 26 with more.
      */
     @Test
     void theWidthIsTheJvmsPreferredOneAndTheStreamsFollowTheCpuFamily() {
@@ -381,13 +380,11 @@ class SliceKernelTest {
         assertEquals(KernelSpecies.Streams.NARROW, KernelSpecies.choose(512, zen4));
         assertEquals(KernelSpecies.Streams.PREFERRED, KernelSpecies.choose(256, zen3OnFamily25));
         assertEquals(KernelSpecies.Streams.PREFERRED, KernelSpecies.choose(512, intel));
-        assertEquals(KernelSpecies.Streams.NARROW_ROWS, KernelSpecies.choose(512, zen5));
+        assertEquals(KernelSpecies.Streams.NARROW, KernelSpecies.choose(512, zen5));
         assertEquals(KernelSpecies.Streams.PREFERRED, KernelSpecies.choose(256, zen5));
         assertEquals(KernelSpecies.Streams.PREFERRED, KernelSpecies.choose(512, List.of()), "no /proc/cpuinfo");
         assertTrue(new VectorSliceKernel(KernelSpecies.Streams.NARROW).describe()
-                .endsWith("-bit, preferred width; MLA streams and 2 KiB head rows from memory 256-bit (AMD family 25)"));
-        assertTrue(new VectorSliceKernel(KernelSpecies.Streams.NARROW_ROWS).describe()
-                .endsWith("-bit, preferred width; 2 KiB head rows from memory 256-bit (AMD family 26)"));
+                .endsWith("-bit, preferred width; MLA streams and 2 KiB head rows from memory 256-bit (AMD family 25 or 26)"));
     }
 
     @Test

@@ -16,7 +16,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * Every golden vector through the fast CPU backend with each choice of vector widths its selector
  * ({@link KernelSpecies#choose}) can make in this JVM, on whatever CPU runs the tests: 256-bit MLA streams and 2 KiB
- * head rows from memory (AMD family 25 with AVX-512), 256-bit head rows from memory only (AMD family 26 with AVX-512)
+ * head rows from memory (AMD families 25 and 26 with AVX-512)
  * and every loop at the preferred width (elsewhere), each as the
  * backend ships it and with every vector read through the loops for memory (where the choices differ; the vectors are
  * far smaller than the {@link FastCpuBackend#PARALLEL_BYTES} from which the shipped backend takes them). The width

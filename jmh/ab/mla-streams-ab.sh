@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# DeepSeek MLA's streams from memory at 512 against 256 bits, in one JVM per case (jmh/ab/MlaStreamsAb.java), with the project's
+# read bound alongside: docs/bench-cpu.md, "What limits the ratios". Builds jmh/target/benchmarks.jar when
+# missing or stale. Threads: all processors (as the backend ships); extra JVM flags follow the rounds, e.g. -XX:UseAVX=2.
+#
+#   jmh/ab/mla-streams-ab.sh [rounds] [jvm flags...]      # default 41 rounds: deepseek-mla-bf16 at 1MiB, 256MiB and 1GiB
+#   SIZES=1GiB jmh/ab/mla-streams-ab.sh 41                # only some of the sizes
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+java_home=${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
+rounds=${1:-41}
+shift || true
+source "$root/jmh/benchmarks-jar.sh"
+out=$root/jmh/target/ab
+mkdir -p "$out"
+compile_ab "$out" "$root/jmh/ab/MlaStreamsAb.java"
+threads=$(nproc)
+for size in ${SIZES:-1MiB 256MiB 1GiB}; do
+    uptime
+    "$java_home/bin/java" -Xmx4g --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED "$@" \
+        -cp "$out:$jar" io.kvchecksum.internal.MlaStreamsAb deepseek-mla-bf16 "$size" "$threads" "$rounds" 2>&1 | grep -v '^WARNING'
+done
