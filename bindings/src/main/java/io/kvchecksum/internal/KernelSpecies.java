@@ -67,6 +67,21 @@ final class KernelSpecies {
         return preferredBits > 256 && (amdFamily(cpuinfo, 25) || amdFamily(cpuinfo, 26)) ? Streams.NARROW : Streams.PREFERRED;
     }
 
+    /**
+     * {@return every choice {@link #choose} makes at {@code preferredBits} on the CPUs it tells apart (AMD families 25
+     * and 26, anything else), without repeats} For tests that run each choice on whatever CPU runs them: a CPU the
+     * selector learns to tell apart is added here, next to {@link #choose}, not in each test.
+     *
+     * @param preferredBits the JVM's preferred vector width
+     */
+    static List<Streams> choices(int preferredBits) {
+        return java.util.stream.Stream.of(
+                        List.of("vendor_id\t: AuthenticAMD", "cpu family\t: 25"),
+                        List.of("vendor_id\t: AuthenticAMD", "cpu family\t: 26"),
+                        List.of("vendor_id\t: GenuineIntel", "cpu family\t: 6"))
+                .map(cpuinfo -> choose(preferredBits, cpuinfo)).distinct().toList();
+    }
+
     /** AMD family {@code family} by {@code /proc/cpuinfo}'s lines. */
     private static boolean amdFamily(List<String> cpuinfo, int family) {
         return cpuinfo.stream().anyMatch(l -> l.matches("vendor_id\\s*:\\s*AuthenticAMD"))

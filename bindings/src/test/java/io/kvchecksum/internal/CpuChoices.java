@@ -25,7 +25,7 @@ public final class CpuChoices {
             return List.of();
         }
         List<KvChecksum> out = new ArrayList<>();
-        for (KernelSpecies.Streams s : reachable()) {
+        for (KernelSpecies.Streams s : KernelSpecies.choices(KernelSpecies.S.vectorBitSize())) {
             out.add(KvChecksum.of(FastCpuBackend.withStreams(threads, s, 0)));
         }
         return out;
@@ -56,15 +56,5 @@ public final class CpuChoices {
     public static List<KvChecksum> copyChoices(int threads) {
         return List.of(KvChecksum.of(FastCpuBackend.runRangeCopy(threads)),
                 KvChecksum.of(FastCpuBackend.withCopy(threads, new CpuCopy(CpuCopy.Split.LAYERS, 0))));
-    }
-
-    /** The choices {@link KernelSpecies#choose} makes at this JVM's preferred width on AMD families 25 and 26 and elsewhere. */
-    static List<KernelSpecies.Streams> reachable() {
-        int bits = KernelSpecies.S.vectorBitSize();
-        List<String> zen4 = List.of("vendor_id\t: AuthenticAMD", "cpu family\t: 25");
-        List<String> zen5 = List.of("vendor_id\t: AuthenticAMD", "cpu family\t: 26");
-        List<String> other = List.of("vendor_id\t: GenuineIntel", "cpu family\t: 6");
-        return List.of(KernelSpecies.choose(bits, zen4), KernelSpecies.choose(bits, zen5), KernelSpecies.choose(bits, other))
-                .stream().distinct().toList();
     }
 }

@@ -383,6 +383,9 @@ class SliceKernelTest {
         assertEquals(KernelSpecies.Streams.NARROW, KernelSpecies.choose(512, zen5));
         assertEquals(KernelSpecies.Streams.PREFERRED, KernelSpecies.choose(256, zen5));
         assertEquals(KernelSpecies.Streams.PREFERRED, KernelSpecies.choose(512, List.of()), "no /proc/cpuinfo");
+        assertEquals(List.of(KernelSpecies.Streams.NARROW, KernelSpecies.Streams.PREFERRED), KernelSpecies.choices(512),
+                "the choices the golden suites run at 512 bits");
+        assertEquals(List.of(KernelSpecies.Streams.PREFERRED), KernelSpecies.choices(256));
         assertTrue(new VectorSliceKernel(KernelSpecies.Streams.NARROW).describe()
                 .endsWith("-bit, preferred width; MLA streams and 2 KiB head rows from memory 256-bit (AMD family 25 or 26)"));
     }

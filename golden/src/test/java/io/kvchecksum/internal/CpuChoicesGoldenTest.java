@@ -32,14 +32,8 @@ class CpuChoicesGoldenTest {
     Stream<DynamicNode> everyChoiceOfTheSelector() {
         assertTrue(ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent(),
                 "the golden tests run with jdk.incubator.vector (the parent pom's argLine)");
-        int bits = KernelSpecies.S.vectorBitSize();
-        List<KernelSpecies.Streams> choices = List.of(
-                KernelSpecies.choose(bits, List.of("vendor_id\t: AuthenticAMD", "cpu family\t: 25")),
-                KernelSpecies.choose(bits, List.of("vendor_id\t: AuthenticAMD", "cpu family\t: 26")),
-                KernelSpecies.choose(bits, List.of("vendor_id\t: GenuineIntel", "cpu family\t: 6"))).stream()
-                .distinct().toList();
         List<DynamicNode> nodes = new ArrayList<>();
-        for (KernelSpecies.Streams s : choices) {
+        for (KernelSpecies.Streams s : KernelSpecies.choices(KernelSpecies.S.vectorBitSize())) {
             for (long streamingBytes : new long[] {FastCpuBackend.PARALLEL_BYTES, 0}) {
                 KvChecksum cpu = KvChecksum.of(FastCpuBackend.withStreams(1, s, streamingBytes));
                 String name = cpu.description() + (streamingBytes == 0 ? ", every vector read as from memory" : "");
