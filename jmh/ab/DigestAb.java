@@ -57,11 +57,7 @@ public final class DigestAb {
         int rounds = Integer.parseInt(args[2]);
         String[] which = args.length > 3 ? args[3].split(",") : new String[] {"ship", "stub", "vec", "short"};
         int threads = Runtime.getRuntime().availableProcessors();
-        long bytes = switch (size) {
-            case "1MiB" -> 1L << 20;
-            case "256MiB" -> 256L << 20;
-            default -> Long.parseLong(size);
-        };
+        long bytes = bytesOf(size);
         int layersN = 32;
         long pageBytes = (long) pageSize * 8 * 128 * 2;
         int pages = (int) Math.max(1, bytes / (2L * layersN * pageBytes));
@@ -218,4 +214,15 @@ public final class DigestAb {
         return a.getValue();
     }
 
+
+    /** A size as the other harnesses take it: bytes, {@code KiB}/{@code MiB}/{@code GiB}, or a cache-relative name. */
+    static long bytesOf(String size) {
+        long cache = io.kvchecksum.bench.Caches.machine().bytesOf(size);
+        if (cache > 0) {
+            return cache;
+        }
+        String s = size.trim().toLowerCase(java.util.Locale.ROOT);
+        int shift = s.endsWith("kib") ? 10 : s.endsWith("mib") ? 20 : s.endsWith("gib") ? 30 : 0;
+        return Long.parseLong(shift == 0 ? s : s.substring(0, s.length() - 3)) << shift;
+    }
 }
