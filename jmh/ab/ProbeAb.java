@@ -5,6 +5,7 @@ import io.kvchecksum.internal.ProbeWindows;
 import io.kvchecksum.jmh.Backends;
 import io.kvchecksum.jmh.KvFixture;
 import io.kvchecksum.jmh.ModelShape;
+import io.kvchecksum.jmh.PageProbeBench;
 import jdk.incubator.vector.LongVector;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
@@ -37,6 +38,9 @@ import java.util.stream.IntStream;
  * <li>{@code dN}: the loop before the sums were carried over the runs (a reduction per run of one memory), with the
  *     windows of the page {@code N} ahead touched ({@code d0}: no touch); {@code rN}: the same with the sums carried
  *     over the runs ({@code ProbeWindows.sumRuns}, as shipped: {@code r1} is {@code ship} without its fixed cost);
+ * <li>{@code sN}: {@code rN} with a sparse touch: one window per 4 KiB of each run's head and tail rows (the first
+ *     window of a run of parts whose windows lie within 4 KiB of it), so the touch takes the page walk ahead without a
+ *     load per window;
  * <li>{@code twoPass}: per chunk, one load of every window of the chunk, then the summing pass;
  * <li>{@code serial}: {@code d1} on the calling thread alone (what the pool adds);
  * <li>{@code bound}: {@link ProbeWindowBound}, a plain read of exactly the probe's windows (every 64-byte window one
@@ -48,8 +52,8 @@ import java.util.stream.IntStream;
  *     on 2 processors).
  * </ul>
  * Every probe side's head and tail values are compared with {@code ship}'s first (exit on a difference). Before each timed
- * call 128 MiB of another buffer is read, untimed, so every side starts with its lines out of the caches
- * ({@code -Dwarm=true}: not).
+ * call {@code PageProbeBench.evictBytes()} of another buffer is read (twice the L3, at least 128 MiB; {@code -DevictMiB=N}:
+ * N MiB), untimed, so every side starts with its lines out of the caches ({@code -Dwarm=true}: not).
  *
  * <p>Arguments: layout ({@code vllm-flash-16} or {@code sglang-1}), size ({@code 256MiB}), rounds, sides (comma
  * separated), and {@code huge} to madvise the cache's memory {@code MADV_HUGEPAGE} before it is filled (this machine's
@@ -120,6 +124,12 @@ public final class ProbeAb {
                 case "serial" -> probe(win, plan, 1, "serial", want);
                 case "pool2" -> probe(win, plan, 1, pool2, want);
                 default -> {
+                    if (side.startsWith("s")) {
+                        Win c = win.copy();
+                        c.carried = true;
+                        c.sparse = true;
+                        yield probe(c, plan, Integer.parseInt(side.substring(1)), null, want);
+                    }
                     if (side.startsWith("r") && !side.startsWith("rm")) {
                         win.carried = true;
                         Win c = win.copy();
@@ -137,9 +147,12 @@ public final class ProbeAb {
             };
             work.add(w);
         }
-        // Each timed call starts with the probe's lines out of the caches (its 8 MiB of vLLM windows fit the 32 MiB L3,
-        // so a side right after another probe side would read from L3): 128 MiB read in between, untimed.
-        MemorySegment flush = Boolean.getBoolean("warm") ? null : arena.allocate(128L << 20, 64);
+        // Each timed call starts with the probe's lines out of the caches (its 8 MiB of vLLM windows fit any L3, so a
+        // side right after another probe side would read from L3): PageProbeBench.evictBytes() read in between (twice
+        // the L3, at least 128 MiB; -DevictMiB=N: N MiB), untimed.
+        long evict = Long.getLong("evictMiB", PageProbeBench.evictBytes() >> 20) << 20;
+        System.out.println("# " + (Boolean.getBoolean("warm") ? "caches not evicted" : "evict " + (evict >> 20) + " MiB before each call"));
+        MemorySegment flush = Boolean.getBoolean("warm") ? null : arena.allocate(evict, 64);
         long until = System.nanoTime() + 3_000_000_000L;
         while (System.nanoTime() < until) {
             for (LongSupplier w : work) {
@@ -280,6 +293,11 @@ public final class ProbeAb {
         final boolean[] of8;
         /** Whether the sums are carried over the runs ({@link ProbeWindows#sumRuns}, as shipped) or per run (before). */
         boolean carried;
+        /** Whether the touch reads one window per 4 KiB of each run's head (and tail) row instead of every window. */
+        boolean sparse;
+        /** Per part, whether a sparse touch reads its head window, its tail window. */
+        final boolean[] touchHead;
+        final boolean[] touchTail;
 
         Win(MemorySegment[] runSeg, int[] runStart, long[] base, long[] pageStride, long[] tokenStride, long[] tailSkip,
                 long[] w) {
@@ -292,11 +310,30 @@ public final class ProbeAb {
             this.w = w;
             of8 = new boolean[runSeg.length];
             Arrays.fill(of8, true);
+            touchHead = new boolean[base.length];
+            touchTail = new boolean[base.length];
+            for (int r = 0; r < runSeg.length; r++) {
+                long lastHead = Long.MIN_VALUE / 2;
+                long lastTail = Long.MIN_VALUE / 2;
+                for (int j = runStart[r]; j < runStart[r + 1]; j++) {
+                    boolean same = j > runStart[r] && pageStride[j] == pageStride[j - 1]
+                            && tokenStride[j] == tokenStride[j - 1];
+                    if (!same || Math.abs(base[j] - lastHead) >= 4096) {
+                        touchHead[j] = true;
+                        lastHead = base[j];
+                    }
+                    if (!same || Math.abs(base[j] + tailSkip[j] - lastTail) >= 4096) {
+                        touchTail[j] = true;
+                        lastTail = base[j] + tailSkip[j];
+                    }
+                }
+            }
         }
 
         Win copy() {
             Win c = new Win(runSeg, runStart, base, pageStride, tokenStride, tailSkip, w);
             c.carried = carried;
+            c.sparse = sparse;
             return c;
         }
 
@@ -464,6 +501,21 @@ public final class ProbeAb {
 
         private long touch(long page, long lastSlot) {
             long t = 0;
+            if (sparse) {
+                for (int r = 0; r < runSeg.length; r++) {
+                    MemorySegment m = runSeg[r];
+                    for (int j = runStart[r]; j < runStart[r + 1]; j++) {
+                        long at = base[j] + page * pageStride[j];
+                        if (touchHead[j]) {
+                            t += m.get(ValueLayout.JAVA_BYTE, at);
+                        }
+                        if (touchTail[j]) {
+                            t += m.get(ValueLayout.JAVA_BYTE, at + lastSlot * tokenStride[j] + tailSkip[j]);
+                        }
+                    }
+                }
+                return t;
+            }
             for (int r = 0; r < runSeg.length; r++) {
                 MemorySegment m = runSeg[r];
                 for (int j = runStart[r]; j < runStart[r + 1]; j++) {

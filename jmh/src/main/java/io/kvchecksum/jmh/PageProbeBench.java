@@ -15,10 +15,14 @@ import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.infra.BenchmarkParams;
 
+import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -35,8 +39,9 @@ import java.util.stream.IntStream;
  * pass, the probe, the probe of the request's first page alone (the fixed per-call cost: resolving every slice's
  * windows and the result arrays, whatever the request's length) and {@link ProbeWindowBound} (a plain read of exactly
  * the probe's windows in its order, chunks and pool: the honest bound of a reader of those bytes), each sample after
- * an untimed read of {@value #EVICT_MIB} MiB of another buffer, so that none finds its lines in the caches (the
- * probe's 8 MiB of vLLM windows fit a 32 MiB L3), and prints
+ * an untimed read of {@link #evictBytes()} of another buffer (twice the last-level cache, at least
+ * {@value #EVICT_MIN_MIB} MiB), so that none finds its lines in the caches (the probe's 8 MiB of vLLM windows fit any
+ * L3, and a 260 MiB L3 holds most of the 256 MiB case itself), and prints
  * <pre>{@code ratio = probe / (fraction x full)},   {@code ratio less fixed = (probe - onePage) / (fraction x full)},
  * {@code bound ratio = bound / (fraction x full)}   and   {@code probe / bound}</pre>
  * where {@code fraction} is the bytes the probe reads (every window once, two per cell of each page's first and last
@@ -44,7 +49,9 @@ import java.util.stream.IntStream;
  * most 1.5; the third says what a plain read of the same lines costs (the adjacent line fetched with each window, a
  * TLB miss per run of windows: several times the byte fraction), the fourth how far the probe is from it. JMH's own
  * scores of {@code full}, {@code probe}, {@code onePage} and {@code windowBound} (the mean, caches not evicted) are
- * printed beside them. All run with all processors: the full pass on the CPU backend's threads, the probe and the
+ * printed beside them. The secondary results ({@link Interleaved}'s counters) are the mean over the measurement
+ * iterations of the printed per-iteration values: JMH adds such counters up over the iterations, so each is published
+ * divided by their count. All run with all processors: the full pass on the CPU backend's threads, the probe and the
  * bound on the common pool.
  *
  * <p>Layouts, both Llama-3-8B TP1 bf16 (32 layers x 8 KV heads x 128, 256-byte K and V cells), seeded shuffled page
@@ -68,8 +75,8 @@ public class PageProbeBench extends Bench {
 
     /** Samples per side and iteration of {@link Interleaved}. */
     static final int SAMPLES = 10;
-    /** MiB read before each sample of {@link Interleaved}: four times a 32 MiB L3. */
-    static final int EVICT_MIB = 128;
+    /** The least MiB read before each sample of {@link Interleaved} (four times a 32 MiB L3). */
+    static final int EVICT_MIN_MIB = 128;
 
     private KvChecksum cpu;
     private SlicePlan plan;
@@ -97,11 +104,13 @@ public class PageProbeBench extends Bench {
         /** {@code probe / bound}, in thousandths: the probe against a plain read of its windows. */
         public long probeOverBoundMilli;
         private long[] best = new long[4];
+        private int iterations = 1;
         private long sink;
 
         /** Samples the three in turn (order rotating); JMH calls it before each iteration, untimed. */
         @Setup(Level.Iteration)
-        public void measure(PageProbeBench b) {
+        public void measure(PageProbeBench b, BenchmarkParams params) {
+            iterations = Math.max(1, params.getMeasurement().getCount());
             LongSupplier[] work = {
                 () -> b.cpu.blockChecksums(b.plan)[0],
                 () -> PageProbe.compute(b.cpu, b.plan, b.probeBytes).head()[0],
@@ -139,15 +148,21 @@ public class PageProbeBench extends Bench {
             return System.nanoTime() - t;
         }
 
+        /**
+         * Sets the counters to this iteration's values divided by the measurement iterations: JMH sums an
+         * {@code EVENTS} counter over the iterations (the table showed three iterations' sum, read as a ratio 3x too
+         * high), so its score is the mean of the printed per-iteration values.
+         */
         void publish(PageProbeBench b) {
-            fullBestNanos = best[0];
-            probeBestNanos = best[1];
-            fixedBestNanos = best[2];
+            double n = iterations;
+            fullBestNanos = Math.round(best[0] / n);
+            probeBestNanos = Math.round(best[1] / n);
+            fixedBestNanos = Math.round(best[2] / n);
             double scaled = b.fraction * best[0];
-            ratioMilli = Math.round(1000 * best[1] / scaled);
-            ratioLessFixedMilli = Math.round(1000 * (best[1] - best[2]) / scaled);
-            boundBestNanos = best[3];
-            probeOverBoundMilli = Math.round(1000.0 * best[1] / best[3]);
+            ratioMilli = Math.round(1000 * best[1] / scaled / n);
+            ratioLessFixedMilli = Math.round(1000 * (best[1] - best[2]) / scaled / n);
+            boundBestNanos = Math.round(best[3] / n);
+            probeOverBoundMilli = Math.round(1000.0 * best[1] / best[3] / n);
         }
     }
 
@@ -200,7 +215,7 @@ public class PageProbeBench extends Bench {
             }
         }
         fraction = (double) read * plan.numPages() / fullBytes;
-        evict = closing(Arena.ofShared()).allocate((long) EVICT_MIB << 20, 64);
+        evict = closing(Arena.ofShared()).allocate(evictBytes(), 64);
         if (probeBytes == 64) {
             bound = ProbeWindowBound.of(plan);
         } else {
@@ -213,6 +228,22 @@ public class PageProbeBench extends Bench {
                 "page probe not deterministic or empty: " + p);
         System.out.printf("# %s; %s %s: %d bytes, %d pages of %d tokens; the probe reads %d bytes, fraction %.4f%n",
                 cpu.description(), layout, size, fullBytes, plan.numPages(), ps, read * plan.numPages(), fraction);
+    }
+
+    /**
+     * {@return the bytes read before each sample to push the fixture out of the caches: twice the last-level cache
+     * (Linux's {@code /sys/devices/system/cpu/cpu0/cache/index3/size}), at least {@value #EVICT_MIN_MIB} MiB}
+     */
+    public static long evictBytes() {
+        long l3 = 0;
+        try {
+            String v = Files.readString(Path.of("/sys/devices/system/cpu/cpu0/cache/index3/size")).trim();
+            long unit = v.endsWith("K") ? 1L << 10 : v.endsWith("M") ? 1L << 20 : 1;
+            l3 = Long.parseLong(v.replaceAll("[^0-9]", "")) * unit;
+        } catch (IOException | RuntimeException e) {
+            // no such file (not Linux, no L3): the least
+        }
+        return Math.max((long) EVICT_MIN_MIB << 20, 2 * l3);
     }
 
     /** The full checksum: every KV byte once. */
