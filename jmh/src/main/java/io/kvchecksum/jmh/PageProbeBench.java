@@ -7,6 +7,7 @@ import io.kvchecksum.KvMemory;
 import io.kvchecksum.PageProbe;
 import io.kvchecksum.RequestBlocks;
 import io.kvchecksum.SlicePlan;
+import io.kvchecksum.bench.Caches;
 import io.kvchecksum.bench.ProbeWindowBound;
 import org.openjdk.jmh.annotations.AuxCounters;
 import org.openjdk.jmh.annotations.Benchmark;
@@ -17,12 +18,9 @@ import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.infra.BenchmarkParams;
 
-import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -232,18 +230,10 @@ public class PageProbeBench extends Bench {
 
     /**
      * {@return the bytes read before each sample to push the fixture out of the caches: twice the last-level cache
-     * (Linux's {@code /sys/devices/system/cpu/cpu0/cache/index3/size}), at least {@value #EVICT_MIN_MIB} MiB}
+     * ({@link Caches#machine()}: Linux's {@code /sys}), at least {@value #EVICT_MIN_MIB} MiB}
      */
     public static long evictBytes() {
-        long l3 = 0;
-        try {
-            String v = Files.readString(Path.of("/sys/devices/system/cpu/cpu0/cache/index3/size")).trim();
-            long unit = v.endsWith("K") ? 1L << 10 : v.endsWith("M") ? 1L << 20 : 1;
-            l3 = Long.parseLong(v.replaceAll("[^0-9]", "")) * unit;
-        } catch (IOException | RuntimeException e) {
-            // no such file (not Linux, no L3): the least
-        }
-        return Math.max((long) EVICT_MIN_MIB << 20, 2 * l3);
+        return Math.max((long) EVICT_MIN_MIB << 20, 2 * Caches.machine().llc());
     }
 
     /** The full checksum: every KV byte once. */

@@ -16,6 +16,7 @@ import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.infra.BenchmarkParams;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -83,11 +84,13 @@ public class SegmentsBench extends Bench {
         public long onePlanBestNanos;
         private long seg;
         private long one;
+        private int iterations = 1;
         private long sink;
 
         /** Samples both passes in turn (order alternating); JMH calls it before each iteration, untimed. */
         @Setup(Level.Iteration)
-        public void measure(SegmentsBench b) {
+        public void measure(SegmentsBench b, BenchmarkParams params) {
+            iterations = Math.max(1, params.getMeasurement().getCount());
             LongSupplier s = () -> b.cpu.blockChecksums(b.segmented).get(0)[0];
             LongSupplier o = () -> b.cpu.blockChecksums(b.one).get(0)[0];
             long bs = Long.MAX_VALUE;
@@ -113,10 +116,14 @@ public class SegmentsBench extends Bench {
             return System.nanoTime() - t;
         }
 
-        /** Publishes this iteration's samples (JMH clears the counters after iteration set-up). */
+        /**
+         * Publishes this iteration's samples (JMH clears the counters after iteration set-up) divided by the
+         * measurement iterations: JMH adds an {@code EVENTS} counter up over the iterations, so the table's score is
+         * then the mean of the printed per-iteration values (as in {@code PageProbeBench}).
+         */
         void publish() {
-            segmentedBestNanos = seg;
-            onePlanBestNanos = one;
+            segmentedBestNanos = Math.round((double) seg / iterations);
+            onePlanBestNanos = Math.round((double) one / iterations);
         }
     }
 
