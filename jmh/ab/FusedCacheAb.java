@@ -19,7 +19,10 @@ import java.util.List;
  * {@code streamPair} where the kernel pairs streams) (Llama-3-8B TP1 or DeepSeek MLA bf16 at one block; arguments read
  * from an array, not constants): what the loops cost without the backend around them; and {@code prev}, the prepared form with
  * the kernel's calls before the in-cache forms of issue 28's last step ({@code headsAffine} per layer instead of
- * {@code headsInCache}, one MLA layer per loop instead of {@code streamPair}'s two). One call each in turn with the order
+ * {@code headsInCache}, one MLA layer per loop instead of {@code streamPair}'s two); and {@code krows}, the kernel alone
+ * as {@code kernel} but with Llama-3-8B's rows read by the row pass ({@code headsAffine} as from memory:
+ * {@code rowEight} at 512 bits, {@code rowPass256} at 256) and MLA one stream per layer (docs/bench-cpu.md, "On Intel
+ * (Emerald Rapids): the fused pass"). One call each in turn with the order
  * rotating, so a loaded machine's noise hits all alike; prints best and median GB/s and each side's over the bound's.
  * The two backends' block checksums are compared first (exit on a difference).
  *
@@ -31,7 +34,7 @@ public final class FusedCacheAb {
         String shape = args[0];
         String size = args[1];
         int rounds = Integer.parseInt(args[2]);
-        String[] names = {"old", "fused", "bound", "kernel", "prev"};
+        String[] names = {"old", "fused", "bound", "kernel", "prev", "krows"};
         try (KvFixture fx = KvFixture.of(shape, size)) {
             SlicePlan plan = SlicePlan.of(fx.group(), fx.request());
             Constructor<FastCpuBackend> c = FastCpuBackend.class.getDeclaredConstructor(int.class, SliceKernel.class, long.class,
@@ -77,11 +80,27 @@ public final class FusedCacheAb {
                     }
                     return z;
                 };
+                // krows: the kernel alone, Llama-3-8B's rows read by the row pass (headsAffine from memory: rowEight at
+                // 512 bits, rowPass256 at 256), MLA one stream per layer (no streamPair)
+                java.util.function.LongSupplier kernelRows = () -> {
+                    long z = 0;
+                    for (int r = 0; r < segs.length; r++) {
+                        java.lang.foreign.MemorySegment seg = segs[r];
+                        if (mla) {
+                            z += kern.sumAffine(seg, dyn[0], dyn[1], (int) dyn[2], dyn[3], (int) dyn[4], (int) dyn[5], (int) dyn[6]);
+                        } else {
+                            kern.headsAffine(seg, dyn[7], dyn[8], dyn[9], (int) dyn[10], seg, dyn[11], dyn[8], dyn[9], (int) dyn[10],
+                                    (int) dyn[12], (int) dyn[2], dyn[3], true, hs);
+                            z += hs[0] + hs[7];
+                        }
+                    }
+                    return z;
+                };
                 long sink = 0;
                 long until = System.nanoTime() + 3_000_000_000L;
                 while (System.nanoTime() < until) {
                     sink += kcs.get(0).blockChecksums(plan)[0] + kcs.get(1).blockChecksums(plan)[0] + boundRead.getAsLong() + kernelOnly.getAsLong()
-                            + prev.blockChecksums(plan)[0];
+                            + prev.blockChecksums(plan)[0] + kernelRows.getAsLong();
                 }
                 if (args.length > 3) {   // profiling (perf): the shipped pass alone for args[3] seconds
                     long end = System.nanoTime() + Long.parseLong(args[3]) * 1_000_000_000L;
@@ -96,7 +115,7 @@ public final class FusedCacheAb {
                     for (int j = 0; j < nv; j++) {
                         int w = (j + r) % nv;
                         long s = System.nanoTime();
-                        sink += w == 4 ? prev.blockChecksums(plan)[0] : w == 3 ? kernelOnly.getAsLong() : w == 2 ? boundRead.getAsLong()
+                        sink += w == 5 ? kernelRows.getAsLong() : w == 4 ? prev.blockChecksums(plan)[0] : w == 3 ? kernelOnly.getAsLong() : w == 2 ? boundRead.getAsLong()
                                 : kcs.get(w).blockChecksums(plan)[0];
                         t[w][r] = System.nanoTime() - s;
                     }

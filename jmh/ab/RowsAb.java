@@ -20,7 +20,8 @@ import java.util.List;
  * {@code jmh/ab/rows-ab.sh}): {@code old}, heads read head by head with the next block touched ahead (the loops before
  * the row pass), against {@code rows}, the backend as it ships (whole rows per pass from memory where
  * {@code VectorSliceKernel.rowsAffine} says so), {@code prev}, the row pass before branch fusedmem (512-bit rows on AMD
- * family 26; at AVX2 width the same code as {@code rows}, a control), {@code read}, the same backend with the row pass replaced by a plain
+ * family 26; at AVX2 width the same code as {@code rows}, a control; with {@code -Drowsab.prev=narrow} or
+ * {@code =preferred} that choice instead, e.g. AMD's {@code Streams.NARROW} on Intel), {@code read}, the same backend with the row pass replaced by a plain
  * read of the same rows ({@link ReadKernel}: same blocks in the same order, same thread split, K's rows then V's,
  * sixteen loads a body at the width the row pass reads (256 bits where it takes {@code rowPass256}, else the
  * preferred width), summed into four accumulators, no weights; its values are not checksums), and
@@ -53,6 +54,11 @@ public final class RowsAb {
             // the row pass before branch fusedmem: AMD family 26 at its preferred width (512-bit rows)
             KernelSpecies.Streams before = KernelSpecies.CHOSEN == KernelSpecies.Streams.NARROW && zen5()
                     ? KernelSpecies.Streams.PREFERRED : KernelSpecies.CHOSEN;
+            // -Drowsab.prev=narrow|preferred: the prev side with that choice instead (e.g. AMD's NARROW on Intel)
+            String prev = System.getProperty("rowsab.prev", "");
+            if (!prev.isEmpty()) {
+                before = prev.equals("narrow") ? KernelSpecies.Streams.NARROW : KernelSpecies.Streams.PREFERRED;
+            }
             names.add("prev");
             kcs.add(KvChecksum.of(c.newInstance(threads, new VectorSliceKernel(before, true),
                     FastCpuBackend.PARALLEL_BYTES)));

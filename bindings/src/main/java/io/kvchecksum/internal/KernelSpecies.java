@@ -22,7 +22,10 @@ import java.util.List;
  * ({@code VectorSliceKernel.rowPass256}: medians 1.11-1.18 of the 512-bit row pass's, docs/bench-cpu.md, "Side-by-side
  * heads from memory"). On AMD family 26 (Zen 5) with AVX-512 the same choice measured faster for both: the 2 KiB rows
  * 1.10-1.28x (medians) and MLA bf16's streams 1.05-1.14x from memory (256 MiB and 1 GiB, 2 threads; docs/bench-cpu.md,
- * "The width of MLA's streams on Zen 5"). Tests give the kernels each choice through
+ * "The width of MLA's streams on Zen 5"). On Intel (family 6, Emerald Rapids) with AVX-512 both read faster at 512 bits
+ * from memory in the same A/B (1 GiB, 2 threads, a loaded machine; medians 0.75-0.80 of the bound against 0.64-0.69
+ * for the 2 KiB rows, 0.80 against 0.69 for MLA's streams; docs/bench-cpu.md, "On Intel (Emerald Rapids): the fused
+ * pass"), so Intel takes {@link Streams#PREFERRED}. Tests give the kernels each choice through
  * {@link VectorSliceKernel#VectorSliceKernel(Streams)} and {@code FastCpuBackend.withStreams}.
  */
 final class KernelSpecies {
