@@ -42,9 +42,33 @@ public final class MemoryBound implements AutoCloseable {
     /** The version of the read bound's definition, written next to results so that comparisons can tell. */
     public static final String DEFINITION = "fastest of vector, vector256, scalar, native readers; same threads; v5, "
             + "vector loops as the C reader's (8 sums, 2 parts in lockstep, or 4 streams at 256 bits, int steps, sums "
-            + "carried across parts; parts under 8 KiB on average one at a time, 4 sums)";
+            + "carried across parts; parts under 8 KiB on average one at a time, 4 sums; on Intel at 512 bits "
+            + "4 streams of 2 loads, a long offset)";
 
     private static final boolean HAS_VECTOR = ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent();
+
+    /**
+     * Whether the {@code vector} reader runs the loop measured fastest on Intel (Emerald Rapids, docs/bench-cpu.md, "On
+     * Intel (Emerald Rapids): the in-cache bound"): where the preferred width is 512 bits, four streams of two loads
+     * with a {@code long} offset stepped by the loop ({@link VectorRead#read4}; at 256 bits the two-stream loop read
+     * faster there). Elsewhere (AMD Zen 4 and 5, where the loop before it was measured faster than four streams) the
+     * loop stays as it was. By {@code /proc/cpuinfo}'s vendor; the system property {@code kvchecksum.bound.loops}
+     * ({@code intel} or {@code amd}) overrides it, for A/B runs.
+     */
+    static final boolean INTEL_LOOPS = intelLoops();
+
+    private static boolean intelLoops() {
+        String forced = System.getProperty("kvchecksum.bound.loops", "");
+        if (!forced.isEmpty()) {
+            return forced.equals("intel");
+        }
+        try {
+            return java.nio.file.Files.readAllLines(java.nio.file.Path.of("/proc/cpuinfo")).stream()
+                    .anyMatch(l -> l.matches("vendor_id\\s*:\\s*GenuineIntel"));
+        } catch (java.io.IOException | RuntimeException e) {
+            return false;
+        }
+    }
 
     /** One way of reading every byte. Each returns a value depending on every word read, so nothing is skipped. */
     public enum Reader {
@@ -214,16 +238,16 @@ public final class MemoryBound implements AutoCloseable {
     }
 
     /**
-     * A task's bytes for {@link VectorRead#read256}, which reads entries {@code 4k .. 4k+3} in lockstep: each entry a
-     * slice of a part, the four of a group of the same length, so that the loop indexes the four from 0 with one
-     * counter (an offset of each added to it read the MLA case 2-4 % slower). First, while at least four parts are
-     * left, groups of four consecutive parts, each group cut at the shortest one's end, an emptied part's place taken
-     * by the next part (a layer of DeepSeek MLA read beside its three neighbours: 2-3 % faster in cache than four
-     * streams a quarter of the task apart); then the rest as the C reader reads a range, its words cut into four
-     * streams of (within a word) equal length, read in lockstep, the few words one stream has beyond the others in
-     * groups of their own with empty partners. Every whole word of the task once, in pieces of at most
-     * {@code maxPart} bytes; cuts fall on whole words of a part, so a part's words are the same words as read one by
-     * one (a byte tail under a word is not read).
+     * A task's bytes for {@link VectorRead#read256} (and on Intel {@link VectorRead#read4}), which read entries {@code
+     * 4k .. 4k+3} in lockstep: each entry a slice of a part, the four of a group of the same length, so that the loop
+     * indexes the four from 0 with one counter (an offset of each added to it read the MLA case 2-4 % slower). First,
+     * while at least four parts are left, groups of four consecutive parts, each group cut at the shortest one's end,
+     * an emptied part's place taken by the next part (a layer of DeepSeek MLA read beside its three neighbours: 2-3 %
+     * faster in cache than four streams a quarter of the task apart); then the rest as the C reader reads a range, its
+     * words cut into four streams of (within a word) equal length, read in lockstep, the few words one stream has
+     * beyond the others in groups of their own with empty partners. Every whole word of the task once, in pieces of at
+     * most {@code maxPart} bytes; cuts fall on whole words of a part, so a part's words are the same words as read one
+     * by one (a byte tail under a word is not read).
      */
     private record Streams(MemorySegment[] src) {
         static Streams of(List<Part> task, long maxPart) {
@@ -334,6 +358,7 @@ public final class MemoryBound implements AutoCloseable {
     private final List<List<Part>> tasks;
     private final java.util.Map<List<Part>, Flat> flat = new java.util.IdentityHashMap<>();
     private final java.util.Map<List<Part>, Streams> streams = new java.util.IdentityHashMap<>();
+    private final boolean intelLoops;
     private final boolean parallel;
     private final ForkJoinPool pool;
     private final long ring;
@@ -379,6 +404,15 @@ public final class MemoryBound implements AutoCloseable {
     }
 
     private MemoryBound(int threads, List<Range> ranges) {
+        this(threads, ranges, INTEL_LOOPS);
+    }
+
+    /**
+     * Bounds over {@code ranges} with the {@code vector} loop of Intel ({@code intelLoops}: {@link VectorRead#read4}
+     * where the preferred width is 512 bits) or of AMD ({@link VectorRead#read}); tests read with both on any CPU.
+     */
+    MemoryBound(int threads, List<Range> ranges, boolean intelLoops) {
+        this.intelLoops = intelLoops;
         long total = 0;
         for (Range r : ranges) {
             total += r.length();
@@ -578,7 +612,11 @@ public final class MemoryBound implements AutoCloseable {
     private long readTask(List<Part> task, Reader reader) {
         if (reader == Reader.VECTOR) {
             Flat f = flat.get(task);
-            return f.paired ? VectorRead.read(f.src, f.offset, f.length) : VectorRead.readEach(f.src, f.offset, f.length);
+            if (!f.paired) {
+                return VectorRead.readEach(f.src, f.offset, f.length);
+            }
+            return intelLoops && VectorRead.WIDE ? VectorRead.read4(streams.get(task).src)
+                    : VectorRead.read(f.src, f.offset, f.length);
         }
         if (reader == Reader.VECTOR256) {
             return VectorRead.read256(streams.get(task).src);
