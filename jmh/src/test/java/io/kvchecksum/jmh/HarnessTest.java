@@ -111,6 +111,17 @@ class HarnessTest {
     }
 
     @Test
+    void readBoundJsonGivesThe256BitKernelsBestOverItsStreams() {
+        String json = "{\"bytes\": 65536, \"kernel\": \"avx512\", \"best_gbps\": 140.466, \"variants\": ["
+                + "{\"kernel\": \"avx512\", \"streams\": 1, \"best_gbps\": 140.466, \"median_gbps\": 46.1}, "
+                + "{\"kernel\": \"avx2\", \"streams\": 1, \"best_gbps\": 103.988, \"median_gbps\": 103.0}, "
+                + "{\"kernel\": \"avx2\", \"streams\": 2, \"best_gbps\": 104.700, \"median_gbps\": 99.0}]}";
+        assertEquals(104.7, ReadBoundCompare.parseBest256(json));
+        assertTrue(Double.isNaN(ReadBoundCompare.parseBest256("{\"variants\": [{\"kernel\": \"scalar\", "
+                + "\"best_gbps\": 30.0}]}")), "no avx2 variant");
+    }
+
+    @Test
     void aCpuVariantIsRefusedWhereTheJvmRunsAnotherLoop() {
         // the tests run with the vector module at native width (or a 256-bit machine): never the scalar loop
         IllegalStateException e = assertThrows(IllegalStateException.class, () -> Backends.open("cpu-scalar"));
