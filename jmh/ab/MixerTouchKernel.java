@@ -26,9 +26,17 @@ final class MixerTouchKernel implements SliceKernel {
     private final long dist;
     private final boolean pairs;
     private final boolean two;
+    private boolean halves;
 
     MixerTouchKernel(long dist, boolean pairs) {
         this(dist, pairs, false);
+    }
+
+    /** No touch, 2 KiB rows through {@link #rowHalves}. */
+    static MixerTouchKernel halves() {
+        MixerTouchKernel k = new MixerTouchKernel(0, false, false);
+        k.halves = true;
+        return k;
     }
 
     /** {@code two}: no touch, 2 KiB rows through {@link #rowTwo} (two streams at once). */
@@ -83,7 +91,12 @@ final class MixerTouchKernel implements SliceKernel {
             return;
         }
         Arrays.fill(out, 0, heads, 0);
-        if (two) {
+        if (halves) {
+            rowHalves(kSeg, kBase, kStride, n, t0, cell, 0, kPieces / (4 * L), out);
+            if (vSeg != null) {
+                rowHalves(vSeg, vBase, vStride, n, t0, cell, kPieces, vPieces / (4 * L), out);
+            }
+        } else if (two) {
             rowTwo(kSeg, kBase, kStride, n, t0, cell, 0, kPieces / (4 * L), out);
             if (vSeg != null) {
                 rowTwo(vSeg, vBase, vStride, n, t0, cell, kPieces, vPieces / (4 * L), out);
@@ -409,6 +422,115 @@ final class MixerTouchKernel implements SliceKernel {
         out[6 / perHead] += a6.mul(k.add(8L * L * (6 % perHead)))
                 .sub(w6.lanewise(VectorOperators.LSHL, VectorSliceKernel.SHIFT_2L)).reduceLanes(VectorOperators.ADD);
         out[7 / perHead] += a7.mul(k.add(8L * L * (7 % perHead)))
+                .sub(w7.lanewise(VectorOperators.LSHL, VectorSliceKernel.SHIFT_2L)).reduceLanes(VectorOperators.ADD);
+    }
+
+
+    /**
+     * {@code rowRegs} over two streams of half rows: the block's first and second half of tokens ({@code h = n/2}; an
+     * odd last token through {@code rowRegs} alone) read in turn unit by unit (256 bytes), the row's first four units
+     * in one pass and its last four in a second; each half's sums its own (eight in a ring), closed as {@code rowRegs}
+     * closes {@code h} tokens from {@code t0} and from {@code t0 + h}. Four mixers per loop body.
+     */
+    static void rowHalves(MemorySegment seg, long base, long stride, int n, long t0, int cellPieces, int pieceBase,
+            int perHead, long[] out) {
+        final int h = n >> 1;
+        if (h == 0) {
+            MixedVectorSliceKernel.rowRegs(seg, base, stride, n, t0, cellPieces, pieceBase, perHead, out);
+            return;
+        }
+        if ((n & 1) != 0) {
+            MixedVectorSliceKernel.rowRegs(seg, base + 2L * h * stride, stride, 1, t0 + 2L * h, cellPieces, pieceBase,
+                    perHead, out);
+        }
+        rowHalf(seg, base, stride, h, t0, cellPieces, pieceBase, perHead, out, 0);
+        rowHalf(seg, base, stride, h, t0, cellPieces, pieceBase, perHead, out, 1);
+    }
+
+    static void rowHalf(MemorySegment seg, long base, long stride, int h, long t0, int cellPieces, int pieceBase,
+            int perHead, long[] out, int pass) {
+        final long half = h * stride;
+        final LongVector zero = LongVector.zero(S);
+        final long vb = 8L * L;
+        final int shift = Integer.numberOfTrailingZeros(cellPieces / L);
+        LongVector a0 = zero, a1 = zero, a2 = zero, a3 = zero, a4 = zero, a5 = zero, a6 = zero, a7 = zero;
+        LongVector w0 = zero, w1 = zero, w2 = zero, w3 = zero, w4 = zero, w5 = zero, w6 = zero, w7 = zero;
+        for (int k = 0; k < 8 * h; k++) {
+            long at = base + (k >> 3) * stride + (k & 1) * half + (((k >> 1) & 3) + 4 * pass) * 4 * vb;
+            LongVector x0, x1, x2, x3, r1, r2, p, q, y, lo;
+            x0 = LongVector.fromMemorySegment(S, seg, at, LE);
+            p = x0.and(M32).mul(LongVector.broadcast(S, 0x9E3779B9L).and(M32));
+            y = x0.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32));
+            p = y.lanewise(VectorOperators.LSHR, 32).mul(LongVector.broadcast(S, 0x85EBCA6BL).and(M32));
+            lo = x0.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32)).and(M32);
+            p = lo.mul(LongVector.broadcast(S, 0xC2B2AE35L).and(M32));
+            x0 = y.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32)).and(HI).or(lo);
+            x1 = LongVector.fromMemorySegment(S, seg, at + vb, LE);
+            p = x1.and(M32).mul(LongVector.broadcast(S, 0x9E3779B9L).and(M32));
+            y = x1.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32));
+            p = y.lanewise(VectorOperators.LSHR, 32).mul(LongVector.broadcast(S, 0x85EBCA6BL).and(M32));
+            lo = x1.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32)).and(M32);
+            p = lo.mul(LongVector.broadcast(S, 0xC2B2AE35L).and(M32));
+            x1 = y.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32)).and(HI).or(lo);
+            x2 = LongVector.fromMemorySegment(S, seg, at + 2 * vb, LE);
+            p = x2.and(M32).mul(LongVector.broadcast(S, 0x9E3779B9L).and(M32));
+            y = x2.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32));
+            p = y.lanewise(VectorOperators.LSHR, 32).mul(LongVector.broadcast(S, 0x85EBCA6BL).and(M32));
+            lo = x2.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32)).and(M32);
+            p = lo.mul(LongVector.broadcast(S, 0xC2B2AE35L).and(M32));
+            x2 = y.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32)).and(HI).or(lo);
+            x3 = LongVector.fromMemorySegment(S, seg, at + 3 * vb, LE);
+            p = x3.and(M32).mul(LongVector.broadcast(S, 0x9E3779B9L).and(M32));
+            y = x3.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32));
+            p = y.lanewise(VectorOperators.LSHR, 32).mul(LongVector.broadcast(S, 0x85EBCA6BL).and(M32));
+            lo = x3.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32)).and(M32);
+            p = lo.mul(LongVector.broadcast(S, 0xC2B2AE35L).and(M32));
+            x3 = y.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32)).and(HI).or(lo);
+            r2 = x2.add(x3);
+            r1 = x1.add(r2);
+            a0 = a0.add(x0.add(r1));
+            w0 = w0.add(a0.lanewise(VectorOperators.LSHL, shift).sub(r1.add(r2).add(x3)));
+            q = a0;
+            a0 = a1;
+            a1 = a2;
+            a2 = a3;
+            a3 = a4;
+            a4 = a5;
+            a5 = a6;
+            a6 = a7;
+            a7 = q;
+            q = w0;
+            w0 = w1;
+            w1 = w2;
+            w2 = w3;
+            w3 = w4;
+            w4 = w5;
+            w5 = w6;
+            w6 = w7;
+            w7 = q;
+        }
+        LongVector k1 = VectorSliceKernel.TWO_IOTA.add(2 * (t0 * cellPieces + pieceBase) + 1
+                + ((long) h << shift << VectorSliceKernel.SHIFT_2L));
+        LongVector k2 = k1.add(2L * h * cellPieces);
+        int u = 4 * pass;
+        out[u / perHead] += a0.mul(k1.add(8L * L * (u % perHead)))
+                .sub(w0.lanewise(VectorOperators.LSHL, VectorSliceKernel.SHIFT_2L)).reduceLanes(VectorOperators.ADD);
+        out[u / perHead] += a1.mul(k2.add(8L * L * (u % perHead)))
+                .sub(w1.lanewise(VectorOperators.LSHL, VectorSliceKernel.SHIFT_2L)).reduceLanes(VectorOperators.ADD);
+        u++;
+        out[u / perHead] += a2.mul(k1.add(8L * L * (u % perHead)))
+                .sub(w2.lanewise(VectorOperators.LSHL, VectorSliceKernel.SHIFT_2L)).reduceLanes(VectorOperators.ADD);
+        out[u / perHead] += a3.mul(k2.add(8L * L * (u % perHead)))
+                .sub(w3.lanewise(VectorOperators.LSHL, VectorSliceKernel.SHIFT_2L)).reduceLanes(VectorOperators.ADD);
+        u++;
+        out[u / perHead] += a4.mul(k1.add(8L * L * (u % perHead)))
+                .sub(w4.lanewise(VectorOperators.LSHL, VectorSliceKernel.SHIFT_2L)).reduceLanes(VectorOperators.ADD);
+        out[u / perHead] += a5.mul(k2.add(8L * L * (u % perHead)))
+                .sub(w5.lanewise(VectorOperators.LSHL, VectorSliceKernel.SHIFT_2L)).reduceLanes(VectorOperators.ADD);
+        u++;
+        out[u / perHead] += a6.mul(k1.add(8L * L * (u % perHead)))
+                .sub(w6.lanewise(VectorOperators.LSHL, VectorSliceKernel.SHIFT_2L)).reduceLanes(VectorOperators.ADD);
+        out[u / perHead] += a7.mul(k2.add(8L * L * (u % perHead)))
                 .sub(w7.lanewise(VectorOperators.LSHL, VectorSliceKernel.SHIFT_2L)).reduceLanes(VectorOperators.ADD);
     }
 
