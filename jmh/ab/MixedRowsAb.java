@@ -24,7 +24,10 @@ import java.util.function.LongSupplier;
  * backend and a mixed plan), {@code prevmix} (the shipped kernel with its row passes from memory through the mixer
  * before 2026-12-07 21:00 UTC, {@link MixerPrevKernel}), {@code two} (the shipped kernel with its scratch row pass
  * mixing two vectors per step, {@link MixerTwoKernel}; at 512 bits 2 KiB rows take the shipped {@code rowRegs}) and {@code newmix} (the shipped kernel through
- * the same route as {@code prevmix} and {@code two}: a standard-mode plan on a backend whose kernel is the mixed one) and every reader of the project's read bound (the bound is the fastest of them, as in the
+ * the same route as {@code prevmix} and {@code two}: a standard-mode plan on a backend whose kernel is the mixed one),
+ * {@code touch1k}, {@code touch2k}, {@code touch4k}, {@code pairs2k}, {@code streams2} and {@code halves2s}
+ * ({@link MixerTouchKernel}: the 2 KiB row pass touching ahead, or reading two streams of the block at once; docs/bench-cpu.md, "On Intel (Emerald
+ * Rapids): the mixer"; system property {@code turns}, the forms to run besides {@code standard} and the readers) and every reader of the project's read bound (the bound is the fastest of them, as in the
  * suite: the 512-bit reader alone reads memory slower than the standard checksum on Zen 4), one call each in turn with
  * the order rotating, so a loaded machine's noise hits all alike; prints best and median GB/s and the ratios to
  * the standard mode's best and median. {@code old} and {@code scratch} run through a backend whose kernel is the mixed
@@ -55,7 +58,9 @@ public final class MixedRowsAb {
         int threads = Integer.parseInt(args[2]);
         int rounds = Integer.parseInt(args[3]);
         List<MemoryBound.Reader> readers = MemoryBound.readers();
-        List<String> names = new ArrayList<>(List.of("old", "scratch", "standard", "mixed", "prevmix", "two", "newmix"));
+        List<String> names = new ArrayList<>(List.of("old", "scratch", "standard", "mixed", "prevmix", "two", "newmix",
+                "touch1k", "touch2k", "touch4k", "pairs2k", "streams2", "halves2s"));
+        final int forms = names.size();
         readers.forEach(r -> names.add("read-" + r.id()));
         int n = names.size();
         try (KvFixture fx = KvFixture.of(shape, size)) {
@@ -68,12 +73,24 @@ public final class MixedRowsAb {
             KvChecksum prev = KvChecksum.of(c.newInstance(threads, new MixerPrevKernel(), FastCpuBackend.PARALLEL_BYTES));
             KvChecksum two = KvChecksum.of(c.newInstance(threads, new MixerTwoKernel(), FastCpuBackend.PARALLEL_BYTES));
             KvChecksum newmix = KvChecksum.of(c.newInstance(threads, new MixedVectorSliceKernel(), FastCpuBackend.PARALLEL_BYTES));
+            KvChecksum[] touch = {
+                    KvChecksum.of(c.newInstance(threads, new MixerTouchKernel(1024, false), FastCpuBackend.PARALLEL_BYTES)),
+                    KvChecksum.of(c.newInstance(threads, new MixerTouchKernel(2048, false), FastCpuBackend.PARALLEL_BYTES)),
+                    KvChecksum.of(c.newInstance(threads, new MixerTouchKernel(4096, false), FastCpuBackend.PARALLEL_BYTES)),
+                    KvChecksum.of(c.newInstance(threads, new MixerTouchKernel(2048, true), FastCpuBackend.PARALLEL_BYTES)),
+                    KvChecksum.of(c.newInstance(threads, new MixerTouchKernel(0, false, true), FastCpuBackend.PARALLEL_BYTES)),
+                    KvChecksum.of(c.newInstance(threads, MixerTouchKernel.halves(), FastCpuBackend.PARALLEL_BYTES))};
             KvChecksum cpu = KvChecksums.cpu(threads);
             long[] shipped = cpu.blockChecksums(mixedPlan);
             if (!Arrays.equals(shipped, old.blockChecksums(plan)) || !Arrays.equals(shipped, rows.blockChecksums(plan))
                     || !Arrays.equals(shipped, prev.blockChecksums(plan)) || !Arrays.equals(shipped, two.blockChecksums(plan))
                     || !Arrays.equals(shipped, newmix.blockChecksums(plan))) {
                 throw new AssertionError("old, scratch, prevmix, two, newmix and the shipped mixed mode differ");
+            }
+            for (KvChecksum k : touch) {
+                if (!Arrays.equals(shipped, k.blockChecksums(plan))) {
+                    throw new AssertionError("a touch kernel and the shipped mixed mode differ");
+                }
             }
             try (MemoryBound bound = new MemoryBound(fx.segments(), threads)) {
                 LongSupplier[] turn = new LongSupplier[n];
@@ -84,15 +101,27 @@ public final class MixedRowsAb {
                 turn[4] = () -> prev.blockChecksums(plan)[0];
                 turn[5] = () -> two.blockChecksums(plan)[0];
                 turn[6] = () -> newmix.blockChecksums(plan)[0];
+                for (int i = 0; i < touch.length; i++) {
+                    KvChecksum k = touch[i];
+                    turn[7 + i] = () -> k.blockChecksums(plan)[0];
+                }
                 for (int i = 0; i < readers.size(); i++) {
                     MemoryBound.Reader r = readers.get(i);
-                    turn[7 + i] = () -> bound.read(r);
+                    turn[forms + i] = () -> bound.read(r);
+                }
+                // the turns to run: system property "turns" (names; standard and the readers always run)
+                String only = System.getProperty("turns");
+                boolean[] on = new boolean[n];
+                for (int w = 0; w < n; w++) {
+                    on[w] = only == null || w == 2 || w >= forms || (" " + only + " ").contains(" " + names.get(w) + " ");
                 }
                 long sink = 0;
                 long until = System.nanoTime() + 3_000_000_000L;
                 while (System.nanoTime() < until) {
-                    for (LongSupplier f : turn) {
-                        sink += f.getAsLong();
+                    for (int w = 0; w < n; w++) {
+                        if (on[w]) {
+                            sink += turn[w].getAsLong();
+                        }
                     }
                 }
                 double[][] t = new double[n][rounds];
@@ -100,6 +129,9 @@ public final class MixedRowsAb {
                 for (int r = 0; r < rounds; r++) {
                     for (int j = 0; j < n; j++) {
                         int w = (j + r) % n;
+                        if (!on[w]) {
+                            continue;
+                        }
                         long c0 = cpuNanos();
                         long s = System.nanoTime();
                         sink += turn[w].getAsLong();
@@ -115,6 +147,9 @@ public final class MixedRowsAb {
                     Arrays.sort(cpuT[w]);
                 }
                 for (int w = 0; w < n; w++) {
+                    if (!on[w]) {
+                        continue;
+                    }
                     sb.append(String.format("%n  %-12s best %6.1f GB/s, median %6.1f GB/s, / standard: best %.3f, median %.3f",
                             names.get(w), bytes / t[w][0], bytes / t[w][rounds / 2], t[2][0] / t[w][0],
                             t[2][rounds / 2] / t[w][rounds / 2]));
@@ -124,11 +159,14 @@ public final class MixedRowsAb {
                 // The bound is the fastest reader, by the same statistic: a checksum faster than it condemns the bound.
                 double boundBest = Double.MAX_VALUE;
                 double boundMedian = Double.MAX_VALUE;
-                for (int w = 7; w < n; w++) {
+                for (int w = forms; w < n; w++) {
                     boundBest = Math.min(boundBest, t[w][0]);
                     boundMedian = Math.min(boundMedian, t[w][rounds / 2]);
                 }
-                for (int w = 0; w < 7; w++) {
+                for (int w = 0; w < forms; w++) {
+                    if (!on[w]) {
+                        continue;
+                    }
                     double best = boundBest / t[w][0];
                     double median = boundMedian / t[w][rounds / 2];
                     sb.append(String.format("%n  %-12s / bound (fastest reader): best %.3f, median %.3f%s", names.get(w), best,
