@@ -12,7 +12,9 @@ import java.util.SplittableRandom;
  * A/B of the verifying copy's loops in one JVM (not a benchmark; built and run by {@code jmh/ab/copy-loops-ab.sh}):
  * {@code old} ({@link VectorCopyLoopOld}, the loops before this change) against {@code new} (the backend's
  * {@link VectorCopyLoop}), with {@code memcopy} ({@link MemorySegment#copy}) of the same pages and {@code move} (a
- * plain Vector API move of the same cells into the same destination layout, no sums: {@link Move}) alongside, on one thread,
+ * plain Vector API move of the same cells into the same destination layout, no sums: {@link Move}) and {@code heads}
+ * (the backend's loop with rows into HND head by head, {@code CopyLoop}'s default over {@code copy}: the in-cache
+ * choice on Intel; in a page permutation the same as {@code new}) alongside, on one thread,
  * in cache: Llama-3-8B's pages of 16 tokens x 8 KV heads x 256 bytes, 16 layers of K and V (1 MiB, the shape
  * {@code CopyTurns ... 1MiB} copies), each K or V page one {@link CopyLoop#copyRows} call, into the same layout
  * ({@code perm}) or FlashInfer HND ({@code hnd}). Each round runs every side once (a batch of calls) in rotating order,
@@ -49,8 +51,10 @@ public final class CopyLoopsAb {
                 src.set(ValueLayout.JAVA_LONG, o, rnd.nextLong());
             }
             CopyLoop[] loops = {new VectorCopyLoopOld(VectorCopyLoopOld.Rows.AUTO, FLAT),
-                    new VectorCopyLoop(VectorCopyLoop.Rows.AUTO, FLAT)};
-            String[] names = {"old", "new", "memcopy", "move"};
+                    new VectorCopyLoop(VectorCopyLoop.Rows.AUTO, FLAT), null, null,
+                    new VectorCopyLoop(VectorCopyLoop.Rows.AUTO, FLAT, true)};
+            String[] names = {"old", "new", "memcopy", "move", "heads"};
+            int sides = names.length;
             long[] sums = new long[2];
             byte[][] bytes = new byte[2][];
             for (int k = 0; k < 2; k++) {
@@ -66,17 +70,21 @@ public final class CopyLoopsAb {
             if (!Arrays.equals(bytes[1], dst.toArray(ValueLayout.JAVA_BYTE))) {
                 throw new AssertionError("move and new differ");
             }
+            dst.fill((byte) 0);
+            if (run(loops[4], src, dst, hnd, factors) != sums[1] || !Arrays.equals(bytes[1], dst.toArray(ValueLayout.JAVA_BYTE))) {
+                throw new AssertionError("heads and new differ");
+            }
             long until = System.nanoTime() + 4_000_000_000L;
             while (System.nanoTime() < until) {
-                for (int w = 0; w < 4; w++) {
+                for (int w = 0; w < sides; w++) {
                     sink += side(w, loops, src, dst, hnd, factors);
                 }
             }
             int batch = 50;
-            double[][] t = new double[4][rounds];
+            double[][] t = new double[sides][rounds];
             for (int r = 0; r < rounds; r++) {
-                for (int j = 0; j < 4; j++) {
-                    int w = (j + r) % 4;
+                for (int j = 0; j < sides; j++) {
+                    int w = (j + r) % sides;
                     long s = THREADS.getCurrentThreadCpuTime();
                     for (int b = 0; b < batch; b++) {
                         sink += side(w, loops, src, dst, hnd, factors);
@@ -93,17 +101,17 @@ public final class CopyLoopsAb {
                 }
                 System.out.println(raw);
             }
-            for (int w = 0; w < 4; w++) {
+            for (int w = 0; w < sides; w++) {
                 Arrays.sort(t[w]);
             }
-            for (int w = 0; w < 4; w++) {
+            for (int w = 0; w < sides; w++) {
                 sb.append(String.format("  %-8s best %7.2f us  median %7.2f us", names[w], t[w][0] / 1e3,
                         t[w][rounds / 2] / 1e3));
                 if (w != 2) {
                     sb.append(String.format("  memcopy/this %.3f (best) %.3f (median)", t[2][0] / t[w][0],
                             t[2][rounds / 2] / t[w][rounds / 2]));
                 }
-                if (w < 2) {
+                if (w < 2 || w == 4) {
                     sb.append(String.format("  move/this %.3f (best)", t[3][0] / t[w][0]));
                 }
                 sb.append('\n');

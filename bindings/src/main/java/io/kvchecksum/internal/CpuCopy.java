@@ -50,12 +50,23 @@ import java.util.function.IntFunction;
  * on the choice).
  */
 final class CpuCopy {
-    private static final CopyLoop STANDARD = load(true);
+    /**
+     * Whether this CPU takes the in-cache loop that copies rows into a destination holding each head's tokens back to
+     * back (FlashInfer HND) head by head rather than token row by token row: Intel ({@code GenuineIntel} by
+     * {@code /proc/cpuinfo}). Measured on Emerald Rapids, one thread in L2, Llama-3-8B NHD into HND: head by head 0.90
+     * of {@code MemorySegment.copy} against the token rows' 0.65 at AVX2, 0.91 against 0.80 at 512 bits (a plain move
+     * of the same cells in token-row order reads 0.70 there: the eight heads' stores 4 KiB apart are what costs);
+     * on AMD Zen 4 the token rows measured as fast as head by head, so AMD keeps them (docs/bench-cpu.md, "On Intel
+     * (Emerald Rapids): the copy and its baseline").
+     */
+    static final boolean HEADS_INTO_HND = intel();
+    private static final CopyLoop STANDARD = load(true, HEADS_INTO_HND);
+    private static final CopyLoop STANDARD_OTHER = load(true, !HEADS_INTO_HND);
     /**
      * The standard loop for copies of {@link CpuWorkSplit#PARALLEL} bytes and more, read from memory (on the calling
      * thread too, as the checksum path treats them): its row loops, not the in-cache flat streams.
      */
-    private static final CopyLoop FROM_MEMORY = load(false);
+    private static final CopyLoop FROM_MEMORY = load(false, false);
     private static final CopyLoop MIXED = new ScalarCopyLoop(true);
 
     /** How a launch of {@code PARALLEL_BYTES} or more is cut into tasks over the pool ({@link #parallel}). */
@@ -76,6 +87,8 @@ final class CpuCopy {
     static final CpuCopy SHIPPED = new CpuCopy(Split.LAYERS, CpuWorkSplit.PARALLEL);
 
     private final Split split;
+    /** The in-cache loop: this CPU's ({@link #HEADS_INTO_HND}) or, for tests on any CPU, the other choice. */
+    private final CopyLoop inCache;
     /** From this many bytes of a launch (or a segmented plan's launches together) the loops for memory run. */
     private final long fromMemoryBytes;
 
@@ -85,6 +98,17 @@ final class CpuCopy {
      *         (the backend: {@code PARALLEL_BYTES}; 0: every copy, for tests that check those loops on small vectors)
      */
     CpuCopy(Split split, long fromMemoryBytes) {
+        this(split, fromMemoryBytes, HEADS_INTO_HND);
+    }
+
+    /**
+     * @param split how a large launch is cut over the pool
+     * @param fromMemoryBytes from how many bytes of a launch the standard mode takes {@link #FROM_MEMORY}'s loops
+     * @param headsIntoHnd whether the in-cache loop copies rows into HND head by head ({@link #HEADS_INTO_HND}: this
+     *         CPU's choice; the other for tests that run both on any CPU)
+     */
+    CpuCopy(Split split, long fromMemoryBytes, boolean headsIntoHnd) {
+        this.inCache = headsIntoHnd == HEADS_INTO_HND ? STANDARD : STANDARD_OTHER;
         if (fromMemoryBytes < 0) {
             throw new IllegalArgumentException("fromMemoryBytes must be at least 0, got " + fromMemoryBytes);
         }
@@ -92,9 +116,17 @@ final class CpuCopy {
         this.fromMemoryBytes = fromMemoryBytes;
     }
 
+    /**
+     * The backend with the other in-cache choice for rows into HND ({@link #HEADS_INTO_HND} negated), for same-JVM A/B
+     * measurements: {@code CopyTurns -Dcopy.variant=io.kvchecksum.internal.CpuCopy#otherIntoHnd}.
+     */
+    static FastCpuBackend otherIntoHnd(int threads) {
+        return FastCpuBackend.withCopy(threads, new CpuCopy(Split.LAYERS, CpuWorkSplit.PARALLEL, !HEADS_INTO_HND));
+    }
+
     /** The standard mode's loop for a copy of {@code bytes} (a launch, or a segmented plan's launches together). */
     private CopyLoop standard(long bytes) {
-        return bytes >= fromMemoryBytes ? FROM_MEMORY : STANDARD;
+        return bytes >= fromMemoryBytes ? FROM_MEMORY : inCache;
     }
 
     /** The loop of {@code w}'s launch: the mixed mode's, or {@code standard}. */
@@ -105,7 +137,8 @@ final class CpuCopy {
     /** {@return the choice, for a backend's description in tests and measurements} */
     String choice() {
         return "split by " + (split == Split.LAYERS ? "layers" : "run ranges")
-                + (fromMemoryBytes == CpuWorkSplit.PARALLEL ? "" : ", loops for memory from " + fromMemoryBytes + " bytes");
+                + (fromMemoryBytes == CpuWorkSplit.PARALLEL ? "" : ", loops for memory from " + fromMemoryBytes + " bytes")
+                + (inCache == STANDARD ? "" : ", in cache " + inCache.describe());
     }
 
     /** The standard mode's loop, for the backend's description. */
@@ -839,14 +872,23 @@ final class CpuCopy {
         return true;
     }
 
-    private static CopyLoop load(boolean inCache) {
+    private static CopyLoop load(boolean inCache, boolean headsIntoHnd) {
         if (ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent()) {
             try {
-                return new VectorCopyLoop(VectorCopyLoop.Rows.AUTO, inCache);
+                return new VectorCopyLoop(VectorCopyLoop.Rows.AUTO, inCache, headsIntoHnd);
             } catch (LinkageError e) {
                 // fall through to the scalar loop
             }
         }
         return new ScalarCopyLoop(false);
+    }
+
+    /** Whether {@code /proc/cpuinfo} names an Intel CPU ({@code GenuineIntel}); false wherever it cannot be read. */
+    private static boolean intel() {
+        try (java.util.stream.Stream<String> lines = java.nio.file.Files.lines(java.nio.file.Path.of("/proc/cpuinfo"))) {
+            return lines.limit(40).anyMatch(l -> l.matches("vendor_id\\s*:\\s*GenuineIntel"));
+        } catch (java.io.IOException | RuntimeException e) {
+            return false;
+        }
     }
 }

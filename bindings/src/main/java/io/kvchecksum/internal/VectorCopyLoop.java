@@ -129,6 +129,15 @@ final class VectorCopyLoop implements CopyLoop {
      */
     private final boolean flat;
 
+    /**
+     * Whether rows into a destination that holds each head's tokens back to back (FlashInfer HND: a destination token
+     * stride of one region) go head by head ({@link CopyLoop#copyRows}'s default over {@link #copy}: each head's
+     * tokens read at the source's row stride and written as one stream) instead of token row by token row (each row's
+     * heads stored a head stride apart). The CPU backend's in-cache choice on Intel ({@code CpuCopy}, measured on
+     * Emerald Rapids: docs/bench-cpu.md, "On Intel (Emerald Rapids): the copy and its baseline").
+     */
+    private final boolean transposedByHeads;
+
     /** The loop of the CPU backend in cache: {@link Rows#AUTO}, flat streams. */
     VectorCopyLoop() {
         this(Rows.AUTO, true);
@@ -143,8 +152,18 @@ final class VectorCopyLoop implements CopyLoop {
      * @param flat whether runs with back-to-back source rows run as flat streams (the in-cache loop) or as rows
      */
     VectorCopyLoop(Rows rows, boolean flat) {
+        this(rows, flat, false);
+    }
+
+    /**
+     * @param rows which rows loop runs
+     * @param flat whether runs with back-to-back source rows run as flat streams (the in-cache loop) or as rows
+     * @param transposedByHeads whether rows into a destination holding each head's tokens back to back go head by head
+     */
+    VectorCopyLoop(Rows rows, boolean flat, boolean transposedByHeads) {
         this.rows = rows;
         this.flat = flat;
+        this.transposedByHeads = transposedByHeads;
     }
 
     @Override
@@ -154,6 +173,10 @@ final class VectorCopyLoop implements CopyLoop {
         if (heads == 1) {   // MLA's rows, K-only caches: straight to the region's loop, two calls fewer per run
             return factors[f0] * copy(src, srcBase, srcStride, dst, dstBase, dstStride, n, t0, cellPieces, pieceBase,
                     regionPieces);
+        }
+        if (transposedByHeads && dstStride == 8L * regionPieces) {   // into HND: each head's tokens one stream
+            return CopyLoop.super.copyRows(src, srcBase, srcStride, srcHeadStride, dst, dstBase, dstStride, dstHeadStride,
+                    n, t0, cellPieces, pieceBase, regionPieces, heads, factors, f0);
         }
         if (rows == Rows.UNITS || (rows == Rows.AUTO && !ROWS)) {
             int per = regionPieces / (8 * L);
@@ -987,6 +1010,7 @@ final class VectorCopyLoop implements CopyLoop {
     @Override
     public String describe() {
         return "vector copy " + S.vectorBitSize() + "-bit" + (NARROW_STREAMS ? ", MLA streams 256-bit" : "")
-                + (rows == Rows.AUTO && !ROWS ? ", head rows in units" : "") + (flat ? "" : ", rows from memory");
+                + (rows == Rows.AUTO && !ROWS ? ", head rows in units" : "") + (flat ? "" : ", rows from memory")
+                + (transposedByHeads ? ", head by head into HND" : "");
     }
 }

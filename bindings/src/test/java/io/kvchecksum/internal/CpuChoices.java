@@ -47,14 +47,17 @@ public final class CpuChoices {
 
     /**
      * {@return the verifying copy's other choices: the split over the pool before the split by layers (run ranges, each
-     * over every group run by run), and every copy through the loops for memory (the shipped backend takes them from
-     * {@code PARALLEL_BYTES} on); in a JVM without {@code jdk.incubator.vector} the latter is the scalar loop, as
+     * over every group run by run), every copy through the loops for memory (the shipped backend takes them from
+     * {@code PARALLEL_BYTES} on), and the in-cache loop's other choice for rows into HND (head by head, Intel's, or token
+     * rows: {@code CpuCopy.HEADS_INTO_HND}); in a JVM without {@code jdk.incubator.vector} the latter is the scalar loop, as
      * shipped}
      *
      * @param threads threads per call of each backend
      */
     public static List<KvChecksum> copyChoices(int threads) {
         return List.of(KvChecksum.of(FastCpuBackend.runRangeCopy(threads)),
-                KvChecksum.of(FastCpuBackend.withCopy(threads, new CpuCopy(CpuCopy.Split.LAYERS, 0))));
+                KvChecksum.of(FastCpuBackend.withCopy(threads, new CpuCopy(CpuCopy.Split.LAYERS, 0))),
+                KvChecksum.of(FastCpuBackend.withCopy(threads, new CpuCopy(CpuCopy.Split.LAYERS, FastCpuBackend.PARALLEL_BYTES,
+                        !CpuCopy.HEADS_INTO_HND))));
     }
 }

@@ -61,4 +61,16 @@ public class CopyBench extends Bench {
     public long baselineVector() {
         return fx.baselineVector();
     }
+
+    /** {@link #baseline} in the verifying copy's order (a layer's K pages, then its V pages). */
+    @Benchmark
+    public long baselineLayers() {
+        return fx.baselineGroups();
+    }
+
+    /** {@link #baselineVector} in the verifying copy's order (a layer's K pages, then its V pages). */
+    @Benchmark
+    public long baselineVectorLayers() {
+        return fx.baselineVectorGroups();
+    }
 }

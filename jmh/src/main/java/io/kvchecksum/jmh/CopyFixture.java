@@ -28,10 +28,12 @@ import java.util.concurrent.Future;
  * conversion; MLA has one layout, so {@code hnd} is {@code perm} there).
  *
  * <p>The baseline is {@link MemorySegment#copy} of the same page runs with the same threads (and, as a second
- * baseline, a Vector API copy loop of the same runs, {@link #baselineVector}: the faster of the two is the bound): for every layer, K and
- * V, and table entry, the source page's bytes of that region into the destination page's, split over a pool of as many
- * threads as the CPU backend uses from {@link CpuWorkSplit#PARALLEL_BYTES} on, in tasks of about
- * {@code max(TASK_BYTES, total/4T)}, as the backend splits its work. In the {@code hnd} conversion the baseline
+ * baseline, a Vector API copy loop of the same runs, {@link #baselineVector}), each in two orders: for every layer and
+ * table entry the page's K then its V ({@link #baseline}), or for every layer its K pages then its V pages, the order
+ * in which the verifying copy's split by layers runs ({@link #baselineGroups}, {@link #baselineVectorGroups}); the
+ * fastest of the four is the bound. Each copies the source page's bytes of a region into the destination page's,
+ * split over a pool of as many threads as the CPU backend uses from {@link CpuWorkSplit#PARALLEL_BYTES} on, in tasks
+ * of about {@code max(TASK_BYTES, total/4T)}, as the backend splits its work. In the {@code hnd} conversion the baseline
  * writes each page's bytes as they are (the same bytes, not transposed): a copy can go no faster than that.
  *
  * @param source the source cache and request
@@ -40,11 +42,13 @@ import java.util.concurrent.Future;
  * @param arena the destination's memory
  * @param plan the compiled copy
  * @param runs the baseline's page runs, {@code [task][run]}: {source segment, source offset, destination segment,
- *     destination offset, bytes}
+ *     destination offset, bytes}, each page's K then V
+ * @param groupRuns the same runs, each layer's K pages then its V pages
  * @param pool the baseline's pool, or null on the calling thread
  */
 record CopyFixture(KvFixture source, KvCacheGroup destination, RequestBlocks destinationRequest, Arena arena,
-                   CopyPlan plan, List<List<Object[]>> runs, ForkJoinPool pool) implements AutoCloseable {
+                   CopyPlan plan, List<List<Object[]>> runs, List<List<Object[]>> groupRuns, ForkJoinPool pool)
+        implements AutoCloseable {
 
     static CopyFixture of(KvChecksum backend, String shape, String size, String conversion, int threads) {
         KvFixture src = KvFixture.of(shape, size);
@@ -63,21 +67,40 @@ record CopyFixture(KvFixture source, KvCacheGroup destination, RequestBlocks des
         int[] table = KvFixture.shuffledPages(pages, new Random(KvFixture.SEED + 1));
         RequestBlocks dq = RequestBlocks.of(table, src.tokens(), ModelShape.BLOCK_SIZE);
         CopyPlan plan = backend.compileCopy(src.group(), src.request(), dst, dq, ChecksumSpec.STANDARD);
-        // the baseline's runs: per layer and table entry, the page of every region (K, V) as one contiguous run
+        // the baseline's runs: per layer and table entry, the page of every region (K, V) as one contiguous run;
+        // groupRuns: per layer and region, every table entry's page (a layer's K pages, then its V pages)
         List<Object[]> all = new ArrayList<>();
+        List<Object[]> byGroup = new ArrayList<>();
         long pageBytes = layerBytes / pages / (s.mla() ? 1 : 2);
+        int regions = s.mla() ? 1 : 2;
         for (int l = 0; l < s.layers(); l++) {
             for (int i = 0; i < pages; i++) {
-                for (int part = 0; part < (s.mla() ? 1 : 2); part++) {
-                    long sOff = s.mla() ? src.table()[i] * pageBytes : (part * (long) pages + src.table()[i]) * pageBytes;
-                    long dOff = s.mla() ? table[i] * pageBytes : "hnd".equals(conversion)
-                            ? (2L * table[i] + part) * pageBytes : (part * (long) pages + table[i]) * pageBytes;
-                    all.add(new Object[] {src.segments().get(l), sOff, segs.get(l), dOff, pageBytes});
+                for (int part = 0; part < regions; part++) {
+                    all.add(run(src, segs, s, l, i, part, pageBytes, pages, table, conversion));
+                }
+            }
+            for (int part = 0; part < regions; part++) {
+                for (int i = 0; i < pages; i++) {
+                    byGroup.add(run(src, segs, s, l, i, part, pageBytes, pages, table, conversion));
                 }
             }
         }
         long total = src.kvBytes();
         boolean parallel = threads > 1 && total >= CpuWorkSplit.PARALLEL_BYTES;
+        List<List<Object[]>> tasks = tasks(all, parallel, total, threads);
+        List<List<Object[]>> groupTasks = tasks(byGroup, parallel, total, threads);
+        return new CopyFixture(src, dst, dq, arena, plan, tasks, groupTasks, parallel ? new ForkJoinPool(threads) : null);
+    }
+
+    private static Object[] run(KvFixture src, List<MemorySegment> segs, ModelShape s, int l, int i, int part, long pageBytes,
+            int pages, int[] table, String conversion) {
+        long sOff = s.mla() ? src.table()[i] * pageBytes : (part * (long) pages + src.table()[i]) * pageBytes;
+        long dOff = s.mla() ? table[i] * pageBytes : "hnd".equals(conversion)
+                ? (2L * table[i] + part) * pageBytes : (part * (long) pages + table[i]) * pageBytes;
+        return new Object[] {src.segments().get(l), sOff, segs.get(l), dOff, pageBytes};
+    }
+
+    private static List<List<Object[]>> tasks(List<Object[]> all, boolean parallel, long total, int threads) {
         List<List<Object[]>> tasks = new ArrayList<>();
         if (!parallel) {
             tasks.add(all);
@@ -98,12 +121,26 @@ record CopyFixture(KvFixture source, KvCacheGroup destination, RequestBlocks des
                 tasks.add(t);
             }
         }
-        return new CopyFixture(src, dst, dq, arena, plan, tasks, parallel ? new ForkJoinPool(threads) : null);
+        return tasks;
     }
 
     /** The baseline: every page run copied with {@link MemorySegment#copy}. {@return a word of the destination} */
     long baseline() {
-        return each(CopyFixture::copy);
+        return each(runs, CopyFixture::copy);
+    }
+
+    /**
+     * {@link #baseline} in the verifying copy's order over the pool ({@code CpuCopy}'s split by layers): a layer's K
+     * pages, then its V pages, in tasks of the same bytes, rather than each page's K and V in turn. {@return a word of
+     * the destination}
+     */
+    long baselineGroups() {
+        return each(groupRuns, CopyFixture::copy);
+    }
+
+    /** {@link #baselineVector} in the verifying copy's order ({@link #baselineGroups}). {@return a word of the destination} */
+    long baselineVectorGroups() {
+        return each(groupRuns, VectorCopy::copy);
     }
 
     /**
@@ -112,7 +149,7 @@ record CopyFixture(KvFixture source, KvCacheGroup destination, RequestBlocks des
      * copy is the faster of the two. {@return a word of the destination}
      */
     long baselineVector() {
-        return each(VectorCopy::copy);
+        return each(runs, VectorCopy::copy);
     }
 
     /** Loaded only where the Vector API module is present. */
@@ -146,7 +183,7 @@ record CopyFixture(KvFixture source, KvCacheGroup destination, RequestBlocks des
         }
     }
 
-    private long each(java.util.function.Consumer<List<Object[]>> copier) {
+    private long each(List<List<Object[]>> runs, java.util.function.Consumer<List<Object[]>> copier) {
         if (pool == null) {
             for (List<Object[]> t : runs) {
                 copier.accept(t);
