@@ -52,8 +52,8 @@ public final class MemoryBound implements AutoCloseable {
      * Intel (Emerald Rapids): the in-cache bound"): where the preferred width is 512 bits, four streams of two loads
      * with a {@code long} offset stepped by the loop ({@link VectorRead#read4}; at 256 bits the two-stream loop read
      * faster there). Elsewhere (AMD Zen 4 and 5, where the loop before it was measured faster than four streams) the
-     * loop stays as it was. By {@code /proc/cpuinfo}'s vendor; the system property {@code kvchecksum.bound.loops}
-     * ({@code intel} or {@code amd}) overrides it, for A/B runs.
+     * loop stays as it was. By the vendor ({@code io.kvchecksum.spi.CpuModel}, as the CPU backend's choices); the
+     * system property {@code kvchecksum.bound.loops} ({@code intel} or {@code amd}) overrides it, for A/B runs.
      */
     static final boolean INTEL_LOOPS = intelLoops();
 
@@ -62,12 +62,7 @@ public final class MemoryBound implements AutoCloseable {
         if (!forced.isEmpty()) {
             return forced.equals("intel");
         }
-        try {
-            return java.nio.file.Files.readAllLines(java.nio.file.Path.of("/proc/cpuinfo")).stream()
-                    .anyMatch(l -> l.matches("vendor_id\\s*:\\s*GenuineIntel"));
-        } catch (java.io.IOException | RuntimeException e) {
-            return false;
-        }
+        return io.kvchecksum.spi.CpuModel.intel();
     }
 
     /** One way of reading every byte. Each returns a value depending on every word read, so nothing is skipped. */

@@ -6,6 +6,7 @@ import io.kvchecksum.CopyPlan;
 import io.kvchecksum.Definition;
 import io.kvchecksum.KvMemory;
 import io.kvchecksum.SlicePlan;
+import io.kvchecksum.spi.CpuModel;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -52,14 +53,14 @@ import java.util.function.IntFunction;
 final class CpuCopy {
     /**
      * Whether this CPU takes the in-cache loop that copies rows into a destination holding each head's tokens back to
-     * back (FlashInfer HND) head by head rather than token row by token row: Intel ({@code GenuineIntel} by
-     * {@code /proc/cpuinfo}). Measured on Emerald Rapids, one thread in L2, Llama-3-8B NHD into HND: head by head 0.90
+     * back (FlashInfer HND) head by head rather than token row by token row: Intel ({@link CpuModel#intel()}).
+     * Measured on Emerald Rapids, one thread in L2, Llama-3-8B NHD into HND: head by head 0.90
      * of {@code MemorySegment.copy} against the token rows' 0.65 at AVX2, 0.91 against 0.80 at 512 bits (a plain move
      * of the same cells in token-row order reads 0.70 there: the eight heads' stores 4 KiB apart are what costs);
      * on AMD Zen 4 the token rows measured as fast as head by head, so AMD keeps them (docs/bench-cpu.md, "On Intel
      * (Emerald Rapids): the copy and its baseline").
      */
-    static final boolean HEADS_INTO_HND = intel();
+    static final boolean HEADS_INTO_HND = CpuModel.intel();
     private static final CopyLoop STANDARD = load(true, HEADS_INTO_HND);
     private static final CopyLoop STANDARD_OTHER = load(true, !HEADS_INTO_HND);
     /**
@@ -883,12 +884,4 @@ final class CpuCopy {
         return new ScalarCopyLoop(false);
     }
 
-    /** Whether {@code /proc/cpuinfo} names an Intel CPU ({@code GenuineIntel}); false wherever it cannot be read. */
-    private static boolean intel() {
-        try (java.util.stream.Stream<String> lines = java.nio.file.Files.lines(java.nio.file.Path.of("/proc/cpuinfo"))) {
-            return lines.limit(40).anyMatch(l -> l.matches("vendor_id\\s*:\\s*GenuineIntel"));
-        } catch (java.io.IOException | RuntimeException e) {
-            return false;
-        }
-    }
 }

@@ -1,11 +1,9 @@
 package io.kvchecksum.internal;
 
+import io.kvchecksum.spi.CpuModel;
 import jdk.incubator.vector.LongVector;
 import jdk.incubator.vector.VectorSpecies;
 
-import java.io.IOException;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.List;
 
 /**
@@ -54,7 +52,7 @@ final class KernelSpecies {
     }
 
     /** The choice for this JVM on this CPU. */
-    static final Streams CHOSEN = choose(S.vectorBitSize(), cpuinfo());
+    static final Streams CHOSEN = choose(S.vectorBitSize(), CpuModel.cpuinfo());
 
     private KernelSpecies() {
     }
@@ -67,7 +65,8 @@ final class KernelSpecies {
      * @param cpuinfo the first lines of {@code /proc/cpuinfo} (empty where it cannot be read)
      */
     static Streams choose(int preferredBits, List<String> cpuinfo) {
-        return preferredBits > 256 && (amdFamily(cpuinfo, 25) || amdFamily(cpuinfo, 26)) ? Streams.NARROW : Streams.PREFERRED;
+        return preferredBits > 256 && (CpuModel.amdFamily(cpuinfo, 25) || CpuModel.amdFamily(cpuinfo, 26))
+                ? Streams.NARROW : Streams.PREFERRED;
     }
 
     /**
@@ -83,20 +82,5 @@ final class KernelSpecies {
                         List.of("vendor_id\t: AuthenticAMD", "cpu family\t: 26"),
                         List.of("vendor_id\t: GenuineIntel", "cpu family\t: 6"))
                 .map(cpuinfo -> choose(preferredBits, cpuinfo)).distinct().toList();
-    }
-
-    /** AMD family {@code family} by {@code /proc/cpuinfo}'s lines. */
-    private static boolean amdFamily(List<String> cpuinfo, int family) {
-        return cpuinfo.stream().anyMatch(l -> l.matches("vendor_id\\s*:\\s*AuthenticAMD"))
-                && cpuinfo.stream().anyMatch(l -> l.matches("cpu family\\s*:\\s*" + family));
-    }
-
-    /** The first processor's lines of {@code /proc/cpuinfo} (Linux); empty wherever that cannot be read. */
-    private static List<String> cpuinfo() {
-        try {
-            return Files.readAllLines(Path.of("/proc/cpuinfo")).stream().limit(40).toList();
-        } catch (IOException | RuntimeException e) {
-            return List.of();
-        }
     }
 }
