@@ -52,7 +52,8 @@ public final class RowsAb {
             names.add("rows");
             kcs.add(KvChecksum.of(c.newInstance(threads, new VectorSliceKernel(KernelSpecies.CHOSEN, true), FastCpuBackend.PARALLEL_BYTES)));
             // the row pass before branch fusedmem: AMD family 26 at its preferred width (512-bit rows)
-            KernelSpecies.Streams before = KernelSpecies.CHOSEN == KernelSpecies.Streams.NARROW && zen5()
+            KernelSpecies.Streams before = KernelSpecies.CHOSEN == KernelSpecies.Streams.NARROW
+                    && io.kvchecksum.spi.CpuModel.amdFamily(io.kvchecksum.spi.CpuModel.cpuinfo(), 26)
                     ? KernelSpecies.Streams.PREFERRED : KernelSpecies.CHOSEN;
             // -Drowsab.prev=narrow|preferred: the prev side with that choice instead (e.g. AMD's NARROW on Intel)
             String prev = System.getProperty("rowsab.prev", "");
@@ -109,13 +110,6 @@ public final class RowsAb {
                 System.out.println(sb + (sink == 42 ? " " : ""));
             }
         }
-    }
-
-    /** AMD family 26 (Zen 5) by {@code /proc/cpuinfo}, where the row pass before branch fusedmem read 512-bit rows. */
-    private static boolean zen5() throws java.io.IOException {
-        java.nio.file.Path p = java.nio.file.Path.of("/proc/cpuinfo");
-        return java.nio.file.Files.exists(p) && java.nio.file.Files.readAllLines(p).stream().limit(40)
-                .anyMatch(l -> l.matches("cpu family\\s*:\\s*26"));
     }
 
     /**

@@ -883,5 +883,4 @@ final class CpuCopy {
         }
         return new ScalarCopyLoop(false);
     }
-
 }

@@ -71,8 +71,8 @@ record CopyFixture(KvFixture source, KvCacheGroup destination, RequestBlocks des
         // groupRuns: per layer and region, every table entry's page (a layer's K pages, then its V pages)
         List<Object[]> all = new ArrayList<>();
         List<Object[]> byGroup = new ArrayList<>();
-        long pageBytes = layerBytes / pages / (s.mla() ? 1 : 2);
         int regions = s.mla() ? 1 : 2;
+        long pageBytes = layerBytes / pages / regions;
         for (int l = 0; l < s.layers(); l++) {
             for (int i = 0; i < pages; i++) {
                 for (int part = 0; part < regions; part++) {
@@ -146,7 +146,7 @@ record CopyFixture(KvFixture source, KvCacheGroup destination, RequestBlocks des
     /**
      * The second baseline: every page run copied by a Vector API loop (four vectors loaded, then stored, at the JVM's
      * preferred width), which in this JVM can be faster than {@link MemorySegment#copy}; the bound of the verifying
-     * copy is the faster of the two. {@return a word of the destination}
+     * copy is the fastest of the four baselines. {@return a word of the destination}
      */
     long baselineVector() {
         return each(runs, VectorCopy::copy);
