@@ -275,7 +275,8 @@ public final class PageProbe {
      * a reduction per run instead of per page cost twice the instructions of a plain read of the windows). A window is one or two cache lines
      * far from the last, so beyond that the probe is bound by how many of its reads are in flight. Before a
      * page's windows are summed, one read of each window of the next page is issued (a loop of independent loads, as
-     * many in flight as the core allows), so the sums find their lines arriving or in cache; and pages are cut into
+     * many in flight as the core allows), so the sums find their lines arriving or in cache, except where the loop
+     * measured faster without those reads ({@link ProbeWindows#touchAhead}: Intel at 512 bits); and pages are cut into
      * chunks of about {@value #CHUNK_WINDOWS} windows spread over the common pool once a request has
      * {@value #PARALLEL_WINDOWS} windows.
      */
@@ -343,12 +344,13 @@ public final class PageProbe {
             int chunk = Math.max(1, CHUNK_WINDOWS / Math.max(1, perPage));
             int chunks = Math.ceilDiv(pages, chunk);
             int[] order = addressOrder(plan, pages);
+            boolean ahead = ProbeWindows.INSTANCE.touchAhead();
             java.util.function.IntConsumer one = c -> {
                 int p0 = c * chunk;
                 int p1 = Math.min(pages, p0 + chunk);
-                long touched = touch(plan.page(order[p0]), f.lastSlot(order[p0]));
+                long touched = ahead ? touch(plan.page(order[p0]), f.lastSlot(order[p0])) : 0;
                 for (int p = p0; p < p1; p++) {
-                    if (p + 1 < p1) {
+                    if (ahead && p + 1 < p1) {
                         touched += touch(plan.page(order[p + 1]), f.lastSlot(order[p + 1]));
                     }
                     int i = order[p];

@@ -89,6 +89,16 @@ public class ProbeWindows {
                 + 15 * m.get(PIECE, at + 56);
     }
 
+    /**
+     * {@return whether the probe reads one byte of each window of the next page before it sums a page} Those reads are
+     * issued back to back, so the next page's lines are in flight while this page is summed (docs/bench-cpu.md, "Page
+     * probe cost"); where they measured slower the loop says so ({@link VectorProbeWindows}). Either way the values are
+     * the same.
+     */
+    public boolean touchAhead() {
+        return true;
+    }
+
     /** {@return a description of the loop: {@code "scalar"} or the vector width} */
     public String describe() {
         return "scalar";

@@ -1,5 +1,6 @@
 package io.kvchecksum.internal;
 
+import io.kvchecksum.spi.CpuModel;
 import jdk.incubator.vector.LongVector;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
@@ -16,6 +17,8 @@ final class VectorProbeWindows extends ProbeWindows {
     private static final VectorSpecies<Long> S = LongVector.SPECIES_PREFERRED;
     /** Vectors per window: 8 pieces of {@code S.length()} lanes (1 at 512 bits, 2 at 256, 4 at 128). */
     private static final int PER = Math.max(1, 8 / S.length());
+    /** Whether this JVM's loop skips the touch ahead ({@link #touchAhead}): one vector a window (512 bits) on Intel. */
+    private static final boolean TOUCHLESS = PER == 1 && CpuModel.intel();
     private static final LongVector[] WEIGHTS = new LongVector[PER];
     private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
 
@@ -117,6 +120,17 @@ final class VectorProbeWindows extends ProbeWindows {
             return;
         }
         super.sumRuns(runSeg, runStart, of8, base, pageStride, tokenStride, tailSkip, w, page, lastSlot, out);
+    }
+
+    /**
+     * No touch of the next page on Intel at 512 bits: there the probe without it took 0.78-0.89 of the time with it
+     * (best of 41 calls, caches evicted, 256 MiB, three runs each of vLLM flash 16 and SGLang page size 1 on an
+     * Emerald Rapids VM), where at 256 bits it took 1.07-1.16 and on AMD Zen 4 it was faster in half the runs and
+     * slower in the other half (docs/bench-cpu.md, "Page probe cost").
+     */
+    @Override
+    public boolean touchAhead() {
+        return !TOUCHLESS;
     }
 
     @Override
