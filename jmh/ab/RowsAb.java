@@ -69,8 +69,8 @@ public final class RowsAb {
                 kcs.add(KvChecksum.of(c.newInstance(threads, new ReadKernel(new VectorSliceKernel(KernelSpecies.CHOSEN, true), mode),
                         FastCpuBackend.PARALLEL_BYTES)));
             }
-            for (int i = 1; i < exact; i++) {
-                if (!Arrays.equals(kcs.get(0).blockChecksums(plan), kcs.get(i).blockChecksums(plan))) {
+            for (int i = 1; i < kcs.size(); i++) {
+                if ((i < exact || names.get(i).equals("eight")) && !Arrays.equals(kcs.get(0).blockChecksums(plan), kcs.get(i).blockChecksums(plan))) {
                     throw new AssertionError("old and " + names.get(i) + " differ");
                 }
             }
@@ -131,10 +131,17 @@ public final class RowsAb {
         private final boolean narrow;
         /** Reads nothing: the backend's own cost around the row pass (tasks, blocks, calls). */
         private final boolean nop;
+        /** Two streams at the preferred width: {@code readlk} tokens {@code i} and {@code i + n/2} in lockstep, {@code readkw} K's and V's rows. */
+        private final String lock;
+        /** Exact sums: the 2 KiB rows of eight units by {@code VectorSliceKernel.rowEight}, one token at a time (the loop before {@code rowEightHalves}). */
+        private final boolean eight;
 
         /**
          * {@code mode}: {@code read}, {@code readkv}, {@code readta<d>} (touch-ahead {@code d} blocks), {@code read256},
-         * {@code nop} (nothing read).
+         * {@code nop} (nothing read); two or four streams a block at the preferred width: {@code readlk} (the block's
+         * two halves of tokens in lockstep), {@code readl4} (its four quarters), {@code readkw} (its K and V rows);
+         * and one exact side, {@code eight}: the row pass one token at a time ({@code VectorSliceKernel.rowEight}, the
+         * loop before the two halves in lockstep), its checksums compared with {@code old}'s.
          */
         ReadKernel(VectorSliceKernel k, String mode) {
             this.k = k;
@@ -142,6 +149,8 @@ public final class RowsAb {
             this.ahead = mode.contains("ta") ? Integer.parseInt(mode.substring(mode.indexOf("ta") + 2)) : 0;
             this.narrow = NARROW || mode.contains("256");
             this.nop = mode.equals("nop");
+            this.lock = mode.equals("readlk") || mode.equals("readkw") || mode.equals("readl4") ? mode : "";
+            this.eight = mode.equals("eight");
         }
 
         @Override
@@ -161,7 +170,31 @@ public final class RowsAb {
                         s += touch(vSeg, vBase + ahead * n * vStride, n * vStride);
                     }
                 }
-                if (kv && vSeg != null) {
+                if (eight && heads * kPieces == 32 * S.length()
+                        && (vSeg == null || heads * vPieces == 32 * S.length())) {
+                    int cell = kPieces + (vSeg == null ? 0 : vPieces);
+                    int perHead = kPieces / (4 * S.length());
+                    int shift = Integer.numberOfTrailingZeros(cell / S.length());
+                    VectorSliceKernel.rowEight(kSeg, kBase, kStride, n, t0, cell, 0, perHead, 0, shift, out);
+                    if (vSeg != null) {
+                        VectorSliceKernel.rowEight(vSeg, vBase, vStride, n, t0, cell, kPieces, vPieces / (4 * S.length()), 0,
+                                shift, out);
+                    }
+                    return;
+                }
+                if (lock.equals("readkw") && vSeg != null) {
+                    s += readTwo(kSeg, kBase, kStride, vSeg, vBase, n, heads * kPieces * 8L);
+                } else if (lock.equals("readl4") && (n & 3) == 0) {
+                    s += readFour(kSeg, kBase, kStride, n / 4, heads * kPieces * 8L);
+                    if (vSeg != null) {
+                        s += readFour(vSeg, vBase, vStride, n / 4, heads * vPieces * 8L);
+                    }
+                } else if (lock.equals("readlk") && (n & 1) == 0) {
+                    s += readTwo(kSeg, kBase, kStride, kSeg, kBase + (n / 2) * kStride, n / 2, heads * kPieces * 8L);
+                    if (vSeg != null) {
+                        s += readTwo(vSeg, vBase, vStride, vSeg, vBase + (n / 2) * vStride, n / 2, heads * vPieces * 8L);
+                    }
+                } else if (kv && vSeg != null) {
                     s += readKv(kSeg, kBase, kStride, vSeg, vBase, vStride, n, heads * kPieces * 8L);
                 } else {
                     s += narrow ? read(kSeg, kBase, kStride, n, heads * kPieces * 8L)
@@ -242,6 +275,69 @@ public final class RowsAb {
                 s1 = s1.add(LongVector.fromMemorySegment(S256, vSeg, r + 5 * vb, LE));
                 s2 = s2.add(LongVector.fromMemorySegment(S256, vSeg, r + 6 * vb, LE));
                 s3 = s3.add(LongVector.fromMemorySegment(S256, vSeg, r + 7 * vb, LE));
+            }
+            return s0.add(s1).add(s2.add(s3)).reduceLanes(VectorOperators.ADD);
+        }
+
+        /**
+         * Two streams of rows in lockstep at the preferred width, a quarter row (eight loads) of each per body: rows
+         * {@code a + i*stride} and {@code b + i*stride} for {@code i < n} ({@code readlk}: the block's two halves of
+         * tokens; {@code readkw}: its K rows and its V rows, same stride).
+         */
+        private static long readTwo(MemorySegment aSeg, long a, long stride, MemorySegment bSeg, long b, int n, long rowBytes) {
+            final LongVector zero = LongVector.zero(S);
+            final long vb = S.vectorByteSize();
+            int q = (int) (rowBytes / (8 * vb));
+            LongVector s0 = zero, s1 = zero, s2 = zero, s3 = zero;
+            for (int k = 0; k < q * n; k++) {
+                long d = (k / q) * stride + (k % q) * 8 * vb;
+                long p = a + d;
+                long r = b + d;
+                s0 = s0.add(LongVector.fromMemorySegment(S, aSeg, p, LE));
+                s1 = s1.add(LongVector.fromMemorySegment(S, bSeg, r, LE));
+                s2 = s2.add(LongVector.fromMemorySegment(S, aSeg, p + vb, LE));
+                s3 = s3.add(LongVector.fromMemorySegment(S, bSeg, r + vb, LE));
+                s0 = s0.add(LongVector.fromMemorySegment(S, aSeg, p + 2 * vb, LE));
+                s1 = s1.add(LongVector.fromMemorySegment(S, bSeg, r + 2 * vb, LE));
+                s2 = s2.add(LongVector.fromMemorySegment(S, aSeg, p + 3 * vb, LE));
+                s3 = s3.add(LongVector.fromMemorySegment(S, bSeg, r + 3 * vb, LE));
+                s0 = s0.add(LongVector.fromMemorySegment(S, aSeg, p + 4 * vb, LE));
+                s1 = s1.add(LongVector.fromMemorySegment(S, bSeg, r + 4 * vb, LE));
+                s2 = s2.add(LongVector.fromMemorySegment(S, aSeg, p + 5 * vb, LE));
+                s3 = s3.add(LongVector.fromMemorySegment(S, bSeg, r + 5 * vb, LE));
+                s0 = s0.add(LongVector.fromMemorySegment(S, aSeg, p + 6 * vb, LE));
+                s1 = s1.add(LongVector.fromMemorySegment(S, bSeg, r + 6 * vb, LE));
+                s2 = s2.add(LongVector.fromMemorySegment(S, aSeg, p + 7 * vb, LE));
+                s3 = s3.add(LongVector.fromMemorySegment(S, bSeg, r + 7 * vb, LE));
+            }
+            return s0.add(s1).add(s2.add(s3)).reduceLanes(VectorOperators.ADD);
+        }
+
+        /** The block's four quarters of tokens in lockstep ({@code m} tokens each), an eighth of a row (four loads) of each per body. */
+        private static long readFour(MemorySegment seg, long a, long stride, int m, long rowBytes) {
+            final LongVector zero = LongVector.zero(S);
+            final long vb = S.vectorByteSize();
+            final long quarter = m * stride;
+            int q = (int) (rowBytes / (4 * vb));
+            LongVector s0 = zero, s1 = zero, s2 = zero, s3 = zero;
+            for (int k = 0; k < q * m; k++) {
+                long p = a + (k / q) * stride + (k % q) * 4 * vb;
+                s0 = s0.add(LongVector.fromMemorySegment(S, seg, p, LE));
+                s1 = s1.add(LongVector.fromMemorySegment(S, seg, p + quarter, LE));
+                s2 = s2.add(LongVector.fromMemorySegment(S, seg, p + 2 * quarter, LE));
+                s3 = s3.add(LongVector.fromMemorySegment(S, seg, p + 3 * quarter, LE));
+                s0 = s0.add(LongVector.fromMemorySegment(S, seg, p + vb, LE));
+                s1 = s1.add(LongVector.fromMemorySegment(S, seg, p + quarter + vb, LE));
+                s2 = s2.add(LongVector.fromMemorySegment(S, seg, p + 2 * quarter + vb, LE));
+                s3 = s3.add(LongVector.fromMemorySegment(S, seg, p + 3 * quarter + vb, LE));
+                s0 = s0.add(LongVector.fromMemorySegment(S, seg, p + 2 * vb, LE));
+                s1 = s1.add(LongVector.fromMemorySegment(S, seg, p + quarter + 2 * vb, LE));
+                s2 = s2.add(LongVector.fromMemorySegment(S, seg, p + 2 * quarter + 2 * vb, LE));
+                s3 = s3.add(LongVector.fromMemorySegment(S, seg, p + 3 * quarter + 2 * vb, LE));
+                s0 = s0.add(LongVector.fromMemorySegment(S, seg, p + 3 * vb, LE));
+                s1 = s1.add(LongVector.fromMemorySegment(S, seg, p + quarter + 3 * vb, LE));
+                s2 = s2.add(LongVector.fromMemorySegment(S, seg, p + 2 * quarter + 3 * vb, LE));
+                s3 = s3.add(LongVector.fromMemorySegment(S, seg, p + 3 * quarter + 3 * vb, LE));
             }
             return s0.add(s1).add(s2.add(s3)).reduceLanes(VectorOperators.ADD);
         }

@@ -990,7 +990,9 @@ final class VectorSliceKernel implements SliceKernel {
             int regionPieces, int heads, long[] out) {
         int perHead = regionPieces / (4 * L);
         int shift = Integer.numberOfTrailingZeros(cellPieces / L);
-        if (heads * perHead == 8) {
+        if (heads * perHead == 8 && n >= 2 && Integer.bitCount(n) == 1) {
+            rowEightHalves(seg, base, stride, n, t0, cellPieces, pieceBase, perHead, shift, out);
+        } else if (heads * perHead == 8) {
             rowEight(seg, base, stride, n, t0, cellPieces, pieceBase, perHead, 0, shift, out);
         } else {
             rowFour(seg, base, stride, n, t0, cellPieces, pieceBase, perHead, 0, shift, out);
@@ -1058,9 +1060,11 @@ final class VectorSliceKernel implements SliceKernel {
      * accumulators). Iteration {@code k} reads the half row {@code k & 1} of token {@code k >> 1} into the first four
      * units' sums and then swaps them with the last four's, so the loop body has sixteen loads, not thirty-two: C2
      * stops inlining the Vector API's methods past a node budget (NodeCountInliningCutoff), and a body of thirty-two
-     * loads with its closing crossed it (measured: the vector operations fell back to Java, 50 times slower).
+     * loads with its closing crossed it (measured: the vector operations fell back to Java, 50 times slower). Where
+     * {@code n} is a power of two {@link #rowEightHalves} reads the block instead (jmh/ab/RowsAb's {@code eight} side
+     * calls this loop for the A/B).
      */
-    private static void rowEight(MemorySegment seg, long base, long stride, int n, long t0, int cellPieces, int pieceBase,
+    static void rowEight(MemorySegment seg, long base, long stride, int n, long t0, int cellPieces, int pieceBase,
             int perHead, int u, int shift, long[] out) {
         final LongVector zero = LongVector.zero(S);
         final long vb = 8L * L;
@@ -1143,6 +1147,101 @@ final class VectorSliceKernel implements SliceKernel {
         out[(u + 6) / perHead] += a6.mul(k.add(8L * L * ((u + 6) % perHead))).sub(w6.lanewise(VectorOperators.LSHL, SHIFT_2L))
                 .reduceLanes(VectorOperators.ADD);
         out[(u + 7) / perHead] += a7.mul(k.add(8L * L * ((u + 7) % perHead))).sub(w7.lanewise(VectorOperators.LSHL, SHIFT_2L))
+                .reduceLanes(VectorOperators.ADD);
+    }
+
+    /**
+     * {@link #rowEight} with the block's two halves of tokens read in lockstep, for {@code n} a power of two (every
+     * whole block): tokens {@code j} and {@code j + h} ({@code h = n/2}), a quarter row (two units, sixteen loads) of
+     * each per iteration, the four groups of unit sums rotated after each. Two streams a block keep more of its lines
+     * in flight from memory than one: the row pass read Llama-3-8B TP1 at 1.03-1.07x {@link #rowEight}'s median from
+     * memory on Intel (1 GiB, 2 threads; docs/bench-cpu.md, "Two streams a block"). The units' sums are shared:
+     * {@code a += X1 + X2} and {@code w += ((a + h*X1) << s) - K1 - K2}, where a single pass over the {@code n} tokens
+     * keeps token {@code j}'s total in {@code a} for {@code h} steps more; so {@code a}, {@code w} and the closing are
+     * {@link #rowEight}'s, exactly.
+     */
+    private static void rowEightHalves(MemorySegment seg, long base, long stride, int n, long t0, int cellPieces,
+            int pieceBase, int perHead, int shift, long[] out) {
+        final LongVector zero = LongVector.zero(S);
+        final long vb = 8L * L;
+        final int h = n >> 1;
+        final int lh = Integer.numberOfTrailingZeros(h);
+        final long half = h * stride;
+        LongVector a0 = zero, a1 = zero, a2 = zero, a3 = zero, a4 = zero, a5 = zero, a6 = zero, a7 = zero;
+        LongVector w0 = zero, w1 = zero, w2 = zero, w3 = zero, w4 = zero, w5 = zero, w6 = zero, w7 = zero;
+        for (int k = 0; k < 4 * h; k++) {
+            long p = base + (k >> 2) * stride + (k & 3) * 8 * vb;
+            long r = p + half;
+            LongVector y0, y1, y2, y3, z0, z1, z2, z3, x, q;
+            y0 = LongVector.fromMemorySegment(S, seg, p, LE);
+            z0 = LongVector.fromMemorySegment(S, seg, r, LE);
+            y1 = LongVector.fromMemorySegment(S, seg, p + vb, LE);
+            z1 = LongVector.fromMemorySegment(S, seg, r + vb, LE);
+            y2 = LongVector.fromMemorySegment(S, seg, p + 2 * vb, LE);
+            z2 = LongVector.fromMemorySegment(S, seg, r + 2 * vb, LE);
+            y3 = LongVector.fromMemorySegment(S, seg, p + 3 * vb, LE);
+            z3 = LongVector.fromMemorySegment(S, seg, r + 3 * vb, LE);
+            y2 = y2.add(y3);
+            y1 = y1.add(y2);
+            x = y0.add(y1);
+            z2 = z2.add(z3);
+            z1 = z1.add(z2);
+            a0 = a0.add(x.add(z0.add(z1)));
+            w0 = w0.add(a0.add(x.lanewise(VectorOperators.LSHL, lh)).lanewise(VectorOperators.LSHL, shift)
+                    .sub(y1.add(y2).add(y3).add(z1.add(z2).add(z3))));
+            y0 = LongVector.fromMemorySegment(S, seg, p + 4 * vb, LE);
+            z0 = LongVector.fromMemorySegment(S, seg, r + 4 * vb, LE);
+            y1 = LongVector.fromMemorySegment(S, seg, p + 5 * vb, LE);
+            z1 = LongVector.fromMemorySegment(S, seg, r + 5 * vb, LE);
+            y2 = LongVector.fromMemorySegment(S, seg, p + 6 * vb, LE);
+            z2 = LongVector.fromMemorySegment(S, seg, r + 6 * vb, LE);
+            y3 = LongVector.fromMemorySegment(S, seg, p + 7 * vb, LE);
+            z3 = LongVector.fromMemorySegment(S, seg, r + 7 * vb, LE);
+            y2 = y2.add(y3);
+            y1 = y1.add(y2);
+            x = y0.add(y1);
+            z2 = z2.add(z3);
+            z1 = z1.add(z2);
+            a1 = a1.add(x.add(z0.add(z1)));
+            w1 = w1.add(a1.add(x.lanewise(VectorOperators.LSHL, lh)).lanewise(VectorOperators.LSHL, shift)
+                    .sub(y1.add(y2).add(y3).add(z1.add(z2).add(z3))));
+            q = a0;
+            a0 = a2;
+            a2 = a4;
+            a4 = a6;
+            a6 = q;
+            q = a1;
+            a1 = a3;
+            a3 = a5;
+            a5 = a7;
+            a7 = q;
+            q = w0;
+            w0 = w2;
+            w2 = w4;
+            w4 = w6;
+            w6 = q;
+            q = w1;
+            w1 = w3;
+            w3 = w5;
+            w5 = w7;
+            w7 = q;
+        }
+        long c0 = 2 * (t0 * cellPieces + pieceBase) + 1 + ((long) n << shift << SHIFT_2L);
+        LongVector k = TWO_IOTA.add(c0);
+        out[0] += a0.mul(k).sub(w0.lanewise(VectorOperators.LSHL, SHIFT_2L)).reduceLanes(VectorOperators.ADD);
+        out[1 / perHead] += a1.mul(k.add(8L * L * (1 % perHead))).sub(w1.lanewise(VectorOperators.LSHL, SHIFT_2L))
+                .reduceLanes(VectorOperators.ADD);
+        out[2 / perHead] += a2.mul(k.add(8L * L * (2 % perHead))).sub(w2.lanewise(VectorOperators.LSHL, SHIFT_2L))
+                .reduceLanes(VectorOperators.ADD);
+        out[3 / perHead] += a3.mul(k.add(8L * L * (3 % perHead))).sub(w3.lanewise(VectorOperators.LSHL, SHIFT_2L))
+                .reduceLanes(VectorOperators.ADD);
+        out[4 / perHead] += a4.mul(k.add(8L * L * (4 % perHead))).sub(w4.lanewise(VectorOperators.LSHL, SHIFT_2L))
+                .reduceLanes(VectorOperators.ADD);
+        out[5 / perHead] += a5.mul(k.add(8L * L * (5 % perHead))).sub(w5.lanewise(VectorOperators.LSHL, SHIFT_2L))
+                .reduceLanes(VectorOperators.ADD);
+        out[6 / perHead] += a6.mul(k.add(8L * L * (6 % perHead))).sub(w6.lanewise(VectorOperators.LSHL, SHIFT_2L))
+                .reduceLanes(VectorOperators.ADD);
+        out[7 / perHead] += a7.mul(k.add(8L * L * (7 % perHead))).sub(w7.lanewise(VectorOperators.LSHL, SHIFT_2L))
                 .reduceLanes(VectorOperators.ADD);
     }
 
