@@ -70,7 +70,7 @@ public final class RowsAb {
                         FastCpuBackend.PARALLEL_BYTES)));
             }
             for (int i = 1; i < kcs.size(); i++) {
-                if ((i < exact || names.get(i).equals("eight")) && !Arrays.equals(kcs.get(0).blockChecksums(plan), kcs.get(i).blockChecksums(plan))) {
+                if ((i < exact || names.get(i).equals("eight") || names.get(i).equals("mone") || names.get(i).equals("mquarters")) && !Arrays.equals(kcs.get(0).blockChecksums(plan), kcs.get(i).blockChecksums(plan))) {
                     throw new AssertionError("old and " + names.get(i) + " differ");
                 }
             }
@@ -135,6 +135,12 @@ public final class RowsAb {
         private final String lock;
         /** Exact sums: the 2 KiB rows of eight units by {@code VectorSliceKernel.rowEight}, one token at a time (the loop before {@code rowEightHalves}). */
         private final boolean eight;
+        /**
+         * MLA's block streams from memory: {@code mread1} a plain read, {@code mread2} its two halves in lockstep,
+         * {@code mquarters} exact sums of its four quarters in lockstep, {@code mone} exact sums in one stream
+         * ({@code VectorSliceKernel.sumAffine}: the loop before {@code streamHalves}).
+         */
+        private final String mla;
 
         /**
          * {@code mode}: {@code read}, {@code readkv}, {@code readta<d>} (touch-ahead {@code d} blocks), {@code read256},
@@ -151,12 +157,27 @@ public final class RowsAb {
             this.nop = mode.equals("nop");
             this.lock = mode.equals("readlk") || mode.equals("readkw") || mode.equals("readl4") ? mode : "";
             this.eight = mode.equals("eight");
+            this.mla = mode.startsWith("m") ? mode : "";
         }
 
         @Override
         public void headsAffine(MemorySegment kSeg, long kBase, long kStride, long kHeadStride, int kPieces,
                 MemorySegment vSeg, long vBase, long vStride, long vHeadStride, int vPieces, int heads, int n, long t0,
                 boolean fromMemory, long[] out) {
+            if (!mla.isEmpty() && fromMemory && vSeg == null && heads == 1 && kStride == 8L * kPieces) {
+                long total = (long) n * kPieces;
+                long groups = total / (4L * S.length());
+                if (total % (4L * S.length()) == 0 && (groups & 1) == 0) {
+                    out[0] = switch (mla) {
+                        case "mread1" -> readWide(kSeg, kBase, total * 8, 1, total * 8);
+                        case "mread2" -> readTwo(kSeg, kBase, total * 4, kSeg, kBase + total * 4, 1, total * 4);
+                        case "mquarters" -> (groups & 3) == 0 ? streamQuarters(kSeg, kBase, groups, t0, kPieces)
+                                : k.sumAffine(kSeg, kBase, kStride, n, t0, kPieces, 0, kPieces);
+                        default -> k.sumAffine(kSeg, kBase, kStride, n, t0, kPieces, 0, kPieces);
+                    };
+                    return;
+                }
+            }
             if (fromMemory && k.rowsAffine(heads, kPieces, kHeadStride, vSeg == null ? 0 : vPieces, vHeadStride)) {
                 Arrays.fill(out, 0, heads, 0);
                 long s = 0;
@@ -311,6 +332,52 @@ public final class RowsAb {
                 s3 = s3.add(LongVector.fromMemorySegment(S, bSeg, r + 7 * vb, LE));
             }
             return s0.add(s1).add(s2.add(s3)).reduceLanes(VectorOperators.ADD);
+        }
+
+        /**
+         * {@code VectorSliceKernel.streamHalves} with the block's four quarters in lockstep ({@code groups} a multiple of four, {@code q}
+         * a quarter's groups): {@code a += x1 + x2 + x3 + x4; s += a; e += 3 x1 + 2 x2 + x3}, and {@code s + q*e} is the
+         * single pass's {@code s}.
+         */
+        static long streamQuarters(MemorySegment seg, long base, long groups, long t0, int cellPieces) {
+            final LongVector zero = LongVector.zero(S);
+            LongVector a0 = zero, a1 = zero, a2 = zero, a3 = zero;
+            LongVector s0 = zero, s1 = zero, s2 = zero, s3 = zero;
+            LongVector e0 = zero, e1 = zero, e2 = zero, e3 = zero;
+            final long vb = S.vectorByteSize();
+            final long q = groups / 4;
+            final long qb = q * 4 * vb;
+            final long end = base + qb;
+            for (long p = base; p < end; p += 4 * vb) {
+                LongVector x, u, v;
+                x = LongVector.fromMemorySegment(S, seg, p, LE);
+                u = x.add(LongVector.fromMemorySegment(S, seg, p + qb, LE));
+                v = u.add(LongVector.fromMemorySegment(S, seg, p + 2 * qb, LE));
+                a0 = a0.add(v.add(LongVector.fromMemorySegment(S, seg, p + 3 * qb, LE)));
+                e0 = e0.add(x.add(u).add(v));
+                s0 = s0.add(a0);
+                x = LongVector.fromMemorySegment(S, seg, p + vb, LE);
+                u = x.add(LongVector.fromMemorySegment(S, seg, p + qb + vb, LE));
+                v = u.add(LongVector.fromMemorySegment(S, seg, p + 2 * qb + vb, LE));
+                a1 = a1.add(v.add(LongVector.fromMemorySegment(S, seg, p + 3 * qb + vb, LE)));
+                e1 = e1.add(x.add(u).add(v));
+                s1 = s1.add(a1);
+                x = LongVector.fromMemorySegment(S, seg, p + 2 * vb, LE);
+                u = x.add(LongVector.fromMemorySegment(S, seg, p + qb + 2 * vb, LE));
+                v = u.add(LongVector.fromMemorySegment(S, seg, p + 2 * qb + 2 * vb, LE));
+                a2 = a2.add(v.add(LongVector.fromMemorySegment(S, seg, p + 3 * qb + 2 * vb, LE)));
+                e2 = e2.add(x.add(u).add(v));
+                s2 = s2.add(a2);
+                x = LongVector.fromMemorySegment(S, seg, p + 3 * vb, LE);
+                u = x.add(LongVector.fromMemorySegment(S, seg, p + qb + 3 * vb, LE));
+                v = u.add(LongVector.fromMemorySegment(S, seg, p + 2 * qb + 3 * vb, LE));
+                a3 = a3.add(v.add(LongVector.fromMemorySegment(S, seg, p + 3 * qb + 3 * vb, LE)));
+                e3 = e3.add(x.add(u).add(v));
+                s3 = s3.add(a3);
+            }
+            long c0 = 2 * t0 * cellPieces + 1;
+            LongVector sAll = s0.add(s1).add(s2.add(s3)).add(e0.add(e1).add(e2.add(e3)).mul(q));
+            return VectorSliceKernel.close(a0, a1, a2, a3, sAll, c0, groups);
         }
 
         /** The block's four quarters of tokens in lockstep ({@code m} tokens each), an eighth of a row (four loads) of each per body. */
