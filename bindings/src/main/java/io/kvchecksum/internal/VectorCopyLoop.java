@@ -29,7 +29,7 @@ final class VectorCopyLoop implements CopyLoop {
         if (srcStride == 8L * regionPieces && dstStride == srcStride && cellPieces == regionPieces) {
             long total = (long) n * regionPieces;
             long j0 = t0 * cellPieces + pieceBase;
-            return NARROW_STREAMS ? stream256(src, srcBase, dst, dstBase, total, j0)
+            return narrow ? stream256(src, srcBase, dst, dstBase, total, j0)
                     : stream(src, srcBase, dst, dstBase, total, j0);
         }
         final LongVector zero = LongVector.zero(S);
@@ -161,10 +161,24 @@ final class VectorCopyLoop implements CopyLoop {
      * @param transposedByHeads whether rows into a destination holding each head's tokens back to back go head by head
      */
     VectorCopyLoop(Rows rows, boolean flat, boolean transposedByHeads) {
+        this(rows, flat, transposedByHeads, NARROW_STREAMS);
+    }
+
+    /**
+     * @param rows which rows loop runs
+     * @param flat whether runs with back-to-back source rows run as flat streams (the in-cache loop) or as rows
+     * @param transposedByHeads whether rows into a destination holding each head's tokens back to back go head by head
+     * @param narrow whether contiguous streams (MLA rows) go in 256-bit vectors ({@link #stream256})
+     */
+    VectorCopyLoop(Rows rows, boolean flat, boolean transposedByHeads, boolean narrow) {
         this.rows = rows;
         this.flat = flat;
         this.transposedByHeads = transposedByHeads;
+        this.narrow = narrow;
     }
+
+    /** Whether contiguous streams (MLA rows) go in 256-bit vectors ({@link #stream256}) rather than {@link #stream}. */
+    private final boolean narrow;
 
     @Override
     public long copyRows(MemorySegment src, long srcBase, long srcStride, long srcHeadStride, MemorySegment dst,
@@ -1009,7 +1023,7 @@ final class VectorCopyLoop implements CopyLoop {
 
     @Override
     public String describe() {
-        return "vector copy " + S.vectorBitSize() + "-bit" + (NARROW_STREAMS ? ", MLA streams 256-bit" : "")
+        return "vector copy " + S.vectorBitSize() + "-bit" + (narrow ? ", MLA streams 256-bit" : "")
                 + (rows == Rows.AUTO && !ROWS ? ", head rows in units" : "") + (flat ? "" : ", rows from memory")
                 + (transposedByHeads ? ", head by head into HND" : "");
     }

@@ -30,7 +30,8 @@ class CopyRowsTest {
         int lanes = KernelSpecies.S.length();
         CopyLoop scalar = new ScalarCopyLoop(false);
         CopyLoop[] loops = {new VectorCopyLoop(VectorCopyLoop.Rows.UNITS), new VectorCopyLoop(VectorCopyLoop.Rows.MULTIPLY),
-                new VectorCopyLoop(), new VectorCopyLoop(VectorCopyLoop.Rows.AUTO, false)};
+                new VectorCopyLoop(), new VectorCopyLoop(VectorCopyLoop.Rows.AUTO, false),
+                new VectorCopyLoop(VectorCopyLoop.Rows.AUTO, false, false, !VectorCopyLoop.NARROW_STREAMS)};
         int cases = 0;
         try (Arena arena = Arena.ofConfined()) {
             long size = 1 << 20;

@@ -58,6 +58,8 @@ public final class CpuChoices {
         return List.of(KvChecksum.of(FastCpuBackend.runRangeCopy(threads)),
                 KvChecksum.of(FastCpuBackend.withCopy(threads, new CpuCopy(CpuCopy.Split.LAYERS, 0))),
                 KvChecksum.of(FastCpuBackend.withCopy(threads, new CpuCopy(CpuCopy.Split.LAYERS, FastCpuBackend.PARALLEL_BYTES,
-                        !CpuCopy.HEADS_INTO_HND))));
+                        !CpuCopy.HEADS_INTO_HND))),
+                KvChecksum.of(FastCpuBackend.withCopy(threads, new CpuCopy(CpuCopy.Split.LAYERS, 0, CpuCopy.HEADS_INTO_HND,
+                        !CpuCopy.NARROW_FROM_MEMORY, !CpuCopy.EVEN_PARTS))));
     }
 }
