@@ -76,15 +76,24 @@ final class CpuCopy {
      * on two threads, so that one part ran alone at the end (measured there; on AMD unmeasured, so unchanged).
      */
     static final boolean EVEN_PARTS = CpuModel.intel();
-    private static final CopyLoop STANDARD = load(true, HEADS_INTO_HND, narrowStreams());
-    private static final CopyLoop STANDARD_OTHER = load(true, !HEADS_INTO_HND, narrowStreams());
+    /**
+     * Whether the in-cache loop copies flat rows (a page permutation) of one chunk of four vectors per head with stepped
+     * factors without a multiply per vector (VectorCopyLoop's {@code flatQuadsStepped}, Llama-3-8B at 512 bits): Intel
+     * ({@link CpuModel#intel()}), where AVX-512's 64-bit lane multiply is three micro-ops (docs/bench-cpu.md, "On Intel
+     * (Emerald Rapids): the copy's last cells"); AMD keeps {@code multiplyFlat}.
+     */
+    static final boolean STEPPED_QUADS = CpuModel.intel();
+    private static final CopyLoop STANDARD = load(true, HEADS_INTO_HND, narrowStreams(), STEPPED_QUADS);
+    private static final CopyLoop STANDARD_OTHER = load(true, !HEADS_INTO_HND, narrowStreams(), STEPPED_QUADS);
+    /** {@link #STANDARD} with the other choice of {@link #STEPPED_QUADS}, for tests and A/B. */
+    private static final CopyLoop STANDARD_QUADS_OTHER = load(true, HEADS_INTO_HND, narrowStreams(), !STEPPED_QUADS);
     /**
      * The standard loop for copies of {@link CpuWorkSplit#PARALLEL} bytes and more, read from memory (on the calling
      * thread too, as the checksum path treats them): its row loops, not the in-cache flat streams.
      */
-    private static final CopyLoop FROM_MEMORY = load(false, false, NARROW_FROM_MEMORY);
+    private static final CopyLoop FROM_MEMORY = load(false, false, NARROW_FROM_MEMORY, false);
     /** {@link #FROM_MEMORY} with the other stream width ({@link #NARROW_FROM_MEMORY} negated), for tests and A/B. */
-    private static final CopyLoop FROM_MEMORY_OTHER = load(false, false, !NARROW_FROM_MEMORY);
+    private static final CopyLoop FROM_MEMORY_OTHER = load(false, false, !NARROW_FROM_MEMORY, false);
     private static final CopyLoop MIXED = new ScalarCopyLoop(true);
 
     /** How a launch of {@code PARALLEL_BYTES} or more is cut into tasks over the pool ({@link #parallel}). */
@@ -142,7 +151,20 @@ final class CpuCopy {
      * @param evenParts whether the split by layers cuts a multiple of the threads' count of parts ({@link #EVEN_PARTS})
      */
     CpuCopy(Split split, long fromMemoryBytes, boolean headsIntoHnd, boolean narrowFromMemory, boolean evenParts) {
-        this.inCache = headsIntoHnd == HEADS_INTO_HND ? STANDARD : STANDARD_OTHER;
+        this(split, fromMemoryBytes, headsIntoHnd, narrowFromMemory, evenParts, STEPPED_QUADS);
+    }
+
+    /**
+     * {@link #CpuCopy(Split, long, boolean, boolean, boolean)} with the in-cache choice {@code steppedQuads}
+     * ({@link #STEPPED_QUADS}: this CPU's); with it the other, {@code headsIntoHnd} must be this CPU's.
+     */
+    CpuCopy(Split split, long fromMemoryBytes, boolean headsIntoHnd, boolean narrowFromMemory, boolean evenParts,
+            boolean steppedQuads) {
+        if (steppedQuads != STEPPED_QUADS && headsIntoHnd != HEADS_INTO_HND) {
+            throw new IllegalArgumentException("one in-cache choice other than this CPU's at a time");
+        }
+        this.inCache = steppedQuads != STEPPED_QUADS ? STANDARD_QUADS_OTHER
+                : headsIntoHnd == HEADS_INTO_HND ? STANDARD : STANDARD_OTHER;
         this.fromMemory = narrowFromMemory == NARROW_FROM_MEMORY ? FROM_MEMORY : FROM_MEMORY_OTHER;
         this.evenParts = evenParts;
         if (fromMemoryBytes < 0) {
@@ -168,6 +190,15 @@ final class CpuCopy {
     static FastCpuBackend otherFromMemory(int threads) {
         return FastCpuBackend.withCopy(threads, new CpuCopy(Split.LAYERS, CpuWorkSplit.PARALLEL, HEADS_INTO_HND,
                 !NARROW_FROM_MEMORY, !EVEN_PARTS));
+    }
+
+    /**
+     * The backend with the other in-cache choice for flat rows of four vectors per head ({@link #STEPPED_QUADS}
+     * negated), for same-JVM A/B measurements: {@code CopyTurns -Dcopy.variant=io.kvchecksum.internal.CpuCopy#otherQuads}.
+     */
+    static FastCpuBackend otherQuads(int threads) {
+        return FastCpuBackend.withCopy(threads, new CpuCopy(Split.LAYERS, CpuWorkSplit.PARALLEL, HEADS_INTO_HND,
+                NARROW_FROM_MEMORY, EVEN_PARTS, !STEPPED_QUADS));
     }
 
     /** {@link #otherFromMemory} with only the stream width ({@link #NARROW_FROM_MEMORY}) the other. */
@@ -947,10 +978,10 @@ final class CpuCopy {
         return false;
     }
 
-    private static CopyLoop load(boolean inCache, boolean headsIntoHnd, boolean narrow) {
+    private static CopyLoop load(boolean inCache, boolean headsIntoHnd, boolean narrow, boolean steppedQuads) {
         if (ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent()) {
             try {
-                return new VectorCopyLoop(VectorCopyLoop.Rows.AUTO, inCache, headsIntoHnd, narrow);
+                return new VectorCopyLoop(VectorCopyLoop.Rows.AUTO, inCache, headsIntoHnd, narrow, steppedQuads);
             } catch (LinkageError e) {
                 // fall through to the scalar loop
             }
