@@ -21,8 +21,10 @@ import java.util.concurrent.ForkJoinPool;
  * table copied into another shuffled table, page by page, layer by layer, in {@code 4T} tasks of the same bytes on a
  * pool of {@code T} threads (as {@code CopyTurns}' baselines and the backend's split by layers), each side in rotating
  * turns: {@code memcopy} ({@link MemorySegment#copy}), {@code vector} (a plain four-vector move, {@code CopyTurns}'
- * {@code vectorcopy}), {@code copy} (the backend's loop for memory, {@link VectorCopyLoop#copy}: {@code stream} or
- * {@code stream256}) and the candidate forms below. Prints best and median wall-clock time per side and
+ * {@code vectorcopy}), {@code copy} ({@link VectorCopyLoop#copy} with the checksum kernels' stream width: on Intel the
+ * 512-bit {@code stream}, the loop for memory before {@code CpuCopy.NARROW_FROM_MEMORY}), {@code s256}
+ * ({@link VectorCopyLoop#stream256}, the loop for memory on Intel and AMD families 25 and 26) and the candidate forms
+ * below ({@code -Dab.candidates=vec256,copy2}: a plain 256-bit move, the {@code copy} side again). Prints best and median wall-clock time per side and
  * {@code best baseline / side}, the CopyTurns ratio. Sums and destination bytes are compared first.
  *
  * <p>Arguments: MiB of KV, rounds. {@code -Dab.threads=T} (default 2).

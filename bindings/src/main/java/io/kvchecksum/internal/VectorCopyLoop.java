@@ -1042,7 +1042,8 @@ final class VectorCopyLoop implements CopyLoop {
      * Whether contiguous streams (MLA rows) are copied in 256-bit vectors ({@link #stream256}): where the checksum
      * kernels read MLA streams at 256 bits ({@link KernelSpecies.Streams#NARROW}, AMD families 25 and 26 with AVX-512). Measured
      * there (one thread, DeepSeek MLA bf16 pages of 18 KiB): from memory 19.2 ms per 256 MiB against 24.3 ms at 512 bits
-     * ({@code MemorySegment.copy} 21.7 ms), and in cache no slower (1 MiB: 23.2 against 23.8 us).
+     * ({@code MemorySegment.copy} 21.7 ms), and in cache no slower (1 MiB: 23.2 against 23.8 us). The CPU backend's
+     * loops for memory take 256 bits on Intel as well ({@code CpuCopy.NARROW_FROM_MEMORY}; the loop's {@code narrow}).
      */
     static final boolean NARROW_STREAMS = KernelSpecies.CHOSEN.narrow();
 
