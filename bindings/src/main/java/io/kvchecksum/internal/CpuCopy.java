@@ -61,13 +61,39 @@ final class CpuCopy {
      * (Emerald Rapids): the copy and its baseline").
      */
     static final boolean HEADS_INTO_HND = CpuModel.intel();
-    private static final CopyLoop STANDARD = load(true, HEADS_INTO_HND);
-    private static final CopyLoop STANDARD_OTHER = load(true, !HEADS_INTO_HND);
+    /**
+     * Whether the loops for memory copy contiguous streams (MLA's pages) in 256-bit vectors at any width: where the
+     * checksum kernels read them so ({@link KernelSpecies.Streams#NARROW}: AMD families 25 and 26), and on Intel
+     * ({@link CpuModel#intel()}). Measured on Emerald Rapids, DeepSeek MLA bf16, 1 GiB on two threads, same JVM: a
+     * 256-bit stream 8-12 % faster than the 512-bit one, as a plain 256-bit move is than a 512-bit one
+     * (docs/bench-cpu.md, "On Intel (Emerald Rapids): the copy's last cells"). In cache the streams keep the JVM's
+     * width there.
+     */
+    static final boolean NARROW_FROM_MEMORY = CpuModel.intel() || narrowStreams();
+    /**
+     * Whether a launch split by layers over the pool is cut into a multiple of the threads' count of parts ({@link
+     * #parallel}): Intel ({@link CpuModel#intel()}), where DeepSeek MLA's 61 layers were cut into 9 parts of 6-7 layers
+     * on two threads, so that one part ran alone at the end (measured there; on AMD unmeasured, so unchanged).
+     */
+    static final boolean EVEN_PARTS = CpuModel.intel();
+    /**
+     * Whether the in-cache loop copies flat rows (a page permutation) of one chunk of four vectors per head with stepped
+     * factors without a multiply per vector (VectorCopyLoop's {@code flatQuadsStepped}, Llama-3-8B at 512 bits): Intel
+     * ({@link CpuModel#intel()}), where AVX-512's 64-bit lane multiply is three micro-ops (docs/bench-cpu.md, "On Intel
+     * (Emerald Rapids): the copy's last cells"); AMD keeps {@code multiplyFlat}.
+     */
+    static final boolean STEPPED_QUADS = CpuModel.intel();
+    private static final CopyLoop STANDARD = load(true, HEADS_INTO_HND, narrowStreams(), STEPPED_QUADS);
+    private static final CopyLoop STANDARD_OTHER = load(true, !HEADS_INTO_HND, narrowStreams(), STEPPED_QUADS);
+    /** {@link #STANDARD} with the other choice of {@link #STEPPED_QUADS}, for tests and A/B. */
+    private static final CopyLoop STANDARD_QUADS_OTHER = load(true, HEADS_INTO_HND, narrowStreams(), !STEPPED_QUADS);
     /**
      * The standard loop for copies of {@link CpuWorkSplit#PARALLEL} bytes and more, read from memory (on the calling
      * thread too, as the checksum path treats them): its row loops, not the in-cache flat streams.
      */
-    private static final CopyLoop FROM_MEMORY = load(false, false);
+    private static final CopyLoop FROM_MEMORY = load(false, false, NARROW_FROM_MEMORY, false);
+    /** {@link #FROM_MEMORY} with the other stream width ({@link #NARROW_FROM_MEMORY} negated), for tests and A/B. */
+    private static final CopyLoop FROM_MEMORY_OTHER = load(false, false, !NARROW_FROM_MEMORY, false);
     private static final CopyLoop MIXED = new ScalarCopyLoop(true);
 
     /** How a launch of {@code PARALLEL_BYTES} or more is cut into tasks over the pool ({@link #parallel}). */
@@ -92,6 +118,10 @@ final class CpuCopy {
     private final CopyLoop inCache;
     /** From this many bytes of a launch (or a segmented plan's launches together) the loops for memory run. */
     private final long fromMemoryBytes;
+    /** The loop for memory: this CPU's ({@link #NARROW_FROM_MEMORY}) or, for tests on any CPU, the other choice. */
+    private final CopyLoop fromMemory;
+    /** Whether {@link Split#LAYERS} cuts a multiple of the threads' count of parts ({@link #EVEN_PARTS}). */
+    private final boolean evenParts;
 
     /**
      * @param split how a large launch is cut over the pool
@@ -109,7 +139,34 @@ final class CpuCopy {
      *         CPU's choice; the other for tests that run both on any CPU)
      */
     CpuCopy(Split split, long fromMemoryBytes, boolean headsIntoHnd) {
-        this.inCache = headsIntoHnd == HEADS_INTO_HND ? STANDARD : STANDARD_OTHER;
+        this(split, fromMemoryBytes, headsIntoHnd, NARROW_FROM_MEMORY, EVEN_PARTS);
+    }
+
+    /**
+     * @param split how a large launch is cut over the pool
+     * @param fromMemoryBytes from how many bytes of a launch the standard mode takes {@link #FROM_MEMORY}'s loops
+     * @param headsIntoHnd whether the in-cache loop copies rows into HND head by head ({@link #HEADS_INTO_HND})
+     * @param narrowFromMemory whether the loops for memory copy contiguous streams in 256-bit vectors
+     *         ({@link #NARROW_FROM_MEMORY}: this CPU's choice)
+     * @param evenParts whether the split by layers cuts a multiple of the threads' count of parts ({@link #EVEN_PARTS})
+     */
+    CpuCopy(Split split, long fromMemoryBytes, boolean headsIntoHnd, boolean narrowFromMemory, boolean evenParts) {
+        this(split, fromMemoryBytes, headsIntoHnd, narrowFromMemory, evenParts, STEPPED_QUADS);
+    }
+
+    /**
+     * {@link #CpuCopy(Split, long, boolean, boolean, boolean)} with the in-cache choice {@code steppedQuads}
+     * ({@link #STEPPED_QUADS}: this CPU's); with it the other, {@code headsIntoHnd} must be this CPU's.
+     */
+    CpuCopy(Split split, long fromMemoryBytes, boolean headsIntoHnd, boolean narrowFromMemory, boolean evenParts,
+            boolean steppedQuads) {
+        if (steppedQuads != STEPPED_QUADS && headsIntoHnd != HEADS_INTO_HND) {
+            throw new IllegalArgumentException("one in-cache choice other than this CPU's at a time");
+        }
+        this.inCache = steppedQuads != STEPPED_QUADS ? STANDARD_QUADS_OTHER
+                : headsIntoHnd == HEADS_INTO_HND ? STANDARD : STANDARD_OTHER;
+        this.fromMemory = narrowFromMemory == NARROW_FROM_MEMORY ? FROM_MEMORY : FROM_MEMORY_OTHER;
+        this.evenParts = evenParts;
         if (fromMemoryBytes < 0) {
             throw new IllegalArgumentException("fromMemoryBytes must be at least 0, got " + fromMemoryBytes);
         }
@@ -125,9 +182,40 @@ final class CpuCopy {
         return FastCpuBackend.withCopy(threads, new CpuCopy(Split.LAYERS, CpuWorkSplit.PARALLEL, !HEADS_INTO_HND));
     }
 
+    /**
+     * The backend with the other choices for copies from memory ({@link #NARROW_FROM_MEMORY} and {@link #EVEN_PARTS}
+     * negated: on Intel the choices before them), for same-JVM A/B measurements: {@code CopyTurns
+     * -Dcopy.variant=io.kvchecksum.internal.CpuCopy#otherFromMemory}.
+     */
+    static FastCpuBackend otherFromMemory(int threads) {
+        return FastCpuBackend.withCopy(threads, new CpuCopy(Split.LAYERS, CpuWorkSplit.PARALLEL, HEADS_INTO_HND,
+                !NARROW_FROM_MEMORY, !EVEN_PARTS));
+    }
+
+    /**
+     * The backend with the other in-cache choice for flat rows of four vectors per head ({@link #STEPPED_QUADS}
+     * negated), for same-JVM A/B measurements: {@code CopyTurns -Dcopy.variant=io.kvchecksum.internal.CpuCopy#otherQuads}.
+     */
+    static FastCpuBackend otherQuads(int threads) {
+        return FastCpuBackend.withCopy(threads, new CpuCopy(Split.LAYERS, CpuWorkSplit.PARALLEL, HEADS_INTO_HND,
+                NARROW_FROM_MEMORY, EVEN_PARTS, !STEPPED_QUADS));
+    }
+
+    /** {@link #otherFromMemory} with only the stream width ({@link #NARROW_FROM_MEMORY}) the other. */
+    static FastCpuBackend otherStreamsFromMemory(int threads) {
+        return FastCpuBackend.withCopy(threads, new CpuCopy(Split.LAYERS, CpuWorkSplit.PARALLEL, HEADS_INTO_HND,
+                !NARROW_FROM_MEMORY, EVEN_PARTS));
+    }
+
+    /** {@link #otherFromMemory} with only the parts ({@link #EVEN_PARTS}) the other. */
+    static FastCpuBackend otherParts(int threads) {
+        return FastCpuBackend.withCopy(threads, new CpuCopy(Split.LAYERS, CpuWorkSplit.PARALLEL, HEADS_INTO_HND,
+                NARROW_FROM_MEMORY, !EVEN_PARTS));
+    }
+
     /** The standard mode's loop for a copy of {@code bytes} (a launch, or a segmented plan's launches together). */
     private CopyLoop standard(long bytes) {
-        return bytes >= fromMemoryBytes ? FROM_MEMORY : inCache;
+        return bytes >= fromMemoryBytes ? fromMemory : inCache;
     }
 
     /** The loop of {@code w}'s launch: the mixed mode's, or {@code standard}. */
@@ -139,7 +227,9 @@ final class CpuCopy {
     String choice() {
         return "split by " + (split == Split.LAYERS ? "layers" : "run ranges")
                 + (fromMemoryBytes == CpuWorkSplit.PARALLEL ? "" : ", loops for memory from " + fromMemoryBytes + " bytes")
-                + (inCache == STANDARD ? "" : ", in cache " + inCache.describe());
+                + (inCache == STANDARD ? "" : ", in cache " + inCache.describe())
+                + (fromMemory == FROM_MEMORY ? "" : ", from memory " + fromMemory.describe())
+                + (evenParts == EVEN_PARTS ? "" : evenParts ? ", parts a multiple of the threads" : ", parts not rounded");
     }
 
     /** The standard mode's loop, for the backend's description. */
@@ -568,6 +658,9 @@ final class CpuCopy {
         }
         boolean runRanges = split == Split.RUN_RANGES;
         List<Group> groups = runRanges ? prepared.groups : prepared.byLayer;
+        if (evenParts && !runRanges) {   // whole rounds of parts: none runs alone at the end (MLA's 61 layers: 9 -> 10)
+            wanted = (wanted + threads - 1) / threads * threads;
+        }
         int parts = runRanges ? 1 : Math.min(groups.size(), wanted);
         int ranges = (wanted + parts - 1) / parts;
         List<Task> tasks = new ArrayList<>(parts * ranges);
@@ -873,10 +966,22 @@ final class CpuCopy {
         return true;
     }
 
-    private static CopyLoop load(boolean inCache, boolean headsIntoHnd) {
+    /** {@link VectorCopyLoop#NARROW_STREAMS}, or false in a JVM without {@code jdk.incubator.vector}. */
+    private static boolean narrowStreams() {
         if (ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent()) {
             try {
-                return new VectorCopyLoop(VectorCopyLoop.Rows.AUTO, inCache, headsIntoHnd);
+                return VectorCopyLoop.NARROW_STREAMS;
+            } catch (LinkageError e) {
+                // the scalar loop
+            }
+        }
+        return false;
+    }
+
+    private static CopyLoop load(boolean inCache, boolean headsIntoHnd, boolean narrow, boolean steppedQuads) {
+        if (ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent()) {
+            try {
+                return new VectorCopyLoop(VectorCopyLoop.Rows.AUTO, inCache, headsIntoHnd, narrow, steppedQuads);
             } catch (LinkageError e) {
                 // fall through to the scalar loop
             }

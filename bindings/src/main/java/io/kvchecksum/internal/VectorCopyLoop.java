@@ -29,7 +29,7 @@ final class VectorCopyLoop implements CopyLoop {
         if (srcStride == 8L * regionPieces && dstStride == srcStride && cellPieces == regionPieces) {
             long total = (long) n * regionPieces;
             long j0 = t0 * cellPieces + pieceBase;
-            return NARROW_STREAMS ? stream256(src, srcBase, dst, dstBase, total, j0)
+            return narrow ? stream256(src, srcBase, dst, dstBase, total, j0)
                     : stream(src, srcBase, dst, dstBase, total, j0);
         }
         final LongVector zero = LongVector.zero(S);
@@ -161,10 +161,44 @@ final class VectorCopyLoop implements CopyLoop {
      * @param transposedByHeads whether rows into a destination holding each head's tokens back to back go head by head
      */
     VectorCopyLoop(Rows rows, boolean flat, boolean transposedByHeads) {
+        this(rows, flat, transposedByHeads, NARROW_STREAMS);
+    }
+
+    /**
+     * @param rows which rows loop runs
+     * @param flat whether runs with back-to-back source rows run as flat streams (the in-cache loop) or as rows
+     * @param transposedByHeads whether rows into a destination holding each head's tokens back to back go head by head
+     * @param narrow whether contiguous streams (MLA rows) go in 256-bit vectors ({@link #stream256})
+     */
+    VectorCopyLoop(Rows rows, boolean flat, boolean transposedByHeads, boolean narrow) {
+        this(rows, flat, transposedByHeads, narrow, false);
+    }
+
+    /**
+     * @param rows which rows loop runs
+     * @param flat whether runs with back-to-back source rows run as flat streams (the in-cache loop) or as rows
+     * @param transposedByHeads whether rows into a destination holding each head's tokens back to back go head by head
+     * @param narrow whether contiguous streams (MLA rows) go in 256-bit vectors ({@link #stream256})
+     * @param steppedQuads whether flat rows of one chunk of four vectors per head with stepped factors go through
+     *         {@link #flatQuadsStepped} rather than {@link #multiplyFlat}
+     */
+    VectorCopyLoop(Rows rows, boolean flat, boolean transposedByHeads, boolean narrow, boolean steppedQuads) {
+        this.steppedQuads = steppedQuads;
         this.rows = rows;
         this.flat = flat;
         this.transposedByHeads = transposedByHeads;
+        this.narrow = narrow;
     }
+
+    /** Whether contiguous streams (MLA rows) go in 256-bit vectors ({@link #stream256}) rather than {@link #stream}. */
+    private final boolean narrow;
+
+    /**
+     * Whether flat rows (a page permutation) of one chunk of four vectors per head whose factors step by a constant go
+     * through {@link #flatQuadsStepped} (no multiply) rather than {@link #multiplyFlat} (a 64-bit lane multiply per
+     * vector): the CPU backend's in-cache choice on Intel at 512 bits, where {@code vpmullq} is three micro-ops.
+     */
+    private final boolean steppedQuads;
 
     @Override
     public long copyRows(MemorySegment src, long srcBase, long srcStride, long srcHeadStride, MemorySegment dst,
@@ -187,6 +221,11 @@ final class VectorCopyLoop implements CopyLoop {
         }
         if (flat && ROWS && heads > 1 && regionPieces == 4 * L && srcHeadStride == 32L * L && srcStride == heads * srcHeadStride
                 && dstHeadStride == srcHeadStride && dstStride == srcStride) {
+            if (steppedQuads && stepped(factors, f0, heads)) {
+                long f = factors[f0];
+                return flatQuadsStepped(src, srcBase, dst, dstBase, n * srcStride, 2 * (t0 * cellPieces + pieceBase) + 1,
+                        2L * cellPieces, f, factors[f0 + 1] - f, heads);
+            }
             return multiplyFlat(src, srcBase, dst, dstBase, n, t0, cellPieces, pieceBase, heads, factors, f0);
         }
         if (!flat && ROWS && heads > 1 && regionPieces == 4 * L && srcHeadStride == 32L * L
@@ -485,6 +524,62 @@ final class VectorCopyLoop implements CopyLoop {
             kv = kv.add(r);
             r = r.add(x3);
             kv = kv.add(r);
+            r = r.add(x2);
+            kv = kv.add(r);
+            r = r.add(x1);
+            kv = kv.add(r);
+            r = r.add(x0);
+            pr = pr.add(r);
+            pk = pk.add(kv);
+            sr = sr.add(pr);
+            sk = sk.add(pk);
+            if (++h == heads) {
+                t1 = t1.add(pr.mul(w)).add(pk.lanewise(VectorOperators.LSHL, SHIFT_2L));
+                t2 = t2.add(sr.mul(w)).add(sk.lanewise(VectorOperators.LSHL, SHIFT_2L));
+                w = w.add(twoP);
+                pr = zero;
+                pk = zero;
+                sr = zero;
+                sk = zero;
+                h = 0;
+            }
+        }
+        return (f + d * heads) * t1.reduceLanes(VectorOperators.ADD) - d * t2.reduceLanes(VectorOperators.ADD);
+    }
+
+    /**
+     * {@link #flatHeadsStepped} with a head's region one chunk of four vectors (bf16 head dim 128 at 512 bits:
+     * Llama-3-8B's rows there), both sides flat: per chunk {@code r = sum_k x_k}, {@code kv = sum_k k*x_k} (piece
+     * {@code kL + l} of the head's region has weight {@code w_l + 2P*i + 2L*k}), folded into the row's running sums as
+     * there; adds only, where {@link #multiplyFlat} multiplies every vector by its head's factor. {@return the run's
+     * weighted sum}
+     */
+    private static long flatQuadsStepped(MemorySegment src, long srcBase, MemorySegment dst, long dstBase, long bytes,
+            long c, long twoP, long f, long d, int heads) {
+        LongVector w = TWO_IOTA.add(c);
+        final long vb = 8L * L;
+        final long chunk = 4 * vb;
+        final LongVector zero = LongVector.zero(S);
+        LongVector pr = zero;
+        LongVector pk = zero;
+        LongVector sr = zero;
+        LongVector sk = zero;
+        LongVector t1 = zero;
+        LongVector t2 = zero;
+        int h = 0;
+        for (long o = 0; o < bytes; o += chunk) {
+            long sp = srcBase + o;
+            long dp = dstBase + o;
+            LongVector x0 = LongVector.fromMemorySegment(S, src, sp, LE);
+            LongVector x1 = LongVector.fromMemorySegment(S, src, sp + vb, LE);
+            LongVector x2 = LongVector.fromMemorySegment(S, src, sp + 2 * vb, LE);
+            LongVector x3 = LongVector.fromMemorySegment(S, src, sp + 3 * vb, LE);
+            x0.intoMemorySegment(dst, dp, LE);
+            x1.intoMemorySegment(dst, dp + vb, LE);
+            x2.intoMemorySegment(dst, dp + 2 * vb, LE);
+            x3.intoMemorySegment(dst, dp + 3 * vb, LE);
+            LongVector r = x3;
+            LongVector kv = r;
             r = r.add(x2);
             kv = kv.add(r);
             r = r.add(x1);
@@ -947,7 +1042,8 @@ final class VectorCopyLoop implements CopyLoop {
      * Whether contiguous streams (MLA rows) are copied in 256-bit vectors ({@link #stream256}): where the checksum
      * kernels read MLA streams at 256 bits ({@link KernelSpecies.Streams#NARROW}, AMD families 25 and 26 with AVX-512). Measured
      * there (one thread, DeepSeek MLA bf16 pages of 18 KiB): from memory 19.2 ms per 256 MiB against 24.3 ms at 512 bits
-     * ({@code MemorySegment.copy} 21.7 ms), and in cache no slower (1 MiB: 23.2 against 23.8 us).
+     * ({@code MemorySegment.copy} 21.7 ms), and in cache no slower (1 MiB: 23.2 against 23.8 us). The CPU backend's
+     * loops for memory take 256 bits on Intel as well ({@code CpuCopy.NARROW_FROM_MEMORY}; the loop's {@code narrow}).
      */
     static final boolean NARROW_STREAMS = KernelSpecies.CHOSEN.narrow();
 
@@ -1009,8 +1105,9 @@ final class VectorCopyLoop implements CopyLoop {
 
     @Override
     public String describe() {
-        return "vector copy " + S.vectorBitSize() + "-bit" + (NARROW_STREAMS ? ", MLA streams 256-bit" : "")
+        return "vector copy " + S.vectorBitSize() + "-bit" + (narrow ? ", MLA streams 256-bit" : "")
                 + (rows == Rows.AUTO && !ROWS ? ", head rows in units" : "") + (flat ? "" : ", rows from memory")
-                + (transposedByHeads ? ", head by head into HND" : "");
+                + (transposedByHeads ? ", head by head into HND" : "")
+                + (steppedQuads ? ", stepped factors in flat rows" : "");
     }
 }

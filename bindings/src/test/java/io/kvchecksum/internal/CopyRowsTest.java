@@ -30,7 +30,9 @@ class CopyRowsTest {
         int lanes = KernelSpecies.S.length();
         CopyLoop scalar = new ScalarCopyLoop(false);
         CopyLoop[] loops = {new VectorCopyLoop(VectorCopyLoop.Rows.UNITS), new VectorCopyLoop(VectorCopyLoop.Rows.MULTIPLY),
-                new VectorCopyLoop(), new VectorCopyLoop(VectorCopyLoop.Rows.AUTO, false)};
+                new VectorCopyLoop(), new VectorCopyLoop(VectorCopyLoop.Rows.AUTO, false),
+                new VectorCopyLoop(VectorCopyLoop.Rows.AUTO, false, false, !VectorCopyLoop.NARROW_STREAMS),
+                new VectorCopyLoop(VectorCopyLoop.Rows.AUTO, true, false, VectorCopyLoop.NARROW_STREAMS, true)};
         int cases = 0;
         try (Arena arena = Arena.ofConfined()) {
             long size = 1 << 20;
@@ -82,7 +84,8 @@ class CopyRowsTest {
                                 long value = loop.copyRows(src, sBase, sTok, sHead, got, dBase, dTok, dHead, n, t0, cell,
                                         base, pieces, heads, factors, f0);
                                 String what = (loop == loops[0] ? "units" : loop == loops[1] ? "multiply" : loop == loops[2] ? "auto"
-                                        : "auto from memory")
+                                        : loop == loops[3] ? "auto from memory" : loop == loops[4]
+                                        ? "auto from memory, other stream width" : "auto, stepped flat quads")
                                         + " heads " + heads + " pieces " + pieces + " cell " + cell + " base " + base + " layout " + layout
                                         + " n " + n + " t0 " + t0 + " factors " + (kind == 0 ? "any" : kind == 1
                                         ? "of layer " + layer : "stepping by " + step);

@@ -49,7 +49,9 @@ public final class CpuChoices {
      * {@return the verifying copy's other choices: the split over the pool before the split by layers (run ranges, each
      * over every group run by run), every copy through the loops for memory (the shipped backend takes them from
      * {@code PARALLEL_BYTES} on), and the in-cache loop's other choice for rows into HND (head by head, Intel's, or token
-     * rows: {@code CpuCopy.HEADS_INTO_HND}); in a JVM without {@code jdk.incubator.vector} the latter is the scalar loop, as
+     * rows: {@code CpuCopy.HEADS_INTO_HND}), the loops for memory with the other stream width and parts
+     * ({@code CpuCopy.NARROW_FROM_MEMORY}, {@code CpuCopy.EVEN_PARTS}) and the in-cache flat rows with the other
+     * {@code CpuCopy.STEPPED_QUADS}; in a JVM without {@code jdk.incubator.vector} the latter is the scalar loop, as
      * shipped}
      *
      * @param threads threads per call of each backend
@@ -58,6 +60,10 @@ public final class CpuChoices {
         return List.of(KvChecksum.of(FastCpuBackend.runRangeCopy(threads)),
                 KvChecksum.of(FastCpuBackend.withCopy(threads, new CpuCopy(CpuCopy.Split.LAYERS, 0))),
                 KvChecksum.of(FastCpuBackend.withCopy(threads, new CpuCopy(CpuCopy.Split.LAYERS, FastCpuBackend.PARALLEL_BYTES,
-                        !CpuCopy.HEADS_INTO_HND))));
+                        !CpuCopy.HEADS_INTO_HND))),
+                KvChecksum.of(FastCpuBackend.withCopy(threads, new CpuCopy(CpuCopy.Split.LAYERS, 0, CpuCopy.HEADS_INTO_HND,
+                        !CpuCopy.NARROW_FROM_MEMORY, !CpuCopy.EVEN_PARTS))),
+                KvChecksum.of(FastCpuBackend.withCopy(threads, new CpuCopy(CpuCopy.Split.LAYERS, FastCpuBackend.PARALLEL_BYTES,
+                        CpuCopy.HEADS_INTO_HND, CpuCopy.NARROW_FROM_MEMORY, CpuCopy.EVEN_PARTS, !CpuCopy.STEPPED_QUADS))));
     }
 }

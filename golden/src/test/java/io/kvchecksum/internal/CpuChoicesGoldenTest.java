@@ -54,12 +54,17 @@ class CpuChoicesGoldenTest {
      * memory ({@code VectorCopyLoop} without flat streams: {@code multiplyRows} at 512 bits, {@code rowsOfUnits} at 256,
      * this module's {@code vector-avx2} execution), which the shipped backend takes only from
      * {@link FastCpuBackend#PARALLEL_BYTES} on, far above these vectors' sizes: here every copy takes them
-     * ({@link CpuCopy}'s {@code fromMemoryBytes} 0). {@code CpuCopyTest} runs the same vectors through the in-cache loops.
+     * ({@link CpuCopy}'s {@code fromMemoryBytes} 0), with contiguous streams (MLA) at both of the loops' widths
+     * ({@code CpuCopy.NARROW_FROM_MEMORY} and its other choice). {@code CpuCopyTest} runs the same vectors through the
+     * in-cache loops.
      */
     @TestFactory
     Stream<DynamicNode> copyThroughTheLoopsForMemory() {
-        KvChecksum cpu = KvChecksum.of(FastCpuBackend.withCopy(1, new CpuCopy(CpuCopy.Split.LAYERS, 0)));
-        return Stream.of(DynamicContainer.dynamicContainer(cpu.description(),
-                Stream.concat(CopySuite.tests(cpu), CopySuite.inPlaceFaults(cpu))));
+        return Stream.of(true, false).map(narrow -> {
+            KvChecksum cpu = KvChecksum.of(FastCpuBackend.withCopy(1, new CpuCopy(CpuCopy.Split.LAYERS, 0,
+                    CpuCopy.HEADS_INTO_HND, narrow, CpuCopy.EVEN_PARTS)));
+            return DynamicContainer.dynamicContainer(cpu.description(),
+                    Stream.concat(CopySuite.tests(cpu), CopySuite.inPlaceFaults(cpu)));
+        });
     }
 }
