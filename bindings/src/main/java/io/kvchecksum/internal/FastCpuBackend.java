@@ -60,6 +60,8 @@ public final class FastCpuBackend implements Backend {
     private final boolean prepareFirst;
     /** The verifying copy's choices: {@link CpuCopy#SHIPPED}, or in tests and A/B measurements another. */
     private final CpuCopy copy;
+    /** The mixed mode's loops: {@link #MIXED_KERNEL}, or in tests the vector loops with another choice of row pass. */
+    private final SliceKernel mixedKernel;
 
     public FastCpuBackend() {
         this(Runtime.getRuntime().availableProcessors());
@@ -86,6 +88,11 @@ public final class FastCpuBackend implements Backend {
 
     private FastCpuBackend(int threads, SliceKernel kernel, long streamingBytes, boolean prepare, boolean prepareFirst,
             CpuCopy copy) {
+        this(threads, kernel, streamingBytes, prepare, prepareFirst, copy, MIXED_KERNEL);
+    }
+
+    private FastCpuBackend(int threads, SliceKernel kernel, long streamingBytes, boolean prepare, boolean prepareFirst,
+            CpuCopy copy, SliceKernel mixedKernel) {
         if (threads < 1) {
             throw new IllegalArgumentException("threads must be at least 1, got " + threads);
         }
@@ -95,6 +102,7 @@ public final class FastCpuBackend implements Backend {
         this.prepare = prepare;
         this.prepareFirst = prepareFirst;
         this.copy = java.util.Objects.requireNonNull(copy);
+        this.mixedKernel = java.util.Objects.requireNonNull(mixedKernel);
     }
 
     /**
@@ -122,6 +130,17 @@ public final class FastCpuBackend implements Backend {
      */
     static FastCpuBackend withStreams(int threads, KernelSpecies.Streams streams, long streamingBytes) {
         return new FastCpuBackend(threads, new VectorSliceKernel(streams), streamingBytes);
+    }
+
+    /**
+     * For tests only: the shipped backend whose mixed mode reads 2 KiB rows at 512 bits from memory in two streams
+     * ({@code twoStreams}) or one, instead of the choice made for this CPU ({@link KernelSpecies#MIXED_TWO_STREAMS}); from
+     * {@code streamingBytes} KV bytes on (0: every request) a request on the calling thread takes the loops for memory.
+     * Needs {@code jdk.incubator.vector}.
+     */
+    static FastCpuBackend withMixedStreams(int threads, boolean twoStreams, long streamingBytes) {
+        return new FastCpuBackend(threads, KERNEL, streamingBytes, true, false, CpuCopy.SHIPPED,
+                new MixedVectorSliceKernel(true, true, twoStreams));
     }
 
     /**
@@ -761,7 +780,7 @@ public final class FastCpuBackend implements Backend {
      */
     private void compute(SlicePlan plan, SlicePlan.LayerRun run, Blocks blocks, int p0, int p1, boolean streaming,
             Sink sink, Scratch scratch) {
-        SliceKernel kernel = plan.mode() == ChecksumMode.MIXED ? MIXED_KERNEL : this.kernel;
+        SliceKernel kernel = plan.mode() == ChecksumMode.MIXED ? mixedKernel : this.kernel;
         RequestBlocks request = plan.request();
         int heads = run.numHeads();
         int firstSlice = run.firstSlice();
@@ -1065,7 +1084,7 @@ public final class FastCpuBackend implements Backend {
      * next layer of a launch of one block (a Jlama page of one position), whose layers follow one another.
      */
     private long touchLayer(SlicePlan plan, SlicePlan.LayerRun run, Blocks blocks, int p) {
-        SliceKernel kernel = plan.mode() == ChecksumMode.MIXED ? MIXED_KERNEL : this.kernel;
+        SliceKernel kernel = plan.mode() == ChecksumMode.MIXED ? mixedKernel : this.kernel;
         SlicePlan.Slice first = plan.slice(run.firstSlice());
         SlicePlan.Part k = first.k();
         SlicePlan.Part v = first.v();

@@ -54,6 +54,37 @@ final class KernelSpecies {
     /** The choice for this JVM on this CPU. */
     static final Streams CHOSEN = choose(S.vectorBitSize(), CpuModel.cpuinfo());
 
+    /**
+     * Whether the mixed kernel reads 2 KiB rows at 512 bits from memory in two streams of the block at once
+     * ({@code MixedVectorSliceKernel.rowTwo}) instead of one ({@code rowRegs}): on Intel (family 6, Emerald Rapids) the
+     * mixer's cycles add to the misses' and a second stream overlaps them (docs/bench-cpu.md, "On Intel (Emerald
+     * Rapids): two streams every tier compiles"); elsewhere one stream, as measured on AMD before.
+     */
+    static final boolean MIXED_TWO_STREAMS = mixedTwoStreams(CpuModel.cpuinfo());
+
+    /**
+     * {@return whether the mixed kernel's 2 KiB rows take two streams on the CPU {@code cpuinfo} names: on Intel}
+     *
+     * @param cpuinfo the first lines of {@code /proc/cpuinfo} (empty where it cannot be read)
+     */
+    static boolean mixedTwoStreams(List<String> cpuinfo) {
+        return CpuModel.intel(cpuinfo);
+    }
+
+    /**
+     * {@return every choice {@link #mixedTwoStreams} makes on the CPUs {@link #choices} tells apart, without repeats}
+     * For tests that run each choice on whatever CPU runs them (the choice only matters at 512 bits).
+     */
+    static List<Boolean> mixedChoices() {
+        return CPUS.stream().map(KernelSpecies::mixedTwoStreams).distinct().toList();
+    }
+
+    /** The CPUs the selectors tell apart, as {@code /proc/cpuinfo} names them: AMD families 25 and 26, Intel. */
+    private static final List<List<String>> CPUS = List.of(
+            List.of("vendor_id\t: AuthenticAMD", "cpu family\t: 25"),
+            List.of("vendor_id\t: AuthenticAMD", "cpu family\t: 26"),
+            List.of("vendor_id\t: GenuineIntel", "cpu family\t: 6"));
+
     private KernelSpecies() {
     }
 
@@ -77,10 +108,6 @@ final class KernelSpecies {
      * @param preferredBits the JVM's preferred vector width
      */
     static List<Streams> choices(int preferredBits) {
-        return java.util.stream.Stream.of(
-                        List.of("vendor_id\t: AuthenticAMD", "cpu family\t: 25"),
-                        List.of("vendor_id\t: AuthenticAMD", "cpu family\t: 26"),
-                        List.of("vendor_id\t: GenuineIntel", "cpu family\t: 6"))
-                .map(cpuinfo -> choose(preferredBits, cpuinfo)).distinct().toList();
+        return CPUS.stream().map(cpuinfo -> choose(preferredBits, cpuinfo)).distinct().toList();
     }
 }

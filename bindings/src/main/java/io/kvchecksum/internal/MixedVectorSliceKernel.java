@@ -22,6 +22,8 @@ import java.util.Arrays;
  * The row pass from memory ({@link #rowPass}) keeps one pair per row vector in a thread's scratch instead, and
  * {@link #rowRegs} (2 KiB rows at 512 bits) the standard row pass's two sums per four vectors in registers, its mixers
  * written out in the loop body, so that C2's node budget is spent on the Vector API's operations, not on call sites.
+ * On Intel ({@link KernelSpecies#MIXED_TWO_STREAMS}) those rows read two streams of the block at once
+ * ({@link #rowTwo}).
  *
  * <p>The mixer's multiplies are {@code LongVector} multiplies of two operands masked to their low 32 bits (the
  * constant too) or shifted right by 32, the shapes HotSpot compiles to {@code vpmuludq} on AVX2/AVX-512 (JDK-8341137)
@@ -42,8 +44,17 @@ final class MixedVectorSliceKernel implements SliceKernel {
      */
     private final boolean rows;
 
-    /** Whether 2 KiB rows at 512 bits take {@link #rowRegs} (sums in registers); false only in tests and A/B runs. */
+    /**
+     * Whether 2 KiB rows at 512 bits take {@link #rowRegs} or {@link #rowTwo} (sums in registers); false only in tests
+     * and A/B runs.
+     */
     private final boolean regs;
+
+    /**
+     * Whether 2 KiB rows at 512 bits take {@link #rowTwo} (two streams of the block in lockstep) instead of
+     * {@link #rowRegs}: {@link KernelSpecies#MIXED_TWO_STREAMS} as shipped; tests and A/B runs pick either.
+     */
+    private final boolean two;
 
     /** Scratch of {@link #rowPass}: each thread's per-piece running sums of one row. */
     private static final ThreadLocal<long[][]> ROW_SUMS = ThreadLocal.withInitial(() -> new long[2][0]);
@@ -67,8 +78,17 @@ final class MixedVectorSliceKernel implements SliceKernel {
      * {@link #rowRegs}, kept so tests and the A/B run can compare both.
      */
     MixedVectorSliceKernel(boolean rowPass, boolean rowRegs) {
+        this(rowPass, rowRegs, KernelSpecies.MIXED_TWO_STREAMS);
+    }
+
+    /**
+     * {@code twoStreams}: whether 2 KiB rows at 512 bits take {@link #rowTwo} (else {@link #rowRegs}), so tests and the
+     * A/B run can run both on any CPU.
+     */
+    MixedVectorSliceKernel(boolean rowPass, boolean rowRegs, boolean twoStreams) {
         this.rows = rowPass;
         this.regs = rowRegs;
+        this.two = twoStreams;
     }
 
     /**
@@ -244,6 +264,13 @@ final class MixedVectorSliceKernel implements SliceKernel {
             int cell = kPieces + (vSeg == null ? 0 : vPieces);
             Arrays.fill(out, 0, heads, 0);
             if (regs && regsRow(heads, kPieces, cell) && (vSeg == null || regsRow(heads, vPieces, cell))) {
+                if (two) {
+                    rowTwo(kSeg, kBase, kStride, n, t0, cell, 0, kPieces / (4 * L), out);
+                    if (vSeg != null) {
+                        rowTwo(vSeg, vBase, vStride, n, t0, cell, kPieces, vPieces / (4 * L), out);
+                    }
+                    return;
+                }
                 rowRegs(kSeg, kBase, kStride, n, t0, cell, 0, kPieces / (4 * L), out);
                 if (vSeg != null) {
                     rowRegs(vSeg, vBase, vStride, n, t0, cell, kPieces, vPieces / (4 * L), out);
@@ -409,6 +436,156 @@ final class MixedVectorSliceKernel implements SliceKernel {
             w6 = w7;
             w7 = q;
         }
+        long c0 = 2 * (t0 * cellPieces + pieceBase) + 1 + ((long) n << shift << VectorSliceKernel.SHIFT_2L);
+        LongVector k = VectorSliceKernel.TWO_IOTA.add(c0);
+        out[0 / perHead] += a0.mul(k.add(8L * L * (0 % perHead)))
+                .sub(w0.lanewise(VectorOperators.LSHL, VectorSliceKernel.SHIFT_2L)).reduceLanes(VectorOperators.ADD);
+        out[1 / perHead] += a1.mul(k.add(8L * L * (1 % perHead)))
+                .sub(w1.lanewise(VectorOperators.LSHL, VectorSliceKernel.SHIFT_2L)).reduceLanes(VectorOperators.ADD);
+        out[2 / perHead] += a2.mul(k.add(8L * L * (2 % perHead)))
+                .sub(w2.lanewise(VectorOperators.LSHL, VectorSliceKernel.SHIFT_2L)).reduceLanes(VectorOperators.ADD);
+        out[3 / perHead] += a3.mul(k.add(8L * L * (3 % perHead)))
+                .sub(w3.lanewise(VectorOperators.LSHL, VectorSliceKernel.SHIFT_2L)).reduceLanes(VectorOperators.ADD);
+        out[4 / perHead] += a4.mul(k.add(8L * L * (4 % perHead)))
+                .sub(w4.lanewise(VectorOperators.LSHL, VectorSliceKernel.SHIFT_2L)).reduceLanes(VectorOperators.ADD);
+        out[5 / perHead] += a5.mul(k.add(8L * L * (5 % perHead)))
+                .sub(w5.lanewise(VectorOperators.LSHL, VectorSliceKernel.SHIFT_2L)).reduceLanes(VectorOperators.ADD);
+        out[6 / perHead] += a6.mul(k.add(8L * L * (6 % perHead)))
+                .sub(w6.lanewise(VectorOperators.LSHL, VectorSliceKernel.SHIFT_2L)).reduceLanes(VectorOperators.ADD);
+        out[7 / perHead] += a7.mul(k.add(8L * L * (7 % perHead)))
+                .sub(w7.lanewise(VectorOperators.LSHL, VectorSliceKernel.SHIFT_2L)).reduceLanes(VectorOperators.ADD);
+    }
+
+    /**
+     * {@link #rowRegs} over two streams of the block: token {@code i}'s row and token {@code i + h}'s ({@code h = n/2}),
+     * unit by unit in lockstep (two sequential streams, in different pages); an odd last token, and a block of one,
+     * through {@link #rowRegs} alone. The unit's sums are shared: {@code A += X1 + X2} and
+     * {@code T += ((A + h*X1) << s) - K1 - K2} (in a single pass over {@code 2h} tokens the first half's tokens stay
+     * {@code h} steps longer in the running sums), so {@code A}, {@code T} and the closing are exactly
+     * {@link #rowRegs}'s over {@code 2h} tokens. On Intel (Emerald Rapids) the mixer's cycles add to the misses' rather
+     * than overlap them, and a second stream overlaps them: mixed/standard 0.78-0.80 (medians) against 0.62-0.66 for
+     * {@link #rowRegs} from memory at 4x LLC (docs/bench-cpu.md, "On Intel (Emerald Rapids): two streams every tier
+     * compiles").
+     *
+     * <p>Eight mixers written out per loop body (called, C2 stops inlining them at NodeCountInliningCutoff; the Vector
+     * API's own methods are force-inlined and not subject to it), with the mixer's constants built once before the loop
+     * ({@code m32}, {@code hi}, {@code c1}-{@code c3}): C2 compiles the same graph either way (the masks it needs for
+     * {@code vpmuludq} are still {@code AndV}s of replicated constants), but C1, which inlines the Vector API's Java
+     * fallbacks, then needs about a quarter fewer virtual registers per mixer. The same body with the constants built
+     * in each mixer (as {@link #rowRegs} builds them) made C1 give up on its tier-3 on-stack compile ("out of virtual
+     * registers in linear scan"), which left the method in tier-2 code at 0.1 GB/s; this one compiles at tiers 1-4,
+     * on-stack and normal ({@code jmh/ab/mixer-compile-check.sh}).
+     */
+    static void rowTwo(MemorySegment seg, long base, long stride, int n, long t0, int cellPieces, int pieceBase,
+            int perHead, long[] out) {
+        final int h = n >> 1;
+        if (h == 0) {
+            rowRegs(seg, base, stride, n, t0, cellPieces, pieceBase, perHead, out);
+            return;
+        }
+        if ((n & 1) != 0) {
+            rowRegs(seg, base + 2L * h * stride, stride, 1, t0 + 2L * h, cellPieces, pieceBase, perHead, out);
+        }
+        final LongVector m32 = LongVector.broadcast(S, M32);
+        final LongVector hi = LongVector.broadcast(S, HI);
+        final LongVector c1 = LongVector.broadcast(S, 0x9E3779B9L).and(M32);
+        final LongVector c2 = LongVector.broadcast(S, 0x85EBCA6BL).and(M32);
+        final LongVector c3 = LongVector.broadcast(S, 0xC2B2AE35L).and(M32);
+        final LongVector hv = LongVector.broadcast(S, h);
+        final long half = h * stride;
+        final LongVector zero = LongVector.zero(S);
+        final long vb = 8L * L;
+        final int shift = Integer.numberOfTrailingZeros(cellPieces / L);
+        LongVector a0 = zero, a1 = zero, a2 = zero, a3 = zero, a4 = zero, a5 = zero, a6 = zero, a7 = zero;
+        LongVector w0 = zero, w1 = zero, w2 = zero, w3 = zero, w4 = zero, w5 = zero, w6 = zero, w7 = zero;
+        for (int k = 0; k < 8 * h; k++) {
+            long at = base + (k >> 3) * stride + (k & 7) * 4 * vb;
+            long at2 = at + half;
+            LongVector x0, x1, x2, x3, z0, z1, z2, z3, r1, r2, u1, u2, p, q, y, lo;
+            x0 = LongVector.fromMemorySegment(S, seg, at, LE);
+            p = x0.and(m32).mul(c1);
+            y = x0.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32));
+            p = y.lanewise(VectorOperators.LSHR, 32).mul(c2);
+            lo = x0.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32)).and(m32);
+            p = lo.mul(c3);
+            x0 = y.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32)).and(hi).or(lo);
+            x1 = LongVector.fromMemorySegment(S, seg, at + vb, LE);
+            p = x1.and(m32).mul(c1);
+            y = x1.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32));
+            p = y.lanewise(VectorOperators.LSHR, 32).mul(c2);
+            lo = x1.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32)).and(m32);
+            p = lo.mul(c3);
+            x1 = y.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32)).and(hi).or(lo);
+            x2 = LongVector.fromMemorySegment(S, seg, at + 2 * vb, LE);
+            p = x2.and(m32).mul(c1);
+            y = x2.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32));
+            p = y.lanewise(VectorOperators.LSHR, 32).mul(c2);
+            lo = x2.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32)).and(m32);
+            p = lo.mul(c3);
+            x2 = y.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32)).and(hi).or(lo);
+            x3 = LongVector.fromMemorySegment(S, seg, at + 3 * vb, LE);
+            p = x3.and(m32).mul(c1);
+            y = x3.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32));
+            p = y.lanewise(VectorOperators.LSHR, 32).mul(c2);
+            lo = x3.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32)).and(m32);
+            p = lo.mul(c3);
+            x3 = y.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32)).and(hi).or(lo);
+            z0 = LongVector.fromMemorySegment(S, seg, at2, LE);
+            p = z0.and(m32).mul(c1);
+            y = z0.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32));
+            p = y.lanewise(VectorOperators.LSHR, 32).mul(c2);
+            lo = z0.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32)).and(m32);
+            p = lo.mul(c3);
+            z0 = y.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32)).and(hi).or(lo);
+            z1 = LongVector.fromMemorySegment(S, seg, at2 + vb, LE);
+            p = z1.and(m32).mul(c1);
+            y = z1.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32));
+            p = y.lanewise(VectorOperators.LSHR, 32).mul(c2);
+            lo = z1.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32)).and(m32);
+            p = lo.mul(c3);
+            z1 = y.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32)).and(hi).or(lo);
+            z2 = LongVector.fromMemorySegment(S, seg, at2 + 2 * vb, LE);
+            p = z2.and(m32).mul(c1);
+            y = z2.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32));
+            p = y.lanewise(VectorOperators.LSHR, 32).mul(c2);
+            lo = z2.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32)).and(m32);
+            p = lo.mul(c3);
+            z2 = y.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32)).and(hi).or(lo);
+            z3 = LongVector.fromMemorySegment(S, seg, at2 + 3 * vb, LE);
+            p = z3.and(m32).mul(c1);
+            y = z3.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32));
+            p = y.lanewise(VectorOperators.LSHR, 32).mul(c2);
+            lo = z3.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32)).and(m32);
+            p = lo.mul(c3);
+            z3 = y.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32)).and(hi).or(lo);
+            r2 = x2.add(x3);
+            r1 = x1.add(r2);
+            q = x0.add(r1);
+            u2 = z2.add(z3);
+            u1 = z1.add(u2);
+            a0 = a0.add(q.add(z0.add(u1)));
+            w0 = w0.add(a0.add(q.mul(hv)).lanewise(VectorOperators.LSHL, shift)
+                    .sub(r1.add(r2).add(x3).add(u1.add(u2).add(z3))));
+            q = a0;
+            a0 = a1;
+            a1 = a2;
+            a2 = a3;
+            a3 = a4;
+            a4 = a5;
+            a5 = a6;
+            a6 = a7;
+            a7 = q;
+            q = w0;
+            w0 = w1;
+            w1 = w2;
+            w2 = w3;
+            w3 = w4;
+            w4 = w5;
+            w5 = w6;
+            w6 = w7;
+            w7 = q;
+        }
+        n = 2 * h;
         long c0 = 2 * (t0 * cellPieces + pieceBase) + 1 + ((long) n << shift << VectorSliceKernel.SHIFT_2L);
         LongVector k = VectorSliceKernel.TWO_IOTA.add(c0);
         out[0 / perHead] += a0.mul(k.add(8L * L * (0 % perHead)))

@@ -114,8 +114,9 @@ class MixedRowPassTest {
     }
 
     /**
-     * 2 KiB rows at 512 bits ({@code MixedVectorSliceKernel.rowRegs}: sums in registers): against the definition and
-     * the scratch row pass, K alone and K with V, every unit split of the row (8 heads of 32 pieces, 4 of 64, 2 of 128),
+     * 2 KiB rows at 512 bits ({@code MixedVectorSliceKernel.rowRegs}: sums in registers, and {@code rowTwo}: the
+     * block's two halves of tokens in lockstep, an odd last token alone; the shipped choice and each of them): against
+     * the definition and the scratch row pass, K alone and K with V, every unit split of the row (8 heads of 32 pieces, 4 of 64, 2 of 128),
      * padded strides, unaligned bases, large first tokens; and rows it does not take go through the scratch.
      */
     @Test
@@ -124,6 +125,8 @@ class MixedRowPassTest {
         assumeTrue(MixedVectorSliceKernel.regsRow(8, 32, 64), "no 512-bit vectors with AVX-512's registers");
         SplittableRandom rnd = new SplittableRandom(SEED + 2);
         MixedVectorSliceKernel regs = new MixedVectorSliceKernel();
+        MixedVectorSliceKernel one = new MixedVectorSliceKernel(true, true, false);
+        MixedVectorSliceKernel two = new MixedVectorSliceKernel(true, true, true);
         MixedVectorSliceKernel scratch = new MixedVectorSliceKernel(true, false);
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment s = arena.allocate(1 << 20, 8);
@@ -136,7 +139,7 @@ class MixedRowPassTest {
                 for (boolean kOnly : new boolean[] {false, true}) {
                     int cell = kOnly ? pieces : 2 * pieces;
                     assertTrue(MixedVectorSliceKernel.regsRow(heads, pieces, cell));
-                    for (int n : new int[] {1, 2, 3, 16, 33}) {
+                    for (int n : new int[] {1, 2, 3, 4, 5, 16, 33, 64}) {
                         long tokenStride = 8L * pieces * heads + (rnd.nextBoolean() ? 0 : 8L * rnd.nextInt(1, 40));
                         long kBase = 8L * rnd.nextInt(8) + rnd.nextInt(8);
                         long vBase = 500_000 + rnd.nextInt(64);
@@ -145,7 +148,7 @@ class MixedRowPassTest {
                                 pieces, heads);
                         String what = heads + " heads of " + pieces + " pieces" + (kOnly ? " (K only)" : "") + ", n " + n
                                 + ", stride " + tokenStride + ", t0 " + t0;
-                        for (MixedVectorSliceKernel k : List.of(regs, scratch)) {
+                        for (MixedVectorSliceKernel k : List.of(regs, one, two, scratch)) {
                             assertHeads(expected, k, s, kBase, vBase, kOnly, 8L * pieces, tokenStride, pieces, n, t0,
                                     true, what);
                         }
@@ -168,6 +171,8 @@ class MixedRowPassTest {
         System.out.println("mixed row pass seed " + SEED);
         SplittableRandom rnd = new SplittableRandom(SEED);
         MixedVectorSliceKernel rows = new MixedVectorSliceKernel();
+        MixedVectorSliceKernel one = new MixedVectorSliceKernel(true, true, false);
+        MixedVectorSliceKernel two = new MixedVectorSliceKernel(true, true, true);
         MixedVectorSliceKernel headByHead = new MixedVectorSliceKernel(false);
         int lanes = KernelSpecies.S.length();
         try (Arena arena = Arena.ofConfined()) {
@@ -181,7 +186,7 @@ class MixedRowPassTest {
                     for (boolean kOnly : new boolean[] {false, true}) {
                         assertTrue(rows.rowsAffine(heads, pieces, 8L * pieces, kOnly ? 0 : pieces, 8L * pieces));
                         assertFalse(headByHead.rowsAffine(heads, pieces, 8L * pieces, kOnly ? 0 : pieces, 8L * pieces));
-                        for (int n : new int[] {1, 2, 7, 16}) {
+                        for (int n : new int[] {1, 2, 3, 7, 16}) {
                             long tokenStride = 8L * pieces * heads + (rnd.nextBoolean() ? 0 : 64);
                             long kBase = rnd.nextInt(64);
                             long vBase = 400_000 + rnd.nextInt(64);
@@ -190,7 +195,7 @@ class MixedRowPassTest {
                                     t0, pieces, heads);
                             String what = heads + " heads of " + pieces + " pieces" + (kOnly ? " (K only)" : "") + ", n " + n
                                     + ", stride " + tokenStride + ", t0 " + t0;
-                            for (MixedVectorSliceKernel k : List.of(rows, headByHead)) {
+                            for (MixedVectorSliceKernel k : List.of(rows, one, two, headByHead)) {
                                 for (boolean fromMemory : new boolean[] {true, false}) {
                                     assertHeads(expected, k, s, kBase, vBase, kOnly, 8L * pieces, tokenStride, pieces, n,
                                             t0, fromMemory, what);

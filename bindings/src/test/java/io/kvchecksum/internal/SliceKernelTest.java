@@ -11,6 +11,7 @@ import java.util.SplittableRandom;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -386,6 +387,11 @@ class SliceKernelTest {
         assertEquals(List.of(KernelSpecies.Streams.NARROW, KernelSpecies.Streams.PREFERRED), KernelSpecies.choices(512),
                 "the choices the golden suites run at 512 bits");
         assertEquals(List.of(KernelSpecies.Streams.PREFERRED), KernelSpecies.choices(256));
+        assertTrue(KernelSpecies.mixedTwoStreams(intel), "the mixed mode's 2 KiB rows in two streams on Intel");
+        assertFalse(KernelSpecies.mixedTwoStreams(zen4));
+        assertFalse(KernelSpecies.mixedTwoStreams(zen5));
+        assertFalse(KernelSpecies.mixedTwoStreams(List.of()), "no /proc/cpuinfo");
+        assertEquals(List.of(false, true), KernelSpecies.mixedChoices(), "the mixed choices the golden suites run");
         assertTrue(new VectorSliceKernel(KernelSpecies.Streams.NARROW).describe()
                 .endsWith("-bit, preferred width; MLA streams and 2 KiB head rows from memory 256-bit (AMD family 25 or 26)"));
     }

@@ -23,7 +23,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * itself is the JVM's: this module's {@code vector-avx2} execution runs the suite again with {@code -XX:UseAVX=2}. The
  * in-cache path runs twice more: with every plan in its prepared form from the first call (the shipped backend prepares
  * a plan on its second call, and the suite runs each plan once) and as before issue 28's in-cache work. The verifying
- * copy's vectors run through the copy's loops for memory as well ({@link #copyThroughTheLoopsForMemory}).
+ * copy's vectors run through the copy's loops for memory as well ({@link #copyThroughTheLoopsForMemory}). At 512 bits
+ * with AVX-512's registers the mixed mode's 2 KiB rows from memory run in each choice of
+ * {@link KernelSpecies#mixedTwoStreams} (one stream; two, on Intel).
  *
  * <p>In package {@code io.kvchecksum.internal} to reach the test-only {@link FastCpuBackend#withStreams}.
  */
@@ -37,6 +39,15 @@ class CpuChoicesGoldenTest {
             for (long streamingBytes : new long[] {FastCpuBackend.PARALLEL_BYTES, 0}) {
                 KvChecksum cpu = KvChecksum.of(FastCpuBackend.withStreams(1, s, streamingBytes));
                 String name = cpu.description() + (streamingBytes == 0 ? ", every vector read as from memory" : "");
+                nodes.add(DynamicContainer.dynamicContainer(name, GoldenSuite.tests(cpu)));
+            }
+        }
+        if (MixedVectorSliceKernel.regsRow(8, 32, 64)) {
+            // the mixed mode's 2 KiB rows from memory at 512 bits in one stream and in two (the shipped choice on Intel)
+            for (boolean two : KernelSpecies.mixedChoices()) {
+                KvChecksum cpu = KvChecksum.of(FastCpuBackend.withMixedStreams(1, two, 0));
+                String name = cpu.description() + ", every vector read as from memory, the mixed mode's 2 KiB rows in "
+                        + (two ? "two streams" : "one stream");
                 nodes.add(DynamicContainer.dynamicContainer(name, GoldenSuite.tests(cpu)));
             }
         }
