@@ -73,4 +73,10 @@ public class CopyBench extends Bench {
     public long baselineVectorLayers() {
         return fx.baselineVectorGroups();
     }
+
+    /** {@link #baselineVectorLayers} in 256-bit vectors (from memory on Intel the faster plain copy). */
+    @Benchmark
+    public long baselineVector256Layers() {
+        return fx.baselineVector256Groups();
+    }
 }
