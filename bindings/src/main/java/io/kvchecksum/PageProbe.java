@@ -258,10 +258,20 @@ public final class PageProbe {
         }
         Pages f = new Pages(plan);
         if (plan.group().isHostResident()) {
-            HostWindows.of(plan, probeBytes).probe(plan, f);
+            HostWindows.of(plan, probeBytes).probe(plan, f, ProbeWindows.INSTANCE.touchAhead());
             return new PendingProbes(f.probes(probeBytes));
         }
         return throughBackend(backend, plan, probeBytes, stream);
+    }
+
+    /**
+     * For tests: the host path with the touch of the next page on or off ({@code touchAhead}), whichever this CPU's loop
+     * takes ({@link ProbeWindows#touchAhead}), so that both run on any CPU. {@code plan}'s group must be host-resident.
+     */
+    static Probes onHost(SlicePlan plan, int probeBytes, boolean touchAhead) {
+        Pages f = new Pages(plan);
+        HostWindows.of(plan, probeBytes).probe(plan, f, touchAhead);
+        return f.probes(probeBytes);
     }
 
     /**
@@ -338,13 +348,12 @@ public final class PageProbe {
                     tokenStride, tailSkip, pieces, w);
         }
 
-        void probe(SlicePlan plan, Pages f) {
+        void probe(SlicePlan plan, Pages f, boolean ahead) {
             int pages = f.head.length;
             int perPage = 2 * base.length;
             int chunk = Math.max(1, CHUNK_WINDOWS / Math.max(1, perPage));
             int chunks = Math.ceilDiv(pages, chunk);
             int[] order = addressOrder(plan, pages);
-            boolean ahead = ProbeWindows.INSTANCE.touchAhead();
             java.util.function.IntConsumer one = c -> {
                 int p0 = c * chunk;
                 int p1 = Math.min(pages, p0 + chunk);

@@ -71,8 +71,13 @@ class PageProbeTest {
                 }
                 SlicePlan plan = SlicePlan.of(g, RequestBlocks.of(table, (long) pages * pageSize - (pageSize == 16 ? 5 : 0), 16));
                 for (int probe : new int[] {64, 24, 256}) {
-                    assertEquals(expected(plan, probe), PageProbe.compute(KvChecksums.cpu(), plan, probe),
+                    PageProbe.Probes want = expected(plan, probe);
+                    assertEquals(want, PageProbe.compute(KvChecksums.cpu(), plan, probe),
                             "seed " + (SEED + 1) + " page size " + pageSize + " probe " + probe);
+                    for (boolean touch : new boolean[] {false, true}) {   // this CPU's choice and the other
+                        assertEquals(want, PageProbe.onHost(plan, probe, touch),
+                                "seed " + (SEED + 1) + " page size " + pageSize + " probe " + probe + " touch " + touch);
+                    }
                 }
             }
         }
