@@ -17,7 +17,8 @@ import java.util.Arrays;
  * constants built before the loop, so that C1 compiles it); {@link #rowTwo} here is the first form, kept for the A/B
  * and for jmh/ab/mixer-compile-check.sh (C1 gives up on its on-stack compile at tier 3). {@link #rowPassTwo}: the
  * scratch row pass over two streams (256 bits; not taken: slower). {@link #rowFour} and {@link #rowFourHalves}: four
- * streams (faster than two; the first C1 cannot compile, the second not yet measured enough). docs/bench-cpu.md, "On
+ * streams (faster than two; the first C1 cannot compile; the second ships as {@code MixedVectorSliceKernel.rowFour},
+ * Intel's choice, and stays here as the A/B's copy: docs/bench-cpu.md, "On Intel (Emerald Rapids): four streams"). docs/bench-cpu.md, "On
  * Intel (Emerald Rapids): two streams every tier compiles".
  */
 final class MixerTouchKernel implements SliceKernel {

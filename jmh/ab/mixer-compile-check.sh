@@ -5,7 +5,8 @@
 # streams every tier compiles".
 #
 #   [FORMS=012] jmh/ab/mixer-compile-check.sh [seconds per phase] [jvm flags...]   # FORMS: 0 rowTwo, 1 the A/B copy
-#   MixerTouchKernel.rowTwo, 2 rowRegs, 3 MixerTouchKernel.rowFour (16 mixers), 4 rowFourHalves (four streams, 8 mixers)
+#   MixerTouchKernel.rowTwo, 2 rowRegs, 3 MixerTouchKernel.rowFour (16 mixers), 4 rowFourHalves (four streams, 8 mixers), 5 the shipped
+#   MixedVectorSliceKernel.rowFour (the same body as 4)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 java_home=${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
