@@ -27,7 +27,8 @@ import java.util.function.LongSupplier;
  * the same route as {@code prevmix} and {@code two}: a standard-mode plan on a backend whose kernel is the mixed one),
  * {@code regs1}, {@code two2h} and {@code four4} (the shipped kernel with its 2 KiB rows forced to one stream,
  * {@code rowRegs}, two, {@code rowTwo}, or four, {@code rowFour}, the shipped choice on Intel:
- * docs/bench-cpu.md, "On Intel (Emerald Rapids): four streams"), {@code pass2}, {@code four} and {@code four8} ({@link MixerTouchKernel}: two streams through
+ * docs/bench-cpu.md, "On Intel (Emerald Rapids): four streams"; {@code four8r}: {@link MixerTouchKernel}'s
+ * {@code rowFourRegs}, not taken), {@code pass2}, {@code four} and {@code four8} ({@link MixerTouchKernel}: two streams through
  * the scratch row pass at 256 bits; four streams at 512; docs/bench-cpu.md, "On Intel (Emerald Rapids): two streams
  * every tier compiles"),
  * {@code touch1k}, {@code touch2k}, {@code touch4k}, {@code pairs2k}, {@code streams2} and {@code halves2s}
@@ -64,7 +65,7 @@ public final class MixedRowsAb {
         int rounds = Integer.parseInt(args[3]);
         List<MemoryBound.Reader> readers = MemoryBound.readers();
         List<String> names = new ArrayList<>(List.of("old", "scratch", "standard", "mixed", "prevmix", "two", "newmix",
-                "touch1k", "touch2k", "touch4k", "pairs2k", "streams2", "halves2s", "regs1", "two2h", "pass2", "four", "four8", "four4"));
+                "touch1k", "touch2k", "touch4k", "pairs2k", "streams2", "halves2s", "regs1", "two2h", "pass2", "four", "four8", "four4", "four8r"));
         final int forms = names.size();
         readers.forEach(r -> names.add("read-" + r.id()));
         int n = names.size();
@@ -90,7 +91,8 @@ public final class MixedRowsAb {
                     KvChecksum.of(c.newInstance(threads, MixerTouchKernel.passTwo(), FastCpuBackend.PARALLEL_BYTES)),
                     KvChecksum.of(c.newInstance(threads, MixerTouchKernel.four(), FastCpuBackend.PARALLEL_BYTES)),
                     KvChecksum.of(c.newInstance(threads, MixerTouchKernel.fourHalves(), FastCpuBackend.PARALLEL_BYTES)),
-                    KvChecksum.of(c.newInstance(threads, new MixedVectorSliceKernel(true, true, 4), FastCpuBackend.PARALLEL_BYTES))};
+                    KvChecksum.of(c.newInstance(threads, new MixedVectorSliceKernel(true, true, 4), FastCpuBackend.PARALLEL_BYTES)),
+                    KvChecksum.of(c.newInstance(threads, MixerTouchKernel.fourRegs(), FastCpuBackend.PARALLEL_BYTES))};
             KvChecksum cpu = KvChecksums.cpu(threads);
             long[] shipped = cpu.blockChecksums(mixedPlan);
             if (!Arrays.equals(shipped, old.blockChecksums(plan)) || !Arrays.equals(shipped, rows.blockChecksums(plan))
