@@ -25,8 +25,10 @@ import java.util.function.LongSupplier;
  * before 2026-12-07 21:00 UTC, {@link MixerPrevKernel}), {@code two} (the shipped kernel with its scratch row pass
  * mixing two vectors per step, {@link MixerTwoKernel}; at 512 bits 2 KiB rows take the shipped {@code rowRegs}) and {@code newmix} (the shipped kernel through
  * the same route as {@code prevmix} and {@code two}: a standard-mode plan on a backend whose kernel is the mixed one),
- * {@code regs1} and {@code two2h} (the shipped kernel with its 2 KiB rows forced to one stream, {@code rowRegs}, or
- * two, {@code rowTwo}), {@code pass2}, {@code four} and {@code four8} ({@link MixerTouchKernel}: two streams through
+ * {@code regs1}, {@code two2h} and {@code four4} (the shipped kernel with its 2 KiB rows forced to one stream,
+ * {@code rowRegs}, two, {@code rowTwo}, or four, {@code rowFour}, the shipped choice on Intel:
+ * docs/bench-cpu.md, "On Intel (Emerald Rapids): four streams"; {@code four8r}: {@link MixerTouchKernel}'s
+ * {@code rowFourRegs}, not taken), {@code pass2}, {@code four} and {@code four8} ({@link MixerTouchKernel}: two streams through
  * the scratch row pass at 256 bits; four streams at 512; docs/bench-cpu.md, "On Intel (Emerald Rapids): two streams
  * every tier compiles"),
  * {@code touch1k}, {@code touch2k}, {@code touch4k}, {@code pairs2k}, {@code streams2} and {@code halves2s}
@@ -63,7 +65,7 @@ public final class MixedRowsAb {
         int rounds = Integer.parseInt(args[3]);
         List<MemoryBound.Reader> readers = MemoryBound.readers();
         List<String> names = new ArrayList<>(List.of("old", "scratch", "standard", "mixed", "prevmix", "two", "newmix",
-                "touch1k", "touch2k", "touch4k", "pairs2k", "streams2", "halves2s", "regs1", "two2h", "pass2", "four", "four8"));
+                "touch1k", "touch2k", "touch4k", "pairs2k", "streams2", "halves2s", "regs1", "two2h", "pass2", "four", "four8", "four4", "four8r"));
         final int forms = names.size();
         readers.forEach(r -> names.add("read-" + r.id()));
         int n = names.size();
@@ -84,11 +86,13 @@ public final class MixedRowsAb {
                     KvChecksum.of(c.newInstance(threads, new MixerTouchKernel(2048, true), FastCpuBackend.PARALLEL_BYTES)),
                     KvChecksum.of(c.newInstance(threads, new MixerTouchKernel(0, false, true), FastCpuBackend.PARALLEL_BYTES)),
                     KvChecksum.of(c.newInstance(threads, MixerTouchKernel.halves(), FastCpuBackend.PARALLEL_BYTES)),
-                    KvChecksum.of(c.newInstance(threads, new MixedVectorSliceKernel(true, true, false), FastCpuBackend.PARALLEL_BYTES)),
-                    KvChecksum.of(c.newInstance(threads, new MixedVectorSliceKernel(true, true, true), FastCpuBackend.PARALLEL_BYTES)),
+                    KvChecksum.of(c.newInstance(threads, new MixedVectorSliceKernel(true, true, 1), FastCpuBackend.PARALLEL_BYTES)),
+                    KvChecksum.of(c.newInstance(threads, new MixedVectorSliceKernel(true, true, 2), FastCpuBackend.PARALLEL_BYTES)),
                     KvChecksum.of(c.newInstance(threads, MixerTouchKernel.passTwo(), FastCpuBackend.PARALLEL_BYTES)),
                     KvChecksum.of(c.newInstance(threads, MixerTouchKernel.four(), FastCpuBackend.PARALLEL_BYTES)),
-                    KvChecksum.of(c.newInstance(threads, MixerTouchKernel.fourHalves(), FastCpuBackend.PARALLEL_BYTES))};
+                    KvChecksum.of(c.newInstance(threads, MixerTouchKernel.fourHalves(), FastCpuBackend.PARALLEL_BYTES)),
+                    KvChecksum.of(c.newInstance(threads, new MixedVectorSliceKernel(true, true, 4), FastCpuBackend.PARALLEL_BYTES)),
+                    KvChecksum.of(c.newInstance(threads, MixerTouchKernel.fourRegs(), FastCpuBackend.PARALLEL_BYTES))};
             KvChecksum cpu = KvChecksums.cpu(threads);
             long[] shipped = cpu.blockChecksums(mixedPlan);
             if (!Arrays.equals(shipped, old.blockChecksums(plan)) || !Arrays.equals(shipped, rows.blockChecksums(plan))

@@ -15,7 +15,8 @@ import java.util.SplittableRandom;
  * under test take all the interpreter's time) and then of 16 tokens (normal compiles), each result checked against
  * {@code rowRegs}'s; {@code forms} (default {@code 012}) picks the forms
  * (0: {@code rowTwo}, 1: the A/B copy, 2: {@code rowRegs}, 3: {@code MixerTouchKernel.rowFour}, 4:
- * {@code MixerTouchKernel.rowFourHalves}; the four-stream forms on blocks short of a multiple of four tokens too).
+ * {@code MixerTouchKernel.rowFourHalves}, 5: {@code MixedVectorSliceKernel.rowFour}, the shipped four-stream form on
+ * Intel, 6: {@code MixerTouchKernel.rowFourRegs}; the four-stream forms on blocks short of a multiple of four tokens too).
  * docs/bench-cpu.md, "On Intel (Emerald Rapids): two streams every tier compiles".
  *
  * <p>Arguments: seconds to run each phase (default 4), forms (default 012).
@@ -41,7 +42,7 @@ public final class MixerCompileCheck {
                 int n = phase == 0 ? bigN : 16;
                 long until = System.nanoTime() + (long) (seconds * 1e9);
                 while (System.nanoTime() < until) {
-                    for (int form = 0; form < 5; form++) {
+                    for (int form = 0; form < 7; form++) {
                         if (forms.indexOf('0' + form) < 0) {
                             continue;
                         }
@@ -57,6 +58,8 @@ public final class MixerCompileCheck {
                             case 0 -> MixedVectorSliceKernel.rowTwo(s, base, rowBytes, n - (int) (calls & 1), t0, 64, 0, 4, got);
                             case 1 -> MixerTouchKernel.rowTwo(s, base, rowBytes, n - (int) (calls & 1), t0, 64, 0, 4, got);
                             case 4 -> MixerTouchKernel.rowFourHalves(s, base, rowBytes, n - (int) (calls & 3), t0, 64, 0, 4, got);
+                            case 5 -> MixedVectorSliceKernel.rowFour(s, base, rowBytes, n - (int) (calls & 3), t0, 64, 0, 4, got);
+                            case 6 -> MixerTouchKernel.rowFourRegs(s, base, rowBytes, n - (int) (calls & 3), t0, 64, 0, 4, got);
                             case 3 -> MixerTouchKernel.rowFour(s, base, rowBytes, n - (int) (calls & 3), t0, 64, 0, 4, got);
                             default -> MixedVectorSliceKernel.rowRegs(s, base, rowBytes, n - (int) (calls & 1), t0, 64, 0, 4, got);
                         }

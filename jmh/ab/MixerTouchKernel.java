@@ -17,7 +17,8 @@ import java.util.Arrays;
  * constants built before the loop, so that C1 compiles it); {@link #rowTwo} here is the first form, kept for the A/B
  * and for jmh/ab/mixer-compile-check.sh (C1 gives up on its on-stack compile at tier 3). {@link #rowPassTwo}: the
  * scratch row pass over two streams (256 bits; not taken: slower). {@link #rowFour} and {@link #rowFourHalves}: four
- * streams (faster than two; the first C1 cannot compile, the second not yet measured enough). docs/bench-cpu.md, "On
+ * streams (faster than two; the first C1 cannot compile; the second ships as {@code MixedVectorSliceKernel.rowFour},
+ * Intel's choice, and stays here as the A/B's copy: docs/bench-cpu.md, "On Intel (Emerald Rapids): four streams"). docs/bench-cpu.md, "On
  * Intel (Emerald Rapids): two streams every tier compiles".
  */
 final class MixerTouchKernel implements SliceKernel {
@@ -37,6 +38,7 @@ final class MixerTouchKernel implements SliceKernel {
     private boolean passTwo;
     private boolean four;
     private boolean fourHalves;
+    private boolean fourRegs;
     /** Scratch of {@link #rowFourHalves}: each thread's eight units' {@code A} and {@code T}. */
     private static final ThreadLocal<long[][]> FOUR_SUMS = ThreadLocal.withInitial(() -> new long[2][8 * L]);
 
@@ -62,6 +64,13 @@ final class MixerTouchKernel implements SliceKernel {
     static MixerTouchKernel four() {
         MixerTouchKernel k = new MixerTouchKernel(0, false, false);
         k.four = true;
+        return k;
+    }
+
+    /** No touch, 2 KiB rows through {@link #rowFourRegs}. */
+    static MixerTouchKernel fourRegs() {
+        MixerTouchKernel k = new MixerTouchKernel(0, false, false);
+        k.fourRegs = true;
         return k;
     }
 
@@ -134,7 +143,12 @@ final class MixerTouchKernel implements SliceKernel {
             return;
         }
         Arrays.fill(out, 0, heads, 0);
-        if (fourHalves) {
+        if (fourRegs) {
+            rowFourRegs(kSeg, kBase, kStride, n, t0, cell, 0, kPieces / (4 * L), out);
+            if (vSeg != null) {
+                rowFourRegs(vSeg, vBase, vStride, n, t0, cell, kPieces, vPieces / (4 * L), out);
+            }
+        } else if (fourHalves) {
             rowFourHalves(kSeg, kBase, kStride, n, t0, cell, 0, kPieces / (4 * L), out);
             if (vSeg != null) {
                 rowFourHalves(vSeg, vBase, vStride, n, t0, cell, kPieces, vPieces / (4 * L), out);
@@ -975,5 +989,151 @@ final class MixerTouchKernel implements SliceKernel {
                     .sub(LongVector.fromArray(S, ts, j * L).lanewise(VectorOperators.LSHL, VectorSliceKernel.SHIFT_2L))
                     .reduceLanes(VectorOperators.ADD);
         }
+    }
+
+    /**
+     * {@link #rowFourHalves} with the eight units' sums in registers (rotated every second iteration, after a unit's
+     * second half) instead of a thread's scratch. A/B only.
+     */
+    static void rowFourRegs(MemorySegment seg, long base, long stride, int n, long t0, int cellPieces, int pieceBase,
+            int perHead, long[] out) {
+        final int h = n >> 2;
+        if (h == 0) {
+            MixedVectorSliceKernel.rowTwo(seg, base, stride, n, t0, cellPieces, pieceBase, perHead, out);
+            return;
+        }
+        if (n > 4 * h) {
+            MixedVectorSliceKernel.rowTwo(seg, base + 4L * h * stride, stride, n - 4 * h, t0 + 4L * h, cellPieces,
+                    pieceBase, perHead, out);
+        }
+        final LongVector m32 = LongVector.broadcast(S, M32);
+        final LongVector hi = LongVector.broadcast(S, HI);
+        final LongVector c1 = LongVector.broadcast(S, 0x9E3779B9L).and(M32);
+        final LongVector c2 = LongVector.broadcast(S, 0x85EBCA6BL).and(M32);
+        final LongVector c3 = LongVector.broadcast(S, 0xC2B2AE35L).and(M32);
+        final LongVector hv = LongVector.broadcast(S, h);
+        final long quarter = h * stride;
+        final long vb = 8L * L;
+        final int shift = Integer.numberOfTrailingZeros(cellPieces / L);
+        final LongVector zero = LongVector.zero(S);
+        LongVector a0 = zero, a1 = zero, a2 = zero, a3 = zero, a4 = zero, a5 = zero, a6 = zero, a7 = zero;
+        LongVector w0 = zero, w1 = zero, w2 = zero, w3 = zero, w4 = zero, w5 = zero, w6 = zero, w7 = zero;
+        for (int k = 0; k < 16 * h; k++) {
+            long at = base + (k >> 4) * stride + (k & 15) * 2 * vb;
+            LongVector mask = LongVector.broadcast(S, -(long) (k & 1));
+            LongVector x0, x1, sx, sw, s1, p, y, lo;
+            x0 = LongVector.fromMemorySegment(S, seg, at, LE);
+            p = x0.and(m32).mul(c1);
+            y = x0.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32));
+            p = y.lanewise(VectorOperators.LSHR, 32).mul(c2);
+            lo = x0.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32)).and(m32);
+            p = lo.mul(c3);
+            x0 = y.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32)).and(hi).or(lo);
+            x1 = LongVector.fromMemorySegment(S, seg, at + vb, LE);
+            p = x1.and(m32).mul(c1);
+            y = x1.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32));
+            p = y.lanewise(VectorOperators.LSHR, 32).mul(c2);
+            lo = x1.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32)).and(m32);
+            p = lo.mul(c3);
+            x1 = y.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32)).and(hi).or(lo);
+            sx = x0.add(x1);
+            sw = sx;
+            s1 = x1;
+            long at1 = at + quarter;
+            x0 = LongVector.fromMemorySegment(S, seg, at1, LE);
+            p = x0.and(m32).mul(c1);
+            y = x0.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32));
+            p = y.lanewise(VectorOperators.LSHR, 32).mul(c2);
+            lo = x0.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32)).and(m32);
+            p = lo.mul(c3);
+            x0 = y.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32)).and(hi).or(lo);
+            x1 = LongVector.fromMemorySegment(S, seg, at1 + vb, LE);
+            p = x1.and(m32).mul(c1);
+            y = x1.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32));
+            p = y.lanewise(VectorOperators.LSHR, 32).mul(c2);
+            lo = x1.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32)).and(m32);
+            p = lo.mul(c3);
+            x1 = y.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32)).and(hi).or(lo);
+            sx = sx.add(x0.add(x1));
+            sw = sw.add(sx);
+            s1 = s1.add(x1);
+            long at2 = at + 2 * quarter;
+            x0 = LongVector.fromMemorySegment(S, seg, at2, LE);
+            p = x0.and(m32).mul(c1);
+            y = x0.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32));
+            p = y.lanewise(VectorOperators.LSHR, 32).mul(c2);
+            lo = x0.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32)).and(m32);
+            p = lo.mul(c3);
+            x0 = y.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32)).and(hi).or(lo);
+            x1 = LongVector.fromMemorySegment(S, seg, at2 + vb, LE);
+            p = x1.and(m32).mul(c1);
+            y = x1.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32));
+            p = y.lanewise(VectorOperators.LSHR, 32).mul(c2);
+            lo = x1.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32)).and(m32);
+            p = lo.mul(c3);
+            x1 = y.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32)).and(hi).or(lo);
+            sx = sx.add(x0.add(x1));
+            sw = sw.add(sx);
+            s1 = s1.add(x1);
+            long at3 = at + 3 * quarter;
+            x0 = LongVector.fromMemorySegment(S, seg, at3, LE);
+            p = x0.and(m32).mul(c1);
+            y = x0.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32));
+            p = y.lanewise(VectorOperators.LSHR, 32).mul(c2);
+            lo = x0.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32)).and(m32);
+            p = lo.mul(c3);
+            x0 = y.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32)).and(hi).or(lo);
+            x1 = LongVector.fromMemorySegment(S, seg, at3 + vb, LE);
+            p = x1.and(m32).mul(c1);
+            y = x1.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32));
+            p = y.lanewise(VectorOperators.LSHR, 32).mul(c2);
+            lo = x1.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32)).and(m32);
+            p = lo.mul(c3);
+            x1 = y.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32)).and(hi).or(lo);
+            sx = sx.add(x0.add(x1));
+            s1 = s1.add(x1);
+            a0 = a0.add(sx);
+            w0 = w0.add(a0.and(mask).add(sw.mul(hv)).lanewise(VectorOperators.LSHL, shift)
+                    .sub(sx.and(mask).lanewise(VectorOperators.LSHL, 1).add(s1)));
+            if ((k & 1) != 0) {
+                LongVector q = a0;
+                a0 = a1;
+                a1 = a2;
+                a2 = a3;
+                a3 = a4;
+                a4 = a5;
+                a5 = a6;
+                a6 = a7;
+                a7 = q;
+                q = w0;
+                w0 = w1;
+                w1 = w2;
+                w2 = w3;
+                w3 = w4;
+                w4 = w5;
+                w5 = w6;
+                w6 = w7;
+                w7 = q;
+            }
+        }
+        n = 4 * h;
+        long c0 = 2 * (t0 * cellPieces + pieceBase) + 1 + ((long) n << shift << VectorSliceKernel.SHIFT_2L);
+        LongVector k = VectorSliceKernel.TWO_IOTA.add(c0);
+        out[0 / perHead] += a0.mul(k.add(8L * L * (0 % perHead)))
+                .sub(w0.lanewise(VectorOperators.LSHL, VectorSliceKernel.SHIFT_2L)).reduceLanes(VectorOperators.ADD);
+        out[1 / perHead] += a1.mul(k.add(8L * L * (1 % perHead)))
+                .sub(w1.lanewise(VectorOperators.LSHL, VectorSliceKernel.SHIFT_2L)).reduceLanes(VectorOperators.ADD);
+        out[2 / perHead] += a2.mul(k.add(8L * L * (2 % perHead)))
+                .sub(w2.lanewise(VectorOperators.LSHL, VectorSliceKernel.SHIFT_2L)).reduceLanes(VectorOperators.ADD);
+        out[3 / perHead] += a3.mul(k.add(8L * L * (3 % perHead)))
+                .sub(w3.lanewise(VectorOperators.LSHL, VectorSliceKernel.SHIFT_2L)).reduceLanes(VectorOperators.ADD);
+        out[4 / perHead] += a4.mul(k.add(8L * L * (4 % perHead)))
+                .sub(w4.lanewise(VectorOperators.LSHL, VectorSliceKernel.SHIFT_2L)).reduceLanes(VectorOperators.ADD);
+        out[5 / perHead] += a5.mul(k.add(8L * L * (5 % perHead)))
+                .sub(w5.lanewise(VectorOperators.LSHL, VectorSliceKernel.SHIFT_2L)).reduceLanes(VectorOperators.ADD);
+        out[6 / perHead] += a6.mul(k.add(8L * L * (6 % perHead)))
+                .sub(w6.lanewise(VectorOperators.LSHL, VectorSliceKernel.SHIFT_2L)).reduceLanes(VectorOperators.ADD);
+        out[7 / perHead] += a7.mul(k.add(8L * L * (7 % perHead)))
+                .sub(w7.lanewise(VectorOperators.LSHL, VectorSliceKernel.SHIFT_2L)).reduceLanes(VectorOperators.ADD);
     }
 }

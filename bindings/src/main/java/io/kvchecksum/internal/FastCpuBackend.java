@@ -133,14 +133,14 @@ public final class FastCpuBackend implements Backend {
     }
 
     /**
-     * For tests only: the shipped backend whose mixed mode reads 2 KiB rows at 512 bits from memory in two streams
-     * ({@code twoStreams}) or one, instead of the choice made for this CPU ({@link KernelSpecies#MIXED_TWO_STREAMS}); from
-     * {@code streamingBytes} KV bytes on (0: every request) a request on the calling thread takes the loops for memory.
-     * Needs {@code jdk.incubator.vector}.
+     * For tests only: the shipped backend whose mixed mode reads 2 KiB rows at 512 bits from memory in {@code streams}
+     * streams of the block (1, 2 or 4) instead of the choice made for this CPU ({@link KernelSpecies#MIXED_STREAMS});
+     * from {@code streamingBytes} KV bytes on (0: every request) a request on the calling thread takes the loops for
+     * memory. Needs {@code jdk.incubator.vector}.
      */
-    static FastCpuBackend withMixedStreams(int threads, boolean twoStreams, long streamingBytes) {
+    static FastCpuBackend withMixedStreams(int threads, int streams, long streamingBytes) {
         return new FastCpuBackend(threads, KERNEL, streamingBytes, true, false, CpuCopy.SHIPPED,
-                new MixedVectorSliceKernel(true, true, twoStreams));
+                new MixedVectorSliceKernel(true, true, streams));
     }
 
     /**

@@ -55,28 +55,30 @@ final class KernelSpecies {
     static final Streams CHOSEN = choose(S.vectorBitSize(), CpuModel.cpuinfo());
 
     /**
-     * Whether the mixed kernel reads 2 KiB rows at 512 bits from memory in two streams of the block at once
-     * ({@code MixedVectorSliceKernel.rowTwo}) instead of one ({@code rowRegs}): on Intel (family 6, Emerald Rapids) the
-     * mixer's cycles add to the misses' and a second stream overlaps them (docs/bench-cpu.md, "On Intel (Emerald
-     * Rapids): two streams every tier compiles"); elsewhere one stream, as measured on AMD before.
+     * How many streams of the block the mixed kernel reads in lockstep for 2 KiB rows at 512 bits from memory: four
+     * ({@code MixedVectorSliceKernel.rowFour}) on Intel (family 6, Emerald Rapids), where the mixer's cycles add to
+     * the misses' and more streams overlap them (two: 1.20-1.30x one stream; four: 1.09-1.13x two, medians;
+     * docs/bench-cpu.md, "On Intel (Emerald Rapids): two streams every tier compiles" and "... four streams"); one
+     * ({@code rowRegs}) elsewhere, as measured on AMD before. Two ({@code rowTwo}) is not chosen on any CPU; tests and
+     * A/B runs still run it, and {@code rowFour} takes it for a block's last {@code n % 4} tokens.
      */
-    static final boolean MIXED_TWO_STREAMS = mixedTwoStreams(CpuModel.cpuinfo());
+    static final int MIXED_STREAMS = mixedStreams(CpuModel.cpuinfo());
 
     /**
-     * {@return whether the mixed kernel's 2 KiB rows take two streams on the CPU {@code cpuinfo} names: on Intel}
+     * {@return how many streams the mixed kernel's 2 KiB rows take on the CPU {@code cpuinfo} names: 4 on Intel, else 1}
      *
      * @param cpuinfo the first lines of {@code /proc/cpuinfo} (empty where it cannot be read)
      */
-    static boolean mixedTwoStreams(List<String> cpuinfo) {
-        return CpuModel.intel(cpuinfo);
+    static int mixedStreams(List<String> cpuinfo) {
+        return CpuModel.intel(cpuinfo) ? 4 : 1;
     }
 
     /**
-     * {@return every choice {@link #mixedTwoStreams} makes on the CPUs {@link #choices} tells apart, without repeats}
+     * {@return every choice {@link #mixedStreams} makes on the CPUs {@link #choices} tells apart, without repeats}
      * For tests that run each choice on whatever CPU runs them (the choice only matters at 512 bits).
      */
-    static List<Boolean> mixedChoices() {
-        return CPUS.stream().map(KernelSpecies::mixedTwoStreams).distinct().toList();
+    static List<Integer> mixedChoices() {
+        return CPUS.stream().map(KernelSpecies::mixedStreams).distinct().toList();
     }
 
     /** The CPUs the selectors tell apart, as {@code /proc/cpuinfo} names them: AMD families 25 and 26, Intel. */

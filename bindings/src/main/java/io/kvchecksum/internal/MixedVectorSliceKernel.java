@@ -22,8 +22,8 @@ import java.util.Arrays;
  * The row pass from memory ({@link #rowPass}) keeps one pair per row vector in a thread's scratch instead, and
  * {@link #rowRegs} (2 KiB rows at 512 bits) the standard row pass's two sums per four vectors in registers, its mixers
  * written out in the loop body, so that C2's node budget is spent on the Vector API's operations, not on call sites.
- * On Intel ({@link KernelSpecies#MIXED_TWO_STREAMS}) those rows read two streams of the block at once
- * ({@link #rowTwo}).
+ * On Intel ({@link KernelSpecies#MIXED_STREAMS}) those rows read four streams of the block at once
+ * ({@link #rowFour}; {@link #rowTwo}, two streams, takes its last tokens).
  *
  * <p>The mixer's multiplies are {@code LongVector} multiplies of two operands masked to their low 32 bits (the
  * constant too) or shifted right by 32, the shapes HotSpot compiles to {@code vpmuludq} on AVX2/AVX-512 (JDK-8341137)
@@ -45,19 +45,22 @@ final class MixedVectorSliceKernel implements SliceKernel {
     private final boolean rows;
 
     /**
-     * Whether 2 KiB rows at 512 bits take {@link #rowRegs} or {@link #rowTwo} (sums in registers); false only in tests
+     * Whether 2 KiB rows at 512 bits take {@link #rowRegs}, {@link #rowTwo} or {@link #rowFour}; false only in tests
      * and A/B runs.
      */
     private final boolean regs;
 
     /**
-     * Whether 2 KiB rows at 512 bits take {@link #rowTwo} (two streams of the block in lockstep) instead of
-     * {@link #rowRegs}: {@link KernelSpecies#MIXED_TWO_STREAMS} as shipped; tests and A/B runs pick either.
+     * How many streams of the block 2 KiB rows at 512 bits read in lockstep: 1 ({@link #rowRegs}), 2 ({@link #rowTwo})
+     * or 4 ({@link #rowFour}); {@link KernelSpecies#MIXED_STREAMS} as shipped; tests and A/B runs pick any.
      */
-    private final boolean two;
+    private final int streams;
 
     /** Scratch of {@link #rowPass}: each thread's per-piece running sums of one row. */
     private static final ThreadLocal<long[][]> ROW_SUMS = ThreadLocal.withInitial(() -> new long[2][0]);
+
+    /** Scratch of {@link #rowFour}: each thread's eight units' {@code A} and {@code T} (only at 512 bits). */
+    private static final ThreadLocal<long[][]> FOUR_SUMS = ThreadLocal.withInitial(() -> new long[2][8 * L]);
 
     /** The kernel as the backend ships it: side-by-side heads from memory a row per pass. */
     MixedVectorSliceKernel() {
@@ -78,17 +81,20 @@ final class MixedVectorSliceKernel implements SliceKernel {
      * {@link #rowRegs}, kept so tests and the A/B run can compare both.
      */
     MixedVectorSliceKernel(boolean rowPass, boolean rowRegs) {
-        this(rowPass, rowRegs, KernelSpecies.MIXED_TWO_STREAMS);
+        this(rowPass, rowRegs, KernelSpecies.MIXED_STREAMS);
     }
 
     /**
-     * {@code twoStreams}: whether 2 KiB rows at 512 bits take {@link #rowTwo} (else {@link #rowRegs}), so tests and the
-     * A/B run can run both on any CPU.
+     * {@code streams}: how many streams of the block 2 KiB rows at 512 bits read in lockstep, 1 ({@link #rowRegs}), 2
+     * ({@link #rowTwo}) or 4 ({@link #rowFour}), so tests and the A/B run can run each on any CPU.
      */
-    MixedVectorSliceKernel(boolean rowPass, boolean rowRegs, boolean twoStreams) {
+    MixedVectorSliceKernel(boolean rowPass, boolean rowRegs, int streams) {
+        if (streams != 1 && streams != 2 && streams != 4) {
+            throw new IllegalArgumentException("streams " + streams + ": 1, 2 or 4");
+        }
         this.rows = rowPass;
         this.regs = rowRegs;
-        this.two = twoStreams;
+        this.streams = streams;
     }
 
     /**
@@ -264,7 +270,14 @@ final class MixedVectorSliceKernel implements SliceKernel {
             int cell = kPieces + (vSeg == null ? 0 : vPieces);
             Arrays.fill(out, 0, heads, 0);
             if (regs && regsRow(heads, kPieces, cell) && (vSeg == null || regsRow(heads, vPieces, cell))) {
-                if (two) {
+                if (streams == 4) {
+                    rowFour(kSeg, kBase, kStride, n, t0, cell, 0, kPieces / (4 * L), out);
+                    if (vSeg != null) {
+                        rowFour(vSeg, vBase, vStride, n, t0, cell, kPieces, vPieces / (4 * L), out);
+                    }
+                    return;
+                }
+                if (streams == 2) {
                     rowTwo(kSeg, kBase, kStride, n, t0, cell, 0, kPieces / (4 * L), out);
                     if (vSeg != null) {
                         rowTwo(vSeg, vBase, vStride, n, t0, cell, kPieces, vPieces / (4 * L), out);
@@ -465,7 +478,7 @@ final class MixedVectorSliceKernel implements SliceKernel {
      * {@link #rowRegs}'s over {@code 2h} tokens. On Intel (Emerald Rapids) the mixer's cycles add to the misses' rather
      * than overlap them, and a second stream overlaps them: mixed/standard 0.78-0.80 (medians) against 0.62-0.66 for
      * {@link #rowRegs} from memory at 4x LLC (docs/bench-cpu.md, "On Intel (Emerald Rapids): two streams every tier
-     * compiles").
+     * compiles"); {@link #rowFour} (four streams) is the choice on Intel now, and takes this for its last tokens.
      *
      * <p>Eight mixers written out per loop body (called, C2 stops inlining them at NodeCountInliningCutoff; the Vector
      * API's own methods are force-inlined and not subject to it), with the mixer's constants built once before the loop
@@ -604,6 +617,139 @@ final class MixedVectorSliceKernel implements SliceKernel {
                 .sub(w6.lanewise(VectorOperators.LSHL, VectorSliceKernel.SHIFT_2L)).reduceLanes(VectorOperators.ADD);
         out[7 / perHead] += a7.mul(k.add(8L * L * (7 % perHead)))
                 .sub(w7.lanewise(VectorOperators.LSHL, VectorSliceKernel.SHIFT_2L)).reduceLanes(VectorOperators.ADD);
+    }
+
+    /**
+     * {@link #rowTwo} over four streams: tokens {@code i}, {@code i + h}, {@code i + 2h}, {@code i + 3h}
+     * ({@code h = n/4}; the last {@code n - 4h} tokens, and a block of fewer than four, through {@link #rowTwo}) in
+     * lockstep, with eight mixers per loop body: each iteration reads half a unit (two vectors) of each stream, and the
+     * eight units' sums live in a thread's scratch (two loads and two stores per eight mixers). Half {@code v} of unit
+     * {@code u}: {@code A += X}, {@code T += (((A & m) + h*W) << s) - K} with {@code X} the eight mixed vectors summed,
+     * {@code W = 3X0 + 2X1 + X2} ({@code Xj} stream {@code j}'s two vectors: the extra steps its tokens stay in the
+     * running sums in a single pass over {@code 4h} tokens), {@code K = ((X & m) << 1) + X'} ({@code X'} the second
+     * vectors of the four streams), {@code m} all ones in the unit's second half (so the {@code A} term counts once per
+     * unit, after the whole unit): exactly {@link #rowRegs} over {@code 4h} tokens. On Intel (Emerald Rapids) four
+     * streams overlap more of the misses than two: mixed/standard 0.81-0.83 against 0.73-0.76 for {@link #rowTwo}
+     * (medians, from memory at 4x LLC; docs/bench-cpu.md, "On Intel (Emerald Rapids): four streams").
+     *
+     * <p>Why half units and a scratch: a body of one whole unit of each of the four streams (sixteen mixers, sums in
+     * registers) ran another few percent faster, but C1 gives up on its tier-3 on-stack compile ("out of virtual
+     * registers"), the hazard {@link #rowTwo}'s note describes; eight mixers with the constants built before the loop
+     * compile at tiers 1-4, on-stack and normal ({@code jmh/ab/mixer-compile-check.sh}).
+     */
+    static void rowFour(MemorySegment seg, long base, long stride, int n, long t0, int cellPieces, int pieceBase,
+            int perHead, long[] out) {
+        final int h = n >> 2;
+        if (h == 0) {
+            rowTwo(seg, base, stride, n, t0, cellPieces, pieceBase, perHead, out);
+            return;
+        }
+        if (n > 4 * h) {
+            rowTwo(seg, base + 4L * h * stride, stride, n - 4 * h, t0 + 4L * h, cellPieces,
+                    pieceBase, perHead, out);
+        }
+        long[][] sums = FOUR_SUMS.get();
+        final long[] as = sums[0];
+        final long[] ts = sums[1];
+        Arrays.fill(as, 0);
+        Arrays.fill(ts, 0);
+        final LongVector m32 = LongVector.broadcast(S, M32);
+        final LongVector hi = LongVector.broadcast(S, HI);
+        final LongVector c1 = LongVector.broadcast(S, 0x9E3779B9L).and(M32);
+        final LongVector c2 = LongVector.broadcast(S, 0x85EBCA6BL).and(M32);
+        final LongVector c3 = LongVector.broadcast(S, 0xC2B2AE35L).and(M32);
+        final LongVector hv = LongVector.broadcast(S, h);
+        final long quarter = h * stride;
+        final long vb = 8L * L;
+        final int shift = Integer.numberOfTrailingZeros(cellPieces / L);
+        for (int k = 0; k < 16 * h; k++) {
+            long at = base + (k >> 4) * stride + (k & 15) * 2 * vb;
+            int u = ((k >> 1) & 7) * L;
+            LongVector mask = LongVector.broadcast(S, -(long) (k & 1));
+            LongVector x0, x1, sx, sw, s1, p, y, lo;
+            x0 = LongVector.fromMemorySegment(S, seg, at, LE);
+            p = x0.and(m32).mul(c1);
+            y = x0.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32));
+            p = y.lanewise(VectorOperators.LSHR, 32).mul(c2);
+            lo = x0.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32)).and(m32);
+            p = lo.mul(c3);
+            x0 = y.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32)).and(hi).or(lo);
+            x1 = LongVector.fromMemorySegment(S, seg, at + vb, LE);
+            p = x1.and(m32).mul(c1);
+            y = x1.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32));
+            p = y.lanewise(VectorOperators.LSHR, 32).mul(c2);
+            lo = x1.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32)).and(m32);
+            p = lo.mul(c3);
+            x1 = y.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32)).and(hi).or(lo);
+            sx = x0.add(x1);
+            sw = sx;
+            s1 = x1;
+            long at1 = at + quarter;
+            x0 = LongVector.fromMemorySegment(S, seg, at1, LE);
+            p = x0.and(m32).mul(c1);
+            y = x0.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32));
+            p = y.lanewise(VectorOperators.LSHR, 32).mul(c2);
+            lo = x0.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32)).and(m32);
+            p = lo.mul(c3);
+            x0 = y.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32)).and(hi).or(lo);
+            x1 = LongVector.fromMemorySegment(S, seg, at1 + vb, LE);
+            p = x1.and(m32).mul(c1);
+            y = x1.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32));
+            p = y.lanewise(VectorOperators.LSHR, 32).mul(c2);
+            lo = x1.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32)).and(m32);
+            p = lo.mul(c3);
+            x1 = y.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32)).and(hi).or(lo);
+            sx = sx.add(x0.add(x1));
+            sw = sw.add(sx);
+            s1 = s1.add(x1);
+            long at2 = at + 2 * quarter;
+            x0 = LongVector.fromMemorySegment(S, seg, at2, LE);
+            p = x0.and(m32).mul(c1);
+            y = x0.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32));
+            p = y.lanewise(VectorOperators.LSHR, 32).mul(c2);
+            lo = x0.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32)).and(m32);
+            p = lo.mul(c3);
+            x0 = y.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32)).and(hi).or(lo);
+            x1 = LongVector.fromMemorySegment(S, seg, at2 + vb, LE);
+            p = x1.and(m32).mul(c1);
+            y = x1.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32));
+            p = y.lanewise(VectorOperators.LSHR, 32).mul(c2);
+            lo = x1.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32)).and(m32);
+            p = lo.mul(c3);
+            x1 = y.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32)).and(hi).or(lo);
+            sx = sx.add(x0.add(x1));
+            sw = sw.add(sx);
+            s1 = s1.add(x1);
+            long at3 = at + 3 * quarter;
+            x0 = LongVector.fromMemorySegment(S, seg, at3, LE);
+            p = x0.and(m32).mul(c1);
+            y = x0.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32));
+            p = y.lanewise(VectorOperators.LSHR, 32).mul(c2);
+            lo = x0.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32)).and(m32);
+            p = lo.mul(c3);
+            x0 = y.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32)).and(hi).or(lo);
+            x1 = LongVector.fromMemorySegment(S, seg, at3 + vb, LE);
+            p = x1.and(m32).mul(c1);
+            y = x1.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32));
+            p = y.lanewise(VectorOperators.LSHR, 32).mul(c2);
+            lo = x1.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHR, 32)).and(m32);
+            p = lo.mul(c3);
+            x1 = y.lanewise(VectorOperators.XOR, p).lanewise(VectorOperators.XOR, p.lanewise(VectorOperators.LSHL, 32)).and(hi).or(lo);
+            sx = sx.add(x0.add(x1));
+            s1 = s1.add(x1);
+            LongVector a = LongVector.fromArray(S, as, u).add(sx);
+            a.intoArray(as, u);
+            LongVector.fromArray(S, ts, u).add(a.and(mask).add(sw.mul(hv)).lanewise(VectorOperators.LSHL, shift)
+                    .sub(sx.and(mask).lanewise(VectorOperators.LSHL, 1).add(s1))).intoArray(ts, u);
+        }
+        n = 4 * h;
+        long c0 = 2 * (t0 * cellPieces + pieceBase) + 1 + ((long) n << shift << VectorSliceKernel.SHIFT_2L);
+        LongVector k = VectorSliceKernel.TWO_IOTA.add(c0);
+        for (int j = 0; j < 8; j++) {
+            out[j / perHead] += LongVector.fromArray(S, as, j * L).mul(k.add(8L * L * (j % perHead)))
+                    .sub(LongVector.fromArray(S, ts, j * L).lanewise(VectorOperators.LSHL, VectorSliceKernel.SHIFT_2L))
+                    .reduceLanes(VectorOperators.ADD);
+        }
     }
 
     @Override

@@ -114,8 +114,9 @@ class MixedRowPassTest {
     }
 
     /**
-     * 2 KiB rows at 512 bits ({@code MixedVectorSliceKernel.rowRegs}: sums in registers, and {@code rowTwo}: the
-     * block's two halves of tokens in lockstep, an odd last token alone; the shipped choice and each of them): against
+     * 2 KiB rows at 512 bits ({@code MixedVectorSliceKernel.rowRegs}: sums in registers; {@code rowTwo}: the
+     * block's two halves of tokens in lockstep, an odd last token alone; {@code rowFour}: its four quarters, the last
+     * {@code n % 4} tokens through {@code rowTwo}; the shipped choice and each of them, on blocks of every length mod 4): against
      * the definition and the scratch row pass, K alone and K with V, every unit split of the row (8 heads of 32 pieces, 4 of 64, 2 of 128),
      * padded strides, unaligned bases, large first tokens; and rows it does not take go through the scratch.
      */
@@ -125,8 +126,9 @@ class MixedRowPassTest {
         assumeTrue(MixedVectorSliceKernel.regsRow(8, 32, 64), "no 512-bit vectors with AVX-512's registers");
         SplittableRandom rnd = new SplittableRandom(SEED + 2);
         MixedVectorSliceKernel regs = new MixedVectorSliceKernel();
-        MixedVectorSliceKernel one = new MixedVectorSliceKernel(true, true, false);
-        MixedVectorSliceKernel two = new MixedVectorSliceKernel(true, true, true);
+        MixedVectorSliceKernel one = new MixedVectorSliceKernel(true, true, 1);
+        MixedVectorSliceKernel two = new MixedVectorSliceKernel(true, true, 2);
+        MixedVectorSliceKernel four = new MixedVectorSliceKernel(true, true, 4);
         MixedVectorSliceKernel scratch = new MixedVectorSliceKernel(true, false);
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment s = arena.allocate(1 << 20, 8);
@@ -139,7 +141,7 @@ class MixedRowPassTest {
                 for (boolean kOnly : new boolean[] {false, true}) {
                     int cell = kOnly ? pieces : 2 * pieces;
                     assertTrue(MixedVectorSliceKernel.regsRow(heads, pieces, cell));
-                    for (int n : new int[] {1, 2, 3, 4, 5, 16, 33, 64}) {
+                    for (int n : new int[] {1, 2, 3, 4, 5, 6, 7, 8, 11, 16, 33, 64, 66}) {
                         long tokenStride = 8L * pieces * heads + (rnd.nextBoolean() ? 0 : 8L * rnd.nextInt(1, 40));
                         long kBase = 8L * rnd.nextInt(8) + rnd.nextInt(8);
                         long vBase = 500_000 + rnd.nextInt(64);
@@ -148,7 +150,7 @@ class MixedRowPassTest {
                                 pieces, heads);
                         String what = heads + " heads of " + pieces + " pieces" + (kOnly ? " (K only)" : "") + ", n " + n
                                 + ", stride " + tokenStride + ", t0 " + t0;
-                        for (MixedVectorSliceKernel k : List.of(regs, one, two, scratch)) {
+                        for (MixedVectorSliceKernel k : List.of(regs, one, two, four, scratch)) {
                             assertHeads(expected, k, s, kBase, vBase, kOnly, 8L * pieces, tokenStride, pieces, n, t0,
                                     true, what);
                         }
@@ -171,8 +173,9 @@ class MixedRowPassTest {
         System.out.println("mixed row pass seed " + SEED);
         SplittableRandom rnd = new SplittableRandom(SEED);
         MixedVectorSliceKernel rows = new MixedVectorSliceKernel();
-        MixedVectorSliceKernel one = new MixedVectorSliceKernel(true, true, false);
-        MixedVectorSliceKernel two = new MixedVectorSliceKernel(true, true, true);
+        MixedVectorSliceKernel one = new MixedVectorSliceKernel(true, true, 1);
+        MixedVectorSliceKernel two = new MixedVectorSliceKernel(true, true, 2);
+        MixedVectorSliceKernel four = new MixedVectorSliceKernel(true, true, 4);
         MixedVectorSliceKernel headByHead = new MixedVectorSliceKernel(false);
         int lanes = KernelSpecies.S.length();
         try (Arena arena = Arena.ofConfined()) {
@@ -186,7 +189,7 @@ class MixedRowPassTest {
                     for (boolean kOnly : new boolean[] {false, true}) {
                         assertTrue(rows.rowsAffine(heads, pieces, 8L * pieces, kOnly ? 0 : pieces, 8L * pieces));
                         assertFalse(headByHead.rowsAffine(heads, pieces, 8L * pieces, kOnly ? 0 : pieces, 8L * pieces));
-                        for (int n : new int[] {1, 2, 3, 7, 16}) {
+                        for (int n : new int[] {1, 2, 3, 6, 7, 16}) {
                             long tokenStride = 8L * pieces * heads + (rnd.nextBoolean() ? 0 : 64);
                             long kBase = rnd.nextInt(64);
                             long vBase = 400_000 + rnd.nextInt(64);
@@ -195,7 +198,7 @@ class MixedRowPassTest {
                                     t0, pieces, heads);
                             String what = heads + " heads of " + pieces + " pieces" + (kOnly ? " (K only)" : "") + ", n " + n
                                     + ", stride " + tokenStride + ", t0 " + t0;
-                            for (MixedVectorSliceKernel k : List.of(rows, one, two, headByHead)) {
+                            for (MixedVectorSliceKernel k : List.of(rows, one, two, four, headByHead)) {
                                 for (boolean fromMemory : new boolean[] {true, false}) {
                                     assertHeads(expected, k, s, kBase, vBase, kOnly, 8L * pieces, tokenStride, pieces, n,
                                             t0, fromMemory, what);

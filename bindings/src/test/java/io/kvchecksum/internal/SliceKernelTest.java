@@ -387,11 +387,11 @@ class SliceKernelTest {
         assertEquals(List.of(KernelSpecies.Streams.NARROW, KernelSpecies.Streams.PREFERRED), KernelSpecies.choices(512),
                 "the choices the golden suites run at 512 bits");
         assertEquals(List.of(KernelSpecies.Streams.PREFERRED), KernelSpecies.choices(256));
-        assertTrue(KernelSpecies.mixedTwoStreams(intel), "the mixed mode's 2 KiB rows in two streams on Intel");
-        assertFalse(KernelSpecies.mixedTwoStreams(zen4));
-        assertFalse(KernelSpecies.mixedTwoStreams(zen5));
-        assertFalse(KernelSpecies.mixedTwoStreams(List.of()), "no /proc/cpuinfo");
-        assertEquals(List.of(false, true), KernelSpecies.mixedChoices(), "the mixed choices the golden suites run");
+        assertEquals(4, KernelSpecies.mixedStreams(intel), "the mixed mode's 2 KiB rows in four streams on Intel");
+        assertEquals(1, KernelSpecies.mixedStreams(zen4));
+        assertEquals(1, KernelSpecies.mixedStreams(zen5));
+        assertEquals(1, KernelSpecies.mixedStreams(List.of()), "no /proc/cpuinfo");
+        assertEquals(List.of(1, 4), KernelSpecies.mixedChoices(), "the mixed choices the golden suites run");
         assertTrue(new VectorSliceKernel(KernelSpecies.Streams.NARROW).describe()
                 .endsWith("-bit, preferred width; MLA streams and 2 KiB head rows from memory 256-bit (AMD family 25 or 26)"));
     }

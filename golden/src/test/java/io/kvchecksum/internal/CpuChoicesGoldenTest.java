@@ -25,7 +25,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * a plan on its second call, and the suite runs each plan once) and as before issue 28's in-cache work. The verifying
  * copy's vectors run through the copy's loops for memory as well ({@link #copyThroughTheLoopsForMemory}). At 512 bits
  * with AVX-512's registers the mixed mode's 2 KiB rows from memory run in each choice of
- * {@link KernelSpecies#mixedTwoStreams} (one stream; two, on Intel).
+ * {@link KernelSpecies#mixedStreams} (one stream; four, on Intel).
  *
  * <p>In package {@code io.kvchecksum.internal} to reach the test-only {@link FastCpuBackend#withStreams}.
  */
@@ -43,11 +43,12 @@ class CpuChoicesGoldenTest {
             }
         }
         if (MixedVectorSliceKernel.regsRow(8, 32, 64)) {
-            // the mixed mode's 2 KiB rows from memory at 512 bits in one stream and in two (the shipped choice on Intel)
-            for (boolean two : KernelSpecies.mixedChoices()) {
-                KvChecksum cpu = KvChecksum.of(FastCpuBackend.withMixedStreams(1, two, 0));
+            // the mixed mode's 2 KiB rows from memory at 512 bits in one stream and in four (the shipped choice on
+            // Intel; its last n % 4 tokens in two)
+            for (int streams : KernelSpecies.mixedChoices()) {
+                KvChecksum cpu = KvChecksum.of(FastCpuBackend.withMixedStreams(1, streams, 0));
                 String name = cpu.description() + ", every vector read as from memory, the mixed mode's 2 KiB rows in "
-                        + (two ? "two streams" : "one stream");
+                        + (streams == 1 ? "one stream" : streams + " streams");
                 nodes.add(DynamicContainer.dynamicContainer(name, GoldenSuite.tests(cpu)));
             }
         }
