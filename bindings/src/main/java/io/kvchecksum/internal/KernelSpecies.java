@@ -55,6 +55,26 @@ final class KernelSpecies {
     static final Streams CHOSEN = choose(S.vectorBitSize(), CpuModel.cpuinfo());
 
     /**
+     * Whether a whole cell's block read from memory as one stream without V (DeepSeek MLA's latent rows) takes its two
+     * halves in lockstep ({@code VectorSliceKernel.streamHalves}) rather than one stream: with AVX-512's registers
+     * (AMD's families 25 and 26 read such streams at 256 bits, {@link Streams#NARROW}, before this choice applies),
+     * and on Intel at 256 bits too, where its twelve sums and two live loads fit AVX2's sixteen registers: DeepSeek MLA
+     * bf16 at 1 GiB read 1.02-1.05x the one stream's median at 512 bits and 1.09-1.11x with {@code -XX:UseAVX=2}
+     * (docs/bench-cpu.md, "Two streams a block"). Other CPUs at 256 bits are unmeasured and keep one stream.
+     */
+    static final boolean STREAM_HALVES = streamHalves(S.vectorBitSize(), CpuModel.cpuinfo());
+
+    /**
+     * {@return whether {@link #STREAM_HALVES} holds at {@code preferredBits} on the CPU {@code cpuinfo} names}
+     *
+     * @param preferredBits the JVM's preferred vector width
+     * @param cpuinfo the first lines of {@code /proc/cpuinfo} (empty where it cannot be read)
+     */
+    static boolean streamHalves(int preferredBits, List<String> cpuinfo) {
+        return preferredBits >= 512 || CpuModel.intel(cpuinfo);
+    }
+
+    /**
      * How many streams of the block the mixed kernel reads in lockstep for 2 KiB rows at 512 bits from memory: four
      * ({@code MixedVectorSliceKernel.rowFour}) on Intel (family 6, Emerald Rapids), where the mixer's cycles add to
      * the misses' and more streams overlap them (two: 1.20-1.30x one stream; four: 1.09-1.13x two, medians;

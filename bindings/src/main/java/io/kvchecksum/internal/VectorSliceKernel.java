@@ -325,7 +325,7 @@ final class VectorSliceKernel implements SliceKernel {
             }
             return;
         }
-        if (vSeg == null && fromMemory && HALVES_FROM_MEMORY && kStride == 8L * kPieces) {
+        if (vSeg == null && fromMemory && KernelSpecies.STREAM_HALVES && kStride == 8L * kPieces) {
             long total = (long) n * kPieces;
             long groups = total / (4L * L);
             for (int h = 0; h < heads; h++) {
@@ -968,17 +968,8 @@ final class VectorSliceKernel implements SliceKernel {
     }
 
     /**
-     * Whether a whole cell's block from memory (one stream without V) is read by {@link #streamHalves}: with AVX-512's
-     * registers (AMD's families 25 and 26 take {@link #stream256} there first), and on Intel at 256 bits too, where its
-     * twelve sums and two loads at a time fit AVX2's sixteen registers: DeepSeek MLA bf16 at 1 GiB read 1.09x the
-     * one-stream loop's median with {@code -XX:UseAVX=2} (docs/bench-cpu.md, "Two streams a block"); other CPUs at 256
-     * bits are unmeasured and keep {@link #stream}.
-     */
-    private static final boolean HALVES_FROM_MEMORY = KernelSpecies.WIDE_REGISTER_FILE || io.kvchecksum.spi.CpuModel.intel();
-
-    /**
      * {@link #stream} of a whole cell's block from memory (DeepSeek MLA's latent rows, {@code groups} groups of four
-     * vectors, an even number) with its two halves in lockstep (twelve sums; {@link #HALVES_FROM_MEMORY}): two streams a
+     * vectors, an even number) with its two halves in lockstep (twelve sums; {@link KernelSpecies#STREAM_HALVES}): two streams a
      * block keep more of its lines in flight than one, 1.02-1.05x {@link #stream}'s median on Intel at 1 GiB
      * (docs/bench-cpu.md, "Two streams a block"), and as few operations a vector. {@code a += x + y; s += a; b += x},
      * and {@code s + (groups/2)*b} is the single pass's {@code s}: there the first half's groups stay in {@code a} for

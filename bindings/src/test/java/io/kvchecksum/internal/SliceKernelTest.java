@@ -392,6 +392,10 @@ class SliceKernelTest {
         assertEquals(1, KernelSpecies.mixedStreams(zen5));
         assertEquals(1, KernelSpecies.mixedStreams(List.of()), "no /proc/cpuinfo");
         assertEquals(List.of(1, 4), KernelSpecies.mixedChoices(), "the mixed choices the golden suites run");
+        assertTrue(KernelSpecies.streamHalves(512, zen4), "MLA's blocks in two halves with AVX-512's registers");
+        assertTrue(KernelSpecies.streamHalves(256, intel), "and on Intel at 256 bits");
+        assertFalse(KernelSpecies.streamHalves(256, zen3OnFamily25), "one stream at 256 bits elsewhere");
+        assertFalse(KernelSpecies.streamHalves(256, List.of()), "no /proc/cpuinfo");
         assertTrue(new VectorSliceKernel(KernelSpecies.Streams.NARROW).describe()
                 .endsWith("-bit, preferred width; MLA streams and 2 KiB head rows from memory 256-bit (AMD family 25 or 26)"));
     }
